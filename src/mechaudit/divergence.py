@@ -1,0 +1,337 @@
+"""Run divergence, extra divergence and the exact permutation test (paper §3, App. A).
+
+Vocabulary used throughout:
+
+* A *run* is the sequence of hypotheses one workflow execution delivered. Only the attribute
+  ``opening_id`` of a hypothesis is read here (the id of the fixed opening hypothesis it grew from).
+* *Matched pairs* of two runs: every cross pair of delivered hypotheses (one from each run) that
+  share an ``opening_id``. When a run delivers several hypotheses for one opening, all cross pairs
+  count (2 x 3 hypotheses give 6 pairs), so matching is not one-to-one. This is how the paper
+  arrives at 4,863 matched pairs over 420 run pairs (about 11.6 per run pair with 5 openings).
+  Hypotheses with ``opening_id is None`` have no lineage and are never matched.
+* *Run divergence* of two runs: the fraction of their matched pairs that an equivalence rule judges
+  to be different mechanisms (0 = all same, 1 = all different).
+* *Divergence matrix* of one instance: the symmetric run-by-run matrix of run divergences, zero
+  diagonal (a run is not compared with itself; the diagonal is ignored by every statistic here).
+* *Extra divergence* of two depths a and b: mean cross-depth run divergence minus mean same-depth
+  run divergence, where the within-a and within-b run pairs are pooled into one mean.
+* *Counting as the paper does*: runs are counted per instance and depth (4 x 3 x 5 = 60); run pairs
+  are all unordered pairs of runs of one instance, across and within depths (4 x C(15, 2) = 420 =
+  4 x (3 same-depth x C(5, 2) + 3 cross-depth x 5 x 5) = 4 x (30 + 75)); matched pairs are summed
+  over those run pairs.
+
+The permutation test is exact: per instance it uses every split of the runs into groups of sizes
+``n_a`` and ``n_b`` (unordered when ``n_a == n_b``, because the statistic is then symmetric under
+swapping the groups: C(10, 5) / 2 = 126 for 5 + 5; otherwise C(n, n_a)), and the null distribution
+of the instance-averaged statistic is every combination of per-instance splits (126**4 for four
+instances). It is counted exactly by a meet-in-the-middle convolution of the per-instance value
+distributions, never by enumerating the combinations one by one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from itertools import combinations
+from math import comb, prod
+from typing import Any, NamedTuple, Protocol
+
+import numpy as np
+from tqdm.auto import tqdm
+
+__all__ = [
+    "DesignCounts",
+    "PermutationResult",
+    "comparison_matrix",
+    "design_counts",
+    "divergence_matrix",
+    "extra_divergence",
+    "matched_pairs",
+    "permutation_test",
+    "run_divergence",
+    "same_depth_divergence",
+    "split_extras",
+    "split_memberships",
+]
+
+#: Largest number of distinct partial sums one half of the meet-in-the-middle may hold.
+MAX_HALF_SIZE = 20_000_000
+
+
+class HasOpening(Protocol):
+    """Anything with the lineage attribute of a delivered hypothesis."""
+
+    opening_id: str | None
+
+
+Pair = tuple[Any, Any]
+
+
+class PermutationResult(NamedTuple):
+    """Result of :func:`permutation_test`.
+
+    extra: observed statistic, the mean over instances of per-instance extra divergence
+        (a fraction; multiply by 100 for percentage points).
+    p_value: exact two-sided p, the share of all split combinations whose |statistic| is at least
+        the observed |statistic| (float ties within a relative tolerance count as at least).
+    n_partitions: number of splits per instance (126 for 5 + 5 runs).
+    """
+
+    extra: float
+    p_value: float
+    n_partitions: int
+
+
+class DesignCounts(NamedTuple):
+    """Design size counted as in the paper (App. A): runs, run pairs, matched hypothesis pairs."""
+
+    runs: int
+    run_pairs: int
+    matched_pairs: int
+
+
+# --------------------------------------------------------------------------- matching and counts
+
+
+def matched_pairs(run_a: Sequence[HasOpening], run_b: Sequence[HasOpening]) -> list[Pair]:
+    """All cross pairs ``(h_a, h_b)`` of two runs whose hypotheses share an ``opening_id``.
+
+    Several hypotheses per opening give all their cross pairs (not a one-to-one matching).
+    Order: by position in ``run_a``, then by position in ``run_b``. ``opening_id=None`` never matches.
+    """
+    by_opening: dict[str, list[Any]] = {}
+    for h in run_b:
+        if h.opening_id is not None:
+            by_opening.setdefault(h.opening_id, []).append(h)
+    return [(a, b) for a in run_a if a.opening_id is not None for b in by_opening.get(a.opening_id, [])]
+
+
+def design_counts(runs_by_instance: Mapping[Any, Sequence[Sequence[HasOpening]]]) -> DesignCounts:
+    """Count runs, run pairs and matched pairs as the paper does.
+
+    ``runs_by_instance`` maps an instance to all its runs (every depth). Run pairs are all unordered
+    pairs of runs within an instance (same- and cross-depth), C(15, 2) = 105 per instance for
+    3 depths x 5 runs; matched pairs are summed over these run pairs.
+    """
+    n_runs = n_run_pairs = n_matched = 0
+    for runs in runs_by_instance.values():
+        n_runs += len(runs)
+        n_run_pairs += comb(len(runs), 2)
+        n_matched += sum(len(matched_pairs(a, b)) for a, b in combinations(runs, 2))
+    return DesignCounts(n_runs, n_run_pairs, n_matched)
+
+
+# --------------------------------------------------------------------------- divergence
+
+
+def run_divergence(same: np.ndarray) -> float:
+    """Fraction of matched pairs judged different, from a 1-D array of same-mechanism verdicts.
+
+    ``same`` holds booleans (or 0/1); an empty array or a non-binary value raises ``ValueError``.
+    """
+    arr = np.asarray(same)
+    if arr.ndim != 1:
+        raise ValueError(f"same: expected a 1-D array of verdicts, got shape {arr.shape}")
+    if arr.size == 0:
+        raise ValueError("same: no matched pairs, run divergence is undefined")
+    if arr.dtype != bool:
+        if not np.isin(arr, (0, 1)).all():
+            raise ValueError("same: verdicts must be boolean (or 0/1); found other values or NaN")
+        arr = arr.astype(bool)
+    return float(1.0 - arr.mean())
+
+
+def divergence_matrix(
+    runs: Sequence[Sequence[HasOpening]],
+    same_fn: Callable[[list[Pair]], np.ndarray],
+    progress: bool = False,
+) -> np.ndarray:
+    """Symmetric run-by-run divergence matrix of one instance, shape ``(n_runs, n_runs)``.
+
+    ``same_fn(pairs) -> bool array`` is an equivalence rule's ``same``; it is called once over the
+    matched pairs of all run pairs (batched). Entry ``[i, j]`` is the run divergence of runs i, j;
+    the diagonal is 0. A run pair without matched pairs raises ``ValueError``.
+    """
+    n = len(runs)
+    index = list(combinations(range(n), 2))
+    pairs: list[Pair] = []
+    bounds = [0]
+    for i, j in tqdm(index, disable=not progress, desc="matching runs"):
+        found = matched_pairs(runs[i], runs[j])
+        if not found:
+            raise ValueError(f"runs {i} and {j} share no opening hypothesis: run divergence undefined")
+        pairs.extend(found)
+        bounds.append(len(pairs))
+    verdicts = np.asarray(same_fn(pairs)) if pairs else np.zeros(0, bool)
+    if verdicts.shape != (len(pairs),):
+        raise ValueError(f"same_fn returned shape {verdicts.shape} for {len(pairs)} pairs")
+    D = np.zeros((n, n))
+    for (i, j), lo, hi in zip(index, bounds[:-1], bounds[1:]):
+        D[i, j] = D[j, i] = run_divergence(verdicts[lo:hi])
+    return D
+
+
+def _check_matrix(D: np.ndarray, n_a: int, name: str = "D") -> np.ndarray:
+    """Validate one divergence matrix and the depth-a group size; return it as float array."""
+    D = np.asarray(D, dtype=float)
+    if D.ndim != 2 or D.shape[0] != D.shape[1]:
+        raise ValueError(f"{name}: expected a square matrix, got shape {D.shape}")
+    n = D.shape[0]
+    if isinstance(n_a, bool) or not isinstance(n_a, (int, np.integer)):
+        raise ValueError(f"n_a: expected an int, got {n_a!r}")
+    if not 1 <= n_a <= n - 1:
+        raise ValueError(f"n_a={n_a}: needs 1 <= n_a <= n - 1 = {n - 1} for {name} of shape {D.shape}")
+    if comb(n_a, 2) + comb(n - n_a, 2) == 0:
+        raise ValueError(f"{name}: no same-depth run pair for n_a={n_a}, n={n}")
+    off = ~np.eye(n, dtype=bool)
+    if not np.isfinite(D[off]).all():
+        raise ValueError(f"{name}: off-diagonal entries must be finite (found NaN or inf)")
+    if not np.allclose(D, D.T, rtol=0.0, atol=1e-12, equal_nan=True):
+        raise ValueError(f"{name}: divergence matrix must be symmetric")
+    return np.where(off, D, 0.0)
+
+
+def extra_divergence(D: np.ndarray, n_a: int) -> float:
+    """Extra divergence of one instance: mean cross-depth minus pooled mean same-depth divergence.
+
+    ``D``: symmetric ``(n, n)`` run divergence matrix (fractions), the first ``n_a`` runs at depth a
+    and the remaining ``n - n_a`` at depth b; diagonal ignored. Returns a fraction (x100 for pp).
+    """
+    D = _check_matrix(D, n_a)
+    cross = D[:n_a, n_a:].mean()
+    iu_a = np.triu_indices(n_a, 1)
+    iu_b = np.triu_indices(D.shape[0] - n_a, 1)
+    within = np.concatenate([D[:n_a, :n_a][iu_a], D[n_a:, n_a:][iu_b]])
+    return float(cross - within.mean())
+
+
+def same_depth_divergence(D: np.ndarray, depths: Sequence[Any]) -> dict[Any, float]:
+    """Mean run divergence over same-depth run pairs, per depth (Fig. 2, left panel).
+
+    ``D``: ``(n, n)`` divergence matrix of one instance; ``depths[i]`` the depth of run i. Depths with
+    fewer than two runs are left out.
+    """
+    D = np.asarray(D, dtype=float)
+    depths = np.asarray(depths)
+    if D.shape != (len(depths), len(depths)):
+        raise ValueError(f"D shape {D.shape} does not match {len(depths)} depths")
+    out: dict[Any, float] = {}
+    for d in dict.fromkeys(depths.tolist()):
+        idx = np.flatnonzero(depths == d)
+        if len(idx) >= 2:
+            sub = D[np.ix_(idx, idx)]
+            out[d] = float(sub[np.triu_indices(len(idx), 1)].mean())
+    return out
+
+
+def comparison_matrix(D: np.ndarray, depths: Sequence[Any], a: Any, b: Any) -> tuple[np.ndarray, int]:
+    """Sub-matrix of one depth comparison: runs at depth ``a`` first, then runs at depth ``b``.
+
+    Returns ``(D_ab, n_a)`` ready for :func:`extra_divergence` and :func:`permutation_test`
+    (e.g. a 15 x 15 matrix of depths {0, 1, 5} gives a 10 x 10 matrix and n_a = 5 for 0 vs 1).
+    """
+    D = np.asarray(D, dtype=float)
+    depths = np.asarray(depths)
+    if D.shape != (len(depths), len(depths)):
+        raise ValueError(f"D shape {D.shape} does not match {len(depths)} depths")
+    idx_a, idx_b = np.flatnonzero(depths == a), np.flatnonzero(depths == b)
+    if len(idx_a) == 0 or len(idx_b) == 0:
+        raise ValueError(f"depth comparison {a} vs {b}: no runs at depth {a if len(idx_a) == 0 else b}")
+    idx = np.concatenate([idx_a, idx_b])
+    return D[np.ix_(idx, idx)], len(idx_a)
+
+
+# --------------------------------------------------------------------------- permutation test
+
+
+def split_memberships(n: int, n_a: int) -> np.ndarray:
+    """All splits of ``n`` runs into groups of sizes ``n_a`` and ``n - n_a``, shape ``(s, n)`` bool.
+
+    Row r marks the group-a runs of split r. The first row is the observed split (runs 0..n_a-1).
+    With equal sizes only unordered splits are listed (run 0 always in group a): C(n, n/2) / 2,
+    126 for 5 + 5; otherwise all C(n, n_a).
+    """
+    pool = range(1, n) if 2 * n_a == n else range(n)
+    fixed = (0,) if 2 * n_a == n else ()
+    chosen = [fixed + c for c in combinations(pool, n_a - len(fixed))]
+    M = np.zeros((len(chosen), n), dtype=bool)
+    rows = np.repeat(np.arange(len(chosen)), n_a)
+    M[rows, np.asarray(chosen, dtype=int).ravel()] = True
+    return M
+
+
+def split_extras(D: np.ndarray, n_a: int) -> np.ndarray:
+    """Extra divergence of every split of :func:`split_memberships` (same order), shape ``(s,)``.
+
+    Vectorised: for a 0/1 membership vector m, the cross-group sum over run pairs is
+    ``m @ rowsum(D) - m @ D @ m`` (zero diagonal).
+    """
+    D = _check_matrix(D, n_a)
+    n = D.shape[0]
+    n_b = n - n_a
+    M = split_memberships(n, n_a).astype(float)
+    cross = M @ D.sum(axis=1) - np.einsum("si,ij,sj->s", M, D, M)
+    within = D.sum() / 2.0 - cross
+    return cross / (n_a * n_b) - within / (comb(n_a, 2) + comb(n_b, 2))
+
+
+def _distribution(values: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Merge equal values: sorted distinct values and their summed integer counts."""
+    order = np.argsort(values, kind="stable")
+    v, c = values[order], counts[order]
+    start = np.flatnonzero(np.r_[True, v[1:] != v[:-1]])
+    return v[start], np.add.reduceat(c, start)
+
+
+def _convolve_all(dists: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
+    """Distribution of the sum of independent discrete values (counts multiply)."""
+    v, c = np.zeros(1), np.ones(1, dtype=np.int64)
+    for dv, dc in dists:
+        if len(v) * len(dv) > MAX_HALF_SIZE:
+            raise ValueError(
+                f"exact null distribution too large ({len(v) * len(dv)} partial sums in one half); "
+                "use fewer instances per test"
+            )
+        v, c = _distribution(np.add.outer(v, dv).ravel(), np.multiply.outer(c, dc).ravel())
+    return v, c
+
+
+def permutation_test(Ds: Sequence[np.ndarray], n_a: int, rtol: float = 1e-12) -> PermutationResult:
+    """Exact two-sided permutation test of instance-averaged extra divergence (paper App. A).
+
+    ``Ds``: one ``(n, n)`` divergence matrix per instance, all the same shape, first ``n_a`` runs at
+    depth a. Null distribution: every combination of per-instance splits (``n_partitions ** k``
+    combinations), counted exactly by meet-in-the-middle: the per-instance split values are
+    convolved into two halves of partial sums, and for each left sum the right sums with
+    ``|left + right| >= |observed| - tol`` are counted with ``np.searchsorted``. Float ties:
+    ``tol = rtol * max(1, sum_i max_s |extra_i(s)|)`` on the sum scale.
+    """
+    if len(Ds) == 0:
+        raise ValueError("Ds: no instance matrices")
+    shapes = {np.shape(D) for D in Ds}
+    if len(shapes) != 1:
+        raise ValueError(f"Ds: all instance matrices must have one shape, got {sorted(shapes)}")
+    per_instance = [split_extras(D, n_a) for D in Ds]
+    observed_sum = float(sum(e[0] for e in per_instance))
+    k = len(per_instance)
+    n_partitions = len(per_instance[0])
+    total = n_partitions**k
+
+    tol = rtol * max(1.0, float(sum(np.abs(e).max() for e in per_instance)))
+    threshold = abs(observed_sum) - tol
+    if threshold <= 0:
+        return PermutationResult(observed_sum / k, 1.0, n_partitions)
+
+    dists = [_distribution(e, np.ones(len(e), dtype=np.int64)) for e in per_instance]
+    sizes = [len(d[0]) for d in dists]
+    cut = min(range(k + 1), key=lambda m: max(prod(sizes[:m]), prod(sizes[m:])))
+    left_v, left_c = _convolve_all(dists[:cut])
+    right_v, right_c = _convolve_all(dists[cut:])
+    right_cum = np.concatenate([[0], np.cumsum(right_c)])
+    n_upper = right_cum[-1] - right_cum[np.searchsorted(right_v, threshold - left_v, side="left")]
+    n_lower = right_cum[np.searchsorted(right_v, -threshold - left_v, side="right")]
+    hits = n_upper + n_lower
+    if total >= 2**62:  # exact integer arithmetic beyond int64
+        n_extreme = sum(int(a) * int(b) for a, b in zip(left_c, hits))
+    else:
+        n_extreme = int(np.dot(left_c, hits))
+    return PermutationResult(observed_sum / k, n_extreme / total, n_partitions)

@@ -1,0 +1,164 @@
+"""Measured diversity of a hypothesis set under a "same mechanism" rule (paper §3, §5.2).
+
+Grouping turns pairwise same/different verdicts into groups of hypotheses, and the number of
+groups is the measured diversity. Two readings of the same verdicts:
+
+* ``components``: connected components of the "same" graph. Sameness is treated as transitive, so a
+  chain a~b~c joins a and c even when a and c were judged different (the most lumping reading).
+  Works on sparse graphs of any size (``scipy.sparse.csgraph.connected_components``).
+* ``complete``: complete-linkage clustering on the distance ``1 - same`` cut at 0.5, so a group only
+  forms when all its members are pairwise "same" (a clique; the most splitting reading of the two).
+  Needs the dense ``n x n`` matrix (``scipy.cluster.hierarchy``); ties are merged in scipy's order.
+
+The Vendi score (Friedman & Dieng) is a continuous diversity: the exponential of the Shannon
+entropy of the eigenvalues of ``K / n`` for an ``n x n`` similarity matrix ``K`` with unit diagonal.
+It equals ``n`` for the identity (all different) and 1 for the all-ones matrix (all the same); for a
+block matrix of a grouping it equals ``exp`` of the entropy of the group shares.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.cluster.hierarchy import fcluster, linkage
+from scipy.sparse.csgraph import connected_components
+from scipy.spatial.distance import squareform
+
+__all__ = ["group", "n_groups", "vendi_score", "vendi_score_from_features", "vendi_score_from_labels"]
+
+Method = Literal["components", "complete"]
+
+
+def _relabel(labels: np.ndarray) -> np.ndarray:
+    """Labels renumbered 0, 1, ... in order of first appearance (a canonical form)."""
+    _, first, inverse = np.unique(labels, return_index=True, return_inverse=True)
+    rank = np.empty(len(first), dtype=np.int64)
+    rank[np.argsort(first)] = np.arange(len(first))
+    return rank[inverse.ravel()]
+
+
+def _check_square(same: np.ndarray | sp.spmatrix | sp.sparray, name: str = "same") -> None:
+    shape = same.shape
+    if len(shape) != 2 or shape[0] != shape[1]:
+        raise ValueError(f"{name}: expected a square n x n matrix, got shape {shape}")
+
+
+def _dense_verdicts(same: np.ndarray) -> np.ndarray:
+    """A dense verdict matrix as bool; values other than 0/1 (including NaN) raise ``ValueError``."""
+    arr = np.asarray(same)
+    if arr.dtype != bool:
+        if not np.isin(arr, (0, 1)).all():
+            raise ValueError("same: verdicts must be boolean (or 0/1); found other values or NaN")
+        arr = arr.astype(bool)
+    return arr
+
+
+def group(same: np.ndarray | sp.spmatrix | sp.sparray, method: Method = "components") -> np.ndarray:
+    """Group labels, shape ``(n,)`` int, numbered 0.. in order of first appearance.
+
+    ``same``: ``n x n`` same-mechanism verdicts, a dense bool (or 0/1) array or a scipy sparse
+    matrix whose stored non-zeros are the "same" edges. The diagonal is ignored.
+    ``components``: an edge in either direction joins (asymmetric verdicts are allowed).
+    ``complete``: verdicts must be symmetric; a sparse input is densified (``n**2`` memory).
+    """
+    _check_square(same)
+    n = same.shape[0]
+    if n == 0:
+        return np.zeros(0, dtype=np.int64)
+    if method == "components":
+        if sp.issparse(same):
+            graph = sp.csr_matrix(same)
+            if graph.nnz and not np.isfinite(graph.data).all():
+                raise ValueError("same: sparse entries must be finite (found NaN or inf)")
+        else:
+            graph = sp.csr_matrix(_dense_verdicts(same))
+        _, labels = connected_components(graph, directed=False)
+        return _relabel(labels)
+    if method == "complete":
+        dense = _dense_verdicts(same.toarray() != 0 if sp.issparse(same) else same)
+        off = ~np.eye(n, dtype=bool)
+        if not (dense == dense.T)[off].all():
+            raise ValueError("same: complete linkage needs symmetric verdicts (same[i, j] == same[j, i])")
+        if n == 1:
+            return np.zeros(1, dtype=np.int64)
+        distance = np.where(dense, 0.0, 1.0)
+        np.fill_diagonal(distance, 0.0)
+        tree = linkage(squareform(distance, checks=False), method="complete")
+        return _relabel(fcluster(tree, t=0.5, criterion="distance"))
+    raise ValueError(f"method: expected 'components' or 'complete', got {method!r}")
+
+
+def n_groups(labels: np.ndarray) -> int:
+    """Number of distinct groups in a label vector."""
+    return int(len(np.unique(np.asarray(labels))))
+
+
+def _entropy_exp(p: np.ndarray) -> float:
+    """``exp(-sum p log p)`` over the positive entries of a probability vector."""
+    p = p[p > 0]
+    return float(np.exp(-np.sum(p * np.log(p))))
+
+
+def _vendi_from_eigenvalues(eigenvalues: np.ndarray, atol: float) -> float:
+    if eigenvalues.min(initial=0.0) < -atol:
+        raise ValueError(
+            f"K is not positive semidefinite (eigenvalue {eigenvalues.min():.3g} of K/n); "
+            "the Vendi score needs a PSD similarity"
+        )
+    return _entropy_exp(np.clip(eigenvalues, 0.0, None))
+
+
+def vendi_score(K: np.ndarray, atol: float = 1e-8) -> float:
+    """Vendi score of a symmetric PSD similarity matrix ``K`` (``n x n``, unit diagonal).
+
+    ``exp(-sum_i l_i log l_i)`` over the eigenvalues ``l_i`` of ``K / n`` (they sum to 1).
+    Ranges from 1 (all items identical) to ``n`` (all orthogonal). Eigenvalues below ``-atol``
+    raise ``ValueError`` (a non-transitive boolean "same" matrix is often not PSD: use
+    :func:`vendi_score_from_labels` on a grouping instead).
+    """
+    K = np.asarray(K, dtype=float)
+    _check_square(K, "K")
+    n = K.shape[0]
+    if n == 0:
+        raise ValueError("K: empty matrix, Vendi score undefined")
+    if not np.isfinite(K).all():
+        raise ValueError("K: entries must be finite (found NaN or inf)")
+    if not np.allclose(K, K.T, rtol=0.0, atol=1e-10):
+        raise ValueError("K: similarity matrix must be symmetric")
+    if not np.allclose(np.diag(K), 1.0, rtol=0.0, atol=1e-8):
+        raise ValueError("K: the Vendi score needs a unit diagonal (k(x, x) = 1)")
+    return _vendi_from_eigenvalues(np.linalg.eigvalsh(K / n), atol)
+
+
+def vendi_score_from_features(X: np.ndarray, atol: float = 1e-8) -> float:
+    """Vendi score of the cosine-similarity kernel of ``n`` feature rows ``X`` (``n x d``).
+
+    Rows are L2-normalised, so ``K = X X^T`` has unit diagonal; the non-zero eigenvalues of
+    ``K / n`` equal those of the ``d x d`` matrix ``X^T X / n``, so no ``n x n`` matrix is built
+    (e.g. 20,000 sentence embeddings of dimension 384). A zero row raises ``ValueError``.
+    """
+    X = np.asarray(X, dtype=float)
+    if X.ndim != 2 or X.shape[0] == 0:
+        raise ValueError(f"X: expected a non-empty n x d feature matrix, got shape {X.shape}")
+    if not np.isfinite(X).all():
+        raise ValueError("X: features must be finite (found NaN or inf)")
+    norms = np.linalg.norm(X, axis=1)
+    if (norms == 0).any():
+        raise ValueError(f"X: row {int(np.flatnonzero(norms == 0)[0])} is all zeros (no cosine)")
+    Xn = X / norms[:, None]
+    return _vendi_from_eigenvalues(np.linalg.eigvalsh(Xn.T @ Xn / X.shape[0]), atol)
+
+
+def vendi_score_from_labels(labels: np.ndarray) -> float:
+    """Vendi score of a grouping: ``exp`` of the entropy of the group shares.
+
+    Equals :func:`vendi_score` of the block matrix ``K[i, j] = labels[i] == labels[j]``
+    (the effective number of groups: k equal groups give k).
+    """
+    labels = np.asarray(labels)
+    if labels.size == 0:
+        raise ValueError("labels: empty, Vendi score undefined")
+    _, counts = np.unique(labels, return_counts=True)
+    return _entropy_exp(counts / labels.size)

@@ -1,0 +1,175 @@
+"""Bulk calls through the Message Batches API, resumable after a crash.
+
+Flow: collect every batch a previous process submitted but never collected (its id is in the
+state file ``batches.jsonl`` beside the cache), then submit the still-uncached requests in chunks
+(``custom_id`` = cache key), record each batch id immediately, poll until the batch has ended and
+write every succeeded result into the cache. A process that dies while polling therefore resumes
+polling on the next run instead of paying for a second submission.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from tqdm.auto import tqdm
+
+from mechaudit.llm.blind import check_request_blind
+from mechaudit.llm.client import ReplayMissError, message_record
+from mechaudit.llm.request import LLMRequest, Usage
+
+if TYPE_CHECKING:
+    from mechaudit.llm.client import LLMClient
+
+STATE_FILENAME = "batches.jsonl"
+
+
+class BatchError(RuntimeError):
+    """Some batch requests did not succeed; ``failed`` maps cache key -> result type/error."""
+
+    def __init__(self, failed: dict[str, str]) -> None:
+        self.failed = failed
+        sample = "; ".join(f"{k[:16]}...: {v}" for k, v in list(failed.items())[:5])
+        super().__init__(
+            f"{len(failed)} batch request(s) did not succeed ({sample}). Succeeded results are "
+            f"cached; run again to resubmit only the failed ones."
+        )
+
+
+class BatchState:
+    """Append-only log of submitted and collected batch ids (``batches.jsonl``)."""
+
+    def __init__(self, directory: Path) -> None:
+        self.path = Path(directory) / STATE_FILENAME
+        self._lock = threading.Lock()
+
+    def events(self) -> list[dict[str, Any]]:
+        """All events in file order (a torn last line from a crash is skipped)."""
+        if not self.path.exists():
+            return []
+        lines = self.path.read_text(encoding="utf-8").splitlines()
+        events = []
+        for lineno, line in enumerate(lines, start=1):
+            if not line.strip():
+                continue
+            try:
+                events.append(json.loads(line))
+            except ValueError as exc:
+                if lineno == len(lines):
+                    break
+                raise ValueError(f"{self.path}, line {lineno}: invalid batch state record: {exc}") from exc
+        return events
+
+    def pending(self) -> dict[str, list[str]]:
+        """Batch id -> request keys, for batches submitted but not yet collected."""
+        open_batches: dict[str, list[str]] = {}
+        for event in self.events():
+            if event.get("event") == "submitted":
+                open_batches[event["batch_id"]] = list(event["keys"])
+            elif event.get("event") == "collected":
+                open_batches.pop(event["batch_id"], None)
+        return open_batches
+
+    def append(self, event: dict[str, Any]) -> None:
+        """Write one event, flushed and fsynced."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with self._lock, open(self.path, "a", encoding="utf-8") as fh:
+            fh.write(json.dumps(event, sort_keys=True) + "\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+
+
+def _wait_until_ended(sdk: Any, batch_id: str, poll_interval: float, max_wait: float | None, bar: tqdm) -> None:
+    start = time.monotonic()
+    while True:
+        batch = sdk.messages.batches.retrieve(batch_id)
+        counts = batch.request_counts
+        bar.set_postfix_str(f"{batch_id}: {batch.processing_status}, {counts.processing} processing")
+        if batch.processing_status == "ended":
+            return
+        if max_wait is not None and time.monotonic() - start > max_wait:
+            raise TimeoutError(
+                f"batch {batch_id} still {batch.processing_status} after {max_wait} s; its id is "
+                f"stored in the batch state file, so running again resumes polling"
+            )
+        time.sleep(poll_interval)
+
+
+def _collect(client: LLMClient, batch_id: str, requests: dict[str, LLMRequest], bar: tqdm) -> dict[str, str]:
+    """Write the batch's succeeded results into the cache; returns the failed keys."""
+    sdk = client.sdk()
+    failed: dict[str, str] = {}
+    for item in sdk.messages.batches.results(batch_id):
+        key, result = item.custom_id, item.result
+        if result.type == "succeeded":
+            record = message_record(result.message)
+            client.cache.put(
+                key, record, requests.get(key), source="batch",
+                extra={"api_version": client.api_version, "batch_id": batch_id},
+            )
+            client._ledger.add(record["model"], "batch", Usage(**record["usage"]))
+        else:
+            detail = getattr(getattr(result, "error", None), "error", None)
+            failed[key] = result.type + (f" ({getattr(detail, 'message', '')})" if detail else "")
+        bar.update(1)
+    return failed
+
+
+def run_batches(
+    client: LLMClient,
+    requests: Sequence[LLMRequest],
+    *,
+    poll_interval: float = 30.0,
+    batch_size: int = 10_000,
+    max_wait: float | None = None,
+    progress: bool = False,
+) -> list[str]:
+    """Fill the cache for all uncached ``requests`` via Message Batches; returns the batch ids
+    polled (resumed ones first). Raises :class:`BatchError` if some results did not succeed."""
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+    todo: dict[str, LLMRequest] = {}
+    for request in requests:
+        check_request_blind(request)
+        if request.key not in client.cache:
+            todo.setdefault(request.key, request)
+    if client.backend == "replay":
+        if todo:
+            raise ReplayMissError(next(iter(todo.values())), client.cache.path)
+        return []
+    state = BatchState(client.cache.directory)
+    pending = state.pending()
+    if not todo and not pending:
+        return []
+    sdk = client.sdk()
+    used: list[str] = []
+    failed: dict[str, str] = {}
+    bar = tqdm(total=len(todo) + sum(map(len, pending.values())), desc="LLM batch", disable=not progress)
+    try:
+        for batch_id in pending:  # resume: poll what a previous process already paid for
+            _wait_until_ended(sdk, batch_id, poll_interval, max_wait, bar)
+            failed.update(_collect(client, batch_id, todo, bar))
+            state.append({"event": "collected", "batch_id": batch_id})
+            used.append(batch_id)
+        remaining = [r for k, r in todo.items() if k not in client.cache and k not in failed]
+        for start in range(0, len(remaining), batch_size):
+            chunk = remaining[start : start + batch_size]
+            batch = sdk.messages.batches.create(
+                requests=[{"custom_id": r.key, "params": client.message_params(r)} for r in chunk]
+            )
+            state.append({"event": "submitted", "batch_id": batch.id, "keys": [r.key for r in chunk]})
+            _wait_until_ended(sdk, batch.id, poll_interval, max_wait, bar)
+            failed.update(_collect(client, batch.id, todo, bar))
+            state.append({"event": "collected", "batch_id": batch.id})
+            used.append(batch.id)
+    finally:
+        bar.close()
+    failed = {k: v for k, v in failed.items() if k not in client.cache}
+    if failed:
+        raise BatchError(failed)
+    return used

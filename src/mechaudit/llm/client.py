@@ -1,0 +1,406 @@
+"""The LLM client: cache-first ``complete``, structured ``complete_json``, bounded-parallel
+``complete_many``, Message Batches prefetch, and a usage ledger.
+
+Backends:
+
+- ``anthropic``: the official ``anthropic`` SDK (Messages API). The key is read only from the
+  ``ANTHROPIC_API_KEY`` environment variable, when the first uncached request needs it.
+- ``replay``: the cache only; a miss raises :class:`ReplayMissError` naming the request.
+
+Both answer from the cache first, so re-running finished work makes no HTTP call.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+from collections.abc import Mapping, Sequence
+from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
+from pathlib import Path
+from typing import Any, TypeVar
+
+import httpx
+import httpx2
+import pandas as pd
+from pydantic import BaseModel
+from tqdm.auto import tqdm
+
+from mechaudit.llm.blind import check_request_blind
+from mechaudit.llm.cache import ResponseCache
+from mechaudit.llm.jsonout import (
+    InvalidJSONError,
+    JSONResult,
+    describe_error,
+    parse_reply,
+    repair_request,
+)
+from mechaudit.llm.ledger import UsageLedger, load_prices
+from mechaudit.llm.request import LLMRequest, LLMResponse, Usage
+from mechaudit.paths import data_path
+
+M = TypeVar("M", bound=BaseModel)
+
+BACKENDS = ("anthropic", "replay")
+API_KEY_ENV = "ANTHROPIC_API_KEY"
+# The SDK 2.x default API version (2026-10-21) rejects temperature/top_p/top_k; the paper's
+# setup (temperature 0) needs the version that still accepts them.
+SAMPLING_API_VERSION = "2023-06-01"
+FIRST_VERSION_WITHOUT_SAMPLING = "2026-10-21"
+
+
+def default_cache_dir() -> Path:
+    """``data/llm_cache`` under the data folder."""
+    return data_path("llm_cache")
+
+
+class MissingAPIKeyError(RuntimeError):
+    """The anthropic backend needs ``ANTHROPIC_API_KEY`` in the environment."""
+
+
+class ReplayMissError(LookupError):
+    """The replay backend has no recorded answer for a request; ``key`` names it."""
+
+    def __init__(self, request: LLMRequest, cache_path: Path) -> None:
+        self.key = request.key
+        super().__init__(
+            f"no recorded response for request {request.key} in {cache_path} "
+            f"({request.summary()}). Replay answers only recorded requests: record it with "
+            f"backend='anthropic' (needs {API_KEY_ENV}), or check that model, prompt and version "
+            f"match the recording."
+        )
+
+
+class _HttpxBridge(httpx2.BaseTransport):
+    """Lets an ``httpx.Client`` (e.g. on ``httpx.MockTransport``) serve the SDK, which uses httpx2."""
+
+    def __init__(self, client: httpx.Client) -> None:
+        self._client = client
+
+    def handle_request(self, request: httpx2.Request) -> httpx2.Response:
+        sent = self._client.send(
+            httpx.Request(
+                request.method, str(request.url), headers=request.headers.raw, content=request.read()
+            )
+        )
+        # The body is already decoded: drop the headers that describe the wire encoding.
+        headers = [
+            (k, v)
+            for k, v in sent.headers.raw
+            if k.lower() not in (b"content-encoding", b"transfer-encoding", b"content-length")
+        ]
+        return httpx2.Response(sent.status_code, headers=headers, content=sent.read())
+
+
+def _as_httpx2(http_client: httpx.Client | httpx2.Client | None) -> httpx2.Client | None:
+    if http_client is None or isinstance(http_client, httpx2.Client):
+        return http_client
+    if isinstance(http_client, httpx.Client):
+        return httpx2.Client(transport=_HttpxBridge(http_client))
+    raise TypeError(f"http_client must be an httpx.Client or httpx2.Client, got {type(http_client)}")
+
+
+def message_text(message: Any) -> str:
+    """Concatenated text blocks of an SDK ``Message``."""
+    return "".join(getattr(block, "text", "") for block in message.content if block.type == "text")
+
+
+def message_record(message: Any) -> dict[str, Any]:
+    """The cache's ``response`` part for an SDK ``Message`` (no headers, no credentials)."""
+    usage = message.usage
+    return {
+        "text": message_text(message),
+        "model": message.model,
+        "stop_reason": message.stop_reason,
+        "id": message.id,
+        "usage": {
+            "input_tokens": usage.input_tokens or 0,
+            "output_tokens": usage.output_tokens or 0,
+            "cache_read_input_tokens": usage.cache_read_input_tokens or 0,
+            "cache_creation_input_tokens": usage.cache_creation_input_tokens or 0,
+        },
+    }
+
+
+class LLMClient:
+    """Cache-first client over one backend; see :func:`get_client`."""
+
+    def __init__(
+        self,
+        backend: str,
+        cache: ResponseCache,
+        *,
+        http_client: httpx.Client | httpx2.Client | None = None,
+        max_concurrency: int = 4,
+        max_retries: int = 4,
+        timeout: float = 600.0,
+        api_version: str | None = SAMPLING_API_VERSION,
+        prices: Mapping[str, Any] | str | os.PathLike[str] | None = None,
+    ) -> None:
+        if backend not in BACKENDS:
+            raise ValueError(
+                f"backend must be one of {BACKENDS}, got {backend!r} (offline reference stand-ins "
+                f"are not an LLM backend: use the rule or simulator classes with backend='reference')"
+            )
+        if max_concurrency < 1:
+            raise ValueError(f"max_concurrency must be >= 1, got {max_concurrency}")
+        self.backend = backend
+        self.cache = cache
+        self.max_concurrency = max_concurrency
+        self.max_retries = max_retries
+        self.timeout = timeout
+        self.api_version = api_version
+        self._http_client = _as_httpx2(http_client)
+        self._sdk: Any = None
+        self._sdk_lock = threading.Lock()
+        self._inflight: dict[str, threading.Lock] = {}
+        self._inflight_lock = threading.Lock()
+        self._ledger = UsageLedger(load_prices(prices))
+
+    # -- SDK ---------------------------------------------------------------------------------
+    def sdk(self) -> Any:
+        """The ``anthropic.Anthropic`` client, created on first use (needs ``ANTHROPIC_API_KEY``)."""
+        if self.backend != "anthropic":
+            raise RuntimeError(f"backend {self.backend!r} never calls the API")
+        with self._sdk_lock:
+            if self._sdk is None:
+                import anthropic
+
+                key = os.environ.get(API_KEY_ENV, "").strip()
+                if not key:
+                    raise MissingAPIKeyError(
+                        f"{API_KEY_ENV} is not set. The anthropic backend reads the key only from "
+                        f"the environment: run `export {API_KEY_ENV}=...` in the shell that starts "
+                        f"Python or Jupyter. Without a key, use backend='replay' (recorded answers "
+                        f"in data/llm_cache/) or the offline backend='reference' stand-ins."
+                    )
+                headers = {"anthropic-version": self.api_version} if self.api_version else None
+                self._sdk = anthropic.Anthropic(
+                    api_key=key,
+                    http_client=self._http_client,
+                    max_retries=self.max_retries,
+                    timeout=self.timeout,
+                    default_headers=headers,
+                )
+        return self._sdk
+
+    def message_params(self, request: LLMRequest) -> dict[str, Any]:
+        """The Messages API body for ``request`` (also the ``params`` of a batch entry).
+
+        The system prompt goes as one text block marked ``cache_control: ephemeral`` when
+        ``request.cache_system`` (prompts below the model's minimum cacheable length are simply
+        not cached by the API). ``temperature`` is sent only when not None.
+        """
+        params: dict[str, Any] = {
+            "model": request.model,
+            "max_tokens": request.max_tokens,
+            "messages": [m.model_dump() for m in request.messages],
+        }
+        if request.system:
+            if request.cache_system:
+                params["system"] = [
+                    {"type": "text", "text": request.system, "cache_control": {"type": "ephemeral"}}
+                ]
+            else:
+                params["system"] = request.system
+        if request.temperature is not None:
+            if self.api_version is None or self.api_version >= FIRST_VERSION_WITHOUT_SAMPLING:
+                raise ValueError(
+                    f"temperature={request.temperature} cannot be sent with API version "
+                    f"{self.api_version or 'SDK default'}; use api_version={SAMPLING_API_VERSION!r} "
+                    f"or temperature=None"
+                )
+            params["temperature"] = request.temperature
+        return params
+
+    def _send(self, request: LLMRequest) -> dict[str, Any]:
+        params = self.message_params(request)
+        temperature = params.pop("temperature", None)
+        extra = {"temperature": temperature} if temperature is not None else None
+        # temperature travels in extra_body: SDK 2.x dropped the keyword argument.
+        message = self.sdk().messages.create(**params, extra_body=extra)
+        return message_record(message)
+
+    # -- single calls ------------------------------------------------------------------------
+    def _response(self, request: LLMRequest, record: dict[str, Any], cached: bool) -> LLMResponse:
+        return LLMResponse(
+            text=record["text"],
+            key=request.key,
+            model=record.get("model") or request.model,
+            usage=Usage(**record.get("usage", {})),
+            cached=cached,
+            backend=self.backend,
+            stop_reason=record.get("stop_reason"),
+        )
+
+    def complete(self, request: LLMRequest) -> LLMResponse:
+        """Answer ``request`` from the cache, else (anthropic) call the API and record the answer.
+
+        Raises :class:`BlindnessError` before any lookup or send if the prompt contains one of
+        ``request.forbidden_terms``; :class:`ReplayMissError` on a replay miss.
+        """
+        check_request_blind(request)
+        key = request.key
+        hit = self.cache.get(key)
+        if hit is not None:
+            self._ledger.add(request.model, "cache")
+            return self._response(request, hit, cached=True)
+        if self.backend == "replay":
+            raise ReplayMissError(request, self.cache.path)
+        with self._inflight_lock:
+            lock = self._inflight.setdefault(key, threading.Lock())
+        with lock:  # identical concurrent requests: one API call, the others read the cache
+            hit = self.cache.get(key)
+            if hit is not None:
+                self._ledger.add(request.model, "cache")
+                return self._response(request, hit, cached=True)
+            record = self._send(request)
+            self.cache.put(key, record, request, source="messages", extra={"api_version": self.api_version})
+        self._ledger.add(request.model, "api", Usage(**record["usage"]))
+        return self._response(request, record, cached=False)
+
+    def complete_json(
+        self,
+        request: LLMRequest,
+        schema: type[M],
+        json_retries: int = 2,
+        strict: bool = True,
+    ) -> JSONResult[M]:
+        """Call, parse the reply's JSON and validate it with ``schema``.
+
+        An invalid reply gets up to ``json_retries`` repair requests quoting the error. Still
+        invalid: ``InvalidJSONError`` if ``strict``, else ``JSONResult(invalid=True)``.
+        """
+        if json_retries < 0:
+            raise ValueError(f"json_retries must be >= 0, got {json_retries}")
+        current = request
+        for attempt in range(1, json_retries + 2):
+            response = self.complete(current)
+            try:
+                value = parse_reply(response.text, schema)
+                return JSONResult(value=value, invalid=False, error=None, response=response, attempts=attempt)
+            except ValueError as exc:
+                error = describe_error(exc)
+            if attempt <= json_retries:
+                current = repair_request(current, response.text, error, schema)
+        if strict:
+            raise InvalidJSONError(
+                f"request {request.key}: reply still invalid for {schema.__name__} after "
+                f"{json_retries} repair request(s): {error} ({request.summary()})"
+            )
+        return JSONResult(value=None, invalid=True, error=error, response=response, attempts=json_retries + 1)
+
+    # -- many calls --------------------------------------------------------------------------
+    def complete_many(
+        self,
+        requests: Sequence[LLMRequest],
+        schema: type[M] | None = None,
+        progress: bool = False,
+        *,
+        json_retries: int = 2,
+        strict: bool = True,
+        batch: bool = False,
+        poll_interval: float = 30.0,
+        summary: bool | None = None,
+    ) -> list[LLMResponse] | list[JSONResult[M]]:
+        """Answer ``requests`` with at most ``max_concurrency`` calls in flight; results are in
+        input order. With ``schema`` each result is a :class:`JSONResult`. ``batch=True`` first
+        sends every uncached request through the Message Batches API (see :meth:`prefetch_batch`);
+        repairs of invalid JSON then go through the Messages API. The first error cancels the
+        calls not yet started and is raised; finished answers stay cached. ``summary`` (default:
+        ``progress``) prints the usage ledger to stderr at the end.
+        """
+        requests = list(requests)
+        if batch:
+            self.prefetch_batch(requests, poll_interval=poll_interval, progress=progress)
+
+        def one(req: LLMRequest) -> Any:
+            if schema is None:
+                return self.complete(req)
+            return self.complete_json(req, schema, json_retries=json_retries, strict=strict)
+
+        results: list[Any] = [None] * len(requests)
+        bar = tqdm(total=len(requests), desc="LLM calls", disable=not progress)
+        pool = ThreadPoolExecutor(max_workers=self.max_concurrency, thread_name_prefix="mechaudit-llm")
+        try:
+            futures: dict[Future[Any], int] = {pool.submit(one, r): i for i, r in enumerate(requests)}
+            pending = set(futures)
+            while pending:
+                done, pending = wait(pending, return_when=FIRST_EXCEPTION)
+                for future in done:
+                    error = future.exception()
+                    if error is not None:
+                        for other in pending:
+                            other.cancel()
+                        raise error
+                    results[futures[future]] = future.result()
+                    bar.update(1)
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
+            bar.close()
+        if progress if summary is None else summary:
+            print(self.ledger_summary(), file=sys.stderr)
+        return results
+
+    def prefetch_batch(
+        self,
+        requests: Sequence[LLMRequest],
+        *,
+        poll_interval: float = 30.0,
+        batch_size: int = 10_000,
+        max_wait: float | None = None,
+        progress: bool = False,
+    ) -> list[str]:
+        """Put the answers of all uncached ``requests`` into the cache via the Message Batches API;
+        returns the batch ids used. See :mod:`mechaudit.llm.batch`."""
+        from mechaudit.llm.batch import run_batches
+
+        return run_batches(
+            self,
+            requests,
+            poll_interval=poll_interval,
+            batch_size=batch_size,
+            max_wait=max_wait,
+            progress=progress,
+        )
+
+    # -- accounting --------------------------------------------------------------------------
+    def ledger(self) -> pd.DataFrame:
+        """Calls, tokens and estimated USD cost per (model, mode) since this client was made."""
+        return self._ledger.table()
+
+    def ledger_summary(self) -> str:
+        """The ledger as printable text with the estimated total."""
+        return self._ledger.summary()
+
+
+def get_client(
+    backend: str = "replay",
+    cache_dir: str | os.PathLike[str] | None = None,
+    http_client: httpx.Client | httpx2.Client | None = None,
+    max_concurrency: int = 4,
+    *,
+    max_retries: int = 4,
+    timeout: float = 600.0,
+    api_version: str | None = SAMPLING_API_VERSION,
+    prices: Mapping[str, Any] | str | os.PathLike[str] | None = None,
+) -> LLMClient:
+    """An :class:`LLMClient` for ``backend`` ('anthropic' or 'replay') over the cache in
+    ``cache_dir`` (default ``data/llm_cache``).
+
+    ``http_client``: the HTTP client the SDK uses (tests pass one built on a mock transport);
+    ``max_retries``: SDK retries for 429/5xx/timeouts/connection errors; ``api_version``: the
+    ``anthropic-version`` header (the default accepts ``temperature``); ``prices``: price table
+    (mapping or YAML path; default ``params/prices.yaml``).
+    """
+    cache = ResponseCache(default_cache_dir() if cache_dir is None else cache_dir)
+    return LLMClient(
+        backend,
+        cache,
+        http_client=http_client,
+        max_concurrency=max_concurrency,
+        max_retries=max_retries,
+        timeout=timeout,
+        api_version=api_version,
+        prices=prices,
+    )

@@ -1,0 +1,50 @@
+"""One look for every figure in the book: size, fonts, palette and the backend caption."""
+
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+import numpy as np
+
+#: Colour per role in the book, colour-blind safe (Okabe-Ito).
+PALETTE = {
+    "truth": "#000000",
+    "mechanism_key": "#000000",
+    "reference": "#0072B2",
+    "llm": "#D55E00",
+    "tfidf": "#E69F00",
+    "embedding": "#009E73",
+    "paper": "#CC79A7",
+    "accent": "#56B4E9",
+    "muted": "#999999",
+}
+
+RC = {
+    "figure.dpi": 100,
+    "savefig.dpi": 100,
+    "font.size": 10,
+    "axes.titlesize": 11,
+    "axes.labelsize": 10,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "axes.grid": True,
+    "grid.alpha": 0.3,
+    "legend.frameon": False,
+}
+
+
+def new_figure(ncols: int = 1, nrows: int = 1, width: float = 6.4, height: float = 3.6, **kwargs):
+    """A figure of ``width`` x ``height`` inches with the book's style; returns ``(fig, axes)``."""
+    with plt.rc_context(RC):
+        fig, axes = plt.subplots(nrows, ncols, figsize=(width, height), layout="constrained", **kwargs)
+    for ax in np.atleast_1d(axes).ravel():
+        for name, value in RC.items():
+            if name.startswith("axes.spines."):
+                ax.spines[name.rsplit(".", 1)[1]].set_visible(value)
+        ax.grid(True, alpha=RC["grid.alpha"])
+    return fig, axes
+
+
+def backend_caption(fig, backend: str, extra: str = "") -> None:
+    """Write "Backend: <backend>" (and ``extra``) in small grey text under the figure."""
+    text = f"Backend: {backend}" + (f". {extra}" if extra else "")
+    fig.supxlabel(text, fontsize=8, color=PALETTE["muted"], x=0.01, ha="left")

@@ -1,0 +1,67 @@
+"""What every equivalence rule shares: pair validation and the unique texts of a list of pairs."""
+
+from __future__ import annotations
+
+from typing import Protocol, Sequence
+
+import numpy as np
+
+from mechaudit.schema import Hypothesis, hypothesis_text
+
+Pair = tuple[Hypothesis, Hypothesis]
+
+
+class Rule(Protocol):
+    """An equivalence rule: ``same(pairs)`` is one boolean per ``(Hypothesis, Hypothesis)`` pair."""
+
+    def same(self, pairs: Sequence[Pair]) -> np.ndarray: ...
+
+
+def check_pairs(pairs: Sequence[Pair]) -> list[Pair]:
+    """``pairs`` as a list, or ``ValueError`` naming the first item that is not two Hypotheses."""
+    if isinstance(pairs, (str, bytes)) or not hasattr(pairs, "__len__"):
+        raise ValueError(f"pairs must be a list of (Hypothesis, Hypothesis); got {type(pairs).__name__}")
+    out = list(pairs)
+    for i, pair in enumerate(out):
+        if not isinstance(pair, (tuple, list)) or len(pair) != 2:
+            raise ValueError(f"pairs[{i}] must be a (Hypothesis, Hypothesis) tuple; got {type(pair).__name__}")
+        for side, h in zip("ab", pair):
+            if not isinstance(h, Hypothesis):
+                raise ValueError(f"pairs[{i}] side {side} must be a Hypothesis; got {type(h).__name__}")
+    return out
+
+
+def check_hypotheses(hypotheses: Sequence[Hypothesis]) -> list[Hypothesis]:
+    """``hypotheses`` as a list, or ``ValueError`` naming the first item that is not a Hypothesis."""
+    out = list(hypotheses)
+    for i, h in enumerate(out):
+        if not isinstance(h, Hypothesis):
+            raise ValueError(f"hypotheses[{i}] must be a Hypothesis; got {type(h).__name__}")
+    return out
+
+
+def unique_pair_texts(pairs: Sequence[Pair]) -> tuple[list[str], np.ndarray, np.ndarray]:
+    """The distinct compared texts of ``pairs`` and, per pair, the index of side a's and b's text.
+
+    Returns ``(texts, ia, ib)`` with ``ia``/``ib`` int arrays of shape ``(len(pairs),)``.
+    The text is ``mechaudit.schema.hypothesis_text`` (statement + explanation + chain).
+    """
+    pairs = check_pairs(pairs)
+    index: dict[str, int] = {}
+    ia = np.empty(len(pairs), dtype=np.int64)
+    ib = np.empty(len(pairs), dtype=np.int64)
+    for i, (a, b) in enumerate(pairs):
+        ia[i] = index.setdefault(hypothesis_text(a), len(index))
+        ib[i] = index.setdefault(hypothesis_text(b), len(index))
+    return list(index), ia, ib
+
+
+def check_threshold(threshold: float, name: str = "threshold") -> float:
+    """A finite float threshold, or ``ValueError``."""
+    try:
+        value = float(threshold)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a number; got {threshold!r}") from None
+    if not np.isfinite(value):
+        raise ValueError(f"{name} must be finite; got {threshold!r}")
+    return value

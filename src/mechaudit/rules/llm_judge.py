@@ -1,0 +1,324 @@
+"""LLM-as-a-judge equivalence rule with three rubric variants (paper §5.2, App. B and E.2).
+
+Prompts (this project's own wording of App. E's criteria): the system prompt is the rubric; the
+user message gives the finding under study and the two hypotheses (statement, explanation, causal
+chain as step texts), the first-presented one labelled "Hypothesis A". Nothing else is sent: no
+hypothesis id, no run, no perturbation kind (``LEAK_TERMS`` are forbidden terms on every request,
+so the LLM layer refuses to send a prompt that names a kind).
+
+- ``"full"``: the mechanism definition (same initiating event and essential route; different
+  initiating event, different load-bearing route or reversed direction = different; wording,
+  naming, added downstream biomarkers, level of detail alone = not different); JSON
+  ``{"verdict": "same"|"different", "reason": "..."}``.
+- ``"step"``: the same criteria, applied to the initiating event, the route and the terminal
+  outcome separately, then an overall verdict (same only if all three are the same); JSON adds
+  ``initiating_event``, ``route`` and ``terminal_outcome``, each "same"|"different".
+- ``"none"``: no definition; only asks whether the two describe the same mechanism.
+
+Calls. Each pair is judged once per entry of ``orders`` ("ab": the pair's first hypothesis is
+presented as A; "ba": the second is). The decision is the majority of the valid verdicts; a tie
+(or no valid verdict) leaves the pair undecided. A reply that is still invalid JSON after
+``json_retries`` repair requests is counted as invalid and excluded, never replaced by a default.
+``early_stop=True`` skips a pair's remaining calls once the leading verdict has more votes than
+the other could still reach; that never changes a decision, only saves calls (but the skipped
+calls are then missing from order/repeat stability analyses).
+
+Repeated identical orders are distinct requests. Two "ab" calls of one pair have the same model,
+prompt and temperature, hence the same cache key: the second would be answered from the cache and
+repetition would measure nothing. The request ``version`` therefore carries the repeat index
+(``"mechjudge-<rubric>-v1.r<k>"``, k = 0 for the first call in an order, 1 for the second, ...),
+and the version is part of the cache key, so every repeat is its own recorded API call.
+"""
+
+from __future__ import annotations
+
+from typing import Literal, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+from pydantic import BaseModel, ConfigDict
+
+from mechaudit.llm import LLMRequest, get_client
+from mechaudit.rules.base import Pair, check_pairs
+from mechaudit.rules.reference import RUBRICS
+from mechaudit.schema import Hypothesis, Instance
+
+PROMPT_VERSION = "v1"
+ORDERS = ("ab", "ba")
+LEAK_TERMS = (
+    "wording_only",
+    "wording only",
+    "wording_chain",
+    "wording + chain",
+    "first_step_swapped",
+    "first step swapped",
+    "middle_step_swapped",
+    "middle step swapped",
+)
+Judgement = Literal["same", "different"]
+
+_CRITERIA = """\
+Two hypotheses describe the SAME mechanism when they start from the same initiating event and
+run through the same essential causal route to the finding. One of them may spell out the route
+in more detail than the other.
+
+They describe DIFFERENT mechanisms when any of these holds:
+- the initiating event is different, even if the downstream steps read alike;
+- a load-bearing step of the route is genuinely different;
+- the direction of an effect or the causal orientation is reversed.
+
+None of these, on its own, makes two mechanisms different:
+- different wording, synonyms, aliases or abbreviations for the same entities;
+- extra downstream biomarkers or read-outs;
+- a different level of detail.
+
+Judge only the causal content. Do not judge which hypothesis is more plausible, better
+supported or better written."""
+
+SYSTEM_PROMPTS = {
+    "full": f"""\
+You compare two mechanistic hypotheses proposed for the same experimental finding and decide
+whether they describe the same mechanism.
+
+{_CRITERIA}
+
+Answer with one JSON object and nothing else:
+{{"verdict": "same" or "different", "reason": "one short sentence"}}""",
+    "step": f"""\
+You compare two mechanistic hypotheses proposed for the same experimental finding and decide
+whether they describe the same mechanism, one component at a time.
+
+{_CRITERIA}
+
+Compare three components separately:
+1. initiating_event: the first cause in each hypothesis;
+2. route: the essential intermediate steps from that cause to the outcome;
+3. terminal_outcome: the outcome each hypothesis ends in.
+The overall verdict is "same" only if all three components are the same.
+
+Answer with one JSON object and nothing else:
+{{"initiating_event": "same" or "different", "route": "same" or "different",
+"terminal_outcome": "same" or "different", "verdict": "same" or "different",
+"reason": "one short sentence"}}""",
+    "none": """\
+You compare two mechanistic hypotheses proposed for the same experimental finding and decide
+whether they describe the same mechanism.
+
+Answer with one JSON object and nothing else:
+{"verdict": "same" or "different", "reason": "one short sentence"}""",
+}
+
+
+class MechanismVerdict(BaseModel):
+    """Reply of the "full" and "none" prompts."""
+
+    model_config = ConfigDict(extra="forbid")
+    verdict: Judgement
+    reason: str = ""
+
+
+class StepMechanismVerdict(MechanismVerdict):
+    """Reply of the "step" prompt: the three component judgements and the overall verdict."""
+
+    initiating_event: Judgement
+    route: Judgement
+    terminal_outcome: Judgement
+
+
+COMPONENTS = ("initiating_event", "route", "terminal_outcome")
+CALL_COLUMNS = [
+    "pair", "call", "order", "repeat", "verdict", "same", "invalid", "attempts", "error",
+    *COMPONENTS, "cached", "key",
+]  # fmt: skip
+DECISION_COLUMNS = ["pair", "n_calls", "n_valid", "n_invalid", "n_same", "n_different", "decided", "same"]
+
+
+def render_hypothesis(h: Hypothesis, label: str) -> str:
+    """One hypothesis as the judge sees it: statement, explanation and the chain's step texts."""
+    chain = " -> ".join(step.text for step in h.chain)
+    return f"Hypothesis {label}\nStatement: {h.statement}\nExplanation: {h.explanation}\nCausal chain: {chain}"
+
+
+def call_plan(orders: Sequence[str]) -> list[tuple[str, int]]:
+    """``(order, repeat index)`` per call: the k-th occurrence of an order gets repeat k."""
+    seen: dict[str, int] = {}
+    plan = []
+    for order in orders:
+        if order not in ORDERS:
+            raise ValueError(f"orders entries must be 'ab' or 'ba'; got {order!r}")
+        plan.append((order, seen.get(order, 0)))
+        seen[order] = seen.get(order, 0) + 1
+    return plan
+
+
+def majority(calls: pd.DataFrame, n_pairs: int) -> pd.DataFrame:
+    """Per-pair decision from a ``judge`` call table: majority of the valid verdicts.
+
+    Columns: pair, n_calls, n_valid, n_invalid, n_same, n_different, decided, same (pandas
+    nullable boolean; NA when undecided: a tie or no valid verdict).
+    """
+    out = pd.DataFrame({"pair": np.arange(n_pairs)})
+    grouped = calls.groupby("pair")
+    valid = calls[~calls["invalid"]]
+    out["n_calls"] = grouped.size().reindex(out["pair"], fill_value=0).to_numpy()
+    out["n_invalid"] = grouped["invalid"].sum().reindex(out["pair"], fill_value=0).to_numpy().astype(int)
+    out["n_same"] = (valid["verdict"] == "same").groupby(valid["pair"]).sum().reindex(out["pair"], fill_value=0).to_numpy().astype(int)
+    out["n_different"] = (valid["verdict"] == "different").groupby(valid["pair"]).sum().reindex(out["pair"], fill_value=0).to_numpy().astype(int)
+    out["n_valid"] = out["n_same"] + out["n_different"]
+    out["decided"] = out["n_same"] != out["n_different"]
+    out["same"] = pd.array(np.where(out["decided"], out["n_same"] > out["n_different"], None), dtype="boolean")
+    return out[DECISION_COLUMNS]
+
+
+def call_verdicts(calls: pd.DataFrame, n_pairs: int, order: str, repeat: int = 0) -> np.ndarray:
+    """Per pair, the "same" verdict of the call with ``order`` and ``repeat`` (object array, None if
+    that call was not made or was invalid): input for ``mechaudit.agreement.flip_rate``."""
+    sel = calls[(calls["order"] == order) & (calls["repeat"] == repeat) & ~calls["invalid"]]
+    out = np.full(n_pairs, None, dtype=object)
+    out[sel["pair"].to_numpy(dtype=int)] = sel["same"].to_numpy(dtype=object)
+    return out
+
+
+class UndecidedError(ValueError):
+    """``same()`` was asked for pairs whose majority is a tie or has no valid verdict."""
+
+
+class LLMJudge:
+    """LLM judge: majority over ``orders`` of strict-JSON verdicts under ``rubric`` (module doc).
+
+    ``backend``: "replay" (recorded answers under ``cache_dir``, default ``data/llm_cache``) or
+    "anthropic" (needs ``ANTHROPIC_API_KEY`` in the environment); ``client`` overrides both.
+    ``instances``: the findings shown as context, as ``Instance`` objects or an
+    ``{instance id: finding text}`` mapping; default ``data/instances.yaml``.
+    """
+
+    def __init__(
+        self,
+        rubric: str = "full",
+        model: str = "claude-opus-4-6",
+        backend: str = "replay",
+        orders: Sequence[str] = ("ab", "ab", "ba"),
+        early_stop: bool = False,
+        client=None,
+        instances: Sequence[Instance] | Mapping[str, str] | None = None,
+        cache_dir=None,
+        temperature: float = 0.0,
+        max_tokens: int = 400,
+        json_retries: int = 2,
+        max_concurrency: int = 4,
+    ):
+        if rubric not in RUBRICS:
+            raise ValueError(f"rubric must be one of {RUBRICS}; got {rubric!r}")
+        if backend == "reference":
+            raise ValueError("LLMJudge needs backend 'replay' or 'anthropic'; the offline stand-in is ReferenceJudge")
+        if not orders:
+            raise ValueError("orders must list at least one presentation order")
+        self.rubric = rubric
+        self.model = model
+        self.backend = backend
+        self.orders = tuple(orders)
+        self.plan = call_plan(self.orders)
+        self.early_stop = bool(early_stop)
+        self.temperature = temperature
+        self.max_tokens = int(max_tokens)
+        self.json_retries = int(json_retries)
+        self.schema = StepMechanismVerdict if rubric == "step" else MechanismVerdict
+        self.client = client if client is not None else get_client(
+            backend=backend, cache_dir=cache_dir, max_concurrency=max_concurrency
+        )
+        self._instances = instances
+
+    def __repr__(self) -> str:
+        return (f"LLMJudge(rubric={self.rubric!r}, model={self.model!r}, backend={self.backend!r}, "
+                f"orders={self.orders}, early_stop={self.early_stop})")
+
+    def findings(self) -> dict[str, str]:
+        """``instance id -> finding text`` shown to the judge."""
+        if self._instances is None:
+            from mechaudit.schema import load_instances
+
+            self._instances = load_instances()
+        if isinstance(self._instances, Mapping):
+            return {str(k): str(v) for k, v in self._instances.items()}
+        return {i.id: i.finding for i in self._instances}
+
+    def user_message(self, a: Hypothesis, b: Hypothesis, order: str) -> str:
+        """The user turn for pair ``(a, b)`` presented in ``order``."""
+        findings = self.findings()
+        if a.instance not in findings:
+            raise ValueError(f"hypothesis {a.id!r}: no finding known for instance {a.instance!r}")
+        if b.instance != a.instance:
+            raise ValueError(f"pair ({a.id!r}, {b.id!r}) mixes instances {a.instance!r} and {b.instance!r}")
+        first, second = (a, b) if order == "ab" else (b, a)
+        return (
+            f"Experimental finding both hypotheses explain:\n{findings[a.instance]}\n\n"
+            f"{render_hypothesis(first, 'A')}\n\n{render_hypothesis(second, 'B')}\n\n"
+            "Do hypotheses A and B describe the same mechanism?"
+        )
+
+    def request(self, pair: Pair, order: str, repeat: int = 0, index: int = 0) -> LLMRequest:
+        """The request for one call; ``repeat`` is part of ``version`` and hence of the cache key."""
+        a, b = pair
+        return LLMRequest(
+            model=self.model,
+            system=SYSTEM_PROMPTS[self.rubric],
+            messages=[{"role": "user", "content": self.user_message(a, b, order)}],
+            temperature=self.temperature,
+            max_tokens=self.max_tokens,
+            version=f"mechjudge-{self.rubric}-{PROMPT_VERSION}.r{repeat}",
+            metadata={"pair": index, "order": order, "repeat": repeat, "rubric": self.rubric},
+            forbidden_terms=LEAK_TERMS,
+        )
+
+    def judge(self, pairs: Sequence[Pair], progress: bool = False) -> pd.DataFrame:
+        """Every call's verdict: one row per call made (columns ``CALL_COLUMNS``).
+
+        ``same`` is True/False for a valid verdict and None for an invalid one; the component
+        columns are filled for the "step" rubric. Calls go round by round (all pairs' first call,
+        then second, ...), each round in parallel through ``client.complete_many``.
+        """
+        pairs = check_pairs(pairs)
+        votes = np.zeros((len(pairs), 2), dtype=int)  # [same, different]
+        rows: list[dict] = []
+        for c, (order, repeat) in enumerate(self.plan):
+            remaining = len(self.plan) - c
+            active = [
+                i for i in range(len(pairs))
+                if not (self.early_stop and abs(votes[i, 0] - votes[i, 1]) > remaining)
+            ]
+            results = self.client.complete_many(
+                [self.request(pairs[i], order, repeat, i) for i in active],
+                schema=self.schema, progress=progress, json_retries=self.json_retries, strict=False,
+            )
+            for i, res in zip(active, results):
+                value = res.value
+                row = {
+                    "pair": i, "call": c, "order": order, "repeat": repeat,
+                    "verdict": None if res.invalid else value.verdict,
+                    "same": None if res.invalid else value.verdict == "same",
+                    "invalid": bool(res.invalid), "attempts": res.attempts, "error": res.error,
+                    "cached": res.response.cached, "key": res.response.key,
+                }
+                for comp in COMPONENTS:
+                    row[comp] = getattr(value, comp, None) if value is not None else None
+                rows.append(row)
+                if not res.invalid:
+                    votes[i, 0 if value.verdict == "same" else 1] += 1
+        calls = pd.DataFrame(rows, columns=CALL_COLUMNS)
+        return calls.astype({"invalid": bool}).sort_values(["pair", "call"], ignore_index=True)
+
+    def decide(self, pairs: Sequence[Pair], progress: bool = False) -> pd.DataFrame:
+        """Per-pair majority decision (``majority(judge(pairs))``, columns ``DECISION_COLUMNS``)."""
+        pairs = check_pairs(pairs)
+        return majority(self.judge(pairs, progress=progress), len(pairs))
+
+    def same(self, pairs: Sequence[Pair], progress: bool = False) -> np.ndarray:
+        """Majority verdict per pair, bool array; ``UndecidedError`` names undecided pairs."""
+        decision = self.decide(pairs, progress=progress)
+        undecided = decision.loc[~decision["decided"], "pair"].tolist()
+        if undecided:
+            raise UndecidedError(
+                f"{len(undecided)} pair(s) have no majority (tie or no valid JSON verdict), e.g. "
+                f"pairs {undecided[:5]}; use decide() to see and exclude them"
+            )
+        return decision["same"].to_numpy(dtype=bool)

@@ -1,0 +1,108 @@
+"""Reference judges: the three rubrics applied literally to the structured causal chain.
+
+They are the offline stand-in for the LLM judge and the yardstick for how literally an LLM follows
+its rubric. They read only step ids (``mechaudit.schema.mechanism_key``), never wording, so
+meaning-preserving edits cannot move them, and every rule below is symmetric in (A, B): a judge is
+order-invariant by construction (tested).
+
+Components of a pair, with ``chain = (initiating, *route, terminal)`` of step ids:
+
+- ``initiating``: the initiating event ids are equal;
+- ``route``: one route's ids are an ordered subsequence of the other's (one side may add
+  intermediate detail; a replaced, dropped-and-replaced or reordered step breaks it);
+- ``terminal``: the terminal ids are equal, or the shorter chain's terminal occurs in the longer
+  chain (the longer one only extends the chain downstream, e.g. an added biomarker).
+
+Rubrics:
+
+- ``"full"``: same iff the initiating events are equal and the shorter chain's ids are an ordered
+  subsequence of the longer chain's (same initiating event and essential route, detail may differ);
+- ``"step"``: initiating, route and terminal are judged separately (``components``) and the overall
+  verdict is same iff all three are same;
+- ``"none"``: a holistic overlap rule with no mechanism definition: same iff the Jaccard index of
+  the two sets of step ids is >= ``jaccard_threshold`` (default 0.5: at least half of all steps
+  named by either hypothesis are shared).
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+import pandas as pd
+
+from mechaudit.rules.base import Pair, check_pairs, check_threshold
+from mechaudit.schema import Hypothesis, mechanism_key
+
+RUBRICS = ("full", "step", "none")
+
+
+def is_subsequence(short: Sequence[str], long: Sequence[str]) -> bool:
+    """True iff ``short`` occurs in ``long`` in order (not necessarily contiguously)."""
+    it = iter(long)
+    return all(any(x == y for y in it) for x in short)
+
+
+def chain_ids(h: Hypothesis) -> tuple[str, ...]:
+    """Ordered step ids ``(initiating, *route, terminal)`` from ``mechanism_key``."""
+    initiating, route, terminal = mechanism_key(h)
+    return (initiating, *route, terminal)
+
+
+def nested(a: Sequence[str], b: Sequence[str]) -> bool:
+    """The shorter of ``a`` and ``b`` is an ordered subsequence of the longer (symmetric)."""
+    short, long = (a, b) if len(a) <= len(b) else (b, a)
+    return is_subsequence(short, long)
+
+
+def pair_components(a: Hypothesis, b: Hypothesis) -> dict[str, float | bool]:
+    """Component judgements of one pair: initiating, route, terminal (bool) and jaccard (float)."""
+    init_a, route_a, term_a = mechanism_key(a)
+    init_b, route_b, term_b = mechanism_key(b)
+    ids_a, ids_b = chain_ids(a), chain_ids(b)
+    short, long = (ids_a, ids_b) if len(ids_a) <= len(ids_b) else (ids_b, ids_a)
+    union = set(ids_a) | set(ids_b)
+    return {
+        "initiating": init_a == init_b,
+        "route": nested(route_a, route_b),
+        "terminal": term_a == term_b or short[-1] in long,
+        "chain_nested": nested(ids_a, ids_b),
+        "jaccard": len(set(ids_a) & set(ids_b)) / len(union) if union else 1.0,
+    }
+
+
+class ReferenceJudge:
+    """Deterministic judge applying ``rubric`` ("full", "step" or "none") to step ids; see module doc."""
+
+    def __init__(self, rubric: str = "full", jaccard_threshold: float = 0.5):
+        if rubric not in RUBRICS:
+            raise ValueError(f"rubric must be one of {RUBRICS}; got {rubric!r}")
+        self.rubric = rubric
+        self.jaccard_threshold = check_threshold(jaccard_threshold, "jaccard_threshold")
+        if not 0.0 <= self.jaccard_threshold <= 1.0:
+            raise ValueError(f"jaccard_threshold must be in [0, 1]; got {jaccard_threshold}")
+
+    def __repr__(self) -> str:
+        extra = f", jaccard_threshold={self.jaccard_threshold}" if self.rubric == "none" else ""
+        return f"ReferenceJudge(rubric={self.rubric!r}{extra})"
+
+    def components(self, pairs: Sequence[Pair]) -> pd.DataFrame:
+        """One row per pair: initiating, route, terminal (bool), jaccard (float) and ``same``.
+
+        ``same`` is this judge's overall verdict under its rubric (for "step": all three
+        components same).
+        """
+        rows = [pair_components(a, b) for a, b in check_pairs(pairs)]
+        df = pd.DataFrame(rows, columns=["initiating", "route", "terminal", "chain_nested", "jaccard"])
+        df = df.astype({"initiating": bool, "route": bool, "terminal": bool, "chain_nested": bool, "jaccard": float})
+        if self.rubric == "full":
+            df["same"] = df["initiating"] & df["chain_nested"]
+        elif self.rubric == "step":
+            df["same"] = df["initiating"] & df["route"] & df["terminal"]
+        else:
+            df["same"] = df["jaccard"] >= self.jaccard_threshold
+        return df
+
+    def same(self, pairs: Sequence[Pair]) -> np.ndarray:
+        """Overall verdict per pair, bool array of shape ``(len(pairs),)``."""
+        return self.components(pairs)["same"].to_numpy(dtype=bool)

@@ -1,0 +1,144 @@
+"""TF-IDF cosine equivalence rule (paper App. B): same mechanism iff cosine >= threshold (0.25).
+
+Text per hypothesis: ``mechaudit.schema.hypothesis_text`` (statement, explanation and causal chain,
+the same three fields every rule sees). Vectorizer: scikit-learn
+``TfidfVectorizer(sublinear_tf=True, stop_words="english")`` with its default l2 row norm, so the
+cosine of two rows is their dot product.
+
+What the vectorizer is fitted on changes the idf weights and hence every similarity. The paper does
+not say; here it is the parameter ``fit_on``:
+
+- ``"compared"`` (default): fitted on the distinct texts of the hypotheses compared in the call
+  (the pairs given to ``similarity``/``same``, or the set given to ``similarity_graph``);
+- ``"pair"``: fitted afresh on the two texts of each pair (idf then only separates shared from
+  unshared terms);
+- a sequence of ``Hypothesis`` or ``str``: fitted once on that fixed corpus (for example every
+  committed hypothesis), so a pair's similarity does not depend on which other pairs are compared.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence, Union
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.feature_extraction.text import TfidfVectorizer
+from tqdm.auto import tqdm
+
+from mechaudit.rules.base import Pair, check_hypotheses, check_threshold, unique_pair_texts
+from mechaudit.schema import Hypothesis, hypothesis_text
+
+FitOn = Union[str, Sequence[Union[Hypothesis, str]]]
+
+
+def new_vectorizer() -> TfidfVectorizer:
+    """The paper's vectorizer: sublinear tf, English stop words, l2-normalised rows."""
+    return TfidfVectorizer(sublinear_tf=True, stop_words="english")
+
+
+def rowwise_cosine(X: sp.spmatrix, ia: np.ndarray, ib: np.ndarray) -> np.ndarray:
+    """Cosine of rows ``ia[k]`` and ``ib[k]`` of the l2-normalised sparse ``X``; shape ``(len(ia),)``."""
+    X = sp.csr_matrix(X)
+    return np.asarray(X[ia].multiply(X[ib]).sum(axis=1), dtype=float).ravel()
+
+
+class TfidfRule:
+    """Same mechanism iff TF-IDF cosine >= ``threshold``; ``fit_on`` as in the module docstring."""
+
+    def __init__(self, threshold: float = 0.25, fit_on: FitOn = "compared"):
+        self.threshold = check_threshold(threshold)
+        if isinstance(fit_on, str):
+            if fit_on not in ("compared", "pair"):
+                raise ValueError(f"fit_on must be 'compared', 'pair' or a corpus; got {fit_on!r}")
+            self.fit_on: FitOn = fit_on
+            self.vectorizer_: TfidfVectorizer | None = None
+        else:
+            corpus = [t if isinstance(t, str) else hypothesis_text(t) for t in check_corpus(fit_on)]
+            self.fit_on = "corpus"
+            self.vectorizer_ = self.fit_vectorizer(corpus)
+
+    def __repr__(self) -> str:
+        return f"TfidfRule(threshold={self.threshold}, fit_on={self.fit_on!r})"
+
+    @staticmethod
+    def fit_vectorizer(texts: Sequence[str]) -> TfidfVectorizer:
+        """A new paper vectorizer fitted on ``texts``; ``ValueError`` if no term survives."""
+        try:
+            return new_vectorizer().fit(list(texts))
+        except ValueError as err:  # sklearn: empty vocabulary (all stop words / empty texts)
+            raise ValueError(f"TF-IDF vectorizer cannot be fitted: {err}") from None
+
+    def _vectors(self, texts: list[str]) -> sp.csr_matrix:
+        if self.fit_on == "compared":
+            self.vectorizer_ = self.fit_vectorizer(texts)
+        assert self.vectorizer_ is not None
+        return sp.csr_matrix(self.vectorizer_.transform(texts))
+
+    def similarity(self, pairs: Sequence[Pair]) -> np.ndarray:
+        """Cosine similarity per pair, float array of shape ``(len(pairs),)`` in [0, 1]."""
+        texts, ia, ib = unique_pair_texts(pairs)
+        if len(ia) == 0:
+            return np.zeros(0)
+        if self.fit_on == "pair":
+            out = np.empty(len(ia))
+            for k, (i, j) in enumerate(zip(ia, ib)):
+                X = self.fit_vectorizer([texts[i], texts[j]]).transform([texts[i], texts[j]])
+                out[k] = rowwise_cosine(X, np.array([0]), np.array([1]))[0]
+            return out
+        return rowwise_cosine(self._vectors(texts), ia, ib)
+
+    def same(self, pairs: Sequence[Pair]) -> np.ndarray:
+        """``similarity(pairs) >= threshold``, bool array of shape ``(len(pairs),)``."""
+        return self.similarity(pairs) >= self.threshold
+
+    def similarity_graph(
+        self, hypotheses: Sequence[Hypothesis], block_size: int = 512, progress: bool = False
+    ) -> sp.csr_matrix:
+        """All-pairs cosine of a set, keeping only entries >= ``threshold``.
+
+        Returns a symmetric ``(n, n)`` CSR float matrix; the diagonal holds each text's
+        self-similarity (1, or 0 for a text with no surviving term). Computed as sparse
+        ``X[rows] @ X.T`` in row blocks of ``block_size``, each block thresholded before the next,
+        so no dense ``n x n`` array is ever built. ``fit_on="pair"`` is not defined for a set.
+        """
+        if self.fit_on == "pair":
+            raise ValueError("similarity_graph needs fit_on='compared' or a corpus, not 'pair'")
+        if self.threshold <= 0:
+            raise ValueError(f"threshold {self.threshold} <= 0 makes every pair the same: the graph would be dense")
+        if int(block_size) < 1:
+            raise ValueError(f"block_size must be >= 1; got {block_size}")
+        texts = [hypothesis_text(h) for h in check_hypotheses(hypotheses)]
+        if not texts:
+            return sp.csr_matrix((0, 0))
+        X = self._vectors(texts)
+        XT = sp.csr_matrix(X.T)
+        blocks = []
+        starts = range(0, X.shape[0], int(block_size))
+        for start in tqdm(starts, disable=not progress, desc="tf-idf all pairs"):
+            S = sp.csr_matrix(X[start : start + int(block_size)] @ XT)
+            S.data[S.data < self.threshold] = 0.0
+            S.eliminate_zeros()
+            blocks.append(S)
+        return sp.csr_matrix(sp.vstack(blocks, format="csr"))
+
+    def same_graph(
+        self, hypotheses: Sequence[Hypothesis], block_size: int = 512, progress: bool = False
+    ) -> sp.csr_matrix:
+        """Sparse symmetric boolean ``(n, n)`` "same mechanism" graph of a set (diagonal True).
+
+        Entry ``(i, j)`` is True iff cosine(i, j) >= ``threshold``; built by ``similarity_graph``
+        (no dense ``n x n`` array). Input for ``mechaudit.diversity.group``.
+        """
+        S = self.similarity_graph(hypotheses, block_size=block_size, progress=progress)
+        return sp.csr_matrix(S.astype(bool) + sp.identity(S.shape[0], dtype=bool, format="csr"))
+
+
+def check_corpus(corpus: Sequence[Union[Hypothesis, str]]) -> list[Union[Hypothesis, str]]:
+    """A non-empty list of Hypotheses/strings, or ``ValueError`` naming the first bad item."""
+    out = list(corpus)
+    if not out:
+        raise ValueError("fit_on corpus is empty")
+    for i, item in enumerate(out):
+        if not isinstance(item, (str, Hypothesis)):
+            raise ValueError(f"fit_on[{i}] must be a Hypothesis or str; got {type(item).__name__}")
+    return out

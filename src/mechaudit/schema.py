@@ -1,0 +1,426 @@
+"""The benchmark's data model and its validating loaders.
+
+Objects
+-------
+- ``Entity``: one vocabulary entry (an entity or event a causal chain can pass through) with a
+  type, a canonical name and biological aliases.
+- ``Vocabulary``: all entities, indexed by id and by type, with a name index for finding marked
+  mentions in plain text (``mechaudit.render``).
+- ``Step(id, text)``: one link of a causal chain; ``id`` is a vocabulary id, ``text`` its surface
+  form in this hypothesis.
+- ``Hypothesis``: statement, mechanistic explanation and causal chain (``chain[0]`` the initiating
+  event, ``chain[-1]`` the terminal finding). Optional ``template`` holds the same texts with marked
+  entity mentions (``{ID}``) and at least one explanation phrasing, so that perturbations can
+  re-render names and swap entities.
+- ``Instance``: an experimental finding with its evidence pack and its five opening hypotheses.
+
+Compared text
+-------------
+Every equivalence rule compares the same three fields, joined by ``hypothesis_text``:
+``statement + "\\n" + explanation + "\\n" + " -> ".join(step texts)``.
+
+Errors
+------
+Every loader raises ``DataError`` (a ``ValueError``) whose message starts with
+``<file>:<line>: field '<field>':`` (JSONL: the line number; YAML: the line of the entry).
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from mechaudit.render import find_mentions, name_index, placeholders, render
+
+MIN_CHAIN = 3
+
+
+class DataError(ValueError):
+    """Bad benchmark input; the message names file, line and field."""
+
+    def __init__(self, file: str | Path, line: int | None, fld: str, message: str):
+        self.file, self.line, self.field = str(file), line, fld
+        where = f"{file}:{line}" if line is not None else f"{file}"
+        super().__init__(f"{where}: field '{fld}': {message}")
+
+
+class Entity(BaseModel):
+    """A vocabulary entry: ``type`` groups swap alternatives; ``name`` is the canonical name."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    id: str = Field(pattern=r"^[A-Za-z0-9_]+$")
+    type: str = Field(min_length=1)
+    name: str = Field(min_length=1)
+    aliases: list[str] = Field(default_factory=list)
+    note: str | None = None
+
+    @property
+    def names(self) -> list[str]:
+        """Canonical name followed by the aliases."""
+        return [self.name, *self.aliases]
+
+
+@dataclass(frozen=True)
+class Vocabulary:
+    """Entities by id; ``types`` maps a type to its member ids (file order)."""
+
+    entities: dict[str, Entity]
+    types: dict[str, str] = field(default_factory=dict)  # type -> description
+
+    def __contains__(self, ident: object) -> bool:
+        return ident in self.entities
+
+    def __getitem__(self, ident: str) -> Entity:
+        return self.entities[ident]
+
+    def __len__(self) -> int:
+        return len(self.entities)
+
+    def of_type(self, type_: str) -> list[str]:
+        """Ids of all entities of ``type_`` in file order."""
+        return [e.id for e in self.entities.values() if e.type == type_]
+
+    def canonical_names(self) -> dict[str, str]:
+        """``id -> canonical name`` for ``render``."""
+        return {i: e.name for i, e in self.entities.items()}
+
+    @cached_property
+    def index(self) -> tuple[tuple[str, str], ...]:
+        """Name index over canonical names and aliases for ``render.find_mentions``."""
+        return name_index((i, e.names) for i, e in self.entities.items())
+
+    def mentions(self, text: str) -> list[str]:
+        """Ids of the vocabulary entities named in plain ``text``, in reading order."""
+        return find_mentions(text, self.index)
+
+
+class Step(BaseModel):
+    """One causal link: ``id`` a vocabulary id, ``text`` its wording in this hypothesis."""
+
+    model_config = ConfigDict(extra="forbid")
+    id: str = Field(min_length=1)
+    text: str = Field(min_length=1)
+
+
+class Template(BaseModel):
+    """Texts with marked mentions (``{ID}``); ``explanations[0]`` matches ``explanation``."""
+
+    model_config = ConfigDict(extra="forbid")
+    statement: str
+    explanations: list[str] = Field(min_length=1)
+    chain: list[str]
+
+
+class Hypothesis(BaseModel):
+    """A mechanism hypothesis about one instance's finding.
+
+    ``run``/``depth``/``opening_id`` are set for workflow outputs (``depth`` = critique rounds).
+    Benchmark extras: ``mechanism`` labels hypotheses that describe the same mechanism at possibly
+    different levels of detail (same initiating event and essential route; their chains may be
+    sub-sequences of one another); ``near_duplicate_of`` names a hypothesis that shares most of the
+    wording but differs in exactly one causal component; ``template`` holds marked texts.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+    id: str = Field(min_length=1)
+    instance: str = Field(min_length=1)
+    statement: str = Field(min_length=1)
+    explanation: str = Field(min_length=1)
+    chain: list[Step]
+    run: str | None = None
+    depth: int | None = None
+    opening_id: str | None = None
+    mechanism: str | None = None
+    near_duplicate_of: str | None = None
+    template: Template | None = None
+
+    @field_validator("chain")
+    @classmethod
+    def _chain_length(cls, chain: list[Step]) -> list[Step]:
+        if not chain:
+            raise ValueError("chain is empty")
+        if len(chain) < MIN_CHAIN:
+            raise ValueError(f"chain has {len(chain)} steps; at least {MIN_CHAIN} are required")
+        return chain
+
+    @model_validator(mode="after")
+    def _template_shape(self) -> Hypothesis:
+        if self.template is not None and len(self.template.chain) != len(self.chain):
+            raise ValueError(
+                f"template.chain has {len(self.template.chain)} steps, chain has {len(self.chain)}"
+            )
+        return self
+
+
+class Instance(BaseModel):
+    """An experimental finding (the terminal outcome) with evidence and opening hypotheses.
+
+    ``openings`` are ids of hypotheses in the hypotheses file (exactly five per instance).
+    """
+
+    model_config = ConfigDict(extra="forbid")
+    id: str = Field(min_length=1)
+    title: str
+    finding: str
+    terminal_id: str
+    evidence: list[str] = Field(min_length=1)
+    openings: list[str] = Field(min_length=1)
+    source: str | None = None
+
+
+def mechanism_key(h: Hypothesis) -> tuple[str, tuple[str, ...], str]:
+    """Strict mechanism identity: ``(initiating id, intermediate ids in order, terminal id)``."""
+    ids = [s.id for s in h.chain]
+    return ids[0], tuple(ids[1:-1]), ids[-1]
+
+
+def hypothesis_text(h: Hypothesis) -> str:
+    """The three compared fields as one text: statement, explanation, chain joined by ' -> '."""
+    return "\n".join([h.statement, h.explanation, " -> ".join(s.text for s in h.chain)])
+
+
+# ----------------------------------------------------------------------------------------------
+# YAML with line numbers
+
+
+class _LineLoader(yaml.SafeLoader):
+    """Safe loader that records each mapping's line in ``__line__`` and rejects duplicate keys."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        keys = [self.construct_object(k, deep=deep) for k, _ in node.value]
+        dup = [k for k, n in Counter(keys).items() if n > 1]
+        if dup:
+            raise yaml.constructor.ConstructorError(
+                None, None, f"duplicate key {dup[0]!r}", node.start_mark
+            )
+        mapping = super().construct_mapping(node, deep=True)
+        mapping["__line__"] = node.start_mark.line + 1
+        return mapping
+
+
+def _read_yaml(path: Path) -> Any:
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return yaml.load(fh, Loader=_LineLoader)  # noqa: S506 (SafeLoader subclass)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+        line = mark.line + 1 if mark is not None else None
+        raise DataError(path, line, "<yaml>", f"malformed YAML: {exc}") from exc
+
+
+def _strip_lines(obj: Any) -> Any:
+    if isinstance(obj, dict):
+        return {k: _strip_lines(v) for k, v in obj.items() if k != "__line__"}
+    if isinstance(obj, list):
+        return [_strip_lines(v) for v in obj]
+    return obj
+
+
+def _loc(loc: Sequence[int | str]) -> str:
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out or "<record>"
+
+
+def _validate(model: type[BaseModel], raw: Any, path: Path, line: int | None, prefix: str = ""):
+    try:
+        return model.model_validate(raw)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        loc = _loc(err["loc"])
+        if err["type"] == "missing":
+            msg = "missing required field"
+        else:
+            msg = err["msg"]
+        raise DataError(path, line, prefix + loc, msg) from exc
+
+
+# ----------------------------------------------------------------------------------------------
+# loaders
+
+
+def _default(name: str) -> Path:
+    from mechaudit.paths import data_path
+
+    return data_path(name)
+
+
+def load_vocabulary(path: str | Path | None = None) -> Vocabulary:
+    """Load ``vocabulary.yaml``: ``types`` (type -> description) and ``entities`` (a list).
+
+    Checks: unique ids, every entity's type declared, every name (canonical or alias) used by
+    exactly one entity, every type with at least two members (so a swap stays in type).
+    """
+    path = Path(path) if path is not None else _default("vocabulary.yaml")
+    doc = _read_yaml(path)
+    if not isinstance(doc, dict) or not isinstance(doc.get("entities"), list):
+        raise DataError(path, 1, "entities", "expected a mapping with an 'entities' list")
+    types = {k: str(v) for k, v in _strip_lines(doc.get("types") or {}).items()}
+    entities: dict[str, Entity] = {}
+    lines: dict[str, int] = {}
+    owner: dict[str, str] = {}
+    for k, raw in enumerate(doc["entities"]):
+        line = raw.get("__line__") if isinstance(raw, dict) else None
+        ent = _validate(Entity, _strip_lines(raw), path, line, prefix=f"entities[{k}].")
+        if ent.id in entities:
+            raise DataError(path, line, f"entities[{k}].id",
+                            f"duplicate entity id {ent.id!r} (first on line {lines[ent.id]})")
+        if types and ent.type not in types:
+            raise DataError(path, line, f"entities[{k}].type", f"undeclared type {ent.type!r}")
+        for name in ent.names:
+            for form in {name, name[:1].upper() + name[1:], name[:1].lower() + name[1:]}:
+                if owner.get(form, ent.id) != ent.id:
+                    raise DataError(path, line, f"entities[{k}].aliases",
+                                    f"name {name!r} is also a name of {owner[form]!r}")
+                owner[form] = ent.id
+        entities[ent.id], lines[ent.id] = ent, line
+    vocab = Vocabulary(entities=entities, types=types or {e.type: "" for e in entities.values()})
+    for type_ in vocab.types:
+        if len(vocab.of_type(type_)) < 2:
+            raise DataError(path, None, "types", f"type {type_!r} has fewer than 2 members")
+    return vocab
+
+
+def load_instances(path: str | Path | None = None, vocabulary: Vocabulary | None = None
+                   ) -> list[Instance]:
+    """Load ``instances.yaml`` (a list under ``instances``); ids unique, terminal ids known."""
+    path = Path(path) if path is not None else _default("instances.yaml")
+    doc = _read_yaml(path)
+    if not isinstance(doc, dict) or not isinstance(doc.get("instances"), list):
+        raise DataError(path, 1, "instances", "expected a mapping with an 'instances' list")
+    out: list[Instance] = []
+    seen: dict[str, int | None] = {}
+    for k, raw in enumerate(doc["instances"]):
+        line = raw.get("__line__") if isinstance(raw, dict) else None
+        inst = _validate(Instance, _strip_lines(raw), path, line, prefix=f"instances[{k}].")
+        if inst.id in seen:
+            raise DataError(path, line, f"instances[{k}].id",
+                            f"duplicate instance id {inst.id!r} (first on line {seen[inst.id]})")
+        if vocabulary is not None and inst.terminal_id not in vocabulary:
+            raise DataError(path, line, f"instances[{k}].terminal_id",
+                            f"unknown vocabulary id {inst.terminal_id!r}")
+        seen[inst.id] = line
+        out.append(inst)
+    return out
+
+
+def _check_template(h: Hypothesis, vocab: Vocabulary, path: Path, line: int) -> None:
+    """Template ids known, each step template marks its step id, and rendering matches texts."""
+    t = h.template
+    assert t is not None
+    names = vocab.canonical_names()
+    texts = [("template.statement", t.statement, h.statement),
+             ("template.explanations[0]", t.explanations[0], h.explanation)]
+    texts += [(f"template.explanations[{j}]", e, None) for j, e in enumerate(t.explanations[1:], 1)]
+    texts += [(f"template.chain[{j}]", s, h.chain[j].text) for j, s in enumerate(t.chain)]
+    for fld, tmpl, plain in texts:
+        unknown = [i for i in placeholders(tmpl) if i not in vocab]
+        if unknown:
+            raise DataError(path, line, fld, f"unknown vocabulary id {unknown[0]!r} in template")
+        if plain is not None and render(tmpl, names) != plain:
+            raise DataError(path, line, fld, "rendering the template does not give the stored text")
+    for j, (tmpl, step) in enumerate(zip(t.chain, h.chain)):
+        if step.id not in placeholders(tmpl):
+            raise DataError(path, line, f"template.chain[{j}]",
+                            f"step template does not mark its own entity {step.id!r}")
+
+
+def load_hypotheses(path: str | Path | None = None, vocabulary: Vocabulary | None = None,
+                    instances: Iterable[Instance] | None = None) -> list[Hypothesis]:
+    """Load a hypotheses JSONL file (one ``Hypothesis`` per line; blank lines are allowed).
+
+    With ``vocabulary``: every step id must be a vocabulary id and templates must render to the
+    stored texts. With ``instances``: every ``instance`` must be one of their ids. Duplicate
+    hypothesis ids are always an error.
+    """
+    path = Path(path) if path is not None else _default("hypotheses.jsonl")
+    known = {i.id for i in instances} if instances is not None else None
+    out: list[Hypothesis] = []
+    seen: dict[str, int] = {}
+    with open(path, encoding="utf-8") as fh:
+        for lineno, raw_line in enumerate(fh, 1):
+            if not raw_line.strip():
+                continue
+            try:
+                raw = json.loads(raw_line)
+            except json.JSONDecodeError as exc:
+                raise DataError(path, lineno, "<json>", f"malformed JSON: {exc.msg} "
+                                f"(column {exc.colno})") from exc
+            if not isinstance(raw, dict):
+                raise DataError(path, lineno, "<record>", "expected a JSON object")
+            h = _validate(Hypothesis, raw, path, lineno)
+            if h.id in seen:
+                raise DataError(path, lineno, "id",
+                                f"duplicate hypothesis id {h.id!r} (first on line {seen[h.id]})")
+            if known is not None and h.instance not in known:
+                raise DataError(path, lineno, "instance", f"unknown instance id {h.instance!r}")
+            if vocabulary is not None:
+                for j, step in enumerate(h.chain):
+                    if step.id not in vocabulary:
+                        raise DataError(path, lineno, f"chain[{j}].id",
+                                        f"unknown vocabulary id {step.id!r}")
+                if h.template is not None:
+                    _check_template(h, vocabulary, path, lineno)
+            seen[h.id] = lineno
+            out.append(h)
+    return out
+
+
+def dump_hypotheses(hypotheses: Iterable[Hypothesis], path: str | Path) -> None:
+    """Write hypotheses as JSONL (one compact object a line, UTF-8, stable field order)."""
+    with open(path, "w", encoding="utf-8", newline="\n") as fh:
+        for h in hypotheses:
+            fh.write(json.dumps(h.model_dump(mode="json"), ensure_ascii=False) + "\n")
+
+
+@dataclass(frozen=True)
+class Benchmark:
+    """The committed benchmark, cross-validated: instances, vocabulary and hypotheses."""
+
+    instances: list[Instance]
+    vocabulary: Vocabulary
+    hypotheses: list[Hypothesis]
+
+    def by_instance(self, instance: str) -> list[Hypothesis]:
+        """Hypotheses of one instance in file order."""
+        return [h for h in self.hypotheses if h.instance == instance]
+
+    def openings(self, instance: str) -> list[Hypothesis]:
+        """The instance's opening hypotheses, in the order listed in ``instances.yaml``."""
+        by_id = {h.id: h for h in self.hypotheses}
+        inst = next(i for i in self.instances if i.id == instance)
+        return [by_id[i] for i in inst.openings]
+
+
+def load_benchmark(data_dir: str | Path | None = None) -> Benchmark:
+    """Load and cross-check ``vocabulary.yaml``, ``instances.yaml`` and ``hypotheses.jsonl``.
+
+    Beyond the single-file checks: each instance's openings exist and belong to it, and every
+    hypothesis ends at its instance's terminal id.
+    """
+    base = Path(data_dir) if data_dir is not None else _default("")
+    vocab = load_vocabulary(base / "vocabulary.yaml")
+    instances = load_instances(base / "instances.yaml", vocabulary=vocab)
+    hyps = load_hypotheses(base / "hypotheses.jsonl", vocabulary=vocab, instances=instances)
+    by_id = {h.id: h for h in hyps}
+    terminal = {i.id: i.terminal_id for i in instances}
+    for k, inst in enumerate(instances):
+        for j, oid in enumerate(inst.openings):
+            if oid not in by_id or by_id[oid].instance != inst.id:
+                raise DataError(base / "instances.yaml", None, f"instances[{k}].openings[{j}]",
+                                f"{oid!r} is not a hypothesis of instance {inst.id!r}")
+    for lineno, h in enumerate(hyps, 1):
+        if h.chain[-1].id != terminal[h.instance]:
+            raise DataError(base / "hypotheses.jsonl", lineno, "chain[-1].id",
+                            f"terminal step {h.chain[-1].id!r} is not the finding "
+                            f"{terminal[h.instance]!r} of instance {h.instance!r}")
+    return Benchmark(instances=instances, vocabulary=vocab, hypotheses=hyps)

@@ -1,0 +1,90 @@
+"""Blind cards: the only information about a paper or story a judge may see.
+
+A card has three fields, each cut to a cap (an ellipsis marks a cut; newlines become spaces) so
+that longer texts cannot win by length: ``problem`` <= 220 characters, ``method`` <= 280,
+``contrib`` <= 320. Identifiers, titles, links and scores never enter a card; any forbidden term
+(whole word, case-insensitive, as :func:`mechaudit.llm.check_blind` matches) that occurs in the
+source text is masked with ``[masked]``, so a card can never trip the blindness guard.
+Changing the fields, caps or mapping requires a new ``CARD_VERSION`` (and a re-fitted tau).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+CARD_VERSION = "blind_card_v2_minimal"
+FIELD_CAPS = {"problem": 220, "method": 280, "contrib": 320}
+#: Terms that must never occur in a judge prompt or a judge rationale.
+FORBIDDEN_TERMS = ("score", "score10", "paper_id", "title", "author", "link", "doi", "arxiv", "pattern_id")
+MASK = "[masked]"
+ELLIPSIS = "\u2026"
+#: Story fields feeding each card field (first non-empty wins).
+STORY_FIELDS = {
+    "problem": ("problem_framing", "problem", "abstract"),
+    "method": ("method_skeleton", "method"),
+    "contrib": ("innovation_claims", "contrib", "contributions"),
+}
+PAPER_FIELDS = {
+    "problem": ("problem", "abstract"),
+    "method": ("method",),
+    "contrib": ("contrib", "contributions"),
+}
+_FORBIDDEN_RE = re.compile(
+    "|".join(rf"(?<!\w){re.escape(t)}(?!\w)" for t in sorted(FORBIDDEN_TERMS, key=len, reverse=True)),
+    re.IGNORECASE,
+)
+
+
+class Card(BaseModel):
+    """A blind card; ``key`` identifies its content (used by the simulated judge's lookup)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    problem: str
+    method: str
+    contrib: str
+    card_version: str = CARD_VERSION
+
+    def render(self) -> str:
+        """The card as it appears in a prompt (three labelled lines)."""
+        return f"Problem: {self.problem}\nMethod: {self.method}\nContribution: {self.contrib}"
+
+    @property
+    def key(self) -> str:
+        return hashlib.sha256(self.render().encode("utf-8")).hexdigest()[:16]
+
+
+def mask_forbidden(text: str) -> str:
+    """Replace every forbidden term (whole word, case-insensitive) with ``[masked]``."""
+    return _FORBIDDEN_RE.sub(MASK, text)
+
+
+def clip_field(text: Any, cap: int) -> str:
+    """Flatten whitespace, mask forbidden terms and cut to ``cap`` characters (with an ellipsis)."""
+    flat = " ".join(mask_forbidden(str(text or "")).split())
+    return flat if len(flat) <= cap else flat[: cap - 1].rstrip() + ELLIPSIS
+
+
+def _card(source: Mapping[str, Any], fields: Mapping[str, tuple[str, ...]]) -> Card:
+    values = {}
+    for name, keys in fields.items():
+        text = next((source[k] for k in keys if source.get(k)), "")
+        if isinstance(text, (list, tuple)):
+            text = "; ".join(map(str, text))
+        values[name] = clip_field(text, FIELD_CAPS[name])
+    return Card(**values)
+
+
+def build_story_card(story: Mapping[str, Any]) -> Card:
+    """Card of a story under review (problem_framing, method_skeleton, innovation_claims)."""
+    return _card(story, STORY_FIELDS)
+
+
+def build_paper_card(paper: Mapping[str, Any]) -> Card:
+    """Card of an anchor paper (problem, method, contrib); ids, titles and stats are dropped."""
+    return _card(paper, PAPER_FIELDS)

@@ -1,0 +1,203 @@
+"""Calibrating the logistic scale tau from judged paper pairs, and the stratified pair sampler.
+
+A pair (a, b) has ``delta = score10_a - score10_b``, a judgement of a against b (y = 1 / 0.5 / 0
+for better / tie / worse) and a weight (mean of the two papers' anchor weights) times the strength
+weight. tau minimises the weighted clipped cross-entropy of ``y`` against ``sigmoid(delta / tau)``:
+
+* ``method="grid"`` (the original): tau in 0.10, 0.11, ..., 3.00, first minimum.
+* ``method="mle"``: bounded continuous minimisation on the same interval, with a standard error
+  from the observed information (second derivative of the weighted NLL) and a sandwich standard
+  error that does not depend on the overall weight scale.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy.optimize import minimize_scalar
+from scipy.special import expit
+
+from mechaudit.tau.inference import clipped_ce, label_of, strength_weight
+
+TAU_LOW, TAU_HIGH, TAU_STEP = 0.10, 3.00, 0.01
+#: |delta| bins of the original sampler; pairs with |delta| >= 3 are dropped.
+DELTA_BINS = (0.0, 0.25, 0.75, 1.5, 3.0)
+
+
+@dataclass(frozen=True)
+class TauFit:
+    """Result of :func:`fit_tau_detailed`. ``se``/``se_robust`` are NaN for the grid method."""
+
+    tau: float
+    method: str
+    loss: float
+    n_pairs: int
+    se: float
+    se_robust: float
+    at_bound: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def tau_grid(low: float = TAU_LOW, high: float = TAU_HIGH, step: float = TAU_STEP) -> np.ndarray:
+    """Rounded tau grid (291 points for the defaults)."""
+    n = int(round((high - low) / step)) + 1
+    return np.round(low + step * np.arange(n), 10)
+
+
+def pair_arrays(pairs: pd.DataFrame | Iterable[Mapping[str, Any]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(delta, y, w)`` from pairs with ``delta``, ``y`` or ``judgement``, ``strength``, ``weight``.
+
+    ``y`` wins over ``judgement`` when both are present; missing strength weighs 1, missing weight
+    is 1.0. Raises ``ValueError`` naming the pair index and field when delta or y is unusable.
+    """
+    rows = pairs.to_dict("records") if isinstance(pairs, pd.DataFrame) else list(pairs)
+    n = len(rows)
+    delta, y, w = np.empty(n), np.empty(n), np.empty(n)
+    for i, row in enumerate(rows):
+        if row.get("delta") is None or not np.isfinite(float(row["delta"])):
+            raise ValueError(f"pair {i}: field 'delta' is missing or not finite")
+        delta[i] = float(row["delta"])
+        if row.get("y") is not None and not (isinstance(row["y"], float) and np.isnan(row["y"])):
+            y[i] = float(row["y"])
+            if not 0.0 <= y[i] <= 1.0:
+                raise ValueError(f"pair {i}: field 'y' must be in [0, 1], got {row['y']!r}")
+        elif "judgement" in row:
+            y[i] = label_of(row["judgement"])
+        else:
+            raise ValueError(f"pair {i}: needs field 'y' or 'judgement'")
+        weight = row.get("weight")
+        weight = 1.0 if weight is None or (isinstance(weight, float) and np.isnan(weight)) else float(weight)
+        if weight < 0:
+            raise ValueError(f"pair {i}: field 'weight' must be >= 0, got {weight}")
+        w[i] = weight * strength_weight(row.get("strength"))
+    if n == 0:
+        raise ValueError("fit_tau needs at least one pair")
+    return delta, y, w
+
+
+def pair_nll(tau: float | np.ndarray, delta: np.ndarray, y: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """Weighted clipped NLL at each tau; shape ``np.shape(tau)``."""
+    taus = np.atleast_1d(np.asarray(tau, dtype=float))
+    p = expit(delta[None, :] / taus[:, None])
+    out = clipped_ce(y[None, :], p) @ w
+    return out.reshape(np.shape(tau))
+
+
+def _derivatives(tau: float, delta: np.ndarray, y: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, float]:
+    """Per-pair score contributions dL_i/dtau (weighted) and the total second derivative."""
+    p = expit(delta / tau)
+    g = w * (p - y) * (-delta / tau**2)
+    h = float(np.sum(w * (p * (1 - p) * (delta / tau**2) ** 2 + (p - y) * 2 * delta / tau**3)))
+    return g, h
+
+
+def fit_tau_detailed(
+    pairs: pd.DataFrame | Iterable[Mapping[str, Any]],
+    method: str = "grid",
+    bounds: tuple[float, float] = (TAU_LOW, TAU_HIGH),
+) -> TauFit:
+    """Fit tau by ``method`` ("grid" or "mle") and return a :class:`TauFit`."""
+    delta, y, w = pair_arrays(pairs)
+    low, high = bounds
+    if method == "grid":
+        grid = tau_grid(low, high)
+        losses = pair_nll(grid, delta, y, w)
+        best = int(np.argmin(losses))
+        return TauFit(float(grid[best]), "grid", float(losses[best]), len(delta), float("nan"),
+                      float("nan"), best in (0, len(grid) - 1))
+    if method == "mle":
+        res = minimize_scalar(lambda t: float(pair_nll(t, delta, y, w)), bounds=(low, high),
+                              method="bounded", options={"xatol": 1e-9})
+        tau = float(res.x)
+        g, h = _derivatives(tau, delta, y, w)
+        se = float(1 / np.sqrt(h)) if h > 0 else float("nan")
+        se_robust = float(np.sqrt(np.sum(g**2)) / h) if h > 0 else float("nan")
+        at_bound = bool(min(tau - low, high - tau) < 1e-4)
+        return TauFit(tau, "mle", float(res.fun), len(delta), se, se_robust, at_bound)
+    raise ValueError(f"unknown method {method!r}; use 'grid' or 'mle'")
+
+
+def fit_tau(pairs: pd.DataFrame | Iterable[Mapping[str, Any]], method: str = "grid") -> float:
+    """Calibrated tau from judged pairs (see :func:`fit_tau_detailed` for the standard errors)."""
+    return fit_tau_detailed(pairs, method).tau
+
+
+def sample_pairs(
+    papers: pd.DataFrame,
+    n_pairs: int = 2000,
+    seed: int = 42,
+    same_pattern_share: float = 0.8,
+    bins: Sequence[float] = DELTA_BINS,
+    max_rounds: int = 200,
+) -> pd.DataFrame:
+    """Stratified random pairs of papers, as the original tau fitter drew them.
+
+    ``papers`` has columns ``paper_id``, ``pattern_id``, ``score10``, ``weight``. Target: ``n_pairs
+    / len(bins-1)`` pairs per |delta| bin, ``same_pattern_share`` of each bin within one pattern;
+    unordered pairs are distinct; the order of a and b is random, so ``delta`` is signed. Pairs with
+    |delta| outside the bins are dropped. Returns columns ``a``, ``b``, ``delta``, ``bin``,
+    ``same_pattern``, ``weight`` (mean of the two weights); fewer rows if the pool cannot fill a
+    quota within ``max_rounds`` batches.
+    """
+    for col in ("paper_id", "pattern_id", "score10", "weight"):
+        if col not in papers.columns:
+            raise ValueError(f"papers table lacks column {col!r}")
+    rng = np.random.default_rng(seed)
+    ids = papers["paper_id"].to_numpy()
+    score = papers["score10"].to_numpy(dtype=float)
+    weight = papers["weight"].to_numpy(dtype=float)
+    pattern = papers["pattern_id"].to_numpy()
+    n = len(ids)
+    members = {p: np.flatnonzero(pattern == p) for p in pd.unique(pattern)}
+    multi = [m for m in members.values() if len(m) > 1]
+    edges = np.asarray(bins, dtype=float)
+    n_bins = len(edges) - 1
+    per_bin = n_pairs // n_bins
+    extra = n_pairs - per_bin * n_bins
+    quota = {}
+    for b in range(n_bins):
+        size = per_bin + (1 if b < extra else 0)
+        same = int(round(same_pattern_share * size))
+        quota[(b, True)], quota[(b, False)] = same, size - same
+    taken: dict[tuple[int, bool], list[tuple[int, int]]] = {k: [] for k in quota}
+    seen: set[tuple[int, int]] = set()
+    batch = max(4 * n_pairs, 1000)
+    for _ in range(max_rounds):
+        if all(len(taken[k]) >= quota[k] for k in quota):
+            break
+        # candidate pairs: same-pattern from a random multi-paper pattern, others uniform
+        if multi:
+            pick = rng.integers(len(multi), size=batch)
+            sizes = np.array([len(multi[k]) for k in pick])
+            i1 = rng.integers(sizes)
+            i2 = (i1 + 1 + rng.integers(sizes - 1)) % sizes
+            sa = np.array([multi[k][j] for k, j in zip(pick, i1)])
+            sb = np.array([multi[k][j] for k, j in zip(pick, i2)])
+        else:
+            sa = sb = np.empty(0, dtype=int)
+        ca, cb = rng.integers(n, size=batch), rng.integers(n, size=batch)
+        for a_idx, b_idx in ((sa, sb), (ca, cb)):
+            d = np.abs(score[a_idx] - score[b_idx])
+            which = np.searchsorted(edges, d, side="right") - 1
+            for a, b, k in zip(a_idx, b_idx, which):
+                if a == b or k < 0 or k >= n_bins:
+                    continue
+                key = (int(k), bool(pattern[a] == pattern[b]))
+                pair = (min(a, b), max(a, b))
+                if len(taken[key]) < quota[key] and pair not in seen:
+                    seen.add(pair)
+                    taken[key].append((int(a), int(b)))
+    rows = []
+    for (k, same), chosen in taken.items():
+        for a, b in chosen:
+            if rng.random() < 0.5:
+                a, b = b, a
+            rows.append({"a": ids[a], "b": ids[b], "delta": score[a] - score[b], "bin": k,
+                         "same_pattern": same, "weight": (weight[a] + weight[b]) / 2})
+    return pd.DataFrame(rows, columns=["a", "b", "delta", "bin", "same_pattern", "weight"])

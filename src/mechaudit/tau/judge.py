@@ -1,0 +1,229 @@
+"""The blind judge: one call per role compares a story card with every anchor card A1..An.
+
+The prompt carries only the role's rubric and blind cards; it is checked with
+:func:`mechaudit.llm.check_blind` against :data:`FORBIDDEN_TERMS` before anything is sent. The
+reply must be one JSON object ``{rubric_version, comparisons: [{anchor_id, judgement, strength,
+rationale}]}`` with exactly the ids A1..An, judgement better/tie/worse, strength
+weak/medium/strong and a rationale of at most 25 words that contains no forbidden term. Invalid
+replies get repair requests (``json_retries``); still invalid raises in strict mode, otherwise the
+outcome is marked invalid and carries no comparisons (they then count as tie / weak).
+
+Backends: ``anthropic`` / ``replay`` go through :mod:`mechaudit.llm`; ``reference`` asks a
+:class:`mechaudit.tau.simulate.SimulatedJudge` (a documented simulator, not an LLM) and passes its
+reply through the same schema.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any, ClassVar, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from mechaudit.llm.blind import check_blind
+from mechaudit.tau.cards import CARD_VERSION, FORBIDDEN_TERMS, Card
+from mechaudit.tau.rubric import RUBRIC_VERSION, get_rubric
+
+DEFAULT_JUDGE_MODEL = "claude-opus-4-6"
+MAX_RATIONALE_WORDS = 25
+BACKENDS = ("reference", "anthropic", "replay")
+
+
+def valid_rationale(text: str) -> str:
+    """``text`` if it has at most 25 words and no forbidden term, else ``ValueError``."""
+    if len(text.split()) > MAX_RATIONALE_WORDS:
+        raise ValueError(f"rationale has {len(text.split())} words; at most {MAX_RATIONALE_WORDS}")
+    check_blind(text, FORBIDDEN_TERMS, where="the rationale")
+    return text
+
+
+class Comparison(BaseModel):
+    """One blind judgement of the story against one anchor card."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    anchor_id: str = Field(pattern=r"^A[1-9][0-9]*$")
+    judgement: Literal["better", "tie", "worse"]
+    strength: Literal["weak", "medium", "strong"]
+    rationale: str
+
+    @field_validator("rationale")
+    @classmethod
+    def _rationale(cls, text: str) -> str:
+        return valid_rationale(text)
+
+
+class JudgeReply(BaseModel):
+    """Reply of one role call; subclasses made by :func:`judge_schema` fix the anchor count."""
+
+    model_config = ConfigDict(extra="forbid")
+    n_expected: ClassVar[int] = 0  # set by judge_schema subclasses
+
+    rubric_version: str
+    comparisons: list[Comparison]
+
+    @model_validator(mode="after")
+    def _complete(self) -> JudgeReply:
+        if self.rubric_version != RUBRIC_VERSION:
+            raise ValueError(f"rubric_version must be {RUBRIC_VERSION!r}, got {self.rubric_version!r}")
+        expected = [f"A{i + 1}" for i in range(type(self).n_expected)]
+        got = sorted((c.anchor_id for c in self.comparisons), key=lambda s: int(s[1:]))
+        if got != expected:
+            raise ValueError(f"comparisons must cover exactly {expected[0]}..{expected[-1]} once each; got {got}")
+        return self
+
+
+@lru_cache(maxsize=64)
+def judge_schema(n_anchors: int) -> type[JudgeReply]:
+    """The reply schema for ``n_anchors`` anchors (ids A1..An, each exactly once)."""
+    if n_anchors < 1:
+        raise ValueError("the judge needs at least one anchor")
+    namespace = {"n_expected": n_anchors, "__annotations__": {"n_expected": ClassVar[int]}, "__module__": __name__}
+    return type(f"JudgeReply{n_anchors}", (JudgeReply,), namespace)
+
+
+class PairReply(BaseModel):
+    """Reply of one pairwise call used for tau fitting: card X against card Y."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    rubric_version: Literal[RUBRIC_VERSION]  # type: ignore[valid-type]
+    judgement: Literal["better", "tie", "worse"]
+    strength: Literal["weak", "medium", "strong"]
+    rationale: str
+
+    @field_validator("rationale")
+    @classmethod
+    def _rationale(cls, text: str) -> str:
+        return valid_rationale(text)
+
+
+def _instructions(role: str) -> str:
+    return (
+        f"You are the {role} reviewer in a blind comparison of research ideas. You see short "
+        "cards with three fields: problem, method, contribution. Judge only what the cards "
+        "say; ignore their length and style of formatting.\n"
+        f"Criterion ({role}): {get_rubric(role)}\n"
+        "For every comparison give a judgement (better, tie or worse: is the CANDIDATE better "
+        "than, level with, or worse than the reference on this criterion), a strength (weak, "
+        "medium or strong) and a rationale of at most 25 words. Never mention names, sources or "
+        "numeric ratings in a rationale. Reply with one JSON object and nothing else."
+    )
+
+
+def build_prompt(role: str, story: Card, anchors: list[Card]) -> tuple[str, str]:
+    """``(system, user)`` of one role call; raises ``BlindnessError`` on a forbidden term."""
+    example = {"rubric_version": RUBRIC_VERSION, "comparisons": [
+        {"anchor_id": "A1", "judgement": "better|tie|worse", "strength": "weak|medium|strong",
+         "rationale": "at most 25 words"}]}
+    system = (_instructions(role) + "\nJSON format, one entry per reference card A1.."
+              f"A{len(anchors)}:\n" + json.dumps(example))
+    parts = [f"CANDIDATE\n{story.render()}"]
+    parts += [f"REFERENCE A{i + 1}\n{card.render()}" for i, card in enumerate(anchors)]
+    user = "\n\n".join(parts)
+    check_blind(system, FORBIDDEN_TERMS, where=f"the {role} system prompt")
+    check_blind(user, FORBIDDEN_TERMS, where=f"the {role} user prompt")
+    return system, user
+
+
+def build_pair_prompt(role: str, card_x: Card, card_y: Card) -> tuple[str, str]:
+    """``(system, user)`` of one pairwise tau-fitting call (X is the candidate)."""
+    example = {"rubric_version": RUBRIC_VERSION, "judgement": "better|tie|worse",
+               "strength": "weak|medium|strong", "rationale": "at most 25 words"}
+    system = _instructions(role) + "\nJSON format:\n" + json.dumps(example)
+    user = f"CANDIDATE\n{card_x.render()}\n\nREFERENCE\n{card_y.render()}"
+    check_blind(system, FORBIDDEN_TERMS, where=f"the {role} system prompt")
+    check_blind(user, FORBIDDEN_TERMS, where=f"the {role} user prompt")
+    return system, user
+
+
+@dataclass(frozen=True)
+class JudgeOutcome:
+    """Comparisons of one role call with how they were obtained."""
+
+    role: str
+    comparisons: list[dict[str, Any]]
+    backend: str
+    invalid: bool = False
+    error: str | None = None
+    attempts: int = 1
+    prompt: tuple[str, str] = field(default=("", ""), repr=False)
+
+
+@dataclass
+class BlindJudge:
+    """Blind judge over one backend (see module docstring).
+
+    ``client`` is a :class:`mechaudit.llm.LLMClient` (made with ``get_client(backend)`` if None)
+    for the LLM backends; ``simulator`` is required for ``reference``.
+    """
+
+    backend: str = "reference"
+    simulator: Any = None
+    model: str = DEFAULT_JUDGE_MODEL
+    client: Any = None
+    json_retries: int = 2
+    strict: bool = True
+    temperature: float = 0.0
+    max_tokens: int = 2048
+
+    def __post_init__(self) -> None:
+        if self.backend not in BACKENDS:
+            raise ValueError(f"backend must be one of {BACKENDS}, got {self.backend!r}")
+        if self.backend == "reference" and self.simulator is None:
+            raise ValueError("backend 'reference' needs a simulator (mechaudit.tau.simulate.SimulatedJudge)")
+        if self.backend != "reference" and self.client is None:
+            from mechaudit.llm import get_client
+
+            self.client = get_client(backend=self.backend)
+
+    @property
+    def judge_model(self) -> str:
+        """Name recorded in tau files: the LLM model or the simulator's name."""
+        return self.simulator.name if self.backend == "reference" else self.model
+
+    def _request(self, system: str, user: str, version: str):
+        from mechaudit.llm import LLMRequest
+
+        return LLMRequest(model=self.model, system=system, messages=[{"role": "user", "content": user}],
+                          temperature=self.temperature, max_tokens=self.max_tokens, version=version)
+
+    def judge_roles(self, roles: list[str], story: Card, anchors: list[Card]) -> list[JudgeOutcome]:
+        """One call per role (in parallel through the LLM layer), in ``roles`` order."""
+        prompts = [build_prompt(role, story, anchors) for role in roles]
+        schema = judge_schema(len(anchors))
+        if self.backend == "reference":
+            out = []
+            for role, prompt in zip(roles, prompts):
+                reply = schema.model_validate(self.simulator.reply(role, story, anchors))
+                out.append(JudgeOutcome(role, [c.model_dump() for c in reply.comparisons], "reference",
+                                        prompt=prompt))
+            return out
+        version = f"{RUBRIC_VERSION}+{CARD_VERSION}"
+        requests = [self._request(s, u, version) for s, u in prompts]
+        results = self.client.complete_many(requests, schema=schema, json_retries=self.json_retries,
+                                            strict=self.strict)
+        return [
+            JudgeOutcome(role, [] if r.invalid else [c.model_dump() for c in r.value.comparisons],
+                         self.backend, r.invalid, r.error, r.attempts, prompt)
+            for role, r, prompt in zip(roles, results, prompts)
+        ]
+
+    def judge(self, role: str, story: Card, anchors: list[Card]) -> JudgeOutcome:
+        """One role call."""
+        return self.judge_roles([role], story, anchors)[0]
+
+    def judge_pairs(self, role: str, pairs: list[tuple[Card, Card]]) -> list[dict[str, Any] | None]:
+        """Pairwise calls for tau fitting: ``{judgement, strength}`` of X against Y per pair, or
+        None where the reply stayed invalid (such pairs are skipped, as in the original)."""
+        prompts = [build_pair_prompt(role, x, y) for x, y in pairs]
+        if self.backend == "reference":
+            return [PairReply.model_validate(self.simulator.pair_reply(role, x, y)).model_dump(
+                include={"judgement", "strength"}) for x, y in pairs]
+        version = f"{RUBRIC_VERSION}+{CARD_VERSION}+pair"
+        requests = [self._request(s, u, version) for s, u in prompts]
+        results = self.client.complete_many(requests, schema=PairReply, json_retries=self.json_retries,
+                                            strict=False)
+        return [None if r.invalid else r.value.model_dump(include={"judgement", "strength"}) for r in results]

@@ -1,0 +1,43 @@
+"""The proposer/critic workflow (anthropic/replay) and its offline simulator (reference).
+
+See ``mechaudit.workflow.simulator`` for the documented stochastic model and
+``mechaudit.workflow.llm`` for the real workflow's prompts and steps.
+"""
+
+from mechaudit.workflow.depth import (
+    InstanceMatrix,
+    MechanismKeyRule,
+    by_instance,
+    counts,
+    depth_table,
+    instance_matrices,
+    key_matrix,
+    per_instance_effects,
+    rule_tables,
+)
+from mechaudit.workflow.design import Design, load_design
+from mechaudit.workflow.records import (
+    LABELS,
+    Demand,
+    Reply,
+    Revision,
+    Run,
+    delivered_frame,
+    demands_frame,
+    run_id,
+)
+from mechaudit.workflow.simulator import (
+    SimulatorParams,
+    instance_models,
+    load_simulator_params,
+    null_params,
+    simulate,
+    simulate_run,
+)
+
+__all__ = [
+    "LABELS", "Demand", "Design", "InstanceMatrix", "MechanismKeyRule", "Reply", "Revision", "Run",
+    "SimulatorParams", "by_instance", "counts", "delivered_frame", "demands_frame", "depth_table",
+    "instance_matrices", "instance_models", "key_matrix", "load_design", "load_simulator_params",
+    "null_params", "per_instance_effects", "rule_tables", "run_id", "simulate", "simulate_run",
+]

@@ -1,0 +1,290 @@
+"""The real proposer/critic workflow through the LLM layer (backends ``anthropic`` and ``replay``).
+
+Per run (one instance, depth K, one repetition):
+
+1. *develop*: the proposer turns each of the instance's opening hypotheses into one developed
+   hypothesis (statement, explanation, causal chain of vocabulary step ids) using the evidence pack;
+2. K rounds of *critique*: the critic raises explicit numbered demands against each hypothesis;
+   then *reply and revise*: the proposer answers every demand by number and returns the revised
+   hypothesis;
+3. the run delivers the last revision of each hypothesis, keeping its ``opening_id``.
+
+Every call is a strict-JSON call through ``mechaudit.llm`` (cache, replay, repair of invalid JSON);
+the chain is validated against the vocabulary (known ids, terminal = the instance's finding), and a
+violation is sent back to the model as a repair request. Requests of one stage are sent together
+across all runs (``complete_many``). Reruns differ because each request names its run id (the cache
+key then differs) and the generator samples at ``temperature``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from pydantic import BaseModel, ConfigDict, Field, create_model, model_validator
+
+from mechaudit.llm import LLMRequest
+from mechaudit.schema import Benchmark, Hypothesis, Instance, Step, Vocabulary
+from mechaudit.workflow.design import Design
+from mechaudit.workflow.records import Demand, Reply, Revision, Run, run_id
+
+GENERATOR = "claude-sonnet-4-6"
+PROMPT_VERSION = "workflow-v1"
+
+PROPOSER_SYSTEM = """\
+You are the proposer in a scientific hypothesis workflow. You explain an observed experimental \
+finding with a mechanistic hypothesis: a causal chain that starts at an initiating event, passes \
+through intermediate biological steps and ends at the observed finding. Ground every step in the \
+evidence pack you are given. Use only step ids from the vocabulary you are given; each step also \
+gets the wording you would use for it in this hypothesis. Reply with one JSON object only."""
+
+CRITIC_SYSTEM = """\
+You are the critic in a scientific hypothesis workflow. You examine one mechanistic hypothesis \
+against the evidence pack and challenge it with explicit, numbered demands: each demand names \
+what is unsupported, missing or doubtful and what the proposer must do about it (cite evidence, \
+correct a step, narrow a claim). Target the weakest links of the causal chain first. Raise between \
+one and four demands. Reply with one JSON object only."""
+
+HYPOTHESIS_FORMAT = """\
+{"statement": "<one sentence>", "explanation": "<a short mechanistic paragraph>", \
+"chain": [{"id": "<vocabulary id>", "text": "<wording>"}, ...]}"""
+
+
+class StepOut(BaseModel):
+    """A chain step as the model returns it."""
+
+    model_config = ConfigDict(extra="forbid")
+    id: str = Field(min_length=1)
+    text: str = Field(min_length=1)
+
+
+class HypothesisOut(BaseModel):
+    """A developed or revised hypothesis as the model returns it (chain: >= 3 steps)."""
+
+    model_config = ConfigDict(extra="forbid")
+    statement: str = Field(min_length=1)
+    explanation: str = Field(min_length=1)
+    chain: list[StepOut] = Field(min_length=3)
+
+
+class DemandOut(BaseModel):
+    """One numbered demand of the critic; ``target_step`` is the challenged step id if any."""
+
+    model_config = ConfigDict(extra="forbid")
+    number: int = Field(ge=1)
+    target_step: str | None = None
+    demand: str = Field(min_length=1)
+
+
+class CritiqueOut(BaseModel):
+    """The critic's challenge: numbered demands 1..n."""
+
+    model_config = ConfigDict(extra="forbid")
+    demands: list[DemandOut] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _numbered(self) -> CritiqueOut:
+        numbers = [d.number for d in self.demands]
+        if numbers != list(range(1, len(numbers) + 1)):
+            raise ValueError(f"demands must be numbered 1..{len(numbers)} in order, got {numbers}")
+        return self
+
+
+class ReplyOut(BaseModel):
+    """The proposer's reply to demand ``number``."""
+
+    model_config = ConfigDict(extra="forbid")
+    number: int = Field(ge=1)
+    reply: str = Field(min_length=1)
+
+
+def hypothesis_schema(vocabulary: Vocabulary, terminal_id: str) -> type[HypothesisOut]:
+    """``HypothesisOut`` that also requires known step ids and the instance's terminal id last."""
+
+    def _check(self: HypothesisOut) -> HypothesisOut:
+        unknown = [s.id for s in self.chain if s.id not in vocabulary]
+        if unknown:
+            raise ValueError(f"chain ids not in the vocabulary: {unknown}")
+        if self.chain[-1].id != terminal_id:
+            raise ValueError(f"the chain must end at the finding {terminal_id!r}, not {self.chain[-1].id!r}")
+        return self
+
+    return create_model("CheckedHypothesis", __base__=HypothesisOut,
+                        __validators__={"_check": model_validator(mode="after")(_check)})
+
+
+def revision_schema(hypothesis: type[HypothesisOut], n_demands: int) -> type[BaseModel]:
+    """Reply-and-revise output: one reply per demand 1..n, then the revised hypothesis."""
+
+    def _check(self):
+        numbers = [r.number for r in self.replies]
+        if numbers != list(range(1, n_demands + 1)):
+            raise ValueError(f"reply to demands 1..{n_demands} in order, got {numbers}")
+        return self
+
+    return create_model("RevisionOut", __config__=ConfigDict(extra="forbid"),
+                        replies=(list[ReplyOut], ...), revised=(hypothesis, ...),
+                        __validators__={"_check": model_validator(mode="after")(_check)})
+
+
+# --------------------------------------------------------------------------- prompts
+
+
+def _vocabulary_block(vocabulary: Vocabulary) -> str:
+    lines = [f"- {e.id} ({e.type}): {e.name}" for e in vocabulary.entities.values()]
+    return "Vocabulary (id (type): name):\n" + "\n".join(lines)
+
+
+def _instance_block(instance: Instance) -> str:
+    evidence = "\n".join(f"{k}. {e}" for k, e in enumerate(instance.evidence, 1))
+    return (f"Observed finding: {instance.finding} (terminal step id: {instance.terminal_id})\n\n"
+            f"Evidence pack:\n{evidence}")
+
+
+def _hypothesis_json(h: HypothesisOut | Hypothesis) -> str:
+    return json.dumps({"statement": h.statement, "explanation": h.explanation,
+                       "chain": [{"id": s.id, "text": s.text} for s in h.chain]}, ensure_ascii=False)
+
+
+def develop_request(instance: Instance, vocabulary: Vocabulary, opening: Hypothesis, rid: str,
+                    model: str, temperature: float | None) -> LLMRequest:
+    """Proposer call: develop one opening hypothesis with the evidence pack."""
+    user = (f"Workflow run {rid}.\n\n{_instance_block(instance)}\n\n{_vocabulary_block(vocabulary)}\n\n"
+            f"Opening hypothesis to develop:\n{_hypothesis_json(opening)}\n\n"
+            "Develop this opening hypothesis into a complete mechanistic hypothesis that explains the "
+            "finding. Keep its initiating idea unless the evidence argues against it; make every "
+            f"intermediate step explicit. Reply with JSON of the form\n{HYPOTHESIS_FORMAT}")
+    return LLMRequest(model=model, system=PROPOSER_SYSTEM, messages=[{"role": "user", "content": user}],
+                      temperature=temperature, max_tokens=1500, version=PROMPT_VERSION,
+                      metadata={"stage": "develop", "run": rid, "opening": opening.id})
+
+
+def critique_request(instance: Instance, hypothesis: HypothesisOut, rid: str, round_: int,
+                     model: str, temperature: float | None) -> LLMRequest:
+    """Critic call: numbered demands against one hypothesis."""
+    user = (f"Workflow run {rid}, critique round {round_}.\n\n{_instance_block(instance)}\n\n"
+            f"Hypothesis under review:\n{_hypothesis_json(hypothesis)}\n\n"
+            'Reply with JSON of the form {"demands": [{"number": 1, "target_step": "<step id or null>", '
+            '"demand": "<what the proposer must do>"}, ...]}')
+    return LLMRequest(model=model, system=CRITIC_SYSTEM, messages=[{"role": "user", "content": user}],
+                      temperature=temperature, max_tokens=1000, version=PROMPT_VERSION,
+                      metadata={"stage": "critique", "run": rid, "round": round_})
+
+
+def revise_request(instance: Instance, vocabulary: Vocabulary, hypothesis: HypothesisOut,
+                   critique: CritiqueOut, rid: str, round_: int, model: str,
+                   temperature: float | None) -> LLMRequest:
+    """Proposer call: reply to each numbered demand, then revise the hypothesis."""
+    demands = "\n".join(f"{d.number}. {d.demand}" for d in critique.demands)
+    user = (f"Workflow run {rid}, critique round {round_}.\n\n{_instance_block(instance)}\n\n"
+            f"{_vocabulary_block(vocabulary)}\n\nYour current hypothesis:\n{_hypothesis_json(hypothesis)}\n\n"
+            f"The critic's demands:\n{demands}\n\n"
+            "Reply to every demand by its number: defend the step with evidence, concede and correct it, "
+            "or say what you can and cannot address. Then give your revised hypothesis (unchanged parts "
+            'may stay as they are). Reply with JSON of the form {"replies": [{"number": 1, "reply": '
+            f'"..."}}, ...], "revised": {HYPOTHESIS_FORMAT}}}')
+    return LLMRequest(model=model, system=PROPOSER_SYSTEM, messages=[{"role": "user", "content": user}],
+                      temperature=temperature, max_tokens=2500, version=PROMPT_VERSION,
+                      metadata={"stage": "revise", "run": rid, "round": round_})
+
+
+# --------------------------------------------------------------------------- the workflow
+
+
+@dataclass
+class _State:
+    """One hypothesis in flight: its run, opening, id and current content."""
+
+    run: tuple[str, int, int]
+    opening: str
+    hid: str
+    current: HypothesisOut
+
+
+def _to_hypothesis(s: _State, depth: int) -> Hypothesis:
+    instance, _, repetition = s.run
+    return Hypothesis(id=s.hid, instance=instance, statement=s.current.statement,
+                      explanation=s.current.explanation,
+                      chain=[Step(id=c.id, text=c.text) for c in s.current.chain],
+                      run=run_id(instance, depth, repetition), depth=depth, opening_id=s.opening)
+
+
+def run_workflow(bench: Benchmark, design: Design, client, model: str = GENERATOR,
+                 temperature: float | None = 1.0, progress: bool = False) -> list[Run]:
+    """Every run of ``design`` through the LLM ``client`` (``mechaudit.llm.get_client(...)``).
+
+    Returns one ``Run`` per cell of the design (same order as ``Design.cells``) with backend
+    ``client.backend``. Invalid JSON after the layer's repairs raises ``InvalidJSONError``.
+    """
+    instances = {i.id: i for i in bench.instances}
+    unknown = [i for i in design.instances if i not in instances]
+    if unknown:
+        raise ValueError(f"design.instances: unknown instance ids {unknown}; known {sorted(instances)}")
+    vocab = bench.vocabulary
+    schemas = {i: hypothesis_schema(vocab, instances[i].terminal_id) for i in design.instances}
+    cells = design.cells()
+    states = [
+        _State(run=cell, opening=o.id, hid=f"{run_id(*cell)}-{o.id}-0", current=None)  # type: ignore[arg-type]
+        for cell in cells for o in bench.openings(cell[0])
+    ]
+    openings = {h.id: h for h in bench.hypotheses}
+    dev = _json_many(
+        client, [develop_request(instances[s.run[0]], vocab, openings[s.opening], run_id(*s.run), model,
+                                 temperature) for s in states],
+        [schemas[s.run[0]] for s in states], progress)
+    for s, out in zip(states, dev):
+        s.current = out
+    developed = {id(s): _to_hypothesis(s, s.run[1]) for s in states}
+    log: dict[tuple[str, int, int], tuple[list, list, list]] = {c: ([], [], []) for c in cells}
+    for rnd in range(1, max(design.depths, default=0) + 1):
+        active = [s for s in states if s.run[1] >= rnd]
+        if not active:
+            break
+        crit = _json_many(client, [critique_request(instances[s.run[0]], s.current, run_id(*s.run), rnd, model,
+                                                    temperature) for s in active],
+                          [CritiqueOut] * len(active), progress)
+        revs = _json_many(
+            client,
+            [revise_request(instances[s.run[0]], vocab, s.current, c, run_id(*s.run), rnd, model, temperature)
+             for s, c in zip(active, crit)],
+            [revision_schema(schemas[s.run[0]], len(c.demands)) for s, c in zip(active, crit)], progress)
+        for s, c, r in zip(active, crit, revs):
+            instance, depth, _ = s.run
+            rid = run_id(*s.run)
+            demands, replies, revisions = log[s.run]
+            demands.extend(Demand(run_id=rid, instance=instance, depth=depth, round=rnd, hypothesis_id=s.hid,
+                                  opening_id=s.opening, number=d.number, target_step=d.target_step,
+                                  text=d.demand) for d in c.demands)
+            replies.extend(Reply(run_id=rid, round=rnd, hypothesis_id=s.hid, number=x.number, text=x.reply)
+                           for x in r.replies)
+            before = [st.id for st in s.current.chain]
+            s.current = r.revised
+            after = [st.id for st in s.current.chain]
+            changed = [j for j in range(max(len(before), len(after)))
+                       if j >= len(before) or j >= len(after) or before[j] != after[j]]
+            revisions.append(Revision(run_id=rid, round=rnd, hypothesis_id=s.hid, opening_id=s.opening,
+                                      statement=s.current.statement, explanation=s.current.explanation,
+                                      chain=[Step(id=x.id, text=x.text) for x in s.current.chain],
+                                      changed=changed))
+    runs = []
+    for cell in cells:
+        mine = [s for s in states if s.run == cell]
+        demands, replies, revisions = log[cell]
+        runs.append(Run(run_id=run_id(*cell), instance=cell[0], depth=cell[1], repetition=cell[2],
+                        backend=client.backend, developed=[developed[id(s)] for s in mine],
+                        delivered=[_to_hypothesis(s, cell[1]) for s in mine], demands=demands,
+                        replies=replies, revisions=revisions))
+    return runs
+
+
+def _json_many(client, requests: Sequence[LLMRequest], schemas: Sequence[type[BaseModel]],
+               progress: bool) -> list:
+    """Strict-JSON answers of ``requests``, each validated by its own schema (input order).
+
+    Raw answers are fetched bounded-parallel first (``complete_many``), so the per-request
+    validation that follows reads the cache.
+    """
+    client.complete_many(list(requests), schema=None, progress=progress)
+    return [client.complete_json(r, schema=s, json_retries=2, strict=True).value
+            for r, s in zip(requests, schemas)]

@@ -1,0 +1,151 @@
+"""Critique-depth effects of a set of runs under one equivalence rule (paper §3, §5.1, App. A).
+
+Glue between workflow runs and ``mechaudit.divergence``: per instance the run-by-run divergence
+matrix (runs ordered by depth, then repetition), same-depth divergence per depth (Fig. 2 left),
+extra divergence per depth comparison and instance (Fig. 2 right), and Table 1 (instance-averaged
+extra divergence with the exact permutation p-value).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from mechaudit.divergence import (
+    comparison_matrix,
+    design_counts,
+    divergence_matrix,
+    extra_divergence,
+    permutation_test,
+    same_depth_divergence,
+)
+from mechaudit.schema import Hypothesis, mechanism_key
+from mechaudit.workflow.records import Run
+
+SameFn = Callable[[list[tuple[Hypothesis, Hypothesis]]], np.ndarray]
+
+
+class MechanismKeyRule:
+    """Ground-truth rule: same iff ``mechanism_key`` (initiating id, route ids, terminal id) is equal.
+
+    Exact for simulator runs, whose step ids are the true canonical ids.
+    """
+
+    def __repr__(self) -> str:
+        return "MechanismKeyRule()"
+
+    def same(self, pairs: Sequence[tuple[Hypothesis, Hypothesis]]) -> np.ndarray:
+        """One bool per pair, shape ``(len(pairs),)``."""
+        return np.fromiter((mechanism_key(a) == mechanism_key(b) for a, b in pairs), bool, len(pairs))
+
+
+@dataclass(frozen=True)
+class InstanceMatrix:
+    """One instance's divergence matrix ``D`` (n_runs x n_runs) and the depth of each run."""
+
+    instance: str
+    D: np.ndarray
+    depths: np.ndarray
+
+
+def by_instance(runs: Sequence[Run]) -> dict[str, list[Run]]:
+    """Runs grouped per instance (first-seen order), each sorted by depth then repetition."""
+    out: dict[str, list[Run]] = {}
+    for run in runs:
+        out.setdefault(run.instance, []).append(run)
+    return {k: sorted(v, key=lambda r: (r.depth, r.repetition)) for k, v in out.items()}
+
+
+def counts(runs: Sequence[Run]) -> dict[str, int]:
+    """Runs, run pairs and matched hypothesis pairs, counted as the paper does (App. A)."""
+    c = design_counts({i: [r.delivered for r in rs] for i, rs in by_instance(runs).items()})
+    return {"runs": c.runs, "run_pairs": c.run_pairs, "matched_pairs": c.matched_pairs}
+
+
+def key_matrix(runs: Sequence[Run]) -> np.ndarray:
+    """Mechanism-key divergence matrix of one instance's runs without pairing hypotheses one by one.
+
+    With ``C[r, (opening, key)]`` the count of run r's delivered hypotheses of that opening and key
+    and ``N[r, opening]`` its count per opening, matched pairs judged same are ``C C^T`` and all
+    matched pairs ``N N^T``; ``D = 1 - same / matched`` (diagonal 0). Equals
+    ``divergence_matrix(..., MechanismKeyRule().same)``.
+    """
+    codes: dict[tuple, int] = {}
+    openings: dict[str, int] = {}
+    cells = [[(codes.setdefault((h.opening_id, mechanism_key(h)), len(codes)),
+               openings.setdefault(h.opening_id, len(openings))) for h in r.delivered] for r in runs]
+    C = np.zeros((len(runs), len(codes)))
+    N = np.zeros((len(runs), len(openings)))
+    for i, row in enumerate(cells):
+        for code, opening in row:
+            C[i, code] += 1
+            N[i, opening] += 1
+    matched = N @ N.T
+    if (matched == 0).any():
+        raise ValueError("two runs share no opening hypothesis: run divergence undefined")
+    D = 1.0 - (C @ C.T) / matched
+    np.fill_diagonal(D, 0.0)
+    return D
+
+
+def instance_matrices(runs: Sequence[Run], same: SameFn | None, progress: bool = False
+                      ) -> list[InstanceMatrix]:
+    """Divergence matrix per instance under the rule ``same`` (``None``: fast mechanism-key path)."""
+    out = []
+    for instance, rs in by_instance(runs).items():
+        D = key_matrix(rs) if same is None else divergence_matrix([r.delivered for r in rs], same, progress)
+        out.append(InstanceMatrix(instance, D, np.array([r.depth for r in rs])))
+    return out
+
+
+def per_instance_effects(matrices: Sequence[InstanceMatrix], comparisons: Sequence[tuple[int, int]]
+                         ) -> pd.DataFrame:
+    """Long table of Fig. 2's points: instance, panel ("same-depth" or "extra"), label, value (pp).
+
+    Same-depth rows: label ``K=k``; extra rows: label ``a v b``.
+    """
+    rows = []
+    for m in matrices:
+        for k, value in same_depth_divergence(m.D, m.depths).items():
+            rows.append({"instance": m.instance, "panel": "same-depth", "label": f"K={k}", "value": 100 * value})
+        for a, b in comparisons:
+            D_ab, n_a = comparison_matrix(m.D, m.depths, a, b)
+            rows.append({"instance": m.instance, "panel": "extra", "label": f"{a} v {b}",
+                         "value": 100 * extra_divergence(D_ab, n_a)})
+    return pd.DataFrame(rows, columns=["instance", "panel", "label", "value"])
+
+
+def depth_table(matrices: Sequence[InstanceMatrix], comparisons: Sequence[tuple[int, int]]
+                ) -> pd.DataFrame:
+    """Table 1: per comparison the instance-averaged extra divergence (pp) and exact two-sided p.
+
+    Columns: comparison, extra_pp, p_value, n_partitions (splits per instance), n_instances.
+    """
+    rows = []
+    for a, b in comparisons:
+        subs = [comparison_matrix(m.D, m.depths, a, b) for m in matrices]
+        sizes = {n_a for _, n_a in subs}
+        if len(sizes) != 1:
+            raise ValueError(f"comparison {a} v {b}: instances have different numbers of runs at depth {a}")
+        res = permutation_test([D for D, _ in subs], sizes.pop())
+        rows.append({"comparison": f"{a} v {b}", "extra_pp": 100 * res.extra, "p_value": res.p_value,
+                     "n_partitions": res.n_partitions, "n_instances": len(subs)})
+    return pd.DataFrame(rows, columns=["comparison", "extra_pp", "p_value", "n_partitions", "n_instances"])
+
+
+def rule_tables(runs: Sequence[Run], rules: Mapping[str, SameFn | None],
+                comparisons: Sequence[tuple[int, int]], progress: bool = False
+                ) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Fig. 2 points and Table 1 for several rules at once; both tables gain a ``rule`` column.
+
+    ``rules`` maps a display name to a ``same`` function (``None``: the mechanism key, fast path).
+    """
+    points, tables = [], []
+    for name, same in rules.items():
+        mats = instance_matrices(runs, same, progress)
+        points.append(per_instance_effects(mats, comparisons).assign(rule=name))
+        tables.append(depth_table(mats, comparisons).assign(rule=name))
+    return pd.concat(points, ignore_index=True), pd.concat(tables, ignore_index=True)

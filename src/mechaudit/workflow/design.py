@@ -1,0 +1,67 @@
+"""The experimental design: instances x critique depths x repetitions (paper §4, App. A)."""
+
+from __future__ import annotations
+
+from itertools import combinations
+from math import comb
+from pathlib import Path
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from mechaudit.paths import PARAMS_DIR
+
+
+class Design(BaseModel):
+    """Which runs to make: every instance at every depth, ``runs_per_depth`` times.
+
+    The paper's design is 4 instances x depths {0, 1, 5} x 5 runs = 60 runs.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    instances: tuple[str, ...] = Field(min_length=1)
+    depths: tuple[int, ...] = Field(min_length=1)
+    runs_per_depth: int = Field(ge=1)
+
+    @field_validator("depths")
+    @classmethod
+    def _distinct_depths(cls, depths: tuple[int, ...]) -> tuple[int, ...]:
+        if len(set(depths)) != len(depths) or any(k < 0 for k in depths):
+            raise ValueError(f"depths must be distinct and >= 0, got {depths}")
+        return tuple(sorted(depths))
+
+    def cells(self) -> list[tuple[str, int, int]]:
+        """``(instance, depth, repetition)`` of every run, instance-major."""
+        return [(i, k, r) for i in self.instances for k in self.depths for r in range(self.runs_per_depth)]
+
+    @property
+    def n_runs(self) -> int:
+        """Number of runs (60 for the paper's design)."""
+        return len(self.instances) * len(self.depths) * self.runs_per_depth
+
+    @property
+    def n_run_pairs(self) -> int:
+        """Unordered run pairs within an instance, same- and cross-depth (420 for the paper)."""
+        return len(self.instances) * comb(len(self.depths) * self.runs_per_depth, 2)
+
+    def comparisons(self) -> list[tuple[int, int]]:
+        """Depth comparisons ``(a, b)`` with ``a < b``: (0, 1), (0, 5), (1, 5) for the paper."""
+        return list(combinations(self.depths, 2))
+
+
+def load_design(path: str | Path | None = None, key: str = "design") -> Design:
+    """Read a design from a parameter file (default ``params/paper.yaml``, section ``design``).
+
+    Bad content raises ``ValueError`` naming the file and the field.
+    """
+    path = Path(path) if path is not None else PARAMS_DIR / "paper.yaml"
+    with open(path, encoding="utf-8") as fh:
+        doc = yaml.safe_load(fh)
+    if not isinstance(doc, dict) or not isinstance(doc.get(key), dict):
+        raise ValueError(f"{path}: field '{key}': expected a mapping with instances, depths, runs_per_depth")
+    try:
+        return Design.model_validate(doc[key])
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        field = ".".join(str(p) for p in err["loc"]) or key
+        raise ValueError(f"{path}: field '{key}.{field}': {err['msg']}") from exc

@@ -1,0 +1,119 @@
+"""What one workflow run leaves behind: delivered hypotheses and the critique log.
+
+The same records come out of the real proposer/critic workflow (backend ``anthropic`` or
+``replay``) and of the offline simulator (backend ``reference``). Simulator-only ground truth
+(whether a demand hit a weak link, the reply's true engagement label) sits in optional fields
+that stay ``None`` for LLM runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Literal
+
+import pandas as pd
+from pydantic import BaseModel, ConfigDict, Field
+
+from mechaudit.schema import Hypothesis, Step
+
+#: Engagement labels of one reply to one demand (paper App. E.1).
+LABELS: tuple[str, ...] = ("conceded", "answered", "partial", "dropped")
+Label = Literal["conceded", "answered", "partial", "dropped"]
+
+
+class Demand(BaseModel):
+    """One numbered demand a critic raised against one hypothesis in one round."""
+
+    model_config = ConfigDict(frozen=True)
+
+    run_id: str
+    instance: str
+    depth: int
+    round: int = Field(ge=1)
+    hypothesis_id: str
+    opening_id: str
+    number: int = Field(ge=1)
+    target_step: str | None = None
+    text: str
+    weak_link: bool | None = None  # simulator ground truth: the demand hit a weak link
+
+
+class Reply(BaseModel):
+    """The proposer's reply to one demand; ``label`` is the simulator's own label (None for LLM runs)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    run_id: str
+    round: int = Field(ge=1)
+    hypothesis_id: str
+    number: int = Field(ge=1)
+    text: str
+    label: Label | None = None
+
+
+class Revision(BaseModel):
+    """The hypothesis after the proposer's revision in one round (``changed``: chain positions replaced)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    run_id: str
+    round: int = Field(ge=1)
+    hypothesis_id: str
+    opening_id: str
+    statement: str
+    explanation: str
+    chain: list[Step]
+    changed: list[int] = Field(default_factory=list)
+
+
+class Run(BaseModel):
+    """One workflow execution: one instance, one critique depth, one repetition."""
+
+    model_config = ConfigDict(frozen=True)
+
+    run_id: str
+    instance: str
+    depth: int = Field(ge=0)
+    repetition: int = Field(ge=0)
+    backend: str
+    developed: list[Hypothesis]
+    delivered: list[Hypothesis]
+    demands: list[Demand] = Field(default_factory=list)
+    replies: list[Reply] = Field(default_factory=list)
+    revisions: list[Revision] = Field(default_factory=list)
+
+
+def run_id(instance: str, depth: int, repetition: int) -> str:
+    """Stable run id, e.g. ``A-k1-r3``."""
+    return f"{instance}-k{depth}-r{repetition}"
+
+
+def demands_frame(runs: Iterable[Run]) -> pd.DataFrame:
+    """One row per demand with its reply: run, instance, depth, round, hypothesis, number, target,
+    weak_link (simulator only), demand and reply text, label (simulator's own label or None)."""
+    rows = []
+    for run in runs:
+        replies = {(r.round, r.hypothesis_id, r.number): r for r in run.replies}
+        for d in run.demands:
+            reply = replies.get((d.round, d.hypothesis_id, d.number))
+            rows.append({
+                "run_id": d.run_id, "instance": d.instance, "depth": d.depth, "round": d.round,
+                "hypothesis_id": d.hypothesis_id, "opening_id": d.opening_id, "number": d.number,
+                "target_step": d.target_step, "weak_link": d.weak_link, "demand": d.text,
+                "reply": None if reply is None else reply.text,
+                "label": None if reply is None else reply.label,
+            })
+    cols = ["run_id", "instance", "depth", "round", "hypothesis_id", "opening_id", "number",
+            "target_step", "weak_link", "demand", "reply", "label"]
+    return pd.DataFrame(rows, columns=cols)
+
+
+def delivered_frame(runs: Sequence[Run]) -> pd.DataFrame:
+    """One row per delivered hypothesis: run, instance, depth, repetition, id, opening_id, n_steps."""
+    rows = [
+        {"run_id": r.run_id, "instance": r.instance, "depth": r.depth, "repetition": r.repetition,
+         "hypothesis_id": h.id, "opening_id": h.opening_id, "n_steps": len(h.chain)}
+        for r in runs for h in r.delivered
+    ]
+    return pd.DataFrame(rows, columns=["run_id", "instance", "depth", "repetition", "hypothesis_id",
+                                       "opening_id", "n_steps"])

@@ -1,0 +1,309 @@
+"""Offline stand-in for the proposer/critic workflow: a documented stochastic model (backend ``reference``).
+
+The model follows one hypothesis through the workflow. Every probability below is a parameter in
+``params/simulator.yaml`` (``SimulatorParams``); nothing in it is an effect size per round.
+
+1. **Development** (run-to-run noise). For each of the instance's opening hypotheses the proposer
+   develops ``1 + Binomial(extra_hypotheses_max, p_extra_hypothesis)`` hypotheses. Each starts from
+   the opening's chain; every step except the terminal finding is replaced, with probability
+   ``p_develop_swap``, by a same-type vocabulary entity (the proposer elaborated differently in
+   this run). Each non-terminal step is then *weak* (low evidential support) with probability
+   ``p_weak``. Surface forms are drawn from each entity's names, so wording varies between runs.
+2. **Critique** (K rounds). In each round the critic raises one numbered demand for every
+   still-unresolved weak link it finds (probability ``p_find`` per link) and, independently,
+   challenges each sound link with probability ``p_challenge_sound``.
+3. **Reply**. Each demand is conceded / answered / partially addressed / dropped with the
+   probabilities ``reply_weak`` (demand on a weak link) or ``reply_sound`` (on a sound link).
+4. **Revision**. A conceded weak-link demand repairs the link: the step is replaced by a same-type
+   alternative drawn from the vocabulary, entities named in the instance's evidence pack weighted
+   ``evidence_weight`` times more; the new step is sound. A partial reply repairs it with probability
+   ``p_repair_partial`` and otherwise leaves it weak and open. An answered demand defends the link
+   (resolved, unchanged); a dropped one leaves it open for later rounds. A conceded demand on a sound
+   link only downgrades the claim (a hedge in the explanation). With
+   ``critique_changes_mechanism: false`` (the null setting) no reply ever changes a chain id.
+
+Diminishing returns follow from the finite set of weak links: once a link is repaired or defended
+the critic no longer finds it, so after the first round there is little left to change.
+Ground truth: the simulator's step ids are canonical, so ``mechaudit.schema.mechanism_key`` of a
+delivered hypothesis is its true mechanism.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from tqdm.auto import tqdm
+
+from mechaudit.paths import PARAMS_DIR
+from mechaudit.schema import Benchmark, Hypothesis, Step, Vocabulary
+from mechaudit.workflow.design import Design
+from mechaudit.workflow.records import LABELS, Demand, Reply, Revision, Run, run_id
+
+BACKEND = "reference"
+
+
+class ReplyProbabilities(BaseModel):
+    """Probabilities of the four engagement labels for one kind of demand; they sum to 1."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    conceded: float = Field(ge=0, le=1)
+    answered: float = Field(ge=0, le=1)
+    partial: float = Field(ge=0, le=1)
+    dropped: float = Field(ge=0, le=1)
+
+    @model_validator(mode="after")
+    def _sums_to_one(self) -> ReplyProbabilities:
+        total = self.conceded + self.answered + self.partial + self.dropped
+        if abs(total - 1.0) > 1e-9:
+            raise ValueError(f"reply probabilities sum to {total}, not 1")
+        return self
+
+    def as_array(self) -> np.ndarray:
+        """Probabilities in the order of ``records.LABELS``."""
+        return np.array([getattr(self, label) for label in LABELS])
+
+
+class SimulatorParams(BaseModel):
+    """Parameters of the simulator (see the module docstring for their meaning)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    name: str
+    extra_hypotheses_max: int = Field(ge=0)
+    p_extra_hypothesis: float = Field(ge=0, le=1)
+    p_develop_swap: float = Field(ge=0, le=1)
+    p_weak: float = Field(ge=0, le=1)
+    p_find: float = Field(ge=0, le=1)
+    p_challenge_sound: float = Field(ge=0, le=1)
+    reply_weak: ReplyProbabilities
+    reply_sound: ReplyProbabilities
+    p_repair_partial: float = Field(ge=0, le=1)
+    evidence_weight: float = Field(ge=0)
+    critique_changes_mechanism: bool = True
+
+
+def load_simulator_params(path: str | Path | None = None) -> SimulatorParams:
+    """Read a simulator parameter set (default ``params/simulator.yaml``, key ``simulator``).
+
+    Bad content raises ``ValueError`` naming the file and the field.
+    """
+    path = Path(path) if path is not None else PARAMS_DIR / "simulator.yaml"
+    with open(path, encoding="utf-8") as fh:
+        doc = yaml.safe_load(fh)
+    if not isinstance(doc, dict) or not isinstance(doc.get("simulator"), dict):
+        raise ValueError(f"{path}: field 'simulator': expected a mapping of simulator parameters")
+    try:
+        return SimulatorParams.model_validate(doc["simulator"])
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        field = ".".join(str(p) for p in err["loc"]) or "simulator"
+        raise ValueError(f"{path}: field 'simulator.{field}': {err['msg']}") from exc
+
+
+def null_params(params: SimulatorParams) -> SimulatorParams:
+    """The same parameters with critique unable to change a mechanism (the null setting)."""
+    return params.model_copy(update={"name": params.name + "-null", "critique_changes_mechanism": False})
+
+
+# --------------------------------------------------------------------------- instance model
+
+
+@dataclass(frozen=True)
+class InstanceModel:
+    """What the simulator needs of one instance: opening chains and weighted swap pools.
+
+    ``pools[type]``: same-type entity ids; ``weights[type]``: their draw weights (evidence-named
+    entities ``evidence_weight``, others 1).
+    """
+
+    instance: str
+    openings: tuple[tuple[str, tuple[str, ...]], ...]  # (opening id, chain ids)
+    pools: dict[str, np.ndarray]
+    weights: dict[str, np.ndarray]
+
+
+def instance_models(bench: Benchmark, evidence_weight: float) -> dict[str, InstanceModel]:
+    """One ``InstanceModel`` per benchmark instance (instance id -> model)."""
+    vocab = bench.vocabulary
+    out: dict[str, InstanceModel] = {}
+    for inst in bench.instances:
+        named = {i for text in inst.evidence for i in vocab.mentions(text)}
+        pools, weights = {}, {}
+        for type_ in vocab.types:
+            ids = np.array(vocab.of_type(type_))
+            pools[type_] = ids
+            weights[type_] = np.array([evidence_weight if i in named else 1.0 for i in ids])
+        openings = tuple((h.id, tuple(s.id for s in h.chain)) for h in bench.openings(inst.id))
+        out[inst.id] = InstanceModel(inst.id, openings, pools, weights)
+    return out
+
+
+def _alternative(model: InstanceModel, vocab: Vocabulary, current: str, exclude: set[str],
+                 rng: np.random.Generator) -> str:
+    """A same-type entity other than ``current`` and ``exclude``, drawn by evidence weight."""
+    type_ = vocab[current].type
+    ids, w = model.pools[type_], model.weights[type_].copy()
+    w[np.isin(ids, list(exclude | {current}))] = 0.0
+    if w.sum() == 0:
+        return current
+    return str(ids[rng.choice(len(ids), p=w / w.sum())])
+
+
+# --------------------------------------------------------------------------- wording
+
+_STATEMENTS = (
+    "{init} drives {terminal} through {route}.",
+    "{terminal} results from {init} acting via {route}.",
+    "Through {route}, {init} leads to {terminal}.",
+)
+_LINKS = ("{a} activates {b}", "{a} leads to {b}", "{a} promotes {b}", "{a} triggers {b}",
+          "{a} results in {b}")
+_HEDGE = " The link to {b} is stated with reduced confidence."
+
+
+@dataclass
+class _Draft:
+    """A hypothesis being worked on: chain ids, surface texts, link phrasings, weak/open flags."""
+
+    ids: list[str]
+    texts: list[str]
+    statement_form: int
+    link_forms: list[int]
+    weak: list[bool]
+    hedged: set[int]
+
+    def statement(self) -> str:
+        route = " and ".join(self.texts[1:-1])
+        return _STATEMENTS[self.statement_form].format(init=self.texts[0], terminal=self.texts[-1],
+                                                      route=route)
+
+    def explanation(self) -> str:
+        parts = []
+        for j, form in enumerate(self.link_forms):
+            sentence = _LINKS[form].format(a=self.texts[j], b=self.texts[j + 1])
+            parts.append(sentence[0].upper() + sentence[1:] + ".")
+            if j + 1 in self.hedged:
+                parts.append(_HEDGE.format(b=self.texts[j + 1]).strip())
+        return " ".join(parts)
+
+    def chain(self) -> list[Step]:
+        return [Step(id=i, text=t) for i, t in zip(self.ids, self.texts)]
+
+
+def _surface(vocab: Vocabulary, ident: str, rng: np.random.Generator) -> str:
+    names = vocab[ident].names
+    return names[int(rng.integers(len(names)))]
+
+
+def _develop(model: InstanceModel, vocab: Vocabulary, chain: Sequence[str], params: SimulatorParams,
+             rng: np.random.Generator) -> _Draft:
+    ids = list(chain)
+    for j in range(len(ids) - 1):  # the terminal finding is fixed by the instance
+        if rng.random() < params.p_develop_swap:
+            ids[j] = _alternative(model, vocab, ids[j], set(ids), rng)
+    return _Draft(
+        ids=ids,
+        texts=[_surface(vocab, i, rng) for i in ids],
+        statement_form=int(rng.integers(len(_STATEMENTS))),
+        link_forms=[int(rng.integers(len(_LINKS))) for _ in range(len(ids) - 1)],
+        weak=[bool(rng.random() < params.p_weak) for _ in range(len(ids) - 1)] + [False],
+        hedged=set(),
+    )
+
+
+def _hypothesis(d: _Draft, hid: str, instance: str, rid: str, depth: int, opening: str) -> Hypothesis:
+    return Hypothesis(id=hid, instance=instance, statement=d.statement(), explanation=d.explanation(),
+                      chain=d.chain(), run=rid, depth=depth, opening_id=opening)
+
+
+_DEMAND_WEAK = "Nothing in the evidence pack supports '{step}' as a step of this chain: cite support or replace it."
+_DEMAND_SOUND = "Justify the link from '{prev}' to '{step}' with the evidence."
+_REPLIES = {
+    "conceded": "Accepted: '{step}' is withdrawn from this link{new}.",
+    "answered": "The evidence pack supports '{step}' directly; the link stands.",
+    "partial": "Some support exists for '{step}'; the link is kept in part{new}.",
+    "dropped": "(no response to this point)",
+}
+
+
+# --------------------------------------------------------------------------- one run
+
+
+def simulate_run(model: InstanceModel, vocab: Vocabulary, depth: int, repetition: int,
+                 params: SimulatorParams, seed: int) -> Run:
+    """Simulate one workflow run of ``depth`` critique rounds; same arguments -> identical Run.
+
+    The random stream is ``default_rng([seed, *codepoints(instance id), depth, repetition])``: it
+    depends only on these, never on other runs or on the order of simulation.
+    """
+    rid = run_id(model.instance, depth, repetition)
+    rng = np.random.default_rng([seed, *map(ord, model.instance), depth, repetition])
+    drafts: list[tuple[str, str, _Draft]] = []
+    for opening, chain in model.openings:
+        n = 1 + int(rng.binomial(params.extra_hypotheses_max, params.p_extra_hypothesis))
+        for j in range(n):
+            drafts.append((f"{rid}-{opening}-{j}", opening, _develop(model, vocab, chain, params, rng)))
+    developed = [_hypothesis(d, hid, model.instance, rid, depth, op) for hid, op, d in drafts]
+    open_weak = [list(d.weak) for _, _, d in drafts]
+    demands: list[Demand] = []
+    replies: list[Reply] = []
+    revisions: list[Revision] = []
+    p_weak, p_sound = params.reply_weak.as_array(), params.reply_sound.as_array()
+    for rnd in range(1, depth + 1):
+        for (hid, opening, d), weak in zip(drafts, open_weak):
+            changed: list[int] = []
+            number = 0
+            for j in range(len(d.ids) - 1):
+                is_weak = weak[j]
+                if not rng.random() < (params.p_find if is_weak else params.p_challenge_sound):
+                    continue
+                number += 1
+                step = d.texts[j]
+                text = (_DEMAND_WEAK.format(step=step) if is_weak else
+                        _DEMAND_SOUND.format(prev=d.texts[j - 1] if j else "the opening", step=step))
+                demands.append(Demand(run_id=rid, instance=model.instance, depth=depth, round=rnd,
+                                      hypothesis_id=hid, opening_id=opening, number=number,
+                                      target_step=d.ids[j], text=text, weak_link=is_weak))
+                label = LABELS[int(rng.choice(len(LABELS), p=p_weak if is_weak else p_sound))]
+                repair = is_weak and (label == "conceded" or
+                                      (label == "partial" and rng.random() < params.p_repair_partial))
+                new = ""
+                if repair:
+                    weak[j] = False
+                    if params.critique_changes_mechanism:
+                        d.ids[j] = _alternative(model, vocab, d.ids[j], set(d.ids), rng)
+                        d.texts[j] = _surface(vocab, d.ids[j], rng)
+                        new = f"; replaced by '{d.texts[j]}'"
+                        changed.append(j)
+                    else:
+                        d.hedged.add(j)
+                elif is_weak and label == "answered":
+                    weak[j] = False
+                elif label == "conceded":
+                    d.hedged.add(j)
+                replies.append(Reply(run_id=rid, round=rnd, hypothesis_id=hid, number=number,
+                                     text=_REPLIES[label].format(step=step, new=new), label=label))
+            if number:
+                revisions.append(Revision(run_id=rid, round=rnd, hypothesis_id=hid, opening_id=opening,
+                                          statement=d.statement(), explanation=d.explanation(),
+                                          chain=d.chain(), changed=changed))
+    delivered = [_hypothesis(d, hid, model.instance, rid, depth, op) for hid, op, d in drafts]
+    return Run(run_id=rid, instance=model.instance, depth=depth, repetition=repetition, backend=BACKEND,
+               developed=developed, delivered=delivered, demands=demands, replies=replies,
+               revisions=revisions)
+
+
+def simulate(bench: Benchmark, design: Design, params: SimulatorParams, seed: int = 0,
+             progress: bool = False) -> list[Run]:
+    """Every run of ``design`` (instance-major, then depth, then repetition)."""
+    models = instance_models(bench, params.evidence_weight)
+    unknown = [i for i in design.instances if i not in models]
+    if unknown:
+        raise ValueError(f"design.instances: unknown instance ids {unknown}; known {sorted(models)}")
+    cells = design.cells()
+    return [simulate_run(models[i], bench.vocabulary, k, r, params, seed)
+            for i, k, r in tqdm(cells, disable=not progress, desc="simulating runs")]

@@ -1,0 +1,58 @@
+"""Agreement statistics against scikit-learn and by hand; missing decisions; sweeps."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from sklearn.metrics import cohen_kappa_score
+
+from mechaudit.agreement import agreement_table, cohen_kappa, flip_rate, raw_agreement, threshold_sweep
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_kappa_matches_sklearn(seed):
+    rng = np.random.default_rng(seed)
+    a = rng.random(200) < 0.6
+    b = np.where(rng.random(200) < 0.8, a, ~a)
+    assert cohen_kappa(a, b) == pytest.approx(cohen_kappa_score(a, b), abs=1e-12)
+    assert raw_agreement(a, b) == pytest.approx(np.mean(a == b))
+    assert flip_rate(a, b) == pytest.approx(np.mean(a != b))
+
+
+def test_kappa_by_hand():
+    # 2x2 table: both same 20, both different 15, a-only 10, b-only 5 (n = 50)
+    a = np.array([1] * 20 + [0] * 15 + [1] * 10 + [0] * 5, dtype=bool)
+    b = np.array([1] * 20 + [0] * 15 + [0] * 10 + [1] * 5, dtype=bool)
+    p_o = 35 / 50
+    p_e = (30 / 50) * (25 / 50) + (20 / 50) * (25 / 50)
+    assert cohen_kappa(a, b) == pytest.approx((p_o - p_e) / (1 - p_e))
+    assert cohen_kappa(a, a) == pytest.approx(1.0)
+    assert np.isnan(cohen_kappa(np.ones(4, bool), np.ones(4, bool)))
+
+
+def test_missing_decisions_are_dropped_not_defaulted():
+    a = np.array([True, False, None, True], dtype=object)
+    b = np.array([True, True, True, np.nan], dtype=object)
+    assert raw_agreement(a, b) == pytest.approx(0.5)
+    assert np.isnan(raw_agreement([None], [True]))
+
+
+def test_bad_input():
+    with pytest.raises(ValueError, match="length"):
+        raw_agreement([True, False], [True])
+    with pytest.raises(ValueError, match="boolean"):
+        cohen_kappa(["same", "different"], [True, False])
+
+
+def test_table_and_sweep():
+    rng = np.random.default_rng(1)
+    sim = rng.random(100)
+    ref = sim + rng.normal(0, 0.1, 100) > 0.5
+    sweep = threshold_sweep(sim, [0.3, 0.5, 0.7], {"ref": ref})
+    assert list(sweep["threshold"]) == [0.3, 0.5, 0.7]
+    for row in sweep.itertuples():
+        assert row.raw_agreement == pytest.approx(np.mean((sim >= row.threshold) == ref))
+        assert row.kappa == pytest.approx(cohen_kappa_score(sim >= row.threshold, ref))
+    table = agreement_table({"x": ref, "y": sim > 0.5, "z": ~ref})
+    assert len(table) == 3
+    assert table.set_index(["method_a", "method_b"]).loc[("x", "z"), "raw_agreement"] == 0.0

@@ -1,0 +1,48 @@
+"""The book builds with warnings as errors and has one page per TOC entry."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+import yaml
+
+from mechaudit.paths import REPO_ROOT
+
+
+def toc_files() -> list[str]:
+    tree = yaml.safe_load((REPO_ROOT / "_toc.yml").read_text())
+    found = [tree["root"]]
+
+    def walk(node):
+        if isinstance(node, dict):
+            if isinstance(node.get("file"), str):
+                found.append(node["file"])
+            for v in node.values():
+                walk(v)
+        elif isinstance(node, list):
+            for v in node:
+                walk(v)
+
+    walk(tree.get("parts", tree.get("chapters", [])))
+    return found
+
+
+@pytest.mark.book
+def test_book_builds_one_page_per_toc_entry(built_book):
+    assert (built_book / "index.html").exists()
+    for entry in toc_files():
+        page = built_book / f"{entry}.html"
+        assert page.exists(), f"no page for TOC entry {entry}"
+        html = page.read_text(encoding="utf-8")
+        assert "<title>" in html
+        assert "Traceback (most recent call last)" not in html, f"{entry} renders a traceback"
+
+
+@pytest.mark.book
+def test_book_makes_no_network_references(built_book):
+    """No page loads a script or stylesheet from another host (the book works offline)."""
+    for page in built_book.rglob("*.html"):
+        html = page.read_text(encoding="utf-8")
+        remote = re.findall(r'<(?:script|link)[^>]+(?:src|href)="(https?://[^"]+)"', html)
+        assert not remote, f"{page.name} loads {remote[0]}"

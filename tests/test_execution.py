@@ -1,0 +1,121 @@
+"""mechaudit execute: parameters, run folders, errors."""
+
+from __future__ import annotations
+
+import hashlib
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from mechaudit.execution import (
+    Chapter,
+    NotebookExecutionError,
+    ParameterError,
+    execute_chapter,
+    load_param_set,
+    notebook_parameters,
+    resolve_parameters,
+    toc_chapters,
+)
+from mechaudit.paths import REPO_ROOT
+
+MECHAUDIT = [sys.executable, "-m", "mechaudit.cli"]
+HEADER = """# ---
+# jupyter:
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+"""
+
+
+def _write_notebook(path: Path, body: str) -> Chapter:
+    path.write_text(HEADER + body)
+    return Chapter(path)
+
+
+def test_toc_order_starts_with_the_problem_chapter():
+    stems = [c.stem for c in toc_chapters()]
+    assert stems[0] == "01_problem"
+    assert stems == sorted(stems)
+
+
+def test_notebook_parameters_reads_literals(tmp_path):
+    ch = _write_notebook(tmp_path / "nb.py", '# %% tags=["parameters"]\nseed = 3\nname = "x"\nsizes = [1, 2]\n')
+    assert notebook_parameters(ch.source) == {"seed": 3, "name": "x", "sizes": [1, 2]}
+
+
+@pytest.mark.parametrize(
+    "cell, message",
+    [("seed = 1 + 1\n", "not a literal"), ("print(1)\n", "only assignments"), ("a.b = 1\n", "plain name")],
+)
+def test_bad_parameters_cell_names_the_line(tmp_path, cell, message):
+    ch = _write_notebook(tmp_path / "nb.py", '# %% tags=["parameters"]\n' + cell)
+    with pytest.raises(ParameterError, match=message):
+        notebook_parameters(ch.source)
+
+
+def test_missing_parameters_cell(tmp_path):
+    ch = _write_notebook(tmp_path / "nb.py", "# %%\nseed = 3\n")
+    with pytest.raises(ParameterError, match="exactly one cell tagged 'parameters'"):
+        notebook_parameters(ch.source)
+
+
+def test_param_set_common_and_section(tmp_path):
+    f = tmp_path / "p.yaml"
+    f.write_text("common: {seed: 1, backend: reference, other: 2}\nnb: {alpha: 0.5}\n")
+    assert load_param_set(f, "nb", {"seed": 0, "alpha": 1.0}) == {"seed": 1, "alpha": 0.5}
+    f.write_text("nb: {beta: 1}\n")
+    with pytest.raises(ParameterError, match=r"sets \['beta'\]"):
+        load_param_set(f, "nb", {"seed": 0})
+
+
+def test_only_changed_values_are_injected(tmp_path):
+    ch = _write_notebook(tmp_path / "nb.py", '# %% tags=["parameters"]\nseed = 0\nrate = 0.5\n')
+    assert resolve_parameters(ch, None, {"seed": 0}) == {}
+    assert resolve_parameters(ch, None, {"seed": 7, "rate": 0.5}) == {"seed": 7}
+    with pytest.raises(ParameterError, match="no_such_param"):
+        resolve_parameters(ch, None, {"no_such_param": 1})
+
+
+def test_failing_cell_names_notebook_and_cell_and_keeps_target(tmp_path):
+    ch = _write_notebook(
+        tmp_path / "boom.py", '# %% tags=["parameters"]\nseed = 0\n\n# %%\nx = 1\n\n# %%\nraise ValueError("kaput")\n'
+    )
+    ch.ipynb.write_text("previous")
+    with pytest.raises(NotebookExecutionError, match=r"boom.py: cell 2 .*ValueError: kaput"):
+        execute_chapter(ch, {})
+    assert ch.ipynb.read_text() == "previous", "a failed run must not overwrite the target"
+
+
+def _sha(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_cli_seed_override_goes_to_run_folder(tmp_path):
+    committed = REPO_ROOT / "notebooks" / "01_problem.ipynb"
+    before = _sha(committed)
+    proc = subprocess.run(
+        MECHAUDIT + ["execute", "notebooks/01_problem.py", "-p", "seed", "7", "--out", str(tmp_path)],
+        cwd=REPO_ROOT, capture_output=True, text=True, timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "[1/1] 01_problem" in proc.stderr
+    nb = nbformat.read(tmp_path / "01_problem.ipynb", as_version=4)
+    injected = [c for c in nb.cells if "injected-parameters" in c.metadata.get("tags", [])]
+    assert len(injected) == 1 and "seed = 7" in injected[0].source
+    assert _sha(committed) == before, "the committed notebook must stay untouched"
+
+
+def test_cli_unknown_parameter_fails_naming_it(tmp_path):
+    proc = subprocess.run(
+        MECHAUDIT + ["execute", "notebooks/01_problem.py", "-p", "no_such_param", "1", "--out", str(tmp_path)],
+        cwd=REPO_ROOT, capture_output=True, text=True, timeout=120,
+    )
+    assert proc.returncode != 0
+    assert "no_such_param" in proc.stderr
+    assert not (tmp_path / "01_problem.ipynb").exists()

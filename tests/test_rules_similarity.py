@@ -1,0 +1,147 @@
+"""TF-IDF and embedding rules: exactness against sklearn, sparse all-pairs vs brute force, errors."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.metrics.pairwise import cosine_similarity
+
+from mechaudit.rules import EmbeddingRule, TfidfRule, matched_threshold
+from mechaudit.schema import hypothesis_text
+from test_rules_fixtures import hyp
+
+CHAINS = [
+    ["KRAS", "MEK", "ERK", "PROLIF"],
+    ["EGFR", "MEK", "ERK", "PROLIF"],
+    ["KRAS", "PI3K", "PROLIF"],
+    ["MYC", "PI3K", "PROLIF"],
+    ["EGFR", "PI3K", "ERK", "PROLIF", "CRP"],
+    ["KRAS", "MEK", "ERK", "PROLIF", "CRP"],
+]
+
+
+@pytest.fixture(scope="module")
+def hyps():
+    rng = np.random.default_rng(0)
+    out = [hyp(f"h{i}", c) for i, c in enumerate(CHAINS)]
+    # paraphrased copies with shuffled explanation words
+    for i, c in enumerate(CHAINS):
+        words = hypothesis_text(out[i]).split()
+        rng.shuffle(words)
+        out.append(hyp(f"p{i}", c, explanation=" ".join(words)))
+    return out
+
+
+def all_pairs(hs):
+    return [(a, b) for i, a in enumerate(hs) for b in hs[i + 1 :]]
+
+
+def test_tfidf_similarity_equals_sklearn_cosine(hyps):
+    rule = TfidfRule()
+    pairs = all_pairs(hyps)
+    sim = rule.similarity(pairs)
+    vec = rule.vectorizer_
+    texts = [hypothesis_text(h) for h in hyps]
+    # the rule fitted on the distinct compared texts: the same set as texts here
+    assert set(vec.vocabulary_) == set(TfidfRule.fit_vectorizer(texts).vocabulary_)
+    C = cosine_similarity(vec.transform(texts))
+    idx = {h.id: k for k, h in enumerate(hyps)}
+    expected = np.array([C[idx[a.id], idx[b.id]] for a, b in pairs])
+    np.testing.assert_allclose(sim, expected, rtol=0, atol=1e-9)
+    np.testing.assert_array_equal(rule.same(pairs), expected >= 0.25)
+
+
+def test_tfidf_fit_on_corpus_and_pair(hyps):
+    pairs = all_pairs(hyps[:4])
+    corpus_rule = TfidfRule(fit_on=hyps)
+    texts = [hypothesis_text(h) for h in hyps]
+    C = cosine_similarity(TfidfRule.fit_vectorizer(texts).transform(texts))
+    expected = np.array([C[int(a.id[1:]), int(b.id[1:])] for a, b in pairs])
+    np.testing.assert_allclose(corpus_rule.similarity(pairs), expected, atol=1e-9)
+    # fit_on="pair": each pair on its own two-document vectorizer
+    pair_rule = TfidfRule(fit_on="pair")
+    a, b = pairs[0]
+    two = [hypothesis_text(a), hypothesis_text(b)]
+    expected0 = cosine_similarity(TfidfRule.fit_vectorizer(two).transform(two))[0, 1]
+    assert pair_rule.similarity(pairs)[0] == pytest.approx(expected0, abs=1e-12)
+    # identical texts are cosine 1
+    assert TfidfRule().similarity([(hyps[0], hyps[0])])[0] == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize("block_size", [1, 3, 100])
+def test_tfidf_similarity_graph_equals_dense_bruteforce(hyps, block_size):
+    rule = TfidfRule(threshold=0.3)
+    S = rule.similarity_graph(hyps, block_size=block_size)
+    G = rule.same_graph(hyps, block_size=block_size)
+    assert sp.issparse(S) and sp.issparse(G) and G.dtype == bool
+    texts = [hypothesis_text(h) for h in hyps]
+    C = cosine_similarity(TfidfRule.fit_vectorizer(texts).transform(texts))
+    dense_same = C >= 0.3
+    np.fill_diagonal(dense_same, True)
+    np.testing.assert_array_equal(G.toarray(), dense_same)
+    np.testing.assert_allclose(S.toarray(), np.where(C >= 0.3, C, 0.0), atol=1e-9)
+    assert (G != G.T).nnz == 0
+    # pairwise same() over the same set (fit on the same distinct texts) agrees with the graph
+    pairs = all_pairs(hyps)
+    iu = np.triu_indices(len(hyps), 1)
+    np.testing.assert_array_equal(rule.same(pairs), dense_same[iu])
+
+
+def test_tfidf_bad_input(hyps):
+    with pytest.raises(ValueError, match="threshold"):
+        TfidfRule(threshold="high")
+    with pytest.raises(ValueError, match="fit_on"):
+        TfidfRule(fit_on="everything")
+    with pytest.raises(ValueError, match=r"pairs\[1\] side b"):
+        TfidfRule().similarity([(hyps[0], hyps[1]), (hyps[0], "text")])
+    with pytest.raises(ValueError, match=r"pairs\[0\]"):
+        TfidfRule().same([hyps[0]])
+    with pytest.raises(ValueError, match="dense"):
+        TfidfRule(threshold=0).same_graph(hyps)
+    with pytest.raises(ValueError, match="'pair'"):
+        TfidfRule(fit_on="pair").same_graph(hyps)
+    with pytest.raises(ValueError, match=r"fit_on\[1\]"):
+        TfidfRule(fit_on=[hyps[0], 3])
+    assert TfidfRule().same([]).shape == (0,)
+
+
+def test_matched_threshold():
+    s = np.array([0.9, 0.8, 0.7, 0.6, 0.5])
+    assert matched_threshold(s, 0.4) == 0.8
+    assert np.mean(s >= matched_threshold(s, 0.4)) == pytest.approx(0.4)
+    assert np.mean(s >= matched_threshold(s, 0.0)) == 0.0
+    assert np.mean(s >= matched_threshold(s, 1.0)) == 1.0
+    with pytest.raises(ValueError, match="target_rate"):
+        matched_threshold(s, 1.5)
+    with pytest.raises(ValueError):
+        matched_threshold(np.array([]), 0.5)
+
+
+def test_embedding_rule(hyps):
+    rule = EmbeddingRule()
+    pairs = all_pairs(hyps)
+    sim = rule.similarity(pairs)
+    texts = list(dict.fromkeys(hypothesis_text(h) for h in hyps))
+    E = rule.embed(texts)
+    np.testing.assert_allclose(np.linalg.norm(E, axis=1), 1.0, atol=1e-5)
+    assert len(rule._cache) == len(texts)
+    # independent: cosine of raw (unnormalised) model outputs
+    from mechaudit.rules.embedding import load_model
+
+    raw = load_model(None).encode(texts, normalize_embeddings=False)
+    C = cosine_similarity(raw)
+    idx = {t: k for k, t in enumerate(texts)}
+    expected = np.array([C[idx[hypothesis_text(a)], idx[hypothesis_text(b)]] for a, b in pairs])
+    np.testing.assert_allclose(sim, expected, atol=1e-5)
+    np.testing.assert_array_equal(rule.same(pairs), sim >= 0.77)
+    assert load_model(None) is load_model(None)  # one model per process
+    # match_rate: calibrated threshold reproduces the target rate on the reference pairs
+    matched = EmbeddingRule(threshold="match_rate", reference_pairs=pairs, target_rate=0.2)
+    assert np.mean(matched.same(pairs)) == pytest.approx(round(0.2 * len(pairs)) / len(pairs))
+    with pytest.raises(ValueError, match="calibrate"):
+        EmbeddingRule(threshold="match_rate").same(pairs)
+    with pytest.raises(ValueError, match="both"):
+        EmbeddingRule(threshold="match_rate", target_rate=0.5)
+    with pytest.raises(ValueError, match="match_rate"):
+        EmbeddingRule(threshold="auto")
