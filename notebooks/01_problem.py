@@ -158,8 +158,8 @@ pd.DataFrame(counts).rename_axis("grouping").T
 
 # %% [markdown]
 # The same 50 hypotheses hold more or fewer "distinct mechanisms" depending on the rule, and, for
-# a rule that is not transitive, on how the pairwise verdicts are turned into groups. Chapters
-# [2](02_critique_depth) to [7](07_sensitivity) measure both effects on an open benchmark.
+# a rule that is not transitive, on how the pairwise verdicts are turned into groups. The next
+# chapters measure both effects on an open benchmark.
 #
 # ## Try it
 #

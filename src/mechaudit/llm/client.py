@@ -321,9 +321,16 @@ class LLMClient:
 
         results: list[Any] = [None] * len(requests)
         bar = tqdm(total=len(requests), desc="LLM calls", disable=not progress)
+        misses = []
+        for i, req in enumerate(requests):  # cache hits inline: no thread hand-off per hit
+            if req.key in self.cache:
+                results[i] = one(req)
+                bar.update(1)
+            else:
+                misses.append(i)
         pool = ThreadPoolExecutor(max_workers=self.max_concurrency, thread_name_prefix="mechaudit-llm")
         try:
-            futures: dict[Future[Any], int] = {pool.submit(one, r): i for i, r in enumerate(requests)}
+            futures: dict[Future[Any], int] = {pool.submit(one, requests[i]): i for i in misses}
             pending = set(futures)
             while pending:
                 done, pending = wait(pending, return_when=FIRST_EXCEPTION)

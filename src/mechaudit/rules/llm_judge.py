@@ -270,6 +270,12 @@ class LLMJudge:
             forbidden_terms=LEAK_TERMS,
         )
 
+    def requests(self, pairs: Sequence[Pair]) -> list[LLMRequest]:
+        """Every request ``judge`` may send for ``pairs`` (all orders, no early stop), pair-major;
+        e.g. to prefetch them through the Message Batches API."""
+        pairs = check_pairs(pairs)
+        return [self.request(p, order, repeat, i) for i, p in enumerate(pairs) for order, repeat in self.plan]
+
     def judge(self, pairs: Sequence[Pair], progress: bool = False) -> pd.DataFrame:
         """Every call's verdict: one row per call made (columns ``CALL_COLUMNS``).
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from itertools import combinations
 from math import comb
 from pathlib import Path
@@ -49,18 +50,28 @@ class Design(BaseModel):
         return list(combinations(self.depths, 2))
 
 
-def load_design(path: str | Path | None = None, key: str = "design") -> Design:
+def load_design(path: str | Path | None = None, key: str = "design",
+                instances: Sequence[str] | None = None) -> Design:
     """Read a design from a parameter file (default ``params/paper.yaml``, section ``design``).
 
-    Bad content raises ``ValueError`` naming the file and the field.
+    ``instances: all`` (or no ``instances`` entry) in the file means every benchmark instance:
+    ``instances`` if given, else the ids in the committed ``instances.yaml``. Bad content raises
+    ``ValueError`` naming the file and the field.
     """
     path = Path(path) if path is not None else PARAMS_DIR / "paper.yaml"
     with open(path, encoding="utf-8") as fh:
         doc = yaml.safe_load(fh)
     if not isinstance(doc, dict) or not isinstance(doc.get(key), dict):
         raise ValueError(f"{path}: field '{key}': expected a mapping with instances, depths, runs_per_depth")
+    raw = dict(doc[key])
+    if raw.get("instances", "all") == "all":
+        if instances is None:
+            from mechaudit.schema import load_instances
+
+            instances = [i.id for i in load_instances()]
+        raw["instances"] = tuple(instances)
     try:
-        return Design.model_validate(doc[key])
+        return Design.model_validate(raw)
     except ValidationError as exc:
         err = exc.errors()[0]
         field = ".".join(str(p) for p in err["loc"]) or key

@@ -1,0 +1,140 @@
+"""Critique engagement (paper §5.1, App. E.1): was each critic demand answered, conceded,
+partially addressed or dropped in the proposer's reply?
+
+- ``anthropic`` / ``replay``: an LLM judge (``claude-opus-4-6``, temperature 0) reads one
+  challenge (all numbered demands of one critique round against one hypothesis) with the
+  proposer's replies and returns one label per demand as JSON.
+- ``reference``: the simulator decides each reply's engagement itself, so its own log is the label;
+  there is nothing to judge offline and no judge error (say so wherever these labels are shown).
+
+Labels (definitions in our words, following App. E.1): *answered*: the reply takes the demand up
+and gives a reason, evidence or an explicit ground for not complying; *conceded*: the reply
+withdraws, corrects or weakens the challenged claim; *partial*: the reply takes the demand up but
+leaves part of it unmet; *dropped*: the reply does not take the demand up. The judge rates
+engagement only, not who is scientifically right.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Literal
+
+import pandas as pd
+from pydantic import BaseModel, ConfigDict, Field, create_model, model_validator
+
+from mechaudit.llm import LLMRequest
+from mechaudit.paper import reported
+from mechaudit.workflow.records import LABELS, Run, demands_frame
+
+JUDGE_MODEL = "claude-opus-4-6"
+PROMPT_VERSION = "engagement-v1"
+
+JUDGE_SYSTEM = """\
+You rate how a hypothesis generator engaged with a critic. The critic challenged a mechanistic \
+hypothesis with numbered demands; the generator replied. For each demand separately, decide how \
+the reply deals with it. You judge engagement only: do not decide whether the critic or the \
+generator is scientifically right, or whether the mechanism is plausible.
+
+Labels:
+- "answered": the reply takes up the demand and gives a reason, evidence, or an explicit ground \
+for not complying.
+- "conceded": the reply withdraws, corrects or weakens the challenged claim.
+- "partial": the reply takes up the demand but leaves part of it unmet.
+- "dropped": the reply does not take up the demand at all.
+
+Reply with one JSON object only: {"labels": [{"number": 1, "label": "<label>"}, ...]} with one \
+entry per demand, in demand order."""
+
+
+class DemandLabel(BaseModel):
+    """The judge's label for demand ``number``."""
+
+    model_config = ConfigDict(extra="forbid")
+    number: int = Field(ge=1)
+    label: Literal["conceded", "answered", "partial", "dropped"]
+
+
+def labels_schema(n_demands: int) -> type[BaseModel]:
+    """``{"labels": [...]}`` with exactly one label per demand 1..n, in order."""
+
+    def _check(self):
+        numbers = [x.number for x in self.labels]
+        if numbers != list(range(1, n_demands + 1)):
+            raise ValueError(f"give one label per demand 1..{n_demands} in order, got {numbers}")
+        return self
+
+    return create_model("EngagementLabels", __config__=ConfigDict(extra="forbid"),
+                        labels=(list[DemandLabel], ...),
+                        __validators__={"_check": model_validator(mode="after")(_check)})
+
+
+def judge_request(challenge: pd.DataFrame, model: str = JUDGE_MODEL) -> LLMRequest:
+    """Judge call for one challenge: rows of ``demands_frame`` of one (run, round, hypothesis)."""
+    rows = challenge.sort_values("number")
+    demands = "\n".join(f"{r.number}. {r.demand}" for r in rows.itertuples())
+    replies = "\n".join(f"{r.number}. {r.reply if r.reply is not None else '(no reply)'}" for r in rows.itertuples())
+    user = f"Critic's demands:\n{demands}\n\nGenerator's replies, by demand number:\n{replies}"
+    return LLMRequest(model=model, system=JUDGE_SYSTEM, messages=[{"role": "user", "content": user}],
+                      temperature=0.0, max_tokens=400, version=PROMPT_VERSION,
+                      metadata={"task": "engagement", "run": rows.run_id.iloc[0]})
+
+
+def label_demands(runs: Sequence[Run], backend: str, client=None, model: str = JUDGE_MODEL,
+                  progress: bool = False) -> pd.DataFrame:
+    """``demands_frame(runs)`` with the engagement label per demand in column ``label``.
+
+    ``backend="reference"``: the simulator's own label (every run must be a simulator run);
+    ``"anthropic"``/``"replay"``: the LLM judge through ``client`` (strict JSON; an invalid answer
+    raises). Column ``label_source`` says which.
+    """
+    df = demands_frame(runs)
+    if backend == "reference":
+        not_sim = sorted({r.run_id for r in runs if r.backend != "reference"})
+        if not_sim:
+            raise ValueError(f"backend='reference' labels only simulator runs; LLM runs: {not_sim[:3]}")
+        if df["label"].isna().any():
+            raise ValueError("simulator log has demands without a reply label")
+        return df.assign(label_source="simulator log")
+    if backend not in ("anthropic", "replay"):
+        raise ValueError(f"backend must be 'reference', 'anthropic' or 'replay'; got {backend!r}")
+    if client is None:
+        raise ValueError(f"backend={backend!r} needs an LLM client (mechaudit.llm.get_client)")
+    groups = [g for _, g in df.groupby(["run_id", "round", "hypothesis_id"], sort=False)]
+    requests = [judge_request(g, model) for g in groups]
+    client.complete_many(requests, schema=None, progress=progress)
+    labelled = []
+    for g, req in zip(groups, requests):
+        out = client.complete_json(req, schema=labels_schema(len(g)), json_retries=2, strict=True).value
+        by_number = {x.number: x.label for x in out.labels}
+        labelled.append(g.assign(label=g["number"].map(by_number)))
+    out_df = pd.concat(labelled, ignore_index=True) if labelled else df
+    return out_df.assign(label_source=f"LLM judge ({model}, {backend})")
+
+
+def engagement_table(labelled: pd.DataFrame, by: str | None = None) -> pd.DataFrame:
+    """Counts and shares (%) of the four labels, overall or per value of column ``by``.
+
+    Columns: [by], label, count, pct.
+    """
+    keys = [by] if by else []
+    counts = labelled.groupby(keys + ["label"]).size() if keys else labelled.groupby("label").size()
+    counts = counts.rename("count").reset_index()
+    full = pd.MultiIndex.from_product([sorted(labelled[k].unique()) for k in keys] + [list(LABELS)],
+                                      names=keys + ["label"]) if keys else pd.Index(list(LABELS), name="label")
+    counts = counts.set_index(keys + ["label"]).reindex(full, fill_value=0).reset_index()
+    totals = counts.groupby(keys)["count"].transform("sum") if keys else counts["count"].sum()
+    counts["pct"] = 100 * counts["count"] / totals
+    return counts
+
+
+def paper_comparison(labelled: pd.DataFrame) -> list[tuple]:
+    """Rows for ``mechaudit.paper.compare``: number of demands and the four label shares (%)."""
+    table = engagement_table(labelled).set_index("label")
+    rows: list[tuple] = [("engagement.demands", int(len(labelled)))]
+    rows += [(f"engagement.{label}_pct", round(float(table.loc[label, "pct"]), 1)) for label in LABELS]
+    return rows
+
+
+def paper_shares() -> dict[str, float]:
+    """The paper's label shares (%) of its 332 demands, in ``LABELS`` order."""
+    return {label: float(reported(f"engagement.{label}_pct")) for label in LABELS}

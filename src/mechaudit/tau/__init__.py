@@ -1,0 +1,40 @@
+"""Blind, tau-calibrated scoring (the MultiAgentReview method of Idea2Paper).
+
+A judge only says better / tie / worse (with a strength) against anonymised anchor cards; code
+turns those judgements into a 1-10 score with a logistic model whose scale tau is calibrated
+offline. Modules: ``inference`` (score from comparisons), ``fitting`` (tau and pair sampling),
+``taufile`` (tau file and resolution), ``anchors`` (score10, weights, selection, densify),
+``cards`` and ``rubric`` (what the judge sees), ``judge`` (the blind judge), ``critic``
+(``MultiAgentCritic`` and the coach), ``simulate`` (synthetic pool and simulated judge) and
+``studies`` (the experiments of chapter 08).
+"""
+
+from mechaudit.tau.anchors import (
+    anchor_table,
+    pass_thresholds,
+    passes,
+    review_stats_from_ratings,
+    score10_from_review_stats,
+    select_bucket_anchors,
+    select_initial_anchors,
+)
+from mechaudit.tau.cards import CARD_VERSION, FIELD_CAPS, FORBIDDEN_TERMS, Card, build_paper_card, build_story_card
+from mechaudit.tau.critic import CoachReviewer, MultiAgentCritic, coach_unavailable, densify_reasons
+from mechaudit.tau.fitting import TauFit, fit_tau, fit_tau_detailed, pair_nll, sample_pairs, tau_grid
+from mechaudit.tau.inference import infer_score, score_grid
+from mechaudit.tau.judge import BlindJudge, JudgeReply, PairReply, build_pair_prompt, build_prompt, judge_schema
+from mechaudit.tau.rubric import ROLES, RUBRIC_VERSION, get_rubric
+from mechaudit.tau.simulate import SimulatedJudge, SyntheticPool, make_pool, make_story, simulate_judgements, simulate_pairs
+from mechaudit.tau.taufile import TauFileMismatchError, load_tau_file, resolve_tau, write_tau_file
+
+__all__ = [
+    "CARD_VERSION", "FIELD_CAPS", "FORBIDDEN_TERMS", "ROLES", "RUBRIC_VERSION",
+    "BlindJudge", "Card", "CoachReviewer", "JudgeReply", "MultiAgentCritic", "PairReply", "SimulatedJudge",
+    "SyntheticPool", "TauFit", "TauFileMismatchError",
+    "anchor_table", "build_pair_prompt", "build_paper_card", "build_prompt", "build_story_card",
+    "coach_unavailable", "densify_reasons", "fit_tau", "fit_tau_detailed", "get_rubric", "infer_score",
+    "judge_schema", "load_tau_file", "make_pool", "make_story", "pair_nll", "pass_thresholds", "passes",
+    "resolve_tau", "review_stats_from_ratings", "sample_pairs", "score10_from_review_stats", "score_grid",
+    "select_bucket_anchors", "select_initial_anchors", "simulate_judgements", "simulate_pairs", "tau_grid",
+    "write_tau_file",
+]

@@ -1,0 +1,215 @@
+"""The experiments of chapter 08, on the synthetic pool with the simulated judge (offline only).
+
+Each function returns a tidy ``pandas.DataFrame``; the chapter only tabulates and plots them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from tqdm.auto import tqdm
+
+from mechaudit.tau.critic import MultiAgentCritic, densify_reasons
+from mechaudit.tau.fitting import fit_tau_detailed, sample_pairs
+from mechaudit.tau.inference import effective_tau, infer_score, kish_scale, loss_curve, observations, score_grid
+from mechaudit.tau.judge import BlindJudge
+from mechaudit.tau.simulate import SimulatedJudge, SyntheticPool, make_story, simulate_pairs
+
+
+def tau_recovery(
+    pool: SyntheticPool,
+    true_taus: Sequence[float] = (0.5, 0.8, 1.5),
+    n_pairs: int = 2000,
+    n_reps: int = 5,
+    seed: int = 0,
+    methods: Sequence[str] = ("grid", "mle"),
+    progress: bool = False,
+    **judge_model: Any,
+) -> pd.DataFrame:
+    """Fit tau on simulated judgements of stratified pairs, for each true tau and repetition.
+
+    Columns: true_tau, rep, method, tau_hat, se, se_robust, rel_error (tau_hat / true - 1), n_pairs.
+    ``judge_model`` goes to :func:`mechaudit.tau.simulate.simulate_judgements`.
+    """
+    rows = []
+    table = pool.table()
+    for rep in tqdm(range(n_reps), disable=not progress, desc="tau recovery"):
+        pairs = sample_pairs(table, n_pairs, seed=seed + rep)
+        for k, tau in enumerate(true_taus):
+            judged = simulate_pairs(pairs, tau, seed=seed + 1000 * (k + 1) + rep, **judge_model)
+            for method in methods:
+                fit = fit_tau_detailed(judged, method)
+                rows.append({"true_tau": tau, "rep": rep, "method": method, "tau_hat": fit.tau,
+                             "se": fit.se, "se_robust": fit.se_robust,
+                             "rel_error": fit.tau / tau - 1, "n_pairs": fit.n_pairs})
+    return pd.DataFrame(rows)
+
+
+def tie_effect(
+    pool: SyntheticPool,
+    tau: float = 0.8,
+    tie_rates: Sequence[float] = (0.0, 0.3, 0.6, 0.9),
+    tie_modes: Sequence[str] = ("calibrated", "abstain"),
+    tie_width: float = 0.6,
+    n_pairs: int = 2000,
+    seed: int = 0,
+) -> pd.DataFrame:
+    """Fitted tau (grid and mle) when the judge says tie more often, per tie mode.
+
+    Columns: tie_mode, tie_rate, tie_share (observed share of ties), tau_grid, tau_mle, true_tau.
+    """
+    pairs = sample_pairs(pool.table(), n_pairs, seed=seed)
+    rows = []
+    for mode in tie_modes:
+        for rate in tie_rates:
+            judged = simulate_pairs(pairs, tau, seed=seed + 7, tie_rate=rate, tie_width=tie_width, tie_mode=mode)
+            rows.append({"tie_mode": mode, "tie_rate": rate, "tie_share": float((judged["judgement"] == "tie").mean()),
+                         "tau_grid": fit_tau_detailed(judged, "grid").tau,
+                         "tau_mle": fit_tau_detailed(judged, "mle").tau, "true_tau": tau})
+    return pd.DataFrame(rows)
+
+
+def simulated_reviews(
+    pool: SyntheticPool,
+    judge: SimulatedJudge,
+    n_stories: int = 60,
+    score_range: tuple[float, float] = (1.5, 10.0),
+    seed: int = 0,
+    densify: bool = True,
+    progress: bool = False,
+) -> tuple[pd.DataFrame, list[dict[str, Any]]]:
+    """Review synthetic stories of known true score with :class:`MultiAgentCritic` (reference backend).
+
+    Story ``i`` has the same true score for every role, drawn uniformly from ``score_range``, and a
+    random pattern. Returns ``(table, rounds)``: one table row per (story, role) with true_score,
+    score, error, ci_low, ci_high, profile_ci_low, profile_ci_high, covered, profile_covered,
+    saturated, n_anchors, max_anchor, min_anchor, densified, loss, monotonic_violations,
+    avg_strength; and per row the anchors and comparisons of the final round (for re-analysis).
+    """
+    rng = np.random.default_rng(seed)
+    patterns = sorted(pool.exemplars)
+    truths = rng.uniform(*score_range, size=n_stories)
+    story_patterns = rng.choice(patterns, size=n_stories)
+    stories, extra = [], {}
+    for i, true in enumerate(truths):
+        story, truth = make_story(float(true), seed=seed * 100_000 + i)
+        stories.append(story)
+        extra |= truth
+    critic = MultiAgentCritic(pool.papers, BlindJudge("reference", simulator=judge.with_truth(extra)),
+                              pool.exemplars, taus=judge.taus, densify=densify)
+    rows, rounds = [], []
+    for i in tqdm(range(n_stories), disable=not progress, desc="simulated reviews"):
+        out = critic.review(stories[i], {"pattern_id": story_patterns[i]})
+        anchors = out["audit"]["anchors"]
+        a_scores = [a["score10"] for a in anchors]
+        for role, d in out["audit"]["role_details"].items():
+            true = float(truths[i])
+            rows.append({
+                "story": i, "pattern_id": story_patterns[i], "role": role, "tau": d["tau"],
+                "true_score": true, "score": d["score"], "error": d["score"] - true,
+                "ci_low": d["ci_low"], "ci_high": d["ci_high"],
+                "profile_ci_low": d["profile_ci_low"], "profile_ci_high": d["profile_ci_high"],
+                "covered": d["ci_low"] <= true <= d["ci_high"],
+                "profile_covered": d["profile_ci_low"] <= true <= d["profile_ci_high"],
+                "saturated": d["saturated"], "saturated_at": d["saturated_at"],
+                "n_anchors": d["n_anchors"], "max_anchor": max(a_scores), "min_anchor": min(a_scores),
+                "densified": out["audit"]["densify"]["triggered"], "loss": d["loss"],
+                "monotonic_violations": d["monotonic_violations"], "avg_strength": d["avg_strength"],
+            })
+            rounds.append({"anchors": [{"anchor_id": f"A{k + 1}", **a} for k, a in enumerate(anchors)],
+                           "comparisons": d["comparisons"], "tau": d["tau"], "true_score": true})
+    return pd.DataFrame(rows), rounds
+
+
+def recovery_summary(reviews: pd.DataFrame) -> pd.DataFrame:
+    """Per role and overall: n, bias, MAE, RMSE, band and profile coverage and widths, saturation."""
+    def one(g: pd.DataFrame) -> pd.Series:
+        return pd.Series({
+            "n": len(g), "bias": g["error"].mean(), "mae": g["error"].abs().mean(),
+            "rmse": float(np.sqrt((g["error"] ** 2).mean())),
+            "band_coverage": g["covered"].mean(), "band_width": (g["ci_high"] - g["ci_low"]).mean(),
+            "profile_coverage": g["profile_covered"].mean(),
+            "profile_width": (g["profile_ci_high"] - g["profile_ci_low"]).mean(),
+            "saturated_share": g["saturated"].mean(),
+        })
+    per_role = reviews.groupby("role", sort=False).apply(one, include_groups=False)
+    per_role.loc["all"] = one(reviews)
+    return per_role
+
+
+def saturation_table(reviews: pd.DataFrame, edges: Sequence[float] = (-10, -1, -0.5, 0, 0.5, 1, 10)) -> pd.DataFrame:
+    """Share of scores stuck at 10 by how far the true score lies above the highest anchor."""
+    gap = reviews["true_score"] - reviews["max_anchor"]
+    binned = pd.cut(gap, list(edges))
+    table = reviews.assign(gap_bin=binned).groupby("gap_bin", observed=True).agg(
+        n=("score", "size"), saturated_high=("saturated_at", lambda s: float((s == "high").mean())),
+        mean_true=("true_score", "mean"), mean_score=("score", "mean"), band_coverage=("covered", "mean"))
+    table.index = table.index.astype(str)
+    table.index.name = "true score - highest anchor"
+    return table
+
+
+def weight_scale_effect(rounds: Sequence[Mapping[str, Any]], scales: Sequence[float] = (0.25, 0.5, 1, 2, 4),
+                        grid_step: float = 0.01) -> pd.DataFrame:
+    """Re-infer every stored round with all anchor weights multiplied by ``scale``.
+
+    Columns: scale, band_width, band_coverage, profile_width, profile_coverage, score_changed (share
+    of rounds whose score moved; it never should, the optimum is scale-free).
+    """
+    rows = []
+    for scale in scales:
+        widths, covered, pwidths, pcovered, changed = [], [], [], [], []
+        for r in rounds:
+            base, _ = infer_score(r["anchors"], r["comparisons"], r["tau"], grid_step)
+            anchors = [{**a, "weight": a["weight"] * scale} for a in r["anchors"]]
+            score, d = infer_score(anchors, r["comparisons"], r["tau"], grid_step)
+            true = r["true_score"]
+            widths.append(d["ci_high"] - d["ci_low"])
+            covered.append(d["ci_low"] <= true <= d["ci_high"])
+            pwidths.append(d["profile_ci_high"] - d["profile_ci_low"])
+            pcovered.append(d["profile_ci_low"] <= true <= d["profile_ci_high"])
+            changed.append(score != base)
+        rows.append({"scale": scale, "band_width": np.mean(widths), "band_coverage": np.mean(covered),
+                     "profile_width": np.mean(pwidths), "profile_coverage": np.mean(pcovered),
+                     "score_changed": np.mean(changed)})
+    return pd.DataFrame(rows)
+
+
+def densify_trigger_rates(reviews_rounds: Sequence[Mapping[str, Any]], loss_thresholds: Sequence[float] = (0.05,)) -> pd.DataFrame:
+    """How often each densify trigger fires on first-round diagnostics, per loss threshold.
+
+    ``reviews_rounds``: rounds from :func:`simulated_reviews` run with ``densify=False`` (so the
+    stored round is the first round). Columns: loss_threshold, loss, monotonic, strength, any.
+    """
+    rows = []
+    for threshold in loss_thresholds:
+        fired = []
+        for r in reviews_rounds:
+            _, diag = infer_score(r["anchors"], r["comparisons"], r["tau"])
+            fired.append(densify_reasons(diag, loss_threshold=threshold))
+        rows.append({"loss_threshold": threshold,
+                     "loss": np.mean(["loss" in f for f in fired]),
+                     "monotonic": np.mean(["monotonic" in f for f in fired]),
+                     "strength": np.mean(["strength" in f for f in fired]),
+                     "any": np.mean([bool(f) for f in fired])})
+    return pd.DataFrame(rows)
+
+
+def loss_profile(anchors: Sequence[Mapping[str, Any]], comparisons: Sequence[Mapping[str, Any]], tau: float,
+                 scales: Sequence[float] = (1.0,), grid_step: float = 0.01) -> pd.DataFrame:
+    """The loss curve over the score grid (minus its minimum) for each weight scale.
+
+    Columns: scale, S, excess_loss, profile_excess (Kish-rescaled, scale-free).
+    """
+    grid = score_grid(grid_step)
+    score10, y, sw, aw = observations(anchors, comparisons)
+    frames = []
+    for scale in scales:
+        w = aw * sw * scale
+        loss = loss_curve(score10, y, w, effective_tau(tau), grid)
+        frames.append(pd.DataFrame({"scale": scale, "S": grid, "excess_loss": loss - loss.min(),
+                                    "profile_excess": (loss - loss.min()) * kish_scale(w)}))
+    return pd.concat(frames, ignore_index=True)

@@ -1,0 +1,222 @@
+"""LLMJudge over a faked Messages API (httpx.MockTransport): majority, order, repeats, early stop,
+invalid JSON, blindness."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import Counter
+
+import httpx
+import numpy as np
+import pytest
+
+from mechaudit.agreement import flip_rate
+from mechaudit.llm import BlindnessError, get_client
+from mechaudit.rules.llm_judge import (
+    SYSTEM_PROMPTS,
+    LLMJudge,
+    UndecidedError,
+    call_plan,
+    call_verdicts,
+)
+from test_rules_fixtures import hyp
+
+FINDINGS = {"I1": "Tumour cells proliferate faster in the treated line."}
+
+
+class FakeAPI:
+    """Answers ``script(first statement shown, k, user text) -> reply text`` where k counts how
+    often this exact request body was sent before (0 for the first)."""
+
+    def __init__(self, script):
+        self.script = script
+        self.bodies: Counter = Counter()
+        self.requests: list[dict] = []
+        self.lock = threading.Lock()
+
+    def __call__(self, request: httpx.Request) -> httpx.Response:
+        assert request.url.path == "/v1/messages"
+        auth = request.headers.get("x-api-key") or request.headers.get("authorization", "")
+        assert auth.endswith("fake-key-for-tests")
+        body = json.loads(request.content)
+        user = body["messages"][0]["content"]
+        first = user.split("Hypothesis A\nStatement: ")[1].split("\n")[0]
+        raw = json.dumps(body, sort_keys=True)
+        with self.lock:
+            self.requests.append(body)
+            k = self.bodies[raw]
+            self.bodies[raw] += 1
+        text = self.script(first, k, user)
+        return httpx.Response(200, json={
+            "id": f"msg_{len(self.requests)}", "type": "message", "role": "assistant",
+            "model": body["model"], "content": [{"type": "text", "text": text}],
+            "stop_reason": "end_turn", "stop_sequence": None,
+            "usage": {"input_tokens": 100, "output_tokens": 20},
+        })
+
+
+def verdict(v: str) -> str:
+    return json.dumps({"verdict": v, "reason": "test"})
+
+
+@pytest.fixture
+def pairs():
+    a = hyp("a", ["KRAS", "MEK", "ERK", "PROLIF"], statement="Alpha statement.")
+    b = hyp("b", ["EGFR", "MEK", "ERK", "PROLIF"], statement="Beta statement.")
+    c = hyp("c", ["KRAS", "PI3K", "ERK", "PROLIF"], statement="Gamma statement.")
+    d = hyp("d", ["KRAS", "MEK", "ERK", "PROLIF"], statement="Delta statement.")
+    return [(a, b), (a, c), (a, d)]
+
+
+def make_judge(tmp_path, monkeypatch, api, **kw):
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "fake-key-for-tests")
+    client = get_client(backend="anthropic", cache_dir=tmp_path / "cache",
+                        http_client=httpx.Client(transport=httpx.MockTransport(api)), max_retries=0)
+    return LLMJudge(client=client, instances=FINDINGS, backend="anthropic", **kw)
+
+
+def test_call_plan_repeats():
+    assert call_plan(("ab", "ab", "ba")) == [("ab", 0), ("ab", 1), ("ba", 0)]
+    with pytest.raises(ValueError, match="'ab' or 'ba'"):
+        call_plan(("ab", "xy"))
+
+
+def test_majority_order_reversal_and_repeats(tmp_path, monkeypatch, pairs):
+    replies = {  # (statement shown first, k-th identical request body) -> reply
+        ("Alpha statement.", 0): verdict("same"),
+        ("Alpha statement.", 1): verdict("same"),
+        ("Beta statement.", 0): verdict("different"),
+        ("Gamma statement.", 0): verdict("different"),
+        ("Delta statement.", 0): verdict("same"),
+    }
+    api = FakeAPI(lambda first, k, user: replies[(first, k)])
+    judge = make_judge(tmp_path, monkeypatch, api, rubric="full")
+    calls = judge.judge(pairs)
+    # 3 pairs x 3 calls, each a real HTTP request (the two "ab" calls are distinct requests)
+    assert len(calls) == 9 and len(api.requests) == 9
+    assert sorted(api.bodies.values()) == [1, 1, 1, 2, 2, 2]  # each "ab" body sent twice
+    assert calls["key"].nunique() == 9
+    decision = judge.decide(pairs)
+    # (a,b) and (a,c): "ab" twice same, "ba" different -> same 2:1; (a,d): same 3:0
+    np.testing.assert_array_equal(decision["n_same"], [2, 2, 3])
+    np.testing.assert_array_equal(decision["n_different"], [1, 1, 0])
+    np.testing.assert_array_equal(judge.same(pairs), [True, True, True])
+    ab = call_verdicts(calls, 3, "ab", 0)
+    ba = call_verdicts(calls, 3, "ba", 0)
+    assert list(ab) == [True, True, True] and list(ba) == [False, False, True]
+    assert flip_rate(ab, ba) == pytest.approx(2 / 3)
+    assert flip_rate(ab, call_verdicts(calls, 3, "ab", 1)) == 0.0
+    # second run: everything from the cache, no new HTTP call
+    judge.judge(pairs)
+    assert len(api.requests) == 9
+
+
+def test_ba_presents_b_first(tmp_path, monkeypatch, pairs):
+    api = FakeAPI(lambda first, k, user: verdict("same"))
+    judge = make_judge(tmp_path, monkeypatch, api, orders=("ab", "ba"))
+    judge.judge(pairs[:1])
+    users = [r["messages"][0]["content"] for r in api.requests]
+    firsts = sorted(u.index("Alpha statement.") < u.index("Beta statement.") for u in users)
+    assert firsts == [False, True]
+    ba = next(u for u in users if u.index("Beta statement.") < u.index("Alpha statement."))
+    assert "Hypothesis A\nStatement: Beta statement." in ba
+    assert api.requests[0]["system"][0]["text"] == SYSTEM_PROMPTS["full"]
+    assert api.requests[0]["temperature"] == 0.0
+    assert "Tumour cells proliferate faster" in users[0]
+
+
+def test_early_stop_same_verdicts_fewer_calls(tmp_path, monkeypatch, pairs):
+    def script(first, k, user):  # "ab" repeats agree for every pair; "ba" disagrees for (a,b), (a,c)
+        return verdict("same" if first in ("Alpha statement.", "Delta statement.") else "different")
+
+    api_full = FakeAPI(script)
+    full = make_judge(tmp_path / "full", monkeypatch, api_full)
+    api_stop = FakeAPI(script)
+    stop = make_judge(tmp_path / "stop", monkeypatch, api_stop, early_stop=True)
+    np.testing.assert_array_equal(full.same(pairs), stop.same(pairs))
+    assert len(api_full.requests) == 9
+    # every pair's two "ab" calls agree, so the "ba" call is skipped for all three pairs
+    assert len(api_stop.requests) == 6
+    calls_full = full.judge(pairs).groupby("pair").size().tolist()
+    calls_stop = stop.judge(pairs).groupby("pair").size().tolist()
+    assert calls_full == [3, 3, 3] and calls_stop == [2, 2, 2]
+
+
+def test_early_stop_keeps_calling_when_undecided(tmp_path, monkeypatch, pairs):
+    # repeats disagree (same, then different) -> the third call is needed and decides
+    def script(first, k, user):
+        if first == "Alpha statement.":
+            return verdict("same" if k == 0 else "different")
+        return verdict("same")
+
+    api = FakeAPI(script)
+    judge = make_judge(tmp_path, monkeypatch, api, early_stop=True)
+    decision = judge.decide(pairs)
+    assert decision["n_calls"].tolist() == [3, 3, 3]
+    assert decision["same"].tolist() == [True, True, True]
+
+
+def test_invalid_json_counted_and_excluded(tmp_path, monkeypatch, pairs):
+    def script(first, k, user):
+        if first in ("Beta statement.",):
+            return "I think they are the same."  # never valid, also after repairs
+        if first == "Gamma statement.":
+            return verdict("different")
+        return verdict("same")
+
+    api = FakeAPI(script)
+    judge = make_judge(tmp_path, monkeypatch, api, json_retries=1)
+    calls = judge.judge(pairs)
+    bad = calls[calls["invalid"]]
+    assert len(bad) == 1 and bad.iloc[0]["order"] == "ba" and bad.iloc[0]["same"] is None
+    assert bad.iloc[0]["attempts"] == 2
+    decision = judge.decide(pairs)
+    assert decision.loc[0, "n_invalid"] == 1 and decision.loc[0, "n_valid"] == 2
+    assert bool(decision.loc[0, "same"])  # two valid "same" votes; the invalid one is not a vote
+
+
+def test_tie_or_no_valid_verdict_is_undecided(tmp_path, monkeypatch, pairs):
+    def script(first, k, user):  # (a,b): same vs different -> tie; (a,c): never valid JSON
+        if "Gamma statement." in user:
+            return "no json"
+        return verdict("same" if first == "Alpha statement." else "different")
+
+    api = FakeAPI(script)
+    judge = make_judge(tmp_path, monkeypatch, api, orders=("ab", "ba"), json_retries=0)
+    decision = judge.decide(pairs[:2])
+    assert decision["decided"].tolist() == [False, False] and decision["same"].isna().all()
+    assert decision["n_valid"].tolist() == [2, 0] and decision["n_invalid"].tolist() == [0, 2]
+    with pytest.raises(UndecidedError, match="no majority"):
+        judge.same(pairs[:2])
+
+
+def test_step_rubric_components(tmp_path, monkeypatch, pairs):
+    reply = json.dumps({"initiating_event": "different", "route": "same", "terminal_outcome": "same",
+                        "verdict": "different", "reason": "other trigger"})
+    api = FakeAPI(lambda first, k, user: reply)
+    judge = make_judge(tmp_path, monkeypatch, api, rubric="step")
+    calls = judge.judge(pairs[:1])
+    assert (calls["initiating_event"] == "different").all() and (calls["route"] == "same").all()
+    assert not judge.same(pairs[:1])[0]
+    assert "initiating_event" in api.requests[0]["system"][0]["text"]
+
+
+def test_prompts_are_blind_and_bad_input(tmp_path, monkeypatch, pairs):
+    api = FakeAPI(lambda first, k, user: verdict("same"))
+    judge = make_judge(tmp_path, monkeypatch, api)
+    leaky = hyp("x", ["KRAS", "MEK", "ERK", "PROLIF"], statement="A first step swapped variant.")
+    with pytest.raises(BlindnessError):
+        judge.judge([(pairs[0][0], leaky)])
+    assert api.requests == []
+    for rubric, prompt in SYSTEM_PROMPTS.items():
+        assert "swap" not in prompt.lower() and "perturb" not in prompt.lower()
+    with pytest.raises(ValueError, match="rubric"):
+        LLMJudge(rubric="strict", client=judge.client)
+    with pytest.raises(ValueError, match="ReferenceJudge"):
+        LLMJudge(backend="reference")
+    other = hyp("o", ["KRAS", "MEK", "ERK", "PROLIF"], instance="I2")
+    with pytest.raises(ValueError, match="mixes instances"):
+        judge.judge([(pairs[0][0], other)])
+    with pytest.raises(ValueError, match="no finding"):
+        judge.judge([(other, other)])

@@ -1,0 +1,259 @@
+"""Workflow simulator, design counts and the real workflow path against a faked HTTP transport."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import httpx
+import numpy as np
+import pytest
+import yaml
+
+from mechaudit.divergence import divergence_matrix
+from mechaudit.paths import PARAMS_DIR
+from mechaudit.schema import load_benchmark, mechanism_key
+from mechaudit.workflow import (
+    Design,
+    MechanismKeyRule,
+    by_instance,
+    counts,
+    key_matrix,
+    load_design,
+    load_simulator_params,
+    null_params,
+    simulate,
+)
+from mechaudit.workflow.agents import CRITIC_SYSTEM, run_workflow
+
+
+def write_tiny_benchmark(folder: Path) -> Path:
+    """Two instances, five openings each, four entity types (independent of the committed data)."""
+    types = {"trigger": "initiating events", "signal": "signalling nodes", "process": "cell processes",
+             "finding": "observed findings"}
+    ents = [{"id": f"{t.upper()}_{k}", "type": t, "name": f"{t} {chr(97 + k)}",
+             "aliases": [f"{t}-{chr(97 + k)} form"]}
+            for t, n in (("trigger", 6), ("signal", 8), ("process", 8), ("finding", 2)) for k in range(n)]
+    names = {e["id"]: e["name"] for e in ents}
+    hyps, insts = [], []
+    for i, inst in enumerate(("A", "B")):
+        term = f"FINDING_{i}"
+        openings = []
+        for o in range(5):
+            chain = [f"TRIGGER_{o}", f"SIGNAL_{(o + i) % 8}", f"PROCESS_{(2 * o + i) % 8}", term]
+            hyps.append({"id": f"{inst}-o{o}", "instance": inst, "statement": f"{names[chain[0]]} causes {names[term]}",
+                         "explanation": " then ".join(names[c] for c in chain) + ".",
+                         "chain": [{"id": c, "text": names[c]} for c in chain]})
+            openings.append(f"{inst}-o{o}")
+        insts.append({"id": inst, "title": f"Instance {inst}", "finding": f"finding {i} observed",
+                      "terminal_id": term, "evidence": ["signal a and process b rise", "trigger c is present"],
+                      "openings": openings})
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "vocabulary.yaml").write_text(yaml.safe_dump({"types": types, "entities": ents}))
+    (folder / "instances.yaml").write_text(yaml.safe_dump({"instances": insts}))
+    (folder / "hypotheses.jsonl").write_text("\n".join(json.dumps(h) for h in hyps) + "\n")
+    return folder
+
+
+@pytest.fixture(scope="module")
+def bench(tmp_path_factory):
+    return load_benchmark(write_tiny_benchmark(tmp_path_factory.mktemp("bench")))
+
+
+@pytest.fixture(scope="module")
+def params():
+    return load_simulator_params()
+
+
+DESIGN = Design(instances=("A", "B"), depths=(0, 1, 5), runs_per_depth=5)
+
+
+def key_chains(runs):
+    return [[(h.opening_id, mechanism_key(h)) for h in r.delivered] for r in runs]
+
+
+def test_same_seed_identical_records(bench, params):
+    a = simulate(bench, DESIGN, params, seed=3)
+    b = simulate(bench, DESIGN, params, seed=3)
+    assert [r.model_dump() for r in a] == [r.model_dump() for r in b]
+    c = simulate(bench, DESIGN, params, seed=4)
+    assert key_chains(a) != key_chains(c)
+
+
+def test_run_independent_of_other_cells(bench, params):
+    """A run's records depend only on its own cell and the seed, not on the rest of the design."""
+    full = {r.run_id: r for r in simulate(bench, DESIGN, params, seed=1)}
+    small = simulate(bench, Design(instances=("B",), depths=(5,), runs_per_depth=2), params, seed=1)
+    for r in small:
+        assert r.model_dump() == full[r.run_id].model_dump()
+
+
+def test_records_consistent(bench, params):
+    runs = simulate(bench, DESIGN, params, seed=0)
+    openings = {h.id for h in bench.hypotheses}
+    for r in runs:
+        assert all(h.opening_id in openings and h.depth == r.depth and h.run == r.run_id for h in r.delivered)
+        assert {h.opening_id for h in r.delivered} == {h.id for h in bench.openings(r.instance)}
+        assert len(r.demands) == len(r.replies)
+        assert all(d.round <= r.depth for d in r.demands)
+        if r.depth == 0:
+            assert not r.demands and r.developed == r.delivered
+        for h in r.delivered:  # terminal is the instance's finding
+            assert h.chain[-1].id == next(i.terminal_id for i in bench.instances if i.id == r.instance)
+
+
+def test_null_setting_leaves_mechanisms_unchanged(bench, params):
+    runs = simulate(bench, DESIGN, null_params(params), seed=0)
+    assert sum(len(r.demands) for r in runs) > 100
+    for r in runs:
+        assert [mechanism_key(h) for h in r.developed] == [mechanism_key(h) for h in r.delivered]
+        assert all(not v.changed for v in r.revisions)
+
+
+def test_null_params_file_is_default_with_null_flag():
+    default = load_simulator_params()
+    null = load_simulator_params(PARAMS_DIR / "simulator_null.yaml")
+    assert not null.critique_changes_mechanism and default.critique_changes_mechanism
+    assert null.model_dump(exclude={"name", "critique_changes_mechanism"}) == \
+        default.model_dump(exclude={"name", "critique_changes_mechanism"})
+
+
+def changed_links(runs):
+    return np.mean([sum(a.id != b.id for a, b in zip(d.chain, h.chain))
+                    for r in runs for d, h in zip(r.developed, r.delivered)])
+
+
+def test_diminishing_returns_emerge(bench, params):
+    design = Design(instances=("A", "B"), depths=(1, 5), runs_per_depth=30)
+    runs = simulate(bench, design, params, seed=2)
+    k1 = changed_links([r for r in runs if r.depth == 1])
+    k5 = changed_links([r for r in runs if r.depth == 5])
+    assert k1 > 0.4  # the first round changes a lot...
+    assert k5 < 1.35 * k1  # ...five rounds not much more
+    # the per-round concession rate falls as weak links run out
+    d5 = [d for r in runs if r.depth == 5 for d in r.demands]
+    weak_share = [np.mean([d.weak_link for d in d5 if d.round == k]) for k in (1, 5)]
+    assert weak_share[0] > weak_share[1] + 0.3
+
+
+def test_key_matrix_equals_pairwise_rule(bench, params):
+    runs = simulate(bench, DESIGN, params, seed=0)
+    for rs in by_instance(runs).values():
+        slow = divergence_matrix([r.delivered for r in rs], MechanismKeyRule().same)
+        np.testing.assert_allclose(key_matrix(rs), slow, atol=1e-12)
+
+
+def test_paper_design_counts(params):
+    design = load_design()
+    assert design.n_runs == 60 and design.n_run_pairs == 420 and design.comparisons() == [(0, 1), (0, 5), (1, 5)]
+    runs = simulate(load_benchmark(), design, params, seed=0)
+    c = counts(runs)
+    assert c["runs"] == 60 and c["run_pairs"] == 420
+    assert 3000 < c["matched_pairs"] < 7000
+
+
+def test_bad_params_name_file_and_field(tmp_path):
+    doc = yaml.safe_load((PARAMS_DIR / "simulator.yaml").read_text())
+    doc["simulator"]["reply_weak"]["conceded"] = 0.9
+    bad = tmp_path / "sim.yaml"
+    bad.write_text(yaml.safe_dump(doc))
+    with pytest.raises(ValueError, match=r"sim\.yaml: field 'simulator\.reply_weak'"):
+        load_simulator_params(bad)
+    with pytest.raises(ValueError, match="depths"):
+        Design(instances=("A",), depths=(1, 1), runs_per_depth=2)
+    with pytest.raises(ValueError, match="unknown instance"):
+        simulate(load_benchmark(), Design(instances=("nope",), depths=(0,), runs_per_depth=1),
+                 load_simulator_params())
+
+
+# --------------------------------------------------------------------------- real workflow, faked HTTP
+
+
+def _fake_anthropic(calls: list[str]):
+    """An Anthropic Messages endpoint that answers each workflow stage with valid JSON."""
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        body = json.loads(request.content)
+        system = body["system"][0]["text"] if isinstance(body["system"], list) else body["system"]
+        user = body["messages"][-1]["content"]
+        user = user if isinstance(user, str) else user[0]["text"]
+        if system == CRITIC_SYSTEM:
+            calls.append("critique")
+            chain = json.loads(user.split("Hypothesis under review:\n", 1)[1].split("\n\n", 1)[0])["chain"]
+            out = {"demands": [{"number": 1, "target_step": chain[1]["id"], "demand": "Cite support for this step."},
+                               {"number": 2, "target_step": None, "demand": "Narrow the claim."}]}
+        elif "The critic's demands:" in user:
+            calls.append("revise")
+            current = json.loads(user.split("Your current hypothesis:\n", 1)[1].split("\n\n", 1)[0])
+            n = len(re.findall(r"^\d+\. ", user.split("The critic's demands:\n", 1)[1].split("\n\n")[0], re.M))
+            current["chain"][1] = {"id": "SIGNAL_7", "text": "signal h"}
+            out = {"replies": [{"number": k, "reply": f"Reply {k}."} for k in range(1, n + 1)], "revised": current}
+        else:
+            calls.append("develop")
+            opening = json.loads(user.split("Opening hypothesis to develop:\n", 1)[1].split("\n\n", 1)[0])
+            out = {"statement": opening["statement"], "explanation": "Developed. " + opening["explanation"],
+                   "chain": opening["chain"]}
+        msg = {"id": f"msg_{len(calls)}", "type": "message", "role": "assistant", "model": body["model"],
+               "content": [{"type": "text", "text": json.dumps(out)}], "stop_reason": "end_turn",
+               "stop_sequence": None, "usage": {"input_tokens": 100, "output_tokens": 50}}
+        return httpx.Response(200, json=msg)
+
+    return handler
+
+
+def test_real_workflow_path_with_faked_transport(bench, tmp_path, monkeypatch):
+    from mechaudit.engagement import label_demands
+    from mechaudit.llm import get_client
+
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test-fake")
+    calls: list[str] = []
+    http = httpx.Client(transport=httpx.MockTransport(_fake_anthropic(calls)))
+    client = get_client(backend="anthropic", cache_dir=tmp_path / "cache", http_client=http, max_concurrency=1)
+    design = Design(instances=("A",), depths=(1,), runs_per_depth=1)
+    (run,) = run_workflow(bench, design, client)
+    assert calls == ["develop"] * 5 + ["critique"] * 5 + ["revise"] * 5
+    assert run.backend == "anthropic" and run.run_id == "A-k1-r0"
+    assert [h.opening_id for h in run.delivered] == [h.id for h in bench.openings("A")]
+    assert all(h.explanation.startswith("Developed.") for h in run.developed)
+    assert all(h.chain[1].id == "SIGNAL_7" for h in run.delivered)  # the revision was applied
+    assert len(run.demands) == 10 and len(run.replies) == 10 and len(run.revisions) == 5
+    assert all(v.changed == [1] for v in run.revisions)
+    # replay from the recorded cache gives the same run without HTTP
+    replay = get_client(backend="replay", cache_dir=tmp_path / "cache")
+    assert run_workflow(bench, design, replay)[0].delivered == run.delivered
+    # the engagement judge path with the same transport (labels come back as JSON)
+    def judge(request: httpx.Request) -> httpx.Response:
+        body = json.loads(request.content)
+        n = body["messages"][-1]["content"].split("Generator's replies")[0].count("\n") - 1
+        out = {"labels": [{"number": k, "label": "answered"} for k in range(1, n + 1)]}
+        return httpx.Response(200, json={"id": "m", "type": "message", "role": "assistant", "model": body["model"],
+                                         "content": [{"type": "text", "text": json.dumps(out)}],
+                                         "stop_reason": "end_turn", "stop_sequence": None,
+                                         "usage": {"input_tokens": 1, "output_tokens": 1}})
+
+    jclient = get_client(backend="anthropic", cache_dir=tmp_path / "cache2",
+                         http_client=httpx.Client(transport=httpx.MockTransport(judge)))
+    labelled = label_demands([run], "anthropic", jclient)
+    assert len(labelled) == 10 and (labelled.label == "answered").all()
+
+
+def test_real_workflow_rejects_unknown_step_ids(bench, tmp_path, monkeypatch):
+    """A chain id outside the vocabulary triggers repair requests and finally a strict error."""
+    from mechaudit.llm import InvalidJSONError, get_client
+
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test-fake")
+
+    def handler(request):
+        body = json.loads(request.content)
+        out = {"statement": "s", "explanation": "e", "chain": [{"id": "NOT_AN_ID", "text": "x"},
+               {"id": "SIGNAL_1", "text": "y"}, {"id": "FINDING_0", "text": "z"}]}
+        return httpx.Response(200, json={"id": "m", "type": "message", "role": "assistant", "model": body["model"],
+                                         "content": [{"type": "text", "text": json.dumps(out)}],
+                                         "stop_reason": "end_turn", "stop_sequence": None,
+                                         "usage": {"input_tokens": 1, "output_tokens": 1}})
+
+    client = get_client(backend="anthropic", cache_dir=tmp_path / "c",
+                        http_client=httpx.Client(transport=httpx.MockTransport(handler)))
+    with pytest.raises(InvalidJSONError, match="NOT_AN_ID"):
+        run_workflow(bench, Design(instances=("A",), depths=(0,), runs_per_depth=1), client)
