@@ -26,6 +26,8 @@ n_runs = 5
 rerun_noise = 0.1
 critique_change = 0.5
 initiator_change = 0.5
+instance_id = "A"
+data_dir = None
 
 # %%
 import matplotlib.pyplot as plt
@@ -33,6 +35,8 @@ import numpy as np
 import pandas as pd
 
 from mechaudit import diversity, divergence, toy
+from mechaudit.perturb import load_suite
+from mechaudit.schema import load_benchmark, mechanism_key
 from mechaudit.plots.problem import divergence_heatmaps
 
 pd.set_option("display.precision", 3)
@@ -161,6 +165,50 @@ pd.DataFrame(counts).rename_axis("grouping").T
 # a rule that is not transitive, on how the pairwise verdicts are turned into groups. The next
 # chapters measure both effects on an open benchmark.
 #
+# ## One benchmark instance end to end
+#
+# The paper's instances are proprietary; this book ships four open ones (see {doc}`../book/data`).
+# Each is a well-established finding with a short evidence pack and five fixed opening hypotheses,
+# written as causal chains of vocabulary entities. Instance `instance_id` below:
+
+# %%
+bench = load_benchmark(data_dir)
+instance = next(i for i in bench.instances if i.id == instance_id)
+print(f"{instance.id}: {instance.title}")
+print(f"finding: {instance.finding}")
+print(f"evidence facts: {len(instance.evidence)}; hypotheses: {len(bench.by_instance(instance.id))}")
+pd.DataFrame(
+    {
+        "opening": h.id,
+        "initiating event": bench.vocabulary[mechanism_key(h)[0]].name,
+        "route": " > ".join(bench.vocabulary[i].name for i in mechanism_key(h)[1]),
+        "chain steps": len(h.chain),
+    }
+    for h in bench.openings(instance.id)
+)
+
+# %% [markdown]
+# The controlled perturbations of the paper's Appendix C edit one of these hypotheses in four ways:
+# two keep the mechanism (only the wording, or the wording plus the names of the entities), and two
+# replace one link of the chain (the initiating event, or one intermediate step). The committed
+# suite holds every kind for every hypothesis; here is the first opening's row of it, with the
+# mechanism identity (initiating event, route, terminal finding) that the ground truth compares.
+
+# %%
+suite = [p for p in load_suite() if p["original"].id == bench.openings(instance.id)[0].id]
+original = suite[0]["original"]
+rows = [{"kind": "original", "chain as written": " > ".join(s.text for s in original.chain),
+         "same mechanism": True}]
+for pair in suite:
+    variant = pair["variant"]
+    rows.append({
+        "kind": pair["kind"],
+        "chain as written": " > ".join(s.text for s in variant.chain),
+        "same mechanism": mechanism_key(variant) == mechanism_key(original),
+    })
+with pd.option_context("display.max_colwidth", 200):
+    display(pd.DataFrame(rows).set_index("kind"))
+#
 # ## Try it
 #
 # - `critique_change = 0.0` removes the critique effect: extra divergence falls to the rerun noise
@@ -168,5 +216,6 @@ pd.DataFrame(counts).rename_axis("grouping").T
 # - `rerun_noise = 0.4` makes reruns disagree with each other: same-depth divergence rises and the
 #   extra divergence shrinks even though critique changes as much as before.
 # - `initiator_change = 1.0` makes the coarse rule see every critique change.
+# - `instance_id = "C"` walks through another benchmark instance.
 #
 # Re-run with, for example, `mechaudit execute notebooks/01_problem.py -p critique_change 0.0 --out runs/try`.

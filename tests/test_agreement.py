@@ -56,3 +56,23 @@ def test_table_and_sweep():
     table = agreement_table({"x": ref, "y": sim > 0.5, "z": ~ref})
     assert len(table) == 3
     assert table.set_index(["method_a", "method_b"]).loc[("x", "z"), "raw_agreement"] == 0.0
+
+
+def test_complete_agreement_interval_is_exact():
+    from mechaudit.agreement import complete_agreement_interval
+
+    sim = np.array([0.9, 0.7, 0.4, 0.2])
+    assert complete_agreement_interval(sim, [True, True, False, False]) == (0.4, 0.7)
+    assert complete_agreement_interval(sim, [True, False, True, False]) is None
+    assert complete_agreement_interval(sim, [True, None, False, None]) == (0.4, 0.9)
+    # brute force over a fine grid agrees with the interval
+    rng = np.random.default_rng(3)
+    for _ in range(20):
+        s = rng.random(8)
+        ref = s + rng.normal(0, 0.05, 8) > 0.5
+        interval = complete_agreement_interval(s, ref)
+        grid = np.linspace(-0.01, 1.01, 2001)
+        perfect = [t for t in grid if np.all((s >= t) == ref)]
+        assert (interval is None) == (len(perfect) == 0)
+        if interval is not None:
+            assert all(interval[0] < t <= interval[1] for t in perfect)

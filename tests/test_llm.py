@@ -77,7 +77,7 @@ class FakeAPI:
                       "cache_read_input_tokens": 1000, "cache_creation_input_tokens": 0},
         }
 
-    def batch_json(self, batch_id: str) -> dict:
+    def batch_json(self, batch_id: str, base: str) -> dict:
         state = self.batches[batch_id]
         ended = state["polls"] > self.polls_in_progress
         n = len(state["requests"])
@@ -88,12 +88,13 @@ class FakeAPI:
                                "errored": 0, "canceled": 0, "expired": 0},
             "created_at": "2026-11-30T00:00:00Z", "expires_at": "2026-12-01T00:00:00Z",
             "ended_at": "2026-11-30T01:00:00Z" if ended else None,
-            "results_url": f"https://api.anthropic.com/v1/messages/batches/{batch_id}/results" if ended else None,
+            "results_url": f"{base}/v1/messages/batches/{batch_id}/results" if ended else None,
             "archived_at": None, "cancel_initiated_at": None,
         }
 
     def __call__(self, request: httpx.Request) -> httpx.Response:
         path = request.url.path
+        base = f"{request.url.scheme}://{request.url.netloc.decode()}"
         with self._lock:
             self.headers.append(request.headers)
             if request.method == "POST" and path == "/v1/messages":
@@ -106,7 +107,7 @@ class FakeAPI:
                 self.batch_creates += 1
                 batch_id = f"msgbatch_{len(self.batches)}"
                 self.batches[batch_id] = {"requests": json.loads(request.content)["requests"], "polls": 0}
-                return httpx.Response(200, json=self.batch_json(batch_id))
+                return httpx.Response(200, json=self.batch_json(batch_id, base))
             if request.method == "GET" and path.endswith("/results"):
                 self.result_fetches += 1
                 batch_id = path.split("/")[-2]
@@ -123,8 +124,10 @@ class FakeAPI:
             if request.method == "GET" and path.startswith("/v1/messages/batches/"):
                 self.batch_polls += 1
                 batch_id = path.rsplit("/", 1)[-1]
+                if batch_id not in self.batches:
+                    return httpx.Response(404, json={"type": "error", "error": {"type": "not_found_error", "message": batch_id}})
                 self.batches[batch_id]["polls"] += 1
-                return httpx.Response(200, json=self.batch_json(batch_id))
+                return httpx.Response(200, json=self.batch_json(batch_id, base))
         return httpx.Response(404, json={"type": "error", "error": {"type": "not_found_error", "message": path}})
 
 
@@ -501,3 +504,35 @@ def test_batch_errors_keep_successes_and_resubmit_only_failures(tmp_path, api_ke
 def test_replay_batch_miss(tmp_path):
     with pytest.raises(ReplayMissError):
         get_client("replay", cache_dir=tmp_path).complete_many([req()], batch=True)
+
+
+def test_sdk_retries_rate_limit_and_server_errors(tmp_path, api_key):
+    fake = FakeAPI()
+    failures = iter([429, 529])
+
+    def flaky(request: httpx.Request) -> httpx.Response:
+        status = next(failures, None)
+        if status is not None and request.url.path == "/v1/messages":
+            return httpx.Response(status, headers={"retry-after-ms": "1"},
+                                  json={"type": "error", "error": {"type": "overloaded_error", "message": "busy"}})
+        return fake(request)
+
+    http = httpx.Client(transport=httpx.MockTransport(flaky))
+    client = get_client("anthropic", cache_dir=tmp_path, http_client=http, max_retries=2, prices=PRICES)
+    out = client.complete(req())
+    assert json.loads(out.text)["same"] is True and len(fake.message_bodies) == 1
+    assert len(ResponseCache(tmp_path)) == 1
+    failures = iter([500, 500, 500])
+    with pytest.raises(anthropic.InternalServerError):
+        client.complete(req("another"))
+    assert len(ResponseCache(tmp_path)) == 1  # a failed call records nothing
+
+
+def test_lost_batch_id_is_resubmitted(tmp_path, api_key):
+    reqs = [req(f"pair {i}") for i in range(2)]
+    BatchState(tmp_path).append({"event": "submitted", "batch_id": "msgbatch_gone", "keys": [r.key for r in reqs]})
+    fake = FakeAPI(polls_in_progress=0)
+    with pytest.warns(UserWarning, match="msgbatch_gone .* no longer exists"):
+        used = client_for(fake, tmp_path).prefetch_batch(reqs, poll_interval=0)
+    assert used == ["msgbatch_0"] and fake.batch_creates == 1 and len(ResponseCache(tmp_path)) == 2
+    assert BatchState(tmp_path).pending() == {}

@@ -17,7 +17,6 @@ import threading
 from pathlib import Path
 
 import httpx
-import pytest
 
 from mechaudit.paths import REPO_ROOT
 
@@ -44,7 +43,7 @@ SCRIPT = textwrap.dedent(
     fake = FakeAPI(reply=lambda body: next(replies), polls_in_progress=1)
     http = httpx.Client(transport=httpx.MockTransport(fake))
     client = get_client("anthropic", cache_dir=out / "cache", http_client=http, max_retries=0, prices=PRICES)
-    results = client.complete_many([req(f"pair {i}") for i in range(3)], schema=Verdict, progress=True)
+    results = client.complete_many([req(f"pair {i}") for i in range(3)], schema=Verdict, progress=True, summary=True)
     client.complete_many([req(f"batch pair {i}") for i in range(3)], batch=True, poll_interval=0, progress=True)
     (out / "verdicts.jsonl").write_text("\\n".join(r.model_dump_json() if hasattr(r, "model_dump_json")
                                         else json.dumps({"same": r.value.same}) for r in results))
@@ -84,7 +83,7 @@ class _Bridge(http.server.BaseHTTPRequestHandler):
 
     def _serve(self) -> None:
         body = self.rfile.read(int(self.headers.get("content-length") or 0))
-        request = httpx.Request(self.command, f"https://api.anthropic.com{self.path}",
+        request = httpx.Request(self.command, f"http://{self.headers['host']}{self.path}",
                                 headers=list(self.headers.items()), content=body)
         response = self.fake(request)
         self.send_response(response.status_code)
@@ -100,30 +99,43 @@ class _Bridge(http.server.BaseHTTPRequestHandler):
 
 
 def test_cli_judge_with_fake_key_leaves_no_trace(tmp_path):
-    rules = pytest.importorskip("mechaudit.rules")
-    if not hasattr(rules, "LLMJudge"):
-        pytest.skip("mechaudit.rules.LLMJudge does not exist yet")
     from test_llm import FakeAPI
 
     pairs = tmp_path / "pairs.jsonl"
-    hyp = {"id": "h1", "instance": "i1", "statement": "A raises B.", "explanation": "A acts on B via C.",
+    hyp = {"id": "h1", "instance": "A", "statement": "A raises B.", "explanation": "A acts on B via C.",
            "chain": [{"id": "A", "text": "A"}, {"id": "C", "text": "C"}, {"id": "B", "text": "B"}]}
-    pairs.write_text("\n".join(json.dumps({"kind": "wording_only", "original": hyp, "variant": {**hyp, "id": "h2"},
-                                           "valid": True}) for _ in range(2)) + "\n")
-    _Bridge.fake = FakeAPI(reply=lambda body: '{"same": true, "verdict": "same", "reason": "x"}')
+    pairs.write_text("\n".join(json.dumps({"kind": "wording_only", "original": hyp,
+                                           "variant": {**hyp, "id": f"h{i}", "statement": f"A raises B ({i})."},
+                                           "valid": True}) for i in (2, 3)) + "\n")
+    fake = _Bridge.fake = FakeAPI(reply=lambda body: '{"verdict": "same", "reason": "x"}', polls_in_progress=1)
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Bridge)
     threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        env = {**os.environ, "ANTHROPIC_API_KEY": SECRET, "ANTHROPIC_LOG": "debug",
-               "ANTHROPIC_BASE_URL": f"http://127.0.0.1:{server.server_address[1]}"}
-        out = tmp_path / "verdicts.jsonl"
-        proc = subprocess.run(
-            [sys.executable, "-m", "mechaudit.cli", "judge", "--pairs", str(pairs), "--rule", "llm",
-             "--backend", "anthropic", "--cache-dir", str(tmp_path / "cache"), "--out", str(out)],
+    env = {**os.environ, "ANTHROPIC_API_KEY": SECRET, "ANTHROPIC_LOG": "debug",
+           "ANTHROPIC_BASE_URL": f"http://127.0.0.1:{server.server_address[1]}"}
+
+    def judge(*extra: str) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [sys.executable, "-m", "mechaudit.cli", "judge", "--pairs", str(pairs), "--rule", "llm", *extra],
             env=env, capture_output=True, text=True, timeout=300, cwd=REPO_ROOT,
         )
+
+    try:
+        direct = judge("--backend", "anthropic", "--cache-dir", str(tmp_path / "cache"), "--out", str(tmp_path / "v1.jsonl"))
+        n_direct = len(fake.message_bodies)
+        batch = judge("--backend", "anthropic", "--batch", "--poll-interval", "0",
+                      "--cache-dir", str(tmp_path / "cache_batch"), "--out", str(tmp_path / "v2.jsonl"))
+        replay = judge("--backend", "replay", "--cache-dir", str(tmp_path / "cache_batch"), "--out", str(tmp_path / "v3.jsonl"))
     finally:
         server.shutdown()
-    assert _Bridge.fake.message_bodies, proc.stderr[-2000:]
-    for text in (all_text(tmp_path), proc.stdout, proc.stderr):
+    for proc in (direct, batch, replay):
+        assert proc.returncode == 0, proc.stderr[-2000:]
+    assert n_direct == 6  # 2 pairs x 3 calls (ab, ab, ba), no repairs
+    assert len(fake.message_bodies) == n_direct and fake.batch_creates == 1  # batch run: no Messages call
+    assert len(fake.batches["msgbatch_0"]["requests"]) == 6
+    verdicts = [[json.loads(line) for line in (tmp_path / f"v{i}.jsonl").read_text().splitlines()] for i in (1, 2, 3)]
+    assert verdicts[0] == verdicts[1] == [{**v, "backend": "anthropic"} for v in verdicts[2]]
+    assert {v["backend"] for v in verdicts[2]} == {"replay"}
+    assert [(v["same"], v["n_same"], v["decided"], v["backend"]) for v in verdicts[0]] == [(True, 3, True, "anthropic")] * 2
+    assert "LLM usage" in direct.stderr and "batch" in batch.stderr
+    for text in (all_text(tmp_path), *(p.stdout + p.stderr for p in (direct, batch, replay))):
         assert SECRET not in text

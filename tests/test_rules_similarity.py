@@ -145,3 +145,25 @@ def test_embedding_rule(hyps):
         EmbeddingRule(threshold="match_rate", target_rate=0.5)
     with pytest.raises(ValueError, match="match_rate"):
         EmbeddingRule(threshold="auto")
+
+
+def test_embedding_disk_store(hyps, tmp_path, monkeypatch):
+    import mechaudit.rules.embedding as emb
+
+    texts = [hypothesis_text(h) for h in hyps[:4]]
+    first = EmbeddingRule(cache_dir=tmp_path)
+    vectors = first.embed(texts)
+    files = list(tmp_path.glob("*.npz"))
+    assert len(files) == 1 and "all-MiniLM-L6-v2" in files[0].name
+
+    def no_model(*args, **kwargs):
+        raise AssertionError("the model must not be needed when every text is stored")
+
+    monkeypatch.setattr(emb, "load_model", no_model)
+    second = EmbeddingRule(cache_dir=tmp_path)
+    np.testing.assert_array_equal(second.embed(texts), vectors)
+    with pytest.raises(AssertionError, match="must not be needed"):
+        second.embed(["a text that was never stored"])
+    files[0].write_bytes(b"not a store")
+    with pytest.raises(ValueError, match="embedding store"):
+        EmbeddingRule(cache_dir=tmp_path).embed(texts)

@@ -107,3 +107,23 @@ def threshold_sweep(
                 }
             )
     return pd.DataFrame(rows, columns=["threshold", "other", "same_rate", "raw_agreement", "kappa"])
+
+
+def complete_agreement_interval(similarity: np.ndarray, reference) -> tuple[float, float] | None:
+    """Thresholds at which "similarity >= t" agrees with ``reference`` on every pair, or None.
+
+    Complete agreement needs every pair the reference calls same to score above every pair it
+    calls different; then every ``t`` in ``(max different, min same]`` works and the interval's
+    ends are returned (``-inf``/``inf`` when one class is empty). Missing reference decisions are
+    dropped. This is exact over all real thresholds, not only over a sweep grid.
+    """
+    sim = np.asarray(similarity, dtype=float).ravel()
+    ref = pd.Series(np.asarray(reference, dtype=object).ravel())
+    if len(ref) != len(sim):
+        raise ValueError(f"similarity has {len(sim)} pairs, reference {len(ref)}")
+    keep = ref.notna().to_numpy()
+    _, same = paired_valid(np.ones(keep.sum(), dtype=bool), ref[keep])
+    s = sim[keep]
+    low = float(s[~same].max()) if (~same).any() else float("-inf")
+    high = float(s[same].min()) if same.any() else float("inf")
+    return (low, high) if low < high else None

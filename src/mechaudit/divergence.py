@@ -36,7 +36,7 @@ from math import comb, prod
 from typing import Any, NamedTuple, Protocol
 
 import numpy as np
-from tqdm.auto import tqdm
+from tqdm import tqdm
 
 __all__ = [
     "DesignCounts",

@@ -418,7 +418,9 @@ def load_benchmark(data_dir: str | Path | None = None) -> Benchmark:
             if oid not in by_id or by_id[oid].instance != inst.id:
                 raise DataError(base / "instances.yaml", None, f"instances[{k}].openings[{j}]",
                                 f"{oid!r} is not a hypothesis of instance {inst.id!r}")
-    for lineno, h in enumerate(hyps, 1):
+    with open(base / "hypotheses.jsonl", encoding="utf-8") as fh:
+        lines = [n for n, text in enumerate(fh, 1) if text.strip()]
+    for lineno, h in zip(lines, hyps):
         if h.chain[-1].id != terminal[h.instance]:
             raise DataError(base / "hypotheses.jsonl", lineno, "chain[-1].id",
                             f"terminal step {h.chain[-1].id!r} is not the finding "

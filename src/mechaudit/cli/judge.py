@@ -5,6 +5,9 @@ Pairs file: JSONL, one pair a line, either a perturbation-suite line
 ``{"a": <Hypothesis>, "b": <Hypothesis>, ...}``. Lines with ``"valid": false`` are skipped (and
 counted on stderr) unless ``--include-invalid``. Output: one verdict a line, in input order:
 ``{"line", "a", "b", "kind", "valid", "rule", "rubric", "backend", "same"[, "similarity"]}``.
+For ``--rule llm`` each verdict also carries the vote counts of the judge's calls (``n_valid``,
+``n_invalid``, ``n_same``, ``n_different``, ``decided``); an undecided pair (a tie, or no valid
+JSON verdict) has ``"same": null`` and is counted on stderr, never replaced by a default.
 """
 
 from __future__ import annotations
@@ -38,6 +41,8 @@ def register(subparsers: Any) -> None:
                    help="LLM backend for --rule llm: anthropic (needs ANTHROPIC_API_KEY) or replay "
                         "(recorded answers only) (default: %(default)s)")
     p.add_argument("--model", default=DEFAULT_JUDGE_MODEL, help="judge model for --rule llm (default: %(default)s)")
+    p.add_argument("--instances", type=Path, default=None,
+                   help="instances YAML with the findings shown to the LLM judge (default: data/instances.yaml)")
     p.add_argument("--threshold", type=float, default=None,
                    help="similarity threshold for --rule tfidf|embedding (default: the rule's own)")
     p.add_argument("--batch", action="store_true",
@@ -99,9 +104,13 @@ def build_rule(args: argparse.Namespace, client: Any = None) -> Any:
         return rules.EmbeddingRule() if args.threshold is None else rules.EmbeddingRule(threshold=args.threshold)
     if args.rule == "reference":
         return rules.ReferenceJudge(rubric=args.rubric)
-    if not hasattr(rules, "LLMJudge"):
-        raise RuntimeError("mechaudit.rules has no LLMJudge yet (the equivalence-rules issue adds it)")
-    return rules.LLMJudge(rubric=args.rubric, model=args.model, backend=args.backend, client=client)
+    instances = None
+    if args.instances is not None:
+        from mechaudit.schema import load_instances
+
+        instances = load_instances(args.instances)
+    return rules.LLMJudge(rubric=args.rubric, model=args.model, backend=args.backend, client=client,
+                          instances=instances)
 
 
 def backend_label(args: argparse.Namespace) -> str:
@@ -110,6 +119,8 @@ def backend_label(args: argparse.Namespace) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    import pandas as pd
+
     from mechaudit.llm import get_client
 
     try:
@@ -126,10 +137,14 @@ def run(args: argparse.Namespace) -> int:
     try:
         rule = build_rule(args, client)
         if args.batch and client is not None:
-            if not hasattr(rule, "requests"):
-                raise RuntimeError("--batch needs LLMJudge.requests(pairs) -> list[LLMRequest]")
             client.prefetch_batch(rule.requests(pairs), poll_interval=args.poll_interval, progress=progress)
-        same = rule.same(pairs)
+        votes = None
+        if args.rule == "llm":
+            decision = rule.decide(pairs, progress=progress)
+            votes = decision.drop(columns=["pair", "same"]).to_dict("records")
+            same = [None if pd.isna(v) else bool(v) for v in decision["same"]]
+        else:
+            same = [bool(v) for v in rule.same(pairs)]
         similarity = rule.similarity(pairs) if hasattr(rule, "similarity") else None
     except Exception as err:  # noqa: BLE001 - report any rule/LLM failure as a CLI error
         print(f"mechaudit judge: {type(err).__name__}: {err}", file=sys.stderr)
@@ -139,9 +154,15 @@ def run(args: argparse.Namespace) -> int:
             print(client.ledger_summary(), file=sys.stderr)
     label = backend_label(args)
     rubric = args.rubric if args.rule in ("llm", "reference") else None
+    undecided = sum(v is None for v in same)
+    if undecided:
+        print(f"mechaudit judge: {undecided} pair(s) undecided (tie or no valid verdict): \"same\": null",
+              file=sys.stderr)
     lines = []
     for i, row in enumerate(info):
-        verdict = {**row, "rule": args.rule, "rubric": rubric, "backend": label, "same": bool(same[i])}
+        verdict = {**row, "rule": args.rule, "rubric": rubric, "backend": label, "same": same[i]}
+        if votes is not None:
+            verdict.update({k: (bool(v) if k == "decided" else int(v)) for k, v in votes[i].items()})
         if similarity is not None:
             verdict["similarity"] = round(float(similarity[i]), 6)
         lines.append(json.dumps(verdict, sort_keys=True))

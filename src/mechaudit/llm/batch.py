@@ -13,11 +13,12 @@ import json
 import os
 import threading
 import time
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tqdm.auto import tqdm
+from tqdm import tqdm
 
 from mechaudit.llm.blind import check_request_blind
 from mechaudit.llm.client import ReplayMissError, message_record
@@ -131,6 +132,7 @@ def run_batches(
 ) -> list[str]:
     """Fill the cache for all uncached ``requests`` via Message Batches; returns the batch ids
     polled (resumed ones first). Raises :class:`BatchError` if some results did not succeed."""
+    import anthropic  # slow to import: only when a batch is really run
     if batch_size < 1:
         raise ValueError(f"batch_size must be >= 1, got {batch_size}")
     todo: dict[str, LLMRequest] = {}
@@ -152,8 +154,14 @@ def run_batches(
     bar = tqdm(total=len(todo) + sum(map(len, pending.values())), desc="LLM batch", disable=not progress)
     try:
         for batch_id in pending:  # resume: poll what a previous process already paid for
-            _wait_until_ended(sdk, batch_id, poll_interval, max_wait, bar)
-            failed.update(_collect(client, batch_id, todo, bar))
+            try:
+                _wait_until_ended(sdk, batch_id, poll_interval, max_wait, bar)
+                failed.update(_collect(client, batch_id, todo, bar))
+            except anthropic.NotFoundError:  # deleted, or from another account: resubmit its requests
+                warnings.warn(f"batch {batch_id} from {state.path} no longer exists; its uncached "
+                              f"requests are submitted again", stacklevel=2)
+                state.append({"event": "collected", "batch_id": batch_id, "lost": True})
+                continue
             state.append({"event": "collected", "batch_id": batch_id})
             used.append(batch_id)
         remaining = [r for k, r in todo.items() if k not in client.cache and k not in failed]

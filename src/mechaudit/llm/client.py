@@ -24,7 +24,7 @@ import httpx
 import httpx2
 import pandas as pd
 from pydantic import BaseModel
-from tqdm.auto import tqdm
+from tqdm import tqdm
 
 from mechaudit.llm.blind import check_request_blind
 from mechaudit.llm.cache import ResponseCache
@@ -301,14 +301,14 @@ class LLMClient:
         strict: bool = True,
         batch: bool = False,
         poll_interval: float = 30.0,
-        summary: bool | None = None,
+        summary: bool = False,
     ) -> list[LLMResponse] | list[JSONResult[M]]:
         """Answer ``requests`` with at most ``max_concurrency`` calls in flight; results are in
         input order. With ``schema`` each result is a :class:`JSONResult`. ``batch=True`` first
         sends every uncached request through the Message Batches API (see :meth:`prefetch_batch`);
         repairs of invalid JSON then go through the Messages API. The first error cancels the
-        calls not yet started and is raised; finished answers stay cached. ``summary`` (default:
-        ``progress``) prints the usage ledger to stderr at the end.
+        calls not yet started and is raised; finished answers stay cached. ``summary=True`` prints
+        the usage ledger (of this client so far) to stderr at the end.
         """
         requests = list(requests)
         if batch:
@@ -345,7 +345,7 @@ class LLMClient:
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
             bar.close()
-        if progress if summary is None else summary:
+        if summary:
             print(self.ledger_summary(), file=sys.stderr)
         return results
 

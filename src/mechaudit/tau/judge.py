@@ -16,14 +16,16 @@ reply through the same schema.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, ClassVar, Literal
 
+import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from mechaudit.llm.blind import check_blind
-from mechaudit.tau.cards import CARD_VERSION, FORBIDDEN_TERMS, Card
+from mechaudit.llm.blind import BlindnessError, check_blind
+from mechaudit.tau.cards import CARD_VERSION, FORBIDDEN_TERMS, Card, build_paper_card
 from mechaudit.tau.rubric import RUBRIC_VERSION, get_rubric
 
 DEFAULT_JUDGE_MODEL = "claude-opus-4-6"
@@ -35,14 +37,35 @@ def valid_rationale(text: str) -> str:
     """``text`` if it has at most 25 words and no forbidden term, else ``ValueError``."""
     if len(text.split()) > MAX_RATIONALE_WORDS:
         raise ValueError(f"rationale has {len(text.split())} words; at most {MAX_RATIONALE_WORDS}")
-    check_blind(text, FORBIDDEN_TERMS, where="the rationale")
+    try:
+        check_blind(text, FORBIDDEN_TERMS, where="the rationale")
+    except BlindnessError as exc:
+        raise ValueError(f"the rationale contains the forbidden term {exc.term!r}; rationales must not "
+                         "mention identifiers, titles, links or ratings") from None
     return text
 
 
-class Comparison(BaseModel):
-    """One blind judgement of the story against one anchor card."""
+def _drop_titles(node: Any) -> Any:
+    """A JSON schema without its "title" keys (so repair prompts stay free of forbidden terms)."""
+    if isinstance(node, dict):
+        return {k: _drop_titles(v) for k, v in node.items() if not (k == "title" and isinstance(v, str))}
+    if isinstance(node, list):
+        return [_drop_titles(v) for v in node]
+    return node
+
+
+class BlindModel(BaseModel):
+    """Base of the judge's reply schemas: strict fields and a JSON schema without titles."""
 
     model_config = ConfigDict(extra="forbid")
+
+    @classmethod
+    def model_json_schema(cls, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        return _drop_titles(super().model_json_schema(*args, **kwargs))
+
+
+class Comparison(BlindModel):
+    """One blind judgement of the story against one anchor card."""
 
     anchor_id: str = Field(pattern=r"^A[1-9][0-9]*$")
     judgement: Literal["better", "tie", "worse"]
@@ -55,10 +78,9 @@ class Comparison(BaseModel):
         return valid_rationale(text)
 
 
-class JudgeReply(BaseModel):
+class JudgeReply(BlindModel):
     """Reply of one role call; subclasses made by :func:`judge_schema` fix the anchor count."""
 
-    model_config = ConfigDict(extra="forbid")
     n_expected: ClassVar[int] = 0  # set by judge_schema subclasses
 
     rubric_version: str
@@ -71,7 +93,7 @@ class JudgeReply(BaseModel):
         expected = [f"A{i + 1}" for i in range(type(self).n_expected)]
         got = sorted((c.anchor_id for c in self.comparisons), key=lambda s: int(s[1:]))
         if got != expected:
-            raise ValueError(f"comparisons must cover exactly {expected[0]}..{expected[-1]} once each; got {got}")
+            raise ValueError(f"comparisons must cover exactly A1..A{len(expected)} once each; got {got}")
         return self
 
 
@@ -84,10 +106,8 @@ def judge_schema(n_anchors: int) -> type[JudgeReply]:
     return type(f"JudgeReply{n_anchors}", (JudgeReply,), namespace)
 
 
-class PairReply(BaseModel):
+class PairReply(BlindModel):
     """Reply of one pairwise call used for tau fitting: card X against card Y."""
-
-    model_config = ConfigDict(extra="forbid")
 
     rubric_version: Literal[RUBRIC_VERSION]  # type: ignore[valid-type]
     judgement: Literal["better", "tie", "worse"]
@@ -227,3 +247,18 @@ class BlindJudge:
         results = self.client.complete_many(requests, schema=PairReply, json_retries=self.json_retries,
                                             strict=False)
         return [None if r.invalid else r.value.model_dump(include={"judgement", "strength"}) for r in results]
+
+
+def judge_sampled_pairs(
+    pairs: pd.DataFrame, papers: Mapping[str, Mapping[str, Any]], judge: BlindJudge, role: str
+) -> pd.DataFrame:
+    """Judge sampled pairs (columns ``a``, ``b`` with paper ids, from
+    :func:`mechaudit.tau.fitting.sample_pairs`) with ``judge`` for ``role``; adds ``judgement`` and
+    ``strength`` and drops pairs whose reply stayed invalid (the result is ready for ``fit_tau``)."""
+    cards = [(build_paper_card(papers[a]), build_paper_card(papers[b])) for a, b in zip(pairs["a"], pairs["b"])]
+    answers = judge.judge_pairs(role, cards)
+    keep = [i for i, ans in enumerate(answers) if ans is not None]
+    judged = pairs.iloc[keep].copy()
+    judged["judgement"] = [answers[i]["judgement"] for i in keep]
+    judged["strength"] = [answers[i]["strength"] for i in keep]
+    return judged.reset_index(drop=True)

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -216,8 +216,7 @@ class SimulatedJudge:
 
     def with_truth(self, extra: Mapping[str, Mapping[str, float]]) -> SimulatedJudge:
         """A copy that also knows the cards in ``extra`` (e.g. stories)."""
-        return SimulatedJudge({**self.truth, **extra}, self.taus, self.seed, self.tie_rate, self.tie_width,
-                              self.tie_mode, self.strength_noise, self.perception_noise, self.name)
+        return replace(self, truth={**self.truth, **extra})
 
     def value(self, card: Card, role: str) -> float:
         """Perceived value of ``card`` for ``role``; ``KeyError`` for a card without ground truth."""

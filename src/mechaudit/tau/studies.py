@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from tqdm.auto import tqdm
+from tqdm import tqdm
 
 from mechaudit.tau.critic import MultiAgentCritic, densify_reasons
 from mechaudit.tau.fitting import fit_tau_detailed, sample_pairs
@@ -213,3 +213,22 @@ def loss_profile(anchors: Sequence[Mapping[str, Any]], comparisons: Sequence[Map
         frames.append(pd.DataFrame({"scale": scale, "S": grid, "excess_loss": loss - loss.min(),
                                     "profile_excess": (loss - loss.min()) * kish_scale(w)}))
     return pd.concat(frames, ignore_index=True)
+
+
+def recovery_table(recovery: pd.DataFrame, tolerance: float = 0.10) -> pd.DataFrame:
+    """Per true tau and method: mean and sd of the fitted tau, mean relative error, share of fits
+    within ``tolerance``, and the mean observed-information and sandwich standard errors reported
+    by the mle (NaN for the grid)."""
+    return recovery.groupby(["true_tau", "method"]).agg(
+        mean_tau=("tau_hat", "mean"), sd_tau=("tau_hat", "std"), mean_rel_error=("rel_error", "mean"),
+        within_tolerance=("rel_error", lambda e: float((e.abs() < tolerance).mean())),
+        mean_se=("se", "mean"), mean_se_robust=("se_robust", "mean"), reps=("tau_hat", "size"))
+
+
+def original_vs_this_run(settings: Mapping[str, tuple[Any, Any, str]]) -> pd.DataFrame:
+    """Table of the original method's settings (Idea2Paper review doc) beside this run's values.
+
+    ``settings`` maps a quantity to ``(original, this run, note)``.
+    """
+    return pd.DataFrame([{"quantity": k, "original method": o, "this run": t, "note": n}
+                         for k, (o, t, n) in settings.items()])

@@ -16,6 +16,7 @@ from mechaudit.workflow.depth import (
     rule_tables,
 )
 from mechaudit.workflow.design import Design, load_design
+from mechaudit.workflow.measured import delivered_diversity, diversity_table, set_matrices
 from mechaudit.workflow.records import (
     LABELS,
     Demand,
@@ -26,6 +27,7 @@ from mechaudit.workflow.records import (
     demands_frame,
     run_id,
 )
+from mechaudit.workflow.rulesets import RULE_NAMES, build_rules
 from mechaudit.workflow.simulator import (
     SimulatorParams,
     instance_models,
@@ -34,10 +36,13 @@ from mechaudit.workflow.simulator import (
     simulate,
     simulate_run,
 )
+from mechaudit.workflow.validity import population_truth, replicate, replication_seed, validity_summary
 
 __all__ = [
-    "LABELS", "Demand", "Design", "InstanceMatrix", "MechanismKeyRule", "Reply", "Revision", "Run",
+    "RULE_NAMES", "LABELS", "Demand", "Design", "InstanceMatrix", "MechanismKeyRule", "Reply", "Revision", "Run",
     "SimulatorParams", "by_instance", "counts", "delivered_frame", "demands_frame", "depth_table",
     "instance_matrices", "instance_models", "key_matrix", "load_design", "load_simulator_params",
     "null_params", "per_instance_effects", "rule_tables", "run_id", "simulate", "simulate_run",
+    "build_rules", "delivered_diversity", "diversity_table", "set_matrices", "population_truth", "replicate",
+    "replication_seed", "validity_summary",
 ]

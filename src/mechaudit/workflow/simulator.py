@@ -8,7 +8,8 @@ The model follows one hypothesis through the workflow. Every probability below i
    the opening's chain; every step except the terminal finding is replaced, with probability
    ``p_develop_swap``, by a same-type vocabulary entity (the proposer elaborated differently in
    this run). Each non-terminal step is then *weak* (low evidential support) with probability
-   ``p_weak``. Surface forms are drawn from each entity's names, so wording varies between runs.
+   ``p_weak_supported`` if the evidence pack names its entity and ``p_weak_unsupported`` if it does
+   not; so the same steps tend to be weak in every run of an instance. Surface forms are drawn from each entity's names, so wording varies between runs.
 2. **Critique** (K rounds). In each round the critic raises one numbered demand for every
    still-unresolved weak link it finds (probability ``p_find`` per link) and, independently,
    challenges each sound link with probability ``p_challenge_sound``.
@@ -37,7 +38,7 @@ from pathlib import Path
 import numpy as np
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
-from tqdm.auto import tqdm
+from tqdm import tqdm
 
 from mechaudit.paths import PARAMS_DIR
 from mechaudit.schema import Benchmark, Hypothesis, Step, Vocabulary
@@ -76,7 +77,8 @@ class SimulatorParams(BaseModel):
     extra_hypotheses_max: int = Field(ge=0)
     p_extra_hypothesis: float = Field(ge=0, le=1)
     p_develop_swap: float = Field(ge=0, le=1)
-    p_weak: float = Field(ge=0, le=1)
+    p_weak_supported: float = Field(ge=0, le=1)
+    p_weak_unsupported: float = Field(ge=0, le=1)
     p_find: float = Field(ge=0, le=1)
     p_challenge_sound: float = Field(ge=0, le=1)
     reply_weak: ReplyProbabilities
@@ -117,10 +119,11 @@ class InstanceModel:
     """What the simulator needs of one instance: opening chains and weighted swap pools.
 
     ``pools[type]``: same-type entity ids; ``weights[type]``: their draw weights (evidence-named
-    entities ``evidence_weight``, others 1).
+    entities ``evidence_weight``, others 1); ``named``: entity ids the evidence pack names.
     """
 
     instance: str
+    named: frozenset[str]
     openings: tuple[tuple[str, tuple[str, ...]], ...]  # (opening id, chain ids)
     pools: dict[str, np.ndarray]
     weights: dict[str, np.ndarray]
@@ -138,19 +141,27 @@ def instance_models(bench: Benchmark, evidence_weight: float) -> dict[str, Insta
             pools[type_] = ids
             weights[type_] = np.array([evidence_weight if i in named else 1.0 for i in ids])
         openings = tuple((h.id, tuple(s.id for s in h.chain)) for h in bench.openings(inst.id))
-        out[inst.id] = InstanceModel(inst.id, openings, pools, weights)
+        out[inst.id] = InstanceModel(inst.id, frozenset(named), openings, pools, weights)
     return out
 
 
-def _alternative(model: InstanceModel, vocab: Vocabulary, current: str, exclude: set[str],
-                 rng: np.random.Generator) -> str:
-    """A same-type entity other than ``current`` and ``exclude``, drawn by evidence weight."""
+def _alternative(model: InstanceModel, vocab: Vocabulary, current: str, exclude: set[str], u: float) -> str:
+    """A same-type entity other than ``current`` and ``exclude``, drawn by evidence weight.
+
+    ``u``: one uniform(0, 1) number (inverse-CDF draw; plain Python for speed).
+    """
     type_ = vocab[current].type
-    ids, w = model.pools[type_], model.weights[type_].copy()
-    w[np.isin(ids, list(exclude | {current}))] = 0.0
-    if w.sum() == 0:
+    w = [0.0 if i in exclude or i == current else float(x)
+         for i, x in zip(model.pools[type_], model.weights[type_])]
+    target = u * sum(w)
+    if target == 0:
         return current
-    return str(ids[rng.choice(len(ids), p=w / w.sum())])
+    acc = 0.0
+    for i, x in zip(model.pools[type_], w):
+        acc += x
+        if x > 0 and acc > target:
+            return str(i)
+    return str(next(i for i, x in zip(model.pools[type_], w) if x > 0))
 
 
 # --------------------------------------------------------------------------- wording
@@ -194,23 +205,30 @@ class _Draft:
         return [Step(id=i, text=t) for i, t in zip(self.ids, self.texts)]
 
 
-def _surface(vocab: Vocabulary, ident: str, rng: np.random.Generator) -> str:
-    names = vocab[ident].names
-    return names[int(rng.integers(len(names)))]
+def _pick(options: Sequence, u: float):
+    """The option at uniform(0, 1) position ``u``."""
+    return options[min(int(u * len(options)), len(options) - 1)]
+
+
+def _surface(vocab: Vocabulary, ident: str, u: float) -> str:
+    return _pick(vocab[ident].names, u)
 
 
 def _develop(model: InstanceModel, vocab: Vocabulary, chain: Sequence[str], params: SimulatorParams,
              rng: np.random.Generator) -> _Draft:
+    n = len(chain)
+    u = rng.random((n, 6)).tolist()  # per step: swap?, alternative, surface, weak?, link form; + statement
     ids = list(chain)
-    for j in range(len(ids) - 1):  # the terminal finding is fixed by the instance
-        if rng.random() < params.p_develop_swap:
-            ids[j] = _alternative(model, vocab, ids[j], set(ids), rng)
+    for j in range(n - 1):  # the terminal finding is fixed by the instance
+        if u[j][0] < params.p_develop_swap:
+            ids[j] = _alternative(model, vocab, ids[j], set(ids), u[j][1])
     return _Draft(
         ids=ids,
-        texts=[_surface(vocab, i, rng) for i in ids],
-        statement_form=int(rng.integers(len(_STATEMENTS))),
-        link_forms=[int(rng.integers(len(_LINKS))) for _ in range(len(ids) - 1)],
-        weak=[bool(rng.random() < params.p_weak) for _ in range(len(ids) - 1)] + [False],
+        texts=[_surface(vocab, i, u[j][2]) for j, i in enumerate(ids)],
+        statement_form=int(u[0][5] * len(_STATEMENTS)),
+        link_forms=[int(u[j][4] * len(_LINKS)) for j in range(n - 1)],
+        weak=[u[j][3] < (params.p_weak_supported if ids[j] in model.named else params.p_weak_unsupported)
+              for j in range(n - 1)] + [False],
         hedged=set(),
     )
 
@@ -234,8 +252,11 @@ _REPLIES = {
 
 
 def simulate_run(model: InstanceModel, vocab: Vocabulary, depth: int, repetition: int,
-                 params: SimulatorParams, seed: int) -> Run:
+                 params: SimulatorParams, seed: int, log: bool = True) -> Run:
     """Simulate one workflow run of ``depth`` critique rounds; same arguments -> identical Run.
+
+    ``log=False`` leaves out the developed hypotheses and the demand/reply/revision records (the
+    delivered hypotheses are identical; replication studies use it for speed).
 
     The random stream is ``default_rng([seed, *codepoints(instance id), depth, repetition])``: it
     depends only on these, never on other runs or on the order of simulation.
@@ -247,36 +268,39 @@ def simulate_run(model: InstanceModel, vocab: Vocabulary, depth: int, repetition
         n = 1 + int(rng.binomial(params.extra_hypotheses_max, params.p_extra_hypothesis))
         for j in range(n):
             drafts.append((f"{rid}-{opening}-{j}", opening, _develop(model, vocab, chain, params, rng)))
-    developed = [_hypothesis(d, hid, model.instance, rid, depth, op) for hid, op, d in drafts]
+    developed = [_hypothesis(d, hid, model.instance, rid, depth, op) for hid, op, d in drafts] if log else []
     open_weak = [list(d.weak) for _, _, d in drafts]
     demands: list[Demand] = []
     replies: list[Reply] = []
     revisions: list[Revision] = []
-    p_weak, p_sound = params.reply_weak.as_array(), params.reply_sound.as_array()
+    cum_weak, cum_sound = np.cumsum(params.reply_weak.as_array()), np.cumsum(params.reply_sound.as_array())
     for rnd in range(1, depth + 1):
         for (hid, opening, d), weak in zip(drafts, open_weak):
             changed: list[int] = []
             number = 0
+            u = rng.random((len(d.ids), 5)).tolist()  # per step: found?, label, partial repair?, alternative, surface
             for j in range(len(d.ids) - 1):
                 is_weak = weak[j]
-                if not rng.random() < (params.p_find if is_weak else params.p_challenge_sound):
+                if not u[j][0] < (params.p_find if is_weak else params.p_challenge_sound):
                     continue
                 number += 1
                 step = d.texts[j]
                 text = (_DEMAND_WEAK.format(step=step) if is_weak else
                         _DEMAND_SOUND.format(prev=d.texts[j - 1] if j else "the opening", step=step))
-                demands.append(Demand(run_id=rid, instance=model.instance, depth=depth, round=rnd,
-                                      hypothesis_id=hid, opening_id=opening, number=number,
-                                      target_step=d.ids[j], text=text, weak_link=is_weak))
-                label = LABELS[int(rng.choice(len(LABELS), p=p_weak if is_weak else p_sound))]
+                if log:
+                    demands.append(Demand(run_id=rid, instance=model.instance, depth=depth, round=rnd,
+                                          hypothesis_id=hid, opening_id=opening, number=number,
+                                          target_step=d.ids[j], text=text, weak_link=is_weak))
+                cum = cum_weak if is_weak else cum_sound
+                label = LABELS[min(int(np.searchsorted(cum, u[j][1] * cum[-1], side="right")), len(LABELS) - 1)]
                 repair = is_weak and (label == "conceded" or
-                                      (label == "partial" and rng.random() < params.p_repair_partial))
+                                      (label == "partial" and u[j][2] < params.p_repair_partial))
                 new = ""
                 if repair:
                     weak[j] = False
                     if params.critique_changes_mechanism:
-                        d.ids[j] = _alternative(model, vocab, d.ids[j], set(d.ids), rng)
-                        d.texts[j] = _surface(vocab, d.ids[j], rng)
+                        d.ids[j] = _alternative(model, vocab, d.ids[j], set(d.ids), u[j][3])
+                        d.texts[j] = _surface(vocab, d.ids[j], u[j][4])
                         new = f"; replaced by '{d.texts[j]}'"
                         changed.append(j)
                     else:
@@ -285,9 +309,10 @@ def simulate_run(model: InstanceModel, vocab: Vocabulary, depth: int, repetition
                     weak[j] = False
                 elif label == "conceded":
                     d.hedged.add(j)
-                replies.append(Reply(run_id=rid, round=rnd, hypothesis_id=hid, number=number,
-                                     text=_REPLIES[label].format(step=step, new=new), label=label))
-            if number:
+                if log:
+                    replies.append(Reply(run_id=rid, round=rnd, hypothesis_id=hid, number=number,
+                                         text=_REPLIES[label].format(step=step, new=new), label=label))
+            if number and log:
                 revisions.append(Revision(run_id=rid, round=rnd, hypothesis_id=hid, opening_id=opening,
                                           statement=d.statement(), explanation=d.explanation(),
                                           chain=d.chain(), changed=changed))
@@ -298,12 +323,17 @@ def simulate_run(model: InstanceModel, vocab: Vocabulary, depth: int, repetition
 
 
 def simulate(bench: Benchmark, design: Design, params: SimulatorParams, seed: int = 0,
-             progress: bool = False) -> list[Run]:
-    """Every run of ``design`` (instance-major, then depth, then repetition)."""
-    models = instance_models(bench, params.evidence_weight)
+             progress: bool = False, log: bool = True,
+             models: dict[str, InstanceModel] | None = None) -> list[Run]:
+    """Every run of ``design`` (instance-major, then depth, then repetition).
+
+    ``log``: as in ``simulate_run``. ``models``: ``instance_models(bench, params.evidence_weight)``
+    computed once by a caller that simulates many replications.
+    """
+    models = instance_models(bench, params.evidence_weight) if models is None else models
     unknown = [i for i in design.instances if i not in models]
     if unknown:
         raise ValueError(f"design.instances: unknown instance ids {unknown}; known {sorted(models)}")
     cells = design.cells()
-    return [simulate_run(models[i], bench.vocabulary, k, r, params, seed)
+    return [simulate_run(models[i], bench.vocabulary, k, r, params, seed, log=log)
             for i, k, r in tqdm(cells, disable=not progress, desc="simulating runs")]

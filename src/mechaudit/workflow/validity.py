@@ -17,13 +17,13 @@ from collections.abc import Mapping
 
 import numpy as np
 import pandas as pd
-from tqdm.auto import tqdm
+from tqdm import tqdm
 
 from mechaudit.divergence import comparison_matrix, extra_divergence, same_depth_divergence
 from mechaudit.schema import Benchmark
 from mechaudit.workflow.depth import SameFn, depth_table, instance_matrices
 from mechaudit.workflow.design import Design
-from mechaudit.workflow.simulator import SimulatorParams, simulate
+from mechaudit.workflow.simulator import SimulatorParams, instance_models, simulate
 
 
 def replication_seed(seed: int, rep: int) -> int:
@@ -40,7 +40,7 @@ def population_truth(bench: Benchmark, design: Design, params: SimulatorParams, 
     ``replicate``'s). Columns: panel, label, truth_pp.
     """
     big = design.model_copy(update={"runs_per_depth": runs_per_depth})
-    runs = simulate(bench, big, params, seed=replication_seed(seed, -1 % 2**31))
+    runs = simulate(bench, big, params, seed=replication_seed(seed, 2**31 - 1), log=False)
     mats = instance_matrices(runs, None)
     rows = []
     for a, b in design.comparisons():
@@ -61,8 +61,9 @@ def replicate(bench: Benchmark, design: Design, params: SimulatorParams, rules: 
     if n_reps < 1:
         raise ValueError(f"n_reps must be >= 1, got {n_reps}")
     out = []
+    models = instance_models(bench, params.evidence_weight)
     for rep in tqdm(range(n_reps), disable=not progress, desc="replications"):
-        runs = simulate(bench, design, params, seed=replication_seed(seed, rep))
+        runs = simulate(bench, design, params, seed=replication_seed(seed, rep), log=False, models=models)
         for name, same in rules.items():
             table = depth_table(instance_matrices(runs, same), design.comparisons())
             out.append(table[["comparison", "extra_pp", "p_value"]].assign(rep=rep, rule=name))

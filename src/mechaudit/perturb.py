@@ -1,0 +1,399 @@
+"""Controlled perturbations of a hypothesis and their deterministic validity check (paper App. C).
+
+Kinds (``KINDS``)
+-----------------
+- ``wording_only``: the explanation is replaced by another, independently written phrasing of the
+  same mechanism; statement and chain (ids and texts) are identical.
+- ``wording_chain``: as ``wording_only``, and every entity in the explanation and the chain step
+  texts is written with one of its biological aliases; the ordered step ids are identical.
+- ``first_step_swapped``: the initiating entity ``chain[0]`` is replaced by a different entity of
+  the same vocabulary type that the hypothesis does not mention; every text is re-rendered with
+  the new entity; all later step ids are unchanged.
+- ``middle_step_swapped``: exactly one intermediate step (not the first, not the last) is replaced
+  in the same way; initiating and terminal steps are unchanged.
+
+The first two preserve the mechanism; the last two change exactly one causal component.
+``perturb`` builds a variant from the hypothesis' marked template (``Hypothesis.template``; when it
+is missing, one is derived by recognising vocabulary names in the texts). ``check`` looks only at
+the two hypotheses and the vocabulary, never at how the variant was made, so variants from any
+generator (for example an LLM at temperature 0.3) pass through the same gate; a variant that fails
+is kept in the suite with ``valid: false`` and excluded from rule audits.
+
+Suite files are JSONL, one pair a line with keys ``kind``, ``original`` (without its template),
+``variant``, ``valid``, ``reason`` (why ``check`` failed, else null) and ``swap``
+(``{position, from, to}`` for swap kinds, else null).
+"""
+
+from __future__ import annotations
+
+import json
+import zlib
+from collections.abc import Collection, Iterable, Sequence
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from pydantic import ValidationError
+from tqdm.auto import tqdm
+
+from mechaudit.render import PLACEHOLDER, placeholders, render, swap_ids, templatize
+from mechaudit.schema import DataError, Hypothesis, Step, Template, Vocabulary, load_vocabulary
+
+KINDS = ("wording_only", "wording_chain", "first_step_swapped", "middle_step_swapped")
+MEANING_PRESERVING = ("wording_only", "wording_chain")
+SWAP_KINDS = ("first_step_swapped", "middle_step_swapped")
+
+
+class PerturbationError(ValueError):
+    """The hypothesis does not allow this kind of perturbation (no second phrasing, no candidate)."""
+
+
+@lru_cache(maxsize=1)
+def default_vocabulary() -> Vocabulary:
+    """The committed vocabulary (``data/vocabulary.yaml``), loaded once."""
+    return load_vocabulary()
+
+
+def _vocab(vocabulary: Vocabulary | None) -> Vocabulary:
+    return vocabulary if vocabulary is not None else default_vocabulary()
+
+
+def _check_kind(kind: str) -> None:
+    if kind not in KINDS:
+        raise ValueError(f"unknown perturbation kind {kind!r}; expected one of {KINDS}")
+
+
+def template_of(h: Hypothesis, vocabulary: Vocabulary | None = None) -> Template:
+    """``h.template``, or one derived by marking every vocabulary name found in the texts."""
+    if h.template is not None:
+        return h.template
+    index = _vocab(vocabulary).index
+    chain = [templatize(s.text, index) for s in h.chain]
+    for j, (tmpl, step) in enumerate(zip(chain, h.chain)):
+        if step.id not in placeholders(tmpl):
+            raise PerturbationError(f"{h.id}: chain[{j}].text does not name its entity {step.id!r}")
+    return Template(statement=templatize(h.statement, index),
+                    explanations=[templatize(h.explanation, index)], chain=chain)
+
+
+def _variant(h: Hypothesis, kind: str, statement: str, explanation: str, chain: list[Step]
+             ) -> Hypothesis:
+    mechanism = h.mechanism if kind in MEANING_PRESERVING else None
+    return h.model_copy(update=dict(
+        id=f"{h.id}~{kind}", statement=statement, explanation=explanation, chain=chain,
+        mechanism=mechanism, near_duplicate_of=h.id if kind in SWAP_KINDS else None,
+        template=None))
+
+
+def _other_phrasing(t: Template, h: Hypothesis, rng: np.random.Generator) -> str:
+    if len(t.explanations) < 2:
+        raise PerturbationError(f"{h.id}: only one explanation phrasing; cannot reword")
+    return t.explanations[1 + int(rng.integers(len(t.explanations) - 1))]
+
+
+def _alias_names(ids: Iterable[str], vocab: Vocabulary, rng: np.random.Generator) -> dict[str, str]:
+    names = vocab.canonical_names()
+    for ident in sorted(set(ids)):
+        aliases = vocab[ident].aliases
+        if aliases:
+            names[ident] = aliases[int(rng.integers(len(aliases)))]
+    return names
+
+
+def _mentioned(t: Template) -> set[str]:
+    texts = [t.statement, *t.explanations, *t.chain]
+    return {i for text in texts for i in placeholders(text)}
+
+
+def swap_candidates(h: Hypothesis, position: int, vocabulary: Vocabulary | None = None,
+                    prefer: Collection[str] | None = None) -> list[str]:
+    """Same-type replacements for ``chain[position]`` that ``h`` does not mention (file order).
+
+    With ``prefer`` (for example every entity used by hypotheses of the same instance), the
+    candidates inside it are returned if there are any, so that swaps stay in the biological
+    context of the instance; otherwise all same-type candidates.
+    """
+    vocab = _vocab(vocabulary)
+    old = h.chain[position].id
+    used = _mentioned(template_of(h, vocab)) | {s.id for s in h.chain}
+    out = [i for i in vocab.of_type(vocab[old].type) if i not in used]
+    preferred = [i for i in out if prefer is not None and i in prefer]
+    return preferred or out
+
+
+def perturb(h: Hypothesis, kind: str, rng: np.random.Generator,
+            vocabulary: Vocabulary | None = None, prefer: Collection[str] | None = None
+            ) -> Hypothesis:
+    """One variant of ``h`` of the given ``kind`` (see the module docstring).
+
+    Swap kinds pick the position (middle steps: uniformly among those with a candidate) and the
+    replacement uniformly from ``swap_candidates(h, position, vocabulary, prefer)``.
+
+    The variant's id is ``"<id>~<kind>"``; it carries no template. Raises ``PerturbationError``
+    when ``h`` cannot be perturbed this way (a single phrasing, or no same-type candidate).
+    """
+    _check_kind(kind)
+    vocab = _vocab(vocabulary)
+    t = template_of(h, vocab)
+    canonical = vocab.canonical_names()
+    if kind == "wording_only":
+        return _variant(h, kind, h.statement, render(_other_phrasing(t, h, rng), canonical),
+                        [s.model_copy() for s in h.chain])
+    if kind == "wording_chain":
+        phrasing = _other_phrasing(t, h, rng)
+        names = _alias_names(placeholders(phrasing) + [i for c in t.chain for i in placeholders(c)],
+                             vocab, rng)
+        chain = [Step(id=s.id, text=render(c, names)) for s, c in zip(h.chain, t.chain)]
+        return _variant(h, kind, h.statement, render(phrasing, names), chain)
+    n = len(h.chain)
+    positions = [0] if kind == "first_step_swapped" else list(range(1, n - 1))
+    options = [(p, swap_candidates(h, p, vocab, prefer)) for p in positions]
+    options = [(p, c) for p, c in options if c]
+    if not options:
+        raise PerturbationError(f"{h.id}: no same-type entity available for {kind}")
+    position, candidates = options[int(rng.integers(len(options)))]
+    old, new = h.chain[position].id, candidates[int(rng.integers(len(candidates)))]
+    chain = [Step(id=new if j == position else s.id, text=render(swap_ids(c, old, new), canonical))
+             for j, (s, c) in enumerate(zip(h.chain, t.chain))]
+    return _variant(h, kind, render(swap_ids(t.statement, old, new), canonical),
+                    render(swap_ids(t.explanations[0], old, new), canonical), chain)
+
+
+# ----------------------------------------------------------------------------------------------
+# the validity check
+
+
+def _norm(text: str) -> str:
+    return " ".join(text.lower().split())
+
+
+def _skeleton(text: str, vocab: Vocabulary) -> str:
+    """Text with entity names replaced by ``{ID}`` (caret-free), whitespace normalised."""
+    return " ".join(PLACEHOLDER.sub(lambda m: "{" + m.group(2) + "}",
+                                    templatize(text, vocab.index)).split())
+
+
+def _fields(h: Hypothesis) -> list[tuple[str, str]]:
+    return [("statement", h.statement), ("explanation", h.explanation),
+            *[(f"chain[{j}].text", s.text) for j, s in enumerate(h.chain)]]
+
+
+def check_reason(original: Hypothesis, variant: Hypothesis, kind: str,
+                 vocabulary: Vocabulary | None = None) -> str | None:
+    """Why ``variant`` is not a valid ``kind`` perturbation of ``original``; ``None`` if it is.
+
+    All kinds: same instance and chain length. Meaning-preserving kinds: same ordered step ids,
+    identical statement, a different explanation that names the same set of entities, and each
+    step text naming its own entity (``wording_only`` additionally: identical step texts;
+    ``wording_chain``: at least one step text changed, each naming the same entities as before).
+    Swap kinds: ids differ at exactly one position (0 for ``first_step_swapped``, strictly inside
+    for ``middle_step_swapped``); the new entity has the old one's type and is not mentioned by the
+    original; in every text the sequence of entity mentions equals the original's with old
+    replaced by new; the wording of the steps is otherwise unchanged.
+    """
+    _check_kind(kind)
+    vocab = _vocab(vocabulary)
+    if variant.instance != original.instance:
+        return f"instance changed ({original.instance!r} -> {variant.instance!r})"
+    a_ids, b_ids = [s.id for s in original.chain], [s.id for s in variant.chain]
+    if len(a_ids) != len(b_ids):
+        return f"chain length changed ({len(a_ids)} -> {len(b_ids)})"
+    unknown = [i for i in a_ids + b_ids if i not in vocab]
+    if unknown:
+        return f"step id {unknown[0]!r} is not in the vocabulary"
+    mentions = vocab.mentions
+    if kind in MEANING_PRESERVING:
+        if a_ids != b_ids:
+            return "ordered step ids changed"
+        if variant.statement != original.statement:
+            return "statement changed"
+        if _norm(variant.explanation) == _norm(original.explanation):
+            return "explanation not rewritten"
+        if set(mentions(variant.explanation)) != set(mentions(original.explanation)):
+            return "explanation names a different set of entities"
+        for j, s in enumerate(variant.chain):
+            if s.id not in mentions(s.text):
+                return f"chain[{j}].text does not name its entity {s.id!r}"
+        if kind == "wording_only":
+            if [s.text for s in variant.chain] != [s.text for s in original.chain]:
+                return "chain text changed"
+            return None
+        if all(a.text == b.text for a, b in zip(original.chain, variant.chain)):
+            return "no chain step text rewritten"
+        for j, (a, b) in enumerate(zip(original.chain, variant.chain)):
+            if sorted(mentions(a.text)) != sorted(mentions(b.text)):
+                return f"chain[{j}].text names different entities"
+        return None
+    changed = [j for j, (x, y) in enumerate(zip(a_ids, b_ids)) if x != y]
+    if len(changed) != 1:
+        return f"{len(changed)} step ids changed; exactly one must change"
+    p = changed[0]
+    if kind == "first_step_swapped" and p != 0:
+        return f"changed step is chain[{p}], not the initiating step"
+    if kind == "middle_step_swapped" and not 0 < p < len(a_ids) - 1:
+        return f"changed step is chain[{p}], not an intermediate step"
+    old, new = a_ids[p], b_ids[p]
+    if vocab[new].type != vocab[old].type:
+        return f"type changed ({vocab[old].type} -> {vocab[new].type})"
+    if any(new in mentions(text) for _, text in _fields(original)) or new in a_ids:
+        return f"replacement {new!r} already appears in the original"
+    for (name, a_text), (_, b_text) in zip(_fields(original), _fields(variant)):
+        expected = [new if i == old else i for i in mentions(a_text)]
+        if mentions(b_text) != expected:
+            return f"{name}: entity mentions are not the original's with {old} -> {new}"
+    for j, (a, b) in enumerate(zip(original.chain, variant.chain)):
+        if _skeleton(b.text, vocab) != swap_ids(_skeleton(a.text, vocab), old, new):
+            return f"chain[{j}].text reworded beyond the swap"
+    return None
+
+
+def check(original: Hypothesis, variant: Hypothesis, kind: str,
+          vocabulary: Vocabulary | None = None) -> bool:
+    """True iff ``variant`` is a valid ``kind`` perturbation of ``original`` (``check_reason``)."""
+    return check_reason(original, variant, kind, vocabulary) is None
+
+
+# ----------------------------------------------------------------------------------------------
+# suites
+
+
+def _swap_info(original: Hypothesis, variant: Hypothesis | None) -> dict[str, Any] | None:
+    if variant is None:
+        return None
+    for j, (a, b) in enumerate(zip(original.chain, variant.chain)):
+        if a.id != b.id:
+            return {"position": j, "from": a.id, "to": b.id}
+    return None
+
+
+def instance_entities(hypotheses: Iterable[Hypothesis], vocabulary: Vocabulary | None = None
+                      ) -> dict[str, set[str]]:
+    """Per instance, every entity id its hypotheses mention in chains or (marked) texts."""
+    vocab = _vocab(vocabulary)
+    out: dict[str, set[str]] = {}
+    for h in hypotheses:
+        out.setdefault(h.instance, set()).update(_mentioned(template_of(h, vocab)))
+    return out
+
+
+def pair_rng(seed: int, kind: str, hypothesis_id: str) -> np.random.Generator:
+    """The generator for one (kind, hypothesis): independent of which others are in the suite."""
+    return np.random.default_rng([seed, KINDS.index(kind), zlib.crc32(hypothesis_id.encode())])
+
+
+def make_suite(hypotheses: Sequence[Hypothesis], kinds: Sequence[str] = KINDS, seed: int = 0,
+               vocabulary: Vocabulary | None = None, progress: bool = False
+               ) -> list[dict[str, Any]]:
+    """Every hypothesis perturbed once per kind (kind-major order), checked and labelled.
+
+    Each pair: ``{"kind", "original", "variant", "valid", "reason", "swap"}`` with Hypothesis
+    objects; ``variant`` is ``None`` when the kind is impossible for that hypothesis (then
+    ``valid`` is False and ``reason`` says why). Swaps prefer replacements that other
+    hypotheses of the same instance use (``instance_entities``). Same seed and input -> identical
+    suite.
+    """
+    for kind in kinds:
+        _check_kind(kind)
+    vocab = _vocab(vocabulary)
+    context = instance_entities(hypotheses, vocab)
+    pairs = []
+    jobs = [(k, h) for k in kinds for h in hypotheses]
+    for kind, h in tqdm(jobs, disable=not progress, desc="perturb"):
+        try:
+            variant = perturb(h, kind, pair_rng(seed, kind, h.id), vocab, context[h.instance])
+            reason = check_reason(h, variant, kind, vocab)
+        except PerturbationError as exc:
+            variant, reason = None, str(exc)
+        pairs.append({"kind": kind, "original": h, "variant": variant, "valid": reason is None,
+                      "reason": reason,
+                      "swap": _swap_info(h, variant) if kind in SWAP_KINDS else None})
+    return pairs
+
+
+def write_suite(pairs: Iterable[dict[str, Any]], path: str | Path) -> None:
+    """Write a suite as JSONL (stable key order, UTF-8): byte-identical for identical pairs.
+
+    Originals are written without their marked template (it lives in the hypotheses file).
+    """
+    with open(path, "w", encoding="utf-8", newline="\n") as fh:
+        for p in pairs:
+            row = {"kind": p["kind"],
+                   "original": p["original"].model_dump(mode="json", exclude={"template"}),
+                   "variant": None if p["variant"] is None else p["variant"].model_dump(mode="json"),
+                   "valid": bool(p["valid"]), "reason": p.get("reason"), "swap": p.get("swap")}
+            fh.write(json.dumps(row, ensure_ascii=False) + "\n")
+
+
+def load_suite(path: str | Path | None = None, valid_only: bool = False) -> list[dict[str, Any]]:
+    """Read a suite JSONL (default: the committed ``data/perturbations.jsonl``).
+
+    Returns pairs as in ``make_suite`` (Hypothesis objects). ``valid_only`` drops excluded pairs.
+    Errors name file, line and field.
+    """
+    if path is None:
+        from mechaudit.paths import data_path
+
+        path = data_path("perturbations.jsonl")
+    path = Path(path)
+    pairs = []
+    with open(path, encoding="utf-8") as fh:
+        for lineno, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                raw = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise DataError(path, lineno, "<json>", f"malformed JSON: {exc.msg}") from exc
+            for key in ("kind", "original", "variant", "valid"):
+                if key not in raw:
+                    raise DataError(path, lineno, key, "missing required field")
+            if raw["kind"] not in KINDS:
+                raise DataError(path, lineno, "kind", f"unknown kind {raw['kind']!r}")
+            pair = {"kind": raw["kind"], "valid": bool(raw["valid"]),
+                    "reason": raw.get("reason"), "swap": raw.get("swap")}
+            for side in ("original", "variant"):
+                if raw[side] is None and side == "variant":
+                    pair[side] = None
+                    continue
+                try:
+                    pair[side] = Hypothesis.model_validate(raw[side])
+                except ValidationError as exc:
+                    err = exc.errors()[0]
+                    loc = ".".join(str(x) for x in err["loc"])
+                    raise DataError(path, lineno, f"{side}.{loc}", err["msg"]) from exc
+            if not valid_only or pair["valid"]:
+                pairs.append(pair)
+    return pairs
+
+
+def phrasing_similarity(hypotheses: Sequence[Hypothesis], vocabulary: Vocabulary | None = None
+                        ) -> np.ndarray:
+    """TF-IDF cosine between each hypothesis' first and every further explanation phrasing.
+
+    Phrasings are rendered with canonical names; one ``TfidfVectorizer(sublinear_tf=True,
+    stop_words="english")`` is fitted on all phrasings of all ``hypotheses``. Returns a 1-D array
+    with one value per (hypothesis, further phrasing); hypotheses without a template are skipped.
+    """
+    from mechaudit.rules.tfidf import new_vectorizer, rowwise_cosine
+
+    names = _vocab(vocabulary).canonical_names()
+    texts: list[str] = []
+    ia: list[int] = []
+    ib: list[int] = []
+    for h in hypotheses:
+        if h.template is None:
+            continue
+        first = len(texts)
+        texts += [render(e, names) for e in h.template.explanations]
+        ia += [first] * (len(h.template.explanations) - 1)
+        ib += list(range(first + 1, len(texts)))
+    if not ia:
+        return np.zeros(0)
+    X = new_vectorizer().fit_transform(texts)
+    return rowwise_cosine(X, np.asarray(ia), np.asarray(ib))
+
+
+__all__ = ["KINDS", "MEANING_PRESERVING", "SWAP_KINDS", "PerturbationError", "check",
+           "check_reason", "default_vocabulary", "instance_entities", "load_suite", "make_suite", "pair_rng",
+           "perturb", "phrasing_similarity", "swap_candidates", "template_of", "write_suite"]

@@ -1,0 +1,70 @@
+"""Tables the rule chapters share: decisions per rule on a list of pairs, % judged different per
+perturbation kind, threshold sweeps and the reference pair set for threshold matching."""
+
+from __future__ import annotations
+
+import itertools
+from typing import Iterable, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from mechaudit.rules.base import Pair, Rule, check_hypotheses, check_pairs
+from mechaudit.schema import Hypothesis
+
+
+def decisions_table(pairs: Sequence[Pair], rules: Mapping[str, Rule]) -> pd.DataFrame:
+    """One row per pair, one bool column per named rule (``rule.same(pairs)``)."""
+    pairs = check_pairs(pairs)
+    return pd.DataFrame({name: rule.same(pairs) for name, rule in rules.items()}, index=range(len(pairs)))
+
+
+def percent_different(decisions: pd.DataFrame, kinds: Sequence[str], order: Sequence[str] | None = None) -> pd.DataFrame:
+    """% of pairs judged different, per kind (rows, in ``order``) and rule (columns).
+
+    ``decisions``: one row per pair, a column per rule, True = same; missing values (an undecided
+    LLM pair) are left out of that rule's denominator, never counted as either verdict.
+    """
+    kinds = list(kinds)
+    if len(kinds) != len(decisions):
+        raise ValueError(f"{len(kinds)} kinds for {len(decisions)} decision rows")
+    kinds = pd.Series(kinds, index=decisions.index, name="kind")
+    different = decisions.apply(lambda col: 1.0 - col.astype("Float64").astype(float))
+    table = 100.0 * different.groupby(kinds).mean()
+    table.index.name = "kind"
+    return table.reindex(list(order)) if order is not None else table
+
+
+def suite_counts(kinds: Sequence[str], valid: Sequence[bool], order: Sequence[str] | None = None) -> pd.DataFrame:
+    """Per kind: pairs built, kept (passed the validity check) and excluded."""
+    df = pd.DataFrame({"kind": list(kinds), "valid": np.asarray(valid, dtype=bool)})
+    out = df.groupby("kind")["valid"].agg(built="size", kept="sum")
+    out["excluded"] = out["built"] - out["kept"]
+    out = out.astype(int)
+    return out.reindex(list(order)).fillna(0).astype(int) if order is not None else out
+
+
+def sweep_percent_different(similarity: np.ndarray, kinds: Sequence[str], thresholds: Iterable[float]) -> pd.DataFrame:
+    """% judged different (similarity < threshold) per kind and threshold.
+
+    Long DataFrame with columns threshold, kind, pct_different.
+    """
+    sim = np.asarray(similarity, dtype=float)
+    kinds = np.asarray(list(kinds), dtype=object)
+    if sim.shape != kinds.shape:
+        raise ValueError(f"similarity has shape {sim.shape} but there are {kinds.shape[0]} kinds")
+    rows = []
+    for t in thresholds:
+        for kind in dict.fromkeys(kinds):
+            mask = kinds == kind
+            rows.append({"threshold": float(t), "kind": kind, "pct_different": 100.0 * float(np.mean(sim[mask] < t))})
+    return pd.DataFrame(rows, columns=["threshold", "kind", "pct_different"])
+
+
+def within_instance_pairs(hypotheses: Sequence[Hypothesis]) -> list[Pair]:
+    """Every unordered pair of distinct hypotheses about the same instance (file order)."""
+    hs = check_hypotheses(hypotheses)
+    by_instance: dict[str, list[Hypothesis]] = {}
+    for h in hs:
+        by_instance.setdefault(h.instance, []).append(h)
+    return [p for group in by_instance.values() for p in itertools.combinations(group, 2)]

@@ -1,0 +1,84 @@
+"""``mechaudit judge``: pairs-file parsing, verdict output, errors naming file/line/field."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from mechaudit.cli import main
+from mechaudit.cli.judge import read_pairs
+
+
+def hyp(hid: str, ids: list[str], statement: str = "A drives B.") -> dict:
+    return {"id": hid, "instance": "A", "statement": statement, "explanation": "Because of C.",
+            "chain": [{"id": i, "text": f"the {i.lower()} event"} for i in ids]}
+
+
+ORIGINAL = hyp("h1", ["A", "C", "B"])
+LINES = [
+    {"kind": "wording_only", "original": ORIGINAL, "variant": hyp("h1w", ["A", "C", "B"], "B follows A."), "valid": True},
+    {"kind": "first_step_swapped", "original": ORIGINAL, "variant": hyp("h1f", ["X", "C", "B"]), "valid": True},
+    {"kind": "middle_step_swapped", "original": ORIGINAL, "variant": hyp("h1m", ["A", "Y", "B"]), "valid": False},
+    {"a": ORIGINAL, "b": hyp("h2", ["A", "C", "D", "B"]), "note": "a/b form"},
+]
+
+
+@pytest.fixture
+def pairs_file(tmp_path):
+    path = tmp_path / "pairs.jsonl"
+    path.write_text("\n".join(json.dumps(line) for line in LINES) + "\n\n")
+    return path
+
+
+def test_read_pairs_both_formats_and_validity(pairs_file):
+    pairs, info, skipped = read_pairs(pairs_file)
+    assert skipped == 1 and len(pairs) == 3
+    assert [(i["line"], i["a"], i["b"], i["kind"]) for i in info] == [
+        (1, "h1", "h1w", "wording_only"), (2, "h1", "h1f", "first_step_swapped"), (4, "h1", "h2", None)]
+    assert pairs[2][1].chain[2].id == "D"
+    assert len(read_pairs(pairs_file, include_invalid=True)[0]) == 4
+
+
+def test_judge_reference_rule_writes_ordered_verdicts(pairs_file, tmp_path, capsys):
+    out = tmp_path / "out" / "verdicts.jsonl"
+    code = main(["judge", "--pairs", str(pairs_file), "--rule", "reference", "--rubric", "full",
+                 "--out", str(out), "--quiet"])
+    assert code == 0
+    verdicts = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [v["same"] for v in verdicts] == [True, False, True]  # wording same, FSS different, detail added
+    assert {(v["rule"], v["rubric"], v["backend"]) for v in verdicts} == {("reference", "full", "reference")}
+    assert "skipped 1 pair" in capsys.readouterr().err
+
+
+def test_judge_tfidf_to_stdout_has_similarity(pairs_file, capsys):
+    assert main(["judge", "--pairs", str(pairs_file), "--rule", "tfidf", "--quiet"]) == 0
+    verdicts = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert len(verdicts) == 3 and all(0.0 <= v["similarity"] <= 1.0 for v in verdicts)
+    assert {v["backend"] for v in verdicts} == {"local"} and verdicts[0]["rubric"] is None
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        ("{not json\n", "line 1: not valid JSON"),
+        (json.dumps({"original": ORIGINAL}) + "\n", "line 1: field 'variant' missing"),
+        (json.dumps({"a": ORIGINAL, "b": {**ORIGINAL, "chain": []}}) + "\n", "line 1: field b.chain"),
+        ("\n" + json.dumps([1, 2]) + "\n", "line 2: expected a JSON object"),
+    ],
+)
+def test_bad_pairs_file_names_file_line_field(tmp_path, capsys, content, expected):
+    path = tmp_path / "bad.jsonl"
+    path.write_text(content)
+    assert main(["judge", "--pairs", str(path), "--rule", "reference", "--quiet"]) == 1
+    err = capsys.readouterr().err
+    assert "bad.jsonl" in err and expected in err
+
+
+def test_judge_llm_replay_miss_is_an_error(pairs_file, tmp_path, capsys):
+    code = main(["judge", "--pairs", str(pairs_file), "--rule", "llm", "--backend", "replay",
+                 "--cache-dir", str(tmp_path / "empty_cache"), "--quiet"])
+    assert code == 1
+    err = capsys.readouterr().err
+    assert "ReplayMissError" in err and "no recorded response for request" in err
+    assert capsys.readouterr().out == ""

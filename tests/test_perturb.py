@@ -1,0 +1,268 @@
+"""mechaudit.perturb: variants, the validity check (including wrong mutations) and suites."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+
+import numpy as np
+import pytest
+
+from mechaudit.paths import data_path
+from mechaudit.perturb import (
+    KINDS,
+    PerturbationError,
+    check,
+    check_reason,
+    instance_entities,
+    load_suite,
+    make_suite,
+    perturb,
+    swap_candidates,
+    template_of,
+    write_suite,
+)
+from mechaudit.schema import Step, load_benchmark
+
+
+@pytest.fixture(scope="module")
+def bench():
+    return load_benchmark()
+
+
+@pytest.fixture(scope="module")
+def vocab(bench):
+    return bench.vocabulary
+
+
+@pytest.fixture(scope="module")
+def hyps(bench):
+    return bench.hypotheses
+
+
+@pytest.fixture(scope="module")
+def h(hyps):
+    return next(x for x in hyps if x.id == "A-01")
+
+
+def ids(h):
+    return [s.id for s in h.chain]
+
+
+def with_chain(h, chain):
+    return h.model_copy(update={"chain": chain})
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_every_base_hypothesis_perturbs_validly(kind, hyps, vocab):
+    rng = np.random.default_rng(0)
+    for x in hyps:
+        v = perturb(x, kind, rng, vocab)
+        assert check_reason(x, v, kind, vocab) is None, (x.id, kind)
+        assert v.id == f"{x.id}~{kind}" and v.instance == x.instance and v.template is None
+
+
+def test_wording_only_shares_chain_and_rewrites_explanation(h, vocab):
+    v = perturb(h, "wording_only", np.random.default_rng(0), vocab)
+    assert v.chain == h.chain and v.statement == h.statement
+    assert v.explanation != h.explanation
+    assert v.mechanism == h.mechanism
+
+
+def test_wording_chain_keeps_ids_and_uses_aliases(h, vocab):
+    v = perturb(h, "wording_chain", np.random.default_rng(0), vocab)
+    assert ids(v) == ids(h)
+    assert [s.text for s in v.chain] != [s.text for s in h.chain]
+    for a, b in zip(h.chain, v.chain):
+        assert vocab.mentions(b.text)[0] == a.id
+        if vocab[a.id].aliases:  # rendered with an alias, not the canonical name
+            assert b.text != a.text
+    assert v.statement == h.statement and v.explanation != h.explanation
+
+
+@pytest.mark.parametrize("kind,positions", [("first_step_swapped", {0}),
+                                            ("middle_step_swapped", {1, 2, 3})])
+def test_swaps_change_one_designated_step_of_the_same_type(kind, positions, h, vocab):
+    for seed in range(20):
+        v = perturb(h, kind, np.random.default_rng(seed), vocab)
+        changed = [j for j, (a, b) in enumerate(zip(ids(h), ids(v))) if a != b]
+        assert len(changed) == 1 and changed[0] in positions
+        p = changed[0]
+        assert vocab[ids(v)[p]].type == vocab[ids(h)[p]].type
+        assert ids(v)[p] in swap_candidates(h, p, vocab)
+        assert vocab[ids(h)[p]].name not in v.statement + v.explanation
+        assert v.mechanism is None and v.near_duplicate_of == h.id
+
+
+# --- wrong mutations are rejected ---------------------------------------------------------------
+
+
+def test_wording_only_rejects_changed_chain_text_or_same_explanation(h, vocab):
+    v = perturb(h, "wording_only", np.random.default_rng(0), vocab)
+    chain = [s.model_copy() for s in v.chain]
+    chain[1] = Step(id=chain[1].id, text=chain[1].text + " strongly")
+    assert check_reason(h, with_chain(v, chain), "wording_only", vocab) == "chain text changed"
+    same = v.model_copy(update={"explanation": "  " + h.explanation.upper()})
+    assert check_reason(h, same, "wording_only", vocab) == "explanation not rewritten"
+    dropped = v.model_copy(update={"explanation": "Inflammation causes the ulcer. It is bad."})
+    assert "different set of entities" in check_reason(h, dropped, "wording_only", vocab)
+    stmt = v.model_copy(update={"statement": h.statement + " Really."})
+    assert check_reason(h, stmt, "wording_only", vocab) == "statement changed"
+
+
+def test_wording_chain_rejects_changed_id_and_unchanged_chain(h, vocab):
+    v = perturb(h, "wording_chain", np.random.default_rng(0), vocab)
+    chain = [s.model_copy() for s in v.chain]
+    chain[2] = Step(id="TNF", text=chain[2].text)
+    assert check_reason(h, with_chain(v, chain), "wording_chain", vocab) == "ordered step ids changed"
+    untouched = with_chain(v, [s.model_copy() for s in h.chain])
+    assert check_reason(h, untouched, "wording_chain", vocab) == "no chain step text rewritten"
+    chain = [s.model_copy() for s in v.chain]
+    chain[2] = Step(id=chain[2].id, text="TNF-alpha secretion rises")
+    assert "does not name its entity" in check_reason(h, with_chain(v, chain), "wording_chain", vocab)
+    assert not check(h, perturb(h, "first_step_swapped", np.random.default_rng(0), vocab),
+                     "wording_chain", vocab)
+
+
+def test_middle_swap_rejects_two_swaps_end_swaps_and_type_changes(h, vocab):
+    rng = np.random.default_rng(0)
+    v = perturb(h, "middle_step_swapped", rng, vocab)
+    assert check(h, v, "middle_step_swapped", vocab)
+    fss = perturb(h, "first_step_swapped", rng, vocab)
+    assert "not an intermediate step" in check_reason(h, fss, "middle_step_swapped", vocab)
+    # a second, independent middle swap on top of the first one
+    p = next(j for j, (a, b) in enumerate(zip(ids(h), ids(v))) if a != b)
+    q = next(j for j in range(1, len(h.chain) - 1) if j != p)
+    old, new = ids(h)[q], swap_candidates(v, q, vocab)[0]
+    chain = [Step(id=new, text=s.text.replace(vocab[old].name, vocab[new].name)) if j == q else s
+             for j, s in enumerate(v.chain)]
+    two = with_chain(v, chain)
+    assert check_reason(h, two, "middle_step_swapped", vocab) == "2 step ids changed; exactly one must change"
+    # replacement of another type (a cytokine for the transcription factor NF-kappaB)
+    assert ids(h)[1] == "NFKB"
+    wrong_type = perturb(h, "middle_step_swapped", rng, vocab)
+    chain = [Step(id="IL17", text="IL-17A is activated in the epithelium") if j == 1 else s
+             for j, s in enumerate(h.chain)]
+    assert "type changed" in check_reason(h, with_chain(wrong_type, chain), "middle_step_swapped", vocab)
+
+
+def test_first_swap_rejects_leftover_old_name_reworded_steps_and_no_change(h, vocab):
+    v = perturb(h, "first_step_swapped", np.random.default_rng(0), vocab)
+    assert check(h, v, "first_step_swapped", vocab)
+    old, new = h.chain[0].id, v.chain[0].id
+    leftover = v.model_copy(update={"explanation": v.explanation + f" {vocab[old].name} helps."})
+    assert "explanation: entity mentions" in check_reason(h, leftover, "first_step_swapped", vocab)
+    chain = [s.model_copy() for s in v.chain]
+    chain[3] = Step(id=chain[3].id, text="neutrophils pour into the gastric mucosa")
+    assert check_reason(h, with_chain(v, chain), "first_step_swapped", vocab) == \
+        "chain[3].text reworded beyond the swap"
+    assert "0 step ids changed" in check_reason(h, h, "first_step_swapped", vocab)
+    mss = perturb(h, "middle_step_swapped", np.random.default_rng(0), vocab)
+    assert "not the initiating step" in check_reason(h, mss, "first_step_swapped", vocab)
+    assert new != old
+
+
+def test_swap_to_an_entity_the_original_mentions_is_rejected(hyps, vocab):
+    a06 = next(x for x in hyps if x.id == "A-06")  # VACA -> BAX -> CYTOCHROME_C -> CASP3 -> ...
+    assert ids(a06)[1:4] == ["BAX", "CYTOCHROME_C", "CASP3"]
+    v = perturb(a06, "middle_step_swapped", np.random.default_rng(0), vocab)
+    assert check(a06, v, "middle_step_swapped", vocab)
+    assert "CASP3" not in swap_candidates(a06, 1, vocab)
+    chain = [Step(id="CASP3", text="caspase-3 is activated at mitochondria") if j == 1 else s
+             for j, s in enumerate(a06.chain)]
+    assert "already appears" in check_reason(a06, with_chain(a06, chain), "middle_step_swapped", vocab)
+
+
+def test_unknown_kind_and_impossible_perturbations(h, vocab):
+    with pytest.raises(ValueError, match="unknown perturbation kind"):
+        perturb(h, "shuffle", np.random.default_rng(0), vocab)
+    one = h.model_copy(update={"template": h.template.model_copy(
+        update={"explanations": h.template.explanations[:1]})})
+    with pytest.raises(PerturbationError, match="only one explanation phrasing"):
+        perturb(one, "wording_only", np.random.default_rng(0), vocab)
+
+
+def test_template_is_derived_when_missing(h, vocab):
+    bare = h.model_copy(update={"template": None})
+    t = template_of(bare, vocab)
+    assert t.chain[0].startswith("{CAGA}") and t.statement.startswith("{CAGA}")
+    v = perturb(bare, "first_step_swapped", np.random.default_rng(0), vocab)
+    assert check(bare, v, "first_step_swapped", vocab)
+
+
+# --- suites --------------------------------------------------------------------------------------
+
+
+def test_committed_suite_passes_check_and_covers_every_hypothesis(hyps, vocab):
+    pairs = load_suite(data_path("perturbations.jsonl"))
+    counts = Counter((p["kind"], p["valid"]) for p in pairs)
+    print({k: (counts[(k, True)], counts[(k, False)]) for k in KINDS})
+    for p in pairs:
+        if p["variant"] is not None:
+            assert check(p["original"], p["variant"], p["kind"], vocab) == p["valid"]
+    assert all(p["valid"] for p in pairs)
+    for kind in KINDS:
+        assert sorted(p["original"].id for p in pairs if p["kind"] == kind) == sorted(x.id for x in hyps)
+
+
+def test_committed_suite_is_reproducible(tmp_path, hyps, vocab):
+    out = tmp_path / "suite.jsonl"
+    write_suite(make_suite(hyps, seed=0, vocabulary=vocab), out)
+    assert out.read_bytes() == data_path("perturbations.jsonl").read_bytes()
+
+
+def test_different_seed_gives_different_swaps(hyps, vocab):
+    a = make_suite(hyps, kinds=("first_step_swapped", "middle_step_swapped"), seed=0, vocabulary=vocab)
+    b = make_suite(hyps, kinds=("first_step_swapped", "middle_step_swapped"), seed=1, vocabulary=vocab)
+    differ = sum(x["swap"] != y["swap"] for x, y in zip(a, b))
+    assert differ > len(a) // 3
+    assert all(p["valid"] for p in b)
+
+
+def test_suite_of_one_kind_matches_the_full_suite(hyps, vocab):
+    full = make_suite(hyps, seed=7, vocabulary=vocab)
+    sub = make_suite(hyps, kinds=("middle_step_swapped",), seed=7, vocabulary=vocab)
+    full_mss = [p["swap"] for p in full if p["kind"] == "middle_step_swapped"]
+    assert full_mss == [p["swap"] for p in sub]
+
+
+def test_swaps_prefer_entities_of_the_same_instance(hyps, vocab):
+    pairs = load_suite(data_path("perturbations.jsonl"))
+    context = instance_entities(hyps, vocab)
+    n_inside = 0
+    for p in pairs:
+        if p["swap"] is None:
+            continue
+        ctx = context[p["original"].instance]
+        full = swap_candidates(hyps_by_id(hyps)[p["original"].id], p["swap"]["position"], vocab)
+        assert p["swap"]["to"] in full
+        if set(full) & ctx:  # a same-instance candidate exists, so it must have been chosen
+            assert p["swap"]["to"] in ctx
+            n_inside += 1
+    assert n_inside > len(pairs) // 4
+
+
+def hyps_by_id(hyps):
+    return {x.id: x for x in hyps}
+
+
+def test_load_suite_errors_name_file_line_and_field(tmp_path):
+    lines = data_path("perturbations.jsonl").read_text().splitlines()[:2]
+    bad = json.loads(lines[1])
+    del bad["variant"]["statement"]
+    path = tmp_path / "s.jsonl"
+    path.write_text(lines[0] + "\n" + json.dumps(bad) + "\n")
+    with pytest.raises(ValueError, match=r"s\.jsonl:2: field 'variant\.statement'"):
+        load_suite(path)
+
+
+def test_cli_writes_suite_and_prints_counts(tmp_path, capsys):
+    from mechaudit.cli import main
+
+    out = tmp_path / "s.jsonl"
+    assert main(["perturb", "--kinds", "wording_only", "first_step_swapped", "--seed", "0",
+                 "--out", str(out)]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["counts"] == {"wording_only": {"kept": 80, "excluded": 0},
+                                "first_step_swapped": {"kept": 80, "excluded": 0}}
+    assert len(out.read_text().splitlines()) == 160

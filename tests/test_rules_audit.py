@@ -1,0 +1,51 @@
+"""Chapter tables: % different per kind, counts, sweeps, within-instance pairs."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from mechaudit.rules import ReferenceJudge
+from mechaudit.rules.audit import (
+    decisions_table,
+    percent_different,
+    suite_counts,
+    sweep_percent_different,
+    within_instance_pairs,
+)
+from test_rules_fixtures import hyp
+
+
+def test_percent_different_skips_missing():
+    dec = pd.DataFrame({
+        "x": [True, False, False, True],
+        "llm": pd.array([True, None, False, False], dtype="boolean"),
+    })
+    table = percent_different(dec, ["k1", "k1", "k2", "k2"], order=["k2", "k1"])
+    assert list(table.index) == ["k2", "k1"]
+    assert table.loc["k1", "x"] == 50.0 and table.loc["k2", "x"] == 50.0
+    assert table.loc["k1", "llm"] == 0.0  # the undecided pair is not in the denominator
+    assert table.loc["k2", "llm"] == 100.0
+    with pytest.raises(ValueError, match="kinds"):
+        percent_different(dec, ["k1"])
+
+
+def test_counts_and_sweep():
+    counts = suite_counts(["a", "a", "b"], [True, False, True], order=["a", "b", "c"])
+    assert counts.loc["a"].tolist() == [2, 1, 1] and counts.loc["c"].tolist() == [0, 0, 0]
+    sim = np.array([0.1, 0.5, 0.9, 0.3])
+    sweep = sweep_percent_different(sim, ["a", "a", "b", "b"], [0.2, 0.6])
+    got = sweep.set_index(["threshold", "kind"])["pct_different"]
+    assert got[(0.2, "a")] == 50.0 and got[(0.6, "a")] == 100.0 and got[(0.6, "b")] == 50.0
+    with pytest.raises(ValueError, match="kinds"):
+        sweep_percent_different(sim, ["a"], [0.5])
+
+
+def test_decisions_and_within_instance_pairs():
+    hs = [hyp("a", ["KRAS", "MEK", "PROLIF"]), hyp("b", ["EGFR", "MEK", "PROLIF"]),
+          hyp("c", ["KRAS", "MEK", "PROLIF"], instance="I2"), hyp("d", ["KRAS", "MEK", "PROLIF"])]
+    pairs = within_instance_pairs(hs)
+    assert [(a.id, b.id) for a, b in pairs] == [("a", "b"), ("a", "d"), ("b", "d")]
+    dec = decisions_table(pairs, {"full": ReferenceJudge("full"), "none": ReferenceJudge("none")})
+    assert dec["full"].tolist() == [False, True, False] and dec["none"].tolist() == [True, True, True]

@@ -1,0 +1,240 @@
+"""mechaudit.schema: models, loaders and their error messages (file, line and field)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from mechaudit.render import find_mentions, name_index, placeholders, render, swap_ids, templatize
+from mechaudit.schema import (
+    DataError,
+    Hypothesis,
+    Step,
+    dump_hypotheses,
+    hypothesis_text,
+    load_hypotheses,
+    load_instances,
+    load_vocabulary,
+    mechanism_key,
+)
+
+VOCAB = """\
+types:
+  kinase: protein kinase
+  outcome: finding
+entities:
+  - {id: K1, type: kinase, name: kinase one, aliases: [K-1]}
+  - {id: K2, type: kinase, name: kinase two, aliases: [K-2]}
+  - {id: K3, type: kinase, name: kinase three}
+  - {id: O1, type: outcome, name: outcome one}
+  - {id: O2, type: outcome, name: outcome two}
+"""
+
+INSTANCES = """\
+instances:
+  - id: A
+    title: t
+    finding: f
+    terminal_id: O1
+    evidence: [e1]
+    openings: [h1]
+"""
+
+
+def record(**over) -> dict:
+    rec = {"id": "h1", "instance": "A", "statement": "s.", "explanation": "e.",
+           "chain": [{"id": "K1", "text": "kinase one"}, {"id": "K2", "text": "kinase two"},
+                     {"id": "O1", "text": "outcome one"}]}
+    rec.update(over)
+    return rec
+
+
+@pytest.fixture
+def files(tmp_path: Path):
+    (tmp_path / "vocabulary.yaml").write_text(VOCAB)
+    (tmp_path / "instances.yaml").write_text(INSTANCES)
+    return tmp_path
+
+
+def write_jsonl(path: Path, lines: list[str]) -> Path:
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def load(files: Path, lines: list[str]):
+    path = write_jsonl(files / "h.jsonl", lines)
+    vocab = load_vocabulary(files / "vocabulary.yaml")
+    insts = load_instances(files / "instances.yaml", vocabulary=vocab)
+    return load_hypotheses(path, vocabulary=vocab, instances=insts)
+
+
+def assert_names(exc: DataError, file: str, line: int | None, field: str) -> None:
+    msg = str(exc)
+    assert file in msg
+    if line is not None:
+        assert f":{line}:" in msg, msg
+    assert f"field '{field}'" in msg, msg
+    assert exc.line == line and exc.field == field
+
+
+def test_valid_file_loads_and_round_trips(files, tmp_path):
+    hs = load(files, [json.dumps(record()), "", json.dumps(record(id="h2"))])
+    assert [h.id for h in hs] == ["h1", "h2"]
+    out = tmp_path / "out.jsonl"
+    dump_hypotheses(hs, out)
+    assert load_hypotheses(out) == hs
+
+
+def test_malformed_json(files):
+    with pytest.raises(DataError) as ei:
+        load(files, [json.dumps(record()), '{"id": "h2", "instance": '])
+    assert_names(ei.value, "h.jsonl", 2, "<json>")
+    assert "malformed JSON" in str(ei.value)
+
+
+def test_missing_field(files):
+    rec = record(id="h2")
+    del rec["statement"]
+    with pytest.raises(DataError) as ei:
+        load(files, [json.dumps(record()), json.dumps(rec)])
+    assert_names(ei.value, "h.jsonl", 2, "statement")
+    assert "missing" in str(ei.value)
+
+
+def test_empty_chain(files):
+    with pytest.raises(DataError) as ei:
+        load(files, [json.dumps(record(chain=[]))])
+    assert_names(ei.value, "h.jsonl", 1, "chain")
+    assert "empty" in str(ei.value)
+
+
+def test_chain_shorter_than_three(files):
+    short = record(chain=[{"id": "K1", "text": "kinase one"}, {"id": "O1", "text": "outcome one"}])
+    with pytest.raises(DataError) as ei:
+        load(files, [json.dumps(record(id="h0")), json.dumps(short)])
+    assert_names(ei.value, "h.jsonl", 2, "chain")
+    assert "at least 3" in str(ei.value)
+
+
+def test_unknown_step_id(files):
+    rec = record(chain=[{"id": "K1", "text": "a"}, {"id": "NOPE", "text": "b"}, {"id": "O1", "text": "c"}])
+    with pytest.raises(DataError) as ei:
+        load(files, [json.dumps(rec)])
+    assert_names(ei.value, "h.jsonl", 1, "chain[1].id")
+    assert "'NOPE'" in str(ei.value)
+
+
+def test_duplicate_hypothesis_id(files):
+    with pytest.raises(DataError) as ei:
+        load(files, [json.dumps(record()), json.dumps(record(id="x")), json.dumps(record())])
+    assert_names(ei.value, "h.jsonl", 3, "id")
+    assert "duplicate" in str(ei.value) and "line 1" in str(ei.value)
+
+
+def test_unknown_instance_id(files):
+    with pytest.raises(DataError) as ei:
+        load(files, [json.dumps(record(instance="Z"))])
+    assert_names(ei.value, "h.jsonl", 1, "instance")
+    assert "'Z'" in str(ei.value)
+
+
+def test_error_is_a_value_error(files):
+    with pytest.raises(ValueError):
+        load(files, ["not json"])
+
+
+def test_template_must_render_to_stored_text(files):
+    tmpl = {"statement": "{K1} acts.", "explanations": ["{K1} acts.", "{^K1} works."],
+            "chain": ["{K1}", "{K2}", "{O1}"]}
+    good = record(statement="kinase one acts.", explanation="kinase one acts.", template=tmpl)
+    assert load(files, [json.dumps(good)])[0].template is not None
+    bad = dict(good, statement="kinase two acts.")
+    with pytest.raises(DataError) as ei:
+        load(files, [json.dumps(bad)])
+    assert_names(ei.value, "h.jsonl", 1, "template.statement")
+
+
+def test_yaml_errors_name_entry_line_and_field(tmp_path):
+    bad = VOCAB.replace("  - {id: K3, type: kinase, name: kinase three}\n",
+                        "  - {id: K3, type: kinase}\n")
+    path = tmp_path / "v.yaml"
+    path.write_text(bad)
+    with pytest.raises(DataError) as ei:
+        load_vocabulary(path)
+    assert_names(ei.value, "v.yaml", 7, "entities[2].name")
+
+
+def test_vocabulary_rejects_duplicate_ids_shared_names_and_lonely_types(tmp_path):
+    path = tmp_path / "v.yaml"
+    path.write_text(VOCAB + "  - {id: K1, type: kinase, name: other}\n")
+    with pytest.raises(DataError, match=r"entities\[5\]\.id.*duplicate entity id 'K1'"):
+        load_vocabulary(path)
+    path.write_text(VOCAB + "  - {id: K4, type: kinase, name: k4, aliases: [K-2]}\n")
+    with pytest.raises(DataError, match="'K-2' is also a name of 'K2'"):
+        load_vocabulary(path)
+    path.write_text(VOCAB.replace("  - {id: O2, type: outcome, name: outcome two}\n", ""))
+    with pytest.raises(DataError, match="'outcome' has fewer than 2 members"):
+        load_vocabulary(path)
+
+
+def test_instances_unknown_terminal_and_duplicate(files):
+    vocab = load_vocabulary(files / "vocabulary.yaml")
+    path = files / "i.yaml"
+    path.write_text(INSTANCES.replace("terminal_id: O1", "terminal_id: Q"))
+    with pytest.raises(DataError) as ei:
+        load_instances(path, vocabulary=vocab)
+    assert_names(ei.value, "i.yaml", 2, "instances[0].terminal_id")
+    path.write_text(INSTANCES + INSTANCES.split("\n", 1)[1])
+    with pytest.raises(DataError, match="duplicate instance id 'A'"):
+        load_instances(path)
+
+
+def test_mechanism_key_and_text():
+    h = Hypothesis(**record(chain=[{"id": "K1", "text": "a"}, {"id": "K2", "text": "b"},
+                                   {"id": "K3", "text": "c"}, {"id": "O1", "text": "d"}]))
+    assert mechanism_key(h) == ("K1", ("K2", "K3"), "O1")
+    assert hypothesis_text(h) == "s.\ne.\na -> b -> c -> d"
+
+
+def test_render_and_find_mentions_round_trip():
+    index = name_index([("IL6", ["IL-6", "interleukin-6"]), ("IL6R", ["IL-6 receptor"]),
+                        ("INS", ["insulin"])])
+    t = "{^INS} and the {IL6R} bind {IL6}; {INS} again."
+    assert placeholders(t) == ["INS", "IL6R", "IL6", "INS"]
+    for names in ({"INS": "insulin", "IL6R": "IL-6 receptor", "IL6": "IL-6"},
+                  {"INS": "insulin", "IL6R": "IL-6 receptor", "IL6": "interleukin-6"}):
+        text = render(t, names)
+        assert text.startswith("Insulin and the IL-6 receptor bind")
+        assert find_mentions(text, index) == placeholders(t)
+        assert placeholders(templatize(text, index)) == placeholders(t)
+    assert swap_ids(t, "INS", "IL6") == "{^IL6} and the {IL6R} bind {IL6}; {IL6} again."
+    assert find_mentions("insulinoma and IL-6R", index) == []
+    with pytest.raises(KeyError, match="'IL6'"):
+        render("{IL6}", {})
+
+
+def test_step_and_hypothesis_models_reject_extra_fields_and_short_chains():
+    with pytest.raises(ValueError):
+        Step(id="K1", text="x", extra=1)
+    with pytest.raises(ValueError, match="at least 3"):
+        Hypothesis(**record(chain=[{"id": "K1", "text": "a"}]))
+
+
+def test_benchmark_cross_checks_openings_and_terminal(files):
+    from mechaudit.schema import load_benchmark
+
+    lines = [json.dumps(record()), json.dumps(record(id="h2"))]
+    write_jsonl(files / "hypotheses.jsonl", lines)
+    bench = load_benchmark(files)
+    assert [h.id for h in bench.openings("A")] == ["h1"] and len(bench.by_instance("A")) == 2
+    wrong_end = record(id="h2", chain=[{"id": "K1", "text": "a"}, {"id": "K2", "text": "b"},
+                                       {"id": "O2", "text": "c"}])
+    write_jsonl(files / "hypotheses.jsonl", ["", json.dumps(record()), json.dumps(wrong_end)])
+    with pytest.raises(DataError) as ei:
+        load_benchmark(files)
+    assert_names(ei.value, "hypotheses.jsonl", 3, "chain[-1].id")
+    write_jsonl(files / "hypotheses.jsonl", [json.dumps(record(id="h9"))])
+    with pytest.raises(DataError, match=r"instances\[0\]\.openings\[0\].*'h1'"):
+        load_benchmark(files)

@@ -1,0 +1,417 @@
+"""Blind cards, prompts, the judge schema (also through a faked Anthropic HTTP API), tau files,
+tau resolution, anchors and the critic's output."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import httpx
+import numpy as np
+import pytest
+from pydantic import ValidationError
+
+from mechaudit.llm import BlindnessError, InvalidJSONError, check_blind, get_client
+from mechaudit.tau import (
+    CARD_VERSION,
+    FIELD_CAPS,
+    FORBIDDEN_TERMS,
+    ROLES,
+    RUBRIC_VERSION,
+    BlindJudge,
+    CoachReviewer,
+    MultiAgentCritic,
+    SimulatedJudge,
+    TauFileMismatchError,
+    build_paper_card,
+    build_prompt,
+    build_story_card,
+    get_rubric,
+    judge_schema,
+    load_tau_file,
+    make_pool,
+    make_story,
+    pass_thresholds,
+    passes,
+    resolve_tau,
+    review_stats_from_ratings,
+    score10_from_review_stats,
+    select_bucket_anchors,
+    select_initial_anchors,
+    write_tau_file,
+)
+from mechaudit.tau.critic import densify_reasons
+
+FAKE_KEY = "sk-ant-test-tau-0000"
+PRICES = {"batch_discount": 0.5,
+          "models": {"claude-opus-4-6": {"input": 5.0, "output": 25.0, "cache_write": 6.25, "cache_read": 0.5}}}
+
+
+@pytest.fixture(scope="module")
+def pool():
+    return make_pool(seed=0)
+
+
+def substring_hits(text):
+    low = text.lower()
+    return [t for t in FORBIDDEN_TERMS if t in low]
+
+
+# ---------------------------------------------------------------- cards and prompts
+
+
+def test_cards_cap_fields_and_drop_identifiers():
+    paper = {"paper_id": "P1", "title": "Secret", "pattern_id": "x", "score10": 9.1,
+             "problem": "word " * 100, "method": "line one\nline two", "contrib": "c"}
+    card = build_paper_card(paper)
+    assert len(card.problem) == FIELD_CAPS["problem"] and card.problem.endswith("\u2026")
+    assert card.method == "line one line two" and card.card_version == CARD_VERSION
+    text = card.render()
+    assert "Secret" not in text and "P1" not in text and "9.1" not in text
+
+
+def test_cards_mask_forbidden_terms():
+    card = build_story_card({"problem_framing": "A better Score, see arXiv and DOI link",
+                             "method_skeleton": "m", "innovation_claims": "the author's title"})
+    check_blind(card.render(), FORBIDDEN_TERMS)
+    assert "[masked]" in card.problem
+
+
+def test_rubrics_avoid_forbidden_terms_even_as_substrings():
+    for role in ROLES:
+        assert substring_hits(get_rubric(role)) == []
+    with pytest.raises(ValueError, match="unknown role"):
+        get_rubric("Judge")
+
+
+def test_no_prompt_over_the_pool_contains_a_forbidden_term(pool):
+    table = pool.table()
+    by_id = pool.by_id()
+    leaky_raw = sum(bool(substring_hits(p["method"])) for p in pool.papers)
+    assert leaky_raw > 0  # the pool does try to leak; the cards must stop it
+    n_prompts = 0
+    for k, pattern in enumerate(sorted(pool.exemplars)):
+        story, _ = make_story(6.0, seed=k)
+        anchors = select_initial_anchors(table, pattern, pool.exemplars[pattern])
+        cards = [build_paper_card(by_id[pid]) for pid in anchors["paper_id"]]
+        for role in ROLES:
+            system, user = build_prompt(role, build_story_card(story), cards)
+            for text in (system, user):
+                check_blind(text, FORBIDDEN_TERMS)
+                for term in FORBIDDEN_TERMS:  # stricter than whole words for the template parts
+                    assert not re.search(rf"(?<![\w\[]){term}(?!\w)", text, re.IGNORECASE)
+            assert "P0" not in user and "pattern_" not in user and "Synthetic study" not in user
+            n_prompts += 1
+    assert n_prompts == 3 * len(pool.exemplars)
+    # every paper card of the pool is blind
+    for p in pool.papers:
+        check_blind(build_paper_card(p).render(), FORBIDDEN_TERMS)
+
+
+def test_prompt_guard_refuses_a_leaking_card():
+    from mechaudit.tau.cards import Card
+
+    leaky = Card(problem="its score is high", method="m", contrib="c")  # bypasses the builder's mask
+    with pytest.raises(BlindnessError):
+        build_prompt("Novelty", leaky, [leaky])
+
+
+# ---------------------------------------------------------------- schema
+
+
+def reply(n, **override):
+    comps = [{"anchor_id": f"A{i + 1}", "judgement": "better", "strength": "weak", "rationale": "clearer method"}
+             for i in range(n)]
+    return {"rubric_version": RUBRIC_VERSION, "comparisons": comps, **override}
+
+
+def test_schema_accepts_complete_reply_and_rejects_bad_ones():
+    schema = judge_schema(3)
+    assert len(schema.model_validate(reply(3)).comparisons) == 3
+    bad = [
+        reply(2),  # missing A3
+        reply(3, rubric_version="rubric_v0"),
+        {**reply(3), "extra": 1},
+    ]
+    r = reply(3)
+    r["comparisons"][0]["rationale"] = "its score is clearly higher"
+    bad.append(r)
+    r = reply(3)
+    r["comparisons"][1]["rationale"] = "word " * 26
+    bad.append(r)
+    r = reply(3)
+    r["comparisons"][2]["judgement"] = "much better"
+    bad.append(r)
+    for b in bad:
+        with pytest.raises(ValidationError):
+            schema.model_validate(b)
+
+
+# ---------------------------------------------------------------- the judge through a fake HTTP API
+
+
+class FakeMessages:
+    """Fake Anthropic Messages endpoint; ``replies`` are returned in order, then the last repeats."""
+
+    def __init__(self, replies):
+        self.replies = list(replies)
+        self.bodies = []
+
+    def __call__(self, request: httpx.Request) -> httpx.Response:
+        body = json.loads(request.content)
+        self.bodies.append(body)
+        text = self.replies[min(len(self.bodies) - 1, len(self.replies) - 1)]
+        return httpx.Response(200, json={
+            "id": f"msg_{len(self.bodies)}", "type": "message", "role": "assistant", "model": body["model"],
+            "content": [{"type": "text", "text": text}], "stop_reason": "end_turn", "stop_sequence": None,
+            "usage": {"input_tokens": 50, "output_tokens": 20}})
+
+
+def anthropic_judge(fake, tmp_path, strict=True):
+    http = httpx.Client(transport=httpx.MockTransport(fake))
+    client = get_client(backend="anthropic", cache_dir=tmp_path, http_client=http, max_concurrency=1,
+                        max_retries=0, prices=PRICES)
+    return BlindJudge(backend="anthropic", client=client, strict=strict)
+
+
+def _cards(pool, n):
+    return [build_paper_card(p) for p in pool.papers[:n]]
+
+
+def test_blind_judge_via_fake_http(pool, tmp_path, monkeypatch):
+    monkeypatch.setenv("ANTHROPIC_API_KEY", FAKE_KEY)
+    fake = FakeMessages([json.dumps(reply(4))])
+    judge = anthropic_judge(fake, tmp_path)
+    story = build_story_card(make_story(5.0)[0])
+    out = judge.judge("Methodology", story, _cards(pool, 4))
+    assert not out.invalid and [c["anchor_id"] for c in out.comparisons] == ["A1", "A2", "A3", "A4"]
+    body = fake.bodies[0]
+    assert body["model"] == "claude-opus-4-6" and body["temperature"] == 0.0
+    sent = json.dumps(body)
+    check_blind(sent.replace(RUBRIC_VERSION, ""), FORBIDDEN_TERMS)
+    assert FAKE_KEY not in sent
+
+
+def test_blind_judge_repairs_then_succeeds(pool, tmp_path, monkeypatch):
+    monkeypatch.setenv("ANTHROPIC_API_KEY", FAKE_KEY)
+    leaky = reply(3)
+    leaky["comparisons"][0]["rationale"] = "higher score than the reference"
+    fake = FakeMessages(["not json at all", json.dumps(leaky), json.dumps(reply(3))])
+    out = anthropic_judge(fake, tmp_path).judge("Novelty", build_story_card(make_story(5.0)[0]), _cards(pool, 3))
+    assert out.attempts == 3 and not out.invalid and len(fake.bodies) == 3
+    assert "forbidden term 'score'" in fake.bodies[2]["messages"][-1]["content"]  # repair quotes the error
+
+
+def test_blind_judge_strict_and_lenient(pool, tmp_path, monkeypatch):
+    monkeypatch.setenv("ANTHROPIC_API_KEY", FAKE_KEY)
+    story, cards = build_story_card(make_story(5.0)[0]), _cards(pool, 3)
+    with pytest.raises(InvalidJSONError):
+        anthropic_judge(FakeMessages(["{}"]), tmp_path / "a").judge("Storyteller", story, cards)
+    fake = FakeMessages(["{}"])
+    out = anthropic_judge(fake, tmp_path / "b", strict=False).judge("Storyteller", story, cards)
+    assert out.invalid and out.comparisons == [] and len(fake.bodies) == 3  # 1 call + 2 repairs
+
+
+def test_critic_with_llm_judge_and_coach_never_changes_scores(pool, tmp_path, monkeypatch):
+    monkeypatch.setenv("ANTHROPIC_API_KEY", FAKE_KEY)
+
+    def answer(body):
+        user = body["messages"][0]["content"]
+        if "Roles, weakest first" in user:
+            return json.dumps({"field_feedback": {"abstract": {"issue": "vague", "edit_instruction": "be concrete",
+                                                               "expected_effect": "clearer"}},
+                               "suggested_edits": [{"field": "abstract", "action": "rewrite", "content": "x"}],
+                               "priority": ["abstract", "method_skeleton"]})
+        n = user.count("REFERENCE A")
+        return json.dumps(reply(n))
+
+    class Fake(FakeMessages):
+        def __call__(self, request):
+            body = json.loads(request.content)
+            self.replies = [answer(body)]
+            return super().__call__(request)
+
+    fake = Fake([""])
+    http = httpx.Client(transport=httpx.MockTransport(fake))
+    client = get_client(backend="anthropic", cache_dir=tmp_path, http_client=http, max_retries=0, prices=PRICES)
+    judge = BlindJudge(backend="anthropic", client=client)
+    story = make_story(5.0)[0]
+    ctx = {"pattern_id": "pattern_01"}
+    plain = MultiAgentCritic(pool.papers, judge, pool.exemplars, taus={r: 1.0 for r in ROLES}).review(story, ctx)
+    coached = MultiAgentCritic(pool.papers, judge, pool.exemplars, taus={r: 1.0 for r in ROLES},
+                               coach=CoachReviewer(client, model="claude-opus-4-6")).review(story, ctx)
+    assert [r["score"] for r in plain["reviews"]] == [r["score"] for r in coached["reviews"]]
+    assert plain["review_coach"]["available"] is False
+    assert coached["priority"] == ["abstract", "method_skeleton"] and coached["suggestions"] == ["x"]
+    coach_body = [b for b in fake.bodies if "Roles, weakest first" in b["messages"][0]["content"]][0]
+    assert not re.search(r"\d\.\d", coach_body["messages"][0]["content"])  # no scores reach the coach
+
+
+# ---------------------------------------------------------------- critic offline
+
+
+def test_critic_output_shape_and_offline_coach(pool):
+    story, truth = make_story({"Methodology": 8.0, "Novelty": 3.0, "Storyteller": 6.0}, seed=9)
+    judge = SimulatedJudge(pool.truth()).with_truth(truth)
+    critic = MultiAgentCritic(pool.papers, BlindJudge("reference", simulator=judge), pool.exemplars, taus=judge.taus)
+    out = critic.review(story, {"pattern_id": "pattern_02"})
+    assert set(out) == {"pass", "avg_score", "reviews", "main_issue", "suggestions", "audit", "field_feedback",
+                        "suggested_edits", "priority", "review_coach"}
+    assert [r["role"] for r in out["reviews"]] == list(ROLES)
+    scores = {r["role"]: r["score"] for r in out["reviews"]}
+    assert scores["Methodology"] > scores["Storyteller"] > scores["Novelty"]
+    assert out["main_issue"].startswith("Novelty")
+    assert out["review_coach"] == {**out["review_coach"], "available": False, "backend": "reference"}
+    assert out["field_feedback"] == {} and out["suggested_edits"] == [] and out["priority"] == []
+    assert out["avg_score"] == pytest.approx(np.mean(list(scores.values())))
+    details = out["audit"]["role_details"]["Novelty"]
+    for key in ("loss", "avg_strength", "monotonic_violations", "ci_low", "ci_high", "tau", "comparisons"):
+        assert key in details
+    assert out["audit"]["backend"] == "reference" and out["audit"]["judge_model"] == "simulated-judge"
+    # the same call gives the same answer
+    assert critic.review(story, {"pattern_id": "pattern_02"}) == out
+
+
+def test_critic_needs_context(pool):
+    judge = SimulatedJudge(pool.truth())
+    critic = MultiAgentCritic(pool.papers, BlindJudge("reference", simulator=judge), pool.exemplars, taus=judge.taus)
+    with pytest.raises(ValueError, match="pattern_id"):
+        critic.review({}, {})
+    with pytest.raises(ValueError, match="not in the pool"):
+        critic.review({}, {"anchors": ["nope"]})
+
+
+def test_densify_triggers():
+    base = {"loss": 0.01, "monotonic_violations": 0, "avg_strength": 1.0}
+    assert densify_reasons(base) == []
+    assert densify_reasons({**base, "loss": 0.5}) == ["loss"]
+    assert densify_reasons({**base, "monotonic_violations": 2}) == ["monotonic"]
+    assert densify_reasons({**base, "avg_strength": 0.2}) == ["strength"]
+
+
+# ---------------------------------------------------------------- anchors
+
+
+def test_score10_and_weight():
+    stats = review_stats_from_ratings([8, 6, 6])
+    assert stats["avg_score"] == pytest.approx((0.85 + 0.6 + 0.6) / 3)
+    score10, weight = score10_from_review_stats(stats)
+    assert score10 == pytest.approx(1 + 9 * stats["avg_score"])
+    assert weight == pytest.approx(np.log(4) / (1 + 9 * 0.25))
+    assert score10_from_review_stats({"avg_score": 1.0, "review_count": 1}) == (10.0, pytest.approx(np.log(2)))
+    with pytest.raises(ValueError, match="avg_score"):
+        score10_from_review_stats({"review_count": 3})
+    with pytest.raises(ValueError, match="rating 11"):
+        review_stats_from_ratings([11])
+
+
+def test_initial_anchors_quantiles_exemplars_cap(pool):
+    table = pool.table()
+    own = table[table.pattern_id == "pattern_03"].sort_values(["score10", "paper_id"])
+    n = len(own)
+    want = list(dict.fromkeys(own["paper_id"].iloc[round(q * (n - 1))]
+                              for q in (0.05, 0.15, 0.25, 0.35, 0.5, 0.65, 0.75, 0.85, 0.95)))
+    ex = [e for e in pool.exemplars["pattern_03"] if e not in want]
+    got = select_initial_anchors(table, "pattern_03", pool.exemplars["pattern_03"])
+    assert list(got["paper_id"]) == want + ex[:2]
+    capped = select_initial_anchors(table, "pattern_03", pool.exemplars["pattern_03"], max_initial=5)
+    assert len(capped) == 5 and capped["weight"].min() >= got["weight"].nlargest(5).min()
+    small = table[table.pattern_id == "pattern_03"].iloc[:4]
+    assert len(select_initial_anchors(small, "pattern_03")) == 4
+    with pytest.raises(ValueError, match="no papers"):
+        select_initial_anchors(table, "pattern_99")
+
+
+def test_bucket_anchors(pool):
+    table = pool.table()
+    got = select_bucket_anchors(table, 6.4, exclude=["P0001"], pattern_id="pattern_01")
+    assert len(got) == 3 and all(6.0 <= s < 7.0 for s in got["score10"]) and "P0001" not in set(got["paper_id"])
+
+
+def test_pass_rule(pool):
+    table = pool.table()
+    th = pass_thresholds(table, "pattern_01")
+    assert th["source"] == "pattern"
+    assert passes([th["q75"], th["q75"], 1.0], th) == (np.mean([th["q75"], th["q75"], 1.0]) >= th["q50"])
+    assert not passes([th["q75"] - 0.01, 10, 1], th)
+    assert pass_thresholds(table.iloc[:5], "pattern_01")["source"] == "global"
+
+
+# ---------------------------------------------------------------- tau file
+
+
+def test_tau_file_round_trip_and_refusal(tmp_path):
+    path = tmp_path / "judge_tau.json"
+    paper_file = tmp_path / "papers.json"
+    paper_file.write_text("[]")
+    from mechaudit.tau.taufile import file_sha256
+
+    content = write_tau_file(path, {"Methodology": 0.7, "Novelty": 1.4, "Storyteller": 1.0}, "claude-opus-4-6",
+                             pairs_used=2000, nodes_paper_hash=file_sha256(paper_file))
+    assert set(content) == {"tau_methodology", "tau_novelty", "tau_storyteller", "rubric_version", "card_version",
+                            "judge_model", "nodes_paper_hash", "created_at", "pairs_used"}
+    assert load_tau_file(path, "claude-opus-4-6") == {"Methodology": 0.7, "Novelty": 1.4, "Storyteller": 1.0}
+    with pytest.raises(TauFileMismatchError) as err:
+        load_tau_file(path, "claude-opus-4-6", rubric_version="mechaudit_rubric_v2")
+    assert RUBRIC_VERSION in str(err.value) and "mechaudit_rubric_v2" in str(err.value)
+    with pytest.raises(TauFileMismatchError, match="card_version"):
+        load_tau_file(path, "claude-opus-4-6", card_version="other")
+    with pytest.raises(TauFileMismatchError, match="judge_model"):
+        load_tau_file(path, "claude-sonnet-4-6")
+    with pytest.raises(TauFileMismatchError, match="nodes_paper_hash"):
+        load_tau_file(path, "claude-opus-4-6", nodes_paper_hash="0" * 64)
+    old = tmp_path / "old.json"
+    old.write_text(json.dumps({**content, "rubric_version": "rubric_v1"}))
+    with pytest.raises(TauFileMismatchError, match=r"'rubric_v1'.*'mechaudit_rubric_v1'"):
+        resolve_tau("Novelty", "claude-opus-4-6", path=old, env={})
+    (tmp_path / "bad.json").write_text("{\n oops")
+    with pytest.raises(ValueError, match="bad.json: line 2"):
+        load_tau_file(tmp_path / "bad.json", "m")
+
+
+def test_tau_resolution_priority(tmp_path):
+    path = tmp_path / "t.json"
+    write_tau_file(path, {"Methodology": 0.7}, "m", pairs_used=10)
+    env = {"MECHAUDIT_TAU_METHODOLOGY": "0.9", "MECHAUDIT_TAU_NOVELTY": "1.3", "MECHAUDIT_JUDGE_TAU_DEFAULT": "1.1"}
+    assert resolve_tau("Methodology", "m", path=path, env=env) == (0.7, "file:t.json")
+    assert resolve_tau("Novelty", "m", path=path, env=env) == (1.3, "MECHAUDIT_TAU_NOVELTY")
+    assert resolve_tau("Storyteller", "m", path=path, env=env) == (1.1, "MECHAUDIT_JUDGE_TAU_DEFAULT")
+    assert resolve_tau("Storyteller", "m", env={}) == (1.0, "default")
+    assert resolve_tau("Methodology", "m", env={"MECHAUDIT_JUDGE_TAU_PATH": str(path)})[0] == 0.7
+    with pytest.raises(ValueError, match="must be > 0"):
+        resolve_tau("Novelty", "m", env={"MECHAUDIT_TAU_NOVELTY": "-1"})
+    with pytest.raises(ValueError, match="unknown role"):
+        write_tau_file(path, {"Judge": 1.0}, "m", 1)
+
+
+def test_pairwise_judging_path_recovers_tau(pool):
+    from mechaudit.tau import fit_tau, judge_sampled_pairs, sample_pairs
+
+    pairs = sample_pairs(pool.table(), 2000, seed=5)
+    judge = BlindJudge("reference", simulator=SimulatedJudge(pool.truth(), taus={r: 0.8 for r in ROLES}))
+    judged = judge_sampled_pairs(pairs, pool.by_id(), judge, "Novelty")
+    assert len(judged) == 2000 and set(judged["judgement"]) == {"better", "tie", "worse"}
+    assert abs(fit_tau(judged, "mle") / 0.8 - 1) < 0.10
+
+
+def test_critic_refuses_tau_file_of_another_rubric(pool, tmp_path, monkeypatch):
+    path = tmp_path / "judge_tau.json"
+    write_tau_file(path, {r: 1.0 for r in ROLES}, "simulated-judge", 10, rubric_version="rubric_v0")
+    monkeypatch.setenv("MECHAUDIT_JUDGE_TAU_PATH", str(path))
+    judge = BlindJudge("reference", simulator=SimulatedJudge(pool.truth()))
+    with pytest.raises(TauFileMismatchError, match="rubric_v0"):
+        MultiAgentCritic(pool.papers, judge, pool.exemplars)
+    write_tau_file(path, {"Novelty": 1.4}, "simulated-judge", 10)
+    critic = MultiAgentCritic(pool.papers, judge, pool.exemplars)
+    assert critic.tau_sources["Novelty"] == (1.4, "file:judge_tau.json") and critic.tau_sources["Methodology"] == (1.0, "default")
+
+
+def test_critic_derives_anchor_scores_from_review_stats(pool):
+    raw = [{k: v for k, v in p.items() if k not in ("score10", "weight")} for p in pool.papers]
+    raw.append({"paper_id": "no-reviews", "pattern_id": "pattern_01", "problem": "p", "method": "m", "contrib": "c"})
+    story, truth = make_story(6.5, seed=4)
+    judge = BlindJudge("reference", simulator=SimulatedJudge(pool.truth()).with_truth(truth))
+    from_stats = MultiAgentCritic(raw, judge, pool.exemplars, taus={r: 1.0 for r in ROLES})
+    given = MultiAgentCritic(pool.papers, judge, pool.exemplars, taus={r: 1.0 for r in ROLES})
+    ctx = {"pattern_id": "pattern_01"}
+    assert from_stats.review(story, ctx)["avg_score"] == given.review(story, ctx)["avg_score"]
