@@ -72,15 +72,17 @@ def main() -> None:
 
     rule = TfidfRule(threshold=args.threshold)
     t0 = time.perf_counter()
-    graph = rule.same_graph(hyps, block_size=args.block_size)
+    graph = rule.same_graph(hyps, block_size=args.block_size, upper=True)
     t1 = time.perf_counter()
+    rss_graph = peak_rss_mib()
     labels = group(graph, method="components")
     t2 = time.perf_counter()
-    edges = (graph.nnz - graph.shape[0]) // 2
-    print(f"threshold {args.threshold}, block size {args.block_size}")
+    edges = graph.nnz - graph.shape[0]
+    print(f"threshold {args.threshold}, block size {args.block_size}; upper-triangle graph (j >= i)")
     print(f"all-pairs graph: {t1 - t0:.1f} s; {edges} same-pairs of {args.n * (args.n - 1) // 2} "
           f"({100 * edges / (args.n * (args.n - 1) / 2):.2f}%); graph storage "
-          f"{(graph.data.nbytes + graph.indices.nbytes + graph.indptr.nbytes) / 2**20:.0f} MiB")
+          f"{(graph.data.nbytes + graph.indices.nbytes + graph.indptr.nbytes) / 2**20:.0f} MiB; "
+          f"peak RSS so far {rss_graph:.0f} MiB")
     print(f"grouping (connected components): {t2 - t1:.1f} s; {n_groups(labels)} groups")
     print(f"total {t2 - t0:.1f} s; peak RSS {peak_rss_mib():.0f} MiB (limit 2048 MiB)")
 

@@ -85,7 +85,8 @@ by_round = engagement_table(labelled, by="round")
 by_round.pivot(index="round", columns="label", values="pct").round(1)
 
 # %%
-fig = engagement_figure(overall, paper_shares(), backend=backend, by_round=by_round)
+fig = engagement_figure(overall, paper_shares(), backend=backend, by_round=by_round,
+                        ours_label="this run (simulator log)" if backend == "reference" else "this run (LLM judge)")
 plt.show()
 
 # %% [markdown]

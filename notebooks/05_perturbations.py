@@ -50,12 +50,18 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import pandas as pd
 
-from mechaudit.paper import compare, reported
+from mechaudit.paper import compare
 from mechaudit.paths import data_path
 from mechaudit.perturb import KINDS, MEANING_PRESERVING, load_suite, make_suite
 from mechaudit.plots.rules import perturbation_bars
 from mechaudit.rules import EmbeddingRule, LLMJudge, ReferenceJudge, TfidfRule, marginal_same_rate
-from mechaudit.rules.audit import decisions_table, percent_different, suite_counts, within_instance_pairs
+from mechaudit.rules.audit import (
+    decisions_table,
+    paper_percent_different,
+    percent_different,
+    suite_counts,
+    within_instance_pairs,
+)
 from mechaudit.schema import load_benchmark
 
 pd.set_option("display.precision", 3)
@@ -109,19 +115,18 @@ matched = EmbeddingRule(model=embedding_model, threshold="match_rate", cache_dir
 print(f"threshold matching on {len(matching_pairs)} same-instance pairs of committed hypotheses: "
       f"target 'same' rate {target_rate:.3f} -> matched embedding threshold {matched.threshold:.3f}")
 
-rules = {
-    "tfidf": tfidf,
-    f"embedding ({embedding_threshold:g})": embedding,
-    f"embedding (matched {matched.threshold:.2f})": matched,
-    f"reference judge ({reference_rubric})": reference,
-}
+emb_name = f"embedding {embedding_threshold:g}"
+matched_name = f"embedding matched {matched.threshold:.2f}"
+ref_name = f"reference ({reference_rubric})"
+rules = {"tfidf": tfidf, emb_name: embedding, matched_name: matched, ref_name: reference}
 decisions = decisions_table(pairs, rules)
 if llm_run:
     judge = LLMJudge(rubric=judge_rubric, model=judge_model, backend=backend, orders=judge_orders,
                      early_stop=judge_early_stop, cache_dir=cache_dir, instances=bench.instances)
     llm_decision = judge.decide(pairs)
     decisions["llm judge"] = llm_decision["same"].to_numpy()
-    print(f"LLM judge: {int(llm_decision['n_calls'].sum())} calls, "
+    print(f"LLM judge: {int(llm_decision['n_calls'].sum())} calls "
+          f"({llm_decision['n_calls'].mean():.2f} per pair of {len(judge_orders)} planned; early stop {judge_early_stop}), "
           f"{int(llm_decision['n_invalid'].sum())} invalid JSON replies (excluded), "
           f"{int((~llm_decision['decided']).sum())} undecided pairs (excluded)")
 else:
@@ -137,7 +142,7 @@ else:
 # %%
 pct = percent_different(decisions, kinds, order=KINDS)
 table = pct.round(1).astype(object).where(pct.notna(), "not run (offline)" if not llm_run else "undecided")
-table.insert(0, "pairs judged", pd.Series(kinds).value_counts().reindex(KINDS).to_numpy())
+table.insert(0, "pairs", pd.Series(kinds).value_counts().reindex(KINDS).to_numpy())
 table
 
 # %% [markdown]
@@ -149,14 +154,7 @@ sims = pd.DataFrame({"kind": kinds, "tfidf": tfidf.similarity(pairs), "embedding
 sims.groupby("kind").agg(["mean", "min", "max"]).reindex(KINDS).round(3)
 
 # %%
-paper_pct = pd.DataFrame(
-    {
-        "tfidf": [reported(f"perturbations.{k}_pct_different.tfidf") for k in ("meaning_preserving", "meaning_preserving", "first_step_swapped", "middle_step_swapped")],
-        f"embedding ({embedding_threshold:g})": [reported(f"perturbations.{k}_pct_different.embedding") for k in ("meaning_preserving", "meaning_preserving", "first_step_swapped", "middle_step_swapped")],
-        "llm judge": [reported(f"perturbations.{k}_pct_different.llm") for k in ("meaning_preserving", "meaning_preserving", "first_step_swapped", "middle_step_swapped")],
-    },
-    index=list(KINDS),
-)
+paper_pct = paper_percent_different({"tfidf": "tfidf", emb_name: "embedding", "llm judge": "llm"}, KINDS)
 fig = perturbation_bars(pct, paper_pct, backend=backend,
                         extra="TF-IDF, embeddings and the reference judge are computed locally"
                         + ("" if llm_run else "; the LLM judge was not run (offline)"))
@@ -173,9 +171,6 @@ plt.show()
 # %%
 mp = [k in MEANING_PRESERVING for k in kinds]
 mp_pct = percent_different(decisions[mp], ["meaning_preserving"] * sum(mp)).iloc[0]
-ref_name = f"reference judge ({reference_rubric})"
-emb_name = f"embedding ({embedding_threshold:g})"
-matched_name = [c for c in decisions.columns if c.startswith("embedding (matched")][0]
 
 
 def ours(kind: str, column: str):

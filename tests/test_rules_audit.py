@@ -49,3 +49,14 @@ def test_decisions_and_within_instance_pairs():
     assert [(a.id, b.id) for a, b in pairs] == [("a", "b"), ("a", "d"), ("b", "d")]
     dec = decisions_table(pairs, {"full": ReferenceJudge("full"), "none": ReferenceJudge("none")})
     assert dec["full"].tolist() == [False, True, False] and dec["none"].tolist() == [True, True, True]
+
+
+def test_paper_percent_different_pools_meaning_preserving():
+    from mechaudit.paper import reported
+    from mechaudit.rules.audit import paper_percent_different
+
+    table = paper_percent_different({"mine": "llm", "t": "tfidf"})
+    assert list(table.index) == ["wording_only", "wording_chain", "first_step_swapped", "middle_step_swapped"]
+    assert table.loc["first_step_swapped", "mine"] == reported("perturbations.first_step_swapped_pct_different.llm") == 83
+    assert table.loc["middle_step_swapped", "mine"] == 13
+    assert table.loc["wording_chain", "t"] == reported("perturbations.meaning_preserving_pct_different.tfidf")

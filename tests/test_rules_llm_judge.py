@@ -220,3 +220,26 @@ def test_prompts_are_blind_and_bad_input(tmp_path, monkeypatch, pairs):
         judge.judge([(pairs[0][0], other)])
     with pytest.raises(ValueError, match="no finding"):
         judge.judge([(other, other)])
+
+
+def test_stability_and_requests(tmp_path, monkeypatch, pairs):
+    from mechaudit.rules.llm_judge import stability
+
+    def script(first, k, user):  # (a,b) flips with order; (a,c) flips on repeat; (a,d) stable
+        if "Beta statement." in user:
+            return verdict("same" if first == "Alpha statement." else "different")
+        if "Gamma statement." in user:
+            return verdict("same" if k == 0 else "different")
+        return verdict("same")
+
+    api = FakeAPI(script)
+    judge = make_judge(tmp_path, monkeypatch, api)
+    table = stability(judge.judge(pairs), 3)
+    assert table["order_changed"].tolist() == [True, False, False]
+    assert table["repeat_changed"].tolist() == [False, True, False]
+    reqs = judge.requests(pairs)
+    assert len(reqs) == 9 and len({r.key for r in reqs}) == 9
+    assert [r.version for r in reqs[:3]] == ["mechjudge-full-v1.r0", "mechjudge-full-v1.r1", "mechjudge-full-v1.r0"]
+    # early stop leaves "ba" missing -> order change unknown, never guessed
+    stop = make_judge(tmp_path / "stop", monkeypatch, FakeAPI(lambda first, k, user: verdict("same")), early_stop=True)
+    assert stability(stop.judge(pairs), 3)["order_changed"].isna().all()

@@ -82,6 +82,8 @@ def test_tfidf_similarity_graph_equals_dense_bruteforce(hyps, block_size):
     np.testing.assert_array_equal(G.toarray(), dense_same)
     np.testing.assert_allclose(S.toarray(), np.where(C >= 0.3, C, 0.0), atol=1e-9)
     assert (G != G.T).nnz == 0
+    U = rule.same_graph(hyps, block_size=block_size, upper=True)
+    np.testing.assert_array_equal(U.toarray(), np.triu(dense_same))
     # pairwise same() over the same set (fit on the same distinct texts) agrees with the graph
     pairs = all_pairs(hyps)
     iu = np.triu_indices(len(hyps), 1)

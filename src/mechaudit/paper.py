@@ -81,4 +81,6 @@ def compare(rows: Iterable[tuple], path: Path = REPORTED_PATH) -> pd.DataFrame:
 def _fmt(value: Any) -> Any:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return value
-    return round(float(value), 3) if isinstance(value, float) else value
+    if isinstance(value, float):  # 3 decimals, but keep small values such as a p bound of 1e-4
+        return round(value, 3) if value == 0 or abs(value) >= 1e-3 else float(f"{value:.2g}")
+    return value

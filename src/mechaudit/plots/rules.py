@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import textwrap
+
 import numpy as np
 import pandas as pd
+from matplotlib.patches import Patch
 
 from mechaudit.plots.style import PALETTE, backend_caption, new_figure
 
@@ -20,21 +23,26 @@ def method_colour(name: str, k: int) -> str:
     return _EXTRA[k % len(_EXTRA)]
 
 
-def _grouped_bars(ax, pct: pd.DataFrame, paper: pd.DataFrame | None, hatch_of=None) -> None:
+def _grouped_bars(ax, pct: pd.DataFrame, paper: pd.DataFrame | None, hatch_of=None) -> list:
     """Bars of ``pct`` (rows = groups on x, columns = methods, values in %; NaN = not run, drawn
-    as a "not run" label), paper values as diamonds over the column of the same name."""
+    as a "not run" label), paper values as diamonds over the column of the same name. Returns the
+    legend handles (including one "not run" patch per method without values)."""
     n_groups, n_methods = pct.shape
     width = 0.8 / max(n_methods, 1)
     x = np.arange(n_groups)
     paper_labelled = False
+    not_run = []
     for k, method in enumerate(pct.columns):
         pos = x - 0.4 + width * (k + 0.5)
         values = pct[method].to_numpy(dtype=float)
         colour = method_colour(method, k)
         hatch = hatch_of(method) if hatch_of else None
         run = ~np.isnan(values)
-        ax.bar(pos[run], values[run], width=width * 0.95, color=colour, label=method,
-               hatch=hatch, edgecolor="white" if hatch else None, alpha=0.9)
+        if run.any():
+            ax.bar(pos[run], values[run], width=width * 0.95, color=colour, label=method,
+                   hatch=hatch, edgecolor="white" if hatch else None, alpha=0.9)
+        else:
+            not_run.append(Patch(facecolor="white", edgecolor=colour, hatch=hatch, label=f"{method}: not run"))
         for p in pos[~run]:  # a method that was not run gets no bar (a 0 bar would read as 0 %)
             ax.text(p, 2, "not run", rotation=90, ha="center", va="bottom", fontsize=7,
                     color=PALETTE["muted"])
@@ -44,11 +52,12 @@ def _grouped_bars(ax, pct: pd.DataFrame, paper: pd.DataFrame | None, hatch_of=No
             if keep.any():
                 ax.scatter(pos[keep], ref[keep], marker="D", s=28, color=PALETTE["paper"],
                            edgecolor="black", linewidth=0.6, zorder=3,
-                           label=None if paper_labelled else "paper (LLM / its rules)")
+                           label=None if paper_labelled else "paper")
                 paper_labelled = True
-    ax.set_xticks(x, [str(i).replace("_", " ") for i in pct.index])
+    ax.set_xticks(x, [textwrap.fill(str(i).replace("_", " "), 12) for i in pct.index])
     ax.set_ylim(0, 105)
     ax.set_ylabel("% of valid pairs judged different")
+    return ax.get_legend_handles_labels()[0] + not_run
 
 
 def perturbation_bars(pct: pd.DataFrame, paper: pd.DataFrame | None, backend: str, extra: str = ""):
@@ -57,10 +66,10 @@ def perturbation_bars(pct: pd.DataFrame, paper: pd.DataFrame | None, backend: st
     ``pct``: DataFrame indexed by kind, one column per rule, values in percent (NaN = not run).
     ``paper``: the paper's values in the same layout (columns it has), or None.
     """
-    fig, ax = new_figure(width=7.2, height=3.8)
-    _grouped_bars(ax, pct, paper)
+    fig, ax = new_figure(width=8.0, height=3.8)
+    handles = _grouped_bars(ax, pct, paper, hatch_of=lambda m: "//" if "matched" in m else None)
     ax.set_title("Pairs judged 'different mechanism' per perturbation kind")
-    ax.legend(ncols=3, fontsize=8, loc="upper left")
+    ax.legend(handles=handles, fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     backend_caption(fig, backend, extra)
     return fig
 
@@ -70,15 +79,15 @@ def rubric_bars(pct: pd.DataFrame, paper: pd.DataFrame | None, backend: str, ext
 
     Paper values (LLM judge, First Step Swapped only) are drawn as diamonds over the matching rubric.
     """
-    fig, ax = new_figure(width=7.2, height=3.8)
+    fig, ax = new_figure(width=8.0, height=3.8)
     hatches = {"full": None, "step": "//", "none": ".."}
 
     def hatch_of(method: str):
         return hatches.get(method.split()[-1])
 
-    _grouped_bars(ax, pct, paper, hatch_of=hatch_of)
+    handles = _grouped_bars(ax, pct, paper, hatch_of=hatch_of)
     ax.set_title("Pairs judged 'different mechanism' per rubric")
-    ax.legend(ncols=3, fontsize=8, loc="upper left")
+    ax.legend(handles=handles, fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     backend_caption(fig, backend, extra)
     return fig
 
@@ -131,9 +140,9 @@ def agreement_vs_threshold(sweep: pd.DataFrame, paper_thresholds: dict[str, floa
             ax.set_title(f"{rule}: {what}")
             ax.set_ylim(-0.05 if what == "raw agreement" else -0.5, 1.05)
         row[1].axhline(0, color=PALETTE["muted"], lw=0.8)
+        row[1].legend(fontsize=8, loc="lower right", title="vs", title_fontsize=8)
         row[0].set_ylabel("value")
     for ax in axes[-1]:
         ax.set_xlabel("threshold (cosine)")
-    axes[0, 1].legend(fontsize=8, loc="lower right")
     backend_caption(fig, backend, extra)
     return fig

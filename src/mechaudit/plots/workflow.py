@@ -53,7 +53,9 @@ def critique_depth_figure(points: pd.DataFrame, backend: str, title: str = "",
         ax.axhline(0, color=PALETTE["muted"], linewidth=0.8)
     axes[0].set_ylabel("same-depth divergence (pp)")
     axes[1].set_ylabel("extra divergence (pp)")
-    axes[1].legend(fontsize=7, loc="upper right")
+    low, high = axes[1].get_ylim()
+    axes[1].set_ylim(low, high + 0.3 * (high - low))
+    axes[1].legend(fontsize=7, loc="upper right", ncols=2)
     if title:
         fig.suptitle(title)
     backend_caption(fig, backend)
@@ -85,7 +87,9 @@ def rule_comparison_figure(table: pd.DataFrame, backend: str, truth: Mapping[str
     ax.set_xlabel("depth comparison")
     ax.set_ylabel("extra divergence (pp)")
     ax.axhline(0, color=PALETTE["muted"], linewidth=0.8)
-    ax.legend(fontsize=7, ncols=2)
+    low, high = ax.get_ylim()
+    ax.set_ylim(low, high + 0.35 * (high - low))  # room for the legend above the bars
+    ax.legend(fontsize=7, ncols=3, loc="upper right")
     backend_caption(fig, backend)
     return fig
 
@@ -116,15 +120,15 @@ def validity_figure(summary: pd.DataFrame, null_summary: pd.DataFrame, backend: 
 
 
 def engagement_figure(table: pd.DataFrame, paper: Mapping[str, float], backend: str,
-                      by_round: pd.DataFrame | None = None):
-    """Share of demands per engagement label, this run vs the paper (left); with ``by_round``
-    (``engagement_table(..., by="round")``), the shares per critique round (right)."""
+                      by_round: pd.DataFrame | None = None, ours_label: str = "this run"):
+    """Share of demands per engagement label, this run (``ours_label``) vs the paper (left); with
+    ``by_round`` (``engagement_table(..., by="round")``), the shares per critique round (right)."""
     fig, axes = new_figure(ncols=2 if by_round is not None else 1, width=8.0 if by_round is not None else 5.0,
                            height=3.2)
     axes = np.atleast_1d(axes)
     labels = list(table.label)
     x = np.arange(len(labels))
-    axes[0].bar(x - 0.2, table.pct.to_numpy(), width=0.4, color=PALETTE["reference"], label="this run")
+    axes[0].bar(x - 0.2, table.pct.to_numpy(), width=0.4, color=PALETTE["reference"], label=ours_label)
     axes[0].bar(x + 0.2, [paper[lbl] for lbl in labels], width=0.4, color=PALETTE["paper"], label="paper")
     axes[0].set_xticks(x, labels)
     axes[0].set_ylabel("share of demands (%)")

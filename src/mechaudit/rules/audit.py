@@ -68,3 +68,27 @@ def within_instance_pairs(hypotheses: Sequence[Hypothesis]) -> list[Pair]:
     for h in hs:
         by_instance.setdefault(h.instance, []).append(h)
     return [p for group in by_instance.values() for p in itertools.combinations(group, 2)]
+
+
+#: Paper key per perturbation kind: the paper reports the two meaning-preserving kinds pooled.
+PAPER_KIND_KEYS = {
+    "wording_only": "meaning_preserving",
+    "wording_chain": "meaning_preserving",
+    "first_step_swapped": "first_step_swapped",
+    "middle_step_swapped": "middle_step_swapped",
+}
+
+
+def paper_percent_different(columns: Mapping[str, str], kinds: Sequence[str] = tuple(PAPER_KIND_KEYS)) -> pd.DataFrame:
+    """The paper's % judged different per kind (rows) for our columns.
+
+    ``columns`` maps a column name of ours to the paper's method key ("tfidf", "embedding" or
+    "llm"), e.g. ``{"embedding 0.77": "embedding"}``.
+    """
+    from mechaudit.paper import reported
+
+    return pd.DataFrame(
+        {col: [reported(f"perturbations.{PAPER_KIND_KEYS[k]}_pct_different.{method}") for k in kinds]
+         for col, method in columns.items()},
+        index=list(kinds),
+    )

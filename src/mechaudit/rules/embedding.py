@@ -32,10 +32,12 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import warnings
 from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
+from tqdm import TqdmWarning
 
 from mechaudit.rules.base import Pair, Rule, check_pairs, check_threshold, unique_pair_texts
 
@@ -55,7 +57,11 @@ def load_model(model: str | None = None, device: str = "cpu"):
     key = (name, device)
     if key not in _MODELS:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
-        from sentence_transformers import SentenceTransformer
+        with warnings.catch_warnings():
+            # sentence-transformers imports tqdm.autonotebook, which warns in a Jupyter kernel
+            # without ipywidgets; we never show its progress bars, so the notice is irrelevant.
+            warnings.filterwarnings("ignore", message="IProgress not found", category=TqdmWarning)
+            from sentence_transformers import SentenceTransformer
         from transformers.utils import logging as hf_logging
 
         bars = hf_logging.is_progress_bar_enabled()
@@ -153,7 +159,6 @@ class EmbeddingRule:
     ):
         self.model = model
         self.cache_dir = None if cache_dir is None else Path(cache_dir)
-        self.model_name = default_model_path() if model is None else str(model)
         self.batch_size = int(batch_size)
         if self.batch_size < 1:
             raise ValueError(f"batch_size must be >= 1; got {batch_size}")

@@ -157,13 +157,17 @@ def majority(calls: pd.DataFrame, n_pairs: int) -> pd.DataFrame:
     Columns: pair, n_calls, n_valid, n_invalid, n_same, n_different, decided, same (pandas
     nullable boolean; NA when undecided: a tie or no valid verdict).
     """
-    out = pd.DataFrame({"pair": np.arange(n_pairs)})
-    grouped = calls.groupby("pair")
-    valid = calls[~calls["invalid"]]
-    out["n_calls"] = grouped.size().reindex(out["pair"], fill_value=0).to_numpy()
-    out["n_invalid"] = grouped["invalid"].sum().reindex(out["pair"], fill_value=0).to_numpy().astype(int)
-    out["n_same"] = (valid["verdict"] == "same").groupby(valid["pair"]).sum().reindex(out["pair"], fill_value=0).to_numpy().astype(int)
-    out["n_different"] = (valid["verdict"] == "different").groupby(valid["pair"]).sum().reindex(out["pair"], fill_value=0).to_numpy().astype(int)
+    def per_pair(flags: pd.Series) -> np.ndarray:
+        return flags.groupby(calls["pair"]).sum().reindex(range(n_pairs), fill_value=0).to_numpy(dtype=int)
+
+    valid = ~calls["invalid"].astype(bool)
+    out = pd.DataFrame({
+        "pair": np.arange(n_pairs),
+        "n_calls": per_pair(pd.Series(1, index=calls.index)),
+        "n_invalid": per_pair(~valid),
+        "n_same": per_pair(valid & (calls["verdict"] == "same")),
+        "n_different": per_pair(valid & (calls["verdict"] == "different")),
+    })
     out["n_valid"] = out["n_same"] + out["n_different"]
     out["decided"] = out["n_same"] != out["n_different"]
     out["same"] = pd.array(np.where(out["decided"], out["n_same"] > out["n_different"], None), dtype="boolean")
@@ -177,6 +181,24 @@ def call_verdicts(calls: pd.DataFrame, n_pairs: int, order: str, repeat: int = 0
     out = np.full(n_pairs, None, dtype=object)
     out[sel["pair"].to_numpy(dtype=int)] = sel["same"].to_numpy(dtype=object)
     return out
+
+
+def stability(calls: pd.DataFrame, n_pairs: int) -> pd.DataFrame:
+    """Per pair: the first "ab" verdict, its repeat, the first "ba" verdict, and whether repetition
+    or order reversal changed the first verdict.
+
+    Columns: pair, ab, ab_repeat, ba (object: True/False/None), repeat_changed, order_changed
+    (nullable boolean; NA when either call is missing or invalid, e.g. skipped by early stop).
+    """
+    ab, ab_repeat, ba = (call_verdicts(calls, n_pairs, o, r) for o, r in (("ab", 0), ("ab", 1), ("ba", 0)))
+
+    def changed(x: np.ndarray, y: np.ndarray) -> pd.arrays.BooleanArray:
+        return pd.array([None if u is None or v is None else u != v for u, v in zip(x, y)], dtype="boolean")
+
+    return pd.DataFrame({
+        "pair": np.arange(n_pairs), "ab": ab, "ab_repeat": ab_repeat, "ba": ba,
+        "repeat_changed": changed(ab, ab_repeat), "order_changed": changed(ab, ba),
+    })
 
 
 class UndecidedError(ValueError):

@@ -23,7 +23,7 @@ from typing import Sequence, Union
 import numpy as np
 import scipy.sparse as sp
 from sklearn.feature_extraction.text import TfidfVectorizer
-from tqdm.auto import tqdm
+from tqdm import tqdm
 
 from mechaudit.rules.base import Pair, check_hypotheses, check_threshold, unique_pair_texts
 from mechaudit.schema import Hypothesis, hypothesis_text
@@ -101,36 +101,66 @@ class TfidfRule:
         ``X[rows] @ X.T`` in row blocks of ``block_size``, each block thresholded before the next,
         so no dense ``n x n`` array is ever built. ``fit_on="pair"`` is not defined for a set.
         """
+        blocks = [S for _, S in self._thresholded_blocks(hypotheses, block_size, progress)]
+        if not blocks:
+            return sp.csr_matrix((0, 0))
+        return sp.csr_matrix(sp.vstack(blocks, format="csr"))
+
+    def same_graph(
+        self,
+        hypotheses: Sequence[Hypothesis],
+        block_size: int = 512,
+        progress: bool = False,
+        upper: bool = False,
+    ) -> sp.csr_matrix:
+        """Sparse boolean ``(n, n)`` "same mechanism" graph of a set (diagonal True).
+
+        Entry ``(i, j)`` is True iff cosine(i, j) >= ``threshold``; symmetric, or with
+        ``upper=True`` only the entries with ``j >= i`` (half the memory, and all that connected
+        components need). Built block by block like ``similarity_graph`` but keeping only the column
+        indices of each block (no float values, no dense ``n x n`` array): about 5 bytes per stored
+        entry. Input for ``mechaudit.diversity.group``.
+        """
+        n = len(hypotheses)
+        indices, row_counts = [], []
+        for start, S in self._thresholded_blocks(hypotheses, block_size, progress):
+            rows = np.arange(S.shape[0])
+            diagonal = sp.csr_matrix((np.ones(len(rows), dtype=bool), (rows, start + rows)), shape=S.shape)
+            B = sp.csr_matrix(S.astype(bool) + diagonal)
+            if upper:
+                B = sp.csr_matrix(sp.triu(B, k=start))
+            B.sort_indices()
+            indices.append(B.indices)
+            row_counts.append(np.diff(B.indptr))
+        if not indices:
+            return sp.csr_matrix((0, 0), dtype=bool)
+        nnz = sum(len(i) for i in indices)
+        dtype = np.int32 if max(nnz, n) < np.iinfo(np.int32).max else np.int64
+        indptr = np.zeros(n + 1, dtype=dtype)
+        np.cumsum(np.concatenate(row_counts), out=indptr[1:])
+        all_indices = np.concatenate(indices).astype(dtype, copy=False)
+        del indices
+        return sp.csr_matrix((np.ones(nnz, dtype=bool), all_indices, indptr), shape=(n, n))
+
+    def _thresholded_blocks(self, hypotheses: Sequence[Hypothesis], block_size: int, progress: bool):
+        """Yield ``(first row, CSR block of cosine rows >= threshold)`` over row blocks of the set."""
         if self.fit_on == "pair":
-            raise ValueError("similarity_graph needs fit_on='compared' or a corpus, not 'pair'")
+            raise ValueError("all-pairs graphs need fit_on='compared' or a corpus, not 'pair'")
         if self.threshold <= 0:
             raise ValueError(f"threshold {self.threshold} <= 0 makes every pair the same: the graph would be dense")
         if int(block_size) < 1:
             raise ValueError(f"block_size must be >= 1; got {block_size}")
         texts = [hypothesis_text(h) for h in check_hypotheses(hypotheses)]
         if not texts:
-            return sp.csr_matrix((0, 0))
+            return
         X = self._vectors(texts)
         XT = sp.csr_matrix(X.T)
-        blocks = []
         starts = range(0, X.shape[0], int(block_size))
         for start in tqdm(starts, disable=not progress, desc="tf-idf all pairs"):
             S = sp.csr_matrix(X[start : start + int(block_size)] @ XT)
             S.data[S.data < self.threshold] = 0.0
             S.eliminate_zeros()
-            blocks.append(S)
-        return sp.csr_matrix(sp.vstack(blocks, format="csr"))
-
-    def same_graph(
-        self, hypotheses: Sequence[Hypothesis], block_size: int = 512, progress: bool = False
-    ) -> sp.csr_matrix:
-        """Sparse symmetric boolean ``(n, n)`` "same mechanism" graph of a set (diagonal True).
-
-        Entry ``(i, j)`` is True iff cosine(i, j) >= ``threshold``; built by ``similarity_graph``
-        (no dense ``n x n`` array). Input for ``mechaudit.diversity.group``.
-        """
-        S = self.similarity_graph(hypotheses, block_size=block_size, progress=progress)
-        return sp.csr_matrix(S.astype(bool) + sp.identity(S.shape[0], dtype=bool, format="csr"))
+            yield start, S
 
 
 def check_corpus(corpus: Sequence[Union[Hypothesis, str]]) -> list[Union[Hypothesis, str]]:

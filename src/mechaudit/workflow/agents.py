@@ -224,17 +224,13 @@ def run_workflow(bench: Benchmark, design: Design, client, model: str = GENERATO
     vocab = bench.vocabulary
     schemas = {i: hypothesis_schema(vocab, instances[i].terminal_id) for i in design.instances}
     cells = design.cells()
-    states = [
-        _State(run=cell, opening=o.id, hid=f"{run_id(*cell)}-{o.id}-0", current=None)  # type: ignore[arg-type]
-        for cell in cells for o in bench.openings(cell[0])
-    ]
-    openings = {h.id: h for h in bench.hypotheses}
+    todo = [(cell, opening) for cell in cells for opening in bench.openings(cell[0])]
     dev = _json_many(
-        client, [develop_request(instances[s.run[0]], vocab, openings[s.opening], run_id(*s.run), model,
-                                 temperature) for s in states],
-        [schemas[s.run[0]] for s in states], progress)
-    for s, out in zip(states, dev):
-        s.current = out
+        client, [develop_request(instances[cell[0]], vocab, opening, run_id(*cell), model, temperature)
+                 for cell, opening in todo],
+        [schemas[cell[0]] for cell, _ in todo], progress)
+    states = [_State(run=cell, opening=opening.id, hid=f"{run_id(*cell)}-{opening.id}-0", current=out)
+              for (cell, opening), out in zip(todo, dev)]
     developed = {id(s): _to_hypothesis(s, s.run[1]) for s in states}
     log: dict[tuple[str, int, int], tuple[list, list, list]] = {c: ([], [], []) for c in cells}
     for rnd in range(1, max(design.depths, default=0) + 1):

@@ -178,7 +178,8 @@ _HEDGE = " The link to {b} is stated with reduced confidence."
 
 @dataclass
 class _Draft:
-    """A hypothesis being worked on: chain ids, surface texts, link phrasings, weak/open flags."""
+    """A hypothesis being worked on: chain ids, surface texts, link phrasings, open weak links,
+    chain positions whose claim was downgraded (hedged)."""
 
     ids: list[str]
     texts: list[str]
@@ -240,6 +241,7 @@ def _hypothesis(d: _Draft, hid: str, instance: str, rid: str, depth: int, openin
 
 _DEMAND_WEAK = "Nothing in the evidence pack supports '{step}' as a step of this chain: cite support or replace it."
 _DEMAND_SOUND = "Justify the link from '{prev}' to '{step}' with the evidence."
+_DEMAND_SOUND_FIRST = "Justify '{step}' as the initiating event with the evidence."
 _REPLIES = {
     "conceded": "Accepted: '{step}' is withdrawn from this link{new}.",
     "answered": "The evidence pack supports '{step}' directly; the link stands.",
@@ -269,13 +271,13 @@ def simulate_run(model: InstanceModel, vocab: Vocabulary, depth: int, repetition
         for j in range(n):
             drafts.append((f"{rid}-{opening}-{j}", opening, _develop(model, vocab, chain, params, rng)))
     developed = [_hypothesis(d, hid, model.instance, rid, depth, op) for hid, op, d in drafts] if log else []
-    open_weak = [list(d.weak) for _, _, d in drafts]
     demands: list[Demand] = []
     replies: list[Reply] = []
     revisions: list[Revision] = []
     cum_weak, cum_sound = np.cumsum(params.reply_weak.as_array()), np.cumsum(params.reply_sound.as_array())
     for rnd in range(1, depth + 1):
-        for (hid, opening, d), weak in zip(drafts, open_weak):
+        for hid, opening, d in drafts:
+            weak = d.weak  # open weak links: repaired or defended links are closed
             changed: list[int] = []
             number = 0
             u = rng.random((len(d.ids), 5)).tolist()  # per step: found?, label, partial repair?, alternative, surface
@@ -286,7 +288,8 @@ def simulate_run(model: InstanceModel, vocab: Vocabulary, depth: int, repetition
                 number += 1
                 step = d.texts[j]
                 text = (_DEMAND_WEAK.format(step=step) if is_weak else
-                        _DEMAND_SOUND.format(prev=d.texts[j - 1] if j else "the opening", step=step))
+                        _DEMAND_SOUND.format(prev=d.texts[j - 1], step=step) if j else
+                        _DEMAND_SOUND_FIRST.format(step=step))
                 if log:
                     demands.append(Demand(run_id=rid, instance=model.instance, depth=depth, round=rnd,
                                           hypothesis_id=hid, opening_id=opening, number=number,

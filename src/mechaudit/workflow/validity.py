@@ -2,7 +2,8 @@
 
 - ``population_truth``: the simulator's true extra divergence per depth comparison under the
   mechanism-key rule, estimated from a large design (``runs_per_depth`` runs per depth and instance;
-  the all-pairs extra divergence of one instance is an unbiased U-statistic of its population value).
+  the all-pairs extra divergence of one instance is an unbiased U-statistic of its population value)
+  with a delete-one-run jackknife standard error.
 - ``replicate``: many independent replications of a design; per replication and rule the
   instance-averaged extra divergence and its exact permutation p-value.
 - ``validity_summary``: per rule and comparison the estimator's bias against the truth (with its
@@ -31,25 +32,57 @@ def replication_seed(seed: int, rep: int) -> int:
     return int(np.random.SeedSequence([seed, rep]).generate_state(1)[0])
 
 
+def jackknife_se(D: np.ndarray, n_a: int) -> float:
+    """Two-sample delete-one-run jackknife standard error of ``extra_divergence(D, n_a)``.
+
+    The leave-one-out values of each depth group are centred on their own group mean
+    (``var = sum_g (n_g - 1) / n_g * sum_{i in g} (theta_-i - mean_g)^2``); vectorised.
+
+    ``D``: symmetric ``(n, n)`` divergence matrix, first ``n_a`` runs at depth a; needs >= 3 runs
+    per group.
+    """
+    D = np.asarray(D, dtype=float)
+    n = D.shape[0]
+    n_b = n - n_a
+    if min(n_a, n_b) < 3:
+        raise ValueError(f"jackknife needs >= 3 runs per depth, got {n_a} and {n_b}")
+    D = D - np.diag(np.diag(D))
+    C, WA, WB = D[:n_a, n_a:], D[:n_a, :n_a], D[n_a:, n_a:]
+    cross, wa, wb = C.sum(), WA.sum() / 2, WB.sum() / 2
+
+    def pairs(k: int) -> float:
+        return k * (k - 1) / 2
+
+    in_a = (cross - C.sum(axis=1)) / ((n_a - 1) * n_b) - (wa - WA.sum(axis=1) + wb) / (pairs(n_a - 1) + pairs(n_b))
+    in_b = (cross - C.sum(axis=0)) / (n_a * (n_b - 1)) - (wa + wb - WB.sum(axis=1)) / (pairs(n_a) + pairs(n_b - 1))
+    var = sum((len(t) - 1) / len(t) * np.sum((t - t.mean()) ** 2) for t in (in_a, in_b))
+    return float(np.sqrt(var))
+
+
 def population_truth(bench: Benchmark, design: Design, params: SimulatorParams, runs_per_depth: int = 40,
                      seed: int = 0) -> pd.DataFrame:
     """True (population) divergences of the simulator under the mechanism key, in pp.
 
     Rows: ``panel`` "extra" (label ``a v b``) and "same-depth" (label ``K=k``), instance-averaged,
     from one large design with ``runs_per_depth`` runs per depth (seed independent of
-    ``replicate``'s). Columns: panel, label, truth_pp.
+    ``replicate``'s). Columns: panel, label, truth_pp, truth_se_pp (jackknife over runs, instances
+    independent; NaN for same-depth rows).
     """
     big = design.model_copy(update={"runs_per_depth": runs_per_depth})
     runs = simulate(bench, big, params, seed=replication_seed(seed, 2**31 - 1), log=False)
     mats = instance_matrices(runs, None)
     rows = []
     for a, b in design.comparisons():
-        vals = [extra_divergence(*comparison_matrix(m.D, m.depths, a, b)) for m in mats]
-        rows.append({"panel": "extra", "label": f"{a} v {b}", "truth_pp": 100 * float(np.mean(vals))})
+        subs = [comparison_matrix(m.D, m.depths, a, b) for m in mats]
+        vals = [extra_divergence(D, n_a) for D, n_a in subs]
+        se = np.sqrt(sum(jackknife_se(D, n_a) ** 2 for D, n_a in subs)) / len(subs)
+        rows.append({"panel": "extra", "label": f"{a} v {b}", "truth_pp": 100 * float(np.mean(vals)),
+                     "truth_se_pp": 100 * float(se)})
     for k in design.depths:
         vals = [same_depth_divergence(m.D, m.depths)[k] for m in mats]
-        rows.append({"panel": "same-depth", "label": f"K={k}", "truth_pp": 100 * float(np.mean(vals))})
-    return pd.DataFrame(rows, columns=["panel", "label", "truth_pp"])
+        rows.append({"panel": "same-depth", "label": f"K={k}", "truth_pp": 100 * float(np.mean(vals)),
+                     "truth_se_pp": np.nan})
+    return pd.DataFrame(rows, columns=["panel", "label", "truth_pp", "truth_se_pp"])
 
 
 def replicate(bench: Benchmark, design: Design, params: SimulatorParams, rules: Mapping[str, SameFn | None],
@@ -75,11 +108,15 @@ def validity_summary(reps: pd.DataFrame, truth: pd.DataFrame | Mapping[str, floa
     """Bias, RMSE and rejection rate per rule and comparison (pp; rates as fractions).
 
     ``truth``: ``population_truth`` output or a mapping comparison -> truth in pp (0 for the null).
+    ``bias_se_pp`` combines the Monte Carlo errors of the mean estimate and of the truth.
     Columns: rule, comparison, n_reps, truth_pp, mean_pp, bias_pp, bias_se_pp, rmse_pp,
     rejection_rate, rejection_se.
     """
+    truth_se: dict[str, float] = {}
     if isinstance(truth, pd.DataFrame):
-        truth = dict(truth.loc[truth.panel == "extra", ["label", "truth_pp"]].itertuples(index=False))
+        extra = truth[truth.panel == "extra"]
+        truth_se = dict(zip(extra.label, extra.truth_se_pp))
+        truth = dict(zip(extra.label, extra.truth_pp))
     rows = []
     for (rule, comp), g in reps.groupby(["rule", "comparison"], sort=False):
         est = g.extra_pp.to_numpy()
@@ -87,7 +124,9 @@ def validity_summary(reps: pd.DataFrame, truth: pd.DataFrame | Mapping[str, floa
         n = len(est)
         rate = float(np.mean(g.p_value.to_numpy() <= alpha))
         rows.append({"rule": rule, "comparison": comp, "n_reps": n, "truth_pp": t, "mean_pp": est.mean(),
-                     "bias_pp": est.mean() - t, "bias_se_pp": est.std(ddof=1) / np.sqrt(n) if n > 1 else np.nan,
+                     "bias_pp": est.mean() - t,
+                     "bias_se_pp": float(np.sqrt(est.var(ddof=1) / n + truth_se.get(comp, 0.0) ** 2))
+                     if n > 1 else np.nan,
                      "rmse_pp": float(np.sqrt(np.mean((est - t) ** 2))), "rejection_rate": rate,
                      "rejection_se": float(np.sqrt(rate * (1 - rate) / n))})
     return pd.DataFrame(rows)

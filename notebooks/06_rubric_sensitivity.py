@@ -1,0 +1,231 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Rubric sensitivity: the definition of "same mechanism" is a parameter
+#
+# An LLM judge does not carry a fixed notion of mechanism equivalence: the rubric in its prompt
+# supplies one. The paper {cite}`byun2026auditing` gave the same First Step Swapped pairs to the
+# same judge model under three prompts and saw the share judged "different" move from 38 % (no
+# rubric) over 83 % (full rubric) to 96 % (step-by-step rubric), while meaning-preserving pairs stayed
+# "same" under all three. Reversing which hypothesis is shown first changed about 5.6 % of decisions
+# under each prompt, and the affected pairs differed between prompts.
+#
+# The three prompts of this book (`mechaudit.rules.llm_judge.SYSTEM_PROMPTS`, written for this
+# project after the paper's Appendix E criteria):
+#
+# - **full**: same mechanism = same initiating event and same essential route (detail may differ);
+#   a different initiating event, a different load-bearing route or a reversed direction makes it
+#   different; wording, names, added downstream biomarkers and detail alone do not.
+# - **step**: the same criteria applied separately to initiating event, route and terminal
+#   outcome, all three reported, then an overall verdict ("same" only if all three are the same).
+# - **none**: no definition, only the question.
+#
+# Offline, each rubric is applied by a deterministic **reference judge** that reads the structured
+# causal chain (`mechaudit.rules.ReferenceJudge`): a literal reading of the rubric, not an LLM.
+
+# %% tags=["parameters"]
+seed = 0
+backend = "reference"
+data_dir = None
+rubrics = ["full", "step", "none"]
+jaccard_threshold = 0.5
+judge_model = "claude-opus-4-6"
+judge_orders = ["ab", "ab", "ba"]
+cache_dir = None
+
+# %%
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+
+from mechaudit.agreement import flip_rate, raw_agreement
+from mechaudit.paper import compare, reported
+from mechaudit.perturb import KINDS, load_suite
+from mechaudit.plots.rules import rubric_bars
+from mechaudit.rules import LLMJudge, ReferenceJudge
+from mechaudit.rules.audit import percent_different
+from mechaudit.rules.llm_judge import majority, stability
+from mechaudit.schema import load_instances
+
+pd.set_option("display.precision", 3)
+pd.set_option("display.width", 120)
+
+suite = load_suite(None if data_dir is None else Path(data_dir) / "perturbations.jsonl", valid_only=True)
+pairs = [(p["original"], p["variant"]) for p in suite]
+kinds = [p["kind"] for p in suite]
+llm_run = backend in ("replay", "anthropic")
+print(f"{len(pairs)} valid perturbation pairs; rubrics: {', '.join(rubrics)}; "
+      f"LLM judge: {'run with backend ' + repr(backend) if llm_run else 'not run (offline)'}")
+
+# %% [markdown]
+# ## Reference judges: each rubric read literally
+#
+# The **none** reference judge needs some rule without a mechanism definition; it calls two
+# hypotheses the same when at least `jaccard_threshold` of all steps named by either chain are shared
+# (a holistic overlap reading). Its numbers depend on that choice, which is the point of this chapter.
+
+# %%
+judges = {r: ReferenceJudge(r, jaccard_threshold=jaccard_threshold) for r in rubrics}
+decisions = pd.DataFrame({f"reference {r}": j.same(pairs) for r, j in judges.items()})
+if llm_run:
+    instances = load_instances(None if data_dir is None else Path(data_dir) / "instances.yaml")
+    llm_calls = {}
+    for r in rubrics:
+        judge = LLMJudge(rubric=r, model=judge_model, backend=backend, orders=judge_orders,
+                         cache_dir=cache_dir, instances=instances)
+        llm_calls[r] = judge.judge(pairs)
+        decisions[f"llm {r}"] = majority(llm_calls[r], len(pairs))["same"].to_numpy()
+else:
+    for r in rubrics:
+        decisions[f"llm {r}"] = pd.array([pd.NA] * len(pairs), dtype="boolean")
+pct = percent_different(decisions, kinds, order=KINDS)
+pct.round(1).astype(object).where(pct.notna(), "not run" if not llm_run else "undecided")
+
+# %%
+paper = pd.DataFrame(
+    {f"llm {r}": [reported(f"rubric.first_step_swapped_pct_different.{r}") if k == "first_step_swapped" else np.nan
+                  for k in KINDS] for r in rubrics},
+    index=list(KINDS),
+)
+fig = rubric_bars(pct, paper, backend=backend,
+                  extra="reference judges read the structured chain" + ("" if llm_run else "; LLM judge not run (offline)"))
+plt.show()
+
+# %% [markdown]
+# The step rubric's three component judgements show which component each kind of edit touches.
+# Numbers are % of pairs whose component the step reference judge calls *different*.
+
+# %%
+components = judges["step"].components(pairs) if "step" in judges else ReferenceJudge("step").components(pairs)
+comp_pct = 100 * (1 - components[["initiating", "route", "terminal"]].astype(float)).groupby(pd.Series(kinds, name="kind")).mean()
+comp_pct.reindex(KINDS).round(1)
+
+# %% [markdown]
+# One pair of each kind, drawn with `seed`, with the chains side by side (step texts) and the step
+# reference judge's components:
+
+# %%
+rng = np.random.default_rng(seed)
+example_rows = []
+for kind in KINDS:
+    i = int(rng.choice(np.flatnonzero(np.array(kinds) == kind)))
+    a, b = pairs[i]
+    example_rows.append({"kind": kind, "original chain": " -> ".join(s.text for s in a.chain),
+                         "variant chain": " -> ".join(s.text for s in b.chain),
+                         **components.loc[i, ["initiating", "route", "terminal"]].to_dict()})
+with pd.option_context("display.max_colwidth", 200):
+    display(pd.DataFrame(example_rows).set_index("kind"))
+
+# %% [markdown]
+# ## Presentation order
+#
+# The reference judges compare sets and ordered subsequences symmetrically, so they are
+# order-invariant by construction. The check below judges every pair again with the two
+# hypotheses swapped and counts changed decisions.
+
+# %%
+reversed_pairs = [(b, a) for a, b in pairs]
+order_rows = [
+    {"judge": f"reference {r}", "pairs": len(pairs),
+     "decisions changed by reversal": int(np.sum(j.same(pairs) != j.same(reversed_pairs)))}
+    for r, j in judges.items()
+]
+pd.DataFrame(order_rows)
+
+# %% [markdown]
+# With an LLM backend the judge sees each pair in the orders `judge_orders` (by default A-B twice
+# and B-A once). The table below then counts, per prompt, the decisions changed by repeating the
+# A-B call and by reversing it, and which flipped pairs the prompts share.
+
+# %%
+if llm_run:
+    stab = {r: stability(llm_calls[r], len(pairs)) for r in rubrics}
+    rows = []
+    for r in rubrics:
+        s = stab[r]
+        rows.append({"prompt": r, "pairs compared": int(s["order_changed"].notna().sum()),
+                     "order reversal changed": int(s["order_changed"].sum()),
+                     "order reversal changed %": round(100 * flip_rate(s["ab"], s["ba"]), 1),
+                     "repetition changed": int(s["repeat_changed"].sum())})
+    flipped = {r: set(stab[r].loc[stab[r]["order_changed"].fillna(False).astype(bool), "pair"]) for r in rubrics}
+    shared = pd.DataFrame([[len(flipped[a] & flipped[b]) for b in rubrics] for a in rubrics],
+                          index=rubrics, columns=rubrics)
+    print("pairs whose decision flipped under reversal, shared between prompts:")
+    print(shared.to_string())
+    print("LLM vs the reference judge of the same rubric (raw agreement on decided pairs):")
+    for r in rubrics:
+        print(f"  {r}: {raw_agreement(decisions[f'llm {r}'], decisions[f'reference {r}']):.3f}")
+    display_table = pd.DataFrame(rows)
+else:
+    display_table = pd.DataFrame({"prompt": rubrics, "order reversal changed": "not run (offline)"})
+display_table
+
+# %% [markdown]
+# ## Paper vs this run
+#
+# The paper's numbers are LLM results. Offline, "this run" says "not run" and the note gives the
+# reference judge's value for orientation only.
+
+# %%
+fss = pct.loc["first_step_swapped"]
+
+
+def llm_value(column: str):
+    return None if pd.isna(fss[column]) else round(float(fss[column]), 1)
+
+
+rows = [
+    (f"rubric.first_step_swapped_pct_different.{r}", llm_value(f"llm {r}"),
+     f"{backend} backend" if llm_run else f"offline; reference judge (not an LLM): {fss[f'reference {r}']:.1f}")
+    for r in ("step", "full", "none") if r in rubrics
+]
+if llm_run:
+    rows.append(("rubric.order_reversal_changed_pct",
+                 round(float(np.mean([100 * flip_rate(stab[r]["ab"], stab[r]["ba"]) for r in rubrics])), 1),
+                 "mean over prompts"))
+    rows.append(("rubric.order_reversal_changed_per_prompt",
+                 round(float(np.mean([stab[r]["order_changed"].sum() for r in rubrics])), 1), "mean over prompts"))
+    if {"full", "step"} <= set(rubrics):
+        rows.append(("rubric.order_reversal_shared_full_step", len(flipped["full"] & flipped["step"])))
+        if "none" in rubrics:
+            rows.append(("rubric.order_reversal_shared_with_none",
+                         len((flipped["full"] | flipped["step"]) & flipped["none"])))
+    rows.append(("rubric.repetition_changed", int(sum(stab[r]["repeat_changed"].sum() for r in rubrics)),
+                 "all prompts"))
+else:
+    rows.append(("rubric.order_reversal_changed_pct", None, "offline; reference judges: 0 by construction"))
+    rows.append(("rubric.order_reversal_changed_per_prompt", None, "offline; reference judges: 0 by construction"))
+    rows.append(("rubric.repetition_changed", None, "offline; reference judges are deterministic: 0"))
+compare(rows)
+
+# %% [markdown]
+# ## Reading the result
+#
+# Read literally, the full and step rubrics call every swapped pair different: a replaced first
+# or middle step breaks the "same initiating event and route" condition, and the step rubric's
+# component table shows which component broke. The no-rubric reference judge looks only at overlap,
+# and a chain that shares all but one of its four to six steps overlaps enough to be called the same
+# (with the default `jaccard_threshold`, no swapped pair is called different). Without a definition
+# of what makes mechanisms differ, a swapped initiating event is easy to miss; the paper's
+# no-rubric LLM judge still caught 38 % of them. Its full-rubric judge (83 %) sits below the literal
+# reading (100 % here), so setting an LLM's decisions beside the literal reference judges shows how
+# closely it follows its rubric.
+#
+# ## Try it
+#
+# - `jaccard_threshold = 0.7`: a stricter overlap rule for the no-rubric reference judge (swaps in
+#   short chains start to count as different).
+# - `rubrics = ["full"]`: one prompt only.
+# - `backend = "replay"` (recorded answers in `data/llm_cache/`) or `"anthropic"` (needs
+#   `ANTHROPIC_API_KEY`): run the LLM judge under every rubric; `judge_orders = ["ab", "ba", "ba"]`
+#   changes how often each order is asked, and `judge_model` the model.

@@ -1,0 +1,91 @@
+"""Critique-engagement labels: simulator log as label, tables, judge prompt and output schema."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+from pydantic import ValidationError
+
+from mechaudit.engagement import (
+    JUDGE_SYSTEM,
+    engagement_table,
+    judge_request,
+    label_demands,
+    labels_schema,
+    paper_comparison,
+    paper_shares,
+)
+from mechaudit.paper import compare
+from mechaudit.schema import load_benchmark
+from mechaudit.workflow import LABELS, Design, demands_frame, load_simulator_params, simulate
+
+
+@pytest.fixture(scope="module")
+def runs():
+    design = Design(instances=("A", "B"), depths=(0, 1, 5), runs_per_depth=3)
+    return simulate(load_benchmark(), design, load_simulator_params(), seed=0)
+
+
+def test_reference_labels_are_the_simulator_log(runs):
+    labelled = label_demands(runs, "reference")
+    log = [r.label for run in runs for r in run.replies]
+    assert labelled.label.tolist() == log and len(log) > 50
+    assert set(labelled.label) <= set(LABELS)
+    assert (labelled.label_source == "simulator log").all()
+
+
+def test_reference_backend_refuses_llm_runs(runs):
+    llm_run = runs[1].model_copy(update={"backend": "anthropic"})
+    with pytest.raises(ValueError, match="only simulator runs"):
+        label_demands([llm_run], "reference")
+    with pytest.raises(ValueError, match="needs an LLM client"):
+        label_demands(runs, "replay")
+    with pytest.raises(ValueError, match="backend must be"):
+        label_demands(runs, "bogus")
+
+
+def test_engagement_table_counts_and_shares():
+    df = pd.DataFrame({"label": ["conceded"] * 6 + ["answered"] * 3 + ["dropped"], "round": [1] * 5 + [2] * 5})
+    t = engagement_table(df)
+    assert t.label.tolist() == list(LABELS)
+    assert t.set_index("label")["count"].to_dict() == {"conceded": 6, "answered": 3, "partial": 0, "dropped": 1}
+    assert t.pct.sum() == pytest.approx(100.0) and t.set_index("label").pct["conceded"] == pytest.approx(60.0)
+    by = engagement_table(df, by="round")
+    assert len(by) == 8
+    assert by.groupby("round").pct.sum().tolist() == pytest.approx([100.0, 100.0])
+    r2 = by[by["round"] == 2].set_index("label")["count"]
+    assert r2.to_dict() == {"conceded": 1, "answered": 3, "partial": 0, "dropped": 1}
+
+
+def test_paper_rows_use_reported_keys(runs):
+    labelled = label_demands(runs, "reference")
+    rows = paper_comparison(labelled)
+    table = compare(rows)
+    assert table.paper.tolist() == [332, 61, 27, 9, 3]
+    assert sum(r[1] for r in rows[1:]) == pytest.approx(100.0, abs=0.3)
+    assert paper_shares() == {"conceded": 61.0, "answered": 27.0, "partial": 9.0, "dropped": 3.0}
+
+
+def test_simulated_concessions_fall_with_rounds(runs):
+    """Weak links run out: the first round concedes more than later rounds (emergent, not typed in)."""
+    labelled = label_demands([r for r in runs if r.depth == 5], "reference")
+    by = engagement_table(labelled, by="round").set_index(["round", "label"]).pct
+    assert by[(1, "conceded")] > by[(5, "conceded")] + 20
+
+
+def test_judge_request_and_schema(runs):
+    frame = demands_frame(runs)
+    g = frame[(frame.depth == 1)].groupby(["run_id", "round", "hypothesis_id"]).get_group(
+        next(iter(frame[frame.depth == 1].groupby(["run_id", "round", "hypothesis_id"]).groups)))
+    req = judge_request(g)
+    text = req.messages[0].content
+    assert req.system == JUDGE_SYSTEM and req.temperature == 0.0 and req.model == "claude-opus-4-6"
+    for row in g.itertuples():
+        assert f"{row.number}. {row.demand}" in text and f"{row.number}. {row.reply}" in text
+    schema = labels_schema(2)
+    ok = schema.model_validate({"labels": [{"number": 1, "label": "answered"}, {"number": 2, "label": "dropped"}]})
+    assert [x.label for x in ok.labels] == ["answered", "dropped"]
+    with pytest.raises(ValidationError):
+        schema.model_validate({"labels": [{"number": 1, "label": "answered"}]})
+    with pytest.raises(ValidationError):
+        schema.model_validate({"labels": [{"number": 1, "label": "ignored"}, {"number": 2, "label": "dropped"}]})

@@ -1,0 +1,89 @@
+"""Critique-depth tables, ground truth, jackknife and replication study on the simulator."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from mechaudit.divergence import extra_divergence, permutation_test
+from mechaudit.schema import load_benchmark
+from mechaudit.workflow import (
+    Design,
+    MechanismKeyRule,
+    depth_table,
+    instance_matrices,
+    load_design,
+    load_simulator_params,
+    null_params,
+    population_truth,
+    replicate,
+    rule_tables,
+    simulate,
+    validity_summary,
+)
+from mechaudit.workflow.validity import jackknife_se
+
+
+@pytest.fixture(scope="module")
+def bench():
+    return load_benchmark()
+
+
+@pytest.fixture(scope="module")
+def params():
+    return load_simulator_params()
+
+
+def test_jackknife_equals_brute_force():
+    rng = np.random.default_rng(1)
+    n, n_a = 9, 4
+    A = rng.random((n, n))
+    D = (A + A.T) / 2
+    np.fill_diagonal(D, 0)
+    loo_a, loo_b = [], []
+    for i in range(n):
+        keep = [j for j in range(n) if j != i]
+        (loo_a if i < n_a else loo_b).append(extra_divergence(D[np.ix_(keep, keep)], n_a - (i < n_a)))
+    var = sum((len(t) - 1) / len(t) * np.sum((np.array(t) - np.mean(t)) ** 2) for t in (loo_a, loo_b))
+    assert jackknife_se(D, n_a) == pytest.approx(np.sqrt(var), rel=1e-12)
+    with pytest.raises(ValueError, match=">= 3 runs"):
+        jackknife_se(D[:5, :5], 2)
+
+
+def test_default_simulator_large_first_round_small_later(bench, params):
+    """The paper's pattern emerges from the weak-link mechanism (population values, pp)."""
+    truth = population_truth(bench, load_design(), params, runs_per_depth=40)
+    t = dict(zip(truth.label, truth.truth_pp))
+    assert t["0 v 1"] > 20 and t["0 v 5"] > 20
+    assert abs(t["1 v 5"]) < 3
+
+
+def test_null_simulator_truth_is_zero(bench, params):
+    truth = population_truth(bench, load_design(), null_params(params), runs_per_depth=40)
+    extra = truth[truth.panel == "extra"]
+    assert (extra.truth_pp.abs() < 4 * extra.truth_se_pp + 0.5).all()
+
+
+def test_rule_tables_match_divergence_api(bench, params):
+    design = Design(instances=("A", "C"), depths=(0, 1), runs_per_depth=5)
+    runs = simulate(bench, design, params, seed=5)
+    points, table = rule_tables(runs, {"fast": None, "pairwise": MechanismKeyRule().same}, design.comparisons())
+    fast, slow = table[table.rule == "fast"], table[table.rule == "pairwise"]
+    np.testing.assert_allclose(fast.extra_pp.to_numpy(), slow.extra_pp.to_numpy(), atol=1e-9)
+    mats = instance_matrices(runs, None)
+    res = permutation_test([m.D for m in mats], 5)
+    assert fast.extra_pp.iloc[0] == pytest.approx(100 * res.extra) and fast.p_value.iloc[0] == res.p_value
+    per = points[(points.rule == "fast") & (points.panel == "extra")].value.mean()
+    assert per == pytest.approx(fast.extra_pp.iloc[0])
+    assert fast.n_partitions.iloc[0] == 126
+
+
+def test_null_replications_hold_size(bench, params):
+    """Small replication study (the chapter runs more): the exact test stays near or below alpha."""
+    design = load_design()
+    reps = replicate(bench, design, null_params(params), {"key": None}, n_reps=40, seed=9)
+    summary = validity_summary(reps, {c: 0.0 for c in reps.comparison.unique()})
+    assert (summary.rejection_rate <= 0.05 + 3 * np.sqrt(0.05 * 0.95 / 40)).all()
+    assert summary.n_reps.tolist() == [40, 40, 40]
+    assert depth_table(instance_matrices(simulate(bench, design, params, seed=0), None),
+                       design.comparisons()).p_value.iloc[0] < 0.001
