@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 from pydantic import ValidationError
-from tqdm.auto import tqdm
+from tqdm import tqdm
 
 from mechaudit.render import PLACEHOLDER, placeholders, render, swap_ids, templatize
 from mechaudit.schema import DataError, Hypothesis, Step, Template, Vocabulary, load_vocabulary

@@ -43,6 +43,13 @@ def register(subparsers: Any) -> None:
     p.add_argument("--model", default=DEFAULT_JUDGE_MODEL, help="judge model for --rule llm (default: %(default)s)")
     p.add_argument("--instances", type=Path, default=None,
                    help="instances YAML with the findings shown to the LLM judge (default: data/instances.yaml)")
+    p.add_argument("--orders", default="ab,ab,ba",
+                   help="--rule llm: presentation orders, comma-separated; the verdict is their majority "
+                        "(default: %(default)s)")
+    p.add_argument("--early-stop", action="store_true",
+                   help="--rule llm: skip a pair's remaining calls once its majority is decided")
+    p.add_argument("--jaccard-threshold", type=float, default=0.5,
+                   help="--rule reference --rubric none: step-overlap threshold (default: %(default)s)")
     p.add_argument("--threshold", type=float, default=None,
                    help="similarity threshold for --rule tfidf|embedding (default: the rule's own)")
     p.add_argument("--batch", action="store_true",
@@ -103,14 +110,15 @@ def build_rule(args: argparse.Namespace, client: Any = None) -> Any:
     if args.rule == "embedding":
         return rules.EmbeddingRule() if args.threshold is None else rules.EmbeddingRule(threshold=args.threshold)
     if args.rule == "reference":
-        return rules.ReferenceJudge(rubric=args.rubric)
+        return rules.ReferenceJudge(rubric=args.rubric, jaccard_threshold=args.jaccard_threshold)
     instances = None
     if args.instances is not None:
         from mechaudit.schema import load_instances
 
         instances = load_instances(args.instances)
+    orders = tuple(o.strip() for o in args.orders.split(",") if o.strip())
     return rules.LLMJudge(rubric=args.rubric, model=args.model, backend=args.backend, client=client,
-                          instances=instances)
+                          instances=instances, orders=orders, early_stop=args.early_stop)
 
 
 def backend_label(args: argparse.Namespace) -> str:

@@ -1,5 +1,44 @@
-"""Every figure of the book, one function each, in one style (see ``mechaudit.plots.style``)."""
+"""Every figure of the book, one function each, in one style (see ``mechaudit.plots.style``).
 
+Each function takes tidy results (numpy arrays or pandas frames) and the backend that produced
+them, and returns a matplotlib Figure whose caption names that backend.
+"""
+
+from mechaudit.plots.problem import divergence_heatmaps
+from mechaudit.plots.rules import agreement_vs_threshold, perturbation_bars, rubric_bars, threshold_sweep_lines
 from mechaudit.plots.style import PALETTE, backend_caption, new_figure
+from mechaudit.plots.tau import (
+    loss_band_plot,
+    score_recovery_plot,
+    tau_recovery_plot,
+    tie_effect_plot,
+    weight_scale_plot,
+)
+from mechaudit.plots.workflow import (
+    cluster_count_figure,
+    critique_depth_figure,
+    engagement_figure,
+    rule_comparison_figure,
+    validity_figure,
+)
 
-__all__ = ["PALETTE", "backend_caption", "new_figure"]
+__all__ = [
+    "PALETTE",
+    "agreement_vs_threshold",
+    "backend_caption",
+    "cluster_count_figure",
+    "critique_depth_figure",
+    "divergence_heatmaps",
+    "engagement_figure",
+    "loss_band_plot",
+    "new_figure",
+    "perturbation_bars",
+    "rubric_bars",
+    "rule_comparison_figure",
+    "score_recovery_plot",
+    "tau_recovery_plot",
+    "threshold_sweep_lines",
+    "tie_effect_plot",
+    "validity_figure",
+    "weight_scale_plot",
+]

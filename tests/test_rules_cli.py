@@ -1,0 +1,56 @@
+"""``mechaudit judge`` options of the rules: orders, early stop, the no-rubric overlap threshold."""
+
+from __future__ import annotations
+
+import json
+
+import httpx
+import pytest
+
+from mechaudit.cli import main
+from mechaudit.llm import get_client
+from test_rules_fixtures import hyp
+
+
+@pytest.fixture
+def pairs_file(tmp_path):
+    a = hyp("a", ["KRAS", "MEK", "ERK", "PROLIF"], statement="Alpha statement.")
+    b = hyp("b", ["EGFR", "MEK", "ERK", "PROLIF"], statement="Beta statement.")
+    path = tmp_path / "pairs.jsonl"
+    path.write_text(json.dumps({"a": a.model_dump(mode="json"), "b": b.model_dump(mode="json")}) + "\n")
+    return path
+
+
+def test_reference_none_jaccard_threshold(pairs_file, capsys):
+    # the chains share 3 of 5 step ids: Jaccard 0.6
+    for threshold, same in ((0.6, True), (0.7, False)):
+        assert main(["judge", "--pairs", str(pairs_file), "--rule", "reference", "--rubric", "none",
+                     "--jaccard-threshold", str(threshold), "--quiet"]) == 0
+        assert json.loads(capsys.readouterr().out)["same"] is same
+
+
+def test_llm_orders_and_early_stop(pairs_file, tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "fake-key-for-tests")
+    seen = []
+
+    def api(request: httpx.Request) -> httpx.Response:
+        seen.append(request)
+        text = json.dumps({"verdict": "different", "reason": "other trigger"})
+        return httpx.Response(200, json={
+            "id": "m", "type": "message", "role": "assistant", "model": "claude-opus-4-6",
+            "content": [{"type": "text", "text": text}], "stop_reason": "end_turn", "stop_sequence": None,
+            "usage": {"input_tokens": 1, "output_tokens": 1}})
+
+    client = get_client("anthropic", cache_dir=tmp_path / "cache",
+                        http_client=httpx.Client(transport=httpx.MockTransport(api)))
+    monkeypatch.setattr("mechaudit.llm.get_client", lambda *a, **k: client)
+    instances = tmp_path / "instances.yaml"
+    instances.write_text("instances:\n  - id: I1\n    title: t\n    finding: a finding\n    terminal_id: PROLIF\n"
+                         "    evidence: [e]\n    openings: [a]\n")
+    base = ["judge", "--pairs", str(pairs_file), "--rule", "llm", "--backend", "anthropic",
+            "--instances", str(instances), "--quiet"]
+    assert main(base + ["--orders", "ab,ab,ba", "--early-stop"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["same"] is False and out["n_calls"] == 2 and len(seen) == 2
+    assert main(base + ["--orders", "ab,xy"]) == 1
+    assert "'ab' or 'ba'" in capsys.readouterr().err
