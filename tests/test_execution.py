@@ -119,3 +119,13 @@ def test_cli_unknown_parameter_fails_naming_it(tmp_path):
     assert proc.returncode != 0
     assert "no_such_param" in proc.stderr
     assert not (tmp_path / "01_problem.ipynb").exists()
+
+
+@pytest.mark.parametrize("stem", ["01_problem", "03_critique_engagement"])
+def test_re_execution_reproduces_the_committed_file_byte_for_byte(tmp_path, stem):
+    """Same parameters, same seed: the executed notebook is identical to the committed one."""
+    committed = REPO_ROOT / "notebooks" / f"{stem}.ipynb"
+    from mechaudit.execution import execute_chapters
+
+    (path,) = execute_chapters([stem], out_dir=tmp_path, stream=open("/dev/null", "w"))
+    assert path.read_bytes() == committed.read_bytes(), f"{stem}: re-execution differs from the committed notebook"

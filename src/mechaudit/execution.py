@@ -184,6 +184,8 @@ def execute_chapter(
     target.parent.mkdir(parents=True, exist_ok=True)
     nb = jupytext.read(chapter.source)
     nb.metadata.setdefault("jupytext", {})["formats"] = "ipynb,py:percent"
+    for i, cell in enumerate(nb.cells):  # stable ids: re-execution gives an identical file
+        cell.id = f"cell-{i:03d}"
     with tempfile.TemporaryDirectory(prefix="mechaudit-") as tmp:
         src = Path(tmp) / f"{chapter.stem}.in.ipynb"
         out = Path(tmp) / f"{chapter.stem}.ipynb"
