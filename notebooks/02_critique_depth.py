@@ -52,27 +52,21 @@ from mechaudit.schema import load_benchmark
 from mechaudit.workflow import (
     build_rules,
     counts,
+    deliver,
     load_design,
     load_simulator_params,
     population_truth,
     rule_tables,
-    simulate,
 )
 
 pd.set_option("display.precision", 3)
 bench = load_benchmark(data_dir)
 design = load_design(PARAMS_DIR / design_file, instances=[i.id for i in bench.instances])
-if backend == "reference":
-    sim_params = load_simulator_params(PARAMS_DIR / simulator_file)
-    runs = simulate(bench, design, sim_params, seed=seed)
-    source = "simulator (backend reference)"
-else:
-    from mechaudit.llm import get_client
-    from mechaudit.workflow.agents import run_workflow
-
-    client = get_client(backend=backend, cache_dir=cache_dir)
-    runs = run_workflow(bench, design, client, model=generator_model)
-    source = f"LLM workflow ({generator_model}, backend {backend})"
+sim_params = load_simulator_params(PARAMS_DIR / simulator_file)
+delivery = deliver(bench, design, backend, simulator=sim_params, seed=seed,
+                   generator_model=generator_model, cache_dir=cache_dir)
+runs, source = delivery.runs, delivery.source
+if backend != "reference":  # no ground truth; the LLM judge joins the rules
     rules = [r for r in rules if r != "mechanism_key"] + (["llm"] if "llm" not in rules else [])
 design_counts = counts(runs)
 pd.DataFrame([design_counts], index=[source])

@@ -46,21 +46,14 @@ from mechaudit.paper import compare
 from mechaudit.paths import PARAMS_DIR
 from mechaudit.plots.workflow import engagement_figure
 from mechaudit.schema import load_benchmark
-from mechaudit.workflow import load_design, load_simulator_params, simulate
+from mechaudit.workflow import deliver, load_design, load_simulator_params
 
 pd.set_option("display.precision", 3)
 bench = load_benchmark(data_dir)
 design = load_design(PARAMS_DIR / design_file, instances=[i.id for i in bench.instances])
-if backend == "reference":
-    runs = simulate(bench, design, load_simulator_params(PARAMS_DIR / simulator_file), seed=seed)
-    labelled = label_demands(runs, backend)
-else:
-    from mechaudit.llm import get_client
-    from mechaudit.workflow.agents import run_workflow
-
-    client = get_client(backend=backend, cache_dir=cache_dir)
-    runs = run_workflow(bench, design, client, model=generator_model)
-    labelled = label_demands(runs, backend, client=client, model=judge_model)
+delivery = deliver(bench, design, backend, simulator=load_simulator_params(PARAMS_DIR / simulator_file),
+                   seed=seed, generator_model=generator_model, cache_dir=cache_dir)
+labelled = label_demands(delivery.runs, backend, client=delivery.client, model=judge_model)
 print(f"{len(labelled)} demands in {labelled.run_id.nunique()} runs; labels from: {labelled.label_source.iloc[0]}")
 
 # %% [markdown]

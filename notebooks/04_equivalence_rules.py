@@ -45,20 +45,22 @@ from mechaudit.paper import compare
 from mechaudit.paths import PARAMS_DIR
 from mechaudit.plots.workflow import cluster_count_figure
 from mechaudit.schema import load_benchmark
-from mechaudit.workflow import build_rules, delivered_diversity, diversity_table, load_design, load_simulator_params, simulate
+from mechaudit.workflow import (
+    build_rules,
+    deliver,
+    delivered_diversity,
+    diversity_table,
+    load_design,
+    load_simulator_params,
+)
 
 pd.set_option("display.precision", 3)
 bench = load_benchmark(data_dir)
 design = load_design(PARAMS_DIR / design_file, instances=[i.id for i in bench.instances])
-client = None
-if backend == "reference":
-    runs = simulate(bench, design, load_simulator_params(PARAMS_DIR / simulator_file), seed=seed)
-else:
-    from mechaudit.llm import get_client
-    from mechaudit.workflow.agents import run_workflow
-
-    client = get_client(backend=backend, cache_dir=cache_dir)
-    runs = run_workflow(bench, design, client, model=generator_model)
+delivery = deliver(bench, design, backend, simulator=load_simulator_params(PARAMS_DIR / simulator_file),
+                   seed=seed, generator_model=generator_model, cache_dir=cache_dir)
+runs, client = delivery.runs, delivery.client
+if backend != "reference":  # no ground truth; the LLM judge joins the rules
     rules = [r for r in rules if r != "mechanism_key"] + (["llm"] if "llm" not in rules else [])
 rule_objects = build_rules(rules, backend=backend, tfidf_threshold=tfidf_threshold,
                            embedding_threshold=embedding_threshold, embedding_model=embedding_model,

@@ -61,10 +61,10 @@ def test_judge_tfidf_to_stdout_has_similarity(pairs_file, capsys):
 @pytest.mark.parametrize(
     ("content", "expected"),
     [
-        ("{not json\n", "line 1: not valid JSON"),
-        (json.dumps({"original": ORIGINAL}) + "\n", "line 1: field 'variant' missing"),
-        (json.dumps({"a": ORIGINAL, "b": {**ORIGINAL, "chain": []}}) + "\n", "line 1: field b.chain"),
-        ("\n" + json.dumps([1, 2]) + "\n", "line 2: expected a JSON object"),
+        ("{not json\n", "bad.jsonl:1: field '<json>': malformed JSON"),
+        (json.dumps({"original": ORIGINAL}) + "\n", "bad.jsonl:1: field 'variant': missing"),
+        (json.dumps({"a": ORIGINAL, "b": {**ORIGINAL, "chain": []}}) + "\n", "bad.jsonl:1: field 'b.chain'"),
+        ("\n" + json.dumps([1, 2]) + "\n", "bad.jsonl:2: field '<record>': expected a JSON object"),
     ],
 )
 def test_bad_pairs_file_names_file_line_field(tmp_path, capsys, content, expected):

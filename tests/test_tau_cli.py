@@ -48,4 +48,4 @@ def test_fit_tau_cli_names_bad_line(tmp_path, capsys):
     path = tmp_path / "pairs.jsonl"
     path.write_text('{"delta": 1.0, "y": 1}\n{"y": 0}\n')
     assert main(["fit-tau", "--pairs", str(path)]) == 2
-    assert "pairs.jsonl: line 2: field 'delta'" in capsys.readouterr().err
+    assert "pairs.jsonl:2: field 'delta'" in capsys.readouterr().err

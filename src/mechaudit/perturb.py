@@ -34,11 +34,19 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from pydantic import ValidationError
 from tqdm import tqdm
 
 from mechaudit.render import PLACEHOLDER, placeholders, render, swap_ids, templatize
-from mechaudit.schema import DataError, Hypothesis, Step, Template, Vocabulary, load_vocabulary
+from mechaudit.schema import (
+    DataError,
+    Hypothesis,
+    Step,
+    Template,
+    Vocabulary,
+    load_vocabulary,
+    read_jsonl,
+    validate_record,
+)
 
 KINDS = ("wording_only", "wording_chain", "first_step_swapped", "middle_step_swapped")
 MEANING_PRESERVING = ("wording_only", "wording_chain")
@@ -337,33 +345,21 @@ def load_suite(path: str | Path | None = None, valid_only: bool = False) -> list
         path = data_path("perturbations.jsonl")
     path = Path(path)
     pairs = []
-    with open(path, encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                raw = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise DataError(path, lineno, "<json>", f"malformed JSON: {exc.msg}") from exc
-            for key in ("kind", "original", "variant", "valid"):
-                if key not in raw:
-                    raise DataError(path, lineno, key, "missing required field")
-            if raw["kind"] not in KINDS:
-                raise DataError(path, lineno, "kind", f"unknown kind {raw['kind']!r}")
-            pair = {"kind": raw["kind"], "valid": bool(raw["valid"]),
-                    "reason": raw.get("reason"), "swap": raw.get("swap")}
-            for side in ("original", "variant"):
-                if raw[side] is None and side == "variant":
-                    pair[side] = None
-                    continue
-                try:
-                    pair[side] = Hypothesis.model_validate(raw[side])
-                except ValidationError as exc:
-                    err = exc.errors()[0]
-                    loc = ".".join(str(x) for x in err["loc"])
-                    raise DataError(path, lineno, f"{side}.{loc}", err["msg"]) from exc
-            if not valid_only or pair["valid"]:
-                pairs.append(pair)
+    for lineno, raw in read_jsonl(path):
+        for key in ("kind", "original", "variant", "valid"):
+            if key not in raw:
+                raise DataError(path, lineno, key, "missing required field")
+        if raw["kind"] not in KINDS:
+            raise DataError(path, lineno, "kind", f"unknown kind {raw['kind']!r}")
+        pair = {"kind": raw["kind"], "valid": bool(raw["valid"]),
+                "reason": raw.get("reason"), "swap": raw.get("swap")}
+        for side in ("original", "variant"):
+            if raw[side] is None and side == "variant":
+                pair[side] = None
+            else:
+                pair[side] = validate_record(Hypothesis, raw[side], path, lineno, prefix=f"{side}.")
+        if not valid_only or pair["valid"]:
+            pairs.append(pair)
     return pairs
 
 

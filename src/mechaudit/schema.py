@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -231,7 +231,28 @@ def _loc(loc: Sequence[int | str]) -> str:
     return out or "<record>"
 
 
-def _validate(model: type[BaseModel], raw: Any, path: Path, line: int | None, prefix: str = ""):
+def read_jsonl(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Yield ``(line number, object)`` for each non-blank line of a JSONL file.
+
+    A line that is not JSON, or not a JSON object, raises :class:`DataError` naming file and line.
+    """
+    path = Path(path)
+    with open(path, encoding="utf-8") as fh:
+        for lineno, raw_line in enumerate(fh, 1):
+            if not raw_line.strip():
+                continue
+            try:
+                raw = json.loads(raw_line)
+            except json.JSONDecodeError as exc:
+                raise DataError(path, lineno, "<json>", f"malformed JSON: {exc.msg} "
+                                f"(column {exc.colno})") from exc
+            if not isinstance(raw, dict):
+                raise DataError(path, lineno, "<record>", "expected a JSON object")
+            yield lineno, raw
+
+
+def validate_record(model: type[BaseModel], raw: Any, path: str | Path, line: int | None, prefix: str = ""):
+    """``model.model_validate(raw)``; a failure raises :class:`DataError` naming file, line and field."""
     try:
         return model.model_validate(raw)
     except ValidationError as exc:
@@ -270,7 +291,7 @@ def load_vocabulary(path: str | Path | None = None) -> Vocabulary:
     owner: dict[str, str] = {}
     for k, raw in enumerate(doc["entities"]):
         line = raw.get("__line__") if isinstance(raw, dict) else None
-        ent = _validate(Entity, _strip_lines(raw), path, line, prefix=f"entities[{k}].")
+        ent = validate_record(Entity, _strip_lines(raw), path, line, prefix=f"entities[{k}].")
         if ent.id in entities:
             raise DataError(path, line, f"entities[{k}].id",
                             f"duplicate entity id {ent.id!r} (first on line {lines[ent.id]})")
@@ -301,7 +322,7 @@ def load_instances(path: str | Path | None = None, vocabulary: Vocabulary | None
     seen: dict[str, int | None] = {}
     for k, raw in enumerate(doc["instances"]):
         line = raw.get("__line__") if isinstance(raw, dict) else None
-        inst = _validate(Instance, _strip_lines(raw), path, line, prefix=f"instances[{k}].")
+        inst = validate_record(Instance, _strip_lines(raw), path, line, prefix=f"instances[{k}].")
         if inst.id in seen:
             raise DataError(path, line, f"instances[{k}].id",
                             f"duplicate instance id {inst.id!r} (first on line {seen[inst.id]})")
@@ -346,32 +367,22 @@ def load_hypotheses(path: str | Path | None = None, vocabulary: Vocabulary | Non
     known = {i.id for i in instances} if instances is not None else None
     out: list[Hypothesis] = []
     seen: dict[str, int] = {}
-    with open(path, encoding="utf-8") as fh:
-        for lineno, raw_line in enumerate(fh, 1):
-            if not raw_line.strip():
-                continue
-            try:
-                raw = json.loads(raw_line)
-            except json.JSONDecodeError as exc:
-                raise DataError(path, lineno, "<json>", f"malformed JSON: {exc.msg} "
-                                f"(column {exc.colno})") from exc
-            if not isinstance(raw, dict):
-                raise DataError(path, lineno, "<record>", "expected a JSON object")
-            h = _validate(Hypothesis, raw, path, lineno)
-            if h.id in seen:
-                raise DataError(path, lineno, "id",
-                                f"duplicate hypothesis id {h.id!r} (first on line {seen[h.id]})")
-            if known is not None and h.instance not in known:
-                raise DataError(path, lineno, "instance", f"unknown instance id {h.instance!r}")
-            if vocabulary is not None:
-                for j, step in enumerate(h.chain):
-                    if step.id not in vocabulary:
-                        raise DataError(path, lineno, f"chain[{j}].id",
-                                        f"unknown vocabulary id {step.id!r}")
-                if h.template is not None:
-                    _check_template(h, vocabulary, path, lineno)
-            seen[h.id] = lineno
-            out.append(h)
+    for lineno, raw in read_jsonl(path):
+        h = validate_record(Hypothesis, raw, path, lineno)
+        if h.id in seen:
+            raise DataError(path, lineno, "id",
+                            f"duplicate hypothesis id {h.id!r} (first on line {seen[h.id]})")
+        if known is not None and h.instance not in known:
+            raise DataError(path, lineno, "instance", f"unknown instance id {h.instance!r}")
+        if vocabulary is not None:
+            for j, step in enumerate(h.chain):
+                if step.id not in vocabulary:
+                    raise DataError(path, lineno, f"chain[{j}].id",
+                                    f"unknown vocabulary id {step.id!r}")
+            if h.template is not None:
+                _check_template(h, vocabulary, path, lineno)
+        seen[h.id] = lineno
+        out.append(h)
     return out
 
 

@@ -18,7 +18,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
 
 RULES = ("tfidf", "embedding", "reference", "llm")
 RUBRIC_CHOICES = ("full", "step", "none")
@@ -68,36 +67,21 @@ def read_pairs(path: Path, include_invalid: bool = False) -> tuple[list[tuple[An
 
     Raises ``ValueError`` naming the file, line and field of the first bad line.
     """
-    from mechaudit.schema import Hypothesis
+    from mechaudit.schema import DataError, Hypothesis, read_jsonl, validate_record
 
     pairs, info, skipped = [], [], 0
-    with open(path, encoding="utf-8") as fh:
-        for lineno, raw in enumerate(fh, start=1):
-            if not raw.strip():
-                continue
-            try:
-                row = json.loads(raw)
-            except ValueError as exc:
-                raise ValueError(f"{path}, line {lineno}: not valid JSON ({exc})") from exc
-            if not isinstance(row, dict):
-                raise ValueError(f"{path}, line {lineno}: expected a JSON object")
-            names = ("original", "variant") if "original" in row else ("a", "b")
-            hyps = []
-            for name in names:
-                if name not in row:
-                    raise ValueError(f"{path}, line {lineno}: field {name!r} missing (need original/variant or a/b)")
-                try:
-                    hyps.append(Hypothesis.model_validate(row[name]))
-                except ValidationError as exc:
-                    err = exc.errors(include_url=False)[0]
-                    loc = ".".join(str(p) for p in err["loc"])
-                    raise ValueError(f"{path}, line {lineno}: field {name}.{loc}: {err['msg']}") from exc
-            valid = row.get("valid", True)
-            if valid is False and not include_invalid:
-                skipped += 1
-                continue
-            pairs.append((hyps[0], hyps[1]))
-            info.append({"line": lineno, "a": hyps[0].id, "b": hyps[1].id, "kind": row.get("kind"), "valid": valid})
+    for lineno, row in read_jsonl(path):
+        names = ("original", "variant") if "original" in row else ("a", "b")
+        for name in names:
+            if name not in row:
+                raise DataError(path, lineno, name, "missing (a pair needs original/variant or a/b)")
+        hyps = [validate_record(Hypothesis, row[name], path, lineno, prefix=f"{name}.") for name in names]
+        valid = row.get("valid", True)
+        if valid is False and not include_invalid:
+            skipped += 1
+            continue
+        pairs.append((hyps[0], hyps[1]))
+        info.append({"line": lineno, "a": hyps[0].id, "b": hyps[1].id, "kind": row.get("kind"), "valid": valid})
     return pairs, info, skipped
 
 

@@ -33,18 +33,13 @@ def _emit(payload: dict[str, Any], out: str | None) -> None:
 
 def read_pairs(path: str | Path) -> list[dict[str, Any]]:
     """Pairs from a JSONL file; a bad line raises ``ValueError`` naming the file and line."""
+    from mechaudit.schema import DataError, read_jsonl
+
     pairs = []
-    with open(path, encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise ValueError(f"{path}: line {lineno}: not valid JSON ({exc.msg})") from None
-            if not isinstance(row, dict) or "delta" not in row:
-                raise ValueError(f"{path}: line {lineno}: field 'delta' is missing")
-            pairs.append(row)
+    for lineno, row in read_jsonl(path):
+        if "delta" not in row:
+            raise DataError(path, lineno, "delta", "missing required field")
+        pairs.append(row)
     return pairs
 
 

@@ -36,10 +36,11 @@ from mechaudit.workflow.simulator import (
     simulate,
     simulate_run,
 )
+from mechaudit.workflow.delivery import Delivery, deliver
 from mechaudit.workflow.validity import population_truth, replicate, replication_seed, validity_summary
 
 __all__ = [
-    "RULE_NAMES", "LABELS", "Demand", "Design", "InstanceMatrix", "MechanismKeyRule", "Reply", "Revision", "Run",
+    "Delivery", "deliver", "RULE_NAMES", "LABELS", "Demand", "Design", "InstanceMatrix", "MechanismKeyRule", "Reply", "Revision", "Run",
     "SimulatorParams", "by_instance", "counts", "delivered_frame", "demands_frame", "depth_table",
     "instance_matrices", "instance_models", "key_matrix", "load_design", "load_simulator_params",
     "null_params", "per_instance_effects", "rule_tables", "run_id", "simulate", "simulate_run",
