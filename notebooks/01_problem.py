@@ -162,8 +162,8 @@ pd.DataFrame(counts).rename_axis("grouping").T
 
 # %% [markdown]
 # The same 50 hypotheses hold more or fewer "distinct mechanisms" depending on the rule, and, for
-# a rule that is not transitive, on how the pairwise verdicts are turned into groups. The next
-# chapters measure both effects on an open benchmark.
+# a rule that is not transitive, on how the pairwise verdicts are turned into groups.
+# {doc}`02_critique_depth` and {doc}`04_equivalence_rules` measure both effects on an open benchmark.
 #
 # ## One benchmark instance end to end
 #

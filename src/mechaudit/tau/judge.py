@@ -64,10 +64,9 @@ class BlindModel(BaseModel):
         return _drop_titles(super().model_json_schema(*args, **kwargs))
 
 
-class Comparison(BlindModel):
-    """One blind judgement of the story against one anchor card."""
+class Verdict(BlindModel):
+    """A relative judgement with its strength and a short rationale free of forbidden terms."""
 
-    anchor_id: str = Field(pattern=r"^A[1-9][0-9]*$")
     judgement: Literal["better", "tie", "worse"]
     strength: Literal["weak", "medium", "strong"]
     rationale: str
@@ -76,6 +75,12 @@ class Comparison(BlindModel):
     @classmethod
     def _rationale(cls, text: str) -> str:
         return valid_rationale(text)
+
+
+class Comparison(Verdict):
+    """One blind judgement of the story against one anchor card."""
+
+    anchor_id: str = Field(pattern=r"^A[1-9][0-9]*$")
 
 
 class JudgeReply(BlindModel):
@@ -106,18 +111,10 @@ def judge_schema(n_anchors: int) -> type[JudgeReply]:
     return type(f"JudgeReply{n_anchors}", (JudgeReply,), namespace)
 
 
-class PairReply(BlindModel):
+class PairReply(Verdict):
     """Reply of one pairwise call used for tau fitting: card X against card Y."""
 
     rubric_version: Literal[RUBRIC_VERSION]  # type: ignore[valid-type]
-    judgement: Literal["better", "tie", "worse"]
-    strength: Literal["weak", "medium", "strong"]
-    rationale: str
-
-    @field_validator("rationale")
-    @classmethod
-    def _rationale(cls, text: str) -> str:
-        return valid_rationale(text)
 
 
 def _instructions(role: str) -> str:
