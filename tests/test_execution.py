@@ -129,3 +129,24 @@ def test_re_execution_reproduces_the_committed_file_byte_for_byte(tmp_path, stem
 
     (path,) = execute_chapters([stem], out_dir=tmp_path, stream=open("/dev/null", "w"))
     assert path.read_bytes() == committed.read_bytes(), f"{stem}: re-execution differs from the committed notebook"
+
+
+PARAMETER_SETS = [p for p in sorted((REPO_ROOT / "params").glob("*.yaml")) if "\ncommon:" in p.read_text()]
+
+
+def test_the_book_ships_default_and_paper_parameter_sets():
+    assert {p.name for p in PARAMETER_SETS} >= {"default.yaml", "paper.yaml"}
+
+
+@pytest.mark.parametrize("params_file", PARAMETER_SETS, ids=lambda p: p.name)
+def test_every_parameter_set_resolves_for_every_chapter(params_file):
+    """A parameter set (a file with a `common` section) must be usable with every chapter."""
+    for chapter in toc_chapters():
+        resolved = resolve_parameters(chapter, params_file)
+        assert set(resolved) <= set(notebook_parameters(chapter.source)), chapter.stem
+
+
+def test_paper_parameter_set_selects_the_real_backend():
+    chapter = toc_chapters()[1]  # 02_critique_depth
+    resolved = resolve_parameters(chapter, REPO_ROOT / "params" / "paper.yaml")
+    assert resolved["backend"] == "anthropic"
