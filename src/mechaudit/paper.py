@@ -65,6 +65,8 @@ def compare(rows: Iterable[tuple], path: Path = REPORTED_PATH) -> pd.DataFrame:
         if len(rest) > 1:
             raise ValueError(f"row for {key!r} has {len(row)} items; expected (key, ours[, note])")
         meta = entry(key, path)
+        if isinstance(meta["value"], int) and isinstance(ours, float) and ours.is_integer():
+            ours = int(ours)  # a count or a whole percentage, as the paper prints it
         out.append(
             {
                 "quantity": key,
@@ -75,12 +77,13 @@ def compare(rows: Iterable[tuple], path: Path = REPORTED_PATH) -> pd.DataFrame:
                 "note": rest[0] if rest else "",
             }
         )
-    return pd.DataFrame(out, columns=["quantity", "unit", "paper", "this run", "paper section", "note"])
+    columns = ["quantity", "unit", "paper", "this run", "paper section", "note"]
+    return pd.DataFrame(out, columns=columns, dtype=object)  # keep 83 as 83 beside 34.5
 
 
 def _fmt(value: Any) -> Any:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return value
-    if isinstance(value, float):  # 3 decimals, but keep small values such as a p bound of 1e-4
-        return round(value, 3) if value == 0 or abs(value) >= 1e-3 else float(f"{value:.2g}")
+    if isinstance(value, float):  # 3 decimals; a small value such as a p of 4e-09 as text, not 0.0
+        return round(value, 3) if value == 0 or abs(value) >= 1e-3 else f"{value:.2g}"
     return value
