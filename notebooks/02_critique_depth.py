@@ -57,6 +57,7 @@ from mechaudit.workflow import (
     load_simulator_params,
     population_truth,
     rule_tables,
+    rules_for_backend,
 )
 
 pd.set_option("display.precision", 3)
@@ -66,8 +67,7 @@ sim_params = load_simulator_params(PARAMS_DIR / simulator_file)
 delivery = deliver(bench, design, backend, simulator=sim_params, seed=seed,
                    generator_model=generator_model, cache_dir=cache_dir)
 runs, source = delivery.runs, delivery.source
-if backend != "reference":  # no ground truth; the LLM judge joins the rules
-    rules = [r for r in rules if r != "mechanism_key"] + (["llm"] if "llm" not in rules else [])
+rules = rules_for_backend(rules, backend)
 design_counts = counts(runs)
 pd.DataFrame([design_counts], index=[source])
 

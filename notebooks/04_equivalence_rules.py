@@ -52,6 +52,7 @@ from mechaudit.workflow import (
     diversity_table,
     load_design,
     load_simulator_params,
+    rules_for_backend,
 )
 
 pd.set_option("display.precision", 3)
@@ -60,8 +61,7 @@ design = load_design(PARAMS_DIR / design_file, instances=[i.id for i in bench.in
 delivery = deliver(bench, design, backend, simulator=load_simulator_params(PARAMS_DIR / simulator_file),
                    seed=seed, generator_model=generator_model, cache_dir=cache_dir)
 runs, client = delivery.runs, delivery.client
-if backend != "reference":  # no ground truth; the LLM judge joins the rules
-    rules = [r for r in rules if r != "mechanism_key"] + (["llm"] if "llm" not in rules else [])
+rules = rules_for_backend(rules, backend)
 rule_objects = build_rules(rules, backend=backend, tfidf_threshold=tfidf_threshold,
                            embedding_threshold=embedding_threshold, embedding_model=embedding_model,
                            judge_model=judge_model, client=client, instances=bench.instances)

@@ -35,7 +35,7 @@ from mechaudit.llm import (
     load_prices,
 )
 
-FAKE_KEY = "sk-ant-test-0123456789abcdef"
+FAKE_KEY = "sk-ant-" + "test-0123456789abcdef"  # split so no key-like string is tracked
 RUBRIC = "You judge whether two hypotheses describe the same mechanism. " * 40
 PRICES = {
     "batch_discount": 0.5,

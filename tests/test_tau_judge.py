@@ -42,7 +42,7 @@ from mechaudit.tau import (
 )
 from mechaudit.tau.critic import densify_reasons
 
-FAKE_KEY = "sk-ant-test-tau-0000"
+FAKE_KEY = "sk-ant-" + "test-tau-0000"  # split so no key-like string is tracked
 PRICES = {"batch_discount": 0.5,
           "models": {"claude-opus-4-6": {"input": 5.0, "output": 25.0, "cache_write": 6.25, "cache_read": 0.5}}}
 

@@ -257,3 +257,12 @@ def test_real_workflow_rejects_unknown_step_ids(bench, tmp_path, monkeypatch):
                         http_client=httpx.Client(transport=httpx.MockTransport(handler)))
     with pytest.raises(InvalidJSONError, match="NOT_AN_ID"):
         run_workflow(bench, Design(instances=("A",), depths=(0,), runs_per_depth=1), client)
+
+
+def test_rules_for_backend_drops_ground_truth_and_adds_the_llm_judge_for_llm_runs():
+    from mechaudit.workflow import rules_for_backend
+
+    names = ["mechanism_key", "reference", "tfidf"]
+    assert rules_for_backend(names, "reference") == names
+    assert rules_for_backend(names, "replay") == ["reference", "tfidf", "llm"]
+    assert rules_for_backend(["llm", "tfidf"], "anthropic") == ["llm", "tfidf"]

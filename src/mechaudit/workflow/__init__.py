@@ -27,7 +27,7 @@ from mechaudit.workflow.records import (
     demands_frame,
     run_id,
 )
-from mechaudit.workflow.rulesets import RULE_NAMES, build_rules
+from mechaudit.workflow.rulesets import RULE_NAMES, build_rules, rules_for_backend
 from mechaudit.workflow.simulator import (
     SimulatorParams,
     instance_models,
@@ -44,6 +44,6 @@ __all__ = [
     "SimulatorParams", "by_instance", "counts", "delivered_frame", "demands_frame", "depth_table",
     "instance_matrices", "instance_models", "key_matrix", "load_design", "load_simulator_params",
     "null_params", "per_instance_effects", "rule_tables", "run_id", "simulate", "simulate_run",
-    "build_rules", "delivered_diversity", "diversity_table", "set_matrices", "population_truth", "replicate",
+    "build_rules", "rules_for_backend", "delivered_diversity", "diversity_table", "set_matrices", "population_truth", "replicate",
     "replication_seed", "validity_summary",
 ]

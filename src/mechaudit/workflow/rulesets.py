@@ -10,6 +10,17 @@ from mechaudit.workflow.depth import MechanismKeyRule
 RULE_NAMES = ("mechanism_key", "reference", "tfidf", "embedding", "llm")
 
 
+def rules_for_backend(names: Sequence[str], backend: str) -> list[str]:
+    """The rules a chapter can apply to runs from ``backend``.
+
+    Simulator runs (``reference``) keep ``names``. LLM runs have no ground truth, so
+    ``mechanism_key`` is dropped, and the LLM judge (``llm``) joins the rules.
+    """
+    if backend == "reference":
+        return list(names)
+    return [n for n in names if n != "mechanism_key"] + ([] if "llm" in names else ["llm"])
+
+
 def build_rules(names: Sequence[str], backend: str = "reference", tfidf_threshold: float = 0.25,
                 embedding_threshold: float = 0.77, embedding_model: str | None = None,
                 judge_model: str = "claude-opus-4-6", client=None, instances=None) -> dict[str, object]:
