@@ -34,6 +34,7 @@ from mechaudit.llm import (
     get_client,
     load_prices,
 )
+from fake_anthropic import message_json as reply_body
 
 FAKE_KEY = "sk-ant-" + "test-0123456789abcdef"  # split so no key-like string is tracked
 RUBRIC = "You judge whether two hypotheses describe the same mechanism. " * 40
@@ -69,13 +70,9 @@ class FakeAPI:
         self._lock = threading.Lock()
 
     def message_json(self, body: dict, text: str) -> dict:
-        return {
-            "id": f"msg_{len(self.message_bodies)}", "type": "message", "role": "assistant",
-            "model": body["model"], "content": [{"type": "text", "text": text}],
-            "stop_reason": "end_turn", "stop_sequence": None,
-            "usage": {"input_tokens": 100, "output_tokens": 10,
-                      "cache_read_input_tokens": 1000, "cache_creation_input_tokens": 0},
-        }
+        return reply_body(text, body["model"], f"msg_{len(self.message_bodies)}",
+                            {"input_tokens": 100, "output_tokens": 10,
+                             "cache_read_input_tokens": 1000, "cache_creation_input_tokens": 0})
 
     def batch_json(self, batch_id: str, base: str) -> dict:
         state = self.batches[batch_id]

@@ -10,6 +10,7 @@ import pytest
 from mechaudit.cli import main
 from mechaudit.llm import get_client
 from test_rules_fixtures import hyp
+from fake_anthropic import message_response
 
 
 @pytest.fixture
@@ -36,10 +37,7 @@ def test_llm_orders_and_early_stop(pairs_file, tmp_path, monkeypatch, capsys):
     def api(request: httpx.Request) -> httpx.Response:
         seen.append(request)
         text = json.dumps({"verdict": "different", "reason": "other trigger"})
-        return httpx.Response(200, json={
-            "id": "m", "type": "message", "role": "assistant", "model": "claude-opus-4-6",
-            "content": [{"type": "text", "text": text}], "stop_reason": "end_turn", "stop_sequence": None,
-            "usage": {"input_tokens": 1, "output_tokens": 1}})
+        return message_response(text, msg_id="m")
 
     client = get_client("anthropic", cache_dir=tmp_path / "cache",
                         http_client=httpx.Client(transport=httpx.MockTransport(api)))

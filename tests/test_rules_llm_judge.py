@@ -21,6 +21,7 @@ from mechaudit.rules.llm_judge import (
     call_verdicts,
 )
 from test_rules_fixtures import hyp
+from fake_anthropic import message_response
 
 FINDINGS = {"I1": "Tumour cells proliferate faster in the treated line."}
 
@@ -48,12 +49,8 @@ class FakeAPI:
             k = self.bodies[raw]
             self.bodies[raw] += 1
         text = self.script(first, k, user)
-        return httpx.Response(200, json={
-            "id": f"msg_{len(self.requests)}", "type": "message", "role": "assistant",
-            "model": body["model"], "content": [{"type": "text", "text": text}],
-            "stop_reason": "end_turn", "stop_sequence": None,
-            "usage": {"input_tokens": 100, "output_tokens": 20},
-        })
+        return message_response(text, body["model"], f"msg_{len(self.requests)}",
+                                {"input_tokens": 100, "output_tokens": 20})
 
 
 def verdict(v: str) -> str:

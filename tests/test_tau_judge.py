@@ -41,6 +41,7 @@ from mechaudit.tau import (
     write_tau_file,
 )
 from mechaudit.tau.critic import densify_reasons
+from fake_anthropic import message_response
 
 FAKE_KEY = "sk-ant-" + "test-tau-0000"  # split so no key-like string is tracked
 PRICES = {"batch_discount": 0.5,
@@ -161,10 +162,8 @@ class FakeMessages:
         body = json.loads(request.content)
         self.bodies.append(body)
         text = self.replies[min(len(self.bodies) - 1, len(self.replies) - 1)]
-        return httpx.Response(200, json={
-            "id": f"msg_{len(self.bodies)}", "type": "message", "role": "assistant", "model": body["model"],
-            "content": [{"type": "text", "text": text}], "stop_reason": "end_turn", "stop_sequence": None,
-            "usage": {"input_tokens": 50, "output_tokens": 20}})
+        return message_response(text, body["model"], f"msg_{len(self.bodies)}",
+                                {"input_tokens": 50, "output_tokens": 20})
 
 
 def anthropic_judge(fake, tmp_path, strict=True):

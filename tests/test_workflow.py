@@ -26,6 +26,7 @@ from mechaudit.workflow import (
     simulate,
 )
 from mechaudit.workflow.agents import CRITIC_SYSTEM, run_workflow
+from fake_anthropic import message_response
 
 
 def write_tiny_benchmark(folder: Path) -> Path:
@@ -194,10 +195,8 @@ def _fake_anthropic(calls: list[str]):
             opening = json.loads(user.split("Opening hypothesis to develop:\n", 1)[1].split("\n\n", 1)[0])
             out = {"statement": opening["statement"], "explanation": "Developed. " + opening["explanation"],
                    "chain": opening["chain"]}
-        msg = {"id": f"msg_{len(calls)}", "type": "message", "role": "assistant", "model": body["model"],
-               "content": [{"type": "text", "text": json.dumps(out)}], "stop_reason": "end_turn",
-               "stop_sequence": None, "usage": {"input_tokens": 100, "output_tokens": 50}}
-        return httpx.Response(200, json=msg)
+        return message_response(json.dumps(out), body["model"], f"msg_{len(calls)}",
+                                {"input_tokens": 100, "output_tokens": 50})
 
     return handler
 
@@ -227,10 +226,7 @@ def test_real_workflow_path_with_faked_transport(bench, tmp_path, monkeypatch):
         body = json.loads(request.content)
         n = body["messages"][-1]["content"].split("Generator's replies")[0].count("\n") - 1
         out = {"labels": [{"number": k, "label": "answered"} for k in range(1, n + 1)]}
-        return httpx.Response(200, json={"id": "m", "type": "message", "role": "assistant", "model": body["model"],
-                                         "content": [{"type": "text", "text": json.dumps(out)}],
-                                         "stop_reason": "end_turn", "stop_sequence": None,
-                                         "usage": {"input_tokens": 1, "output_tokens": 1}})
+        return message_response(json.dumps(out), body["model"], "m")
 
     jclient = get_client(backend="anthropic", cache_dir=tmp_path / "cache2",
                          http_client=httpx.Client(transport=httpx.MockTransport(judge)))
@@ -248,10 +244,7 @@ def test_real_workflow_rejects_unknown_step_ids(bench, tmp_path, monkeypatch):
         body = json.loads(request.content)
         out = {"statement": "s", "explanation": "e", "chain": [{"id": "NOT_AN_ID", "text": "x"},
                {"id": "SIGNAL_1", "text": "y"}, {"id": "FINDING_0", "text": "z"}]}
-        return httpx.Response(200, json={"id": "m", "type": "message", "role": "assistant", "model": body["model"],
-                                         "content": [{"type": "text", "text": json.dumps(out)}],
-                                         "stop_reason": "end_turn", "stop_sequence": None,
-                                         "usage": {"input_tokens": 1, "output_tokens": 1}})
+        return message_response(json.dumps(out), body["model"], "m")
 
     client = get_client(backend="anthropic", cache_dir=tmp_path / "c",
                         http_client=httpx.Client(transport=httpx.MockTransport(handler)))
