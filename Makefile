@@ -16,11 +16,12 @@ export TOKENIZERS_PARALLELISM := false
 export PYTHONHASHSEED := 0
 PYTEST_ARGS ?=
 
-.PHONY: book test install notebooks html chromium clean help
+.PHONY: book test install notebooks html chromium clean help reproduce lint
 
 help:
 	@echo "make book   - install, execute every notebook, build the book into _build/html"
 	@echo "make test   - install, run the whole test suite"
+	@echo "make reproduce - the real-LLM run of params/paper.yaml (needs ANTHROPIC_API_KEY; shows the cost first)"
 
 install: $(STAMP)
 
@@ -41,6 +42,20 @@ html: $(STAMP)
 
 book: notebooks html
 
+# The real-LLM reproduction (book/rerun.md): params/paper.yaml through the Message Batches API.
+# Prints the cost estimate and asks before sending (YES=1: no question). BATCH=0: Messages API at
+# full price; MAX_USD=20: stop before a request would pass 20 USD (re-run with more to continue;
+# the cache keeps every paid answer, so nothing is paid twice). Afterwards, zero calls:
+#   .venv/bin/mechaudit execute --params params/paper.yaml -p backend replay --out runs/replay
+REPRODUCE_OUT ?= runs/paper
+BATCH ?= 1
+YES ?=
+MAX_USD ?=
+reproduce: $(STAMP)
+	$(VENV)/bin/mechaudit execute --params params/paper.yaml --out $(REPRODUCE_OUT) \
+		$(if $(filter 1,$(BATCH)),--batch,--no-batch) $(if $(MAX_USD),--max-usd $(MAX_USD)) \
+		$(if $(filter 1,$(YES)),,--confirm)
+
 # Debian chromium for the browser test (needs root; otherwise the browser test is skipped).
 chromium:
 	@if [ -x /usr/bin/chromium ]; then :; \
@@ -50,7 +65,10 @@ chromium:
 		|| echo "could not install chromium: the browser test will be skipped"; \
 	else echo "not root: cannot apt-get install chromium; the browser test will be skipped"; fi
 
-test: $(STAMP) chromium
+lint: $(STAMP)
+	$(VENV)/bin/ruff check src tests benchmarks notebooks
+
+test: $(STAMP) chromium lint
 	$(PY) -m pytest tests notebooks --nbval --nbval-current-env \
 		--nbval-sanitize-with tests/nbval_sanitize.cfg -p no:cacheprovider $(PYTEST_ARGS)
 

@@ -12,8 +12,15 @@ import time
 
 import pandas as pd
 
-from mechaudit.tau import SimulatedJudge, fit_tau_detailed, infer_score, make_pool, sample_pairs, simulate_pairs
-from mechaudit.tau import studies
+from mechaudit.tau import (
+    SimulatedJudge,
+    fit_tau_detailed,
+    infer_score,
+    make_pool,
+    sample_pairs,
+    simulate_pairs,
+    studies,
+)
 
 
 def main() -> None:

@@ -5,18 +5,23 @@ statement of one hypothesis of an instance, an explanation of 1-4 sentences draw
 instance's explanations, and the causal chain of a third hypothesis of the same instance, so the
 vocabulary and overlap structure are those of the real data at a larger n.
 
-Prints: n, threshold, time for the sparse graph, time for grouping (connected components), number
-of "same" edges, number of groups, and the process's peak resident memory (ru_maxrss, which
-includes the Python interpreter and imports). Usage::
+Each size runs in its own process, so its peak resident memory (ru_maxrss, interpreter and imports
+included) is its own. Two methods: ``graph`` builds the upper-triangle "same" graph and then its
+connected components (memory grows with the number of edges, i.e. as n^2); ``stream`` merges
+components block by block (``TfidfRule.components``) and never holds the edge list. Prints a table
+and the growth exponent of the streaming time. Usage::
 
-    .venv/bin/python benchmarks/bench_tfidf_allpairs.py --n 20000
+    .venv/bin/python benchmarks/bench_tfidf_allpairs.py --sizes 5000 20000 50000 100000
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import re
 import resource
+import subprocess
+import sys
 import time
 
 import numpy as np
@@ -56,35 +61,50 @@ def synthesise(hypotheses: list[Hypothesis], n: int, seed: int) -> list[Hypothes
     return out
 
 
+def run_one(n: int, threshold: float, block_size: int, seed: int, mode: str) -> dict:
+    """Group ``n`` synthetic hypotheses in this process; time, groups and peak RSS."""
+    hyps = synthesise(load_hypotheses(), n, seed)
+    rule = TfidfRule(threshold=threshold)
+    t0 = time.perf_counter()
+    if mode == "stream":
+        labels = rule.components(hyps, block_size=block_size)
+    else:  # the whole upper-triangle graph, then connected components (the earlier method)
+        labels = group(rule.same_graph(hyps, block_size=block_size, upper=True), method="components")
+    return {"n": n, "mode": mode, "seconds": time.perf_counter() - t0, "groups": n_groups(labels),
+            "peak_rss_mib": peak_rss_mib()}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--n", type=int, default=20_000)
+    parser.add_argument("--sizes", type=int, nargs="+", default=[5_000, 20_000, 50_000, 100_000])
     parser.add_argument("--threshold", type=float, default=0.25)
-    parser.add_argument("--block-size", type=int, default=512)
+    parser.add_argument("--block-size", type=int, default=256)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--baseline-max", type=int, default=20_000,
+                        help="largest n for the whole-graph baseline (it needs memory ~ edges)")
+    parser.add_argument("--one", nargs=2, metavar=("N", "MODE"), help=argparse.SUPPRESS)
     args = parser.parse_args()
-
-    base = load_hypotheses()
-    hyps = synthesise(base, args.n, args.seed)
-    print(f"committed hypotheses: {len(base)}; synthetic: {len(hyps)}; "
-          f"distinct texts: {len({(h.statement, h.explanation, tuple(s.id for s in h.chain)) for h in hyps})}")
-    print(f"peak RSS before: {peak_rss_mib():.0f} MiB")
-
-    rule = TfidfRule(threshold=args.threshold)
-    t0 = time.perf_counter()
-    graph = rule.same_graph(hyps, block_size=args.block_size, upper=True)
-    t1 = time.perf_counter()
-    rss_graph = peak_rss_mib()
-    labels = group(graph, method="components")
-    t2 = time.perf_counter()
-    edges = graph.nnz - graph.shape[0]
-    print(f"threshold {args.threshold}, block size {args.block_size}; upper-triangle graph (j >= i)")
-    print(f"all-pairs graph: {t1 - t0:.1f} s; {edges} same-pairs of {args.n * (args.n - 1) // 2} "
-          f"({100 * edges / (args.n * (args.n - 1) / 2):.2f}%); graph storage "
-          f"{(graph.data.nbytes + graph.indices.nbytes + graph.indptr.nbytes) / 2**20:.0f} MiB; "
-          f"peak RSS so far {rss_graph:.0f} MiB")
-    print(f"grouping (connected components): {t2 - t1:.1f} s; {n_groups(labels)} groups")
-    print(f"total {t2 - t0:.1f} s; peak RSS {peak_rss_mib():.0f} MiB (limit 2048 MiB)")
+    if args.one:  # child process: one measurement, printed as JSON
+        print(json.dumps(run_one(int(args.one[0]), args.threshold, args.block_size, args.seed, args.one[1])))
+        return
+    rows = []
+    for n in args.sizes:
+        for mode in ("graph", "stream") if n <= args.baseline_max else ("stream",):
+            out = subprocess.run([sys.executable, __file__, "--one", str(n), mode, "--threshold",
+                                  str(args.threshold), "--block-size", str(args.block_size), "--seed",
+                                  str(args.seed)], check=True, capture_output=True, text=True)
+            rows.append(json.loads(out.stdout.strip().splitlines()[-1]))
+            print(rows[-1], flush=True)
+    stream = [r for r in rows if r["mode"] == "stream"]
+    slope = np.polyfit(np.log([r["n"] for r in stream]), np.log([r["seconds"] for r in stream]), 1)[0]
+    print("\n| n | method | seconds | groups | peak RSS (MiB) | time vs whole graph |")
+    print("|---:|---|---:|---:|---:|---:|")
+    graph = {r["n"]: r for r in rows if r["mode"] == "graph"}
+    for r in rows:
+        base = graph.get(r["n"])
+        ratio = f"{base['seconds'] / r['seconds']:.2f}x" if base and r["mode"] == "stream" else ""
+        print(f"| {r['n']:,} | {r['mode']} | {r['seconds']:.1f} | {r['groups']} | {r['peak_rss_mib']:.0f} | {ratio} |")
+    print(f"\nstreaming time grows as n^{slope:.2f} (least squares over {len(stream)} sizes)")
 
 
 if __name__ == "__main__":

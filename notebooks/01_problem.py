@@ -28,16 +28,19 @@ critique_change = 0.5
 initiator_change = 0.5
 instance_id = "A"
 data_dir = None
+out_dir = None
 
 # %%
 import matplotlib.pyplot as plt
-import numpy as np
 import pandas as pd
+from IPython.display import display
 
-from mechaudit import diversity, divergence, toy
+from mechaudit import divergence, diversity, toy
+from mechaudit.glue import glue
+from mechaudit.outputs import save
 from mechaudit.perturb import load_suite
-from mechaudit.schema import load_benchmark, mechanism_key
 from mechaudit.plots.problem import divergence_heatmaps
+from mechaudit.schema import load_benchmark, mechanism_key
 
 pd.set_option("display.precision", 3)
 pd.set_option("display.width", 120)
@@ -75,20 +78,26 @@ pd.set_option("display.width", 120)
 #
 # ## A toy instance
 #
-# The toy design (documented in `mechaudit.toy`) has one instance with five opening hypotheses,
-# re-run five times without critique (depth 0) and five times with one critique round (depth 1).
+# The toy design (documented in `mechaudit.toy`) has one instance with `n_openings` opening
+# hypotheses (here {glue:text}`ch01_n_openings`), re-run `n_runs` times (here {glue:text}`ch01_n_runs`)
+# without critique (depth 0) and as often with one critique round (depth 1).
 # A rerun sometimes develops its own route (probability `rerun_noise`); a critique round replaces
 # the route with probability `critique_change`, and then also the initiating event with probability
 # `initiator_change`. Every delivered mechanism is printed below.
 
 # %%
 runs = toy.toy_design(n_openings, n_runs, rerun_noise, critique_change, initiator_change, seed=seed)
-toy.toy_table(runs)
+glue("ch01_n_openings", n_openings)
+glue("ch01_n_runs", n_runs)
+toy_runs = toy.toy_table(runs)
+save("toy_runs", toy_runs, out_dir)
+toy_runs
 
 # %% [markdown]
 # ## Run divergence of one pair of runs
 #
-# The first depth-0 run against the first depth-1 run: five matched pairs, one per opening.
+# The first depth-0 run against the first depth-1 run: {glue:text}`ch01_n_matched` matched pairs, one
+# per opening.
 
 # %%
 pairs = divergence.matched_pairs(runs[0], runs[n_runs])
@@ -101,20 +110,24 @@ verdicts = pd.DataFrame(
         "same (initiator)": toy.same_initiator(pairs),
     }
 )
+save("matched_pairs", verdicts, out_dir)
 print(verdicts.to_string(index=False))
+glue("ch01_n_matched", len(pairs))
 for rule, fn in toy.TOY_RULES.items():
     print(f"run divergence under rule {rule!r}: {divergence.run_divergence(fn(pairs)):.2f}")
 
 # %% [markdown]
 # ## Divergence matrices and extra divergence
 #
-# Every pair of the ten runs gives one run divergence. The upper-left block holds depth-0 reruns,
-# the lower-right block depth-1 reruns, and the off-diagonal blocks the cross-depth pairs.
+# Every pair of the {glue:text}`ch01_n_runs_total` runs gives one run divergence. The upper-left block
+# holds depth-0 reruns, the lower-right block depth-1 reruns, and the off-diagonal blocks the
+# cross-depth pairs.
 
 # %%
 labels = [run[0].run for run in runs]
 matrices = {rule: divergence.divergence_matrix(runs, fn) for rule, fn in toy.TOY_RULES.items()}
 fig = divergence_heatmaps(matrices, labels, n_a=n_runs, backend=backend)
+save("divergence_heatmaps", fig, out_dir)
 plt.show()
 
 # %%
@@ -134,18 +147,31 @@ for rule, D in matrices.items():
         }
     )
 summary = pd.DataFrame(rows).round(3)
+extra_pp = dict(zip(summary["rule"], summary["extra (pp)"]))
+glue("ch01_extra_pp_exact", extra_pp["exact"], digits=1)
+glue("ch01_extra_pp_initiator", extra_pp["initiator"], digits=1)
+glue("ch01_n_runs_total", 2 * n_runs)
+glue("ch01_n_splits", test.n_partitions)
+save("extra_divergence", summary, out_dir)
 summary
 
 # %% [markdown]
 # Extra divergence subtracts the same-depth mean from the cross-depth mean. The exact permutation
-# test asks how unusual the observed value is among all ways of splitting the ten runs into two
-# groups of five (126 unordered splits); with one instance the smallest attainable p-value is
-# 1/126. The coarser `initiator` rule does not see route changes, so it reports less divergence
-# from the same runs: **the effect size is a property of the rule as much as of the workflow.**
+# test asks how unusual the observed value is among all ways of splitting the
+# {glue:text}`ch01_n_runs_total` runs into two groups of {glue:text}`ch01_n_runs`
+# ({glue:text}`ch01_n_splits` unordered splits); with one instance the smallest attainable p-value
+# is one over that number. The coarser `initiator` rule does not see route changes, so from the same
+# runs it reports {glue:text}`ch01_extra_pp_initiator` pp of extra divergence where the `exact` rule
+# reports {glue:text}`ch01_extra_pp_exact` pp. Every pair the exact rule calls the same, the initiator
+# rule calls the same too, so its run divergences can only be lower: that part is true by
+# construction. Its extra divergence could in principle be the larger of the two (its same-depth
+# divergence is lower as well); that it is smaller here follows from the toy's settings, and the
+# point it illustrates is the book's: **the effect size is a property of the rule as much as of the
+# workflow.**
 #
 # ## Measured diversity depends on the rule
 #
-# Pool the hypotheses delivered by all ten runs and group them: the two rules count different
+# Pool the hypotheses delivered by all {glue:text}`ch01_n_runs_total` runs and group them: the two rules count different
 # numbers of distinct mechanisms in the same set.
 
 # %%
@@ -158,26 +184,36 @@ for rule, fn in toy.TOY_RULES.items():
         method: diversity.n_groups(diversity.group(same, method=method))
         for method in ("components", "complete")
     }
-pd.DataFrame(counts).rename_axis("grouping").T
+glue("ch01_n_pool", len(pool))
+glue("ch01_groups_exact", counts["exact"]["complete"])
+glue("ch01_groups_initiator", counts["initiator"]["complete"])
+groups = pd.DataFrame(counts).rename_axis("grouping").T
+save("group_counts", groups, out_dir)
+groups
 
 # %% [markdown]
-# The same 50 hypotheses hold more or fewer "distinct mechanisms" depending on the rule, and, for
-# a rule that is not transitive, on how the pairwise verdicts are turned into groups.
+# The same {glue:text}`ch01_n_pool` hypotheses hold {glue:text}`ch01_groups_exact` distinct mechanisms
+# under the exact rule and {glue:text}`ch01_groups_initiator` under the initiator rule (complete
+# linkage), and, for a rule that is not transitive, the count also depends on how the pairwise verdicts
+# are turned into groups (both toy rules are transitive, so here the two groupings agree).
 # {doc}`02_critique_depth` and {doc}`04_equivalence_rules` measure both effects on an open benchmark.
 #
 # ## One benchmark instance end to end
 #
-# The paper's instances are proprietary; this book ships four open ones (see {doc}`../book/data`).
-# Each is a well-established finding with a short evidence pack and five fixed opening hypotheses,
-# written as causal chains of vocabulary entities. Instance `instance_id` below:
+# The paper's instances are proprietary; this book ships {glue:text}`ch01_n_instances` open ones (see
+# {doc}`../book/data`). Each is a well-established finding with a short evidence pack and fixed
+# opening hypotheses ({glue:text}`ch01_n_bench_openings` for the instance below), written as causal
+# chains of vocabulary entities. Instance `instance_id` below:
 
 # %%
 bench = load_benchmark(data_dir)
 instance = next(i for i in bench.instances if i.id == instance_id)
+glue("ch01_n_instances", len(bench.instances))
+glue("ch01_n_bench_openings", len(bench.openings(instance.id)))
 print(f"{instance.id}: {instance.title}")
 print(f"finding: {instance.finding}")
 print(f"evidence facts: {len(instance.evidence)}; hypotheses: {len(bench.by_instance(instance.id))}")
-pd.DataFrame(
+openings = pd.DataFrame(
     {
         "opening": h.id,
         "initiating event": bench.vocabulary[mechanism_key(h)[0]].name,
@@ -186,6 +222,8 @@ pd.DataFrame(
     }
     for h in bench.openings(instance.id)
 )
+save("openings", openings, out_dir)
+openings
 
 # %% [markdown]
 # The controlled perturbations of the paper's Appendix C edit one of these hypotheses in four ways:
@@ -206,16 +244,22 @@ for pair in suite:
         "chain as written": " > ".join(s.text for s in variant.chain),
         "same mechanism": mechanism_key(variant) == mechanism_key(original),
     })
+variants = pd.DataFrame(rows).set_index("kind")
+save("perturbation_example", variants, out_dir)
 with pd.option_context("display.max_colwidth", 200):
-    display(pd.DataFrame(rows).set_index("kind"))
-#
+    display(variants)
+
+# %% [markdown]
 # ## Try it
 #
-# - `critique_change = 0.0` removes the critique effect: extra divergence falls to the rerun noise
-#   level and the exact p-value rises.
-# - `rerun_noise = 0.4` makes reruns disagree with each other: same-depth divergence rises and the
-#   extra divergence shrinks even though critique changes as much as before.
-# - `initiator_change = 1.0` makes the coarse rule see every critique change.
+# - `critique_change = 0.0` removes the critique effect: depth-1 runs become plain reruns, the extra
+#   divergence falls to near zero (what is left is chance) and the exact p-value rises.
+# - `rerun_noise = 0.4` makes reruns disagree with each other: same-depth divergence rises, and
+#   averaged over many seeds the extra divergence under the exact rule shrinks even though critique
+#   changes as much as before. With five runs per depth one draw is noisy: for `seed = 0` it happens
+#   to rise. Try a few seeds before trusting one.
+# - `initiator_change = 1.0` makes the coarse rule see every critique change; its extra divergence
+#   can then exceed the exact rule's (it does for `seed = 0`).
 # - `instance_id = "C"` walks through another benchmark instance.
 #
 # Re-run with, for example, `mechaudit execute notebooks/01_problem.py -p critique_change 0.0 --out runs/try`.

@@ -13,10 +13,12 @@
 #
 # An LLM judge does not carry a fixed notion of mechanism equivalence: the rubric in its prompt
 # supplies one. The paper {cite}`byun2026auditing` gave the same First Step Swapped pairs to the
-# same judge model under three prompts and saw the share judged "different" move from 38 % (no
-# rubric) over 83 % (full rubric) to 96 % (step-by-step rubric), while meaning-preserving pairs stayed
-# "same" under all three. Reversing which hypothesis is shown first changed about 5.6 % of decisions
-# under each prompt, and the affected pairs differed between prompts.
+# same judge model under three prompts and saw the share judged "different" move (the paper's
+# figures) from {glue:text}`ch06_paper_none_fss_pct` % (no rubric) over
+# {glue:text}`ch06_paper_full_fss_pct` % (full rubric) to {glue:text}`ch06_paper_step_fss_pct` %
+# (step-by-step rubric), while meaning-preserving pairs stayed "same" under all three. Reversing which
+# hypothesis is shown first changed about {glue:text}`ch06_paper_reversal_pct` % of decisions under
+# each prompt, and the affected pairs differed between prompts.
 #
 # The three prompts of this book (`mechaudit.rules.llm_judge.SYSTEM_PROMPTS`, written for this
 # project after the paper's Appendix E criteria):
@@ -38,8 +40,17 @@ data_dir = None
 rubrics = ["full", "step", "none"]
 jaccard_threshold = 0.5
 judge_model = "claude-opus-4-6"
+judge_models = []
 judge_orders = ["ab", "ab", "ba"]
 cache_dir = None
+max_usd = None
+llm_batch = False
+out_dir = None
+
+# %% tags=["remove-cell"]
+from mechaudit.llm import usage as llm_usage
+
+llm_usage.begin(max_usd=max_usd, batch=llm_batch)  # this chapter's LLM budget and batch mode
 
 # %%
 from pathlib import Path
@@ -47,14 +58,18 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+from IPython.display import display
 
-from mechaudit.agreement import flip_rate, raw_agreement
+from mechaudit.agreement import estimate_range, flip_rate, model_agreement, raw_agreement, verdict_matrix
+from mechaudit.backends import Backend
+from mechaudit.glue import glue
+from mechaudit.outputs import save
 from mechaudit.paper import compare, reported
 from mechaudit.perturb import KINDS, load_suite
 from mechaudit.plots.rules import rubric_bars
 from mechaudit.rules import LLMJudge, ReferenceJudge
 from mechaudit.rules.audit import percent_different
-from mechaudit.rules.llm_judge import majority, stability
+from mechaudit.rules.llm_judge import judge_each_model, majority, stability
 from mechaudit.schema import load_instances
 
 pd.set_option("display.precision", 3)
@@ -63,16 +78,20 @@ pd.set_option("display.width", 120)
 suite = load_suite(None if data_dir is None else Path(data_dir) / "perturbations.jsonl", valid_only=True)
 pairs = [(p["original"], p["variant"]) for p in suite]
 kinds = [p["kind"] for p in suite]
-llm_run = backend in ("replay", "anthropic")
+llm_run = Backend.parse(backend).is_llm
 print(f"{len(pairs)} valid perturbation pairs; rubrics: {', '.join(rubrics)}; "
       f"LLM judge: {'run with backend ' + repr(backend) if llm_run else 'not run (offline)'}")
 
 # %% [markdown]
 # ## Reference judges: each rubric read literally
 #
-# The **none** reference judge needs some rule without a mechanism definition; it calls two
-# hypotheses the same when at least `jaccard_threshold` of all steps named by either chain are shared
-# (a holistic overlap reading). Its numbers depend on that choice, which is the point of this chapter.
+# The full and step reference judges follow their rubrics' wording. The **none** reference judge
+# cannot: a prompt without a definition gives nothing to apply literally, so this book *chose* a rule
+# for it, step overlap. It calls two hypotheses the same when at least `jaccard_threshold` (here
+# {glue:text}`ch06_jaccard_threshold`) of all steps named by either chain are shared. Both the rule
+# and the threshold are arbitrary choices of this book, not taken from the paper, and nothing says a
+# judge without a rubric decides by overlap: the numbers of this judge describe the rule, not how a
+# judge without a rubric behaves.
 
 # %%
 judges = {r: ReferenceJudge(r, jaccard_threshold=jaccard_threshold) for r in rubrics}
@@ -82,14 +101,22 @@ if llm_run:
     llm_calls = {}
     for r in rubrics:
         judge = LLMJudge(rubric=r, model=judge_model, backend=backend, orders=judge_orders,
-                         cache_dir=cache_dir, instances=instances)
+                         early_stop=False, cache_dir=cache_dir, instances=instances)  # order effects need every call
         llm_calls[r] = judge.judge(pairs)
         decisions[f"llm {r}"] = majority(llm_calls[r], len(pairs))["same"].to_numpy()
 else:
     for r in rubrics:
         decisions[f"llm {r}"] = pd.array([pd.NA] * len(pairs), dtype="boolean")
 pct = percent_different(decisions, kinds, order=KINDS)
-pct.round(1).astype(object).where(pct.notna(), "not run" if not llm_run else "undecided")
+glue("ch06_jaccard_threshold", jaccard_threshold)
+for r in rubrics:
+    glue(f"ch06_ref_{r}_fss_pct", pct.loc["first_step_swapped", f"reference {r}"], digits=1)
+    glue(f"ch06_ref_{r}_mss_pct", pct.loc["middle_step_swapped", f"reference {r}"], digits=1)
+for r in ("step", "full", "none"):
+    glue(f"ch06_paper_{r}_fss_pct", reported(f"rubric.first_step_swapped_pct_different.{r}"))
+glue("ch06_paper_reversal_pct", reported("rubric.order_reversal_changed_pct"))
+save("percent_different", pct.round(1).astype(object).where(pct.notna(), "not run" if not llm_run else "undecided"),
+     out_dir)
 
 # %%
 paper = pd.DataFrame(
@@ -98,7 +125,9 @@ paper = pd.DataFrame(
     index=list(KINDS),
 )
 fig = rubric_bars(pct, paper, backend=backend,
-                  extra="reference judges read the structured chain" + ("" if llm_run else "; LLM judge not run (offline)"))
+                  extra="reference judges read the structured chain"
+                  + ("" if llm_run else "; LLM judge not run (offline)"))
+save("rubric_bars", fig, out_dir)
 plt.show()
 
 # %% [markdown]
@@ -107,8 +136,12 @@ plt.show()
 
 # %%
 components = judges["step"].components(pairs) if "step" in judges else ReferenceJudge("step").components(pairs)
-comp_pct = 100 * (1 - components[["initiating", "route", "terminal"]].astype(float)).groupby(pd.Series(kinds, name="kind")).mean()
-comp_pct.reindex(KINDS).round(1)
+comp_pct = (100 * (1 - components[["initiating", "route", "terminal"]].astype(float))
+            .groupby(pd.Series(kinds, name="kind")).mean())
+is_swap = np.array([k.endswith("_swapped") for k in kinds])
+glue("ch06_min_jaccard_swapped", components["jaccard"][is_swap].min(), digits=3)
+glue("ch06_min_chain_swapped", min(len(a.chain) for (a, _), s in zip(pairs, is_swap) if s))
+save("components_percent_different", comp_pct.reindex(KINDS).round(1), out_dir)
 
 # %% [markdown]
 # One pair of each kind, drawn with `seed`, with the chains side by side (step texts) and the step
@@ -168,7 +201,40 @@ if llm_run:
     display_table = pd.DataFrame(rows)
 else:
     display_table = pd.DataFrame({"prompt": rubrics, "order reversal changed": "not run (offline)"})
-display_table
+save("order_reversal", display_table, out_dir)
+
+# %% [markdown]
+# ## Judge models
+#
+# Is the rubric effect a property of one model? With an LLM backend and more than one model in
+# `judge_model` + `judge_models`, every rubric's pairs also go through the other models (same
+# prompts and orders, one cache; early stop, which never changes a majority decision; a name like
+# `gpt-5.5` routes to OpenAI with the optional extra `mechaudit[openai]`). The first table gives,
+# per rubric, raw agreement and Cohen's kappa between the models' decisions; the second, per
+# rubric and swap kind, the "% judged different" range over the models. The paper ran its rubric
+# variants with one judge (Opus 4.6), so it has no figure to compare these with. Offline nothing
+# is judged, and the table below says so.
+
+# %%
+axis_models = list(dict.fromkeys([judge_model, *judge_models]))
+if llm_run and len(axis_models) > 1:
+    agree_tables, estimates = [], {}
+    for r in rubrics:
+        more = judge_each_model(pairs, axis_models[1:], backend=backend, client=judge.client, rubric=r,
+                                orders=judge_orders, early_stop=True, instances=instances)
+        verdicts = verdict_matrix({judge_model: decisions[f"llm {r}"],
+                                   **{m: majority(c, len(pairs))["same"] for m, c in more.items()}})
+        agree_tables.append(model_agreement(verdicts).assign(rubric=r))
+        per_kind = percent_different(verdicts.T, kinds, order=KINDS).T  # models x kinds
+        for kind in ("first_step_swapped", "middle_step_swapped"):
+            estimates[f"{r}: {kind}"] = per_kind[kind]
+    display(pd.concat(agree_tables, ignore_index=True).set_index(["rubric", "model_a", "model_b"]).round(3))
+    model_ranges = estimate_range(pd.DataFrame(estimates)).round(1)
+else:
+    model_ranges = pd.DataFrame({"judge-model axis": [
+        "not run: offline backend" if not llm_run
+        else f"not run: one judge model ({judge_model})"]})
+save("judge_model_ranges", model_ranges, out_dir)
 
 # %% [markdown]
 # ## Paper vs this run
@@ -206,20 +272,39 @@ else:
     rows.append(("rubric.order_reversal_changed_pct", None, "offline; reference judges: 0 by construction"))
     rows.append(("rubric.order_reversal_changed_per_prompt", None, "offline; reference judges: 0 by construction"))
     rows.append(("rubric.repetition_changed", None, "offline; reference judges are deterministic: 0"))
-compare(rows)
+save("paper_comparison", compare(rows), out_dir)
+
+# %% [markdown]
+# ## LLM usage
+#
+# What this run asked of the LLM API: calls sent (`api`, or `batch` at the batch discount) and
+# requests answered from the response cache (`cache`), tokens, and the cost estimated from
+# `params/prices.yaml`. With the offline backend no LLM is called.
+
+# %%
+llm_usage.report(backend, pairs=len(pairs))
 
 # %% [markdown]
 # ## Reading the result
 #
-# Read literally, the full and step rubrics call every swapped pair different: a replaced first
-# or middle step breaks the "same initiating event and route" condition, and the step rubric's
-# component table shows which component broke. The no-rubric reference judge looks only at overlap,
-# and a chain that shares all but one of its four to six steps overlaps enough to be called the same
-# (with the default `jaccard_threshold`, no swapped pair is called different). Without a definition
-# of what makes mechanisms differ, a swapped initiating event is easy to miss; the paper's
-# no-rubric LLM judge still caught 38 % of them. Its full-rubric judge (83 %) sits below the literal
-# reading (100 % here), so setting an LLM's decisions beside the literal reference judges shows how
-# closely it follows its rubric.
+# Read literally, the full and step rubrics call {glue:text}`ch06_ref_full_fss_pct` % and
+# {glue:text}`ch06_ref_step_fss_pct` % of first-step swaps different (middle-step swaps:
+# {glue:text}`ch06_ref_full_mss_pct` % and {glue:text}`ch06_ref_step_mss_pct` %). That is true by
+# construction, a check of the code: the suite swaps a step id and these judges compare step ids, so a
+# replaced first or middle step always breaks the "same initiating event and route" condition; the
+# step rubric's component table shows which component broke.
+#
+# The overlap rule chosen for the no-rubric judge calls {glue:text}`ch06_ref_none_fss_pct` % of
+# first-step swaps different, and that too follows from the choice, not from the pairs: replacing
+# one step of an n-step chain leaves n - 1 of n + 1 distinct steps shared, a Jaccard index of
+# (n - 1)/(n + 1), which is at least 0.5 once n is 3 or more. The shortest swapped chain here has
+# {glue:text}`ch06_min_chain_swapped` steps and the lowest Jaccard index of a swapped pair is
+# {glue:text}`ch06_min_jaccard_swapped`, so with a threshold of {glue:text}`ch06_jaccard_threshold`
+# no swap can be called different. This says nothing about judges without a rubric: the paper's
+# no-rubric LLM judge caught {glue:text}`ch06_paper_none_fss_pct` % of first-step swaps. Its
+# full-rubric judge ({glue:text}`ch06_paper_full_fss_pct` %) sits below the literal reading, so
+# setting an LLM's decisions beside the literal reference judges shows how closely it follows its
+# rubric.
 #
 # ## Try it
 #
@@ -228,4 +313,5 @@ compare(rows)
 # - `rubrics = ["full"]`: one prompt only.
 # - `backend = "replay"` (recorded answers in `data/llm_cache/`) or `"anthropic"` (needs
 #   `ANTHROPIC_API_KEY`): run the LLM judge under every rubric; `judge_orders = ["ab", "ba", "ba"]`
-#   changes how often each order is asked, and `judge_model` the model.
+#   changes how often each order is asked, and `judge_model` the model; `judge_models` adds
+#   further models to the judge-model section (e.g. `["claude-sonnet-4-6"]`).

@@ -44,5 +44,7 @@ def built_book(tmp_path_factory) -> Path:
         capture_output=True, text=True, timeout=1200,
     )
     if proc.returncode != 0:
-        pytest.fail(f"jupyter-book build failed (exit {proc.returncode}):\n{proc.stdout[-6000:]}\n{proc.stderr[-6000:]}")
+        pytest.fail(
+            f"jupyter-book build failed (exit {proc.returncode}):\n{proc.stdout[-6000:]}\n{proc.stderr[-6000:]}"
+        )
     return src / "_build" / "html"

@@ -15,9 +15,9 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 import pytest
+from test_book import toc_files
 
 from mechaudit.paths import REPO_ROOT
-from test_book import toc_files
 
 CHROMIUM = Path("/usr/bin/chromium")
 FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
@@ -26,7 +26,9 @@ KNOWN_NOISE = ("invalid theme mode",)
 
 pytestmark = [
     pytest.mark.browser,
-    pytest.mark.skipif(not CHROMIUM.exists(), reason="Debian chromium is not installed (make test installs it as root)"),
+    pytest.mark.skipif(
+        not CHROMIUM.exists(), reason="Debian chromium is not installed (make test installs it as root)"
+    ),
 ]
 
 

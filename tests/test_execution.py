@@ -70,7 +70,7 @@ def test_param_set_common_and_section(tmp_path):
     f.write_text("common: {seed: 1, backend: reference, other: 2}\nnb: {alpha: 0.5}\n")
     assert load_param_set(f, "nb", {"seed": 0, "alpha": 1.0}) == {"seed": 1, "alpha": 0.5}
     f.write_text("nb: {beta: 1}\n")
-    with pytest.raises(ParameterError, match=r"sets \['beta'\]"):
+    with pytest.raises(ParameterError, match=r"p.yaml:1: field 'beta': unknown parameter: nb does not define it"):
         load_param_set(f, "nb", {"seed": 0})
 
 
@@ -127,7 +127,10 @@ def test_re_execution_reproduces_the_committed_file_byte_for_byte(tmp_path, stem
     committed = REPO_ROOT / "notebooks" / f"{stem}.ipynb"
     from mechaudit.execution import execute_chapters
 
-    (path,) = execute_chapters([stem], out_dir=tmp_path, stream=open("/dev/null", "w"))
+    # a chapter that writes its tables and figures would get out_dir injected by --out: keep it off
+    defined = notebook_parameters(REPO_ROOT / "notebooks" / f"{stem}.py")
+    overrides = {"out_dir": None} if "out_dir" in defined else {}
+    (path,) = execute_chapters([stem], overrides=overrides, out_dir=tmp_path, stream=open("/dev/null", "w"))
     assert path.read_bytes() == committed.read_bytes(), f"{stem}: re-execution differs from the committed notebook"
 
 
@@ -150,3 +153,48 @@ def test_paper_parameter_set_selects_the_real_backend():
     chapter = toc_chapters()[1]  # 02_critique_depth
     resolved = resolve_parameters(chapter, REPO_ROOT / "params" / "paper.yaml")
     assert resolved["backend"] == "anthropic"
+
+
+def test_an_unknown_backend_fails_in_one_line_before_any_cell(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("common:\n  backend: antropic\n")
+    for args in (["-p", "backend", "antropic"], ["--params", str(bad)]):
+        proc = subprocess.run(MECHAUDIT + ["execute", *args, "--out", str(tmp_path / "out")],
+                              cwd=REPO_ROOT, capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 1
+        lines = proc.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("mechaudit: error: "), proc.stderr
+        assert "field 'backend': 'antropic' is not a backend; choose one of reference, anthropic, replay" in lines[0]
+        assert not (tmp_path / "out").exists()  # no chapter started
+
+
+def test_relative_paths_resolve_against_the_caller_not_notebooks(tmp_path):
+    chapter = Chapter(REPO_ROOT / "notebooks" / "02_critique_depth.py")
+    (tmp_path / "my_design.yaml").write_text("design: {instances: [A], depths: [0, 1], runs_per_depth: 2}\n")
+    got = resolve_parameters(chapter, None, {"cache_dir": "runs/cache", "data_dir": "../d",
+                                             "design_file": "my_design.yaml", "simulator_file": "simulator.yaml"},
+                             cwd=tmp_path)
+    assert got == {"cache_dir": str(tmp_path / "runs" / "cache"), "data_dir": str(tmp_path.parent / "d"),
+                   "design_file": str(tmp_path / "my_design.yaml")}  # simulator.yaml: the default under params/
+    params = tmp_path / "sets" / "p.yaml"
+    params.parent.mkdir()
+    params.write_text("common:\n  cache_dir: cache\n")
+    assert resolve_parameters(chapter, params, cwd=REPO_ROOT)["cache_dir"] == str(params.parent / "cache")
+
+
+def test_a_relative_data_dir_given_with_p_is_read_from_the_callers_folder(tmp_path):
+    """Executed in notebooks/, the chapter still finds ``-p data_dir mydata`` under the caller's cwd."""
+    import shutil
+
+    from mechaudit.paths import DATA_DIR
+
+    shutil.copytree(DATA_DIR, tmp_path / "mydata", ignore=shutil.ignore_patterns("llm_cache", "embedding_cache"))
+    proc = subprocess.run(
+        MECHAUDIT + ["execute", str(REPO_ROOT / "notebooks" / "01_problem.py"), "-p", "data_dir", "mydata",
+                     "--out", "out"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    nb = nbformat.read(tmp_path / "out" / "01_problem.ipynb", as_version=4)
+    injected = [c for c in nb.cells if "injected-parameters" in c.metadata.get("tags", [])]
+    assert f'data_dir = "{tmp_path / "mydata"}"' in injected[0].source

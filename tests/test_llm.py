@@ -17,6 +17,7 @@ import anthropic
 import httpx
 import httpx2
 import pytest
+from fake_anthropic import message_json as reply_body
 from pydantic import BaseModel
 
 from mechaudit.llm import (
@@ -34,7 +35,6 @@ from mechaudit.llm import (
     get_client,
     load_prices,
 )
-from fake_anthropic import message_json as reply_body
 
 FAKE_KEY = "sk-ant-" + "test-0123456789abcdef"  # split so no key-like string is tracked
 RUBRIC = "You judge whether two hypotheses describe the same mechanism. " * 40
@@ -112,9 +112,15 @@ class FakeAPI:
                 for item in self.batches[batch_id]["requests"]:
                     kind = self.batch_result_type.get(item["custom_id"], "succeeded")
                     if kind == "succeeded":
-                        result = {"type": "succeeded", "message": self.message_json(item["params"], self.reply(item["params"]))}
+                        result = {
+                            "type": "succeeded",
+                            "message": self.message_json(item["params"], self.reply(item["params"])),
+                        }
                     else:
-                        result = {"type": "errored", "error": {"type": "error", "error": {"type": "api_error", "message": "boom"}}}
+                        result = {
+                            "type": "errored",
+                            "error": {"type": "error", "error": {"type": "api_error", "message": "boom"}},
+                        }
                     lines.append(json.dumps({"custom_id": item["custom_id"], "result": result}))
                 return httpx.Response(200, content=("\n".join(lines) + "\n").encode(),
                                       headers={"content-type": "application/binary"})
@@ -122,7 +128,9 @@ class FakeAPI:
                 self.batch_polls += 1
                 batch_id = path.rsplit("/", 1)[-1]
                 if batch_id not in self.batches:
-                    return httpx.Response(404, json={"type": "error", "error": {"type": "not_found_error", "message": batch_id}})
+                    return httpx.Response(
+                        404, json={"type": "error", "error": {"type": "not_found_error", "message": batch_id}}
+                    )
                 self.batches[batch_id]["polls"] += 1
                 return httpx.Response(200, json=self.batch_json(batch_id, base))
         return httpx.Response(404, json={"type": "error", "error": {"type": "not_found_error", "message": path}})
@@ -423,13 +431,20 @@ def test_ledger_tokens_and_cost(tmp_path, api_key):
     client.complete(req("c", model="claude-unpriced"))
     table = client.ledger().set_index(["model", "mode"])
     api = table.loc[("claude-opus-4-6", "api")]
-    assert (api["calls"], api["input_tokens"], api["output_tokens"], api["cache_read_input_tokens"]) == (2, 200, 20, 2000)
+    assert (api["calls"], api["input_tokens"], api["output_tokens"],
+            api["cache_read_input_tokens"]) == (2, 200, 20, 2000)
     expected = (200 * 5.0 + 20 * 25.0 + 2000 * 0.5) / 1e6
     assert api["cost_usd"] == pytest.approx(expected)
-    assert table.loc[("claude-opus-4-6", "cache"), "calls"] == 1
-    assert table.loc[("claude-opus-4-6", "cache"), "cost_usd"] == 0.0
+    # the repeated "a" is the same request: counted once (as the API call that answered it)
+    assert ("claude-opus-4-6", "cache") not in table.index
     assert math.isnan(table.loc[("claude-unpriced", "api"), "cost_usd"])
     assert "claude-unpriced" in client.ledger_summary()
+    reread = client_for(FakeAPI(), tmp_path)  # a new client (a re-run) reads the cache
+    for text in ("a", "b", "a"):
+        reread.complete(req(text))
+    table = reread.ledger().set_index(["model", "mode"])
+    assert table.loc[("claude-opus-4-6", "cache"), "calls"] == 2  # distinct requests served from cache
+    assert table.loc[("claude-opus-4-6", "cache"), "cost_usd"] == 0.0
 
 
 def test_price_table_file(tmp_path):

@@ -17,7 +17,12 @@ def hyp(hid: str, ids: list[str], statement: str = "A drives B.") -> dict:
 
 ORIGINAL = hyp("h1", ["A", "C", "B"])
 LINES = [
-    {"kind": "wording_only", "original": ORIGINAL, "variant": hyp("h1w", ["A", "C", "B"], "B follows A."), "valid": True},
+    {
+        "kind": "wording_only",
+        "original": ORIGINAL,
+        "variant": hyp("h1w", ["A", "C", "B"], "B follows A."),
+        "valid": True,
+    },
     {"kind": "first_step_swapped", "original": ORIGINAL, "variant": hyp("h1f", ["X", "C", "B"]), "valid": True},
     {"kind": "middle_step_swapped", "original": ORIGINAL, "variant": hyp("h1m", ["A", "Y", "B"]), "valid": False},
     {"a": ORIGINAL, "b": hyp("h2", ["A", "C", "D", "B"]), "note": "a/b form"},

@@ -115,16 +115,21 @@ def test_cli_judge_with_fake_key_leaves_no_trace(tmp_path):
 
     def judge(*extra: str) -> subprocess.CompletedProcess:
         return subprocess.run(
-            [sys.executable, "-m", "mechaudit.cli", "judge", "--pairs", str(pairs), "--rule", "llm", *extra],
+            [sys.executable, "-m", "mechaudit.cli", "judge", "--pairs", str(pairs), "--rule", "llm",
+             "--no-early-stop", *extra],  # every planned call, so the three runs send the same requests
             env=env, capture_output=True, text=True, timeout=300, cwd=REPO_ROOT,
         )
 
     try:
-        direct = judge("--backend", "anthropic", "--cache-dir", str(tmp_path / "cache"), "--out", str(tmp_path / "v1.jsonl"))
+        direct = judge(
+            "--backend", "anthropic", "--cache-dir", str(tmp_path / "cache"), "--out", str(tmp_path / "v1.jsonl")
+        )
         n_direct = len(fake.message_bodies)
         batch = judge("--backend", "anthropic", "--batch", "--poll-interval", "0",
                       "--cache-dir", str(tmp_path / "cache_batch"), "--out", str(tmp_path / "v2.jsonl"))
-        replay = judge("--backend", "replay", "--cache-dir", str(tmp_path / "cache_batch"), "--out", str(tmp_path / "v3.jsonl"))
+        replay = judge(
+            "--backend", "replay", "--cache-dir", str(tmp_path / "cache_batch"), "--out", str(tmp_path / "v3.jsonl")
+        )
     finally:
         server.shutdown()
     for proc in (direct, batch, replay):
@@ -135,7 +140,8 @@ def test_cli_judge_with_fake_key_leaves_no_trace(tmp_path):
     verdicts = [[json.loads(line) for line in (tmp_path / f"v{i}.jsonl").read_text().splitlines()] for i in (1, 2, 3)]
     assert verdicts[0] == verdicts[1] == [{**v, "backend": "anthropic"} for v in verdicts[2]]
     assert {v["backend"] for v in verdicts[2]} == {"replay"}
-    assert [(v["same"], v["n_same"], v["decided"], v["backend"]) for v in verdicts[0]] == [(True, 3, True, "anthropic")] * 2
+    assert ([(v["same"], v["n_same"], v["decided"], v["backend"]) for v in verdicts[0]]
+            == [(True, 3, True, "anthropic")] * 2)
     assert "LLM usage" in direct.stderr and "batch" in batch.stderr
     for text in (all_text(tmp_path), *(p.stdout + p.stderr for p in (direct, batch, replay))):
         assert SECRET not in text

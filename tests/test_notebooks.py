@@ -19,7 +19,11 @@ ABSOLUTE_PATHS = [str(REPO_ROOT), "/root/", "/home/", "/tmp/", "site-packages"]
 
 
 def _code(nb) -> list[str]:
-    return [c.source.strip() for c in nb.cells if c.cell_type == "code" and "injected-parameters" not in c.metadata.get("tags", [])]
+    return [
+        c.source.strip()
+        for c in nb.cells
+        if c.cell_type == "code" and "injected-parameters" not in c.metadata.get("tags", [])
+    ]
 
 
 def _texts(nb):

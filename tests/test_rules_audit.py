@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from test_rules_fixtures import hyp
 
 from mechaudit.rules import ReferenceJudge
 from mechaudit.rules.audit import (
@@ -14,7 +15,6 @@ from mechaudit.rules.audit import (
     sweep_percent_different,
     within_instance_pairs,
 )
-from test_rules_fixtures import hyp
 
 
 def test_percent_different_skips_missing():
@@ -35,11 +35,13 @@ def test_counts_and_sweep():
     counts = suite_counts(["a", "a", "b"], [True, False, True], order=["a", "b", "c"])
     assert counts.loc["a"].tolist() == [2, 1, 1] and counts.loc["c"].tolist() == [0, 0, 0]
     sim = np.array([0.1, 0.5, 0.9, 0.3])
-    sweep = sweep_percent_different(sim, ["a", "a", "b", "b"], [0.2, 0.6])
+    sweep = sweep_percent_different(sim, [0.2, 0.6], ["a", "a", "b", "b"])
     got = sweep.set_index(["threshold", "kind"])["pct_different"]
     assert got[(0.2, "a")] == 50.0 and got[(0.6, "a")] == 100.0 and got[(0.6, "b")] == 50.0
     with pytest.raises(ValueError, match="kinds"):
-        sweep_percent_different(sim, ["a"], [0.5])
+        sweep_percent_different(sim, [0.5], ["a"])
+    with pytest.raises(TypeError, match="kinds come last"):  # the old order
+        sweep_percent_different(sim, ["a", "a", "b", "b"], [0.2, 0.6])
 
 
 def test_decisions_and_within_instance_pairs():
@@ -57,6 +59,8 @@ def test_paper_percent_different_pools_meaning_preserving():
 
     table = paper_percent_different({"mine": "llm", "t": "tfidf"})
     assert list(table.index) == ["wording_only", "wording_chain", "first_step_swapped", "middle_step_swapped"]
-    assert table.loc["first_step_swapped", "mine"] == reported("perturbations.first_step_swapped_pct_different.llm") == 83
+    assert (
+        table.loc["first_step_swapped", "mine"] == reported("perturbations.first_step_swapped_pct_different.llm") == 83
+    )
     assert table.loc["middle_step_swapped", "mine"] == 13
     assert table.loc["wording_chain", "t"] == reported("perturbations.meaning_preserving_pct_different.tfidf")

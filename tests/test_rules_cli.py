@@ -6,11 +6,11 @@ import json
 
 import httpx
 import pytest
+from fake_anthropic import message_response
+from test_rules_fixtures import hyp
 
 from mechaudit.cli import main
 from mechaudit.llm import get_client
-from test_rules_fixtures import hyp
-from fake_anthropic import message_response
 
 
 @pytest.fixture
@@ -52,3 +52,25 @@ def test_llm_orders_and_early_stop(pairs_file, tmp_path, monkeypatch, capsys):
     assert out["same"] is False and out["n_calls"] == 2 and len(seen) == 2
     assert main(base + ["--orders", "ab,xy"]) == 1
     assert "'ab' or 'ba'" in capsys.readouterr().err
+
+
+def test_embedding_uses_the_disk_store(pairs_file, tmp_path, monkeypatch, capsys):
+    store = tmp_path / "emb"
+    args = ["judge", "--pairs", str(pairs_file), "--rule", "embedding", "--embedding-cache", str(store), "--quiet"]
+    assert main(args) == 0
+    first = capsys.readouterr().out
+    assert any(store.iterdir())
+
+    from mechaudit.rules import embedding
+
+    loads = []
+
+    def refuse(*a, **k):
+        loads.append(1)
+        raise ValueError("model refused by the test")
+
+    monkeypatch.setattr(embedding, "load_model", refuse)
+    assert main(args) == 0
+    assert capsys.readouterr().out == first and loads == []  # every embedding came from the store
+    assert main(args + ["--no-embedding-cache"]) != 0
+    assert loads == [1]  # without the store the model is needed

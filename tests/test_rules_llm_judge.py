@@ -10,6 +10,8 @@ from collections import Counter
 import httpx
 import numpy as np
 import pytest
+from fake_anthropic import message_response
+from test_rules_fixtures import hyp
 
 from mechaudit.agreement import flip_rate
 from mechaudit.llm import BlindnessError, get_client
@@ -20,8 +22,6 @@ from mechaudit.rules.llm_judge import (
     call_plan,
     call_verdicts,
 )
-from test_rules_fixtures import hyp
-from fake_anthropic import message_response
 
 FINDINGS = {"I1": "Tumour cells proliferate faster in the treated line."}
 
@@ -67,10 +67,16 @@ def pairs():
 
 
 def make_judge(tmp_path, monkeypatch, api, **kw):
+    """A judge over the fake API; every planned call is made unless a test asks for early stop."""
+    kw.setdefault("early_stop", False)
     monkeypatch.setenv("ANTHROPIC_API_KEY", "fake-key-for-tests")
     client = get_client(backend="anthropic", cache_dir=tmp_path / "cache",
                         http_client=httpx.Client(transport=httpx.MockTransport(api)), max_retries=0)
     return LLMJudge(client=client, instances=FINDINGS, backend="anthropic", **kw)
+
+
+def test_early_stop_is_the_default():
+    assert LLMJudge(backend="replay", client=object()).early_stop is True
 
 
 def test_call_plan_repeats():
@@ -206,7 +212,7 @@ def test_prompts_are_blind_and_bad_input(tmp_path, monkeypatch, pairs):
     with pytest.raises(BlindnessError):
         judge.judge([(pairs[0][0], leaky)])
     assert api.requests == []
-    for rubric, prompt in SYSTEM_PROMPTS.items():
+    for _rubric, prompt in SYSTEM_PROMPTS.items():
         assert "swap" not in prompt.lower() and "perturb" not in prompt.lower()
     with pytest.raises(ValueError, match="rubric"):
         LLMJudge(rubric="strict", client=judge.client)

@@ -6,10 +6,10 @@ import itertools
 
 import numpy as np
 import pytest
+from test_rules_fixtures import hyp
 
 from mechaudit.rules import ReferenceJudge
 from mechaudit.rules.reference import is_subsequence
-from test_rules_fixtures import hyp
 
 BASE = ["KRAS", "MEK", "ERK", "PROLIF"]
 CASES = {

@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 from sklearn.metrics.pairwise import cosine_similarity
+from test_rules_fixtures import hyp
 
 from mechaudit.rules import EmbeddingRule, TfidfRule, matched_threshold
 from mechaudit.schema import hypothesis_text
-from test_rules_fixtures import hyp
 
 CHAINS = [
     ["KRAS", "MEK", "ERK", "PROLIF"],

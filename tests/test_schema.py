@@ -229,8 +229,8 @@ def test_benchmark_cross_checks_openings_and_terminal(files):
     write_jsonl(files / "hypotheses.jsonl", lines)
     bench = load_benchmark(files)
     assert [h.id for h in bench.openings("A")] == ["h1"] and len(bench.by_instance("A")) == 2
-    wrong_end = record(id="h2", chain=[{"id": "K1", "text": "a"}, {"id": "K2", "text": "b"},
-                                       {"id": "O2", "text": "c"}])
+    wrong_end = record(id="h2", chain=[{"id": "K1", "text": "kinase one"}, {"id": "K2", "text": "kinase two"},
+                                       {"id": "O2", "text": "outcome two"}])
     write_jsonl(files / "hypotheses.jsonl", ["", json.dumps(record()), json.dumps(wrong_end)])
     with pytest.raises(DataError) as ei:
         load_benchmark(files)

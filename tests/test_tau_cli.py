@@ -25,8 +25,8 @@ def test_infer_score_cli(tmp_path, capsys):
 def test_infer_score_cli_bad_input(tmp_path, capsys):
     path = tmp_path / "in.json"
     path.write_text(json.dumps({"anchors": {}, "comparisons": []}))
-    assert main(["infer-score", "--input", str(path)]) == 2
-    assert "field 'anchors' must be a list" in capsys.readouterr().err
+    assert main(["infer-score", "--input", str(path)]) == 1
+    assert "in.json: field 'anchors': must be a list, got {}" in capsys.readouterr().err
 
 
 def test_fit_tau_cli(tmp_path, capsys):
@@ -47,5 +47,5 @@ def test_fit_tau_cli(tmp_path, capsys):
 def test_fit_tau_cli_names_bad_line(tmp_path, capsys):
     path = tmp_path / "pairs.jsonl"
     path.write_text('{"delta": 1.0, "y": 1}\n{"y": 0}\n')
-    assert main(["fit-tau", "--pairs", str(path)]) == 2
+    assert main(["fit-tau", "--pairs", str(path)]) == 1
     assert "pairs.jsonl:2: field 'delta'" in capsys.readouterr().err

@@ -136,3 +136,29 @@ def test_sampler_quotas_and_signs(pool, pairs):
 def test_sampler_needs_columns(pool):
     with pytest.raises(ValueError, match="weight"):
         sample_pairs(pool.table().drop(columns="weight"), 10)
+
+
+def test_vectorised_pair_arrays_equal_the_row_loop():
+    from mechaudit.tau.fitting import _frame_arrays, pair_arrays
+
+    rng = np.random.default_rng(8)
+    n = 300
+    frame = pd.DataFrame({
+        "delta": rng.normal(size=n),
+        "y": np.where(rng.random(n) < 0.3, rng.choice([0.0, 0.5, 1.0], size=n), np.nan),
+        "judgement": rng.choice(np.array(["better", " Worse", "tie", "TIE", None, "maybe"], dtype=object), size=n),
+        "strength": rng.choice(np.array(["weak", "Strong ", "medium", None, np.nan, "huge"], dtype=object), size=n),
+        "weight": np.where(rng.random(n) < 0.1, np.nan, rng.random(n) * 2),
+    })
+    fast = _frame_arrays(frame)
+    slow = pair_arrays(frame.to_dict("records"))  # a list goes through the row loop
+    assert fast is not None
+    for a, b in zip(fast, slow):
+        np.testing.assert_array_equal(a, b)
+    # unusable values fall back to the loop and its precise message
+    with pytest.raises(ValueError, match="pair 3: field 'weight' must be >= 0"):
+        pair_arrays(frame.assign(weight=[1.0] * 3 + [-1.0] + [1.0] * (n - 4)))
+    with pytest.raises(ValueError, match="pair 0: field 'delta'"):
+        pair_arrays(frame.assign(delta=[np.inf] + [0.0] * (n - 1)))
+    with pytest.raises(ValueError, match="needs field 'y' or 'judgement'"):
+        pair_arrays(frame.drop(columns="judgement"))

@@ -9,6 +9,7 @@ import re
 import httpx
 import numpy as np
 import pytest
+from fake_anthropic import message_response
 from pydantic import ValidationError
 
 from mechaudit.llm import BlindnessError, InvalidJSONError, check_blind, get_client
@@ -41,7 +42,6 @@ from mechaudit.tau import (
     write_tau_file,
 )
 from mechaudit.tau.critic import densify_reasons
-from fake_anthropic import message_response
 
 FAKE_KEY = "sk-ant-" + "test-tau-0000"  # split so no key-like string is tracked
 PRICES = {"batch_discount": 0.5,
@@ -402,7 +402,8 @@ def test_critic_refuses_tau_file_of_another_rubric(pool, tmp_path, monkeypatch):
         MultiAgentCritic(pool.papers, judge, pool.exemplars)
     write_tau_file(path, {"Novelty": 1.4}, "simulated-judge", 10)
     critic = MultiAgentCritic(pool.papers, judge, pool.exemplars)
-    assert critic.tau_sources["Novelty"] == (1.4, "file:judge_tau.json") and critic.tau_sources["Methodology"] == (1.0, "default")
+    assert (critic.tau_sources["Novelty"] == (1.4, "file:judge_tau.json")
+            and critic.tau_sources["Methodology"] == (1.0, "default"))
 
 
 def test_critic_derives_anchor_scores_from_review_stats(pool):

@@ -10,6 +10,7 @@ import httpx
 import numpy as np
 import pytest
 import yaml
+from fake_anthropic import message_response
 
 from mechaudit.divergence import divergence_matrix
 from mechaudit.paths import PARAMS_DIR
@@ -25,8 +26,7 @@ from mechaudit.workflow import (
     null_params,
     simulate,
 )
-from mechaudit.workflow.agents import CRITIC_SYSTEM, run_workflow
-from fake_anthropic import message_response
+from mechaudit.workflow.agents import CRITIC_SYSTEM, develop_request, hypothesis_schema, run_workflow
 
 
 def write_tiny_benchmark(folder: Path) -> Path:
@@ -235,7 +235,8 @@ def test_real_workflow_path_with_faked_transport(bench, tmp_path, monkeypatch):
 
 
 def test_real_workflow_rejects_unknown_step_ids(bench, tmp_path, monkeypatch):
-    """A chain id outside the vocabulary triggers repair requests and finally a strict error."""
+    """A chain id outside the vocabulary triggers repair requests; still invalid, the hypothesis is
+    excluded from its run with the error (and counted), never delivered."""
     from mechaudit.llm import InvalidJSONError, get_client
 
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test-fake")
@@ -248,8 +249,13 @@ def test_real_workflow_rejects_unknown_step_ids(bench, tmp_path, monkeypatch):
 
     client = get_client(backend="anthropic", cache_dir=tmp_path / "c",
                         http_client=httpx.Client(transport=httpx.MockTransport(handler)))
-    with pytest.raises(InvalidJSONError, match="NOT_AN_ID"):
-        run_workflow(bench, Design(instances=("A",), depths=(0,), runs_per_depth=1), client)
+    (run,) = run_workflow(bench, Design(instances=("A",), depths=(0,), runs_per_depth=1), client)
+    assert run.delivered == [] and len(run.excluded) == len(bench.openings("A"))
+    assert all(e.stage == "develop" and e.attempts == 3 and "NOT_AN_ID" in e.error for e in run.excluded)
+    with pytest.raises(InvalidJSONError, match="-p json_retries 4"):  # strict callers get the retry switch
+        client.complete_json(develop_request(bench.instances[0], bench.vocabulary, bench.openings("A")[0],
+                                             "A-k0-r0", "claude-sonnet-4-6", 1.0),
+                             hypothesis_schema(bench.vocabulary, bench.instances[0].terminal_id))
 
 
 def test_rules_for_backend_drops_ground_truth_and_adds_the_llm_judge_for_llm_runs():

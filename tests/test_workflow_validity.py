@@ -87,3 +87,15 @@ def test_null_replications_hold_size(bench, params):
     assert summary.n_reps.tolist() == [40, 40, 40]
     assert depth_table(instance_matrices(simulate(bench, design, params, seed=0), None),
                        design.comparisons()).p_value.iloc[0] < 0.001
+
+
+def test_replications_do_not_depend_on_the_number_of_workers(bench, params):
+    from mechaudit.rules import TfidfRule
+
+    design = Design(instances=tuple(i.id for i in bench.instances[:2]), depths=(0, 1), runs_per_depth=3)
+    rules = {"key": None, "tfidf": TfidfRule(threshold=0.25).same}
+    one = replicate(bench, design, params, rules, n_reps=3, seed=4)
+    two = replicate(bench, design, params, rules, n_reps=3, seed=4, n_jobs=2)
+    assert one.equals(two) and len(one) == 3 * 2 * 1
+    with pytest.raises(ValueError, match="n_jobs"):
+        replicate(bench, design, params, rules, n_reps=1, n_jobs=0)

@@ -7,7 +7,7 @@ side is missing are dropped (never defaulted); ``paired_valid`` returns what is 
 
 from __future__ import annotations
 
-from typing import Iterable, Mapping
+from collections.abc import Iterable, Mapping
 
 import numpy as np
 import pandas as pd
@@ -127,3 +127,84 @@ def complete_agreement_interval(similarity: np.ndarray, reference) -> tuple[floa
     low = float(s[~same].max()) if (~same).any() else float("-inf")
     high = float(s[same].min()) if same.any() else float("inf")
     return (low, high) if low < high else None
+
+
+# -- judge-model axis -------------------------------------------------------------------------
+
+
+def verdict_matrix(decisions: Mapping[str, object]) -> pd.DataFrame:
+    """Decisions of several judges (e.g. models) on the same pairs as one table.
+
+    ``decisions``: name -> per-pair decisions (bool, 0/1, or None/NaN/NA for an undecided pair),
+    all of one length. Returns a models x pairs DataFrame of pandas nullable booleans (index: the
+    names in the given order; columns: pair position 0..n-1).
+    """
+    rows = {}
+    n = None
+    for name, values in decisions.items():
+        s = pd.Series(np.asarray(values, dtype=object).ravel())
+        if n is None:
+            n = len(s)
+        elif len(s) != n:
+            raise ValueError(f"judge {name!r} has {len(s)} decisions, the first judge {n}")
+        bad = [v for v in s[s.notna()] if not (isinstance(v, (bool, np.bool_)) or v in (0, 1))]
+        if bad:
+            raise ValueError(f"judge {name!r}: decisions must be boolean or 0/1; found {bad[0]!r}")
+        rows[str(name)] = pd.array([None if pd.isna(v) else bool(v) for v in s], dtype="boolean")
+    if not rows:
+        raise ValueError("no judges given")
+    return pd.DataFrame.from_dict(rows, orient="index").astype("boolean")
+
+
+def model_agreement(verdicts: pd.DataFrame | Mapping[str, object]) -> pd.DataFrame:
+    """Raw agreement and Cohen's kappa for every pair of judges (the paper's App. D table).
+
+    ``verdicts``: a models x pairs table (:func:`verdict_matrix`) or a mapping accepted by it.
+    Pairs undecided by either judge of a comparison are left out of that comparison (``n``).
+    Columns: model_a, model_b, n, raw_agreement (fraction), kappa; one row per unordered pair.
+    """
+    matrix = verdicts if isinstance(verdicts, pd.DataFrame) else verdict_matrix(verdicts)
+    if len(matrix) < 2:
+        raise ValueError(f"agreement needs two or more judges; got {list(matrix.index)}")
+    table = agreement_table({name: matrix.loc[name].to_numpy(dtype=object) for name in matrix.index})
+    return table.rename(columns={"method_a": "model_a", "method_b": "model_b"})
+
+
+def agreement_range(table: pd.DataFrame) -> dict[str, float]:
+    """Lowest and highest raw agreement (%) and kappa of an agreement table (NaN rows ignored):
+    keys raw_agreement_pct_low/high, kappa_low/high."""
+    raw, kappa = 100 * table["raw_agreement"].astype(float), table["kappa"].astype(float)
+    return {"raw_agreement_pct_low": float(raw.min()), "raw_agreement_pct_high": float(raw.max()),
+            "kappa_low": float(kappa.min()), "kappa_high": float(kappa.max())}
+
+
+def estimate_range(estimates: pd.DataFrame) -> pd.DataFrame:
+    """How far an estimate moves with the judge: per quantity, its range over models (Fig. 5).
+
+    ``estimates``: models (index) x quantities (columns), e.g. % of pairs judged different per
+    perturbation kind; NaN (not measured) is ignored. One row per quantity: low, high,
+    spread = high - low, n_models (with a value), model_low, model_high (first model at the
+    extreme; None when no model has a value).
+    """
+    values = estimates.apply(pd.to_numeric, errors="raise").astype(float)
+    rows = []
+    for quantity in values.columns:
+        col = values[quantity].dropna()
+        rows.append({
+            "quantity": quantity,
+            "low": float(col.min()) if len(col) else float("nan"),
+            "high": float(col.max()) if len(col) else float("nan"),
+            "spread": float(col.max() - col.min()) if len(col) else float("nan"),
+            "n_models": len(col),
+            "model_low": col.idxmin() if len(col) else None,
+            "model_high": col.idxmax() if len(col) else None,
+        })
+    return pd.DataFrame(rows, columns=["quantity", "low", "high", "spread", "n_models", "model_low", "model_high"]
+                        ).set_index("quantity")
+
+
+__all__ = [
+    "paired_valid", "raw_agreement", "flip_rate", "cohen_kappa", "agreement_table",
+    "threshold_sweep", "complete_agreement_interval", "verdict_matrix", "model_agreement",
+    "agreement_range", "estimate_range",
+]

@@ -6,8 +6,13 @@ Vocabulary used throughout:
   ``opening_id`` of a hypothesis is read here (the id of the fixed opening hypothesis it grew from).
 * *Matched pairs* of two runs: every cross pair of delivered hypotheses (one from each run) that
   share an ``opening_id``. When a run delivers several hypotheses for one opening, all cross pairs
-  count (2 x 3 hypotheses give 6 pairs), so matching is not one-to-one. This is how the paper
-  arrives at 4,863 matched pairs over 420 run pairs (about 11.6 per run pair with 5 openings).
+  count (2 x 3 hypotheses give 6 pairs), so matching is not one-to-one. That counting rule is this
+  book's assumption, not the paper's stated method: the paper reports 4,863 matched pairs over 420
+  run pairs (about 11.6 per run pair with 5 openings) without saying how they were matched. The
+  book's workflow simulator assumes all cross pairs count and draws several hypotheses per opening
+  so that its density lands near that figure (``params/simulator.yaml``); the book's LLM workflow
+  (``mechaudit.workflow.agents``) develops one hypothesis per opening, which gives 5 matched pairs
+  per run pair, 2,100 for the same design.
   Hypotheses with ``opening_id is None`` have no lineage and are never matched.
 * *Run divergence* of two runs: the fraction of their matched pairs that an equivalence rule judges
   to be different mechanisms (0 = all same, 1 = all different).
@@ -44,8 +49,10 @@ __all__ = [
     "comparison_matrix",
     "design_counts",
     "divergence_matrix",
+    "exact_test_feasible",
     "extra_divergence",
     "matched_pairs",
+    "monte_carlo_permutation_test",
     "permutation_test",
     "run_divergence",
     "same_depth_divergence",
@@ -69,11 +76,11 @@ Pair = tuple[Any, Any]
 class PermutationResult(NamedTuple):
     """Result of :func:`permutation_test`.
 
-    extra: observed statistic, the mean over instances of per-instance extra divergence
-        (a fraction; multiply by 100 for percentage points).
-    p_value: exact two-sided p, the share of all split combinations whose |statistic| is at least
-        the observed |statistic| (float ties within a relative tolerance count as at least).
-    n_partitions: number of splits per instance (126 for 5 + 5 runs).
+    - ``extra``: observed statistic, the mean over instances of per-instance extra divergence
+      (a fraction; multiply by 100 for percentage points).
+    - ``p_value``: exact two-sided p, the share of all split combinations whose ``|statistic|`` is
+      at least the observed ``|statistic|`` (float ties within a relative tolerance count as at least).
+    - ``n_partitions``: number of splits per instance (126 for 5 + 5 runs).
     """
 
     extra: float
@@ -82,7 +89,7 @@ class PermutationResult(NamedTuple):
 
 
 class DesignCounts(NamedTuple):
-    """Design size counted as in the paper (App. A): runs, run pairs, matched hypothesis pairs."""
+    """Design size (paper App. A): runs, run pairs, matched hypothesis pairs (see the module doc)."""
 
     runs: int
     run_pairs: int
@@ -142,14 +149,17 @@ def run_divergence(same: np.ndarray) -> float:
 
 def divergence_matrix(
     runs: Sequence[Sequence[HasOpening]],
-    same_fn: Callable[[list[Pair]], np.ndarray],
+    same_fn: Callable[[list[Pair]], np.ndarray] | Any,
     progress: bool = False,
 ) -> np.ndarray:
     """Symmetric run-by-run divergence matrix of one instance, shape ``(n_runs, n_runs)``.
 
-    ``same_fn(pairs) -> bool array`` is an equivalence rule's ``same``; it is called once over the
+    ``same_fn`` is an equivalence rule (an object with ``same(pairs)``, as ``decisions_table``
+    takes) or a function ``same_fn(pairs) -> bool array``; it is called once over the
     matched pairs of all run pairs (batched). Entry ``[i, j]`` is the run divergence of runs i, j;
-    the diagonal is 0. A run pair without matched pairs raises ``ValueError``.
+    the diagonal is 0. A run pair without matched pairs raises ``ValueError``. A float verdict
+    array may hold NaN for a pair without a verdict (an undecided LLM judge pair): it is left out
+    of its run pair's divergence.
     """
     n = len(runs)
     index = list(combinations(range(n), 2))
@@ -161,12 +171,15 @@ def divergence_matrix(
             raise ValueError(f"runs {i} and {j} share no opening hypothesis: run divergence undefined")
         pairs.extend(found)
         bounds.append(len(pairs))
+    if not callable(same_fn) and callable(getattr(same_fn, "same", None)):
+        same_fn = same_fn.same  # a rule object
     verdicts = np.asarray(same_fn(pairs)) if pairs else np.zeros(0, bool)
     if verdicts.shape != (len(pairs),):
         raise ValueError(f"same_fn returned shape {verdicts.shape} for {len(pairs)} pairs")
     D = np.zeros((n, n))
     for (i, j), lo, hi in zip(index, bounds[:-1], bounds[1:]):
-        D[i, j] = D[j, i] = run_divergence(verdicts[lo:hi])
+        v = verdicts[lo:hi]
+        D[i, j] = D[j, i] = run_divergence(v[~np.isnan(v)] if v.dtype.kind == "f" else v)
     return D
 
 
@@ -335,3 +348,59 @@ def permutation_test(Ds: Sequence[np.ndarray], n_a: int, rtol: float = 1e-12) ->
     else:
         n_extreme = int(np.dot(left_c, hits))
     return PermutationResult(observed_sum / k, n_extreme / total, n_partitions)
+
+
+def exact_test_feasible(n: int, n_a: int, k: int, limit: int = MAX_HALF_SIZE) -> bool:
+    """Whether :func:`permutation_test` counts ``k`` instances of ``n`` runs (``n_a`` at depth a)
+    with at most ``limit`` partial sums per half (a bound: tied values only shrink the halves).
+
+    With the default limit: True for the paper's 4 x (5 + 5) (126**2 per half), False for 8 x (5 + 5)
+    or 4 x (10 + 10). A smaller ``limit`` (e.g. 20,000) keeps only the fast cases (milliseconds).
+    """
+    splits = comb(n, n_a) // (2 if 2 * n_a == n else 1)
+    return splits ** ((k + 1) // 2) <= limit
+
+
+def monte_carlo_permutation_test(Ds: Sequence[np.ndarray], n_a: int, n_resamples: int = 999,
+                                 seed: int = 0, rtol: float = 1e-12, chunk: int = 2000) -> PermutationResult:
+    """Monte Carlo version of :func:`permutation_test` for designs too large to count exactly.
+
+    Same statistic (mean over instances of per-instance extra divergence) and the same null (each
+    instance's runs split at random into groups of ``n_a`` and ``n - n_a``, instances independently),
+    but ``n_resamples`` random split combinations drawn with ``numpy.random.default_rng(seed)``
+    instead of all of them. Two-sided ``p = (1 + hits) / (n_resamples + 1)``, where ``hits`` counts
+    resamples with ``|statistic| >= |observed| - tol`` (``tol`` as in :func:`permutation_test`); with
+    the observed split counted once this p is a valid test at every level. Memory is bounded by
+    evaluating ``chunk`` resamples at a time. ``n_partitions``: distinct splits per instance, as in
+    the exact test.
+    """
+    if len(Ds) == 0:
+        raise ValueError("Ds: no instance matrices")
+    shapes = {np.shape(D) for D in Ds}
+    if len(shapes) != 1:
+        raise ValueError(f"Ds: all instance matrices must have one shape, got {sorted(shapes)}")
+    if isinstance(n_resamples, bool) or not isinstance(n_resamples, (int, np.integer)) or n_resamples < 1:
+        raise ValueError(f"n_resamples: expected an int >= 1, got {n_resamples!r}")
+    D = np.stack([_check_matrix(D, n_a, f"Ds[{i}]") for i, D in enumerate(Ds)])  # (k, n, n)
+    k, n, _ = D.shape
+    n_b = n - n_a
+    row, total = D.sum(axis=2), D.sum(axis=(1, 2)) / 2.0  # (k, n), (k,)
+    n_cross, n_within = n_a * n_b, comb(n_a, 2) + comb(n_b, 2)
+
+    def extras(M: np.ndarray) -> np.ndarray:  # M: (k, r, n) 0/1 -> (k, r)
+        cross = np.einsum("kri,ki->kr", M, row) - np.einsum("krj,krj->kr", np.matmul(M, D), M)
+        return cross / n_cross - (total[:, None] - cross) / n_within
+
+    observed = extras(np.broadcast_to((np.arange(n) < n_a).astype(float), (k, 1, n)))[:, 0]
+    observed_sum = float(observed.sum())
+    rng = np.random.default_rng(seed)
+    stats = []
+    for start in range(0, n_resamples, chunk):
+        r = min(chunk, n_resamples - start)
+        M = (rng.random((k, r, n)).argsort(axis=2) < n_a).astype(float)  # uniform random subsets
+        stats.append(extras(M).sum(axis=0))
+    sums = np.concatenate(stats)
+    tol = rtol * max(1.0, float(np.abs(observed).sum()), float(np.abs(sums).max()))
+    hits = int(np.count_nonzero(np.abs(sums) >= abs(observed_sum) - tol))
+    n_partitions = comb(n, n_a) // (2 if 2 * n_a == n else 1)
+    return PermutationResult(observed_sum / k, (1 + hits) / (n_resamples + 1), n_partitions)

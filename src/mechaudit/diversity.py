@@ -9,6 +9,14 @@ groups is the measured diversity. Two readings of the same verdicts:
 * ``complete``: complete-linkage clustering on the distance ``1 - same`` cut at 0.5, so a group only
   forms when all its members are pairwise "same" (a clique; the most splitting reading of the two).
   Needs the dense ``n x n`` matrix (``scipy.cluster.hierarchy``); ties are merged in scipy's order.
+  Memory grows as ``n**2`` (about 12 bytes a pair at the peak), so ``group`` refuses more than
+  ``COMPLETE_MAX_N`` hypotheses with that method.
+
+For large sets the "same" graph itself is the problem: at 50,000 recombined hypotheses a quarter of
+all pairs can be edges. ``components_from_blocks`` therefore takes the graph as a stream of row
+blocks (as ``TfidfRule.same_blocks`` / ``EmbeddingRule.same_blocks`` produce them) and merges
+components block by block (a vectorised union-find over component labels), so no edge list is
+ever held: memory is one block plus ``O(n)``.
 
 The Vendi score (Friedman & Dieng) is a continuous diversity: the exponential of the Shannon
 entropy of the eigenvalues of ``K / n`` for an ``n x n`` similarity matrix ``K`` with unit diagonal.
@@ -18,6 +26,7 @@ block matrix of a grouping it equals ``exp`` of the entropy of the group shares.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Literal
 
 import numpy as np
@@ -26,9 +35,21 @@ from scipy.cluster.hierarchy import fcluster, linkage
 from scipy.sparse.csgraph import connected_components
 from scipy.spatial.distance import squareform
 
-__all__ = ["group", "n_groups", "vendi_score", "vendi_score_from_features", "vendi_score_from_labels"]
+__all__ = [
+    "COMPLETE_MAX_N",
+    "components_from_blocks",
+    "group",
+    "n_groups",
+    "vendi_score",
+    "vendi_score_from_features",
+    "vendi_score_from_labels",
+]
 
 Method = Literal["components", "complete"]
+
+#: Largest set ``group(..., method="complete")`` accepts (the condensed distance matrix alone is
+#: 8 * n * (n - 1) / 2 bytes: 400 MB at this size; scipy's linkage needs about as much again).
+COMPLETE_MAX_N = 10_000
 
 
 def _relabel(labels: np.ndarray) -> np.ndarray:
@@ -77,6 +98,9 @@ def group(same: np.ndarray | sp.spmatrix | sp.sparray, method: Method = "compone
         _, labels = connected_components(graph, directed=False)
         return _relabel(labels)
     if method == "complete":
+        if n > COMPLETE_MAX_N:
+            raise ValueError(f"complete linkage needs n**2 memory; {n} hypotheses exceed COMPLETE_MAX_N = "
+                             f"{COMPLETE_MAX_N}: use method='components' or group a subset")
         dense = _dense_verdicts(same.toarray() != 0 if sp.issparse(same) else same)
         off = ~np.eye(n, dtype=bool)
         if not (dense == dense.T)[off].all():
@@ -88,6 +112,42 @@ def group(same: np.ndarray | sp.spmatrix | sp.sparray, method: Method = "compone
         tree = linkage(squareform(distance, checks=False), method="complete")
         return _relabel(fcluster(tree, t=0.5, criterion="distance"))
     raise ValueError(f"method: expected 'components' or 'complete', got {method!r}")
+
+
+def components_from_blocks(blocks: Iterable[tuple[int, sp.spmatrix | sp.sparray]], n: int) -> np.ndarray:
+    """Connected components of a "same" graph given as row blocks; labels as ``group`` returns them.
+
+    ``blocks``: ``(first row, B)`` with ``B`` a sparse ``(rows, n)`` matrix whose stored non-zeros
+    are the edges of those rows (any subset of rows, in any order; an edge in either direction
+    joins). Each block's edges are mapped to the current component labels, the components among
+    those labels are found with ``scipy.sparse.csgraph.connected_components`` and every node's label
+    is updated through a lookup table: ``O(n + edges in the block)`` time per block, ``O(n)`` memory
+    between blocks. Equals ``group(full graph, "components")``.
+    """
+    if n < 0:
+        raise ValueError(f"n must be >= 0; got {n}")
+    labels = np.arange(n, dtype=np.int64)  # every node holds the smallest node id of its component
+    for start, B in blocks:
+        B = sp.coo_matrix(B)
+        if B.shape[1] != n or start < 0 or start + B.shape[0] > n:
+            raise ValueError(f"block at row {start} of shape {B.shape} does not fit an {n}-node graph")
+        if B.nnz == 0:
+            continue
+        li, lj = labels[B.row.astype(np.int64) + start], labels[B.col]
+        keep = li != lj
+        if not keep.any():
+            continue
+        li, lj = li[keep], lj[keep]
+        roots, inverse = np.unique(np.concatenate([li, lj]), return_inverse=True)
+        m = len(li)
+        graph = sp.coo_matrix((np.ones(m, dtype=bool), (inverse[:m], inverse[m:])), shape=(len(roots),) * 2)
+        _, comp = connected_components(graph, directed=False)
+        smallest = np.full(comp.max() + 1, n, dtype=np.int64)
+        np.minimum.at(smallest, comp, roots)
+        lookup = np.arange(n, dtype=np.int64)
+        lookup[roots] = smallest[comp]
+        labels = lookup[labels]
+    return _relabel(labels)
 
 
 def n_groups(labels: np.ndarray) -> int:

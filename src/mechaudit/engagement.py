@@ -80,12 +80,15 @@ def judge_request(challenge: pd.DataFrame, model: str = JUDGE_MODEL) -> LLMReque
 
 
 def label_demands(runs: Sequence[Run], backend: str, client=None, model: str = JUDGE_MODEL,
-                  progress: bool = False) -> pd.DataFrame:
+                  progress: bool = False, json_retries: int = 2) -> pd.DataFrame:
     """``demands_frame(runs)`` with the engagement label per demand in column ``label``.
 
     ``backend="reference"``: the simulator's own label (every run must be a simulator run);
-    ``"anthropic"``/``"replay"``: the LLM judge through ``client`` (strict JSON; an invalid answer
-    raises). Column ``label_source`` says which.
+    ``"anthropic"``/``"replay"``: the LLM judge through ``client``. A judge reply still invalid
+    after ``json_retries`` repair requests leaves its challenge's demands unlabelled (``label``
+    None) with the error in column ``excluded``: they are left out of every share and counted by
+    :func:`excluded_challenges`; a larger ``json_retries`` asks again for exactly those. Column
+    ``label_source`` says where the labels come from.
     """
     df = demands_frame(runs)
     if backend == "reference":
@@ -104,11 +107,25 @@ def label_demands(runs: Sequence[Run], backend: str, client=None, model: str = J
     client.complete_many(requests, schema=None, progress=progress)
     labelled = []
     for g, req in zip(groups, requests):
-        out = client.complete_json(req, schema=labels_schema(len(g)), json_retries=2, strict=True).value
-        by_number = {x.number: x.label for x in out.labels}
-        labelled.append(g.assign(label=g["number"].map(by_number)))
-    out_df = pd.concat(labelled, ignore_index=True) if labelled else df
+        res = client.complete_json(req, schema=labels_schema(len(g)), json_retries=json_retries, strict=False)
+        if res.invalid:
+            labelled.append(g.assign(label=None, excluded=f"request {req.key[:16]}: {res.error}"))
+            continue
+        by_number = {x.number: x.label for x in res.value.labels}
+        labelled.append(g.assign(label=g["number"].map(by_number), excluded=None))
+    out_df = pd.concat(labelled, ignore_index=True) if labelled else df.assign(excluded=None)
     return out_df.assign(label_source=f"LLM judge ({model}, {backend})")
+
+
+def excluded_challenges(labelled: pd.DataFrame) -> pd.DataFrame:
+    """Challenges left unlabelled because the judge's reply stayed invalid: one row per challenge
+    (run_id, round, hypothesis_id, demands, error); empty when every reply was valid."""
+    cols = ["run_id", "round", "hypothesis_id", "demands", "error"]
+    if "excluded" not in labelled or labelled["excluded"].isna().all():
+        return pd.DataFrame(columns=cols)
+    bad = labelled[labelled["excluded"].notna()]
+    return (bad.groupby(["run_id", "round", "hypothesis_id"], sort=False)
+            .agg(demands=("number", "size"), error=("excluded", "first")).reset_index()[cols])
 
 
 def engagement_table(labelled: pd.DataFrame, by: str | None = None) -> pd.DataFrame:
@@ -116,6 +133,7 @@ def engagement_table(labelled: pd.DataFrame, by: str | None = None) -> pd.DataFr
 
     Columns: [by], label, count, pct.
     """
+    labelled = labelled[labelled["label"].notna()]  # excluded (unlabelled) demands count nowhere
     keys = [by] if by else []
     counts = labelled.groupby(keys + ["label"]).size() if keys else labelled.groupby("label").size()
     counts = counts.rename("count").reset_index()
@@ -130,7 +148,7 @@ def engagement_table(labelled: pd.DataFrame, by: str | None = None) -> pd.DataFr
 def paper_comparison(labelled: pd.DataFrame) -> list[tuple]:
     """Rows for ``mechaudit.paper.compare``: number of demands and the four label shares (%)."""
     table = engagement_table(labelled).set_index("label")
-    rows: list[tuple] = [("engagement.demands", int(len(labelled)))]
+    rows: list[tuple] = [("engagement.demands", int(labelled["label"].notna().sum()))]
     rows += [(f"engagement.{label}_pct", round(float(table.loc[label, "pct"]), 1)) for label in LABELS]
     return rows
 

@@ -15,17 +15,21 @@ the defaults leaves the notebook's cells exactly those of its source.
 from __future__ import annotations
 
 import ast
+import functools
 import os
 import shutil
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any
 
 import yaml
 
+from mechaudit import paths
+from mechaudit.errors import MechauditError
 from mechaudit.paths import PARAMS_DIR, REPO_ROOT
 
 DEFAULT_PARAMS = PARAMS_DIR / "default.yaml"
@@ -35,7 +39,7 @@ KERNEL_ENV = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "PYTHONHASHSEE
               "TOKENIZERS_PARALLELISM": "false"}
 
 
-class ParameterError(ValueError):
+class ParameterError(MechauditError):
     """A parameter that a notebook does not define, or a malformed parameters cell or file."""
 
 
@@ -95,6 +99,14 @@ def notebook_parameters(source: Path) -> dict[str, Any]:
 
     The cell may hold only assignments of literals (numbers, strings, None, lists, dicts).
     """
+    import copy
+
+    source = Path(source)
+    return copy.deepcopy(_notebook_parameters(source, source.stat().st_mtime_ns))
+
+
+@functools.lru_cache(maxsize=64)
+def _notebook_parameters(source: Path, mtime_ns: int) -> dict[str, Any]:
     import jupytext
 
     nb = jupytext.read(source)
@@ -119,40 +131,249 @@ def notebook_parameters(source: Path) -> dict[str, Any]:
     return params
 
 
-def load_param_set(path: Path, stem: str, defined: dict[str, Any]) -> dict[str, Any]:
-    """Parameters for notebook ``stem`` from a parameter-set file (``common`` + the notebook's section)."""
-    with open(path, encoding="utf-8") as fh:
-        tree = yaml.safe_load(fh) or {}
+#: Sections of a parameter-set file besides ``common`` and chapter stems (read by chapters
+#: themselves: ``design`` by ``mechaudit.workflow.load_design``).
+EXTRA_SECTIONS = ("design",)
+
+
+def _yaml_problem(err: yaml.YAMLError) -> tuple[int | None, str]:
+    mark = getattr(err, "problem_mark", None) or getattr(err, "context_mark", None)
+    problem = " ".join(filter(None, [getattr(err, "context", None), getattr(err, "problem", None)]))
+    return (mark.line + 1 if mark is not None else None), (problem or str(err).splitlines()[0])
+
+
+def read_param_file(path: Path) -> tuple[dict[str, Any], dict[Any, int]]:
+    """``(sections, lines)`` of a parameter-set file; ``lines`` maps a section name and a
+    ``(section, name)`` pair to its 1-based line. Malformed YAML, a file that is not a mapping of
+    sections, or a section that is not a mapping raise ``ParameterError`` with file and line."""
+    path = Path(path)
+    raw = path.read_bytes()
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise ParameterError("not UTF-8 text", file=path, line=raw[:err.start].count(b"\n") + 1) from None
+    try:
+        tree, node = yaml.safe_load(text), yaml.compose(text)
+    except yaml.YAMLError as err:
+        line, problem = _yaml_problem(err)
+        raise ParameterError(f"malformed YAML: {problem}", file=path, line=line) from None
+    lines: dict[Any, int] = {}
+    if isinstance(node, yaml.MappingNode):
+        for key, value in node.value:
+            lines[str(key.value)] = key.start_mark.line + 1
+            if isinstance(value, yaml.MappingNode):
+                for name, _ in value.value:
+                    lines[(str(key.value), str(name.value))] = name.start_mark.line + 1
+    tree = {} if tree is None else tree
     if not isinstance(tree, dict):
-        raise ParameterError(f"{path}: expected a mapping of sections")
+        raise ParameterError("expected a mapping of sections (common, chapter stems)", file=path, line=1)
+    tree = {str(k): v for k, v in tree.items()}
+    for name, section in tree.items():
+        if section is not None and not isinstance(section, dict):
+            raise ParameterError(f"a section must map parameter names to values, got {section!r}",
+                                 file=path, line=lines.get(name), field=name)
+    return tree, lines
+
+
+#: Range checks by parameter name: ``(low, high)``; a name ending in ``_threshold`` is in [0, 1].
+RANGES: dict[str, tuple[float | None, float | None]] = {
+    "seed": (0, None), "max_usd": (0, None), "alpha": (0, 1), "power_level": (0, 1), "tie_rate": (0, 1),
+    "json_retries": (0, None),
+}
+
+
+def _kind(value: Any) -> str:
+    if isinstance(value, bool):
+        return "a boolean (true/false)"
+    if isinstance(value, int):
+        return "an integer"
+    if isinstance(value, float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, dict):
+        return "a mapping"
+    return type(value).__name__
+
+
+def _fits(value: Any, default: Any) -> bool:
+    """``value`` has the type of ``default`` (an int is a number; list items like the default's)."""
+    if default is None:
+        return True
+    if isinstance(default, bool) or isinstance(value, bool):
+        return isinstance(value, bool) and isinstance(default, bool)
+    if isinstance(default, int):
+        return isinstance(value, int)
+    if isinstance(default, float):
+        return isinstance(value, (int, float))
+    if isinstance(default, list):
+        if not isinstance(value, list):
+            return False
+        kinds = {_kind(d) for d in default}
+        if kinds <= {"a number", "an integer"} and len(kinds) == 2:
+            kinds = {"a number"}  # a mixed list of ints and floats: numbers
+        if len(kinds) != 1:
+            return True
+        model = 0.0 if kinds == {"a number"} else default[0]
+        return all(_fits(v, model) for v in value)
+    return isinstance(value, type(default))
+
+
+def check_value(name: str, value: Any, default: Any, *, file: str | Path | None = None,
+                line: int | None = None, field: str | None = None) -> None:
+    """Raise ``ParameterError`` unless ``value`` suits parameter ``name`` whose notebook default is
+    ``default``: the same type (an int counts as a number; lists item by item; anything when the
+    default is None) and, for the names in ``RANGES`` and ``*_threshold``, in range."""
+    field = field or name
+    if not _fits(value, default):
+        want = _kind(default) + (f" of {_kind(default[0]).split(' ', 1)[1]}s" if isinstance(default, list)
+                                 and default and len({_kind(d) for d in default}) == 1 else "")
+        raise ParameterError(f"must be {want} like the default {default!r}, got {value!r}",
+                             file=file, line=line, field=field)
+    bounds = RANGES.get(name, (0, 1) if name.endswith("_threshold") else None)
+    if bounds is not None and value is not None:
+        from mechaudit.errors import check_range
+
+        try:
+            check_range(value, field, *bounds, integer=isinstance(default, int), where=file, line=line)
+        except MechauditError as err:
+            raise ParameterError(err.message, file=file, line=line, field=field) from None
+
+
+def _hint(name: str, known: Iterable[str]) -> str:
+    import difflib
+
+    close = difflib.get_close_matches(name, list(known), n=1)
+    return f"; did you mean {close[0]!r}?" if close else ""
+
+
+def check_param_file(path: Path, chapters: Iterable[Chapter] | None = None) -> None:
+    """Check a whole parameter-set file before any cell runs: every section is ``common``, one of
+    ``EXTRA_SECTIONS`` or a chapter stem; every name under ``common`` is defined by some chapter
+    and every name under a chapter's section by that chapter; every value suits the parameter
+    (``check_value``, ``check_backend``). Raises ``ParameterError`` naming file, line and field."""
+    tree, lines = read_param_file(path)
+    defined = {c.stem: notebook_parameters(c.source) for c in (chapters if chapters is not None else toc_chapters())}
+    for section, values in tree.items():
+        if section != "common" and section not in EXTRA_SECTIONS and section not in defined:
+            raise ParameterError(
+                f"unknown section: not 'common', {', '.join(repr(s) for s in EXTRA_SECTIONS)} or a chapter "
+                f"({', '.join(defined)}){_hint(section, [*defined, 'common'])}",
+                file=path, line=lines.get(section), field=section)
+        if section in EXTRA_SECTIONS:
+            continue
+        scope = defined if section == "common" else {section: defined[section]}
+        for name, value in (values or {}).items():
+            owners = [d for d in scope.values() if name in d]
+            line, fld = lines.get((section, str(name))), str(name)
+            if not owners:
+                names = sorted({n for d in scope.values() for n in d})
+                who = ("unknown parameter under 'common': no chapter defines it" if section == "common"
+                       else f"unknown parameter: {section} does not define it")
+                raise ParameterError(f"{who}{_hint(str(name), names)}",
+                                     file=path, line=line, field=fld)
+            for d in owners:
+                check_value(name, value, d[name], file=path, line=line, field=fld)
+            check_backend({name: value}, str(path), line=line, field=fld)
+
+
+def load_param_set(path: Path, stem: str, defined: dict[str, Any]) -> dict[str, Any]:
+    """Parameters for notebook ``stem`` from a parameter-set file (``common`` + the notebook's section).
+
+    A name in the notebook's section that the notebook does not define, or a value of the wrong
+    type or out of range, raises ``ParameterError`` with file and line.
+    """
+    tree, lines = read_param_file(path)
     common = tree.get("common") or {}
     section = tree.get(stem) or {}
-    unknown = sorted(set(section) - set(defined))
-    if unknown:
-        raise ParameterError(f"{path}: section {stem!r} sets {unknown}, which {stem} does not define")
+    for name in section:
+        if name not in defined:
+            raise ParameterError(f"unknown parameter: {stem} does not define it{_hint(str(name), defined)}",
+                                 file=path, line=lines.get((stem, str(name))), field=str(name))
     values = {k: v for k, v in common.items() if k in defined}
     values.update(section)
+    for name, value in values.items():
+        where = stem if name in section else "common"
+        check_value(name, value, defined[name], file=path, line=lines.get((where, str(name))))
     return values
 
 
-def parse_override(value: str) -> Any:
-    """A ``-p NAME VALUE`` value: YAML scalar/list syntax (``7`` -> 7, ``0.3``, ``[1, 2]``, ``anthropic``)."""
-    return yaml.safe_load(value)
+def parse_override(value: str, name: str | None = None) -> Any:
+    """A ``-p NAME VALUE`` value: YAML scalar/list syntax (``7`` -> 7, ``0.3``, ``[1, 2]``, ``anthropic``).
+
+    Malformed YAML raises ``ParameterError`` naming the parameter.
+    """
+    try:
+        return yaml.safe_load(value)
+    except yaml.YAMLError as err:
+        raise ParameterError(f"malformed value {value!r} (YAML syntax): {_yaml_problem(err)[1]}",
+                             file="-p", field=name) from None
+
+
+#: Parameters naming a folder: a relative value resolves against the caller's working directory
+#: (``-p``) or the parameter file's folder (file values), never against ``notebooks/``.
+DIR_PARAMETERS = ("data_dir", "cache_dir", "out_dir")
+#: Parameters naming a file under ``params/`` by default (``design_file = "paper.yaml"``): a relative
+#: value that is not a file there but exists relative to the caller (or the parameter file) is made
+#: absolute the same way.
+PARAMS_FILE_SUFFIX = "_file"
+
+
+def absolutize_paths(values: dict[str, Any], base: Path) -> dict[str, Any]:
+    """``values`` with relative folder/file parameters made absolute against ``base`` (see
+    ``DIR_PARAMETERS``); other values unchanged."""
+    out = dict(values)
+    for name, value in values.items():
+        is_dir, is_file = name in DIR_PARAMETERS, name.endswith(PARAMS_FILE_SUFFIX)
+        if not (is_dir or is_file) or not isinstance(value, str) or not value:
+            continue
+        path = Path(value).expanduser()
+        if path.is_absolute():
+            out[name] = str(path)
+        elif is_dir or (not (PARAMS_DIR / path).is_file() and (base / path).is_file()):
+            out[name] = str((base / path).resolve())
+    return out
+
+
+def check_backend(values: dict[str, Any], where: str, line: int | None = None, field: str = "backend") -> None:
+    """Validate a ``backend`` value (``mechaudit.backends.Backend``) before any cell runs."""
+    if "backend" in values:
+        from mechaudit.backends import CHOICES, Backend, BackendError
+
+        try:
+            Backend.parse(values["backend"])
+        except BackendError:
+            raise ParameterError(f"{values['backend']!r} is not a backend; choose one of {', '.join(CHOICES)}",
+                                 file=where, line=line, field=field) from None
 
 
 def resolve_parameters(
-    chapter: Chapter, params_file: Path | None = DEFAULT_PARAMS, overrides: dict[str, Any] | None = None
+    chapter: Chapter, params_file: Path | None = DEFAULT_PARAMS, overrides: dict[str, Any] | None = None,
+    cwd: Path | None = None,
 ) -> dict[str, Any]:
-    """The parameters to inject: file values and overrides that differ from the notebook's defaults."""
+    """The parameters to inject: file values and overrides that differ from the notebook's defaults.
+
+    Relative folder/file values are made absolute (``absolutize_paths``): overrides against ``cwd``
+    (default: the current working directory), file values against the file's folder. A ``backend``
+    that is not a known backend raises ``ParameterError``.
+    """
     defined = notebook_parameters(chapter.source)
     values = load_param_set(params_file, chapter.stem, defined) if params_file else {}
+    if params_file:
+        check_backend(values, str(params_file))
+        values = absolutize_paths(values, Path(params_file).resolve().parent)
     overrides = overrides or {}
     unknown = sorted(set(overrides) - set(defined))
     if unknown:
         raise ParameterError(
-            f"{chapter.stem} does not define parameter(s) {', '.join(unknown)}; it defines: {', '.join(defined)}"
-        )
-    values.update(overrides)
+            f"unknown parameter: {chapter.stem} does not define it{_hint(unknown[0], defined)} "
+            f"(it defines: {', '.join(defined)})", file="-p", field=unknown[0])
+    check_backend(overrides, "-p")
+    for name, value in overrides.items():
+        check_value(name, value, defined[name], file="-p")
+    values.update(absolutize_paths(overrides, Path(cwd) if cwd is not None else Path.cwd()))
     return {k: v for k, v in values.items() if not (defined[k] == v and type(defined[k]) is type(v))}
 
 
@@ -215,25 +436,89 @@ def execute_chapter(
     return target
 
 
+def inject_out_dir(chapter: Chapter, params: dict[str, Any], out_dir: Path | None,
+                   overrides: dict[str, Any] | None = None) -> dict[str, Any]:
+    """With ``--out DIR``, ``out_dir = DIR/<chapter>`` for a chapter that defines an ``out_dir``
+    parameter (its tables and figures go there, ``mechaudit.outputs.save``), unless the parameter
+    file or ``-p out_dir ...`` set it (``-p out_dir null`` keeps it off)."""
+    if out_dir is None or "out_dir" in params or "out_dir" in (overrides or {}):
+        return params
+    if "out_dir" not in notebook_parameters(chapter.source):
+        return params
+    return {**params, "out_dir": str((Path(out_dir) / chapter.stem).resolve())}
+
+
 def execute_chapters(
     names: Iterable[str | Path] = (),
     params_file: Path | None = DEFAULT_PARAMS,
     overrides: dict[str, Any] | None = None,
     out_dir: Path | None = None,
     stream=sys.stderr,
+    *,
+    max_usd: float | None = None,
+    batch: bool | None = None,
+    confirm: Callable[[str], bool] | None = None,
+    dry_run: bool = False,
 ) -> list[Path]:
-    """Execute the named chapters (default: every chapter in TOC order), one progress line each."""
+    """Execute the named chapters (default: every chapter in TOC order), one progress line each.
+
+    LLM runs (a chapter with backend anthropic or replay): ``max_usd`` is a budget for the whole run
+    (each chapter that defines ``max_usd`` gets what is left; ``max_usd`` in the parameter file or
+    ``-p`` counts the same way); ``batch`` sets ``llm_batch`` of the chapters that define it. With a
+    budget, ``confirm`` or ``dry_run`` the cost estimate (``mechaudit.llm.estimate``) is printed
+    first; an estimate above the budget stops before the first request (``BudgetExceededError``),
+    ``dry_run`` stops after the estimate, and ``confirm(text)`` returning False cancels. After the
+    last chapter the run's LLM total (requests sent, tokens, USD) is printed.
+    """
+    from mechaudit.llm import usage
+
+    overrides = dict(overrides or {})
+    if max_usd is None and overrides.get("max_usd") is not None:
+        max_usd = float(overrides.pop("max_usd"))
+    paths.require_root()  # no project folder: one line naming MECHAUDIT_ROOT
     chapters = [resolve_chapter(n) for n in names] or toc_chapters()
+    if out_dir is None and paths.PACKAGED and any(paths.REPO_ROOT.resolve() in c.source.resolve().parents
+                                                  for c in chapters):
+        raise ParameterError("the chapters come from the installed package: pass --out DIR for the "
+                             "executed notebooks", field="--out")
+    if params_file:
+        check_param_file(Path(params_file), {**{c.stem: c for c in toc_chapters()},
+                                             **{c.stem: c for c in chapters}}.values())
+    if out_dir is not None and Path(out_dir).exists() and not Path(out_dir).is_dir():
+        raise ParameterError(f"{out_dir} exists and is not a folder", field="--out")
     plans = [(c, resolve_parameters(c, params_file, overrides)) for c in chapters]  # fail before running
+    run = usage.RunAccount.plan(plans, params_file, overrides, max_usd=max_usd, batch=batch)
+    if run.llm and (max_usd is not None or confirm is not None or dry_run):
+        run.check_estimate(stream)  # prints the estimate; raises BudgetExceededError above the budget
+        if dry_run:
+            return []
+        if confirm is not None and not confirm(run.prompt()):
+            raise usage.RunCancelled("cancelled after the estimate: nothing was sent")
+    elif dry_run:
+        print("no chapter runs an LLM backend: nothing would be sent", file=stream)
+        return []
+    if out_dir is not None:
+        try:
+            Path(out_dir).mkdir(parents=True, exist_ok=True)
+        except OSError as err:
+            raise ParameterError(f"cannot create the folder {out_dir}: {err.strerror or err}",
+                                 field="--out") from None
     written = []
-    for i, (chapter, params) in enumerate(plans, start=1):
-        shown = ", ".join(f"{k}={v!r}" for k, v in params.items()) or "defaults"
-        print(f"[{i}/{len(plans)}] {chapter.stem} ({shown}) ...", file=stream, flush=True)
-        start = time.perf_counter()
-        path = execute_chapter(chapter, params, out_dir)
-        print(f"[{i}/{len(plans)}] {chapter.stem} done in {time.perf_counter() - start:.1f} s -> "
-              f"{_display_path(path)}", file=stream, flush=True)
-        written.append(path)
+    try:
+        for i, (chapter, params) in enumerate(plans, start=1):
+            params = run.inject(chapter, params)
+            params = inject_out_dir(chapter, params, out_dir, overrides)
+            shown = ", ".join(f"{k}={v!r}" for k, v in params.items()) or "defaults"
+            print(f"[{i}/{len(plans)}] {chapter.stem} ({shown}) ...", file=stream, flush=True)
+            start = time.perf_counter()
+            with run.chapter(chapter):
+                path = execute_chapter(chapter, params, out_dir)
+            print(f"[{i}/{len(plans)}] {chapter.stem} done in {time.perf_counter() - start:.1f} s -> "
+                  f"{_display_path(path)}", file=stream, flush=True)
+            written.append(path)
+    finally:
+        if run.llm:
+            print(run.total_line(), file=stream, flush=True)
     return written
 
 

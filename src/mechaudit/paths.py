@@ -1,18 +1,82 @@
-"""Where the book's files live: the repository root, its data and its parameter sets.
+"""Where the book's files live: the project root, its data, parameter sets and notebooks.
 
-The package is installed editable from ``src/``, so the repository root is two levels above this
-file. ``MECHAUDIT_DATA`` in the environment points the loaders at another data folder.
+The project root is the first of
+
+1. ``MECHAUDIT_ROOT`` in the environment, if set: a clone of the repository (or any folder laid
+   out like one). A folder without ``params/default.yaml`` and ``notebooks/`` is an error that
+   names the variable;
+2. the source checkout, when the package is installed editable from ``src/`` (two levels above
+   this file);
+3. the copy shipped inside the installed package (``mechaudit/_project``, read with
+   ``importlib.resources``): a normal ``pip install`` carries the open data, the parameter sets
+   and the chapter sources, so every command works from any folder.
+
+``MECHAUDIT_DATA`` in the environment points the loaders at another data folder.
 """
 
 from __future__ import annotations
 
 import os
+from importlib import resources
 from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+from mechaudit.errors import MechauditError
+
+#: environment variable naming an explicit project root
+ROOT_ENV = "MECHAUDIT_ROOT"
+#: the package folder that holds the shipped copy of data/, params/, notebooks/ and _toc.yml
+SHIPPED = "_project"
+
+
+class ProjectRootError(MechauditError):
+    """No usable project folder (data, params, notebooks); the message names ``MECHAUDIT_ROOT``."""
+
+
+def is_project(folder: Path) -> bool:
+    """True if ``folder`` is laid out like the repository (``params/default.yaml``, ``notebooks/``)."""
+    return (folder / "params" / "default.yaml").is_file() and (folder / "notebooks").is_dir()
+
+
+def shipped_root() -> Path:
+    """The project copy inside the installed package (may not exist in a source checkout)."""
+    return Path(str(resources.files("mechaudit").joinpath(SHIPPED)))
+
+
+def find_root(environ: os._Environ | dict[str, str] | None = None) -> Path:
+    """The project root (see the module docstring); raises ``ProjectRootError`` if there is none."""
+    environ = os.environ if environ is None else environ
+    explicit = environ.get(ROOT_ENV)
+    if explicit:
+        folder = Path(explicit).expanduser().resolve()
+        if not is_project(folder):
+            raise ProjectRootError(f"{ROOT_ENV}={explicit} is not a mechaudit project folder "
+                                   "(it needs params/default.yaml and notebooks/)")
+        return folder
+    for folder in (Path(__file__).resolve().parents[2], shipped_root()):
+        if is_project(folder):
+            return folder
+    raise ProjectRootError(f"no mechaudit project folder found: set {ROOT_ENV} to a clone of the repository "
+                           "(with data/, params/ and notebooks/)")
+
+
+try:
+    REPO_ROOT = find_root()
+    ROOT_ERROR: ProjectRootError | None = None
+except ProjectRootError as _err:  # reported by require_root() when a command needs the files
+    REPO_ROOT, ROOT_ERROR = shipped_root(), _err
+
+#: True when the files come from the installed package (read-only: executed notebooks need --out)
+PACKAGED = REPO_ROOT == shipped_root()
 DATA_DIR = Path(os.environ.get("MECHAUDIT_DATA", REPO_ROOT / "data"))
 PARAMS_DIR = REPO_ROOT / "params"
 NOTEBOOKS_DIR = REPO_ROOT / "notebooks"
+
+
+def require_root() -> Path:
+    """``REPO_ROOT``, or the ``ProjectRootError`` found at import (one line naming ``MECHAUDIT_ROOT``)."""
+    if ROOT_ERROR is not None:
+        raise ROOT_ERROR
+    return REPO_ROOT
 
 
 def data_path(*parts: str) -> Path:

@@ -48,8 +48,11 @@ from mechaudit.schema import (
     validate_record,
 )
 
+#: the four perturbation kinds, in the paper's order
 KINDS = ("wording_only", "wording_chain", "first_step_swapped", "middle_step_swapped")
+#: kinds that keep the mechanism (a rule should judge the pair "same")
 MEANING_PRESERVING = ("wording_only", "wording_chain")
+#: kinds that swap one causal step for another entity of its type (a different mechanism)
 SWAP_KINDS = ("first_step_swapped", "middle_step_swapped")
 
 
@@ -303,6 +306,9 @@ def make_suite(hypotheses: Sequence[Hypothesis], kinds: Sequence[str] = KINDS, s
     """
     for kind in kinds:
         _check_kind(kind)
+    from mechaudit.errors import check_range
+
+    check_range(seed, "seed", 0, integer=True)
     vocab = _vocab(vocabulary)
     context = instance_entities(hypotheses, vocab)
     pairs = []
@@ -351,7 +357,9 @@ def load_suite(path: str | Path | None = None, valid_only: bool = False) -> list
                 raise DataError(path, lineno, key, "missing required field")
         if raw["kind"] not in KINDS:
             raise DataError(path, lineno, "kind", f"unknown kind {raw['kind']!r}")
-        pair = {"kind": raw["kind"], "valid": bool(raw["valid"]),
+        if not isinstance(raw["valid"], bool):
+            raise DataError(path, lineno, "valid", f"must be true or false (a JSON boolean), got {raw['valid']!r}")
+        pair = {"kind": raw["kind"], "valid": raw["valid"],
                 "reason": raw.get("reason"), "swap": raw.get("swap")}
         for side in ("original", "variant"):
             if raw[side] is None and side == "variant":

@@ -12,7 +12,7 @@ Objects
   event, ``chain[-1]`` the terminal finding). Optional ``template`` holds the same texts with marked
   entity mentions (``{ID}``) and at least one explanation phrasing, so that perturbations can
   re-render names and swap entities.
-- ``Instance``: an experimental finding with its evidence pack and its five opening hypotheses.
+- ``Instance``: an experimental finding with its evidence pack and its opening hypotheses.
 
 Compared text
 -------------
@@ -38,18 +38,17 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from mechaudit.render import find_mentions, name_index, placeholders, render
+from mechaudit.errors import MechauditError
+from mechaudit.render import PLACEHOLDER, find_mentions, name_index, placeholders, render
 
 MIN_CHAIN = 3
 
 
-class DataError(ValueError):
-    """Bad benchmark input; the message names file, line and field."""
+class DataError(MechauditError):
+    """Bad benchmark input; the message names file, line and field (a ``MechauditError``)."""
 
     def __init__(self, file: str | Path, line: int | None, fld: str, message: str):
-        self.file, self.line, self.field = str(file), line, fld
-        where = f"{file}:{line}" if line is not None else f"{file}"
-        super().__init__(f"{where}: field '{fld}': {message}")
+        super().__init__(message, file=file, line=line, field=fld)
 
 
 class Entity(BaseModel):
@@ -163,7 +162,8 @@ class Hypothesis(BaseModel):
 class Instance(BaseModel):
     """An experimental finding (the terminal outcome) with evidence and opening hypotheses.
 
-    ``openings`` are ids of hypotheses in the hypotheses file (exactly five per instance).
+    ``openings`` are ids of hypotheses in the hypotheses file (at least one; the shipped benchmark
+    and the paper's design have five per instance).
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -206,10 +206,20 @@ class _LineLoader(yaml.SafeLoader):
         return mapping
 
 
+def _decode(path: Path, raw: bytes, line_offset: int = 0) -> str:
+    """``raw`` as UTF-8; invalid bytes raise :class:`DataError` naming the file and line."""
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = line_offset + raw.count(b"\n", 0, exc.start) + 1
+        column = exc.start - raw.rfind(b"\n", 0, exc.start)  # 1-based byte in the line
+        raise DataError(path, line, "<text>", f"not UTF-8 text (byte {column} of the line: "
+                        f"{exc.reason})") from None
+
+
 def _read_yaml(path: Path) -> Any:
     try:
-        with open(path, encoding="utf-8") as fh:
-            return yaml.load(fh, Loader=_LineLoader)  # noqa: S506 (SafeLoader subclass)
+        return yaml.load(_decode(path, Path(path).read_bytes()), Loader=_LineLoader)  # noqa: S506 (SafeLoader subclass)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
         line = mark.line + 1 if mark is not None else None
@@ -237,8 +247,9 @@ def read_jsonl(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
     A line that is not JSON, or not a JSON object, raises :class:`DataError` naming file and line.
     """
     path = Path(path)
-    with open(path, encoding="utf-8") as fh:
-        for lineno, raw_line in enumerate(fh, 1):
+    with open(path, "rb") as fh:
+        for lineno, raw_bytes in enumerate(fh, 1):
+            raw_line = _decode(path, raw_bytes, lineno - 1)
             if not raw_line.strip():
                 continue
             try:
@@ -353,15 +364,31 @@ def _check_template(h: Hypothesis, vocab: Vocabulary, path: Path, line: int) -> 
         if step.id not in placeholders(tmpl):
             raise DataError(path, line, f"template.chain[{j}]",
                             f"step template does not mark its own entity {step.id!r}")
+    for fld, tmpl, _ in texts:
+        unmarked = vocab.mentions(PLACEHOLDER.sub(" ; ", tmpl))
+        if unmarked:
+            name = vocab[unmarked[0]].names
+            raise DataError(path, line, fld, f"unmarked mention of entity {unmarked[0]!r} (one of "
+                            f"{', '.join(repr(n) for n in name[:3])}): write it as {{{unmarked[0]}}}")
+
+
+def _check_mentions(h: Hypothesis, vocab: Vocabulary, path: Path, line: int) -> None:
+    """Without a template: each step text names its own entity (so perturbations can find it)."""
+    for j, step in enumerate(h.chain):
+        if step.id not in vocab.mentions(step.text):
+            names = ", ".join(repr(n) for n in vocab[step.id].names[:3])
+            raise DataError(path, line, f"chain[{j}].text",
+                            f"does not name its entity {step.id!r} (one of {names})")
 
 
 def load_hypotheses(path: str | Path | None = None, vocabulary: Vocabulary | None = None,
                     instances: Iterable[Instance] | None = None) -> list[Hypothesis]:
     """Load a hypotheses JSONL file (one ``Hypothesis`` per line; blank lines are allowed).
 
-    With ``vocabulary``: every step id must be a vocabulary id and templates must render to the
-    stored texts. With ``instances``: every ``instance`` must be one of their ids. Duplicate
-    hypothesis ids are always an error.
+    With ``vocabulary``: every step id must be a vocabulary id; a template must render to the
+    stored texts, mark each step's entity and leave no vocabulary name unmarked; without a
+    template each step text must name its entity. With ``instances``: every ``instance`` must be one
+    of their ids. Duplicate hypothesis ids are always an error.
     """
     path = Path(path) if path is not None else _default("hypotheses.jsonl")
     known = {i.id for i in instances} if instances is not None else None
@@ -381,6 +408,8 @@ def load_hypotheses(path: str | Path | None = None, vocabulary: Vocabulary | Non
                                     f"unknown vocabulary id {step.id!r}")
             if h.template is not None:
                 _check_template(h, vocabulary, path, lineno)
+            else:
+                _check_mentions(h, vocabulary, path, lineno)
         seen[h.id] = lineno
         out.append(h)
     return out
@@ -437,3 +466,10 @@ def load_benchmark(data_dir: str | Path | None = None) -> Benchmark:
                             f"terminal step {h.chain[-1].id!r} is not the finding "
                             f"{terminal[h.instance]!r} of instance {h.instance!r}")
     return Benchmark(instances=instances, vocabulary=vocab, hypotheses=hyps)
+
+
+__all__ = [
+    "MIN_CHAIN", "DataError", "Entity", "Vocabulary", "Step", "Template", "Hypothesis", "Instance",
+    "Benchmark", "mechanism_key", "hypothesis_text", "read_jsonl", "load_vocabulary",
+    "load_instances", "load_hypotheses", "dump_hypotheses", "load_benchmark",
+]

@@ -18,6 +18,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog="mechaudit",
         description="Re-execute and audit the mechanism-equivalence book.",
     )
+    parser.add_argument("--debug", action="store_true",
+                        help="show the full traceback of an error instead of the one-line message")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
         if info.name.startswith("_"):
@@ -30,12 +32,29 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run one command; exit code 0 on success, 1 on an error, 2 on a usage error (argparse).
+
+    Every error a command raises becomes one line ``mechaudit: error: FILE:LINE: field 'x': ...``
+    on stderr (``mechaudit.errors.describe``); with ``--debug`` (before the command) the
+    traceback is shown instead.
+    """
+    from mechaudit.errors import error_line
+
     parser = build_parser()
     args = parser.parse_args(argv)
     if getattr(args, "func", None) is None:
         parser.print_help(sys.stderr)
         return 2
-    return int(args.func(args) or 0)
+    try:
+        return int(args.func(args) or 0)
+    except KeyboardInterrupt:
+        print("mechaudit: error: interrupted", file=sys.stderr)
+        return 130
+    except Exception as err:  # noqa: BLE001 - the one error funnel of the command line
+        if args.debug:
+            raise
+        print(error_line(err), file=sys.stderr, flush=True)
+        return 1
 
 
 if __name__ == "__main__":  # pragma: no cover

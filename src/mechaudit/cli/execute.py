@@ -3,16 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
-from mechaudit.execution import (
-    DEFAULT_PARAMS,
-    NotebookExecutionError,
-    ParameterError,
-    execute_chapters,
-    parse_override,
-)
+from mechaudit.execution import DEFAULT_PARAMS, execute_chapters, parse_override
 
 
 def register(subparsers) -> None:
@@ -25,16 +18,40 @@ def register(subparsers) -> None:
     p.add_argument("notebooks", nargs="*", help="notebook paths or stems (e.g. notebooks/01_problem.py, 01_problem)")
     p.add_argument("--params", type=Path, default=DEFAULT_PARAMS, help="parameter-set YAML (default: %(default)s)")
     p.add_argument("-p", "--parameter", nargs=2, action="append", default=[], metavar=("NAME", "VALUE"),
-                   help="override one parameter (YAML value syntax); repeatable")
-    p.add_argument("--out", type=Path, default=None, help="write executed notebooks here instead")
+                   help="override one parameter (YAML value syntax); repeatable. Relative data_dir/cache_dir/"
+                        "*_file paths resolve against the current directory (in --params files: against "
+                        "the file's folder)")
+    p.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="write executed notebooks here instead, and each chapter's tables (CSV) "
+        "and figures (PNG, SVG) under OUT/<chapter>/ (-p out_dir null: notebooks only)",
+    )
+    p.add_argument("--max-usd", type=float, default=None, metavar="USD",
+                   help="LLM budget for the whole run: stop before a request would pass it (default: none)")
+    p.add_argument("--batch", action=argparse.BooleanOptionalAction, default=None,
+                   help="send LLM requests through the Message Batches API (half price; sets llm_batch)")
+    p.add_argument("--confirm", action="store_true",
+                   help="print the LLM cost estimate and ask before sending anything")
+    p.add_argument("--dry-run", action="store_true",
+                   help="print the LLM cost estimate and stop (same as `mechaudit estimate`)")
     p.set_defaults(func=run)
 
 
-def run(args: argparse.Namespace) -> int:
-    overrides = {name: parse_override(value) for name, value in args.parameter}
+def _ask(question: str) -> bool:
+    """Ask on the terminal; anything but y/yes (or no terminal input) declines."""
     try:
-        execute_chapters(args.notebooks, params_file=args.params, overrides=overrides, out_dir=args.out)
-    except (ParameterError, NotebookExecutionError, FileNotFoundError) as err:
-        print(f"mechaudit execute: {err}", file=sys.stderr)
-        return 1
+        return input(question).strip().lower() in ("y", "yes")
+    except EOFError:
+        return False
+
+
+def run(args: argparse.Namespace) -> int:
+    overrides = {name: parse_override(value, name) for name, value in args.parameter}
+    # errors (ParameterError, NotebookExecutionError, BudgetExceededError, ...) reach the one
+    # handler in mechaudit.cli.main: one line, exit 1
+    execute_chapters(args.notebooks, params_file=args.params, overrides=overrides, out_dir=args.out,
+                     max_usd=args.max_usd, batch=args.batch, dry_run=args.dry_run,
+                     confirm=_ask if args.confirm else None)
     return 0

@@ -18,7 +18,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-
 RULES = ("tfidf", "embedding", "reference", "llm")
 RUBRIC_CHOICES = ("full", "step", "none")
 LLM_BACKENDS = ("anthropic", "replay")
@@ -45,8 +44,9 @@ def register(subparsers: Any) -> None:
     p.add_argument("--orders", default="ab,ab,ba",
                    help="--rule llm: presentation orders, comma-separated; the verdict is their majority "
                         "(default: %(default)s)")
-    p.add_argument("--early-stop", action="store_true",
-                   help="--rule llm: skip a pair's remaining calls once its majority is decided")
+    p.add_argument("--early-stop", action=argparse.BooleanOptionalAction, default=True,
+                   help="--rule llm: skip a pair's remaining calls once its majority is decided; the "
+                        "decisions are the same, the calls fewer (default: on)")
     p.add_argument("--jaccard-threshold", type=float, default=0.5,
                    help="--rule reference --rubric none: step-overlap threshold (default: %(default)s)")
     p.add_argument("--threshold", type=float, default=None,
@@ -55,6 +55,11 @@ def register(subparsers: Any) -> None:
                    help="send uncached LLM requests through the Message Batches API (resumable)")
     p.add_argument("--poll-interval", type=float, default=30.0, help="batch poll interval in seconds")
     p.add_argument("--cache-dir", type=Path, default=None, help="LLM response cache (default: data/llm_cache)")
+    p.add_argument("--embedding-cache", type=Path, default=None,
+                   help="--rule embedding: disk store of computed embeddings, reused across runs "
+                        "(default: data/embedding_cache)")
+    p.add_argument("--no-embedding-cache", action="store_true",
+                   help="--rule embedding: compute every embedding afresh and store none")
     p.add_argument("--max-concurrency", type=int, default=4, help="parallel LLM calls (default: %(default)s)")
     p.add_argument("--include-invalid", action="store_true", help="also judge pairs marked \"valid\": false")
     p.add_argument("--out", type=Path, default=None, help="output JSONL (default: stdout)")
@@ -77,6 +82,8 @@ def read_pairs(path: Path, include_invalid: bool = False) -> tuple[list[tuple[An
                 raise DataError(path, lineno, name, "missing (a pair needs original/variant or a/b)")
         hyps = [validate_record(Hypothesis, row[name], path, lineno, prefix=f"{name}.") for name in names]
         valid = row.get("valid", True)
+        if not isinstance(valid, bool):
+            raise DataError(path, lineno, "valid", f"must be true or false (a JSON boolean), got {valid!r}")
         if valid is False and not include_invalid:
             skipped += 1
             continue
@@ -92,7 +99,11 @@ def build_rule(args: argparse.Namespace, client: Any = None) -> Any:
     if args.rule == "tfidf":
         return rules.TfidfRule() if args.threshold is None else rules.TfidfRule(threshold=args.threshold)
     if args.rule == "embedding":
-        return rules.EmbeddingRule() if args.threshold is None else rules.EmbeddingRule(threshold=args.threshold)
+        from mechaudit.paths import data_path
+
+        store = None if args.no_embedding_cache else (args.embedding_cache or data_path("embedding_cache"))
+        kwargs = {} if args.threshold is None else {"threshold": args.threshold}
+        return rules.EmbeddingRule(cache_dir=store, **kwargs)
     if args.rule == "reference":
         return rules.ReferenceJudge(rubric=args.rubric, jaccard_threshold=args.jaccard_threshold)
     instances = None
@@ -113,15 +124,29 @@ def backend_label(args: argparse.Namespace) -> str:
 def run(args: argparse.Namespace) -> int:
     import pandas as pd
 
+    from mechaudit.errors import check_range, error_line, warn
     from mechaudit.llm import get_client
 
-    try:
-        pairs, info, skipped = read_pairs(args.pairs, args.include_invalid)
-    except (OSError, ValueError) as err:
-        print(f"mechaudit judge: {err}", file=sys.stderr)
-        return 1
+    check_range(args.max_concurrency, "--max-concurrency", 1, integer=True)
+    check_range(args.poll_interval, "--poll-interval", 0)
+    check_range(args.jaccard_threshold, "--jaccard-threshold", 0, 1)
+    if args.threshold is not None:
+        check_range(args.threshold, "--threshold", 0, 1)
+    pairs, info, skipped = read_pairs(args.pairs, args.include_invalid)  # errors: cli.main, exit 1
     if skipped:
-        print(f"mechaudit judge: skipped {skipped} pair(s) marked \"valid\": false", file=sys.stderr)
+        warn(f"skipped {skipped} pair(s) marked \"valid\": false", file=args.pairs)
+    if not pairs:
+        warn("no pairs to judge: the output is empty", file=args.pairs)
+    first_line: dict[tuple[str, str], int] = {}
+    repeats = []
+    for (a, b), row in zip(pairs, info):
+        key = (a.model_dump_json(), b.model_dump_json())
+        if key in first_line:
+            repeats.append((row["line"], first_line[key]))
+        first_line.setdefault(key, row["line"])
+    if repeats:
+        warn(f"{len(repeats)} pair(s) repeat an earlier line (line {repeats[0][0]} = line {repeats[0][1]}"
+             f"{', ...' if len(repeats) > 1 else ''}); each is judged again", file=args.pairs)
     progress = not args.quiet
     client = None
     if args.rule == "llm":
@@ -135,11 +160,13 @@ def run(args: argparse.Namespace) -> int:
             decision = rule.decide(pairs, progress=progress)
             votes = decision.drop(columns=["pair", "same"]).to_dict("records")
             same = [None if pd.isna(v) else bool(v) for v in decision["same"]]
+        elif args.rule == "embedding":
+            same = [bool(v) for v in rule.same(pairs, progress=progress)]
         else:
             same = [bool(v) for v in rule.same(pairs)]
         similarity = rule.similarity(pairs) if hasattr(rule, "similarity") else None
     except Exception as err:  # noqa: BLE001 - report any rule/LLM failure as a CLI error
-        print(f"mechaudit judge: {type(err).__name__}: {err}", file=sys.stderr)
+        print(error_line(err), file=sys.stderr)
         return 1
     finally:
         if client is not None and progress:
@@ -148,8 +175,7 @@ def run(args: argparse.Namespace) -> int:
     rubric = args.rubric if args.rule in ("llm", "reference") else None
     undecided = sum(v is None for v in same)
     if undecided:
-        print(f"mechaudit judge: {undecided} pair(s) undecided (tie or no valid verdict): \"same\": null",
-              file=sys.stderr)
+        warn(f"{undecided} pair(s) undecided (tie or no valid verdict): \"same\": null")
     lines = []
     for i, row in enumerate(info):
         verdict = {**row, "rule": args.rule, "rubric": rubric, "backend": label, "same": same[i]}

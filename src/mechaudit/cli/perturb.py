@@ -35,14 +35,25 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from mechaudit.errors import MechauditError, check_range, warn
+    from mechaudit.paths import data_path
     from mechaudit.perturb import make_suite, write_suite
     from mechaudit.rules.audit import suite_counts
     from mechaudit.schema import load_hypotheses, load_vocabulary
 
+    check_range(args.seed, "--seed", 0, integer=True)
+    if args.out.is_dir():
+        raise MechauditError(f"{args.out} is a folder; give the path of the suite file to write", field="--out")
     vocab = load_vocabulary(args.vocabulary)
     hyps = load_hypotheses(args.hypotheses, vocabulary=vocab)
+    if not hyps:
+        warn("no hypotheses: the suite is empty", file=args.hypotheses or data_path("hypotheses.jsonl"))
     pairs = make_suite(hyps, kinds=args.kinds, seed=args.seed, vocabulary=vocab)
-    write_suite(pairs, args.out)
+    try:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        write_suite(pairs, args.out)
+    except OSError as err:
+        raise MechauditError(f"cannot write {args.out}: {err.strerror or err}", field="--out") from None
     counts = suite_counts([p["kind"] for p in pairs], [p["valid"] for p in pairs], order=args.kinds)
     report = {"out": str(args.out), "seed": args.seed, "hypotheses": len(hyps),
               "counts": {k: {"kept": int(r.kept), "excluded": int(r.excluded)}

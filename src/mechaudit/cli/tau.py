@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -31,42 +30,72 @@ def _emit(payload: dict[str, Any], out: str | None) -> None:
         print(text)
 
 
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
 def read_pairs(path: str | Path) -> list[dict[str, Any]]:
-    """Pairs from a JSONL file; a bad line raises ``ValueError`` naming the file and line."""
+    """Pairs from a JSONL file; a bad line raises ``DataError`` (a ``ValueError``) naming the file,
+    line and field: ``delta`` a finite number; ``y`` a number in [0, 1] or else ``judgement`` one
+    of better/tie/worse; ``weight`` (optional) a number >= 0; ``strength`` (optional)
+    weak/medium/strong."""
     from mechaudit.schema import DataError, read_jsonl
+    from mechaudit.tau.inference import LABELS, STRENGTH_WEIGHTS
 
     pairs = []
     for lineno, row in read_jsonl(path):
         if "delta" not in row:
             raise DataError(path, lineno, "delta", "missing required field")
+        if not _is_number(row["delta"]):
+            raise DataError(path, lineno, "delta", f"must be a finite number, got {row['delta']!r}")
+        if row.get("y") is not None:
+            if not (_is_number(row["y"]) and 0 <= row["y"] <= 1):
+                raise DataError(path, lineno, "y", f"must be a number in [0, 1], got {row['y']!r}")
+        elif "judgement" not in row:
+            raise DataError(path, lineno, "judgement", "missing: a pair needs 'y' or 'judgement'")
+        elif str(row["judgement"]).strip().lower() not in (*LABELS, "tie"):
+            raise DataError(path, lineno, "judgement", f"must be better, tie or worse, got {row['judgement']!r}")
+        if row.get("weight") is not None and not (_is_number(row["weight"]) and row["weight"] >= 0):
+            raise DataError(path, lineno, "weight", f"must be a number >= 0, got {row['weight']!r}")
+        if row.get("strength") is not None and str(row["strength"]).strip().lower() not in STRENGTH_WEIGHTS:
+            raise DataError(path, lineno, "strength", f"must be weak, medium or strong, got {row['strength']!r}")
         pairs.append(row)
     return pairs
 
 
 def run_infer(args: argparse.Namespace) -> int:
+    """Errors (a bad file or value) reach the one handler in ``mechaudit.cli.main``: one line, exit 1."""
+    from mechaudit.errors import MechauditError
+
+    raw = Path(args.input).read_bytes()
     try:
-        data = json.loads(Path(args.input).read_text(encoding="utf-8"))
-        if not isinstance(data, dict):
-            raise ValueError(f"{args.input}: expected a JSON object")
-        for field in ("anchors", "comparisons"):
-            if not isinstance(data.get(field), list):
-                raise ValueError(f"{args.input}: field {field!r} must be a list")
-        score, diag = infer_score(data["anchors"], data["comparisons"], data.get("tau"),
-                                  float(data.get("grid_step", 0.01)))
-    except (OSError, ValueError) as exc:
-        print(f"mechaudit infer-score: {exc}", file=sys.stderr)
-        return 2
+        data = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as err:
+        raise MechauditError("not UTF-8 text", file=args.input, line=raw[:err.start].count(b"\n") + 1,
+                             field="<json>") from None
+    except json.JSONDecodeError as err:
+        raise MechauditError(f"malformed JSON: {err.msg} (column {err.colno})", file=args.input,
+                             line=err.lineno, field="<json>") from None
+    if not isinstance(data, dict):
+        raise MechauditError("expected a JSON object", file=args.input, field="<record>")
+    for field in ("anchors", "comparisons"):
+        if not isinstance(data.get(field), list):
+            raise MechauditError(f"must be a list, got {data.get(field)!r}", file=args.input, field=field)
+    grid_step = data.get("grid_step", 0.01)
+    if not (_is_number(grid_step) and grid_step > 0):
+        raise MechauditError(f"must be a positive number, got {grid_step!r}", file=args.input, field="grid_step")
+    try:
+        score, diag = infer_score(data["anchors"], data["comparisons"], data.get("tau"), float(grid_step))
+    except MechauditError as err:
+        raise MechauditError(err.message, file=args.input, field=err.field) from None
     _emit({"score": score, **diag}, args.out)
     return 0
 
 
 def run_fit(args: argparse.Namespace) -> int:
-    try:
-        pairs = read_pairs(args.pairs)
-        fit = fit_tau_detailed(pairs, args.method)
-    except (OSError, ValueError) as exc:
-        print(f"mechaudit fit-tau: {exc}", file=sys.stderr)
-        return 2
+    """Errors reach the one handler in ``mechaudit.cli.main``: one line ``FILE:LINE: field``, exit 1."""
+    pairs = read_pairs(args.pairs)
+    fit = fit_tau_detailed(pairs, args.method)
     _emit(fit.to_dict(), args.out)
     return 0
 

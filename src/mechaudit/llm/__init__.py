@@ -18,6 +18,7 @@ from mechaudit.llm.client import (
     API_KEY_ENV,
     BACKENDS,
     SAMPLING_API_VERSION,
+    APIReplyError,
     LLMClient,
     MissingAPIKeyError,
     ReplayMissError,
@@ -26,15 +27,19 @@ from mechaudit.llm.client import (
 )
 from mechaudit.llm.jsonout import InvalidJSONError, JSONResult, extract_json, parse_reply
 from mechaudit.llm.ledger import load_prices
+from mechaudit.llm.providers import PROVIDERS, MissingProviderSDKError, route_model
 from mechaudit.llm.request import LLMRequest, LLMResponse, Message, Usage
+from mechaudit.llm.usage import BudgetExceededError
 
 __all__ = [
     "API_KEY_ENV",
+    "APIReplyError",
     "BACKENDS",
     "SAMPLING_API_VERSION",
     "BatchError",
     "BatchState",
     "BlindnessError",
+    "BudgetExceededError",
     "CacheRecoveryWarning",
     "InvalidJSONError",
     "JSONResult",
@@ -43,6 +48,8 @@ __all__ = [
     "LLMResponse",
     "Message",
     "MissingAPIKeyError",
+    "MissingProviderSDKError",
+    "PROVIDERS",
     "ReplayMissError",
     "ResponseCache",
     "Usage",
@@ -53,4 +60,5 @@ __all__ = [
     "get_client",
     "load_prices",
     "parse_reply",
+    "route_model",
 ]

@@ -9,25 +9,22 @@ polling on the next run instead of paying for a second submission.
 
 from __future__ import annotations
 
-import json
-import os
-import threading
 import time
 import warnings
 from collections.abc import Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tqdm import tqdm
 
+from mechaudit.llm import usage
 from mechaudit.llm.blind import check_request_blind
+from mechaudit.llm.cache import STATE_FILENAME, BatchState  # noqa: F401 - the log lives with the cache index
 from mechaudit.llm.client import ReplayMissError, message_record
+from mechaudit.llm.providers import provider_of
 from mechaudit.llm.request import LLMRequest, Usage
 
 if TYPE_CHECKING:
     from mechaudit.llm.client import LLMClient
-
-STATE_FILENAME = "batches.jsonl"
 
 
 class BatchError(RuntimeError):
@@ -40,49 +37,6 @@ class BatchError(RuntimeError):
             f"{len(failed)} batch request(s) did not succeed ({sample}). Succeeded results are "
             f"cached; run again to resubmit only the failed ones."
         )
-
-
-class BatchState:
-    """Append-only log of submitted and collected batch ids (``batches.jsonl``)."""
-
-    def __init__(self, directory: Path) -> None:
-        self.path = Path(directory) / STATE_FILENAME
-        self._lock = threading.Lock()
-
-    def events(self) -> list[dict[str, Any]]:
-        """All events in file order (a torn last line from a crash is skipped)."""
-        if not self.path.exists():
-            return []
-        lines = self.path.read_text(encoding="utf-8").splitlines()
-        events = []
-        for lineno, line in enumerate(lines, start=1):
-            if not line.strip():
-                continue
-            try:
-                events.append(json.loads(line))
-            except ValueError as exc:
-                if lineno == len(lines):
-                    break
-                raise ValueError(f"{self.path}, line {lineno}: invalid batch state record: {exc}") from exc
-        return events
-
-    def pending(self) -> dict[str, list[str]]:
-        """Batch id -> request keys, for batches submitted but not yet collected."""
-        open_batches: dict[str, list[str]] = {}
-        for event in self.events():
-            if event.get("event") == "submitted":
-                open_batches[event["batch_id"]] = list(event["keys"])
-            elif event.get("event") == "collected":
-                open_batches.pop(event["batch_id"], None)
-        return open_batches
-
-    def append(self, event: dict[str, Any]) -> None:
-        """Write one event, flushed and fsynced."""
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with self._lock, open(self.path, "a", encoding="utf-8") as fh:
-            fh.write(json.dumps(event, sort_keys=True) + "\n")
-            fh.flush()
-            os.fsync(fh.fileno())
 
 
 def _wait_until_ended(sdk: Any, batch_id: str, poll_interval: float, max_wait: float | None, bar: tqdm) -> None:
@@ -113,7 +67,8 @@ def _collect(client: LLMClient, batch_id: str, requests: dict[str, LLMRequest], 
                 key, record, requests.get(key), source="batch",
                 extra={"api_version": client.api_version, "batch_id": batch_id},
             )
-            client._ledger.add(record["model"], "batch", Usage(**record["usage"]))
+            model = requests[key].model if key in requests else record["model"]
+            client._ledger.add(model, "batch", Usage(**record["usage"]), key=key)
         else:
             detail = getattr(getattr(result, "error", None), "error", None)
             failed[key] = result.type + (f" ({getattr(detail, 'message', '')})" if detail else "")
@@ -130,15 +85,17 @@ def run_batches(
     max_wait: float | None = None,
     progress: bool = False,
 ) -> list[str]:
-    """Fill the cache for all uncached ``requests`` via Message Batches; returns the batch ids
-    polled (resumed ones first). Raises :class:`BatchError` if some results did not succeed."""
+    """Fill the cache for all uncached ``requests`` of Anthropic models via Message Batches; returns
+    the batch ids polled (resumed ones first). Raises :class:`BatchError` if some results did not
+    succeed. Requests routed to another provider are left for ``complete`` to send one by one."""
     import anthropic  # slow to import: only when a batch is really run
     if batch_size < 1:
         raise ValueError(f"batch_size must be >= 1, got {batch_size}")
     todo: dict[str, LLMRequest] = {}
     for request in requests:
         check_request_blind(request)
-        if request.key not in client.cache:
+        # OpenAI models are not sent through Anthropic batches: complete() calls them one by one
+        if request.key not in client.cache and provider_of(request.model) == "anthropic":
             todo.setdefault(request.key, request)
     if client.backend == "replay":
         if todo:
@@ -151,7 +108,8 @@ def run_batches(
     sdk = client.sdk()
     used: list[str] = []
     failed: dict[str, str] = {}
-    bar = tqdm(total=len(todo) + sum(map(len, pending.values())), desc="LLM batch", disable=not progress)
+    bar = tqdm(total=len(todo) + sum(map(len, pending.values())), desc="LLM batch", disable=not progress,
+               file=usage.progress_stream())
     try:
         for batch_id in pending:  # resume: poll what a previous process already paid for
             try:
@@ -167,12 +125,20 @@ def run_batches(
         remaining = [r for k, r in todo.items() if k not in client.cache and k not in failed]
         for start in range(0, len(remaining), batch_size):
             chunk = remaining[start : start + batch_size]
-            batch = sdk.messages.batches.create(
-                requests=[{"custom_id": r.key, "params": client.message_params(r)} for r in chunk]
-            )
+            reserved = usage.session().reserve(chunk, client._ledger.prices, batch=True)  # budget check
+            try:
+                batch = sdk.messages.batches.create(
+                    requests=[{"custom_id": r.key, "params": client.message_params(r)} for r in chunk]
+                )
+            except BaseException:
+                usage.session().release(reserved)
+                raise
             state.append({"event": "submitted", "batch_id": batch.id, "keys": [r.key for r in chunk]})
-            _wait_until_ended(sdk, batch.id, poll_interval, max_wait, bar)
-            failed.update(_collect(client, batch.id, todo, bar))
+            try:
+                _wait_until_ended(sdk, batch.id, poll_interval, max_wait, bar)
+                failed.update(_collect(client, batch.id, todo, bar))
+            finally:
+                usage.session().release(reserved)
             state.append({"event": "collected", "batch_id": batch.id})
             used.append(batch.id)
     finally:

@@ -7,7 +7,9 @@ Backends:
   ``ANTHROPIC_API_KEY`` environment variable, when the first uncached request needs it.
 - ``replay``: the cache only; a miss raises :class:`ReplayMissError` naming the request.
 
-Both answer from the cache first, so re-running finished work makes no HTTP call.
+Both answer from the cache first, so re-running finished work makes no HTTP call. With the live
+backend each request goes to its model's provider (:mod:`mechaudit.llm.providers`): OpenAI models
+through the optional ``openai`` SDK (key from ``OPENAI_API_KEY``), everything else through Anthropic.
 """
 
 from __future__ import annotations
@@ -26,6 +28,8 @@ import pandas as pd
 from pydantic import BaseModel
 from tqdm import tqdm
 
+from mechaudit.backends import LLM_BACKENDS, Backend
+from mechaudit.llm import usage
 from mechaudit.llm.blind import check_request_blind
 from mechaudit.llm.cache import ResponseCache
 from mechaudit.llm.jsonout import (
@@ -36,12 +40,19 @@ from mechaudit.llm.jsonout import (
     repair_request,
 )
 from mechaudit.llm.ledger import UsageLedger, load_prices
+from mechaudit.llm.providers import (
+    OPENAI_API_KEY_ENV,
+    import_openai,
+    openai_sdk,
+    openai_send,
+    route_model,
+)
 from mechaudit.llm.request import LLMRequest, LLMResponse, Usage
 from mechaudit.paths import data_path
 
 M = TypeVar("M", bound=BaseModel)
 
-BACKENDS = ("anthropic", "replay")
+BACKENDS = LLM_BACKENDS  # ("anthropic", "replay"); the names live in mechaudit.backends
 API_KEY_ENV = "ANTHROPIC_API_KEY"
 # The SDK 2.x default API version (2026-10-21) rejects temperature/top_p/top_k; the paper's
 # setup (temperature 0) needs the version that still accepts them.
@@ -69,6 +80,28 @@ class ReplayMissError(LookupError):
             f"backend='anthropic' (needs {API_KEY_ENV}), or check that model, prompt and version "
             f"match the recording."
         )
+
+
+class APIReplyError(RuntimeError):
+    """The API answered HTTP 200 with a body that is not a Messages API reply; nothing was cached."""
+
+    def __init__(self, request: LLMRequest, detail: str) -> None:
+        self.key = request.key
+        super().__init__(
+            f"request {request.key} (model {request.model}): the API answered HTTP 200 but {detail}; "
+            f"nothing was cached. Check the API address (ANTHROPIC_BASE_URL, a proxy) and run again."
+        )
+
+
+def check_message(message: Any, request: LLMRequest) -> None:
+    """Raise :class:`APIReplyError` unless ``message`` looks like an SDK ``Message`` (content
+    blocks and usage); the SDK returns a plain string for a non-JSON body."""
+    if isinstance(message, (str, bytes)):
+        text = " ".join((message.decode(errors="replace") if isinstance(message, bytes) else message).split())
+        raise APIReplyError(request, f"the body is not JSON (starts {text[:80]!r})")
+    missing = [f for f in ("content", "usage", "model") if getattr(message, f, None) is None]
+    if missing or not isinstance(message.content, list):
+        raise APIReplyError(request, f"the JSON body lacks the Messages fields {missing or ['content']}")
 
 
 class _HttpxBridge(httpx2.BaseTransport):
@@ -137,11 +170,7 @@ class LLMClient:
         api_version: str | None = SAMPLING_API_VERSION,
         prices: Mapping[str, Any] | str | os.PathLike[str] | None = None,
     ) -> None:
-        if backend not in BACKENDS:
-            raise ValueError(
-                f"backend must be one of {BACKENDS}, got {backend!r} (offline reference stand-ins "
-                f"are not an LLM backend: use the rule or simulator classes with backend='reference')"
-            )
+        backend = Backend.llm(backend).value  # one-line BackendError for anything else
         if max_concurrency < 1:
             raise ValueError(f"max_concurrency must be >= 1, got {max_concurrency}")
         self.backend = backend
@@ -152,10 +181,12 @@ class LLMClient:
         self.api_version = api_version
         self._http_client = _as_httpx2(http_client)
         self._sdk: Any = None
+        self._openai: Any = None  # the OpenAI SDK client, for models routed to OpenAI
         self._sdk_lock = threading.Lock()
         self._inflight: dict[str, threading.Lock] = {}
         self._inflight_lock = threading.Lock()
         self._ledger = UsageLedger(load_prices(prices))
+        usage.register(self._ledger)  # counts towards this process's budget and chapter report
 
     # -- SDK ---------------------------------------------------------------------------------
     def sdk(self) -> Any:
@@ -192,7 +223,7 @@ class LLMClient:
         not cached by the API). ``temperature`` is sent only when not None.
         """
         params: dict[str, Any] = {
-            "model": request.model,
+            "model": route_model(request.model)[1],  # without an "anthropic:" prefix
             "max_tokens": request.max_tokens,
             "messages": [m.model_dump() for m in request.messages],
         }
@@ -213,12 +244,46 @@ class LLMClient:
             params["temperature"] = request.temperature
         return params
 
+    def openai_sdk(self) -> Any:
+        """The ``openai.OpenAI`` client for models routed to OpenAI (see
+        :mod:`mechaudit.llm.providers`), created on first use; needs ``OPENAI_API_KEY``."""
+        if self.backend != "anthropic":
+            raise RuntimeError(f"backend {self.backend!r} never calls the API")
+        with self._sdk_lock:
+            if self._openai is None:
+                import_openai()  # MissingProviderSDKError (names the pip extra) before the key check
+                key = os.environ.get(OPENAI_API_KEY_ENV, "").strip()
+                if not key:
+                    raise MissingAPIKeyError(
+                        f"{OPENAI_API_KEY_ENV} is not set. OpenAI models read the key only from the "
+                        f"environment: run `export {OPENAI_API_KEY_ENV}=...` in the shell that starts "
+                        f"Python or Jupyter, or use backend='replay' with recorded answers."
+                    )
+                self._openai = openai_sdk(key, http_client=self._http_client,
+                                          max_retries=self.max_retries, timeout=self.timeout)
+        return self._openai
+
+    def _send_record(self, request: LLMRequest) -> tuple[dict[str, Any], dict[str, Any]]:
+        """One API call routed by model name: ``(response record, extra cache fields)``."""
+        if route_model(request.model)[0] == "openai":
+            try:
+                record, extra = openai_send(self.openai_sdk(), request)
+            except ValueError as exc:  # a 200 whose body is not a chat completion
+                raise APIReplyError(request, str(exc)) from None
+            return record, {"source": "chat.completions", "extra": extra}
+        return self._send(request), {"source": "messages", "extra": {"api_version": self.api_version}}
+
     def _send(self, request: LLMRequest) -> dict[str, Any]:
         params = self.message_params(request)
         temperature = params.pop("temperature", None)
         extra = {"temperature": temperature} if temperature is not None else None
         # temperature travels in extra_body: SDK 2.x dropped the keyword argument.
-        message = self.sdk().messages.create(**params, extra_body=extra)
+        sdk = self.sdk()
+        try:
+            message = sdk.messages.create(**params, extra_body=extra)
+        except ValueError as exc:  # a 200 whose body claims JSON but does not parse
+            raise APIReplyError(request, f"the body is not JSON ({exc})") from None
+        check_message(message, request)
         return message_record(message)
 
     # -- single calls ------------------------------------------------------------------------
@@ -243,7 +308,7 @@ class LLMClient:
         key = request.key
         hit = self.cache.get(key)
         if hit is not None:
-            self._ledger.add(request.model, "cache")
+            self._ledger.add(request.model, "cache", key=key)
             return self._response(request, hit, cached=True)
         if self.backend == "replay":
             raise ReplayMissError(request, self.cache.path)
@@ -252,11 +317,15 @@ class LLMClient:
         with lock:  # identical concurrent requests: one API call, the others read the cache
             hit = self.cache.get(key)
             if hit is not None:
-                self._ledger.add(request.model, "cache")
+                self._ledger.add(request.model, "cache", key=key)
                 return self._response(request, hit, cached=True)
-            record = self._send(request)
-            self.cache.put(key, record, request, source="messages", extra={"api_version": self.api_version})
-        self._ledger.add(request.model, "api", Usage(**record["usage"]))
+            reserved = usage.session().reserve([request], self._ledger.prices)  # BudgetExceededError
+            try:
+                record, fields = self._send_record(request)
+                self.cache.put(key, record, request, **fields)
+                self._ledger.add(request.model, "api", Usage(**record["usage"]), key=key)
+            finally:  # the real cost is in the ledger before the reservation goes
+                usage.session().release(reserved)
         return self._response(request, record, cached=False)
 
     def complete_json(
@@ -286,7 +355,9 @@ class LLMClient:
         if strict:
             raise InvalidJSONError(
                 f"request {request.key}: reply still invalid for {schema.__name__} after "
-                f"{json_retries} repair request(s): {error} ({request.summary()})"
+                f"{json_retries} repair request(s): {error} ({request.summary()}). To ask again, raise "
+                f"json_retries (in a chapter: -p json_retries {json_retries + 2}): the attempts so far "
+                f"are answered from the cache and only the new repair requests are sent"
             )
         return JSONResult(value=None, invalid=True, error=error, response=response, attempts=json_retries + 1)
 
@@ -311,7 +382,10 @@ class LLMClient:
         the usage ledger (of this client so far) to stderr at the end.
         """
         requests = list(requests)
-        if batch:
+        session = usage.session()
+        uncached = sum(r.key not in self.cache for r in requests)
+        progress = progress or uncached >= usage.PROGRESS_MIN_REQUESTS  # long phases: a bar on the terminal
+        if batch or (session.batch and self.backend == "anthropic" and uncached > 1):
             self.prefetch_batch(requests, poll_interval=poll_interval, progress=progress)
 
         def one(req: LLMRequest) -> Any:
@@ -320,7 +394,9 @@ class LLMClient:
             return self.complete_json(req, schema, json_retries=json_retries, strict=strict)
 
         results: list[Any] = [None] * len(requests)
-        bar = tqdm(total=len(requests), desc="LLM calls", disable=not progress)
+        models = sorted({r.model for r in requests})
+        bar = tqdm(total=len(requests), desc=f"LLM calls ({', '.join(models)})", disable=not progress,
+                   file=usage.progress_stream(), mininterval=1.0)
         misses = []
         for i, req in enumerate(requests):  # cache hits inline: no thread hand-off per hit
             if req.key in self.cache:

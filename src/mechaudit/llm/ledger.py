@@ -70,15 +70,23 @@ class UsageLedger:
     def __init__(self, prices: Mapping[str, Any]) -> None:
         self.prices = prices
         self._lock = threading.Lock()
+        self._keys: set[str] = set()
         self._rows: dict[tuple[str, str], dict[str, int]] = defaultdict(
             lambda: dict.fromkeys(("calls", *TOKEN_COLUMNS), 0)
         )
 
-    def add(self, model: str, mode: str, usage: Usage | None = None) -> None:
-        """Count one call of ``model`` in ``mode`` with its usage (None for a cache hit)."""
+    def add(self, model: str, mode: str, usage: Usage | None = None, key: str | None = None) -> None:
+        """Count one call of ``model`` in ``mode`` with its usage (None for a cache hit).
+
+        With the request ``key``, a cache hit is counted once per distinct request and not at all
+        for a request this ledger already counted (e.g. a prefetched answer read again)."""
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
         with self._lock:
+            if key is not None:
+                if mode == "cache" and key in self._keys:
+                    return
+                self._keys.add(key)
             row = self._rows[(model, mode)]
             row["calls"] += 1
             if usage is not None:

@@ -13,7 +13,7 @@ import json
 from functools import cached_property
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 SUMMARY_CHARS = 200
 
@@ -53,6 +53,14 @@ class LLMRequest(BaseModel):
     metadata: dict[str, Any] = Field(default_factory=dict)
     forbidden_terms: tuple[str, ...] = ()
     cache_system: bool = True
+
+    @field_validator("model")
+    @classmethod
+    def _canonical_model(cls, value: str) -> str:
+        """Drop a provider prefix that routing infers anyway (one cache key per model)."""
+        from mechaudit.llm.providers import canonical_model
+
+        return canonical_model(value)
 
     def hashed_fields(self) -> dict[str, Any]:
         """The fields the cache key covers, as plain JSON-able data."""

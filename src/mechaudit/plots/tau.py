@@ -1,4 +1,5 @@
-"""Figures of chapter 08: tau recovery, score recovery, the loss band and the tie effect."""
+"""Figures of chapter 08: tau recovery, score recovery, the loss band, the tie effect and a
+misspecified judge (fitted tau and inferred scores)."""
 
 from __future__ import annotations
 
@@ -102,5 +103,62 @@ def tie_effect_plot(ties: pd.DataFrame, backend: str, width: float = 6.4, height
     ax.set_xlabel("share of tie answers")
     ax.set_ylabel("fitted tau (mle)")
     ax.legend()
+    backend_caption(fig, backend, SIM_NOTE)
+    return fig
+
+
+SOURCE_STYLES = {"score10": ("-", "judge sees score10"), "quality": ("--", "judge sees latent quality")}
+
+
+def misspecified_tau_plot(mis: pd.DataFrame, backend: str, width: float = 9.0, height: float = 3.2):
+    """Mean fitted tau vs the judge's perception noise, one panel per true tau: mle for each
+    perception source, the mle that ignores strengths, and the noise-only approximation.
+
+    ``mis``: columns source, perception_noise, true_tau, method, tau_hat, approx_tau (from
+    :func:`mechaudit.tau.studies.tau_misspecification`).
+    """
+    taus = sorted(mis["true_tau"].unique())
+    fig, axes = new_figure(ncols=len(taus), width=width, height=height, sharey=False)
+    axes = np.atleast_1d(axes)
+    mean = mis.groupby(["true_tau", "source", "method", "perception_noise"])[["tau_hat", "approx_tau"]].mean()
+    for ax, tau in zip(axes, taus):
+        for source, (ls, label) in SOURCE_STYLES.items():
+            for method, colour, suffix in (("mle", PALETTE["llm"], ""),
+                                           ("mle_no_strength", PALETTE["reference"], ", strengths ignored")):
+                if (tau, source, method) not in mean.index.droplevel(3):
+                    continue
+                g = mean.loc[(tau, source, method)]
+                ax.plot(g.index, g["tau_hat"], ls, marker="o", ms=3, color=colour, label=label + suffix)
+        approx = mean.loc[(tau, "score10", "mle")] if (tau, "score10", "mle") in mean.index.droplevel(3) else None
+        if approx is not None:
+            ax.plot(approx.index, approx["approx_tau"], ":", color=PALETTE["muted"],
+                    label="noise-only approximation")
+        ax.axhline(tau, color=PALETTE["truth"], lw=0.8, label="true tau")
+        ax.set_title(f"true tau {tau:g}", fontsize=10)
+        ax.set_xlabel("perception noise (score points)")
+    axes[0].set_ylabel("mean fitted tau")
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside upper center", ncols=3, fontsize=8)
+    backend_caption(fig, backend, SIM_NOTE)
+    return fig
+
+
+def misspecified_score_plot(table: pd.DataFrame, backend: str, width: float = 7.2, height: float = 3.2):
+    """Score error (MAE) and the mean move from the well-specified scores vs perception noise, per
+    perception source. ``table`` from :func:`mechaudit.tau.studies.score_misspecification_table`."""
+    fig, (left, right) = new_figure(ncols=2, width=width, height=height)
+    for source, (ls, label) in SOURCE_STYLES.items():
+        if source not in table.index.get_level_values(0):
+            continue
+        g = table.loc[source]
+        colour = PALETTE["reference"] if source == "score10" else PALETTE["embedding"]
+        left.plot(g.index, g["mae"], ls, marker="o", color=colour, label=label)
+        right.plot(g.index, g["moved"], ls, marker="o", color=colour, label=label)
+    left.set_ylabel("mean |inferred - true score|")
+    right.set_ylabel("mean |score - well-specified score|")
+    for ax in (left, right):
+        ax.set_xlabel("perception noise (score points)")
+        ax.set_ylim(bottom=0)
+    left.legend(fontsize=8)
     backend_caption(fig, backend, SIM_NOTE)
     return fig

@@ -4,7 +4,7 @@ perturbation kind, threshold sweeps and the reference pair set for threshold mat
 from __future__ import annotations
 
 import itertools
-from typing import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -19,7 +19,9 @@ def decisions_table(pairs: Sequence[Pair], rules: Mapping[str, Rule]) -> pd.Data
     return pd.DataFrame({name: rule.same(pairs) for name, rule in rules.items()}, index=range(len(pairs)))
 
 
-def percent_different(decisions: pd.DataFrame, kinds: Sequence[str], order: Sequence[str] | None = None) -> pd.DataFrame:
+def percent_different(
+    decisions: pd.DataFrame, kinds: Sequence[str], order: Sequence[str] | None = None
+) -> pd.DataFrame:
     """% of pairs judged different, per kind (rows, in ``order``) and rule (columns).
 
     ``decisions``: one row per pair, a column per rule, True = same; missing values (an undecided
@@ -44,13 +46,20 @@ def suite_counts(kinds: Sequence[str], valid: Sequence[bool], order: Sequence[st
     return out.reindex(list(order)).fillna(0).astype(int) if order is not None else out
 
 
-def sweep_percent_different(similarity: np.ndarray, kinds: Sequence[str], thresholds: Iterable[float]) -> pd.DataFrame:
+def sweep_percent_different(similarity: np.ndarray, thresholds: Iterable[float], kinds: Sequence[str]) -> pd.DataFrame:
     """% judged different (similarity < threshold) per kind and threshold.
 
-    Long DataFrame with columns threshold, kind, pct_different.
+    Arguments in the order of ``agreement.threshold_sweep(similarity, thresholds, others)``:
+    ``similarity`` shape ``(n_pairs,)``, the thresholds, then each pair's kind. Long DataFrame
+    with columns threshold, kind, pct_different. The old order (kinds before thresholds) raises
+    ``TypeError``.
     """
     sim = np.asarray(similarity, dtype=float)
+    thresholds = list(thresholds)
     kinds = np.asarray(list(kinds), dtype=object)
+    if any(isinstance(t, str) for t in thresholds):
+        raise TypeError("sweep_percent_different(similarity, thresholds, kinds): thresholds must be numbers "
+                        "(kinds come last)")
     if sim.shape != kinds.shape:
         raise ValueError(f"similarity has shape {sim.shape} but there are {kinds.shape[0]} kinds")
     rows = []
@@ -92,3 +101,9 @@ def paper_percent_different(columns: Mapping[str, str], kinds: Sequence[str] = t
          for col, method in columns.items()},
         index=list(kinds),
     )
+
+
+__all__ = [
+    "decisions_table", "percent_different", "suite_counts", "sweep_percent_different",
+    "within_instance_pairs", "PAPER_KIND_KEYS", "paper_percent_different",
+]

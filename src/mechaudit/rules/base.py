@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Protocol, Sequence
+from collections.abc import Sequence
+from typing import Protocol
 
 import numpy as np
 
@@ -56,12 +57,20 @@ def unique_pair_texts(pairs: Sequence[Pair]) -> tuple[list[str], np.ndarray, np.
     return list(index), ia, ib
 
 
-def check_threshold(threshold: float, name: str = "threshold") -> float:
-    """A finite float threshold, or ``ValueError``."""
+def check_threshold(threshold: float, name: str = "threshold", *, low: float | None = None,
+                    high: float | None = None) -> float:
+    """A finite float threshold in ``[low, high]`` (bounds optional), or ``MechauditError`` (a
+    ``ValueError``) naming the field; a string or a boolean is not a number here."""
+    from mechaudit.errors import MechauditError
+
+    if isinstance(threshold, (str, bytes, bool)):
+        raise MechauditError(f"{name} must be a number; got {threshold!r}", field=name)
     try:
         value = float(threshold)
     except (TypeError, ValueError):
-        raise ValueError(f"{name} must be a number; got {threshold!r}") from None
+        raise MechauditError(f"{name} must be a number; got {threshold!r}", field=name) from None
     if not np.isfinite(value):
-        raise ValueError(f"{name} must be finite; got {threshold!r}")
+        raise MechauditError(f"{name} must be finite; got {threshold!r}", field=name)
+    if (low is not None and value < low) or (high is not None and value > high):
+        raise MechauditError(f"{name} must be in [{low:g}, {high:g}]; got {threshold!r}", field=name)
     return value

@@ -33,13 +33,16 @@ import hashlib
 import os
 import re
 import warnings
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
+import scipy.sparse as sp
 from tqdm import TqdmWarning
 
-from mechaudit.rules.base import Pair, Rule, check_pairs, check_threshold, unique_pair_texts
+from mechaudit.rules.base import Pair, Rule, check_hypotheses, check_pairs, check_threshold, unique_pair_texts
+from mechaudit.schema import Hypothesis, hypothesis_text
 
 _MODELS: dict[tuple[str, str], Any] = {}
 
@@ -92,7 +95,7 @@ def store_path(cache_dir: str | os.PathLike[str], model: str | None) -> Path:
 
 def text_key(model: str | None, text: str) -> str:
     """sha256 hex key of one text's embedding under one model."""
-    return hashlib.sha256(f"{model_id(model)}\n{text}".encode("utf-8")).hexdigest()
+    return hashlib.sha256(f"{model_id(model)}\n{text}".encode()).hexdigest()
 
 
 def read_store(path: Path) -> dict[str, np.ndarray]:
@@ -105,7 +108,9 @@ def read_store(path: Path) -> dict[str, np.ndarray]:
     except (OSError, ValueError, KeyError) as err:
         raise ValueError(f"{path}: not a readable embedding store ({err}); delete it to recompute") from None
     if vectors.ndim != 2 or len(keys) != len(vectors) or not np.all(np.isfinite(vectors)):
-        raise ValueError(f"{path}: field 'vectors': shape {vectors.shape} does not match {len(keys)} keys or is not finite")
+        raise ValueError(
+            f"{path}: field 'vectors': shape {vectors.shape} does not match {len(keys)} keys or is not finite"
+        )
     return dict(zip(keys.tolist(), vectors.astype(np.float32)))
 
 
@@ -149,6 +154,7 @@ class EmbeddingRule:
 
     def __init__(
         self,
+        *,
         model: str | None = None,
         threshold: float | str = 0.77,
         batch_size: int = 64,
@@ -174,7 +180,7 @@ class EmbeddingRule:
         elif isinstance(threshold, str):
             raise ValueError(f"threshold must be a number or 'match_rate'; got {threshold!r}")
         else:
-            self.threshold = check_threshold(threshold)
+            self.threshold = check_threshold(threshold, low=-1.0, high=1.0)
 
     def __repr__(self) -> str:
         name = "default all-MiniLM-L6-v2" if self.model is None else self.model
@@ -234,6 +240,30 @@ class EmbeddingRule:
         """Set and return ``threshold = matched_threshold(similarity(reference_pairs), target_rate)``."""
         self.threshold = matched_threshold(self.similarity(reference_pairs), target_rate)
         return self.threshold
+
+    def same_blocks(self, hypotheses: Sequence[Hypothesis], block_size: int = 1024, progress: bool = False):
+        """Yield ``(first row, sparse bool block)``: the "same" edges of each row block of the set.
+
+        Blockwise products of the normalised embeddings (float64 as in ``similarity``,
+        ``block_size x n`` at a time),
+        thresholded before the next block; input for ``diversity.components_from_blocks``.
+        """
+        if self.threshold is None:
+            raise ValueError("EmbeddingRule(threshold='match_rate') is not calibrated: call calibrate() first")
+        if int(block_size) < 1:
+            raise ValueError(f"block_size must be >= 1; got {block_size}")
+        E = self.embed([hypothesis_text(h) for h in check_hypotheses(hypotheses)], progress=progress)
+        E = E.astype(np.float64)
+        for start in range(0, len(E), int(block_size)):
+            yield start, sp.csr_matrix(E[start:start + int(block_size)] @ E.T >= self.threshold)
+
+    def components(self, hypotheses: Sequence[Hypothesis], block_size: int = 1024,
+                   progress: bool = False) -> np.ndarray:
+        """Group labels of the set's connected components under this rule, shape ``(n,)``, streamed
+        block by block (see ``same_blocks``)."""
+        from mechaudit.diversity import components_from_blocks
+
+        return components_from_blocks(self.same_blocks(hypotheses, block_size, progress), len(hypotheses))
 
     def same(self, pairs: Sequence[Pair], progress: bool = False) -> np.ndarray:
         """``similarity(pairs) >= threshold``, bool array of shape ``(len(pairs),)``."""

@@ -19,9 +19,11 @@ Calls. Each pair is judged once per entry of ``orders`` ("ab": the pair's first 
 presented as A; "ba": the second is). The decision is the majority of the valid verdicts; a tie
 (or no valid verdict) leaves the pair undecided. A reply that is still invalid JSON after
 ``json_retries`` repair requests is counted as invalid and excluded, never replaced by a default.
-``early_stop=True`` skips a pair's remaining calls once the leading verdict has more votes than
-the other could still reach; that never changes a decision, only saves calls (but the skipped
-calls are then missing from order/repeat stability analyses).
+``early_stop=True`` (the default) skips a pair's remaining calls once the leading verdict has more
+votes than the other could still reach; that never changes a decision, only saves calls. For the
+majority of three the expected cost is ``2 + P(the first two calls disagree)`` calls per pair
+(2.00 when the judge never disagrees with itself). Analyses of order and repeat stability need
+every call: they pass ``early_stop=False``.
 
 Repeated identical orders are distinct requests. Two "ab" calls of one pair have the same model,
 prompt and temperature, hence the same cache key: the second would be answered from the cache and
@@ -32,7 +34,8 @@ and the version is part of the cache key, so every repeat is its own recorded AP
 
 from __future__ import annotations
 
-from typing import Literal, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Literal
 
 import numpy as np
 import pandas as pd
@@ -217,10 +220,11 @@ class LLMJudge:
     def __init__(
         self,
         rubric: str = "full",
+        *,
         model: str = "claude-opus-4-6",
         backend: str = "replay",
         orders: Sequence[str] = ("ab", "ab", "ba"),
-        early_stop: bool = False,
+        early_stop: bool = True,
         client=None,
         instances: Sequence[Instance] | Mapping[str, str] | None = None,
         cache_dir=None,
@@ -347,6 +351,45 @@ class LLMJudge:
         if undecided:
             raise UndecidedError(
                 f"{len(undecided)} pair(s) have no majority (tie or no valid JSON verdict), e.g. "
-                f"pairs {undecided[:5]}; use decide() to see and exclude them"
+                f"pairs {undecided[:5]}; use decide() or same_or_undecided() to see and exclude them"
             )
         return decision["same"].to_numpy(dtype=bool)
+
+    def same_or_undecided(self, pairs: Sequence[Pair], progress: bool = False) -> np.ndarray:
+        """Majority verdict per pair as float: 1.0 same, 0.0 different, NaN undecided (a tie or no
+        valid verdict), for analyses that exclude undecided pairs (``divergence_matrix`` does).
+        ``undecided_`` counts the undecided pairs over all calls of this method."""
+        decision = self.decide(pairs, progress=progress)
+        self.undecided_ = getattr(self, "undecided_", 0) + int((~decision["decided"]).sum())
+        return decision["same"].to_numpy(dtype=float, na_value=np.nan)
+
+
+def judge_each_model(
+    pairs: Sequence[Pair],
+    models: Sequence[str],
+    *,
+    backend: str = "replay",
+    client=None,
+    cache_dir=None,
+    progress: bool = False,
+    **judge_kwargs,
+) -> dict[str, pd.DataFrame]:
+    """The same pairs through several judge models: ``model -> judge(pairs)`` call table.
+
+    Every model gets an :class:`LLMJudge` with the same rubric, orders and prompts
+    (``judge_kwargs``: rubric, orders, early_stop, instances, ...) over one shared ``client``
+    (default: ``get_client(backend, cache_dir)``), so all calls go through one cache, one ledger
+    and the same blindness guard. A model name may carry a provider prefix
+    (``mechaudit.llm.providers``). Duplicate names are judged once. Decisions per model:
+    ``majority(calls, len(pairs))``; agreement: ``mechaudit.agreement.model_agreement``.
+    """
+    pairs = check_pairs(pairs)
+    models = list(dict.fromkeys(models))
+    if not models:
+        raise ValueError("judge_each_model needs at least one model name")
+    if client is None:
+        client = get_client(backend=backend, cache_dir=cache_dir)
+    return {
+        model: LLMJudge(model=model, backend=backend, client=client, **judge_kwargs).judge(pairs, progress=progress)
+        for model in models
+    }

@@ -26,7 +26,7 @@ Rubrics:
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
@@ -74,7 +74,7 @@ def pair_components(a: Hypothesis, b: Hypothesis) -> dict[str, float | bool]:
 class ReferenceJudge:
     """Deterministic judge applying ``rubric`` ("full", "step" or "none") to step ids; see module doc."""
 
-    def __init__(self, rubric: str = "full", jaccard_threshold: float = 0.5):
+    def __init__(self, rubric: str = "full", *, jaccard_threshold: float = 0.5):
         if rubric not in RUBRICS:
             raise ValueError(f"rubric must be one of {RUBRICS}; got {rubric!r}")
         self.rubric = rubric

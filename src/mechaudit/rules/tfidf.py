@@ -18,7 +18,7 @@ not say; here it is the parameter ``fit_on``:
 
 from __future__ import annotations
 
-from typing import Sequence, Union
+from collections.abc import Sequence
 
 import numpy as np
 import scipy.sparse as sp
@@ -28,7 +28,7 @@ from tqdm import tqdm
 from mechaudit.rules.base import Pair, check_hypotheses, check_threshold, unique_pair_texts
 from mechaudit.schema import Hypothesis, hypothesis_text
 
-FitOn = Union[str, Sequence[Union[Hypothesis, str]]]
+FitOn = str | Sequence[Hypothesis | str]
 
 
 def new_vectorizer() -> TfidfVectorizer:
@@ -45,8 +45,8 @@ def rowwise_cosine(X: sp.spmatrix, ia: np.ndarray, ib: np.ndarray) -> np.ndarray
 class TfidfRule:
     """Same mechanism iff TF-IDF cosine >= ``threshold``; ``fit_on`` as in the module docstring."""
 
-    def __init__(self, threshold: float = 0.25, fit_on: FitOn = "compared"):
-        self.threshold = check_threshold(threshold)
+    def __init__(self, *, threshold: float = 0.25, fit_on: FitOn = "compared"):
+        self.threshold = check_threshold(threshold, low=0.0, high=1.0)
         if isinstance(fit_on, str):
             if fit_on not in ("compared", "pair"):
                 raise ValueError(f"fit_on must be 'compared', 'pair' or a corpus; got {fit_on!r}")
@@ -142,6 +142,26 @@ class TfidfRule:
         del indices
         return sp.csr_matrix((np.ones(nnz, dtype=bool), all_indices, indptr), shape=(n, n))
 
+    def same_blocks(self, hypotheses: Sequence[Hypothesis], block_size: int = 256, progress: bool = False):
+        """Yield ``(first row, sparse bool block)``: the "same" edges of each row block of the set.
+
+        The stream ``mechaudit.diversity.components_from_blocks`` consumes: only one block of
+        similarities exists at a time (``block_size`` rows by ``n`` columns before thresholding).
+        """
+        for start, S in self._thresholded_blocks(hypotheses, block_size, progress):
+            yield start, S.astype(bool)
+
+    def components(self, hypotheses: Sequence[Hypothesis], block_size: int = 256,
+                   progress: bool = False) -> np.ndarray:
+        """Group labels of the set's connected components under this rule, shape ``(n,)``.
+
+        Streams ``same_blocks`` through ``components_from_blocks``: the same labels as
+        ``group(same_graph(hypotheses))`` without holding the edge list (memory: one block + O(n)).
+        """
+        from mechaudit.diversity import components_from_blocks
+
+        return components_from_blocks(self.same_blocks(hypotheses, block_size, progress), len(hypotheses))
+
     def _thresholded_blocks(self, hypotheses: Sequence[Hypothesis], block_size: int, progress: bool):
         """Yield ``(first row, CSR block of cosine rows >= threshold)`` over row blocks of the set."""
         if self.fit_on == "pair":
@@ -163,7 +183,7 @@ class TfidfRule:
             yield start, S
 
 
-def check_corpus(corpus: Sequence[Union[Hypothesis, str]]) -> list[Union[Hypothesis, str]]:
+def check_corpus(corpus: Sequence[Hypothesis | str]) -> list[Hypothesis | str]:
     """A non-empty list of Hypotheses/strings, or ``ValueError`` naming the first bad item."""
     out = list(corpus)
     if not out:

@@ -5,8 +5,8 @@ turns those judgements into a 1-10 score with a logistic model whose scale tau i
 offline. Modules: ``inference`` (score from comparisons), ``fitting`` (tau and pair sampling),
 ``taufile`` (tau file and resolution), ``anchors`` (score10, weights, selection, densify),
 ``cards`` and ``rubric`` (what the judge sees), ``judge`` (the blind judge), ``critic``
-(``MultiAgentCritic`` and the coach), ``simulate`` (synthetic pool and simulated judge) and
-``studies`` (the experiments of chapter 08).
+(``MultiAgentCritic`` and the coach), ``simulate`` (synthetic pool and simulated judge),
+``studies`` (the experiments of chapter 08) and ``realjudge`` (tau from an LLM judge's verdicts).
 """
 
 from mechaudit.tau.anchors import (
@@ -31,17 +31,29 @@ from mechaudit.tau.judge import (
     judge_sampled_pairs,
     judge_schema,
 )
+from mechaudit.tau.realjudge import LLMCalibration, llm_tau_calibration
 from mechaudit.tau.rubric import ROLES, RUBRIC_VERSION, get_rubric
-from mechaudit.tau.simulate import SimulatedJudge, SyntheticPool, make_pool, make_story, simulate_judgements, simulate_pairs
+from mechaudit.tau.simulate import (
+    PERCEPTION_SOURCES,
+    SimulatedJudge,
+    SyntheticPool,
+    make_pool,
+    make_story,
+    perceived_values,
+    simulate_judgements,
+    simulate_pairs,
+)
 from mechaudit.tau.taufile import TauFileMismatchError, load_tau_file, resolve_tau, write_tau_file
 
 __all__ = [
-    "CARD_VERSION", "FIELD_CAPS", "FORBIDDEN_TERMS", "ROLES", "RUBRIC_VERSION",
-    "BlindJudge", "Card", "CoachReviewer", "JudgeReply", "MultiAgentCritic", "PairReply", "SimulatedJudge",
+    "CARD_VERSION", "FIELD_CAPS", "FORBIDDEN_TERMS", "PERCEPTION_SOURCES", "ROLES", "RUBRIC_VERSION",
+    "BlindJudge", "Card", "CoachReviewer", "JudgeReply", "LLMCalibration", "MultiAgentCritic", "PairReply",
+    "SimulatedJudge",
     "SyntheticPool", "TauFit", "TauFileMismatchError",
     "anchor_table", "build_pair_prompt", "build_paper_card", "build_prompt", "build_story_card",
     "coach_unavailable", "densify_reasons", "fit_tau", "fit_tau_detailed", "get_rubric", "infer_score",
-    "judge_sampled_pairs", "judge_schema", "load_tau_file", "make_pool", "make_story", "pair_nll", "pass_thresholds", "passes",
+    "judge_sampled_pairs", "judge_schema", "llm_tau_calibration", "load_tau_file", "make_pool", "make_story",
+    "pair_nll", "pass_thresholds", "passes", "perceived_values",
     "resolve_tau", "review_stats_from_ratings", "sample_pairs", "score10_from_review_stats", "score_grid",
     "select_bucket_anchors", "select_initial_anchors", "simulate_judgements", "simulate_pairs", "tau_grid",
     "write_tau_file",

@@ -103,7 +103,9 @@ class CoachReviewer:
     max_tokens: int = 2048
     json_retries: int = 2
 
-    def prompt(self, story: Mapping[str, Any], weakest_first: Sequence[str], rationales: Mapping[str, list[str]]) -> tuple[str, str]:
+    def prompt(
+        self, story: Mapping[str, Any], weakest_first: Sequence[str], rationales: Mapping[str, list[str]]
+    ) -> tuple[str, str]:
         """``(system, user)``: the story's fields, roles weakest first and rationales; no numbers."""
         system = ("You are a writing coach for research ideas. Given the idea's fields, the review roles "
                   "ordered from weakest to strongest, and reviewers' short remarks, return one JSON object "
@@ -116,7 +118,9 @@ class CoachReviewer:
             lines.append(f"{role} remarks: " + " | ".join(rationales.get(role, [])))
         return system, "\n".join(lines)
 
-    def review(self, story: Mapping[str, Any], weakest_first: Sequence[str], rationales: Mapping[str, list[str]]) -> dict[str, Any]:
+    def review(
+        self, story: Mapping[str, Any], weakest_first: Sequence[str], rationales: Mapping[str, list[str]]
+    ) -> dict[str, Any]:
         from mechaudit.llm import LLMRequest
 
         system, user = self.prompt(story, weakest_first, rationales)
@@ -124,8 +128,14 @@ class CoachReviewer:
                              temperature=self.temperature, max_tokens=self.max_tokens, version="coach-v1")
         result = self.client.complete_json(request, CoachReply, json_retries=self.json_retries, strict=False)
         if result.invalid:
-            return {"available": False, "backend": self.client.backend, "reason": f"invalid coach reply: {result.error}",
-                    "field_feedback": {}, "suggested_edits": [], "priority": []}
+            return {
+                "available": False,
+                "backend": self.client.backend,
+                "reason": f"invalid coach reply: {result.error}",
+                "field_feedback": {},
+                "suggested_edits": [],
+                "priority": [],
+            }
         return {"available": True, "backend": self.client.backend, "model": self.model, **result.value.model_dump()}
 
 
@@ -134,8 +144,9 @@ class MultiAgentCritic:
     """Blind, tau-calibrated review of a story against anchor papers.
 
     ``papers``: the anchor pool, dicts with paper_id, pattern_id, the card fields and either
-    ``score10`` and ``weight`` or ``review_stats`` (papers with neither are skipped); ``exemplars``: pattern -> exemplar paper ids;
-    ``taus``: role -> tau (None: :func:`mechaudit.tau.taufile.resolve_tau` per role).
+    ``score10`` and ``weight`` or ``review_stats`` (papers with neither are skipped); ``exemplars``:
+    pattern -> exemplar paper ids; ``taus``: role -> tau (None:
+    :func:`mechaudit.tau.taufile.resolve_tau` per role).
     """
 
     papers: Sequence[Mapping[str, Any]]

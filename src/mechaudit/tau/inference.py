@@ -24,6 +24,8 @@ from typing import Any
 import numpy as np
 from scipy.special import expit
 
+from mechaudit.errors import MechauditError
+
 #: Soft label per judgement; any other value is a tie (0.5).
 LABELS = {"better": 1.0, "worse": 0.0}
 TIE_LABEL = 0.5
@@ -75,25 +77,68 @@ def clipped_ce(y: np.ndarray, p: np.ndarray) -> np.ndarray:
     return -(y * np.log(p) + (1.0 - y) * np.log1p(-p))
 
 
+def _number(value: Any, default: float, field: str) -> float:
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise MechauditError(f"must be a number, got {value!r}", field=field)
+    return float(value)
+
+
+def unrecognised(comparisons: Sequence[Mapping[str, Any]], anchor_ids: Sequence[str]) -> dict[str, list[int]]:
+    """Indices of comparisons whose ``anchor_id`` is not one of ``anchor_ids`` (``unknown_anchor_id``),
+    whose ``judgement`` is not better/tie/worse (``judgement``; a missing one included) or whose
+    ``strength`` is given but not weak/medium/strong (``strength``)."""
+    known = set(anchor_ids)
+    out: dict[str, list[int]] = {"unknown_anchor_id": [], "judgement": [], "strength": []}
+    for j, c in enumerate(comparisons):
+        if str(c.get("anchor_id")) not in known:
+            out["unknown_anchor_id"].append(j)
+        if str(c.get("judgement")).strip().lower() not in (*LABELS, "tie"):
+            out["judgement"].append(j)
+        if c.get("strength") is not None and str(c["strength"]).strip().lower() not in STRENGTH_WEIGHTS:
+            out["strength"].append(j)
+    return out
+
+
 def observations(
-    anchors: Sequence[Mapping[str, Any]], comparisons: Sequence[Mapping[str, Any]]
+    anchors: Sequence[Mapping[str, Any]], comparisons: Sequence[Mapping[str, Any]], strict: bool = True
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Align comparisons to anchors by ``anchor_id`` (default ``A1..An`` in anchor order).
 
     Returns ``(score10, y, strength_w, anchor_w)``, each of shape (n_anchors,). An anchor without a
-    comparison counts as tie / weak; comparisons for unknown anchor ids are ignored (the last
-    comparison wins when an id repeats). Missing score10 is 5.0, missing weight 1.0.
+    comparison counts as tie / weak (the last comparison wins when an id repeats). Missing score10
+    is 5.0, missing weight 1.0. An anchor or comparison that is not a mapping, or a score10/weight
+    that is not a number, raises ``MechauditError`` naming the field (``anchors[2].score10``).
+    With ``strict`` a comparison for an unknown anchor id, a judgement other than
+    better/tie/worse or an unknown strength raises too; without, they are ignored / count as a
+    tie / weigh 1 (the original's behaviour).
     """
+    for name, items in (("anchors", anchors), ("comparisons", comparisons)):
+        for i, item in enumerate(items):
+            if not isinstance(item, Mapping):
+                raise MechauditError(f"must be a mapping (JSON object), got {item!r}", field=f"{name}[{i}]")
+    ids = [str(a.get("anchor_id") or f"A{i + 1}") for i, a in enumerate(anchors)]
+    if strict:
+        bad = unrecognised(comparisons, ids)
+        for key, what in (("unknown_anchor_id", "anchor_id"), ("judgement", "judgement"), ("strength", "strength")):
+            if bad[key]:
+                j = bad[key][0]
+                value = comparisons[j].get(what)
+                expected = {"anchor_id": f"one of the anchors' ids {', '.join(ids)}",
+                            "judgement": "better, tie or worse", "strength": "weak, medium or strong"}[what]
+                raise MechauditError(
+                    f"{value!r} is not {expected} (strict=False counts it as "
+                    f"{'ignored' if what == 'anchor_id' else 'a tie' if what == 'judgement' else 'weight 1'})",
+                    field=f"comparisons[{j}].{what}",
+                )
     by_id = {str(c.get("anchor_id")): c for c in comparisons}
     n = len(anchors)
     score10, y, sw, aw = np.empty(n), np.empty(n), np.empty(n), np.empty(n)
     for i, anchor in enumerate(anchors):
-        anchor_id = str(anchor.get("anchor_id") or f"A{i + 1}")
-        comp = by_id.get(anchor_id, {})
-        s = anchor.get("score10")
-        w = anchor.get("weight")
-        score10[i] = DEFAULT_SCORE10 if s is None else float(s)
-        aw[i] = DEFAULT_ANCHOR_WEIGHT if w is None else float(w)
+        comp = by_id.get(ids[i], {})
+        score10[i] = _number(anchor.get("score10"), DEFAULT_SCORE10, f"anchors[{i}].score10")
+        aw[i] = _number(anchor.get("weight"), DEFAULT_ANCHOR_WEIGHT, f"anchors[{i}].weight")
         y[i] = label_of(comp.get("judgement"))
         sw[i] = strength_weight(comp.get("strength"))
     return score10, y, sw, aw
@@ -129,6 +174,8 @@ def infer_score(
     comparisons: Sequence[Mapping[str, Any]],
     tau: float | None,
     grid_step: float = 0.01,
+    *,
+    strict: bool = True,
 ) -> tuple[float, dict[str, Any]]:
     """Infer the 1-10 score from blind comparisons; returns ``(score, diagnostics)``.
 
@@ -142,12 +189,18 @@ def infer_score(
     sits on a grid end), ``saturated_at`` ("low", "high" or None), ``profile_ci_low``/
     ``profile_ci_high`` (95% likelihood-ratio interval with Kish-rescaled weights, independent of
     the overall weight scale).
+
+    ``strict`` (default): a comparison naming an unknown anchor id, a judgement other than
+    better/tie/worse (``"beter"``) or an unknown strength raises ``MechauditError`` (a
+    ``ValueError``) naming the field, e.g. ``comparisons[1].judgement``. ``strict=False`` keeps the
+    original's behaviour (ignored / tie / weight 1) and reports the counts in the diagnostics:
+    ``n_unknown_anchor_ids``, ``n_unrecognised_judgements``, ``n_unrecognised_strengths``.
     """
     if len(anchors) == 0:
         raise ValueError("infer_score needs at least one anchor; got none")
     tau_used = effective_tau(tau)
     grid = score_grid(grid_step)
-    score10, y, sw, aw = observations(anchors, comparisons)
+    score10, y, sw, aw = observations(anchors, comparisons, strict=strict)
     w = aw * sw
     if np.any(w < 0) or not np.all(np.isfinite(w)) or not np.all(np.isfinite(score10)):
         raise ValueError("anchor weights must be finite and >= 0 and score10 finite")
@@ -170,4 +223,9 @@ def infer_score(
         "profile_ci_low": p_low,
         "profile_ci_high": p_high,
     }
+    if not strict:
+        bad = unrecognised(comparisons, [str(a.get("anchor_id") or f"A{i + 1}") for i, a in enumerate(anchors)])
+        diag.update(n_unknown_anchor_ids=len(bad["unknown_anchor_id"]),
+                    n_unrecognised_judgements=len(bad["judgement"]),
+                    n_unrecognised_strengths=len(bad["strength"]))
     return score, diag

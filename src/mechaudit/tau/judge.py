@@ -232,15 +232,21 @@ class BlindJudge:
         """One role call."""
         return self.judge_roles([role], story, anchors)[0]
 
+    def pair_requests(self, role: str, pairs: list[tuple[Card, Card]]) -> list[Any]:
+        """The :class:`mechaudit.llm.LLMRequest` of each pairwise call (X against Y) for ``role``,
+        as :meth:`judge_pairs` sends them (for cost estimates and cache checks; nothing is sent)."""
+        version = f"{RUBRIC_VERSION}+{CARD_VERSION}+pair"
+        return [self._request(s, u, version) for s, u in (build_pair_prompt(role, x, y) for x, y in pairs)]
+
     def judge_pairs(self, role: str, pairs: list[tuple[Card, Card]]) -> list[dict[str, Any] | None]:
         """Pairwise calls for tau fitting: ``{judgement, strength}`` of X against Y per pair, or
         None where the reply stayed invalid (such pairs are skipped, as in the original)."""
-        prompts = [build_pair_prompt(role, x, y) for x, y in pairs]
         if self.backend == "reference":
+            for x, y in pairs:
+                build_pair_prompt(role, x, y)  # the blindness check runs offline too
             return [PairReply.model_validate(self.simulator.pair_reply(role, x, y)).model_dump(
                 include={"judgement", "strength"}) for x, y in pairs]
-        version = f"{RUBRIC_VERSION}+{CARD_VERSION}+pair"
-        requests = [self._request(s, u, version) for s, u in prompts]
+        requests = self.pair_requests(role, pairs)
         results = self.client.complete_many(requests, schema=PairReply, json_retries=self.json_retries,
                                             strict=False)
         return [None if r.invalid else r.value.model_dump(include={"judgement", "strength"}) for r in results]

@@ -11,7 +11,10 @@ Synthetic pool (:func:`make_pool`)
 
 Simulated judge (:class:`SimulatedJudge`) -- a documented random model, never an LLM
     It perceives a pool paper at its reviewers' consensus ``score10`` and a story at its true
-    score (plus an optional fixed per-card, per-role offset ``N(0, perception_noise)``). For a
+    score (plus an optional fixed per-card, per-role offset ``N(0, perception_noise)``). With
+    ``pool.truth("quality")`` it perceives pool papers at their latent quality instead, which the
+    score10 the inference uses only measures with review noise: a judge whose perception differs
+    from the inference model (chapter 08's misspecification study). For a
     perceived gap ``d`` (candidate minus reference) and the role's true ``tau``:
 
     * ``p = sigmoid(d / tau)``; tie probability ``t = tie_rate * exp(-(d / tie_width)^2)``
@@ -33,6 +36,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -45,6 +49,8 @@ from mechaudit.tau.rubric import ROLES, RUBRIC_VERSION
 
 STRENGTH_CUTS = (0.5, 1.5)
 TIE_MODES = ("calibrated", "abstain")
+#: What the simulated judge perceives a pool paper at (see :meth:`SyntheticPool.truth`).
+PERCEPTION_SOURCES = ("score10", "quality")
 _RATINGS = np.array(sorted(RATING_TO_UNIT))
 _RATING_SCORE10 = 1 + 9 * np.array([RATING_TO_UNIT[r] for r in _RATINGS])
 
@@ -84,12 +90,21 @@ class SyntheticPool:
         return pd.DataFrame([{k: p[k] for k in ("paper_id", "pattern_id", "quality", "score10", "weight")}
                              | {"review_count": p["review_stats"]["review_count"]} for p in self.papers])
 
+    @cached_property
+    def card_keys(self) -> dict[str, str]:
+        """Paper id -> the key of its blind card (computed once)."""
+        return {p["paper_id"]: build_paper_card(p).key for p in self.papers}
+
     def by_id(self) -> dict[str, dict[str, Any]]:
         return {p["paper_id"]: p for p in self.papers}
 
-    def truth(self) -> dict[str, dict[str, float]]:
-        """Card key -> role -> perceived value (the consensus score10) for every paper."""
-        return {build_paper_card(p).key: {r: p["score10"] for r in ROLES} for p in self.papers}
+    def truth(self, source: str = "score10") -> dict[str, dict[str, float]]:
+        """Card key -> role -> value the simulated judge perceives, for every paper: the reviewers'
+        consensus ``score10`` (the inference model's own scale, the default) or the latent
+        ``quality`` that the reviews only measure with noise (a misspecified judge)."""
+        if source not in PERCEPTION_SOURCES:
+            raise ValueError(f"source must be one of {PERCEPTION_SOURCES}, got {source!r}")
+        return {self.card_keys[p["paper_id"]]: {r: p[source] for r in ROLES} for p in self.papers}
 
 
 def _pick(rng: np.random.Generator, items: Sequence[str]) -> str:
@@ -151,7 +166,9 @@ def make_pool(
     return SyntheticPool(papers, exemplars, seed)
 
 
-def make_story(scores: float | Mapping[str, float], seed: int = 0) -> tuple[dict[str, Any], dict[str, dict[str, float]]]:
+def make_story(
+    scores: float | Mapping[str, float], seed: int = 0
+) -> tuple[dict[str, Any], dict[str, dict[str, float]]]:
     """A synthetic story with true per-role scores; returns ``(story, truth)`` where ``truth`` maps
     its card key to ``{role: score}`` for :class:`SimulatedJudge`."""
     rng = np.random.default_rng(seed)
@@ -165,6 +182,11 @@ def make_story(scores: float | Mapping[str, float], seed: int = 0) -> tuple[dict
 
 def _content_seed(*parts: str) -> int:
     return int(hashlib.sha256("\x1f".join(parts).encode("utf-8")).hexdigest()[:15], 16)
+
+
+def perception_draw(seed: int, role: str, key: str) -> float:
+    """The simulated judge's fixed standard-normal perception draw for one card and role."""
+    return float(np.random.default_rng(_content_seed(str(seed), role, key)).standard_normal())
 
 
 def simulate_judgements(
@@ -225,8 +247,7 @@ class SimulatedJudge:
                            f"{card.problem[:40]!r}; add it with with_truth()")
         offset = 0.0
         if self.perception_noise > 0:
-            offset = self.perception_noise * np.random.default_rng(
-                _content_seed(str(self.seed), role, card.key)).standard_normal()
+            offset = self.perception_noise * perception_draw(self.seed, role, card.key)
         return float(self.truth[card.key][role]) + offset
 
     def compare(self, role: str, story: Card, anchors: Sequence[Card]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -252,15 +273,54 @@ class SimulatedJudge:
                 "rationale": f"simulated judge: perceived gap {gap[0]:+.2f}"}
 
 
+def perceived_values(
+    pool: SyntheticPool,
+    role: str,
+    source: str = "score10",
+    perception_noise: float = 0.0,
+    seed: int = 0,
+) -> dict[str, float]:
+    """Paper id -> the value at which ``SimulatedJudge(pool.truth(source), seed=seed,
+    perception_noise=perception_noise)`` perceives each pool paper for ``role`` (identical numbers,
+    computed without building the judge): ``source`` value plus ``perception_noise`` times the
+    judge's fixed standard-normal draw for (seed, role, card)."""
+    if source not in PERCEPTION_SOURCES:
+        raise ValueError(f"source must be one of {PERCEPTION_SOURCES}, got {source!r}")
+    if perception_noise < 0:
+        raise ValueError(f"perception_noise must be >= 0, got {perception_noise}")
+    keys = pool.card_keys
+    out = {}
+    for p in pool.papers:
+        value = float(p[source])
+        if perception_noise > 0:
+            value = value + perception_noise * perception_draw(seed, role, keys[p["paper_id"]])
+        out[str(p["paper_id"])] = value
+    return out
+
+
 def simulate_pairs(
     pairs: pd.DataFrame,
     tau: float,
     seed: int = 0,
+    perceived: Mapping[str, float] | None = None,
     **judge_model: Any,
 ) -> pd.DataFrame:
-    """Judge sampled pairs (columns ``delta``, ``weight``) with the simulated model in one
-    vectorised draw; adds ``judgement`` and ``strength``. ``judge_model``: tie_rate, tie_width,
-    tie_mode, strength_noise (see :func:`simulate_judgements`)."""
-    judgement, strength = simulate_judgements(pairs["delta"].to_numpy(dtype=float), tau,
-                                              np.random.default_rng(seed), **judge_model)
+    """Judge sampled pairs (columns ``delta``, ``weight``, and ``a``, ``b`` when ``perceived`` is
+    given) with the simulated model in one vectorised draw; adds ``judgement`` and ``strength``.
+
+    The judge answers on the perceived gap: ``delta`` (the fitter's own score10 gap, the default)
+    or, with ``perceived`` (paper id -> perceived value, e.g. from :func:`perceived_values`),
+    ``perceived[a] - perceived[b]``, while ``delta`` stays what the fitter sees. ``judge_model``:
+    tie_rate, tie_width, tie_mode, strength_noise (see :func:`simulate_judgements`)."""
+    if perceived is None:
+        gap = pairs["delta"].to_numpy(dtype=float)
+    else:
+        lookup = pd.Series(perceived, dtype=float)
+        a, b = (lookup.reindex(pairs[col].to_numpy()).to_numpy() for col in ("a", "b"))
+        missing = np.isnan(a) | np.isnan(b)
+        if missing.any():
+            i = int(np.flatnonzero(missing)[0])
+            raise KeyError(f"pair {i}: no perceived value for paper {pairs['a'].iloc[i]!r} or {pairs['b'].iloc[i]!r}")
+        gap = a - b
+    judgement, strength = simulate_judgements(gap, tau, np.random.default_rng(seed), **judge_model)
     return pairs.assign(judgement=judgement, strength=strength)

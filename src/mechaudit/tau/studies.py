@@ -16,7 +16,15 @@ from mechaudit.tau.critic import MultiAgentCritic, densify_reasons
 from mechaudit.tau.fitting import fit_tau_detailed, sample_pairs
 from mechaudit.tau.inference import effective_tau, infer_score, kish_scale, loss_curve, observations, score_grid
 from mechaudit.tau.judge import BlindJudge
-from mechaudit.tau.simulate import SimulatedJudge, SyntheticPool, make_story, simulate_pairs
+from mechaudit.tau.simulate import (
+    PERCEPTION_SOURCES,
+    SimulatedJudge,
+    SyntheticPool,
+    make_story,
+    perceived_values,
+    simulate_judgements,
+    simulate_pairs,
+)
 
 
 def tau_recovery(
@@ -72,6 +80,155 @@ def tie_effect(
     return pd.DataFrame(rows)
 
 
+#: Method label of the misspecification study for an mle fit that ignores the strengths.
+NO_STRENGTH = "mle_no_strength"
+#: logistic(x) is close to Phi(x / PROBIT_SCALE) (the usual probit approximation of the logit).
+PROBIT_SCALE = 1.702
+
+
+def noisy_judge_tau(tau: float | np.ndarray, perception_noise: float | np.ndarray) -> float | np.ndarray:
+    """Approximate tau a fit on the fitter's score10 gaps returns when the judge answers with
+    ``tau`` on gaps perceived with an independent ``N(0, perception_noise)`` offset per paper.
+
+    The perceived gap carries ``N(0, 2 sigma^2)`` noise independent of the fitter's gap, and
+    ``E[Phi((d + e) / s)] = Phi(d / sqrt(s^2 + 2 sigma^2))``; with the probit approximation of the
+    logistic this gives ``sqrt(tau^2 + 2 sigma^2 / PROBIT_SCALE^2)``. It ignores that the strength
+    weights follow the noisy gap, so it is a guide, not an exact expectation.
+    """
+    tau, sigma = np.asarray(tau, dtype=float), np.asarray(perception_noise, dtype=float)
+    out = np.sqrt(tau**2 + 2 * sigma**2 / PROBIT_SCALE**2)
+    return float(out) if out.ndim == 0 else out
+
+
+def tau_misspecification(
+    pool: SyntheticPool,
+    true_taus: Sequence[float] = (0.5, 0.8, 1.5),
+    perception_noises: Sequence[float] = (0.0, 0.5, 1.0),
+    sources: Sequence[str] = PERCEPTION_SOURCES,
+    n_pairs: int = 2000,
+    n_reps: int = 3,
+    seed: int = 0,
+    methods: Sequence[str] = ("grid", "mle", NO_STRENGTH),
+    role: str = "Novelty",
+    progress: bool = False,
+    **judge_model: Any,
+) -> pd.DataFrame:
+    """Fitted tau when the simulated judge's perception differs from the inference model.
+
+    The fitter always sees score10 gaps. The judge perceives each paper at its ``source`` value
+    ("score10": the fitter's own scale; "quality": the latent quality that the reviews measure with
+    noise) plus ``perception_noise`` times a fixed standard-normal draw per paper (judge seed
+    ``seed + rep``). Pair samples and answer draws use the seeds of :func:`tau_recovery`, so the
+    condition (score10, 0) reproduces its rows exactly, and every condition of one repetition
+    shares them (common random numbers). ``methods``: "grid", "mle" and ``NO_STRENGTH`` ("mle" on
+    the same answers with every strength weighing 1: the strength weights follow the judge's
+    perceived gap, so under misspecification they carry information the fitter misreads).
+
+    Columns: source, perception_noise, true_tau, rep, method, tau_hat, rel_error, approx_tau
+    (:func:`noisy_judge_tau` for source score10, NaN for quality).
+    """
+    bad = [s for s in sources if s not in PERCEPTION_SOURCES]
+    if bad:
+        raise ValueError(f"sources must be among {PERCEPTION_SOURCES}, got {bad}")
+    rows = []
+    table = pool.table()
+    for rep in tqdm(range(n_reps), disable=not progress, desc="tau misspecification"):
+        pairs = sample_pairs(table, n_pairs, seed=seed + rep)
+        for source in sources:
+            for noise in perception_noises:
+                perceived = perceived_values(pool, role, source, noise, seed=seed + rep)
+                for k, tau in enumerate(true_taus):
+                    judged = simulate_pairs(pairs, tau, seed=seed + 1000 * (k + 1) + rep, perceived=perceived,
+                                            **judge_model)
+                    approx = noisy_judge_tau(tau, noise) if source == "score10" else float("nan")
+                    for method in methods:
+                        if method == NO_STRENGTH:  # the same answers, every strength weighing 1
+                            fit = fit_tau_detailed(judged.drop(columns="strength"), "mle")
+                        else:
+                            fit = fit_tau_detailed(judged, method)
+                        rows.append({"source": source, "perception_noise": noise, "true_tau": tau, "rep": rep,
+                                     "method": method, "tau_hat": fit.tau, "rel_error": fit.tau / tau - 1,
+                                     "approx_tau": approx})
+    return pd.DataFrame(rows)
+
+
+def misspecification_table(mis: pd.DataFrame) -> pd.DataFrame:
+    """Per source, perception noise, true tau and method: mean and sd of the fitted tau, the mean
+    relative error and the approximation :func:`noisy_judge_tau` (NaN for source quality)."""
+    return mis.groupby(["source", "perception_noise", "true_tau", "method"], sort=False).agg(
+        mean_tau=("tau_hat", "mean"), sd_tau=("tau_hat", "std"), mean_rel_error=("rel_error", "mean"),
+        approx_tau=("approx_tau", "first"), reps=("tau_hat", "size"))
+
+
+def score_misspecification(
+    pool: SyntheticPool,
+    rounds: Sequence[Mapping[str, Any]],
+    role_taus: Mapping[str, float],
+    perception_noises: Sequence[float] = (0.0, 0.5, 1.0),
+    sources: Sequence[str] = PERCEPTION_SOURCES,
+    n_pairs: int = 2000,
+    seed: int = 0,
+    grid_step: float = 0.01,
+    **judge_model: Any,
+) -> pd.DataFrame:
+    """Inferred scores when the judge's perception differs from the inference model.
+
+    ``rounds``: stored rounds of :func:`simulated_reviews` (anchors, role, true score). Per
+    condition (source, perception noise, as in :func:`tau_misspecification`) tau is first fitted
+    (mle) per role from ``n_pairs`` pairs the misspecified judge answers, as a user would calibrate
+    it; then every round's anchors are judged again by that judge (story perceived at its true score
+    plus ``perception_noise`` times a standard-normal draw) and the score is inferred with the
+    fitted tau. Anchors, pairs and all draws are shared across conditions (common random numbers).
+
+    Columns: source, perception_noise, round, story, role, true_tau, fitted_tau, true_score, score,
+    error, profile_covered, saturated.
+    """
+    table = pool.table()
+    pairs = sample_pairs(table, n_pairs, seed=seed)
+    rows = []
+    for source in sources:
+        for noise in perception_noises:
+            perceived = {role: perceived_values(pool, role, source, noise, seed=seed) for role in role_taus}
+            fitted = {}
+            for k, (role, tau) in enumerate(role_taus.items()):
+                judged = simulate_pairs(pairs, tau, seed=seed + 1000 * (k + 1), perceived=perceived[role],
+                                        **judge_model)
+                fitted[role] = fit_tau_detailed(judged, "mle").tau
+            for i, r in enumerate(rounds):
+                role = r["role"]
+                rng = np.random.default_rng([seed, i])
+                seen = float(r["true_score"]) + noise * rng.standard_normal()
+                gap = seen - np.array([perceived[role][a["paper_id"]] for a in r["anchors"]])
+                judgement, strength = simulate_judgements(gap, role_taus[role], rng, **judge_model)
+                comparisons = [{"anchor_id": a["anchor_id"], "judgement": str(j), "strength": str(st)}
+                               for a, j, st in zip(r["anchors"], judgement, strength)]
+                score, diag = infer_score(r["anchors"], comparisons, fitted[role], grid_step)
+                true = float(r["true_score"])
+                rows.append({"source": source, "perception_noise": noise, "round": i, "story": r.get("story"),
+                             "role": role, "true_tau": role_taus[role], "fitted_tau": fitted[role],
+                             "true_score": true, "score": score, "error": score - true,
+                             "profile_covered": diag["profile_ci_low"] <= true <= diag["profile_ci_high"],
+                             "saturated": diag["saturated"]})
+    return pd.DataFrame(rows)
+
+
+def score_misspecification_table(scores: pd.DataFrame) -> pd.DataFrame:
+    """Per source and perception noise: mean fitted/true tau over roles, bias, MAE and RMSE of the
+    inferred scores, the mean absolute move of each score from the well-specified condition
+    (score10, noise 0; NaN if absent), profile-interval coverage and the share of saturated scores."""
+    base = scores[(scores["source"] == "score10") & (scores["perception_noise"] == 0)].set_index("round")["score"]
+
+    def one(g: pd.DataFrame) -> pd.Series:
+        taus = g.groupby("role")[["fitted_tau", "true_tau"]].first()
+        moved = (g.set_index("round")["score"] - base).abs().mean() if len(base) else float("nan")
+        return pd.Series({"tau_ratio": float((taus["fitted_tau"] / taus["true_tau"]).mean()),
+                          "bias": g["error"].mean(), "mae": g["error"].abs().mean(),
+                          "rmse": float(np.sqrt((g["error"] ** 2).mean())), "moved": moved,
+                          "profile_coverage": g["profile_covered"].mean(), "saturated_share": g["saturated"].mean()})
+
+    return scores.groupby(["source", "perception_noise"], sort=False).apply(one, include_groups=False)
+
+
 def simulated_reviews(
     pool: SyntheticPool,
     judge: SimulatedJudge,
@@ -84,10 +241,11 @@ def simulated_reviews(
     """Review synthetic stories of known true score with :class:`MultiAgentCritic` (reference backend).
 
     Story ``i`` has the same true score for every role, drawn uniformly from ``score_range``, and a
-    random pattern. Returns ``(table, rounds)``: one table row per (story, role) with true_score,
-    score, error, ci_low, ci_high, profile_ci_low, profile_ci_high, covered, profile_covered,
-    saturated, n_anchors, max_anchor, min_anchor, densified, loss, monotonic_violations,
-    avg_strength; and per row the anchors and comparisons of the final round (for re-analysis).
+    random pattern; the critic infers with the judge's true taus. Returns ``(table, rounds)``: one
+    table row per (story, role) with true_score, score, error, ci_low, ci_high, profile_ci_low,
+    profile_ci_high, covered, profile_covered, saturated, n_anchors, max_anchor, min_anchor,
+    densified, loss, monotonic_violations, avg_strength; and per row the anchors, comparisons, tau,
+    true score, story index and role of the final round (for re-analysis).
     """
     rng = np.random.default_rng(seed)
     patterns = sorted(pool.exemplars)
@@ -120,7 +278,8 @@ def simulated_reviews(
                 "monotonic_violations": d["monotonic_violations"], "avg_strength": d["avg_strength"],
             })
             rounds.append({"anchors": [{"anchor_id": f"A{k + 1}", **a} for k, a in enumerate(anchors)],
-                           "comparisons": d["comparisons"], "tau": d["tau"], "true_score": true})
+                           "comparisons": d["comparisons"], "tau": d["tau"], "true_score": true,
+                           "story": i, "role": role})
     return pd.DataFrame(rows), rounds
 
 
@@ -178,7 +337,9 @@ def weight_scale_effect(rounds: Sequence[Mapping[str, Any]], scales: Sequence[fl
     return pd.DataFrame(rows)
 
 
-def densify_trigger_rates(reviews_rounds: Sequence[Mapping[str, Any]], loss_thresholds: Sequence[float] = (0.05,)) -> pd.DataFrame:
+def densify_trigger_rates(
+    reviews_rounds: Sequence[Mapping[str, Any]], loss_thresholds: Sequence[float] = (0.05,)
+) -> pd.DataFrame:
     """How often each densify trigger fires on first-round diagnostics, per loss threshold.
 
     ``reviews_rounds``: rounds from :func:`simulated_reviews` run with ``densify=False`` (so the

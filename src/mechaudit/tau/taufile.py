@@ -16,7 +16,7 @@ import hashlib
 import json
 import os
 from collections.abc import Mapping
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -71,7 +71,7 @@ def write_tau_file(
         "card_version": card_version,
         "judge_model": judge_model,
         "nodes_paper_hash": nodes_paper_hash,
-        "created_at": created_at or datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "created_at": created_at or datetime.now(UTC).isoformat(timespec="seconds"),
         "pairs_used": dict(pairs_used) if isinstance(pairs_used, Mapping) else int(pairs_used),
     }
     Path(path).write_text(json.dumps(content, indent=2, sort_keys=True) + "\n", encoding="utf-8")

@@ -4,6 +4,7 @@ See ``mechaudit.workflow.simulator`` for the documented stochastic model and
 ``mechaudit.workflow.llm`` for the real workflow's prompts and steps.
 """
 
+from mechaudit.workflow.delivery import Delivery, deliver, excluded_note, show_excluded
 from mechaudit.workflow.depth import (
     InstanceMatrix,
     MechanismKeyRule,
@@ -20,11 +21,13 @@ from mechaudit.workflow.measured import delivered_diversity, diversity_table, se
 from mechaudit.workflow.records import (
     LABELS,
     Demand,
+    Exclusion,
     Reply,
     Revision,
     Run,
     delivered_frame,
     demands_frame,
+    excluded_frame,
     run_id,
 )
 from mechaudit.workflow.rulesets import RULE_NAMES, build_rules, rules_for_backend
@@ -36,14 +39,15 @@ from mechaudit.workflow.simulator import (
     simulate,
     simulate_run,
 )
-from mechaudit.workflow.delivery import Delivery, deliver
 from mechaudit.workflow.validity import population_truth, replicate, replication_seed, validity_summary
 
 __all__ = [
-    "Delivery", "deliver", "RULE_NAMES", "LABELS", "Demand", "Design", "InstanceMatrix", "MechanismKeyRule", "Reply", "Revision", "Run",
-    "SimulatorParams", "by_instance", "counts", "delivered_frame", "demands_frame", "depth_table",
-    "instance_matrices", "instance_models", "key_matrix", "load_design", "load_simulator_params",
-    "null_params", "per_instance_effects", "rule_tables", "run_id", "simulate", "simulate_run",
-    "build_rules", "rules_for_backend", "delivered_diversity", "diversity_table", "set_matrices", "population_truth", "replicate",
-    "replication_seed", "validity_summary",
+    "Delivery", "deliver", "Exclusion", "excluded_frame", "excluded_note", "show_excluded",
+    "RULE_NAMES", "LABELS", "Demand", "Design", "InstanceMatrix", "MechanismKeyRule", "Reply",
+    "Revision", "Run", "SimulatorParams", "by_instance", "counts", "delivered_frame",
+    "demands_frame", "depth_table", "instance_matrices", "instance_models", "key_matrix",
+    "load_design", "load_simulator_params", "null_params", "per_instance_effects", "rule_tables",
+    "run_id", "simulate", "simulate_run", "build_rules", "rules_for_backend", "delivered_diversity",
+    "diversity_table", "set_matrices", "population_truth", "replicate", "replication_seed",
+    "validity_summary",
 ]

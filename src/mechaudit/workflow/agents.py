@@ -27,7 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field, create_model, model_validator
 from mechaudit.llm import LLMRequest
 from mechaudit.schema import Benchmark, Hypothesis, Instance, Step, Vocabulary
 from mechaudit.workflow.design import Design
-from mechaudit.workflow.records import Demand, Reply, Revision, Run, run_id
+from mechaudit.workflow.records import Demand, Exclusion, Reply, Revision, Run, run_id
 
 GENERATOR = "claude-sonnet-4-6"
 PROMPT_VERSION = "workflow-v1"
@@ -211,11 +211,14 @@ def _to_hypothesis(s: _State, depth: int) -> Hypothesis:
 
 
 def run_workflow(bench: Benchmark, design: Design, client, model: str = GENERATOR,
-                 temperature: float | None = 1.0, progress: bool = False) -> list[Run]:
+                 temperature: float | None = 1.0, progress: bool = False, json_retries: int = 2) -> list[Run]:
     """Every run of ``design`` through the LLM ``client`` (``mechaudit.llm.get_client(...)``).
 
     Returns one ``Run`` per cell of the design (same order as ``Design.cells``) with backend
-    ``client.backend``. Invalid JSON after the layer's repairs raises ``InvalidJSONError``.
+    ``client.backend``. A reply still invalid after ``json_retries`` repair requests drops that
+    hypothesis from its run (recorded in ``Run.excluded``, see ``excluded_frame``), as the paper
+    drops a hypothesis that cannot be used; re-running with a larger ``json_retries`` sends further
+    repairs for exactly those requests (every earlier attempt is answered from the cache).
     """
     instances = {i.id: i for i in bench.instances}
     unknown = [i for i in design.instances if i not in instances]
@@ -225,27 +228,47 @@ def run_workflow(bench: Benchmark, design: Design, client, model: str = GENERATO
     schemas = {i: hypothesis_schema(vocab, instances[i].terminal_id) for i in design.instances}
     cells = design.cells()
     todo = [(cell, opening) for cell in cells for opening in bench.openings(cell[0])]
+    excluded: dict[tuple[str, int, int], list[Exclusion]] = {c: [] for c in cells}
+
+    def usable(results, items, stage: str, rnd: int) -> list:
+        """``(item, value)`` of the valid results; the others are recorded as exclusions."""
+        kept = []
+        for (cell, opening_id, item), (key, res) in zip(items, results):
+            if res.invalid:
+                excluded[cell].append(Exclusion(run_id=run_id(*cell), opening_id=opening_id, stage=stage,
+                                                round=rnd, key=key, attempts=res.attempts,
+                                                error=res.error or "invalid reply"))
+            else:
+                kept.append((item, res.value))
+        return kept
+
     dev = _json_many(
         client, [develop_request(instances[cell[0]], vocab, opening, run_id(*cell), model, temperature)
                  for cell, opening in todo],
-        [schemas[cell[0]] for cell, _ in todo], progress)
+        [schemas[cell[0]] for cell, _ in todo], progress, json_retries)
     states = [_State(run=cell, opening=opening.id, hid=f"{run_id(*cell)}-{opening.id}-0", current=out)
-              for (cell, opening), out in zip(todo, dev)]
+              for (cell, opening), out in usable(dev, [(c, o.id, (c, o)) for c, o in todo], "develop", 0)]
     developed = {id(s): _to_hypothesis(s, s.run[1]) for s in states}
     log: dict[tuple[str, int, int], tuple[list, list, list]] = {c: ([], [], []) for c in cells}
     for rnd in range(1, max(design.depths, default=0) + 1):
         active = [s for s in states if s.run[1] >= rnd]
         if not active:
             break
-        crit = _json_many(client, [critique_request(instances[s.run[0]], s.current, run_id(*s.run), rnd, model,
-                                                    temperature) for s in active],
-                          [CritiqueOut] * len(active), progress)
-        revs = _json_many(
-            client,
-            [revise_request(instances[s.run[0]], vocab, s.current, c, run_id(*s.run), rnd, model, temperature)
-             for s, c in zip(active, crit)],
-            [revision_schema(schemas[s.run[0]], len(c.demands)) for s, c in zip(active, crit)], progress)
-        for s, c, r in zip(active, crit, revs):
+        crit = usable(
+            _json_many(client, [critique_request(instances[s.run[0]], s.current, run_id(*s.run), rnd, model,
+                                                 temperature) for s in active],
+                       [CritiqueOut] * len(active), progress, json_retries),
+            [(s.run, s.opening, s) for s in active], "critique", rnd)
+        revs = usable(
+            _json_many(
+                client,
+                [revise_request(instances[s.run[0]], vocab, s.current, c, run_id(*s.run), rnd, model, temperature)
+                 for s, c in crit],
+                [revision_schema(schemas[s.run[0]], len(c.demands)) for s, c in crit], progress, json_retries),
+            [(s.run, s.opening, (s, c)) for s, c in crit], "revise", rnd)
+        kept = {id(s) for (s, _), _ in revs}
+        states = [s for s in states if s.run[1] < rnd or id(s) in kept]  # drop the invalid ones
+        for (s, c), r in revs:
             instance, depth, _ = s.run
             rid = run_id(*s.run)
             demands, replies, revisions = log[s.run]
@@ -268,19 +291,20 @@ def run_workflow(bench: Benchmark, design: Design, client, model: str = GENERATO
         mine = [s for s in states if s.run == cell]
         demands, replies, revisions = log[cell]
         runs.append(Run(run_id=run_id(*cell), instance=cell[0], depth=cell[1], repetition=cell[2],
-                        backend=client.backend, developed=[developed[id(s)] for s in mine],
+                        backend=client.backend, developed=[h for h in developed.values() if h.run == run_id(*cell)],
                         delivered=[_to_hypothesis(s, cell[1]) for s in mine], demands=demands,
-                        replies=replies, revisions=revisions))
+                        replies=replies, revisions=revisions, excluded=excluded[cell]))
     return runs
 
 
 def _json_many(client, requests: Sequence[LLMRequest], schemas: Sequence[type[BaseModel]],
-               progress: bool) -> list:
-    """Strict-JSON answers of ``requests``, each validated by its own schema (input order).
+               progress: bool, json_retries: int = 2) -> list:
+    """``(request key, JSONResult)`` of each request, validated by its own schema (input order;
+    invalid ones marked, not raised).
 
     Raw answers are fetched bounded-parallel first (``complete_many``), so the per-request
     validation that follows reads the cache.
     """
     client.complete_many(list(requests), schema=None, progress=progress)
-    return [client.complete_json(r, schema=s, json_retries=2, strict=True).value
+    return [(r.key, client.complete_json(r, schema=s, json_retries=json_retries, strict=False))
             for r, s in zip(requests, schemas)]

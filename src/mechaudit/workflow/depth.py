@@ -3,12 +3,14 @@
 Glue between workflow runs and ``mechaudit.divergence``: per instance the run-by-run divergence
 matrix (runs ordered by depth, then repetition), same-depth divergence per depth (Fig. 2 left),
 extra divergence per depth comparison and instance (Fig. 2 right), and Table 1 (instance-averaged
-extra divergence with the exact permutation p-value).
+extra divergence with the exact permutation p-value, and its ceiling: a cross-depth run divergence
+is at most 1, so the extra divergence cannot exceed 1 minus the pooled same-depth divergence,
+``extra_ceiling``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -68,17 +70,25 @@ def counts(runs: Sequence[Run]) -> dict[str, int]:
 def key_matrix(runs: Sequence[Run]) -> np.ndarray:
     """Mechanism-key divergence matrix of one instance's runs without pairing hypotheses one by one.
 
+    Equals ``divergence_matrix(..., MechanismKeyRule().same)``; see ``keys_divergence_matrix``.
+    """
+    return keys_divergence_matrix([[(h.opening_id, mechanism_key(h)) for h in r.delivered] for r in runs])
+
+
+def keys_divergence_matrix(keys: Sequence[Sequence[tuple[str, Hashable]]]) -> np.ndarray:
+    """Mechanism-key divergence matrix, shape ``(n_runs, n_runs)``, from each run's delivered
+    ``(opening id, mechanism identity)`` pairs.
+
     With ``C[r, (opening, key)]`` the count of run r's delivered hypotheses of that opening and key
     and ``N[r, opening]`` its count per opening, matched pairs judged same are ``C C^T`` and all
-    matched pairs ``N N^T``; ``D = 1 - same / matched`` (diagonal 0). Equals
-    ``divergence_matrix(..., MechanismKeyRule().same)``.
+    matched pairs ``N N^T``; ``D = 1 - same / matched`` (diagonal 0).
     """
     codes: dict[tuple, int] = {}
     openings: dict[str, int] = {}
-    cells = [[(codes.setdefault((h.opening_id, mechanism_key(h)), len(codes)),
-               openings.setdefault(h.opening_id, len(openings))) for h in r.delivered] for r in runs]
-    C = np.zeros((len(runs), len(codes)))
-    N = np.zeros((len(runs), len(openings)))
+    cells = [[(codes.setdefault((opening, key), len(codes)), openings.setdefault(opening, len(openings)))
+              for opening, key in run] for run in keys]
+    C = np.zeros((len(keys), len(codes)))
+    N = np.zeros((len(keys), len(openings)))
     for i, row in enumerate(cells):
         for code, opening in row:
             C[i, code] += 1
@@ -89,6 +99,19 @@ def key_matrix(runs: Sequence[Run]) -> np.ndarray:
     D = 1.0 - (C @ C.T) / matched
     np.fill_diagonal(D, 0.0)
     return D
+
+
+def outcome_matrices(outcomes: Sequence) -> list[InstanceMatrix]:
+    """Mechanism-key ``InstanceMatrix`` per instance from ``simulator.RunOutcome`` records (fast path)."""
+    groups: dict[str, list] = {}
+    for o in outcomes:
+        groups.setdefault(o.instance, []).append(o)
+    out = []
+    for instance, os_ in groups.items():
+        os_ = sorted(os_, key=lambda o: (o.depth, o.repetition))
+        out.append(InstanceMatrix(instance, keys_divergence_matrix([o.keys for o in os_]),
+                                  np.array([o.depth for o in os_])))
+    return out
 
 
 def instance_matrices(runs: Sequence[Run], same: SameFn | None, progress: bool = False
@@ -118,11 +141,27 @@ def per_instance_effects(matrices: Sequence[InstanceMatrix], comparisons: Sequen
     return pd.DataFrame(rows, columns=["instance", "panel", "label", "value"])
 
 
+def extra_ceiling(D: np.ndarray, n_a: int) -> float:
+    """Largest extra divergence ``D``'s same-depth pairs allow: ``1 - pooled same-depth mean``.
+
+    A run divergence is at most 1, so the mean cross-depth divergence is too, and the extra
+    divergence (cross minus pooled same-depth mean, ``divergence.extra_divergence``) cannot exceed
+    this. ``D``, ``n_a`` as in ``extra_divergence``; a fraction.
+    """
+    extra = extra_divergence(D, n_a)  # validates D and n_a
+    cross = float(np.asarray(D, dtype=float)[:n_a, n_a:].mean())
+    return 1.0 - (cross - extra)  # 1 - pooled same-depth mean
+
+
 def depth_table(matrices: Sequence[InstanceMatrix], comparisons: Sequence[tuple[int, int]]
                 ) -> pd.DataFrame:
-    """Table 1: per comparison the instance-averaged extra divergence (pp) and exact two-sided p.
+    """Table 1: per comparison the instance-averaged extra divergence (pp) and exact two-sided p,
+    with its ceiling.
 
-    Columns: comparison, extra_pp, p_value, n_partitions (splits per instance), n_instances.
+    Columns: comparison, extra_pp, p_value, n_partitions (splits per instance), n_instances,
+    max_extra_pp (instance mean of ``extra_ceiling``: the largest extra divergence the observed
+    same-depth divergence allows), normalised (``extra_pp / max_extra_pp``: the share of the
+    possible extra divergence reached; NaN when the ceiling is 0).
     """
     rows = []
     for a, b in comparisons:
@@ -131,9 +170,12 @@ def depth_table(matrices: Sequence[InstanceMatrix], comparisons: Sequence[tuple[
         if len(sizes) != 1:
             raise ValueError(f"comparison {a} v {b}: instances have different numbers of runs at depth {a}")
         res = permutation_test([D for D, _ in subs], sizes.pop())
+        ceiling = 100 * float(np.mean([extra_ceiling(D, n_a) for D, n_a in subs]))
         rows.append({"comparison": f"{a} v {b}", "extra_pp": 100 * res.extra, "p_value": res.p_value,
-                     "n_partitions": res.n_partitions, "n_instances": len(subs)})
-    return pd.DataFrame(rows, columns=["comparison", "extra_pp", "p_value", "n_partitions", "n_instances"])
+                     "n_partitions": res.n_partitions, "n_instances": len(subs), "max_extra_pp": ceiling,
+                     "normalised": 100 * res.extra / ceiling if ceiling > 0 else np.nan})
+    return pd.DataFrame(rows, columns=["comparison", "extra_pp", "p_value", "n_partitions", "n_instances",
+                                       "max_extra_pp", "normalised"])
 
 
 def rule_tables(runs: Sequence[Run], rules: Mapping[str, SameFn | None],

@@ -66,8 +66,28 @@ class Revision(BaseModel):
     changed: list[int] = Field(default_factory=list)
 
 
+class Exclusion(BaseModel):
+    """A hypothesis the LLM workflow dropped from its run: the reply of ``stage`` (develop, critique
+    or revise; ``round`` 0 for develop) stayed invalid after the JSON repair requests. ``key`` is the
+    cache key of the original request, ``attempts`` the calls made (1 + repairs)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    run_id: str
+    opening_id: str
+    stage: Literal["develop", "critique", "revise"]
+    round: int = Field(ge=0)
+    key: str
+    attempts: int = Field(ge=1)
+    error: str
+
+
 class Run(BaseModel):
-    """One workflow execution: one instance, one critique depth, one repetition."""
+    """One workflow execution: one instance, one critique depth, one repetition.
+
+    ``excluded``: hypotheses dropped because a reply stayed invalid (LLM runs only; see
+    :class:`Exclusion`); they are not delivered (nor developed, if the develop reply was invalid).
+    """
 
     model_config = ConfigDict(frozen=True)
 
@@ -81,6 +101,7 @@ class Run(BaseModel):
     demands: list[Demand] = Field(default_factory=list)
     replies: list[Reply] = Field(default_factory=list)
     revisions: list[Revision] = Field(default_factory=list)
+    excluded: list[Exclusion] = Field(default_factory=list)
 
 
 def run_id(instance: str, depth: int, repetition: int) -> str:
@@ -106,6 +127,16 @@ def demands_frame(runs: Iterable[Run]) -> pd.DataFrame:
     cols = ["run_id", "instance", "depth", "round", "hypothesis_id", "opening_id", "number",
             "target_step", "weak_link", "demand", "reply", "label"]
     return pd.DataFrame(rows, columns=cols)
+
+
+EXCLUDED_COLUMNS = ["run_id", "opening_id", "stage", "round", "attempts", "key", "error"]
+
+
+def excluded_frame(runs: Iterable[Run]) -> pd.DataFrame:
+    """One row per hypothesis dropped for an invalid reply (columns ``EXCLUDED_COLUMNS``; empty
+    for simulator runs and for LLM runs without invalid replies)."""
+    rows = [e.model_dump() for run in runs for e in run.excluded]
+    return pd.DataFrame(rows, columns=EXCLUDED_COLUMNS)
 
 
 def delivered_frame(runs: Sequence[Run]) -> pd.DataFrame:

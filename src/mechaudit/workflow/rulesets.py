@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from mechaudit.backends import Backend
 from mechaudit.workflow.depth import MechanismKeyRule
 
 #: Display names of the rules a chapter may ask for.
@@ -16,15 +17,17 @@ def rules_for_backend(names: Sequence[str], backend: str) -> list[str]:
     Simulator runs (``reference``) keep ``names``. LLM runs have no ground truth, so
     ``mechanism_key`` is dropped, and the LLM judge (``llm``) joins the rules.
     """
-    if backend == "reference":
+    if not Backend.parse(backend).is_llm:
         return list(names)
     return [n for n in names if n != "mechanism_key"] + ([] if "llm" in names else ["llm"])
 
 
 def build_rules(names: Sequence[str], backend: str = "reference", tfidf_threshold: float = 0.25,
                 embedding_threshold: float = 0.77, embedding_model: str | None = None,
-                judge_model: str = "claude-opus-4-6", client=None, instances=None) -> dict[str, object]:
-    """Rule objects by name (see ``RULE_NAMES``); ``llm`` needs backend anthropic or replay.
+                judge_model: str = "claude-opus-4-6", client=None, instances=None,
+                cache_dir=None) -> dict[str, object]:
+    """Rule objects by name (see ``RULE_NAMES``); ``llm`` needs backend anthropic or replay and
+    answers through ``client`` (default: a new client over ``cache_dir``).
 
     mechanism_key: ground truth for simulator runs; reference: ``ReferenceJudge("full")``;
     tfidf/embedding: the similarity rules at the given thresholds; llm: ``LLMJudge("full")``.
@@ -42,9 +45,9 @@ def build_rules(names: Sequence[str], backend: str = "reference", tfidf_threshol
         elif name == "embedding":
             out[name] = EmbeddingRule(model=embedding_model, threshold=embedding_threshold)
         elif name == "llm":
-            if backend not in ("anthropic", "replay"):
-                raise ValueError(f"rule 'llm' needs backend 'anthropic' or 'replay', not {backend!r}")
-            out[name] = LLMJudge("full", model=judge_model, backend=backend, client=client, instances=instances)
+            backend = Backend.llm(backend, field="backend (rule 'llm')")
+            out[name] = LLMJudge("full", model=judge_model, backend=backend.value, client=client,
+                                 instances=instances, cache_dir=cache_dir)
         else:
             raise ValueError(f"unknown rule {name!r}; known: {RULE_NAMES}")
     return out

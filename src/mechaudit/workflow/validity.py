@@ -22,9 +22,10 @@ from tqdm import tqdm
 
 from mechaudit.divergence import comparison_matrix, extra_divergence, same_depth_divergence
 from mechaudit.schema import Benchmark
-from mechaudit.workflow.depth import SameFn, depth_table, instance_matrices
+from mechaudit.workflow.depth import SameFn, depth_table, extra_ceiling, instance_matrices, outcome_matrices
 from mechaudit.workflow.design import Design
-from mechaudit.workflow.simulator import SimulatorParams, instance_models, simulate
+from mechaudit.workflow.parallel import parallel_map
+from mechaudit.workflow.simulator import SimulatorParams, instance_models, simulate, simulate_outcomes
 
 
 def replication_seed(seed: int, rep: int) -> int:
@@ -66,41 +67,57 @@ def population_truth(bench: Benchmark, design: Design, params: SimulatorParams, 
     Rows: ``panel`` "extra" (label ``a v b``) and "same-depth" (label ``K=k``), instance-averaged,
     from one large design with ``runs_per_depth`` runs per depth (seed independent of
     ``replicate``'s). Columns: panel, label, truth_pp, truth_se_pp (jackknife over runs, instances
-    independent; NaN for same-depth rows).
+    independent; NaN for same-depth rows), max_extra_pp (extra rows: the ceiling
+    ``depth.extra_ceiling`` of the true same-depth divergence, instance mean; NaN for same-depth rows).
     """
     big = design.model_copy(update={"runs_per_depth": runs_per_depth})
-    runs = simulate(bench, big, params, seed=replication_seed(seed, 2**31 - 1), log=False)
-    mats = instance_matrices(runs, None)
+    mats = outcome_matrices(simulate_outcomes(bench, big, params, seed=replication_seed(seed, 2**31 - 1)))
     rows = []
     for a, b in design.comparisons():
         subs = [comparison_matrix(m.D, m.depths, a, b) for m in mats]
         vals = [extra_divergence(D, n_a) for D, n_a in subs]
         se = np.sqrt(sum(jackknife_se(D, n_a) ** 2 for D, n_a in subs)) / len(subs)
         rows.append({"panel": "extra", "label": f"{a} v {b}", "truth_pp": 100 * float(np.mean(vals)),
-                     "truth_se_pp": 100 * float(se)})
+                     "truth_se_pp": 100 * float(se),
+                     "max_extra_pp": 100 * float(np.mean([extra_ceiling(D, n_a) for D, n_a in subs]))})
     for k in design.depths:
         vals = [same_depth_divergence(m.D, m.depths)[k] for m in mats]
         rows.append({"panel": "same-depth", "label": f"K={k}", "truth_pp": 100 * float(np.mean(vals)),
-                     "truth_se_pp": np.nan})
-    return pd.DataFrame(rows, columns=["panel", "label", "truth_pp", "truth_se_pp"])
+                     "truth_se_pp": np.nan, "max_extra_pp": np.nan})
+    return pd.DataFrame(rows, columns=["panel", "label", "truth_pp", "truth_se_pp", "max_extra_pp"])
 
 
 def replicate(bench: Benchmark, design: Design, params: SimulatorParams, rules: Mapping[str, SameFn | None],
-              n_reps: int, seed: int = 0, progress: bool = False) -> pd.DataFrame:
+              n_reps: int, seed: int = 0, progress: bool = False, n_jobs: int = 1,
+              parallel_backend: str | None = None) -> pd.DataFrame:
     """Table 1 of ``n_reps`` independent simulated replications of ``design`` under every rule.
 
-    Columns: rep, rule, comparison, extra_pp, p_value. ``rules`` as in ``depth.rule_tables``.
+    Columns: rep, rule, comparison, extra_pp, p_value. ``rules`` as in ``depth.rule_tables``; the
+    mechanism key (``None``) runs on ``simulate_outcomes`` (ids only), the same draws much faster.
+    Replications fan out through ``workflow.parallel.parallel_map`` (``n_jobs``,
+    ``parallel_backend``); each has its own seed, so the table does not depend on either.
     """
     if n_reps < 1:
         raise ValueError(f"n_reps must be >= 1, got {n_reps}")
-    out = []
     models = instance_models(bench, params.evidence_weight)
-    for rep in tqdm(range(n_reps), disable=not progress, desc="replications"):
-        runs = simulate(bench, design, params, seed=replication_seed(seed, rep), log=False, models=models)
-        for name, same in rules.items():
-            table = depth_table(instance_matrices(runs, same), design.comparisons())
-            out.append(table[["comparison", "extra_pp", "p_value"]].assign(rep=rep, rule=name))
+    tasks = [(bench, design, params, dict(rules), rep, replication_seed(seed, rep), models)
+             for rep in tqdm(range(n_reps), disable=not progress, desc="replications")]
+    out = parallel_map(_replicate_one, tasks, n_jobs=n_jobs, parallel_backend=parallel_backend)
     return pd.concat(out, ignore_index=True)[["rep", "rule", "comparison", "extra_pp", "p_value"]]
+
+
+def _replicate_one(bench: Benchmark, design: Design, params: SimulatorParams, rules: dict[str, SameFn | None],
+                   rep: int, rep_seed: int, models: dict) -> pd.DataFrame:
+    """One replication of ``replicate``: its rows for every rule."""
+    runs = (simulate(bench, design, params, seed=rep_seed, log=False, models=models)
+            if any(same is not None for same in rules.values()) else None)
+    out = []
+    for name, same in rules.items():
+        mats = (outcome_matrices(simulate_outcomes(bench, design, params, seed=rep_seed, models=models))
+                if same is None else instance_matrices(runs, same))
+        table = depth_table(mats, design.comparisons())
+        out.append(table[["comparison", "extra_pp", "p_value"]].assign(rep=rep, rule=name))
+    return pd.concat(out, ignore_index=True)
 
 
 def validity_summary(reps: pd.DataFrame, truth: pd.DataFrame | Mapping[str, float], alpha: float = 0.05

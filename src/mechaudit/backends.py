@@ -1,0 +1,56 @@
+"""The one list of backends a chapter, rule or client may be run with.
+
+- ``reference``: offline, deterministic stand-ins (reference judges, the workflow simulator);
+- ``anthropic``: the real method through the Anthropic API (key from the environment only);
+- ``replay``: recorded answers only; a miss is an error.
+
+``Backend.parse`` is the single validation point: ``mechaudit execute`` calls it on every chapter's
+``backend`` parameter before any cell runs; library code calls it where it receives a name.
+This module imports nothing heavy, so validating a name never loads the SDK.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class BackendError(ValueError):
+    """A backend name that is not one of :class:`Backend` (or not allowed where it was given)."""
+
+
+class Backend(StrEnum):
+    """A backend name; compares equal to its string (``Backend.REPLAY == "replay"``)."""
+
+    REFERENCE = "reference"
+    ANTHROPIC = "anthropic"
+    REPLAY = "replay"
+
+    @property
+    def is_llm(self) -> bool:
+        """True for the backends that answer through an LLM (live or recorded)."""
+        return self is not Backend.REFERENCE
+
+    @classmethod
+    def parse(cls, value: object, field: str = "backend") -> Backend:
+        """``value`` as a ``Backend``; ``BackendError`` (one line naming ``field`` and the choices)."""
+        try:
+            return cls(value)
+        except ValueError:
+            raise BackendError(
+                f"field {field!r}: {value!r} is not a backend; choose one of {', '.join(CHOICES)}"
+            ) from None
+
+    @classmethod
+    def llm(cls, value: object, field: str = "backend") -> Backend:
+        """``value`` as an LLM backend (anthropic or replay); ``BackendError`` otherwise."""
+        backend = cls.parse(value, field)
+        if not backend.is_llm:
+            raise BackendError(
+                f"field {field!r}: {value!r} is not an LLM backend; choose one of {', '.join(LLM_BACKENDS)} "
+                f"(the offline stand-ins are used with backend 'reference')"
+            )
+        return backend
+
+
+CHOICES: tuple[str, ...] = tuple(b.value for b in Backend)
+LLM_BACKENDS: tuple[str, ...] = tuple(b.value for b in Backend if b.is_llm)

@@ -1,0 +1,85 @@
+"""``mechaudit cache export|import|info``: the response cache as reviewable JSONL.
+
+``export OUT``: every system prompt (by sha256), then every response (by key), one stored line
+each, byte for byte: the cache's canonical form (duplicates and torn lines left out).
+``import FILE...``: append the records of each JSONL file (an export or another cache's
+``responses.jsonl``) whose key the cache lacks. ``info``: counts and file sizes, building the
+sqlite index if it is missing or stale.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+
+def _cache(args: argparse.Namespace):
+    from mechaudit.llm.cache import ResponseCache
+    from mechaudit.llm.client import default_cache_dir
+
+    return ResponseCache(args.cache_dir if args.cache_dir is not None else default_cache_dir())
+
+
+def run_export(args: argparse.Namespace) -> int:
+    try:
+        with _cache(args) as cache:
+            counts = cache.export_jsonl(args.out)
+    except (OSError, ValueError) as err:
+        print(f"mechaudit: error: {err}", file=sys.stderr)
+        return 1
+    print(f"exported {counts['responses']} responses and {counts['systems']} system prompts to {args.out}")
+    return 0
+
+
+def run_import(args: argparse.Namespace) -> int:
+    try:
+        with _cache(args) as cache:
+            for path in args.files:
+                counts = cache.import_jsonl(path)
+                print(f"{path}: added {counts['responses']} responses and {counts['systems']} system "
+                      f"prompts, skipped {counts['skipped']} already cached")
+    except (OSError, ValueError) as err:
+        print(f"mechaudit: error: {err}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def run_info(args: argparse.Namespace) -> int:
+    from mechaudit.llm.cache import BatchState
+
+    try:
+        with _cache(args) as cache:
+            info: dict[str, Any] = {
+                "cache_dir": str(cache.directory),
+                "responses": len(cache),
+                "duplicate_lines": cache.duplicates,
+                "jsonl_bytes": cache.path.stat().st_size if cache.path.exists() else 0,
+                "index_bytes": cache.index_path.stat().st_size if cache.index_path.exists() else 0,
+            }
+        with BatchState(cache.directory) as state:
+            info["pending_batches"] = sorted(state.pending())
+    except (OSError, ValueError) as err:
+        print(f"mechaudit: error: {err}", file=sys.stderr)
+        return 1
+    print(json.dumps(info, indent=2))
+    return 0
+
+
+def register(subparsers: Any) -> None:
+    p = subparsers.add_parser("cache", help="export, import or inspect the LLM response cache",
+                              description=__doc__.split("\n\n", 1)[1])
+    sub = p.add_subparsers(dest="cache_command", metavar="ACTION", required=True)
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--cache-dir", type=Path, default=None,
+                        help="cache folder (default: data/llm_cache)")
+    e = sub.add_parser("export", parents=[common], help="write the cache as sorted JSONL")
+    e.add_argument("out", type=Path, help="output JSONL file")
+    e.set_defaults(func=run_export)
+    i = sub.add_parser("import", parents=[common], help="add the records of JSONL files to the cache")
+    i.add_argument("files", type=Path, nargs="+", help="JSONL files (exports or responses.jsonl)")
+    i.set_defaults(func=run_import)
+    n = sub.add_parser("info", parents=[common], help="record counts and file sizes (JSON)")
+    n.set_defaults(func=run_info)

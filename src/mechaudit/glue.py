@@ -1,0 +1,38 @@
+"""Numbers in a chapter's prose come from its cells: ``glue`` them, cite them with ``{glue:text}``.
+
+A chapter computes a value, calls ``glue("name", value, digits=1)``, and its markdown says
+``{glue:text}`name` `` where the sentence needs the number: the rendered sentence then shows the
+number the cell computed, and the prose cannot drift from the outputs. Values are rounded before
+they are stored, so the stored text is stable under nbval and reads as the sentence wants it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+
+class GluedText(str):
+    """A glued string shown as itself: ``{glue:text}`` prints its text, not its ``repr`` in quotes."""
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        printer.text(str(self))
+
+
+def glue(name: str, value: Any, digits: int | None = None) -> Any:
+    """Store ``value`` under ``name`` for the book (myst-nb ``glue``, not displayed) and return it.
+
+    ``digits``: round a number to this many decimals first (0 gives an ``int``); ``None`` stores
+    the value as is (integers stay integers; a string is stored as its text, without quotes).
+    """
+    from myst_nb import glue as _glue  # the book's renderer; imported only where a chapter runs
+
+    if isinstance(value, (np.integer, np.floating, np.bool_)):
+        value = value.item()
+    if digits is not None:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise TypeError(f"glue {name!r}: digits given for a non-number {value!r}")
+        value = int(round(value)) if digits == 0 else round(float(value), digits)
+    _glue(name, GluedText(value) if isinstance(value, str) else value, display=False)
+    return value

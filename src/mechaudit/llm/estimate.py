@@ -1,0 +1,546 @@
+"""Cost before calls: the requests a chapter would send, their tokens and their price.
+
+Each LLM chapter has a *planner* here that builds the chapter's requests from its parameters
+without sending anything, with the same request builders the chapter uses
+(``LLMJudge.requests``, ``mechaudit.workflow.agents``, ``mechaudit.engagement.judge_request``).
+
+Counting rules (documented in ``book/rerun.md``):
+
+- **Request count.** Judge requests (chapters 05-07, and the judge in 02/04 once the workflow's
+  answers are cached) are exact: one per pair and presentation order. The workflow (02-04) sends
+  one *develop* request per (run, opening hypothesis), then per critique round one *critique* and
+  one *revise* request per hypothesis still in play, and chapter 03 one engagement *label* request
+  per critique; these counts follow from the design alone, because the workflow delivers exactly one
+  hypothesis per opening. A judge with early stop (``judge_early_stop``; the default of
+  ``LLMJudge``) makes its last call of a pair only when the first ones disagree: those calls are a
+  separate "early-stop extra (upper bound)" row, so the total is an upper bound. Not counted: repair
+  requests for invalid JSON (rare; each is one more request of about the same size). Requests
+  already in the response cache, and repeats of a request earlier in the same estimate (e.g. chapter
+  06's full rubric = chapter 05's judge), are counted as cached.
+- **Input tokens.** No offline tokenizer exists for Claude (the SDK's ``count_tokens`` is an API
+  call), so input tokens are estimated as characters / ``CHARS_PER_TOKEN`` (3.5, Anthropic's rule of
+  thumb for English) plus ``MESSAGE_OVERHEAD`` per turn. Workflow requests that depend on generated
+  text (critique, revise, label, and judge calls on delivered hypotheses before the workflow is
+  cached) are built from *proxies*: the opening hypotheses stand for developed/revised ones and
+  each critique is assumed to raise ``DEMANDS_PER_CRITIQUE`` demands of typical length; these rows
+  are marked ``exact=False``.
+- **Output tokens.** A typical reply size per request kind (``TYPICAL_OUTPUT``), never more than
+  the request's ``max_tokens``; the budget check uses ``max_tokens`` (the worst case).
+- **Price.** ``params/prices.yaml``: *plain* (Messages API), *batch* (x ``batch_discount``) and
+  *prompt-cached* (the system prompt is marked for caching; the API caches it only when it is at
+  least the model's ``min_cache_tokens`` long: then the first request per distinct system prompt
+  writes it at ``cache_write`` and the others read it at ``cache_read``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from mechaudit.llm.request import LLMRequest
+
+CHARS_PER_TOKEN = 3.5
+MESSAGE_OVERHEAD = 5  # tokens per turn (role markers) and for the system block
+DEMANDS_PER_CRITIQUE = 3  # the critic is asked for one to four demands
+TYPICAL_DEMAND = ("Cite the evidence item that supports this step of the chain, or replace the step with "
+                  "one the evidence pack supports, and state whether the effect direction still holds.")
+TYPICAL_REPLY = ("Evidence item 2 supports this step directly; I keep it and add the intermediate step "
+                 "the critic asks for, citing item 3, so the chain reads in the observed direction.")
+#: typical reply tokens by request kind (``kind_of``); capped by the request's max_tokens
+TYPICAL_OUTPUT = {
+    "judge-full": 50, "judge-none": 50, "judge-step": 90,
+    "develop": 400, "critique": 60 * DEMANDS_PER_CRITIQUE, "revise": 450 + 60 * DEMANDS_PER_CRITIQUE,
+    "label": 20 * DEMANDS_PER_CRITIQUE + 10, "other": 200,
+}
+DEFAULT_MIN_CACHE_TOKENS = 1024
+
+
+def kind_of(request: LLMRequest) -> str:
+    """The request kind used for typical output sizes: judge-<rubric>, develop, critique, revise,
+    label or other."""
+    version = request.version
+    if version.startswith("mechjudge-"):
+        return "judge-" + version.split("-")[1]
+    stage = request.metadata.get("stage")
+    if stage in ("develop", "critique", "revise"):
+        return stage
+    if request.metadata.get("task") == "engagement":
+        return "label"
+    return str(request.metadata.get("kind", "other"))
+
+
+def request_text_chars(request: LLMRequest) -> tuple[int, int]:
+    """Characters of the system prompt and of all message turns."""
+    return len(request.system), sum(len(m.text()) for m in request.messages)
+
+
+def input_tokens(request: LLMRequest) -> tuple[int, int]:
+    """Estimated ``(system tokens, total input tokens)`` of ``request`` (module docstring)."""
+    sys_chars, msg_chars = request_text_chars(request)
+    system = math.ceil(sys_chars / CHARS_PER_TOKEN) + (MESSAGE_OVERHEAD if request.system else 0)
+    total = system + math.ceil(msg_chars / CHARS_PER_TOKEN) + MESSAGE_OVERHEAD * len(request.messages)
+    return system, total
+
+
+def output_tokens(request: LLMRequest, output: str = "typical") -> int:
+    """Reply tokens: ``"typical"`` (``TYPICAL_OUTPUT`` of its kind, at most max_tokens) or ``"max"``."""
+    if output == "max":
+        return request.max_tokens
+    return min(request.max_tokens, TYPICAL_OUTPUT.get(kind_of(request), TYPICAL_OUTPUT["other"]))
+
+
+def request_cost(request: LLMRequest, prices: Mapping[str, Any], batch: bool = False, output: str = "typical") -> float:
+    """Plain (or batch) USD of one request without prompt caching; NaN for an unpriced model."""
+    row = prices["models"].get(request.model)
+    if row is None:
+        return math.nan
+    _, tokens_in = input_tokens(request)
+    usd = (tokens_in * row["input"] + output_tokens(request, output) * row["output"]) / 1e6
+    return usd * (prices["batch_discount"] if batch else 1.0)
+
+
+@dataclass(frozen=True)
+class Planned:
+    """One request a chapter would send: its stage label and whether it is exact (not a proxy)."""
+
+    stage: str
+    request: LLMRequest
+    exact: bool = True
+    identity: str | None = None  # what makes it distinct; default the cache key (proxies: the pair)
+
+    @property
+    def ident(self) -> str:
+        return self.identity or self.request.key
+
+
+# --------------------------------------------------------------------------- planners
+
+
+def _judge_models(p: Mapping[str, Any]) -> list[str]:
+    """The judge models a chapter runs, main judge first: ``judge_model`` (chapters 05/06) followed
+    by ``judge_models`` (the judge-model axis; chapter 07 has only this list), each name once."""
+    first = [p["judge_model"]] if "judge_model" in p else []
+    return list(dict.fromkeys([*first, *(p.get("judge_models") or [])]))
+
+
+def _bench(p: Mapping[str, Any]):
+    from mechaudit.schema import load_benchmark
+
+    return load_benchmark(p.get("data_dir"))
+
+
+def _suite(p: Mapping[str, Any]) -> list[tuple]:
+    from mechaudit.perturb import load_suite
+
+    data_dir = p.get("data_dir")
+    suite = load_suite(None if data_dir is None else Path(data_dir) / "perturbations.jsonl", valid_only=True)
+    return [(x["original"], x["variant"]) for x in suite]
+
+
+def _judge(rubric: str, model: str, orders, instances):
+    from mechaudit.rules.llm_judge import LLMJudge
+
+    return LLMJudge(rubric=rubric, model=model, backend="replay", orders=orders, instances=instances,
+                    client=_NO_CLIENT)
+
+
+class _NoClient:
+    """Stands in for a client in planners: building requests never needs one."""
+
+    backend = "replay"
+
+
+_NO_CLIENT = _NoClient()
+
+
+def judge_planned(judge, pairs, stage: str, early_stop: bool, exact: bool = True,
+                  identity: Callable[[int, int], str] | None = None) -> list[Planned]:
+    """``judge.requests(pairs)`` as planned requests. With ``early_stop`` only the first
+    ``len(orders) // 2 + 1`` calls of a pair are certain (no majority is decided before); the others
+    go to a separate row ``"<stage>, early-stop extra (upper bound)"`` with ``exact=False``.
+    ``identity(pair index, call index)`` tells proxy requests apart (see ``Planned.identity``)."""
+    n_calls = len(judge.plan)
+    certain = n_calls // 2 + 1 if early_stop else n_calls
+    out = []
+    for k, request in enumerate(judge.requests(pairs)):
+        i, c = divmod(k, n_calls)
+        ident = identity(i, c) if identity else None
+        if c < certain:
+            out.append(Planned(stage, request, exact, ident))
+        else:
+            out.append(Planned(f"{stage}, early-stop extra (upper bound)", request, False, ident))
+    return out
+
+
+def plan_05(p: Mapping[str, Any]) -> list[Planned]:
+    """Chapter 05: the LLM judge on every valid perturbation pair, once per order."""
+    bench, pairs = _bench(p), _suite(p)
+    out = []
+    for model in _judge_models(p):
+        judge = _judge(p["judge_rubric"], model, p["judge_orders"], bench.instances)
+        out += judge_planned(judge, pairs, f"judge {model} ({p['judge_rubric']})", bool(p.get("judge_early_stop")))
+    return out
+
+
+def plan_06(p: Mapping[str, Any]) -> list[Planned]:
+    """Chapter 06: each rubric's LLM judge on every valid perturbation pair, once per order."""
+    bench, pairs = _bench(p), _suite(p)
+    out = []
+    for k, model in enumerate(_judge_models(p)):
+        for rubric in p["rubrics"]:
+            judge = _judge(rubric, model, p["judge_orders"], bench.instances)
+            # the main judge makes every call (order effects); the judge-model axis uses early stop
+            out += judge_planned(judge, pairs, f"judge {model} ({rubric})", early_stop=k > 0)
+    return out
+
+
+def plan_07(p: Mapping[str, Any]) -> list[Planned]:
+    """Chapter 07: the first judge model on all committed-set pairs, then every judge model on the
+    ``stability_pairs`` pairs drawn with ``seed`` (as the chapter draws them)."""
+    import numpy as np
+
+    from mechaudit.rules.audit import within_instance_pairs
+
+    bench = _bench(p)
+    set_pairs = within_instance_pairs(bench.hypotheses)
+    models = _judge_models(p)
+    first = _judge(p["judge_rubric"], models[0], p["judge_orders"], bench.instances)
+    out = judge_planned(first, set_pairs, f"judge {models[0]} (set pairs)", early_stop=True)  # LLMJudge default
+    rng = np.random.default_rng(p["seed"])
+    chosen = np.sort(rng.choice(len(set_pairs), size=min(p["stability_pairs"], len(set_pairs)), replace=False))
+    stab = [set_pairs[i] for i in chosen]
+    for model in models:
+        judge = _judge(p["judge_rubric"], model, p["judge_orders"], bench.instances)
+        out += [Planned(f"judge {model} (stability)", r) for r in judge.requests(stab)]
+    return out
+
+
+def _design(p: Mapping[str, Any], bench):
+    from mechaudit.paths import PARAMS_DIR
+    from mechaudit.workflow import load_design
+
+    return load_design(PARAMS_DIR / p["design_file"], instances=[i.id for i in bench.instances])
+
+
+def proxy_runs(bench, design) -> list:
+    """Runs shaped like the real workflow's (one delivered hypothesis per opening, one critique per
+    hypothesis and round with ``DEMANDS_PER_CRITIQUE`` demands and replies) whose texts are the
+    opening hypotheses and typical demand/reply sentences: stand-ins for counting and sizing
+    requests before the workflow has run."""
+    from mechaudit.workflow.records import Demand, Reply, Run, run_id
+
+    runs = []
+    for instance, depth, rep in design.cells():
+        rid = run_id(instance, depth, rep)
+        hyps = [h.model_copy(update={"id": f"{rid}-{h.id}-0", "run": rid, "depth": depth, "opening_id": h.id})
+                for h in bench.openings(instance)]
+        demands, replies = [], []
+        for rnd in range(1, depth + 1):
+            for h in hyps:
+                for n in range(1, DEMANDS_PER_CRITIQUE + 1):
+                    demands.append(Demand(run_id=rid, instance=instance, depth=depth, round=rnd, hypothesis_id=h.id,
+                                          opening_id=h.opening_id, number=n, text=TYPICAL_DEMAND))
+                    replies.append(Reply(run_id=rid, round=rnd, hypothesis_id=h.id, number=n, text=TYPICAL_REPLY))
+        runs.append(Run(run_id=rid, instance=instance, depth=depth, repetition=rep, backend="anthropic",
+                        developed=hyps, delivered=hyps, demands=demands, replies=replies))
+    return runs
+
+
+def _workflow(p: Mapping[str, Any], bench, design) -> tuple[list[Planned], list, bool]:
+    """The workflow's requests and the runs to plan the judges on: the real runs if the whole
+    workflow replays from the cache (then every request is cached and exact), else proxies."""
+    from mechaudit.llm.client import ReplayMissError, get_client
+    from mechaudit.workflow.agents import (
+        CritiqueOut,
+        DemandOut,
+        HypothesisOut,
+        critique_request,
+        develop_request,
+        revise_request,
+    )
+    from mechaudit.workflow.records import run_id
+
+    model = p["generator_model"]
+    instances = {i.id: i for i in bench.instances}
+    develop = [
+        Planned("workflow develop", develop_request(instances[c[0]], bench.vocabulary, o, run_id(*c), model, 1.0))
+        for c in design.cells()
+        for o in bench.openings(c[0])
+    ]
+    client = get_client(backend="replay", cache_dir=p.get("cache_dir"))
+    if all(x.request.key in client.cache for x in develop):
+        try:
+            from mechaudit.workflow.agents import run_workflow
+
+            recorder = _Recorder(client)
+            runs = run_workflow(bench, design, recorder, model=model)
+            return [Planned(f"workflow {r.metadata.get('stage', '')}", r) for r in recorder.requests], runs, True
+        except (ReplayMissError, ValueError):
+            pass
+    out = list(develop)
+    critique = CritiqueOut(
+        demands=[DemandOut(number=n, demand=TYPICAL_DEMAND) for n in range(1, DEMANDS_PER_CRITIQUE + 1)]
+    )
+    for c in design.cells():
+        rid = run_id(*c)
+        for o in bench.openings(c[0]):
+            hyp = HypothesisOut(statement=o.statement, explanation=o.explanation,
+                                chain=[{"id": s.id, "text": s.text} for s in o.chain])
+            for rnd in range(1, c[1] + 1):
+                out.append(
+                    Planned("workflow critique", critique_request(instances[c[0]], hyp, rid, rnd, model, 1.0), False)
+                )
+                out.append(Planned("workflow revise", revise_request(instances[c[0]], bench.vocabulary, hyp, critique,
+                                                                     rid, rnd, model, 1.0), False))
+    return out, proxy_runs(bench, design), False
+
+
+class _Recorder:
+    """A replay client wrapper that remembers every distinct request it answered, in order."""
+
+    def __init__(self, client) -> None:
+        self._client, self.backend, self.requests, self._seen = client, client.backend, [], set()
+
+    def _note(self, requests) -> None:
+        for r in requests:
+            if r.key not in self._seen:
+                self._seen.add(r.key)
+                self.requests.append(r)
+
+    def complete_many(self, requests, *args, **kwargs):
+        self._note(requests)
+        return self._client.complete_many(requests, *args, **kwargs)
+
+    def complete_json(self, request, *args, **kwargs):
+        result = self._client.complete_json(request, *args, **kwargs)
+        self._note([request])
+        return result
+
+    def complete(self, request):
+        self._note([request])
+        return self._client.complete(request)
+
+
+class _PairRecorder:
+    """A ``same`` function that records the pairs it is asked about (answers: all different)."""
+
+    def __init__(self) -> None:
+        self.pairs: list = []
+
+    def same(self, pairs):
+        import numpy as np
+
+        self.pairs.extend(pairs)
+        return np.zeros(len(pairs), dtype=bool)
+
+
+def _llm_rule_requests(p, bench, runs, exact: bool, pairs_of: Callable) -> list[Planned]:
+    from mechaudit.workflow import rules_for_backend
+
+    if "llm" not in rules_for_backend(p["rules"], p["backend"]):
+        return []
+    recorder = _PairRecorder()
+    pairs_of(runs, recorder)
+    judge = _judge("full", p["judge_model"], ("ab", "ab", "ba"), bench.instances)
+    pairs = recorder.pairs
+    # proxies of different runs share texts (hence keys): tell them apart by hypothesis ids and call
+    identity = None if exact else (lambda i, c: f"{pairs[i][0].id}|{pairs[i][1].id}|{c}")
+    return judge_planned(judge, pairs, f"judge {p['judge_model']} (delivered pairs)", early_stop=True,
+                         exact=exact, identity=identity)  # build_rules uses the LLMJudge default
+
+
+def plan_02(p: Mapping[str, Any]) -> list[Planned]:
+    """Chapter 02: the workflow, then the LLM judge on every matched pair of delivered hypotheses."""
+    from mechaudit.workflow import instance_matrices
+
+    bench = _bench(p)
+    design = _design(p, bench)
+    work, runs, exact = _workflow(p, bench, design)
+    return work + _llm_rule_requests(p, bench, runs, exact, lambda rs, rec: instance_matrices(rs, rec.same))
+
+
+def plan_03(p: Mapping[str, Any]) -> list[Planned]:
+    """Chapter 03: the workflow, then one engagement label request per critique."""
+    from mechaudit.engagement import judge_request
+    from mechaudit.workflow.records import demands_frame
+
+    bench = _bench(p)
+    design = _design(p, bench)
+    work, runs, exact = _workflow(p, bench, design)
+    df = demands_frame(runs)
+    groups = df.groupby(["run_id", "round", "hypothesis_id"], sort=False) if len(df) else []
+    labels = [Planned("engagement labels", judge_request(g, p["judge_model"]), exact, None if exact else str(name))
+              for name, g in groups]
+    return work + labels
+
+
+def plan_04(p: Mapping[str, Any]) -> list[Planned]:
+    """Chapter 04: the workflow, then the LLM judge on all pairs within each run's delivered set."""
+    from mechaudit.workflow import delivered_diversity
+
+    bench = _bench(p)
+    design = _design(p, bench)
+    work, runs, exact = _workflow(p, bench, design)
+    return work + _llm_rule_requests(p, bench, runs, exact,
+                                     lambda rs, rec: delivered_diversity(rs, {"llm": rec}))
+
+
+def plan_08(p: Mapping[str, Any]) -> list[Planned]:
+    """Chapter 08: the blind judge on ``llm_pairs`` pairs of the chapter's pool, once per role
+    (planned in :func:`mechaudit.tau.realjudge.plan_chapter`)."""
+    from mechaudit.tau.realjudge import plan_chapter
+
+    return plan_chapter(p)
+
+
+#: planner per chapter-number prefix; a chapter without one sends no LLM request
+PLANNERS: dict[str, Callable[[Mapping[str, Any]], list[Planned]]] = {
+    "02": plan_02, "03": plan_03, "04": plan_04, "05": plan_05, "06": plan_06, "07": plan_07, "08": plan_08,
+}
+
+
+def register_planner(prefix: str, planner: Callable[[Mapping[str, Any]], list[Planned]]) -> None:
+    """Add the planner of a chapter (e.g. ``"08"``): ``planner(params) -> list[Planned]``."""
+    PLANNERS[prefix] = planner
+
+
+# --------------------------------------------------------------------------- pricing
+
+
+ESTIMATE_COLUMNS = ["chapter", "stage", "model", "exact", "requests", "cached", "to_send", "input_tokens",
+                    "output_tokens", "usd_plain", "usd_batch", "usd_prompt_cached"]
+
+
+def price_plan(chapter: str, planned: Sequence[Planned], prices: Mapping[str, Any], cached: Callable[[str], bool],
+               seen: set[str] | None = None, min_cache_tokens: Mapping[str, int] | None = None) -> pd.DataFrame:
+    """One row per (stage, model): requests, how many are cached (in the cache or earlier in
+    ``seen``, which is updated), tokens and USD of the ones to send (columns ``ESTIMATE_COLUMNS``)."""
+    seen = set() if seen is None else seen
+    min_cache_tokens = min_cache_tokens or {}
+    rows: dict[tuple[str, str], dict[str, Any]] = {}
+    written: set[tuple[str, str]] = set()
+    for item in planned:
+        r = item.request
+        row = rows.setdefault((item.stage, r.model), {
+            "chapter": chapter, "stage": item.stage, "model": r.model, "exact": True, "requests": 0,
+            "cached": 0, "to_send": 0, "input_tokens": 0, "output_tokens": 0,
+            "usd_plain": 0.0, "usd_batch": 0.0, "usd_prompt_cached": 0.0})
+        row["requests"] += 1
+        row["exact"] = row["exact"] and item.exact
+        if item.ident in seen or cached(r.key):
+            row["cached"] += 1
+            seen.add(item.ident)
+            continue
+        seen.add(item.ident)
+        system, tokens_in = input_tokens(r)
+        tokens_out = output_tokens(r)
+        row["to_send"] += 1
+        row["input_tokens"] += tokens_in
+        row["output_tokens"] += tokens_out
+        price = prices["models"].get(r.model)
+        if price is None:
+            for col in ("usd_plain", "usd_batch", "usd_prompt_cached"):
+                row[col] = math.nan
+            continue
+        plain = (tokens_in * price["input"] + tokens_out * price["output"]) / 1e6
+        row["usd_plain"] += plain
+        row["usd_batch"] += plain * prices["batch_discount"]
+        cacheable = r.cache_system and system >= min_cache_tokens.get(r.model, DEFAULT_MIN_CACHE_TOKENS)
+        if cacheable:
+            tag = (r.model, r.system)
+            rate = price["cache_read"] if tag in written else price["cache_write"]
+            written.add(tag)
+            row["usd_prompt_cached"] += ((tokens_in - system) * price["input"] + system * rate
+                                         + tokens_out * price["output"]) / 1e6
+        else:
+            row["usd_prompt_cached"] += plain
+    return pd.DataFrame(list(rows.values()), columns=ESTIMATE_COLUMNS)
+
+
+def load_min_cache_tokens(path=None) -> dict[str, int]:
+    """``min_cache_tokens`` per model from the price table (default ``DEFAULT_MIN_CACHE_TOKENS``)."""
+    import yaml
+
+    from mechaudit.llm.ledger import PRICES_PATH
+
+    with open(path or PRICES_PATH, encoding="utf-8") as fh:
+        doc = yaml.safe_load(fh) or {}
+    return {str(m): int(row.get("min_cache_tokens", DEFAULT_MIN_CACHE_TOKENS))
+            for m, row in (doc.get("models") or {}).items() if isinstance(row, Mapping)}
+
+
+def chapter_params(chapter, params_file=None, overrides: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """Every parameter of ``chapter`` as it would run: the notebook's defaults, the parameter file
+    and the overrides (relative ``data_dir``/``cache_dir`` resolve against the working directory)."""
+    from mechaudit.execution import notebook_parameters, resolve_parameters
+
+    params = dict(notebook_parameters(chapter.source))
+    params.update(resolve_parameters(chapter, params_file, dict(overrides or {})))
+    for name in ("data_dir", "cache_dir"):
+        if params.get(name) is not None:
+            params[name] = str(Path(params[name]).expanduser().resolve())
+    return params
+
+
+def estimate_chapters(names: Sequence[str] = (), params_file=None, overrides: Mapping[str, Any] | None = None,
+                      prices: Mapping[str, Any] | str | None = None) -> pd.DataFrame:
+    """The estimate table (``ESTIMATE_COLUMNS``) of the named chapters (default: all, TOC order)
+    as ``mechaudit execute`` would run them; chapters with an offline backend contribute no row."""
+    from mechaudit.backends import Backend
+    from mechaudit.execution import DEFAULT_PARAMS, resolve_chapter, toc_chapters
+    from mechaudit.llm.cache import ResponseCache
+    from mechaudit.llm.client import default_cache_dir
+    from mechaudit.llm.ledger import load_prices
+
+    table = load_prices(prices)
+    min_cache = load_min_cache_tokens(prices if isinstance(prices, (str, Path)) else None)
+    chapters = [resolve_chapter(n) for n in names] or toc_chapters()
+    params_file = DEFAULT_PARAMS if params_file is None else params_file
+    caches: dict[Path, ResponseCache] = {}
+    seen: set[str] = set()
+    frames = []
+    for chapter in chapters:
+        p = chapter_params(chapter, params_file, overrides)
+        planner = PLANNERS.get(chapter.stem.split("_")[0])
+        if planner is None or not Backend.parse(p.get("backend", "reference")).is_llm:
+            continue
+        folder = Path(p["cache_dir"]) if p.get("cache_dir") else default_cache_dir()
+        if folder not in caches:
+            caches[folder] = ResponseCache(folder)
+        frames.append(price_plan(chapter.stem, planner(p), table, caches[folder].__contains__, seen, min_cache))
+    if not frames:
+        return pd.DataFrame(columns=ESTIMATE_COLUMNS)
+    return pd.concat(frames, ignore_index=True)
+
+
+def totals(estimate: pd.DataFrame) -> dict[str, float]:
+    """Requests, cached, to_send, tokens and the three USD totals of an estimate table."""
+    cols = ["requests", "cached", "to_send", "input_tokens", "output_tokens", "usd_plain", "usd_batch",
+            "usd_prompt_cached"]
+    return {c: (float(estimate[c].sum(min_count=1)) if len(estimate) else 0.0) for c in cols}
+
+
+def format_estimate(estimate: pd.DataFrame, batch: bool = False) -> str:
+    """The estimate as text for the terminal, with the total line."""
+    if estimate.empty:
+        return "LLM cost estimate: no LLM requests (every chapter runs offline or everything is cached)."
+    shown = estimate.copy()
+    for col in ("usd_plain", "usd_batch", "usd_prompt_cached"):
+        shown[col] = shown[col].map(lambda v: f"{v:.2f}")
+    t = totals(estimate)
+    mode = "batch" if batch else "plain"
+    lines = [
+        ("LLM cost estimate (prices from params/prices.yaml; tokens = characters / 3.5; "
+         "exact=False rows are sized from proxies, see book/rerun.md):"),
+        shown.to_string(index=False),
+        (f"total: {int(t['requests'])} requests, {int(t['cached'])} cached, {int(t['to_send'])} to send; "
+         f"{int(t['input_tokens']):,} input + {int(t['output_tokens']):,} output tokens; "
+         f"USD plain {t['usd_plain']:.2f}, batch {t['usd_batch']:.2f}, prompt-cached {t['usd_prompt_cached']:.2f} "
+         f"(this run: {mode})"),
+    ]
+    return "\n".join(lines)

@@ -1,0 +1,359 @@
+"""Calibration of the workflow simulator: how ``params/simulator.yaml``'s defaults are chosen.
+
+Three numbers the paper reports are *targets* (``data/paper_reported.yaml``); every other simulator
+parameter is fixed by assumption (``params/calibration.yaml`` lists each with its reason).
+
+1. **Matched-pair density** (4,863 matched pairs over 420 run pairs). Each run develops
+   ``1 + Binomial(m, p)`` hypotheses per opening independently, so two runs of one instance share
+   ``openings * (1 + m p)^2`` matched pairs on average; ``p_extra_hypothesis`` follows in closed
+   form (``p_extra_from_density``), ``m = extra_hypotheses_max`` is an assumption.
+2. **The 0 v 1 extra divergence** (34.5 pp): a grid scan (``scan``) over the parameters in the
+   calibration grid. Per grid point the simulator runs the paper's depths with ``runs_per_depth``
+   runs per depth and instance, always with the same seed (common random numbers: the draws depend
+   only on seed, instance, depth and repetition, so grid points differ by their parameters, not by
+   fresh noise), and the mechanism-key all-pairs extra divergence (a population value,
+   instance-averaged) is scored by ``((achieved - 34.5) / tolerance)^2``. The tolerance is the
+   sampling SD of one 60-run design's estimate (a parameter), so every point with a score below 1
+   is as compatible with the paper's single estimate as the best one.
+3. **The engagement mixture** (61 / 27 / 9 / 3 % of 332 demands conceded / answered / partial /
+   dropped): ``reply_sound`` is solved in closed form at the chosen point (``solve_reply_sound``).
+   A reply to a demand on a sound link never changes a chain or an open weak link, so the weak-link
+   demands and their labels do not depend on ``reply_sound`` (nor does the 0 v 1 effect); given
+   them, the sound-link label shares that complete the mixture to the paper's are unique.
+   ``reply_weak`` (a demand on a weak link is mostly conceded) is an assumption.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from mechaudit.divergence import comparison_matrix, extra_divergence
+from mechaudit.paper import reported
+from mechaudit.paths import PARAMS_DIR
+from mechaudit.schema import Benchmark
+from mechaudit.workflow.depth import outcome_matrices
+from mechaudit.workflow.design import Design
+from mechaudit.workflow.records import LABELS
+from mechaudit.workflow.simulator import (
+    ReplyProbabilities,
+    SimulatorParams,
+    instance_models,
+    simulate_outcomes,
+)
+
+SHARE_COLUMNS = tuple(f"{label}_pct" for label in LABELS)
+SOLVED = ("p_extra_hypothesis", "reply_sound")  # closed form, never scanned
+
+
+class CalibrationSpec(BaseModel):
+    """The scan's settings (``params/calibration.yaml``, key ``calibration``).
+
+    ``grid``: simulator parameter -> candidate values (scanned against the 0 v 1 target);
+    ``fixed``: parameter -> why it is an assumption; ``extra_tolerance_pp``: tolerance of the 0 v 1
+    target (pp); ``runs_per_depth`` / ``mixture_runs_per_depth``: runs per depth and instance of the
+    scan's designs / of the design that solves ``reply_sound``; ``digits``: decimals of the
+    closed-form values.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    seed: int = 0
+    runs_per_depth: int = Field(ge=2)
+    mixture_runs_per_depth: int = Field(ge=2)
+    extra_tolerance_pp: float = Field(gt=0)
+    digits: int = Field(default=2, ge=1, le=6)
+    grid: dict[str, list[float]]
+    fixed: dict[str, str]
+
+    @field_validator("grid")
+    @classmethod
+    def _grid_ok(cls, grid: dict[str, list[float]]) -> dict[str, list[float]]:
+        bad = [k for k in grid if k not in SimulatorParams.model_fields or k in SOLVED
+               or k in ("name", "evidence_weight", "critique_changes_mechanism")]
+        if bad:
+            raise ValueError(f"cannot scan {bad}: not a scalar simulator parameter, or solved in closed form")
+        empty = [k for k, v in grid.items() if not v]
+        if empty:
+            raise ValueError(f"no candidate values for {empty}")
+        return grid
+
+    @field_validator("fixed")
+    @classmethod
+    def _fixed_known(cls, fixed: dict[str, str]) -> dict[str, str]:
+        bad = [k for k in fixed if k not in SimulatorParams.model_fields or k in SOLVED]
+        if bad:
+            raise ValueError(f"cannot list {bad} as assumptions: unknown, or solved in closed form")
+        return fixed
+
+
+def load_calibration(path: str | Path | None = None) -> CalibrationSpec:
+    """Read the scan settings (default ``params/calibration.yaml``); bad content raises
+    ``ValueError`` naming the file and the field."""
+    path = Path(path) if path is not None else PARAMS_DIR / "calibration.yaml"
+    with open(path, encoding="utf-8") as fh:
+        doc = yaml.safe_load(fh)
+    if not isinstance(doc, dict) or not isinstance(doc.get("calibration"), dict):
+        raise ValueError(f"{path}: field 'calibration': expected a mapping of scan settings")
+    try:
+        return CalibrationSpec.model_validate(doc["calibration"])
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        field = ".".join(str(p) for p in err["loc"]) or "calibration"
+        raise ValueError(f"{path}: field 'calibration.{field}': {err['msg']}") from exc
+
+
+# --------------------------------------------------------------------------- targets
+
+
+def paper_targets() -> dict[str, float]:
+    """The paper's numbers the calibration uses: ``extra_0v1_pp``, the four ``*_pct`` demand
+    shares, ``demands``, ``matched_pairs``, ``run_pairs``, ``openings`` (per instance)."""
+    out = {"extra_0v1_pp": float(reported("critique_depth.extra_divergence_pp.k0_vs_k1"))}
+    for label, col in zip(LABELS, SHARE_COLUMNS):
+        out[col] = float(reported(f"engagement.{label}_pct"))
+    for key, name in [("engagement.demands", "demands"), ("design.matched_pairs", "matched_pairs"),
+                      ("design.run_pairs", "run_pairs"),
+                      ("design.opening_hypotheses_per_instance", "openings")]:
+        out[name] = float(reported(key))
+    return out
+
+
+def p_extra_from_density(pairs_per_run_pair: float, openings: int, extra_max: int) -> float:
+    """``p`` solving ``openings * (1 + extra_max * p)^2 = pairs_per_run_pair``.
+
+    Raises ``ValueError`` when no ``p`` in [0, 1] solves it.
+    """
+    if openings < 1 or extra_max < 1:
+        raise ValueError(f"need openings >= 1 and extra_max >= 1, got {openings}, {extra_max}")
+    p = (math.sqrt(pairs_per_run_pair / openings) - 1.0) / extra_max
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"density {pairs_per_run_pair} is out of reach: p = {p:.3f} not in [0, 1]")
+    return p
+
+
+def expected_density(p: float, openings: int, extra_max: int) -> float:
+    """Expected matched pairs per run pair, ``openings * (1 + extra_max * p)^2``."""
+    return openings * (1.0 + extra_max * p) ** 2
+
+
+def round_shares(shares: np.ndarray, digits: int) -> np.ndarray:
+    """Probabilities rounded to ``digits`` decimals that still sum to 1 (largest remainder)."""
+    unit = 10 ** digits
+    scaled = np.asarray(shares, float) * unit
+    base = np.floor(scaled + 1e-9)
+    short = int(round(unit - base.sum()))
+    order = np.argsort(-(scaled - base), kind="stable")
+    base[order[:short]] += 1
+    return base / unit
+
+
+# --------------------------------------------------------------------------- simulation side
+
+
+@dataclass(frozen=True)
+class Measured:
+    """One simulated design at one parameter set (``measure``).
+
+    ``extra_0v1_pp``: mechanism-key 0 v 1 extra divergence, instance mean; ``weak_labels``: demands
+    on weak links per label, shape (4,); ``n_sound``: demands on sound links; ``pairs_per_run_pair``:
+    matched pairs per run pair; ``runs_per_depth``: of the simulated design.
+    """
+
+    extra_0v1_pp: float
+    weak_labels: np.ndarray
+    n_sound: int
+    pairs_per_run_pair: float
+    runs_per_depth: int
+
+    def shares(self, reply_sound: np.ndarray) -> np.ndarray:
+        """Expected demand shares (%) when sound-link demands follow ``reply_sound``, shape (4,)."""
+        total = self.weak_labels.sum() + self.n_sound
+        return 100.0 * (self.weak_labels + self.n_sound * np.asarray(reply_sound)) / total
+
+    def demands_per_runs(self, runs_per_depth: int) -> float:
+        """Demands of a design with ``runs_per_depth`` runs per depth (5: the paper's 60 runs)."""
+        return float(self.weak_labels.sum() + self.n_sound) * runs_per_depth / self.runs_per_depth
+
+
+def _unit(label: str) -> ReplyProbabilities:
+    return ReplyProbabilities(**{x: float(x == label) for x in LABELS})
+
+
+def measure(bench: Benchmark, design: Design, params: SimulatorParams, runs_per_depth: int, seed: int = 0,
+            models: Mapping | None = None) -> Measured:
+    """Simulate ``design``'s instances and depths (must include 0 and 1) with ``runs_per_depth``
+    runs per depth, twice with the same seed: sound-link demands all "answered", then all "dropped"
+    (neither changes anything, so both runs are identical but for those labels). The difference of
+    the two label counts separates demands on weak links (with their labels) from those on sound
+    links exactly."""
+    if not {0, 1} <= set(design.depths):
+        raise ValueError(f"design.depths must include 0 and 1, got {design.depths}")
+    big = design.model_copy(update={"runs_per_depth": runs_per_depth})
+    models = instance_models(bench, params.evidence_weight) if models is None else models
+    a = simulate_outcomes(bench, big, params.model_copy(update={"reply_sound": _unit("answered")}),
+                          seed=seed, models=models)
+    d = simulate_outcomes(bench, big, params.model_copy(update={"reply_sound": _unit("dropped")}),
+                          seed=seed, models=models)
+    count_a = np.sum([o.labels for o in a], axis=0)
+    count_d = np.sum([o.labels for o in d], axis=0)
+    i_ans, i_drop = LABELS.index("answered"), LABELS.index("dropped")
+    n_sound = int(count_a[i_ans] - count_d[i_ans])
+    weak = count_d.astype(float)
+    weak[i_drop] -= n_sound
+    mats = outcome_matrices(a)
+    extra = float(np.mean([extra_divergence(*comparison_matrix(m.D, m.depths, 0, 1)) for m in mats]))
+    return Measured(100.0 * extra, weak, n_sound, pairs_per_run_pair(a), runs_per_depth)
+
+
+def pairs_per_run_pair(outcomes) -> float:
+    """Mean matched pairs per run pair (same instance; all cross pairs of one opening's
+    hypotheses), over ``simulator.RunOutcome`` records, averaged over instances."""
+    groups: dict[str, list] = {}
+    for o in outcomes:
+        groups.setdefault(o.instance, []).append(Counter(op for op, _ in o.keys))
+    dens = []
+    for runs in groups.values():
+        openings = sorted({op for c in runs for op in c})
+        N = np.array([[c.get(op, 0) for op in openings] for c in runs], dtype=float)
+        M = N @ N.T
+        dens.append(M[np.triu_indices(len(M), 1)].mean())
+    return float(np.mean(dens))
+
+
+def solve_reply_sound(measured: Measured, shares_pct: np.ndarray, digits: int = 2) -> np.ndarray:
+    """Sound-link reply probabilities (``LABELS`` order) that complete the weak-link demands'
+    labels to the demand shares ``shares_pct`` (%), rounded to ``digits`` decimals (sum 1).
+
+    Raises ``ValueError`` when no probability vector does (a share below the weak links' own part).
+    """
+    target = np.asarray(shares_pct, float) / 100.0
+    total = measured.weak_labels.sum() + measured.n_sound
+    if measured.n_sound == 0:
+        raise ValueError("no demands on sound links: reply_sound is not identified")
+    raw = (target * total - measured.weak_labels) / measured.n_sound
+    if (raw < -1e-12).any():
+        raise ValueError(f"no reply_sound reaches shares {shares_pct}: solution {np.round(raw, 3)}")
+    return round_shares(np.clip(raw, 0, None), digits)
+
+
+def grid_points(spec: CalibrationSpec) -> list[dict[str, float]]:
+    """Every combination of the grid's candidate values (the product, in the file's order)."""
+    names = list(spec.grid)
+    return [dict(zip(names, combo)) for combo in itertools.product(*(spec.grid[n] for n in names))]
+
+
+def scan(bench: Benchmark, design: Design, base: SimulatorParams, spec: CalibrationSpec,
+         targets: Mapping[str, float] | None = None) -> pd.DataFrame:
+    """Score every grid point against the 0 v 1 target; one row per point in grid order.
+
+    ``base`` supplies every parameter not in the grid (``p_extra_hypothesis`` should already be the
+    closed-form value). Columns: the grid's parameters, ``extra_0v1_pp``, ``objective``
+    (``((extra - target) / extra_tolerance_pp)^2``), ``best`` (lowest objective; ties: first).
+    """
+    targets = paper_targets() if targets is None else targets
+    models = instance_models(bench, base.evidence_weight)
+    big = design.model_copy(update={"runs_per_depth": spec.runs_per_depth})
+    rows = []
+    for values in grid_points(spec):
+        params = SimulatorParams.model_validate(base.model_dump() | values)
+        mats = outcome_matrices(simulate_outcomes(bench, big, params, seed=spec.seed, models=models))
+        extra = 100.0 * float(np.mean([extra_divergence(*comparison_matrix(m.D, m.depths, 0, 1)) for m in mats]))
+        rows.append({**values, "extra_0v1_pp": extra,
+                     "objective": ((extra - targets["extra_0v1_pp"]) / spec.extra_tolerance_pp) ** 2})
+    df = pd.DataFrame(rows)
+    df["best"] = np.arange(len(df)) == int(df.objective.to_numpy().argmin())
+    return df
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """Result of ``calibrate``: the calibrated parameters, the scan table and the check run."""
+
+    params: SimulatorParams
+    scan: pd.DataFrame
+    measured: Measured
+    targets: dict[str, float]
+    p_extra_exact: float
+
+    def values(self) -> dict[str, Any]:
+        """The calibrated values (``p_extra_hypothesis``, grid parameters, ``reply_sound``)."""
+        best = self.scan[self.scan.best].iloc[0]
+        out: dict[str, Any] = {"p_extra_hypothesis": self.params.p_extra_hypothesis}
+        out.update({k: float(best[k]) for k in self.scan.columns
+                    if k not in ("extra_0v1_pp", "objective", "best")})
+        out["reply_sound"] = self.params.reply_sound.model_dump()
+        return out
+
+
+def calibrate(bench: Benchmark, design: Design, base: SimulatorParams, spec: CalibrationSpec,
+              targets: Mapping[str, float] | None = None) -> Calibration:
+    """The whole calibration: density -> ``p_extra_hypothesis`` (closed form, rounded to
+    ``spec.digits``), 0 v 1 -> the grid's parameters (``scan``), mixture -> ``reply_sound``
+    (``solve_reply_sound`` at the best point). Every other parameter keeps ``base``'s value."""
+    targets = dict(paper_targets() if targets is None else targets)
+    p_exact = p_extra_from_density(targets["matched_pairs"] / targets["run_pairs"], int(targets["openings"]),
+                                   base.extra_hypotheses_max)
+    params = base.model_copy(update={"p_extra_hypothesis": round(p_exact, spec.digits)})
+    table = scan(bench, design, params, spec, targets)
+    best = table[table.best].iloc[0]
+    params = params.model_copy(update={k: float(best[k]) for k in spec.grid})
+    measured = measure(bench, design, params, spec.mixture_runs_per_depth, seed=spec.seed)
+    shares = np.array([targets[c] for c in SHARE_COLUMNS])
+    reply = solve_reply_sound(measured, shares, spec.digits)
+    params = SimulatorParams.model_validate(
+        params.model_dump() | {"reply_sound": dict(zip(LABELS, map(float, reply)))})
+    return Calibration(params, table, measured, targets, p_exact)
+
+
+def matches(params: SimulatorParams, values: Mapping[str, Any], atol: float = 1e-9) -> dict[str, bool]:
+    """Per calibrated parameter whether ``params`` holds that value (reply vectors per label)."""
+    out = {}
+    for name, value in values.items():
+        current = getattr(params, name)
+        if isinstance(value, Mapping):
+            out[name] = all(abs(getattr(current, lab) - float(value[lab])) <= atol for lab in LABELS)
+        else:
+            out[name] = abs(float(current) - float(value)) <= atol
+    return out
+
+
+def _fmt(value: Any) -> str:
+    if isinstance(value, ReplyProbabilities):
+        value = value.model_dump()
+    if isinstance(value, Mapping):
+        return " / ".join(f"{float(value[label]):g}" for label in LABELS)
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def fit_table(cal: Calibration, committed: SimulatorParams, spec: CalibrationSpec) -> pd.DataFrame:
+    """What was fitted to what. Columns: parameter, calibrated, committed (``params/simulator.yaml``),
+    target, target value, achieved (by the calibrated values: the scan's best point for the 0 v 1
+    effect, ``cal.measured`` for the density and the mixture); assumptions last."""
+    t, m, p = cal.targets, cal.measured, cal.params
+    best = cal.scan[cal.scan.best].iloc[0]
+    expected = expected_density(p.p_extra_hypothesis, int(t["openings"]), p.extra_hypotheses_max)
+    shares = m.shares(p.reply_sound.as_array())
+    rows = [("p_extra_hypothesis", "matched pairs per run pair (closed form)",
+             f"{t['matched_pairs'] / t['run_pairs']:.2f}",
+             f"{expected:.2f} expected ({m.pairs_per_run_pair:.2f} simulated)")]
+    rows += [(name, "0 v 1 extra divergence, pp (grid scan)", f"{t['extra_0v1_pp']:g}",
+              f"{best.extra_0v1_pp:.1f}") for name in spec.grid]
+    rows.append(("reply_sound", "demand shares c / a / p / d, % (closed form)",
+                 " / ".join(f"{t[c]:g}" for c in SHARE_COLUMNS), " / ".join(f"{x:.1f}" for x in shares)))
+    out = [{"parameter": name, "calibrated": _fmt(getattr(p, name)), "committed": _fmt(getattr(committed, name)),
+            "target": target, "target value": value, "achieved": achieved}
+           for name, target, value, achieved in rows]
+    out += [{"parameter": name, "calibrated": "(assumed)", "committed": _fmt(getattr(committed, name)),
+             "target": "assumption: " + reason, "target value": "", "achieved": ""}
+            for name, reason in spec.fixed.items()]
+    return pd.DataFrame(out, columns=["parameter", "calibrated", "committed", "target", "target value", "achieved"])

@@ -1,0 +1,225 @@
+"""Where do the paper's qualitative conclusions hold? A map over the simulator's generative parameters.
+
+The simulator (``mechaudit.workflow.simulator``) is varied along named **factors** (``vary``):
+
+- ``p_find``: chance per round that the critic finds an open weak link;
+- ``weak_scale``: multiplies both ``p_weak_supported`` and ``p_weak_unsupported`` (capped at 1), i.e.
+  the number of weak links a developed hypothesis carries;
+- ``conceded``: the conceded share of ``reply_weak``; the other three labels keep their ratios and
+  share the rest (renormalised);
+- ``evidence_weight``: how strongly repairs favour entities the evidence pack names (the effective
+  number of alternatives a repair draws from);
+- ``p_challenge_sound``: chance per round that the critic challenges a sound link.
+
+At every grid point ``truth_grid`` computes the mechanism-key population truth
+(``validity.population_truth``) and the ceiling of each extra divergence (``depth.extra_ceiling``):
+since a cross-depth run divergence is at most 1, the extra divergence of depths a and b is at most
+``1 - pooled same-depth divergence`` (``max_*`` columns; ``norm_*`` = extra / maximum). Every grid
+point uses the same seed, and the simulator keys each run's random stream by
+``(seed, instance, depth, repetition)``: neighbouring points share their random numbers (common random
+numbers), so differences between points are not masked by independent noise.
+
+Conclusions, each a stated criterion on these numbers:
+
+- (a) diminishing returns, ``diminishing_returns``: the 1 v 5 effect is below ``ratio`` (1/4) of the
+  0 v 1 effect, raw and ceiling-normalised; "unclear" when the margin is within ``z`` standard errors;
+- (b) text rules underestimate, (c) each rule's bias: ``rule_grid`` replicates the paper's design at a
+  coarser sub-grid under text rules, ``rule_bias`` compares the mean estimate with the truth.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from itertools import product
+
+import numpy as np
+import pandas as pd
+
+from mechaudit.divergence import comparison_matrix, extra_divergence
+from mechaudit.schema import Benchmark
+from mechaudit.workflow.depth import SameFn, instance_matrices
+from mechaudit.workflow.design import Design
+from mechaudit.workflow.parallel import parallel_map
+from mechaudit.workflow.simulator import SimulatorParams, instance_models, simulate
+from mechaudit.workflow.validity import population_truth, replication_seed
+
+#: Factors ``vary`` understands.
+FACTORS = ("p_find", "weak_scale", "conceded", "evidence_weight", "p_challenge_sound")
+
+
+def vary(params: SimulatorParams, **factors: float) -> SimulatorParams:
+    """``params`` with the named factors set (see the module docstring); unknown names raise.
+
+    ``conceded=c`` sets ``reply_weak.conceded = c`` and scales answered/partial/dropped by
+    ``(1 - c) / (1 - conceded_before)`` so they keep their ratios and the four still sum to 1.
+    """
+    unknown = sorted(set(factors) - set(FACTORS))
+    if unknown:
+        raise ValueError(f"unknown factor(s) {unknown}; known: {list(FACTORS)}")
+    update: dict = {}
+    for name, value in factors.items():
+        value = float(value)
+        if name == "weak_scale":
+            if value < 0:
+                raise ValueError(f"weak_scale must be >= 0, got {value}")
+            update["p_weak_supported"] = min(1.0, params.p_weak_supported * value)
+            update["p_weak_unsupported"] = min(1.0, params.p_weak_unsupported * value)
+        elif name == "conceded":
+            if not 0 <= value <= 1:
+                raise ValueError(f"conceded must be in [0, 1], got {value}")
+            rw = params.reply_weak
+            rest = 1.0 - rw.conceded
+            others = {k: getattr(rw, k) for k in ("answered", "partial", "dropped")}
+            scaled = ({k: v * (1.0 - value) / rest for k, v in others.items()} if rest > 0
+                      else {k: (1.0 - value) / 3 for k in others})
+            update["reply_weak"] = type(rw).model_validate({"conceded": value, **scaled})
+        else:
+            update[name] = value
+    new = params.model_copy(update=update)
+    # model_copy skips validation: validate the result so a probability outside [0, 1] raises here
+    return type(params).model_validate(new.model_dump() | {"name": _name(params.name, factors)})
+
+
+def _name(base: str, factors: Mapping[str, float]) -> str:
+    return base + "".join(f"|{k}={float(v):g}" for k, v in factors.items())
+
+
+def grid(axes: Mapping[str, Sequence[float]]) -> pd.DataFrame:
+    """Full factorial of ``axes`` (factor -> values), one row per point, columns in ``axes`` order."""
+    if not axes:
+        raise ValueError("axes: give at least one factor")
+    unknown = sorted(set(axes) - set(FACTORS))
+    if unknown:
+        raise ValueError(f"unknown factor(s) {unknown}; known: {list(FACTORS)}")
+    names = list(axes)
+    return pd.DataFrame([dict(zip(names, map(float, combo))) for combo in product(*axes.values())],
+                        columns=names)
+
+
+def _tag(a: int, b: int) -> str:
+    return f"{a}v{b}"
+
+
+def _truth_row(bench: Benchmark, design: Design, base: SimulatorParams, point: dict, runs_per_depth: int,
+               seed: int) -> dict:
+    truth = population_truth(bench, design, vary(base, **point), runs_per_depth=runs_per_depth, seed=seed)
+    same = {int(lbl[2:]): v for lbl, v in zip(truth.label, truth.truth_pp) if lbl.startswith("K=")}
+    row = dict(point)
+    for k, v in same.items():
+        row[f"same_K{k}_pp"] = v
+    extra = truth[truth.panel == "extra"].set_index("label")
+    for a, b in design.comparisons():
+        t = _tag(a, b)
+        value, se = extra.loc[f"{a} v {b}", "truth_pp"], extra.loc[f"{a} v {b}", "truth_se_pp"]
+        # the ceiling (``depth.extra_ceiling``): 100 - pooled same-depth divergence; with equal runs per
+        # depth the pooled mean is the mean of the two depths' same-depth divergences
+        top = (float(extra.loc[f"{a} v {b}", "max_extra_pp"]) if "max_extra_pp" in extra
+               else 100.0 - (same[a] + same[b]) / 2)
+        row |= {f"truth_{t}_pp": value, f"se_{t}_pp": se, f"max_{t}_pp": top,
+                f"norm_{t}": value / top if top > 0 else np.nan}
+    return row
+
+
+def truth_grid(bench: Benchmark, design: Design, base: SimulatorParams, points: pd.DataFrame,
+               runs_per_depth: int = 20, seed: int = 0, n_jobs: int = 1,
+               parallel_backend: str | None = None) -> pd.DataFrame:
+    """Population truth at every grid point (``points``: factor columns, e.g. from ``grid``).
+
+    Columns: the factors; ``same_K{k}_pp`` (same-depth divergence per depth); per comparison a v b
+    ``truth_{a}v{b}_pp``, ``se_{a}v{b}_pp`` (jackknife), ``max_{a}v{b}_pp`` (ceiling,
+    ``100 - pooled same-depth divergence``) and ``norm_{a}v{b}`` (truth / ceiling). One
+    ``population_truth`` call per point with the same ``seed`` (common random numbers); results do
+    not depend on ``n_jobs``. ``design`` must have equal runs per depth (every ``Design`` has).
+    """
+    rows = parallel_map(_truth_row, [(bench, design, base, dict(r), runs_per_depth, seed)
+                                     for r in points.to_dict("records")], n_jobs, parallel_backend)
+    return pd.DataFrame(rows)
+
+
+def diminishing_returns(table: pd.DataFrame, first: tuple[int, int] = (0, 1), later: tuple[int, int] = (1, 5),
+                        ratio: float = 0.25, z: float = 2.0) -> pd.DataFrame:
+    """Conclusion (a) at every row of ``truth_grid``: is ``later`` < ``ratio`` x ``first``?
+
+    Adds columns ``raw_margin_pp`` (later - ratio x first, pp), ``raw`` and ``normalised``, each
+    "holds" (margin below ``-z`` standard errors), "fails" (above ``+z``) or "unclear". The
+    normalised criterion compares ``norm_*`` (effect / ceiling) the same way, with standard errors
+    ``se / ceiling`` (the ceiling's own error is ignored). Standard errors of the two effects are
+    combined as if independent.
+    """
+    if not 0 < ratio < 1:
+        raise ValueError(f"ratio must be in (0, 1), got {ratio}")
+    f, g = _tag(*first), _tag(*later)
+    out = table.copy()
+
+    def status(margin: pd.Series, se: pd.Series) -> pd.Series:
+        return pd.Series(np.where(margin < -z * se, "holds", np.where(margin > z * se, "fails", "unclear")),
+                         index=margin.index)
+
+    margin = out[f"truth_{g}_pp"] - ratio * out[f"truth_{f}_pp"]
+    se = np.sqrt(out[f"se_{g}_pp"] ** 2 + (ratio * out[f"se_{f}_pp"]) ** 2)
+    out["raw_margin_pp"] = margin
+    out["raw"] = status(margin, se)
+    n_margin = out[f"norm_{g}"] - ratio * out[f"norm_{f}"]
+    n_se = np.sqrt(
+        (out[f"se_{g}_pp"] / out[f"max_{g}_pp"]) ** 2 + (ratio * out[f"se_{f}_pp"] / out[f"max_{f}_pp"]) ** 2
+    )
+    out["normalised_margin"] = n_margin
+    out["normalised"] = status(n_margin, n_se)
+    return out
+
+
+def _rule_rep(bench: Benchmark, design: Design, base: SimulatorParams, index: int, point: dict,
+              rules: Mapping[str, SameFn | None], rep: int, seed: int) -> list[dict]:
+    params = vary(base, **point)
+    runs = simulate(bench, design, params, seed=replication_seed(seed, rep), log=False,
+                    models=instance_models(bench, params.evidence_weight))
+    rows = []
+    for name, same in rules.items():
+        mats = instance_matrices(runs, same)
+        for a, b in design.comparisons():
+            vals = [extra_divergence(*comparison_matrix(m.D, m.depths, a, b)) for m in mats]
+            rows.append({"point": index, **point, "rep": rep, "rule": name, "comparison": f"{a} v {b}",
+                         "extra_pp": 100 * float(np.mean(vals))})
+    return rows
+
+
+def rule_grid(bench: Benchmark, design: Design, base: SimulatorParams, points: pd.DataFrame,
+              rules: Mapping[str, SameFn | None], n_reps: int, seed: int = 0, n_jobs: int = 1,
+              parallel_backend: str | None = None) -> pd.DataFrame:
+    """Each rule's instance-averaged extra divergence in ``n_reps`` replications of ``design`` per point.
+
+    Full-text runs (``simulate(..., log=False)``) so text rules can read them; replication ``rep``
+    uses ``replication_seed(seed, rep)`` at every point (common random numbers). ``rules``: name ->
+    ``same`` function (``None``: mechanism key). Long table: point (row index of ``points``), the
+    factors, rep, rule, comparison, extra_pp.
+    """
+    if n_reps < 1:
+        raise ValueError(f"n_reps must be >= 1, got {n_reps}")
+    tasks = [(bench, design, base, i, dict(r), rules, rep, seed)
+             for i, r in enumerate(points.to_dict("records")) for rep in range(n_reps)]
+    rows = [row for part in parallel_map(_rule_rep, tasks, n_jobs, parallel_backend) for row in part]
+    return pd.DataFrame(rows)
+
+
+def rule_bias(reps: pd.DataFrame, truth: pd.DataFrame, z: float = 2.0) -> pd.DataFrame:
+    """Per point, rule and comparison: mean estimate, truth and bias (pp) with Monte Carlo errors.
+
+    ``reps``: ``rule_grid`` output; ``truth``: ``truth_grid`` output at the same points (same row
+    order). ``bias_se_pp`` combines the standard error of the mean estimate and the truth's
+    jackknife error; ``direction`` is "under" / "over" when the bias is beyond ``z`` of them,
+    else "unbiased".
+    """
+    rows = []
+    for (point, rule, comp), g in reps.groupby(["point", "rule", "comparison"], sort=False):
+        tag = comp.replace(" ", "")
+        t, t_se = truth.iloc[point][f"truth_{tag}_pp"], truth.iloc[point][f"se_{tag}_pp"]
+        est = g.extra_pp.to_numpy()
+        se = est.std(ddof=1) / np.sqrt(len(est)) if len(est) > 1 else np.nan
+        bias = est.mean() - t
+        bias_se = float(np.sqrt(se**2 + t_se**2))
+        direction = "under" if bias < -z * bias_se else "over" if bias > z * bias_se else "unbiased"
+        factors = {c: g[c].iloc[0] for c in reps.columns if c in FACTORS}
+        rows.append({"point": point, **factors, "rule": rule, "comparison": comp, "n_reps": len(est),
+                     "mean_pp": est.mean(), "truth_pp": t, "bias_pp": bias, "bias_se_pp": bias_se,
+                     "direction": direction})
+    return pd.DataFrame(rows)

@@ -1,0 +1,227 @@
+"""Glued numbers: every ``{glue:text}`key``` a chapter's prose cites is glued by that chapter.
+
+A static check of the jupytext sources (markdown roles and directives against the ``glue(...)``
+calls of the code cells, read with ``ast``), a check of the committed executed notebooks (the key
+really was glued, once, in the offline run), and book-wide rules: names carry the chapter prefix
+(``ch01_``, ``ch02b_``, ...) and no name is glued by two chapters. Cross-document references
+(``{glue:text}`../notebooks/02_critique_depth.ipynb::ch02_x``` in ``book/*.md``) are checked
+against the named chapter.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import jupytext
+import nbformat
+import pytest
+
+from mechaudit.paths import REPO_ROOT
+
+SOURCES = sorted((REPO_ROOT / "notebooks").glob("*.py"))
+PAGES = sorted((REPO_ROOT / "book").glob("*.md"))
+
+# {glue}`key`, {glue:}`key`, {glue:any}`key`, {glue:text}`key:.1f`, {glue:md}`key:inline`
+ROLE = re.compile(r"\{glue(?::(?:any|text|md)?)?\}`([^`]+)`")
+# ```{glue:figure} key   /   :::{glue:md} key
+DIRECTIVE = re.compile(r"^[ \t]*(?:`{3,}|:{3,})\{glue(?::(?:any|figure|math|md)?)?\}[ \t]+(\S+)", re.M)
+
+
+@dataclass
+class Reference:
+    key: str
+    doc: str | None  # None: this notebook; else the path before "::", relative to the page
+
+
+@dataclass
+class Glued:
+    names: set[str] = field(default_factory=set)  # literal names
+    patterns: list[re.Pattern] = field(default_factory=list)  # f-string names
+    problems: list[str] = field(default_factory=list)
+
+    def covers(self, key: str) -> bool:
+        return key in self.names or any(p.fullmatch(key) for p in self.patterns)
+
+
+def references(markdown: str) -> list[Reference]:
+    """Glue keys cited by a markdown text (roles and directives), with their document if any."""
+    out = []
+    for text in [m.group(1) for m in ROLE.finditer(markdown)] + [m.group(1) for m in DIRECTIVE.finditer(markdown)]:
+        doc, _, rest = text.rpartition("::")
+        out.append(Reference(key=rest.split(":")[0].strip(), doc=doc or None))
+    return out
+
+
+def _parse(code: str) -> ast.Module:
+    """A code cell as Python; IPython magics and shell escapes are blanked first."""
+    lines = ["" if line.lstrip().startswith(("%", "!")) else line for line in code.splitlines()]
+    return ast.parse("\n".join(lines))
+
+
+def glued_names(code: str) -> Glued:
+    """Names glued by ``glue(...)`` calls (any ``*.glue`` too) in a code text."""
+    found = Glued()
+    for node in ast.walk(_parse(code)):
+        if not isinstance(node, ast.Call):
+            continue
+        func = node.func
+        if not (isinstance(func, ast.Name) and func.id == "glue") and not (
+            isinstance(func, ast.Attribute) and func.attr == "glue"
+        ):
+            continue
+        arg = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "name"), None)
+        if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+            found.names.add(arg.value)
+        elif isinstance(arg, ast.JoinedStr):
+            parts = [re.escape(v.value) if isinstance(v, ast.Constant) else ".+" for v in arg.values]
+            found.patterns.append(re.compile("".join(parts)))
+        else:
+            found.problems.append(
+                f"line {node.lineno}: glue name {ast.unparse(arg) if arg else '(missing)'} is not a string "
+                "literal or an f-string, so no test can check it"
+            )
+    return found
+
+
+def notebook_refs_and_glue(source: Path) -> tuple[list[Reference], Glued]:
+    nb = jupytext.read(source)
+    refs = [r for c in nb.cells if c.cell_type == "markdown" for r in references(c.source)]
+    glued = Glued()
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            one = glued_names(cell.source)
+            glued.names |= one.names
+            glued.patterns += one.patterns
+            glued.problems += one.problems
+    return refs, glued
+
+
+def prefix(source: Path) -> str:
+    """The chapter's glue-name prefix: ``01_problem`` -> ``ch01_``, ``02b_validity`` -> ``ch02b_``."""
+    return f"ch{source.stem.split('_')[0]}_"
+
+
+def executed_glue(ipynb: Path) -> list[str]:
+    """Names glued in an executed notebook's outputs (myst-nb stores them in ``scrapbook`` metadata)."""
+    nb = nbformat.read(ipynb, as_version=4)
+    return [
+        out["metadata"]["scrapbook"]["name"]
+        for cell in nb.cells
+        if cell.cell_type == "code"
+        for out in cell.get("outputs", [])
+        if "scrapbook" in out.get("metadata", {})
+    ]
+
+
+def _source_of(doc: str, page: Path) -> Path:
+    target = (page.parent / doc).resolve()
+    return target.with_suffix(".py")
+
+
+# ---------------------------------------------------------------------------------------------
+# the checker itself can fail
+
+
+def test_checker_reads_roles_directives_and_calls():
+    md = (
+        "A {glue:text}`ch09_a` and {glue:text}`ch09_b:.1f` and {glue}`ch09_c` and "
+        "{glue:text}`../notebooks/01_problem.ipynb::ch01_n_runs`.\n"
+        "```{glue:figure} ch09_fig\n:name: f\n```\n"
+    )
+    refs = references(md)
+    assert [(r.key, r.doc) for r in refs] == [
+        ("ch09_a", None), ("ch09_b", None), ("ch09_c", None),
+        ("ch01_n_runs", "../notebooks/01_problem.ipynb"), ("ch09_fig", None),
+    ]
+    code = (
+        "%matplotlib inline\nfrom mechaudit.glue import glue\nglue('ch09_a', 1)\n"
+        "mechaudit.glue.glue(name='ch09_b', value=2.0, digits=1)\n"
+        "for r in rules:\n    glue(f'ch09_extra_{r}', 3)\nglue(name_var, 4)\n"
+    )
+    found = glued_names(code)
+    assert found.names == {"ch09_a", "ch09_b"}
+    assert found.covers("ch09_extra_tfidf") and not found.covers("ch09_c") and not found.covers("ch09_extra_")
+    assert len(found.problems) == 1 and "name_var" in found.problems[0]
+
+
+def test_checker_finds_a_key_that_no_cell_glues(tmp_path):
+    source = tmp_path / "09_x.py"
+    source.write_text(
+        "# %% [markdown]\n# It is {glue:text}`ch09_missing` and {glue:text}`ch09_there`.\n\n"
+        "# %%\nfrom mechaudit.glue import glue\nglue('ch09_there', 1)\n"
+    )
+    refs, glued = notebook_refs_and_glue(source)
+    assert [r.key for r in refs if not glued.covers(r.key)] == ["ch09_missing"]
+
+
+# ---------------------------------------------------------------------------------------------
+# the book
+
+
+@pytest.mark.parametrize("source", SOURCES, ids=lambda p: p.stem)
+def test_every_cited_key_is_glued_by_the_same_chapter(source):
+    refs, glued = notebook_refs_and_glue(source)
+    assert not glued.problems, f"{source.name}: " + "; ".join(glued.problems)
+    for ref in refs:
+        if ref.doc is None:
+            assert glued.covers(ref.key), f"{source.name} cites {{glue:text}}`{ref.key}` but no cell glues it"
+        else:
+            other = _source_of(ref.doc, source)
+            assert other.exists(), f"{source.name} cites {ref.doc}::{ref.key}: no such chapter"
+            assert notebook_refs_and_glue(other)[1].covers(ref.key), f"{other.name} does not glue {ref.key!r}"
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.stem)
+def test_pages_cite_keys_their_chapter_glues(page):
+    for ref in references(page.read_text(encoding="utf-8")):
+        assert ref.doc is not None, f"{page.name}: {ref.key!r} needs 'path/to/chapter.ipynb::key' on a page"
+        other = _source_of(ref.doc, page)
+        assert other.exists(), f"{page.name} cites {ref.doc}::{ref.key}: no such chapter"
+        assert notebook_refs_and_glue(other)[1].covers(ref.key), f"{other.name} does not glue {ref.key!r}"
+
+
+def test_glue_names_carry_the_chapter_prefix_and_are_unique_book_wide():
+    owner: dict[str, str] = {}
+    for source in SOURCES:
+        _, glued = notebook_refs_and_glue(source)
+        want = prefix(source)
+        for name in glued.names:
+            assert name.startswith(want), f"{source.name} glues {name!r}: names start with {want!r}"
+            assert name not in owner, f"{name!r} is glued by {owner[name]} and {source.name}"
+            owner[name] = source.name
+        for pattern in glued.patterns:
+            if pattern.pattern.startswith(".+"):
+                continue  # the prefix is itself a variable: checked on the executed notebook below
+            assert pattern.pattern.startswith(re.escape(want)), (
+                f"{source.name} glues f-string names {pattern.pattern!r}: they start with {want!r}"
+            )
+
+
+@pytest.mark.parametrize("source", SOURCES, ids=lambda p: p.stem)
+def test_committed_notebook_glued_every_cited_key_once(source):
+    """In the committed (offline) run every cited key was glued exactly once (myst-nb warns on twice)."""
+    refs, _ = notebook_refs_and_glue(source)
+    names = executed_glue(source.with_suffix(".ipynb"))
+    twice = sorted({n for n in names if names.count(n) > 1})
+    assert not twice, f"{source.stem}.ipynb glues {twice} more than once"
+    missing = sorted({r.key for r in refs if r.doc is None} - set(names))
+    assert not missing, (
+        f"{source.stem}.ipynb does not glue {missing} (not re-executed since the prose changed, or the "
+        "glue call sits in a branch the offline run skips)"
+    )
+    unprefixed = sorted(n for n in names if not n.startswith(prefix(source)))
+    assert not unprefixed, f"{source.stem}.ipynb glues {unprefixed}: names start with {prefix(source)!r}"
+
+
+def test_committed_glue_names_are_unique_book_wide():
+    owner: dict[str, str] = {}
+    for source in SOURCES:
+        ipynb = source.with_suffix(".ipynb")
+        if not ipynb.exists():
+            continue  # test_notebooks reports the missing notebook
+        for name in set(executed_glue(ipynb)):
+            assert name not in owner, f"{name!r} is glued by {owner[name]} and {ipynb.name}"
+            owner[name] = ipynb.name

@@ -1,0 +1,387 @@
+"""The judge-model axis: agreement and kappa between judge models (checked against scikit-learn),
+per-model estimate ranges, provider routing, and the OpenAI provider over a faked HTTP API with
+the same cache, replay, ledger and blindness rules as the Anthropic one."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+import threading
+
+import httpx
+import numpy as np
+import pandas as pd
+import pytest
+from fake_anthropic import message_json
+from sklearn.metrics import cohen_kappa_score
+from test_rules_fixtures import hyp
+
+from mechaudit.agreement import (
+    agreement_range,
+    estimate_range,
+    model_agreement,
+    verdict_matrix,
+)
+from mechaudit.llm import (
+    BlindnessError,
+    LLMRequest,
+    MissingAPIKeyError,
+    ReplayMissError,
+    ResponseCache,
+    get_client,
+)
+from mechaudit.llm.providers import (
+    OPENAI_EXTRA,
+    MissingProviderSDKError,
+    canonical_model,
+    import_openai,
+    openai_params,
+    route_model,
+)
+from mechaudit.rules.audit import percent_different
+from mechaudit.rules.llm_judge import judge_each_model, majority
+
+HAS_OPENAI = importlib.util.find_spec("openai") is not None
+needs_openai = pytest.mark.skipif(
+    not HAS_OPENAI, reason="the optional OpenAI SDK is not installed (pip install 'mechaudit[openai]')"
+)
+FINDINGS = {"I1": "Tumour cells proliferate faster in the treated line."}
+ANTHROPIC_KEY = "sk-ant-" + "fake-for-tests"
+OPENAI_KEY = "sk-" + "fake-openai-for-tests"
+
+# Two judges on 20 pairs with a known 2x2 table: both same 8, both different 8, only A says same
+# 3, only B says same 1 -> raw agreement 16/20, p_A = 11/20, p_B = 9/20,
+# p_e = .55 * .45 + .45 * .55 = .495, kappa = (.8 - .495) / .505.
+VERDICTS_A = [True] * 8 + [False] * 8 + [True] * 3 + [False]
+VERDICTS_B = [True] * 8 + [False] * 8 + [False] * 3 + [True]
+KAPPA_AB = (0.8 - 0.495) / 0.505
+
+
+def pair_list(n: int = 20):
+    """``n`` pairs about one instance; pair i's statements carry ``P<i>`` so a fake can find it."""
+    out = []
+    for i in range(n):
+        a = hyp(f"a{i}", ["KRAS", "MEK", "ERK", "PROLIF"], statement=f"P{i} first statement.")
+        b = hyp(f"b{i}", ["EGFR", "MEK", "ERK", "PROLIF"], statement=f"P{i} second statement.")
+        out.append((a, b))
+    return out
+
+
+class FakeProviders:
+    """Anthropic Messages and OpenAI Chat Completions over one ``httpx.MockTransport``.
+
+    ``verdicts[model][i]`` is the verdict (True = same) the model gives pair ``i`` in every order.
+    """
+
+    def __init__(self, verdicts: dict[str, list[bool]]):
+        self.verdicts = verdicts
+        self.bodies: list[tuple[str, dict]] = []  # (path, body)
+        self.lock = threading.Lock()
+
+    @staticmethod
+    def pair_index(text: str) -> int:
+        return int(text.split("Statement: P")[1].split(" ")[0])
+
+    def answer(self, model: str, user: str) -> str:
+        same = self.verdicts[model][self.pair_index(user)]
+        return json.dumps({"verdict": "same" if same else "different", "reason": "test"})
+
+    def __call__(self, request: httpx.Request) -> httpx.Response:
+        body = json.loads(request.content)
+        with self.lock:
+            self.bodies.append((request.url.path, body))
+        if request.url.path == "/v1/messages":
+            key = request.headers.get("x-api-key") or request.headers.get("authorization", "")
+            assert key.endswith(ANTHROPIC_KEY)
+            text = self.answer(body["model"], body["messages"][-1]["content"])
+            return httpx.Response(
+                200, json=message_json(text, body["model"], "msg_x", {"input_tokens": 100, "output_tokens": 20})
+            )
+        if request.url.path == "/v1/chat/completions":
+            assert request.headers["authorization"] == f"Bearer {OPENAI_KEY}"
+            text = self.answer(body["model"], body["messages"][-1]["content"])
+            return httpx.Response(200, json=chat_json(text, body["model"]))
+        return httpx.Response(404, json={"error": {"message": request.url.path}})
+
+    def count(self, path: str) -> int:
+        return sum(p == path for p, _ in self.bodies)
+
+
+def chat_json(text: str, model: str, prompt_tokens: int = 120, cached: int = 20, completion: int = 15) -> dict:
+    """A Chat Completions reply (the fields the SDK's ``ChatCompletion`` needs)."""
+    return {
+        "id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": model,
+        "choices": [{"index": 0, "finish_reason": "stop", "logprobs": None,
+                     "message": {"role": "assistant", "content": text, "refusal": None}}],
+        "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion,
+                  "total_tokens": prompt_tokens + completion,
+                  "prompt_tokens_details": {"cached_tokens": cached}},
+    }
+
+
+def renamed(request: LLMRequest, model: str) -> LLMRequest:
+    """The same request for another model, validated anew (a fresh cache key)."""
+    return LLMRequest.model_validate({**request.model_dump(), "model": model})
+
+
+@pytest.fixture
+def keys(monkeypatch):
+    monkeypatch.setenv("ANTHROPIC_API_KEY", ANTHROPIC_KEY)
+    monkeypatch.setenv("OPENAI_API_KEY", OPENAI_KEY)
+
+
+def live_client(fake, cache_dir):
+    return get_client("anthropic", cache_dir=cache_dir, http_client=httpx.Client(transport=httpx.MockTransport(fake)),
+                      max_retries=0)
+
+
+# -- agreement and kappa between judge models -------------------------------------------------
+
+def test_two_models_known_disagreements_end_to_end(tmp_path, keys):
+    """Two fake Anthropic models through LLMJudge: the App. D table equals the 2x2 arithmetic and
+    scikit-learn; a re-run makes no HTTP call."""
+    pairs = pair_list()
+    fake = FakeProviders({"claude-model-a": VERDICTS_A, "claude-model-b": VERDICTS_B})
+    client = live_client(fake, tmp_path / "cache")
+    calls = judge_each_model(pairs, ["claude-model-a", "claude-model-b", "claude-model-a"], backend="anthropic",
+                             client=client, instances=FINDINGS, orders=("ab", "ab", "ba"), early_stop=False)
+    assert list(calls) == ["claude-model-a", "claude-model-b"]  # duplicate judged once
+    assert fake.count("/v1/messages") == 2 * 20 * 3
+    verdicts = verdict_matrix({m: majority(c, len(pairs))["same"] for m, c in calls.items()})
+    assert verdicts.shape == (2, 20)
+    np.testing.assert_array_equal(verdicts.loc["claude-model-b"].to_numpy(dtype=bool), VERDICTS_B)
+    table = model_agreement(verdicts)
+    row = table.iloc[0]
+    assert (row["model_a"], row["model_b"], row["n"]) == ("claude-model-a", "claude-model-b", 20)
+    assert row["raw_agreement"] == pytest.approx(0.8)
+    assert row["kappa"] == pytest.approx(KAPPA_AB)
+    assert row["kappa"] == pytest.approx(cohen_kappa_score(VERDICTS_A, VERDICTS_B), abs=1e-12)
+    assert agreement_range(table) == pytest.approx(
+        {"raw_agreement_pct_low": 80.0, "raw_agreement_pct_high": 80.0, "kappa_low": KAPPA_AB, "kappa_high": KAPPA_AB})
+    ledger = client.ledger()
+    assert set(ledger["model"]) == {"claude-model-a", "claude-model-b"}
+    judge_each_model(pairs, ["claude-model-a", "claude-model-b"], backend="anthropic", client=client,
+                     instances=FINDINGS, orders=("ab", "ab", "ba"), early_stop=False)
+    assert fake.count("/v1/messages") == 120  # all from the cache
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_three_models_match_sklearn_pairwise(seed):
+    rng = np.random.default_rng(seed)
+    base = rng.random(60) < 0.5
+    models = {f"m{k}": np.where(rng.random(60) < 0.9, base, ~base) for k in range(3)}
+    table = model_agreement(models)
+    assert list(zip(table["model_a"], table["model_b"])) == [("m0", "m1"), ("m0", "m2"), ("m1", "m2")]
+    for _, row in table.iterrows():
+        a, b = models[row["model_a"]], models[row["model_b"]]
+        assert row["kappa"] == pytest.approx(cohen_kappa_score(a, b), abs=1e-12)
+        assert row["raw_agreement"] == pytest.approx(np.mean(a == b))
+    rng_ = agreement_range(table)
+    assert rng_["kappa_low"] == pytest.approx(table["kappa"].min())
+    assert rng_["raw_agreement_pct_high"] == pytest.approx(100 * table["raw_agreement"].max())
+
+
+def test_undecided_pairs_dropped_per_comparison():
+    verdicts = verdict_matrix({"a": [True, False, None, True], "b": [True, True, True, pd.NA], "c": [1, 0, 1, 1]})
+    assert str(verdicts.dtypes.iloc[0]) == "boolean"
+    table = model_agreement(verdicts).set_index(["model_a", "model_b"])
+    assert table.loc[("a", "b"), "n"] == 2 and table.loc[("a", "b"), "raw_agreement"] == pytest.approx(0.5)
+    assert table.loc[("a", "c"), "n"] == 3 and table.loc[("a", "c"), "raw_agreement"] == pytest.approx(1.0)
+
+
+def test_bad_verdicts():
+    with pytest.raises(ValueError, match="has 1 decisions"):
+        verdict_matrix({"a": [True, False], "b": [True]})
+    with pytest.raises(ValueError, match="boolean or 0/1"):
+        verdict_matrix({"a": ["same", "different"]})
+    with pytest.raises(ValueError, match="two or more judges"):
+        model_agreement({"a": [True, False]})
+    with pytest.raises(ValueError, match="no judges"):
+        verdict_matrix({})
+
+
+# -- per-model estimate ranges ----------------------------------------------------------------
+
+def test_estimate_range_over_models():
+    kinds = ["fss"] * 4 + ["mss"] * 4
+    verdicts = verdict_matrix({
+        "opus": [False, False, False, True, True, True, True, True],  # fss 75 % different, mss 0 %
+        "sonnet": [False, False, True, True, True, True, False, True],  # fss 50 %, mss 25 %
+        "gpt": [False, False, False, False, None, None, None, None],  # fss 100 %, mss undecided
+    })
+    per_model = percent_different(verdicts.T, kinds, order=["fss", "mss"]).T  # models x kinds
+    ranges = estimate_range(per_model)
+    assert ranges.loc["fss", ["low", "high", "spread"]].tolist() == pytest.approx([50.0, 100.0, 50.0])
+    assert (ranges.loc["fss", "model_low"], ranges.loc["fss", "model_high"]) == ("sonnet", "gpt")
+    assert ranges.loc["mss", ["low", "high", "n_models"]].tolist() == pytest.approx([0.0, 25.0, 2])
+    empty = estimate_range(pd.DataFrame({"x": [np.nan, np.nan]}, index=["a", "b"]))
+    assert empty.loc["x", "n_models"] == 0 and np.isnan(empty.loc["x", "low"]) and empty.loc["x", "model_low"] is None
+    with pytest.raises(ValueError):
+        estimate_range(pd.DataFrame({"x": ["high"]}, index=["a"]))
+
+
+# -- provider routing -------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name, route, canonical", [
+    ("claude-opus-4-6", ("anthropic", "claude-opus-4-6"), "claude-opus-4-6"),
+    ("anthropic:claude-sonnet-4-6", ("anthropic", "claude-sonnet-4-6"), "claude-sonnet-4-6"),
+    ("gpt-5.5", ("openai", "gpt-5.5"), "gpt-5.5"),
+    ("openai:gpt-5.5", ("openai", "gpt-5.5"), "gpt-5.5"),
+    ("o3-mini", ("openai", "o3-mini"), "o3-mini"),
+    ("openai:ft:my-judge", ("openai", "ft:my-judge"), "openai:ft:my-judge"),
+    ("some-new-anthropic-model", ("anthropic", "some-new-anthropic-model"), "some-new-anthropic-model"),
+    ("anthropic:gpt-like-name", ("anthropic", "gpt-like-name"), "anthropic:gpt-like-name"),
+])
+def test_route_and_canonical_names(name, route, canonical):
+    assert route_model(name) == route
+    assert canonical_model(name) == canonical
+    assert LLMRequest(model=name, messages=[{"role": "user", "content": "x"}]).model == canonical
+
+
+def test_prefixed_and_plain_names_share_a_cache_key():
+    plain = LLMRequest(model="gpt-5.5", messages=[{"role": "user", "content": "x"}])
+    prefixed = LLMRequest(model="openai:gpt-5.5", messages=[{"role": "user", "content": "x"}])
+    other = LLMRequest(model="gpt-4.1", messages=[{"role": "user", "content": "x"}])
+    assert plain.key == prefixed.key != other.key
+    with pytest.raises(ValueError, match="no model name after"):
+        route_model("openai:")
+
+
+def test_openai_params_body():
+    req = LLMRequest(model="gpt-4.1", system="rubric", messages=[{"role": "user", "content": "compare"}],
+                     temperature=0.0, max_tokens=300)
+    assert openai_params(req) == {
+        "model": "gpt-4.1", "max_completion_tokens": 300, "temperature": 0.0,
+        "messages": [{"role": "system", "content": "rubric"}, {"role": "user", "content": "compare"}],
+    }
+    reasoning = renamed(req, "gpt-5.5")
+    assert "temperature" not in openai_params(reasoning)  # only the default temperature is accepted
+
+
+def test_missing_openai_sdk_names_the_extra(monkeypatch, tmp_path, keys):
+    monkeypatch.setitem(sys.modules, "openai", None)  # import openai -> ImportError
+    with pytest.raises(MissingProviderSDKError, match=r"pip install 'mechaudit\[openai\]'") as info:
+        import_openai()
+    assert "\n" not in str(info.value) and OPENAI_EXTRA in str(info.value)
+    client = live_client(FakeProviders({}), tmp_path)
+    req = LLMRequest(model="gpt-5.5", messages=[{"role": "user", "content": "x"}])
+    with pytest.raises(MissingProviderSDKError, match="mechaudit"):
+        client.complete(req)
+    # replaying a recorded OpenAI answer needs neither the SDK nor a key
+    record = {"text": "recorded", "model": "gpt-5.5", "stop_reason": "stop", "id": "c1",
+              "usage": {"input_tokens": 3, "output_tokens": 1}}
+    ResponseCache(tmp_path / "rec").put(req.key, record, req, source="chat.completions")
+    monkeypatch.delenv("OPENAI_API_KEY")
+    assert get_client("replay", cache_dir=tmp_path / "rec").complete(req).text == "recorded"
+
+
+# -- the OpenAI provider over a fake HTTP API -------------------------------------------------
+
+@needs_openai
+def test_openai_call_cache_ledger_and_replay(tmp_path, keys):
+    fake = FakeProviders({"gpt-4.1": [True], "gpt-5.5": [False]})
+    client = live_client(fake, tmp_path / "cache")
+    req = LLMRequest(model="openai:gpt-4.1", system="Rubric text.", version="t-v1",
+                     messages=[{"role": "user", "content": "Statement: P0 here"}], max_tokens=200)
+    out = client.complete(req)
+    assert json.loads(out.text)["verdict"] == "same" and not out.cached and out.model == "gpt-4.1"
+    assert out.usage.input_tokens == 100 and out.usage.cache_read_input_tokens == 20 and out.usage.output_tokens == 15
+    [(path, body)] = fake.bodies
+    assert path == "/v1/chat/completions"
+    assert body["model"] == "gpt-4.1" and body["temperature"] == 0.0 and body["max_completion_tokens"] == 200
+    assert body["messages"][0] == {"role": "system", "content": "Rubric text."}
+    record = [json.loads(line) for line in (tmp_path / "cache" / "responses.jsonl").read_text().splitlines()][-1]
+    assert record["source"] == "chat.completions" and record["provider"] == "openai" and record["temperature_sent"]
+    assert record["request"]["model"] == "gpt-4.1" and OPENAI_KEY not in json.dumps(record)
+    # second call: from the cache, no HTTP; plain name = same key
+    assert client.complete(renamed(req, "gpt-4.1")).cached and len(fake.bodies) == 1
+    ledger = client.ledger().set_index(["model", "mode"])
+    assert ledger.loc[("gpt-4.1", "api"), "calls"] == 1  # one paid call, under the canonical name
+    assert ledger.loc[("gpt-4.1", "api"), "input_tokens"] == 100
+    # replay: a fresh client over the same cache answers the OpenAI request without any key or HTTP
+    replay = get_client("replay", cache_dir=tmp_path / "cache")
+    assert replay.complete(req).text == out.text
+    with pytest.raises(ReplayMissError, match="gpt-5.5"):
+        replay.complete(renamed(req, "gpt-5.5"))
+
+
+@needs_openai
+def test_openai_blindness_key_and_bad_body(tmp_path, monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    fake = FakeProviders({"gpt-4.1": [True]})
+    client = live_client(fake, tmp_path)
+    leaky = LLMRequest(model="gpt-4.1", messages=[{"role": "user", "content": "a first step swapped pair"}],
+                       forbidden_terms=("first step swapped",))
+    with pytest.raises(BlindnessError):
+        client.complete(leaky)
+    ok = LLMRequest(model="gpt-4.1", messages=[{"role": "user", "content": "Statement: P0 x"}])
+    with pytest.raises(MissingAPIKeyError, match="OPENAI_API_KEY"):
+        client.complete(ok)
+    assert fake.bodies == []
+    monkeypatch.setenv("OPENAI_API_KEY", OPENAI_KEY)
+    bad = httpx.Client(
+        transport=httpx.MockTransport(
+            lambda r: httpx.Response(
+                200, json={"id": "x", "object": "chat.completion", "created": 1, "model": "gpt-4.1", "choices": []}
+            )
+        )
+    )
+    client = get_client("anthropic", cache_dir=tmp_path / "bad", http_client=bad, max_retries=0)
+    with pytest.raises(Exception, match="no choices"):
+        client.complete(ok)
+    assert not (tmp_path / "bad" / "responses.jsonl").exists()  # nothing cached
+
+
+@needs_openai
+def test_mixed_providers_agreement_and_replay(tmp_path, keys):
+    """Claude and GPT judges on the same pairs: one cache, then replay reproduces the table."""
+    pairs = pair_list()
+    fake = FakeProviders({"claude-opus-4-6": VERDICTS_A, "gpt-5.5": VERDICTS_B})
+    kw = {"instances": FINDINGS, "orders": ("ab", "ba")}
+    calls = judge_each_model(pairs, ["claude-opus-4-6", "openai:gpt-5.5"], backend="anthropic",
+                             client=live_client(fake, tmp_path / "cache"), **kw)
+    assert fake.count("/v1/messages") == 40 and fake.count("/v1/chat/completions") == 40
+    table = model_agreement({m: majority(c, 20)["same"] for m, c in calls.items()})
+    assert table.loc[0, "kappa"] == pytest.approx(cohen_kappa_score(VERDICTS_A, VERDICTS_B), abs=1e-12)
+    replayed = judge_each_model(
+        pairs, ["claude-opus-4-6", "gpt-5.5"], backend="replay", cache_dir=tmp_path / "cache", **kw
+    )
+    assert len(fake.bodies) == 80
+    again = model_agreement({m: majority(c, 20)["same"] for m, c in replayed.items()})
+    pd.testing.assert_frame_equal(
+        table.drop(columns=["model_a", "model_b"]), again.drop(columns=["model_a", "model_b"])
+    )
+    assert replayed["gpt-5.5"]["cached"].all()
+
+
+@needs_openai
+def test_batch_leaves_openai_requests_to_chat_completions(tmp_path, keys):
+    from test_llm import FakeAPI
+
+    anthropic_fake = FakeAPI(polls_in_progress=0)
+    openai_fake = FakeProviders({"gpt-4.1": [True] * 3})
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        return (openai_fake if request.url.path == "/v1/chat/completions" else anthropic_fake)(request)
+
+    client = get_client(
+        "anthropic", cache_dir=tmp_path, http_client=httpx.Client(transport=httpx.MockTransport(handler)), max_retries=0
+    )
+    reqs = [LLMRequest(model=m, messages=[{"role": "user", "content": f"Statement: P{i} x"}])
+            for m in ("claude-opus-4-6", "gpt-4.1") for i in range(3)]
+    out = client.complete_many(reqs, batch=True, poll_interval=0)
+    assert len(out) == 6 and anthropic_fake.batch_creates == 1
+    [batch] = anthropic_fake.batches.values()
+    assert [item["custom_id"] for item in batch["requests"]] == [r.key for r in reqs[:3]]
+    assert openai_fake.count("/v1/chat/completions") == 3 and anthropic_fake.message_bodies == []
+
+
+def test_estimate_plans_the_same_judge_models_as_the_chapters():
+    from mechaudit.llm.estimate import _judge_models
+
+    # chapters 05/06: judge_model first, then the further models of judge_models, each once
+    assert _judge_models({"judge_model": "claude-opus-4-6", "judge_models": []}) == ["claude-opus-4-6"]
+    assert _judge_models({"judge_model": "a", "judge_models": ["b", "a", "gpt-5.5"]}) == ["a", "b", "gpt-5.5"]
+    # chapter 07 has only the list
+    assert _judge_models({"judge_models": ["x", "y"]}) == ["x", "y"]

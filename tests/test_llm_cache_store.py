@@ -1,0 +1,391 @@
+"""The response cache store: JSONL record of truth, sqlite index, several writing processes,
+migration of existing folders, export/import byte for byte, the batch log."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+import random
+import subprocess
+import sys
+import textwrap
+import warnings
+from pathlib import Path
+
+import pytest
+
+from mechaudit.cli import main as cli_main
+from mechaudit.llm import LLMRequest
+from mechaudit.llm.cache import (
+    INDEX_FILENAME,
+    BatchState,
+    CacheRecoveryWarning,
+    ResponseCache,
+    system_sha256,
+)
+
+RUBRIC = "Decide whether the two hypotheses name the same mechanism. " * 20
+
+
+def req(i: int | str, system: str = RUBRIC) -> LLMRequest:
+    return LLMRequest(model="claude-opus-4-6", system=system, version="v1", max_tokens=64,
+                      messages=[{"role": "user", "content": f"pair {i}"}])
+
+
+def answer(text: str) -> dict:
+    return {"text": text, "model": "claude-opus-4-6", "stop_reason": "end_turn",
+            "usage": {"input_tokens": 10, "output_tokens": 2}}
+
+
+def lines(path: Path) -> list[dict]:
+    return [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines() if x.strip()]
+
+
+def legacy_line(record: dict) -> str:
+    return json.dumps(record, ensure_ascii=False, sort_keys=True) + "\n"
+
+
+# -- reading, writing, index ------------------------------------------------------------------
+
+def test_put_get_roundtrip_and_index_file(tmp_path):
+    cache = ResponseCache(tmp_path)
+    assert len(cache) == 0 and cache.get("nope") is None and "nope" not in cache
+    reqs = [req(i) for i in range(5)]
+    assert all(cache.put(r.key, answer(f"a{i}"), r) for i, r in enumerate(reqs))
+    assert not cache.put(reqs[0].key, answer("again"), reqs[0])  # already cached
+    assert len(cache) == 5 and cache.keys() == [r.key for r in reqs]
+    assert cache.get(reqs[3].key)["text"] == "a3" and reqs[3].key in cache
+    rec = cache.record(reqs[3].key)
+    assert (
+        rec["request"]["system_sha256"] == system_sha256(RUBRIC) and cache.system_text(system_sha256(RUBRIC)) == RUBRIC
+    )
+    kinds = [x["kind"] for x in lines(tmp_path / "responses.jsonl")]
+    assert kinds == ["system"] + ["response"] * 5  # the rubric once, no duplicate line
+    assert (tmp_path / INDEX_FILENAME).exists()
+    # a fresh object (a new process) reads the same answers through the index
+    again = ResponseCache(tmp_path)
+    assert len(again) == 5 and again.get(reqs[4].key)["text"] == "a4" and again.duplicates == 0
+
+
+def test_keys_since_a_mark_lists_only_new_answers(tmp_path):
+    cache = ResponseCache(tmp_path)
+    assert cache.mark() == 0
+    cache.put("old", answer("o"))
+    mark = cache.mark()
+    assert mark == (tmp_path / "responses.jsonl").stat().st_size
+    for name in ("n1", "n2"):
+        ResponseCache(tmp_path).put(name, answer(name))  # e.g. a notebook kernel
+    assert cache.keys(since=mark) == ["n1", "n2"] and cache.keys() == ["old", "n1", "n2"]
+
+
+def test_missing_folder_is_not_created_until_a_put(tmp_path):
+    folder = tmp_path / "nowhere"
+    cache = ResponseCache(folder)
+    assert len(cache) == 0 and cache.get("k") is None and not folder.exists()
+    cache.put("k", answer("x"))
+    assert cache.get("k")["text"] == "x" and (folder / "responses.jsonl").exists()
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    reader = ResponseCache(empty)
+    assert reader.get("k") is None and len(reader) == 0 and BatchState(empty).pending() == {}
+    assert list(empty.iterdir()) == []  # reading an empty folder writes no index
+
+
+def test_existing_jsonl_folder_is_migrated_on_open(tmp_path):
+    """A folder in the old format (no index; a duplicate; last line without newline) opens as before."""
+    r1, r2 = req(1), req(2)
+    sha = system_sha256(RUBRIC)
+    recs = [
+        {"kind": "system", "sha256": sha, "text": RUBRIC},
+        {"kind": "response", "key": r1.key, "response": answer("first"), "source": "messages"},
+        {"kind": "response", "key": r1.key, "response": answer("second"), "source": "messages"},
+    ]
+    last = {"kind": "response", "key": r2.key, "response": answer("two"), "source": "batch"}
+    path = tmp_path / "responses.jsonl"
+    path.write_text("".join(legacy_line(r) for r in recs) + "\n" + legacy_line(last).rstrip("\n"))
+    cache = ResponseCache(tmp_path)
+    assert len(cache) == 2 and cache.duplicates == 1
+    assert cache.get(r1.key)["text"] == "first"  # the first line of a key wins, as before
+    assert cache.get(r2.key)["text"] == "two" and cache.system_text(sha) == RUBRIC
+    cache.put(req(3).key, answer("three"), req(3))  # appended after a newline is added
+    assert [x.get("key") for x in lines(path)][-2:] == [r2.key, req(3).key]
+    assert len(ResponseCache(tmp_path)) == 3
+
+
+def test_index_follows_appends_rewrites_and_deletions(tmp_path):
+    cache = ResponseCache(tmp_path)
+    for i in range(3):
+        cache.put(req(i).key, answer(f"a{i}"), req(i))
+    path = tmp_path / "responses.jsonl"
+    original = path.read_bytes()
+    # another writer without the index (e.g. `git pull`) appends a line: only the tail is read
+    extra = {"kind": "response", "key": "pulled", "response": answer("from git"), "source": "messages"}
+    with open(path, "a", encoding="utf-8") as fh:
+        fh.write(legacy_line(extra))
+    assert ResponseCache(tmp_path).get("pulled")["text"] == "from git"
+    # a checkout that rewrites the file with other content: the index is rebuilt
+    other = {"kind": "response", "key": "other-branch", "response": answer("b"), "source": "messages"}
+    path.write_text(legacy_line(other))
+    fresh = ResponseCache(tmp_path)
+    assert fresh.keys() == ["other-branch"] and req(0).key not in fresh and fresh.get(req(0).key) is None
+    # the old object notices too: its lookups go through the shared index
+    assert cache.get(req(1).key) is None and cache.get("other-branch")["text"] == "b"
+    # the file deleted: an empty cache
+    path.unlink()
+    assert len(ResponseCache(tmp_path)) == 0
+    path.write_bytes(original)
+    assert len(ResponseCache(tmp_path)) == 3
+
+
+def test_same_length_edit_is_caught_by_the_key_check(tmp_path):
+    """An in-place edit that keeps size and the fingerprinted tail still cannot return a wrong record."""
+    cache = ResponseCache(tmp_path)
+    cache.put("a" * 64, answer("x" * 5000))
+    cache.put("b" * 64, answer("y" * 5000))  # > 4 KiB, so the first line is outside the tail hash
+    path = tmp_path / "responses.jsonl"
+    data = path.read_bytes()
+    st = os.stat(path)
+    path.write_bytes(data.replace(b"a" * 64, b"c" * 64, 1))
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))  # even with the mtime put back
+    assert cache.get("a" * 64) is None and cache.get("c" * 64)["text"] == "x" * 5000
+
+
+def test_damaged_index_is_rebuilt(tmp_path):
+    cache = ResponseCache(tmp_path)
+    cache.put(req(1).key, answer("one"), req(1))
+    cache.close()
+    for suffix in ("-wal", "-shm"):
+        Path(f"{tmp_path / INDEX_FILENAME}{suffix}").unlink(missing_ok=True)
+    (tmp_path / INDEX_FILENAME).write_bytes(b"this is not a sqlite database" * 100)
+    assert ResponseCache(tmp_path).get(req(1).key)["text"] == "one"
+    (tmp_path / INDEX_FILENAME).unlink()
+    assert ResponseCache(tmp_path).get(req(1).key)["text"] == "one"
+
+
+def test_torn_line_warns_then_is_cut_by_the_next_writer(tmp_path):
+    cache = ResponseCache(tmp_path)
+    cache.put(req(1).key, answer("one"), req(1))
+    path = tmp_path / "responses.jsonl"
+    good = path.read_bytes()
+    with open(path, "ab") as fh:
+        fh.write(b'{"kind": "response", "key": "torn", "resp')
+    with pytest.warns(CacheRecoveryWarning, match="line 3"):
+        reader = ResponseCache(tmp_path)
+    assert len(reader) == 1 and reader.get("torn") is None
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the writer repairs silently
+        reader.put(req(2).key, answer("two"), req(2))
+        assert len(ResponseCache(tmp_path)) == 2
+    assert path.read_bytes().startswith(good) and b"torn" not in path.read_bytes()
+
+
+def test_corrupt_middle_line_is_an_error(tmp_path):
+    (tmp_path / "responses.jsonl").write_text('{"kind": "system", "sha256": "x", "text": "t"}\n{"kind": "x"}\n{}\n')
+    with pytest.raises(ValueError, match=r"responses.jsonl, line 2: invalid cache record: field 'kind'"):
+        ResponseCache(tmp_path)
+
+
+def test_no_key_or_header_in_any_stored_file(tmp_path, monkeypatch):
+    secret = "sk-ant-" + "storetest-0123456789abcdef"
+    monkeypatch.setenv("ANTHROPIC_API_KEY", secret)
+    cache = ResponseCache(tmp_path)
+    cache.put(req(1).key, answer("one"), req(1))
+    BatchState(tmp_path).append({"event": "submitted", "batch_id": "b1", "keys": [req(2).key]})
+    cache.close()
+    blob = b"".join(p.read_bytes() for p in tmp_path.iterdir() if p.is_file())
+    assert secret.encode() not in blob and b"x-api-key" not in blob.lower() and b"authorization" not in blob.lower()
+
+
+# -- several processes -------------------------------------------------------------------------
+
+WRITER = textwrap.dedent(
+    """
+    import sys
+    from mechaudit.llm import LLMRequest
+    from mechaudit.llm.cache import ResponseCache
+
+    folder, worker, n, shared = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+    cache = ResponseCache(folder)
+    rubric = "Decide whether the two hypotheses name the same mechanism. " * 20
+    def req(name):
+        return LLMRequest(model="claude-opus-4-6", system=rubric, version="v1", max_tokens=64,
+                          messages=[{"role": "user", "content": name}])
+    stored = 0
+    for i in range(n):
+        for name in [f"w{worker}-{i}"] + ([f"shared-{i}"] if i < shared else []):
+            r = req(name)
+            stored += cache.put(r.key, {"text": name, "model": r.model, "usage": {}}, r)
+    print(stored)
+    """
+)
+
+
+def test_four_processes_writing_at_once_lose_and_duplicate_nothing(tmp_path):
+    n, shared, workers = 200, 50, 4
+    script = tmp_path / "writer.py"
+    script.write_text(WRITER)
+    folder = tmp_path / "cache"
+    procs = [subprocess.Popen([sys.executable, str(script), str(folder), str(w), str(n), str(shared)],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for w in range(workers)]
+    outs = [p.communicate(timeout=300) for p in procs]
+    assert all(p.returncode == 0 for p in procs), [err[-2000:] for _, err in outs]
+    expected = {f"w{w}-{i}" for w in range(workers) for i in range(n)} | {f"shared-{i}" for i in range(shared)}
+    assert sum(int(out) for out, _ in outs) == len(expected)  # each shared key stored by exactly one process
+    records = lines(folder / "responses.jsonl")
+    texts = [r["response"]["text"] for r in records if r["kind"] == "response"]
+    assert sorted(texts) == sorted(expected)  # nothing lost, nothing twice
+    assert [r["kind"] for r in records].count("system") == 1
+    cache = ResponseCache(folder)
+    assert len(cache) == len(expected) == 850 and cache.duplicates == 0
+    assert all(cache.get(_key(name))["text"] == name for name in expected)
+
+
+def _key(name: str) -> str:
+    return LLMRequest(model="claude-opus-4-6", system=RUBRIC, version="v1", max_tokens=64,
+                      messages=[{"role": "user", "content": name}]).key
+
+
+def test_put_in_one_process_is_seen_by_an_open_cache_in_another(tmp_path):
+    reader = ResponseCache(tmp_path)
+    assert reader.get(_key("late")) is None
+    script = tmp_path / "writer.py"
+    script.write_text(WRITER.replace('[f"w{worker}-{i}"]', '["late"]'))
+    subprocess.run([sys.executable, str(script), str(tmp_path), "0", "1", "0"], check=True, timeout=120)
+    assert reader.get(_key("late"))["text"] == "late" and len(reader) == 1
+    assert not reader.put(_key("late"), answer("mine"))  # the other process's answer stays
+
+
+# -- export / import ---------------------------------------------------------------------------
+
+def filled(folder: Path, names: list[str], system: str = RUBRIC) -> ResponseCache:
+    cache = ResponseCache(folder)
+    for name in names:
+        r = req(name, system)
+        cache.put(r.key, answer(f"answer to {name}"), r, extra={"api_version": "2023-06-01"})
+    return cache
+
+
+def test_export_is_sorted_and_import_of_an_export_is_byte_exact(tmp_path):
+    cache = filled(tmp_path / "a", [f"p{i}" for i in range(30)])
+    filled(tmp_path / "a", ["other rubric"], system="Another rubric, ünïcode kept.")
+    out = tmp_path / "export.jsonl"
+    assert cache.export_jsonl(out) == {"systems": 2, "responses": 31}
+    exported = lines(out)
+    systems, responses = exported[:2], exported[2:]
+    assert ([s["kind"] for s in systems] == ["system"] * 2
+            and sorted(s["sha256"] for s in systems) == [s["sha256"] for s in systems])
+    assert [r["key"] for r in responses] == sorted(cache.keys())
+    # every exported line is the stored line, byte for byte (canonical JSON, one record a line)
+    stored = set((tmp_path / "a" / "responses.jsonl").read_bytes().splitlines())
+    assert set(out.read_bytes().splitlines()) == stored
+    assert all(
+        line == legacy_line(json.loads(line)).rstrip("\n") for line in out.read_text(encoding="utf-8").splitlines()
+    )
+    # into an empty cache: its file IS the export; exporting it again gives the same bytes
+    copy = ResponseCache(tmp_path / "b")
+    assert copy.import_jsonl(out) == {"systems": 2, "responses": 31, "skipped": 0}
+    assert (tmp_path / "b" / "responses.jsonl").read_bytes() == out.read_bytes()
+    copy.export_jsonl(tmp_path / "again.jsonl")
+    assert (tmp_path / "again.jsonl").read_bytes() == out.read_bytes()
+    assert copy.get(req("p7").key) == cache.get(req("p7").key)
+
+
+def test_import_merges_without_duplicates_and_validates_first(tmp_path):
+    mine = filled(tmp_path / "mine", ["a", "b"])
+    theirs = filled(tmp_path / "theirs", ["b", "c", "d"])
+    before = (tmp_path / "mine" / "responses.jsonl").read_bytes()
+    counts = mine.import_jsonl(tmp_path / "theirs" / "responses.jsonl")
+    assert counts == {"systems": 0, "responses": 2, "skipped": 2}  # rubric and "b" already present
+    assert len(mine) == 4 and mine.get(req("d").key) == theirs.get(req("d").key) and mine.duplicates == 0
+    after = (tmp_path / "mine" / "responses.jsonl").read_bytes()
+    assert after.startswith(before)  # append-only
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(legacy_line({"kind": "response", "key": "new", "response": answer("n")}) + "{oops\n")
+    with pytest.raises(ValueError, match=r"bad.jsonl, line 2: invalid cache record"):
+        mine.import_jsonl(bad)
+    assert (tmp_path / "mine" / "responses.jsonl").read_bytes() == after  # nothing written
+
+
+def test_cli_export_import_info(tmp_path, capsys):
+    filled(tmp_path / "src", ["x", "y"]).close()
+    out = tmp_path / "x.jsonl"
+    assert cli_main(["cache", "export", "--cache-dir", str(tmp_path / "src"), str(out)]) == 0
+    assert cli_main(["cache", "import", "--cache-dir", str(tmp_path / "dst"), str(out)]) == 0
+    assert "added 2 responses and 1 system prompts" in capsys.readouterr().out
+    assert cli_main(["cache", "info", "--cache-dir", str(tmp_path / "dst")]) == 0
+    info = json.loads(capsys.readouterr().out)
+    assert info["responses"] == 2 and info["duplicate_lines"] == 0 and info["pending_batches"] == []
+    (tmp_path / "broken.jsonl").write_text('{"kind": "system"}\n')
+    assert cli_main(["cache", "import", "--cache-dir", str(tmp_path / "dst"), str(tmp_path / "broken.jsonl")]) == 1
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("mechaudit: error: ") and "broken.jsonl, line 1" in err and "\n" not in err
+    assert cli_main(["cache", "export", "--cache-dir", str(tmp_path / "dst"),
+                     str(tmp_path / "dst" / "responses.jsonl")]) == 1
+
+
+# -- the batch log -----------------------------------------------------------------------------
+
+def test_batch_log_pending_across_objects_and_torn_tail(tmp_path):
+    state = BatchState(tmp_path)
+    state.append({"event": "submitted", "batch_id": "b1", "keys": ["k1", "k2"]})
+    state.append({"event": "submitted", "batch_id": "b2", "keys": ["k3"]})
+    state.append({"event": "collected", "batch_id": "b1"})
+    assert BatchState(tmp_path).pending() == {"b2": ["k3"]}
+    with open(state.path, "a", encoding="utf-8") as fh:
+        fh.write('{"event": "submitted", "batch_id": "b3", "ke')  # died mid-write
+    with pytest.warns(CacheRecoveryWarning, match="batches.jsonl: line 4"):
+        assert BatchState(tmp_path).pending() == {"b2": ["k3"]}
+    state.append({"event": "submitted", "batch_id": "b4", "keys": ["k4"]})  # cuts the torn line
+    assert [e["batch_id"] for e in state.events()] == ["b1", "b2", "b1", "b4"]
+    assert BatchState(tmp_path).pending() == {"b2": ["k3"], "b4": ["k4"]}
+    # the log file is the truth: without the index, the same answer
+    for p in tmp_path.glob(INDEX_FILENAME + "*"):
+        p.unlink()
+    assert BatchState(tmp_path).pending() == {"b2": ["k3"], "b4": ["k4"]}
+
+
+def test_fast_key_scan_agrees_with_full_parse():
+    """Indexing reads the key of a canonical response line without parsing it; it must agree with
+    json.loads on tricky content and decline (None -> full parse) on anything unusual."""
+    cache = ResponseCache.__new__(ResponseCache)
+    tricky = ['"key": "fake", "kind": "response", ', 'he said \\"key\\": \\"x\\"', "ünï \u2028 {}", '"}']
+    rng = random.Random(0)
+    for i in range(300):
+        text = "".join(rng.choice(tricky + ["plain words ", "\n", "\t"]) for _ in range(rng.randint(0, 6)))
+        record = {"kind": "response", "key": f"k{i}", "source": "messages", "response": answer(text),
+                  "request": {"messages": [{"role": "user", "content": text}], "model": "m"}}
+        if i % 3 == 0:
+            record["api_version"] = "2023-06-01"
+            record["batch_id"] = f'b"{i}'
+        raw = legacy_line(record).rstrip("\n").encode()
+        assert cache._fast_entry(raw) == ("response", f"k{i}")
+    for raw in [b'{"kind": "system", "sha256": "s", "text": "t"}',
+                b'{"key": "a", "kind": "response", "response": {"text": "x"',  # torn
+                b'{"key": "a\\"b", "kind": "response", "response": {}, "source": "m"}',
+                b'{"key": "a", "kind": "response", "response": "not a dict", "source": "m"}']:
+        assert cache._fast_entry(raw) is None
+
+
+def test_a_forked_child_opens_its_own_connection(tmp_path):
+    cache = ResponseCache(tmp_path)
+    cache.put("parent", answer("p"))
+
+    def child():
+        cache.put("child", answer("c"))
+        os._exit(0 if cache.get("parent")["text"] == "p" else 1)
+
+    proc = multiprocessing.get_context("fork").Process(target=child)
+    proc.start()
+    proc.join(60)
+    assert proc.exitcode == 0 and cache.get("child")["text"] == "c" and len(cache) == 2
+
+
+def test_lines_appended_after_an_unterminated_line_keep_their_numbers(tmp_path):
+    path = tmp_path / "responses.jsonl"
+    path.write_text(legacy_line({"kind": "response", "key": "a", "response": answer("a")}).rstrip("\n"))
+    assert len(ResponseCache(tmp_path)) == 1
+    with open(path, "a", encoding="utf-8") as fh:  # e.g. a merge that adds lines after it
+        fh.write("\n" + legacy_line({"kind": "response", "key": "b", "response": answer("b")}) + "{bad\n")
+    with pytest.raises(ValueError, match=r"responses.jsonl, line 3: invalid cache record"):
+        ResponseCache(tmp_path)

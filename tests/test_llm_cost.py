@@ -1,0 +1,377 @@
+"""Cost before calls, budget, chapter ledger and run total (issue 10 items 2 and 3).
+
+A fake Anthropic API (``httpx.MockTransport`` handed to the real SDK) counts what it receives; the
+estimate is built by the chapter planner without sending, then the chapter's own judge sends.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+import shutil
+import threading
+from pathlib import Path
+
+import httpx
+import pytest
+from fake_anthropic import message_json
+
+from mechaudit.execution import execute_chapters
+from mechaudit.llm import get_client, usage
+from mechaudit.llm.estimate import (
+    CHARS_PER_TOKEN,
+    estimate_chapters,
+    input_tokens,
+    totals,
+)
+from mechaudit.llm.ledger import load_prices
+from mechaudit.llm.usage import BudgetExceededError, cache_spend
+from mechaudit.paths import data_path
+from mechaudit.perturb import load_suite
+from mechaudit.rules import LLMJudge
+from mechaudit.schema import load_benchmark
+
+N_PAIRS = 8
+CHAPTER = "05_perturbations"
+
+
+class CountingAPI:
+    """Answers every Messages call with a valid verdict and counts requests and received text."""
+
+    def __init__(self) -> None:
+        self.requests = 0
+        self.chars = 0
+        self.keys: list[str] = []
+        self.lock = threading.Lock()
+
+    def __call__(self, request: httpx.Request) -> httpx.Response:
+        body = json.loads(request.content)
+        system = body.get("system", "")
+        text = system if isinstance(system, str) else "".join(b["text"] for b in system)
+        text += "".join(
+            m["content"] if isinstance(m["content"], str) else "".join(b.get("text", "") for b in m["content"])
+            for m in body["messages"]
+        )
+        with self.lock:
+            self.requests += 1
+            self.chars += len(text)
+        usage_ = {"input_tokens": math.ceil(len(text) / CHARS_PER_TOKEN), "output_tokens": 20}
+        reply = json.dumps({"verdict": "different" if self.requests % 3 else "same", "reason": "fake"})
+        return httpx.Response(200, json=message_json(reply, model=body["model"], usage=usage_))
+
+
+@pytest.fixture
+def small_data(tmp_path) -> Path:
+    """A data folder with the committed benchmark and the first ``N_PAIRS`` valid suite pairs."""
+    folder = tmp_path / "data"
+    folder.mkdir()
+    for name in ("vocabulary.yaml", "instances.yaml", "hypotheses.jsonl"):
+        shutil.copy(data_path(name), folder / name)
+    lines = [line for line in data_path("perturbations.jsonl").read_text().splitlines() if line.strip()]
+    valid = [line for line in lines if json.loads(line)["valid"]][:N_PAIRS]
+    (folder / "perturbations.jsonl").write_text("\n".join(valid) + "\n")
+    return folder
+
+
+@pytest.fixture
+def api_env(monkeypatch):
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "fake-key-for-tests")
+    yield
+    usage.begin()  # no budget left behind for other tests
+
+
+def overrides(small_data: Path, cache: Path, early_stop: bool = False) -> dict:
+    return {"backend": "anthropic", "data_dir": str(small_data), "cache_dir": str(cache),
+            "judge_early_stop": early_stop}
+
+
+def run_judge(small_data: Path, cache: Path, api: CountingAPI, max_concurrency: int = 4, early_stop: bool = False):
+    """What chapter 05 does with an LLM backend: judge every valid pair under the default orders."""
+    bench = load_benchmark(small_data)
+    pairs = [(p["original"], p["variant"]) for p in load_suite(small_data / "perturbations.jsonl", valid_only=True)]
+    client = get_client("anthropic", cache_dir=cache, max_concurrency=max_concurrency,
+                        http_client=httpx.Client(transport=httpx.MockTransport(api)))
+    judge = LLMJudge(rubric="full", orders=("ab", "ab", "ba"), client=client, instances=bench.instances,
+                     early_stop=early_stop)
+    return judge.decide(pairs), client
+
+
+def test_estimate_equals_what_the_server_receives(small_data, tmp_path, api_env):
+    cache = tmp_path / "cache"
+    est = estimate_chapters([CHAPTER], overrides=overrides(small_data, cache))
+    t = totals(est)
+    assert t["requests"] == t["to_send"] == 3 * N_PAIRS and t["cached"] == 0
+    assert est["exact"].all()
+
+    api = CountingAPI()
+    run_judge(small_data, cache, api)
+    assert api.requests == t["to_send"]  # exactly the planned requests, none more
+    received_tokens = api.chars / CHARS_PER_TOKEN
+    assert abs(t["input_tokens"] - received_tokens) <= 0.10 * received_tokens
+    prices = load_prices()
+    expected_plain = (t["input_tokens"] * 5.0 + t["output_tokens"] * 25.0) / 1e6
+    assert t["usd_plain"] == pytest.approx(expected_plain) and t["usd_batch"] == pytest.approx(expected_plain / 2)
+    assert prices["models"]["claude-opus-4-6"]["input"] == 5.0  # the table the numbers above assume
+
+    again = totals(estimate_chapters([CHAPTER], overrides=overrides(small_data, cache)))
+    assert again["cached"] == again["requests"] and again["to_send"] == 0 and again["usd_plain"] == 0
+
+
+def test_early_stop_estimate_brackets_what_is_sent(small_data, tmp_path, api_env):
+    cache = tmp_path / "cache"
+    est = estimate_chapters([CHAPTER], overrides=overrides(small_data, cache, early_stop=True))
+    extra = est["stage"].str.contains("early-stop extra")
+    assert est.loc[~extra, "to_send"].sum() == 2 * N_PAIRS and est.loc[extra, "to_send"].sum() == N_PAIRS
+    api = CountingAPI()
+    run_judge(small_data, cache, api, early_stop=True)
+    assert 2 * N_PAIRS <= api.requests <= 3 * N_PAIRS
+
+
+def test_budget_below_estimate_stops_before_the_first_request(small_data, tmp_path, api_env):
+    cache, out, stream = tmp_path / "cache", tmp_path / "run", io.StringIO()
+    with pytest.raises(
+        BudgetExceededError, match=r"max_usd=0\.00 is below the estimated .* nothing was sent.*larger budget"
+    ):
+        execute_chapters([CHAPTER], overrides=overrides(small_data, cache), out_dir=out, stream=stream,
+                         max_usd=0.001)
+    assert "LLM cost estimate" in stream.getvalue() and "total: 24 requests" in stream.getvalue()
+    assert not out.exists() and not cache.exists()  # no chapter ran, nothing was sent or cached
+
+
+def test_budget_hit_midway_then_continue(small_data, tmp_path, api_env):
+    cache = tmp_path / "cache"
+    prices = load_prices()
+    reqs = [p.request for p in _plan(small_data, cache)]
+    worst = [(input_tokens(r)[1] * 5.0 + r.max_tokens * 25.0) / 1e6 for r in reqs]
+    usage.begin(max_usd=sum(worst[:5]) + 1e-9)  # room for 5 worst-case requests, spent is less
+    api = CountingAPI()
+    with pytest.raises(BudgetExceededError, match="Answers paid for are cached"):
+        run_judge(small_data, cache, api, max_concurrency=1)
+    first = api.requests
+    assert 5 <= first < len(reqs)
+    assert cache_spend(cache, set(), prices)["calls"] == first  # everything paid for is cached
+    assert usage.session().spent() <= usage.session().max_usd
+
+    usage.begin(max_usd=10.0)
+    run_judge(small_data, cache, api)
+    assert api.requests == len(reqs)  # the re-run sent only the missing requests
+    table = usage.report("anthropic", pairs=N_PAIRS)
+    rows = table.set_index("mode")
+    assert rows.loc["api", "calls"] == len(reqs) - first and rows.loc["cache", "calls"] == first
+    assert table.iloc[-1]["model"] == "total" and table.iloc[-1]["calls"] == len(reqs)
+    assert table.iloc[-1]["calls_per_pair"] == 3.0
+
+
+def _plan(small_data, cache):
+    from mechaudit.execution import resolve_chapter
+    from mechaudit.llm.estimate import chapter_params, plan_05
+
+    return plan_05(chapter_params(resolve_chapter(CHAPTER), None, overrides(small_data, cache)))
+
+
+def test_ledger_report_and_run_total_agree(small_data, tmp_path, api_env):
+    cache = tmp_path / "cache"
+    usage.begin()
+    run_judge(small_data, cache, CountingAPI())
+    table = usage.report("anthropic", pairs=N_PAIRS)
+    api_row = table[table["mode"] == "api"].iloc[0]
+    spent = cache_spend(cache, set(), load_prices())
+    assert spent["calls"] == api_row["calls"] == 3 * N_PAIRS
+    assert spent["input_tokens"] == api_row["input_tokens"] and spent["output_tokens"] == 20 * 3 * N_PAIRS
+    assert spent["cost_usd"] == pytest.approx(api_row["cost_usd"], abs=1e-4)
+    offline = usage.report("reference")
+    assert offline.iloc[0, 0].startswith("no LLM calls")
+
+
+def test_bad_budget_and_cli_estimate(small_data, tmp_path, capsys):
+    with pytest.raises(ValueError, match="max_usd"):
+        usage.begin(max_usd=-1)
+    from mechaudit.cli import main
+
+    code = main(["estimate", CHAPTER, "-p", "backend", "anthropic", "-p", "data_dir", str(small_data),
+                 "-p", "cache_dir", str(tmp_path / "cache")])
+    assert code == 0
+    out = capsys.readouterr().out
+    assert f"total: {3 * N_PAIRS} requests, 0 cached, {3 * N_PAIRS} to send" in out
+
+
+def test_progress_goes_to_the_terminal_not_the_notebook(tmp_path):
+    """A tqdm bar on ``progress_stream()`` inside a kernel leaves no output in the notebook."""
+    import nbformat
+    import papermill
+
+    nb = nbformat.v4.new_notebook()
+    nb.cells.append(nbformat.v4.new_code_cell(
+        "from tqdm import tqdm\nfrom mechaudit.llm.usage import progress_stream\n"
+        "for _ in tqdm(range(50), file=progress_stream()):\n    pass"))
+    src, out = tmp_path / "in.ipynb", tmp_path / "out.ipynb"
+    nbformat.write(nb, src)
+    papermill.execute_notebook(str(src), str(out), kernel_name="python3", progress_bar=False)
+    assert nbformat.read(out, as_version=4).cells[0].outputs == []
+
+
+def test_batch_mode_checks_the_budget_per_batch(small_data, tmp_path, api_env):
+    from test_llm import FakeAPI
+
+    fake = FakeAPI(reply=lambda body: json.dumps({"verdict": "same", "reason": "fake"}), polls_in_progress=0)
+    bench = load_benchmark(small_data)
+    pairs = [(p["original"], p["variant"]) for p in load_suite(small_data / "perturbations.jsonl", valid_only=True)]
+
+    def judge():
+        client = get_client("anthropic", cache_dir=tmp_path / "cache", max_retries=0,
+                            http_client=httpx.Client(transport=httpx.MockTransport(fake)))
+        return LLMJudge(rubric="full", client=client, instances=bench.instances, early_stop=False)
+
+    usage.begin(max_usd=1e-4, batch=True)
+    with pytest.raises(BudgetExceededError, match=f"next {N_PAIRS} requests \\(one batch\\)"):
+        judge().judge(pairs)
+    assert fake.batch_creates == 0 and not fake.message_bodies  # stopped before submitting
+
+    usage.begin(max_usd=10.0, batch=True)
+    calls = judge().judge(pairs)
+    assert len(calls) == 3 * N_PAIRS and fake.batch_creates == 3 and not fake.message_bodies
+    table = usage.report("anthropic").set_index("mode")
+    assert table.loc["batch", "calls"] == 3 * N_PAIRS and "api" not in table.index
+    assert cache_spend(tmp_path / "cache", set(), load_prices())["batch_calls"] == 3 * N_PAIRS
+
+
+def test_dry_run_and_run_budget_injection(small_data, tmp_path):
+    from mechaudit.execution import resolve_chapter, resolve_parameters
+
+    stream = io.StringIO()
+    ov = overrides(small_data, tmp_path / "cache")
+    assert execute_chapters([CHAPTER], overrides=ov, stream=stream, dry_run=True) == []
+    assert f"total: {3 * N_PAIRS} requests" in stream.getvalue() and not (tmp_path / "cache").exists()
+
+    chapter = resolve_chapter(CHAPTER)
+    offline = resolve_chapter("01_problem")
+    plans = [(offline, resolve_parameters(offline)), (chapter, resolve_parameters(chapter, overrides=ov))]
+    run = usage.RunAccount.plan(plans, None, ov, max_usd=1.0, batch=True)
+    assert run.llm
+    run.totals["cost_usd"] = 0.25  # as if an earlier chapter had spent this
+    injected = run.inject(chapter, plans[1][1])
+    assert injected["max_usd"] == 0.75 and injected["llm_batch"] is True
+    assert run.inject(offline, plans[0][1]) == plans[0][1]  # offline chapters get nothing
+
+
+def prompt_counts(bodies) -> dict[str, int]:
+    """Received requests by kind (develop, critique, revise, label, judge)."""
+    counts: dict[str, int] = {}
+    for body in bodies:
+        system = body["system"] if isinstance(body["system"], str) else body["system"][0]["text"]
+        user = body["messages"][0]["content"]
+        if "You are the proposer" in system:
+            kind = "develop" if "Opening hypothesis to develop" in user else "revise"
+        elif "You are the critic" in system:
+            kind = "critique"
+        elif "engaged with a critic" in system:
+            kind = "label"
+        else:
+            kind = "judge"
+        counts[kind] = counts.get(kind, 0) + 1
+    return counts
+
+
+def varied_reply(body: dict) -> str:
+    """``fake_anthropic.workflow_reply`` with the run id worked into every generated hypothesis and
+    critique, so that runs differ in text as real sampled runs do."""
+    import re
+
+    from fake_anthropic import workflow_reply
+
+    text = workflow_reply(body)
+    run = re.search(r"Workflow run (\S+?)[.,]", body["messages"][0]["content"])
+    if run is None:
+        return text
+    reply = json.loads(text)
+    if "revised" in reply or "chain" in reply:
+        hypothesis = reply.get("revised", reply)
+        hypothesis["explanation"] += f" (as argued in run {run.group(1)})"
+    elif "demands" in reply:
+        user = body["messages"][0]["content"]
+        where = (
+            re.search(r"critique round (\d+)", user).group(1),
+            re.search(r'"statement": "([^"]{0,40})', user).group(1),
+        )
+        reply["demands"][0]["demand"] += f" (raised in run {run.group(1)}, round {where[0]}, on '{where[1]}')"
+    return json.dumps(reply)
+
+
+def test_workflow_chapters_estimate_counts_what_they_send(tmp_path, monkeypatch):
+    """Chapters 02-04 on a one-instance design: the planned workflow, label and judge requests are
+    what the workflow, the engagement labeller and the judge then send; afterwards every request
+    replays from the cache and the estimate is exact with nothing to send."""
+    import yaml
+    from fake_anthropic import FakeAnthropicServer
+
+    from mechaudit.engagement import label_demands
+    from mechaudit.workflow import (
+        build_rules,
+        deliver,
+        delivered_diversity,
+        instance_matrices,
+        load_design,
+    )
+
+    bench = load_benchmark()
+    design_file = tmp_path / "design.yaml"
+    design_file.write_text(yaml.safe_dump({"design": {"instances": [bench.instances[0].id], "depths": [0, 2],
+                                                      "runs_per_depth": 2}}))
+    cache = tmp_path / "cache"
+    params = tmp_path / "params.yaml"
+    params.write_text(yaml.safe_dump({
+        "common": {"backend": "anthropic", "design_file": str(design_file), "cache_dir": str(cache)},
+        "02_critique_depth": {"rules": ["reference"]}, "04_equivalence_rules": {"rules": ["reference"]}}))
+    chapters = ["02_critique_depth", "03_critique_engagement", "04_equivalence_rules"]
+    est = estimate_chapters(chapters, params_file=params)
+    by_stage = est.groupby("stage")["to_send"].sum()
+    n_open = len(bench.openings(bench.instances[0].id))
+    assert by_stage["workflow develop"] == 4 * n_open  # 4 runs
+    assert by_stage["workflow critique"] == by_stage["workflow revise"] == 2 * 2 * n_open  # 2 runs x 2 rounds
+
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "fake-key-for-tests")
+    with FakeAnthropicServer(reply=varied_reply) as server:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.base_url)
+        design = load_design(design_file, instances=[i.id for i in bench.instances])
+        delivery = deliver(bench, design, "anthropic", cache_dir=str(cache))
+        judge = build_rules(["llm"], backend="anthropic", client=delivery.client, instances=bench.instances)["llm"]
+        instance_matrices(delivery.runs, judge.same)       # chapter 02
+        label_demands(delivery.runs, "anthropic", client=delivery.client)  # chapter 03
+        delivered_diversity(delivery.runs, {"llm": judge})  # chapter 04
+    assert server.errors == []
+    sent = prompt_counts(server.bodies)
+    for kind in ("develop", "critique", "revise"):
+        assert sent[kind] == by_stage[f"workflow {kind}"], kind
+    assert sent["label"] == by_stage["engagement labels"]  # one per critique
+    judge_rows = est[est["stage"].str.startswith("judge")]
+    certain = judge_rows.loc[~judge_rows["stage"].str.contains("early-stop"), "to_send"].sum()
+    assert sent["judge"] == certain  # the fake judge never disagrees with itself: no third calls
+    assert judge_rows["to_send"].sum() == certain * 3 // 2  # the upper bound: every third call
+
+    again = estimate_chapters(chapters, params_file=params)
+    extra = again["stage"].str.contains("early-stop")
+    # replayed: the real requests, all cached; only the never-needed third judge calls stay listed
+    assert again.loc[~extra, "to_send"].sum() == 0 and again.loc[~extra, "exact"].all()
+    assert again.loc[extra, "to_send"].sum() == certain // 2
+
+
+def test_every_llm_chapter_has_budget_batch_and_usage_table():
+    """Each chapter with a request planner takes ``max_usd`` and ``llm_batch`` and ends with the
+    usage table: ``llm_usage.begin`` before its LLM work, ``llm_usage.report`` after it."""
+    from mechaudit.execution import notebook_parameters, toc_chapters
+    from mechaudit.llm.estimate import PLANNERS
+
+    llm_chapters = [c for c in toc_chapters() if c.stem.split("_")[0] in PLANNERS]
+    assert {c.stem[:2] for c in llm_chapters} >= {"02", "03", "04", "05", "06", "07"}
+    for chapter in llm_chapters:
+        defaults = notebook_parameters(chapter.source)
+        assert defaults.get("max_usd", "missing") is None and defaults.get("llm_batch") is False, chapter.stem
+        source = chapter.source.read_text()
+        begin, report = (
+            source.find("llm_usage.begin(max_usd=max_usd, batch=llm_batch)"),
+            source.rfind("llm_usage.report("),
+        )
+        assert 0 < begin < report, chapter.stem
+        first_judge = source.find("LLMJudge(")
+        assert first_judge == -1 or begin < first_judge, chapter.stem

@@ -1,0 +1,139 @@
+"""The robustness map (mechaudit.workflow.robustness): factors, truths on a grid, conclusions, rule bias."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from mechaudit.schema import load_benchmark
+from mechaudit.workflow import build_rules, load_design, load_simulator_params
+from mechaudit.workflow.robustness import (
+    diminishing_returns,
+    grid,
+    rule_bias,
+    rule_grid,
+    truth_grid,
+    vary,
+)
+from mechaudit.workflow.validity import population_truth
+
+
+@pytest.fixture(scope="module")
+def setup():
+    bench = load_benchmark()
+    design = load_design(instances=[i.id for i in bench.instances])
+    return bench, design, load_simulator_params()
+
+
+def test_vary_sets_factors_and_keeps_reply_ratios(setup) -> None:
+    _, _, base = setup
+    p = vary(base, p_find=0.3, weak_scale=0.5, conceded=0.5, evidence_weight=2.0)
+    assert p.p_find == 0.3 and p.evidence_weight == 2.0
+    assert p.p_weak_unsupported == pytest.approx(base.p_weak_unsupported / 2)
+    assert p.p_weak_supported == pytest.approx(base.p_weak_supported / 2)
+    rw, rw0 = p.reply_weak, base.reply_weak
+    assert rw.conceded == 0.5
+    assert rw.answered + rw.partial + rw.dropped == pytest.approx(0.5)
+    assert rw.answered / rw.dropped == pytest.approx(rw0.answered / rw0.dropped)
+    assert p.reply_sound == base.reply_sound
+    assert vary(base, weak_scale=10).p_weak_unsupported == 1.0  # capped
+    assert vary(base).model_dump(exclude={"name"}) == base.model_dump(exclude={"name"})
+
+
+@pytest.mark.parametrize("bad, match", [({"p_fnd": 0.3}, "unknown factor"), ({"p_find": 1.5}, "less than or equal"),
+                                        ({"conceded": -0.1}, "conceded"), ({"weak_scale": -1}, "weak_scale")])
+def test_vary_rejects_bad_factors(setup, bad, match) -> None:
+    with pytest.raises(ValueError, match=match):
+        vary(setup[2], **bad)
+
+
+def test_grid_is_full_factorial() -> None:
+    g = grid({"p_find": [0.3, 0.9], "conceded": [0.5, 0.6, 0.85]})
+    assert list(g.columns) == ["p_find", "conceded"] and len(g) == 6
+    assert set(map(tuple, g.to_numpy())) == {(a, b) for a in (0.3, 0.9) for b in (0.5, 0.6, 0.85)}
+    with pytest.raises(ValueError, match="unknown factor"):
+        grid({"nope": [1]})
+
+
+@pytest.fixture(scope="module")
+def tiny(setup):
+    bench, design, base = setup
+    points = grid({"p_find": [0.2, 0.5, 0.9]})
+    return points, truth_grid(bench, design, base, points, runs_per_depth=12, seed=3)
+
+
+def test_truth_equals_population_truth_at_the_same_point(setup, tiny) -> None:
+    bench, design, base = setup
+    _, table = tiny
+    row = table.iloc[1]
+    ref = population_truth(bench, design, vary(base, p_find=0.5), runs_per_depth=12, seed=3).set_index("label")
+    assert row.truth_0v1_pp == ref.loc["0 v 1", "truth_pp"]
+    assert row.truth_1v5_pp == ref.loc["1 v 5", "truth_pp"]
+    assert row.se_1v5_pp == ref.loc["1 v 5", "truth_se_pp"]
+    assert row.same_K5_pp == ref.loc["K=5", "truth_pp"]
+    # ceiling: 100 - mean of the two same-depth divergences; the truth never exceeds it
+    assert row.max_1v5_pp == pytest.approx(100 - (ref.loc["K=1", "truth_pp"] + ref.loc["K=5", "truth_pp"]) / 2)
+    if "max_extra_pp" in ref:  # depth.extra_ceiling, the same definition computed per instance
+        assert row.max_1v5_pp == pytest.approx(ref.loc["1 v 5", "max_extra_pp"])
+    assert row.norm_1v5 == pytest.approx(row.truth_1v5_pp / row.max_1v5_pp)
+    assert (table.truth_0v1_pp <= table.max_0v1_pp).all() and (table.truth_1v5_pp <= table.max_1v5_pp).all()
+
+
+def test_truths_move_the_way_the_model_says(tiny) -> None:
+    """A critic that finds more weak links in round one: larger 0 v 1, smaller 1 v 5 (from 0.5 up),
+    higher same-depth divergence after one round."""
+    _, t = tiny
+    assert t.truth_0v1_pp.is_monotonic_increasing
+    assert t.same_K1_pp.is_monotonic_increasing
+    assert t.truth_1v5_pp.iloc[2] < t.truth_1v5_pp.iloc[1] - 2
+    assert t.truth_0v1_pp.iloc[2] > 20 and t.truth_1v5_pp.iloc[2] < 3
+
+
+def test_diminishing_returns_classifies_by_margin() -> None:
+    table = pd.DataFrame({
+        "truth_0v1_pp": [30.0, 4.0, 8.0], "truth_1v5_pp": [1.0, 6.0, 2.2],
+        "se_0v1_pp": [0.5, 0.5, 0.5], "se_1v5_pp": [0.3, 0.3, 0.3],
+        "max_0v1_pp": [50.0, 70.0, 60.0], "max_1v5_pp": [8.0, 30.0, 20.0]})
+    table["norm_0v1"] = table.truth_0v1_pp / table.max_0v1_pp
+    table["norm_1v5"] = table.truth_1v5_pp / table.max_1v5_pp
+    out = diminishing_returns(table, ratio=0.25, z=2.0)
+    assert list(out.raw) == ["holds", "fails", "unclear"]
+    assert out.raw_margin_pp.tolist() == pytest.approx([1 - 7.5, 6 - 1, 2.2 - 2])
+    # normalised: 1/8 = 0.125 vs 0.6/4 = 0.15, margin -0.025 with se ~0.04: unclear
+    assert out.normalised.iloc[0] == "unclear" and out.normalised.iloc[1] == "fails"
+    with pytest.raises(ValueError, match="ratio"):
+        diminishing_returns(table, ratio=1.5)
+
+
+def test_conclusion_a_holds_at_the_default_and_fails_at_low_p_find(tiny) -> None:
+    _, t = tiny
+    out = diminishing_returns(t)
+    assert out.raw.iloc[0] == "fails" and out.raw.iloc[2] == "holds"
+
+
+def test_rule_grid_and_bias(setup) -> None:
+    bench, design, base = setup
+    points = grid({"p_find": [0.9]})
+    truth = truth_grid(bench, design, base, points, runs_per_depth=12, seed=0)
+    tfidf = build_rules(["tfidf"])["tfidf"]
+    reps = rule_grid(bench, design, base, points, {"mechanism_key": None, "tfidf": tfidf.same}, n_reps=2, seed=1)
+    assert len(reps) == 2 * 2 * 3 and set(reps.rule) == {"mechanism_key", "tfidf"}
+    # replication seeds are shared across rules and points: same draws, so re-running gives equal numbers
+    again = rule_grid(bench, design, base, points, {"mechanism_key": None}, n_reps=2, seed=1)
+    pd.testing.assert_series_equal(again.extra_pp.reset_index(drop=True),
+                                   reps[reps.rule == "mechanism_key"].extra_pp.reset_index(drop=True))
+    bias = rule_bias(reps, truth)
+    tf = bias[(bias.rule == "tfidf") & (bias.comparison == "0 v 1")].iloc[0]
+    assert tf.direction == "under" and tf.bias_pp < -10  # TF-IDF misses most replaced steps
+    key = bias[(bias.rule == "mechanism_key") & (bias.comparison == "0 v 1")].iloc[0]
+    assert abs(key.bias_pp) < 4 * key.bias_se_pp
+
+
+def test_results_do_not_depend_on_n_jobs(setup) -> None:
+    bench, design, base = setup
+    points = grid({"p_find": [0.4, 0.8]})
+    one = truth_grid(bench, design, base, points, runs_per_depth=6, seed=5, n_jobs=1)
+    two = truth_grid(bench, design, base, points, runs_per_depth=6, seed=5, n_jobs=2)
+    pd.testing.assert_frame_equal(one, two)
+    assert not np.isnan(one.to_numpy(dtype=float)).any()
