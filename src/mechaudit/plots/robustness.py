@@ -17,6 +17,20 @@ _EFFECT_COLOURS = ("#56B4E9", "#009E73", "#CC79A7", "#E69F00", "#0072B2")
 _LINESTYLES = ("-", "--", ":", "-.")
 
 
+
+def _decorate_cell(ax, xs, ys, x: str, y: str, row_label: str, title: str, first_row: bool, last_row: bool,
+                   first_col: bool) -> None:
+    """Ticks of one grid panel; the facet title on the top row, axis names on the outer panels."""
+    ax.set_xticks(range(len(xs)), [f"{v:g}" for v in xs], fontsize=8)
+    ax.set_yticks(range(len(ys)), [f"{v:g}" for v in ys], fontsize=8)
+    ax.grid(False)
+    if first_row:
+        ax.set_title(title, fontsize=9)
+    if last_row:
+        ax.set_xlabel(x)
+    if first_col:
+        ax.set_ylabel(f"{row_label}\n{y}", fontsize=9)
+
 def _axis_values(table: pd.DataFrame, name: str) -> list[float]:
     return sorted(table[name].unique())
 
@@ -48,15 +62,8 @@ def truth_heatmaps_figure(table: pd.DataFrame, quantities: Mapping[str, str], x:
                     shade = (v - lo) / (hi - lo) if hi > lo else 0.5
                     ax.text(j, i, fmt.format(v), ha="center", va="center", fontsize=7,
                             color="black" if shade > 0.55 else "white")
-            ax.set_xticks(range(len(xs)), [f"{v:g}" for v in xs], fontsize=8)
-            ax.set_yticks(range(len(ys)), [f"{v:g}" for v in ys], fontsize=8)
-            ax.grid(False)
-            if r == 0:
-                ax.set_title(f"{facet} = {f:g}", fontsize=9)
-            if r == len(quantities) - 1:
-                ax.set_xlabel(x)
-            if c == 0:
-                ax.set_ylabel(f"{label}\n{y}", fontsize=9)
+            _decorate_cell(ax, xs, ys, x, y, row_label=label, title=f"{facet} = {f:g}",
+                           first_row=r == 0, last_row=r == len(quantities) - 1, first_col=c == 0)
         fig.colorbar(im, ax=axes[r, :].tolist(), shrink=0.9, pad=0.02)
     backend_caption(fig, backend)
     return fig
@@ -89,15 +96,8 @@ def conclusion_map_figure(table: pd.DataFrame, criteria: Mapping[str, str], x: s
                         dark = Z[i, j] != codes["unclear"]
                         ax.text(j, i, f"{v:.1f}", ha="center", va="center", fontsize=7,
                                 color="white" if dark else "black")
-            ax.set_xticks(range(len(xs)), [f"{v:g}" for v in xs], fontsize=8)
-            ax.set_yticks(range(len(ys)), [f"{v:g}" for v in ys], fontsize=8)
-            ax.grid(False)
-            if r == 0:
-                ax.set_title(f"{facet} = {f:g}", fontsize=9)
-            if r == len(criteria) - 1:
-                ax.set_xlabel(x)
-            if c == 0:
-                ax.set_ylabel(f"{label}\n{y}", fontsize=9)
+            _decorate_cell(ax, xs, ys, x, y, row_label=label, title=f"{facet} = {f:g}",
+                           first_row=r == 0, last_row=r == len(criteria) - 1, first_col=c == 0)
     handles = [Patch(color=col, label=s) for s, col in STATUS_COLOURS.items()]
     fig.legend(handles=handles, loc="outside upper center", ncols=3, fontsize=8)
     backend_caption(fig, backend, f"cell text: {annotate_label or annotate}" if annotate else "")

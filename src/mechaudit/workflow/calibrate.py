@@ -35,11 +35,11 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from mechaudit.divergence import comparison_matrix, extra_divergence
 from mechaudit.paper import reported
+from mechaudit.paramfile import read_section, validate_section
 from mechaudit.paths import PARAMS_DIR
 from mechaudit.schema import Benchmark
 from mechaudit.workflow.depth import outcome_matrices
@@ -100,16 +100,8 @@ def load_calibration(path: str | Path | None = None) -> CalibrationSpec:
     """Read the scan settings (default ``params/calibration.yaml``); bad content raises
     ``ValueError`` naming the file and the field."""
     path = Path(path) if path is not None else PARAMS_DIR / "calibration.yaml"
-    with open(path, encoding="utf-8") as fh:
-        doc = yaml.safe_load(fh)
-    if not isinstance(doc, dict) or not isinstance(doc.get("calibration"), dict):
-        raise ValueError(f"{path}: field 'calibration': expected a mapping of scan settings")
-    try:
-        return CalibrationSpec.model_validate(doc["calibration"])
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        field = ".".join(str(p) for p in err["loc"]) or "calibration"
-        raise ValueError(f"{path}: field 'calibration.{field}': {err['msg']}") from exc
+    raw = read_section(path, "calibration", "a mapping of scan settings")
+    return validate_section(CalibrationSpec, raw, path, "calibration")
 
 
 # --------------------------------------------------------------------------- targets

@@ -7,9 +7,9 @@ from itertools import combinations
 from math import comb
 from pathlib import Path
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from mechaudit.paramfile import read_section, validate_section
 from mechaudit.paths import PARAMS_DIR
 
 
@@ -59,20 +59,11 @@ def load_design(path: str | Path | None = None, key: str = "design",
     ``ValueError`` naming the file and the field.
     """
     path = Path(path) if path is not None else PARAMS_DIR / "paper.yaml"
-    with open(path, encoding="utf-8") as fh:
-        doc = yaml.safe_load(fh)
-    if not isinstance(doc, dict) or not isinstance(doc.get(key), dict):
-        raise ValueError(f"{path}: field '{key}': expected a mapping with instances, depths, runs_per_depth")
-    raw = dict(doc[key])
+    raw = read_section(path, key, "a mapping with instances, depths, runs_per_depth")
     if raw.get("instances", "all") == "all":
         if instances is None:
             from mechaudit.schema import load_instances
 
             instances = [i.id for i in load_instances()]
         raw["instances"] = tuple(instances)
-    try:
-        return Design.model_validate(raw)
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        field = ".".join(str(p) for p in err["loc"]) or key
-        raise ValueError(f"{path}: field '{key}.{field}': {err['msg']}") from exc
+    return validate_section(Design, raw, path, key)

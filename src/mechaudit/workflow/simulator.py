@@ -38,10 +38,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 from tqdm import tqdm
 
+from mechaudit.paramfile import read_section, validate_section
 from mechaudit.paths import PARAMS_DIR
 from mechaudit.schema import Benchmark, Hypothesis, Step, Vocabulary
 from mechaudit.workflow.design import Design
@@ -96,16 +96,8 @@ def load_simulator_params(path: str | Path | None = None) -> SimulatorParams:
     Bad content raises ``ValueError`` naming the file and the field.
     """
     path = Path(path) if path is not None else PARAMS_DIR / "simulator.yaml"
-    with open(path, encoding="utf-8") as fh:
-        doc = yaml.safe_load(fh)
-    if not isinstance(doc, dict) or not isinstance(doc.get("simulator"), dict):
-        raise ValueError(f"{path}: field 'simulator': expected a mapping of simulator parameters")
-    try:
-        return SimulatorParams.model_validate(doc["simulator"])
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        field = ".".join(str(p) for p in err["loc"]) or "simulator"
-        raise ValueError(f"{path}: field 'simulator.{field}': {err['msg']}") from exc
+    raw = read_section(path, "simulator", "a mapping of simulator parameters")
+    return validate_section(SimulatorParams, raw, path, "simulator")
 
 
 def null_params(params: SimulatorParams) -> SimulatorParams:
