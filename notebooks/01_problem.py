@@ -31,6 +31,8 @@ data_dir = None
 out_dir = None
 
 # %%
+import textwrap
+
 import matplotlib.pyplot as plt
 import pandas as pd
 from IPython.display import display
@@ -38,7 +40,7 @@ from IPython.display import display
 from mechaudit import divergence, diversity, toy
 from mechaudit.glue import glue
 from mechaudit.outputs import save
-from mechaudit.perturb import load_suite
+from mechaudit.perturb import describe_change, load_suite
 from mechaudit.plots.problem import divergence_heatmaps
 from mechaudit.schema import load_benchmark, mechanism_key
 
@@ -230,17 +232,20 @@ openings
 # two keep the mechanism (only the wording, or the wording plus the names of the entities), and two
 # replace one link of the chain (the initiating event, or one intermediate step). The committed
 # suite holds every kind for every hypothesis; here is the first opening's row of it, with the
-# mechanism identity (initiating event, route, terminal finding) that the ground truth compares.
+# text each perturbation changed and the mechanism identity (initiating event, route, terminal
+# finding) that the ground truth compares. `wording_only` leaves the statement and the chain as
+# they were and rewrites only the explanation, so its chain reads exactly like the original's.
 
 # %%
 suite = [p for p in load_suite() if p["original"].id == bench.openings(instance.id)[0].id]
 original = suite[0]["original"]
-rows = [{"kind": "original", "chain as written": " > ".join(s.text for s in original.chain),
+rows = [{"kind": "original", "what changed": "", "chain as written": " > ".join(s.text for s in original.chain),
          "same mechanism": True}]
 for pair in suite:
     variant = pair["variant"]
     rows.append({
         "kind": pair["kind"],
+        "what changed": describe_change(original, variant),
         "chain as written": " > ".join(s.text for s in variant.chain),
         "same mechanism": mechanism_key(variant) == mechanism_key(original),
     })
@@ -248,6 +253,14 @@ variants = pd.DataFrame(rows).set_index("kind")
 save("perturbation_example", variants, out_dir)
 with pd.option_context("display.max_colwidth", 200):
     display(variants)
+
+# %% [markdown]
+# The two explanations of the `wording_only` pair, in full:
+
+# %%
+reworded = next(p["variant"] for p in suite if p["kind"] == "wording_only")
+for label, h in (("original", original), ("wording_only", reworded)):
+    print(textwrap.fill(h.explanation, 100, initial_indent=f"{label + ':':14}", subsequent_indent=" " * 14))
 
 # %% [markdown]
 # ## Try it

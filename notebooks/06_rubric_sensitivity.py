@@ -65,7 +65,7 @@ from mechaudit.backends import Backend
 from mechaudit.glue import glue
 from mechaudit.outputs import save
 from mechaudit.paper import compare, reported
-from mechaudit.perturb import KINDS, load_suite
+from mechaudit.perturb import KINDS, describe_change, load_suite
 from mechaudit.plots.rules import rubric_bars
 from mechaudit.rules import LLMJudge, ReferenceJudge
 from mechaudit.rules.audit import percent_different
@@ -144,8 +144,9 @@ glue("ch06_min_chain_swapped", min(len(a.chain) for (a, _), s in zip(pairs, is_s
 save("components_percent_different", comp_pct.reindex(KINDS).round(1), out_dir)
 
 # %% [markdown]
-# One pair of each kind, drawn with `seed`, with the chains side by side (step texts) and the step
-# reference judge's components:
+# One pair of each kind, drawn with `seed`, with the text the perturbation changed, the chains side
+# by side (step texts) and the step reference judge's components. A `wording_only` variant
+# rewrites only the explanation, so its chain is the original's word for word:
 
 # %%
 rng = np.random.default_rng(seed)
@@ -153,7 +154,8 @@ example_rows = []
 for kind in KINDS:
     i = int(rng.choice(np.flatnonzero(np.array(kinds) == kind)))
     a, b = pairs[i]
-    example_rows.append({"kind": kind, "original chain": " -> ".join(s.text for s in a.chain),
+    example_rows.append({"kind": kind, "what changed": describe_change(a, b),
+                         "original chain": " -> ".join(s.text for s in a.chain),
                          "variant chain": " -> ".join(s.text for s in b.chain),
                          **components.loc[i, ["initiating", "route", "terminal"]].to_dict()})
 with pd.option_context("display.max_colwidth", 200):

@@ -14,12 +14,14 @@ from mechaudit.perturb import (
     PerturbationError,
     check,
     check_reason,
+    describe_change,
     instance_entities,
     load_suite,
     make_suite,
     perturb,
     swap_candidates,
     template_of,
+    text_changes,
     write_suite,
 )
 from mechaudit.schema import Step, load_benchmark
@@ -266,3 +268,26 @@ def test_cli_writes_suite_and_prints_counts(tmp_path, capsys):
     assert report["counts"] == {"wording_only": {"kept": 80, "excluded": 0},
                                 "first_step_swapped": {"kept": 80, "excluded": 0}}
     assert len(out.read_text().splitlines()) == 160
+
+
+def test_text_changes_and_description_show_what_each_kind_edited(h, vocab):
+    """The wording-only variant's chain equals the original's, so only the explanation can show it."""
+    rng = np.random.default_rng(0)
+    reworded = perturb(h, "wording_only", rng, vocab)
+    assert {f for f, _, _ in text_changes(h, reworded)} == {"explanation"}
+    line = describe_change(h, reworded, width=400)
+    assert line.startswith('explanation reworded: "') and reworded.explanation[:40] in line
+    old_id = h.chain[0].id
+    swapped = perturb(h, "first_step_swapped", rng, vocab)
+    old, new = vocab[old_id].name, vocab[swapped.chain[0].id].name
+    assert describe_change(h, swapped) == f"{old} -> {new} (statement, explanation, chain[0])"
+    assert describe_change(h, h) == "" and text_changes(h, h) == []
+    assert len(describe_change(h, reworded, width=60)) <= 60
+
+
+def test_text_changes_keeps_context_for_insertions_and_groups_repeats(h):
+    a = h.model_copy(update={"statement": "X binds Y.", "explanation": "It acts on Z. Z then fails."})
+    b = a.model_copy(update={"statement": "X strongly binds Y.", "explanation": "It acts on W. W then fails."})
+    assert text_changes(a, b) == [("statement", "X", "X strongly"), ("explanation", "Z", "W"),
+                                  ("explanation", "Z", "W")]
+    assert describe_change(a, b) == "X -> X strongly (statement); Z -> W (explanation)"

@@ -6,6 +6,12 @@
 * Thebe: Jupyter Book 1.x always loads sphinx-thebe, which declares its CDN address twice per page
   (a console error) even with live code switched off; the book has no live code, so its scripts
   and stylesheet are dropped from every page.
+* Theme mode: pydata-sphinx-theme reads ``html_context["default_mode"]`` and, when it is unset,
+  writes an empty mode into the page, which its script reports as ``Got invalid theme mode: .``
+  on every page; the book sets ``light`` unless ``_config.yml`` chooses another mode.
+* Bibliography labels: the pybtex formatting style ``authoryear`` (``bibtex_default_style``) is
+  the ``alpha`` style with labels "Byun et al., 2026" instead of "BHR+26", so the reference list
+  matches the author-year citations in the text (``bibtex_reference_style: author_year``).
 
 Enabled from ``_config.yml`` (``sphinx.extra_extensions``).
 """
@@ -13,7 +19,14 @@ Enabled from ``_config.yml`` (``sphinx.extra_extensions``).
 from __future__ import annotations
 
 import shutil
+from collections import Counter
 from pathlib import Path
+
+from pybtex.plugin import register_plugin
+from pybtex.richtext import Text
+from pybtex.style.formatting.alpha import Style as AlphaStyle
+from pybtex.style.labels import BaseLabelStyle
+from pybtex.style.sorting import BaseSortingStyle
 
 BUNDLE = "tex-mml-chtml.js"
 FONTS = Path("output") / "chtml" / "fonts" / "woff-v2"
@@ -52,8 +65,62 @@ def _drop_thebe(app, pagename, templatename, context, doctree) -> None:
             context[key] = [asset for asset in context[key] if not _is_thebe(asset)]
 
 
+def _set_theme_mode(app, config) -> None:
+    config.html_context = {"default_mode": "light", **(config.html_context or {})}
+
+
+def author_year_label(persons: list, year: str) -> str:
+    """``"Last, 2011"``, ``"Last and Other, 2019"`` or ``"Last et al., 2026"`` (LaTeX removed)."""
+    last = [Text.from_latex(" ".join(p.last_names)).render_as("text") for p in persons]
+    if not last:
+        names = "Anonymous"
+    elif len(last) == 1:
+        names = last[0]
+    elif len(last) == 2:
+        names = f"{last[0]} and {last[1]}"
+    else:
+        names = f"{last[0]} et al."
+    return f"{names}, {year}" if year else names
+
+
+def _entry_label(entry) -> str:
+    persons = entry.persons.get("author") or entry.persons.get("editor") or []
+    return author_year_label(persons, entry.fields.get("year", ""))
+
+
+class AuthorYearSortingStyle(BaseSortingStyle):
+    """Sorted by label text (case-insensitive, so group authors such as "{nteract contributors}"
+    sort by their name, not their brace), then title."""
+
+    def sorting_key(self, entry):
+        return _entry_label(entry).casefold(), entry.fields.get("title", "").casefold()
+
+
+class AuthorYearLabelStyle(BaseLabelStyle):
+    """Author-year labels; equal labels get ``a``, ``b``, ... appended in bibliography order."""
+
+    def format_labels(self, sorted_entries):
+        labels = [_entry_label(e) for e in sorted_entries]
+        counts, seen = Counter(labels), Counter()
+        for label in labels:
+            if counts[label] > 1:
+                seen[label] += 1
+                yield f"{label}{chr(ord('a') + seen[label] - 1)}"
+            else:
+                yield label
+
+
+class AuthorYearStyle(AlphaStyle):
+    """pybtex's ``alpha`` entry format with author-year labels and sorting."""
+
+    default_label_style = AuthorYearLabelStyle
+    default_sorting_style = AuthorYearSortingStyle
+
+
 def setup(app):
+    register_plugin("pybtex.style.formatting", "authoryear", AuthorYearStyle, force=True)
     app.connect("config-inited", _set_path)
+    app.connect("config-inited", _set_theme_mode)
     app.connect("html-page-context", _drop_thebe)
     app.connect("build-finished", _copy_bundle)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -398,6 +398,70 @@ def phrasing_similarity(hypotheses: Sequence[Hypothesis], vocabulary: Vocabulary
     return rowwise_cosine(X, np.asarray(ia), np.asarray(ib))
 
 
+# ----------------------------------------------------------------------------------------------
+# showing what a perturbation changed
+
+
+def text_changes(original: Hypothesis, variant: Hypothesis) -> list[tuple[str, str, str]]:
+    """Word spans that differ between two hypotheses, field by field, in reading order.
+
+    Fields are ``statement``, ``explanation`` and ``chain[j].text``; each changed span is
+    ``(field, before, after)`` (``difflib`` word-level opcodes on whitespace-split words; an
+    insertion keeps the word before it; a span repeating one word replacement is split word
+    by word; surrounding ``.,;:`` stripped). Chains of different length compare only their common prefix.
+    """
+    import difflib
+
+    out = []
+    for (name, a_text), (_, b_text) in zip(_fields(original), _fields(variant)):
+        a, b = a_text.split(), b_text.split()
+        for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(a=a, b=b, autojunk=False).get_opcodes():
+            if tag == "equal":
+                continue
+            if tag == "insert" and i1 > 0:  # "CagA" -> "CagA oncoprotein", not "" -> "oncoprotein"
+                i1, j1 = i1 - 1, j1 - 1
+            pairs = {(x.strip(".,;:"), y.strip(".,;:")) for x, y in zip(a[i1:i2], b[j1:j2])}
+            if i2 - i1 == j2 - j1 > 1 and len(pairs) == 1:  # "X. X" -> "Y. Y": one word, twice
+                out += [(name, x, y) for x, y in zip(a[i1:i2], b[j1:j2])]
+            else:
+                out.append((name, " ".join(a[i1:i2]), " ".join(b[j1:j2])))
+    return [(name, x.strip(".,;:"), y.strip(".,;:")) for name, x, y in out]
+
+
+def describe_change(original: Hypothesis, variant: Hypothesis, width: int = 110) -> str:
+    """One short line saying what ``variant`` changed in ``original``'s text.
+
+    A field whose words mostly changed (more than half) is shown as "<field> reworded: <new text>";
+    other changes are grouped as "before -> after (fields)", identical replacements listed once.
+    The result is cut to ``width`` characters (``textwrap.shorten``); "" when nothing changed.
+    """
+    import textwrap
+
+    reworded: list[str] = []
+    groups: dict[tuple[str, str], list[str]] = {}
+    by_field: dict[str, list[tuple[str, str]]] = {}
+    for name, before, after in text_changes(original, variant):
+        by_field.setdefault(name, []).append((before, after))
+    new_text = dict(_fields(variant))
+    for name, spans in by_field.items():
+        changed = sum(len(after.split()) for _, after in spans)
+        if changed > len(new_text[name].split()) / 2:
+            reworded.append(f"{name} reworded: \"{new_text[name]}\"")
+        else:
+            for before, after in spans:
+                groups.setdefault((before or "(nothing)", after or "(nothing)"), []).append(name)
+    parts = [f"{b} -> {a} ({', '.join(_compact(fields))})" for (b, a), fields in groups.items()]
+    return textwrap.shorten("; ".join(parts + reworded), width=width, placeholder=" ...")
+
+
+def _compact(fields: list[str]) -> list[str]:
+    """``chain[0].text, chain[2].text`` -> ``chain[0,2]``; other field names unchanged."""
+    steps = [f[len("chain["):-len("].text")] for f in fields if f.startswith("chain[")]
+    rest = list(dict.fromkeys(f for f in fields if not f.startswith("chain[")))
+    return rest + ([f"chain[{','.join(dict.fromkeys(steps))}]"] if steps else [])
+
+
 __all__ = ["KINDS", "MEANING_PRESERVING", "SWAP_KINDS", "PerturbationError", "check",
-           "check_reason", "default_vocabulary", "instance_entities", "load_suite", "make_suite", "pair_rng",
-           "perturb", "phrasing_similarity", "swap_candidates", "template_of", "write_suite"]
+           "check_reason", "default_vocabulary", "describe_change", "instance_entities", "load_suite",
+           "make_suite", "pair_rng",
+           "perturb", "phrasing_similarity", "swap_candidates", "template_of", "text_changes", "write_suite"]

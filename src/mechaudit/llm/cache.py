@@ -51,6 +51,7 @@ from typing import Any
 from tqdm import tqdm
 
 from mechaudit.llm.request import LLMRequest
+from mechaudit.paths import data_path
 
 try:
     import fcntl
@@ -84,6 +85,11 @@ _SCHEMA = (
 )
 _DEFAULT_CACHE = 0  # sqlite's default page cache size (read from the first connection)
 _LOG_FIELDS = ("size", "mtime_ns", "inode", "tail", "lines", "records", "duplicates", "newline")
+
+
+def default_cache_dir() -> Path:
+    """``data/llm_cache`` under the data folder."""
+    return data_path("llm_cache")
 
 
 class CacheRecoveryWarning(UserWarning):

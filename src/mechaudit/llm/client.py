@@ -19,7 +19,6 @@ import sys
 import threading
 from collections.abc import Mapping, Sequence
 from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
-from pathlib import Path
 from typing import Any, TypeVar
 
 import httpx
@@ -31,7 +30,13 @@ from tqdm import tqdm
 from mechaudit.backends import LLM_BACKENDS, Backend
 from mechaudit.llm import usage
 from mechaudit.llm.blind import check_request_blind
-from mechaudit.llm.cache import ResponseCache
+from mechaudit.llm.cache import ResponseCache, default_cache_dir  # noqa: F401 - re-exported
+from mechaudit.llm.errors import (  # noqa: F401 - re-exported: the names' public home stays here
+    API_KEY_ENV,
+    APIReplyError,
+    MissingAPIKeyError,
+    ReplayMissError,
+)
 from mechaudit.llm.jsonout import (
     InvalidJSONError,
     JSONResult,
@@ -47,61 +52,16 @@ from mechaudit.llm.providers import (
     openai_send,
     route_model,
 )
+from mechaudit.llm.records import check_message, message_record, message_text  # noqa: F401 - re-exported
 from mechaudit.llm.request import LLMRequest, LLMResponse, Usage
-from mechaudit.paths import data_path
 
 M = TypeVar("M", bound=BaseModel)
 
 BACKENDS = LLM_BACKENDS  # ("anthropic", "replay"); the names live in mechaudit.backends
-API_KEY_ENV = "ANTHROPIC_API_KEY"
 # The SDK 2.x default API version (2026-10-21) rejects temperature/top_p/top_k; the paper's
 # setup (temperature 0) needs the version that still accepts them.
 SAMPLING_API_VERSION = "2023-06-01"
 FIRST_VERSION_WITHOUT_SAMPLING = "2026-10-21"
-
-
-def default_cache_dir() -> Path:
-    """``data/llm_cache`` under the data folder."""
-    return data_path("llm_cache")
-
-
-class MissingAPIKeyError(RuntimeError):
-    """The anthropic backend needs ``ANTHROPIC_API_KEY`` in the environment."""
-
-
-class ReplayMissError(LookupError):
-    """The replay backend has no recorded answer for a request; ``key`` names it."""
-
-    def __init__(self, request: LLMRequest, cache_path: Path) -> None:
-        self.key = request.key
-        super().__init__(
-            f"no recorded response for request {request.key} in {cache_path} "
-            f"({request.summary()}). Replay answers only recorded requests: record it with "
-            f"backend='anthropic' (needs {API_KEY_ENV}), or check that model, prompt and version "
-            f"match the recording."
-        )
-
-
-class APIReplyError(RuntimeError):
-    """The API answered HTTP 200 with a body that is not a Messages API reply; nothing was cached."""
-
-    def __init__(self, request: LLMRequest, detail: str) -> None:
-        self.key = request.key
-        super().__init__(
-            f"request {request.key} (model {request.model}): the API answered HTTP 200 but {detail}; "
-            f"nothing was cached. Check the API address (ANTHROPIC_BASE_URL, a proxy) and run again."
-        )
-
-
-def check_message(message: Any, request: LLMRequest) -> None:
-    """Raise :class:`APIReplyError` unless ``message`` looks like an SDK ``Message`` (content
-    blocks and usage); the SDK returns a plain string for a non-JSON body."""
-    if isinstance(message, (str, bytes)):
-        text = " ".join((message.decode(errors="replace") if isinstance(message, bytes) else message).split())
-        raise APIReplyError(request, f"the body is not JSON (starts {text[:80]!r})")
-    missing = [f for f in ("content", "usage", "model") if getattr(message, f, None) is None]
-    if missing or not isinstance(message.content, list):
-        raise APIReplyError(request, f"the JSON body lacks the Messages fields {missing or ['content']}")
 
 
 class _HttpxBridge(httpx2.BaseTransport):
@@ -131,28 +91,6 @@ def _as_httpx2(http_client: httpx.Client | httpx2.Client | None) -> httpx2.Clien
     if isinstance(http_client, httpx.Client):
         return httpx2.Client(transport=_HttpxBridge(http_client))
     raise TypeError(f"http_client must be an httpx.Client or httpx2.Client, got {type(http_client)}")
-
-
-def message_text(message: Any) -> str:
-    """Concatenated text blocks of an SDK ``Message``."""
-    return "".join(getattr(block, "text", "") for block in message.content if block.type == "text")
-
-
-def message_record(message: Any) -> dict[str, Any]:
-    """The cache's ``response`` part for an SDK ``Message`` (no headers, no credentials)."""
-    usage = message.usage
-    return {
-        "text": message_text(message),
-        "model": message.model,
-        "stop_reason": message.stop_reason,
-        "id": message.id,
-        "usage": {
-            "input_tokens": usage.input_tokens or 0,
-            "output_tokens": usage.output_tokens or 0,
-            "cache_read_input_tokens": usage.cache_read_input_tokens or 0,
-            "cache_creation_input_tokens": usage.cache_creation_input_tokens or 0,
-        },
-    }
 
 
 class LLMClient:
@@ -439,8 +377,12 @@ class LLMClient:
         from mechaudit.llm.batch import run_batches
 
         return run_batches(
-            self,
             requests,
+            cache=self.cache,
+            ledger=self._ledger,
+            sdk=self.sdk if self.backend == "anthropic" else None,
+            message_params=self.message_params,
+            api_version=self.api_version,
             poll_interval=poll_interval,
             batch_size=batch_size,
             max_wait=max_wait,

@@ -493,8 +493,7 @@ def estimate_chapters(names: Sequence[str] = (), params_file=None, overrides: Ma
     as ``mechaudit execute`` would run them; chapters with an offline backend contribute no row."""
     from mechaudit.backends import Backend
     from mechaudit.execution import DEFAULT_PARAMS, resolve_chapter, toc_chapters
-    from mechaudit.llm.cache import ResponseCache
-    from mechaudit.llm.client import default_cache_dir
+    from mechaudit.llm.cache import ResponseCache, default_cache_dir
     from mechaudit.llm.ledger import load_prices
 
     table = load_prices(prices)

@@ -310,7 +310,7 @@ class RunAccount:
         return out
 
     def cache_dir(self, chapter) -> Path:
-        from mechaudit.llm.client import default_cache_dir
+        from mechaudit.llm.cache import default_cache_dir
 
         folder = self.full[chapter.stem].get("cache_dir")
         return Path(folder) if folder else default_cache_dir()

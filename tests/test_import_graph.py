@@ -1,0 +1,206 @@
+"""The package's static import graph has no cycle, and each ``mechaudit.llm`` module imports alone.
+
+The graph is built from the source with :mod:`ast`, not by importing: every ``import mechaudit.x``,
+``from mechaudit.x import y`` and relative import counts, at module level or inside a function
+(a lazy import still closes a cycle, only later). Imports under ``if TYPE_CHECKING:`` never run
+and are left out.
+"""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+SRC = Path(__file__).resolve().parents[1] / "src"
+PACKAGE = "mechaudit"
+
+
+def module_names(src: Path = SRC, package: str = PACKAGE) -> dict[str, Path]:
+    """Dotted module name -> file, for every ``.py`` file under ``src/package``."""
+    names = {}
+    for path in sorted((src / package).rglob("*.py")):
+        parts = list(path.relative_to(src).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        names[".".join(parts)] = path
+    return names
+
+
+def _is_type_checking(node: ast.If) -> bool:
+    test = node.test
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def _runtime_imports(tree: ast.AST):
+    """``(node, lazy)`` for every import that can run; ``lazy`` if it sits inside a function."""
+    stack = [(tree, False)]
+    while stack:
+        node, lazy = stack.pop()
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.If) and _is_type_checking(child):
+                for sub in child.orelse:  # the ``else`` branch does run
+                    stack.append((sub, lazy))
+                continue
+            if isinstance(child, (ast.Import, ast.ImportFrom)):
+                yield child, lazy
+            inner = lazy or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+            stack.append((child, inner))
+
+
+def _targets(node: ast.Import | ast.ImportFrom, module: str, is_package: bool, known: set[str]) -> list[str]:
+    """Modules of the package that ``node`` (in ``module``) loads."""
+    if isinstance(node, ast.Import):
+        return [alias.name for alias in node.names if alias.name in known]
+    if node.level:  # relative: resolve against the importing module's package
+        base = module.split(".") if is_package else module.split(".")[:-1]
+        base = base[: len(base) - (node.level - 1)]
+        origin = ".".join(base + ([node.module] if node.module else []))
+    else:
+        origin = node.module or ""
+    out = []
+    for alias in node.names:
+        sub = f"{origin}.{alias.name}"
+        if sub in known:  # ``from pkg import submodule``
+            out.append(sub)
+        elif origin in known:
+            out.append(origin)
+    return out
+
+
+def import_graph(src: Path = SRC, package: str = PACKAGE) -> dict[str, dict[str, bool]]:
+    """``graph[a][b]`` is ``True`` if ``a`` imports ``b`` only lazily (inside a function), ``False``
+    if at least one import of ``b`` in ``a`` runs at module level."""
+    files = module_names(src, package)
+    known = set(files)
+    graph: dict[str, dict[str, bool]] = {name: {} for name in files}
+    for name, path in files.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        for node, lazy in _runtime_imports(tree):
+            for target in _targets(node, name, path.name == "__init__.py", known):
+                if target != name:
+                    graph[name][target] = graph[name].get(target, True) and lazy
+    return graph
+
+
+def find_cycle(graph: dict[str, dict[str, bool]], *, eager_only: bool = False) -> list[str] | None:
+    """One cycle as ``[a, b, ..., a]``, or ``None``; ``eager_only`` ignores lazy edges."""
+    WHITE, GREY, BLACK = 0, 1, 2
+    colour = dict.fromkeys(graph, WHITE)
+    for root in sorted(graph):
+        if colour[root] != WHITE:
+            continue
+        path = [root]
+        colour[root] = GREY
+        iters = [iter(sorted(graph[root]))]
+        while iters:
+            for nxt in iters[-1]:
+                if eager_only and graph[path[-1]][nxt]:
+                    continue
+                if colour[nxt] == GREY:
+                    return path[path.index(nxt):] + [nxt]
+                if colour[nxt] == WHITE:
+                    colour[nxt] = GREY
+                    path.append(nxt)
+                    iters.append(iter(sorted(graph[nxt])))
+                    break
+            else:
+                colour[path.pop()] = BLACK
+                iters.pop()
+    return None
+
+
+def test_graph_builder_sees_every_kind_of_import(tmp_path):
+    """A cross-check on a toy package: absolute, from-submodule, relative and lazy imports count;
+    ``TYPE_CHECKING`` imports do not."""
+    pkg = tmp_path / "toy"
+    (pkg / "sub").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "a.py").write_text("import toy.b\n")
+    (pkg / "b.py").write_text("from toy.sub import c\n")
+    (pkg / "sub" / "__init__.py").write_text("from .c import X\n")
+    (pkg / "sub" / "c.py").write_text("def f():\n    from ..a import Y\nX = 1\n")
+    (pkg / "d.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from toy import a\n")
+    graph = import_graph(tmp_path, "toy")
+    assert graph == {
+        "toy": {}, "toy.a": {"toy.b": False}, "toy.b": {"toy.sub.c": False},
+        "toy.sub": {"toy.sub.c": False}, "toy.sub.c": {"toy.a": True}, "toy.d": {},
+    }
+    assert find_cycle(graph) == ["toy.a", "toy.b", "toy.sub.c", "toy.a"]
+    assert find_cycle(graph, eager_only=True) is None
+    (pkg / "sub" / "c.py").write_text("def f():\n    pass\n")
+    assert find_cycle(import_graph(tmp_path, "toy")) is None
+
+
+# Known lazy (function-level) imports that close a cycle, each pointing the wrong way: the
+# ``RunAccount`` and budget code in ``llm.usage`` call the chapter planner (``llm.estimate``, which
+# imports every chapter's modules lazily) and ``execution``; ``tau.realjudge.plan_chapter`` builds
+# the planner's ``Planned`` records. Breaking them means moving the planner out of ``llm/``.
+# The list may only shrink: a new cycle, eager or lazy, fails the test below.
+KNOWN_LAZY_CYCLE_EDGES = [
+    ("mechaudit.llm.usage", "mechaudit.llm.estimate"),
+    ("mechaudit.llm.usage", "mechaudit.execution"),
+    ("mechaudit.tau.realjudge", "mechaudit.llm.estimate"),
+]
+
+
+def test_package_has_no_module_level_import_cycle():
+    graph = import_graph()
+    assert "mechaudit.llm.client" in graph and graph["mechaudit.llm.client"]  # the parse found imports
+    cycle = find_cycle(graph, eager_only=True)
+    assert cycle is None, f"module-level import cycle: {' -> '.join(cycle)}"
+
+
+def test_package_import_graph_has_no_cycle_but_the_known_lazy_ones():
+    graph = import_graph()
+    for a, b in KNOWN_LAZY_CYCLE_EDGES:
+        assert graph[a].get(b) is True, f"{a} -> {b} is gone or no longer lazy: drop it from the list"
+        del graph[a][b]
+    cycle = find_cycle(graph)
+    assert cycle is None, f"import cycle: {' -> '.join(cycle)}"
+    for a, b in KNOWN_LAZY_CYCLE_EDGES:  # each listed edge really closes a cycle (else drop it)
+        graph[a][b] = True
+        assert find_cycle(graph) is not None, f"{a} -> {b} closes no cycle: drop it from the list"
+        del graph[a][b]
+
+
+def test_llm_leaf_modules():
+    """Errors and record helpers sit below the client and the batch runner, which never import
+    each other's way back: the batch runner gets its collaborators passed in."""
+    graph = import_graph()
+    assert set(graph["mechaudit.llm.errors"]) == {"mechaudit.llm.request"}
+    assert set(graph["mechaudit.llm.records"]) == {"mechaudit.llm.errors", "mechaudit.llm.request"}
+    assert "mechaudit.llm.client" not in graph["mechaudit.llm.batch"]
+    assert "_ledger" not in (SRC / "mechaudit" / "llm" / "batch.py").read_text(encoding="utf-8")
+
+
+def test_moved_names_still_importable_from_the_client():
+    from mechaudit.llm import batch, cache, client, errors, records
+
+    for name in ("API_KEY_ENV", "APIReplyError", "MissingAPIKeyError", "ReplayMissError"):
+        assert getattr(client, name) is getattr(errors, name)
+    for name in ("check_message", "message_record", "message_text"):
+        assert getattr(client, name) is getattr(records, name)
+    assert client.default_cache_dir is cache.default_cache_dir
+    assert batch.BatchError is errors.BatchError
+
+
+LLM_MODULES = sorted(name for name in module_names() if name.startswith("mechaudit.llm"))
+
+
+def test_each_llm_module_imports_alone():
+    """Each module of ``mechaudit.llm`` imports first, in its own fresh interpreter (two at a time)."""
+    assert "mechaudit.llm.batch" in LLM_MODULES and "mechaudit.llm.errors" in LLM_MODULES
+
+    def run(module: str) -> tuple[str, subprocess.CompletedProcess]:
+        code = f"import importlib; importlib.import_module({module!r})"
+        return module, subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        failed = {m: done.stderr.strip().splitlines()[-1:] for m, done in pool.map(run, LLM_MODULES)
+                  if done.returncode != 0}
+    assert not failed, f"modules that do not import alone: {failed}"
