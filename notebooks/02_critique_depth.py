@@ -77,6 +77,7 @@ from mechaudit.workflow import (
 )
 
 pd.set_option("display.precision", 3)
+pd.set_option("display.max_colwidth", None)  # assumptions are shown in full
 bench = load_benchmark(data_dir)
 design = load_design(PARAMS_DIR / design_file, instances=[i.id for i in bench.instances])
 sim_params = load_simulator_params(PARAMS_DIR / simulator_file)
