@@ -56,6 +56,7 @@ llm_usage.begin(max_usd=max_usd, batch=llm_batch)  # this chapter's LLM budget a
 # %%
 import matplotlib.pyplot as plt
 import pandas as pd
+from IPython.display import display
 
 from mechaudit.backends import Backend
 from mechaudit.glue import glue
@@ -77,7 +78,6 @@ from mechaudit.workflow import (
 )
 
 pd.set_option("display.precision", 3)
-pd.set_option("display.max_colwidth", None)  # assumptions are shown in full
 bench = load_benchmark(data_dir)
 design = load_design(PARAMS_DIR / design_file, instances=[i.id for i in bench.instances])
 sim_params = load_simulator_params(PARAMS_DIR / simulator_file)
@@ -346,7 +346,8 @@ differ = [k for k, ok in matches(sim_params, cal_values).items() if not ok]
 glue("ch02_cal_verdict", "the calibration reproduces every committed default" if not differ else
      f"the committed values of {' and '.join(differ)} differ from the scan's (the committed set predates "
      "this calibration; adopting the scan's values would change the simulated numbers of chapters 02-04)")
-save("calibration_fit", fit, out_dir)
+with pd.option_context("display.max_colwidth", None):  # the assumptions in full
+    display(save("calibration_fit", fit, out_dir))
 
 # %%
 save("calibration_scan", cal.scan.round(2), out_dir)
