@@ -12,22 +12,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from tiny_data import VOCAB
 
 from mechaudit.cli import main
 from mechaudit.errors import MechauditError
 from mechaudit.paths import REPO_ROOT
-
-VOCAB = """\
-types:
-  kinase: protein kinase
-  outcome: finding
-entities:
-  - {id: K1, type: kinase, name: kinase one, aliases: [K-1]}
-  - {id: K2, type: kinase, name: kinase two, aliases: [K-2]}
-  - {id: K3, type: kinase, name: kinase three}
-  - {id: O1, type: outcome, name: outcome one}
-  - {id: O2, type: outcome, name: outcome two}
-"""
 
 
 def hyp(**over) -> dict:

@@ -150,7 +150,7 @@ def test_budget_hit_midway_then_continue(small_data, tmp_path, api_env):
         run_judge(small_data, cache, api, max_concurrency=1)
     first = api.requests
     assert 5 <= first < len(reqs)
-    assert cache_spend(cache, set(), prices)["calls"] == first  # everything paid for is cached
+    assert cache_spend(cache, 0, prices)["calls"] == first  # everything paid for is cached
     assert usage.session().spent() <= usage.session().max_usd
 
     usage.begin(max_usd=10.0)
@@ -176,7 +176,7 @@ def test_ledger_report_and_run_total_agree(small_data, tmp_path, api_env):
     run_judge(small_data, cache, CountingAPI())
     table = usage.report("anthropic", pairs=N_PAIRS)
     api_row = table[table["mode"] == "api"].iloc[0]
-    spent = cache_spend(cache, set(), load_prices())
+    spent = cache_spend(cache, 0, load_prices())
     assert spent["calls"] == api_row["calls"] == 3 * N_PAIRS
     assert spent["input_tokens"] == api_row["input_tokens"] and spent["output_tokens"] == 20 * 3 * N_PAIRS
     assert spent["cost_usd"] == pytest.approx(api_row["cost_usd"], abs=1e-4)
@@ -233,7 +233,7 @@ def test_batch_mode_checks_the_budget_per_batch(small_data, tmp_path, api_env):
     assert len(calls) == 3 * N_PAIRS and fake.batch_creates == 3 and not fake.message_bodies
     table = usage.report("anthropic").set_index("mode")
     assert table.loc["batch", "calls"] == 3 * N_PAIRS and "api" not in table.index
-    assert cache_spend(tmp_path / "cache", set(), load_prices())["batch_calls"] == 3 * N_PAIRS
+    assert cache_spend(tmp_path / "cache", 0, load_prices())["batch_calls"] == 3 * N_PAIRS
 
 
 def test_dry_run_and_run_budget_injection(small_data, tmp_path):

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+from tiny_data import INSTANCES, VOCAB
 
 from mechaudit.render import find_mentions, name_index, placeholders, render, swap_ids, templatize
 from mechaudit.schema import (
@@ -19,28 +20,6 @@ from mechaudit.schema import (
     load_vocabulary,
     mechanism_key,
 )
-
-VOCAB = """\
-types:
-  kinase: protein kinase
-  outcome: finding
-entities:
-  - {id: K1, type: kinase, name: kinase one, aliases: [K-1]}
-  - {id: K2, type: kinase, name: kinase two, aliases: [K-2]}
-  - {id: K3, type: kinase, name: kinase three}
-  - {id: O1, type: outcome, name: outcome one}
-  - {id: O2, type: outcome, name: outcome two}
-"""
-
-INSTANCES = """\
-instances:
-  - id: A
-    title: t
-    finding: f
-    terminal_id: O1
-    evidence: [e1]
-    openings: [h1]
-"""
 
 
 def record(**over) -> dict:

@@ -199,16 +199,18 @@ def _terminal(fd: int) -> IO[str]:
 # --------------------------------------------------------------------------- run totals from the cache
 
 
-def cache_state(cache_dir: str | os.PathLike[str]) -> set[str]:
-    """Keys of the response records currently in the cache folder (empty if there is none)."""
+def cache_state(cache_dir: str | os.PathLike[str]) -> int:
+    """A mark of the cache folder's current end (``ResponseCache.mark``; 0 if there is no folder):
+    the records appended after it are what :func:`cache_spend` counts. Constant memory at any size."""
     from mechaudit.llm.cache import ResponseCache
 
     path = Path(cache_dir)
-    return set(ResponseCache(path).keys()) if path.is_dir() else set()
+    return ResponseCache(path).mark() if path.is_dir() else 0
 
 
-def cache_spend(cache_dir: str | os.PathLike[str], before: set[str], prices: dict[str, Any]) -> dict[str, Any]:
-    """What was paid for since ``before`` (a :func:`cache_state`): new records' calls, tokens and USD.
+def cache_spend(cache_dir: str | os.PathLike[str], before: int, prices: dict[str, Any]) -> dict[str, Any]:
+    """What was paid for since ``before`` (a :func:`cache_state` mark; 0: everything in the folder):
+    new records' calls, tokens and USD.
 
     Every answer the API sent is recorded in the cache, so the records added during a run are that
     run's calls (``source`` messages or batch; batch records are priced at the batch discount).
@@ -220,7 +222,7 @@ def cache_spend(cache_dir: str | os.PathLike[str], before: set[str], prices: dic
     if not path.is_dir():
         return out
     cache = ResponseCache(path)
-    for key in [k for k in cache.keys() if k not in before]:  # noqa: SIM118 - keys() is a list method
+    for key in cache.keys(since=before):
         record = cache.record(key) or {}
         response = record.get("response", {})
         usage = response.get("usage", {})
