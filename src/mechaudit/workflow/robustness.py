@@ -111,10 +111,7 @@ def _truth_row(bench: Benchmark, design: Design, base: SimulatorParams, point: d
     for a, b in design.comparisons():
         t = _tag(a, b)
         value, se = extra.loc[f"{a} v {b}", "truth_pp"], extra.loc[f"{a} v {b}", "truth_se_pp"]
-        # the ceiling (``depth.extra_ceiling``): 100 - pooled same-depth divergence; with equal runs per
-        # depth the pooled mean is the mean of the two depths' same-depth divergences
-        top = (float(extra.loc[f"{a} v {b}", "max_extra_pp"]) if "max_extra_pp" in extra
-               else 100.0 - (same[a] + same[b]) / 2)
+        top = float(extra.loc[f"{a} v {b}", "max_extra_pp"])  # the ceiling, ``depth.extra_ceiling``
         row |= {f"truth_{t}_pp": value, f"se_{t}_pp": se, f"max_{t}_pp": top,
                 f"norm_{t}": value / top if top > 0 else np.nan}
     return row
