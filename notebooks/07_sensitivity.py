@@ -78,7 +78,7 @@ from mechaudit.paths import data_path
 from mechaudit.perturb import KINDS, MEANING_PRESERVING, load_suite
 from mechaudit.plots.rules import agreement_vs_threshold, threshold_sweep_lines
 from mechaudit.rules import EmbeddingRule, LLMJudge, ReferenceJudge, TfidfRule
-from mechaudit.rules.audit import sweep_percent_different, within_instance_pairs
+from mechaudit.rules.audit import subsample_pairs, sweep_percent_different, within_instance_pairs
 from mechaudit.rules.llm_judge import judge_each_model, majority, stability
 from mechaudit.schema import load_benchmark
 
@@ -227,9 +227,7 @@ save("best_kappa", best.rename(columns={"threshold": "threshold of max kappa"}).
 # only that, and the judge-model tables say they were not run.
 
 # %%
-rng = np.random.default_rng(seed)
-chosen = np.sort(rng.choice(len(set_pairs), size=min(stability_pairs, len(set_pairs)), replace=False))
-stab_pairs = [set_pairs[i] for i in chosen]
+stab_pairs = subsample_pairs(set_pairs, stability_pairs, seed)
 stab_rows, model_decisions = [], {}
 if llm_run:
     model_calls = judge_each_model(stab_pairs, judge_models, backend=backend, cache_dir=cache_dir,

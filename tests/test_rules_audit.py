@@ -64,3 +64,13 @@ def test_paper_percent_different_pools_meaning_preserving():
     )
     assert table.loc["middle_step_swapped", "mine"] == 13
     assert table.loc["wording_chain", "t"] == reported("perturbations.meaning_preserving_pct_different.tfidf")
+
+
+def test_subsample_pairs_is_seeded_ordered_and_bounded():
+    from mechaudit.rules.audit import subsample_pairs
+
+    pairs = [(i, i + 1) for i in range(50)]
+    a, b = subsample_pairs(pairs, 10, seed=3), subsample_pairs(pairs, 10, seed=3)
+    assert a == b and len(a) == 10 and a == sorted(a) and set(a) <= set(pairs)
+    assert subsample_pairs(pairs, 10, seed=4) != a
+    assert subsample_pairs(pairs, 500, seed=0) == pairs

@@ -202,18 +202,14 @@ def plan_06(p: Mapping[str, Any]) -> list[Planned]:
 def plan_07(p: Mapping[str, Any]) -> list[Planned]:
     """Chapter 07: the first judge model on all committed-set pairs, then every judge model on the
     ``stability_pairs`` pairs drawn with ``seed`` (as the chapter draws them)."""
-    import numpy as np
-
-    from mechaudit.rules.audit import within_instance_pairs
+    from mechaudit.rules.audit import subsample_pairs, within_instance_pairs
 
     bench = _bench(p)
     set_pairs = within_instance_pairs(bench.hypotheses)
     models = _judge_models(p)
     first = _judge(p["judge_rubric"], models[0], p["judge_orders"], bench.instances)
     out = judge_planned(first, set_pairs, f"judge {models[0]} (set pairs)", early_stop=True)  # LLMJudge default
-    rng = np.random.default_rng(p["seed"])
-    chosen = np.sort(rng.choice(len(set_pairs), size=min(p["stability_pairs"], len(set_pairs)), replace=False))
-    stab = [set_pairs[i] for i in chosen]
+    stab = subsample_pairs(set_pairs, p["stability_pairs"], p["seed"])
     for model in models:
         judge = _judge(p["judge_rubric"], model, p["judge_orders"], bench.instances)
         out += [Planned(f"judge {model} (stability)", r) for r in judge.requests(stab)]

@@ -79,6 +79,14 @@ def within_instance_pairs(hypotheses: Sequence[Hypothesis]) -> list[Pair]:
     return [p for group in by_instance.values() for p in itertools.combinations(group, 2)]
 
 
+def subsample_pairs(pairs: Sequence[Pair], n: int, seed: int) -> list[Pair]:
+    """``min(n, len(pairs))`` of ``pairs`` drawn without replacement with ``default_rng(seed)``,
+    kept in their original order (chapter 07's stability pairs; its cost planner draws the same)."""
+    rng = np.random.default_rng(seed)
+    chosen = np.sort(rng.choice(len(pairs), size=min(n, len(pairs)), replace=False))
+    return [pairs[i] for i in chosen]
+
+
 #: Paper key per perturbation kind: the paper reports the two meaning-preserving kinds pooled.
 PAPER_KIND_KEYS = {
     "wording_only": "meaning_preserving",
@@ -105,5 +113,5 @@ def paper_percent_different(columns: Mapping[str, str], kinds: Sequence[str] = t
 
 __all__ = [
     "decisions_table", "percent_different", "suite_counts", "sweep_percent_different",
-    "within_instance_pairs", "PAPER_KIND_KEYS", "paper_percent_different",
+    "within_instance_pairs", "subsample_pairs", "PAPER_KIND_KEYS", "paper_percent_different",
 ]
