@@ -180,6 +180,8 @@ RANGES: dict[str, tuple[float | None, float | None]] = {
     "seed": (0, None), "max_usd": (0, None), "alpha": (0, 1), "power_level": (0, 1), "tie_rate": (0, 1),
     "json_retries": (0, None),
 }
+#: parameters whose notebook default is None but whose value, when given, has a fixed type
+NULLABLE: dict[str, Any] = {"compare_paper": True}
 
 
 def _kind(value: Any) -> str:
@@ -227,6 +229,8 @@ def check_value(name: str, value: Any, default: Any, *, file: str | Path | None 
     ``default``: the same type (an int counts as a number; lists item by item; anything when the
     default is None) and, for the names in ``RANGES`` and ``*_threshold``, in range."""
     field = field or name
+    if default is None and value is not None and name in NULLABLE:
+        default = NULLABLE[name]
     if not _fits(value, default):
         want = _kind(default) + (f" of {_kind(default[0]).split(' ', 1)[1]}s" if isinstance(default, list)
                                  and default and len({_kind(d) for d in default}) == 1 else "")

@@ -36,3 +36,17 @@ def glue(name: str, value: Any, digits: int | None = None) -> Any:
         value = int(round(value)) if digits == 0 else round(float(value), digits)
     _glue(name, GluedText(value) if isinstance(value, str) else value, display=False)
     return value
+
+
+def glue_figure(name: str, fig: Any) -> Any:
+    """Store a matplotlib figure under ``name`` for a numbered, captioned ``{glue:figure}`` and close it.
+
+    The cell shows nothing (the figure appears once, where the chapter's markdown places it with
+    ``{glue:figure} name`` plus ``:name: fig-...`` and a caption). Returns ``fig`` (e.g. for ``save``).
+    """
+    import matplotlib.pyplot as plt
+    from myst_nb import glue as _glue
+
+    _glue(name, fig, display=False)
+    plt.close(fig)
+    return fig

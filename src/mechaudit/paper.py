@@ -88,3 +88,13 @@ def _fmt(value: Any) -> Any:
     if isinstance(value, float):  # 3 decimals; a small value such as a p of 4e-09 as text, not 0.0
         return round(value, 3) if value == 0 or abs(value) >= 1e-3 else f"{value:.2g}"
     return value
+
+
+def compare_paper_default(compare_paper: bool | None, data_dir: Any) -> bool:
+    """Whether a chapter shows the paper's numbers: ``compare_paper`` if given, else only on the
+    shipped data (``data_dir`` None). On a user's own data the paper's markers mean nothing."""
+    if compare_paper is None:
+        return data_dir is None
+    if not isinstance(compare_paper, bool):
+        raise TypeError(f"compare_paper must be true, false or null, not {compare_paper!r}")
+    return compare_paper
