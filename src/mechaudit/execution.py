@@ -105,9 +105,22 @@ def notebook_parameters(source: Path) -> dict[str, Any]:
     return copy.deepcopy(_notebook_parameters(source, source.stat().st_mtime_ns))
 
 
+def book_tools():
+    """The notebook tools chapter execution needs (``jupytext``, ``nbformat``, ``papermill``), or a
+    one-line ``MechauditError`` naming the extra that installs them (``mechaudit[book]``)."""
+    try:
+        import jupytext
+        import nbformat
+        import papermill
+    except ImportError as err:
+        raise MechauditError(f"running chapters needs the book tools ({err.name} is missing): "
+                             "pip install 'mechaudit[book]'") from None
+    return jupytext, nbformat, papermill
+
+
 @functools.lru_cache(maxsize=64)
 def _notebook_parameters(source: Path, mtime_ns: int) -> dict[str, Any]:
-    import jupytext
+    jupytext, _, _ = book_tools()
 
     nb = jupytext.read(source)
     cells = [c for c in nb.cells if "parameters" in c.metadata.get("tags", [])]
@@ -401,9 +414,7 @@ def execute_chapter(
     first and moved into place only when every cell succeeded, so a failure never clobbers the
     committed reference.
     """
-    import jupytext
-    import nbformat
-    import papermill
+    jupytext, nbformat, papermill = book_tools()
 
     target = (Path(out_dir) / chapter.ipynb.name) if out_dir else chapter.ipynb
     target.parent.mkdir(parents=True, exist_ok=True)
