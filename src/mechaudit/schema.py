@@ -1,6 +1,9 @@
-"""The benchmark's data model and its validating loaders.
+"""Read and check the benchmark's files: the validating loaders over ``mechaudit.model``.
 
-Objects
+The data model itself (``Hypothesis``, ``Instance``, ...) lives in ``mechaudit.model`` and is
+re-exported here, so ``from mechaudit.schema import Hypothesis, load_hypotheses`` keeps working.
+
+Objects (defined in ``mechaudit.model``)
 -------
 - ``Entity``: one vocabulary entry (an entity or event a causal chain can pass through) with a
   type, a canonical name and biological aliases.
@@ -30,162 +33,26 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
-from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ValidationError
 
-from mechaudit.errors import MechauditError
-from mechaudit.render import PLACEHOLDER, find_mentions, name_index, placeholders, render
-
-MIN_CHAIN = 3
-
-
-class DataError(MechauditError):
-    """Bad benchmark input; the message names file, line and field (a ``MechauditError``)."""
-
-    def __init__(self, file: str | Path, line: int | None, fld: str, message: str):
-        super().__init__(message, file=file, line=line, field=fld)
-
-
-class Entity(BaseModel):
-    """A vocabulary entry: ``type`` groups swap alternatives; ``name`` is the canonical name."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-    id: str = Field(pattern=r"^[A-Za-z0-9_]+$")
-    type: str = Field(min_length=1)
-    name: str = Field(min_length=1)
-    aliases: list[str] = Field(default_factory=list)
-    note: str | None = None
-
-    @property
-    def names(self) -> list[str]:
-        """Canonical name followed by the aliases."""
-        return [self.name, *self.aliases]
-
-
-@dataclass(frozen=True)
-class Vocabulary:
-    """Entities by id; ``types`` maps a type to its member ids (file order)."""
-
-    entities: dict[str, Entity]
-    types: dict[str, str] = field(default_factory=dict)  # type -> description
-
-    def __contains__(self, ident: object) -> bool:
-        return ident in self.entities
-
-    def __getitem__(self, ident: str) -> Entity:
-        return self.entities[ident]
-
-    def __len__(self) -> int:
-        return len(self.entities)
-
-    def of_type(self, type_: str) -> list[str]:
-        """Ids of all entities of ``type_`` in file order."""
-        return [e.id for e in self.entities.values() if e.type == type_]
-
-    def canonical_names(self) -> dict[str, str]:
-        """``id -> canonical name`` for ``render``."""
-        return {i: e.name for i, e in self.entities.items()}
-
-    @cached_property
-    def index(self) -> tuple[tuple[str, str], ...]:
-        """Name index over canonical names and aliases for ``render.find_mentions``."""
-        return name_index((i, e.names) for i, e in self.entities.items())
-
-    def mentions(self, text: str) -> list[str]:
-        """Ids of the vocabulary entities named in plain ``text``, in reading order."""
-        return find_mentions(text, self.index)
-
-
-class Step(BaseModel):
-    """One causal link: ``id`` a vocabulary id, ``text`` its wording in this hypothesis."""
-
-    model_config = ConfigDict(extra="forbid")
-    id: str = Field(min_length=1)
-    text: str = Field(min_length=1)
-
-
-class Template(BaseModel):
-    """Texts with marked mentions (``{ID}``); ``explanations[0]`` matches ``explanation``."""
-
-    model_config = ConfigDict(extra="forbid")
-    statement: str
-    explanations: list[str] = Field(min_length=1)
-    chain: list[str]
-
-
-class Hypothesis(BaseModel):
-    """A mechanism hypothesis about one instance's finding.
-
-    ``run``/``depth``/``opening_id`` are set for workflow outputs (``depth`` = critique rounds).
-    Benchmark extras: ``mechanism`` labels hypotheses that describe the same mechanism at possibly
-    different levels of detail (same initiating event and essential route; their chains may be
-    sub-sequences of one another); ``near_duplicate_of`` names a hypothesis that shares most of the
-    wording but differs in exactly one causal component; ``template`` holds marked texts.
-    """
-
-    model_config = ConfigDict(extra="forbid")
-    id: str = Field(min_length=1)
-    instance: str = Field(min_length=1)
-    statement: str = Field(min_length=1)
-    explanation: str = Field(min_length=1)
-    chain: list[Step]
-    run: str | None = None
-    depth: int | None = None
-    opening_id: str | None = None
-    mechanism: str | None = None
-    near_duplicate_of: str | None = None
-    template: Template | None = None
-
-    @field_validator("chain")
-    @classmethod
-    def _chain_length(cls, chain: list[Step]) -> list[Step]:
-        if not chain:
-            raise ValueError("chain is empty")
-        if len(chain) < MIN_CHAIN:
-            raise ValueError(f"chain has {len(chain)} steps; at least {MIN_CHAIN} are required")
-        return chain
-
-    @model_validator(mode="after")
-    def _template_shape(self) -> Hypothesis:
-        if self.template is not None and len(self.template.chain) != len(self.chain):
-            raise ValueError(
-                f"template.chain has {len(self.template.chain)} steps, chain has {len(self.chain)}"
-            )
-        return self
-
-
-class Instance(BaseModel):
-    """An experimental finding (the terminal outcome) with evidence and opening hypotheses.
-
-    ``openings`` are ids of hypotheses in the hypotheses file (at least one; the shipped benchmark
-    and the paper's design have five per instance).
-    """
-
-    model_config = ConfigDict(extra="forbid")
-    id: str = Field(min_length=1)
-    title: str
-    finding: str
-    terminal_id: str
-    evidence: list[str] = Field(min_length=1)
-    openings: list[str] = Field(min_length=1)
-    source: str | None = None
-
-
-def mechanism_key(h: Hypothesis) -> tuple[str, tuple[str, ...], str]:
-    """Strict mechanism identity: ``(initiating id, intermediate ids in order, terminal id)``."""
-    ids = [s.id for s in h.chain]
-    return ids[0], tuple(ids[1:-1]), ids[-1]
-
-
-def hypothesis_text(h: Hypothesis) -> str:
-    """The three compared fields as one text: statement, explanation, chain joined by ' -> '."""
-    return "\n".join([h.statement, h.explanation, " -> ".join(s.text for s in h.chain)])
-
+from mechaudit.model import (
+    MIN_CHAIN,
+    Benchmark,
+    DataError,
+    Entity,
+    Hypothesis,
+    Instance,
+    Step,
+    Template,
+    Vocabulary,
+    hypothesis_text,
+    mechanism_key,
+)
+from mechaudit.render import PLACEHOLDER, placeholders, render
 
 # ----------------------------------------------------------------------------------------------
 # YAML with line numbers
@@ -420,25 +287,6 @@ def dump_hypotheses(hypotheses: Iterable[Hypothesis], path: str | Path) -> None:
     with open(path, "w", encoding="utf-8", newline="\n") as fh:
         for h in hypotheses:
             fh.write(json.dumps(h.model_dump(mode="json"), ensure_ascii=False) + "\n")
-
-
-@dataclass(frozen=True)
-class Benchmark:
-    """The committed benchmark, cross-validated: instances, vocabulary and hypotheses."""
-
-    instances: list[Instance]
-    vocabulary: Vocabulary
-    hypotheses: list[Hypothesis]
-
-    def by_instance(self, instance: str) -> list[Hypothesis]:
-        """Hypotheses of one instance in file order."""
-        return [h for h in self.hypotheses if h.instance == instance]
-
-    def openings(self, instance: str) -> list[Hypothesis]:
-        """The instance's opening hypotheses, in the order listed in ``instances.yaml``."""
-        by_id = {h.id: h for h in self.hypotheses}
-        inst = next(i for i in self.instances if i.id == instance)
-        return [by_id[i] for i in inst.openings]
 
 
 def load_benchmark(data_dir: str | Path | None = None) -> Benchmark:
