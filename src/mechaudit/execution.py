@@ -406,7 +406,6 @@ def execute_chapter(
     chapter: Chapter,
     parameters: dict[str, Any] | None = None,
     out_dir: Path | None = None,
-    log: Callable[[str], None] | None = None,
 ) -> Path:
     """Execute one chapter with papermill and return the path of the executed notebook.
 

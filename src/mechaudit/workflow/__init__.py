@@ -25,7 +25,6 @@ from mechaudit.workflow.records import (
     Reply,
     Revision,
     Run,
-    delivered_frame,
     demands_frame,
     excluded_frame,
     run_id,
@@ -44,7 +43,7 @@ from mechaudit.workflow.validity import population_truth, replicate, replication
 __all__ = [
     "Delivery", "deliver", "Exclusion", "excluded_frame", "excluded_note", "show_excluded",
     "RULE_NAMES", "LABELS", "Demand", "Design", "InstanceMatrix", "MechanismKeyRule", "Reply",
-    "Revision", "Run", "SimulatorParams", "by_instance", "counts", "delivered_frame",
+    "Revision", "Run", "SimulatorParams", "by_instance", "counts",
     "demands_frame", "depth_table", "instance_matrices", "instance_models", "key_matrix",
     "load_design", "load_simulator_params", "null_params", "per_instance_effects", "rule_tables",
     "run_id", "simulate", "simulate_run", "build_rules", "rules_for_backend", "delivered_diversity",

@@ -8,7 +8,7 @@ that stay ``None`` for LLM runs.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from typing import Literal
 
 import pandas as pd
@@ -137,14 +137,3 @@ def excluded_frame(runs: Iterable[Run]) -> pd.DataFrame:
     for simulator runs and for LLM runs without invalid replies)."""
     rows = [e.model_dump() for run in runs for e in run.excluded]
     return pd.DataFrame(rows, columns=EXCLUDED_COLUMNS)
-
-
-def delivered_frame(runs: Sequence[Run]) -> pd.DataFrame:
-    """One row per delivered hypothesis: run, instance, depth, repetition, id, opening_id, n_steps."""
-    rows = [
-        {"run_id": r.run_id, "instance": r.instance, "depth": r.depth, "repetition": r.repetition,
-         "hypothesis_id": h.id, "opening_id": h.opening_id, "n_steps": len(h.chain)}
-        for r in runs for h in r.delivered
-    ]
-    return pd.DataFrame(rows, columns=["run_id", "instance", "depth", "repetition", "hypothesis_id",
-                                       "opening_id", "n_steps"])
