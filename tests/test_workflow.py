@@ -159,7 +159,7 @@ def test_bad_params_name_file_and_field(tmp_path):
     doc["simulator"]["reply_weak"]["conceded"] = 0.9
     bad = tmp_path / "sim.yaml"
     bad.write_text(yaml.safe_dump(doc))
-    with pytest.raises(ValueError, match=r"sim\.yaml: field 'simulator\.reply_weak'"):
+    with pytest.raises(ValueError, match=r"sim\.yaml:\d+: field 'simulator\.reply_weak'"):
         load_simulator_params(bad)
     with pytest.raises(ValueError, match="depths"):
         Design(instances=("A",), depths=(1, 1), runs_per_depth=2)

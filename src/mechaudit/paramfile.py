@@ -1,35 +1,31 @@
 """One section of a YAML parameter file (``params/*.yaml``), read and validated into a pydantic model.
 
-Errors name the file and the dotted field: ``params/simulator.yaml: field 'simulator.p_find': ...``.
+The file is read with the benchmark loaders' line-aware YAML reader and validated with the same
+``validate_record``, so a bad parameter fails like bad data: one ``DataError`` naming the file, the
+line of the section and the dotted field, e.g.
+``params/simulator.yaml:3: field 'simulator.p_find': Input should be less than or equal to 1``.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar
 
-import yaml
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
+
+from mechaudit.schema import DataError, read_yaml, strip_lines, validate_record
 
 M = TypeVar("M", bound=BaseModel)
 
 
-def read_section(path: str | Path, key: str, expected: str) -> dict[str, Any]:
-    """The mapping under ``key`` in the YAML file ``path``; ``ValueError`` saying it should be
-    ``expected`` when the file has no such mapping."""
-    with open(path, encoding="utf-8") as fh:
-        doc = yaml.safe_load(fh)
+def load_section(model: type[M], path: str | Path, key: str, expected: str) -> M:
+    """Validate the mapping under ``key`` of the YAML file ``path`` as ``model``.
+
+    ``expected`` describes the section for the error raised when the file has no such mapping.
+    """
+    path = Path(path)
+    doc = read_yaml(path)
     if not isinstance(doc, dict) or not isinstance(doc.get(key), dict):
-        raise ValueError(f"{path}: field '{key}': expected {expected}")
-    return dict(doc[key])
-
-
-def validate_section(model: type[M], raw: dict[str, Any], path: str | Path, key: str) -> M:
-    """``model.model_validate(raw)``; the first validation error becomes a ``ValueError`` naming
-    ``path`` and the field as ``key.field``."""
-    try:
-        return model.model_validate(raw)
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        field = ".".join(str(p) for p in err["loc"])
-        raise ValueError(f"{path}: field '{key + '.' + field if field else key}': {err['msg']}") from exc
+        raise DataError(path, None, key, f"expected {expected}")
+    section = doc[key]
+    return validate_record(model, strip_lines(section), path, section.get("__line__"), prefix=key + ".")

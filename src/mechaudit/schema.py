@@ -84,7 +84,9 @@ def _decode(path: Path, raw: bytes, line_offset: int = 0) -> str:
                         f"{exc.reason})") from None
 
 
-def _read_yaml(path: Path) -> Any:
+def read_yaml(path: Path) -> Any:
+    """The YAML file ``path`` with each mapping's line in ``__line__``; malformed or non-UTF-8 text
+    raises :class:`DataError` naming the file and line."""
     try:
         return yaml.load(_decode(path, Path(path).read_bytes()), Loader=_LineLoader)  # noqa: S506 (SafeLoader subclass)
     except yaml.YAMLError as exc:
@@ -93,11 +95,12 @@ def _read_yaml(path: Path) -> Any:
         raise DataError(path, line, "<yaml>", f"malformed YAML: {exc}") from exc
 
 
-def _strip_lines(obj: Any) -> Any:
+def strip_lines(obj: Any) -> Any:
+    """``obj`` without the ``__line__`` entries ``read_yaml`` adds."""
     if isinstance(obj, dict):
-        return {k: _strip_lines(v) for k, v in obj.items() if k != "__line__"}
+        return {k: strip_lines(v) for k, v in obj.items() if k != "__line__"}
     if isinstance(obj, list):
-        return [_strip_lines(v) for v in obj]
+        return [strip_lines(v) for v in obj]
     return obj
 
 
@@ -160,16 +163,16 @@ def load_vocabulary(path: str | Path | None = None) -> Vocabulary:
     exactly one entity, every type with at least two members (so a swap stays in type).
     """
     path = Path(path) if path is not None else _default("vocabulary.yaml")
-    doc = _read_yaml(path)
+    doc = read_yaml(path)
     if not isinstance(doc, dict) or not isinstance(doc.get("entities"), list):
         raise DataError(path, 1, "entities", "expected a mapping with an 'entities' list")
-    types = {k: str(v) for k, v in _strip_lines(doc.get("types") or {}).items()}
+    types = {k: str(v) for k, v in strip_lines(doc.get("types") or {}).items()}
     entities: dict[str, Entity] = {}
     lines: dict[str, int] = {}
     owner: dict[str, str] = {}
     for k, raw in enumerate(doc["entities"]):
         line = raw.get("__line__") if isinstance(raw, dict) else None
-        ent = validate_record(Entity, _strip_lines(raw), path, line, prefix=f"entities[{k}].")
+        ent = validate_record(Entity, strip_lines(raw), path, line, prefix=f"entities[{k}].")
         if ent.id in entities:
             raise DataError(path, line, f"entities[{k}].id",
                             f"duplicate entity id {ent.id!r} (first on line {lines[ent.id]})")
@@ -193,14 +196,14 @@ def load_instances(path: str | Path | None = None, vocabulary: Vocabulary | None
                    ) -> list[Instance]:
     """Load ``instances.yaml`` (a list under ``instances``); ids unique, terminal ids known."""
     path = Path(path) if path is not None else _default("instances.yaml")
-    doc = _read_yaml(path)
+    doc = read_yaml(path)
     if not isinstance(doc, dict) or not isinstance(doc.get("instances"), list):
         raise DataError(path, 1, "instances", "expected a mapping with an 'instances' list")
     out: list[Instance] = []
     seen: dict[str, int | None] = {}
     for k, raw in enumerate(doc["instances"]):
         line = raw.get("__line__") if isinstance(raw, dict) else None
-        inst = validate_record(Instance, _strip_lines(raw), path, line, prefix=f"instances[{k}].")
+        inst = validate_record(Instance, strip_lines(raw), path, line, prefix=f"instances[{k}].")
         if inst.id in seen:
             raise DataError(path, line, f"instances[{k}].id",
                             f"duplicate instance id {inst.id!r} (first on line {seen[inst.id]})")

@@ -39,7 +39,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from mechaudit.divergence import comparison_matrix, extra_divergence
 from mechaudit.paper import reported
-from mechaudit.paramfile import read_section, validate_section
+from mechaudit.paramfile import load_section
 from mechaudit.paths import PARAMS_DIR
 from mechaudit.schema import Benchmark
 from mechaudit.workflow.depth import outcome_matrices
@@ -100,8 +100,7 @@ def load_calibration(path: str | Path | None = None) -> CalibrationSpec:
     """Read the scan settings (default ``params/calibration.yaml``); bad content raises
     ``ValueError`` naming the file and the field."""
     path = Path(path) if path is not None else PARAMS_DIR / "calibration.yaml"
-    raw = read_section(path, "calibration", "a mapping of scan settings")
-    return validate_section(CalibrationSpec, raw, path, "calibration")
+    return load_section(CalibrationSpec, path, "calibration", "a mapping of scan settings")
 
 
 # --------------------------------------------------------------------------- targets

@@ -6,10 +6,11 @@ from collections.abc import Sequence
 from itertools import combinations
 from math import comb
 from pathlib import Path
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from mechaudit.paramfile import read_section, validate_section
+from mechaudit.paramfile import load_section
 from mechaudit.paths import PARAMS_DIR
 
 
@@ -50,20 +51,32 @@ class Design(BaseModel):
         return list(combinations(self.depths, 2))
 
 
+class _DesignFile(Design):
+    """A design as written in a parameter file: ``instances`` may be ``all`` (or left out)."""
+
+    instances: tuple[str, ...] | Literal["all"] = "all"
+
+    @field_validator("instances")
+    @classmethod
+    def _some_instances(cls, instances: tuple[str, ...] | str) -> tuple[str, ...] | str:
+        if not instances:
+            raise ValueError("instances is empty; list instance ids or write 'all'")
+        return instances
+
+
 def load_design(path: str | Path | None = None, key: str = "design",
                 instances: Sequence[str] | None = None) -> Design:
     """Read a design from a parameter file (default ``params/paper.yaml``, section ``design``).
 
     ``instances: all`` (or no ``instances`` entry) in the file means every benchmark instance:
     ``instances`` if given, else the ids in the committed ``instances.yaml``. Bad content raises
-    ``ValueError`` naming the file and the field.
+    ``DataError`` naming the file, line and field.
     """
     path = Path(path) if path is not None else PARAMS_DIR / "paper.yaml"
-    raw = read_section(path, key, "a mapping with instances, depths, runs_per_depth")
-    if raw.get("instances", "all") == "all":
-        if instances is None:
-            from mechaudit.schema import load_instances
+    if instances is None:
+        from mechaudit.schema import load_instances
 
-            instances = [i.id for i in load_instances()]
-        raw["instances"] = tuple(instances)
-    return validate_section(Design, raw, path, key)
+        instances = [i.id for i in load_instances()]
+    design = load_section(_DesignFile, path, key, "a mapping with instances, depths, runs_per_depth")
+    chosen = tuple(instances) if design.instances == "all" else design.instances
+    return Design(**{**design.model_dump(), "instances": chosen})

@@ -41,7 +41,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from tqdm import tqdm
 
-from mechaudit.paramfile import read_section, validate_section
+from mechaudit.paramfile import load_section
 from mechaudit.paths import PARAMS_DIR
 from mechaudit.schema import Benchmark, Hypothesis, Step, Vocabulary
 from mechaudit.workflow.design import Design
@@ -93,11 +93,10 @@ class SimulatorParams(BaseModel):
 def load_simulator_params(path: str | Path | None = None) -> SimulatorParams:
     """Read a simulator parameter set (default ``params/simulator.yaml``, key ``simulator``).
 
-    Bad content raises ``ValueError`` naming the file and the field.
+    Bad content raises ``DataError`` naming the file, line and field.
     """
     path = Path(path) if path is not None else PARAMS_DIR / "simulator.yaml"
-    raw = read_section(path, "simulator", "a mapping of simulator parameters")
-    return validate_section(SimulatorParams, raw, path, "simulator")
+    return load_section(SimulatorParams, path, "simulator", "a mapping of simulator parameters")
 
 
 def null_params(params: SimulatorParams) -> SimulatorParams:
