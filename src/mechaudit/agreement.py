@@ -13,6 +13,13 @@ import numpy as np
 import pandas as pd
 
 
+def _check_binary(values, who: str) -> None:
+    """Raise ``ValueError`` naming ``who`` unless every present value is a boolean or 0/1."""
+    bad = [v for v in values if not (isinstance(v, (bool, np.bool_)) or v in (0, 1))]
+    if bad:
+        raise ValueError(f"{who} must be boolean or 0/1; found {bad[0]!r}")
+
+
 def paired_valid(a, b) -> tuple[np.ndarray, np.ndarray]:
     """The decisions of ``a`` and ``b`` where both are present, as two bool arrays."""
     a = pd.Series(np.asarray(a, dtype=object).ravel())
@@ -23,9 +30,7 @@ def paired_valid(a, b) -> tuple[np.ndarray, np.ndarray]:
     out = []
     for name, s in (("a", a[keep]), ("b", b[keep])):
         values = s.to_numpy()
-        bad = [v for v in values if not (isinstance(v, (bool, np.bool_)) or v in (0, 1))]
-        if bad:
-            raise ValueError(f"decisions {name} must be boolean or 0/1; found {bad[0]!r}")
+        _check_binary(values, f"decisions {name}")
         out.append(values.astype(bool))
     return out[0], out[1]
 
@@ -147,9 +152,7 @@ def verdict_matrix(decisions: Mapping[str, object]) -> pd.DataFrame:
             n = len(s)
         elif len(s) != n:
             raise ValueError(f"judge {name!r} has {len(s)} decisions, the first judge {n}")
-        bad = [v for v in s[s.notna()] if not (isinstance(v, (bool, np.bool_)) or v in (0, 1))]
-        if bad:
-            raise ValueError(f"judge {name!r}: decisions must be boolean or 0/1; found {bad[0]!r}")
+        _check_binary(s[s.notna()], f"judge {name!r}: decisions")
         rows[str(name)] = pd.array([None if pd.isna(v) else bool(v) for v in s], dtype="boolean")
     if not rows:
         raise ValueError("no judges given")
