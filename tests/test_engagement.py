@@ -40,7 +40,7 @@ def test_reference_backend_refuses_llm_runs(runs):
         label_demands([llm_run], "reference")
     with pytest.raises(ValueError, match="needs an LLM client"):
         label_demands(runs, "replay")
-    with pytest.raises(ValueError, match="backend must be"):
+    with pytest.raises(ValueError, match="is not a backend"):
         label_demands(runs, "bogus")
 
 

@@ -278,6 +278,27 @@ def test_strict_failure_and_recorded_invalid(tmp_path, api_key):
     assert [r.invalid for r in results] == [True, True]
 
 
+class Count(BaseModel):
+    n: int
+
+
+def test_complete_many_validates_each_request_with_its_own_schema(tmp_path, api_key):
+    def reply(body):
+        text = body["messages"][0]["content"]
+        return '{"n": 3}' if "count" in text else json.dumps({"same": True, "reason": "same start"})
+
+    client = client_for(FakeAPI(reply=reply), tmp_path)
+    reqs = [req("count these"), req("compare these"), req("raw text")]
+    out = client.complete_many(reqs, schema=[Count, Verdict, None], strict=False)
+    assert out[0].value == Count(n=3) and out[1].value == Verdict(same=True, reason="same start")
+    assert out[2].text.startswith("{") and not hasattr(out[2], "invalid")  # None: the raw response
+    # a schema that does not fit its reply is marked invalid for that request only
+    out = client.complete_many(reqs[:2], schema=[Verdict, Count], strict=False, json_retries=0)
+    assert [r.invalid for r in out] == [True, True]
+    with pytest.raises(ValueError, match="2 schemas for 3 requests"):
+        client.complete_many(reqs, schema=[Count, Verdict])
+
+
 # -- cache -----------------------------------------------------------------------------------
 
 def test_cache_hit_makes_no_http_call(tmp_path, api_key):

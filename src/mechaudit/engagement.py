@@ -22,6 +22,7 @@ from typing import Literal
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, create_model, model_validator
 
+from mechaudit.backends import Backend
 from mechaudit.llm import LLMRequest
 from mechaudit.paper import reported
 from mechaudit.workflow.records import LABELS, Run, demands_frame
@@ -91,23 +92,21 @@ def label_demands(runs: Sequence[Run], backend: str, client=None, model: str = J
     ``label_source`` says where the labels come from.
     """
     df = demands_frame(runs)
-    if backend == "reference":
+    if not Backend.parse(backend).is_llm:
         not_sim = sorted({r.run_id for r in runs if r.backend != "reference"})
         if not_sim:
             raise ValueError(f"backend='reference' labels only simulator runs; LLM runs: {not_sim[:3]}")
         if df["label"].isna().any():
             raise ValueError("simulator log has demands without a reply label")
         return df.assign(label_source="simulator log")
-    if backend not in ("anthropic", "replay"):
-        raise ValueError(f"backend must be 'reference', 'anthropic' or 'replay'; got {backend!r}")
     if client is None:
         raise ValueError(f"backend={backend!r} needs an LLM client (mechaudit.llm.get_client)")
     groups = [g for _, g in df.groupby(["run_id", "round", "hypothesis_id"], sort=False)]
     requests = [judge_request(g, model) for g in groups]
-    client.complete_many(requests, schema=None, progress=progress)
+    results = client.complete_many(requests, schema=[labels_schema(len(g)) for g in groups], progress=progress,
+                                   json_retries=json_retries, strict=False)
     labelled = []
-    for g, req in zip(groups, requests):
-        res = client.complete_json(req, schema=labels_schema(len(g)), json_retries=json_retries, strict=False)
+    for g, req, res in zip(groups, requests, results):
         if res.invalid:
             labelled.append(g.assign(label=None, excluded=f"request {req.key[:16]}: {res.error}"))
             continue

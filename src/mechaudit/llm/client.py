@@ -303,7 +303,7 @@ class LLMClient:
     def complete_many(
         self,
         requests: Sequence[LLMRequest],
-        schema: type[M] | None = None,
+        schema: type[M] | Sequence[type[BaseModel] | None] | None = None,
         progress: bool = False,
         *,
         json_retries: int = 2,
@@ -313,23 +313,32 @@ class LLMClient:
         summary: bool = False,
     ) -> list[LLMResponse] | list[JSONResult[M]]:
         """Answer ``requests`` with at most ``max_concurrency`` calls in flight; results are in
-        input order. With ``schema`` each result is a :class:`JSONResult`. ``batch=True`` first
+        input order. With ``schema`` (one model for all, or a sequence with one model or None per
+        request) each result validated by a model is a :class:`JSONResult`, repaired up to
+        ``json_retries`` times; ``strict=False`` marks a still-invalid reply instead of raising
+        (see :meth:`complete_json`). ``batch=True`` first
         sends every uncached request through the Message Batches API (see :meth:`prefetch_batch`);
         repairs of invalid JSON then go through the Messages API. The first error cancels the
         calls not yet started and is raised; finished answers stay cached. ``summary=True`` prints
         the usage ledger (of this client so far) to stderr at the end.
         """
         requests = list(requests)
+        if schema is None or isinstance(schema, type):
+            schemas: list[Any] = [schema] * len(requests)
+        else:
+            schemas = list(schema)
+            if len(schemas) != len(requests):
+                raise ValueError(f"{len(schemas)} schemas for {len(requests)} requests: give one per request")
         session = usage.session()
         uncached = sum(r.key not in self.cache for r in requests)
         progress = progress or uncached >= usage.PROGRESS_MIN_REQUESTS  # long phases: a bar on the terminal
         if batch or (session.batch and self.backend == "anthropic" and uncached > 1):
             self.prefetch_batch(requests, poll_interval=poll_interval, progress=progress)
 
-        def one(req: LLMRequest) -> Any:
-            if schema is None:
-                return self.complete(req)
-            return self.complete_json(req, schema, json_retries=json_retries, strict=strict)
+        def one(i: int) -> Any:
+            if schemas[i] is None:
+                return self.complete(requests[i])
+            return self.complete_json(requests[i], schemas[i], json_retries=json_retries, strict=strict)
 
         results: list[Any] = [None] * len(requests)
         models = sorted({r.model for r in requests})
@@ -338,13 +347,13 @@ class LLMClient:
         misses = []
         for i, req in enumerate(requests):  # cache hits inline: no thread hand-off per hit
             if req.key in self.cache:
-                results[i] = one(req)
+                results[i] = one(i)
                 bar.update(1)
             else:
                 misses.append(i)
         pool = ThreadPoolExecutor(max_workers=self.max_concurrency, thread_name_prefix="mechaudit-llm")
         try:
-            futures: dict[Future[Any], int] = {pool.submit(one, requests[i]): i for i in misses}
+            futures: dict[Future[Any], int] = {pool.submit(one, i): i for i in misses}
             pending = set(futures)
             while pending:
                 done, pending = wait(pending, return_when=FIRST_EXCEPTION)

@@ -300,11 +300,7 @@ def run_workflow(bench: Benchmark, design: Design, client, model: str = GENERATO
 def _json_many(client, requests: Sequence[LLMRequest], schemas: Sequence[type[BaseModel]],
                progress: bool, json_retries: int = 2) -> list:
     """``(request key, JSONResult)`` of each request, validated by its own schema (input order;
-    invalid ones marked, not raised).
-
-    Raw answers are fetched bounded-parallel first (``complete_many``), so the per-request
-    validation that follows reads the cache.
-    """
-    client.complete_many(list(requests), schema=None, progress=progress)
-    return [(r.key, client.complete_json(r, schema=s, json_retries=json_retries, strict=False))
-            for r, s in zip(requests, schemas)]
+    invalid ones marked, not raised), answered and repaired bounded-parallel by ``complete_many``."""
+    results = client.complete_many(list(requests), schema=list(schemas), progress=progress,
+                                   json_retries=json_retries, strict=False)
+    return [(r.key, res) for r, res in zip(requests, results)]
