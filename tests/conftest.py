@@ -23,6 +23,14 @@ def repo_root() -> Path:
 
 
 @pytest.fixture(scope="session")
+def bench():
+    """The shipped benchmark (``data/``), loaded once per session; tests must not mutate it."""
+    from mechaudit.schema import load_benchmark
+
+    return load_benchmark()
+
+
+@pytest.fixture(scope="session")
 def chapters():
     return toc_chapters()
 

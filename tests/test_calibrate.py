@@ -9,7 +9,6 @@ import pytest
 
 from mechaudit.divergence import comparison_matrix, extra_divergence
 from mechaudit.paths import PARAMS_DIR
-from mechaudit.schema import load_benchmark
 from mechaudit.workflow import Design, counts, depth_table, load_design, load_simulator_params, simulate
 from mechaudit.workflow.calibrate import (
     Measured,
@@ -25,11 +24,6 @@ from mechaudit.workflow.calibrate import (
 )
 from mechaudit.workflow.depth import InstanceMatrix, extra_ceiling
 from mechaudit.workflow.records import LABELS
-
-
-@pytest.fixture(scope="module")
-def bench():
-    return load_benchmark()
 
 
 def test_p_extra_closed_form_matches_paper_density():

@@ -6,20 +6,15 @@ import re
 from collections import Counter
 
 import numpy as np
-import pytest
 from sklearn.feature_extraction.text import TfidfVectorizer
 
 from mechaudit.paths import REPO_ROOT, data_path
 from mechaudit.perturb import KINDS, load_suite, phrasing_similarity
 from mechaudit.render import find_mentions, placeholders, render
-from mechaudit.schema import load_benchmark, mechanism_key
+from mechaudit.schema import mechanism_key
 
 SENTENCE_END = re.compile(r"[.!?](\s|$)")
 
-
-@pytest.fixture(scope="module")
-def bench():
-    return load_benchmark()
 
 
 def is_subsequence(short: list[str], long: list[str]) -> bool:

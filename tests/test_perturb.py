@@ -24,12 +24,7 @@ from mechaudit.perturb import (
     text_changes,
     write_suite,
 )
-from mechaudit.schema import Step, load_benchmark
-
-
-@pytest.fixture(scope="module")
-def bench():
-    return load_benchmark()
+from mechaudit.schema import Step
 
 
 @pytest.fixture(scope="module")

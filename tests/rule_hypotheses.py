@@ -1,4 +1,4 @@
-"""Hand-made hypotheses shared by the rules tests (imported, not collected as tests)."""
+"""Hand-made hypotheses shared by the rules tests (a helper module, imported by them)."""
 
 from __future__ import annotations
 
