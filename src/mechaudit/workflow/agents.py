@@ -231,16 +231,7 @@ def run_workflow(bench: Benchmark, design: Design, client, model: str = GENERATO
     excluded: dict[tuple[str, int, int], list[Exclusion]] = {c: [] for c in cells}
 
     def usable(results, items, stage: str, rnd: int) -> list:
-        """``(item, value)`` of the valid results; the others are recorded as exclusions."""
-        kept = []
-        for (cell, opening_id, item), (key, res) in zip(items, results):
-            if res.invalid:
-                excluded[cell].append(Exclusion(run_id=run_id(*cell), opening_id=opening_id, stage=stage,
-                                                round=rnd, key=key, attempts=res.attempts,
-                                                error=res.error or "invalid reply"))
-            else:
-                kept.append((item, res.value))
-        return kept
+        return _usable(results, items, stage, rnd, excluded)
 
     dev = _json_many(
         client, [develop_request(instances[cell[0]], vocab, opening, run_id(*cell), model, temperature)
@@ -269,32 +260,54 @@ def run_workflow(bench: Benchmark, design: Design, client, model: str = GENERATO
         kept = {id(s) for (s, _), _ in revs}
         states = [s for s in states if s.run[1] < rnd or id(s) in kept]  # drop the invalid ones
         for (s, c), r in revs:
-            instance, depth, _ = s.run
-            rid = run_id(*s.run)
-            demands, replies, revisions = log[s.run]
-            demands.extend(Demand(run_id=rid, instance=instance, depth=depth, round=rnd, hypothesis_id=s.hid,
-                                  opening_id=s.opening, number=d.number, target_step=d.target_step,
-                                  text=d.demand) for d in c.demands)
-            replies.extend(Reply(run_id=rid, round=rnd, hypothesis_id=s.hid, number=x.number, text=x.reply)
-                           for x in r.replies)
-            before = [st.id for st in s.current.chain]
-            s.current = r.revised
-            after = [st.id for st in s.current.chain]
-            changed = [j for j in range(max(len(before), len(after)))
-                       if j >= len(before) or j >= len(after) or before[j] != after[j]]
-            revisions.append(Revision(run_id=rid, round=rnd, hypothesis_id=s.hid, opening_id=s.opening,
-                                      statement=s.current.statement, explanation=s.current.explanation,
-                                      chain=[Step(id=x.id, text=x.text) for x in s.current.chain],
-                                      changed=changed))
-    runs = []
-    for cell in cells:
-        mine = [s for s in states if s.run == cell]
-        demands, replies, revisions = log[cell]
-        runs.append(Run(run_id=run_id(*cell), instance=cell[0], depth=cell[1], repetition=cell[2],
-                        backend=client.backend, developed=[h for h in developed.values() if h.run == run_id(*cell)],
-                        delivered=[_to_hypothesis(s, cell[1]) for s in mine], demands=demands,
-                        replies=replies, revisions=revisions, excluded=excluded[cell]))
-    return runs
+            _record_round(log[s.run], s, c, r, rnd)
+    return [_run_of(cell, states, developed, log[cell], excluded[cell], client.backend) for cell in cells]
+
+
+def _usable(results, items, stage: str, rnd: int, excluded: dict) -> list:
+    """``(item, value)`` of the valid results; each invalid one is recorded in ``excluded[cell]``.
+    ``items`` holds ``(cell, opening_id, item)`` aligned with ``results`` (``(key, JSONResult)``)."""
+    kept = []
+    for (cell, opening_id, item), (key, res) in zip(items, results):
+        if res.invalid:
+            excluded[cell].append(Exclusion(run_id=run_id(*cell), opening_id=opening_id, stage=stage, round=rnd,
+                                            key=key, attempts=res.attempts, error=res.error or "invalid reply"))
+        else:
+            kept.append((item, res.value))
+    return kept
+
+
+def _record_round(log: tuple[list, list, list], s: _State, critique: CritiqueOut, revision: BaseModel,
+                  rnd: int) -> None:
+    """Append round ``rnd``'s demands, replies and revision of hypothesis ``s`` to its run's ``log``
+    (demands, replies, revisions) and make the revised hypothesis current."""
+    instance, depth, _ = s.run
+    rid = run_id(*s.run)
+    demands, replies, revisions = log
+    demands.extend(Demand(run_id=rid, instance=instance, depth=depth, round=rnd, hypothesis_id=s.hid,
+                          opening_id=s.opening, number=d.number, target_step=d.target_step,
+                          text=d.demand) for d in critique.demands)
+    replies.extend(Reply(run_id=rid, round=rnd, hypothesis_id=s.hid, number=x.number, text=x.reply)
+                   for x in revision.replies)
+    before = [st.id for st in s.current.chain]
+    s.current = revision.revised
+    after = [st.id for st in s.current.chain]
+    changed = [j for j in range(max(len(before), len(after)))
+               if j >= len(before) or j >= len(after) or before[j] != after[j]]
+    revisions.append(Revision(run_id=rid, round=rnd, hypothesis_id=s.hid, opening_id=s.opening,
+                              statement=s.current.statement, explanation=s.current.explanation,
+                              chain=[Step(id=x.id, text=x.text) for x in s.current.chain], changed=changed))
+
+
+def _run_of(cell: tuple[str, int, int], states: list[_State], developed: dict, log: tuple[list, list, list],
+            excluded: list[Exclusion], backend: str) -> Run:
+    """The ``Run`` of one design cell from the workflow's final states and its log."""
+    rid = run_id(*cell)
+    demands, replies, revisions = log
+    return Run(run_id=rid, instance=cell[0], depth=cell[1], repetition=cell[2], backend=backend,
+               developed=[h for h in developed.values() if h.run == rid],
+               delivered=[_to_hypothesis(s, cell[1]) for s in states if s.run == cell], demands=demands,
+               replies=replies, revisions=revisions, excluded=excluded)
 
 
 def _json_many(client, requests: Sequence[LLMRequest], schemas: Sequence[type[BaseModel]],
