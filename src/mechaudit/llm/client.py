@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 import sys
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 from typing import Any, TypeVar
 
@@ -323,12 +323,7 @@ class LLMClient:
         the usage ledger (of this client so far) to stderr at the end.
         """
         requests = list(requests)
-        if schema is None or isinstance(schema, type):
-            schemas: list[Any] = [schema] * len(requests)
-        else:
-            schemas = list(schema)
-            if len(schemas) != len(requests):
-                raise ValueError(f"{len(schemas)} schemas for {len(requests)} requests: give one per request")
+        schemas = _per_request(schema, len(requests))
         session = usage.session()
         uncached = sum(r.key not in self.cache for r in requests)
         progress = progress or uncached >= usage.PROGRESS_MIN_REQUESTS  # long phases: a bar on the terminal
@@ -351,9 +346,20 @@ class LLMClient:
                 bar.update(1)
             else:
                 misses.append(i)
+        try:
+            self._answer_parallel(one, misses, results, bar)
+        finally:
+            bar.close()
+        if summary:
+            print(self.ledger_summary(), file=sys.stderr)
+        return results
+
+    def _answer_parallel(self, one: Callable[[int], Any], indices: list[int], results: list, bar) -> None:
+        """``results[i] = one(i)`` for each ``i`` in ``indices`` with at most ``max_concurrency`` calls
+        in flight; the first error cancels the calls not yet started and is raised."""
         pool = ThreadPoolExecutor(max_workers=self.max_concurrency, thread_name_prefix="mechaudit-llm")
         try:
-            futures: dict[Future[Any], int] = {pool.submit(one, i): i for i in misses}
+            futures: dict[Future[Any], int] = {pool.submit(one, i): i for i in indices}
             pending = set(futures)
             while pending:
                 done, pending = wait(pending, return_when=FIRST_EXCEPTION)
@@ -367,10 +373,6 @@ class LLMClient:
                     bar.update(1)
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
-            bar.close()
-        if summary:
-            print(self.ledger_summary(), file=sys.stderr)
-        return results
 
     def prefetch_batch(
         self,
@@ -438,3 +440,13 @@ def get_client(
         api_version=api_version,
         prices=prices,
     )
+
+
+def _per_request(schema: Any, n: int) -> list[Any]:
+    """One output model (or None) per request: ``schema`` repeated, or the given sequence of ``n``."""
+    if schema is None or isinstance(schema, type):
+        return [schema] * n
+    schemas = list(schema)
+    if len(schemas) != n:
+        raise ValueError(f"{len(schemas)} schemas for {n} requests: give one per request")
+    return schemas
