@@ -491,15 +491,10 @@ def execute_chapters(
         max_usd = float(overrides.pop("max_usd"))
     paths.require_root()  # no project folder: one line naming MECHAUDIT_ROOT
     chapters = [resolve_chapter(n) for n in names] or toc_chapters()
-    if out_dir is None and paths.PACKAGED and any(paths.REPO_ROOT.resolve() in c.source.resolve().parents
-                                                  for c in chapters):
-        raise ParameterError("the chapters come from the installed package: pass --out DIR for the "
-                             "executed notebooks", field="--out")
+    _check_out_dir(out_dir, chapters)
     if params_file:
         check_param_file(Path(params_file), {**{c.stem: c for c in toc_chapters()},
                                              **{c.stem: c for c in chapters}}.values())
-    if out_dir is not None and Path(out_dir).exists() and not Path(out_dir).is_dir():
-        raise ParameterError(f"{out_dir} exists and is not a folder", field="--out")
     plans = [(c, resolve_parameters(c, params_file, overrides)) for c in chapters]  # fail before running
     run = usage.RunAccount.plan(plans, params_file, overrides, max_usd=max_usd, batch=batch)
     if run.llm and (max_usd is not None or confirm is not None or dry_run):
@@ -517,23 +512,37 @@ def execute_chapters(
         except OSError as err:
             raise ParameterError(f"cannot create the folder {out_dir}: {err.strerror or err}",
                                  field="--out") from None
-    written = []
     try:
-        for i, (chapter, params) in enumerate(plans, start=1):
-            params = run.inject(chapter, params)
-            params = inject_out_dir(chapter, params, out_dir, overrides)
-            shown = ", ".join(f"{k}={v!r}" for k, v in params.items()) or "defaults"
-            print(f"[{i}/{len(plans)}] {chapter.stem} ({shown}) ...", file=stream, flush=True)
-            start = time.perf_counter()
-            with run.chapter(chapter):
-                path = execute_chapter(chapter, params, out_dir)
-            print(f"[{i}/{len(plans)}] {chapter.stem} done in {time.perf_counter() - start:.1f} s -> "
-                  f"{_display_path(path)}", file=stream, flush=True)
-            written.append(path)
+        return [_execute_one(i, len(plans), chapter, params, run, out_dir, overrides, stream)
+                for i, (chapter, params) in enumerate(plans, start=1)]
     finally:
         if run.llm:
             print(run.total_line(), file=stream, flush=True)
-    return written
+
+
+def _check_out_dir(out_dir: Path | None, chapters: list[Chapter]) -> None:
+    """``--out`` is needed for chapters shipped inside the installed package and must be a folder."""
+    if out_dir is None and paths.PACKAGED and any(paths.REPO_ROOT.resolve() in c.source.resolve().parents
+                                                  for c in chapters):
+        raise ParameterError("the chapters come from the installed package: pass --out DIR for the "
+                             "executed notebooks", field="--out")
+    if out_dir is not None and Path(out_dir).exists() and not Path(out_dir).is_dir():
+        raise ParameterError(f"{out_dir} exists and is not a folder", field="--out")
+
+
+def _execute_one(i: int, n: int, chapter: Chapter, params: dict[str, Any], run, out_dir: Path | None,
+                 overrides: dict[str, Any], stream) -> Path:
+    """Execute chapter ``i`` of ``n`` within the run's budget, with a progress line before and after."""
+    params = run.inject(chapter, params)
+    params = inject_out_dir(chapter, params, out_dir, overrides)
+    shown = ", ".join(f"{k}={v!r}" for k, v in params.items()) or "defaults"
+    print(f"[{i}/{n}] {chapter.stem} ({shown}) ...", file=stream, flush=True)
+    start = time.perf_counter()
+    with run.chapter(chapter):
+        path = execute_chapter(chapter, params, out_dir)
+    print(f"[{i}/{n}] {chapter.stem} done in {time.perf_counter() - start:.1f} s -> {_display_path(path)}",
+          file=stream, flush=True)
+    return path
 
 
 def _display_path(path: Path) -> str:
