@@ -62,6 +62,57 @@ def _collect(sdk: Any, cache: ResponseCache, ledger: UsageLedger, extra: Mapping
     return failed
 
 
+def _uncached_anthropic(requests: Sequence[LLMRequest], cache: ResponseCache) -> dict[str, LLMRequest]:
+    """Key -> request of the uncached requests for Anthropic models (blind-checked, deduplicated).
+    OpenAI models are not sent through Anthropic batches: ``complete`` calls them one by one."""
+    todo: dict[str, LLMRequest] = {}
+    for request in requests:
+        check_request_blind(request)
+        if request.key not in cache and provider_of(request.model) == "anthropic":
+            todo.setdefault(request.key, request)
+    return todo
+
+
+def _submit_and_collect(api, chunk: list[LLMRequest], cache: ResponseCache, ledger: UsageLedger,
+                        state: BatchState, message_params, extra: dict, todo: dict, bar, poll_interval: float,
+                        max_wait: float | None) -> tuple[str, dict[str, str]]:
+    """Submit one batch (its cost reserved against the budget while it runs), wait for it, cache its
+    results; returns the batch id and the keys that failed with their reasons."""
+    reserved = usage.session().reserve(chunk, ledger.prices, batch=True)  # budget check
+    try:
+        batch = api.messages.batches.create(requests=[{"custom_id": r.key, "params": message_params(r)}
+                                                      for r in chunk])
+    except BaseException:
+        usage.session().release(reserved)
+        raise
+    state.append({"event": "submitted", "batch_id": batch.id, "keys": [r.key for r in chunk]})
+    try:
+        _wait_until_ended(api, batch.id, poll_interval, max_wait, bar)
+        failed = _collect(api, cache, ledger, extra, batch.id, todo, bar)
+    finally:
+        usage.session().release(reserved)
+    state.append({"event": "collected", "batch_id": batch.id})
+    return batch.id, failed
+
+
+def _resume(api, batch_id: str, cache: ResponseCache, ledger: UsageLedger, state: BatchState, extra: dict,
+            todo: dict, bar, poll_interval: float, max_wait: float | None, failed: dict[str, str]) -> bool:
+    """Wait for and collect a batch a previous process submitted (failures added to ``failed``);
+    False if the batch no longer exists (its uncached requests are then submitted again)."""
+    import anthropic
+
+    try:
+        _wait_until_ended(api, batch_id, poll_interval, max_wait, bar)
+        failed.update(_collect(api, cache, ledger, extra, batch_id, todo, bar))
+    except anthropic.NotFoundError:  # deleted, or from another account
+        warnings.warn(f"batch {batch_id} from {state.path} no longer exists; its uncached "
+                      f"requests are submitted again", stacklevel=2)
+        state.append({"event": "collected", "batch_id": batch_id, "lost": True})
+        return False
+    state.append({"event": "collected", "batch_id": batch_id})
+    return True
+
+
 def run_batches(
     requests: Sequence[LLMRequest],
     *,
@@ -84,15 +135,9 @@ def run_batches(
     client and is called only when something must be sent (``None`` = replay: an uncached request
     raises :class:`ReplayMissError`); ``message_params(request)`` gives the Messages API parameters;
     ``api_version`` is stored with each cached result."""
-    import anthropic  # slow to import: only when a batch is really run
     if batch_size < 1:
         raise ValueError(f"batch_size must be >= 1, got {batch_size}")
-    todo: dict[str, LLMRequest] = {}
-    for request in requests:
-        check_request_blind(request)
-        # OpenAI models are not sent through Anthropic batches: complete() calls them one by one
-        if request.key not in cache and provider_of(request.model) == "anthropic":
-            todo.setdefault(request.key, request)
+    todo = _uncached_anthropic(requests, cache)
     if sdk is None:  # replay: the cache only
         if todo:
             raise ReplayMissError(next(iter(todo.values())), cache.path)
@@ -109,35 +154,15 @@ def run_batches(
                file=usage.progress_stream())
     try:
         for batch_id in pending:  # resume: poll what a previous process already paid for
-            try:
-                _wait_until_ended(api, batch_id, poll_interval, max_wait, bar)
-                failed.update(_collect(api, cache, ledger, extra, batch_id, todo, bar))
-            except anthropic.NotFoundError:  # deleted, or from another account: resubmit its requests
-                warnings.warn(f"batch {batch_id} from {state.path} no longer exists; its uncached "
-                              f"requests are submitted again", stacklevel=2)
-                state.append({"event": "collected", "batch_id": batch_id, "lost": True})
-                continue
-            state.append({"event": "collected", "batch_id": batch_id})
-            used.append(batch_id)
+            if _resume(api, batch_id, cache, ledger, state, extra, todo, bar, poll_interval, max_wait, failed):
+                used.append(batch_id)
         remaining = [r for k, r in todo.items() if k not in cache and k not in failed]
         for start in range(0, len(remaining), batch_size):
             chunk = remaining[start : start + batch_size]
-            reserved = usage.session().reserve(chunk, ledger.prices, batch=True)  # budget check
-            try:
-                batch = api.messages.batches.create(
-                    requests=[{"custom_id": r.key, "params": message_params(r)} for r in chunk]
-                )
-            except BaseException:
-                usage.session().release(reserved)
-                raise
-            state.append({"event": "submitted", "batch_id": batch.id, "keys": [r.key for r in chunk]})
-            try:
-                _wait_until_ended(api, batch.id, poll_interval, max_wait, bar)
-                failed.update(_collect(api, cache, ledger, extra, batch.id, todo, bar))
-            finally:
-                usage.session().release(reserved)
-            state.append({"event": "collected", "batch_id": batch.id})
-            used.append(batch.id)
+            batch_id, chunk_failed = _submit_and_collect(api, chunk, cache, ledger, state, message_params, extra,
+                                                         todo, bar, poll_interval, max_wait)
+            failed.update(chunk_failed)
+            used.append(batch_id)
     finally:
         bar.close()
     failed = {k: v for k, v in failed.items() if k not in cache}
