@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from mechaudit import paper
+from mechaudit.errors import MechauditError
 from mechaudit.paths import REPO_ROOT
 
 
@@ -24,15 +26,76 @@ def test_every_entry_names_a_section_and_an_existing_chapter():
         assert (REPO_ROOT / "notebooks" / f"{meta['chapter']}.py").exists(), f"{key}: no chapter {meta['chapter']}"
 
 
-def test_compare_table():
+def test_compare_table_is_narrow_labelled_text():
     table = paper.compare([
         ("critique_depth.extra_divergence_pp.k0_vs_k1", 12.34567, "simulator"),
         ("rubric.first_step_swapped_pct_different.step", None),
+        ("design.runs", 60.0),
+        ("sensitivity.kappa_low", np.float64(0.61234)),
+        ("perturbations.first_step_swapped_pct_different.tfidf", 0.0),
+        ("design.depths", [0, 1, 5]),
     ])
-    assert list(table.columns) == ["quantity", "unit", "paper", "this run", "paper section", "note"]
-    assert table.loc[0, "paper"] == 34.5 and table.loc[0, "this run"] == 12.346
-    assert table.loc[0, "note"] == "simulator"
-    assert table.loc[1, "this run"] == "not run"
+    assert list(table.columns) == ["paper", "this run", "source", "note"]
+    assert table.index[0] == "Extra divergence, 0 v 1 rounds (pp)"
+    row = table.loc["Extra divergence, 0 v 1 rounds (pp)"]
+    assert (row["paper"], row["this run"], row["source"], row["note"]) == ("34.5", "12.3", "§5.1, Table 1", "simulator")
+    assert table.loc["First step swapped, called different: step-by-step rubric (%)", "this run"] == "not run"
+    assert table.loc["Workflow runs", "this run"] == "60"  # a whole number without ".0"
+    assert table.loc["Cohen's κ between rules, lowest", "this run"] == "0.61"  # the paper's two decimals
+    assert table.loc["First step swapped, called different: TF-IDF (%)", "this run"] == "0"
+    assert table.loc["Critique depths (rounds)", "paper"] == "0, 1, 5"
+    assert all(isinstance(v, str) for v in table.to_numpy().ravel())
+
+
+def test_compare_shows_long_text_in_full_and_drops_an_empty_note():
+    note = "offline; reference judge (not an LLM): 100.0, a note longer than fifty characters"
+    table = paper.compare([("rubric.first_step_swapped_pct_different.step", None, note)])
+    assert note in table._repr_html_() and "paper-compare" in table._repr_html_()
+    assert "step-by-step rubric (%)" in repr(table)
+    assert "note" not in paper.compare([("design.runs", 60)]).columns
+    assert isinstance(table.drop(columns="note"), paper.ComparisonTable)
+
+
+def test_compare_formats_p_values():
+    smallest = 1 / 126**4
+    table = paper.compare([
+        ("critique_depth.p_value_bound.k0_vs_k1", paper.format_p(smallest, smallest=smallest)),
+        ("critique_depth.p_value_bound.k0_vs_k5", "4e-09"),
+    ])
+    assert list(table["paper"]) == ["< 1e-4", "< 1e-4"]
+    assert list(table["this run"]) == ["< 1e-8 (smallest possible: 1/126^4)", "< 1e-8"]
+
+
+@pytest.mark.parametrize(("p", "smallest", "text"), [
+    (0.5, None, "0.5"), (0.032, None, "0.032"), (0.001, None, "0.001"), (0.00099, None, "< 1e-3"),
+    (3.9e-9, None, "< 1e-8"), (0, None, "0"), (1, None, "1"),
+    (1 / 1024, 1 / 1024, "< 1e-3 (smallest possible: 1/2^10)"), (1 / 252, 1 / 252, "0.004 (smallest possible: 1/252)"),
+    (0.02, 1 / 126**4, "0.02"),
+])
+def test_format_p(p, smallest, text):
+    assert paper.format_p(p, smallest=smallest) == text
+
+
+@pytest.mark.parametrize("bad", [-0.1, 1.5, "0.3", True, None])
+def test_format_p_rejects_non_probabilities(bad):
+    with pytest.raises(MechauditError, match="p-value"):
+        paper.format_p(bad)
+
+
+def test_every_entry_has_a_label_with_its_unit():
+    for key, meta in paper.entries().items():
+        assert paper.label(key) == meta["label"]
+        if meta["unit"] in ("%", "pp"):
+            assert meta["label"].endswith(f"({meta['unit']})"), key
+    labels = [meta["label"] for meta in paper.entries().values()]
+    assert len(labels) == len(set(labels))  # one label, one number
+
+
+def test_missing_label_is_an_error_naming_the_key(tmp_path):
+    path = tmp_path / "reported.yaml"
+    path.write_text('source: x\na:\n  ok: {label: "Fine", value: 1, unit: count}\n  bare: {value: 2, unit: count}\n')
+    with pytest.raises(MechauditError, match="a.bare.*label"):
+        paper.entries(path)
 
 
 def test_unknown_key_names_close_keys():

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import yaml
 
+from mechaudit.errors import MechauditError
 from mechaudit.paths import REPO_ROOT
 
 REPORTED_PATH = REPO_ROOT / "data" / "paper_reported.yaml"
@@ -25,6 +28,9 @@ def _load(path: Path) -> dict[str, dict[str, Any]]:
         for name, child in node.items():
             key = f"{prefix}{name}"
             if isinstance(child, dict) and "value" in child:
+                if not isinstance(child.get("label"), str) or not child["label"].strip():
+                    raise MechauditError("every reported number needs a 'label' (the text a reader sees)",
+                                         file=path, field=key)
                 flat[key] = child
             elif isinstance(child, dict):
                 walk(child, key + ".")
@@ -34,7 +40,7 @@ def _load(path: Path) -> dict[str, dict[str, Any]]:
 
 
 def entries(path: Path = REPORTED_PATH) -> dict[str, dict[str, Any]]:
-    """Every reported number, keyed by its dotted name, with value, unit, section and chapter."""
+    """Every reported number, keyed by its dotted name, with label, value, unit, section and chapter."""
     return dict(_load(Path(path)))
 
 
@@ -53,41 +59,131 @@ def reported(key: str, path: Path = REPORTED_PATH) -> Any:
     return entry(key, path)["value"]
 
 
-def compare(rows: Iterable[tuple], path: Path = REPORTED_PATH) -> pd.DataFrame:
-    """The "paper vs this run" table.
+def label(key: str, path: Path = REPORTED_PATH) -> str:
+    """The human label of ``key``, unit included (e.g. "Extra divergence, 0 v 1 rounds (pp)")."""
+    return entry(key, path)["label"]
 
-    ``rows`` holds ``(key, ours)`` or ``(key, ours, note)``; ``ours`` may be ``None`` when this
-    run did not measure the quantity (shown as "not run"). Numeric values are rounded to 3 places.
-    Columns: quantity, unit, paper, this run, paper section, note.
+
+class ComparisonTable(pd.DataFrame):
+    """A "paper vs this run" table: shown in full (pandas would cut labels and notes after 50
+    characters with "..."), and in HTML with the class ``paper-compare`` for the book's style sheet."""
+
+    @property
+    def _constructor(self):
+        return ComparisonTable
+
+    def __repr__(self) -> str:
+        with pd.option_context("display.max_colwidth", None):
+            return super().__repr__()
+
+    def _repr_html_(self) -> str | None:
+        with pd.option_context("display.max_colwidth", None):
+            html = super()._repr_html_()
+        return None if html is None else html.replace('class="dataframe"', 'class="dataframe paper-compare"', 1)
+
+
+def compare(rows: Iterable[tuple], path: Path = REPORTED_PATH) -> ComparisonTable:
+    """The "paper vs this run" table, narrow enough for the book's text column.
+
+    ``rows`` holds ``(key, ours)`` or ``(key, ours, note)``; ``ours`` is ``None`` when this run did
+    not measure the quantity (shown as "not run"). Index: the entry's label (unit included).
+    Columns: paper, this run, source (the paper's section), and note (left out when no row has
+    one). Every cell is text: integers without ".0", other numbers rounded to the paper's decimals
+    (at least one), p-values through :func:`format_p` (the paper's bounds as "< 1e-4").
     """
-    out = []
+    labels, out = [], []
     for row in rows:
         key, ours, *rest = row
         if len(rest) > 1:
             raise ValueError(f"row for {key!r} has {len(row)} items; expected (key, ours[, note])")
         meta = entry(key, path)
-        if isinstance(meta["value"], int) and isinstance(ours, float) and ours.is_integer():
-            ours = int(ours)  # a count or a whole percentage, as the paper prints it
-        out.append(
-            {
-                "quantity": key,
-                "unit": meta.get("unit", ""),
-                "paper": _fmt(meta["value"]),
-                "this run": "not run" if ours is None else _fmt(ours),
-                "paper section": meta.get("section", ""),
-                "note": rest[0] if rest else "",
-            }
-        )
-    columns = ["quantity", "unit", "paper", "this run", "paper section", "note"]
-    return pd.DataFrame(out, columns=columns, dtype=object)  # keep 83 as 83 beside 34.5
+        is_p = meta.get("unit") == "p <"
+        labels.append(meta["label"])
+        out.append({
+            "paper": f"< {_power_of_ten(meta['value'])}" if is_p else _fmt(meta["value"], meta["value"]),
+            "this run": _fmt_p(ours) if is_p else _fmt(ours, meta["value"]),
+            "source": meta.get("section", ""),
+            "note": str(rest[0]) if rest and rest[0] is not None else "",
+        })
+    table = ComparisonTable(out, index=labels, columns=["paper", "this run", "source", "note"], dtype=object)
+    if not table["note"].astype(bool).any():
+        table = table.drop(columns="note")
+    return table
 
 
-def _fmt(value: Any) -> Any:
+def format_p(p: float, smallest: float | None = None) -> str:
+    """A p-value as text a reader can use: two significant digits from 0.001 up ("0.032"),
+    an upper bound by powers of ten below ("< 1e-8" for 3.9e-09), "0" for 0.
+
+    ``smallest``: the smallest p the test can give (an exact test over 126 splits per instance on
+    four instances: ``1 / 126**4``). When ``p`` equals it the text says so,
+    "< 1e-8 (smallest possible: 1/126^4)": no more extreme data exist under the design.
+    """
+    if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0 <= p <= 1:
+        raise MechauditError(f"a p-value is a number in [0, 1], not {p!r}", field="p")
+    if p == 0:
+        text = "0"
+    elif p >= 1e-3:
+        text = f"{p:.2g}"
+    else:
+        text = f"< 1e{math.floor(math.log10(p)) + 1}"
+    if smallest is not None and p > 0 and math.isclose(p, smallest, rel_tol=1e-6):
+        text += f" (smallest possible: {_as_fraction(smallest)})"
+    return text
+
+
+def _as_fraction(x: float) -> str:
+    """``1/126^4`` for ``1 / 126**4``; ``1/N`` when 1/x is a whole number; else two digits."""
+    n = round(1 / x)
+    if not math.isclose(n * x, 1, rel_tol=1e-9):
+        return f"{x:.2g}"
+    for k in range(max(int(math.log2(n)), 1), 1, -1):
+        base = round(n ** (1 / k))
+        if base ** k == n:
+            return f"1/{base}^{k}"
+    return f"1/{n}"
+
+
+def _power_of_ten(x: float) -> str:
+    """``1e-4`` for 0.0001; any other number with two significant digits."""
+    exponent = round(math.log10(x)) if x > 0 else None
+    return f"1e{exponent}" if exponent is not None and math.isclose(x, 10.0 ** exponent) else f"{x:.2g}"
+
+
+def _fmt_p(ours: Any) -> str:
+    """This run's p: a number (or its text) through ``format_p``; other text (already formatted) as is."""
+    if ours is None:
+        return "not run"
+    try:
+        return format_p(float(ours))
+    except (TypeError, ValueError):
+        return str(ours)
+
+
+def _fmt(value: Any, paper_value: Any) -> str:
+    """One cell as text: ints as ints, floats to the paper's decimals (>= 1), lists joined."""
+    if value is None:
+        return "not run"
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, (list, tuple)):
+        return ", ".join(_fmt(v, v) for v in value)
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return value
-    if isinstance(value, float):  # 3 decimals; a small value such as a p of 4e-09 as text, not 0.0
-        return round(value, 3) if value == 0 or abs(value) >= 1e-3 else f"{value:.2g}"
-    return value
+        return str(value)
+    if isinstance(value, float) and math.isnan(value):
+        return "n/a"
+    digits = _decimals(paper_value)
+    rounded = round(float(value), digits)
+    if value != 0 and rounded == 0:  # too small for the paper's decimals: keep two digits
+        return f"{value:.2g}"
+    return str(int(rounded)) if rounded.is_integer() else f"{rounded:.{digits}f}"
+
+
+def _decimals(paper_value: Any) -> int:
+    """Decimals the paper prints for ``paper_value`` (1 to 3; 1 for integers and text)."""
+    if isinstance(paper_value, float) and not paper_value.is_integer():
+        return min(max(len(repr(paper_value).split(".")[-1]), 1), 3)
+    return 1
 
 
 def compare_paper_default(compare_paper: bool | None, data_dir: Any) -> bool:
