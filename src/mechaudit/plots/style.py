@@ -65,3 +65,20 @@ def legend_outside(ax, where: str = "right", **kwargs):
     else:
         raise ValueError(f"where must be 'right' or 'below', not {where!r}")
     return ax.legend(**{**place, **kwargs})
+
+
+#: colours for series that are not one of the book's roles (cycled), colour-blind safe
+EXTRA_COLOURS = ["#56B4E9", "#999999", "#000000", "#F0E442"]
+
+
+def colour_of(name: str, k: int = 0) -> str:
+    """The palette colour of a rule or method, by its name's prefix (``mechanism_key``, ``tfidf``,
+    ``embedding``, ``reference``, ``llm``; case, spaces and hyphens ignored); any other name gets
+    ``EXTRA_COLOURS[k]`` (cycled), so ``k``-th unknown series still differ."""
+    key = name.lower().replace("-", "").replace(" ", "_")
+    if key.startswith("mechanism"):
+        return PALETTE["mechanism_key"]
+    for role in ("tfidf", "embedding", "reference", "llm"):
+        if key.startswith(role):
+            return PALETTE[role]
+    return EXTRA_COLOURS[k % len(EXTRA_COLOURS)]
