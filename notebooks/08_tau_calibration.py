@@ -12,10 +12,48 @@
 # # Blind, tau-calibrated scoring: when it works and where it breaks
 #
 # The second method in this book scores an idea without ever asking a model for a number
-# {cite}`idea2paper2026review`. A judge sees short anonymised cards and only says whether the
-# idea is *better*, *tied* or *worse* than each of a handful of anchor papers, with a strength
-# (weak, medium, strong). Code then finds the score $S$ on a 1-10 grid that best explains those
-# answers under a logistic model,
+# {cite}`idea2paper2026review`: a judge compares the idea with {term}`anchor papers <Anchor>` that it
+# sees only as {term}`blind cards <Blind card>`, and code turns the answers into a 1-10 score through a
+# logistic link whose scale {term}`τ <Tau (τ)>` is calibrated beforehand. This chapter tests that code
+# against a simulated judge whose τ is known.
+#
+# ```{admonition} Learning objectives
+# :class: tip
+# After this chapter you can
+# - fit τ from judged pairs (on a grid and by maximum likelihood) and check the fit against a known τ;
+# - explain why a score sticks at 10 ({term}`saturation <Saturation>`) and what the {term}`1.92 band`
+#   does and does not measure;
+# - compute a score interval that does not depend on the weights' scale, with the
+#   {term}`Kish effective sample size`;
+# - tell a check that is true by construction apart from evidence about a real judge.
+# ```
+#
+# ````{admonition} Question, answer and how we know
+# :class: note
+# :name: ch08-answer
+# **Question.** Does the fitter recover a judge's τ, and do the inferred scores and their intervals
+# then mean what they claim?
+#
+# **Answer.** When the judge answers exactly as the model assumes, τ is recovered
+# ({glue:text}`ch08_headline_tau_error`) and interior scores are off by {glue:text}`ch08_interior_mae`
+# points on average. But {glue:text}`ch08_saturated_pct` % of the scores stick at an end of the grid;
+# the 1.92 band's coverage falls from {glue:text}`ch08_band_cov_first` to {glue:text}`ch08_band_cov_last`
+# when all weights are multiplied by {glue:text}`ch08_scale_last` instead of
+# {glue:text}`ch08_scale_first`; and a judge that misperceives each paper by
+# {glue:text}`ch08_ms_noise_max` score point brings the scale-free interval's coverage down to
+# {glue:text}`ch08_ms_cov_noisy`.
+#
+# **How we know.** Every number comes from an offline simulated judge: a documented random model,
+# not an LLM, that answers with the very logistic model the fitter assumes, so recovering τ is true
+# by construction (a check of the code). Status: {glue:text}`ch08_headline_status`. Calibrating a
+# real (LLM) judge needs an LLM backend and is not run offline.
+# ````
+#
+# ## The method
+#
+# A judge sees the idea and each of a handful of anchor papers as short anonymised cards and only
+# says whether the idea is *better*, *tied* or *worse* than the anchor, with a strength (weak,
+# medium, strong). Code then finds the score $S$ on a 1-10 grid that best explains those answers,
 #
 # $$p_i(S) = \sigma\!\left(\frac{S - s_i}{\tau}\right), \qquad
 #   \mathcal{L}(S) = \sum_i w_i\,\mathrm{CE}(y_i, p_i(S)),$$
@@ -24,16 +62,16 @@
 # $w_i$ the anchor's reliability times the strength weight (1, 2, 3), and $\tau$ a scale that
 # is calibrated once per judge, rubric and card format from judged pairs of papers.
 #
-# This chapter checks the implementation in `mechaudit.tau` on a **synthetic paper pool with a
-# simulated judge whose tau is known**: how well tau and scores are recovered, when scores stick
-# at 10, what the original "loss + 1.92" interval really measures, how often the densify
-# triggers fire, what a judge that likes to say "tie" does to tau, and how far tau and the scores
-# drift when the judge does not perceive the papers the way the inference model assumes.
+# The chapter checks the implementation in `mechaudit.tau` on a **synthetic paper pool**: how well
+# τ and scores are recovered, when scores stick at 10, what the original "loss + 1.92" interval
+# really measures, how often the {term}`densify <Densify>` triggers fire, what a judge that likes to
+# say "tie" does to τ, and how far τ and the scores drift when the judge does not perceive the
+# papers the way the inference model assumes.
 #
 # **What is simulated, and what is true by construction.** Every section except "Calibrating with
 # a real judge" uses the offline simulated judge, whatever `backend` is: a documented random
 # model, not a language model. That judge answers with exactly the logistic model the fitter and
-# the inference assume, on exactly the scores they use. Where a section recovers the true tau or
+# the inference assume, on exactly the scores they use. Where a section recovers the true τ or
 # the true score under that judge, the result is a check that the code is right, not evidence
 # that the method works with a real judge; the section says so. The misspecification section
 # breaks the assumption on purpose, and the real-judge section runs only with an LLM backend.
@@ -69,12 +107,12 @@ from mechaudit.llm import usage as llm_usage
 
 llm_usage.begin(max_usd=max_usd, batch=llm_batch)  # this chapter's LLM budget and batch mode
 
-# %%
-import matplotlib.pyplot as plt
+# %% tags=["hide-input"]
 import pandas as pd
 
 from mechaudit.backends import Backend
-from mechaudit.glue import glue
+from mechaudit.chapters import tau as ch
+from mechaudit.glue import glue, glue_figure
 from mechaudit.outputs import save
 from mechaudit.plots.tau import (
     loss_band_plot,
@@ -85,20 +123,12 @@ from mechaudit.plots.tau import (
     tie_effect_plot,
     weight_scale_plot,
 )
-from mechaudit.tau import (
-    CARD_VERSION,
-    FIELD_CAPS,
-    RUBRIC_VERSION,
-    SimulatedJudge,
-    llm_tau_calibration,
-    make_pool,
-    studies,
-)
+from mechaudit.tau import SimulatedJudge, make_pool, studies
 
 pd.set_option("display.precision", 3)
 pd.set_option("display.width", 120)
+SIM = ch.SIMULATED  # the simulated sections run offline under every backend; their figures say so
 llm_run = Backend.parse(backend).is_llm
-SIM = "reference"  # the simulated sections run offline under every backend; their figures say so
 print("simulated sections: offline simulated judge (not an LLM), with every backend\n"
       f"real-judge section: {'run with backend ' + repr(backend) if llm_run else 'not run (offline backend)'}")
 
@@ -120,65 +150,80 @@ print("simulated sections: offline simulated judge (not an LLM), with every back
 # %%
 pool = make_pool(n_patterns=n_patterns, papers_per_pattern=papers_per_pattern, seed=seed,
                  review_noise=review_noise)
-table = pool.table()
-glue("ch08_n_papers", len(table))
-glue("ch08_score10_quality_rmse", ((table["score10"] - table["quality"]) ** 2).mean() ** 0.5, digits=2)
-save("pool_summary",
-     table[["quality", "score10", "weight", "review_count"]].describe().loc[["mean", "std", "min", "max"]].round(3),
-     out_dir)
+save("pool_summary", ch.pool_display(pool), out_dir)
+
+# %% tags=["remove-cell"]
+pool_facts = ch.pool_facts(pool)
+glue("ch08_n_papers", pool_facts["n_papers"])
+glue("ch08_score10_quality_rmse", pool_facts["score10_quality_rmse"], digits=2)
 
 # %% [markdown]
 # The pool has {glue:text}`ch08_n_papers` papers. Their anchor scores measure the latent quality
 # with a root-mean-square error of {glue:text}`ch08_score10_quality_rmse` score points (review noise
 # and rounding to the rating scale); the simulated judge above ignores that error, because it sees
-# score10 itself. The misspecification section lets it see the quality instead.
-
-# %% [markdown]
-# ## Recovering tau
+# the anchor score (score10) itself. The misspecification section lets it see the quality instead.
 #
-# For each true tau the fitter draws `n_pairs` stratified pairs (four bins of the score gap, 80%
-# within one pattern, as in the original), the simulated judge answers them, and tau is fitted
+# ## Recovering τ
+#
+# For each true τ the fitter draws `n_pairs` stratified pairs (four bins of the score gap, 80%
+# within one pattern, as in the original), the simulated judge answers them, and τ is fitted
 # twice: on the original grid 0.10..3.00 (first minimum) and by bounded continuous maximum
-# likelihood, which also gives a standard error from the observed information.
+# likelihood ("mle"), which also gives a standard error from the observed information.
 
 # %%
 recovery = studies.tau_recovery(pool, true_taus, n_pairs=n_pairs, n_reps=n_reps, seed=seed,
                                 tie_rate=tie_rate, tie_width=tie_width)
-rec_table = studies.recovery_table(recovery)
-wide = recovery.pivot_table(index=["true_tau", "rep"], columns="method", values="tau_hat")
-mle_rows = rec_table.xs("mle", level="method")
-glue("ch08_within10_pct", 100 * (recovery["rel_error"].abs() < 0.10).mean(), digits=0)
-glue("ch08_n_fits", len(recovery))
-glue("ch08_grid_mle_maxdiff", (wide["grid"] - wide["mle"]).abs().max(), digits=3)
-glue("ch08_tau_small", min(true_taus))
-glue("ch08_tau_large", max(true_taus))
-glue("ch08_sd_small", mle_rows["sd_tau"].iloc[0], digits=3)
-glue("ch08_sd_large", mle_rows["sd_tau"].iloc[-1], digits=3)
-glue("ch08_se_over_sd", (mle_rows["mean_se"] / mle_rows["sd_tau"]).mean(), digits=2)
-glue("ch08_se_robust_over_sd", (mle_rows["mean_se_robust"] / mle_rows["sd_tau"]).mean(), digits=2)
-save("tau_recovery", rec_table.round(3), out_dir)
+save("tau_recovery", studies.recovery_table(recovery).round(3), out_dir)
+ch.recovery_display(recovery)
 
-# %%
+# %% tags=["remove-cell"]
+rf = ch.recovery_facts(recovery)
+glue("ch08_within10_pct", rf["within_pct"], digits=0)
+glue("ch08_n_fits", rf["n_fits"])
+glue("ch08_grid_mle_maxdiff", rf["grid_mle_maxdiff"], digits=3)
+glue("ch08_tau_small", rf["tau_small"])
+glue("ch08_tau_large", rf["tau_large"])
+glue("ch08_sd_small", rf["sd_small"], digits=3)
+glue("ch08_sd_large", rf["sd_large"], digits=3)
+glue("ch08_se_over_sd", rf["se_over_sd"], digits=2)
+glue("ch08_se_robust_over_sd", rf["se_robust_over_sd"], digits=2)
+glue("ch08_mean_error_pct", rf["mean_error_pct"], digits=1)
+glue("ch08_n_reps", n_reps)
+glue("ch08_headline_tau_error", ch.headline_tau_error(rf))
+glue("ch08_headline_status", ch.STATUS)
+
+# %% tags=["hide-input"]
 fig = tau_recovery_plot(recovery, SIM)
 save("tau_recovery", fig, out_dir)
-plt.show()
+fig = glue_figure("ch08_fig_tau_recovery", fig)
 
 # %% [markdown]
+# ```{glue:figure} ch08_fig_tau_recovery
+# :name: fig-ch08-tau-recovery
+# :figwidth: 100%
+#
+# Fitted against true τ of the simulated judge (not an LLM). Each dot is one fit on `n_pairs`
+# judged pairs ({glue:text}`ch08_n_reps` repetitions per true τ), blue on the grid, orange by
+# maximum likelihood, shifted sideways a little so both stay visible. Black line: fitted = true;
+# grey band: within ±10 % of the true τ. No paper values: the paper reports none for this method.
+# ```
+#
 # **A check of the code, not a finding.** The simulated judge answers each pair with
 # $\sigma(d/\tau)$ on the very score gap $d$ the fitter uses, and its ties are built so that the
-# expected label stays exactly $\sigma(d/\tau)$. That the fits land near the true tau
-# ({glue:text}`ch08_within10_pct` % of the {glue:text}`ch08_n_fits` fits are within 10 %) shows that
-# the pair sampler and both fitters are implemented correctly; it says nothing about a real judge,
-# whose answers need not follow this model at all (see the misspecification section).
+# expected label stays exactly $\sigma(d/\tau)$. That the fits land near the true τ
+# ({numref}`fig-ch08-tau-recovery`; {glue:text}`ch08_within10_pct` % of the {glue:text}`ch08_n_fits`
+# fits are within 10 %, mean error of the mle {glue:text}`ch08_mean_error_pct` %) shows that the pair
+# sampler and both fitters are implemented correctly; it says nothing about a real judge, whose
+# answers need not follow this model at all (see the misspecification section).
 #
 # Grid and mle differ by at most {glue:text}`ch08_grid_mle_maxdiff` on the same answers. The
-# spread across repetitions (mle `sd_tau`) is {glue:text}`ch08_sd_small` at tau
-# {glue:text}`ch08_tau_small` and {glue:text}`ch08_sd_large` at tau {glue:text}`ch08_tau_large`:
+# spread across repetitions (column "sd") is {glue:text}`ch08_sd_small` at τ
+# {glue:text}`ch08_tau_small` and {glue:text}`ch08_sd_large` at τ {glue:text}`ch08_tau_large`:
 # a flatter curve is pinned down less well by pairs that are never more than 3 points apart. The
-# mle reports two standard errors. The one from the observed information (`mean_se`) treats the
+# mle reports two standard errors. The one from the observed information ("mean SE") treats the
 # weights as counts of independent answers, which they are not (a "strong" answer is one answer,
 # not three); on average it is {glue:text}`ch08_se_over_sd` times the observed spread. The sandwich
-# standard error (`mean_se_robust`) does not depend on the weights' scale; it is
+# standard error ("mean robust SE") does not depend on the weights' scale; it is
 # {glue:text}`ch08_se_robust_over_sd` times the observed spread. With `n_reps` repetitions the
 # observed spread is itself uncertain, so read these ratios roughly.
 
@@ -188,41 +233,60 @@ plt.show()
 # Next, `n_stories` synthetic stories with true scores spread over 1.5-10 are reviewed by
 # `MultiAgentCritic` exactly as a real story would be: anchors are chosen by quantiles of the
 # story's pattern plus exemplars, the judge answers one call per role against all anchors, the
-# score is inferred with the role's true tau, and densify adds anchors when a trigger fires.
+# score is inferred with the role's true τ (passed explicitly, `taus=judge.taus`), and densify
+# adds anchors when a trigger fires.
 
 # %%
 judge = SimulatedJudge(pool.truth(), taus=role_taus, seed=seed, tie_rate=tie_rate, tie_width=tie_width)
 reviews, rounds = studies.simulated_reviews(pool, judge, n_stories=n_stories, seed=seed, densify=True)
 summary = studies.recovery_summary(reviews)
-interior = reviews[~reviews["saturated"]]
-glue("ch08_interior_mae", interior["error"].abs().mean(), digits=2)
-glue("ch08_interior_n", len(interior))
-glue("ch08_saturated_pct", 100 * reviews["saturated"].mean(), digits=1)
-glue("ch08_saturated_low_n", int((reviews["saturated_at"] == "low").sum()))
 save("score_recovery", summary.round(3), out_dir)
+ch.summary_display(summary)
 
-# %%
+# %% tags=["remove-cell"]
+review_facts = ch.review_facts(reviews)
+glue("ch08_interior_mae", review_facts["interior_mae"], digits=2)
+glue("ch08_interior_n", review_facts["interior_n"])
+glue("ch08_saturated_pct", review_facts["saturated_pct"], digits=1)
+glue("ch08_saturated_low_n", review_facts["saturated_low_n"])
+glue("ch08_n_scores", len(reviews))
+
+# %% tags=["hide-input"]
 fig = score_recovery_plot(reviews, SIM)
 save("score_recovery", fig, out_dir)
-plt.show()
+fig = glue_figure("ch08_fig_score_recovery", fig)
 
 # %% [markdown]
+# ```{glue:figure} ch08_fig_score_recovery
+# :name: fig-ch08-score-recovery
+# :figwidth: 100%
+#
+# Inferred against true score of the {glue:text}`ch08_n_scores` (story, role) reviews by the
+# simulated judge (not an LLM). Error bars: the original interval, every grid score whose loss is
+# within 1.92 of the minimum (the 1.92 band; what it measures is the subject of the next sections).
+# Blue: optimum inside the grid; orange: optimum at a grid end (1 or 10). Black line: inferred = true.
+# ```
+#
 # For the {glue:text}`ch08_interior_n` scores with an interior optimum the mean absolute error is
-# {glue:text}`ch08_interior_mae` score points. As for tau, this is a check of the code: the judge
+# {glue:text}`ch08_interior_mae` score points. As for τ, this is a check of the code: the judge
 # perceives the anchors at the very scores the inference uses, and the critic is given the true
-# tau. The orange points ({glue:text}`ch08_saturated_pct` % of all scores) are optima on a grid
-# end. When the story is better than every anchor, the judge says "better" to all of them, the
-# loss keeps falling as $S$ grows, and the optimum is the grid's upper end, 10, whatever the
-# story's true quality. The table shows when that happens: by how far the true score lies above
-# the highest anchor used.
+# τ. The orange points in {numref}`fig-ch08-score-recovery` ({glue:text}`ch08_saturated_pct` % of all
+# scores) are optima on a grid end. When the story is better than every anchor, the judge says
+# "better" to all of them, the loss keeps falling as $S$ grows, and the optimum is the grid's upper
+# end, 10, whatever the story's true quality. The table shows when that happens: by how far the true
+# score lies above the highest anchor used.
 
 # %%
 saturation = studies.saturation_table(reviews)
-glue("ch08_sat_below_pct", 100 * saturation["saturated_high"].iloc[0], digits=0)
-glue("ch08_sat_below_bin", saturation.index[0])
-glue("ch08_sat_above_pct", 100 * saturation["saturated_high"].iloc[-1], digits=0)
-glue("ch08_sat_above_bin", saturation.index[-1])
 save("saturation", saturation.round(3), out_dir)
+ch.saturation_display(saturation)
+
+# %% tags=["remove-cell"]
+sat = ch.saturation_facts(saturation)
+glue("ch08_sat_below_pct", sat["below_pct"], digits=0)
+glue("ch08_sat_below_bin", sat["below_bin"])
+glue("ch08_sat_above_pct", sat["above_pct"], digits=0)
+glue("ch08_sat_above_bin", sat["above_bin"])
 
 # %% [markdown]
 # Saturation is not the judge "giving a 10": it is the inference running out of anchors. Of the
@@ -231,8 +295,7 @@ save("saturation", saturation.round(3), out_dir)
 # points from it, {glue:text}`ch08_sat_above_pct` %. The mirror effect, scores stuck at 1 below
 # the lowest anchor, occurs {glue:text}`ch08_saturated_low_n` times here. The `saturated` flag in
 # the diagnostics marks such scores.
-
-# %% [markdown]
+#
 # ## What the 1.92 band measures
 #
 # The original interval is every grid point whose loss is within 1.92 of the minimum. For an
@@ -242,66 +305,97 @@ save("saturation", saturation.round(3), out_dir)
 # loss, so the band's width, and its coverage, follow the weight scale rather than the evidence.
 # `infer_score` therefore also reports `profile_ci_low`/`profile_ci_high`: the same likelihood
 # ratio rule after rescaling the weights to Kish's effective sample size
-# $(\sum w)^2 / \sum w^2$, which does not change when all weights are multiplied by a constant.
+# $(\sum w)^2 / \sum w^2$, which does not change when all weights are multiplied by a constant
+# (below: "Kish interval").
 
-# %%
+# %% tags=["hide-input"]
 example = rounds[0]
 profile = studies.loss_profile(example["anchors"], example["comparisons"], example["tau"], scales=weight_scales)
 fig = loss_band_plot(profile, SIM)
 save("loss_band", fig, out_dir)
-plt.show()
+fig = glue_figure("ch08_fig_loss_band", fig)
+
+# %% [markdown]
+# ```{glue:figure} ch08_fig_loss_band
+# :name: fig-ch08-loss-band
+# :figwidth: 100%
+#
+# The loss of one review (first story, first role; simulated judge, not an LLM) over the score grid,
+# minus its minimum, with all anchor weights multiplied by each factor in `weight_scales` (blue,
+# darker = larger factor). Dotted line: the 1.92 threshold; the band is where a curve lies below it.
+# Dashed orange: the Kish-rescaled curve, the same for every factor. No error bars: one review.
+# ```
+#
+# In {numref}`fig-ch08-loss-band` the same answers give a wide band with small weights and a narrow
+# one with large weights. Over all stored reviews:
 
 # %%
 scale_effect = studies.weight_scale_effect(rounds, scales=weight_scales)
-first, last = scale_effect.iloc[0], scale_effect.iloc[-1]
-glue("ch08_score_changed_max", scale_effect["score_changed"].max(), digits=3)
-glue("ch08_scale_first", first["scale"])
-glue("ch08_scale_last", last["scale"])
-glue("ch08_band_width_first", first["band_width"], digits=2)
-glue("ch08_band_width_last", last["band_width"], digits=2)
-glue("ch08_band_cov_first", first["band_coverage"], digits=2)
-glue("ch08_band_cov_last", last["band_coverage"], digits=2)
-glue("ch08_profile_width_min", scale_effect["profile_width"].min(), digits=2)
-glue("ch08_profile_width_max", scale_effect["profile_width"].max(), digits=2)
-glue("ch08_profile_cov", scale_effect["profile_coverage"].iloc[0], digits=2)
 save("scale_effect", scale_effect.round(3), out_dir)
+ch.scale_display(scale_effect)
 
-# %%
+# %% tags=["remove-cell"]
+sf = ch.scale_facts(scale_effect)
+glue("ch08_score_changed_max", sf["score_changed_max"], digits=3)
+glue("ch08_scale_first", sf["scale_first"])
+glue("ch08_scale_last", sf["scale_last"])
+glue("ch08_band_width_first", sf["band_width_first"], digits=2)
+glue("ch08_band_width_last", sf["band_width_last"], digits=2)
+glue("ch08_band_cov_first", sf["band_cov_first"], digits=2)
+glue("ch08_band_cov_last", sf["band_cov_last"], digits=2)
+glue("ch08_profile_width_min", sf["profile_width_min"], digits=2)
+glue("ch08_profile_width_max", sf["profile_width_max"], digits=2)
+glue("ch08_profile_cov", sf["profile_cov"], digits=2)
+glue("ch08_n_rounds", len(rounds))
+
+# %% tags=["hide-input"]
 fig = weight_scale_plot(scale_effect, SIM)
 save("weight_scale", fig, out_dir)
-plt.show()
+fig = glue_figure("ch08_fig_weight_scale", fig)
 
 # %% [markdown]
+# ```{glue:figure} ch08_fig_weight_scale
+# :name: fig-ch08-weight-scale
+# :figwidth: 100%
+#
+# Mean interval width (left, score points) and empirical coverage of the true score (right) over
+# the {glue:text}`ch08_n_rounds` stored reviews, against the factor applied to all anchor weights
+# (log scale); simulated judge, not an LLM. Blue: the 1.92 band; orange: the Kish interval. Dotted
+# line: nominal 95 %. No error bars: each point is a mean over the same reviews.
+# ```
+#
 # The share of scores that move when the weights are rescaled is at most
 # {glue:text}`ch08_score_changed_max` (the optimum does not depend on the scale). The band's mean
 # width goes from {glue:text}`ch08_band_width_first` points with all weights times
 # {glue:text}`ch08_scale_first` to {glue:text}`ch08_band_width_last` with weights times
 # {glue:text}`ch08_scale_last`, and its coverage of the true score from
-# {glue:text}`ch08_band_cov_first` to {glue:text}`ch08_band_cov_last`. The rescaled interval's width
-# stays between {glue:text}`ch08_profile_width_min` and {glue:text}`ch08_profile_width_max`, by
-# construction (the Kish rescaling removes the scale). Its coverage here,
-# {glue:text}`ch08_profile_cov`, is again a property of the simulation: the simulated judge's
-# answers are independent given the scores and follow the assumed model, which a real judge's
-# answers on one call need not do.
-
-# %% [markdown]
+# {glue:text}`ch08_band_cov_first` to {glue:text}`ch08_band_cov_last` ({numref}`fig-ch08-weight-scale`).
+# The rescaled interval's width stays between {glue:text}`ch08_profile_width_min` and
+# {glue:text}`ch08_profile_width_max`, by construction (the Kish rescaling removes the scale). Its
+# coverage here, {glue:text}`ch08_profile_cov`, is again a property of the simulation: the simulated
+# judge's answers are independent given the scores and follow the assumed model, which a real
+# judge's answers on one call need not do.
+#
 # ## The densify triggers
 #
 # After the first round the original re-runs all roles with extra anchors if, for any role,
 # the loss exceeds 0.05, any monotonic violation occurs, or the average strength is below 0.35.
 # Below, first-round diagnostics (reviews without densify) are checked against each trigger for
-# several loss thresholds.
+# several loss thresholds (% of first-round reviews each trigger sends to a second round).
 
 # %%
 reviews_first, rounds_first = studies.simulated_reviews(pool, judge, n_stories=n_stories, seed=seed,
                                                         densify=False)
 triggers = studies.densify_trigger_rates(rounds_first, loss_thresholds)
-original = triggers.iloc[0]
-glue("ch08_loss_threshold", original["loss_threshold"])
-glue("ch08_loss_trigger_pct", 100 * original["loss"], digits=1)
-glue("ch08_strength_trigger_pct", 100 * original["strength"], digits=1)
-glue("ch08_monotonic_extra_pct", 100 * (original["any"] - original["loss"]), digits=1)
 save("triggers", triggers.round(3), out_dir)
+ch.trigger_display(triggers)
+
+# %% tags=["remove-cell"]
+tf = ch.trigger_facts(triggers)
+glue("ch08_loss_threshold", tf["loss_threshold"])
+glue("ch08_loss_trigger_pct", tf["loss_pct"], digits=1)
+glue("ch08_strength_trigger_pct", tf["strength_pct"], digits=1)
+glue("ch08_monotonic_extra_pct", tf["monotonic_extra_pct"], digits=1)
 
 # %% [markdown]
 # The strength trigger can never fire (here {glue:text}`ch08_strength_trigger_pct` %): strength
@@ -315,13 +409,14 @@ save("triggers", triggers.round(3), out_dir)
 # the error and the share of saturated scores with and without the second round.
 
 # %%
-densify_effect = pd.concat({"with densify": studies.recovery_summary(reviews).loc["all"],
-                            "first round only": studies.recovery_summary(reviews_first).loc["all"]}, axis=1)
-glue("ch08_mae_densify", densify_effect.loc["mae", "with densify"], digits=2)
-glue("ch08_mae_first", densify_effect.loc["mae", "first round only"], digits=2)
-glue("ch08_sat_densify_pct", 100 * densify_effect.loc["saturated_share", "with densify"], digits=1)
-glue("ch08_sat_first_pct", 100 * densify_effect.loc["saturated_share", "first round only"], digits=1)
-save("densify_effect", densify_effect.round(3), out_dir)
+densify_effect = ch.densify_effect(reviews, reviews_first)
+save("densify_effect", densify_effect.round(3), out_dir).round(2)
+
+# %% tags=["remove-cell"]
+glue("ch08_mae_densify", densify_effect.loc["MAE", "with densify"], digits=2)
+glue("ch08_mae_first", densify_effect.loc["MAE", "first round only"], digits=2)
+glue("ch08_sat_densify_pct", densify_effect.loc["% saturated", "with densify"], digits=1)
+glue("ch08_sat_first_pct", densify_effect.loc["% saturated", "first round only"], digits=1)
 
 # %% [markdown]
 # With the second round the mean absolute error is {glue:text}`ch08_mae_densify` points against
@@ -333,35 +428,49 @@ save("densify_effect", densify_effect.round(3), out_dir)
 # ## A judge that likes ties
 #
 # How ties enter matters. If ties replace better and worse answers evenly, the expected answer
-# is unchanged and tau stays right, however many ties there are ("calibrated"). If instead the
+# is unchanged and τ stays right, however many ties there are ("calibrated"). If instead the
 # judge *abstains* to "tie" whenever unsure, each tie pulls the expected answer towards 0.5, the
-# fitted curve flattens and tau grows with the share of ties ("abstain"). The wider band of
+# fitted curve flattens and τ grows with the share of ties ("abstain"). The wider band of
 # near-equal pairs here (`heavy_tie_width`) makes the effect visible.
 
 # %%
 ties = studies.tie_effect(pool, tau=0.8, tie_rates=heavy_tie_rates, tie_width=heavy_tie_width,
                           n_pairs=n_pairs, seed=seed)
-calibrated, abstain = ties[ties["tie_mode"] == "calibrated"], ties[ties["tie_mode"] == "abstain"]
-glue("ch08_ties_true_tau", ties["true_tau"].iloc[0])
-glue("ch08_ties_cal_min", calibrated["tau_mle"].min(), digits=2)
-glue("ch08_ties_cal_max", calibrated["tau_mle"].max(), digits=2)
-glue("ch08_ties_abstain_share_pct", 100 * abstain["tie_share"].iloc[-1], digits=0)
-glue("ch08_ties_abstain_tau", abstain["tau_mle"].iloc[-1], digits=2)
 save("ties", ties.round(3), out_dir)
+ch.tie_display(ties)
 
-# %%
+# %% tags=["remove-cell"]
+tie_facts = ch.tie_facts(ties)
+glue("ch08_ties_true_tau", tie_facts["true_tau"])
+glue("ch08_ties_cal_min", tie_facts["cal_min"], digits=2)
+glue("ch08_ties_cal_max", tie_facts["cal_max"], digits=2)
+glue("ch08_ties_abstain_share_pct", tie_facts["abstain_share_pct"], digits=0)
+glue("ch08_ties_abstain_tau", tie_facts["abstain_tau"], digits=2)
+
+# %% tags=["hide-input"]
 fig = tie_effect_plot(ties, SIM)
 save("tie_effect", fig, out_dir)
-plt.show()
+fig = glue_figure("ch08_fig_tie_effect", fig)
 
 # %% [markdown]
-# With calibrated ties the fitted tau (mle) stays between {glue:text}`ch08_ties_cal_min` and
+# ```{glue:figure} ch08_fig_tie_effect
+# :name: fig-ch08-tie-effect
+# :figwidth: 100%
+#
+# Fitted τ (mle) against the observed share of "tie" answers, one point per tie rate in
+# `heavy_tie_rates`, on the same `n_pairs` pairs; simulated judge (not an LLM) with true τ
+# {glue:text}`ch08_ties_true_tau` (dotted line). Blue: ties replace better and worse evenly
+# (calibrated); orange: the judge says "tie" instead of its answer (abstain). No error bars: one fit
+# per point.
+# ```
+#
+# With calibrated ties the fitted τ (mle) stays between {glue:text}`ch08_ties_cal_min` and
 # {glue:text}`ch08_ties_cal_max` (true {glue:text}`ch08_ties_true_tau`); that is true by
 # construction, since calibrated ties leave the expected label unchanged. The abstaining judge is
-# the informative case: at {glue:text}`ch08_ties_abstain_share_pct` % ties the fitted tau is
-# {glue:text}`ch08_ties_abstain_tau`. An inflated tau makes every later interval wider than the
-# evidence warrants. The remedy is to fit tau with the very judge, rubric and card format that
-# will be used, which is what the tau file's metadata enforces.
+# the informative case ({numref}`fig-ch08-tie-effect`): at {glue:text}`ch08_ties_abstain_share_pct` %
+# ties the fitted τ is {glue:text}`ch08_ties_abstain_tau`. An inflated τ makes every later interval
+# wider than the evidence warrants. The remedy is to fit τ with the very judge, rubric and card
+# format that will be used, which is what the τ file's metadata enforces.
 #
 # ## A judge that does not see what the fitter sees
 #
@@ -375,40 +484,52 @@ plt.show()
 #
 # The fitter still sees score10 gaps. For each of `misspec_reps` repetitions the pairs and the
 # answer draws are shared by all conditions (common random numbers), and the condition
-# "score10, noise 0" repeats the first repetitions of the recovery study above exactly.
+# "score10, noise 0" repeats the first repetitions of the recovery study above exactly. The table
+# gives the mean fitted τ (mle) per condition and true τ.
 
 # %%
 misspec = studies.tau_misspecification(pool, true_taus, perception_noises=perception_noises, n_pairs=n_pairs,
                                        n_reps=misspec_reps, seed=seed, tie_rate=tie_rate, tie_width=tie_width)
-misspec_table = studies.misspecification_table(misspec)
-mean_tau = misspec_table["mean_tau"]
-t_lo, t_mid, t_hi, s_max = (min(true_taus), sorted(true_taus)[len(true_taus) // 2], max(true_taus),
-                            max(perception_noises))
-q_runs = misspec[(misspec["source"] == "quality") & (misspec["perception_noise"] == 0) & (misspec["method"] == "mle")]
-for name, tau in (("lo", t_lo), ("mid", t_mid)):
-    glue(f"ch08_ms_tau_{name}", tau)
-    glue(f"ch08_ms_quality_{name}", mean_tau[("quality", 0.0, tau, "mle")], digits=2)
-    glue(f"ch08_ms_quality_{name}_min", q_runs.loc[q_runs["true_tau"] == tau, "tau_hat"].min(), digits=2)
-    glue(f"ch08_ms_quality_{name}_max", q_runs.loc[q_runs["true_tau"] == tau, "tau_hat"].max(), digits=2)
-    glue(f"ch08_ms_base_{name}", mean_tau[("score10", 0.0, tau, "mle")], digits=2)
-glue("ch08_ms_noise_max", s_max)
-glue("ch08_ms_tau_hi", t_hi)
-for name, tau in (("lo", t_lo), ("hi", t_hi)):
-    glue(f"ch08_ms_noisy_{name}", mean_tau[("score10", s_max, tau, "mle")], digits=2)
-    glue(f"ch08_ms_noisy_{name}_plain", mean_tau[("score10", s_max, tau, studies.NO_STRENGTH)], digits=2)
-    glue(f"ch08_ms_approx_{name}", studies.noisy_judge_tau(tau, s_max), digits=2)
-glue("ch08_ms_base_hi", mean_tau[("score10", 0.0, t_hi, "mle")], digits=2)
-both = misspec.pivot_table(index=["source", "perception_noise", "true_tau", "rep"], columns="method", values="tau_hat")
-glue("ch08_ms_grid_mle_maxdiff", (both["grid"] - both["mle"]).abs().max(), digits=3)
-save("mean_tau", mean_tau.unstack(["true_tau", "method"]).round(3), out_dir)
+save("mean_tau", studies.misspecification_table(misspec).round(3), out_dir)
+ch.misspec_display(misspec)
 
-# %%
+# %% tags=["remove-cell"]
+ms = ch.misspec_facts(misspec)
+for name in ("lo", "mid"):
+    glue(f"ch08_ms_tau_{name}", ms[f"tau_{name}"])
+    glue(f"ch08_ms_quality_{name}", ms[f"quality_{name}"], digits=2)
+    glue(f"ch08_ms_quality_{name}_min", ms[f"quality_{name}_min"], digits=2)
+    glue(f"ch08_ms_quality_{name}_max", ms[f"quality_{name}_max"], digits=2)
+for name in ("lo", "mid", "hi"):
+    glue(f"ch08_ms_base_{name}", ms[f"base_{name}"], digits=2)
+for name in ("lo", "hi"):
+    glue(f"ch08_ms_noisy_{name}", ms[f"noisy_{name}"], digits=2)
+    glue(f"ch08_ms_noisy_{name}_plain", ms[f"noisy_{name}_plain"], digits=2)
+    glue(f"ch08_ms_approx_{name}", ms[f"approx_{name}"], digits=2)
+glue("ch08_ms_noise_max", ms["noise_max"])
+glue("ch08_ms_tau_hi", ms["tau_hi"])
+glue("ch08_ms_grid_mle_maxdiff", ms["grid_mle_maxdiff"], digits=3)
+glue("ch08_misspec_reps", misspec_reps)
+
+# %% tags=["hide-input"]
 fig = misspecified_tau_plot(misspec, SIM)
 save("misspecified_tau", fig, out_dir)
-plt.show()
+fig = glue_figure("ch08_fig_misspecified_tau", fig)
 
 # %% [markdown]
-# The judge that sees latent quality instead of score10 already moves tau: mean fitted tau
+# ```{glue:figure} ch08_fig_misspecified_tau
+# :name: fig-ch08-misspecified-tau
+# :figwidth: 100%
+#
+# Mean fitted τ over {glue:text}`ch08_misspec_reps` repetitions against the simulated judge's
+# perception noise (score points), one panel per true τ (black line); simulated judge, not an LLM.
+# Solid: the judge sees score10; dashed: it sees the latent quality. Orange: mle with the method's
+# strength weights; blue: mle on the same answers with every strength weighing 1. Grey dotted: the
+# noise-only approximation $\sqrt{\tau^2 + 2\sigma^2/1.702^2}$. No error bars (few repetitions; the
+# range over them is quoted in the text).
+# ```
+#
+# The judge that sees latent quality instead of score10 already moves τ: mean fitted τ
 # (mle) {glue:text}`ch08_ms_quality_lo` for a true {glue:text}`ch08_ms_tau_lo` (repetitions
 # {glue:text}`ch08_ms_quality_lo_min`-{glue:text}`ch08_ms_quality_lo_max`; well-specified
 # {glue:text}`ch08_ms_base_lo`) and {glue:text}`ch08_ms_quality_mid` for a true
@@ -416,119 +537,112 @@ plt.show()
 # well-specified {glue:text}`ch08_ms_base_mid`). The review noise in score10 acts like perception
 # noise seen from the fitter's side, and the fitted curve flattens.
 #
-# How perception noise moves tau depends on tau, because two effects pull in opposite directions.
-# Noise alone flattens the curve: fitted on the same answers with every strength weighing 1
-# (`mle_no_strength`), tau at noise {glue:text}`ch08_ms_noise_max` is
+# How perception noise moves τ depends on τ, because two effects pull in opposite directions
+# ({numref}`fig-ch08-misspecified-tau`). Noise alone flattens the curve: fitted on the same answers
+# with every strength weighing 1, τ at noise {glue:text}`ch08_ms_noise_max` is
 # {glue:text}`ch08_ms_noisy_lo_plain` for a true {glue:text}`ch08_ms_tau_lo` and
 # {glue:text}`ch08_ms_noisy_hi_plain` for {glue:text}`ch08_ms_tau_hi`, close to the approximation
-# $\sqrt{\tau^2 + 2\sigma^2/1.702^2}$ ({glue:text}`ch08_ms_approx_lo` and
-# {glue:text}`ch08_ms_approx_hi`; dotted line). But the judge's strength follows its *perceived*
-# gap, so the answers the fitter weighs three times are those where the judge's error pushed the
-# gap out, and they make the curve look steeper. With the strength weights of the method, tau at
-# noise {glue:text}`ch08_ms_noise_max` is {glue:text}`ch08_ms_noisy_lo` for a true
-# {glue:text}`ch08_ms_tau_lo`, but {glue:text}`ch08_ms_noisy_hi` for a true
-# {glue:text}`ch08_ms_tau_hi` (well-specified {glue:text}`ch08_ms_base_hi`). A fitted tau near the
+# ({glue:text}`ch08_ms_approx_lo` and {glue:text}`ch08_ms_approx_hi`). But the judge's strength
+# follows its *perceived* gap, so the answers the fitter weighs three times are those where the
+# judge's error pushed the gap out, and they make the curve look steeper. With the strength weights
+# of the method, τ at noise {glue:text}`ch08_ms_noise_max` is {glue:text}`ch08_ms_noisy_lo` for a
+# true {glue:text}`ch08_ms_tau_lo`, but {glue:text}`ch08_ms_noisy_hi` for a true
+# {glue:text}`ch08_ms_tau_hi` (well-specified {glue:text}`ch08_ms_base_hi`). A fitted τ near the
 # truth is therefore no proof that the judge perceives the scores the way the model assumes. Grid
 # and mle agree to {glue:text}`ch08_ms_grid_mle_maxdiff` in every condition, so the choice of
 # fitter does not matter here; the judge model does.
 #
-# What does that do to the scores? Tau is fitted per role from the misspecified judge's answers, as
+# What does that do to the scores? τ is fitted per role from the misspecified judge's answers, as
 # a user would calibrate it, and then the stories reviewed above are judged again against the same
 # anchors by that judge (the story perceived at its true score plus its own perception error) and
-# scored with the fitted tau.
+# scored with the fitted τ.
 
 # %%
 misspec_scores = studies.score_misspecification(pool, rounds, role_taus, perception_noises=perception_noises,
                                                 n_pairs=n_pairs, seed=seed, tie_rate=tie_rate, tie_width=tie_width)
 score_table = studies.score_misspecification_table(misspec_scores)
-glue("ch08_ms_mae_base", score_table.loc[("score10", 0.0), "mae"], digits=2)
-glue("ch08_ms_mae_quality", score_table.loc[("quality", 0.0), "mae"], digits=2)
-glue("ch08_ms_moved_quality", score_table.loc[("quality", 0.0), "moved"], digits=2)
-glue("ch08_ms_mae_noisy", score_table.loc[("score10", s_max), "mae"], digits=2)
-glue("ch08_ms_moved_noisy", score_table.loc[("score10", s_max), "moved"], digits=2)
-glue("ch08_ms_cov_base", score_table.loc[("score10", 0.0), "profile_coverage"], digits=2)
-glue("ch08_ms_cov_noisy", score_table.loc[("score10", s_max), "profile_coverage"], digits=2)
-glue("ch08_ms_cov_worst", score_table["profile_coverage"].min(), digits=2)
 save("score_table", score_table.round(3), out_dir)
+ch.score_misspec_display(score_table)
 
-# %%
+# %% tags=["remove-cell"]
+smf = ch.score_misspec_facts(score_table)
+for name in ("mae_base", "mae_quality", "moved_quality", "mae_noisy", "moved_noisy", "cov_base", "cov_noisy",
+             "cov_worst"):
+    glue(f"ch08_ms_{name}", smf[name], digits=2)
+
+# %% tags=["hide-input"]
 fig = misspecified_score_plot(score_table, SIM)
 save("misspecified_score", fig, out_dir)
-plt.show()
+fig = glue_figure("ch08_fig_misspecified_score", fig)
 
 # %% [markdown]
+# ```{glue:figure} ch08_fig_misspecified_score
+# :name: fig-ch08-misspecified-score
+# :figwidth: 100%
+#
+# Left: mean absolute error of the inferred scores against the true score; right: mean absolute
+# move of each score from the well-specified one (judge sees score10, no noise), both in score points
+# against the simulated judge's perception noise; simulated judge, not an LLM. Solid blue: the judge
+# sees score10; dashed green: it sees the latent quality. No error bars: means over the same
+# {glue:text}`ch08_n_rounds` reviews.
+# ```
+#
 # The judge that sees latent quality moves each score by {glue:text}`ch08_ms_moved_quality` points
 # on average from the well-specified score; its mean absolute error against the true score is
 # {glue:text}`ch08_ms_mae_quality` (well-specified {glue:text}`ch08_ms_mae_base`), since the story's
 # true score is itself on the quality scale.
 # Perception noise of {glue:text}`ch08_ms_noise_max` point moves scores by
-# {glue:text}`ch08_ms_moved_noisy` points, and the mean absolute error is {glue:text}`ch08_ms_mae_noisy`; the
-# scale-free interval then covers the true score in {glue:text}`ch08_ms_cov_noisy` of cases
-# (well-specified {glue:text}`ch08_ms_cov_base`; lowest over the conditions
-# {glue:text}`ch08_ms_cov_worst`): the interval accounts for the logistic noise of the answers, not
-# for a judge that misreads the cards. All of this is still a simulated judge; how a language model
-# perceives cards has to be measured with one (see "Calibrating with a real judge" below).
-
-# %% [markdown]
+# {glue:text}`ch08_ms_moved_noisy` points, and the mean absolute error is {glue:text}`ch08_ms_mae_noisy`
+# ({numref}`fig-ch08-misspecified-score`); the scale-free interval then covers the true score in
+# {glue:text}`ch08_ms_cov_noisy` of cases (well-specified {glue:text}`ch08_ms_cov_base`; lowest over
+# the conditions {glue:text}`ch08_ms_cov_worst`): the interval accounts for the logistic noise of the
+# answers, not for a judge that misreads the cards. All of this is still a simulated judge; how a
+# language model perceives cards has to be measured with one (see "Calibrating with a real judge"
+# below).
+#
 # ## Original method vs this run
 #
 # The paper this book reproduces reports no numbers for this chapter; the table sets the
-# original method's settings {cite}`idea2paper2026review` beside this run's.
+# original method's settings {cite}`idea2paper2026review` beside this run's ("not reported": the
+# original gives no number).
 
 # %%
-within = recovery.assign(ok=recovery["rel_error"].abs() < 0.10)["ok"].mean()
-studies.original_vs_this_run({
-    "judged pairs per role for tau": (2000, n_pairs, "stratified, 80% same pattern"),
-    "tau grid": ("0.10..3.00 step 0.01", "0.10..3.00 step 0.01", "plus bounded mle"),
-    "score grid points": (901, 901, "rounded grid, so 10.0 is a point"),
-    "card caps problem/method/contrib": ("220/280/320", "/".join(str(v) for v in FIELD_CAPS.values()), CARD_VERSION),
-    "rubric version": ("rubric_v1", RUBRIC_VERSION, "own wording"),
-    "fits within 10% of the true tau": ("not reported", round(float(within), 3),
-                                        "simulated judge; a check of the code (true by construction)"),
-    f"fitted tau, judge sees latent quality (true {t_lo:g})": (
-        "not reported", round(float(mean_tau[("quality", 0.0, t_lo, "mle")]), 3), "simulated judge, mle"),
-    "densify loss trigger rate (0.05)": ("not reported",
-                                         round(float(studies.densify_trigger_rates(rounds_first)["loss"][0]), 3),
-                                         "simulated judge"),
-})
+save("original_vs_this_run", ch.original_settings(recovery, misspec, rounds_first, n_pairs), out_dir)
 
 # %% [markdown]
 # ## Calibrating with a real judge
 #
 # With `backend = "anthropic"` (needs `ANTHROPIC_API_KEY`) or `"replay"` (recorded answers in
 # `cache_dir`), the cell below sends `llm_pairs` stratified pairs of the chapter's pool to the blind
-# judge `judge_model`, once per role, and fits tau per role from its verdicts (grid and mle). Each
+# judge `judge_model`, once per role, and fits τ per role from its verdicts (grid and mle). Each
 # prompt carries only the role's rubric and two blind cards and is checked for forbidden terms
 # before it is sent; a reply still invalid after two repair requests is excluded and counted
-# (`n_excluded`). Answers are cached, so a second run sends nothing. With the offline backend the
+# ("excluded"). Answers are cached, so a second run sends nothing. With the offline backend the
 # cell only says that it did not run.
 #
 # **The limit of a synthetic anchor pool.** The pool's card texts are drawn from templates
 # independently of the papers' scores. A judge that reads the cards therefore has no information
 # about the score gaps the fitter uses: an honest judge's verdicts agree with the sign of the gap
-# about half the time (`sign_agreement`) and drive tau towards the grid's upper end, 3.00. On this
+# about half the time ("sign agreement") and drive τ towards the grid's upper end, 3.00. On this
 # pool the real-judge fit shows that the pipeline runs end to end and what it costs; it measures
 # nothing about the judge's calibration. That needs a pool of real papers with their reviews, in
 # the same format (`llm_tau_calibration` takes any list of paper dicts with `paper_id`,
 # `pattern_id`, the card fields and `score10`/`weight` or `review_stats`).
 
 # %%
-if llm_run:
-    calibration = llm_tau_calibration(pool, backend, model=judge_model, n_pairs=llm_pairs, seed=seed,
-                                      cache_dir=cache_dir)
-    print(f"{calibration.requests_sent} requests sent, {calibration.served_from_cache} answers from the cache")
-    display_fits = calibration.fits.round(3)
-else:
-    display_fits = pd.DataFrame({"real judge": [f"not run: backend {backend!r} has no language model"]})
-save("real_judge_fits", display_fits, out_dir)
+fits = ch.calibrate_with_llm(pool, backend, model=judge_model, n_pairs=llm_pairs, seed=seed, cache_dir=cache_dir)
+save("real_judge_fits", fits, out_dir)
 
 # %% [markdown]
 # The same code scores single stories with an LLM: `MultiAgentCritic` with
 # `BlindJudge(backend="anthropic")` builds the identical blind prompts and adds the separate coach
-# call. Fit tau per role from your own judged pairs with
-# `mechaudit fit-tau --pairs pairs.jsonl --method mle`, store it with `write_tau_file`, and the
-# critic refuses a tau file from another rubric, card format or judge model. Single scores can be
-# recomputed from logged comparisons with `mechaudit infer-score --input comparisons.json`.
+# call. Fit τ per role from your own judged pairs with
+# `mechaudit fit-tau --pairs pairs.jsonl --method mle`, store it with `write_tau_file`, and pass it
+# to the critic explicitly, `taus=TauConfig(path="judge_tau.json")`: the critic refuses a τ file from
+# another rubric, card format or judge model. (The library never reads τ from the environment; an
+# application that wants the original pipeline's environment variables calls
+# `TauConfig.from_env(os.environ)` itself.) Single scores can be recomputed from logged comparisons
+# with `mechaudit infer-score --input comparisons.json`.
 #
 # ## LLM usage
 #
@@ -540,18 +654,92 @@ save("real_judge_fits", display_fits, out_dir)
 llm_usage.report(backend)
 
 # %% [markdown]
+# ## Exercises
+#
+# ```{exercise}
+# :label: ch08-ex1
+#
+# Before running: the abstaining judge says "tie" for near-equal pairs within a band of width
+# `heavy_tie_width` (1.0 here). Predict what doubling the band does to the share of ties and to the
+# fitted τ of the abstaining judge at the highest tie rate, and whether the calibrated judge's τ
+# moves. Then re-execute with
+# `.venv/bin/mechaudit execute notebooks/08_tau_calibration.py -p heavy_tie_width 2.0 --out runs/ex1`
+# and compare the table of the section "A judge that likes ties".
+# ```
+#
+# ````{solution} ch08-ex1
+# :class: dropdown
+#
+# A wider band makes more pairs "near-equal", so the abstaining judge says "tie" more often, and
+# each of those ties replaces an informative answer with 0.5: the fitted logistic curve flattens
+# further and τ rises. The calibrated judge's ties leave the expected answer at $\sigma(d/\tau)$
+# however many there are, so its τ should stay at the true value. In the run we made with
+# `heavy_tie_width = 2.0` (all other parameters at their defaults) the abstaining judge's tie share
+# at the highest tie rate was 69 % (this page: {glue:text}`ch08_ties_abstain_share_pct` %) and its
+# fitted τ 1.66 (this page: {glue:text}`ch08_ties_abstain_tau`), about twice the true
+# {glue:text}`ch08_ties_true_tau`, while the calibrated judge stayed between 0.78 and 0.79. A judge
+# that hedges with ties thus makes every later score interval about twice as wide as the evidence
+# allows.
+# ````
+#
+# ```{exercise}
+# :label: ch08-ex2
+#
+# Before running: how should the spread of the fitted τ (column "sd" of the recovery table) change
+# if τ is fitted from a quarter of the pairs? Use that a maximum-likelihood estimate's standard
+# error shrinks like one over the square root of the number of observations. Then re-execute with
+# `.venv/bin/mechaudit execute notebooks/08_tau_calibration.py -p n_pairs 500 --out runs/ex2` and
+# compare the recovery table and the share of fits within 10 %.
+# ```
+#
+# ````{solution} ch08-ex2
+# :class: dropdown
+#
+# A quarter of the pairs should double the standard error ($\sqrt{4} = 2$). The mle's reported
+# standard errors follow that rule closely: in the run we made with `n_pairs = 500` (all other
+# parameters at their defaults) the column "mean robust SE" read 0.047, 0.088 and 0.199 for true τ
+# 0.5, 0.8 and 1.5, about twice the values in the table above. The observed spread "sd" moved less
+# regularly: 0.033 at τ 0.5 (this page: {glue:text}`ch08_sd_small`) and 0.188 at τ 1.5 (this page:
+# {glue:text}`ch08_sd_large`), while at τ 0.8 it more than doubled. With `n_reps` = 10 repetitions a
+# standard deviation is itself uncertain by about a quarter ($1/\sqrt{2 \cdot 9}$), so one run can
+# show ratios well away from 2; the standard error is the steadier guide. In that run 62 % of the
+# fits were within 10 % of the true τ (this page: {glue:text}`ch08_within10_pct` %) and the mle's
+# mean error was 8.5 % (this page: {glue:text}`ch08_mean_error_pct` %).
+# ````
+#
+# ```{exercise}
+# :label: ch08-ex3
+#
+# Without running anything: a colleague multiplies every anchor weight by 4 "to make the scores more
+# precise". What happens to the inferred score, to the 1.92 band and to the Kish interval? Use
+# {numref}`fig-ch08-loss-band` and {numref}`fig-ch08-weight-scale`.
+# ```
+#
+# ````{solution} ch08-ex3
+# :class: dropdown
+#
+# Nothing happens to the score: multiplying all weights by a constant multiplies the whole loss
+# curve by it, and the minimum stays where it is (in this run the share of scores that moved is
+# {glue:text}`ch08_score_changed_max`). The 1.92 band is the set of scores whose loss is within a
+# fixed 1.92 of the minimum, so a curve four times as steep crosses that line much closer to the
+# minimum: the band narrows (here to {glue:text}`ch08_band_width_last` points at a factor of
+# {glue:text}`ch08_scale_last`) and its coverage of the true score drops to
+# {glue:text}`ch08_band_cov_last`, although the judge said exactly the same things. The Kish interval
+# first rescales the weights to their effective sample size, which cancels any common factor, so its
+# width and coverage do not change. The "precision" gained is an artefact of the weights' unit.
+# ````
 #
 # ## Try it
 #
 # - Set `review_noise = 2.0`: reviewers disagree more, anchor weights shrink and the 1.92 band
 #   widens, although the judge's information is unchanged.
-# - Set `true_taus = [0.2, 2.5]`: a small tau is pinned down tightly, a large one spreads widely.
-# - Set `tie_rate = 0.9`: calibrated ties leave tau unbiased, only noisier.
-# - Set `heavy_tie_width = 2.0`: the abstaining judge inflates tau even more.
+# - Set `true_taus = [0.2, 2.5]`: a small τ is pinned down tightly, a large one spreads widely.
+# - Set `tie_rate = 0.9`: calibrated ties leave τ unbiased, only noisier.
+# - Set `heavy_tie_width = 2.0`: the abstaining judge inflates τ even more (exercise {ref}`ch08-ex1`).
 # - Set `weight_scales = [0.1, 10]`: the 1.92 band's coverage swings from almost 1 to far below 95%.
 # - Set `perception_noises = [0.0, 0.25, 0.5, 1.0, 2.0]` and `misspec_reps = 10`: a finer and
 #   steadier picture of where the strength weights stop hiding the noise.
 # - Set `review_noise = 1.5`: score10 measures quality worse, and the judge that sees quality
-#   moves tau further.
+#   moves τ further.
 # - Run with `-p backend anthropic` (and a key) to calibrate a real judge on this pool; read the
 #   limits above first.

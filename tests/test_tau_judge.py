@@ -23,7 +23,10 @@ from mechaudit.tau import (
     CoachReviewer,
     MultiAgentCritic,
     SimulatedJudge,
+    TauConfig,
     TauFileMismatchError,
+    anchor_papers,
+    anchor_table,
     build_paper_card,
     build_prompt,
     build_story_card,
@@ -34,7 +37,6 @@ from mechaudit.tau import (
     make_story,
     pass_thresholds,
     passes,
-    resolve_tau,
     review_stats_from_ratings,
     score10_from_review_stats,
     select_bucket_anchors,
@@ -362,7 +364,7 @@ def test_tau_file_round_trip_and_refusal(tmp_path):
     old = tmp_path / "old.json"
     old.write_text(json.dumps({**content, "rubric_version": "rubric_v1"}))
     with pytest.raises(TauFileMismatchError, match=r"'rubric_v1'.*'mechaudit_rubric_v1'"):
-        resolve_tau("Novelty", "claude-opus-4-6", path=old, env={})
+        TauConfig(path=old).resolve(["Novelty"], "claude-opus-4-6")
     (tmp_path / "bad.json").write_text("{\n oops")
     with pytest.raises(ValueError, match="bad.json: line 2"):
         load_tau_file(tmp_path / "bad.json", "m")
@@ -371,16 +373,29 @@ def test_tau_file_round_trip_and_refusal(tmp_path):
 def test_tau_resolution_priority(tmp_path):
     path = tmp_path / "t.json"
     write_tau_file(path, {"Methodology": 0.7}, "m", pairs_used=10)
-    env = {"MECHAUDIT_TAU_METHODOLOGY": "0.9", "MECHAUDIT_TAU_NOVELTY": "1.3", "MECHAUDIT_JUDGE_TAU_DEFAULT": "1.1"}
-    assert resolve_tau("Methodology", "m", path=path, env=env) == (0.7, "file:t.json")
-    assert resolve_tau("Novelty", "m", path=path, env=env) == (1.3, "MECHAUDIT_TAU_NOVELTY")
-    assert resolve_tau("Storyteller", "m", path=path, env=env) == (1.1, "MECHAUDIT_JUDGE_TAU_DEFAULT")
-    assert resolve_tau("Storyteller", "m", env={}) == (1.0, "default")
-    assert resolve_tau("Methodology", "m", env={"MECHAUDIT_JUDGE_TAU_PATH": str(path)})[0] == 0.7
+    config = TauConfig(path=path, taus={"Methodology": 0.9, "Novelty": 1.3}, default=1.1)
+    assert config.resolve(ROLES, "m") == {"Methodology": (0.7, "file:t.json"), "Novelty": (1.3, "given"),
+                                          "Storyteller": (1.1, "default")}
+    assert TauConfig().resolve(["Storyteller"], "m") == {"Storyteller": (1.0, "default")}
     with pytest.raises(ValueError, match="must be > 0"):
-        resolve_tau("Novelty", "m", env={"MECHAUDIT_TAU_NOVELTY": "-1"})
+        TauConfig(taus={"Novelty": -1})
     with pytest.raises(ValueError, match="unknown role"):
         write_tau_file(path, {"Judge": 1.0}, "m", 1)
+
+
+def test_tau_config_reads_the_environment_only_when_given_one(tmp_path, monkeypatch):
+    path = tmp_path / "t.json"
+    write_tau_file(path, {"Methodology": 0.7}, "m", pairs_used=10)
+    env = {"MECHAUDIT_JUDGE_TAU_PATH": str(path), "MECHAUDIT_TAU_METHODOLOGY": "0.9",
+           "MECHAUDIT_TAU_NOVELTY": "1.3", "MECHAUDIT_JUDGE_TAU_DEFAULT": "1.1"}
+    assert TauConfig.from_env(env).resolve(ROLES, "m") == {
+        "Methodology": (0.7, "file:t.json"), "Novelty": (1.3, "MECHAUDIT_TAU_NOVELTY"),
+        "Storyteller": (1.1, "default")}
+    with pytest.raises(ValueError, match="MECHAUDIT_TAU_NOVELTY must be > 0"):
+        TauConfig.from_env({"MECHAUDIT_TAU_NOVELTY": "-1"})
+    for name, value in env.items():  # the process environment is never read implicitly
+        monkeypatch.setenv(name, value)
+    assert TauConfig().resolve(["Methodology"], "m") == {"Methodology": (1.0, "default")}
 
 
 def test_pairwise_judging_path_recovers_tau(pool):
@@ -393,17 +408,32 @@ def test_pairwise_judging_path_recovers_tau(pool):
     assert abs(fit_tau(judged, "mle") / 0.8 - 1) < 0.10
 
 
-def test_critic_refuses_tau_file_of_another_rubric(pool, tmp_path, monkeypatch):
+def test_critic_refuses_tau_file_of_another_rubric(pool, tmp_path):
     path = tmp_path / "judge_tau.json"
     write_tau_file(path, {r: 1.0 for r in ROLES}, "simulated-judge", 10, rubric_version="rubric_v0")
-    monkeypatch.setenv("MECHAUDIT_JUDGE_TAU_PATH", str(path))
     judge = BlindJudge("reference", simulator=SimulatedJudge(pool.truth()))
     with pytest.raises(TauFileMismatchError, match="rubric_v0"):
-        MultiAgentCritic(pool.papers, judge, pool.exemplars)
+        MultiAgentCritic(pool.papers, judge, pool.exemplars, taus=TauConfig(path=path))
     write_tau_file(path, {"Novelty": 1.4}, "simulated-judge", 10)
-    critic = MultiAgentCritic(pool.papers, judge, pool.exemplars)
+    critic = MultiAgentCritic(pool.papers, judge, pool.exemplars, taus=TauConfig(path=path))
     assert (critic.tau_sources["Novelty"] == (1.4, "file:judge_tau.json")
             and critic.tau_sources["Methodology"] == (1.0, "default"))
+    assert MultiAgentCritic(pool.papers, judge).tau_sources["Storyteller"] == (1.0, "default")
+    with pytest.raises(ValueError, match=r"no tau for roles \['Storyteller'\]"):
+        MultiAgentCritic(pool.papers, judge, taus={"Methodology": 1.0, "Novelty": 1.0})
+
+
+def test_anchor_table_is_the_one_anchor_index(pool):
+    raw = [{k: v for k, v in p.items() if k not in ("score10", "weight")} for p in pool.papers[:3]]
+    raw.append({"paper_id": "no-reviews", "pattern_id": "pattern_01"})
+    raw.append({"paper_id": "given", "pattern_id": "pattern_01", "score10": 4.0, "weight": 0.5})
+    usable = anchor_papers(raw)
+    assert [p["paper_id"] for p in usable] == [p["paper_id"] for p in pool.papers[:3]] + ["given"]
+    table = anchor_table(raw)
+    assert list(table.columns) == ["paper_id", "pattern_id", "score10", "weight"]
+    assert table["score10"].tolist() == pytest.approx([p["score10"] for p in pool.papers[:3]] + [4.0])
+    assert table.loc[3, "weight"] == 0.5
+    assert anchor_table([]).empty and list(anchor_table([]).columns) == list(table.columns)
 
 
 def test_critic_derives_anchor_scores_from_review_stats(pool):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from mechaudit.plots.style import PALETTE, backend_caption, new_figure
+from mechaudit.plots.style import PALETTE, backend_caption, legend_outside, new_figure
 
 METHOD_COLOURS = {"grid": PALETTE["reference"], "mle": PALETTE["llm"]}
 SIM_NOTE = "Simulated judge with known tau on a synthetic pool; not an LLM"
@@ -28,7 +28,7 @@ def tau_recovery_plot(recovery: pd.DataFrame, backend: str, width: float = 6.4, 
                    label=f"fitted ({method})")
     ax.set_xlabel("true tau of the simulated judge")
     ax.set_ylabel("fitted tau")
-    ax.legend(loc="upper left")
+    legend_outside(ax, "right", fontsize=8, frameon=False)
     backend_caption(fig, backend, SIM_NOTE)
     return fig
 
@@ -47,7 +47,7 @@ def score_recovery_plot(reviews: pd.DataFrame, backend: str, width: float = 6.4,
     ax.set_ylabel("inferred score (1-10 grid)")
     ax.set_xlim(0.8, 10.4)
     ax.set_ylim(0.8, 10.4)
-    ax.legend(loc="upper left")
+    legend_outside(ax, "right", fontsize=8, frameon=False)
     backend_caption(fig, backend, SIM_NOTE)
     return fig
 
@@ -68,12 +68,12 @@ def loss_band_plot(profile: pd.DataFrame, backend: str, width: float = 6.4, heig
     ax.set_ylim(0, 8)
     ax.set_xlabel("score S")
     ax.set_ylabel("loss(S) - min loss")
-    ax.legend(loc="upper right", fontsize=8)
+    legend_outside(ax, "right", fontsize=8, frameon=False)
     backend_caption(fig, backend, SIM_NOTE)
     return fig
 
 
-def weight_scale_plot(scale_effect: pd.DataFrame, backend: str, width: float = 7.2, height: float = 3.4):
+def weight_scale_plot(scale_effect: pd.DataFrame, backend: str, width: float = 7.0, height: float = 3.6):
     """Interval width and empirical coverage vs the factor applied to all weights (log x axis)."""
     fig, (left, right) = new_figure(ncols=2, width=width, height=height)
     for col, label, colour in (("band", "loss + 1.92 band", PALETTE["reference"]),
@@ -87,8 +87,8 @@ def weight_scale_plot(scale_effect: pd.DataFrame, backend: str, width: float = 7
     left.set_ylabel("mean interval width (score points)")
     right.set_ylabel("empirical coverage")
     right.set_ylim(0, 1.05)
-    left.legend(fontsize=8)
-    right.legend(fontsize=8, loc="lower left")
+    handles, labels = right.get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside upper center", ncols=3, fontsize=8, frameon=False)
     backend_caption(fig, backend, SIM_NOTE)
     return fig
 
@@ -102,7 +102,7 @@ def tie_effect_plot(ties: pd.DataFrame, backend: str, width: float = 6.4, height
     ax.axhline(float(ties["true_tau"].iloc[0]), color=PALETTE["truth"], lw=0.8, ls=":", label="true tau")
     ax.set_xlabel("share of tie answers")
     ax.set_ylabel("fitted tau (mle)")
-    ax.legend()
+    legend_outside(ax, "right", fontsize=8, frameon=False)
     backend_caption(fig, backend, SIM_NOTE)
     return fig
 
@@ -110,7 +110,7 @@ def tie_effect_plot(ties: pd.DataFrame, backend: str, width: float = 6.4, height
 SOURCE_STYLES = {"score10": ("-", "judge sees score10"), "quality": ("--", "judge sees latent quality")}
 
 
-def misspecified_tau_plot(mis: pd.DataFrame, backend: str, width: float = 9.0, height: float = 3.2):
+def misspecified_tau_plot(mis: pd.DataFrame, backend: str, width: float = 7.0, height: float = 3.6):
     """Mean fitted tau vs the judge's perception noise, one panel per true tau: mle for each
     perception source, the mle that ignores strengths, and the noise-only approximation.
 
@@ -135,15 +135,15 @@ def misspecified_tau_plot(mis: pd.DataFrame, backend: str, width: float = 9.0, h
                     label="noise-only approximation")
         ax.axhline(tau, color=PALETTE["truth"], lw=0.8, label="true tau")
         ax.set_title(f"true tau {tau:g}", fontsize=10)
-        ax.set_xlabel("perception noise (score points)")
+    axes[len(axes) // 2].set_xlabel("perception noise of the judge (score points)")
     axes[0].set_ylabel("mean fitted tau")
     handles, labels = axes[0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="outside upper center", ncols=3, fontsize=8)
+    fig.legend(handles, labels, loc="outside upper center", ncols=3, fontsize=8, frameon=False)
     backend_caption(fig, backend, SIM_NOTE)
     return fig
 
 
-def misspecified_score_plot(table: pd.DataFrame, backend: str, width: float = 7.2, height: float = 3.2):
+def misspecified_score_plot(table: pd.DataFrame, backend: str, width: float = 7.0, height: float = 3.4):
     """Score error (MAE) and the mean move from the well-specified scores vs perception noise, per
     perception source. ``table`` from :func:`mechaudit.tau.studies.score_misspecification_table`."""
     fig, (left, right) = new_figure(ncols=2, width=width, height=height)
@@ -159,6 +159,7 @@ def misspecified_score_plot(table: pd.DataFrame, backend: str, width: float = 7.
     for ax in (left, right):
         ax.set_xlabel("perception noise (score points)")
         ax.set_ylim(bottom=0)
-    left.legend(fontsize=8)
+    handles, labels = left.get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside upper center", ncols=2, fontsize=8, frameon=False)
     backend_caption(fig, backend, SIM_NOTE)
     return fig

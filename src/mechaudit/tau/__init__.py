@@ -10,6 +10,7 @@ offline. Modules: ``inference`` (score from comparisons), ``fitting`` (tau and p
 """
 
 from mechaudit.tau.anchors import (
+    anchor_papers,
     anchor_table,
     pass_thresholds,
     passes,
@@ -43,18 +44,18 @@ from mechaudit.tau.simulate import (
     simulate_judgements,
     simulate_pairs,
 )
-from mechaudit.tau.taufile import TauFileMismatchError, load_tau_file, resolve_tau, write_tau_file
+from mechaudit.tau.taufile import TauConfig, TauFileMismatchError, load_tau_file, write_tau_file
 
 __all__ = [
     "CARD_VERSION", "FIELD_CAPS", "FORBIDDEN_TERMS", "PERCEPTION_SOURCES", "ROLES", "RUBRIC_VERSION",
     "BlindJudge", "Card", "CoachReviewer", "JudgeReply", "LLMCalibration", "MultiAgentCritic", "PairReply",
     "SimulatedJudge",
-    "SyntheticPool", "TauFit", "TauFileMismatchError",
-    "anchor_table", "build_pair_prompt", "build_paper_card", "build_prompt", "build_story_card",
+    "SyntheticPool", "TauConfig", "TauFit", "TauFileMismatchError",
+    "anchor_papers", "anchor_table", "build_pair_prompt", "build_paper_card", "build_prompt", "build_story_card",
     "coach_unavailable", "densify_reasons", "fit_tau", "fit_tau_detailed", "get_rubric", "infer_score",
     "judge_sampled_pairs", "judge_schema", "llm_tau_calibration", "load_tau_file", "make_pool", "make_story",
     "pair_nll", "pass_thresholds", "passes", "perceived_values",
-    "resolve_tau", "review_stats_from_ratings", "sample_pairs", "score10_from_review_stats", "score_grid",
+    "review_stats_from_ratings", "sample_pairs", "score10_from_review_stats", "score_grid",
     "select_bucket_anchors", "select_initial_anchors", "simulate_judgements", "simulate_pairs", "tau_grid",
     "write_tau_file",
 ]

@@ -65,20 +65,32 @@ def score10_from_review_stats(stats: Mapping[str, Any]) -> tuple[float, float]:
     return 1.0 + 9.0 * avg, float(np.log1p(count) / (1.0 + max(dispersion10, 0.0)))
 
 
-def anchor_table(papers: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
-    """Program-only anchor index: ``paper_id``, ``pattern_id``, ``score10``, ``weight``.
+#: Columns of the program-only anchor index.
+ANCHOR_COLUMNS = ("paper_id", "pattern_id", "score10", "weight")
 
-    Papers without ``review_stats`` are skipped (they cannot be anchors).
+
+def anchor_papers(papers: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The papers that can be anchors, each a dict with ``score10`` and ``weight``.
+
+    A paper keeps its own ``score10`` and ``weight`` when it has both; otherwise they are derived
+    from its ``review_stats`` (:func:`score10_from_review_stats`); a paper with neither is skipped.
     """
-    rows = []
+    usable = []
     for paper in papers:
-        stats = paper.get("review_stats")
-        if not stats:
-            continue
-        score10, weight = score10_from_review_stats(stats)
-        rows.append({"paper_id": paper["paper_id"], "pattern_id": paper.get("pattern_id"),
-                     "score10": score10, "weight": weight})
-    return pd.DataFrame(rows, columns=["paper_id", "pattern_id", "score10", "weight"])
+        if paper.get("score10") is None or paper.get("weight") is None:
+            if not paper.get("review_stats"):
+                continue  # no reviews: cannot be an anchor
+            score10, weight = score10_from_review_stats(paper["review_stats"])
+            paper = {**paper, "score10": score10, "weight": weight}
+        usable.append(dict(paper))
+    return usable
+
+
+def anchor_table(papers: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
+    """Program-only anchor index of the usable papers (:func:`anchor_papers`): one row per paper
+    with ``paper_id``, ``pattern_id``, ``score10`` and ``weight``."""
+    rows = [{k: p.get(k) for k in ANCHOR_COLUMNS} for p in anchor_papers(papers)]
+    return pd.DataFrame(rows, columns=list(ANCHOR_COLUMNS))
 
 
 def select_initial_anchors(

@@ -23,13 +23,15 @@ import numpy as np
 import pandas as pd
 from pydantic import BaseModel, ConfigDict
 
+from mechaudit.errors import MechauditError
 from mechaudit.tau.anchors import (
     BUCKET_COUNT,
     BUCKET_SIZE,
     MAX_TOTAL,
+    anchor_papers,
+    anchor_table,
     pass_thresholds,
     passes,
-    score10_from_review_stats,
     select_bucket_anchors,
     select_initial_anchors,
 )
@@ -37,13 +39,11 @@ from mechaudit.tau.cards import CARD_VERSION, build_paper_card, build_story_card
 from mechaudit.tau.inference import infer_score
 from mechaudit.tau.judge import BlindJudge
 from mechaudit.tau.rubric import ROLES, RUBRIC_VERSION
-from mechaudit.tau.taufile import resolve_tau
+from mechaudit.tau.taufile import TauConfig
 
 LOSS_THRESHOLD = 0.05
 MIN_AVG_STRENGTH = 0.35
 COACH_FIELDS = ("title", "abstract", "problem_framing", "method_skeleton", "innovation_claims", "experiments_plan")
-#: Story field a coach should look at first when a role is weakest (used by the offline payload).
-ROLE_FIELD = {"Methodology": "method_skeleton", "Novelty": "innovation_claims", "Storyteller": "abstract"}
 
 
 def densify_reasons(diag: Mapping[str, Any], loss_threshold: float = LOSS_THRESHOLD,
@@ -144,15 +144,16 @@ class MultiAgentCritic:
     """Blind, tau-calibrated review of a story against anchor papers.
 
     ``papers``: the anchor pool, dicts with paper_id, pattern_id, the card fields and either
-    ``score10`` and ``weight`` or ``review_stats`` (papers with neither are skipped); ``exemplars``:
-    pattern -> exemplar paper ids; ``taus``: role -> tau (None:
-    :func:`mechaudit.tau.taufile.resolve_tau` per role).
+    ``score10`` and ``weight`` or ``review_stats`` (papers with neither are skipped, see
+    :func:`mechaudit.tau.anchors.anchor_papers`); ``exemplars``: pattern -> exemplar paper ids;
+    ``taus``: role -> tau, or a :class:`mechaudit.tau.taufile.TauConfig` (tau file, per-role values,
+    default). The default config gives every role tau 1.0; nothing is read from the environment.
     """
 
     papers: Sequence[Mapping[str, Any]]
     judge: BlindJudge
     exemplars: Mapping[str, Sequence[str]] = field(default_factory=dict)
-    taus: Mapping[str, float] | None = None
+    taus: Mapping[str, float] | TauConfig = field(default_factory=TauConfig)
     coach: CoachReviewer | None = None
     roles: Sequence[str] = ROLES
     densify: bool = True
@@ -164,25 +165,21 @@ class MultiAgentCritic:
     bucket_count: int = BUCKET_COUNT
 
     def __post_init__(self) -> None:
-        usable = []
-        for paper in self.papers:
-            if paper.get("score10") is None or paper.get("weight") is None:
-                if not paper.get("review_stats"):
-                    continue  # no reviews: cannot be an anchor
-                score10, weight = score10_from_review_stats(paper["review_stats"])
-                paper = {**paper, "score10": score10, "weight": weight}
-            usable.append(paper)
+        usable = anchor_papers(self.papers)
         self._by_id = {p["paper_id"]: p for p in usable}
-        self._table = pd.DataFrame([{k: p[k] for k in ("paper_id", "pattern_id", "score10", "weight")}
-                                    for p in usable])
-        if self.taus is None:
-            self._taus = {r: resolve_tau(r, self.judge.judge_model) for r in self.roles}
+        self._table = anchor_table(usable)
+        if isinstance(self.taus, TauConfig):
+            config = self.taus
         else:
-            self._taus = {r: (float(self.taus[r]), "given") for r in self.roles}
+            missing = [r for r in self.roles if r not in self.taus]
+            if missing:
+                raise MechauditError(f"no tau for roles {missing}; pass a TauConfig to use a default", field="taus")
+            config = TauConfig(taus=self.taus)
+        self._taus = config.resolve(self.roles, self.judge.judge_model)
 
     @property
     def tau_sources(self) -> dict[str, tuple[float, str]]:
-        """Role -> (tau, where it came from: "given", "file:<name>", an env var or "default")."""
+        """Role -> (tau, where it came from: "given", "file:<name>", a config label or "default")."""
         return dict(self._taus)
 
     def _round(self, story_card, anchor_ids: list[str]) -> dict[str, dict[str, Any]]:
@@ -207,12 +204,12 @@ class MultiAgentCritic:
             anchor_ids = [str(a) for a in context["anchors"]]
             unknown = [a for a in anchor_ids if a not in self._by_id]
             if unknown:
-                raise ValueError(f"context anchors not in the pool: {unknown}")
+                raise MechauditError(f"context anchors not in the pool: {unknown}", field="anchors")
         elif pattern_id is not None:
             chosen = select_initial_anchors(self._table, pattern_id, self.exemplars.get(pattern_id, ()))
             anchor_ids = list(chosen["paper_id"])
         else:
-            raise ValueError("review needs context['pattern_id'] or context['anchors']")
+            raise MechauditError("review needs context['pattern_id'] or context['anchors']")
         story_card = build_story_card(story)
         details = self._round(story_card, anchor_ids)
         reasons = {r: densify_reasons(d, self.loss_threshold, self.min_avg_strength) for r, d in details.items()}

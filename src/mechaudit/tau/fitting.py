@@ -169,6 +169,33 @@ def fit_tau(pairs: pd.DataFrame | Iterable[Mapping[str, Any]], method: str = "gr
     return fit_tau_detailed(pairs, method).tau
 
 
+def _quotas(n_pairs: int, n_bins: int, same_pattern_share: float) -> dict[tuple[int, bool], int]:
+    """Pairs wanted per ``(bin, same pattern)``: ``n_pairs`` spread evenly over the bins (the first
+    bins take the remainder), ``same_pattern_share`` of each bin within one pattern."""
+    per_bin, extra = divmod(n_pairs, n_bins)
+    quota = {}
+    for b in range(n_bins):
+        size = per_bin + (1 if b < extra else 0)
+        same = int(round(same_pattern_share * size))
+        quota[(b, True)], quota[(b, False)] = same, size - same
+    return quota
+
+
+def _candidates(rng: np.random.Generator, multi: list[np.ndarray], n: int,
+                batch: int) -> list[tuple[np.ndarray, np.ndarray]]:
+    """One batch of candidate index pairs: ``batch`` within a random multi-paper pattern (none if
+    there is no such pattern), then ``batch`` drawn uniformly from all ``n`` papers."""
+    if multi:
+        pick = rng.integers(len(multi), size=batch)
+        sizes = np.array([len(multi[k]) for k in pick])
+        i1 = rng.integers(sizes)
+        i2 = (i1 + 1 + rng.integers(sizes - 1)) % sizes
+        same = (np.array([multi[k][j] for k, j in zip(pick, i1)]), np.array([multi[k][j] for k, j in zip(pick, i2)]))
+    else:
+        same = (np.empty(0, dtype=int), np.empty(0, dtype=int))
+    return [same, (rng.integers(n, size=batch), rng.integers(n, size=batch))]
+
+
 def sample_pairs(
     papers: pd.DataFrame,
     n_pairs: int = 2000,
@@ -194,43 +221,20 @@ def sample_pairs(
     score = papers["score10"].to_numpy(dtype=float)
     weight = papers["weight"].to_numpy(dtype=float)
     pattern = papers["pattern_id"].to_numpy()
-    n = len(ids)
-    members = {p: np.flatnonzero(pattern == p) for p in pd.unique(pattern)}
-    multi = [m for m in members.values() if len(m) > 1]
+    multi = [m for m in (np.flatnonzero(pattern == p) for p in pd.unique(pattern)) if len(m) > 1]
     edges = np.asarray(bins, dtype=float)
-    n_bins = len(edges) - 1
-    per_bin = n_pairs // n_bins
-    extra = n_pairs - per_bin * n_bins
-    quota = {}
-    for b in range(n_bins):
-        size = per_bin + (1 if b < extra else 0)
-        same = int(round(same_pattern_share * size))
-        quota[(b, True)], quota[(b, False)] = same, size - same
+    quota = _quotas(n_pairs, len(edges) - 1, same_pattern_share)
     taken: dict[tuple[int, bool], list[tuple[int, int]]] = {k: [] for k in quota}
     seen: set[tuple[int, int]] = set()
-    batch = max(4 * n_pairs, 1000)
     for _ in range(max_rounds):
         if all(len(taken[k]) >= quota[k] for k in quota):
             break
-        # candidate pairs: same-pattern from a random multi-paper pattern, others uniform
-        if multi:
-            pick = rng.integers(len(multi), size=batch)
-            sizes = np.array([len(multi[k]) for k in pick])
-            i1 = rng.integers(sizes)
-            i2 = (i1 + 1 + rng.integers(sizes - 1)) % sizes
-            sa = np.array([multi[k][j] for k, j in zip(pick, i1)])
-            sb = np.array([multi[k][j] for k, j in zip(pick, i2)])
-        else:
-            sa = sb = np.empty(0, dtype=int)
-        ca, cb = rng.integers(n, size=batch), rng.integers(n, size=batch)
-        for a_idx, b_idx in ((sa, sb), (ca, cb)):
-            d = np.abs(score[a_idx] - score[b_idx])
-            which = np.searchsorted(edges, d, side="right") - 1
+        for a_idx, b_idx in _candidates(rng, multi, len(ids), max(4 * n_pairs, 1000)):
+            which = np.searchsorted(edges, np.abs(score[a_idx] - score[b_idx]), side="right") - 1
             for a, b, k in zip(a_idx, b_idx, which):
-                if a == b or k < 0 or k >= n_bins:
+                if a == b or k < 0 or k >= len(edges) - 1:
                     continue
-                key = (int(k), bool(pattern[a] == pattern[b]))
-                pair = (min(a, b), max(a, b))
+                key, pair = (int(k), bool(pattern[a] == pattern[b])), (min(a, b), max(a, b))
                 if len(taken[key]) < quota[key] and pair not in seen:
                     seen.add(pair)
                     taken[key].append((int(a), int(b)))

@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 
 from mechaudit.backends import Backend
-from mechaudit.tau.anchors import score10_from_review_stats
+from mechaudit.tau.anchors import anchor_papers, anchor_table
 from mechaudit.tau.fitting import fit_tau_detailed, sample_pairs
 from mechaudit.tau.judge import DEFAULT_JUDGE_MODEL, BlindJudge, judge_sampled_pairs
 from mechaudit.tau.rubric import ROLES
@@ -61,21 +61,6 @@ class LLMCalibration:
         return int(self.ledger.loc[self.ledger["mode"] == "cache", "calls"].sum())
 
 
-def pool_papers(pool: SyntheticPool | Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """Anchor papers as dicts with ``score10`` and ``weight`` (derived from ``review_stats`` where
-    missing); papers with neither are dropped, as the critic drops them."""
-    papers = pool.papers if isinstance(pool, SyntheticPool) else pool
-    out = []
-    for paper in papers:
-        if paper.get("score10") is None or paper.get("weight") is None:
-            if not paper.get("review_stats"):
-                continue
-            score10, weight = score10_from_review_stats(paper["review_stats"])
-            paper = {**paper, "score10": score10, "weight": weight}
-        out.append(dict(paper))
-    return out
-
-
 def verdict_summary(judged: pd.DataFrame) -> dict[str, float]:
     """``tie_share`` and ``sign_agreement`` (share of non-tie verdicts on pairs with a non-zero
     gap whose direction matches the sign of ``delta``; NaN without such verdicts)."""
@@ -92,9 +77,8 @@ def calibration_pairs(pool: SyntheticPool | Sequence[Mapping[str, Any]], n_pairs
     (:func:`mechaudit.tau.fitting.sample_pairs` with ``seed``)."""
     if n_pairs < 1:
         raise ValueError(f"field 'llm_pairs': must be >= 1, got {n_pairs}")
-    papers = pool_papers(pool)
-    table = pd.DataFrame([{k: p[k] for k in ("paper_id", "pattern_id", "score10", "weight")} for p in papers])
-    return papers, sample_pairs(table, n_pairs, seed=seed)
+    papers = anchor_papers(pool.papers if isinstance(pool, SyntheticPool) else pool)
+    return papers, sample_pairs(anchor_table(papers), n_pairs, seed=seed)
 
 
 def calibration_requests(pool: SyntheticPool | Sequence[Mapping[str, Any]], model: str = DEFAULT_JUDGE_MODEL,

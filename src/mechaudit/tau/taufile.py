@@ -5,9 +5,13 @@ File keys (as in the original ``judge_tau.json``): ``tau_methodology``, ``tau_no
 (sha256 of the paper file), ``created_at`` (ISO 8601, UTC), ``pairs_used``.
 
 A tau is only valid for the rubric, card format and judge model it was fitted with; the loader
-refuses a file whose values differ from the running configuration. Resolution priority per role:
-the tau file (argument or ``MECHAUDIT_JUDGE_TAU_PATH``), then ``MECHAUDIT_TAU_<ROLE>``, then
-``MECHAUDIT_JUDGE_TAU_DEFAULT``, then 1.0 (the original used the same order with ``I2P_`` names).
+refuses a file whose values differ from the running configuration.
+
+Which tau a role gets is explicit configuration, a :class:`TauConfig`: the tau file, then a value
+per role, then one default (1.0 unless given). Library code never reads the environment; an
+application that wants the original pipeline's environment variables (there named ``I2P_...``)
+builds the configuration at its edge with ``TauConfig.from_env(os.environ)``:
+``MECHAUDIT_JUDGE_TAU_PATH`` (tau file), ``MECHAUDIT_TAU_<ROLE>`` and ``MECHAUDIT_JUDGE_TAU_DEFAULT``.
 """
 
 from __future__ import annotations
@@ -15,7 +19,8 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -26,7 +31,6 @@ from mechaudit.tau.rubric import ROLES, RUBRIC_VERSION
 
 PATH_ENV = "MECHAUDIT_JUDGE_TAU_PATH"
 DEFAULT_ENV = "MECHAUDIT_JUDGE_TAU_DEFAULT"
-CHECKED_FIELDS = ("rubric_version", "card_version", "judge_model")
 
 
 class TauFileMismatchError(ValueError):
@@ -116,28 +120,57 @@ def load_tau_file(
     return taus
 
 
-def resolve_tau(
-    role: str,
-    judge_model: str,
-    path: str | os.PathLike[str] | None = None,
-    env: Mapping[str, str] | None = None,
-    rubric_version: str = RUBRIC_VERSION,
-    card_version: str = CARD_VERSION,
-) -> tuple[float, str]:
-    """``(tau, source)`` for ``role``: file -> role env var -> default env var -> 1.0.
+def _positive(value: Any, name: str) -> float:
+    """``value`` as a float > 0, else ``ValueError`` naming ``name``."""
+    number = float(value)
+    if not number > 0:
+        raise ValueError(f"{name} must be > 0, got {value!r}")
+    return number
 
-    ``source`` is ``"file:<path>"``, the environment variable's name, or ``"default"``.
+
+@dataclass(frozen=True)
+class TauConfig:
+    """Where each role's tau comes from, highest priority first.
+
+    ``path``: a tau file (checked against the judge model, rubric and card format by
+    :func:`load_tau_file`); ``taus``: role -> tau for roles the file lacks; ``default``: every other
+    role. ``sources``: role -> label reported for a ``taus`` entry (default ``"given"``).
     """
-    env = os.environ if env is None else env
-    path = path or env.get(PATH_ENV)
-    if path:
-        taus = load_tau_file(path, judge_model, rubric_version, card_version)
-        if role in taus:
-            return taus[role], f"file:{Path(path).name}"
-    for name in (role_env(role), DEFAULT_ENV):
-        if env.get(name):
-            value = float(env[name])
-            if not value > 0:
-                raise ValueError(f"environment variable {name} must be > 0, got {env[name]!r}")
-            return value, name
-    return DEFAULT_TAU, "default"
+
+    path: str | os.PathLike[str] | None = None
+    taus: Mapping[str, float] = field(default_factory=dict)
+    default: float = DEFAULT_TAU
+    sources: Mapping[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for role, tau in self.taus.items():
+            _positive(tau, f"tau for {role}")
+        _positive(self.default, "default tau")
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> TauConfig:
+        """The configuration the original pipeline read from its environment, from an explicit
+        mapping (call with ``os.environ`` at an application's edge, never inside the library)."""
+        taus, sources = {}, {}
+        for role in ROLES:
+            if env.get(role_env(role)):
+                taus[role] = _positive(env[role_env(role)], f"environment variable {role_env(role)}")
+                sources[role] = role_env(role)
+        default = env.get(DEFAULT_ENV)
+        return cls(path=env.get(PATH_ENV) or None, taus=taus, sources=sources,
+                   default=_positive(default, f"environment variable {DEFAULT_ENV}") if default else DEFAULT_TAU)
+
+    def resolve(self, roles: Sequence[str], judge_model: str, rubric_version: str = RUBRIC_VERSION,
+                card_version: str = CARD_VERSION) -> dict[str, tuple[float, str]]:
+        """Role -> ``(tau, source)``; ``source`` is ``"file:<name>"``, the ``taus`` entry's label or
+        ``"default"``. Raises :class:`TauFileMismatchError` for a tau file of another configuration."""
+        from_file = load_tau_file(self.path, judge_model, rubric_version, card_version) if self.path else {}
+        resolved = {}
+        for role in roles:
+            if role in from_file:
+                resolved[role] = (from_file[role], f"file:{Path(self.path).name}")
+            elif role in self.taus:
+                resolved[role] = (float(self.taus[role]), self.sources.get(role, "given"))
+            else:
+                resolved[role] = (float(self.default), "default")
+        return resolved

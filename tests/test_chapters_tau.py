@@ -1,0 +1,160 @@
+"""Chapter 08's helpers (:mod:`mechaudit.chapters.tau`): the facts the prose quotes and the readable
+tables, on small hand-made frames whose answers are known, plus the offline real-judge step."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from mechaudit.chapters import tau as ch
+from mechaudit.tau import make_pool, studies
+
+
+@pytest.fixture(scope="module")
+def recovery():
+    rows = []
+    for true, fits in ((0.5, [(0.50, 0.51), (0.54, 0.55)]), (1.5, [(1.20, 1.21), (1.50, 1.52)])):
+        for rep, (grid, mle) in enumerate(fits):
+            for method, tau in (("grid", grid), ("mle", mle)):
+                se = float("nan") if method == "grid" else 0.01 * true
+                rows.append({"true_tau": true, "rep": rep, "method": method, "tau_hat": tau, "se": se,
+                             "se_robust": 2 * se if method == "mle" else se, "rel_error": tau / true - 1,
+                             "n_pairs": 100})
+    return pd.DataFrame(rows)
+
+
+def test_recovery_facts_and_headline(recovery):
+    facts = ch.recovery_facts(recovery)
+    # strictly within 10 %: 0.50, 0.51, 0.54 and 1.50, 1.52 (not 0.55, 1.20, 1.21): 5 of 8
+    assert facts["within_pct"] == pytest.approx(62.5)
+    assert facts["n_fits"] == 8
+    assert facts["grid_mle_maxdiff"] == pytest.approx(0.02)
+    assert (facts["tau_small"], facts["tau_large"]) == (0.5, 1.5)
+    assert facts["sd_small"] == pytest.approx(pd.Series([0.51, 0.55]).std())
+    mle_errors = [0.51 / 0.5 - 1, 0.55 / 0.5 - 1, 1 - 1.21 / 1.5, 1.52 / 1.5 - 1]
+    assert facts["mean_error_pct"] == pytest.approx(100 * sum(mle_errors) / 4)
+    sd = {0.5: pd.Series([0.51, 0.55]).std(), 1.5: pd.Series([1.21, 1.52]).std()}
+    assert facts["se_over_sd"] == pytest.approx((0.005 / sd[0.5] + 0.015 / sd[1.5]) / 2)
+    assert facts["se_robust_over_sd"] == pytest.approx(2 * facts["se_over_sd"])
+    assert ch.headline_tau_error({"mean_error_pct": 8.1667, "within_pct": 90.0}) == (
+        "8.2 % mean error (mle); 90 % of fits within 10 %")
+
+
+def test_recovery_display_is_narrow_and_readable(recovery):
+    table = ch.recovery_display(recovery)
+    assert list(table.index.names) == ["true τ", "fitter"]
+    assert table.shape == (4, 5)
+    assert table.loc[(0.5, "grid"), "% within 10 %"] == 100 and table.loc[(1.5, "grid"), "% within 10 %"] == 50
+    assert table.loc[(0.5, "grid"), "mean SE"] == ""  # the grid has no standard error
+    assert table.loc[(0.5, "mle"), "mean SE"] == pytest.approx(0.005)
+
+
+def test_review_saturation_and_scale_facts():
+    reviews = pd.DataFrame({"error": [0.5, -1.0, 3.0, -2.0], "saturated": [False, False, True, True],
+                            "saturated_at": [None, None, "high", "low"]})
+    assert ch.review_facts(reviews) == {"interior_mae": 0.75, "interior_n": 2, "saturated_pct": 50.0,
+                                        "saturated_low_n": 1}
+    saturation = pd.DataFrame({"saturated_high": [0.0, 0.5, 0.8]}, index=["(-10, -1]", "(-1, 1]", "(1, 10]"])
+    assert ch.saturation_facts(saturation) == {"below_pct": 0.0, "below_bin": "(-10, -1]", "above_pct": 80.0,
+                                               "above_bin": "(1, 10]"}
+    scale = pd.DataFrame({"scale": [0.5, 1.0, 2.0], "band_width": [4.0, 2.0, 1.0], "band_coverage": [1.0, 0.9, 0.6],
+                          "profile_width": [3.0, 3.0, 3.0], "profile_coverage": [0.95, 0.96, 0.97],
+                          "score_changed": [0.0, 0.0, 0.0]})
+    facts = ch.scale_facts(scale)
+    assert (facts["scale_first"], facts["scale_last"], facts["band_cov_last"], facts["profile_cov"]) == (
+        0.5, 2.0, 0.6, 0.95)
+    display = ch.scale_display(scale)
+    assert display.index.name == "factor on weights" and display.loc[2.0, "band width"] == 1.0
+
+
+def test_trigger_facts_count_only_what_the_loss_trigger_misses():
+    triggers = pd.DataFrame({"loss_threshold": [0.05, 1.0], "loss": [0.9, 0.2], "monotonic": [0.1, 0.1],
+                             "strength": [0.0, 0.0], "any": [0.95, 0.3]})
+    facts = ch.trigger_facts(triggers)
+    assert facts["loss_pct"] == pytest.approx(90) and facts["monotonic_extra_pct"] == pytest.approx(5)
+    assert list(ch.trigger_display(triggers).columns) == ["% loss", "% monotonic", "% strength", "% any"]
+
+
+def test_tie_facts_and_display():
+    ties = pd.DataFrame({"tie_mode": ["calibrated"] * 2 + ["abstain"] * 2, "tie_rate": [0.0, 0.9] * 2,
+                         "tie_share": [0.0, 0.4, 0.0, 0.5], "tau_grid": [0.8, 0.81, 0.8, 1.2],
+                         "tau_mle": [0.79, 0.82, 0.79, 1.25], "true_tau": 0.8})
+    assert ch.tie_facts(ties) == {"true_tau": 0.8, "cal_min": 0.79, "cal_max": 0.82, "abstain_share_pct": 50.0,
+                                  "abstain_tau": 1.25}
+    table = ch.tie_display(ties)
+    assert table.loc[("abstain", 0.9), "% ties"] == 50 and table["% ties"].dtype.kind == "i"
+
+
+def _misspec_frame():
+    rows = []
+    for source in ("score10", "quality"):
+        for noise in (0.0, 1.0):
+            for true in (0.5, 0.8, 1.5):
+                for rep in (0, 1):
+                    shift = (0.1 if source == "quality" else 0.0) + 0.2 * noise + 0.02 * rep
+                    for method, extra in (("grid", 0.001), ("mle", 0.0), (studies.NO_STRENGTH, 0.3)):
+                        tau = true + shift + extra
+                        rows.append({"source": source, "perception_noise": noise, "true_tau": true, "rep": rep,
+                                     "method": method, "tau_hat": tau, "rel_error": tau / true - 1,
+                                     "approx_tau": float("nan")})
+    return pd.DataFrame(rows)
+
+
+def test_misspec_facts_pick_the_right_conditions():
+    facts = ch.misspec_facts(_misspec_frame())
+    assert (facts["tau_lo"], facts["tau_mid"], facts["tau_hi"], facts["noise_max"]) == (0.5, 0.8, 1.5, 1.0)
+    assert facts["base_lo"] == pytest.approx(0.51)  # mean of reps 0 and 1: shift 0 and 0.02
+    assert facts["quality_mid"] == pytest.approx(0.91)
+    assert (facts["quality_lo_min"], facts["quality_lo_max"]) == pytest.approx((0.6, 0.62))
+    assert facts["noisy_hi"] == pytest.approx(1.71)
+    assert facts["noisy_hi_plain"] == pytest.approx(2.01)
+    assert facts["approx_lo"] == pytest.approx(studies.noisy_judge_tau(0.5, 1.0))
+    assert facts["grid_mle_maxdiff"] == pytest.approx(0.001)
+    table = ch.misspec_display(_misspec_frame())
+    assert list(table.columns) == ["true τ 0.5", "true τ 0.8", "true τ 1.5"]
+    assert table.loc[("quality", 1.0), "true τ 0.5"] == pytest.approx(0.81)
+
+
+def test_score_misspec_facts():
+    index = pd.MultiIndex.from_tuples([("score10", 0.0), ("score10", 1.0), ("quality", 0.0)],
+                                      names=["source", "perception_noise"])
+    table = pd.DataFrame({"tau_ratio": [1.0, 1.1, 1.05], "bias": 0.0, "mae": [0.6, 1.0, 0.65],
+                          "rmse": 1.0, "moved": [0.0, 0.9, 0.3], "profile_coverage": [0.96, 0.8, 0.9],
+                          "saturated_share": 0.2}, index=index)
+    facts = ch.score_misspec_facts(table)
+    assert facts == {"mae_base": 0.6, "mae_quality": 0.65, "moved_quality": 0.3, "mae_noisy": 1.0,
+                     "moved_noisy": 0.9, "cov_base": 0.96, "cov_noisy": 0.8, "cov_worst": 0.8}
+    assert ch.score_misspec_display(table).loc[("score10", 1.0), "% saturated"] == 20.0
+
+
+def test_pool_facts_and_display():
+    pool = make_pool(n_patterns=2, papers_per_pattern=10, seed=1)
+    facts = ch.pool_facts(pool)
+    table = pool.table()
+    assert facts["n_papers"] == 20
+    assert facts["score10_quality_rmse"] == pytest.approx(((table["score10"] - table["quality"]) ** 2).mean() ** 0.5)
+    display = ch.pool_display(pool)
+    assert list(display.index) == ["mean", "sd", "min", "max"] and display.shape == (4, 4)
+    assert display.loc["max", "reviews"] == table["review_count"].max()
+
+
+def test_real_judge_step_is_a_one_row_table_offline():
+    pool = make_pool(n_patterns=2, papers_per_pattern=10, seed=1)
+    table = ch.calibrate_with_llm(pool, "reference", model="claude-opus-4-6", n_pairs=5)
+    assert table.shape == (1, 1) and "not run" in table.iloc[0, 0] and "'reference'" in table.iloc[0, 0]
+    with pytest.raises(ValueError):
+        ch.calibrate_with_llm(pool, "no-such-backend", model="m", n_pairs=5)
+
+
+def test_original_settings_table():
+    recovery = pd.DataFrame({"rel_error": [0.01, 0.2, -0.05, 0.0]})
+    misspec = _misspec_frame()
+    rounds = [{"anchors": [{"anchor_id": "A1", "score10": 5.0, "weight": 1.0}],
+               "comparisons": [{"anchor_id": "A1", "judgement": "tie", "strength": "weak"}], "tau": 1.0}]
+    table = ch.original_settings(recovery, misspec, rounds, n_pairs=500)
+    assert table.index.name == "quantity" and list(table.columns) == ["original", "this run", "note"]
+    assert table.loc["pairs per role for τ", "this run"] == "500"
+    assert table.loc["fits within 10 % of true τ", "this run"] == "0.75"
+    assert table.loc["τ, judge sees quality (true 0.5)", "this run"] == "0.61"
+    assert table.loc["loss trigger rate (0.05)", "this run"] == "1.0"  # a lone tie: loss log 2 > 0.05
+    assert table["note"].str.len().max() <= 40
