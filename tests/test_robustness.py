@@ -117,10 +117,10 @@ def test_rule_grid_and_bias(setup) -> None:
     points = grid({"p_find": [0.9]})
     truth = truth_grid(bench, design, base, points, runs_per_depth=12, seed=0)
     tfidf = build_rules(["tfidf"])["tfidf"]
-    reps = rule_grid(bench, design, base, points, {"mechanism_key": None, "tfidf": tfidf.same}, n_reps=2, seed=1)
+    reps = rule_grid(bench, design, base, points, {**build_rules(["mechanism_key"]), "tfidf": tfidf}, n_reps=2, seed=1)
     assert len(reps) == 2 * 2 * 3 and set(reps.rule) == {"mechanism_key", "tfidf"}
     # replication seeds are shared across rules and points: same draws, so re-running gives equal numbers
-    again = rule_grid(bench, design, base, points, {"mechanism_key": None}, n_reps=2, seed=1)
+    again = rule_grid(bench, design, base, points, build_rules(["mechanism_key"]), n_reps=2, seed=1)
     pd.testing.assert_series_equal(again.extra_pp.reset_index(drop=True),
                                    reps[reps.rule == "mechanism_key"].extra_pp.reset_index(drop=True))
     bias = rule_bias(reps, truth)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-from test_rules_fixtures import hyp
+from rule_hypotheses import hyp
 
 from mechaudit.rules import ReferenceJudge
 from mechaudit.rules.audit import (

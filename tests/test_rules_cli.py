@@ -7,7 +7,7 @@ import json
 import httpx
 import pytest
 from fake_anthropic import message_response
-from test_rules_fixtures import hyp
+from rule_hypotheses import hyp
 
 from mechaudit.cli import main
 from mechaudit.llm import get_client

@@ -11,7 +11,7 @@ import httpx
 import numpy as np
 import pytest
 from fake_anthropic import message_response
-from test_rules_fixtures import hyp
+from rule_hypotheses import hyp
 
 from mechaudit.agreement import flip_rate
 from mechaudit.llm import BlindnessError, get_client
@@ -216,7 +216,7 @@ def test_prompts_are_blind_and_bad_input(tmp_path, monkeypatch, pairs):
         assert "swap" not in prompt.lower() and "perturb" not in prompt.lower()
     with pytest.raises(ValueError, match="rubric"):
         LLMJudge(rubric="strict", client=judge.client)
-    with pytest.raises(ValueError, match="ReferenceJudge"):
+    with pytest.raises(ValueError, match="'reference' is not an LLM backend"):
         LLMJudge(backend="reference")
     other = hyp("o", ["KRAS", "MEK", "ERK", "PROLIF"], instance="I2")
     with pytest.raises(ValueError, match="mixes instances"):

@@ -6,7 +6,7 @@ import itertools
 
 import numpy as np
 import pytest
-from test_rules_fixtures import hyp
+from rule_hypotheses import hyp
 
 from mechaudit.rules import ReferenceJudge
 from mechaudit.rules.reference import is_subsequence

@@ -5,10 +5,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from rule_hypotheses import hyp
 from sklearn.metrics.pairwise import cosine_similarity
-from test_rules_fixtures import hyp
 
-from mechaudit.rules import EmbeddingRule, TfidfRule, matched_threshold
+from mechaudit.errors import MechauditError
+from mechaudit.rules import EmbeddingRule, ModelCache, TfidfRule, matched_threshold
+from mechaudit.rules.tfidf import fit_vectorizer
 from mechaudit.schema import hypothesis_text
 
 CHAINS = [
@@ -41,11 +43,10 @@ def test_tfidf_similarity_equals_sklearn_cosine(hyps):
     rule = TfidfRule()
     pairs = all_pairs(hyps)
     sim = rule.similarity(pairs)
-    vec = rule.vectorizer_
+    assert not hasattr(rule, "vectorizer_")  # the per-call vectorizer is local, never stored
     texts = [hypothesis_text(h) for h in hyps]
-    # the rule fitted on the distinct compared texts: the same set as texts here
-    assert set(vec.vocabulary_) == set(TfidfRule.fit_vectorizer(texts).vocabulary_)
-    C = cosine_similarity(vec.transform(texts))
+    # the rule fits on the distinct compared texts: the same set as texts here
+    C = cosine_similarity(fit_vectorizer(texts).transform(texts))
     idx = {h.id: k for k, h in enumerate(hyps)}
     expected = np.array([C[idx[a.id], idx[b.id]] for a, b in pairs])
     np.testing.assert_allclose(sim, expected, rtol=0, atol=1e-9)
@@ -55,16 +56,24 @@ def test_tfidf_similarity_equals_sklearn_cosine(hyps):
 def test_tfidf_fit_on_corpus_and_pair(hyps):
     pairs = all_pairs(hyps[:4])
     corpus_rule = TfidfRule(fit_on=hyps)
+    assert not hasattr(corpus_rule, "vectorizer_")  # the constructor only stores parameters
     texts = [hypothesis_text(h) for h in hyps]
-    C = cosine_similarity(TfidfRule.fit_vectorizer(texts).transform(texts))
+    C = cosine_similarity(fit_vectorizer(texts).transform(texts))
     expected = np.array([C[int(a.id[1:]), int(b.id[1:])] for a, b in pairs])
     np.testing.assert_allclose(corpus_rule.similarity(pairs), expected, atol=1e-9)
+    assert set(corpus_rule.vectorizer_.vocabulary_) == set(fit_vectorizer(texts).vocabulary_)
+    # fit(corpus) on a "compared" rule: the same similarities as fit_on=corpus, and the rule is returned
+    fitted = TfidfRule()
+    assert fitted.fit(hyps) is fitted
+    np.testing.assert_allclose(fitted.similarity(pairs), expected, atol=1e-12)
     # fit_on="pair": each pair on its own two-document vectorizer
     pair_rule = TfidfRule(fit_on="pair")
     a, b = pairs[0]
     two = [hypothesis_text(a), hypothesis_text(b)]
-    expected0 = cosine_similarity(TfidfRule.fit_vectorizer(two).transform(two))[0, 1]
+    expected0 = cosine_similarity(fit_vectorizer(two).transform(two))[0, 1]
     assert pair_rule.similarity(pairs)[0] == pytest.approx(expected0, abs=1e-12)
+    with pytest.raises(MechauditError, match="field 'fit_on'.*'pair'"):
+        pair_rule.fit(hyps)
     # identical texts are cosine 1
     assert TfidfRule().similarity([(hyps[0], hyps[0])])[0] == pytest.approx(1.0)
 
@@ -76,7 +85,7 @@ def test_tfidf_similarity_graph_equals_dense_bruteforce(hyps, block_size):
     G = rule.same_graph(hyps, block_size=block_size)
     assert sp.issparse(S) and sp.issparse(G) and G.dtype == bool
     texts = [hypothesis_text(h) for h in hyps]
-    C = cosine_similarity(TfidfRule.fit_vectorizer(texts).transform(texts))
+    C = cosine_similarity(fit_vectorizer(texts).transform(texts))
     dense_same = C >= 0.3
     np.fill_diagonal(dense_same, True)
     np.testing.assert_array_equal(G.toarray(), dense_same)
@@ -127,7 +136,7 @@ def test_embedding_rule(hyps):
     texts = list(dict.fromkeys(hypothesis_text(h) for h in hyps))
     E = rule.embed(texts)
     np.testing.assert_allclose(np.linalg.norm(E, axis=1), 1.0, atol=1e-5)
-    assert len(rule._cache) == len(texts)
+    assert len(rule._vectors) == len(texts)
     # independent: cosine of raw (unnormalised) model outputs
     from mechaudit.rules.embedding import load_model
 
@@ -138,11 +147,18 @@ def test_embedding_rule(hyps):
     np.testing.assert_allclose(sim, expected, atol=1e-5)
     np.testing.assert_array_equal(rule.same(pairs), sim >= 0.77)
     assert load_model(None) is load_model(None)  # one model per process
-    # match_rate: calibrated threshold reproduces the target rate on the reference pairs
+    assert rule.threshold_ == rule.threshold == 0.77
+    # match_rate: calibrated threshold reproduces the target rate on the reference pairs; the
+    # parameter keeps its value and the calibrated one is threshold_
     matched = EmbeddingRule(threshold="match_rate", reference_pairs=pairs, target_rate=0.2)
+    assert matched._calibrated is None  # calibrated on first use, not in the constructor
     assert np.mean(matched.same(pairs)) == pytest.approx(round(0.2 * len(pairs)) / len(pairs))
-    with pytest.raises(ValueError, match="calibrate"):
-        EmbeddingRule(threshold="match_rate").same(pairs)
+    assert matched.threshold == "match_rate"
+    assert matched.threshold_ == matched_threshold(sim, 0.2)
+    explicit = EmbeddingRule(threshold="match_rate")
+    with pytest.raises(MechauditError, match="calibrate"):
+        explicit.same(pairs)
+    assert explicit.calibrate(pairs, 0.2) == matched.threshold_ == explicit.threshold_
     with pytest.raises(ValueError, match="both"):
         EmbeddingRule(threshold="match_rate", target_rate=0.5)
     with pytest.raises(ValueError, match="match_rate"):
@@ -169,3 +185,39 @@ def test_embedding_disk_store(hyps, tmp_path, monkeypatch):
     files[0].write_bytes(b"not a store")
     with pytest.raises(ValueError, match="embedding store"):
         EmbeddingRule(cache_dir=tmp_path).embed(texts)
+
+
+class FakeModel:
+    """Stands in for a SentenceTransformer: text k of a call gets unit vector e_k (dim 4)."""
+
+    def encode(self, texts, **kwargs):
+        return np.eye(4, dtype=np.float32)[: len(texts)]
+
+
+def test_model_cache_is_explicit_and_writes_no_environment(monkeypatch):
+    import os
+
+    import mechaudit.rules.embedding as emb
+
+    opened = []
+
+    def fake_open(name, device, local_files_only):
+        opened.append((name, device, local_files_only))
+        return FakeModel()
+
+    monkeypatch.setattr(emb, "open_model", fake_open)
+    env = dict(os.environ)
+    cache = ModelCache()
+    first = cache.load("some/model")
+    assert cache.load("some/model") is first and cache.load("some/model", device="meta") is not first
+    assert opened == [("some/model", "cpu", True), ("some/model", "meta", True)]
+    assert emb.load_model("some/model", cache=cache) is first and emb.DEFAULT_MODELS is not cache
+    cache.clear()
+    assert cache.load("some/model") is not first and len(opened) == 3
+    ModelCache(local_files_only=False).load("other")
+    assert opened[-1] == ("other", "cpu", False)
+    # a rule loads through the cache it is given (the default cache never sees the model)
+    rule = EmbeddingRule(model="some/model", model_cache=cache)
+    np.testing.assert_array_equal(rule.embed(["a", "b", "a"]), np.eye(4, dtype=np.float32)[[0, 1, 0]])
+    assert len(opened) == 4 and ("some/model", "cpu") not in emb.DEFAULT_MODELS._models
+    assert dict(os.environ) == env  # no environment variable written

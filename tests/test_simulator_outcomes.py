@@ -5,16 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from mechaudit.schema import load_benchmark
-from mechaudit.workflow import Design, instance_matrices, load_simulator_params, null_params, simulate
+from mechaudit.workflow import Design, MechanismKeyRule, instance_matrices, load_simulator_params, null_params, simulate
 from mechaudit.workflow.depth import outcome_matrices
 from mechaudit.workflow.records import LABELS
 from mechaudit.workflow.simulator import simulate_outcomes
-
-
-@pytest.fixture(scope="module")
-def bench():
-    return load_benchmark()
 
 
 @pytest.mark.parametrize("seed", [0, 7])
@@ -36,7 +30,7 @@ def test_outcomes_equal_full_simulation(bench, seed, null):
         labels = [rep.label for rep in r.replies]
         assert o.labels.tolist() == [labels.count(lab) for lab in LABELS]
     assert sum(o.labels.sum() for o in fast) > 0  # the design has critique rounds that raise demands
-    for m_fast, m_full in zip(outcome_matrices(fast), instance_matrices(quiet, None)):
+    for m_fast, m_full in zip(outcome_matrices(fast), instance_matrices(quiet, MechanismKeyRule())):
         assert m_fast.instance == m_full.instance
         np.testing.assert_array_equal(m_fast.depths, m_full.depths)
         np.testing.assert_allclose(m_fast.D, m_full.D, rtol=0, atol=1e-12)

@@ -6,7 +6,6 @@ import numpy as np
 import pytest
 
 from mechaudit.divergence import extra_divergence, permutation_test
-from mechaudit.schema import load_benchmark
 from mechaudit.workflow import (
     Design,
     MechanismKeyRule,
@@ -22,11 +21,6 @@ from mechaudit.workflow import (
     validity_summary,
 )
 from mechaudit.workflow.validity import jackknife_se
-
-
-@pytest.fixture(scope="module")
-def bench():
-    return load_benchmark()
 
 
 @pytest.fixture(scope="module")
@@ -67,10 +61,11 @@ def test_null_simulator_truth_is_zero(bench, params):
 def test_rule_tables_match_divergence_api(bench, params):
     design = Design(instances=("A", "C"), depths=(0, 1), runs_per_depth=5)
     runs = simulate(bench, design, params, seed=5)
-    points, table = rule_tables(runs, {"fast": None, "pairwise": MechanismKeyRule().same}, design.comparisons())
+    points, table = rule_tables(runs, {"fast": MechanismKeyRule(), "pairwise": MechanismKeyRule().same},
+                                design.comparisons())
     fast, slow = table[table.rule == "fast"], table[table.rule == "pairwise"]
     np.testing.assert_allclose(fast.extra_pp.to_numpy(), slow.extra_pp.to_numpy(), atol=1e-9)
-    mats = instance_matrices(runs, None)
+    mats = instance_matrices(runs, MechanismKeyRule())
     res = permutation_test([m.D for m in mats], 5)
     assert fast.extra_pp.iloc[0] == pytest.approx(100 * res.extra) and fast.p_value.iloc[0] == res.p_value
     per = points[(points.rule == "fast") & (points.panel == "extra")].value.mean()
@@ -81,11 +76,11 @@ def test_rule_tables_match_divergence_api(bench, params):
 def test_null_replications_hold_size(bench, params):
     """Small replication study (the chapter runs more): the exact test stays near or below alpha."""
     design = load_design()
-    reps = replicate(bench, design, null_params(params), {"key": None}, n_reps=40, seed=9)
+    reps = replicate(bench, design, null_params(params), {"key": MechanismKeyRule()}, n_reps=40, seed=9)
     summary = validity_summary(reps, {c: 0.0 for c in reps.comparison.unique()})
     assert (summary.rejection_rate <= 0.05 + 3 * np.sqrt(0.05 * 0.95 / 40)).all()
     assert summary.n_reps.tolist() == [40, 40, 40]
-    assert depth_table(instance_matrices(simulate(bench, design, params, seed=0), None),
+    assert depth_table(instance_matrices(simulate(bench, design, params, seed=0), MechanismKeyRule()),
                        design.comparisons()).p_value.iloc[0] < 0.001
 
 
@@ -93,7 +88,7 @@ def test_replications_do_not_depend_on_the_number_of_workers(bench, params):
     from mechaudit.rules import TfidfRule
 
     design = Design(instances=tuple(i.id for i in bench.instances[:2]), depths=(0, 1), runs_per_depth=3)
-    rules = {"key": None, "tfidf": TfidfRule(threshold=0.25).same}
+    rules = {"key": MechanismKeyRule(), "tfidf": TfidfRule(threshold=0.25)}
     one = replicate(bench, design, params, rules, n_reps=3, seed=4)
     two = replicate(bench, design, params, rules, n_reps=3, seed=4, n_jobs=2)
     assert one.equals(two) and len(one) == 3 * 2 * 1

@@ -18,9 +18,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-RULES = ("tfidf", "embedding", "reference", "llm")
+from mechaudit.backends import LLM_BACKENDS
+from mechaudit.rules.registry import NAMES as RULES
+
 RUBRIC_CHOICES = ("full", "step", "none")
-LLM_BACKENDS = ("anthropic", "replay")
 DEFAULT_JUDGE_MODEL = "claude-opus-4-6"
 
 
@@ -92,33 +93,40 @@ def read_pairs(path: Path, include_invalid: bool = False) -> tuple[list[tuple[An
     return pairs, info, skipped
 
 
-def build_rule(args: argparse.Namespace, client: Any = None) -> Any:
-    """The rule object named by ``args.rule`` (imports ``mechaudit.rules`` lazily)."""
-    from mechaudit import rules
-
+def rule_config(args: argparse.Namespace, client: Any = None) -> dict[str, Any]:
+    """The ``mechaudit.rules.build`` configuration of ``args.rule`` from the command line."""
+    threshold = {} if args.threshold is None else {"threshold": args.threshold}
     if args.rule == "tfidf":
-        return rules.TfidfRule() if args.threshold is None else rules.TfidfRule(threshold=args.threshold)
+        return threshold
     if args.rule == "embedding":
-        from mechaudit.paths import data_path
+        from mechaudit.paths import cache_path
 
-        store = None if args.no_embedding_cache else (args.embedding_cache or data_path("embedding_cache"))
-        kwargs = {} if args.threshold is None else {"threshold": args.threshold}
-        return rules.EmbeddingRule(cache_dir=store, **kwargs)
+        store = None if args.no_embedding_cache else (args.embedding_cache or cache_path("embedding_cache"))
+        return {"cache_dir": store, **threshold}
     if args.rule == "reference":
-        return rules.ReferenceJudge(rubric=args.rubric, jaccard_threshold=args.jaccard_threshold)
+        return {"rubric": args.rubric, "jaccard_threshold": args.jaccard_threshold}
+    if args.rule != "llm":
+        return {}
     instances = None
     if args.instances is not None:
         from mechaudit.schema import load_instances
 
         instances = load_instances(args.instances)
     orders = tuple(o.strip() for o in args.orders.split(",") if o.strip())
-    return rules.LLMJudge(rubric=args.rubric, model=args.model, backend=args.backend, client=client,
-                          instances=instances, orders=orders, early_stop=args.early_stop)
+    return {"rubric": args.rubric, "model": args.model, "backend": args.backend, "client": client,
+            "instances": instances, "orders": orders, "early_stop": args.early_stop}
+
+
+def build_rule(args: argparse.Namespace, client: Any = None) -> Any:
+    """The rule named by ``args.rule``, built through the registry ``mechaudit.rules.build``."""
+    from mechaudit.rules.registry import build
+
+    return build(args.rule, **rule_config(args, client))
 
 
 def backend_label(args: argparse.Namespace) -> str:
     """Which backend produced the verdicts: the LLM backend, 'reference', or 'local' (TF-IDF/embeddings)."""
-    return {"llm": args.backend, "reference": "reference"}.get(args.rule, "local")
+    return {"llm": args.backend, "reference": "reference", "mechanism_key": "reference"}.get(args.rule, "local")
 
 
 def run(args: argparse.Namespace) -> int:

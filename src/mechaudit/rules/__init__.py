@@ -3,25 +3,51 @@
 Every rule has ``same(pairs) -> np.ndarray[bool]`` over a list of ``(Hypothesis, Hypothesis)``;
 the similarity rules (TF-IDF, embeddings) also have ``similarity(pairs) -> np.ndarray[float]``.
 All rules see the same text, ``mechaudit.schema.hypothesis_text`` (statement, explanation, chain),
-except the reference judges, which read only the structured chain.
+except the reference judges and the mechanism key, which read only the structured chain.
+
+``build(name, **config)`` makes a rule from its name (``NAMES``; see ``mechaudit.rules.registry``).
+Rules follow scikit-learn's conventions: the constructor stores keyword parameters;
+``TfidfRule.fit`` sets ``vectorizer_`` and ``EmbeddingRule.calibrate`` sets ``threshold_``.
+
+The names below are imported on first use, so importing one rule (for example
+``mechaudit.rules.mechanism_key``) does not load scikit-learn, torch or the LLM layer.
 """
 
-from mechaudit.rules.base import Pair, Rule, check_pairs
-from mechaudit.rules.embedding import EmbeddingRule, marginal_same_rate, matched_threshold
-from mechaudit.rules.llm_judge import LLMJudge, UndecidedError
-from mechaudit.rules.reference import RUBRICS, ReferenceJudge
-from mechaudit.rules.tfidf import TfidfRule
+from __future__ import annotations
 
-__all__ = [
-    "RUBRICS",
-    "EmbeddingRule",
-    "LLMJudge",
-    "Pair",
-    "ReferenceJudge",
-    "Rule",
-    "TfidfRule",
-    "UndecidedError",
-    "check_pairs",
-    "marginal_same_rate",
-    "matched_threshold",
-]
+import importlib
+from typing import Any
+
+#: Public name -> home module.
+_EXPORTS: dict[str, str] = {
+    "NAMES": "mechaudit.rules.registry",
+    "build": "mechaudit.rules.registry",
+    "Pair": "mechaudit.rules.base",
+    "Rule": "mechaudit.rules.base",
+    "check_pairs": "mechaudit.rules.base",
+    "MechanismKeyRule": "mechaudit.rules.mechanism_key",
+    "RUBRICS": "mechaudit.rules.reference",
+    "ReferenceJudge": "mechaudit.rules.reference",
+    "TfidfRule": "mechaudit.rules.tfidf",
+    "EmbeddingRule": "mechaudit.rules.embedding",
+    "ModelCache": "mechaudit.rules.embedding",
+    "marginal_same_rate": "mechaudit.rules.embedding",
+    "matched_threshold": "mechaudit.rules.embedding",
+    "LLMJudge": "mechaudit.rules.llm_judge",
+    "UndecidedError": "mechaudit.rules.llm_judge",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    """Import a public name on first access and cache it on the package."""
+    if name not in _EXPORTS:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(_EXPORTS[name]), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_EXPORTS))

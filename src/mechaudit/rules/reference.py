@@ -78,9 +78,7 @@ class ReferenceJudge:
         if rubric not in RUBRICS:
             raise ValueError(f"rubric must be one of {RUBRICS}; got {rubric!r}")
         self.rubric = rubric
-        self.jaccard_threshold = check_threshold(jaccard_threshold, "jaccard_threshold")
-        if not 0.0 <= self.jaccard_threshold <= 1.0:
-            raise ValueError(f"jaccard_threshold must be in [0, 1]; got {jaccard_threshold}")
+        self.jaccard_threshold = check_threshold(jaccard_threshold, "jaccard_threshold", low=0.0, high=1.0)
 
     def __repr__(self) -> str:
         extra = f", jaccard_threshold={self.jaccard_threshold}" if self.rubric == "none" else ""

@@ -14,6 +14,11 @@ not say; here it is the parameter ``fit_on``:
   unshared terms);
 - a sequence of ``Hypothesis`` or ``str``: fitted once on that fixed corpus (for example every
   committed hypothesis), so a pair's similarity does not depend on which other pairs are compared.
+
+scikit-learn conventions: the constructor only stores ``threshold`` and ``fit_on``; ``fit(corpus)``
+fits the vectorizer once and stores it as ``vectorizer_`` (a rule given a corpus as ``fit_on`` calls
+it on first use). A fitted rule transforms every text with ``vectorizer_``; the per-call vectorizers
+of ``"compared"`` and ``"pair"`` are local to the call and never stored.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ import scipy.sparse as sp
 from sklearn.feature_extraction.text import TfidfVectorizer
 from tqdm import tqdm
 
+from mechaudit.errors import MechauditError
 from mechaudit.rules.base import Pair, check_hypotheses, check_threshold, unique_pair_texts
 from mechaudit.schema import Hypothesis, hypothesis_text
 
@@ -36,10 +42,30 @@ def new_vectorizer() -> TfidfVectorizer:
     return TfidfVectorizer(sublinear_tf=True, stop_words="english")
 
 
+def fit_vectorizer(texts: Sequence[str]) -> TfidfVectorizer:
+    """A new paper vectorizer fitted on ``texts``; ``ValueError`` if no term survives."""
+    try:
+        return new_vectorizer().fit(list(texts))
+    except ValueError as err:  # sklearn: empty vocabulary (all stop words / empty texts)
+        raise ValueError(f"TF-IDF vectorizer cannot be fitted: {err}") from None
+
+
 def rowwise_cosine(X: sp.spmatrix, ia: np.ndarray, ib: np.ndarray) -> np.ndarray:
     """Cosine of rows ``ia[k]`` and ``ib[k]`` of the l2-normalised sparse ``X``; shape ``(len(ia),)``."""
     X = sp.csr_matrix(X)
     return np.asarray(X[ia].multiply(X[ib]).sum(axis=1), dtype=float).ravel()
+
+
+def corpus_texts(corpus: Sequence[Hypothesis | str]) -> list[str]:
+    """The texts of a non-empty corpus of Hypotheses/strings; ``MechauditError`` naming the first bad item."""
+    out = list(corpus)
+    if not out:
+        raise MechauditError("corpus is empty", field="fit_on")
+    for i, item in enumerate(out):
+        if not isinstance(item, (str, Hypothesis)):
+            raise MechauditError(f"item {i} must be a Hypothesis or str; got {type(item).__name__}",
+                                 field=f"fit_on[{i}]")
+    return [t if isinstance(t, str) else hypothesis_text(t) for t in out]
 
 
 class TfidfRule:
@@ -47,32 +73,33 @@ class TfidfRule:
 
     def __init__(self, *, threshold: float = 0.25, fit_on: FitOn = "compared"):
         self.threshold = check_threshold(threshold, low=0.0, high=1.0)
-        if isinstance(fit_on, str):
-            if fit_on not in ("compared", "pair"):
-                raise ValueError(f"fit_on must be 'compared', 'pair' or a corpus; got {fit_on!r}")
-            self.fit_on: FitOn = fit_on
-            self.vectorizer_: TfidfVectorizer | None = None
-        else:
-            corpus = [t if isinstance(t, str) else hypothesis_text(t) for t in check_corpus(fit_on)]
-            self.fit_on = "corpus"
-            self.vectorizer_ = self.fit_vectorizer(corpus)
+        if isinstance(fit_on, str) and fit_on not in ("compared", "pair"):
+            raise MechauditError(f"must be 'compared', 'pair' or a corpus; got {fit_on!r}", field="fit_on")
+        if not isinstance(fit_on, str):
+            fit_on = list(fit_on)
+            corpus_texts(fit_on)  # checked here, fitted on first use
+        self.fit_on = fit_on
 
     def __repr__(self) -> str:
-        return f"TfidfRule(threshold={self.threshold}, fit_on={self.fit_on!r})"
+        fit_on = repr(self.fit_on) if isinstance(self.fit_on, str) else f"<corpus of {len(self.fit_on)}>"
+        return f"TfidfRule(threshold={self.threshold}, fit_on={fit_on})"
 
-    @staticmethod
-    def fit_vectorizer(texts: Sequence[str]) -> TfidfVectorizer:
-        """A new paper vectorizer fitted on ``texts``; ``ValueError`` if no term survives."""
-        try:
-            return new_vectorizer().fit(list(texts))
-        except ValueError as err:  # sklearn: empty vocabulary (all stop words / empty texts)
-            raise ValueError(f"TF-IDF vectorizer cannot be fitted: {err}") from None
+    def fit(self, corpus: Sequence[Hypothesis | str]) -> TfidfRule:
+        """Fit the vectorizer on ``corpus`` (Hypotheses or texts) and store it as ``vectorizer_``;
+        returns the rule. Not defined for ``fit_on="pair"``, which fits every pair afresh."""
+        if self.fit_on == "pair":
+            raise MechauditError("fit_on='pair' fits each pair on its own: a fitted vocabulary would be ignored",
+                                 field="fit_on")
+        self.vectorizer_ = fit_vectorizer(corpus_texts(corpus))
+        return self
 
     def _vectors(self, texts: list[str]) -> sp.csr_matrix:
-        if self.fit_on == "compared":
-            self.vectorizer_ = self.fit_vectorizer(texts)
-        assert self.vectorizer_ is not None
-        return sp.csr_matrix(self.vectorizer_.transform(texts))
+        """Rows of ``texts``: from ``vectorizer_`` if fitted (a corpus ``fit_on`` fits it now),
+        else from a vectorizer fitted on ``texts`` for this call only."""
+        if not hasattr(self, "vectorizer_") and not isinstance(self.fit_on, str):
+            self.fit(self.fit_on)
+        vectorizer = self.vectorizer_ if hasattr(self, "vectorizer_") else fit_vectorizer(texts)
+        return sp.csr_matrix(vectorizer.transform(texts))
 
     def similarity(self, pairs: Sequence[Pair]) -> np.ndarray:
         """Cosine similarity per pair, float array of shape ``(len(pairs),)`` in [0, 1]."""
@@ -82,7 +109,7 @@ class TfidfRule:
         if self.fit_on == "pair":
             out = np.empty(len(ia))
             for k, (i, j) in enumerate(zip(ia, ib)):
-                X = self.fit_vectorizer([texts[i], texts[j]]).transform([texts[i], texts[j]])
+                X = fit_vectorizer([texts[i], texts[j]]).transform([texts[i], texts[j]])
                 out[k] = rowwise_cosine(X, np.array([0]), np.array([1]))[0]
             return out
         return rowwise_cosine(self._vectors(texts), ia, ib)
@@ -181,14 +208,3 @@ class TfidfRule:
             S.data[S.data < self.threshold] = 0.0
             S.eliminate_zeros()
             yield start, S
-
-
-def check_corpus(corpus: Sequence[Hypothesis | str]) -> list[Hypothesis | str]:
-    """A non-empty list of Hypotheses/strings, or ``ValueError`` naming the first bad item."""
-    out = list(corpus)
-    if not out:
-        raise ValueError("fit_on corpus is empty")
-    for i, item in enumerate(out):
-        if not isinstance(item, (str, Hypothesis)):
-            raise ValueError(f"fit_on[{i}] must be a Hypothesis or str; got {type(item).__name__}")
-    return out

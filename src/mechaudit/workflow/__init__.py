@@ -7,7 +7,7 @@ See ``mechaudit.workflow.simulator`` for the documented stochastic model and
 from mechaudit.workflow.delivery import Delivery, deliver, excluded_note, show_excluded
 from mechaudit.workflow.depth import (
     InstanceMatrix,
-    MechanismKeyRule,
+    MechanismKeyRule,  # noqa: F401 - re-exported for the chapters; documented in its home, mechaudit.rules
     by_instance,
     counts,
     depth_table,
@@ -42,7 +42,7 @@ from mechaudit.workflow.validity import population_truth, replicate, replication
 
 __all__ = [
     "Delivery", "deliver", "Exclusion", "excluded_frame", "excluded_note", "show_excluded",
-    "RULE_NAMES", "LABELS", "Demand", "Design", "InstanceMatrix", "MechanismKeyRule", "Reply",
+    "RULE_NAMES", "LABELS", "Demand", "Design", "InstanceMatrix", "Reply",
     "Revision", "Run", "SimulatorParams", "by_instance", "counts",
     "demands_frame", "depth_table", "instance_matrices", "instance_models", "key_matrix",
     "load_design", "load_simulator_params", "null_params", "per_instance_effects", "rule_tables",

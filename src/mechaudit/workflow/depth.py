@@ -10,7 +10,7 @@ is at most 1, so the extra divergence cannot exceed 1 minus the pooled same-dept
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -24,24 +24,15 @@ from mechaudit.divergence import (
     permutation_test,
     same_depth_divergence,
 )
-from mechaudit.schema import Hypothesis, mechanism_key
+from mechaudit.errors import MechauditError
+from mechaudit.rules.base import Rule
+from mechaudit.rules.mechanism_key import MechanismKeyRule, keys_divergence_matrix
+from mechaudit.schema import Hypothesis
 from mechaudit.workflow.records import Run
 
-SameFn = Callable[[list[tuple[Hypothesis, Hypothesis]]], np.ndarray]
-
-
-class MechanismKeyRule:
-    """Ground-truth rule: same iff ``mechanism_key`` (initiating id, route ids, terminal id) is equal.
-
-    Exact for simulator runs, whose step ids are the true canonical ids.
-    """
-
-    def __repr__(self) -> str:
-        return "MechanismKeyRule()"
-
-    def same(self, pairs: Sequence[tuple[Hypothesis, Hypothesis]]) -> np.ndarray:
-        """One bool per pair, shape ``(len(pairs),)``."""
-        return np.fromiter((mechanism_key(a) == mechanism_key(b) for a, b in pairs), bool, len(pairs))
+#: What the analyses accept as a rule: a rule object (``same(pairs)``, e.g. ``MechanismKeyRule()``) or a
+#: ``same`` function. A rule with ``divergence_matrix(runs)`` (the mechanism key) computes it directly.
+RuleLike = Rule | Callable[[list[tuple[Hypothesis, Hypothesis]]], np.ndarray]
 
 
 @dataclass(frozen=True)
@@ -68,37 +59,9 @@ def counts(runs: Sequence[Run]) -> dict[str, int]:
 
 
 def key_matrix(runs: Sequence[Run]) -> np.ndarray:
-    """Mechanism-key divergence matrix of one instance's runs without pairing hypotheses one by one.
-
-    Equals ``divergence_matrix(..., MechanismKeyRule().same)``; see ``keys_divergence_matrix``.
-    """
-    return keys_divergence_matrix([[(h.opening_id, mechanism_key(h)) for h in r.delivered] for r in runs])
-
-
-def keys_divergence_matrix(keys: Sequence[Sequence[tuple[str, Hashable]]]) -> np.ndarray:
-    """Mechanism-key divergence matrix, shape ``(n_runs, n_runs)``, from each run's delivered
-    ``(opening id, mechanism identity)`` pairs.
-
-    With ``C[r, (opening, key)]`` the count of run r's delivered hypotheses of that opening and key
-    and ``N[r, opening]`` its count per opening, matched pairs judged same are ``C C^T`` and all
-    matched pairs ``N N^T``; ``D = 1 - same / matched`` (diagonal 0).
-    """
-    codes: dict[tuple, int] = {}
-    openings: dict[str, int] = {}
-    cells = [[(codes.setdefault((opening, key), len(codes)), openings.setdefault(opening, len(openings)))
-              for opening, key in run] for run in keys]
-    C = np.zeros((len(keys), len(codes)))
-    N = np.zeros((len(keys), len(openings)))
-    for i, row in enumerate(cells):
-        for code, opening in row:
-            C[i, code] += 1
-            N[i, opening] += 1
-    matched = N @ N.T
-    if (matched == 0).any():
-        raise ValueError("two runs share no opening hypothesis: run divergence undefined")
-    D = 1.0 - (C @ C.T) / matched
-    np.fill_diagonal(D, 0.0)
-    return D
+    """Mechanism-key divergence matrix of one instance's runs: ``MechanismKeyRule().divergence_matrix``
+    of their delivered hypotheses (counts keys instead of pairing hypotheses one by one)."""
+    return MechanismKeyRule().divergence_matrix([r.delivered for r in runs])
 
 
 def outcome_matrices(outcomes: Sequence) -> list[InstanceMatrix]:
@@ -114,13 +77,22 @@ def outcome_matrices(outcomes: Sequence) -> list[InstanceMatrix]:
     return out
 
 
-def instance_matrices(runs: Sequence[Run], same: SameFn | None, progress: bool = False
-                      ) -> list[InstanceMatrix]:
-    """Divergence matrix per instance under the rule ``same`` (``None``: fast mechanism-key path)."""
+def rule_matrix(sets: Sequence[Sequence[Hypothesis]], rule: RuleLike, progress: bool = False) -> np.ndarray:
+    """Run-by-run divergence matrix of one instance's delivered sets under ``rule`` (a ``RuleLike``):
+    the rule's own ``divergence_matrix`` if it has one (fast path), else ``divergence.divergence_matrix``."""
+    if rule is None:
+        raise MechauditError("a rule is None: pass a rule object (the mechanism key is MechanismKeyRule())",
+                             field="rules")
+    fast = getattr(rule, "divergence_matrix", None)
+    return fast(sets) if fast is not None else divergence_matrix(sets, rule, progress)
+
+
+def instance_matrices(runs: Sequence[Run], rule: RuleLike, progress: bool = False) -> list[InstanceMatrix]:
+    """Divergence matrix per instance under ``rule`` (see ``rule_matrix``)."""
     out = []
     for instance, rs in by_instance(runs).items():
-        D = key_matrix(rs) if same is None else divergence_matrix([r.delivered for r in rs], same, progress)
-        out.append(InstanceMatrix(instance, D, np.array([r.depth for r in rs])))
+        out.append(InstanceMatrix(instance, rule_matrix([r.delivered for r in rs], rule, progress),
+                                  np.array([r.depth for r in rs])))
     return out
 
 
@@ -178,16 +150,17 @@ def depth_table(matrices: Sequence[InstanceMatrix], comparisons: Sequence[tuple[
                                        "max_extra_pp", "normalised"])
 
 
-def rule_tables(runs: Sequence[Run], rules: Mapping[str, SameFn | None],
+def rule_tables(runs: Sequence[Run], rules: Mapping[str, RuleLike],
                 comparisons: Sequence[tuple[int, int]], progress: bool = False
                 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Fig. 2 points and Table 1 for several rules at once; both tables gain a ``rule`` column.
 
-    ``rules`` maps a display name to a ``same`` function (``None``: the mechanism key, fast path).
+    ``rules`` maps a display name to a rule object or ``same`` function (``RuleLike``); the
+    mechanism key is ``MechanismKeyRule()`` (fast path).
     """
     points, tables = [], []
-    for name, same in rules.items():
-        mats = instance_matrices(runs, same, progress)
+    for name, rule in rules.items():
+        mats = instance_matrices(runs, rule, progress)
         points.append(per_instance_effects(mats, comparisons).assign(rule=name))
         tables.append(depth_table(mats, comparisons).assign(rule=name))
     return pd.concat(points, ignore_index=True), pd.concat(tables, ignore_index=True)

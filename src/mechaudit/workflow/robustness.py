@@ -37,7 +37,7 @@ import pandas as pd
 
 from mechaudit.divergence import comparison_matrix, extra_divergence
 from mechaudit.schema import Benchmark
-from mechaudit.workflow.depth import SameFn, instance_matrices
+from mechaudit.workflow.depth import RuleLike, instance_matrices
 from mechaudit.workflow.design import Design
 from mechaudit.workflow.parallel import parallel_map
 from mechaudit.workflow.simulator import SimulatorParams, instance_models, simulate
@@ -166,13 +166,13 @@ def diminishing_returns(table: pd.DataFrame, first: tuple[int, int] = (0, 1), la
 
 
 def _rule_rep(bench: Benchmark, design: Design, base: SimulatorParams, index: int, point: dict,
-              rules: Mapping[str, SameFn | None], rep: int, seed: int) -> list[dict]:
+              rules: Mapping[str, RuleLike], rep: int, seed: int) -> list[dict]:
     params = vary(base, **point)
     runs = simulate(bench, design, params, seed=replication_seed(seed, rep), log=False,
                     models=instance_models(bench, params.evidence_weight))
     rows = []
-    for name, same in rules.items():
-        mats = instance_matrices(runs, same)
+    for name, rule in rules.items():
+        mats = instance_matrices(runs, rule)
         for a, b in design.comparisons():
             vals = [extra_divergence(*comparison_matrix(m.D, m.depths, a, b)) for m in mats]
             rows.append({"point": index, **point, "rep": rep, "rule": name, "comparison": f"{a} v {b}",
@@ -181,14 +181,14 @@ def _rule_rep(bench: Benchmark, design: Design, base: SimulatorParams, index: in
 
 
 def rule_grid(bench: Benchmark, design: Design, base: SimulatorParams, points: pd.DataFrame,
-              rules: Mapping[str, SameFn | None], n_reps: int, seed: int = 0, n_jobs: int = 1,
+              rules: Mapping[str, RuleLike], n_reps: int, seed: int = 0, n_jobs: int = 1,
               parallel_backend: str | None = None) -> pd.DataFrame:
     """Each rule's instance-averaged extra divergence in ``n_reps`` replications of ``design`` per point.
 
     Full-text runs (``simulate(..., log=False)``) so text rules can read them; replication ``rep``
     uses ``replication_seed(seed, rep)`` at every point (common random numbers). ``rules``: name ->
-    ``same`` function (``None``: mechanism key). Long table: point (row index of ``points``), the
-    factors, rep, rule, comparison, extra_pp.
+    rule object or ``same`` function (``depth.RuleLike``; the mechanism key is ``MechanismKeyRule()``).
+    Long table: point (row index of ``points``), the factors, rep, rule, comparison, extra_pp.
     """
     if n_reps < 1:
         raise ValueError(f"n_reps must be >= 1, got {n_reps}")

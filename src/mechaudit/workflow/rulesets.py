@@ -1,14 +1,13 @@
-"""Equivalence rules by name, as the chapters pick them from their parameters."""
+"""Equivalence rules by name, as the chapters pick them from their parameters (through the one
+registry ``mechaudit.rules.build``)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
 from mechaudit.backends import Backend
-from mechaudit.workflow.depth import MechanismKeyRule
-
-#: Display names of the rules a chapter may ask for.
-RULE_NAMES = ("mechanism_key", "reference", "tfidf", "embedding", "llm")
+from mechaudit.rules.registry import NAMES as RULE_NAMES
+from mechaudit.rules.registry import build
 
 
 def rules_for_backend(names: Sequence[str], backend: str) -> list[str]:
@@ -26,28 +25,21 @@ def build_rules(names: Sequence[str], backend: str = "reference", tfidf_threshol
                 embedding_threshold: float = 0.77, embedding_model: str | None = None,
                 judge_model: str = "claude-opus-4-6", client=None, instances=None,
                 cache_dir=None) -> dict[str, object]:
-    """Rule objects by name (see ``RULE_NAMES``); ``llm`` needs backend anthropic or replay and
-    answers through ``client`` (default: a new client over ``cache_dir``).
+    """Rule objects by name (see ``RULE_NAMES``), each ``mechaudit.rules.build(name, ...)``.
 
-    mechanism_key: ground truth for simulator runs; reference: ``ReferenceJudge("full")``;
-    tfidf/embedding: the similarity rules at the given thresholds; llm: ``LLMJudge("full")``.
+    mechanism_key: ground truth for simulator runs; reference: ``ReferenceJudge(rubric="full")``;
+    tfidf/embedding: the similarity rules at the given thresholds; llm: ``LLMJudge(rubric="full")``
+    on ``backend`` (anthropic or replay), answering through ``client`` (default: a new client over
+    ``cache_dir``). An unknown name raises ``MechauditError`` listing the valid ones.
     """
-    from mechaudit.rules import EmbeddingRule, LLMJudge, ReferenceJudge, TfidfRule
+    config = {
+        "reference": {"rubric": "full"},
+        "tfidf": {"threshold": tfidf_threshold},
+        "embedding": {"model": embedding_model, "threshold": embedding_threshold},
+        "llm": {"rubric": "full", "model": judge_model, "backend": backend, "client": client,
+                "instances": instances, "cache_dir": cache_dir},
+    }
+    return {name: build(name, **config.get(name, {})) for name in names}
 
-    out: dict[str, object] = {}
-    for name in names:
-        if name == "mechanism_key":
-            out[name] = MechanismKeyRule()
-        elif name == "reference":
-            out[name] = ReferenceJudge("full")
-        elif name == "tfidf":
-            out[name] = TfidfRule(threshold=tfidf_threshold)
-        elif name == "embedding":
-            out[name] = EmbeddingRule(model=embedding_model, threshold=embedding_threshold)
-        elif name == "llm":
-            backend = Backend.llm(backend, field="backend (rule 'llm')")
-            out[name] = LLMJudge("full", model=judge_model, backend=backend.value, client=client,
-                                 instances=instances, cache_dir=cache_dir)
-        else:
-            raise ValueError(f"unknown rule {name!r}; known: {RULE_NAMES}")
-    return out
+
+__all__ = ["RULE_NAMES", "build_rules", "rules_for_backend"]

@@ -21,8 +21,9 @@ import pandas as pd
 from tqdm import tqdm
 
 from mechaudit.divergence import comparison_matrix, extra_divergence, same_depth_divergence
+from mechaudit.rules.mechanism_key import MechanismKeyRule
 from mechaudit.schema import Benchmark
-from mechaudit.workflow.depth import SameFn, depth_table, extra_ceiling, instance_matrices, outcome_matrices
+from mechaudit.workflow.depth import RuleLike, depth_table, extra_ceiling, instance_matrices, outcome_matrices
 from mechaudit.workflow.design import Design
 from mechaudit.workflow.parallel import parallel_map
 from mechaudit.workflow.simulator import SimulatorParams, instance_models, simulate, simulate_outcomes
@@ -87,13 +88,13 @@ def population_truth(bench: Benchmark, design: Design, params: SimulatorParams, 
     return pd.DataFrame(rows, columns=["panel", "label", "truth_pp", "truth_se_pp", "max_extra_pp"])
 
 
-def replicate(bench: Benchmark, design: Design, params: SimulatorParams, rules: Mapping[str, SameFn | None],
+def replicate(bench: Benchmark, design: Design, params: SimulatorParams, rules: Mapping[str, RuleLike],
               n_reps: int, seed: int = 0, progress: bool = False, n_jobs: int = 1,
               parallel_backend: str | None = None) -> pd.DataFrame:
     """Table 1 of ``n_reps`` independent simulated replications of ``design`` under every rule.
 
-    Columns: rep, rule, comparison, extra_pp, p_value. ``rules`` as in ``depth.rule_tables``; the
-    mechanism key (``None``) runs on ``simulate_outcomes`` (ids only), the same draws much faster.
+    Columns: rep, rule, comparison, extra_pp, p_value. ``rules`` as in ``depth.rule_tables``; a
+    ``MechanismKeyRule`` runs on ``simulate_outcomes`` (ids only), the same draws much faster.
     Replications fan out through ``workflow.parallel.parallel_map`` (``n_jobs``,
     ``parallel_backend``); each has its own seed, so the table does not depend on either.
     """
@@ -106,15 +107,15 @@ def replicate(bench: Benchmark, design: Design, params: SimulatorParams, rules: 
     return pd.concat(out, ignore_index=True)[["rep", "rule", "comparison", "extra_pp", "p_value"]]
 
 
-def _replicate_one(bench: Benchmark, design: Design, params: SimulatorParams, rules: dict[str, SameFn | None],
+def _replicate_one(bench: Benchmark, design: Design, params: SimulatorParams, rules: dict[str, RuleLike],
                    rep: int, rep_seed: int, models: dict) -> pd.DataFrame:
     """One replication of ``replicate``: its rows for every rule."""
     runs = (simulate(bench, design, params, seed=rep_seed, log=False, models=models)
-            if any(same is not None for same in rules.values()) else None)
+            if not all(isinstance(rule, MechanismKeyRule) for rule in rules.values()) else None)
     out = []
-    for name, same in rules.items():
+    for name, rule in rules.items():
         mats = (outcome_matrices(simulate_outcomes(bench, design, params, seed=rep_seed, models=models))
-                if same is None else instance_matrices(runs, same))
+                if isinstance(rule, MechanismKeyRule) else instance_matrices(runs, rule))
         table = depth_table(mats, design.comparisons())
         out.append(table[["comparison", "extra_pp", "p_value"]].assign(rep=rep, rule=name))
     return pd.concat(out, ignore_index=True)
