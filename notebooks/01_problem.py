@@ -17,6 +17,34 @@
 # rest on one pairwise judgement, *do these two hypotheses describe the same mechanism?*
 # {cite}`byun2026auditing`. This chapter defines the quantities the book measures and computes them
 # on a toy design small enough to check by hand.
+#
+# ```{admonition} Learning objectives
+# :class: tip
+# After this chapter you can
+# - compute the run divergence of two runs from their matched pairs, and the extra divergence of two
+#   critique depths from a divergence matrix;
+# - explain why the same runs give a different effect size and a different count of distinct
+#   mechanisms under a different equivalence rule;
+# - read an exact permutation p-value together with the smallest value the test can give;
+# - re-run the toy design with other parameters and predict the direction of the change first.
+# ```
+#
+# ````{admonition} Question, answer and how we know
+# :class: note
+# :name: ch01-answer
+# **Question.** Does the measured effect of self-critique depend on the rule that decides whether two
+# hypotheses are the same mechanism?
+#
+# **Answer.** It can, and by a lot: from the very same toy runs the exact rule measures
+# {glue:text}`ch01_extra_pp_exact` pp of extra divergence and the coarser initiator rule
+# {glue:text}`ch01_extra_pp_initiator` pp, and the {glue:text}`ch01_n_pool` pooled hypotheses hold
+# {glue:text}`ch01_groups_exact` distinct mechanisms under the first rule and
+# {glue:text}`ch01_groups_initiator` under the second.
+#
+# **How we know.** Simulated: a documented toy design (`mechaudit.toy`, one instance, a fixed seed),
+# no language model. The rules read the toy's known labels, so every verdict is true by construction;
+# the gap between the rules depends on the toy's settings, which the exercises change.
+# ````
 
 # %% tags=["parameters"]
 seed = 0
@@ -26,57 +54,62 @@ n_runs = 5
 rerun_noise = 0.1
 critique_change = 0.5
 initiator_change = 0.5
-instance_id = "A"
+instance_id = None
 data_dir = None
+compare_paper = None
 out_dir = None
 
-# %%
+# %% tags=["hide-input"]
 import textwrap
 
-import matplotlib.pyplot as plt
 import pandas as pd
 from IPython.display import display
 
-from mechaudit import divergence, diversity, toy
-from mechaudit.glue import glue
+from mechaudit import divergence, toy
+from mechaudit.chapters import problem
+from mechaudit.glue import glue, glue_figure
 from mechaudit.outputs import save
-from mechaudit.perturb import describe_change, load_suite
+from mechaudit.paper import compare_paper_default
 from mechaudit.plots.problem import divergence_heatmaps
-from mechaudit.schema import load_benchmark, mechanism_key
+from mechaudit.schema import load_benchmark
 
 pd.set_option("display.precision", 3)
 pd.set_option("display.width", 120)
+if not compare_paper_default(compare_paper, data_dir):
+    print("Comparison with the paper is off (this chapter shows no paper numbers in any case).")
 
 # %% [markdown]
 # ## Definitions
 #
-# Each hypothesis is a **causal chain**: an initiating event, intermediate biological steps (the
-# route), and the experimental finding it explains.
+# Each hypothesis is a {term}`causal chain <Causal chain>`: an initiating event, intermediate
+# biological steps (the route), and the experimental finding it explains.
 #
-# Equivalence rule
+# {term}`Equivalence rule`
 # : a function $s(h, h') \in \{\text{same}, \text{different}\}$ on two hypotheses about the same
-#   instance. The book compares lexical similarity (TF-IDF), dense embeddings, an LLM judge and
-#   documented deterministic reference judges.
+#   instance. The book compares lexical similarity ({term}`TF-IDF`), dense embeddings, an LLM judge
+#   and documented deterministic {term}`reference judges <Reference judge>`.
 #
-# Matched pairs
-# : two runs of the workflow start from the same fixed opening hypotheses; a delivered hypothesis
-#   keeps the id of the opening it grew from, and the matched pairs of two runs are the pairs of
-#   delivered hypotheses that share an opening.
+# {term}`Matched pairs <Matched pair>`
+# : two runs of the workflow start from the same fixed
+#   {term}`opening hypotheses <Opening hypothesis>`; a delivered hypothesis keeps the id of the
+#   opening it grew from, and the matched pairs of two runs are the pairs of delivered hypotheses
+#   that share an opening.
 #
-# Run divergence
+# {term}`Run divergence`
 # : for runs $r, r'$ with matched pairs $M(r, r')$,
 #   $d(r, r') = \frac{1}{|M|}\sum_{(h, h') \in M} \mathbf{1}[s(h, h') = \text{different}]$:
 #   0 when every matched pair is judged the same.
 #
-# Extra divergence
+# {term}`Extra divergence`
 # : with runs at critique depths $a$ and $b$,
 #   $\Delta_{ab} = \overline{d}_{\text{cross}} - \overline{d}_{\text{same}}$, the mean divergence of
 #   cross-depth run pairs minus the mean over same-depth pairs (both depths pooled). Re-running
 #   alone produces same-depth divergence; only what exceeds it is attributed to the depth change.
+#   It is reported in {term}`percentage points <Percentage point (pp)>` (pp).
 #
-# Measured diversity
-# : group a set of hypotheses by the rule (connected components of the "same" graph, or complete
-#   linkage) and count the groups.
+# {term}`Measured diversity`
+# : group a set of hypotheses by the rule (connected components of the "same" graph, or
+#   {term}`complete linkage <Complete linkage>`) and count the groups.
 #
 # ## A toy instance
 #
@@ -85,112 +118,97 @@ pd.set_option("display.width", 120)
 # without critique (depth 0) and as often with one critique round (depth 1).
 # A rerun sometimes develops its own route (probability `rerun_noise`); a critique round replaces
 # the route with probability `critique_change`, and then also the initiating event with probability
-# `initiator_change`. Every delivered mechanism is printed below.
+# `initiator_change`. Every delivered mechanism is listed below (one row per run, one column per
+# opening; `I` labels an initiating event, `R` a route, a prime a critique's replacement and `~` a
+# rerun's own route).
 
 # %%
 runs = toy.toy_design(n_openings, n_runs, rerun_noise, critique_change, initiator_change, seed=seed)
 glue("ch01_n_openings", n_openings)
 glue("ch01_n_runs", n_runs)
-toy_runs = toy.toy_table(runs)
-save("toy_runs", toy_runs, out_dir)
-toy_runs
+save("toy_runs", toy.toy_table(runs), out_dir)
 
 # %% [markdown]
 # ## Run divergence of one pair of runs
 #
 # The first depth-0 run against the first depth-1 run: {glue:text}`ch01_n_matched` matched pairs, one
-# per opening.
+# per opening, with each rule's verdict.
 
 # %%
 pairs = divergence.matched_pairs(runs[0], runs[n_runs])
-verdicts = pd.DataFrame(
-    {
-        "opening": [a.opening_id for a, _ in pairs],
-        runs[0][0].run: [a.mechanism for a, _ in pairs],
-        runs[n_runs][0].run: [b.mechanism for _, b in pairs],
-        "same (exact)": toy.same_exact(pairs),
-        "same (initiator)": toy.same_initiator(pairs),
-    }
-)
-save("matched_pairs", verdicts, out_dir)
-print(verdicts.to_string(index=False))
+verdicts = save("matched_pairs", problem.verdict_table(pairs), out_dir)
+run_div = {rule: divergence.run_divergence(verdicts[f"same ({rule})"].to_numpy()) for rule in toy.TOY_RULES}
 glue("ch01_n_matched", len(pairs))
-for rule, fn in toy.TOY_RULES.items():
-    print(f"run divergence under rule {rule!r}: {divergence.run_divergence(fn(pairs)):.2f}")
+glue("ch01_run_div_exact", run_div["exact"], digits=2)
+glue("ch01_run_div_initiator", run_div["initiator"], digits=2)
+verdicts
 
 # %% [markdown]
+# The run divergence of this pair is the share of `False` in a rule's column:
+# {glue:text}`ch01_run_div_exact` under the `exact` rule and {glue:text}`ch01_run_div_initiator`
+# under the `initiator` rule.
+#
 # ## Divergence matrices and extra divergence
 #
-# Every pair of the {glue:text}`ch01_n_runs_total` runs gives one run divergence. The upper-left block
-# holds depth-0 reruns, the lower-right block depth-1 reruns, and the off-diagonal blocks the
-# cross-depth pairs.
+# Every pair of the {glue:text}`ch01_n_runs_total` runs gives one run divergence
+# ({numref}`fig-ch01-heatmaps`).
+
+# %% tags=["hide-input"]
+matrices = problem.divergence_matrices(runs)
+fig = divergence_heatmaps(matrices, [run[0].run for run in runs], n_a=n_runs, backend=backend)
+fig = glue_figure("ch01_fig_heatmaps", save("divergence_heatmaps", fig, out_dir))
+
+# %% [markdown]
+# ```{glue:figure} ch01_fig_heatmaps
+# :name: fig-ch01-heatmaps
+# :figwidth: 100%
+#
+# Run divergence (colour, 0 to 1: the share of matched pairs judged different) of every pair of toy
+# runs under each rule. The white lines separate depth 0 (first {glue:text}`ch01_n_runs` runs) from
+# depth 1: the upper-left block holds depth-0 reruns, the lower-right block depth-1 reruns and the
+# off-diagonal blocks the cross-depth pairs. The diagonal (a run against itself) is blank. Simulated
+# toy design, no LLM.
+# ```
 
 # %%
-labels = [run[0].run for run in runs]
-matrices = {rule: divergence.divergence_matrix(runs, fn) for rule, fn in toy.TOY_RULES.items()}
-fig = divergence_heatmaps(matrices, labels, n_a=n_runs, backend=backend)
-save("divergence_heatmaps", fig, out_dir)
-plt.show()
-
-# %%
-rows = []
-for rule, D in matrices.items():
-    same = divergence.same_depth_divergence(D, [0] * n_runs + [1] * n_runs)
-    test = divergence.permutation_test([D], n_a=n_runs)
-    rows.append(
-        {
-            "rule": rule,
-            "same-depth K=0": same[0],
-            "same-depth K=1": same[1],
-            "cross-depth": D[:n_runs, n_runs:].mean(),
-            "extra (pp)": 100 * divergence.extra_divergence(D, n_a=n_runs),
-            "exact p": test.p_value,
-            "splits": test.n_partitions,
-        }
-    )
-summary = pd.DataFrame(rows).round(3)
-extra_pp = dict(zip(summary["rule"], summary["extra (pp)"]))
-glue("ch01_extra_pp_exact", extra_pp["exact"], digits=1)
-glue("ch01_extra_pp_initiator", extra_pp["initiator"], digits=1)
+summary, n_splits = problem.extra_summary(matrices, n_runs)
+glue("ch01_extra_pp_exact", summary.loc["exact", "extra (pp)"], digits=1)
+glue("ch01_extra_pp_initiator", summary.loc["initiator", "extra (pp)"], digits=1)
 glue("ch01_n_runs_total", 2 * n_runs)
-glue("ch01_n_splits", test.n_partitions)
-save("extra_divergence", summary, out_dir)
+glue("ch01_n_splits", n_splits)
+glue("ch01_min_p", 1 / n_splits, digits=4)
+save("extra_divergence", summary.assign(splits=n_splits), out_dir)
 summary
 
 # %% [markdown]
-# Extra divergence subtracts the same-depth mean from the cross-depth mean. The exact permutation
-# test asks how unusual the observed value is among all ways of splitting the
-# {glue:text}`ch01_n_runs_total` runs into two groups of {glue:text}`ch01_n_runs`
-# ({glue:text}`ch01_n_splits` unordered splits); with one instance the smallest attainable p-value
-# is one over that number. The coarser `initiator` rule does not see route changes, so from the same
-# runs it reports {glue:text}`ch01_extra_pp_initiator` pp of extra divergence where the `exact` rule
-# reports {glue:text}`ch01_extra_pp_exact` pp. Every pair the exact rule calls the same, the initiator
-# rule calls the same too, so its run divergences can only be lower: that part is true by
-# construction. Its extra divergence could in principle be the larger of the two (its same-depth
-# divergence is lower as well); that it is smaller here follows from the toy's settings, and the
-# point it illustrates is the book's: **the effect size is a property of the rule as much as of the
-# workflow.**
+# The table gives, per rule, the mean same-depth divergence at each depth, the mean cross-depth
+# divergence (fractions), the extra divergence in pp and its exact p-value. Extra divergence
+# subtracts the same-depth mean from the cross-depth mean. The
+# {term}`exact permutation test <Exact p-value>` asks how unusual the observed value is among all
+# ways of splitting the {glue:text}`ch01_n_runs_total` runs into two groups of
+# {glue:text}`ch01_n_runs` ({glue:text}`ch01_n_splits` unordered splits); with one instance the
+# smallest attainable p-value is one over that number, {glue:text}`ch01_min_p`. A p-value at that
+# floor means no other split gave an effect as large; it cannot be smaller however large the effect.
+#
+# The coarser `initiator` rule does not see route changes, so from the same runs it reports
+# {glue:text}`ch01_extra_pp_initiator` pp of extra divergence where the `exact` rule reports
+# {glue:text}`ch01_extra_pp_exact` pp. Every pair the exact rule calls the same, the initiator rule
+# calls the same too, so its run divergences can only be lower: that part is true by construction.
+# Its extra divergence could in principle be the larger of the two (its same-depth divergence is
+# lower as well, see the exercises); which is larger in a given run follows from the toy's settings,
+# and the point it illustrates is the book's: **the effect size is a property of the rule as much as
+# of the workflow.**
 #
 # ## Measured diversity depends on the rule
 #
-# Pool the hypotheses delivered by all {glue:text}`ch01_n_runs_total` runs and group them: the two rules count different
-# numbers of distinct mechanisms in the same set.
+# Pool the hypotheses delivered by all {glue:text}`ch01_n_runs_total` runs and group them: the two
+# rules count different numbers of distinct mechanisms in the same set.
 
 # %%
-pool = [h for run in runs for h in run]
-index = [(i, j) for i in range(len(pool)) for j in range(len(pool))]
-counts = {}
-for rule, fn in toy.TOY_RULES.items():
-    same = fn([(pool[i], pool[j]) for i, j in index]).reshape(len(pool), len(pool))
-    counts[rule] = {
-        method: diversity.n_groups(diversity.group(same, method=method))
-        for method in ("components", "complete")
-    }
-glue("ch01_n_pool", len(pool))
-glue("ch01_groups_exact", counts["exact"]["complete"])
-glue("ch01_groups_initiator", counts["initiator"]["complete"])
-groups = pd.DataFrame(counts).rename_axis("grouping").T
-save("group_counts", groups, out_dir)
+groups = save("group_counts", problem.group_counts(runs), out_dir)
+glue("ch01_n_pool", sum(len(run) for run in runs))
+glue("ch01_groups_exact", int(groups.loc["exact", "complete"]))
+glue("ch01_groups_initiator", int(groups.loc["initiator", "complete"]))
 groups
 
 # %% [markdown]
@@ -205,74 +223,106 @@ groups
 # The paper's instances are proprietary; this book ships {glue:text}`ch01_n_instances` open ones (see
 # {doc}`../book/data`). Each is a well-established finding with a short evidence pack and fixed
 # opening hypotheses ({glue:text}`ch01_n_bench_openings` for the instance below), written as causal
-# chains of vocabulary entities. Instance `instance_id` below:
+# chains of vocabulary entities. The instance `instance_id` (default: the first):
 
 # %%
 bench = load_benchmark(data_dir)
-instance = next(i for i in bench.instances if i.id == instance_id)
+instance = problem.pick_instance(bench, instance_id)
 glue("ch01_n_instances", len(bench.instances))
 glue("ch01_n_bench_openings", len(bench.openings(instance.id)))
-print(f"{instance.id}: {instance.title}")
-print(f"finding: {instance.finding}")
+print(f"{instance.id}: {instance.title}\nfinding: {instance.finding}")
 print(f"evidence facts: {len(instance.evidence)}; hypotheses: {len(bench.by_instance(instance.id))}")
-openings = pd.DataFrame(
-    {
-        "opening": h.id,
-        "initiating event": bench.vocabulary[mechanism_key(h)[0]].name,
-        "route": " > ".join(bench.vocabulary[i].name for i in mechanism_key(h)[1]),
-        "chain steps": len(h.chain),
-    }
-    for h in bench.openings(instance.id)
-)
-save("openings", openings, out_dir)
-openings
+save("openings", problem.openings_table(bench, instance.id), out_dir)
 
 # %% [markdown]
-# The controlled perturbations of the paper's Appendix C edit one of these hypotheses in four ways:
-# two keep the mechanism (only the wording, or the wording plus the names of the entities), and two
-# replace one link of the chain (the initiating event, or one intermediate step). The committed
-# suite holds every kind for every hypothesis; here is the first opening's row of it, with the
-# text each perturbation changed and the mechanism identity (initiating event, route, terminal
-# finding) that the ground truth compares. `wording_only` leaves the statement and the chain as
-# they were and rewrites only the explanation, so its chain reads exactly like the original's.
+# The controlled {term}`perturbations <Perturbation>` of the paper's Appendix C edit one of these
+# hypotheses in four ways: two keep the mechanism (only the wording, or the wording plus the names of
+# the entities), and two replace one link of the chain (the initiating event, or one intermediate
+# step). The suite holds every kind for every hypothesis; here is the first opening's row of it, with
+# the text each perturbation changed and the {term}`mechanism key <Mechanism key>` (initiating event,
+# route, terminal finding) that the ground truth compares. `wording_only` leaves the statement and the
+# chain as they were and rewrites only the explanation, so its chain reads exactly like the original's;
+# its "what changed" column and the two explanations printed below show the rewritten text.
 
 # %%
-suite = [p for p in load_suite() if p["original"].id == bench.openings(instance.id)[0].id]
-original = suite[0]["original"]
-rows = [{"kind": "original", "what changed": "", "chain as written": " > ".join(s.text for s in original.chain),
-         "same mechanism": True}]
-for pair in suite:
-    variant = pair["variant"]
-    rows.append({
-        "kind": pair["kind"],
-        "what changed": describe_change(original, variant),
-        "chain as written": " > ".join(s.text for s in variant.chain),
-        "same mechanism": mechanism_key(variant) == mechanism_key(original),
-    })
-variants = pd.DataFrame(rows).set_index("kind")
-save("perturbation_example", variants, out_dir)
+suite = problem.example_suite(bench, bench.openings(instance.id)[0], data_dir, seed=seed)
+variants = save("perturbation_example", problem.perturbation_table(suite), out_dir)
 with pd.option_context("display.max_colwidth", 200):
     display(variants)
-
-# %% [markdown]
-# The two explanations of the `wording_only` pair, in full:
-
-# %%
+original = suite[0]["original"]
 reworded = next(p["variant"] for p in suite if p["kind"] == "wording_only")
 for label, h in (("original", original), ("wording_only", reworded)):
     print(textwrap.fill(h.explanation, 100, initial_indent=f"{label + ':':14}", subsequent_indent=" " * 14))
 
 # %% [markdown]
+# ## Exercises
+#
+# ```{exercise}
+# :label: ch01-ex1
+#
+# Before running: if critique never changes a mechanism (`critique_change = 0.0`), what happens to the
+# extra divergence under both rules, and to the exact p-value? Then re-execute with
+# `.venv/bin/mechaudit execute notebooks/01_problem.py -p critique_change 0.0 --out runs/ex1` and
+# compare the table of extra divergences.
+# ```
+#
+# ````{solution} ch01-ex1
+# :class: dropdown
+#
+# Depth-1 runs become plain reruns, so cross-depth and same-depth pairs differ only by the rerun noise:
+# the extra divergence should fall to near zero under both rules and the p-value should rise far above
+# the floor. That run (`critique_change = 0.0`, `seed = 0`) gave 0.2 pp under the exact rule and
+# 0.0 pp under the initiator rule, with an exact p-value of 1.0 for both. The initiator rule then sees
+# no difference at all (no pair changes its initiating event); the exact rule still sees the reruns'
+# own routes, at both depths alike.
+# ````
+#
+# ```{exercise}
+# :label: ch01-ex2
+#
+# Using only the matched-pair table of the first depth-0 and first depth-1 run, compute by hand the
+# run divergence of that pair under each rule. Why can the `initiator` value never exceed the `exact`
+# one?
+# ```
+#
+# ````{solution} ch01-ex2
+# :class: dropdown
+#
+# Count the `False` entries of a rule's column and divide by the {glue:text}`ch01_n_matched` matched
+# pairs: {glue:text}`ch01_run_div_exact` under `exact`, {glue:text}`ch01_run_div_initiator` under
+# `initiator`. A pair with the same initiating event and the same route certainly has the same
+# initiating event, so every "same" of the exact rule is a "same" of the initiator rule: the initiator
+# rule has at most as many `False` entries.
+# ````
+#
+# ```{exercise}
+# :label: ch01-ex3
+#
+# The initiator rule's run divergences are never larger than the exact rule's. Does that make its extra
+# divergence smaller too? Predict for `initiator_change = 1.0` (every critique change also replaces the
+# initiating event), then re-execute with `-p initiator_change 1.0 --out runs/ex3`.
+# ```
+#
+# ````{solution} ch01-ex3
+# :class: dropdown
+#
+# No. Extra divergence is a difference, and the initiator rule lowers both of its terms. With
+# `initiator_change = 1.0` it sees every critique change, but it ignores the reruns' own routes, so its
+# same-depth divergence falls more than its cross-depth divergence. That run (`seed = 0`) gave
+# 20.0 pp under the initiator rule against 14.2 pp under the exact rule (exact p 0.008, the floor
+# 1/126, against 0.016): same-depth divergence 0.00 at depth 0 and 0.48 at depth 1 for the initiator
+# rule, 0.38 and 0.52 for the exact rule, cross-depth divergence 0.44 against 0.59.
+# ````
+#
 # ## Try it
 #
-# - `critique_change = 0.0` removes the critique effect: depth-1 runs become plain reruns, the extra
-#   divergence falls to near zero (what is left is chance) and the exact p-value rises.
+# - `critique_change = 0.0` removes the critique effect (exercise {ref}`ch01-ex1`).
 # - `rerun_noise = 0.4` makes reruns disagree with each other: same-depth divergence rises, and
 #   averaged over many seeds the extra divergence under the exact rule shrinks even though critique
-#   changes as much as before. With five runs per depth one draw is noisy: for `seed = 0` it happens
-#   to rise. Try a few seeds before trusting one.
-# - `initiator_change = 1.0` makes the coarse rule see every critique change; its extra divergence
-#   can then exceed the exact rule's (it does for `seed = 0`).
+#   changes as much as before. With five runs per depth one draw is noisy: try a few seeds before
+#   trusting one.
+# - `initiator_change = 1.0` makes the coarse rule see every critique change (exercise
+#   {ref}`ch01-ex3`).
 # - `instance_id = "C"` walks through another benchmark instance.
 #
 # Re-run with, for example, `mechaudit execute notebooks/01_problem.py -p critique_change 0.0 --out runs/try`.

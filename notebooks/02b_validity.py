@@ -12,28 +12,58 @@
 # # Validity of the critique-depth analysis: bias and test size
 #
 # The paper {cite}`byun2026auditing` could not check its analysis against a known truth. The workflow
-# **simulator** can: its mechanisms are known, so the true extra divergence of each depth comparison
-# is known, and many independent replications of the paper's {glue:text}`ch02b_n_runs`-run design show
+# **simulator** can: its mechanisms are known, so the true {term}`extra divergence <Extra divergence>`
+# of each depth comparison is known, and many independent replications of the paper's
+# {glue:text}`ch02b_n_runs`-run design show
 #
-# - the **bias** of each equivalence rule's estimate: mean estimate minus the truth, over
-#   replications of the default simulator;
+# - the **bias** of each {term}`equivalence rule <Equivalence rule>`'s estimate: mean estimate minus
+#   the truth, over replications of the default simulator;
 # - the **size** of the exact permutation test {cite}`good2005permutation`: the share of replications
 #   with p <= alpha under the **null** simulator, which is identical except that no reply ever changes
 #   a chain id (the true extra divergence is then zero). Its Monte Carlo standard error is
 #   sqrt(r(1 - r)/n) for a rate r over n replications.
 #
 # Every number in this chapter comes from the simulator (backend reference); none is an LLM result.
-# The mechanism-key rule is fast enough for hundreds of replications ({glue:text}`ch02b_n_null_reps`
-# under the null, {glue:text}`ch02b_n_reps` under the default simulator); TF-IDF, which needs a
-# vectoriser per instance and replication, is run on {glue:text}`ch02b_n_text_reps`. The reference
-# judge (full rubric) agrees with the mechanism key on every simulated pair (the simulator replaces
-# steps but never adds detail), so it is not repeated here; embeddings are too slow for a
-# replication study on this machine.
+# The {term}`mechanism-key <Mechanism key>` rule is fast enough for hundreds of replications
+# ({glue:text}`ch02b_n_null_reps` under the null, {glue:text}`ch02b_n_reps` under the default
+# simulator); {term}`TF-IDF`, which needs a vectoriser per instance and replication, is run on
+# {glue:text}`ch02b_n_text_reps`. The {term}`reference judge <Reference judge>` (full rubric) agrees
+# with the mechanism key on every simulated pair (the simulator replaces steps but never adds detail),
+# so it is not repeated here; embeddings are too slow for a replication study on this machine.
+#
+# ```{admonition} Learning objectives
+# :class: tip
+# After this chapter you can
+# - estimate the bias of an effect estimate and the size of a test by simulated replication against a
+#   known truth;
+# - compute and use the Monte Carlo standard error of a rejection rate;
+# - tell apart an estimator that is unbiased for the mechanism change from one that measures a
+#   different quantity (a change of text);
+# - re-run the study at another alpha or threshold and predict the result first.
+# ```
+#
+# ````{admonition} Question, answer and how we know
+# :class: note
+# :name: ch02b-answer
+# **Question.** Does the critique-depth analysis estimate the true effect without bias, and does its
+# exact test reject a true null no more often than alpha?
+#
+# **Answer.** Under the mechanism key, yes within Monte Carlo error: its largest bias is
+# {glue:text}`ch02b_key_max_bias_z` times its standard error, and under the null its rejection rates at
+# alpha = {glue:text}`ch02b_alpha` are {glue:text}`ch02b_size_rates`. TF-IDF is not: its 0 v 1 bias is
+# {glue:text}`ch02b_tfidf_bias_0v1_pp` pp, and under the null it rejects in up to
+# {glue:text}`ch02b_tfidf_null_max` of its replications.
+#
+# **How we know.** Simulated (reference backend): {glue:text}`ch02b_n_reps` replications of the default
+# simulator and {glue:text}`ch02b_n_null_reps` of the null simulator, whose true effects are known by
+# construction (zero under the null). Nothing here comes from an LLM.
+# ````
 
 # %% tags=["parameters"]
 backend = "reference"
 seed = 0
 data_dir = None
+compare_paper = None
 design_file = "paper.yaml"
 simulator_file = "simulator.yaml"
 null_simulator_file = "simulator_null.yaml"
@@ -45,55 +75,53 @@ tfidf_threshold = 0.25
 alpha = 0.05
 out_dir = None
 
-# %%
-import matplotlib.pyplot as plt
-import numpy as np
+# %% tags=["hide-input"]
 import pandas as pd
 
-from mechaudit.backends import Backend
-from mechaudit.glue import glue
+from mechaudit.chapters import validity as ch
+from mechaudit.glue import glue, glue_figure
 from mechaudit.outputs import save
-from mechaudit.paths import PARAMS_DIR
+from mechaudit.paper import compare_paper_default
 from mechaudit.plots.workflow import validity_figure
-from mechaudit.schema import load_benchmark
-from mechaudit.workflow import (
-    build_rules,
-    load_design,
-    load_simulator_params,
-    population_truth,
-    replicate,
-    validity_summary,
-)
+from mechaudit.workflow import build_rules, replicate, validity_summary
 
-if Backend.parse(backend).is_llm:
-    print(f"backend {backend!r}: this chapter is simulation-only (it needs the simulator's ground truth), "
-          "so it runs its offline part with the simulator and sends no LLM request.")
 pd.set_option("display.precision", 3)
-bench = load_benchmark(data_dir)
-design = load_design(PARAMS_DIR / design_file, instances=[i.id for i in bench.instances])
-sim_default = load_simulator_params(PARAMS_DIR / simulator_file)
-sim_null = load_simulator_params(PARAMS_DIR / null_simulator_file)
-truth = population_truth(bench, design, sim_default, runs_per_depth=truth_runs_per_depth, seed=seed)
+ch.simulation_only_note(backend)  # LLM backends: this chapter still runs the simulator only
+if not compare_paper_default(compare_paper, data_dir):
+    print("Comparison with the paper is off (this chapter shows no paper numbers in any case).")
+
+# %%
+setup = ch.validity_setup(data_dir=data_dir, design_file=design_file, simulator_file=simulator_file,
+                          null_simulator_file=null_simulator_file, truth_runs_per_depth=truth_runs_per_depth,
+                          seed=seed)
+bench, design, sim_default, sim_null, truth = setup.bench, setup.design, setup.default, setup.null, setup.truth
+save("truth", truth.round(2), out_dir)
+ch.truth_view(truth)
+
+# %% tags=["hide-input"]
 glue("ch02b_n_runs", design.n_runs)
 glue("ch02b_n_reps", n_replications)
 glue("ch02b_n_null_reps", n_null_replications)
 glue("ch02b_n_text_reps", n_text_replications)
-save("truth", truth.round(2), out_dir)
+truth_runs = glue("ch02b_truth_runs", truth_runs_per_depth)
 
 # %% [markdown]
 # The truth above is the instance-averaged population value under the mechanism key, estimated from one
-# large simulated design with `truth_runs_per_depth` runs per depth and instance; `max_extra_pp` is the
-# largest extra divergence the true same-depth divergence allows (one minus the pooled same-depth
-# divergence of the two depths).
+# large simulated design with `truth_runs_per_depth` ({glue:text}`ch02b_truth_runs`) runs per depth and
+# instance, with its standard error; `ceiling (pp)` is the largest extra divergence the true same-depth
+# divergence allows (one minus the pooled same-depth divergence of the two depths).
+#
+# The replications: every one simulates the whole design anew (its own seed) and computes Table 1
+# under each rule.
 
 # %%
 tfidf = build_rules(["tfidf"], tfidf_threshold=tfidf_threshold)["tfidf"]
 reps = pd.concat([
-    replicate(bench, design, sim_default, {"mechanism_key": None}, n_reps=n_replications, seed=seed + 1),
+    replicate(bench, design, sim_default, build_rules(["mechanism_key"]), n_reps=n_replications, seed=seed + 1),
     replicate(bench, design, sim_default, {"tfidf": tfidf.same}, n_reps=n_text_replications, seed=seed + 1),
 ], ignore_index=True)
 null_reps = pd.concat([
-    replicate(bench, design, sim_null, {"mechanism_key": None}, n_reps=n_null_replications, seed=seed + 2),
+    replicate(bench, design, sim_null, build_rules(["mechanism_key"]), n_reps=n_null_replications, seed=seed + 2),
     replicate(bench, design, sim_null, {"tfidf": tfidf.same}, n_reps=n_text_replications, seed=seed + 2),
 ], ignore_index=True)
 bias = validity_summary(reps, truth, alpha=alpha)
@@ -102,60 +130,132 @@ size = validity_summary(null_reps, {c: 0.0 for c in bias.comparison.unique()}, a
 # %% [markdown]
 # ## Bias against the truth (default simulator)
 #
-# `rejection_rate` here is the power of the test at alpha for the simulated effect.
+# `power` is the rejection rate of the test at alpha for the simulated effect; `bias SE (pp)` combines
+# the Monte Carlo errors of the mean estimate and of the truth.
 
 # %%
-save("bias", bias[["rule", "comparison", "n_reps", "truth_pp", "mean_pp", "bias_pp", "bias_se_pp", "rmse_pp",
-                   "rejection_rate"]].round(3), out_dir)
+save("bias", bias.round(3), out_dir)
+ch.bias_view(bias)
 
 # %% [markdown]
 # ## Size of the test (null simulator)
 
 # %%
-save("size", size[["rule", "comparison", "n_reps", "mean_pp", "rejection_rate", "rejection_se"]].round(3), out_dir)
+save("size", size.round(3), out_dir)
+ch.size_view(size)
 
-# %%
+# %% tags=["hide-input"]
 fig = validity_figure(bias, size, backend="reference (simulator replications)", alpha=alpha)
-save("validity", fig, out_dir)
-plt.show()
+fig = glue_figure("ch02b_fig_validity", save("validity", fig, out_dir))
 
-# %%
-key_bias = bias[bias.rule == "mechanism_key"]
+# %% [markdown]
+# ```{glue:figure} ch02b_fig_validity
+# :name: fig-ch02b-validity
+# :figwidth: 100%
+#
+# Left: bias of each rule's extra-divergence estimate against the simulator's truth (pp), per depth
+# comparison, over the replications of the default simulator. Right: share of the null simulator's
+# replications in which the exact test rejected at alpha (dashed line). Error bars: ±2 Monte Carlo
+# standard errors (`bias SE (pp)` and `MC SE` in the tables). Mechanism key:
+# {glue:text}`ch02b_n_reps` and {glue:text}`ch02b_n_null_reps` replications; TF-IDF:
+# {glue:text}`ch02b_n_text_reps` each. Simulated, no LLM.
+# ```
+
+# %% tags=["hide-input"]
+z = ch.size_z(size, alpha)
 key_size = size[size.rule == "mechanism_key"].set_index("comparison")
-glue("ch02b_key_max_bias_z", (key_bias.bias_pp.abs() / key_bias.bias_se_pp).max(), digits=1)
+glue("ch02b_key_max_bias_z", ch.max_bias_z(bias), digits=1)
 glue("ch02b_alpha", alpha)
 glue("ch02b_size_rates", ", ".join(f"{r:.3f} ({c})" for c, r in key_size.rejection_rate.items()))
 glue("ch02b_size_se", key_size.rejection_se.max(), digits=3)
 glue("ch02b_size_mean", key_size.rejection_rate.mean(), digits=3)
-z = (key_size.rejection_rate - alpha) / np.sqrt(alpha * (1 - alpha) / key_size.n_reps)
-glue("ch02b_size_verdict",
-     "every rate lies within two Monte Carlo standard errors of alpha, consistent with a test whose size is "
-     "at most alpha" if (z.abs() <= 2).all() else
-     "at least one rate lies more than two Monte Carlo standard errors from alpha")
+glue("ch02b_size_verdict", ch.size_verdict(z))
 text_bias = bias[(bias.rule == "tfidf") & (bias.comparison == "0 v 1")]
 glue("ch02b_tfidf_bias_0v1_pp", text_bias.bias_pp.iloc[0] if len(text_bias) else float("nan"), digits=1)
 text_size = size[size.rule == "tfidf"]
 glue("ch02b_tfidf_null_max", text_size.rejection_rate.max() if len(text_size) else float("nan"), digits=2)
 glue("ch02b_tfidf_null_n", int(text_size.n_reps.iloc[0]) if len(text_size) else 0)
-se_1000 = glue("ch02b_se_1000", float(np.sqrt(alpha * (1 - alpha) / 1000)), digits=3)
+glue("ch02b_se_1000", ch.mc_se(alpha, 1000), digits=3)
+glue("ch02b_se_alpha", ch.mc_se(alpha, n_null_replications), digits=3)
+se_01 = glue("ch02b_se_01", ch.mc_se(0.01, n_null_replications), digits=3)
 
 # %% [markdown]
-# The mechanism-key estimate is unbiased up to Monte Carlo error (the all-pairs extra divergence is a
-# difference of U-statistics): the largest bias is {glue:text}`ch02b_key_max_bias_z` times its Monte
-# Carlo standard error. Under the null simulator its rejection rates at alpha = {glue:text}`ch02b_alpha`
-# are {glue:text}`ch02b_size_rates` (Monte Carlo standard error up to {glue:text}`ch02b_size_se`;
-# mean {glue:text}`ch02b_size_mean`): {glue:text}`ch02b_size_verdict`. When the runs of two depths are
-# exchangeable, as they are for the mechanism key under the null, the exact test's true size cannot
-# exceed alpha, so a rate above alpha here is Monte Carlo noise; ties among the split statistics can
-# make the test conservative. TF-IDF estimates a different quantity: it reacts to wording (aliases,
-# hedges added after concessions) and only partly to replaced steps, so its bias against the mechanism
-# truth is large ({glue:text}`ch02b_tfidf_bias_0v1_pp` pp for 0 v 1), and under the null simulator,
-# where critique still rewrites wording, its rejection rate reaches {glue:text}`ch02b_tfidf_null_max`
-# over {glue:text}`ch02b_tfidf_null_n` replications: it measures a real change of text, not of mechanism.
+# In {numref}`fig-ch02b-validity` the mechanism-key estimate is unbiased up to Monte Carlo error (the
+# all-pairs extra divergence is a difference of U-statistics): the largest bias is
+# {glue:text}`ch02b_key_max_bias_z` times its Monte Carlo standard error. Under the null simulator its
+# rejection rates at alpha = {glue:text}`ch02b_alpha` are {glue:text}`ch02b_size_rates` (Monte Carlo
+# standard error up to {glue:text}`ch02b_size_se`; mean {glue:text}`ch02b_size_mean`):
+# {glue:text}`ch02b_size_verdict`. When the runs of two depths are exchangeable, as they are for the
+# mechanism key under the null, the exact test's true size cannot exceed alpha, so a rate above alpha
+# here is Monte Carlo noise; ties among the split statistics can make the test conservative. TF-IDF
+# estimates a different quantity: it reacts to wording (aliases, hedges added after concessions) and
+# only partly to replaced steps, so its bias against the mechanism truth is large
+# ({glue:text}`ch02b_tfidf_bias_0v1_pp` pp for 0 v 1), and under the null simulator, where critique
+# still rewrites wording, its rejection rate reaches {glue:text}`ch02b_tfidf_null_max` over
+# {glue:text}`ch02b_tfidf_null_n` replications: it measures a real change of text, not of mechanism.
+#
+# ## Exercises
+#
+# ```{exercise}
+# :label: ch02b-ex1
+#
+# Before running: at `alpha = 0.01`, what rejection rate do you expect for the mechanism key under the
+# null, and how large is its Monte Carlo standard error with {glue:text}`ch02b_n_null_reps`
+# replications? Then re-execute with
+# `.venv/bin/mechaudit execute notebooks/02b_validity.py -p alpha 0.01 --out runs/ex1`.
+# ```
+#
+# ````{solution} ch02b-ex1
+# :class: dropdown
+#
+# A valid exact test rejects a true null at most a share alpha of the time, so about 0.01 or a little
+# less (ties make it conservative). The standard error of a rate near 0.01 over n replications is
+# sqrt(0.01 x 0.99 / n): with n = {glue:text}`ch02b_n_null_reps` about {glue:text}`ch02b_se_01`, so a
+# rate within about two of those of 0.01 is consistent with a size of 0.01. The run with
+# `alpha = 0.01` (`seed = 0`, 300 null replications) gave rates of 0.007 (0 v 1), 0.010 (0 v 5) and
+# 0.013 (1 v 5) for the mechanism key, all within one standard error of 0.01.
+# TF-IDF, over its 20 replications, still rejected in 0.25 of them for 0 v 5: it reacts to the wording
+# that critique changes even under the null.
+# ````
+#
+# ```{exercise}
+# :label: ch02b-ex2
+#
+# How many null replications would you need for the Monte Carlo standard error of a rejection rate near
+# alpha = 0.05 to fall to 0.005?
+# ```
+#
+# ````{solution} ch02b-ex2
+# :class: dropdown
+#
+# Solve sqrt(0.05 x 0.95 / n) = 0.005: n = 0.0475 / 0.000025 = 1900. With this chapter's
+# {glue:text}`ch02b_n_null_reps` replications the standard error at alpha is
+# {glue:text}`ch02b_se_alpha`; with 1000 it would be {glue:text}`ch02b_se_1000`.
+# ````
+#
+# ```{exercise}
+# :label: ch02b-ex3
+#
+# A stricter TF-IDF rule (`tfidf_threshold = 0.5`) calls more pairs different. Predict whether its
+# bias against the mechanism truth shrinks, and whether its rejection rate under the null moves towards
+# alpha. Then re-execute with `-p tfidf_threshold 0.5 --out runs/ex3`.
+# ```
+#
+# ````{solution} ch02b-ex3
+# :class: dropdown
+#
+# Neither changes much. A stricter threshold flags more wording changes in same-depth and cross-depth
+# run pairs alike, and those cancel in the extra divergence; it does not make TF-IDF see the replaced
+# steps it misses. Over 20 replications (`seed = 0`), the 0 v 1 bias was -22.3 pp at the default
+# threshold 0.25 and -21.3 pp at 0.5; under the null the mean 0 v 1 estimate stayed near 2 pp (2.1
+# pp both times) and the 0 v 5 rejection rate was 0.50 at 0.25 and 0.40 at 0.5, far above alpha = 0.05
+# either way (with 20 replications a rate has a standard error of about 0.1).
+# ````
 #
 # ## Try it
 #
 # - `n_null_replications = 1000` narrows the Monte Carlo error of the size (about
 #   {glue:text}`ch02b_se_1000` at alpha = {glue:text}`ch02b_alpha`).
-# - `alpha = 0.01` checks the size at a stricter level.
-# - `tfidf_threshold = 0.5` changes what TF-IDF calls the same, and with it its bias.
+# - `alpha = 0.01` checks the size at a stricter level (exercise {ref}`ch02b-ex1`).
+# - `tfidf_threshold = 0.5` changes what TF-IDF calls the same, and with it its bias (exercise
+#   {ref}`ch02b-ex3`).

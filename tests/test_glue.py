@@ -62,14 +62,14 @@ def _parse(code: str) -> ast.Module:
 
 
 def glued_names(code: str) -> Glued:
-    """Names glued by ``glue(...)`` calls (any ``*.glue`` too) in a code text."""
+    """Names glued by ``glue(...)`` and ``glue_figure(...)`` calls (any ``*.glue`` too) in a code text."""
     found = Glued()
     for node in ast.walk(_parse(code)):
         if not isinstance(node, ast.Call):
             continue
         func = node.func
-        if not (isinstance(func, ast.Name) and func.id == "glue") and not (
-            isinstance(func, ast.Attribute) and func.attr == "glue"
+        if not (isinstance(func, ast.Name) and func.id in ("glue", "glue_figure")) and not (
+            isinstance(func, ast.Attribute) and func.attr in ("glue", "glue_figure")
         ):
             continue
         arg = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "name"), None)

@@ -10,7 +10,7 @@ from mechaudit.plots.style import backend_caption, new_figure
 
 
 def divergence_heatmaps(matrices: Mapping[str, np.ndarray], labels: Sequence[str], n_a: int,
-                        backend: str, width: float = 8.0, height: float = 3.8):
+                        backend: str, width: float = 7.0, height: float = 3.6):
     """One heatmap per equivalence rule of a run-by-run divergence matrix (values 0..1).
 
     ``matrices`` maps a rule name to its ``(n, n)`` matrix; ``labels`` names the n runs; the first

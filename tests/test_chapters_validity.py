@@ -1,0 +1,55 @@
+"""Chapter 02b's tables and verdicts (``mechaudit.chapters.validity``) on small hand-made summaries."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import pytest
+
+from mechaudit.chapters import validity
+
+
+def _summary(rule: str, rates: list[float], n: int = 300) -> pd.DataFrame:
+    comps = ["0 v 1", "0 v 5", "1 v 5"][: len(rates)]
+    return pd.DataFrame({"rule": rule, "comparison": comps, "n_reps": float(n), "truth_pp": [30.0] * len(rates),
+                         "mean_pp": [31.0] * len(rates), "bias_pp": [1.0, -2.0, 0.5][: len(rates)],
+                         "bias_se_pp": [0.5, 0.5, 0.5][: len(rates)], "rmse_pp": 3.0, "rejection_rate": rates,
+                         "rejection_se": [validity.mc_se(r, n) for r in rates]})
+
+
+def test_views_have_a_meaningful_index_human_headers_and_integer_counts():
+    bias = validity.bias_view(_summary("mechanism_key", [0.9, 0.95]))
+    assert bias.index.names == ["rule", "comparison"]
+    assert list(bias.columns) == ["replications", "truth (pp)", "bias (pp)", "bias SE (pp)", "RMSE (pp)", "power"]
+    assert bias["replications"].dtype.kind == "i" and bias["replications"].iloc[0] == 300
+    size = validity.size_view(_summary("mechanism_key", [0.05]))
+    assert list(size.columns) == ["replications", "mean (pp)", "rejection rate", "MC SE"]
+
+
+def test_max_bias_z_is_the_largest_bias_in_standard_errors():
+    assert validity.max_bias_z(_summary("mechanism_key", [0.9, 0.9, 0.9])) == pytest.approx(4.0)
+
+
+def test_size_verdict_flags_a_rate_far_from_alpha():
+    ok = validity.size_z(_summary("mechanism_key", [0.05, 0.06, 0.04]), alpha=0.05)
+    assert validity.size_verdict(ok).startswith("every rate lies within two")
+    far = validity.size_z(_summary("mechanism_key", [0.05, 0.12]), alpha=0.05)
+    assert far["0 v 5"] == pytest.approx(0.07 / math.sqrt(0.05 * 0.95 / 300))
+    assert validity.size_verdict(far).startswith("at least one rate")
+
+
+def test_mc_se_and_the_simulation_only_note(capsys):
+    assert validity.mc_se(0.05, 1900) == pytest.approx(0.005, rel=1e-3)
+    validity.simulation_only_note("reference")
+    assert capsys.readouterr().out == ""
+    validity.simulation_only_note("replay")
+    assert "simulation-only" in capsys.readouterr().out
+
+
+def test_validity_setup_loads_both_simulators_and_the_truth():
+    setup = validity.validity_setup(truth_runs_per_depth=3, seed=0)
+    assert setup.null != setup.default
+    assert {"0 v 1", "0 v 5", "1 v 5"} <= set(setup.truth.label)
+    view = validity.truth_view(setup.truth)
+    assert list(view.columns) == ["truth (pp)", "SE (pp)", "ceiling (pp)"]
