@@ -11,6 +11,40 @@
 # %% [markdown]
 # # Robustness and power: when do the paper's conclusions hold?
 #
+# Chapters 02 and 02b run the workflow simulator at one parameter setting. This chapter varies the
+# setting over a grid and asks, at every point, whether the paper's conclusions hold, then how many
+# runs a study needs to detect a small effect.
+#
+# ```{admonition} Learning objectives
+# :class: tip
+# After this chapter you can
+# - explain why a conclusion drawn at one simulator setting needs a robustness map;
+# - compute the ceiling of an {term}`extra divergence <Extra divergence>` and read a ceiling-aware
+#   criterion;
+# - tell apart a rule's bias and its noise, using Monte Carlo standard errors;
+# - read a power curve and re-run the chapter to check how a design choice changes it.
+# ```
+#
+# ````{admonition} Question, answer and how we know
+# :class: note
+# :name: ch02c-answer
+# **Question.** Do the paper's conclusions (diminishing returns of {term}`critique depth <Critique depth>`;
+# text rules underestimate the effect) hold beyond the one simulator setting of chapters 02 and 02b?
+#
+# **Answer.** Only in part. Diminishing returns holds at {glue:text}`ch02c_raw_holds` of
+# {glue:text}`ch02c_n_points` grid points and fails at {glue:text}`ch02c_raw_fails`, including every
+# point with `p_find` at or below {glue:text}`ch02c_fail_pfind_max`. {term}`TF-IDF` lies below the
+# true 0 v 1 effect at {glue:text}`ch02c_tfidf_under_0v1` of {glue:text}`ch02c_n_text_points` points.
+# At the paper's design the power to detect a 1 v 5 effect of {glue:text}`ch02c_setting_truth_2` pp
+# is {glue:text}`ch02c_power_2_4x5`.
+#
+# **How we know.** Simulated (reference backend): the truths are population values of the simulator
+# under the {term}`mechanism key <Mechanism key>`, true by construction of the simulator; TF-IDF is
+# computed locally on simulated texts; power is the rejection rate over
+# {glue:text}`ch02c_n_power_reps` simulated replications. No LLM is involved, and real LLM runs may
+# vary more than the simulator's.
+# ````
+#
 # Chapters 02 and 02b run the workflow **simulator** at one parameter setting, whose magnitudes were
 # chosen so that the 0 v 1 effect lands near the paper's {cite}`byun2026auditing`. One setting cannot
 # tell a reader whether the paper's qualitative conclusions are properties of self-critique or of that
@@ -20,9 +54,10 @@
 # - **(a) diminishing returns**: the 1 v 5 extra divergence is small next to the 0 v 1 one. Criterion:
 #   the 1 v 5 truth is below a quarter (`diminishing_ratio`) of the 0 v 1 truth, by more than `z`
 #   standard errors ("holds"), above it by more than `z` ("fails"), otherwise "unclear". Because the
-#   cross-depth run divergence cannot exceed 1, the extra divergence of depths a and b is at most
-#   100 pp minus their pooled same-depth divergence (the **ceiling**); the ceiling-aware criterion
-#   applies the same test to each effect divided by its ceiling.
+#   cross-depth {term}`run divergence <Run divergence>` cannot exceed 1, the extra divergence of depths
+#   a and b is at most 100 {term}`pp <Percentage point (pp)>` minus their pooled same-depth divergence
+#   (the **ceiling**); the ceiling-aware criterion applies the same test to each effect divided by its
+#   ceiling.
 # - **(b) the estimate depends on the rule, text rules underestimate**, and **(c) each rule's bias**:
 #   the paper's 60-run design replicated at a coarser sub-grid under TF-IDF at the paper's threshold,
 #   against the mechanism-key truth.
@@ -32,12 +67,14 @@
 # an LLM result. The truths are population values of the simulator under the mechanism key
 # (`population_truth`); every grid point uses the same seed and the simulator keys each run's random
 # stream by (seed, instance, depth, repetition), so neighbouring points share their random numbers
-# (common random numbers) and differences between points are not independent noise.
+# (common random numbers) and differences between points are not independent noise. The grids,
+# replication counts and targets are parameters (the folded cell below lists them all).
 
-# %% tags=["parameters"]
+# %% tags=["parameters", "hide-input"]
 backend = "reference"
 seed = 0
 data_dir = None
+compare_paper = None
 design_file = "paper.yaml"
 simulator_file = "simulator.yaml"
 robust_axes = {"p_find": [0.1, 0.3, 0.5, 0.7, 0.8, 0.9], "weak_scale": [0.5, 0.75, 1.0],
@@ -67,16 +104,14 @@ n_jobs = 1
 parallel_backend = "loky"
 out_dir = None
 
-# %%
-import matplotlib.pyplot as plt
+# %% tags=["hide-input"]
 import numpy as np
 import pandas as pd
 
-from mechaudit.backends import Backend
-from mechaudit.glue import glue
+from mechaudit.chapters import robustness as ch
+from mechaudit.glue import glue, glue_figure
 from mechaudit.outputs import save
-from mechaudit.paper import reported
-from mechaudit.paths import PARAMS_DIR
+from mechaudit.paper import compare_paper_default, reported
 from mechaudit.plots.robustness import (
     conclusion_map_figure,
     power_figure,
@@ -84,19 +119,16 @@ from mechaudit.plots.robustness import (
     truth_heatmaps_figure,
 )
 from mechaudit.plots.style import PALETTE
-from mechaudit.schema import load_benchmark
-from mechaudit.workflow import build_rules, load_design, load_simulator_params
-from mechaudit.workflow.power import find_setting, power_table, runs_needed
+from mechaudit.workflow import build_rules
+from mechaudit.workflow.power import power_table, runs_needed
 from mechaudit.workflow.robustness import diminishing_returns, grid, rule_bias, rule_grid, truth_grid
 
-if Backend.parse(backend).is_llm:
-    print(f"backend {backend!r}: this chapter is simulation-only (it needs the simulator's ground truth), "
-          "so it runs with the simulator and sends no LLM request.")
-pd.set_option("display.precision", 3)
-bench = load_benchmark(data_dir)
-instances = [i.id for i in bench.instances]
-design = load_design(PARAMS_DIR / design_file, instances=instances)
-base = load_simulator_params(PARAMS_DIR / simulator_file)
+ch.simulation_only_note(backend)
+pd.set_option("display.precision", 2)
+show_paper = compare_paper_default(compare_paper, data_dir)
+s = ch.setup(data_dir, design_file, simulator_file)
+bench, instances, design, base = s.bench, s.instances, s.design, s.base
+defaults = ch.defaults(base)
 jobs = {"n_jobs": n_jobs, "parallel_backend": parallel_backend}
 caption = "reference (simulator)"
 
@@ -104,67 +136,48 @@ caption = "reference (simulator)"
 # ## The grid
 #
 # The factors (`mechaudit.workflow.robustness.vary`): `p_find`, the chance per round that the critic
-# finds an open weak link; `weak_scale`, a factor on both probabilities that a step is weak (so on the
-# number of weak links); `conceded`, the conceded share of the replies to weak-link demands (the other
-# three labels keep their ratios and share the rest). The default simulator sits at `p_find` 0.9,
-# `weak_scale` 1 and `conceded` 0.85.
+# finds an open {term}`weak link <Weak link>`; `weak_scale`, a factor on both probabilities that a step
+# is weak (so on the number of weak links); `conceded`, the conceded share of the replies to weak-link
+# demands (the other three labels keep their ratios and share the rest). The default simulator sits at
+# `p_find` 0.9, `weak_scale` 1 and `conceded` 0.85. One call computes the truths at every grid point,
+# one more applies the criterion; the table counts the grid points per status.
 
 # %%
 points = grid(robust_axes)
 truths = diminishing_returns(truth_grid(bench, design, base, points, runs_per_depth=truth_runs_per_depth,
                                         seed=seed, **jobs), ratio=diminishing_ratio, z=z)
+save("truth_grid", truths.round(2), out_dir)
+ch.conclusion_counts(truths)
+
+# %% tags=["hide-input"]
 glue("ch02c_n_points", len(truths))
 glue("ch02c_truth_runs", truth_runs_per_depth)
-counts = {c: truths[c].value_counts().reindex(["holds", "unclear", "fails"], fill_value=0)
-          for c in ("raw", "normalised")}
-for crit, vc in counts.items():
-    for status, n in vc.items():
-        glue(f"ch02c_{crit}_{status}", int(n))
-pd.DataFrame(counts).transpose()
+for criterion, column in (("raw", "raw"), ("normalised", "normalised")):
+    for status, n in truths[column].value_counts().reindex(list(ch.STATUSES), fill_value=0).items():
+        glue(f"ch02c_{criterion}_{status}", int(n))
+glue("ch02c_fail_pfind_max", ch.fail_pfind_max(truths), digits=2)
+glue("ch02c_hold_pfind_min", ch.hold_pfind_min(truths), digits=2)
+peak = ch.peak_along(truths, defaults, robust_axes)
+glue("ch02c_peak_1v5_pp", peak.truth_1v5_pp, digits=1)
+glue("ch02c_peak_pfind", peak.p_find, digits=2)
+example = ch.grid_cell(truths, defaults, robust_axes, p_find=0.3)
+for column in ("truth_0v1_pp", "truth_1v5_pp"):
+    glue(f"ch02c_ex_{column}", example[column] if example is not None else "n/a",
+         digits=1 if example is not None else None)
+at_default = ch.grid_cell(truths, defaults, robust_axes)
+for column, digits in {"truth_0v1_pp": 1, "truth_1v5_pp": 1, "max_0v1_pp": 1, "max_1v5_pp": 1, "norm_0v1": 2,
+                       "norm_1v5": 2, "raw": None, "normalised": None}.items():
+    glue(f"ch02c_default_{column}", at_default[column] if at_default is not None else "n/a",
+         digits=digits if at_default is not None else None)
 
 # %% [markdown]
 # Of the {glue:text}`ch02c_n_points` grid points (truths from {glue:text}`ch02c_truth_runs` runs per
 # depth and instance), conclusion (a) holds on the raw criterion at {glue:text}`ch02c_raw_holds`,
 # fails at {glue:text}`ch02c_raw_fails` and is unclear at {glue:text}`ch02c_raw_unclear`; on the
 # ceiling-aware criterion the counts are {glue:text}`ch02c_normalised_holds`,
-# {glue:text}`ch02c_normalised_fails` and {glue:text}`ch02c_normalised_unclear`.
-
-# %%
-defaults = {"p_find": base.p_find, "weak_scale": 1.0, "conceded": base.reply_weak.conceded,
-            "evidence_weight": base.evidence_weight, "p_challenge_sound": base.p_challenge_sound}
-
-
-def cell(table, **where):
-    """The one row of ``table`` at the given factor values (other grid factors at their defaults),
-    or None."""
-    where = {k: defaults[k] for k in robust_axes if k in table} | where
-    rows = table.loc[np.logical_and.reduce([np.isclose(table[k], v) for k, v in where.items()])]
-    return rows.iloc[0] if len(rows) == 1 else None
-
-
-def glue_cell(prefix, row, columns):
-    """Glue ``columns`` of ``row`` as ``prefix_<column>`` (rounded), or "n/a" when the grid lacks it."""
-    for column, digits in columns.items():
-        value = row[column] if row is not None else "n/a"
-        glue(f"{prefix}_{column}", value, digits=digits if row is not None else None)
-
-
-glue_cell("ch02c_default", cell(truths), {"truth_0v1_pp": 1, "truth_1v5_pp": 1, "max_0v1_pp": 1, "max_1v5_pp": 1,
-                                          "norm_0v1": 2, "norm_1v5": 2, "raw": None, "normalised": None})
-fails_everywhere = truths.groupby("p_find").raw.apply(lambda s: (s == "fails").all())
-low = fails_everywhere[fails_everywhere].index
-glue("ch02c_fail_pfind_max", float(low.max()) if len(low) else float("nan"), digits=2)
-holds_anywhere = truths[truths.raw == "holds"].p_find
-glue("ch02c_hold_pfind_min", float(holds_anywhere.min()) if len(holds_anywhere) else float("nan"), digits=2)
-glue_cell("ch02c_ex", cell(truths, p_find=0.3), {"truth_0v1_pp": 1, "truth_1v5_pp": 1})
-along = truths.loc[np.logical_and.reduce([np.isclose(truths[k], defaults[k]) for k in robust_axes if k != "p_find"])]
-peak = along.loc[along.truth_1v5_pp.idxmax()]
-glue("ch02c_peak_1v5_pp", peak.truth_1v5_pp, digits=1)
-glue("ch02c_peak_pfind", peak.p_find, digits=2)
-save("truth_grid", truths[list(robust_axes) + ["truth_0v1_pp", "truth_1v5_pp", "max_0v1_pp", "max_1v5_pp", "norm_0v1",
-                                                "norm_1v5", "raw", "normalised"]].round(2), out_dir)
-
-# %% [markdown]
+# {glue:text}`ch02c_normalised_fails` and {glue:text}`ch02c_normalised_unclear`. The full grid (one
+# row per point) is written to `truth_grid.csv` with `--out`; the figures below show it.
+#
 # At the default setting the 0 v 1 truth is {glue:text}`ch02c_default_truth_0v1_pp` pp out of a possible
 # {glue:text}`ch02c_default_max_0v1_pp` pp (normalised {glue:text}`ch02c_default_norm_0v1`), and the
 # 1 v 5 truth {glue:text}`ch02c_default_truth_1v5_pp` pp out of a possible
@@ -173,40 +186,59 @@ save("truth_grid", truths[list(robust_axes) + ["truth_0v1_pp", "truth_1v5_pp", "
 # {glue:text}`ch02c_default_normalised`. Part of the small raw 1 v 5 effect is the ceiling: after one
 # round the same-depth divergence is already so high that five rounds have little room to differ.
 #
-# ## Figure 1: the truths over the grid
+# ## The truths over the grid
 
-# %%
+# %% tags=["hide-input"]
 fig = truth_heatmaps_figure(truths, {"truth_0v1_pp": "0 v 1 (pp)", "truth_1v5_pp": "1 v 5 (pp)",
                                      "max_1v5_pp": "1 v 5 ceiling (pp)"},
                             x="p_find", y="weak_scale", facet="conceded", backend=caption)
-save("truth_heatmaps", fig, out_dir)
-plt.show()
+fig = glue_figure("ch02c_fig_truths", save("truth_heatmaps", fig, out_dir))
 
 # %% [markdown]
-# Top row: the 0 v 1 effect grows with `p_find`, the number of weak links and the conceded share;
-# all three make the first round change more. Middle row: the 1 v 5 effect is largest where the
-# first round leaves work undone and later rounds still find it (with the default weak links and
-# replies it peaks at {glue:text}`ch02c_peak_1v5_pp` pp at `p_find` {glue:text}`ch02c_peak_pfind`),
-# not where critique is strongest.
-# Bottom row: the 1 v 5 ceiling shrinks as critique gets stronger, because a critiqued run repairs
-# its weak links with one of several alternatives and two such runs rarely agree.
+# ```{glue:figure} ch02c_fig_truths
+# :name: fig-ch02c-truths
+# :figwidth: 100%
 #
-# ## Figure 2: where conclusion (a) holds
+# Population truths of the simulator (pp of extra divergence under the mechanism key) at every grid
+# point: `p_find` across, `weak_scale` up, one column of panels per conceded share. Rows: the 0 v 1
+# effect, the 1 v 5 effect and the 1 v 5 ceiling (100 pp minus the pooled same-depth divergence of
+# depths 1 and 5). Cell text: the value; the colour scale is shared within a row. No error bars: each
+# cell is one truth, estimated from the stated number of runs per depth.
+# ```
+#
+# Top row of {numref}`fig-ch02c-truths`: the 0 v 1 effect grows with `p_find`, the number of weak
+# links and the conceded share; all three make the first round change more. Middle row: the 1 v 5
+# effect is largest where the first round leaves work undone and later rounds still find it (with the
+# default weak links and replies it peaks at {glue:text}`ch02c_peak_1v5_pp` pp at `p_find`
+# {glue:text}`ch02c_peak_pfind`), not where critique is strongest. Bottom row: the 1 v 5 ceiling
+# shrinks as critique gets stronger, because a critiqued run repairs its weak links with one of several
+# alternatives and two such runs rarely agree.
+#
+# ## Where conclusion (a) holds
 
-# %%
+# %% tags=["hide-input"]
 fig = conclusion_map_figure(truths, {"raw": "raw", "normalised": "ceiling-aware"},
                             x="p_find", y="weak_scale", facet="conceded", backend=caption,
                             annotate="truth_1v5_pp", annotate_label="1 v 5 truth (pp)")
-save("conclusion_map", fig, out_dir)
-plt.show()
+fig = glue_figure("ch02c_fig_conclusion", save("conclusion_map", fig, out_dir))
 
 # %% [markdown]
-# Read the map by column of cells. Conclusion (a) **fails** in every cell with `p_find` at or below
-# {glue:text}`ch02c_fail_pfind_max`: when the critic finds weak links slowly, one round leaves most of
-# them open, so rounds two to five keep changing mechanisms and the 1 v 5 effect exceeds a quarter of
-# the 0 v 1 effect (at `p_find` 0.3 with the default weak links and replies: 0 v 1
-# {glue:text}`ch02c_ex_truth_0v1_pp` pp, 1 v 5 {glue:text}`ch02c_ex_truth_1v5_pp` pp). It holds on the raw
-# criterion only from `p_find` {glue:text}`ch02c_hold_pfind_min` up, and there over more of the
+# ```{glue:figure} ch02c_fig_conclusion
+# :name: fig-ch02c-conclusion
+# :figwidth: 100%
+#
+# Status of conclusion (a) at every grid point, axes as in {numref}`fig-ch02c-truths`: holds (blue),
+# fails (vermillion) or unclear (grey: the 1 v 5 truth is within `z` standard errors of a quarter of
+# the 0 v 1 truth). Top row: raw effects; bottom row: effects divided by their ceilings. Cell text:
+# the 1 v 5 truth (pp).
+# ```
+#
+# Read {numref}`fig-ch02c-conclusion` by column of cells. Conclusion (a) **fails** in every cell with
+# `p_find` at or below {glue:text}`ch02c_fail_pfind_max`: when the critic finds weak links slowly, one
+# round leaves most of them open, so rounds two to five keep changing mechanisms and the 1 v 5 effect
+# exceeds a quarter of the 0 v 1 effect (at `p_find` 0.3 with the default weak links and replies:
+# 0 v 1 {glue:text}`ch02c_ex_truth_0v1_pp` pp, 1 v 5 {glue:text}`ch02c_ex_truth_1v5_pp` pp). It holds on
+# the raw criterion only from `p_find` {glue:text}`ch02c_hold_pfind_min` up, and there over more of the
 # map the more often weak-link demands are conceded. The ceiling-aware row is stricter: near the
 # default the 1 v 5 ceiling is small, so its normalised effect is noisy and many cells stay unclear
 # at this number of runs; where it is decided it mostly fails. The paper's "diminishing returns" is
@@ -216,15 +248,17 @@ plt.show()
 # ## The number of alternatives
 #
 # `evidence_weight` sets how strongly a repair favours entities named in the instance's evidence
-# pack, i.e. how concentrated the alternatives a repair draws from are.
+# pack, i.e. how concentrated the alternatives a repair draws from are. The table gives the 0 v 1 and
+# 1 v 5 truths, the same-depth divergence at depth 1 and the 1 v 5 ceiling ("max"), all in pp.
 
 # %%
 alt = truth_grid(bench, design, base, grid(alternatives_axes), runs_per_depth=truth_runs_per_depth, seed=seed,
                  **jobs)
-spread = alt.groupby("p_find")[["truth_0v1_pp", "truth_1v5_pp", "same_K1_pp"]].agg(lambda s: s.max() - s.min())
-glue("ch02c_ew_max_change_pp", float(spread.to_numpy().max()), digits=1)
-save("alternatives",
-     alt[list(alternatives_axes) + ["truth_0v1_pp", "truth_1v5_pp", "same_K1_pp", "max_1v5_pp"]].round(2), out_dir)
+save("alternatives", ch.alternatives_table(alt, alternatives_axes), out_dir)
+
+# %% tags=["hide-input"]
+ew_change = glue("ch02c_ew_max_change_pp",
+                 ch.max_change_pp(alt, "p_find", ["truth_0v1_pp", "truth_1v5_pp", "same_K1_pp"]), digits=1)
 
 # %% [markdown]
 # Across `evidence_weight` from 1 to 1000 no truth above moves by more than
@@ -244,49 +278,53 @@ save("alternatives",
 tfidf = build_rules(["tfidf"], tfidf_threshold=tfidf_threshold)["tfidf"]
 text_points = grid(text_axes)
 text_truth = truth_grid(bench, design, base, text_points, runs_per_depth=truth_runs_per_depth, seed=seed, **jobs)
-text_reps = rule_grid(bench, design, base, text_points, {"mechanism_key": None, "tfidf": tfidf.same},
+text_reps = rule_grid(bench, design, base, text_points, {**build_rules(["mechanism_key"]), "tfidf": tfidf.same},
                       n_reps=n_text_replications, seed=seed + 1, **jobs)
 bias = rule_bias(text_reps, text_truth, z=z)
-tf = bias[bias.rule == "tfidf"]
+save("rule_bias", bias[["rule", "comparison", *text_axes, "n_reps", "truth_pp", "mean_pp", "bias_pp", "bias_se_pp",
+                        "direction"]].round(2), out_dir)
+print(f"{len(bias)} rule x comparison x point cells; the table is written to rule_bias.csv with --out")
+
+# %% tags=["hide-input"]
 glue("ch02c_n_text_points", len(text_points))
 glue("ch02c_n_text_reps", n_text_replications)
-for comp in ("0 v 1", "0 v 5", "1 v 5"):
-    part = tf[tf.comparison == comp]
-    tag = comp.replace(" ", "")
-    glue(f"ch02c_tfidf_under_{tag}", int((part.direction == "under").sum()))
-    glue(f"ch02c_tfidf_over_{tag}", int((part.direction == "over").sum()))
-    glue(f"ch02c_tfidf_bias_min_{tag}", float(part.bias_pp.min()), digits=1)
-    glue(f"ch02c_tfidf_bias_max_{tag}", float(part.bias_pp.max()), digits=1)
-    others = part[part.direction != "under"]
-    glue(f"ch02c_tfidf_other_truth_max_{tag}", float(others.truth_pp.max()) if len(others) else "n/a",
-         digits=1 if len(others) else None)
+for tag, row in ch.bias_summary(bias, "tfidf").items():
+    glue(f"ch02c_tfidf_under_{tag}", row["under"])
+    glue(f"ch02c_tfidf_over_{tag}", row["over"])
+    glue(f"ch02c_tfidf_bias_min_{tag}", row["bias_min"], digits=1)
+    glue(f"ch02c_tfidf_bias_max_{tag}", row["bias_max"], digits=1)
+    other = row["other_truth_max"]
+    glue(f"ch02c_tfidf_other_truth_max_{tag}", other if other is not None else "n/a",
+         digits=1 if other is not None else None)
 mk = bias[bias.rule == "mechanism_key"]
 glue("ch02c_key_biased", int((mk.direction != "unbiased").sum()))
 glue("ch02c_key_cells", len(mk))
-save("rule_bias", bias[["rule", "comparison", *text_axes, "n_reps", "truth_pp", "mean_pp", "bias_pp", "bias_se_pp",
-                        "direction"]].round(2), out_dir)
-
-# %% [markdown]
-# ## Figure 3: each rule's estimate against the truth
-
-# %%
 fig = rule_bias_figure(bias, x="p_find", line="weak_scale", backend=caption,
                        rule_colours={"tfidf": PALETTE["tfidf"], "mechanism_key": PALETTE["muted"]})
-save("rule_bias", fig, out_dir)
-plt.show()
+fig = glue_figure("ch02c_fig_rule_bias", save("rule_bias", fig, out_dir))
 
 # %% [markdown]
-# Each panel is one depth comparison; black lines are the truth, orange TF-IDF's mean estimate and
-# grey the mechanism key's, with two Monte Carlo standard errors. 0 v 1: TF-IDF lies below the truth
-# by more than two standard errors at {glue:text}`ch02c_tfidf_under_0v1` of
-# {glue:text}`ch02c_n_text_points` points (bias {glue:text}`ch02c_tfidf_bias_min_0v1` to
-# {glue:text}`ch02c_tfidf_bias_max_0v1` pp; the largest 0 v 1 truth among the other points is
-# {glue:text}`ch02c_tfidf_other_truth_max_0v1` pp): conclusion (b) holds wherever critique changes
-# mechanisms by more than a few pp. A replaced step changes a few words of a long text, and TF-IDF at
-# 0.25 still calls most such pairs the same. 0 v 5: the same, by more (bias
-# {glue:text}`ch02c_tfidf_bias_min_0v5` to {glue:text}`ch02c_tfidf_bias_max_0v5` pp, below the truth
-# beyond two standard errors at {glue:text}`ch02c_tfidf_under_0v5` points). 1 v 5: TF-IDF is below
-# the truth by more than two standard errors at {glue:text}`ch02c_tfidf_under_1v5` of the
+# ```{glue:figure} ch02c_fig_rule_bias
+# :name: fig-ch02c-rule-bias
+# :figwidth: 100%
+#
+# Each rule's estimate of the extra divergence (pp) against the truth, one panel per depth
+# comparison, over `p_find`; solid and dashed lines: the two `weak_scale` values. Black lines (no
+# markers): the truth. Orange squares: TF-IDF's mean estimate; grey circles: the mechanism key's, over
+# {glue:text}`ch02c_n_text_reps` replications of the paper's design per point, shifted a little
+# sideways so that they do not hide each other or the truth. Error bars: ±2 Monte Carlo standard
+# errors of the mean estimate.
+# ```
+#
+# In {numref}`fig-ch02c-rule-bias`, 0 v 1: TF-IDF lies below the truth by more than two standard
+# errors at {glue:text}`ch02c_tfidf_under_0v1` of {glue:text}`ch02c_n_text_points` points (bias
+# {glue:text}`ch02c_tfidf_bias_min_0v1` to {glue:text}`ch02c_tfidf_bias_max_0v1` pp; the largest 0 v 1
+# truth among the other points is {glue:text}`ch02c_tfidf_other_truth_max_0v1` pp): conclusion (b)
+# holds wherever critique changes mechanisms by more than a few pp. A replaced step changes a few words
+# of a long text, and TF-IDF at 0.25 still calls most such pairs the same. 0 v 5: the same, by more
+# (bias {glue:text}`ch02c_tfidf_bias_min_0v5` to {glue:text}`ch02c_tfidf_bias_max_0v5` pp, below the
+# truth beyond two standard errors at {glue:text}`ch02c_tfidf_under_0v5` points). 1 v 5: TF-IDF is
+# below the truth by more than two standard errors at {glue:text}`ch02c_tfidf_under_1v5` of the
 # {glue:text}`ch02c_n_text_points` points and above it at {glue:text}`ch02c_tfidf_over_1v5`
 # (bias {glue:text}`ch02c_tfidf_bias_min_1v5` to {glue:text}`ch02c_tfidf_bias_max_1v5` pp); with
 # {glue:text}`ch02c_n_text_reps` replications per point its small 1 v 5 bias is mostly within noise.
@@ -301,20 +339,19 @@ plt.show()
 # factor, truths from `power_truth_runs_per_depth` runs per depth); the achieved truth is then
 # re-estimated from `power_check_runs_per_depth` runs per depth with another seed and is the number
 # reported, not the target. Along `p_find` alone the 1 v 5 effect peaks near
-# {glue:text}`ch02c_peak_1v5_pp` pp (Figure 1), so the largest target also raises the number of weak
-# links and lets every weak-link demand be conceded (`fixed` in `power_targets`); 10 pp is close to
-# the largest 1 v 5 effect this simulator produces.
+# {glue:text}`ch02c_peak_1v5_pp` pp ({numref}`fig-ch02c-truths`), so the largest target also raises the
+# number of weak links and lets every weak-link demand be conceded (`fixed` in `power_targets`); 10 pp
+# is close to the largest 1 v 5 effect this simulator produces.
 
 # %%
-settings = [find_setting(bench, instances, base, t["target_pp"], factor=t["factor"], bracket=t["bracket"],
-                         fixed=t["fixed"], runs_per_depth=power_truth_runs_per_depth,
-                         check_runs_per_depth=power_check_runs_per_depth, seed=seed + 2) for t in power_targets]
-for s in settings:
-    tag = f"{s.target_pp:g}".replace(".", "_")
-    glue(f"ch02c_setting_truth_{tag}", s.truth_pp, digits=1)
-save("power_settings", pd.DataFrame([{"target_pp": s.target_pp, **{f"set {k}": v for k, v in s.factors.items()},
-                                     "truth_pp": s.truth_pp, "truth_se_pp": s.truth_se_pp} for s in settings]).round(3),
-     out_dir)
+settings = ch.power_settings(bench, instances, base, power_targets, runs_per_depth=power_truth_runs_per_depth,
+                            check_runs_per_depth=power_check_runs_per_depth, seed=seed + 2)
+save("power_settings", ch.settings_table(settings), out_dir)
+
+# %% tags=["hide-input"]
+for setting in settings:
+    tag = f"{setting.target_pp:g}".replace(".", "_")
+    glue(f"ch02c_setting_truth_{tag}", setting.truth_pp, digits=1)
 
 # %% [markdown]
 # Each replication draws its runs from a pool of `pool_runs_per_depth` simulated runs per depth and
@@ -322,31 +359,26 @@ save("power_settings", pd.DataFrame([{"target_pp": s.target_pp, **{f"set {k}": v
 # independent draws of the simulator, so each replication's are too (a test compares this with fresh
 # simulation). Designs with more than four instances reuse the four benchmark instances as
 # independent replicate instances with new seeds; they share the instances' openings, so real new
-# instances would vary more. The paper's 4 x (5 + 5) design uses the exact permutation test; larger
-# designs, whose exact null distribution is too large to count quickly, use the Monte Carlo
-# permutation test (`divergence.monte_carlo_permutation_test`, `n_resamples` random split
-# combinations, p = (1 + hits) / (R + 1)). Monte Carlo standard errors are binomial,
-# sqrt(power (1 - power) / n), over `n_power_replications` replications.
+# instances would vary more. The paper's 4 x (5 + 5) design uses the
+# {term}`exact permutation test <Exact p-value>`; larger designs, whose exact null distribution is too
+# large to count quickly, use the Monte Carlo permutation test
+# (`divergence.monte_carlo_permutation_test`, `n_resamples` random split combinations,
+# p = (1 + hits) / (R + 1)). Monte Carlo standard errors are binomial, sqrt(power (1 - power) / n),
+# over `n_power_replications` replications. Power of each named design (instances x runs per depth):
 
 # %%
 power = power_table(bench, instances, settings, [tuple(d) for d in power_designs], n_reps=n_power_replications,
                     alpha=alpha, ladder=power_ladder, level=power_level, pool_runs_per_depth=pool_runs_per_depth,
                     seed=seed + 3, n_resamples=n_resamples, **jobs)
-designs_table = power[power.role == "design"].drop(columns="role")
-for _, r in designs_table.iterrows():
+save("power_by_design", ch.design_powers(power), out_dir)
+
+# %% tags=["hide-input"]
+glue("ch02c_n_power_reps", n_power_replications)
+glue("ch02c_runs_vs_instances", ch.runs_vs_instances(power, min(s.target_pp for s in settings)))
+for _, r in power[power.role == "design"].iterrows():
     tag = f"{r.target_pp:g}_{int(r.n_instances)}x{int(r.runs_per_depth)}".replace(".", "_")
     glue(f"ch02c_power_{tag}", r.power, digits=2)
     glue(f"ch02c_power_se_{tag}", r.power_se, digits=2)
-glue("ch02c_n_power_reps", n_power_replications)
-by_design = designs_table.set_index(["target_pp", "n_instances", "runs_per_depth"]).power
-small = min(s.target_pp for s in settings)
-if (small, 4, 10) in by_design and (small, 8, 5) in by_design:
-    more_runs, more_inst = by_design[(small, 4, 10)], by_design[(small, 8, 5)]
-    glue("ch02c_runs_vs_instances", "more runs helped more" if more_runs > more_inst + 0.05 else
-         "more instances helped more" if more_inst > more_runs + 0.05 else "the two help about equally")
-else:
-    glue("ch02c_runs_vs_instances", "n/a")
-save("power_by_design", designs_table.round(3), out_dir)
 
 # %% [markdown]
 # For the paper's design (4 instances, 5 runs per depth) the power at alpha 0.05 is
@@ -364,36 +396,109 @@ save("power_by_design", designs_table.round(3), out_dir)
 
 # %%
 needed = runs_needed(power, level=power_level)
+save("runs_needed", ch.needed_table(needed), out_dir)
+
+# %% tags=["hide-input"]
 glue("ch02c_paper_1v5_pp", reported("critique_depth.extra_divergence_pp.k1_vs_k5"), digits=1)
 for _, r in needed.iterrows():
     tag = f"{r.target_pp:g}".replace(".", "_")
     glue(f"ch02c_runs_needed_{tag}", int(r.runs_needed) if np.isfinite(r.runs_needed) else "more than tried")
-save("runs_needed", needed.round(3), out_dir)
+fig = power_figure(power, backend=caption, level=power_level,
+                   paper_runs=reported("design.runs_per_depth") if show_paper else None)
+fig = glue_figure("ch02c_fig_power", save("power", fig, out_dir))
 
 # %% [markdown]
 # With four instances, 80 % power needs {glue:text}`ch02c_runs_needed_2` runs per depth for the
 # smallest effect, {glue:text}`ch02c_runs_needed_5` for the middle one and
-# {glue:text}`ch02c_runs_needed_10` for the largest. The paper reports a 1 v 5 effect of
-# {glue:text}`ch02c_paper_1v5_pp` pp {cite}`byun2026auditing`; at its design the power to see an effect
-# of about {glue:text}`ch02c_setting_truth_2` pp is {glue:text}`ch02c_power_2_4x5` here, so a
-# non-significant 1 v 5 test at that design is weak evidence of no effect. A caution: these numbers are
-# the simulator's, whose run-to-run variation of divergence is small (each hypothesis has a handful of
-# discrete steps); LLM runs may vary more and need more runs.
-
-# %%
-fig = power_figure(power, backend=caption, level=power_level)
-save("power", fig, out_dir)
-plt.show()
-
-# %% [markdown]
-# Power rises with runs per depth for every effect (each ladder stops at the first rung that reaches
-# the dashed 80 % line); the open squares are the designs with twice the instances (replicate
-# instances) at five runs per depth.
+# {glue:text}`ch02c_runs_needed_10` for the largest ({numref}`fig-ch02c-power`). The paper reports a
+# 1 v 5 effect of {glue:text}`ch02c_paper_1v5_pp` pp {cite}`byun2026auditing`; at its design the power
+# to see an effect of about {glue:text}`ch02c_setting_truth_2` pp is {glue:text}`ch02c_power_2_4x5`
+# here, so a non-significant 1 v 5 test at that design is weak evidence of no effect. A caution: these
+# numbers are the simulator's, whose run-to-run variation of divergence is small (each hypothesis has a
+# handful of discrete steps); LLM runs may vary more and need more runs.
+#
+# ```{glue:figure} ch02c_fig_power
+# :name: fig-ch02c-power
+# :figwidth: 100%
+#
+# Power of the 1 v 5 permutation test at alpha 0.05 against runs per depth and instance, one colour
+# per true effect (pp); filled circles: four instances, each ladder stopping at the first rung that
+# reaches the dashed 80 % line; open squares: twice the instances (replicate instances) at five runs
+# per depth, shifted a little sideways per effect so that equal powers stay visible. Error bars: ±2 Monte Carlo standard errors over the {glue:text}`ch02c_n_power_reps`
+# replications. Pink dotted line (on the shipped data only): the paper's runs per depth.
+# ```
+#
+# ## Exercises
+#
+# ```{exercise}
+# :label: ch02c-ex1
+#
+# The criterion of conclusion (a) calls returns "diminishing" when the 1 v 5 truth is below a quarter
+# of the 0 v 1 truth. Before running, predict how many of the {glue:text}`ch02c_n_points` grid points
+# still hold with a stricter tenth, then re-execute with
+# `.venv/bin/mechaudit execute notebooks/02c_robustness.py -p diminishing_ratio 0.1 --out runs/ex1`
+# and compare {numref}`fig-ch02c-conclusion`.
+# ```
+#
+# ````{solution} ch02c-ex1
+# :class: dropdown
+#
+# A stricter ratio moves the line a 1 v 5 effect must stay under, so fewer points hold and more
+# fail; the truths themselves do not change (same seeds). In our run of that command the raw
+# criterion held at 5 of the 54 points, failed at 33 and was unclear at 16 (against
+# {glue:text}`ch02c_raw_holds`, {glue:text}`ch02c_raw_fails` and {glue:text}`ch02c_raw_unclear` with a
+# quarter), and the 5 that still held all had `p_find` 0.8 or 0.9; the ceiling-aware criterion held
+# nowhere. So "diminishing returns" in the strong sense (later rounds add under a tenth of what the
+# first adds) needs a critic that finds almost every weak link at once, and even then the ceiling
+# leaves it undecided.
+# ````
+#
+# ```{exercise}
+# :label: ch02c-ex2
+#
+# At the default setting the pooled same-depth divergence of depths 1 and 5 leaves a 1 v 5 ceiling of
+# {glue:text}`ch02c_default_max_1v5_pp` pp. Explain why no rule and no number of runs can measure a
+# 1 v 5 extra divergence above it, and why a small raw 1 v 5 effect is then weak evidence that
+# later rounds change little.
+# ```
+#
+# ````{solution} ch02c-ex2
+# :class: dropdown
+#
+# The extra divergence of depths 1 and 5 is the mean cross-depth run divergence minus the pooled
+# same-depth divergence. A run divergence is a share of matched pairs judged different, so it is at
+# most 1 (100 %); the extra divergence is therefore at most 100 pp minus the same-depth divergence,
+# whatever the rule or the sample size. When critiqued runs already differ from each other in most
+# pairs (same-depth divergence near 100 %), only a few pp are left, and even rounds that changed every
+# mechanism again could not show a large 1 v 5 effect. That is why the chapter also reads each
+# effect as a share of its ceiling (the ceiling-aware criterion): a 1 v 5 truth of
+# {glue:text}`ch02c_default_truth_1v5_pp` pp is {glue:text}`ch02c_default_norm_1v5` of its ceiling.
+# ````
+#
+# ```{exercise}
+# :label: ch02c-ex3
+#
+# A study can afford twice the runs of the paper's design. Should it double the runs per depth or
+# the instances to detect a small 1 v 5 effect? Use the table of design powers above.
+# ```
+#
+# ````{solution} ch02c-ex3
+# :class: dropdown
+#
+# For the smallest effect the power is {glue:text}`ch02c_power_2_4x10` with twice the runs per depth
+# and {glue:text}`ch02c_power_2_8x5` with twice the instances ({glue:text}`ch02c_runs_vs_instances`).
+# Within an instance the test compares every run at depth 1 with every run at depth 5, so the number
+# of run pairs grows with the square of the runs per depth and each instance's estimate gets more
+# precise quickly; more instances add independent instance means one at a time. Two cautions before
+# choosing: the extra instances here are replicates of the four benchmark instances, which share
+# their openings, so real new instances would vary more; and only more instances tell you whether
+# the effect generalises beyond the benchmark's questions.
+# ````
 #
 # ## Try it
 #
-# - `truth_runs_per_depth = 60`: fewer cells of Figure 2 stay unclear (about 3x the time).
-# - `diminishing_ratio = 0.1`: a stricter reading of "diminishing returns"; the holding region shrinks.
+# - `truth_runs_per_depth = 60`: fewer cells of {numref}`fig-ch02c-conclusion` stay unclear (about 3x
+#   the time).
 # - `robust_axes` with `p_challenge_sound`: sound links challenged more often.
 # - `n_jobs = 2` (or `-1`) runs the grids and replications in parallel; results are identical, because
 #   every replication has its own seed. `parallel_backend = "dask"` sends them to a Dask cluster (see

@@ -11,14 +11,43 @@
 # %% [markdown]
 # # Critique engagement: how did the proposer answer the critic?
 #
-# In the paper {cite}`byun2026auditing` an LLM judge labelled each of
-# {glue:text}`ch03_paper_demands` critic demands by how the proposer's reply dealt with it (the
-# paper's figures): {glue:text}`ch03_paper_conceded_pct` % conceded,
-# {glue:text}`ch03_paper_answered_pct` % answered, {glue:text}`ch03_paper_partial_pct` % partially
-# addressed and {glue:text}`ch03_paper_dropped_pct` % dropped. The labels describe engagement, not
-# whether the change was right, and the paper stresses that they do not measure how much critique
-# changed the final hypotheses; that is the job of the divergence analysis in the critique-depth
-# chapter.
+# Every critique round, the critic raises demands and the proposer replies. This chapter labels each
+# reply by how it dealt with its demand and counts the labels, as the paper does
+# {cite}`byun2026auditing`.
+#
+# ```{admonition} Learning objectives
+# :class: tip
+# After this chapter you can
+# - tell the four {term}`engagement labels <Engagement label>` apart and compute their shares;
+# - explain why a share that matches the paper can be true by choice (calibration), not a finding;
+# - explain why the conceded share falls from round to round in the simulator ({term}`weak links <Weak link>`
+#   get used up);
+# - re-run the chapter with another simulator setting and predict what the shares do.
+# ```
+#
+# ````{admonition} Question, answer and how we know
+# :class: note
+# :name: ch03-answer
+# **Question.** How does the proposer answer the critic's demands?
+#
+# **Answer.** In this run {glue:text}`ch03_headline_conceded` % of the {glue:text}`ch03_n_demands`
+# demands are conceded and {glue:text}`ch03_answered_pct` % answered (paper:
+# {glue:text}`ch03_paper_conceded_pct` % and {glue:text}`ch03_paper_answered_pct` %). Concessions
+# fall from {glue:text}`ch03_first_round_conceded_pct` % in round {glue:text}`ch03_first_round` to
+# {glue:text}`ch03_last_round_conceded_pct` % in round {glue:text}`ch03_last_round`.
+#
+# **How we know.** Status: {glue:text}`ch03_headline_status`. The labels are the workflow
+# simulator's own log, not an LLM judge's verdicts, and its reply probabilities were **calibrated to
+# the paper's shares**: the match with the paper is true by choice. The fall over rounds is built
+# into the simulator. The LLM judge (`backend = "replay"` or `"anthropic"`) is not run offline.
+# ````
+#
+# In the paper an LLM judge labelled each of {glue:text}`ch03_paper_demands` critic demands:
+# {glue:text}`ch03_paper_conceded_pct` % conceded, {glue:text}`ch03_paper_answered_pct` % answered,
+# {glue:text}`ch03_paper_partial_pct` % partially addressed and {glue:text}`ch03_paper_dropped_pct` %
+# dropped. The labels describe engagement, not whether the change was right, and the paper stresses
+# that they do not measure how much critique changed the final hypotheses; that is the job of the
+# divergence analysis in {doc}`02_critique_depth`.
 #
 # Label definitions (our wording of the paper's App. E.1): *answered*: the reply takes the demand up
 # with a reason, evidence or an explicit ground for not complying; *conceded*: it withdraws, corrects
@@ -34,6 +63,7 @@
 backend = "reference"
 seed = 0
 data_dir = None
+compare_paper = None
 design_file = "paper.yaml"
 simulator_file = "simulator.yaml"
 generator_model = "claude-sonnet-4-6"
@@ -49,60 +79,58 @@ from mechaudit.llm import usage as llm_usage
 
 llm_usage.begin(max_usd=max_usd, batch=llm_batch)  # this chapter's LLM budget and batch mode
 
-# %%
-import matplotlib.pyplot as plt
+# %% tags=["hide-input"]
 import pandas as pd
+from IPython.display import display
 
-from mechaudit.backends import Backend
-from mechaudit.engagement import (
-    LABELS,
-    engagement_table,
-    excluded_challenges,
-    label_demands,
-    paper_comparison,
-    paper_shares,
-)
-from mechaudit.glue import glue
+from mechaudit.chapters import engagement as ch
+from mechaudit.chapters.critique_depth import status
+from mechaudit.chapters.workflow import workflow_setup
+from mechaudit.engagement import LABELS, engagement_table, paper_shares
+from mechaudit.glue import glue, glue_figure
 from mechaudit.outputs import save
-from mechaudit.paper import compare, reported
-from mechaudit.paths import PARAMS_DIR
+from mechaudit.paper import compare, compare_paper_default, reported
 from mechaudit.plots.workflow import engagement_figure
-from mechaudit.schema import load_benchmark
-from mechaudit.workflow import deliver, load_design, load_simulator_params, show_excluded
 
-pd.set_option("display.precision", 3)
-bench = load_benchmark(data_dir)
-design = load_design(PARAMS_DIR / design_file, instances=[i.id for i in bench.instances])
-delivery = deliver(bench, design, backend, simulator=load_simulator_params(PARAMS_DIR / simulator_file),
-                   seed=seed, generator_model=generator_model, cache_dir=cache_dir, json_retries=json_retries)
-labelled = label_demands(delivery.runs, backend, client=delivery.client, model=judge_model,
-                         json_retries=json_retries)
-llm_run = Backend.parse(backend).is_llm
-if llm_run:  # workflow hypotheses and judge challenges with replies still invalid
-    show_excluded(delivery.excluded, json_retries)
-    show_excluded(excluded_challenges(labelled), json_retries, what="challenges (engagement judge)")
-    labelled = labelled[labelled["label"].notna()]
-print(f"{len(labelled)} demands in {labelled.run_id.nunique()} runs; labels from: {labelled.label_source.iloc[0]}")
-glue("ch03_n_demands", len(labelled))
-glue("ch03_n_runs", labelled.run_id.nunique())
+pd.set_option("display.precision", 1)
+glue("ch03_headline_status", status(backend, judge_model))
+show_paper = compare_paper_default(compare_paper, data_dir)
+paper = paper_shares() if show_paper else None
+setup = workflow_setup(backend, data_dir=data_dir, design_file=design_file, simulator_file=simulator_file,
+                       seed=seed, generator_model=generator_model, cache_dir=cache_dir, json_retries=json_retries)
 glue("ch03_paper_demands", reported("engagement.demands"))
 for label in LABELS:
     glue(f"ch03_paper_{label}_pct", reported(f"engagement.{label}_pct"))
 
 # %% [markdown]
 # ## Labels of all demands, this run beside the paper
+#
+# One call labels every demand of the delivered runs (with an LLM backend it also shows and drops
+# the demands whose judge reply stayed invalid); one more counts the labels.
 
 # %%
-overall = engagement_table(labelled)
-shares = overall.set_index("label")["pct"]
+labelled = ch.label_runs(setup.delivery, backend, judge_model, json_retries)
+print(f"{len(labelled)} demands in {labelled.run_id.nunique()} runs; labels from: {ch.label_source(backend)}")
+shares = ch.shares_table(labelled, paper)
+save("engagement", shares, out_dir)
+
+# %% tags=["hide-input"]
+glue("ch03_n_demands", len(labelled))
+glue("ch03_n_runs", labelled.run_id.nunique())
+glue("ch03_headline_conceded", shares.loc["conceded", "this run (%)"], digits=1)
+glue("ch03_max_gap_pp", ch.max_gap_pp(shares["this run (%)"], paper_shares()), digits=1)
 for label in LABELS:
-    glue(f"ch03_{label}_pct", shares[label], digits=1)
-glue("ch03_max_gap_pp", (shares - pd.Series(paper_shares())).abs().max(), digits=1)
-save("engagement", overall.assign(paper_pct=overall.label.map(paper_shares())).round(1), out_dir)
+    glue(f"ch03_{label}_pct", shares.loc[label, "this run (%)"], digits=1)
+
+# %% [markdown]
+# The "paper vs this run" table (switched off with `compare_paper = False`, the default on your own
+# data):
 
 # %%
-save("paper_comparison", compare([(key, value, "simulator log" if not llm_run else f"LLM judge, {backend}")
-                                  for key, value in paper_comparison(labelled)]), out_dir)
+if show_paper:
+    display(save("paper_comparison", compare(ch.paper_rows(labelled, backend)), out_dir))
+else:
+    print("comparison with the paper is off (compare_paper is false or data_dir is your own data)")
 
 # %% [markdown]
 # **Read this comparison as a calibration, not a reproduction.** With `backend = "reference"` the
@@ -112,8 +140,9 @@ save("paper_comparison", compare([(key, value, "simulator log" if not llm_run el
 # the last section of {doc}`02_critique_depth`). That this
 # run's shares ({glue:text}`ch03_conceded_pct` % conceded, {glue:text}`ch03_answered_pct` % answered,
 # {glue:text}`ch03_partial_pct` % partial, {glue:text}`ch03_dropped_pct` % dropped) sit within
-# {glue:text}`ch03_max_gap_pp` percentage points of the paper's is therefore true by choice; it says
-# the simulator was set up as intended, not that the workflow behaves like the paper's.
+# {glue:text}`ch03_max_gap_pp` {term}`percentage points <Percentage point (pp)>` of the paper's is
+# therefore true by choice; it says the simulator was set up as intended, not that the workflow
+# behaves like the paper's.
 #
 # The number of demands is not comparable either. The simulator produced
 # {glue:text}`ch03_n_demands` demands in {glue:text}`ch03_n_runs` runs with critique, against the
@@ -122,46 +151,55 @@ save("paper_comparison", compare([(key, value, "simulator log" if not llm_run el
 # and round of every run with critique; nothing set it to match the paper, and the paper does not
 # say how its demands are spread over runs and rounds. Only the shares are compared.
 #
-# The simulator's reply probabilities depend on whether a demand hits a *weak link* (a chain step with
+# ## Shares round by round
+#
+# The simulator's reply probabilities depend on whether a demand hits a weak link (a chain step with
 # little support in the evidence pack, mostly conceded) or a sound one (mostly answered); see
 # `params/simulator.yaml`. The overall shares above are a mixture that follows from how many weak links
 # are still open, so they shift from round to round:
 
 # %%
-by_round = engagement_table(labelled, by="round")
-round_pct = by_round.pivot(index="round", columns="label", values="pct")
-glue("ch03_first_round", round_pct.index.min())
-glue("ch03_last_round", round_pct.index.max())
-glue("ch03_first_round_conceded_pct", round_pct["conceded"].iloc[0], digits=1)
-glue("ch03_last_round_conceded_pct", round_pct["conceded"].iloc[-1], digits=1)
-glue("ch03_last_round_answered_pct", round_pct["answered"].iloc[-1], digits=1)
-save("engagement_by_round", round_pct.round(1), out_dir)
+by_round = ch.round_shares(labelled)
+save("engagement_by_round", by_round, out_dir)
 
-# %%
-fig = engagement_figure(overall, paper_shares(), backend=backend, by_round=by_round,
-                        ours_label="this run (simulator log)" if not llm_run else "this run (LLM judge)")
-save("engagement", fig, out_dir)
-plt.show()
+# %% tags=["hide-input"]
+glue("ch03_first_round", int(by_round.index.min()))
+glue("ch03_last_round", int(by_round.index.max()))
+glue("ch03_first_round_conceded_pct", by_round["conceded"].iloc[0], digits=1)
+glue("ch03_last_round_conceded_pct", by_round["conceded"].iloc[-1], digits=1)
+glue("ch03_last_round_answered_pct", by_round["answered"].iloc[-1], digits=1)
+fig = engagement_figure(engagement_table(labelled), paper, backend=backend,
+                        by_round=engagement_table(labelled, by="round"),
+                        ours_label=f"this run ({ch.label_source(backend)})")
+fig = glue_figure("ch03_fig_engagement", save("engagement", fig, out_dir))
 
 # %% [markdown]
+# ```{glue:figure} ch03_fig_engagement
+# :name: fig-ch03-engagement
+# :figwidth: 100%
+#
+# Left: share of all demands (%) per engagement label in this run (blue) and, on the shipped data,
+# in the paper (pink; the simulator was calibrated to these). Right: the shares per critique round;
+# under each round its number of demands n. No error bars: the shares are of every demand of this
+# simulated run, not estimates from a sample of them.
+# ```
+#
 # In round {glue:text}`ch03_first_round` {glue:text}`ch03_first_round_conceded_pct` % of demands are
 # conceded; by round {glue:text}`ch03_last_round` that share is {glue:text}`ch03_last_round_conceded_pct` %
-# and {glue:text}`ch03_last_round_answered_pct` % are answered. With the reference backend this is how
-# the simulator is built, not something it discovered: weak links are mostly conceded and then
-# repaired, so later rounds mostly challenge sound steps, which the proposer mostly answers. The
-# same built-in assumption (weak links get used up) produces the simulator's diminishing returns of
-# critique depth in {doc}`02_critique_depth`; part of those diminishing returns is also a ceiling
-# (when same-depth divergence is already high, little room is left for extra divergence). Neither is
-# evidence that a real workflow behaves this way.
+# and {glue:text}`ch03_last_round_answered_pct` % are answered ({numref}`fig-ch03-engagement`, right).
+# With the reference backend this is how the simulator is built, not something it discovered: weak
+# links are mostly conceded and then repaired, so later rounds mostly challenge sound steps, which the
+# proposer mostly answers. The same built-in assumption (weak links get used up) produces the
+# simulator's diminishing returns of {term}`critique depth <Critique depth>` in
+# {doc}`02_critique_depth`; part of those diminishing returns is also a ceiling (when same-depth
+# divergence is already high, little room is left for {term}`extra divergence <Extra divergence>`).
+# Neither is evidence that a real workflow behaves this way.
+#
+# The two kinds of target, side by side (shares in %; with an LLM backend, which knows no weak links:
+# demands per depth and label):
 
 # %%
-if not llm_run:
-    weak = engagement_table(labelled.assign(target=labelled.weak_link.map({True: "weak link", False: "sound link"})),
-                            by="target")
-    display_table = weak.pivot(index="target", columns="label", values="pct").round(1)
-else:
-    display_table = labelled.groupby(["depth", "label"]).size().unstack(fill_value=0)
-save("engagement_by_target", display_table, out_dir)
+save("engagement_by_target", ch.target_table(labelled, backend), out_dir)
 
 # %% [markdown]
 # ## LLM usage
@@ -170,10 +208,75 @@ save("engagement_by_target", display_table, out_dir)
 # requests answered from the response cache (`cache`), tokens, and the cost estimated from
 # `params/prices.yaml`. With the offline backend no LLM is called.
 
-# %%
+# %% tags=["hide-input"]
 llm_usage.report(backend)
 
 # %% [markdown]
+# ## Exercises
+#
+# ```{exercise}
+# :label: ch03-ex1
+#
+# `params/simulator_null.yaml` is the simulator with `critique_changes_mechanism: false`: a critic's
+# demand can still be conceded and its weak link "repaired", but the repair never changes the
+# mechanism. Before running, predict: do the engagement shares change, and does the conceded share
+# still fall over rounds? Then re-execute with
+# `.venv/bin/mechaudit execute notebooks/03_critique_engagement.py -p simulator_file simulator_null.yaml --out runs/ex1`
+# and compare the tables.
+# ```
+#
+# ````{solution} ch03-ex1
+# :class: dropdown
+#
+# Nothing changes. In our run of that command every table was identical to the default run's: the
+# same 1013 demands, 60.5 % conceded, and the same fall over rounds. The simulator decides whether a
+# demand is raised and how it is answered before, and independently of, what a repair does to the
+# mechanism, and a conceded weak link is closed either way. This is the paper's caution made
+# concrete: engagement labels say how the proposer answered, not how much critique changed the
+# hypotheses. Under the null setting the true extra divergence between depths is zero by
+# construction ({doc}`02b_validity` uses it to check the test's size), with an unchanged engagement mix.
+# ````
+#
+# ```{exercise}
+# :label: ch03-ex2
+#
+# How much of the gap between this run's shares and the paper's is seed noise? Predict whether the
+# conceded share moves by more or by less than {glue:text}`ch03_max_gap_pp` pp when the seed
+# changes, then run `.venv/bin/mechaudit execute notebooks/03_critique_engagement.py -p seed 1 --out runs/ex2`.
+# ```
+#
+# ````{solution} ch03-ex2
+# :class: dropdown
+#
+# By more. A binomial standard error for a share near 60 % of about a thousand demands is
+# sqrt(0.6 x 0.4 / 1000), about 1.5 pp, but the demands of one run are not independent: the number of
+# weak links a run's hypotheses carry sets both how many demands there are and how many are
+# conceded, so whole runs move together. In our run with seed 1 there were 897 demands and 65.2 %
+# were conceded, against {glue:text}`ch03_conceded_pct` % with seed 0: a move of several points,
+# larger than the gap to the paper. A match within a couple of points is all a calibration can
+# promise at this number of runs.
+# ````
+#
+# ```{exercise}
+# :label: ch03-ex3
+#
+# The paper's labels come from an LLM judge, this chapter's offline labels from the simulator's log.
+# Name one kind of error the paper's shares can contain that the offline shares cannot, and say how
+# you would measure it with the tools of {doc}`07_sensitivity`.
+# ```
+#
+# ````{solution} ch03-ex3
+# :class: dropdown
+#
+# Judge error: an LLM can label an answered demand as conceded (or the reverse), and the shares then
+# mix engagement with the judge's mistakes. The simulator's log has no judge, so its labels are right
+# by construction. Chapter 07 measures the same kind of error for the equivalence judges: it asks
+# the question again (another model, the order reversed) and reports raw agreement and
+# {term}`Cohen's kappa <Cohen's kappa (κ)>`. Doing that for the engagement judge (label the same
+# demands with two models; `mechaudit.agreement.cohen_kappa` per label, e.g. conceded or not) shows how far a
+# share can move with the judge alone.
+# ````
+#
 # ## Try it
 #
 # - In a copy of `params/simulator.yaml`, lower `reply_weak.conceded` and raise `reply_weak.answered`

@@ -1,0 +1,92 @@
+"""Chapter 04 (measured diversity): the rules of a run, group counts per rule, readable summaries.
+
+Input: the runs of ``mechaudit.chapters.workflow.workflow_setup`` and ``workflow.delivered_diversity``
+output (one row per run and rule: instance, depth, rule, n_hypotheses, components, complete, vendi).
+:func:`show_dropped` is the one LLM-only step.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pandas as pd
+
+from mechaudit.backends import Backend
+from mechaudit.schema import Benchmark
+from mechaudit.workflow import Delivery, build_rules, rules_for_backend, show_excluded
+
+#: human column names of the per-rule summary
+SUMMARY_COLUMNS = {"n_hypotheses": "hypotheses", "components": "groups (components)",
+                   "complete": "groups (complete)", "vendi": "Vendi score"}
+
+
+def show_dropped(delivery: Delivery, backend: str, json_retries: int) -> None:
+    """LLM backends only: show the hypotheses the workflow dropped because a reply stayed invalid
+    after ``json_retries`` repairs. Simulator runs drop nothing: prints nothing."""
+    if Backend.parse(backend).is_llm:
+        show_excluded(delivery.excluded, json_retries)
+
+
+def chapter_rules(names: Sequence[str], backend: str, *, tfidf_threshold: float, embedding_threshold: float,
+                  embedding_model: str | None, judge_model: str, client, bench: Benchmark) -> dict[str, object]:
+    """Rule objects by name for runs from ``backend``: LLM runs drop ``mechanism_key`` (no ground
+    truth) and add the LLM judge (``workflow.rules_for_backend``), then ``workflow.build_rules``."""
+    names = rules_for_backend(names, backend)
+    return build_rules(names, backend=backend, tfidf_threshold=tfidf_threshold,
+                       embedding_threshold=embedding_threshold, embedding_model=embedding_model,
+                       judge_model=judge_model, client=client, instances=bench.instances)
+
+
+def openings_label(bench: Benchmark) -> int | str:
+    """Opening hypotheses per instance: one number, or "a-b" when instances differ."""
+    counts = sorted({len(bench.openings(i.id)) for i in bench.instances})
+    return counts[0] if len(counts) == 1 else f"{counts[0]}-{counts[-1]}"
+
+
+def rule_summary(div: pd.DataFrame) -> pd.DataFrame:
+    """Mean over all runs per rule (index "rule", rules in first-seen order): delivered hypotheses,
+    groups under connected components and complete linkage, Vendi score (human column names)."""
+    summary = div.groupby("rule", sort=False)[list(SUMMARY_COLUMNS)].mean()
+    return summary.rename(columns=SUMMARY_COLUMNS).round(2)
+
+
+def depth_table(div: pd.DataFrame) -> pd.DataFrame:
+    """Mean groups per run by grouping and critique depth (index: grouping, depth), one column per
+    rule; averaged over instances and runs, rounded to 1 decimal."""
+    long = div.melt(id_vars=["depth", "rule"], value_vars=["complete", "components"], var_name="grouping",
+                    value_name="groups")
+    wide = long.pivot_table(index=["grouping", "depth"], columns="rule", values="groups", aggfunc="mean",
+                            sort=False)
+    wide = wide[list(dict.fromkeys(div.rule))]
+    wide.columns.name = None
+    return wide.round(1)
+
+
+def key_vs_reference(summary: pd.DataFrame, column: str = "groups (complete)") -> str:
+    """A clause saying whether the reference judge's mean group count equals the mechanism key's
+    in this run (``summary``: :func:`rule_summary`); names the counts when they differ."""
+    if not {"mechanism_key", "reference"} <= set(summary.index):
+        return "this run did not apply both rules"
+    key, ref = summary.loc["mechanism_key", column], summary.loc["reference", column]
+    if key == ref:
+        return "in this run the two give the same counts and their lines overlap"
+    return f"in this run they part ({ref:.2f} v {key:.2f} groups per run), so such chains did occur"
+
+
+def clusters_range(summary: pd.DataFrame, column: str = "groups (complete)") -> str:
+    """The headline: lowest and highest mean group count over the rules, e.g. "5.2-6.9 per run"."""
+    lo, hi = float(summary[column].min()), float(summary[column].max())
+    return f"{lo:.1f}-{hi:.1f} per run"
+
+
+def paper_rows(rules: Sequence[str], tfidf_threshold: float, embedding_threshold: float,
+               embedding_model: str | None) -> list[tuple]:
+    """Rows ``(key, ours, note)`` for ``mechaudit.paper.compare``: the TF-IDF threshold and the
+    embedding threshold and model used here beside the paper's, for the text rules among ``rules``."""
+    rows = []
+    if "tfidf" in rules:
+        rows.append(("sensitivity.tfidf_threshold", tfidf_threshold, "threshold used here"))
+    if "embedding" in rules:
+        rows += [("sensitivity.embedding_threshold", embedding_threshold, "threshold used here"),
+                 ("models.embedding", embedding_model or "all-MiniLM-L6-v2", "a small local encoder")]
+    return rows

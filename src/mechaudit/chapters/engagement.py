@@ -1,0 +1,85 @@
+"""Chapter 03 (critique engagement): label the critic's demands, share them out, compare with the paper.
+
+Input: the runs of ``mechaudit.chapters.workflow.workflow_setup``. With ``backend="reference"`` the
+labels are the simulator's own log (no judge); with an LLM backend the LLM judge labels the demands
+and :func:`judged_only` is the one LLM-only step.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from mechaudit.backends import Backend
+from mechaudit.engagement import LABELS, engagement_table, excluded_challenges, label_demands, paper_comparison
+from mechaudit.workflow import show_excluded
+from mechaudit.workflow.delivery import Delivery
+
+
+def label_source(backend: str) -> str:
+    """Where the labels come from, for notes and legends: "simulator log" or "LLM judge, <backend>"."""
+    return f"LLM judge, {backend}" if Backend.parse(backend).is_llm else "simulator log"
+
+
+def judged_only(labelled: pd.DataFrame, delivery: Delivery, backend: str, json_retries: int) -> pd.DataFrame:
+    """The demands that carry a label. LLM backends only: first show the hypotheses the workflow
+    dropped and the challenges whose judge reply stayed invalid, then drop those demands. The
+    simulator labels every demand, so with ``reference`` the frame comes back unchanged."""
+    if not Backend.parse(backend).is_llm:
+        return labelled
+    show_excluded(delivery.excluded, json_retries)
+    show_excluded(excluded_challenges(labelled), json_retries, what="challenges (engagement judge)")
+    return labelled[labelled["label"].notna()]
+
+
+def label_runs(delivery: Delivery, backend: str, judge_model: str, json_retries: int) -> pd.DataFrame:
+    """One row per labelled demand of ``delivery.runs`` (see ``engagement.label_demands``), with
+    the LLM-only exclusions applied (:func:`judged_only`)."""
+    labelled = label_demands(delivery.runs, backend, client=delivery.client, model=judge_model,
+                             json_retries=json_retries)
+    return judged_only(labelled, delivery, backend, json_retries)
+
+
+def shares_table(labelled: pd.DataFrame, paper: dict[str, float] | None) -> pd.DataFrame:
+    """Demands and shares (%) per label (index "label"); with ``paper`` (label -> %), its shares too.
+    Columns: "demands" (int), "this run (%)" and "paper (%)" (rounded to 1 decimal)."""
+    table = engagement_table(labelled).set_index("label")
+    out = pd.DataFrame({"demands": table["count"].astype(int), "this run (%)": table["pct"].round(1)})
+    if paper is not None:
+        out["paper (%)"] = [round(float(paper[label]), 1) for label in out.index]
+    return out
+
+
+def round_shares(labelled: pd.DataFrame) -> pd.DataFrame:
+    """Shares (%) per critique round (index "round", int) and label (columns in ``LABELS`` order),
+    plus the number of demands in the round (column "demands", int); rounded to 1 decimal."""
+    by_round = engagement_table(labelled, by="round")
+    pct = by_round.pivot(index="round", columns="label", values="pct")[list(LABELS)].round(1)
+    pct.insert(0, "demands", by_round.groupby("round")["count"].sum().astype(int))
+    pct.index = pct.index.astype(int)
+    pct.columns.name = None
+    return pct
+
+
+def target_table(labelled: pd.DataFrame, backend: str) -> pd.DataFrame:
+    """Shares (%) per label for demands on weak links and on sound links (index "demand on"); LLM
+    runs know no weak links, so there: demands per depth (index) and label (counts)."""
+    if Backend.parse(backend).is_llm:
+        counts = labelled.groupby(["depth", "label"]).size().unstack(fill_value=0)
+        return counts.reindex(columns=list(LABELS), fill_value=0).astype(int)
+    target = labelled.weak_link.map({True: "weak link", False: "sound link"})
+    table = engagement_table(labelled.assign(target=target), by="target")
+    wide = table.pivot(index="target", columns="label", values="pct")[list(LABELS)].round(1)
+    wide.index.name, wide.columns.name = "demand on", None
+    return wide
+
+
+def max_gap_pp(shares: pd.Series, paper: dict[str, float]) -> float:
+    """Largest absolute gap (pp) between this run's shares (label -> %) and the paper's."""
+    return float((shares - pd.Series(paper)).abs().max())
+
+
+def paper_rows(labelled: pd.DataFrame, backend: str) -> list[tuple]:
+    """Rows ``(key, ours, note)`` for ``mechaudit.paper.compare``: the number of demands and the four
+    label shares, noted with where the labels come from."""
+    note = label_source(backend)
+    return [(key, value, note) for key, value in paper_comparison(labelled)]

@@ -1,0 +1,64 @@
+"""Chapter 04's steps (``mechaudit.chapters.diversity``): rules, summaries, headline, paper rows."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from mechaudit.chapters import diversity as ch
+
+
+def _div() -> pd.DataFrame:
+    """Two rules on two runs at depths 0 and 1 of one instance (delivered_diversity's columns)."""
+    rows = [("key", 0, 6, 5, 5, 4.5), ("key", 1, 6, 7, 7, 6.5), ("tfidf", 0, 6, 2, 3, 5.0),
+            ("tfidf", 1, 6, 4, 5, 5.5)]
+    return pd.DataFrame([{"instance": "A", "depth": d, "repetition": 0, "rule": r, "n_hypotheses": n,
+                          "components": c, "complete": k, "vendi": v} for r, d, n, c, k, v in rows])
+
+
+def test_rule_summary_has_human_columns_in_rule_order():
+    summary = ch.rule_summary(_div())
+    assert summary.index.tolist() == ["key", "tfidf"] and summary.index.name == "rule"
+    assert list(summary.columns) == ["hypotheses", "groups (components)", "groups (complete)", "Vendi score"]
+    assert summary.loc["tfidf", "groups (complete)"] == 4.0 and summary.loc["key", "Vendi score"] == 5.5
+
+
+def test_depth_table_by_grouping_and_depth():
+    table = ch.depth_table(_div())
+    assert table.index.names == ["grouping", "depth"]
+    assert list(table.columns) == ["key", "tfidf"]
+    assert table.loc[("components", 0), "tfidf"] == 2.0 and table.loc[("complete", 1), "key"] == 7.0
+
+
+def test_clusters_range_and_paper_rows():
+    assert ch.clusters_range(ch.rule_summary(_div())) == "4.0-6.0 per run"
+    rows = ch.paper_rows(["mechanism_key", "tfidf"], 0.5, 0.77, None)
+    assert rows == [("sensitivity.tfidf_threshold", 0.5, "threshold used here")]
+    both = ch.paper_rows(["tfidf", "embedding"], 0.25, 0.9, None)
+    assert ("models.embedding", "all-MiniLM-L6-v2", "a small local encoder") in both and len(both) == 3
+
+
+def test_chapter_rules_drop_the_key_for_llm_runs_only(bench):
+    offline = ch.chapter_rules(["mechanism_key", "tfidf"], "reference", tfidf_threshold=0.3,
+                               embedding_threshold=0.77, embedding_model=None, judge_model="m", client=None,
+                               bench=bench)
+    assert list(offline) == ["mechanism_key", "tfidf"]
+    assert ch.openings_label(bench) == 5
+
+
+def test_key_vs_reference_says_whether_the_counts_part():
+    summary = pd.DataFrame({"groups (complete)": [6.92, 6.92, 5.2]}, index=["mechanism_key", "reference", "tfidf"])
+    assert "same counts" in ch.key_vs_reference(summary)
+    summary.loc["reference", "groups (complete)"] = 6.5
+    assert "(6.50 v 6.92 groups per run)" in ch.key_vs_reference(summary)
+    assert ch.key_vs_reference(summary.drop(index="reference")) == "this run did not apply both rules"
+
+
+def test_cluster_count_figure_shows_every_rule_within_the_text_width():
+    import matplotlib.pyplot as plt
+
+    from mechaudit.plots.workflow import cluster_count_figure
+
+    fig = cluster_count_figure(_div(), backend="reference", value="complete")
+    assert fig.get_size_inches()[0] <= 7.0
+    assert [t.get_text() for t in fig.legends[0].get_texts()] == ["key", "tfidf"]
+    plt.close(fig)

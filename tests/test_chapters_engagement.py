@@ -1,0 +1,77 @@
+"""Chapter 03's steps (``mechaudit.chapters.engagement``): labels, shares, rounds, paper rows."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from mechaudit.chapters import engagement as ch
+from mechaudit.chapters.workflow import workflow_setup
+from mechaudit.engagement import LABELS
+
+
+def _labelled() -> pd.DataFrame:
+    """Ten demands: round 1 has 4 conceded weak-link demands and 1 answered sound one; round 2 has
+    1 conceded, 3 answered and 1 dropped, all on sound links."""
+    rows = ([(1, "conceded", True)] * 4 + [(1, "answered", False)]
+            + [(2, "conceded", False)] + [(2, "answered", False)] * 3 + [(2, "dropped", False)])
+    return pd.DataFrame([{"run_id": f"r{i % 3}", "round": r, "label": lab, "weak_link": weak, "depth": 5}
+                         for i, (r, lab, weak) in enumerate(rows)])
+
+
+def test_shares_table_counts_and_paper_column():
+    table = ch.shares_table(_labelled(), {"conceded": 61.0, "answered": 27.0, "partial": 9.0, "dropped": 3.0})
+    assert list(table.index) == list(LABELS)
+    assert table["demands"].tolist() == [5, 4, 0, 1] and table["demands"].dtype.kind == "i"
+    assert table.loc["conceded", "this run (%)"] == 50.0
+    assert table["paper (%)"].tolist() == [61.0, 27.0, 9.0, 3.0]
+    assert "paper (%)" not in ch.shares_table(_labelled(), None)
+
+
+def test_round_shares_per_round():
+    by_round = ch.round_shares(_labelled())
+    assert by_round.index.tolist() == [1, 2] and by_round.index.name == "round"
+    assert by_round["demands"].tolist() == [5, 5]
+    assert by_round.loc[1, "conceded"] == 80.0 and by_round.loc[2, "answered"] == 60.0
+    assert list(by_round.columns) == ["demands", *LABELS]
+
+
+def test_target_table_splits_weak_and_sound_links():
+    table = ch.target_table(_labelled(), "reference")
+    assert table.index.name == "demand on"
+    assert table.loc["weak link", "conceded"] == 100.0
+    assert table.loc["sound link", "answered"] == pytest.approx(66.7)
+    llm = ch.target_table(_labelled(), "replay")  # LLM runs know no weak links: counts per depth
+    assert llm.loc[5].tolist() == [5, 4, 0, 1]
+
+
+def test_max_gap_and_paper_rows():
+    shares = pd.Series({"conceded": 60.0, "answered": 30.0, "partial": 7.0, "dropped": 3.0})
+    assert ch.max_gap_pp(shares, {"conceded": 61.0, "answered": 27.0, "partial": 9.0, "dropped": 3.0}) == 3.0
+    rows = ch.paper_rows(_labelled(), "reference")
+    assert rows[0] == ("engagement.demands", 10, "simulator log")
+    assert ("engagement.conceded_pct", 50.0, "simulator log") in rows
+    assert ch.label_source("anthropic") == "LLM judge, anthropic"
+
+
+def test_label_runs_on_simulator_runs_keeps_every_demand():
+    setup = workflow_setup("reference")
+    labelled = ch.label_runs(setup.delivery, "reference", "unused-model", json_retries=2)
+    assert len(labelled) > 0 and labelled["label"].notna().all()
+    assert set(labelled["label"]) <= set(LABELS)
+    assert (labelled["label_source"] == "simulator log").all()
+    assert ch.judged_only(labelled, setup.delivery, "reference", 2) is labelled
+
+
+def test_engagement_figure_without_the_paper_draws_this_run_only():
+    import matplotlib.pyplot as plt
+
+    from mechaudit.engagement import engagement_table
+    from mechaudit.plots.workflow import engagement_figure
+
+    labelled = _labelled()
+    fig = engagement_figure(engagement_table(labelled), None, "reference",
+                            by_round=engagement_table(labelled, by="round"))
+    labels = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert labels == ["this run", *LABELS] and fig.get_size_inches()[0] <= 7.0
+    plt.close(fig)
