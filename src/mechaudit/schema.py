@@ -4,7 +4,7 @@ The data model itself (``Hypothesis``, ``Instance``, ...) lives in ``mechaudit.m
 re-exported here, so ``from mechaudit.schema import Hypothesis, load_hypotheses`` keeps working.
 
 Objects (defined in ``mechaudit.model``)
--------
+----------------------------------------
 - ``Entity``: one vocabulary entry (an entity or event a causal chain can pass through) with a
   type, a canonical name and biological aliases.
 - ``Vocabulary``: all entities, indexed by id and by type, with a name index for finding marked
