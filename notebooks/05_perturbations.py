@@ -11,11 +11,39 @@
 # %% [markdown]
 # # Controlled perturbations: which edits does each rule notice?
 #
-# An equivalence rule is only useful for counting mechanisms if it ignores edits that keep the
-# mechanism and reacts to edits that change it. The paper {cite}`byun2026auditing` tests this with
-# pairs of hypotheses that differ in one controlled way (its Appendix C):
+# An {term}`equivalence rule <Equivalence rule>` is only useful for counting mechanisms if it ignores
+# edits that keep the mechanism and reacts to edits that change it. This chapter gives every rule
+# pairs of hypotheses that differ in one controlled way and counts how often each calls them different.
 #
-# - **Wording Only**: the mechanistic explanation is rewritten; the causal chain is untouched.
+# ```{admonition} Learning objectives
+# :class: tip
+# After this chapter you can
+# - explain the four kinds of {term}`perturbation <Perturbation>` and which of them change the mechanism;
+# - compute, per kind and rule, the share of pairs judged "different mechanism";
+# - explain why text-similarity rules miss a swapped initiating event;
+# - tell a true-by-construction check (the reference judge) apart from a measurement (an LLM judge).
+# ```
+#
+# ````{admonition} Question, answer and how we know
+# :class: note
+# :name: ch05-answer
+# **Question.** When only the initiating event of a causal chain is replaced, does each rule notice?
+#
+# **Answer.** Hardly the text rules: {term}`TF-IDF <TF-IDF>` calls {glue:text}`ch05_headline_fss_tfidf` %
+# and embeddings {glue:text}`ch05_headline_fss_embedding` % of first-step-swapped pairs different, while
+# the reference judge calls {glue:text}`ch05_headline_fss_reference` % different. The LLM judge's
+# share (in %): {glue:text}`ch05_headline_fss_llm`.
+#
+# **How we know.** TF-IDF and all-MiniLM-L6-v2 embeddings are computed locally on this book's open
+# perturbation suite; the {term}`reference judge <Reference judge>` is a deterministic reading of the
+# rubric, not an LLM, and its number is true by construction. Status: {glue:text}`ch05_headline_status`.
+# The LLM judge is not run offline.
+# ````
+#
+# The paper {cite}`byun2026auditing` built such pairs in four kinds (its Appendix C):
+#
+# - **Wording Only**: the mechanistic explanation is rewritten; the {term}`causal chain <Causal chain>`
+#   is untouched.
 # - **Wording + Chain**: the explanation is rewritten and the chain uses biological aliases for the
 #   same ordered entities.
 # - **First Step Swapped**: the initiating event is replaced; everything downstream stays.
@@ -34,6 +62,7 @@
 seed = 0
 backend = "reference"
 data_dir = None
+compare_paper = None
 regenerate_suite = False
 tfidf_threshold = 0.25
 tfidf_fit_on = "compared"
@@ -56,46 +85,48 @@ from mechaudit.llm import usage as llm_usage
 
 llm_usage.begin(max_usd=max_usd, batch=llm_batch)  # this chapter's LLM budget and batch mode
 
-# %%
-from pathlib import Path
-
-import matplotlib.pyplot as plt
+# %% tags=["hide-input"]
 import pandas as pd
 from IPython.display import display
 
-from mechaudit.agreement import estimate_range, model_agreement, verdict_matrix
 from mechaudit.backends import Backend
-from mechaudit.glue import glue
-from mechaudit.outputs import save
-from mechaudit.paper import compare, reported
-from mechaudit.paths import data_path
-from mechaudit.perturb import KINDS, MEANING_PRESERVING, load_suite, make_suite
-from mechaudit.plots.rules import perturbation_bars
-from mechaudit.rules import EmbeddingRule, LLMJudge, ReferenceJudge, TfidfRule, marginal_same_rate
-from mechaudit.rules.audit import (
-    decisions_table,
-    paper_percent_different,
-    percent_different,
-    suite_counts,
-    within_instance_pairs,
+from mechaudit.chapters.perturbations import (
+    LLM_COLUMN,
+    build_rules,
+    findings,
+    headline,
+    judge_model_axis,
+    judge_with_llm,
+    paper_rows,
+    percent_table,
+    pooled_percent,
+    setup,
+    similarity_summary,
+    status,
 )
-from mechaudit.rules.llm_judge import judge_each_model, majority
-from mechaudit.schema import load_benchmark
+from mechaudit.glue import glue, glue_figure
+from mechaudit.outputs import save
+from mechaudit.paper import compare, compare_paper_default, reported
+from mechaudit.perturb import KINDS
+from mechaudit.plots.rules import perturbation_bars
+from mechaudit.rules.audit import decisions_table, paper_percent_different, percent_different, suite_counts
 
 pd.set_option("display.precision", 3)
 pd.set_option("display.width", 120)
-
-bench = load_benchmark(data_dir)
-if regenerate_suite:
-    suite = make_suite(bench.hypotheses, seed=seed)
-else:
-    suite = load_suite(None if data_dir is None else Path(data_dir) / "perturbations.jsonl")
-kept = [p for p in suite if p["valid"]]
-pairs = [(p["original"], p["variant"]) for p in kept]
-kinds = [p["kind"] for p in kept]
+show_paper = compare_paper_default(compare_paper, data_dir)
 llm_run = Backend.parse(backend).is_llm
-print(f"{len(suite)} pairs built from {len(bench.hypotheses)} hypotheses; {len(kept)} pass the validity check")
-save("suite_counts", suite_counts([p["kind"] for p in suite], [p["valid"] for p in suite], order=KINDS), out_dir)
+
+# %% [markdown]
+# ## The suite
+#
+# Every hypothesis is perturbed once per kind; a deterministic check keeps a pair only if the edit
+# did what its kind promises (for example, a rewording must not change a step's vocabulary id).
+
+# %%
+s = setup(data_dir, regenerate_suite=regenerate_suite, seed=seed)
+counts = suite_counts([p["kind"] for p in s.suite], [p["valid"] for p in s.suite], order=KINDS)
+print(f"{len(s.suite)} pairs built from {len(s.bench.hypotheses)} hypotheses; {len(s.pairs)} pass the check")
+save("suite_counts", counts, out_dir)
 
 # %% [markdown]
 # ## The rules
@@ -113,145 +144,127 @@ save("suite_counts", suite_counts([p["kind"] for p in suite], [p["valid"] for p 
 #   rule's overall rate of "same" matched the other methods' rate. We repeat that recipe for the
 #   model we have: on all pairs of committed hypotheses of the same instance, the target rate is the
 #   mean "same" rate of TF-IDF and the full-rubric reference judge, and the threshold is the
-#   similarity at which the embedding rule reaches that rate (`EmbeddingRule(threshold="match_rate")`).
-#   No pair of the perturbation suite is used to choose it.
+#   similarity at which the embedding rule reaches that rate. No pair of the perturbation suite is
+#   used to choose it.
 # - **Reference judge**: a deterministic judge that applies the full rubric literally to the
 #   structured chain (same initiating event, and one chain's steps are an ordered subsequence of the
 #   other's). It is the offline stand-in for the LLM judge, **not** an LLM result.
-# - **LLM judge** (only with `backend = "replay"` or `"anthropic"`): `judge_model` with the
-#   `judge_rubric` prompt, majority over the presentation orders `judge_orders`.
+# - **LLM judge** (only with an LLM {term}`backend <Backend>`, `"replay"` or `"anthropic"`):
+#   `judge_model` with the `judge_rubric` prompt, majority over the presentation orders `judge_orders`.
 
 # %%
-store = data_path("embedding_cache") if embedding_cache else None
-tfidf = TfidfRule(threshold=tfidf_threshold, fit_on=tfidf_fit_on)
-reference = ReferenceJudge(reference_rubric)
-embedding = EmbeddingRule(model=embedding_model, threshold=embedding_threshold, cache_dir=store)
-matching_pairs = within_instance_pairs(bench.hypotheses)
-target_rate = marginal_same_rate([TfidfRule(threshold=tfidf_threshold), reference], matching_pairs)
-matched = EmbeddingRule(model=embedding_model, threshold="match_rate", cache_dir=store,
-                        reference_pairs=matching_pairs, target_rate=target_rate)
-print(f"threshold matching on {len(matching_pairs)} same-instance pairs of committed hypotheses: "
-      f"target 'same' rate {target_rate:.3f} -> matched embedding threshold {matched.threshold:.3f}")
-
-emb_name = f"embedding {embedding_threshold:g}"
-matched_name = f"embedding matched {matched.threshold:.2f}"
-ref_name = f"reference ({reference_rubric})"
-rules = {"tfidf": tfidf, emb_name: embedding, matched_name: matched, ref_name: reference}
-decisions = decisions_table(pairs, rules)
-if llm_run:
-    judge = LLMJudge(rubric=judge_rubric, model=judge_model, backend=backend, orders=judge_orders,
-                     early_stop=judge_early_stop, cache_dir=cache_dir, instances=bench.instances)
-    llm_decision = judge.decide(pairs)
-    decisions["llm judge"] = llm_decision["same"].to_numpy()
-    print(f"LLM judge: {int(llm_decision['n_calls'].sum())} calls "
-          f"({llm_decision['n_calls'].mean():.2f} per pair of {len(judge_orders)} planned; "
-          f"early stop {judge_early_stop}), "
-          f"{int(llm_decision['n_invalid'].sum())} invalid JSON replies (excluded), "
-          f"{int((~llm_decision['decided']).sum())} undecided pairs (excluded)")
-else:
-    decisions["llm judge"] = pd.array([pd.NA] * len(pairs), dtype="boolean")
+names = build_rules(s.bench, tfidf_threshold=tfidf_threshold, tfidf_fit_on=tfidf_fit_on,
+                    embedding_model=embedding_model, embedding_threshold=embedding_threshold,
+                    embedding_cache=embedding_cache, reference_rubric=reference_rubric)
+print(f"threshold matching on {names.n_matching_pairs} same-instance pairs of committed hypotheses: "
+      f"target 'same' rate {names.target_rate:.3f} -> {names.matched}")
+decisions = decisions_table(s.pairs, names.rules)
+llm = judge_with_llm(s.pairs, s.bench.instances, backend=backend, model=judge_model, rubric=judge_rubric,
+                     orders=judge_orders, early_stop=judge_early_stop, cache_dir=cache_dir)
+decisions[LLM_COLUMN] = llm.same
+print(llm.summary)
 
 # %% [markdown]
 # ## Percent of valid pairs judged "different mechanism"
 #
-# Rows are perturbation kinds, columns are rules. Only pairs that passed the deterministic validity
-# check are judged; the counts of kept and excluded pairs are in the table above. The LLM column says
-# "not run (offline)" unless an LLM backend was selected.
+# Rows are perturbation kinds, columns are rules. Only pairs that passed the validity check are
+# judged. The LLM column says "not run" when the backend is offline (as in this committed book).
 
 # %%
-pct = percent_different(decisions, kinds, order=KINDS)
-table = pct.round(1).astype(object).where(pct.notna(), "not run (offline)" if not llm_run else "undecided")
-table.insert(0, "pairs", pd.Series(kinds).value_counts().reindex(KINDS).to_numpy())
-save("percent_different", table, out_dir)
+pct = percent_different(decisions, s.kinds, order=KINDS)
+save("percent_different", percent_table(pct, s.kinds, llm_run), out_dir)
 
 # %% [markdown]
-# The similarity values behind the two similarity rules, per kind (mean and range), show how far
-# each kind sits from the thresholds.
+# The similarity values behind the two similarity rules, per kind (mean, lowest and highest cosine),
+# show how far each kind sits from the thresholds.
 
 # %%
-sims = pd.DataFrame({"kind": kinds, "tfidf": tfidf.similarity(pairs), "embedding": embedding.similarity(pairs)})
-save("similarity_by_kind", sims.groupby("kind").agg(["mean", "min", "max"]).reindex(KINDS).round(3), out_dir)
+sims = pd.DataFrame({"tfidf": names.rules[names.tfidf].similarity(s.pairs),
+                     "embedding": names.rules[names.embedding].similarity(s.pairs)})
+save("similarity_by_kind", similarity_summary(sims, s.kinds), out_dir)
 
-# %%
-paper_pct = paper_percent_different({"tfidf": "tfidf", emb_name: "embedding", "llm judge": "llm"}, KINDS)
+# %% tags=["hide-input"]
+paper_pct = (paper_percent_different({"tfidf": "tfidf", names.embedding: "embedding", LLM_COLUMN: "llm"}, KINDS)
+             if show_paper else None)
 fig = perturbation_bars(pct, paper_pct, backend=backend,
-                        extra="TF-IDF, embeddings and the reference judge are computed locally"
-                        + ("" if llm_run else "; the LLM judge was not run (offline)"))
+                        extra="TF-IDF, embeddings and the reference judge computed locally"
+                        + ("" if llm_run else "; LLM judge not run (offline)"))
 save("perturbation_bars", fig, out_dir)
-plt.show()
+fig = glue_figure("ch05_fig_bars", fig)
 
 # %% [markdown]
+# ```{glue:figure} ch05_fig_bars
+# :name: fig-ch05-bars
+# :figwidth: 100%
+#
+# Percent of valid perturbation pairs each rule judges "different mechanism", per perturbation kind
+# (no error bars: every valid pair of the suite is judged once; a short tick at 0 is a bar of 0 %).
+# Hatched bars: embeddings at the matched threshold. Diamonds: the paper's values (TF-IDF, Titan
+# embeddings at 0.77, its LLM judge; it pooled the two meaning-preserving kinds), shown only on the
+# shipped data. "not run": a rule
+# without a value in this run (offline, the LLM judge).
+# ```
+#
+# In {numref}`fig-ch05-bars` a good rule has no bar over the two meaning-preserving kinds and a tall
+# bar over the two swap kinds; the table above gives the same values as numbers.
+#
 # ## Judge models
 #
 # Does the picture depend on which LLM judges? With an LLM backend and more than one model in
 # `judge_model` + `judge_models`, the same valid pairs go through every model with the same
 # rubric, orders and prompts (one cache, one ledger; a name like `gpt-5.5` or `openai:...` routes to
-# OpenAI with the optional extra `mechaudit[openai]`). The first table is raw agreement and Cohen's
-# kappa between the models' majority decisions (pairs undecided by either model left out); the
-# second is each kind's "% judged different" per model and its range over the models. The paper
-# reports these perturbation figures for one judge (Opus 4.6) only; its judge-model comparisons are
-# the agreement in chapter 07 and the extra-divergence ranges of its Fig. 5. Offline nothing is
-# judged, and the table below says so.
+# OpenAI with the optional extra `mechaudit[openai]`). The tables are raw agreement and
+# {term}`Cohen's kappa <Cohen's kappa (κ)>` between the models' majority decisions (pairs undecided
+# by either model left out), each kind's "% judged different" per model, and its range over the
+# models. The paper reports these perturbation figures for one judge (Opus 4.6) only. Offline
+# nothing is judged, and the table says so.
 
 # %%
-axis_models = list(dict.fromkeys([judge_model, *judge_models]))
-if llm_run and len(axis_models) > 1:
-    more = judge_each_model(pairs, axis_models[1:], backend=backend, client=judge.client, rubric=judge_rubric,
-                            orders=judge_orders, early_stop=judge_early_stop, instances=bench.instances)
-    verdicts = verdict_matrix({judge_model: decisions["llm judge"],
-                               **{m: majority(c, len(pairs))["same"] for m, c in more.items()}})
-    display(model_agreement(verdicts).round(3))
-    per_model = percent_different(verdicts.T, kinds, order=KINDS).T  # models x kinds
-    display(per_model.round(1))
-    model_ranges = estimate_range(per_model).round(1)
-else:
-    model_ranges = pd.DataFrame({"judge-model axis": [
-        "not run: offline backend" if not llm_run
-        else f"not run: one judge model ({judge_model})"]})
+agreement, per_model, model_ranges = judge_model_axis(
+    s.pairs, s.kinds, llm, [judge_model, *judge_models], backend=backend, rubric=judge_rubric,
+    orders=judge_orders, early_stop=judge_early_stop, instances=s.bench.instances)
+for table in (agreement, per_model):
+    if table is not None:
+        display(table)
 save("judge_model_ranges", model_ranges, out_dir)
 
 # %% [markdown]
 # ## Paper vs this run
 #
 # The paper pools the two meaning-preserving kinds into one figure; so does the table below. Its
-# embedding model was Amazon Titan v2 and ours is all-MiniLM-L6-v2, so the embedding rows compare a
-# recipe, not a model. Offline, the LLM rows say "not run": the reference judge's numbers are shown
-# in the notes for orientation and are not LLM results.
+# embedding model was Amazon Titan v2 and ours is all-MiniLM-L6-v2 ("MiniLM"), so the embedding rows
+# compare a recipe, not a model; the note gives our matched-threshold value. Offline, the LLM rows say
+# "not run" and the note gives the reference judge's value for orientation: it is not an LLM result.
 
 # %%
-mp = [k in MEANING_PRESERVING for k in kinds]
-mp_pct = percent_different(decisions[mp], ["meaning_preserving"] * sum(mp)).iloc[0]
+pooled = pooled_percent(decisions, s.kinds)
+rows = paper_rows(pooled, names, backend=backend, model=judge_model)
+if show_paper:
+    display(save("paper_comparison", compare(rows), out_dir))
+else:
+    print("Comparison with the paper is off (compare_paper is false, or this is not the shipped data).")
 
-
-def ours(kind: str, column: str):
-    value = mp_pct[column] if kind == "meaning_preserving" else pct.loc[kind, column]
-    return None if pd.isna(value) else round(float(value), 1)
-
-
-rows = []
-for kind in ("first_step_swapped", "middle_step_swapped", "meaning_preserving"):
-    rows.append((f"perturbations.{kind}_pct_different.tfidf", ours(kind, "tfidf")))
-    rows.append((f"perturbations.{kind}_pct_different.embedding", ours(kind, emb_name),
-                 f"all-MiniLM-L6-v2; matched threshold: {ours(kind, matched_name)}"))
-    rows.append((f"perturbations.{kind}_pct_different.llm", ours(kind, "llm judge"),
-                 f"{backend} backend" if llm_run else f"offline; reference judge (not an LLM): {ours(kind, ref_name)}"))
-swapped = [not m for m in mp]
-sw_pct = percent_different(decisions[swapped], ["swapped"] * sum(swapped)).iloc[0]
-for column, name in (("tfidf", "tfidf"), (emb_name, "embedding"), (matched_name, "matched")):
-    glue(f"ch05_mp_{name}_pct", mp_pct[column], digits=1)
-    glue(f"ch05_fss_{name}_pct", pct.loc["first_step_swapped", column], digits=1)
-    glue(f"ch05_mss_{name}_pct", pct.loc["middle_step_swapped", column], digits=1)
-glue("ch05_ref_swapped_pct", sw_pct[ref_name], digits=1)
-glue("ch05_ref_mp_pct", mp_pct[ref_name], digits=1)
-glue("ch05_tfidf_min_sim_swapped", sims.tfidf[swapped].min(), digits=3)
-glue("ch05_embedding_min_sim_swapped", sims.embedding[swapped].min(), digits=3)
-glue("ch05_embedding_mean_sim_swapped", sims.embedding[swapped].mean(), digits=3)
+# %% tags=["remove-input"]
+facts = findings(pooled, sims, s.kinds, names)
+for kind in ("mp", "fss", "mss"):
+    for rule in ("tfidf", "embedding", "matched"):
+        glue(f"ch05_{kind}_{rule}_pct", facts[f"{kind}_{rule}"], digits=1)
+glue("ch05_ref_swapped_pct", facts["ref_swapped"], digits=1)
+glue("ch05_ref_mp_pct", facts["mp_reference"], digits=1)
+glue("ch05_tfidf_min_sim_swapped", facts["tfidf_min_sim_swapped"], digits=3)
+glue("ch05_embedding_min_sim_swapped", facts["embedding_min_sim_swapped"], digits=3)
+glue("ch05_embedding_mean_sim_swapped", facts["embedding_mean_sim_swapped"], digits=3)
 glue("ch05_tfidf_threshold", tfidf_threshold)
 glue("ch05_embedding_threshold", embedding_threshold)
+top = headline(facts)
+glue("ch05_headline_fss_tfidf", top["tfidf"])
+glue("ch05_headline_fss_embedding", top["embedding"])
+glue("ch05_headline_fss_reference", top["reference"])
+glue("ch05_headline_fss_llm", top["llm"])
+glue("ch05_headline_status", status(backend, judge_model))
 for kind in ("first_step_swapped", "meaning_preserving"):
     for rule in ("tfidf", "embedding", "llm"):
         glue(f"ch05_paper_{kind}_{rule}", reported(f"perturbations.{kind}_pct_different.{rule}"))
-save("paper_comparison", compare(rows), out_dir)
 
 # %% [markdown]
 # ## LLM usage
@@ -261,7 +274,7 @@ save("paper_comparison", compare(rows), out_dir)
 # `params/prices.yaml`. With the offline backend no LLM is called.
 
 # %%
-llm_usage.report(backend, pairs=len(pairs))
+llm_usage.report(backend, pairs=len(s.pairs))
 
 # %% [markdown]
 # ## Reading the result
@@ -289,6 +302,67 @@ llm_usage.report(backend, pairs=len(pairs))
 # Whether a real LLM follows its rubric that literally is what the LLM column measures when a backend
 # with answers is selected; the paper's LLM judge called {glue:text}`ch05_paper_first_step_swapped_llm` %
 # of first-step swaps different.
+#
+# ## Exercises
+#
+# ```{exercise}
+# :label: ch05-ex1
+#
+# Before running: with `tfidf_threshold = 0.9` instead of 0.25, what happens to the TF-IDF column for
+# first-step swaps, and for the Wording + Chain pairs? Use the similarity table above (mean, lowest and
+# highest cosine per kind) to predict. Then re-execute with
+# `.venv/bin/mechaudit execute notebooks/05_perturbations.py -p tfidf_threshold 0.9 --out runs/ex1`
+# and compare.
+# ```
+#
+# ````{solution} ch05-ex1
+# :class: dropdown
+#
+# A pair is called different when its cosine is below the threshold. The swapped kinds have TF-IDF
+# cosines spread around a mean just under 0.9, so roughly half of them fall below 0.9 and start to be
+# caught. But the highest cosine of each meaning-preserving kind is below 0.9 (see the similarity
+# table), so every one of those pairs is now called different too: a meaning-preserving edit is
+# punished harder than a mechanism change. In the run we did with `tfidf_threshold = 0.9`, TF-IDF
+# called 61.3 % of first-step and 60.0 % of middle-step swaps different, and 100 % of both
+# meaning-preserving kinds. The matched embedding threshold moved as well (to 0.95), because its
+# target "same" rate includes TF-IDF's.
+# ````
+#
+# ```{exercise}
+# :label: ch05-ex2
+#
+# Before running: with `reference_rubric = "none"`, the reference judge calls two chains the same when
+# at least half of all steps named by either chain are shared (chapter 06). Predict the reference
+# judge's column for the two swap kinds, then re-execute with
+# `-p reference_rubric none --out runs/ex2` and check.
+# ```
+#
+# ````{solution} ch05-ex2
+# :class: dropdown
+#
+# A swap replaces one step of an n-step chain, so n - 1 of the n + 1 distinct steps are shared: a
+# Jaccard index of (n - 1)/(n + 1), which is at least 0.5 once n is 3 or more. Every chain in the suite
+# has at least three steps, so the overlap rule calls every swap the same and its column drops to 0 %
+# for both swap kinds. Without a definition of "same mechanism", a literal judge has nothing that
+# singles out the initiating event. The run we did with `reference_rubric = "none"` gave 0.0 % for both
+# swap kinds.
+# ````
+#
+# ```{exercise}
+# :label: ch05-ex3
+#
+# The matched embedding threshold is higher than 0.77 and catches more first-step swaps. Why is it
+# still not a fix? Look at the lowest and highest embedding cosines per kind in the similarity table.
+# ```
+#
+# ````{solution} ch05-ex3
+# :class: dropdown
+#
+# The cosine ranges of the swapped kinds overlap those of the meaning-preserving kinds: some
+# reworded pairs are less similar than some swapped pairs. Any threshold high enough to catch most
+# swaps also calls many rewordings different. Matching the overall "same" rate only moves the cut
+# along the same overlapping scale; chapter 07 shows that no threshold separates the two groups.
+# ````
 #
 # ## Try it
 #

@@ -12,7 +12,37 @@
 # # Rubric sensitivity: the definition of "same mechanism" is a parameter
 #
 # An LLM judge does not carry a fixed notion of mechanism equivalence: the rubric in its prompt
-# supplies one. The paper {cite}`byun2026auditing` gave the same First Step Swapped pairs to the
+# supplies one. This chapter gives the same perturbation pairs to judges that differ only in their
+# rubric and counts how often each calls a swapped initiating event a different mechanism.
+#
+# ```{admonition} Learning objectives
+# :class: tip
+# After this chapter you can
+# - explain how the full, step-by-step and no-rubric prompts define "same mechanism";
+# - compute the share of first-step swaps each rubric calls different, and read which component broke;
+# - explain why a literal no-rubric overlap rule can never catch a single swapped step;
+# - re-run the rubric comparison with an LLM backend and read its order and repetition effects.
+# ```
+#
+# ````{admonition} Question, answer and how we know
+# :class: note
+# :name: ch06-answer
+# **Question.** Does the rubric in the judge's prompt change which pairs count as the same mechanism?
+#
+# **Answer.** Yes: first-step swaps judged different are {glue:text}`ch06_headline_fss_full` % under
+# the full rubric, {glue:text}`ch06_headline_fss_step` % under the step rubric and
+# {glue:text}`ch06_headline_fss_none` % with no rubric (the paper's LLM:
+# {glue:text}`ch06_paper_full_fss_pct` %, {glue:text}`ch06_paper_step_fss_pct` % and
+# {glue:text}`ch06_paper_none_fss_pct` %).
+#
+# **How we know.** Status: {glue:text}`ch06_headline_status`. Offline each rubric is applied by a
+# deterministic {term}`reference judge <Reference judge>` that reads the structured
+# {term}`causal chain <Causal chain>`, so these numbers are true by construction of the rubrics and
+# are not an LLM's; the LLM judge is not run offline. The no-rubric judge's rule (step overlap) is
+# this book's choice.
+# ````
+#
+# The paper {cite}`byun2026auditing` gave the same First Step Swapped pairs to the
 # same judge model under three prompts and saw the share judged "different" move (the paper's
 # figures) from {glue:text}`ch06_paper_none_fss_pct` % (no rubric) over
 # {glue:text}`ch06_paper_full_fss_pct` % (full rubric) to {glue:text}`ch06_paper_step_fss_pct` %
@@ -29,14 +59,12 @@
 # - **step**: the same criteria applied separately to initiating event, route and terminal
 #   outcome, all three reported, then an overall verdict ("same" only if all three are the same).
 # - **none**: no definition, only the question.
-#
-# Offline, each rubric is applied by a deterministic **reference judge** that reads the structured
-# causal chain (`mechaudit.rules.ReferenceJudge`): a literal reading of the rubric, not an LLM.
 
 # %% tags=["parameters"]
 seed = 0
 backend = "reference"
 data_dir = None
+compare_paper = None
 rubrics = ["full", "step", "none"]
 jaccard_threshold = 0.5
 judge_model = "claude-opus-4-6"
@@ -52,35 +80,38 @@ from mechaudit.llm import usage as llm_usage
 
 llm_usage.begin(max_usd=max_usd, batch=llm_batch)  # this chapter's LLM budget and batch mode
 
-# %%
-from pathlib import Path
-
-import matplotlib.pyplot as plt
-import numpy as np
+# %% tags=["hide-input"]
 import pandas as pd
 from IPython.display import display
 
-from mechaudit.agreement import estimate_range, flip_rate, model_agreement, raw_agreement, verdict_matrix
 from mechaudit.backends import Backend
-from mechaudit.glue import glue
+from mechaudit.chapters.rubric import (
+    component_percent,
+    examples,
+    findings,
+    headline,
+    judge_rubrics_with_llm,
+    order_effects,
+    paper_figure_values,
+    paper_rows,
+    reference_decisions,
+    reference_judges,
+    reversal_check,
+    rubric_model_axis,
+    setup,
+    status,
+)
+from mechaudit.glue import glue, glue_figure
 from mechaudit.outputs import save
-from mechaudit.paper import compare, reported
-from mechaudit.perturb import KINDS, describe_change, load_suite
+from mechaudit.paper import compare, compare_paper_default, reported
+from mechaudit.perturb import KINDS
 from mechaudit.plots.rules import rubric_bars
-from mechaudit.rules import LLMJudge, ReferenceJudge
 from mechaudit.rules.audit import percent_different
-from mechaudit.rules.llm_judge import judge_each_model, majority, stability
-from mechaudit.schema import load_instances
 
 pd.set_option("display.precision", 3)
 pd.set_option("display.width", 120)
-
-suite = load_suite(None if data_dir is None else Path(data_dir) / "perturbations.jsonl", valid_only=True)
-pairs = [(p["original"], p["variant"]) for p in suite]
-kinds = [p["kind"] for p in suite]
+show_paper = compare_paper_default(compare_paper, data_dir)
 llm_run = Backend.parse(backend).is_llm
-print(f"{len(pairs)} valid perturbation pairs; rubrics: {', '.join(rubrics)}; "
-      f"LLM judge: {'run with backend ' + repr(backend) if llm_run else 'not run (offline)'}")
 
 # %% [markdown]
 # ## Reference judges: each rubric read literally
@@ -91,75 +122,55 @@ print(f"{len(pairs)} valid perturbation pairs; rubrics: {', '.join(rubrics)}; "
 # {glue:text}`ch06_jaccard_threshold`) of all steps named by either chain are shared. Both the rule
 # and the threshold are arbitrary choices of this book, not taken from the paper, and nothing says a
 # judge without a rubric decides by overlap: the numbers of this judge describe the rule, not how a
-# judge without a rubric behaves.
+# judge without a rubric behaves. With an LLM {term}`backend <Backend>` the LLM judge runs under
+# every rubric too (its columns say "not run" offline).
 
 # %%
-judges = {r: ReferenceJudge(r, jaccard_threshold=jaccard_threshold) for r in rubrics}
-decisions = pd.DataFrame({f"reference {r}": j.same(pairs) for r, j in judges.items()})
-if llm_run:
-    instances = load_instances(None if data_dir is None else Path(data_dir) / "instances.yaml")
-    llm_calls = {}
-    for r in rubrics:
-        judge = LLMJudge(rubric=r, model=judge_model, backend=backend, orders=judge_orders,
-                         early_stop=False, cache_dir=cache_dir, instances=instances)  # order effects need every call
-        llm_calls[r] = judge.judge(pairs)
-        decisions[f"llm {r}"] = majority(llm_calls[r], len(pairs))["same"].to_numpy()
-else:
-    for r in rubrics:
-        decisions[f"llm {r}"] = pd.array([pd.NA] * len(pairs), dtype="boolean")
-pct = percent_different(decisions, kinds, order=KINDS)
-glue("ch06_jaccard_threshold", jaccard_threshold)
-for r in rubrics:
-    glue(f"ch06_ref_{r}_fss_pct", pct.loc["first_step_swapped", f"reference {r}"], digits=1)
-    glue(f"ch06_ref_{r}_mss_pct", pct.loc["middle_step_swapped", f"reference {r}"], digits=1)
-for r in ("step", "full", "none"):
-    glue(f"ch06_paper_{r}_fss_pct", reported(f"rubric.first_step_swapped_pct_different.{r}"))
-glue("ch06_paper_reversal_pct", reported("rubric.order_reversal_changed_pct"))
-save("percent_different", pct.round(1).astype(object).where(pct.notna(), "not run" if not llm_run else "undecided"),
+s = setup(data_dir)
+judges = reference_judges(rubrics, jaccard_threshold)
+llm = judge_rubrics_with_llm(s.pairs, rubrics, s.instances, backend=backend, model=judge_model,
+                             orders=judge_orders, cache_dir=cache_dir)
+decisions = pd.concat([reference_decisions(s.pairs, judges), llm.decisions], axis=1)
+pct = percent_different(decisions, s.kinds, order=KINDS)
+print(f"{len(s.pairs)} valid perturbation pairs; rubrics: {', '.join(rubrics)}")
+save("percent_different", pct.round(1).astype(object).where(pct.notna(), "undecided" if llm_run else "not run"),
      out_dir)
 
-# %%
-paper = pd.DataFrame(
-    {f"llm {r}": [reported(f"rubric.first_step_swapped_pct_different.{r}") if k == "first_step_swapped" else np.nan
-                  for k in KINDS] for r in rubrics},
-    index=list(KINDS),
-)
-fig = rubric_bars(pct, paper, backend=backend,
+# %% tags=["hide-input"]
+fig = rubric_bars(pct, paper_figure_values(rubrics) if show_paper else None, backend=backend,
                   extra="reference judges read the structured chain"
                   + ("" if llm_run else "; LLM judge not run (offline)"))
 save("rubric_bars", fig, out_dir)
-plt.show()
+fig = glue_figure("ch06_fig_bars", fig)
 
 # %% [markdown]
+# ```{glue:figure} ch06_fig_bars
+# :name: fig-ch06-bars
+# :figwidth: 100%
+#
+# Percent of valid perturbation pairs judged "different mechanism" per perturbation kind and rubric
+# (no error bars: every valid pair is judged once by each deterministic judge; a short tick at 0 is a
+# bar of 0 %). Solid bars: full rubric; hatched `//`: step rubric; dotted: no rubric. Blue: reference
+# judges (not an LLM); orange: the LLM judge ("not run" offline). Diamonds: the paper's LLM judge on
+# First Step Swapped pairs, shown only on the shipped data.
+# ```
+#
+# {numref}`fig-ch06-bars` sets the rubrics side by side; the table above gives the same values.
 # The step rubric's three component judgements show which component each kind of edit touches.
 # Numbers are % of pairs whose component the step reference judge calls *different*.
 
 # %%
-components = judges["step"].components(pairs) if "step" in judges else ReferenceJudge("step").components(pairs)
-comp_pct = (100 * (1 - components[["initiating", "route", "terminal"]].astype(float))
-            .groupby(pd.Series(kinds, name="kind")).mean())
-is_swap = np.array([k.endswith("_swapped") for k in kinds])
-glue("ch06_min_jaccard_swapped", components["jaccard"][is_swap].min(), digits=3)
-glue("ch06_min_chain_swapped", min(len(a.chain) for (a, _), s in zip(pairs, is_swap) if s))
-save("components_percent_different", comp_pct.reindex(KINDS).round(1), out_dir)
+components = judges.get("step", reference_judges(["step"])["step"]).components(s.pairs)
+save("components_percent_different", component_percent(components, s.kinds), out_dir)
 
 # %% [markdown]
-# One pair of each kind, drawn with `seed`, with the text the perturbation changed, the chains side
-# by side (step texts) and the step reference judge's components. A `wording_only` variant
-# rewrites only the explanation, so its chain is the original's word for word:
+# One pair of each kind, drawn with `seed`: the text the perturbation changed (for `wording_only`
+# that is the rewritten explanation; its chain is the original's word for word), the chains side by
+# side (step texts) and the components the step reference judge calls different.
 
 # %%
-rng = np.random.default_rng(seed)
-example_rows = []
-for kind in KINDS:
-    i = int(rng.choice(np.flatnonzero(np.array(kinds) == kind)))
-    a, b = pairs[i]
-    example_rows.append({"kind": kind, "what changed": describe_change(a, b),
-                         "original chain": " -> ".join(s.text for s in a.chain),
-                         "variant chain": " -> ".join(s.text for s in b.chain),
-                         **components.loc[i, ["initiating", "route", "terminal"]].to_dict()})
-with pd.option_context("display.max_colwidth", 200):
-    display(pd.DataFrame(example_rows).set_index("kind"))
+with pd.option_context("display.max_colwidth", 400):
+    display(examples(s.pairs, s.kinds, components, seed=seed))
 
 # %% [markdown]
 # ## Presentation order
@@ -169,41 +180,20 @@ with pd.option_context("display.max_colwidth", 200):
 # hypotheses swapped and counts changed decisions.
 
 # %%
-reversed_pairs = [(b, a) for a, b in pairs]
-order_rows = [
-    {"judge": f"reference {r}", "pairs": len(pairs),
-     "decisions changed by reversal": int(np.sum(j.same(pairs) != j.same(reversed_pairs)))}
-    for r, j in judges.items()
-]
-pd.DataFrame(order_rows)
+reversal_check(s.pairs, judges)
 
 # %% [markdown]
 # With an LLM backend the judge sees each pair in the orders `judge_orders` (by default A-B twice
-# and B-A once). The table below then counts, per prompt, the decisions changed by repeating the
-# A-B call and by reversing it, and which flipped pairs the prompts share.
+# and B-A once). The table then counts, per prompt, the decisions changed by repeating the A-B call
+# and by reversing it; below it come the flipped pairs the prompts share and each prompt's raw
+# agreement with the reference judge of the same rubric. Offline it says "not run".
 
 # %%
-if llm_run:
-    stab = {r: stability(llm_calls[r], len(pairs)) for r in rubrics}
-    rows = []
-    for r in rubrics:
-        s = stab[r]
-        rows.append({"prompt": r, "pairs compared": int(s["order_changed"].notna().sum()),
-                     "order reversal changed": int(s["order_changed"].sum()),
-                     "order reversal changed %": round(100 * flip_rate(s["ab"], s["ba"]), 1),
-                     "repetition changed": int(s["repeat_changed"].sum())})
-    flipped = {r: set(stab[r].loc[stab[r]["order_changed"].fillna(False).astype(bool), "pair"]) for r in rubrics}
-    shared = pd.DataFrame([[len(flipped[a] & flipped[b]) for b in rubrics] for a in rubrics],
-                          index=rubrics, columns=rubrics)
-    print("pairs whose decision flipped under reversal, shared between prompts:")
-    print(shared.to_string())
-    print("LLM vs the reference judge of the same rubric (raw agreement on decided pairs):")
-    for r in rubrics:
-        print(f"  {r}: {raw_agreement(decisions[f'llm {r}'], decisions[f'reference {r}']):.3f}")
-    display_table = pd.DataFrame(rows)
-else:
-    display_table = pd.DataFrame({"prompt": rubrics, "order reversal changed": "not run (offline)"})
-save("order_reversal", display_table, out_dir)
+effects = order_effects(llm, decisions, rubrics, len(s.pairs))
+for extra in (effects.shared, effects.vs_reference):
+    if extra is not None:
+        display(extra)
+save("order_reversal", effects.table, out_dir)
 
 # %% [markdown]
 # ## Judge models
@@ -212,69 +202,45 @@ save("order_reversal", display_table, out_dir)
 # `judge_model` + `judge_models`, every rubric's pairs also go through the other models (same
 # prompts and orders, one cache; early stop, which never changes a majority decision; a name like
 # `gpt-5.5` routes to OpenAI with the optional extra `mechaudit[openai]`). The first table gives,
-# per rubric, raw agreement and Cohen's kappa between the models' decisions; the second, per
-# rubric and swap kind, the "% judged different" range over the models. The paper ran its rubric
-# variants with one judge (Opus 4.6), so it has no figure to compare these with. Offline nothing
-# is judged, and the table below says so.
+# per rubric, raw agreement and {term}`Cohen's kappa <Cohen's kappa (κ)>` between the models'
+# decisions; the second, per rubric and swap kind, the "% judged different" range over the models.
+# The paper ran its rubric variants with one judge (Opus 4.6), so it has no figure to compare these
+# with. Offline nothing is judged, and the table says so.
 
 # %%
-axis_models = list(dict.fromkeys([judge_model, *judge_models]))
-if llm_run and len(axis_models) > 1:
-    agree_tables, estimates = [], {}
-    for r in rubrics:
-        more = judge_each_model(pairs, axis_models[1:], backend=backend, client=judge.client, rubric=r,
-                                orders=judge_orders, early_stop=True, instances=instances)
-        verdicts = verdict_matrix({judge_model: decisions[f"llm {r}"],
-                                   **{m: majority(c, len(pairs))["same"] for m, c in more.items()}})
-        agree_tables.append(model_agreement(verdicts).assign(rubric=r))
-        per_kind = percent_different(verdicts.T, kinds, order=KINDS).T  # models x kinds
-        for kind in ("first_step_swapped", "middle_step_swapped"):
-            estimates[f"{r}: {kind}"] = per_kind[kind]
-    display(pd.concat(agree_tables, ignore_index=True).set_index(["rubric", "model_a", "model_b"]).round(3))
-    model_ranges = estimate_range(pd.DataFrame(estimates)).round(1)
-else:
-    model_ranges = pd.DataFrame({"judge-model axis": [
-        "not run: offline backend" if not llm_run
-        else f"not run: one judge model ({judge_model})"]})
+model_agree, model_ranges = rubric_model_axis(s.pairs, s.kinds, llm, rubrics, [judge_model, *judge_models],
+                                              backend=backend, orders=judge_orders, instances=s.instances)
+if model_agree is not None:
+    display(model_agree)
 save("judge_model_ranges", model_ranges, out_dir)
 
 # %% [markdown]
 # ## Paper vs this run
 #
 # The paper's numbers are LLM results. Offline, "this run" says "not run" and the note gives the
-# reference judge's value for orientation only.
+# reference judge's value for orientation only: it is not an LLM result.
 
 # %%
-fss = pct.loc["first_step_swapped"]
-
-
-def llm_value(column: str):
-    return None if pd.isna(fss[column]) else round(float(fss[column]), 1)
-
-
-rows = [
-    (f"rubric.first_step_swapped_pct_different.{r}", llm_value(f"llm {r}"),
-     f"{backend} backend" if llm_run else f"offline; reference judge (not an LLM): {fss[f'reference {r}']:.1f}")
-    for r in ("step", "full", "none") if r in rubrics
-]
-if llm_run:
-    rows.append(("rubric.order_reversal_changed_pct",
-                 round(float(np.mean([100 * flip_rate(stab[r]["ab"], stab[r]["ba"]) for r in rubrics])), 1),
-                 "mean over prompts"))
-    rows.append(("rubric.order_reversal_changed_per_prompt",
-                 round(float(np.mean([stab[r]["order_changed"].sum() for r in rubrics])), 1), "mean over prompts"))
-    if {"full", "step"} <= set(rubrics):
-        rows.append(("rubric.order_reversal_shared_full_step", len(flipped["full"] & flipped["step"])))
-        if "none" in rubrics:
-            rows.append(("rubric.order_reversal_shared_with_none",
-                         len((flipped["full"] | flipped["step"]) & flipped["none"])))
-    rows.append(("rubric.repetition_changed", int(sum(stab[r]["repeat_changed"].sum() for r in rubrics)),
-                 "all prompts"))
+rows = paper_rows(pct, effects, rubrics, backend=backend, model=judge_model)
+if show_paper:
+    display(save("paper_comparison", compare(rows), out_dir))
 else:
-    rows.append(("rubric.order_reversal_changed_pct", None, "offline; reference judges: 0 by construction"))
-    rows.append(("rubric.order_reversal_changed_per_prompt", None, "offline; reference judges: 0 by construction"))
-    rows.append(("rubric.repetition_changed", None, "offline; reference judges are deterministic: 0"))
-save("paper_comparison", compare(rows), out_dir)
+    print("Comparison with the paper is off (compare_paper is false, or this is not the shipped data).")
+
+# %% tags=["remove-input"]
+facts = findings(pct, components, s.pairs, s.kinds, rubrics)
+top = headline(pct, llm_run)
+glue("ch06_jaccard_threshold", jaccard_threshold)
+for r in rubrics:
+    glue(f"ch06_ref_{r}_fss_pct", facts[f"ref_{r}_fss"], digits=1)
+    glue(f"ch06_ref_{r}_mss_pct", facts[f"ref_{r}_mss"], digits=1)
+glue("ch06_min_jaccard_swapped", facts["min_jaccard_swapped"], digits=3)
+glue("ch06_min_chain_swapped", facts["min_chain_swapped"])
+glue("ch06_paper_reversal_pct", reported("rubric.order_reversal_changed_pct"))
+glue("ch06_headline_status", status(backend, judge_model))
+for r in ("none", "full", "step"):
+    glue(f"ch06_paper_{r}_fss_pct", reported(f"rubric.first_step_swapped_pct_different.{r}"))
+    glue(f"ch06_headline_fss_{r}", "not run" if top[r] is None else top[r], digits=None if top[r] is None else 0)
 
 # %% [markdown]
 # ## LLM usage
@@ -284,7 +250,7 @@ save("paper_comparison", compare(rows), out_dir)
 # `params/prices.yaml`. With the offline backend no LLM is called.
 
 # %%
-llm_usage.report(backend, pairs=len(pairs))
+llm_usage.report(backend, pairs=len(s.pairs))
 
 # %% [markdown]
 # ## Reading the result
@@ -307,6 +273,47 @@ llm_usage.report(backend, pairs=len(pairs))
 # full-rubric judge ({glue:text}`ch06_paper_full_fss_pct` %) sits below the literal reading, so
 # setting an LLM's decisions beside the literal reference judges shows how closely it follows its
 # rubric.
+#
+# ## Exercises
+#
+# ```{exercise}
+# :label: ch06-ex1
+#
+# Before running: with `jaccard_threshold = 0.7`, which swapped pairs will the no-rubric reference
+# judge start to call different? Use the formula (n - 1)/(n + 1) for the overlap of an n-step chain
+# with one step replaced. Then re-execute with
+# `.venv/bin/mechaudit execute notebooks/06_rubric_sensitivity.py -p jaccard_threshold 0.7 --out runs/ex1`
+# and compare the "reference none" column.
+# ```
+#
+# ````{solution} ch06-ex1
+# :class: dropdown
+#
+# The overlap (n - 1)/(n + 1) is 0.5 for n = 3, 0.6 for n = 4, about 0.67 for n = 5 and 0.71 for
+# n = 6. With a threshold of 0.7 a swapped pair is called different when its overlap is below 0.7,
+# so swaps in chains of five or fewer steps are caught and swaps in longer chains are not. The share
+# therefore depends on how long the chains are, not on where the swap sits: first- and middle-step
+# swaps are treated alike, which no rubric of the paper intends. The run we did with
+# `jaccard_threshold = 0.7` gave 86.2 % for first-step and 86.2 % for middle-step swaps, and still
+# 0.0 % for both meaning-preserving kinds (a rewording keeps every step).
+# ````
+#
+# ```{exercise}
+# :label: ch06-ex2
+#
+# The step rubric calls a pair "same" only if all three components are the same. In the component
+# table, which component does each kind of edit break? Would a judge that checked only the terminal
+# outcome catch any swap?
+# ```
+#
+# ````{solution} ch06-ex2
+# :class: dropdown
+#
+# A first-step swap breaks the initiating event and a middle-step swap breaks the route; neither
+# touches the terminal outcome, because the suite keeps the end of every chain (every hypothesis of
+# an instance ends at that instance's outcome). A judge that looked only at the terminal outcome would
+# call every swap "same", like the text-similarity rules of chapter 05.
+# ````
 #
 # ## Try it
 #

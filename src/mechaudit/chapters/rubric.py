@@ -1,0 +1,240 @@
+"""Chapter 06, rubric sensitivity: the definition of "same mechanism" is a parameter of the judge.
+
+One call per step: ``setup`` (the valid perturbation pairs), ``reference_decisions`` (each rubric
+read literally), ``judge_rubrics_with_llm``, ``order_effects`` and ``rubric_model_axis`` (the LLM-only
+steps; offline they return "not run" placeholders), ``examples``, ``component_percent``,
+``findings``, ``headline`` and ``paper_rows``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from mechaudit.agreement import estimate_range, model_agreement, raw_agreement, verdict_matrix
+from mechaudit.backends import Backend
+from mechaudit.chapters.perturbations import axis_placeholder, not_run
+from mechaudit.chapters.sensitivity import Stability, stability_summary
+from mechaudit.paper import reported
+from mechaudit.perturb import KINDS, describe_change, load_suite
+from mechaudit.rules import LLMJudge, ReferenceJudge
+from mechaudit.rules.audit import percent_different
+from mechaudit.rules.base import Pair
+from mechaudit.rules.llm_judge import judge_each_model, majority
+from mechaudit.schema import Instance, load_instances
+
+#: The paper's rubric keys, in the order of its figure.
+PAPER_RUBRICS = ("step", "full", "none")
+COMPONENTS = ["initiating", "route", "terminal"]
+
+
+@dataclass(frozen=True)
+class RubricSetup:
+    """The valid perturbation pairs, their kinds and the instances (the LLM judge's context)."""
+
+    pairs: list[Pair]
+    kinds: list[str]
+    instances: list[Instance]
+
+
+def setup(data_dir: str | Path | None = None) -> RubricSetup:
+    """The valid pairs of ``perturbations.jsonl`` and ``instances.yaml`` under ``data_dir`` (default: shipped)."""
+    base = None if data_dir is None else Path(data_dir)
+    suite = load_suite(None if base is None else base / "perturbations.jsonl", valid_only=True)
+    instances = load_instances(None if base is None else base / "instances.yaml")
+    return RubricSetup([(p["original"], p["variant"]) for p in suite], [p["kind"] for p in suite], instances)
+
+
+def reference_judges(rubrics: Sequence[str], jaccard_threshold: float = 0.5) -> dict[str, ReferenceJudge]:
+    """One reference judge per rubric (the "none" judge decides by step overlap >= ``jaccard_threshold``)."""
+    return {r: ReferenceJudge(r, jaccard_threshold=jaccard_threshold) for r in rubrics}
+
+
+def reference_decisions(pairs: Sequence[Pair], judges: dict[str, ReferenceJudge]) -> pd.DataFrame:
+    """One bool column ``reference <rubric>`` per judge (True = same), one row per pair."""
+    return pd.DataFrame({f"reference {r}": j.same(pairs) for r, j in judges.items()})
+
+
+@dataclass(frozen=True)
+class RubricLLM:
+    """The LLM judge under every rubric: decision columns ``llm <rubric>`` (NA = undecided or not
+    run), the call tables per rubric (None offline) and the client (None offline)."""
+
+    decisions: pd.DataFrame
+    calls: dict[str, pd.DataFrame] | None
+    client: Any
+
+
+def judge_rubrics_with_llm(pairs: Sequence[Pair], rubrics: Sequence[str], instances, *, backend: str, model: str,
+                           orders: Sequence[str] = ("ab", "ab", "ba"), cache_dir: str | None = None) -> RubricLLM:
+    """Every pair under every rubric with ``model`` (every order asked: order effects need every
+    call); offline, "not run" columns."""
+    if not Backend.parse(backend).is_llm:
+        return RubricLLM(pd.DataFrame({f"llm {r}": not_run(len(pairs)) for r in rubrics}), None, None)
+    calls, columns, client = {}, {}, None
+    for r in rubrics:
+        judge = LLMJudge(rubric=r, model=model, backend=backend, orders=orders, early_stop=False,
+                         cache_dir=cache_dir, client=client, instances=instances)
+        client = judge.client
+        calls[r] = judge.judge(pairs)
+        columns[f"llm {r}"] = majority(calls[r], len(pairs))["same"].array
+    return RubricLLM(pd.DataFrame(columns), calls, client)
+
+
+def paper_figure_values(rubrics: Sequence[str]) -> pd.DataFrame:
+    """The paper's % of first-step swaps judged different per rubric, in the layout of the
+    chapter's figure (kinds x ``llm <rubric>``; NaN where the paper reports nothing)."""
+    return pd.DataFrame(
+        {f"llm {r}": [reported(f"rubric.first_step_swapped_pct_different.{r}") if k == "first_step_swapped"
+                      else np.nan for k in KINDS] for r in rubrics},
+        index=list(KINDS),
+    )
+
+
+def component_percent(components: pd.DataFrame, kinds: Sequence[str]) -> pd.DataFrame:
+    """% of pairs whose component (initiating, route, terminal) the step judge calls different, per kind."""
+    different = 100 * (1 - components[COMPONENTS].astype(float))
+    table = different.groupby(pd.Series(list(kinds), name="kind")).mean()
+    return table.reindex([k for k in KINDS if k in table.index]).round(1)
+
+
+def examples(pairs: Sequence[Pair], kinds: Sequence[str], components: pd.DataFrame, seed: int = 0) -> pd.DataFrame:
+    """One pair per kind drawn with ``seed``: the text the edit changed, both chains (step texts) and
+    the components the step judge calls different. Indexed by kind."""
+    rng = np.random.default_rng(seed)
+    kinds_arr = np.array(list(kinds))
+    rows = {}
+    for kind in [k for k in KINDS if k in set(kinds_arr)]:
+        i = int(rng.choice(np.flatnonzero(kinds_arr == kind)))
+        a, b = pairs[i]
+        broken = [c for c in COMPONENTS if not bool(components.loc[i, c])]
+        rows[kind] = {"what changed": describe_change(a, b),
+                      "original chain": " -> ".join(s.text for s in a.chain),
+                      "variant chain": " -> ".join(s.text for s in b.chain),
+                      "step judge: different": ", ".join(broken) or "nothing"}
+    return pd.DataFrame.from_dict(rows, orient="index").rename_axis("kind")
+
+
+def reversal_check(pairs: Sequence[Pair], judges: dict[str, ReferenceJudge]) -> pd.DataFrame:
+    """Per reference judge: pairs judged, and decisions changed when each pair is shown reversed."""
+    reversed_pairs = [(b, a) for a, b in pairs]
+    rows = {f"reference {r}": {"pairs": len(pairs),
+                               "changed by reversal": int(np.sum(j.same(pairs) != j.same(reversed_pairs)))}
+            for r, j in judges.items()}
+    return pd.DataFrame.from_dict(rows, orient="index").rename_axis("judge")
+
+
+@dataclass(frozen=True)
+class OrderEffects:
+    """Per prompt, the LLM's stability (``table``, indexed by prompt), the flipped pairs each pair of
+    prompts shares, and the LLM's raw agreement with the reference judge of the same rubric; the
+    last two are None offline, and the table then says "not run"."""
+
+    table: pd.DataFrame
+    per_prompt: dict[str, Stability] | None
+    shared: pd.DataFrame | None
+    vs_reference: pd.Series | None
+
+
+def order_effects(llm: RubricLLM, decisions: pd.DataFrame, rubrics: Sequence[str], n_pairs: int) -> OrderEffects:
+    """Repetition and order-reversal effects of the LLM judge per prompt (from ``llm.calls``)."""
+    if llm.calls is None:
+        table = pd.DataFrame({"reversal changed": "not run"}, index=pd.Index(list(rubrics), name="prompt"))
+        return OrderEffects(table, None, None, None)
+    per = {r: stability_summary(llm.calls[r], n_pairs) for r in rubrics}
+    table = pd.DataFrame.from_dict({r: s.row for r, s in per.items()}, orient="index").rename_axis("prompt")
+    shared = pd.DataFrame([[len(per[a].flipped & per[b].flipped) for b in rubrics] for a in rubrics],
+                          index=pd.Index(list(rubrics), name="prompt"), columns=list(rubrics))
+    vs_reference = pd.Series({r: raw_agreement(decisions[f"llm {r}"], decisions[f"reference {r}"]) for r in rubrics},
+                             name="raw agreement with the reference judge").round(3)
+    return OrderEffects(table, per, shared, vs_reference)
+
+
+def rubric_model_axis(pairs: Sequence[Pair], kinds: Sequence[str], llm: RubricLLM, rubrics: Sequence[str],
+                      models: Sequence[str], *, backend: str, orders: Sequence[str], instances
+                      ) -> tuple[pd.DataFrame | None, pd.DataFrame]:
+    """Every rubric's pairs through the further models of ``models`` (``models[0]`` gave ``llm``).
+
+    Returns the agreement between models per rubric and, per rubric and swap kind, the range of
+    "% judged different" over the models; offline or with one model: ``(None, placeholder)``."""
+    models = list(dict.fromkeys(models))
+    if llm.calls is None or len(models) < 2:
+        return None, axis_placeholder(backend, models)
+    agree, estimates = [], {}
+    for r in rubrics:
+        more = judge_each_model(pairs, models[1:], backend=backend, client=llm.client, rubric=r, orders=orders,
+                                early_stop=True, instances=instances)
+        verdicts = verdict_matrix({models[0]: llm.decisions[f"llm {r}"],
+                                   **{m: majority(c, len(pairs))["same"] for m, c in more.items()}})
+        agree.append(model_agreement(verdicts).assign(rubric=r))
+        per_kind = percent_different(verdicts.T, kinds, order=KINDS).T  # models x kinds
+        for kind in ("first_step_swapped", "middle_step_swapped"):
+            estimates[f"{r}: {kind}"] = per_kind[kind]
+    table = pd.concat(agree, ignore_index=True).set_index(["rubric", "model_a", "model_b"]).round(3)
+    return table, estimate_range(pd.DataFrame(estimates)).round(1)
+
+
+def _fss(pct: pd.DataFrame, column: str) -> float | None:
+    value = pct.loc["first_step_swapped", column] if "first_step_swapped" in pct.index else np.nan
+    return None if pd.isna(value) else round(float(value), 1)
+
+
+def paper_rows(pct: pd.DataFrame, effects: OrderEffects, rubrics: Sequence[str], *, backend: str,
+               model: str) -> list[tuple]:
+    """Rows ``(key, ours, note)`` for ``mechaudit.paper.compare``: % of first-step swaps judged
+    different per rubric and the order and repetition effects (offline: "not run"; the note gives
+    the reference judge's value for orientation only)."""
+    llm_note = f"{model}, {backend}"
+    rows = [(f"rubric.first_step_swapped_pct_different.{r}", _fss(pct, f"llm {r}"),
+             llm_note if effects.per_prompt else f"reference judge: {_fss(pct, f'reference {r}')}")
+            for r in PAPER_RUBRICS if r in rubrics]
+    if effects.per_prompt is None:
+        note = "reference judges: 0 by construction"
+        return rows + [("rubric.order_reversal_changed_pct", None, note),
+                       ("rubric.order_reversal_changed_per_prompt", None, note),
+                       ("rubric.repetition_changed", None, note)]
+    t = effects.table
+    rows += [("rubric.order_reversal_changed_pct", round(float(t["reversal changed %"].mean()), 1),
+              "mean over prompts"),
+             ("rubric.order_reversal_changed_per_prompt", round(float(t["reversal changed"].mean()), 1),
+              "mean over prompts")]
+    flipped = {r: s.flipped for r, s in effects.per_prompt.items()}
+    if {"full", "step"} <= set(rubrics):
+        rows.append(("rubric.order_reversal_shared_full_step", len(flipped["full"] & flipped["step"])))
+        if "none" in rubrics:
+            rows.append(("rubric.order_reversal_shared_with_none",
+                         len((flipped["full"] | flipped["step"]) & flipped["none"])))
+    return rows + [("rubric.repetition_changed", int(t["repeat changed"].sum()), "all prompts")]
+
+
+def findings(pct: pd.DataFrame, components: pd.DataFrame, pairs: Sequence[Pair], kinds: Sequence[str],
+             rubrics: Sequence[str]) -> dict[str, float | None]:
+    """Numbers the prose quotes: per rubric the reference judge's % different for first- and
+    middle-step swaps (``ref_full_fss``, ...), and the shortest swapped chain and lowest step-overlap
+    (Jaccard) index of a swapped pair (NaN or None when the suite has no pair of that kind)."""
+    out: dict[str, float | None] = {}
+    for r in rubrics:
+        for short, kind in (("fss", "first_step_swapped"), ("mss", "middle_step_swapped")):
+            value = pct.loc[kind, f"reference {r}"] if kind in pct.index else np.nan
+            out[f"ref_{r}_{short}"] = float(value)
+    swap = np.array([k.endswith("_swapped") for k in kinds])
+    out["min_jaccard_swapped"] = float(components["jaccard"][swap].min()) if swap.any() else float("nan")
+    out["min_chain_swapped"] = min((len(a.chain) for (a, _), s in zip(pairs, swap) if s), default=None)
+    return out
+
+
+def headline(pct: pd.DataFrame, llm_run: bool) -> dict[str, float | None]:
+    """% of first-step swaps judged different per rubric (none, full, step) for the intro's table:
+    the LLM's if it ran, else the reference judges'; None for a rubric not run."""
+    source = "llm" if llm_run else "reference"
+    return {r: _fss(pct, f"{source} {r}") if f"{source} {r}" in pct.columns else None for r in ("none", "full", "step")}
+
+
+def status(backend: str, model: str) -> str:
+    """The chapter's headline status."""
+    return f"LLM ({model}, {backend})" if Backend.parse(backend).is_llm else "reference judge (not an LLM)"

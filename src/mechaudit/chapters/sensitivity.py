@@ -1,0 +1,303 @@
+"""Chapter 07, sensitivity: thresholds, agreement between rules, and the stability of the LLM judge.
+
+One call per step: ``setup`` (pairs, rules and threshold grids), ``suite_sweep`` and ``separation``
+(the perturbation suite), ``fixed_decisions`` (the methods at the paper's thresholds; with an LLM
+backend the judge joins), ``agreement_sweep``, ``agreement_at_thresholds`` and ``best_agreement``
+(the committed-set pairs), ``stability_check`` and ``model_ranges`` (the judge's stability; offline
+the deterministic rules' check), ``three_methods``, ``headline`` and ``paper_rows``.
+``stability_summary`` is the per-judge stability row chapter 06 uses too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from mechaudit.agreement import (
+    agreement_range,
+    agreement_table,
+    complete_agreement_interval,
+    estimate_range,
+    flip_rate,
+    model_agreement,
+    threshold_sweep,
+    verdict_matrix,
+)
+from mechaudit.backends import Backend
+from mechaudit.paths import cache_path
+from mechaudit.perturb import MEANING_PRESERVING, load_suite
+from mechaudit.rules import EmbeddingRule, LLMJudge, ReferenceJudge, TfidfRule
+from mechaudit.rules.audit import subsample_pairs, sweep_percent_different, within_instance_pairs
+from mechaudit.rules.base import Pair
+from mechaudit.rules.llm_judge import judge_each_model, majority, stability
+from mechaudit.schema import Benchmark, load_benchmark
+
+RULES = ("tfidf", "embedding")
+
+
+@dataclass(frozen=True)
+class Stability:
+    """One judge's stability on a call table: a display ``row`` (pairs, repeat changed, reversal
+    changed, reversal changed %, same %) and the pairs whose decision order reversal flipped."""
+
+    row: dict[str, float]
+    flipped: set[int]
+
+
+def stability_summary(calls: pd.DataFrame, n_pairs: int) -> Stability:
+    """Repetition and order-reversal effects of one LLM judge from its ``judge`` call table (every
+    order asked, no early stop), and its majority "same" rate (%; undecided pairs left out)."""
+    s = stability(calls, n_pairs)
+    same = majority(calls, n_pairs)["same"].astype("Float64")
+    row = {"pairs": n_pairs, "repeat changed": int(s["repeat_changed"].sum()),
+           "reversal changed": int(s["order_changed"].sum()),
+           "reversal changed %": round(100 * flip_rate(s["ab"], s["ba"]), 1),
+           "same %": round(100 * float(same.mean()), 1)}
+    flipped = set(s.loc[s["order_changed"].fillna(False).astype(bool), "pair"].astype(int))
+    return Stability(row, flipped)
+
+
+def grid(spec: Sequence[float]) -> np.ndarray:
+    """Thresholds ``[start, stop, count]`` -> ``count`` evenly spaced values, rounded to 3 places."""
+    start, stop, count = spec
+    return np.round(np.linspace(start, stop, int(count)), 3)
+
+
+@dataclass(frozen=True)
+class SensitivitySetup:
+    """The chapter's pairs (valid suite pairs with kinds; same-instance pairs of committed
+    hypotheses), its three offline rules, and the sweep grids per similarity rule."""
+
+    bench: Benchmark
+    suite_pairs: list[Pair]
+    kinds: list[str]
+    set_pairs: list[Pair]
+    tfidf: TfidfRule
+    embedding: EmbeddingRule
+    reference: ReferenceJudge
+    grids: dict[str, np.ndarray]
+
+    @property
+    def preserving(self) -> np.ndarray:
+        """Per suite pair: is its kind meaning-preserving?"""
+        return np.array([k in MEANING_PRESERVING for k in self.kinds])
+
+
+def setup(data_dir: str | Path | None = None, *, tfidf_sweep=(0.05, 0.95, 19), embedding_sweep=(0.5, 0.98, 25),
+          tfidf_threshold: float = 0.25, embedding_threshold: float = 0.77, embedding_model: str | None = None,
+          embedding_cache: bool = True, reference_rubric: str = "full") -> SensitivitySetup:
+    """Load the benchmark and valid suite under ``data_dir`` (default: shipped) and build the rules."""
+    bench = load_benchmark(data_dir)
+    suite = load_suite(None if data_dir is None else Path(data_dir) / "perturbations.jsonl", valid_only=True)
+    embedding = EmbeddingRule(model=embedding_model, threshold=embedding_threshold,
+                              cache_dir=cache_path("embedding_cache") if embedding_cache else None)
+    return SensitivitySetup(bench, [(p["original"], p["variant"]) for p in suite], [p["kind"] for p in suite],
+                            within_instance_pairs(bench.hypotheses), TfidfRule(threshold=tfidf_threshold),
+                            embedding, ReferenceJudge(reference_rubric),
+                            {"tfidf": grid(tfidf_sweep), "embedding": grid(embedding_sweep)})
+
+
+def similarities(s: SensitivitySetup, pairs: Sequence[Pair]) -> dict[str, np.ndarray]:
+    """Cosine per pair for each similarity rule (``tfidf``, ``embedding``)."""
+    return {"tfidf": s.tfidf.similarity(pairs), "embedding": s.embedding.similarity(pairs)}
+
+
+def suite_sweep(sims: Mapping[str, np.ndarray], grids: Mapping[str, np.ndarray], kinds: Sequence[str]) -> pd.DataFrame:
+    """% judged different per rule, threshold and kind (long: rule, threshold, kind, pct_different)."""
+    return pd.concat([sweep_percent_different(sims[r], grids[r], kinds).assign(rule=r) for r in sims],
+                     ignore_index=True)
+
+
+def separation(sims: Mapping[str, np.ndarray], preserving: np.ndarray, grids: Mapping[str, np.ndarray]
+               ) -> tuple[pd.DataFrame, dict[str, float | str]]:
+    """Per rule: the thresholds (if any) that call every meaning-preserving pair same and every
+    swapped pair different (exact, not only on the grid), with the similarities that decide it.
+
+    Returns the table (indexed by rule) and facts for the prose per rule: mean and extreme
+    similarities, and the lowest grid threshold calling half the swaps different (``half_threshold``,
+    or "none on the grid") with the % of meaning-preserving pairs it calls different (``half_mp_pct``)."""
+    rows, facts = {}, {}
+    for rule, sim in sims.items():
+        interval = complete_agreement_interval(sim, preserving)
+        between = "none" if interval is None else f"({interval[0]:.3f}, {interval[1]:.3f}]"
+        rows[rule] = {"separating thresholds": between,
+                      "lowest, meaning-preserving": round(float(sim[preserving].min()), 3),
+                      "highest, swapped": round(float(sim[~preserving].max()), 3)}
+        half = [t for t in grids[rule] if (sim[~preserving] < t).mean() >= 0.5]
+        facts.update({f"{rule}_mean_sim_mp": float(sim[preserving].mean()),
+                      f"{rule}_mean_sim_swapped": float(sim[~preserving].mean()),
+                      f"{rule}_min_sim_mp": float(sim[preserving].min()),
+                      f"{rule}_max_sim_swapped": float(sim[~preserving].max()),
+                      f"{rule}_half_threshold": float(half[0]) if half else "none on the grid",
+                      f"{rule}_half_mp_pct": 100 * float((sim[preserving] < half[0]).mean()) if half else float("nan")})
+    table = pd.DataFrame.from_dict(rows, orient="index").rename_axis("rule")
+    facts["n_separating"] = int((table["separating thresholds"] != "none").sum())
+    return table, facts
+
+
+@dataclass(frozen=True)
+class FixedMethods:
+    """Decisions on the committed-set pairs of every method at its fixed setting, by name; the
+    similarity rules' names; and the third method of the paper's comparison (the LLM judge if it
+    ran, else the reference judge)."""
+
+    decisions: dict[str, np.ndarray]
+    tfidf: str
+    embedding: str
+    third: str
+
+
+def fixed_decisions(s: SensitivitySetup, set_sim: Mapping[str, np.ndarray], *, backend: str = "reference",
+                    model: str = "claude-opus-4-6", rubric: str = "full", orders: Sequence[str] = ("ab", "ab", "ba"),
+                    cache_dir: str | None = None) -> FixedMethods:
+    """The reference judge, TF-IDF and embeddings at their thresholds and, with an LLM backend, the
+    LLM judge ``model`` (majority over ``orders``; undecided pairs NA) on the committed-set pairs."""
+    reference = f"reference ({s.reference.rubric})"
+    tfidf, embedding = f"tfidf {s.tfidf.threshold:g}", f"embedding {s.embedding.threshold:g}"
+    decisions = {reference: s.reference.same(s.set_pairs), tfidf: set_sim["tfidf"] >= s.tfidf.threshold,
+                 embedding: set_sim["embedding"] >= s.embedding.threshold}
+    third = reference
+    if Backend.parse(backend).is_llm:
+        judge = LLMJudge(rubric=rubric, model=model, backend=backend, orders=orders, cache_dir=cache_dir,
+                         instances=s.bench.instances)
+        third = f"llm {model}"
+        decisions[third] = judge.decide(s.set_pairs)["same"].to_numpy()
+    return FixedMethods(decisions, tfidf, embedding, third)
+
+
+def agreement_sweep(set_sim: Mapping[str, np.ndarray], grids: Mapping[str, np.ndarray], fixed: FixedMethods
+                    ) -> pd.DataFrame:
+    """Raw agreement and kappa of each similarity rule, over its grid, with every other fixed method
+    (long: threshold, other, n, raw_agreement, kappa, rule)."""
+    own = {"tfidf": fixed.tfidf, "embedding": fixed.embedding}
+    return pd.concat(
+        [threshold_sweep(set_sim[r], grids[r], {k: v for k, v in fixed.decisions.items() if k != own[r]}).assign(rule=r)
+         for r in RULES], ignore_index=True)
+
+
+def agreement_at_thresholds(fixed: FixedMethods) -> pd.DataFrame:
+    """Every pair of fixed methods: pairs compared, raw agreement, kappa and each method's "same"
+    rate (undecided pairs left out), indexed by (method a, method b)."""
+    table = agreement_table(fixed.decisions)
+    rate = {m: float(pd.Series(v).astype("Float64").mean()) for m, v in fixed.decisions.items()}
+    out = pd.DataFrame({"pairs": table["n"].astype(int).to_numpy(),
+                        "raw agreement": table["raw_agreement"].to_numpy(dtype=float),
+                        "kappa": table["kappa"].to_numpy(dtype=float),
+                        "same rate a": table["method_a"].map(rate).to_numpy(dtype=float),
+                        "same rate b": table["method_b"].map(rate).to_numpy(dtype=float)},
+                       index=pd.MultiIndex.from_frame(table[["method_a", "method_b"]], names=["method a", "method b"]))
+    return out.round(3)
+
+
+def best_agreement(agree: pd.DataFrame, set_sim: Mapping[str, np.ndarray], fixed: FixedMethods) -> pd.DataFrame:
+    """Per similarity rule and other method: the grid threshold of highest kappa, its raw agreement
+    and kappa, and whether any real threshold agrees with that method on every pair (exact)."""
+    best = agree.loc[agree.groupby(["rule", "other"])["kappa"].idxmax()]
+    possible = [complete_agreement_interval(set_sim[r], fixed.decisions[o]) is not None
+                for r, o in zip(best["rule"], best["other"])]
+    out = pd.DataFrame({"threshold of max kappa": best["threshold"].to_numpy(),
+                        "raw agreement": best["raw_agreement"].to_numpy(dtype=float),
+                        "kappa": best["kappa"].to_numpy(dtype=float), "complete agreement possible": possible},
+                       index=pd.MultiIndex.from_frame(best[["rule", "other"]]))
+    return out.round(3)
+
+
+@dataclass(frozen=True)
+class StabilityCheck:
+    """Repetition and order-reversal effects per judge (``table``), and with two or more LLM judge
+    models their agreement table (else None) and majority decisions."""
+
+    table: pd.DataFrame
+    agreement: pd.DataFrame | None
+    llm_run: bool
+
+
+def stability_check(s: SensitivitySetup, pairs: Sequence[Pair], *, backend: str, models: Sequence[str],
+                    rubric: str = "full", orders: Sequence[str] = ("ab", "ab", "ba"),
+                    cache_dir: str | None = None) -> StabilityCheck:
+    """With an LLM backend: every model of ``models`` judges ``pairs`` under every order (no early
+    stop) and each gets a ``stability_summary`` row. Offline: the deterministic rules judged twice
+    and in reversed order (changes are 0 by construction; the check shows it)."""
+    if not Backend.parse(backend).is_llm:
+        rules = {"tfidf": s.tfidf, "embedding": s.embedding, f"reference ({s.reference.rubric})": s.reference}
+        reversed_pairs = [(b, a) for a, b in pairs]
+        rows = {name: {"pairs": len(pairs), "repeat changed": int(np.sum(rule.same(pairs) != rule.same(pairs))),
+                       "reversal changed": int(np.sum(rule.same(pairs) != rule.same(reversed_pairs)))}
+                for name, rule in rules.items()}
+        return StabilityCheck(pd.DataFrame.from_dict(rows, orient="index").rename_axis("rule"), None, False)
+    calls = judge_each_model(pairs, models, backend=backend, cache_dir=cache_dir, rubric=rubric, orders=orders,
+                             instances=s.bench.instances, early_stop=False)  # stability needs every call
+    table = pd.DataFrame.from_dict({m: stability_summary(c, len(pairs)).row for m, c in calls.items()},
+                                   orient="index").rename_axis("model")
+    decisions = {m: majority(c, len(pairs))["same"] for m, c in calls.items()}
+    agreement = (model_agreement(verdict_matrix(decisions)).set_index(["model_a", "model_b"]).round(3)
+                 if len(decisions) > 1 else None)
+    return StabilityCheck(table, agreement, True)
+
+
+def model_ranges(check: StabilityCheck, backend: str, models: Sequence[str]) -> pd.DataFrame:
+    """How far the "same" rate and the order-reversal rate move with the judge model (range over
+    models, the kind of range of the paper's Fig. 5), or why it was not run."""
+    if check.agreement is None:
+        why = "offline backend" if not check.llm_run else f"one judge model ({models[0]})"
+        return pd.DataFrame({"status": [f"not run: {why}"]}, index=pd.Index(["judge models"], name="axis"))
+    return estimate_range(check.table[["same %", "reversal changed %"]]).round(1)
+
+
+def three_methods(fixed: FixedMethods) -> pd.DataFrame:
+    """Agreement between TF-IDF, embeddings and the third method at the fixed thresholds (the
+    paper's three-method range)."""
+    return agreement_table({k: fixed.decisions[k] for k in (fixed.tfidf, fixed.embedding, fixed.third)})
+
+
+def headline(three: pd.DataFrame) -> dict[str, str | float]:
+    """The intro's values: raw agreement range ("a-b %" text) and kappa range ("a-b"), plus the ends."""
+    low, high = 100 * three["raw_agreement"].min(), 100 * three["raw_agreement"].max()
+    klow, khigh = three["kappa"].min(), three["kappa"].max()
+    return {"agreement": f"{low:.1f}-{high:.1f} %", "kappa": f"{klow:.2f}-{khigh:.2f}", "agreement_low": float(low),
+            "agreement_high": float(high), "kappa_low": float(klow), "kappa_high": float(khigh)}
+
+
+def status(backend: str, model: str) -> str:
+    """The chapter's headline status (offline the third method is the reference judge)."""
+    return f"LLM ({model}, {backend})" if Backend.parse(backend).is_llm else "reference judge (not an LLM)"
+
+
+def paper_rows(three: pd.DataFrame, fixed: FixedMethods, check: StabilityCheck, *, tfidf_threshold: float,
+               embedding_threshold: float) -> list[tuple]:
+    """Rows ``(key, ours, note)`` for ``mechaudit.paper.compare`` (notes <= 40 characters)."""
+    methods = f"TF-IDF, MiniLM, {fixed.third}"[:40]
+    rows = [("sensitivity.raw_agreement_pct_low", round(100 * three["raw_agreement"].min(), 1), methods),
+            ("sensitivity.raw_agreement_pct_high", round(100 * three["raw_agreement"].max(), 1), methods),
+            ("sensitivity.kappa_low", round(three["kappa"].min(), 3), methods),
+            ("sensitivity.kappa_high", round(three["kappa"].max(), 3), methods),
+            ("sensitivity.tfidf_threshold", tfidf_threshold),
+            ("sensitivity.embedding_threshold", embedding_threshold, "all-MiniLM-L6-v2, not Titan v2")]
+    stab_keys = ("stability_pairs", "repeat_changed", "reversal_changed", "reversal_changed_pct")
+    if check.llm_run:
+        first, model = check.table.iloc[0], str(check.table.index[0])
+        values = (int(first["pairs"]), int(first["repeat changed"]), int(first["reversal changed"]),
+                  float(first["reversal changed %"]))
+        rows += [(f"sensitivity.{k}", v, model) for k, v in zip(stab_keys, values)]
+    else:
+        rows += [(f"sensitivity.{k}", None, "no LLM judge offline") for k in stab_keys]
+    model_keys = ("judge_models_agreement_pct_low", "judge_models_agreement_pct_high", "judge_models_kappa_low",
+                  "judge_models_kappa_high")
+    if check.agreement is not None:
+        span = agreement_range(check.agreement)
+        note = ", ".join(check.table.index)[:40]
+        values = (round(span["raw_agreement_pct_low"], 1), round(span["raw_agreement_pct_high"], 1),
+                  round(span["kappa_low"], 3), round(span["kappa_high"], 3))
+        rows += [(f"sensitivity.{k}", v, note) for k, v in zip(model_keys, values)]
+    else:
+        rows += [(f"sensitivity.{k}", None, "needs an LLM and 2+ judge models") for k in model_keys]
+    return rows
+
+
+def stability_sample(s: SensitivitySetup, n: int, seed: int) -> list[Pair]:
+    """The ``n`` committed-set pairs of the stability check, drawn with ``seed`` (as the cost planner does)."""
+    return subsample_pairs(s.set_pairs, n, seed)

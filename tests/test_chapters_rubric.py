@@ -1,0 +1,106 @@
+"""Chapter 06's steps (mechaudit.chapters.rubric): reference judges, examples, order effects, paper rows."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from mechaudit.chapters import rubric as ch
+from mechaudit.paper import compare
+from mechaudit.rules.audit import percent_different
+
+RUBRICS = ["full", "step", "none"]
+
+
+@pytest.fixture(scope="module")
+def shipped():
+    s = ch.setup()
+    judges = ch.reference_judges(RUBRICS)
+    llm = ch.judge_rubrics_with_llm(s.pairs, RUBRICS, s.instances, backend="reference", model="m")
+    decisions = pd.concat([ch.reference_decisions(s.pairs, judges), llm.decisions], axis=1)
+    return s, judges, llm, decisions, percent_different(decisions, s.kinds)
+
+
+def calls(verdicts: dict[int, list[str]]) -> pd.DataFrame:
+    """A call table with orders ab, ab, ba per pair and the given verdicts ("same"/"different")."""
+    rows = []
+    for pair, vs in verdicts.items():
+        for c, ((order, repeat), v) in enumerate(zip([("ab", 0), ("ab", 1), ("ba", 0)], vs)):
+            rows.append({"pair": pair, "call": c, "order": order, "repeat": repeat, "verdict": v,
+                         "same": v == "same", "invalid": False})
+    return pd.DataFrame(rows)
+
+
+def test_reference_judges_read_the_rubric_literally(shipped):
+    s, _, llm, decisions, pct = shipped
+    assert len(s.pairs) == 320 and llm.calls is None and llm.client is None
+    assert pct.loc["first_step_swapped", "reference full"] == 100.0
+    assert pct.loc["middle_step_swapped", "reference step"] == 100.0
+    assert pct.loc["first_step_swapped", "reference none"] == 0.0  # Jaccard >= 0.5 for chains of 3+ steps
+    assert pct.loc["wording_only", "reference full"] == 0.0
+    assert decisions["llm full"].isna().all()
+
+
+def test_components_examples_and_findings(shipped):
+    s, judges, _, _, pct = shipped
+    components = judges["step"].components(s.pairs)
+    table = ch.component_percent(components, s.kinds)
+    assert table.loc["first_step_swapped"].tolist() == [100.0, 0.0, 0.0]
+    assert table.loc["middle_step_swapped", "route"] == 100.0
+    ex = ch.examples(s.pairs, s.kinds, components, seed=0)
+    assert list(ex.index) == ["wording_only", "wording_chain", "first_step_swapped", "middle_step_swapped"]
+    assert ex.loc["first_step_swapped", "step judge: different"] == "initiating"
+    assert ex.loc["wording_only", "step judge: different"] == "nothing"
+    assert ex.loc["wording_only", "what changed"] != ""
+    facts = ch.findings(pct, components, s.pairs, s.kinds, RUBRICS)
+    assert facts["ref_full_fss"] == 100.0 and facts["ref_none_fss"] == 0.0
+    assert facts["min_chain_swapped"] >= 3 and facts["min_jaccard_swapped"] >= 0.5
+    assert ch.headline(pct, llm_run=False) == {"none": 0.0, "full": 100.0, "step": 100.0}
+    assert ch.headline(pct, llm_run=True) == {"none": None, "full": None, "step": None}
+
+
+def test_reversal_check_is_zero_for_reference_judges(shipped):
+    s, judges, *_ = shipped
+    table = ch.reversal_check(s.pairs[:40], judges)
+    assert table["changed by reversal"].tolist() == [0, 0, 0] and table["pairs"].tolist() == [40] * 3
+
+
+def test_order_effects_offline_and_paper_rows(shipped):
+    s, _, llm, decisions, pct = shipped
+    effects = ch.order_effects(llm, decisions, RUBRICS, len(s.pairs))
+    assert effects.per_prompt is None and effects.table["reversal changed"].tolist() == ["not run"] * 3
+    rows = ch.paper_rows(pct, effects, RUBRICS, backend="reference", model="m")
+    assert [r[1] for r in rows] == [None] * 6
+    assert rows[0] == ("rubric.first_step_swapped_pct_different.step", None, "reference judge: 100.0")
+    assert len(compare(rows)) == 6
+    _, ranges = ch.rubric_model_axis(s.pairs, s.kinds, llm, RUBRICS, ["m", "n"], backend="reference",
+                                     orders=["ab"], instances=s.instances)
+    assert ranges.iloc[0, 0] == "not run: offline backend"
+
+
+def test_order_effects_from_llm_calls_count_flips_and_shared_pairs():
+    call = {"full": calls({0: ["same", "same", "different"], 1: ["same", "same", "same"]}),
+            "step": calls({0: ["same", "different", "different"], 1: ["different", "different", "same"]})}
+    llm = ch.RubricLLM(pd.DataFrame({"llm full": pd.array([True, True], dtype="boolean"),
+                                     "llm step": pd.array([False, False], dtype="boolean")}), call, None)
+    decisions = pd.concat([llm.decisions, pd.DataFrame({"reference full": [True, False],
+                                                        "reference step": [True, False]})], axis=1)
+    effects = ch.order_effects(llm, decisions, ["full", "step"], 2)
+    assert effects.table.loc["full", "reversal changed"] == 1 and effects.table.loc["full", "repeat changed"] == 0
+    assert effects.table.loc["step", "reversal changed"] == 2 and effects.table.loc["step", "repeat changed"] == 1
+    assert effects.table.loc["step", "reversal changed %"] == 100.0
+    assert effects.shared.loc["full", "step"] == 1
+    assert effects.vs_reference.tolist() == [0.5, 0.5]
+    rows = dict((r[0], r[1]) for r in ch.paper_rows(pd.DataFrame(), effects, ["full", "step"], backend="replay",
+                                                     model="m"))
+    assert rows["rubric.order_reversal_changed_per_prompt"] == 1.5
+    assert rows["rubric.order_reversal_shared_full_step"] == 1
+    assert rows["rubric.repetition_changed"] == 1
+
+
+def test_paper_figure_values_only_first_step_swaps():
+    values = ch.paper_figure_values(["full"])
+    assert values["llm full"].notna().tolist() == [False, False, True, False]
+    assert ch.status("reference", "m") == "reference judge (not an LLM)"
+    assert not np.isnan(values.loc["first_step_swapped", "llm full"])

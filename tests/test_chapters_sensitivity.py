@@ -1,0 +1,109 @@
+"""Chapter 07's steps (mechaudit.chapters.sensitivity): sweeps, separation, agreement, stability rows."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from mechaudit.chapters import sensitivity as ch
+from mechaudit.paper import compare
+from mechaudit.rules import TfidfRule
+
+
+def fixed_methods(third: str = "reference (full)") -> ch.FixedMethods:
+    ref = np.array([True, True, False, False, False, False])
+    tf = np.array([True, True, True, False, False, False])
+    emb = np.array([True, False, True, False, True, False])
+    return ch.FixedMethods({"reference (full)": ref, "tfidf 0.25": tf, "embedding 0.77": emb},
+                           "tfidf 0.25", "embedding 0.77", third)
+
+
+def test_grid_is_evenly_spaced_and_rounded():
+    assert ch.grid([0.05, 0.95, 19]).tolist()[:3] == [0.05, 0.1, 0.15]
+    assert len(ch.grid([0.5, 0.98, 25])) == 25
+
+
+def test_separation_finds_the_exact_interval_and_the_half_threshold():
+    preserving = np.array([True, True, False, False])
+    sims = {"tfidf": np.array([0.9, 0.8, 0.5, 0.6]), "embedding": np.array([0.9, 0.5, 0.8, 0.6])}
+    grids = {"tfidf": np.array([0.55, 0.65, 0.85]), "embedding": np.array([0.55, 0.65, 0.85])}
+    table, facts = ch.separation(sims, preserving, grids)
+    assert table.loc["tfidf", "separating thresholds"] == "(0.600, 0.800]"
+    assert table.loc["embedding", "separating thresholds"] == "none"
+    assert facts["n_separating"] == 1
+    assert facts["tfidf_half_threshold"] == 0.55 and facts["tfidf_half_mp_pct"] == 0.0
+    assert facts["embedding_half_threshold"] == 0.65 and facts["embedding_half_mp_pct"] == 50.0
+    assert facts["tfidf_max_sim_swapped"] == 0.6
+
+
+def test_agreement_tables_at_the_thresholds_and_best_over_the_grid():
+    fixed = fixed_methods()
+    at = ch.agreement_at_thresholds(fixed)
+    assert list(at.columns) == ["pairs", "raw agreement", "kappa", "same rate a", "same rate b"]
+    assert at.loc[("reference (full)", "tfidf 0.25"), "raw agreement"] == pytest.approx(5 / 6, abs=1e-3)
+    assert at["pairs"].dtype.kind == "i"
+    sims = {"tfidf": np.array([0.9, 0.8, 0.3, 0.2, 0.1, 0.05]), "embedding": np.linspace(0.9, 0.4, 6)}
+    grids = {"tfidf": np.array([0.25, 0.5]), "embedding": np.array([0.5, 0.7])}
+    agree = ch.agreement_sweep(sims, grids, fixed)
+    assert set(agree["rule"]) == {"tfidf", "embedding"}
+    best = ch.best_agreement(agree, sims, fixed)
+    assert best.loc[("tfidf", "reference (full)"), "threshold of max kappa"] == 0.5
+    assert best.loc[("tfidf", "reference (full)"), "kappa"] == 1.0
+    assert bool(best.loc[("tfidf", "reference (full)"), "complete agreement possible"]) is True
+
+
+def test_three_methods_headline_and_offline_paper_rows():
+    fixed = fixed_methods()
+    three = ch.three_methods(fixed)
+    assert len(three) == 3
+    top = ch.headline(three)
+    assert top["agreement"] == f"{top['agreement_low']:.1f}-{top['agreement_high']:.1f} %"
+    assert top["agreement_low"] == pytest.approx(50.0) and top["agreement_high"] == pytest.approx(100 * 5 / 6)
+    check = ch.StabilityCheck(pd.DataFrame(), None, False)
+    rows = ch.paper_rows(three, fixed, check, tfidf_threshold=0.25, embedding_threshold=0.77)
+    assert len(rows) == 14 and all(len(r[2]) <= 40 for r in rows if len(r) == 3)
+    assert [r[1] for r in rows[6:]] == [None] * 8
+    assert len(compare(rows)) == 14
+    assert ch.model_ranges(check, "reference", ["m"]).iloc[0, 0] == "not run: offline backend"
+
+
+def test_stability_summary_counts_repeat_and_reversal_changes():
+    calls = pd.DataFrame([
+        {"pair": p, "call": c, "order": o, "repeat": r, "verdict": v, "same": v == "same", "invalid": False}
+        for p, vs in {0: ["same", "same", "different"], 1: ["different", "same", "different"]}.items()
+        for c, ((o, r), v) in enumerate(zip([("ab", 0), ("ab", 1), ("ba", 0)], vs))
+    ])
+    s = ch.stability_summary(calls, 2)
+    assert s.row == {"pairs": 2, "repeat changed": 1, "reversal changed": 1, "reversal changed %": 50.0,
+                     "same %": 50.0}
+    assert s.flipped == {0}
+
+
+def test_llm_stability_rows_and_model_ranges():
+    table = pd.DataFrame({"pairs": [8, 8], "repeat changed": [0, 1], "reversal changed": [2, 1],
+                          "reversal changed %": [25.0, 12.5], "same %": [50.0, 62.5]},
+                         index=pd.Index(["m1", "m2"], name="model"))
+    agreement = pd.DataFrame({"model_a": ["m1"], "model_b": ["m2"], "n": [8], "raw_agreement": [0.875],
+                              "kappa": [0.75]})
+    check = ch.StabilityCheck(table, agreement, True)
+    ranges = ch.model_ranges(check, "replay", ["m1", "m2"])
+    assert ranges.loc["same %", "spread"] == 12.5
+    rows = dict((r[0], r[1:]) for r in ch.paper_rows(ch.three_methods(fixed_methods("reference (full)")),
+                                                     fixed_methods(), check, tfidf_threshold=0.25,
+                                                     embedding_threshold=0.77))
+    assert rows["sensitivity.reversal_changed"] == (2, "m1")
+    assert rows["sensitivity.judge_models_agreement_pct_low"][0] == 87.5
+
+
+def test_offline_stability_check_on_the_shipped_pairs():
+    s = ch.setup()
+    s = dataclasses.replace(s, embedding=TfidfRule(threshold=0.5))  # no model download in this test
+    pairs = ch.stability_sample(s, 20, seed=0)
+    check = ch.stability_check(s, pairs, backend="reference", models=["m"])
+    assert not check.llm_run and check.agreement is None
+    assert check.table["pairs"].tolist() == [20, 20, 20]
+    assert check.table[["repeat changed", "reversal changed"]].to_numpy().sum() == 0
+    assert len(s.set_pairs) == 760 and s.preserving.sum() == 160
