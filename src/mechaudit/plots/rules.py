@@ -8,22 +8,13 @@ import numpy as np
 import pandas as pd
 from matplotlib.patches import Patch
 
-from mechaudit.plots.style import PALETTE, backend_caption, legend_outside, new_figure
+from mechaudit.plots.style import PALETTE, backend_caption, colour_of, legend_outside, new_figure
 
 #: Colour per kind of perturbation (Okabe-Ito, distinct from the method colours' meaning).
 KIND_COLOURS = ["#009E73", "#56B4E9", "#D55E00", "#CC79A7", "#E69F00", "#0072B2"]
-_EXTRA = ["#56B4E9", "#999999", "#000000", "#F0E442"]
 #: Marker, line style and marker size per series, so lines that coincide stay visible (the later
 #: series is drawn smaller on top of the earlier one).
 SERIES_STYLES = [("o", "-", 7), ("s", "--", 5.5), ("^", "-.", 4.5), ("v", ":", 3.5), ("D", "-", 3), ("x", "--", 3)]
-
-
-def method_colour(name: str, k: int) -> str:
-    """Palette colour for a method name (by its prefix: tfidf, embedding, reference, llm)."""
-    for key in ("tfidf", "embedding", "reference", "llm"):
-        if name.lower().startswith(key):
-            return PALETTE[key]
-    return _EXTRA[k % len(_EXTRA)]
 
 
 def _grouped_bars(ax, pct: pd.DataFrame, paper: pd.DataFrame | None, hatch_of=None) -> list:
@@ -38,7 +29,7 @@ def _grouped_bars(ax, pct: pd.DataFrame, paper: pd.DataFrame | None, hatch_of=No
     for k, method in enumerate(pct.columns):
         pos = x - 0.4 + width * (k + 0.5)
         values = pct[method].to_numpy(dtype=float)
-        colour = method_colour(method, k)
+        colour = colour_of(method, k)
         hatch = hatch_of(method) if hatch_of else None
         run = ~np.isnan(values)
         if run.any():
@@ -137,7 +128,7 @@ def agreement_vs_threshold(sweep: pd.DataFrame, paper_thresholds: dict[str, floa
         part = sweep[sweep["rule"] == rule]
         for k, other in enumerate(dict.fromkeys(part["other"])):
             line = part[part["other"] == other]
-            colour = method_colour(other, k)
+            colour = colour_of(other, k)
             marker, style, size = SERIES_STYLES[k % len(SERIES_STYLES)]
             for ax, column in zip(row, ("raw_agreement", "kappa")):
                 ax.plot(line["threshold"], line[column], color=colour, label=other, marker=marker, ls=style,

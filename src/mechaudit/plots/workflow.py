@@ -7,17 +7,9 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from mechaudit.plots.style import PALETTE, backend_caption, legend_outside, new_figure
+from mechaudit.plots.style import PALETTE, backend_caption, colour_of, legend_outside, new_figure
 
 _INSTANCE_MARKERS = "osD^vP*X"
-
-
-def _rule_colour(rule: str) -> str:
-    key = rule.lower().replace("-", "").replace(" ", "_")
-    for name in ("mechanism_key", "reference", "tfidf", "embedding", "llm"):
-        if key.startswith(name.split("_")[0]):
-            return PALETTE[name]
-    return PALETTE["accent"]
 
 
 def critique_depth_figure(points: pd.DataFrame, backend: str, title: str = "",
@@ -76,7 +68,7 @@ def rule_comparison_figure(table: pd.DataFrame, backend: str, truth: Mapping[str
     w = 0.8 / len(rules)
     for k, rule in enumerate(rules):
         vals = table[table.rule == rule].set_index("comparison").extra_pp.reindex(comps)
-        ax.bar(x - 0.4 + w * (k + 0.5), vals.to_numpy(), width=w, color=_rule_colour(rule), label=rule,
+        ax.bar(x - 0.4 + w * (k + 0.5), vals.to_numpy(), width=w, color=colour_of(rule), label=rule,
                edgecolor="white", linewidth=0.5)
     if truth:
         ax.scatter(x, [truth.get(c, np.nan) for c in comps], marker="_", s=900, color=PALETTE["truth"],
@@ -107,7 +99,7 @@ def validity_figure(summary: pd.DataFrame, null_summary: pd.DataFrame, backend: 
         w = 0.8 / len(rules)
         for k, rule in enumerate(rules):
             sub = df[df.rule == rule].set_index("comparison").reindex(comps)
-            ax.bar(x - 0.4 + w * (k + 0.5), sub[col].to_numpy(), width=w, color=_rule_colour(rule),
+            ax.bar(x - 0.4 + w * (k + 0.5), sub[col].to_numpy(), width=w, color=colour_of(rule),
                    yerr=2 * sub[se].to_numpy(), capsize=2, ecolor="#777777", label=rule)
         ax.set_xticks(x, comps)
         ax.set_xlabel("depth comparison")
@@ -185,8 +177,8 @@ def cluster_count_figure(counts: pd.DataFrame, backend: str, value: str = "n_gro
             stats = sub[sub.rule == rule].groupby("depth")[value].agg(["mean", "sem"]).reindex(depths)
             marker, style, size = _RULE_MARKERS.get(rule, ("o", "-", 5.0))
             ax.errorbar(np.arange(len(depths)) + dx, stats["mean"].to_numpy(), yerr=stats["sem"].fillna(0).to_numpy(),
-                        marker=marker, markersize=size, linestyle=style, capsize=2, color=_rule_colour(rule),
-                        markerfacecolor="none" if rule == "mechanism_key" else _rule_colour(rule),
+                        marker=marker, markersize=size, linestyle=style, capsize=2, color=colour_of(rule),
+                        markerfacecolor="none" if rule == "mechanism_key" else colour_of(rule),
                         zorder=2 if rule == "mechanism_key" else 3, label=rule)
         ax.set_xticks(range(len(depths)), [f"K={d}" for d in depths])
         ax.set_title(f"instance {inst}")
