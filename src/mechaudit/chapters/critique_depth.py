@@ -14,6 +14,7 @@ from typing import Any
 import pandas as pd
 
 from mechaudit.backends import Backend
+from mechaudit.chapters.status import SIMULATED, headline_status
 from mechaudit.errors import MechauditError
 from mechaudit.model import Benchmark
 from mechaudit.paper import entries, format_p, reported
@@ -30,8 +31,7 @@ def paper_key(a: int, b: int) -> str:
 
 def status(backend: str, generator_model: str) -> str:
     """Where the runs come from, in the book's status vocabulary."""
-    parsed = Backend.parse(backend)
-    return f"LLM ({generator_model}, {parsed.value})" if parsed.is_llm else "simulated (reference backend)"
+    return headline_status(backend, generator_model, SIMULATED)
 
 
 def report_exclusions(delivery, backend: str, json_retries: int) -> None:

@@ -18,6 +18,7 @@ import pandas as pd
 
 from mechaudit.agreement import estimate_range, model_agreement, verdict_matrix
 from mechaudit.backends import Backend
+from mechaudit.chapters.status import LOCAL, headline_status
 from mechaudit.paths import cache_path
 from mechaudit.perturb import KINDS, MEANING_PRESERVING, load_suite, make_suite
 from mechaudit.rules import EmbeddingRule, LLMJudge, ReferenceJudge, TfidfRule, marginal_same_rate
@@ -226,7 +227,7 @@ def headline(facts: dict[str, float | None]) -> dict[str, int | str]:
 
 def status(backend: str, model: str) -> str:
     """The chapter's headline status: the LLM and backend, or computed locally (no LLM)."""
-    return f"LLM ({model}, {backend})" if Backend.parse(backend).is_llm else "computed locally (no LLM)"
+    return headline_status(backend, model, LOCAL)
 
 
 def similarity_summary(sims: pd.DataFrame, kinds: Sequence[str]) -> pd.DataFrame:

@@ -20,6 +20,7 @@ from mechaudit.agreement import estimate_range, model_agreement, raw_agreement, 
 from mechaudit.backends import Backend
 from mechaudit.chapters.perturbations import axis_placeholder, not_run
 from mechaudit.chapters.sensitivity import Stability, stability_summary
+from mechaudit.chapters.status import REFERENCE_JUDGE, headline_status
 from mechaudit.paper import reported
 from mechaudit.perturb import KINDS, describe_change, load_suite
 from mechaudit.rules import LLMJudge, ReferenceJudge
@@ -237,4 +238,4 @@ def headline(pct: pd.DataFrame, llm_run: bool) -> dict[str, float | None]:
 
 def status(backend: str, model: str) -> str:
     """The chapter's headline status."""
-    return f"LLM ({model}, {backend})" if Backend.parse(backend).is_llm else "reference judge (not an LLM)"
+    return headline_status(backend, model, REFERENCE_JUDGE)

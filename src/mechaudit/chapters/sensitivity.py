@@ -28,6 +28,7 @@ from mechaudit.agreement import (
     verdict_matrix,
 )
 from mechaudit.backends import Backend
+from mechaudit.chapters.status import REFERENCE_JUDGE, headline_status
 from mechaudit.paths import cache_path
 from mechaudit.perturb import MEANING_PRESERVING, load_suite
 from mechaudit.rules import EmbeddingRule, LLMJudge, ReferenceJudge, TfidfRule
@@ -264,7 +265,7 @@ def headline(three: pd.DataFrame) -> dict[str, str | float]:
 
 def status(backend: str, model: str) -> str:
     """The chapter's headline status (offline the third method is the reference judge)."""
-    return f"LLM ({model}, {backend})" if Backend.parse(backend).is_llm else "reference judge (not an LLM)"
+    return headline_status(backend, model, REFERENCE_JUDGE)
 
 
 def paper_rows(three: pd.DataFrame, fixed: FixedMethods, check: StabilityCheck, *, tfidf_threshold: float,
