@@ -1,18 +1,25 @@
 """Open every page of the built book in headless Debian Chromium through Playwright.
 
-Every request that is not to loopback is aborted; each page must answer 200, carry a title,
-show every image (naturalWidth > 0) and log no console error. A screenshot of each page is saved
-under ``_build/screenshots/``.
+Every request that is not to loopback is aborted. One pass over the pages (one browser, one page
+reused) collects, at 1280 px: the status, title, broken images and every console error; tables,
+figures and images wider than the text column; images without a figure caption; visible code
+cells (not folded by ``hide-input``) longer than 25 lines; the element ids of the page; and the
+intro's "results at a glance" table. Each check is its own test over that pass and prints its
+offenders. A full-page screenshot of each page at 1280 px and 390 px (cut at 25,000 px, which only the
+API reference exceeds) is saved under ``_build/screenshots/`` (``<entry>-1280.png``, ``<entry>-390.png``).
 """
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import functools
 import http.server
+import shutil
+import struct
 import threading
 from pathlib import Path
-from urllib.parse import urlparse
+from urllib.parse import urldefrag, urlparse
 
 import pytest
 from test_book import toc_files
@@ -22,6 +29,16 @@ from mechaudit.paths import REPO_ROOT
 CHROMIUM = Path("/usr/bin/chromium")
 FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
          "--no-first-run", "--disable-sync", "--disable-quic"]
+WIDTHS = (1280, 390)
+HEIGHT = 900
+MAX_VISIBLE_LINES = 25
+MIN_GLANCE_ROWS = 6
+SHOTS = REPO_ROOT / "_build" / "screenshots"
+#: Screenshots stop here: every chapter is shorter at 390 px; the API reference (~73,000 px at 1280 px)
+#: would take about a minute to capture in full.
+MAX_SHOT_HEIGHT = 25_000
+PNG_1PX = bytes.fromhex("89504e470d0a1a0a0000000d49484452000000010000000108060000001f15c4890000000d49444154789c6360"
+                        "000002000154a24f5d0000000049454e44ae426082")
 
 pytestmark = [
     pytest.mark.browser,
@@ -50,13 +67,59 @@ class _QuietHandler(http.server.SimpleHTTPRequestHandler):
         pass
 
 
-def audit_page(page, url: str) -> list[str]:
-    """Problems with one page: status, title, broken images, console errors."""
-    problems: list[str] = []
+# Layout of one page, measured in the browser. The text column is the content box of the theme's
+# <article class="bd-article"> (the page body on a page without it). An element counts when it is
+# rendered and not inside a closed <details> (hide-input cells fold their source into one).
+LAYOUT_JS = """(maxLines) => {
+  const col = document.querySelector('article.bd-article') || document.body;
+  const cs = getComputedStyle(col), box = col.getBoundingClientRect();
+  const left = box.left + parseFloat(cs.paddingLeft), right = box.right - parseFloat(cs.paddingRight);
+  const shown = el => el.checkVisibility() && !el.closest('details:not([open])');
+  const where = el => {
+    const sec = el.closest('section[id]');
+    const what = el.tagName === 'IMG' ? el.getAttribute('src').split('/').pop().slice(0, 24)
+      : (el.innerText || '').trim().split('\\n')[0].slice(0, 50);
+    return `in #${sec ? sec.id : '?'} (${what})`;
+  };
+  const wide = [], uncaptioned = [], long = [];
+  for (const el of col.querySelectorAll('table, figure, img')) {
+    const b = el.getBoundingClientRect();
+    if (shown(el) && (b.left < left - 1 || b.right > right + 1))
+      wide.push(`${el.tagName.toLowerCase()} ${Math.round(b.width)} px, `
+                + `column ${Math.round(right - left)} px, ${where(el)}`);
+  }
+  for (const img of col.querySelectorAll('img')) {
+    const cap = img.closest('figure')?.querySelector('figcaption');
+    if (shown(img) && !(cap && cap.innerText.trim())) uncaptioned.push(`image ${where(img)}`);
+  }
+  for (const cell of col.querySelectorAll('.cell_input')) {
+    const n = (cell.querySelector('pre')?.innerText || '').replace(/\\n+$/, '').split('\\n').length;
+    if (shown(cell) && n > maxLines) long.push(`code cell of ${n} lines ${where(cell)}`);
+  }
+  const head = Array.from(document.querySelectorAll('h1, h2, h3')).find(h => /at a glance/i.test(h.innerText));
+  const table = head?.closest('section')?.querySelector('table');
+  const rows = table ? Array.from(table.querySelectorAll('tbody tr')) : [];
+  const glance = head ? {table: !!table, rows: rows.length,
+    rows_without_link: rows.filter(r => !r.querySelector('a[href*="-answer"]')).map(r => r.innerText.slice(0, 40)),
+    links: Array.from(table ? table.querySelectorAll('a[href]') : [], a => a.href)} : null;
+  return {wide, uncaptioned, long, glance, ids: Array.from(document.querySelectorAll('[id]'), e => e.id)};
+}"""
+
+
+def watch(page) -> list[str]:
+    """Attach console and page-error listeners once; returns the list they append to."""
     errors: list[str] = []
     page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
     page.on("pageerror", lambda e: errors.append(str(e)))
+    return errors
+
+
+def audit_page(page, url: str, errors: list[str]) -> list[str]:
+    """Problems with one page: status, title, broken images, console errors (``errors`` from :func:`watch`,
+    emptied first)."""
+    errors.clear()
     response = page.goto(url, wait_until="load")
+    problems: list[str] = []
     if response is None or response.status != 200:
         problems.append(f"status {None if response is None else response.status}")
     if not page.title().strip():
@@ -65,8 +128,44 @@ def audit_page(page, url: str) -> list[str]:
         "Array.from(document.images).filter(i => !(i.complete && i.naturalWidth > 0)).map(i => i.src)"
     )
     problems += [f"broken image {src}" for src in broken]
-    problems += [f"console error: {e}" for e in errors if "net::ERR_FAILED" not in e]
     return problems
+
+
+def layout(page) -> dict:
+    """The page's layout findings (see ``LAYOUT_JS``) at the current viewport."""
+    return page.evaluate(LAYOUT_JS, MAX_VISIBLE_LINES)
+
+
+def screenshots(page, cdp, stem: str) -> list[Path]:
+    """Full-page PNG screenshots at every width in ``WIDTHS``, cut at ``MAX_SHOT_HEIGHT`` px (only the API
+    reference is taller); the viewport is left at the first width. Chromium's own capture (``cdp``, a
+    CDP session of ``page``) with fast PNG encoding takes half the time of ``page.screenshot``."""
+    paths = []
+    for width in WIDTHS:
+        page.set_viewport_size({"width": width, "height": HEIGHT})
+        size = page.evaluate("[document.documentElement.scrollWidth, document.documentElement.scrollHeight]")
+        clip = {"x": 0, "y": 0, "width": size[0], "height": min(size[1], MAX_SHOT_HEIGHT), "scale": 1}
+        shot = cdp.send("Page.captureScreenshot", {"format": "png", "captureBeyondViewport": True,
+                                                   "optimizeForSpeed": True, "clip": clip})
+        paths.append(SHOTS / f"{stem}-{width}.png")
+        paths[-1].write_bytes(base64.b64decode(shot["data"]))
+    page.set_viewport_size({"width": WIDTHS[0], "height": HEIGHT})
+    return paths
+
+
+def unresolved_links(links: list[str], ids_by_page: dict[str, set[str]]) -> list[str]:
+    """Links whose page was not visited or whose ``#fragment`` is no element id on that page."""
+    bad = []
+    for link in links:
+        page, fragment = urldefrag(link)
+        if not fragment or fragment not in ids_by_page.get(page, set()):
+            bad.append(link)
+    return bad
+
+
+def png_width(path: Path) -> int:
+    """Width in pixels from a PNG's IHDR chunk."""
+    return struct.unpack(">I", path.read_bytes()[16:20])[0]
 
 
 @pytest.fixture(scope="module")
@@ -80,7 +179,7 @@ def browser():
 
 
 def _new_page(browser):
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    context = browser.new_context(viewport={"width": WIDTHS[0], "height": HEIGHT})
 
     def route(r):
         host = urlparse(r.request.url).hostname
@@ -93,31 +192,116 @@ def _new_page(browser):
     return context, context.new_page()
 
 
-def test_every_toc_page_renders(built_book, browser):
-    shots = REPO_ROOT / "_build" / "screenshots"
-    shots.mkdir(parents=True, exist_ok=True)
-    report = {}
+@pytest.fixture(scope="module")
+def site(built_book, browser) -> dict:
+    """One pass over every TOC page: ``{entry: {"url", "problems", "layout", "shots"}}``."""
+    shutil.rmtree(SHOTS, ignore_errors=True)
+    SHOTS.mkdir(parents=True)
+    pages = {}
     with serve(built_book) as base:
+        context, page = _new_page(browser)
+        errors, cdp = watch(page), context.new_cdp_session(page)
         for entry in toc_files():
-            context, page = _new_page(browser)
-            report[entry] = audit_page(page, f"{base}/{entry}.html")
-            page.screenshot(path=str(shots / f"{entry.replace('/', '__')}.png"), full_page=True)
-            context.close()
-    bad = {k: v for k, v in report.items() if v}
-    assert not bad, bad
+            url = f"{base}/{entry}.html"
+            problems = audit_page(page, url, errors)
+            found = layout(page)
+            shots = screenshots(page, cdp, entry.replace("/", "__"))
+            problems += [f"console error: {e}" for e in errors]
+            pages[entry] = {"url": url, "problems": problems, "layout": found, "shots": shots}
+        context.close()
+    return pages
+
+
+def _offenders(site: dict, key: str) -> str:
+    """One line per offending element of every page (empty when none)."""
+    return "".join(f"\n  {entry}: {item}" for entry, p in site.items() for item in p["layout"][key])
+
+
+def test_every_toc_page_renders(site):
+    """Status 200, a title, every image loads and not one console error (no message is filtered)."""
+    bad = "".join(f"\n  {entry}: {problem}" for entry, p in site.items() for problem in p["problems"])
+    assert not bad, f"pages with problems:{bad}"
+
+
+def test_tables_and_figures_fit_the_text_column(site):
+    """The element's own box counts, also inside a scrolling wrapper: a column scrolled out of view is
+    a hidden column."""
+    bad = _offenders(site, "wide")
+    assert not bad, f"wider than the text column at {WIDTHS[0]} px:{bad}"
+
+
+def test_every_figure_has_a_caption(site):
+    bad = _offenders(site, "uncaptioned")
+    assert not bad, f"images without a figure caption:{bad}"
+
+
+def test_no_visible_code_cell_is_long(site):
+    bad = _offenders(site, "long")
+    assert not bad, f"visible code cells over {MAX_VISIBLE_LINES} lines:{bad}"
+
+
+def test_intro_results_table_links_resolve(site):
+    intro = toc_files()[0]
+    glance = site[intro]["layout"]["glance"]
+    assert glance and glance["table"], f"{intro}: no table under a heading 'Results at a glance'"
+    assert glance["rows"] >= MIN_GLANCE_ROWS, f"{intro}: {glance['rows']} result rows, need >= {MIN_GLANCE_ROWS}"
+    assert not glance["rows_without_link"], f"{intro}: rows without a link to a chapter's answer box: " \
+        f"{glance['rows_without_link']}"
+    ids = {p["url"]: set(p["layout"]["ids"]) for p in site.values()}
+    assert not unresolved_links(glance["links"], ids), \
+        f"{intro}: links to no element id: {unresolved_links(glance['links'], ids)}"
+
+
+def test_screenshots_at_both_widths_and_no_sideways_scroll(site):
+    """A screenshot per page and width; a page wider than the window (something overflows at 390 px)
+    gives a wider screenshot."""
+    widths = {entry: [png_width(path) for path in p["shots"]] for entry, p in site.items()}
+    bad = {entry: w for entry, w in widths.items() if w != list(WIDTHS)}
+    assert not bad, f"page wider than the window (screenshot widths, window {list(WIDTHS)}): {bad}"
 
 
 def test_a_broken_image_is_caught(tmp_path, browser):
     """The audit must be able to fail: a page with a missing image is reported."""
-    (tmp_path / "ok.png").write_bytes(
-        bytes.fromhex("89504e470d0a1a0a0000000d49484452000000010000000108060000001f15c4890000000d49444154789c6360000002000154a24f5d0000000049454e44ae426082")
-    )
+    (tmp_path / "ok.png").write_bytes(PNG_1PX)
     (tmp_path / "page.html").write_text(
         "<html><head><title>t</title></head><body><img src='ok.png'><img src='missing.png'></body></html>"
     )
     with serve(tmp_path) as base:
         context, page = _new_page(browser)
-        problems = audit_page(page, f"{base}/page.html")
+        problems = audit_page(page, f"{base}/page.html", watch(page))
         context.close()
     assert any("broken image" in p and "missing.png" in p for p in problems), problems
     assert not any("ok.png" in p for p in problems), problems
+
+
+BAD_PAGE = """<html><head><title>t</title></head><body><article class="bd-article" style="width: 688px">
+<section id="s"><h2>Results at a glance</h2>
+<div id="x-answer"></div><table><tbody><tr><td><a href="page.html#x-answer">fine</a></td></tr>
+<tr><td><a href="page.html#nowhere-answer">x</a></td></tr><tr><td>no <a href="page.html#s">answer</a> link</td></tr>
+</tbody></table>
+<table style="width: 900px"><tr><td>too wide</td></tr></table>
+<figure><img src="ok.png" width="10"><figcaption>A caption.</figcaption></figure><img src="ok.png" width="10">
+<div class="cell_input"><pre>{long}</pre></div>
+<details><summary>show</summary><div class="cell_input"><pre>{long}</pre></div></details>
+</section></article><script>console.error("boom")</script></body></html>"""
+
+
+def test_the_layout_checks_can_fail(tmp_path, browser):
+    """A page with a wide table, an uncaptioned image, a long visible cell, a console error and a dead
+    anchor is reported for each, and only for those (the folded long cell and the captioned image pass)."""
+    (tmp_path / "ok.png").write_bytes(PNG_1PX)
+    (tmp_path / "page.html").write_text(BAD_PAGE.replace("{long}", "\n".join(["x = 1"] * 30)))
+    with serve(tmp_path) as base:
+        context, page = _new_page(browser)
+        errors = watch(page)
+        audit_page(page, f"{base}/page.html", errors)
+        found = layout(page)
+        context.close()
+    assert errors == ["boom"]
+    assert len(found["wide"]) == 1 and "table 900 px, column 688 px" in found["wide"][0], found["wide"]
+    assert len(found["uncaptioned"]) == 1, found["uncaptioned"]
+    assert found["long"] == ["code cell of 30 lines in #s (x = 1)"], found["long"]
+    glance = found["glance"]
+    assert (glance["rows"], glance["rows_without_link"]) == (3, ["no answer link"])
+    ids = {f"{base}/page.html": set(found["ids"])}
+    assert unresolved_links(glance["links"], ids) == [f"{base}/page.html#nowhere-answer"]

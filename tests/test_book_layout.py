@@ -1,0 +1,179 @@
+"""Static checks of the reader's and teacher's layer of every chapter source (no build, no browser).
+
+Each chapter (``notebooks/*.py``, jupytext percent) keeps its visible code cells short, opens with
+learning objectives and a "Question, answer and how we know" box named ``chNN-answer``, ends with
+an ``## Exercises`` section of at least two exercises with matching solutions, and gives every glued
+figure a name and a caption. Glossary links name existing terms.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import jupytext
+import pytest
+
+from mechaudit.paths import REPO_ROOT
+
+MAX_VISIBLE_LINES = 25
+HIDDEN_TAGS = {"hide-input", "remove-input", "remove-cell"}
+CHAPTERS = sorted((REPO_ROOT / "notebooks").glob("[0-9]*.py"))
+GLOSSARY = REPO_ROOT / "book" / "glossary.md"
+NEW_TERMS = ["Percentage point (pp)", "Cohen's kappa (κ)", "Vendi score", "TF-IDF", "Complete linkage",
+             "Exact p-value", "Weak link", "Engagement label", "1.92 band", "Kish effective sample size"]
+
+_OPEN = re.compile(r"^(?P<fence>`{3,}|:{3,})\{(?P<name>[\w:-]+)\}\s*(?P<arg>.*)$")
+_OPTION = re.compile(r"^:(?P<key>[\w-]+):\s*(?P<value>.*)$")
+_TERM = re.compile(r"\{term\}`(?:[^`<]*<(?P<target>[^>`]+)>|(?P<plain>[^`]+))`")
+
+
+@dataclass
+class Directive:
+    """One MyST directive in a markdown text: name, argument, options and body (caption) lines."""
+
+    name: str
+    arg: str
+    options: dict[str, str] = field(default_factory=dict)
+    body: list[str] = field(default_factory=list)
+
+
+def directives(text: str) -> list[Directive]:
+    """Every fenced MyST directive in ``text``, nested ones included, in order of opening."""
+    lines = text.splitlines()
+    found = []
+    for i, line in enumerate(lines):
+        m = _OPEN.match(line.strip())
+        if not m:
+            continue
+        d = Directive(m["name"], m["arg"].strip())
+        j = i + 1
+        while j < len(lines) and (o := _OPTION.match(lines[j].strip())):
+            d.options[o["key"]] = o["value"].strip()
+            j += 1
+        while j < len(lines) and lines[j].strip() != m["fence"]:
+            d.body.append(lines[j])
+            j += 1
+        found.append(d)
+    return found
+
+
+def chapter_id(path: Path) -> str:
+    """``notebooks/02b_validity.py`` -> ``ch02b``."""
+    return "ch" + path.stem.split("_", 1)[0]
+
+
+def cells(path: Path) -> list[dict]:
+    return jupytext.read(path)["cells"]
+
+
+def markdown(path: Path) -> str:
+    return "\n\n".join(c["source"] for c in cells(path) if c["cell_type"] == "markdown")
+
+
+def long_visible_cells(path: Path, limit: int = MAX_VISIBLE_LINES) -> list[str]:
+    """Visible code cells (no hiding tag; the parameters cell counts) longer than ``limit`` lines."""
+    out = []
+    for n, c in enumerate(cells(path)):
+        tags = set(c.get("metadata", {}).get("tags", []))
+        lines = c["source"].rstrip().splitlines()
+        if c["cell_type"] == "code" and not tags & HIDDEN_TAGS and len(lines) > limit:
+            out.append(f"cell {n} ({len(lines)} lines): {lines[0][:60]!r}")
+    return out
+
+
+def glossary_terms() -> list[str]:
+    (block,) = [d for d in directives(GLOSSARY.read_text(encoding="utf-8")) if d.name == "glossary"]
+    return [line.strip() for line in block.body if line.strip() and not line[0].isspace()]
+
+
+def _ids(paths):
+    return [p.stem for p in paths]
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=_ids(CHAPTERS))
+def test_visible_code_cells_are_short(path):
+    long = long_visible_cells(path)
+    assert not long, f"{path.name}: visible code cells over {MAX_VISIBLE_LINES} lines: {long} " \
+        "(tag set-up and plotting cells hide-input or remove-cell)"
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=_ids(CHAPTERS))
+def test_no_markdown_hidden_in_a_code_cell(path):
+    """A code cell of comments only (e.g. ``# ## Try it``) renders as code, not as text."""
+    comment_only = [c["source"].splitlines()[0] for c in cells(path) if c["cell_type"] == "code"
+                    and c["source"].strip() and all(s.strip().startswith("#") or not s.strip()
+                                                     for s in c["source"].splitlines())]
+    assert not comment_only, f"{path.name}: code cells holding only comments: {comment_only}"
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=_ids(CHAPTERS))
+def test_chapter_opens_with_objectives_and_answer_box(path):
+    found = directives(markdown(path))
+    admonitions = {d.arg: d for d in found if d.name == "admonition"}
+    assert "Learning objectives" in admonitions, f"{path.name}: no 'Learning objectives' admonition"
+    assert any(line.strip().startswith("- ") for line in admonitions["Learning objectives"].body), \
+        f"{path.name}: the learning objectives list no bullet"
+    box = admonitions.get("Question, answer and how we know")
+    assert box is not None, f"{path.name}: no 'Question, answer and how we know' admonition"
+    assert box.options.get("name") == f"{chapter_id(path)}-answer", \
+        f"{path.name}: the answer box has :name: {box.options.get('name')!r}, not {chapter_id(path)}-answer"
+    text = "\n".join(box.body)
+    for part in ("**Question.**", "**Answer.**", "**How we know.**"):
+        assert part in text, f"{path.name}: the answer box lacks {part}"
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=_ids(CHAPTERS))
+def test_chapter_has_exercises_with_solutions(path):
+    text = markdown(path)
+    has_section = re.search(r"^## Exercises\s*$", text, re.M) is not None
+    assert has_section, f"{path.name}: no '## Exercises' section"
+    found = directives(text.split("## Exercises", 1)[1])
+    labels = [d.options.get("label", "") for d in found if d.name == "exercise"]
+    solved = {d.arg for d in found if d.name == "solution"}
+    assert len(labels) >= 2, f"{path.name}: {len(labels)} exercise(s) under '## Exercises', need >= 2"
+    bad = [label for label in labels if not label.startswith(f"{chapter_id(path)}-ex")]
+    assert not bad, f"{path.name}: exercise labels {bad} do not start with {chapter_id(path)}-ex"
+    assert not set(labels) - solved, f"{path.name}: exercises without a solution: {sorted(set(labels) - solved)}"
+    assert not solved - set(labels), f"{path.name}: solutions of no exercise: {sorted(solved - set(labels))}"
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=_ids(CHAPTERS))
+def test_glued_figures_have_name_and_caption(path):
+    figures = [d for d in directives(markdown(path)) if d.name == "glue:figure"]
+    bad = [f"{d.arg}: " + ("no :name:" if not d.options.get("name") else "empty caption")
+           for d in figures if not d.options.get("name") or not "".join(d.body).strip()]
+    assert not bad, f"{path.name}: {bad}"
+
+
+def test_glossary_has_the_teaching_terms():
+    terms = glossary_terms()
+    assert not set(NEW_TERMS) - set(terms), f"missing glossary terms: {sorted(set(NEW_TERMS) - set(terms))}"
+    assert len(terms) == len(set(terms)), "a glossary term is defined twice"
+
+
+def test_every_term_link_names_a_glossary_term():
+    terms = set(glossary_terms())
+    sources = CHAPTERS + sorted((REPO_ROOT / "book").glob("*.md"))
+    unknown = {(p.name, m["target"] or m["plain"]) for p in sources
+               for m in _TERM.finditer(p.read_text(encoding="utf-8"))
+               if (m["target"] or m["plain"]).strip() not in terms}
+    assert not unknown, f"{{term}} links to no glossary entry: {sorted(unknown)}"
+
+
+def test_the_checks_can_fail(tmp_path):
+    """A chapter without the layer is reported by every check (the parser is not vacuous)."""
+    bad = tmp_path / "09_bad.py"
+    bad.write_text("# %% [markdown]\n# # Bad\n#\n# ```{glue:figure} ch09_fig_x\n# :figwidth: 100%\n# ```\n\n"
+                   "# %%\n" + "x = 1\n" * 26 + "\n# %%\n# ## Try it\n", encoding="utf-8")
+    with pytest.raises(AssertionError, match="26 lines"):
+        test_visible_code_cells_are_short(bad)
+    with pytest.raises(AssertionError, match="only comments"):
+        test_no_markdown_hidden_in_a_code_cell(bad)
+    with pytest.raises(AssertionError, match="Learning objectives"):
+        test_chapter_opens_with_objectives_and_answer_box(bad)
+    with pytest.raises(AssertionError, match="Exercises"):
+        test_chapter_has_exercises_with_solutions(bad)
+    with pytest.raises(AssertionError, match="no :name:"):
+        test_glued_figures_have_name_and_caption(bad)
