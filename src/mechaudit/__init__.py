@@ -65,11 +65,14 @@ _EXPORTS: dict[str, str] = {
     "load_design": "mechaudit.workflow",
     # backends
     "Backend": "mechaudit.backends",
+    # one error style: expected failures raise MechauditError; warn prints a one-line warning
+    "MechauditError": "mechaudit.errors",
+    "warn": "mechaudit.errors",
 }
 
 #: Modules and subpackages reachable as attributes (``mechaudit.rules``) without an explicit import.
 _SUBMODULES = frozenset({
-    "agreement", "backends", "divergence", "diversity", "engagement", "execution", "glue", "llm",
+    "agreement", "backends", "divergence", "diversity", "engagement", "errors", "execution", "glue", "llm",
     "outputs", "paper", "paths", "perturb", "plots", "render", "rules", "schema", "tau", "toy", "workflow",
 })
 

@@ -12,6 +12,12 @@ The project root is the first of
    and the chapter sources, so every command works from any folder.
 
 ``MECHAUDIT_DATA`` in the environment points the loaders at another data folder.
+
+Caches (the LLM response cache ``llm_cache`` and the embedding cache ``embedding_cache``) live in
+the folder ``cache_path`` names: ``MECHAUDIT_CACHE`` in the environment if set; otherwise, in a
+source checkout, the data folder (``data/llm_cache``, as the book records its answers there); and
+for an installed package (the shipped copy, which must stay read-only) the user cache folder
+``$XDG_CACHE_HOME/mechaudit`` (``~/.cache/mechaudit`` when ``XDG_CACHE_HOME`` is unset).
 """
 
 from __future__ import annotations
@@ -26,6 +32,8 @@ from mechaudit.errors import MechauditError
 ROOT_ENV = "MECHAUDIT_ROOT"
 #: the package folder that holds the shipped copy of data/, params/, notebooks/ and _toc.yml
 SHIPPED = "_project"
+#: environment variable naming the folder for the LLM response and embedding caches
+CACHE_ENV = "MECHAUDIT_CACHE"
 
 
 class ProjectRootError(MechauditError):
@@ -82,3 +90,28 @@ def require_root() -> Path:
 def data_path(*parts: str) -> Path:
     """Path of a file under the data folder (``DATA_DIR``)."""
     return DATA_DIR.joinpath(*parts)
+
+
+def user_cache_dir(environ: os._Environ | dict[str, str] | None = None) -> Path:
+    """``$XDG_CACHE_HOME/mechaudit``, or ``~/.cache/mechaudit`` when ``XDG_CACHE_HOME`` is unset or empty."""
+    environ = os.environ if environ is None else environ
+    base = environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base).expanduser() / "mechaudit"
+
+
+def cache_path(name: str, environ: os._Environ | dict[str, str] | None = None, *,
+               packaged: bool | None = None) -> Path:
+    """Default folder of the cache ``name`` (``"llm_cache"``, ``"embedding_cache"``): under
+    ``MECHAUDIT_CACHE`` if set, else under the user cache folder for an installed package
+    (``packaged``, default ``PACKAGED``), else under the data folder (see the module docstring)."""
+    environ = os.environ if environ is None else environ
+    explicit = environ.get(CACHE_ENV)
+    if explicit:
+        return Path(explicit).expanduser() / name
+    if PACKAGED if packaged is None else packaged:
+        return user_cache_dir(environ) / name
+    return data_path(name)
+
+
+#: the example data set the tutorial chapter (``notebooks/09_your_data.py``) audits by default
+EXAMPLE_DIR = REPO_ROOT / "data" / "examples" / "urate_nitrate"

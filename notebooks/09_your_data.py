@@ -1,0 +1,369 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Your own data: a complete audit in six steps
+#
+# The chapters before this one audit the book's own benchmark. This chapter does the same for a
+# benchmark you bring: it writes nothing new into the package, opens no source file and uses only
+# names you get from `import mechaudit`. It runs on a small example set shipped with the book
+# (`data/examples/urate_nitrate/`, invented for this tutorial); point `data_dir` at your folder
+# to audit yours.
+#
+# ```{admonition} Learning objectives
+# :class: tip
+# After this chapter you can
+# - write a benchmark folder (vocabulary, instances, hypotheses) and validate it with one call;
+# - build and check the controlled {term}`perturbations <Perturbation>` of your hypotheses;
+# - audit every {term}`equivalence rule <Equivalence rule>` on them and compare the rules with each other;
+# - re-run the audit on your own folder and find its tables and figures on disk.
+# ```
+#
+# ````{admonition} Question, answer and how we know
+# :class: note
+# :name: ch09-answer
+# **Question.** On a new, small benchmark, which rules notice that a causal chain starts elsewhere?
+#
+# **Answer.** Of the {glue:text}`ch09_n_pairs` perturbation pairs built from
+# {glue:text}`ch09_n_hypotheses` hypotheses, {glue:text}`ch09_n_valid` pass the check. Among the
+# first-step-swapped pairs, {term}`TF-IDF <TF-IDF>` calls {glue:text}`ch09_fss_tfidf` %,
+# embeddings {glue:text}`ch09_fss_embedding` % and the reference judge
+# {glue:text}`ch09_fss_reference` % different, the same pattern as on the book's own data.
+#
+# **How we know.** TF-IDF and all-MiniLM-L6-v2 embeddings are computed locally; the
+# {term}`reference judge <Reference judge>` is a deterministic reading of the rubric (not an LLM), so
+# its 100 % on swaps is true by construction. Status: {glue:text}`ch09_status`. The LLM judge is not
+# run offline. The example data are invented (see its README).
+# ````
+#
+# The six steps, one call each:
+#
+# | step | call | gives |
+# |---|---|---|
+# | 1. write | your editor (format in {doc}`../book/data`) | a folder of three files |
+# | 2. validate | `mechaudit.load_benchmark(folder)` | the checked benchmark, or a one-line error |
+# | 3. perturb | `mechaudit.make_suite(hypotheses, vocabulary=...)` | pairs with a validity verdict |
+# | 4. audit | `mechaudit.decisions_table(pairs, rules)` | one same/different column per rule |
+# | 5. agreement | `mechaudit.agreement_table(decisions)` | raw agreement and kappa per pair of rules |
+# | 6. report | `mechaudit.outputs.save(name, table, out_dir)` | CSV and PNG/SVG files |
+
+# %% tags=["parameters"]
+seed = 0
+backend = "reference"
+data_dir = None
+tfidf_threshold = 0.25
+embedding_threshold = 0.77
+embedding_model = None
+embedding_cache = True
+reference_rubric = "full"
+judge_model = "claude-opus-4-6"
+cache_dir = None
+max_usd = None
+out_dir = None
+
+# %% tags=["remove-cell"]
+from mechaudit.llm import usage as llm_usage
+
+llm_usage.begin(max_usd=max_usd, batch=False)  # this chapter's LLM budget (only an LLM backend spends)
+
+# %% tags=["hide-input"]
+import json
+import shutil
+import tempfile
+from pathlib import Path
+
+import pandas as pd
+
+import mechaudit as ma
+from mechaudit.glue import glue, glue_figure
+from mechaudit.paths import EXAMPLE_DIR, cache_path
+from mechaudit.plots import perturbation_bars
+
+pd.set_option("display.precision", 1)
+folder = Path(data_dir) if data_dir is not None else EXAMPLE_DIR
+llm_run = ma.Backend.parse(backend).is_llm
+store = cache_path("embedding_cache") if embedding_cache else None  # data/embedding_cache in a clone
+
+# %% [markdown]
+# `data_dir` is the folder to audit (`None`: the example set); `out_dir` is where step 6 writes its
+# files (`None`: nowhere; `mechaudit execute ... --out DIR` sets it to `DIR/09_your_data`).
+#
+# ## 1. Write the files
+#
+# A benchmark folder holds three files, described field by field in {doc}`../book/data`:
+#
+# - `vocabulary.yaml`: every entity a {term}`causal chain <Causal chain>` may pass through, with a
+#   type and its names (`{id: URAT1, type: urate_transporter, name: URAT1, aliases: [SLC22A12]}`).
+#   A swap replaces an entity by another of the same type, so give each type two or more members.
+# - `instances.yaml`: the findings to explain, each with an evidence pack and the ids of its
+#   {term}`opening hypotheses <Opening hypothesis>`.
+# - `hypotheses.jsonl`: one hypothesis a line (statement, explanation, chain of `{id, text}` steps
+#   ending at the finding; optionally a `template` that marks every entity as `{ID}` and gives a
+#   second phrasing of the explanation, needed for the two wording perturbations).
+#
+# The example set asks two questions: how an invented drug, velorastat, lowers serum urate
+# (instance `U`), and how dietary nitrate lowers blood pressure (instance `N`).
+
+# %%
+sorted(path.name for path in folder.iterdir())
+
+# %% [markdown]
+# ## 2. Validate
+#
+# `load_benchmark` reads the three files and checks them against each other: known ids, each step
+# text naming its entity, templates that render to the stored text, openings that exist, chains that
+# end at their instance's finding. It returns a `Benchmark` with `instances`, `vocabulary` and
+# `hypotheses`.
+
+# %%
+bench = ma.load_benchmark(folder)
+pd.DataFrame(
+    [{"hypothesis": h.id, "opening": h.opening_id, "steps": len(h.chain), "first step": h.chain[0].id,
+      "role": "opening" if h.id == h.opening_id else ("near-duplicate" if h.near_duplicate_of else "detail variant")}
+     for h in bench.hypotheses]
+).set_index("hypothesis")
+
+# %% tags=["hide-input"]
+glue("ch09_n_hypotheses", len(bench.hypotheses))
+broken = Path(tempfile.mkdtemp()) / "broken"  # a copy whose first hypothesis has a misspelt step id
+shutil.copytree(folder, broken)
+records = [h.model_dump(mode="json") for h in bench.hypotheses]
+records[0]["chain"][0]["id"] += "X"
+with open(broken / "hypotheses.jsonl", "w", encoding="utf-8") as fh:
+    fh.writelines(json.dumps(record) + "\n" for record in records)
+
+# %% [markdown]
+# Anything wrong is one `MechauditError` whose message names the file, the line and the field to
+# fix. Here a copy of the folder has a misspelt step id in its first hypothesis:
+
+# %%
+try:
+    ma.load_benchmark(broken)
+except ma.MechauditError as err:
+    print(f"{Path(err.file).name}:{err.line}: field '{err.field}': {err.message}")
+
+# %% tags=["remove-cell"]
+shutil.rmtree(broken.parent)
+
+# %% [markdown]
+# On the command line, `mechaudit perturb --hypotheses FOLDER/hypotheses.jsonl --vocabulary
+# FOLDER/vocabulary.yaml` reports the same error as the one line `mechaudit: error: ...` (exit code 1).
+#
+# ## 3. Perturb
+#
+# `make_suite` builds the four controlled {term}`perturbations <Perturbation>` of every hypothesis:
+# two keep the mechanism (`wording_only`, `wording_chain`), two change it (`first_step_swapped`,
+# `middle_step_swapped`). Pass your own vocabulary, so that swaps draw from your entities. Each pair
+# is a dict with `kind`, `original`, `variant`, `valid` and, when the check fails, its `reason`.
+
+# %%
+suite = ma.make_suite(bench.hypotheses, seed=seed, vocabulary=bench.vocabulary)
+built = pd.DataFrame({"kind": [p["kind"] for p in suite], "valid": [p["valid"] for p in suite]})
+counts = built.groupby("kind", sort=False).valid.agg(pairs="size", kept="sum").astype(int)
+counts
+
+# %% [markdown]
+# An excluded pair is kept with its reason, never judged. In the example one is excluded on
+# purpose: the second phrasing of `U-01` also names probenecid, so the rewording changes which
+# entities the explanation names.
+
+# %%
+excluded = [(p["original"].id, p["kind"], p["reason"]) for p in suite if not p["valid"]]
+pd.DataFrame(excluded, columns=["hypothesis", "kind", "reason"]).set_index("hypothesis")
+
+# %% [markdown]
+# The rules judge the valid pairs only, as `(original, variant)` tuples; `kinds` keeps each pair's
+# kind for the summary.
+
+# %%
+valid = [p for p in suite if p["valid"]]
+pairs = [(p["original"], p["variant"]) for p in valid]
+kinds = [p["kind"] for p in valid]
+
+# %% [markdown]
+# ## 4. Audit with each rule
+#
+# A rule answers "same mechanism?" for a list of `(a, b)` hypothesis pairs. Three run offline:
+#
+# - `TfidfRule(threshold=...)`: same iff the TF-IDF cosine of the two texts is at least the threshold
+#   (the paper's value 0.25);
+# - `EmbeddingRule(threshold=...)`: the same with all-MiniLM-L6-v2 sentence embeddings (0.77;
+#   `model=` names another sentence-transformers model; `cache_dir=` keeps the vectors on disk, so
+#   a re-run need not load the model);
+# - `ReferenceJudge(rubric="full")`: applies the rubric to the chains' step ids (same initiating
+#   event, and one chain a sub-sequence of the other), a stand-in for the LLM judge.
+#
+# `LLMJudge` needs an LLM {term}`backend <Backend>` (`"anthropic"` with `ANTHROPIC_API_KEY`, or
+# `"replay"` with recorded answers under `cache_dir`). Configuration is keyword-only.
+# `decisions_table` then gives one row per pair and one column per rule (True = same).
+
+# %%
+rules = {
+    "TF-IDF": ma.TfidfRule(threshold=tfidf_threshold),
+    "embeddings": ma.EmbeddingRule(model=embedding_model, threshold=embedding_threshold, cache_dir=store),
+    "reference judge": ma.ReferenceJudge(rubric=reference_rubric),
+}
+if llm_run:
+    rules["LLM judge"] = ma.LLMJudge(model=judge_model, backend=backend, instances=bench.instances,
+                                     cache_dir=cache_dir)
+decisions = ma.decisions_table(pairs, rules)
+decisions.index = [f"{p['original'].id} {p['kind']}" for p in valid]
+decisions.head(3)
+
+# %% [markdown]
+# `percent_different` turns the decisions into the share of pairs each rule calls "different
+# mechanism", per perturbation kind. A good rule shows 0 on the first two rows and 100 on the last two.
+
+# %%
+pct = ma.percent_different(decisions, kinds, order=ma.KINDS)
+pct
+
+# %% tags=["hide-input"]
+glue("ch09_n_pairs", len(suite))
+glue("ch09_n_valid", len(valid))
+fss = pct.loc["first_step_swapped"]
+glue("ch09_fss_tfidf", float(fss["TF-IDF"]), digits=0)
+glue("ch09_fss_embedding", float(fss["embeddings"]), digits=0)
+glue("ch09_fss_reference", float(fss["reference judge"]), digits=0)
+glue("ch09_status", f"LLM ({judge_model}, {backend})" if llm_run else "computed locally (no LLM)")
+fig = perturbation_bars(pct, None, backend=backend, extra="TF-IDF, embeddings and the reference judge "
+                        "computed locally" + ("" if llm_run else "; no LLM judge (offline)"))
+ma.outputs.save("percent_different", fig, out_dir)
+fig = glue_figure("ch09_fig_bars", fig)
+
+# %% [markdown]
+# ```{glue:figure} ch09_fig_bars
+# :name: fig-ch09-bars
+# :figwidth: 100%
+#
+# Percent of valid perturbation pairs of the example set that each rule judges "different
+# mechanism", per perturbation kind (no error bars: every valid pair is judged once; a short tick
+# at 0 is a bar of 0 %). No paper values: the paper never saw these data.
+# ```
+#
+# In {numref}`fig-ch09-bars`, as on the book's own benchmark (chapter 05), the text rules hardly
+# react to a swapped step while the reference judge always does, by construction.
+#
+# ## 5. Agreement between the rules
+#
+# `agreement_table` compares every two rules on the same pairs: raw agreement (share of pairs with
+# the same verdict) and {term}`Cohen's kappa <Cohen's kappa (κ)>` (agreement beyond chance; 0 when a
+# rule gives the same verdict to every pair, NaN when both do).
+
+# %%
+agreement = ma.agreement_table({name: decisions[name].to_numpy() for name in rules})
+pd.DataFrame({"rules": agreement.method_a + " v " + agreement.method_b, "pairs": agreement.n,
+              "% agreement": (100 * agreement.raw_agreement).round(0).astype(int),
+              "kappa": agreement.kappa.map("{:.2f}".format)}).set_index("rules")
+
+# %% [markdown]
+# ## 6. Report: files on disk
+#
+# `mechaudit.outputs.save(name, table_or_figure, out_dir)` writes a table as `name.csv` and a figure
+# as `name.png` and `name.svg` under `out_dir` (created if needed), and does nothing when `out_dir`
+# is None. `write_suite` stores the suite in the data format, so other chapters (and
+# `mechaudit judge`) can read it.
+
+# %%
+for name, table in {"suite_counts": counts, "decisions": decisions, "percent_different": pct,
+                     "agreement": agreement}.items():
+    ma.outputs.save(name, table, out_dir)
+if out_dir is not None:
+    ma.write_suite(suite, Path(out_dir) / "perturbations.jsonl")
+print("written to out_dir: " + ", ".join(sorted(p.name for p in Path(out_dir).iterdir())) if out_dir is not None
+      else "out_dir is None: nothing written (run with --out DIR to get DIR/09_your_data/)")
+
+# %% [markdown]
+# With `--out runs/mine`, the folder `runs/mine/09_your_data/` holds `suite_counts.csv`,
+# `decisions.csv`, `percent_different.csv` (and `.png`, `.svg`), `agreement.csv` and
+# `perturbations.jsonl`, beside the executed notebook `runs/mine/09_your_data.ipynb`.
+#
+# ## Your data in every chapter
+#
+# Every chapter with a `data_dir` parameter (01 to 07) runs on your folder too. Save the suite
+# into the folder first (`write_suite(suite, FOLDER / "perturbations.jsonl")`, or `mechaudit
+# perturb`), since chapters 05 to 07 read it from there, then for example
+#
+# ```bash
+# mechaudit execute 05_perturbations -p data_dir my_data -p compare_paper false --out runs/mine
+# ```
+#
+# A relative `data_dir` is read from the folder you run the command in. `compare_paper false` drops
+# the paper's markers and tables, which mean nothing on other data (that is the default whenever
+# `data_dir` is set).
+#
+# ## Exercises
+#
+# ```{exercise}
+# :label: ch09-ex1
+#
+# Before running: predict what happens to the TF-IDF column of the two swap rows if you raise
+# `tfidf_threshold` to 0.6, and what happens to its two wording rows. Then re-execute with
+# `.venv/bin/mechaudit execute notebooks/09_your_data.py -p tfidf_threshold 0.6 --out runs/ex1`
+# and compare `runs/ex1/09_your_data/percent_different.csv` with the table above.
+# ```
+#
+# ````{solution} ch09-ex1
+# :class: dropdown
+#
+# A higher threshold asks for more shared wording before calling two texts "same", so no TF-IDF
+# percentage can go down. A swap changes one entity name in a few places, so its pairs keep a high
+# cosine (far above 0.6 on the example set) and their rows do not move. The wording-and-chain pairs,
+# whose explanation is rewritten and whose names are replaced by aliases, have the lowest cosines
+# and are the first to be called "different"; the wording-only pairs keep their chain and statement
+# and come next. So a stricter threshold flags rewordings long before it catches a swap, which is
+# chapter 07's point.
+# ````
+#
+# ```{exercise}
+# :label: ch09-ex2
+#
+# Make the excluded pairs of `U-01` valid: in a copy of the example folder, edit the second
+# explanation phrasing of `U-01` in `hypotheses.jsonl` (inside `template.explanations`) so that it
+# names the same entities as the first, validate the copy with `mechaudit.load_benchmark`, and
+# re-run with `-p data_dir YOUR_COPY`.
+# ```
+#
+# ````{solution} ch09-ex2
+# :class: dropdown
+#
+# Delete the clause that mentions `{PROBENECID}` (for example the sentence "This is the classic
+# uricosuric route, the one {PROBENECID} is thought to use."). The check compares the set of
+# entities each phrasing names; without probenecid both phrasings name velorastat, URAT1, the two
+# urate fluxes and the finding, so `make_suite` keeps both wording pairs of `U-01` and the counts
+# table shows every pair kept. If you delete a sentence that marks a step entity instead, the
+# wording pairs stay excluded with the same reason.
+# ````
+#
+# ```{exercise}
+# :label: ch09-ex3
+#
+# Audit the book's own benchmark with this chapter: predict whether the first-step-swapped row will
+# look different from the example set's, then run with `-p data_dir data` from the repository root.
+# ```
+#
+# ````{solution} ch09-ex3
+# :class: dropdown
+#
+# The same pattern should appear, since it comes from how the rules work, not from the data: a
+# swap changes a few words, so text similarity stays high, while the reference judge compares step
+# ids and catches every swap. The percentages differ in detail (80 hypotheses instead of 10), and
+# chapter 05 shows the same audit with the paper's values beside it.
+# ````
+#
+# ## Try it
+#
+# - `data_dir = "path/to/my_data"`: your own folder (relative paths are read from where you run
+#   `mechaudit execute`).
+# - `embedding_threshold = 0.9` or `embedding_model = "path/or/name"` (any sentence-transformers
+#   model available offline).
+# - `reference_rubric = "step"` or `"none"`: looser definitions of "same mechanism".
+# - `backend = "anthropic"` with `ANTHROPIC_API_KEY` set adds the LLM judge column (`judge_model`);
+#   `max_usd` caps the spend.

@@ -1,0 +1,43 @@
+"""Default cache folders: the data folder in a checkout, the user cache folder for an installed
+package (never inside site-packages), and ``MECHAUDIT_CACHE`` over both."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from mechaudit import paths
+from mechaudit.llm import cache
+
+
+def test_checkout_caches_live_in_the_data_folder():
+    assert paths.cache_path("llm_cache", {}, packaged=False) == paths.data_path("llm_cache")
+
+
+def test_installed_package_caches_go_to_the_user_cache_folder(tmp_path):
+    env = {"XDG_CACHE_HOME": str(tmp_path / "xdg")}
+    got = paths.cache_path("embedding_cache", env, packaged=True)
+    assert got == tmp_path / "xdg" / "mechaudit" / "embedding_cache"
+    assert paths.shipped_root() not in got.parents
+
+
+def test_user_cache_folder_without_xdg_is_under_home(monkeypatch, tmp_path):
+    monkeypatch.setattr(Path, "home", classmethod(lambda cls: tmp_path))
+    assert paths.user_cache_dir({}) == tmp_path / ".cache" / "mechaudit"
+    assert paths.user_cache_dir({"XDG_CACHE_HOME": ""}) == tmp_path / ".cache" / "mechaudit"
+
+
+def test_environment_variable_wins(tmp_path):
+    env = {paths.CACHE_ENV: str(tmp_path / "c"), "XDG_CACHE_HOME": str(tmp_path / "xdg")}
+    for packaged in (True, False):
+        assert paths.cache_path("llm_cache", env, packaged=packaged) == tmp_path / "c" / "llm_cache"
+
+
+def test_llm_cache_default_follows_the_installed_layout(monkeypatch, tmp_path):
+    monkeypatch.delenv(paths.CACHE_ENV, raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.setattr(paths, "PACKAGED", True)
+    assert cache.default_cache_dir() == tmp_path / "mechaudit" / "llm_cache"
+    monkeypatch.setattr(paths, "PACKAGED", False)
+    assert cache.default_cache_dir() == paths.data_path("llm_cache")
+    monkeypatch.setenv(paths.CACHE_ENV, str(tmp_path / "mine"))
+    assert cache.default_cache_dir() == tmp_path / "mine" / "llm_cache"
