@@ -194,3 +194,6 @@ def compare_paper_default(compare_paper: bool | None, data_dir: Any) -> bool:
     if not isinstance(compare_paper, bool):
         raise TypeError(f"compare_paper must be true, false or null, not {compare_paper!r}")
     return compare_paper
+
+
+__all__ = ["entries", "entry", "reported", "label", "ComparisonTable", "compare", "format_p", "compare_paper_default"]
