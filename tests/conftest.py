@@ -1,4 +1,4 @@
-"""Shared fixtures: the repository layout and one book build per test session."""
+"""Shared fixtures: the repository layout, the fake Anthropic API and one book build per test session."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from fake_anthropic import FAKE_KEY, FakeAnthropic
 
 from mechaudit.execution import toc_chapters
 from mechaudit.paths import REPO_ROOT
@@ -28,6 +29,19 @@ def bench():
     from mechaudit.schema import load_benchmark
 
     return load_benchmark()
+
+
+@pytest.fixture
+def api_key(monkeypatch) -> str:
+    """A fake ``ANTHROPIC_API_KEY`` in the environment for this test; returns it."""
+    monkeypatch.setenv("ANTHROPIC_API_KEY", FAKE_KEY)
+    return FAKE_KEY
+
+
+@pytest.fixture
+def fake_api() -> FakeAnthropic:
+    """A fresh in-memory Anthropic API (``fake_anthropic.FakeAnthropic``, default reply)."""
+    return FakeAnthropic()
 
 
 @pytest.fixture(scope="session")

@@ -1,12 +1,27 @@
-"""The Anthropic Messages API as the tests fake it: one reply body, built in one place.
+"""The one fake of the Anthropic HTTP API (Messages + Message Batches) that the tests use.
 
-Tests never mock our own functions; they hand the SDK an ``httpx.MockTransport`` whose handler
-answers with these bodies.
+Tests never mock our own functions: they hand the real SDK an ``httpx.MockTransport`` whose handler
+is a :class:`FakeAnthropic` (``client_for``), or point a separate process at the same fake behind a
+loopback HTTP server (:class:`FakeAnthropicServer`, reached through ``ANTHROPIC_BASE_URL``, which
+the SDK reads itself). ``workflow_reply`` answers every prompt the book's chapters send.
 """
 
 from __future__ import annotations
 
+import itertools
+import json
+import re
+import threading
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
 import httpx
+
+FAKE_KEY = "sk-ant-" + "test-0123456789abcdef"  # split so no key-like string is tracked
+DEFAULT_USAGE = {"input_tokens": 100, "output_tokens": 10, "cache_read_input_tokens": 1000,
+                 "cache_creation_input_tokens": 0}
 
 
 def message_json(text: str, model: str = "claude-opus-4-6", msg_id: str = "msg_0",
@@ -26,16 +41,152 @@ def message_response(text: str, model: str = "claude-opus-4-6", msg_id: str = "m
     return httpx.Response(200, json=message_json(text, model, msg_id, usage))
 
 
-# --------------------------------------------------------------------------- a whole-workflow fake
-# A real HTTP server on 127.0.0.1 that answers every prompt the book's chapters send (workflow
-# proposer/critic, engagement labeller, mechanism judges of every rubric, blind tau judge) with
-# valid JSON. Notebooks run in a separate kernel process; they reach it through ANTHROPIC_BASE_URL,
-# which the anthropic SDK reads itself.
+def error_response(status: int, kind: str, message: str) -> httpx.Response:
+    """An Anthropic error body (``{"type": "error", "error": {...}}``) with HTTP ``status``."""
+    return httpx.Response(status, json={"type": "error", "error": {"type": kind, "message": message}})
 
-import json  # noqa: E402
-import re  # noqa: E402
-import threading  # noqa: E402
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer  # noqa: E402
+
+def body_text(body: dict) -> str:
+    """The system prompt and every message's text of a Messages request body, concatenated."""
+    system = body.get("system", "")
+    text = system if isinstance(system, str) else "".join(b["text"] for b in system)
+    return text + "".join(
+        m["content"] if isinstance(m["content"], str) else "".join(b.get("text", "") for b in m["content"])
+        for m in body["messages"]
+    )
+
+
+def usage_by_length(body: dict, text: str) -> dict[str, int]:
+    """Token counts of about four characters a token: the request's JSON in, ``text`` out."""
+    return {"input_tokens": len(json.dumps(body)) // 4, "output_tokens": len(text) // 4}
+
+
+def fixed_usage(body: dict, text: str) -> dict[str, int]:
+    """``DEFAULT_USAGE`` whatever was asked and answered."""
+    return dict(DEFAULT_USAGE)
+
+
+def echo_verdict(body: dict) -> str:
+    """The default reply: ``{"same": true, "reason": <first 20 characters of the last message>}``."""
+    return json.dumps({"same": True, "reason": body["messages"][-1]["content"][:20]})
+
+
+def replies_in_order(texts: list[str]) -> Callable[[dict], str]:
+    """A reply function giving ``texts`` one per call, in order; the last one repeats."""
+    calls = itertools.count()
+    return lambda body: texts[min(next(calls), len(texts) - 1)]
+
+
+class FakeAnthropic:
+    """The Anthropic HTTP API in memory: POST /v1/messages and the Message Batches endpoints.
+
+    ``reply(body) -> str`` chooses the assistant text (an exception becomes a 400 reply, not
+    retried, and is listed in ``errors``); ``usage(body, text)`` the token counts (default
+    :func:`fixed_usage`); ``fail_after`` makes every Messages call after that many raise a connection
+    error (a dying network); a batch reports ``in_progress`` for ``polls_in_progress`` polls.
+    ``message_bodies`` lists every Messages request body received, ``headers`` every request's
+    headers. An instance is an ``httpx.MockTransport`` handler (see ``client_for``).
+    """
+
+    def __init__(self, reply: Callable[[dict], str] = echo_verdict, *, usage: Callable[[dict, str], dict] = fixed_usage,
+                 fail_after: int | None = None, polls_in_progress: int = 1) -> None:
+        self.reply, self.usage = reply, usage
+        self.fail_after, self.polls_in_progress = fail_after, polls_in_progress
+        self.message_bodies: list[dict] = []
+        self.headers: list[httpx.Headers] = []
+        self.errors: list[str] = []
+        self.batches: dict[str, dict] = {}  # batch id -> {"requests": [...], "polls": n}
+        self.batch_result_type: dict[str, str] = {}  # custom_id -> "errored" (default "succeeded")
+        self.batch_creates = self.batch_polls = self.result_fetches = 0
+        self._lock = threading.Lock()
+
+    def __call__(self, request: httpx.Request) -> httpx.Response:
+        path, base = request.url.path, f"{request.url.scheme}://{request.url.netloc.decode()}"
+        with self._lock:
+            self.headers.append(request.headers)
+            if request.method == "POST" and path == "/v1/messages":
+                return self._message(request)
+            if request.method == "POST" and path == "/v1/messages/batches":
+                return self._create_batch(request, base)
+            if request.method == "GET" and path.startswith("/v1/messages/batches/") and path.endswith("/results"):
+                return self._results(path.split("/")[-2])
+            if request.method == "GET" and path.startswith("/v1/messages/batches/"):
+                return self._poll(path.rsplit("/", 1)[-1], base)
+        return error_response(404, "not_found_error", path)
+
+    def _answer(self, body: dict) -> dict | None:
+        """The Messages reply JSON for ``body``, or None after recording the reply's exception."""
+        try:
+            text = self.reply(body)
+        except Exception as exc:  # reported to the test through ``errors``
+            self.errors.append(repr(exc))
+            return None
+        return message_json(text, body["model"], f"msg_{len(self.message_bodies)}", self.usage(body, text))
+
+    def _message(self, request: httpx.Request) -> httpx.Response:
+        body = json.loads(request.content)
+        if self.fail_after is not None and len(self.message_bodies) >= self.fail_after:
+            raise httpx.ConnectError("fake network died", request=request)
+        self.message_bodies.append(body)
+        answer = self._answer(body)
+        if answer is None:
+            return error_response(400, "invalid_request_error", self.errors[-1])
+        return httpx.Response(200, json=answer)
+
+    def _batch_json(self, batch_id: str, base: str) -> dict:
+        state = self.batches[batch_id]
+        ended, n = state["polls"] > self.polls_in_progress, len(state["requests"])
+        return {
+            "id": batch_id, "type": "message_batch",
+            "processing_status": "ended" if ended else "in_progress",
+            "request_counts": {"processing": 0 if ended else n, "succeeded": n if ended else 0,
+                               "errored": 0, "canceled": 0, "expired": 0},
+            "created_at": "2026-11-30T00:00:00Z", "expires_at": "2026-12-01T00:00:00Z",
+            "ended_at": "2026-11-30T01:00:00Z" if ended else None,
+            "results_url": f"{base}/v1/messages/batches/{batch_id}/results" if ended else None,
+            "archived_at": None, "cancel_initiated_at": None,
+        }
+
+    def _create_batch(self, request: httpx.Request, base: str) -> httpx.Response:
+        self.batch_creates += 1
+        batch_id = f"msgbatch_{len(self.batches)}"
+        self.batches[batch_id] = {"requests": json.loads(request.content)["requests"], "polls": 0}
+        return httpx.Response(200, json=self._batch_json(batch_id, base))
+
+    def _poll(self, batch_id: str, base: str) -> httpx.Response:
+        self.batch_polls += 1
+        if batch_id not in self.batches:
+            return error_response(404, "not_found_error", batch_id)
+        self.batches[batch_id]["polls"] += 1
+        return httpx.Response(200, json=self._batch_json(batch_id, base))
+
+    def _result(self, item: dict) -> dict:
+        if self.batch_result_type.get(item["custom_id"], "succeeded") == "succeeded":
+            answer = self._answer(item["params"])
+            if answer is not None:
+                return {"type": "succeeded", "message": answer}
+        return {"type": "errored", "error": {"type": "error", "error": {"type": "api_error", "message": "boom"}}}
+
+    def _results(self, batch_id: str) -> httpx.Response:
+        self.result_fetches += 1
+        lines = [json.dumps({"custom_id": item["custom_id"], "result": self._result(item)})
+                 for item in self.batches[batch_id]["requests"]]
+        return httpx.Response(200, content=("\n".join(lines) + "\n").encode(),
+                              headers={"content-type": "application/binary"})
+
+
+def client_for(handler: Callable[[httpx.Request], httpx.Response], cache_dir: Path, **kw: Any):
+    """``get_client("anthropic")`` whose SDK talks to ``handler`` (no retries unless ``max_retries``)."""
+    from mechaudit.llm import get_client
+
+    kw.setdefault("max_retries", 0)
+    http = httpx.Client(transport=httpx.MockTransport(handler))
+    return get_client("anthropic", cache_dir=cache_dir, http_client=http, **kw)
+
+
+# --------------------------------------------------------------------------- a whole-workflow reply
+# Valid JSON for every prompt the book's chapters send (workflow proposer/critic, engagement
+# labeller, mechanism judges of every rubric, blind tau judge); deterministic.
 
 _JSON_AFTER = re.compile(
     r"(Opening hypothesis to develop|Your current hypothesis|Hypothesis under review):\n(\{.*?\})\n", re.DOTALL
@@ -69,8 +220,28 @@ def _numbers_between(user: str, start: str, end: str) -> int:
     return len(_NUMBERED.findall(block))
 
 
+def _judge_reply(system: str, user: str) -> str:
+    chains = re.findall(r"^Causal chain: (.*)$", user, re.MULTILINE)
+    first = [c.split(" -> ")[0] for c in chains]
+    verdict = "same" if len(chains) == 2 and first[0] == first[1] else "different"
+    reply = {"verdict": verdict, "reason": "compared the initiating events"}
+    if "one component at a time" in system:
+        reply.update(initiating_event=verdict, route="same", terminal_outcome="same")
+    return json.dumps(reply)
+
+
+def _tau_reply(system: str, user: str) -> str:
+    version = re.search(r'"rubric_version": "([^"]+)"', system).group(1)
+    verdict = {"judgement": "tie", "strength": "weak", "rationale": "Comparable scope and method."}
+    anchors = sorted({int(k) for k in re.findall(r"^REFERENCE A(\d+)$", user, re.MULTILINE)})
+    if anchors:
+        return json.dumps({"rubric_version": version,
+                           "comparisons": [{"anchor_id": f"A{k}", **verdict} for k in anchors]})
+    return json.dumps({"rubric_version": version, **verdict})
+
+
 def workflow_reply(body: dict) -> str:
-    """A valid JSON answer to any prompt the book sends (see module comment); deterministic."""
+    """A valid JSON answer to any prompt the book sends (see the comment above); deterministic."""
     system, user = _system_text(body), _user_text(body)
     if "You are the proposer" in system and "Opening hypothesis to develop:" in user:
         return json.dumps(_hypothesis_in(user, "Opening hypothesis to develop"))
@@ -89,76 +260,59 @@ def workflow_reply(body: dict) -> str:
         labels = ["conceded", "answered", "partial", "dropped"]
         return json.dumps({"labels": [{"number": k, "label": labels[(k - 1) % 4]} for k in range(1, n + 1)]})
     if "describe the same mechanism" in system:
-        chains = re.findall(r"^Causal chain: (.*)$", user, re.MULTILINE)
-        first = [c.split(" -> ")[0] for c in chains]
-        verdict = "same" if len(chains) == 2 and first[0] == first[1] else "different"
-        reply = {"verdict": verdict, "reason": "compared the initiating events"}
-        if "one component at a time" in system:
-            reply.update(initiating_event=verdict, route="same", terminal_outcome="same")
-        return json.dumps(reply)
+        return _judge_reply(system, user)
     if "blind comparison of research ideas" in system:
-        version = re.search(r'"rubric_version": "([^"]+)"', system).group(1)
-        verdict = {"judgement": "tie", "strength": "weak", "rationale": "Comparable scope and method."}
-        anchors = sorted({int(k) for k in re.findall(r"^REFERENCE A(\d+)$", user, re.MULTILINE)})
-        if anchors:
-            return json.dumps({"rubric_version": version,
-                               "comparisons": [{"anchor_id": f"A{k}", **verdict} for k in anchors]})
-        return json.dumps({"rubric_version": version, **verdict})
+        return _tau_reply(system, user)
     raise ValueError(f"fake: unknown prompt type (system starts {system[:80]!r})")
 
 
-class FakeAnthropicServer:
-    """``with FakeAnthropicServer() as server:`` serves POST /v1/messages on ``server.base_url``.
+# --------------------------------------------------------------------------- the fake over loopback HTTP
 
-    ``reply(body) -> str`` picks the text (default :func:`workflow_reply`); ``raw(body)`` may return
-    ``(status, content_type, bytes)`` to send instead. ``bodies`` lists every request body received.
+class FakeAnthropicServer:
+    """``with FakeAnthropicServer() as server:`` serves a :class:`FakeAnthropic` on ``server.base_url``.
+
+    For a separate process (a notebook kernel, a CLI run) that reaches the API through
+    ``ANTHROPIC_BASE_URL``. ``fake`` is the fake to serve (default: one answering with ``reply``,
+    default :func:`workflow_reply`, and :func:`usage_by_length`); ``bodies`` and ``errors`` are the
+    fake's Messages request bodies and reply errors.
     """
 
-    def __init__(self, reply=workflow_reply, raw=None) -> None:
-        self.reply, self.raw = reply, raw
-        self.bodies: list[dict] = []
-        self.errors: list[str] = []
-        self._lock = threading.Lock()
-        fake = self
+    def __init__(self, reply: Callable[[dict], str] = workflow_reply, fake: FakeAnthropic | None = None) -> None:
+        self.fake = fake if fake is not None else FakeAnthropic(reply, usage=usage_by_length)
+        served = self.fake
 
         class Handler(BaseHTTPRequestHandler):
             def log_message(self, *args) -> None:  # quiet
                 pass
 
-            def do_POST(self) -> None:  # noqa: N802
-                body = json.loads(self.rfile.read(int(self.headers.get("content-length", 0))))
-                with fake._lock:
-                    fake.bodies.append(body)
-                    n = len(fake.bodies)
-                if self.path.rstrip("/") != "/v1/messages":
-                    return self._send(
-                        404,
-                        "application/json",
-                        b'{"type":"error","error":{"type":"not_found_error","message":"fake: only /v1/messages"}}',
-                    )
-                if fake.raw is not None and (answer := fake.raw(body)) is not None:
-                    return self._send(*answer)
+            def _serve(self) -> None:
+                content = self.rfile.read(int(self.headers.get("content-length") or 0))
+                request = httpx.Request(self.command, f"http://{self.headers['host']}{self.path}",
+                                        headers=list(self.headers.items()), content=content)
                 try:
-                    text = fake.reply(body)
-                except Exception as exc:  # report to the test, answer 400 (not retried)
-                    fake.errors.append(repr(exc))
-                    return self._send(400, "application/json", json.dumps(
-                        {"type": "error", "error": {"type": "invalid_request_error", "message": repr(exc)}}).encode())
-                usage = {"input_tokens": len(json.dumps(body)) // 4, "output_tokens": len(text) // 4}
-                self._send(
-                    200, "application/json", json.dumps(message_json(text, body["model"], f"msg_{n}", usage)).encode()
-                )
-
-            def _send(self, status: int, content_type: str, payload: bytes) -> None:
-                self.send_response(status)
-                self.send_header("content-type", content_type)
-                self.send_header("content-length", str(len(payload)))
+                    response = served(request)
+                except httpx.TransportError:  # fail_after: drop the connection
+                    self.close_connection = True
+                    return
+                self.send_response(response.status_code)
+                self.send_header("content-type", response.headers.get("content-type", "application/json"))
+                self.send_header("content-length", str(len(response.content)))
                 self.end_headers()
-                self.wfile.write(payload)
+                self.wfile.write(response.content)
+
+            do_GET = do_POST = _serve
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.base_url = f"http://127.0.0.1:{self._server.server_address[1]}"
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    @property
+    def bodies(self) -> list[dict]:
+        return self.fake.message_bodies
+
+    @property
+    def errors(self) -> list[str]:
+        return self.fake.errors
 
     def __enter__(self) -> FakeAnthropicServer:
         self._thread.start()

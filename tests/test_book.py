@@ -5,27 +5,7 @@ from __future__ import annotations
 import re
 
 import pytest
-import yaml
-
-from mechaudit.paths import REPO_ROOT
-
-
-def toc_files() -> list[str]:
-    tree = yaml.safe_load((REPO_ROOT / "_toc.yml").read_text())
-    found = [tree["root"]]
-
-    def walk(node):
-        if isinstance(node, dict):
-            if isinstance(node.get("file"), str):
-                found.append(node["file"])
-            for v in node.values():
-                walk(v)
-        elif isinstance(node, list):
-            for v in node:
-                walk(v)
-
-    walk(tree.get("parts", tree.get("chapters", [])))
-    return found
+from book_pages import toc_files
 
 
 @pytest.mark.book

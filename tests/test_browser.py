@@ -22,7 +22,7 @@ from pathlib import Path
 from urllib.parse import urldefrag, urlparse
 
 import pytest
-from test_book import toc_files
+from book_pages import toc_files
 
 from mechaudit.paths import REPO_ROOT
 

@@ -13,9 +13,9 @@ import httpx
 import numpy as np
 import pandas as pd
 import pytest
-from fake_anthropic import message_json
+from fake_anthropic import FAKE_KEY, FakeAnthropic, client_for
+from rule_hypotheses import hyp
 from sklearn.metrics import cohen_kappa_score
-from test_rules_fixtures import hyp
 
 from mechaudit.agreement import (
     agreement_range,
@@ -47,7 +47,6 @@ needs_openai = pytest.mark.skipif(
     not HAS_OPENAI, reason="the optional OpenAI SDK is not installed (pip install 'mechaudit[openai]')"
 )
 FINDINGS = {"I1": "Tumour cells proliferate faster in the treated line."}
-ANTHROPIC_KEY = "sk-ant-" + "fake-for-tests"
 OPENAI_KEY = "sk-" + "fake-openai-for-tests"
 
 # Two judges on 20 pairs with a known 2x2 table: both same 8, both different 8, only A says same
@@ -69,13 +68,17 @@ def pair_list(n: int = 20):
 
 
 class FakeProviders:
-    """Anthropic Messages and OpenAI Chat Completions over one ``httpx.MockTransport``.
+    """Anthropic (``FakeAnthropic``: Messages and Batches) and OpenAI Chat Completions over one
+    ``httpx.MockTransport`` handler.
 
     ``verdicts[model][i]`` is the verdict (True = same) the model gives pair ``i`` in every order.
+    ``bodies`` lists (path, body) of every Messages and Chat Completions request.
     """
 
     def __init__(self, verdicts: dict[str, list[bool]]):
         self.verdicts = verdicts
+        self.anthropic = FakeAnthropic(self.reply, usage=lambda body, text: {"input_tokens": 100, "output_tokens": 20},
+                                       polls_in_progress=0)
         self.bodies: list[tuple[str, dict]] = []  # (path, body)
         self.lock = threading.Lock()
 
@@ -83,26 +86,24 @@ class FakeProviders:
     def pair_index(text: str) -> int:
         return int(text.split("Statement: P")[1].split(" ")[0])
 
-    def answer(self, model: str, user: str) -> str:
-        same = self.verdicts[model][self.pair_index(user)]
+    def reply(self, body: dict) -> str:
+        same = self.verdicts[body["model"]][self.pair_index(body["messages"][-1]["content"])]
         return json.dumps({"verdict": "same" if same else "different", "reason": "test"})
 
     def __call__(self, request: httpx.Request) -> httpx.Response:
-        body = json.loads(request.content)
-        with self.lock:
-            self.bodies.append((request.url.path, body))
-        if request.url.path == "/v1/messages":
+        path = request.url.path
+        if path in ("/v1/messages", "/v1/chat/completions"):
+            with self.lock:
+                self.bodies.append((path, json.loads(request.content)))
+        if path.startswith("/v1/messages"):
             key = request.headers.get("x-api-key") or request.headers.get("authorization", "")
-            assert key.endswith(ANTHROPIC_KEY)
-            text = self.answer(body["model"], body["messages"][-1]["content"])
-            return httpx.Response(
-                200, json=message_json(text, body["model"], "msg_x", {"input_tokens": 100, "output_tokens": 20})
-            )
-        if request.url.path == "/v1/chat/completions":
+            assert key.endswith(FAKE_KEY)
+            return self.anthropic(request)
+        if path == "/v1/chat/completions":
             assert request.headers["authorization"] == f"Bearer {OPENAI_KEY}"
-            text = self.answer(body["model"], body["messages"][-1]["content"])
-            return httpx.Response(200, json=chat_json(text, body["model"]))
-        return httpx.Response(404, json={"error": {"message": request.url.path}})
+            body = json.loads(request.content)
+            return httpx.Response(200, json=chat_json(self.reply(body), body["model"]))
+        return httpx.Response(404, json={"error": {"message": path}})
 
     def count(self, path: str) -> int:
         return sum(p == path for p, _ in self.bodies)
@@ -126,14 +127,8 @@ def renamed(request: LLMRequest, model: str) -> LLMRequest:
 
 
 @pytest.fixture
-def keys(monkeypatch):
-    monkeypatch.setenv("ANTHROPIC_API_KEY", ANTHROPIC_KEY)
+def keys(monkeypatch, api_key):
     monkeypatch.setenv("OPENAI_API_KEY", OPENAI_KEY)
-
-
-def live_client(fake, cache_dir):
-    return get_client("anthropic", cache_dir=cache_dir, http_client=httpx.Client(transport=httpx.MockTransport(fake)),
-                      max_retries=0)
 
 
 # -- agreement and kappa between judge models -------------------------------------------------
@@ -143,7 +138,7 @@ def test_two_models_known_disagreements_end_to_end(tmp_path, keys):
     scikit-learn; a re-run makes no HTTP call."""
     pairs = pair_list()
     fake = FakeProviders({"claude-model-a": VERDICTS_A, "claude-model-b": VERDICTS_B})
-    client = live_client(fake, tmp_path / "cache")
+    client = client_for(fake, tmp_path / "cache")
     calls = judge_each_model(pairs, ["claude-model-a", "claude-model-b", "claude-model-a"], backend="anthropic",
                              client=client, instances=FINDINGS, orders=("ab", "ab", "ba"), early_stop=False)
     assert list(calls) == ["claude-model-a", "claude-model-b"]  # duplicate judged once
@@ -264,7 +259,7 @@ def test_missing_openai_sdk_names_the_extra(monkeypatch, tmp_path, keys):
     with pytest.raises(MissingProviderSDKError, match=r"pip install 'mechaudit\[openai\]'") as info:
         import_openai()
     assert "\n" not in str(info.value) and OPENAI_EXTRA in str(info.value)
-    client = live_client(FakeProviders({}), tmp_path)
+    client = client_for(FakeProviders({}), tmp_path)
     req = LLMRequest(model="gpt-5.5", messages=[{"role": "user", "content": "x"}])
     with pytest.raises(MissingProviderSDKError, match="mechaudit"):
         client.complete(req)
@@ -281,7 +276,7 @@ def test_missing_openai_sdk_names_the_extra(monkeypatch, tmp_path, keys):
 @needs_openai
 def test_openai_call_cache_ledger_and_replay(tmp_path, keys):
     fake = FakeProviders({"gpt-4.1": [True], "gpt-5.5": [False]})
-    client = live_client(fake, tmp_path / "cache")
+    client = client_for(fake, tmp_path / "cache")
     req = LLMRequest(model="openai:gpt-4.1", system="Rubric text.", version="t-v1",
                      messages=[{"role": "user", "content": "Statement: P0 here"}], max_tokens=200)
     out = client.complete(req)
@@ -310,7 +305,7 @@ def test_openai_call_cache_ledger_and_replay(tmp_path, keys):
 def test_openai_blindness_key_and_bad_body(tmp_path, monkeypatch):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     fake = FakeProviders({"gpt-4.1": [True]})
-    client = live_client(fake, tmp_path)
+    client = client_for(fake, tmp_path)
     leaky = LLMRequest(model="gpt-4.1", messages=[{"role": "user", "content": "a first step swapped pair"}],
                        forbidden_terms=("first step swapped",))
     with pytest.raises(BlindnessError):
@@ -320,14 +315,8 @@ def test_openai_blindness_key_and_bad_body(tmp_path, monkeypatch):
         client.complete(ok)
     assert fake.bodies == []
     monkeypatch.setenv("OPENAI_API_KEY", OPENAI_KEY)
-    bad = httpx.Client(
-        transport=httpx.MockTransport(
-            lambda r: httpx.Response(
-                200, json={"id": "x", "object": "chat.completion", "created": 1, "model": "gpt-4.1", "choices": []}
-            )
-        )
-    )
-    client = get_client("anthropic", cache_dir=tmp_path / "bad", http_client=bad, max_retries=0)
+    empty = {"id": "x", "object": "chat.completion", "created": 1, "model": "gpt-4.1", "choices": []}
+    client = client_for(lambda request: httpx.Response(200, json=empty), tmp_path / "bad")
     with pytest.raises(Exception, match="no choices"):
         client.complete(ok)
     assert not (tmp_path / "bad" / "responses.jsonl").exists()  # nothing cached
@@ -340,7 +329,7 @@ def test_mixed_providers_agreement_and_replay(tmp_path, keys):
     fake = FakeProviders({"claude-opus-4-6": VERDICTS_A, "gpt-5.5": VERDICTS_B})
     kw = {"instances": FINDINGS, "orders": ("ab", "ba")}
     calls = judge_each_model(pairs, ["claude-opus-4-6", "openai:gpt-5.5"], backend="anthropic",
-                             client=live_client(fake, tmp_path / "cache"), **kw)
+                             client=client_for(fake, tmp_path / "cache"), **kw)
     assert fake.count("/v1/messages") == 40 and fake.count("/v1/chat/completions") == 40
     table = model_agreement({m: majority(c, 20)["same"] for m, c in calls.items()})
     assert table.loc[0, "kappa"] == pytest.approx(cohen_kappa_score(VERDICTS_A, VERDICTS_B), abs=1e-12)
@@ -357,24 +346,15 @@ def test_mixed_providers_agreement_and_replay(tmp_path, keys):
 
 @needs_openai
 def test_batch_leaves_openai_requests_to_chat_completions(tmp_path, keys):
-    from test_llm import FakeAPI
-
-    anthropic_fake = FakeAPI(polls_in_progress=0)
-    openai_fake = FakeProviders({"gpt-4.1": [True] * 3})
-
-    def handler(request: httpx.Request) -> httpx.Response:
-        return (openai_fake if request.url.path == "/v1/chat/completions" else anthropic_fake)(request)
-
-    client = get_client(
-        "anthropic", cache_dir=tmp_path, http_client=httpx.Client(transport=httpx.MockTransport(handler)), max_retries=0
-    )
+    fake = FakeProviders({"claude-opus-4-6": [True] * 3, "gpt-4.1": [True] * 3})
+    client = client_for(fake, tmp_path)
     reqs = [LLMRequest(model=m, messages=[{"role": "user", "content": f"Statement: P{i} x"}])
             for m in ("claude-opus-4-6", "gpt-4.1") for i in range(3)]
     out = client.complete_many(reqs, batch=True, poll_interval=0)
-    assert len(out) == 6 and anthropic_fake.batch_creates == 1
-    [batch] = anthropic_fake.batches.values()
+    assert len(out) == 6 and fake.anthropic.batch_creates == 1
+    [batch] = fake.anthropic.batches.values()
     assert [item["custom_id"] for item in batch["requests"]] == [r.key for r in reqs[:3]]
-    assert openai_fake.count("/v1/chat/completions") == 3 and anthropic_fake.message_bodies == []
+    assert fake.count("/v1/chat/completions") == 3 and fake.anthropic.message_bodies == []
 
 
 def test_estimate_plans_the_same_judge_models_as_the_chapters():

@@ -7,9 +7,6 @@ import json
 import multiprocessing
 import os
 import random
-import subprocess
-import sys
-import textwrap
 import warnings
 from pathlib import Path
 
@@ -180,9 +177,10 @@ def test_torn_line_warns_then_is_cut_by_the_next_writer(tmp_path):
     assert path.read_bytes().startswith(good) and b"torn" not in path.read_bytes()
 
 
-def test_corrupt_middle_line_is_an_error(tmp_path):
-    (tmp_path / "responses.jsonl").write_text('{"kind": "system", "sha256": "x", "text": "t"}\n{"kind": "x"}\n{}\n')
-    with pytest.raises(ValueError, match=r"responses.jsonl, line 2: invalid cache record: field 'kind'"):
+@pytest.mark.parametrize("middle, detail", [('{"kind": "x"}', "field 'kind'"), ("not json", "Expecting value")])
+def test_corrupt_middle_line_is_an_error(tmp_path, middle, detail):
+    (tmp_path / "responses.jsonl").write_text(f'{{"kind": "system", "sha256": "x", "text": "t"}}\n{middle}\n{{}}\n')
+    with pytest.raises(ValueError, match=rf"responses.jsonl, line 2: invalid cache record: {detail}"):
         ResponseCache(tmp_path)
 
 
@@ -199,59 +197,71 @@ def test_no_key_or_header_in_any_stored_file(tmp_path, monkeypatch):
 
 # -- several processes -------------------------------------------------------------------------
 
-WRITER = textwrap.dedent(
-    """
-    import sys
-    from mechaudit.llm import LLMRequest
-    from mechaudit.llm.cache import ResponseCache
+def named_req(name: str) -> LLMRequest:
+    return LLMRequest(model="claude-opus-4-6", system=RUBRIC, version="v1", max_tokens=64,
+                      messages=[{"role": "user", "content": name}])
 
-    folder, worker, n, shared = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+
+def _key(name: str) -> str:
+    return named_req(name).key
+
+
+def write_answers(folder: Path, names: list[str], start=None) -> int:
+    """What a writing process does: open the cache, wait for ``start`` (a barrier), put an answer
+    for each of ``names``; returns how many it stored (a name already there is not stored)."""
     cache = ResponseCache(folder)
-    rubric = "Decide whether the two hypotheses name the same mechanism. " * 20
-    def req(name):
-        return LLMRequest(model="claude-opus-4-6", system=rubric, version="v1", max_tokens=64,
-                          messages=[{"role": "user", "content": name}])
-    stored = 0
-    for i in range(n):
-        for name in [f"w{worker}-{i}"] + ([f"shared-{i}"] if i < shared else []):
-            r = req(name)
-            stored += cache.put(r.key, {"text": name, "model": r.model, "usage": {}}, r)
-    print(stored)
-    """
-)
+    if start is not None:
+        start.wait(120)
+    return sum(cache.put(_key(name), {"text": name, "model": "claude-opus-4-6", "usage": {}}, named_req(name))
+               for name in names)
+
+
+def in_processes(jobs: list[tuple], start_together: bool = True) -> list[int]:
+    """``write_answers(*job)`` for each job, each in its own forked process, all at once (writing
+    starts when every process has opened the cache); returns what each stored, in job order."""
+    ctx = multiprocessing.get_context("fork")
+    start = ctx.Barrier(len(jobs)) if start_together else None
+    results = ctx.Queue()
+
+    def run(k: int, job: tuple) -> None:
+        try:
+            results.put((k, write_answers(*job, start=start)))
+        except BaseException as exc:  # reported to the test
+            results.put((k, repr(exc)))
+
+    procs = [ctx.Process(target=run, args=(k, job)) for k, job in enumerate(jobs)]
+    for proc in procs:
+        proc.start()
+    out = dict(results.get(timeout=300) for _ in procs)
+    for proc in procs:
+        proc.join(60)
+    assert [proc.exitcode for proc in procs] == [0] * len(procs)
+    return [out[k] for k in range(len(jobs))]
 
 
 def test_four_processes_writing_at_once_lose_and_duplicate_nothing(tmp_path):
     n, shared, workers = 200, 50, 4
-    script = tmp_path / "writer.py"
-    script.write_text(WRITER)
     folder = tmp_path / "cache"
-    procs = [subprocess.Popen([sys.executable, str(script), str(folder), str(w), str(n), str(shared)],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for w in range(workers)]
-    outs = [p.communicate(timeout=300) for p in procs]
-    assert all(p.returncode == 0 for p in procs), [err[-2000:] for _, err in outs]
+    jobs = [(folder, [name for i in range(n) for name in [f"w{w}-{i}"] + ([f"shared-{i}"] if i < shared else [])])
+            for w in range(workers)]
+    stored = in_processes(jobs)
     expected = {f"w{w}-{i}" for w in range(workers) for i in range(n)} | {f"shared-{i}" for i in range(shared)}
-    assert sum(int(out) for out, _ in outs) == len(expected)  # each shared key stored by exactly one process
+    assert sum(stored) == len(expected), stored  # each shared key stored by exactly one process
     records = lines(folder / "responses.jsonl")
     texts = [r["response"]["text"] for r in records if r["kind"] == "response"]
     assert sorted(texts) == sorted(expected)  # nothing lost, nothing twice
+    writers = [text.split("-")[0] for text in texts if text.startswith("w")]
+    assert sum(a != b for a, b in zip(writers, writers[1:])) >= 10  # the processes really wrote at once
     assert [r["kind"] for r in records].count("system") == 1
     cache = ResponseCache(folder)
     assert len(cache) == len(expected) == 850 and cache.duplicates == 0
     assert all(cache.get(_key(name))["text"] == name for name in expected)
 
 
-def _key(name: str) -> str:
-    return LLMRequest(model="claude-opus-4-6", system=RUBRIC, version="v1", max_tokens=64,
-                      messages=[{"role": "user", "content": name}]).key
-
-
 def test_put_in_one_process_is_seen_by_an_open_cache_in_another(tmp_path):
     reader = ResponseCache(tmp_path)
     assert reader.get(_key("late")) is None
-    script = tmp_path / "writer.py"
-    script.write_text(WRITER.replace('[f"w{worker}-{i}"]', '["late"]'))
-    subprocess.run([sys.executable, str(script), str(tmp_path), "0", "1", "0"], check=True, timeout=120)
+    assert in_processes([(tmp_path, ["late"])], start_together=False) == [1]
     assert reader.get(_key("late"))["text"] == "late" and len(reader) == 1
     assert not reader.put(_key("late"), answer("mine"))  # the other process's answer stays
 

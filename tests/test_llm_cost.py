@@ -7,18 +7,17 @@ estimate is built by the chapter planner without sending, then the chapter's own
 from __future__ import annotations
 
 import io
+import itertools
 import json
 import math
 import shutil
-import threading
 from pathlib import Path
 
-import httpx
 import pytest
-from fake_anthropic import message_json
+from fake_anthropic import FakeAnthropic, FakeAnthropicServer, body_text, client_for, workflow_reply
 
 from mechaudit.execution import execute_chapters
-from mechaudit.llm import get_client, usage
+from mechaudit.llm import usage
 from mechaudit.llm.estimate import (
     CHARS_PER_TOKEN,
     estimate_chapters,
@@ -36,29 +35,15 @@ N_PAIRS = 8
 CHAPTER = "05_perturbations"
 
 
-class CountingAPI:
-    """Answers every Messages call with a valid verdict and counts requests and received text."""
-
-    def __init__(self) -> None:
-        self.requests = 0
-        self.chars = 0
-        self.keys: list[str] = []
-        self.lock = threading.Lock()
-
-    def __call__(self, request: httpx.Request) -> httpx.Response:
-        body = json.loads(request.content)
-        system = body.get("system", "")
-        text = system if isinstance(system, str) else "".join(b["text"] for b in system)
-        text += "".join(
-            m["content"] if isinstance(m["content"], str) else "".join(b.get("text", "") for b in m["content"])
-            for m in body["messages"]
-        )
-        with self.lock:
-            self.requests += 1
-            self.chars += len(text)
-        usage_ = {"input_tokens": math.ceil(len(text) / CHARS_PER_TOKEN), "output_tokens": 20}
-        reply = json.dumps({"verdict": "different" if self.requests % 3 else "same", "reason": "fake"})
-        return httpx.Response(200, json=message_json(reply, model=body["model"], usage=usage_))
+def counting_api() -> FakeAnthropic:
+    """A fake API answering every request with a valid verdict (every third one ``same``); it reports
+    the received text's length / ``CHARS_PER_TOKEN`` input tokens and 20 output tokens."""
+    count = itertools.count(1)
+    return FakeAnthropic(
+        reply=lambda body: json.dumps({"verdict": "different" if next(count) % 3 else "same", "reason": "fake"}),
+        usage=lambda body, text: {"input_tokens": math.ceil(len(body_text(body)) / CHARS_PER_TOKEN),
+                                  "output_tokens": 20},
+    )
 
 
 @pytest.fixture
@@ -75,8 +60,7 @@ def small_data(tmp_path) -> Path:
 
 
 @pytest.fixture
-def api_env(monkeypatch):
-    monkeypatch.setenv("ANTHROPIC_API_KEY", "fake-key-for-tests")
+def api_env(api_key):
     yield
     usage.begin()  # no budget left behind for other tests
 
@@ -86,12 +70,11 @@ def overrides(small_data: Path, cache: Path, early_stop: bool = False) -> dict:
             "judge_early_stop": early_stop}
 
 
-def run_judge(small_data: Path, cache: Path, api: CountingAPI, max_concurrency: int = 4, early_stop: bool = False):
+def run_judge(small_data: Path, cache: Path, api: FakeAnthropic, max_concurrency: int = 4, early_stop: bool = False):
     """What chapter 05 does with an LLM backend: judge every valid pair under the default orders."""
     bench = load_benchmark(small_data)
     pairs = [(p["original"], p["variant"]) for p in load_suite(small_data / "perturbations.jsonl", valid_only=True)]
-    client = get_client("anthropic", cache_dir=cache, max_concurrency=max_concurrency,
-                        http_client=httpx.Client(transport=httpx.MockTransport(api)))
+    client = client_for(api, cache, max_concurrency=max_concurrency)
     judge = LLMJudge(rubric="full", orders=("ab", "ab", "ba"), client=client, instances=bench.instances,
                      early_stop=early_stop)
     return judge.decide(pairs), client
@@ -104,10 +87,10 @@ def test_estimate_equals_what_the_server_receives(small_data, tmp_path, api_env)
     assert t["requests"] == t["to_send"] == 3 * N_PAIRS and t["cached"] == 0
     assert est["exact"].all()
 
-    api = CountingAPI()
+    api = counting_api()
     run_judge(small_data, cache, api)
-    assert api.requests == t["to_send"]  # exactly the planned requests, none more
-    received_tokens = api.chars / CHARS_PER_TOKEN
+    assert len(api.message_bodies) == t["to_send"]  # exactly the planned requests, none more
+    received_tokens = sum(len(body_text(body)) for body in api.message_bodies) / CHARS_PER_TOKEN
     assert abs(t["input_tokens"] - received_tokens) <= 0.10 * received_tokens
     prices = load_prices()
     expected_plain = (t["input_tokens"] * 5.0 + t["output_tokens"] * 25.0) / 1e6
@@ -123,9 +106,9 @@ def test_early_stop_estimate_brackets_what_is_sent(small_data, tmp_path, api_env
     est = estimate_chapters([CHAPTER], overrides=overrides(small_data, cache, early_stop=True))
     extra = est["stage"].str.contains("early-stop extra")
     assert est.loc[~extra, "to_send"].sum() == 2 * N_PAIRS and est.loc[extra, "to_send"].sum() == N_PAIRS
-    api = CountingAPI()
+    api = counting_api()
     run_judge(small_data, cache, api, early_stop=True)
-    assert 2 * N_PAIRS <= api.requests <= 3 * N_PAIRS
+    assert 2 * N_PAIRS <= len(api.message_bodies) <= 3 * N_PAIRS
 
 
 def test_budget_below_estimate_stops_before_the_first_request(small_data, tmp_path, api_env):
@@ -145,17 +128,17 @@ def test_budget_hit_midway_then_continue(small_data, tmp_path, api_env):
     reqs = [p.request for p in _plan(small_data, cache)]
     worst = [(input_tokens(r)[1] * 5.0 + r.max_tokens * 25.0) / 1e6 for r in reqs]
     usage.begin(max_usd=sum(worst[:5]) + 1e-9)  # room for 5 worst-case requests, spent is less
-    api = CountingAPI()
+    api = counting_api()
     with pytest.raises(BudgetExceededError, match="Answers paid for are cached"):
         run_judge(small_data, cache, api, max_concurrency=1)
-    first = api.requests
+    first = len(api.message_bodies)
     assert 5 <= first < len(reqs)
     assert cache_spend(cache, 0, prices)["calls"] == first  # everything paid for is cached
     assert usage.session().spent() <= usage.session().max_usd
 
     usage.begin(max_usd=10.0)
     run_judge(small_data, cache, api)
-    assert api.requests == len(reqs)  # the re-run sent only the missing requests
+    assert len(api.message_bodies) == len(reqs)  # the re-run sent only the missing requests
     table = usage.report("anthropic", pairs=N_PAIRS)
     rows = table.set_index("mode")
     assert rows.loc["api", "calls"] == len(reqs) - first and rows.loc["cache", "calls"] == first
@@ -173,7 +156,7 @@ def _plan(small_data, cache):
 def test_ledger_report_and_run_total_agree(small_data, tmp_path, api_env):
     cache = tmp_path / "cache"
     usage.begin()
-    run_judge(small_data, cache, CountingAPI())
+    run_judge(small_data, cache, counting_api())
     table = usage.report("anthropic", pairs=N_PAIRS)
     api_row = table[table["mode"] == "api"].iloc[0]
     spent = cache_spend(cache, 0, load_prices())
@@ -212,15 +195,12 @@ def test_progress_goes_to_the_terminal_not_the_notebook(tmp_path):
 
 
 def test_batch_mode_checks_the_budget_per_batch(small_data, tmp_path, api_env):
-    from test_llm import FakeAPI
-
-    fake = FakeAPI(reply=lambda body: json.dumps({"verdict": "same", "reason": "fake"}), polls_in_progress=0)
+    fake = FakeAnthropic(reply=lambda body: json.dumps({"verdict": "same", "reason": "fake"}), polls_in_progress=0)
     bench = load_benchmark(small_data)
     pairs = [(p["original"], p["variant"]) for p in load_suite(small_data / "perturbations.jsonl", valid_only=True)]
 
     def judge():
-        client = get_client("anthropic", cache_dir=tmp_path / "cache", max_retries=0,
-                            http_client=httpx.Client(transport=httpx.MockTransport(fake)))
+        client = client_for(fake, tmp_path / "cache")
         return LLMJudge(rubric="full", client=client, instances=bench.instances, early_stop=False)
 
     usage.begin(max_usd=1e-4, batch=True)
@@ -278,8 +258,6 @@ def varied_reply(body: dict) -> str:
     critique, so that runs differ in text as real sampled runs do."""
     import re
 
-    from fake_anthropic import workflow_reply
-
     text = workflow_reply(body)
     run = re.search(r"Workflow run (\S+?)[.,]", body["messages"][0]["content"])
     if run is None:
@@ -298,12 +276,11 @@ def varied_reply(body: dict) -> str:
     return json.dumps(reply)
 
 
-def test_workflow_chapters_estimate_counts_what_they_send(tmp_path, monkeypatch):
+def test_workflow_chapters_estimate_counts_what_they_send(tmp_path, monkeypatch, api_key):
     """Chapters 02-04 on a one-instance design: the planned workflow, label and judge requests are
     what the workflow, the engagement labeller and the judge then send; afterwards every request
     replays from the cache and the estimate is exact with nothing to send."""
     import yaml
-    from fake_anthropic import FakeAnthropicServer
 
     from mechaudit.engagement import label_demands
     from mechaudit.workflow import (
@@ -330,7 +307,6 @@ def test_workflow_chapters_estimate_counts_what_they_send(tmp_path, monkeypatch)
     assert by_stage["workflow develop"] == 4 * n_open  # 4 runs
     assert by_stage["workflow critique"] == by_stage["workflow revise"] == 2 * 2 * n_open  # 2 runs x 2 rounds
 
-    monkeypatch.setenv("ANTHROPIC_API_KEY", "fake-key-for-tests")
     with FakeAnthropicServer(reply=varied_reply) as server:
         monkeypatch.setenv("ANTHROPIC_BASE_URL", server.base_url)
         design = load_design(design_file, instances=[i.id for i in bench.instances])

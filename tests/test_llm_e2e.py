@@ -99,8 +99,8 @@ BACKEND_NAME = re.compile(r"\b(anthropic|replay)\)?|\S*\.\.\.")  # and any cell 
 
 def text_outputs(path: Path) -> list[str]:
     """Per code cell, its text outputs (stdout joined, rich outputs' text/plain; no images, no
-    stderr) with the backend name masked and whitespace collapsed (a longer name widens pandas'
-    columns); a cell that reports LLM usage (``LEDGER_WORDS``) is left out."""
+    stderr) with the backend name and the run's own output folder masked and whitespace collapsed
+    (a longer name widens pandas' columns); a cell that reports LLM usage (``LEDGER_WORDS``) is left out."""
     nb = nbformat.read(path, as_version=4)
     out = []
     for cell in nb.cells:
@@ -112,7 +112,7 @@ def text_outputs(path: Path) -> list[str]:
                 continue
             text = o.get("text") or o.get("data", {}).get("text/plain") or ""
             parts.append("".join(text) if isinstance(text, list) else text)
-        text = "".join(parts)
+        text = "".join(parts).replace(str(path.parent), "RUN_FOLDER")
         if not any(w in text for w in LEDGER_WORDS):
             out.append(" ".join(BACKEND_NAME.sub("B", text).split()))
     return out

@@ -6,11 +6,9 @@ The real SDK talks to an ``httpx.MockTransport``; nothing of mechaudit is mocked
 
 from __future__ import annotations
 
-import json
-
 import httpx
 import pytest
-from fake_anthropic import message_response, workflow_reply
+from fake_anthropic import FakeAnthropic, client_for, workflow_reply
 
 from mechaudit.backends import Backend, BackendError
 from mechaudit.engagement import engagement_table, excluded_challenges, label_demands, paper_comparison
@@ -19,18 +17,7 @@ from mechaudit.schema import load_benchmark
 from mechaudit.workflow import Design, build_rules, excluded_frame, excluded_note
 from mechaudit.workflow.agents import run_workflow
 
-FAKE_KEY = "fake-" + "recovery-key"
 REQ = LLMRequest(model="claude-opus-4-6", messages=[{"role": "user", "content": "hi"}])
-
-
-@pytest.fixture
-def key(monkeypatch):
-    monkeypatch.setenv("ANTHROPIC_API_KEY", FAKE_KEY)
-
-
-def client_for(handler, cache_dir, **kw):
-    return get_client("anthropic", cache_dir=cache_dir, max_retries=0,
-                      http_client=httpx.Client(transport=httpx.MockTransport(handler)), **kw)
 
 
 @pytest.mark.parametrize("response, detail", [
@@ -39,45 +26,39 @@ def client_for(handler, cache_dir, **kw):
     (httpx.Response(200, text="{truncated", headers={"content-type": "application/json"}), "body is not JSON"),
     (httpx.Response(200, json={"ok": True}), "lacks the Messages fields"),
 ])
-def test_a_200_reply_that_is_not_a_message_is_a_clear_api_error(tmp_path, key, response, detail):
+def test_a_200_reply_that_is_not_a_message_is_a_clear_api_error(tmp_path, api_key, response, detail):
     client = client_for(lambda request: response, tmp_path)
     with pytest.raises(APIReplyError) as err:
         client.complete(REQ)
     message = str(err.value)
     assert detail in message and REQ.key in message and "model claude-opus-4-6" in message
-    assert "\n" not in message and FAKE_KEY not in message
+    assert "\n" not in message and api_key not in message
     assert len(client.cache) == 0  # nothing cached: the next run asks again
 
 
-def breaking(statement: str, broken: bool = True):
-    """``workflow_reply``, except that while ``broken`` the develop reply for the opening with
-    ``statement`` (and every repair of it) is not JSON; records every request body."""
-    state = {"broken": broken, "sent": []}
+def breaking(statement: str, broken: bool = True) -> FakeAnthropic:
+    """A fake answering with ``workflow_reply``, except that while ``broken`` the develop reply for
+    the opening with ``statement`` (and every repair of it) is not JSON."""
 
-    def handler(request: httpx.Request) -> httpx.Response:
-        body = json.loads(request.content)
+    def reply(body: dict) -> str:
         first = body["messages"][0]["content"]
-        bad = state["broken"] and "Opening hypothesis" in first and statement in first
-        state["sent"].append(body)
-        if bad:
-            return message_response("I would rather not answer in JSON.", body["model"])
-        if len(body["messages"]) > 1:  # a repair request: answer the original prompt
-            body = {**body, "messages": body["messages"][:1]}
-        return message_response(workflow_reply(body), body["model"])
+        if broken and "Opening hypothesis" in first and statement in first:
+            return "I would rather not answer in JSON."
+        return workflow_reply(body)  # reads the first message only: a repair gets the original prompt's answer
 
-    return handler, state
+    return FakeAnthropic(reply)
 
 
-def test_an_invalid_reply_excludes_its_hypothesis_and_a_rerun_is_not_stuck(tmp_path, key):
+def test_an_invalid_reply_excludes_its_hypothesis_and_a_rerun_is_not_stuck(tmp_path, api_key):
     bench = load_benchmark()
     design = Design(instances=("A",), depths=(0, 1), runs_per_depth=1)
     victim = bench.openings("A")[2].id
     statement = bench.openings("A")[2].statement
-    handler, state = breaking(statement)
-    runs = run_workflow(bench, design, client_for(handler, tmp_path))
+    fake = breaking(statement)
+    runs = run_workflow(bench, design, client_for(fake, tmp_path))
     n_open = len(bench.openings("A"))
     # develop: every opening in both runs; +2 repairs for each broken one; critique + revise at depth 1
-    assert len(state["sent"]) == 2 * n_open + 2 * 2 + 2 * (n_open - 1)
+    assert len(fake.message_bodies) == 2 * n_open + 2 * 2 + 2 * (n_open - 1)
     excluded = excluded_frame(runs)
     assert excluded[["run_id", "opening_id", "stage", "round", "attempts"]].values.tolist() == [
         ["A-k0-r0", victim, "develop", 0, 3], ["A-k1-r0", victim, "develop", 0, 3]]
@@ -85,35 +66,34 @@ def test_an_invalid_reply_excludes_its_hypothesis_and_a_rerun_is_not_stuck(tmp_p
     assert all(len(r.delivered) == n_open - 1 for r in runs)
     assert "-p json_retries 4" in excluded_note(len(excluded), 2)
     # the same re-run finishes from the cache, excluding the same hypothesis: not stuck, no calls
-    again_handler, again = breaking(statement)
-    rerun = run_workflow(bench, design, client_for(again_handler, tmp_path))
-    assert again["sent"] == [] and excluded_frame(rerun).equals(excluded)
+    again = breaking(statement)
+    rerun = run_workflow(bench, design, client_for(again, tmp_path))
+    assert again.message_bodies == [] and excluded_frame(rerun).equals(excluded)
     # a larger json_retries asks again for exactly the excluded requests (2 new repairs each)
-    fixed_handler, fixed = breaking(statement, broken=False)
-    retried = run_workflow(bench, design, client_for(fixed_handler, tmp_path), json_retries=4)
+    fixed = breaking(statement, broken=False)
+    retried = run_workflow(bench, design, client_for(fixed, tmp_path), json_retries=4)
     assert excluded_frame(retried).empty
     assert all(len(r.delivered) == n_open for r in retried)
-    assert len(fixed["sent"]) == 2 * 1 + 2 * 1  # k0 & k1: one new repair each; k1 then critique+revise
-    assert sum(1 for b in fixed["sent"] if len(b["messages"]) == 7) == 2  # attempt 4 (third repair) of each
+    assert len(fixed.message_bodies) == 2 * 1 + 2 * 1  # k0 & k1: one new repair each; k1 then critique+revise
+    assert sum(1 for b in fixed.message_bodies if len(b["messages"]) == 7) == 2  # attempt 4 (third repair) of each
 
 
-def test_an_invalid_engagement_label_reply_is_excluded_and_counted(tmp_path, key):
+def test_an_invalid_engagement_label_reply_is_excluded_and_counted(tmp_path, api_key):
     bench = load_benchmark()
-    handler, _ = breaking("(no opening has this statement)")
-    (run,) = run_workflow(bench, Design(instances=("A",), depths=(1,), runs_per_depth=1), client_for(handler, tmp_path))
+    fake = FakeAnthropic(workflow_reply)
+    (run,) = run_workflow(bench, Design(instances=("A",), depths=(1,), runs_per_depth=1), client_for(fake, tmp_path))
     first_step = run.delivered[0].chain[0].id
     marker = f"1. Cite evidence for {first_step}."
     broken = [d for d in run.demands if d.number == 1 and d.text == marker[3:]]
     hit = {d.hypothesis_id for d in broken}
     assert hit  # at least the first hypothesis' challenge
 
-    def labels(request: httpx.Request) -> httpx.Response:
-        body = json.loads(request.content)
+    def labels(body: dict) -> str:
         if marker in body["messages"][0]["content"]:  # never valid, repairs included
-            return message_response("labels: conceded, answered", body["model"])
-        return message_response(workflow_reply({**body, "messages": body["messages"][:1]}), body["model"])
+            return "labels: conceded, answered"
+        return workflow_reply(body)
 
-    labelled = label_demands([run], "anthropic", client=client_for(labels, tmp_path / "judge"))
+    labelled = label_demands([run], "anthropic", client=client_for(FakeAnthropic(labels), tmp_path / "judge"))
     out = excluded_challenges(labelled)
     n_bad = sum(d.hypothesis_id in hit for d in run.demands)
     assert sorted(out.hypothesis_id) == sorted(hit) and out.demands.sum() == n_bad

@@ -1,139 +1,129 @@
 """Secrets: with a fake key in the environment, the key ends up in no output, log or cache file.
 
-The runs happen in subprocesses (as a reader's notebook or CLI run would), with the SDK's own debug
-logging switched on; the fake API is the in-memory ``FakeAPI`` of ``test_llm`` (through
-``httpx.MockTransport``) or, for the CLI, the same fake behind a loopback HTTP server.
+Runs happen in this process where they can, with the SDK's debug logging switched on as
+``ANTHROPIC_LOG=debug`` would; one CLI run is a real subprocess (the key read from a fresh process's
+environment, the SDK's logging set up by that variable, everything the process writes to its
+stdout and stderr). The fake API is ``fake_anthropic.FakeAnthropic``, in memory or behind the
+loopback ``FakeAnthropicServer``.
 """
 
 from __future__ import annotations
 
-import http.server
 import json
+import logging
 import os
 import subprocess
 import sys
-import textwrap
-import threading
+import traceback
+from contextlib import contextmanager
 from pathlib import Path
 
-import httpx
+import pytest
+from fake_anthropic import FakeAnthropic, FakeAnthropicServer, client_for, replies_in_order
+from pydantic import BaseModel
 
+from mechaudit.cli import main
+from mechaudit.llm import LLMRequest, ReplayMissError, get_client
 from mechaudit.paths import REPO_ROOT
 
-TESTS_DIR = Path(__file__).resolve().parent
 SECRET = "sk-ant-" + "test-SECRETc0ffee0123456789"  # split so no key-like string is tracked
 
-SCRIPT = textwrap.dedent(
-    """
-    import json, logging, sys
-    from pathlib import Path
-    import httpx
-    from pydantic import BaseModel
-    from test_llm import FakeAPI, PRICES, req
-    from mechaudit.llm import get_client
 
-    out = Path(sys.argv[1])
-    logging.basicConfig(filename=out / "run.log", level=logging.DEBUG, force=True)
+class Verdict(BaseModel):
+    same: bool
+    reason: str
 
-    class Verdict(BaseModel):
-        same: bool
-        reason: str
 
-    replies = iter(['not json'] + ['{"same": true, "reason": "x"}'] * 100)
-    fake = FakeAPI(reply=lambda body: next(replies), polls_in_progress=1)
-    http = httpx.Client(transport=httpx.MockTransport(fake))
-    client = get_client("anthropic", cache_dir=out / "cache", http_client=http, max_retries=0, prices=PRICES)
-    results = client.complete_many([req(f"pair {i}") for i in range(3)], schema=Verdict, progress=True, summary=True)
-    client.complete_many([req(f"batch pair {i}") for i in range(3)], batch=True, poll_interval=0, progress=True)
-    (out / "verdicts.jsonl").write_text("\\n".join(r.model_dump_json() if hasattr(r, "model_dump_json")
-                                        else json.dumps({"same": r.value.same}) for r in results))
-    client.ledger().to_csv(out / "ledger.csv")
-    print(repr(client), client.sdk().messages.batches.retrieve("msgbatch_0"))
-    get_client("replay", cache_dir=out / "cache").complete(req("never recorded"))  # traceback to stderr
-    """
-)
+def req(text: str) -> LLMRequest:
+    return LLMRequest(model="claude-opus-4-6", system="Compare the two hypotheses. " * 20, version="secrets-v1",
+                      messages=[{"role": "user", "content": text}])
+
+
+@contextmanager
+def sdk_debug_logging(handler: logging.Handler):
+    """Every log record at DEBUG and above to ``handler`` (as ``logging.basicConfig(level=DEBUG)``),
+    the SDK's loggers at DEBUG (as ``ANTHROPIC_LOG=debug``); restored afterwards."""
+    handler.setFormatter(logging.Formatter("[%(asctime)s - %(name)s:%(lineno)d - %(levelname)s] %(message)s"))
+    loggers = [logging.getLogger(name) for name in ("", "anthropic", "httpx", "httpx2")]
+    levels = [logger.level for logger in loggers]
+    loggers[0].addHandler(handler)
+    for logger in loggers:
+        logger.setLevel(logging.DEBUG)
+    try:
+        yield
+    finally:
+        loggers[0].removeHandler(handler)
+        handler.close()
+        for logger, level in zip(loggers, levels):
+            logger.setLevel(level)
 
 
 def all_text(folder: Path) -> str:
     return "\n".join(p.read_text(errors="replace") for p in folder.rglob("*") if p.is_file())
 
 
-def test_key_never_written_by_a_run(tmp_path):
-    env = {**os.environ, "ANTHROPIC_API_KEY": SECRET, "ANTHROPIC_LOG": "debug",
-           "PYTHONPATH": os.pathsep.join([str(TESTS_DIR), os.environ.get("PYTHONPATH", "")])}
-    script = tmp_path / "run.py"
-    script.write_text(SCRIPT)
+def test_key_never_written_by_a_run(tmp_path, monkeypatch, capfd):
+    monkeypatch.setenv("ANTHROPIC_API_KEY", SECRET)
     out = tmp_path / "out"
     out.mkdir()
-    proc = subprocess.run([sys.executable, str(script), str(out)], env=env, capture_output=True,
-                          text=True, timeout=120, cwd=tmp_path)
-    assert proc.returncode == 1 and "ReplayMissError" in proc.stderr, proc.stderr[-2000:]
+    fake = FakeAnthropic(replies_in_order(["not json", '{"same": true, "reason": "x"}']))
+    with sdk_debug_logging(logging.FileHandler(out / "run.log")):
+        client = client_for(fake, out / "cache")
+        results = client.complete_many([req(f"pair {i}") for i in range(3)], schema=Verdict, progress=True,
+                                       summary=True)
+        client.complete_many([req(f"batch pair {i}") for i in range(3)], batch=True, poll_interval=0, progress=True)
+        lines = [json.dumps({"same": r.value.same, "result": repr(r)}) for r in results]
+        (out / "verdicts.jsonl").write_text("\n".join(lines))
+        client.ledger().to_csv(out / "ledger.csv")
+        print(repr(client), client.sdk().messages.batches.retrieve("msgbatch_0"))
+        with pytest.raises(ReplayMissError) as err:
+            get_client("replay", cache_dir=out / "cache").complete(req("never recorded"))
+    print("".join(traceback.format_exception(err.value)), file=sys.stderr)  # as an uncaught error would
+    captured = capfd.readouterr()
+    assert "ReplayMissError" in captured.err and fake.errors == []
+    assert len(fake.message_bodies) == 4 and fake.batch_creates == 1  # one repair, then one batch
     files = {p.name for p in out.rglob("*")}
     assert {"responses.jsonl", "batches.jsonl", "run.log", "verdicts.jsonl", "ledger.csv"} <= files
     assert "Request options" in (out / "run.log").read_text()  # the SDK's debug logging was on
-    for text in (all_text(out), proc.stdout, proc.stderr):
+    for text in (all_text(out), captured.out, captured.err):
         assert SECRET not in text and SECRET[-12:] not in text
     assert "authorization" not in (out / "cache" / "responses.jsonl").read_text().lower()
 
 
-class _Bridge(http.server.BaseHTTPRequestHandler):
-    """Serves a FakeAPI over loopback HTTP (for subprocess CLI runs)."""
-
-    fake = None
-
-    def _serve(self) -> None:
-        body = self.rfile.read(int(self.headers.get("content-length") or 0))
-        request = httpx.Request(self.command, f"http://{self.headers['host']}{self.path}",
-                                headers=list(self.headers.items()), content=body)
-        response = self.fake(request)
-        self.send_response(response.status_code)
-        self.send_header("content-type", response.headers.get("content-type", "application/json"))
-        self.send_header("content-length", str(len(response.content)))
-        self.end_headers()
-        self.wfile.write(response.content)
-
-    do_GET = do_POST = _serve
-
-    def log_message(self, *args) -> None:  # keep pytest output clean
-        pass
-
-
-def test_cli_judge_with_fake_key_leaves_no_trace(tmp_path):
-    from test_llm import FakeAPI
-
-    pairs = tmp_path / "pairs.jsonl"
+def write_pairs(path: Path) -> Path:
     hyp = {"id": "h1", "instance": "A", "statement": "A raises B.", "explanation": "A acts on B via C.",
            "chain": [{"id": "A", "text": "A"}, {"id": "C", "text": "C"}, {"id": "B", "text": "B"}]}
-    pairs.write_text("\n".join(json.dumps({"kind": "wording_only", "original": hyp,
-                                           "variant": {**hyp, "id": f"h{i}", "statement": f"A raises B ({i})."},
-                                           "valid": True}) for i in (2, 3)) + "\n")
-    fake = _Bridge.fake = FakeAPI(reply=lambda body: '{"verdict": "same", "reason": "x"}', polls_in_progress=1)
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Bridge)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    env = {**os.environ, "ANTHROPIC_API_KEY": SECRET, "ANTHROPIC_LOG": "debug",
-           "ANTHROPIC_BASE_URL": f"http://127.0.0.1:{server.server_address[1]}"}
+    path.write_text("\n".join(json.dumps({"kind": "wording_only", "original": hyp,
+                                          "variant": {**hyp, "id": f"h{i}", "statement": f"A raises B ({i})."},
+                                          "valid": True}) for i in (2, 3)) + "\n")
+    return path
 
-    def judge(*extra: str) -> subprocess.CompletedProcess:
-        return subprocess.run(
-            [sys.executable, "-m", "mechaudit.cli", "judge", "--pairs", str(pairs), "--rule", "llm",
-             "--no-early-stop", *extra],  # every planned call, so the three runs send the same requests
+
+def test_cli_judge_with_fake_key_leaves_no_trace(tmp_path, monkeypatch, capfd):
+    pairs = write_pairs(tmp_path / "pairs.jsonl")
+    fake = FakeAnthropic(reply=lambda body: '{"verdict": "same", "reason": "x"}')
+    # every planned call (no early stop), so the three runs send the same requests
+    judge = ["judge", "--pairs", str(pairs), "--rule", "llm", "--no-early-stop"]
+    with FakeAnthropicServer(fake=fake) as server:
+        env = {**os.environ, "ANTHROPIC_API_KEY": SECRET, "ANTHROPIC_LOG": "debug",
+               "ANTHROPIC_BASE_URL": server.base_url}
+        direct = subprocess.run(  # the one real process: key and logging set up from its environment
+            [sys.executable, "-m", "mechaudit.cli", *judge, "--backend", "anthropic",
+             "--cache-dir", str(tmp_path / "cache"), "--out", str(tmp_path / "v1.jsonl")],
             env=env, capture_output=True, text=True, timeout=300, cwd=REPO_ROOT,
         )
-
-    try:
-        direct = judge(
-            "--backend", "anthropic", "--cache-dir", str(tmp_path / "cache"), "--out", str(tmp_path / "v1.jsonl")
-        )
+        assert direct.returncode == 0, direct.stderr[-2000:]
         n_direct = len(fake.message_bodies)
-        batch = judge("--backend", "anthropic", "--batch", "--poll-interval", "0",
-                      "--cache-dir", str(tmp_path / "cache_batch"), "--out", str(tmp_path / "v2.jsonl"))
-        replay = judge(
-            "--backend", "replay", "--cache-dir", str(tmp_path / "cache_batch"), "--out", str(tmp_path / "v3.jsonl")
-        )
-    finally:
-        server.shutdown()
-    for proc in (direct, batch, replay):
-        assert proc.returncode == 0, proc.stderr[-2000:]
+        for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"):
+            monkeypatch.setenv(name, env[name])
+        with sdk_debug_logging(logging.StreamHandler(sys.stderr)):
+            batch_code = main([*judge, "--backend", "anthropic", "--batch", "--poll-interval", "0",
+                               "--cache-dir", str(tmp_path / "cache_batch"), "--out", str(tmp_path / "v2.jsonl")])
+            batch = capfd.readouterr()
+            replay_code = main([*judge, "--backend", "replay", "--cache-dir", str(tmp_path / "cache_batch"),
+                                "--out", str(tmp_path / "v3.jsonl")])
+            replay = capfd.readouterr()
+    assert (batch_code, replay_code) == (0, 0), batch.err[-2000:] + replay.err[-2000:]
     assert n_direct == 6  # 2 pairs x 3 calls (ab, ab, ba), no repairs
     assert len(fake.message_bodies) == n_direct and fake.batch_creates == 1  # batch run: no Messages call
     assert len(fake.batches["msgbatch_0"]["requests"]) == 6
@@ -142,6 +132,7 @@ def test_cli_judge_with_fake_key_leaves_no_trace(tmp_path):
     assert {v["backend"] for v in verdicts[2]} == {"replay"}
     assert ([(v["same"], v["n_same"], v["decided"], v["backend"]) for v in verdicts[0]]
             == [(True, 3, True, "anthropic")] * 2)
-    assert "LLM usage" in direct.stderr and "batch" in batch.stderr
-    for text in (all_text(tmp_path), *(p.stdout + p.stderr for p in (direct, batch, replay))):
+    assert "LLM usage" in direct.stderr and "batch" in batch.err
+    assert "Request options" in direct.stderr + batch.err  # the SDK's debug logging was on
+    for text in (all_text(tmp_path), direct.stdout + direct.stderr, batch.out + batch.err, replay.out + replay.err):
         assert SECRET not in text

@@ -213,29 +213,41 @@ def check_reason(original: Hypothesis, variant: Hypothesis, kind: str,
     unknown = [i for i in a_ids + b_ids if i not in vocab]
     if unknown:
         return f"step id {unknown[0]!r} is not in the vocabulary"
-    mentions = vocab.mentions
     if kind in MEANING_PRESERVING:
-        if a_ids != b_ids:
-            return "ordered step ids changed"
-        if variant.statement != original.statement:
-            return "statement changed"
-        if _norm(variant.explanation) == _norm(original.explanation):
-            return "explanation not rewritten"
-        if set(mentions(variant.explanation)) != set(mentions(original.explanation)):
-            return "explanation names a different set of entities"
-        for j, s in enumerate(variant.chain):
-            if s.id not in mentions(s.text):
-                return f"chain[{j}].text does not name its entity {s.id!r}"
-        if kind == "wording_only":
-            if [s.text for s in variant.chain] != [s.text for s in original.chain]:
-                return "chain text changed"
-            return None
-        if all(a.text == b.text for a, b in zip(original.chain, variant.chain)):
-            return "no chain step text rewritten"
-        for j, (a, b) in enumerate(zip(original.chain, variant.chain)):
-            if sorted(mentions(a.text)) != sorted(mentions(b.text)):
-                return f"chain[{j}].text names different entities"
+        return _rewording_reason(original, variant, kind, vocab)
+    return _swap_reason(original, variant, kind, vocab)
+
+
+def _rewording_reason(original: Hypothesis, variant: Hypothesis, kind: str, vocab: Vocabulary) -> str | None:
+    """``check_reason`` for a meaning-preserving ``kind`` (same instance and chain length checked)."""
+    mentions = vocab.mentions
+    if [s.id for s in original.chain] != [s.id for s in variant.chain]:
+        return "ordered step ids changed"
+    if variant.statement != original.statement:
+        return "statement changed"
+    if _norm(variant.explanation) == _norm(original.explanation):
+        return "explanation not rewritten"
+    if set(mentions(variant.explanation)) != set(mentions(original.explanation)):
+        return "explanation names a different set of entities"
+    for j, s in enumerate(variant.chain):
+        if s.id not in mentions(s.text):
+            return f"chain[{j}].text does not name its entity {s.id!r}"
+    if kind == "wording_only":
+        if [s.text for s in variant.chain] != [s.text for s in original.chain]:
+            return "chain text changed"
         return None
+    if all(a.text == b.text for a, b in zip(original.chain, variant.chain)):
+        return "no chain step text rewritten"
+    for j, (a, b) in enumerate(zip(original.chain, variant.chain)):
+        if sorted(mentions(a.text)) != sorted(mentions(b.text)):
+            return f"chain[{j}].text names different entities"
+    return None
+
+
+def _swap_reason(original: Hypothesis, variant: Hypothesis, kind: str, vocab: Vocabulary) -> str | None:
+    """``check_reason`` for a swap ``kind`` (same instance and chain length, known ids checked)."""
+    mentions = vocab.mentions
+    a_ids, b_ids = [s.id for s in original.chain], [s.id for s in variant.chain]
     changed = [j for j, (x, y) in enumerate(zip(a_ids, b_ids)) if x != y]
     if len(changed) != 1:
         return f"{len(changed)} step ids changed; exactly one must change"
@@ -293,6 +305,18 @@ def pair_rng(seed: int, kind: str, hypothesis_id: str) -> np.random.Generator:
     return np.random.default_rng([seed, KINDS.index(kind), zlib.crc32(hypothesis_id.encode())])
 
 
+def _check_entities(hypotheses: Sequence[Hypothesis], vocab: Vocabulary, which: str) -> None:
+    """Raise ``MechauditError`` for the first chain or template entity id not in ``vocab``."""
+    from mechaudit.errors import MechauditError
+
+    for h in hypotheses:
+        texts = [] if h.template is None else [h.template.statement, *h.template.explanations, *h.template.chain]
+        for ident in [s.id for s in h.chain] + [i for t in texts for i in placeholders(t)]:
+            if ident not in vocab:
+                raise MechauditError(f"hypothesis {h.id!r} names entity {ident!r}, which the {which} vocabulary "
+                                     "does not have: pass your vocabulary (vocabulary=..., --vocabulary FILE)")
+
+
 def make_suite(hypotheses: Sequence[Hypothesis], kinds: Sequence[str] = KINDS, seed: int = 0,
                vocabulary: Vocabulary | None = None, progress: bool = False
                ) -> list[dict[str, Any]]:
@@ -310,6 +334,7 @@ def make_suite(hypotheses: Sequence[Hypothesis], kinds: Sequence[str] = KINDS, s
 
     check_range(seed, "seed", 0, integer=True)
     vocab = _vocab(vocabulary)
+    _check_entities(hypotheses, vocab, "given" if vocabulary is not None else "shipped (default)")
     context = instance_entities(hypotheses, vocab)
     pairs = []
     jobs = [(k, h) for k in kinds for h in hypotheses]

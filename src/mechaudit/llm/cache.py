@@ -51,7 +51,7 @@ from typing import Any
 from tqdm import tqdm
 
 from mechaudit.llm.request import LLMRequest
-from mechaudit.paths import data_path
+from mechaudit.paths import cache_path
 
 try:
     import fcntl
@@ -88,8 +88,9 @@ _LOG_FIELDS = ("size", "mtime_ns", "inode", "tail", "lines", "records", "duplica
 
 
 def default_cache_dir() -> Path:
-    """``data/llm_cache`` under the data folder."""
-    return data_path("llm_cache")
+    """``llm_cache`` under the cache folder (``mechaudit.paths.cache_path``: ``data/llm_cache`` in a
+    checkout, the user cache folder for an installed package, ``$MECHAUDIT_CACHE/llm_cache`` if set)."""
+    return cache_path("llm_cache")
 
 
 class CacheRecoveryWarning(UserWarning):
@@ -338,30 +339,45 @@ class _IndexedLog:
             return row
         if (force or row is None or st is None or st.st_size < row["size"]
                 or self._tail_hash(row["size"]) != row["tail"]):
-            for table in self._tables:
-                conn.execute(f"DELETE FROM {table}")
-            row = dict(size=0, mtime_ns=0, inode=0, tail=self._tail_hash(0), lines=0, records=0,
-                       duplicates=0, newline=1)
+            row = self._reset(conn, drop_row=st is None)
             if st is None:
-                conn.execute("DELETE FROM logs WHERE name = ?", (self._name,))
                 return row
         assert st is not None
+        big = st.st_size - row["size"] > _BIG_BYTES
+        if big:  # a first index of a large file: keep the growing B-tree in memory meanwhile
+            conn.execute(f"PRAGMA cache_size = -{_BIG_CACHE_KIB}")
+        offset, lineno, newline = self._index_rest(conn, row, st.st_size, big, warn)
+        if big:
+            conn.execute(f"PRAGMA cache_size = {_DEFAULT_CACHE}")
+        row.update(size=offset, mtime_ns=st.st_mtime_ns, inode=st.st_ino, tail=self._tail_hash(offset),
+                   lines=lineno, newline=newline if offset else 1)
+        self._save_row(conn, row)
+        return row
+
+    def _reset(self, conn: sqlite3.Connection, drop_row: bool) -> dict[str, Any]:
+        """Empty this log's index tables (and delete its log row if ``drop_row``); returns the log
+        row of an empty file."""
+        for table in self._tables:
+            conn.execute(f"DELETE FROM {table}")
+        if drop_row:
+            conn.execute("DELETE FROM logs WHERE name = ?", (self._name,))
+        return dict(size=0, mtime_ns=0, inode=0, tail=self._tail_hash(0), lines=0, records=0, duplicates=0,
+                    newline=1)
+
+    def _index_rest(self, conn: sqlite3.Connection, row: dict[str, Any], size: int, big: bool,
+                    warn: bool) -> tuple[int, int, int]:
+        """Index the file's lines from byte ``row["size"]`` on (updating ``row``'s counts); returns
+        (indexed bytes, lines, 1 if the indexed part ends in a newline else 0)."""
         # after a last line without newline, the next segment starts with that line's newline
         offset, lineno = row["size"], row["lines"] - (0 if row["newline"] else 1)
         items: list[tuple[int, int, int, tuple]] = []
-        big = st.st_size - offset > _BIG_BYTES
-        if big:  # a first index of a large file: keep the growing B-tree in memory meanwhile
-            conn.execute(f"PRAGMA cache_size = -{_BIG_CACHE_KIB}")
-        bar = tqdm(total=st.st_size - offset, unit="B", unit_scale=True, leave=False, disable=not big,
+        bar = tqdm(total=size - offset, unit="B", unit_scale=True, leave=False, disable=not big,
                    desc=f"indexing {self.path.name}")
         with open(self.path, "rb") as fh, bar:
             fh.seek(offset)
             rest = b""
-            while True:
-                chunk = fh.read(_CHUNK_BYTES)
+            while chunk := fh.read(_CHUNK_BYTES):
                 bar.update(len(chunk))
-                if not chunk:
-                    break
                 parts = (rest + chunk).split(b"\n")
                 rest = parts.pop()
                 for raw in parts:
@@ -373,35 +389,35 @@ class _IndexedLog:
                 if len(items) >= _ROWS_PER_INSERT:
                     self._index_items(conn, row, items)
                     items = []
-            newline = 1
-            if rest.strip():  # a last line without newline: complete (kept) or torn (skipped)
-                try:
-                    record = _parse(rest)
-                    self._check(record)
-                except ValueError as exc:
-                    if warn:
-                        warnings.warn(
-                            f"{self.path}: line {lineno + 1} is incomplete (the process probably "
-                            f"died while writing it); it is ignored and will be cut off before the "
-                            f"next write ({exc})",
-                            CacheRecoveryWarning,
-                            stacklevel=4,
-                        )
-                else:
-                    lineno += 1
-                    items.append((lineno, offset, len(rest), self._entry(record)))
-                    offset += len(rest)
-                    newline = 0
-            elif rest:  # trailing blanks without newline
+        newline = 1
+        if rest.strip():  # a last line without newline: complete (kept) or torn (skipped)
+            entry = self._last_entry(rest, lineno + 1, warn)
+            if entry is not None:
+                lineno += 1
+                items.append((lineno, offset, len(rest), entry))
                 offset += len(rest)
                 newline = 0
+        elif rest:  # trailing blanks without newline
+            offset += len(rest)
+            newline = 0
         self._index_items(conn, row, items)
-        if big:
-            conn.execute(f"PRAGMA cache_size = {_DEFAULT_CACHE}")
-        row.update(size=offset, mtime_ns=st.st_mtime_ns, inode=st.st_ino, tail=self._tail_hash(offset),
-                   lines=lineno, newline=newline if offset else 1)
-        self._save_row(conn, row)
-        return row
+        return offset, lineno, newline
+
+    def _last_entry(self, raw: bytes, lineno: int, warn: bool) -> tuple | None:
+        """The entry of a last line without newline; None if it is torn (warned about if ``warn``)."""
+        try:
+            record = _parse(raw)
+            self._check(record)
+        except ValueError as exc:
+            if warn:
+                warnings.warn(
+                    f"{self.path}: line {lineno} is incomplete (the process probably died while writing "
+                    f"it); it is ignored and will be cut off before the next write ({exc})",
+                    CacheRecoveryWarning,
+                    stacklevel=6,
+                )
+            return None
+        return self._entry(record)
 
     def _parse_line(self, raw: bytes, lineno: int) -> tuple:
         try:

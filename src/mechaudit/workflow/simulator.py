@@ -246,6 +246,59 @@ _REPLIES = {
 # --------------------------------------------------------------------------- one run
 
 
+@dataclass(frozen=True)
+class _Exchange:
+    """One demand of a critique round and its reply: the step's id and text when the demand was
+    raised, the demand text, whether the link was weak, the reply label, and the replacement note
+    (``"; replaced by '...'"`` or ``""``)."""
+
+    target: str
+    step: str
+    demand: str
+    weak: bool
+    label: str
+    new: str
+
+
+def _critique_round(model: InstanceModel, vocab: Vocabulary, d: _Draft, params: SimulatorParams,
+                    u: list[list[float]], cums: tuple[np.ndarray, np.ndarray]) -> tuple[list[_Exchange], list[int]]:
+    """One critique round on draft ``d`` (updated in place: closed links, replaced steps, hedges).
+
+    ``u``: uniform draws, per chain step (found?, label, partial repair?, alternative, surface);
+    ``cums``: cumulative reply probabilities for weak and sound links. Returns the exchanges in
+    demand order and the chain positions whose id changed.
+    """
+    exchanges: list[_Exchange] = []
+    changed: list[int] = []
+    for j in range(len(d.ids) - 1):
+        is_weak = d.weak[j]
+        if not u[j][0] < (params.p_find if is_weak else params.p_challenge_sound):
+            continue
+        target, step = d.ids[j], d.texts[j]
+        text = (_DEMAND_WEAK.format(step=step) if is_weak else
+                _DEMAND_SOUND.format(prev=d.texts[j - 1], step=step) if j else
+                _DEMAND_SOUND_FIRST.format(step=step))
+        cum = cums[0] if is_weak else cums[1]
+        label = LABELS[min(int(np.searchsorted(cum, u[j][1] * cum[-1], side="right")), len(LABELS) - 1)]
+        repair = is_weak and (label == "conceded" or (label == "partial" and u[j][2] < params.p_repair_partial))
+        new = ""
+        if repair:
+            d.weak[j] = False
+            if params.critique_changes_mechanism:
+                d.ids[j] = _alternative(model, vocab, d.ids[j], set(d.ids), u[j][3])
+                d.texts[j] = _surface(vocab, d.ids[j], u[j][4])
+                new = f"; replaced by '{d.texts[j]}'"
+                changed.append(j)
+            else:
+                d.hedged.add(j)
+        elif is_weak and label == "answered":
+            d.weak[j] = False
+        elif label == "conceded":
+            d.hedged.add(j)
+        exchanges.append(_Exchange(target, step, text, is_weak, label, new))
+    return exchanges, changed
+
+
 def simulate_run(model: InstanceModel, vocab: Vocabulary, depth: int, repetition: int,
                  params: SimulatorParams, seed: int, log: bool = True) -> Run:
     """Simulate one workflow run of ``depth`` critique rounds; same arguments -> identical Run.
@@ -256,66 +309,48 @@ def simulate_run(model: InstanceModel, vocab: Vocabulary, depth: int, repetition
     The random stream is ``default_rng([seed, *codepoints(instance id), depth, repetition])``: it
     depends only on these, never on other runs or on the order of simulation.
     """
-    rid = run_id(model.instance, depth, repetition)
-    rng = np.random.default_rng([seed, *map(ord, model.instance), depth, repetition])
+    rid, instance = run_id(model.instance, depth, repetition), model.instance
+    rng = np.random.default_rng([seed, *map(ord, instance), depth, repetition])
     drafts: list[tuple[str, str, _Draft]] = []
     for opening, chain in model.openings:
         n = 1 + int(rng.binomial(params.extra_hypotheses_max, params.p_extra_hypothesis))
         for j in range(n):
             drafts.append((f"{rid}-{opening}-{j}", opening, _develop(model, vocab, chain, params, rng)))
-    developed = [_hypothesis(d, hid, model.instance, rid, depth, op) for hid, op, d in drafts] if log else []
+    developed = [_hypothesis(d, hid, instance, rid, depth, op) for hid, op, d in drafts] if log else []
     demands: list[Demand] = []
     replies: list[Reply] = []
     revisions: list[Revision] = []
-    cum_weak, cum_sound = np.cumsum(params.reply_weak.as_array()), np.cumsum(params.reply_sound.as_array())
+    cums = (np.cumsum(params.reply_weak.as_array()), np.cumsum(params.reply_sound.as_array()))
     for rnd in range(1, depth + 1):
         for hid, opening, d in drafts:
-            weak = d.weak  # open weak links: repaired or defended links are closed
-            changed: list[int] = []
-            number = 0
-            u = rng.random((len(d.ids), 5)).tolist()  # per step: found?, label, partial repair?, alternative, surface
-            for j in range(len(d.ids) - 1):
-                is_weak = weak[j]
-                if not u[j][0] < (params.p_find if is_weak else params.p_challenge_sound):
-                    continue
-                number += 1
-                step = d.texts[j]
-                text = (_DEMAND_WEAK.format(step=step) if is_weak else
-                        _DEMAND_SOUND.format(prev=d.texts[j - 1], step=step) if j else
-                        _DEMAND_SOUND_FIRST.format(step=step))
-                if log:
-                    demands.append(Demand(run_id=rid, instance=model.instance, depth=depth, round=rnd,
-                                          hypothesis_id=hid, opening_id=opening, number=number,
-                                          target_step=d.ids[j], text=text, weak_link=is_weak))
-                cum = cum_weak if is_weak else cum_sound
-                label = LABELS[min(int(np.searchsorted(cum, u[j][1] * cum[-1], side="right")), len(LABELS) - 1)]
-                repair = is_weak and (label == "conceded" or
-                                      (label == "partial" and u[j][2] < params.p_repair_partial))
-                new = ""
-                if repair:
-                    weak[j] = False
-                    if params.critique_changes_mechanism:
-                        d.ids[j] = _alternative(model, vocab, d.ids[j], set(d.ids), u[j][3])
-                        d.texts[j] = _surface(vocab, d.ids[j], u[j][4])
-                        new = f"; replaced by '{d.texts[j]}'"
-                        changed.append(j)
-                    else:
-                        d.hedged.add(j)
-                elif is_weak and label == "answered":
-                    weak[j] = False
-                elif label == "conceded":
-                    d.hedged.add(j)
-                if log:
-                    replies.append(Reply(run_id=rid, round=rnd, hypothesis_id=hid, number=number,
-                                         text=_REPLIES[label].format(step=step, new=new), label=label))
-            if number and log:
-                revisions.append(Revision(run_id=rid, round=rnd, hypothesis_id=hid, opening_id=opening,
-                                          statement=d.statement(), explanation=d.explanation(),
-                                          chain=d.chain(), changed=changed))
-    delivered = [_hypothesis(d, hid, model.instance, rid, depth, op) for hid, op, d in drafts]
-    return Run(run_id=rid, instance=model.instance, depth=depth, repetition=repetition, backend=BACKEND,
+            u = rng.random((len(d.ids), 5)).tolist()
+            exchanges, changed = _critique_round(model, vocab, d, params, u, cums)
+            if not (log and exchanges):
+                continue
+            for number, x in enumerate(exchanges, start=1):
+                demands.append(Demand(run_id=rid, instance=instance, depth=depth, round=rnd, hypothesis_id=hid,
+                                      opening_id=opening, number=number, target_step=x.target, text=x.demand,
+                                      weak_link=x.weak))
+                replies.append(Reply(run_id=rid, round=rnd, hypothesis_id=hid, number=number,
+                                     text=_REPLIES[x.label].format(step=x.step, new=x.new), label=x.label))
+            revisions.append(Revision(run_id=rid, round=rnd, hypothesis_id=hid, opening_id=opening,
+                                      statement=d.statement(), explanation=d.explanation(),
+                                      chain=d.chain(), changed=changed))
+    delivered = [_hypothesis(d, hid, instance, rid, depth, op) for hid, op, d in drafts]
+    return Run(run_id=rid, instance=instance, depth=depth, repetition=repetition, backend=BACKEND,
                developed=developed, delivered=delivered, demands=demands, replies=replies,
                revisions=revisions)
+
+
+def _design_models(bench: Benchmark, design: Design, params: SimulatorParams,
+                   models: dict[str, InstanceModel] | None) -> dict[str, InstanceModel]:
+    """``models`` (default ``instance_models(bench, params.evidence_weight)``); raises ValueError
+    naming any instance of ``design`` it lacks."""
+    models = instance_models(bench, params.evidence_weight) if models is None else models
+    unknown = [i for i in design.instances if i not in models]
+    if unknown:
+        raise ValueError(f"design.instances: unknown instance ids {unknown}; known {sorted(models)}")
+    return models
 
 
 def simulate(bench: Benchmark, design: Design, params: SimulatorParams, seed: int = 0,
@@ -326,10 +361,7 @@ def simulate(bench: Benchmark, design: Design, params: SimulatorParams, seed: in
     ``log``: as in ``simulate_run``. ``models``: ``instance_models(bench, params.evidence_weight)``
     computed once by a caller that simulates many replications.
     """
-    models = instance_models(bench, params.evidence_weight) if models is None else models
-    unknown = [i for i in design.instances if i not in models]
-    if unknown:
-        raise ValueError(f"design.instances: unknown instance ids {unknown}; known {sorted(models)}")
+    models = _design_models(bench, design, params, models)
     cells = design.cells()
     return [simulate_run(models[i], bench.vocabulary, k, r, params, seed, log=log)
             for i, k, r in tqdm(cells, disable=not progress, desc="simulating runs")]
@@ -435,10 +467,7 @@ def simulate_outcome(model: InstanceModel, vocab: Vocabulary, depth: int, repeti
 def simulate_outcomes(bench: Benchmark, design: Design, params: SimulatorParams, seed: int = 0,
                       models: dict[str, InstanceModel] | None = None) -> list[RunOutcome]:
     """``simulate_outcome`` for every run of ``design``, in ``simulate``'s order."""
-    models = instance_models(bench, params.evidence_weight) if models is None else models
-    unknown = [i for i in design.instances if i not in models]
-    if unknown:
-        raise ValueError(f"design.instances: unknown instance ids {unknown}; known {sorted(models)}")
+    models = _design_models(bench, design, params, models)
     tables = {i: _id_tables(models[i], bench.vocabulary) for i in design.instances}
     return [simulate_outcome(models[i], bench.vocabulary, k, r, params, seed, tables[i])
             for i, k, r in design.cells()]
