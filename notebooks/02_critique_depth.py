@@ -70,6 +70,7 @@ main_rule = "reference"
 tfidf_threshold = 0.25
 embedding_threshold = 0.77
 embedding_model = None
+embedding_cache = True
 generator_model = "claude-sonnet-4-6"
 judge_model = "claude-opus-4-6"
 cache_dir = None
@@ -95,7 +96,7 @@ from mechaudit.chapters.workflow import workflow_setup
 from mechaudit.glue import glue, glue_figure
 from mechaudit.outputs import save
 from mechaudit.paper import compare, compare_paper_default, reported
-from mechaudit.paths import PARAMS_DIR
+from mechaudit.paths import PARAMS_DIR, cache_path
 from mechaudit.plots.workflow import critique_depth_figure, rule_comparison_figure
 from mechaudit.schema import load_benchmark
 from mechaudit.workflow import build_rules, counts, load_design, load_simulator_params, rule_tables, rules_for_backend
@@ -165,7 +166,8 @@ if show_paper:
 # %%
 rule_objects = build_rules(rules_for_backend(rules, backend), backend=backend, tfidf_threshold=tfidf_threshold,
                            embedding_threshold=embedding_threshold, embedding_model=embedding_model,
-                           judge_model=judge_model, client=setup.delivery.client, instances=bench.instances)
+                           judge_model=judge_model, client=setup.delivery.client, instances=bench.instances,
+                           embedding_cache_dir=cache_path("embedding_cache") if embedding_cache else None)
 points, table = rule_tables(runs, {name: getattr(rule, "same_or_undecided", rule)  # LLM: undecided excluded
                                    for name, rule in rule_objects.items()}, design.comparisons())
 ch.report_llm_judge(rule_objects)

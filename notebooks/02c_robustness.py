@@ -424,8 +424,9 @@ fig = glue_figure("ch02c_fig_power", save("power", fig, out_dir))
 # Power of the 1 v 5 permutation test at alpha 0.05 against runs per depth and instance, one colour
 # per true effect (pp); filled circles: four instances, each ladder stopping at the first rung that
 # reaches the dashed 80 % line; open squares: twice the instances (replicate instances) at five runs
-# per depth, shifted a little sideways per effect so that equal powers stay visible. Error bars: ±2 Monte Carlo standard errors over the {glue:text}`ch02c_n_power_reps`
-# replications. Pink dotted line (on the shipped data only): the paper's runs per depth.
+# per depth, shifted a little sideways per effect so that equal powers stay visible. Error bars: ±2
+# Monte Carlo standard errors over the {glue:text}`ch02c_n_power_reps` replications. Pink dotted
+# line (on the shipped data only): the paper's runs per depth.
 # ```
 #
 # ## Exercises

@@ -66,6 +66,7 @@ rules = ["mechanism_key", "reference", "tfidf", "embedding"]
 tfidf_threshold = 0.25
 embedding_threshold = 0.77
 embedding_model = None
+embedding_cache = True
 generator_model = "claude-sonnet-4-6"
 judge_model = "claude-opus-4-6"
 cache_dir = None
@@ -109,7 +110,8 @@ ch.show_dropped(setup.delivery, backend, json_retries)
 # %%
 rule_objects = ch.chapter_rules(rules, backend, tfidf_threshold=tfidf_threshold,
                                 embedding_threshold=embedding_threshold, embedding_model=embedding_model,
-                                judge_model=judge_model, client=setup.delivery.client, bench=setup.bench)
+                                judge_model=judge_model, client=setup.delivery.client, bench=setup.bench,
+                                embedding_cache=embedding_cache)
 div = delivered_diversity(setup.delivery.runs, rule_objects)
 print(f"{div.groupby(['instance', 'depth', 'repetition']).ngroups} runs, "
       f"{div.groupby('rule').n_hypotheses.sum().iloc[0]} delivered hypotheses, rules: {', '.join(rule_objects)}")

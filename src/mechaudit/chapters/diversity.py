@@ -12,6 +12,7 @@ from collections.abc import Sequence
 import pandas as pd
 
 from mechaudit.backends import Backend
+from mechaudit.paths import cache_path
 from mechaudit.schema import Benchmark
 from mechaudit.workflow import Delivery, build_rules, rules_for_backend, show_excluded
 
@@ -28,13 +29,17 @@ def show_dropped(delivery: Delivery, backend: str, json_retries: int) -> None:
 
 
 def chapter_rules(names: Sequence[str], backend: str, *, tfidf_threshold: float, embedding_threshold: float,
-                  embedding_model: str | None, judge_model: str, client, bench: Benchmark) -> dict[str, object]:
+                  embedding_model: str | None, judge_model: str, client, bench: Benchmark,
+                  embedding_cache: bool = True) -> dict[str, object]:
     """Rule objects by name for runs from ``backend``: LLM runs drop ``mechanism_key`` (no ground
-    truth) and add the LLM judge (``workflow.rules_for_backend``), then ``workflow.build_rules``."""
+    truth) and add the LLM judge (``workflow.rules_for_backend``), then ``workflow.build_rules``.
+    ``embedding_cache``: keep embedding vectors in the disk store ``paths.cache_path("embedding_cache")``
+    (shared with chapters 02 and 05, so the same text is encoded once)."""
     names = rules_for_backend(names, backend)
     return build_rules(names, backend=backend, tfidf_threshold=tfidf_threshold,
                        embedding_threshold=embedding_threshold, embedding_model=embedding_model,
-                       judge_model=judge_model, client=client, instances=bench.instances)
+                       judge_model=judge_model, client=client, instances=bench.instances,
+                       embedding_cache_dir=cache_path("embedding_cache") if embedding_cache else None)
 
 
 def openings_label(bench: Benchmark) -> int | str:

@@ -24,18 +24,20 @@ def rules_for_backend(names: Sequence[str], backend: str) -> list[str]:
 def build_rules(names: Sequence[str], backend: str = "reference", tfidf_threshold: float = 0.25,
                 embedding_threshold: float = 0.77, embedding_model: str | None = None,
                 judge_model: str = "claude-opus-4-6", client=None, instances=None,
-                cache_dir=None) -> dict[str, object]:
+                cache_dir=None, embedding_cache_dir=None) -> dict[str, object]:
     """Rule objects by name (see ``RULE_NAMES``), each ``mechaudit.rules.build(name, ...)``.
 
     mechanism_key: ground truth for simulator runs; reference: ``ReferenceJudge(rubric="full")``;
     tfidf/embedding: the similarity rules at the given thresholds; llm: ``LLMJudge(rubric="full")``
     on ``backend`` (anthropic or replay), answering through ``client`` (default: a new client over
-    ``cache_dir``). An unknown name raises ``MechauditError`` listing the valid ones.
+    ``cache_dir``). ``embedding_cache_dir``: the embedding rule's disk store of vectors (None: none;
+    see ``mechaudit.paths.cache_path("embedding_cache")``). An unknown name raises
+    ``MechauditError`` listing the valid ones.
     """
     config = {
         "reference": {"rubric": "full"},
         "tfidf": {"threshold": tfidf_threshold},
-        "embedding": {"model": embedding_model, "threshold": embedding_threshold},
+        "embedding": {"model": embedding_model, "threshold": embedding_threshold, "cache_dir": embedding_cache_dir},
         "llm": {"rubric": "full", "model": judge_model, "backend": backend, "client": client,
                 "instances": instances, "cache_dir": cache_dir},
     }
