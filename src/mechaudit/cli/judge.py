@@ -129,6 +129,38 @@ def backend_label(args: argparse.Namespace) -> str:
     return {"llm": args.backend, "reference": "reference", "mechanism_key": "reference"}.get(args.rule, "local")
 
 
+def _warn_repeats(pairs: list, info: list[dict], path) -> None:
+    """Warn (naming the first repeat's lines) when pairs repeat an earlier line; each is judged again."""
+    from mechaudit.errors import warn
+
+    first_line: dict[tuple[str, str], int] = {}
+    repeats = []
+    for (a, b), row in zip(pairs, info):
+        key = (a.model_dump_json(), b.model_dump_json())
+        if key in first_line:
+            repeats.append((row["line"], first_line[key]))
+        first_line.setdefault(key, row["line"])
+    if repeats:
+        warn(f"{len(repeats)} pair(s) repeat an earlier line (line {repeats[0][0]} = line {repeats[0][1]}"
+             f"{', ...' if len(repeats) > 1 else ''}); each is judged again", file=path)
+
+
+def _verdict_lines(args: argparse.Namespace, info: list[dict], same: list, votes: list | None,
+                   similarity: Any) -> str:
+    """The output JSONL: one verdict object per pair (sorted keys), with votes and similarity if any."""
+    label = backend_label(args)
+    rubric = args.rubric if args.rule in ("llm", "reference") else None
+    lines = []
+    for i, row in enumerate(info):
+        verdict = {**row, "rule": args.rule, "rubric": rubric, "backend": label, "same": same[i]}
+        if votes is not None:
+            verdict.update({k: (bool(v) if k == "decided" else int(v)) for k, v in votes[i].items()})
+        if similarity is not None:
+            verdict["similarity"] = round(float(similarity[i]), 6)
+        lines.append(json.dumps(verdict, sort_keys=True))
+    return "\n".join(lines) + ("\n" if lines else "")
+
+
 def run(args: argparse.Namespace) -> int:
     import pandas as pd
 
@@ -145,16 +177,7 @@ def run(args: argparse.Namespace) -> int:
         warn(f"skipped {skipped} pair(s) marked \"valid\": false", file=args.pairs)
     if not pairs:
         warn("no pairs to judge: the output is empty", file=args.pairs)
-    first_line: dict[tuple[str, str], int] = {}
-    repeats = []
-    for (a, b), row in zip(pairs, info):
-        key = (a.model_dump_json(), b.model_dump_json())
-        if key in first_line:
-            repeats.append((row["line"], first_line[key]))
-        first_line.setdefault(key, row["line"])
-    if repeats:
-        warn(f"{len(repeats)} pair(s) repeat an earlier line (line {repeats[0][0]} = line {repeats[0][1]}"
-             f"{', ...' if len(repeats) > 1 else ''}); each is judged again", file=args.pairs)
+    _warn_repeats(pairs, info, args.pairs)
     progress = not args.quiet
     client = None
     if args.rule == "llm":
@@ -179,20 +202,10 @@ def run(args: argparse.Namespace) -> int:
     finally:
         if client is not None and progress:
             print(client.ledger_summary(), file=sys.stderr)
-    label = backend_label(args)
-    rubric = args.rubric if args.rule in ("llm", "reference") else None
     undecided = sum(v is None for v in same)
     if undecided:
         warn(f"{undecided} pair(s) undecided (tie or no valid verdict): \"same\": null")
-    lines = []
-    for i, row in enumerate(info):
-        verdict = {**row, "rule": args.rule, "rubric": rubric, "backend": label, "same": same[i]}
-        if votes is not None:
-            verdict.update({k: (bool(v) if k == "decided" else int(v)) for k, v in votes[i].items()})
-        if similarity is not None:
-            verdict["similarity"] = round(float(similarity[i]), 6)
-        lines.append(json.dumps(verdict, sort_keys=True))
-    text = "\n".join(lines) + ("\n" if lines else "")
+    text = _verdict_lines(args, info, same, votes, similarity)
     if args.out is None:
         sys.stdout.write(text)
     else:
