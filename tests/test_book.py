@@ -5,7 +5,8 @@ from __future__ import annotations
 import re
 
 import pytest
-from book_pages import toc_files
+
+from mechaudit.execution import toc_files
 
 
 @pytest.mark.book

@@ -22,8 +22,8 @@ from pathlib import Path
 from urllib.parse import urldefrag, urlparse
 
 import pytest
-from book_pages import toc_files
 
+from mechaudit.execution import toc_files
 from mechaudit.paths import REPO_ROOT
 
 CHROMIUM = Path("/usr/bin/chromium")

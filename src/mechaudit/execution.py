@@ -62,11 +62,12 @@ class Chapter:
         return self.source.with_suffix(".ipynb")
 
 
-def toc_chapters(toc: Path = REPO_ROOT / "_toc.yml") -> list[Chapter]:
-    """The notebooks listed in the book's table of contents, in reading order."""
+def toc_files(toc: Path = REPO_ROOT / "_toc.yml") -> list[str]:
+    """Every page of the book's table of contents, the root first, in reading order (paths relative
+    to the book root, without suffix: ``book/intro``, ``notebooks/01_problem``, ...)."""
     with open(toc, encoding="utf-8") as fh:
         tree = yaml.safe_load(fh)
-    files: list[str] = []
+    files: list[str] = [tree["root"]] if isinstance(tree.get("root"), str) else []
 
     def walk(node: Any) -> None:
         if isinstance(node, dict):
@@ -79,8 +80,14 @@ def toc_chapters(toc: Path = REPO_ROOT / "_toc.yml") -> list[Chapter]:
                 walk(item)
 
     walk(tree)
+    return files
+
+
+def toc_chapters(toc: Path = REPO_ROOT / "_toc.yml") -> list[Chapter]:
+    """The notebooks listed in the book's table of contents, in reading order."""
     root = toc.parent
-    return [Chapter(root / f"{f}.py") for f in files if f.startswith("notebooks/") and (root / f"{f}.py").exists()]
+    return [Chapter(root / f"{f}.py") for f in toc_files(toc)
+            if f.startswith("notebooks/") and (root / f"{f}.py").exists()]
 
 
 def resolve_chapter(name: str | Path, chapters: Iterable[Chapter] | None = None) -> Chapter:

@@ -3,24 +3,8 @@
 The data model itself (``Hypothesis``, ``Instance``, ...) lives in ``mechaudit.model`` and is
 re-exported here, so ``from mechaudit.schema import Hypothesis, load_hypotheses`` keeps working.
 
-Objects (defined in ``mechaudit.model``)
-----------------------------------------
-- ``Entity``: one vocabulary entry (an entity or event a causal chain can pass through) with a
-  type, a canonical name and biological aliases.
-- ``Vocabulary``: all entities, indexed by id and by type, with a name index for finding marked
-  mentions in plain text (``mechaudit.render``).
-- ``Step(id, text)``: one link of a causal chain; ``id`` is a vocabulary id, ``text`` its surface
-  form in this hypothesis.
-- ``Hypothesis``: statement, mechanistic explanation and causal chain (``chain[0]`` the initiating
-  event, ``chain[-1]`` the terminal finding). Optional ``template`` holds the same texts with marked
-  entity mentions (``{ID}``) and at least one explanation phrasing, so that perturbations can
-  re-render names and swap entities.
-- ``Instance``: an experimental finding with its evidence pack and its opening hypotheses.
-
-Compared text
--------------
-Every equivalence rule compares the same three fields, joined by ``hypothesis_text``:
-``statement + "\\n" + explanation + "\\n" + " -> ".join(step texts)``.
+The objects (``Entity``, ``Vocabulary``, ``Step``, ``Hypothesis``, ``Instance``, ``Benchmark``) and
+the compared text (``hypothesis_text``) are described in ``mechaudit.model``.
 
 Errors
 ------
