@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import json
 
-import httpx
 import pytest
-from fake_anthropic import message_response
+from fake_anthropic import FakeAnthropic, client_for
 from rule_hypotheses import hyp
 
 from mechaudit.cli import main
-from mechaudit.llm import get_client
 
 
 @pytest.fixture
@@ -30,17 +28,9 @@ def test_reference_none_jaccard_threshold(pairs_file, capsys):
         assert json.loads(capsys.readouterr().out)["same"] is same
 
 
-def test_llm_orders_and_early_stop(pairs_file, tmp_path, monkeypatch, capsys):
-    monkeypatch.setenv("ANTHROPIC_API_KEY", "fake-key-for-tests")
-    seen = []
-
-    def api(request: httpx.Request) -> httpx.Response:
-        seen.append(request)
-        text = json.dumps({"verdict": "different", "reason": "other trigger"})
-        return message_response(text, msg_id="m")
-
-    client = get_client("anthropic", cache_dir=tmp_path / "cache",
-                        http_client=httpx.Client(transport=httpx.MockTransport(api)))
+def test_llm_orders_and_early_stop(pairs_file, tmp_path, monkeypatch, capsys, api_key):
+    fake = FakeAnthropic(lambda body: json.dumps({"verdict": "different", "reason": "other trigger"}))
+    client = client_for(fake, tmp_path / "cache")
     monkeypatch.setattr("mechaudit.llm.get_client", lambda *a, **k: client)
     instances = tmp_path / "instances.yaml"
     instances.write_text("instances:\n  - id: I1\n    title: t\n    finding: a finding\n    terminal_id: PROLIF\n"
@@ -49,7 +39,7 @@ def test_llm_orders_and_early_stop(pairs_file, tmp_path, monkeypatch, capsys):
             "--instances", str(instances), "--quiet"]
     assert main(base + ["--orders", "ab,ab,ba", "--early-stop"]) == 0
     out = json.loads(capsys.readouterr().out)
-    assert out["same"] is False and out["n_calls"] == 2 and len(seen) == 2
+    assert out["same"] is False and out["n_calls"] == 2 and len(fake.headers) == len(fake.message_bodies) == 2
     assert main(base + ["--orders", "ab,xy"]) == 1
     assert "'ab' or 'ba'" in capsys.readouterr().err
 

@@ -1,20 +1,19 @@
-"""LLMJudge over a faked Messages API (httpx.MockTransport): majority, order, repeats, early stop,
+"""LLMJudge over the fake Messages API (``fake_anthropic.FakeAnthropic``): majority, order, repeats, early stop,
 invalid JSON, blindness."""
 
 from __future__ import annotations
 
 import json
-import threading
 from collections import Counter
 
-import httpx
+import fake_anthropic
 import numpy as np
 import pytest
-from fake_anthropic import message_response
+from fake_anthropic import FakeAnthropic
 from rule_hypotheses import hyp
 
 from mechaudit.agreement import flip_rate
-from mechaudit.llm import BlindnessError, get_client
+from mechaudit.llm import BlindnessError
 from mechaudit.rules.llm_judge import (
     SYSTEM_PROMPTS,
     LLMJudge,
@@ -26,31 +25,33 @@ from mechaudit.rules.llm_judge import (
 FINDINGS = {"I1": "Tumour cells proliferate faster in the treated line."}
 
 
-class FakeAPI:
-    """Answers ``script(first statement shown, k, user text) -> reply text`` where k counts how
-    often this exact request body was sent before (0 for the first)."""
+def judge_usage(body: dict, text: str) -> dict[str, int]:
+    return {"input_tokens": 100, "output_tokens": 20}
 
-    def __init__(self, script):
-        self.script = script
-        self.bodies: Counter = Counter()
-        self.requests: list[dict] = []
-        self.lock = threading.Lock()
 
-    def __call__(self, request: httpx.Request) -> httpx.Response:
-        assert request.url.path == "/v1/messages"
-        auth = request.headers.get("x-api-key") or request.headers.get("authorization", "")
-        assert auth.endswith("fake-key-for-tests")
-        body = json.loads(request.content)
-        user = body["messages"][0]["content"]
-        first = user.split("Hypothesis A\nStatement: ")[1].split("\n")[0]
-        raw = json.dumps(body, sort_keys=True)
-        with self.lock:
-            self.requests.append(body)
-            k = self.bodies[raw]
-            self.bodies[raw] += 1
-        text = self.script(first, k, user)
-        return message_response(text, body["model"], f"msg_{len(self.requests)}",
-                                {"input_tokens": 100, "output_tokens": 20})
+@pytest.fixture
+def scripted_api(api_key):
+    """``scripted_api(script)`` is a FakeAnthropic answering ``script(first statement shown, k, user
+    text)``, k counting how often this exact request body was sent before (0 for the first). At
+    teardown every request of every such fake must have been a Messages call with the test key
+    whose reply did not raise."""
+    made: list[FakeAnthropic] = []
+
+    def make(script) -> FakeAnthropic:
+        def reply(body: dict) -> str:
+            user = body["messages"][0]["content"]
+            first = user.split("Hypothesis A\nStatement: ")[1].split("\n")[0]
+            return script(first, fake.message_bodies.count(body) - 1, user)
+
+        fake = FakeAnthropic(reply, usage=judge_usage)
+        made.append(fake)
+        return fake
+
+    yield make
+    for fake in made:
+        assert fake.errors == []
+        assert len(fake.headers) == len(fake.message_bodies)  # only POST /v1/messages
+        assert all((h.get("x-api-key") or h.get("authorization", "")).endswith(api_key) for h in fake.headers)
 
 
 def verdict(v: str) -> str:
@@ -66,12 +67,10 @@ def pairs():
     return [(a, b), (a, c), (a, d)]
 
 
-def make_judge(tmp_path, monkeypatch, api, **kw):
+def make_judge(tmp_path, api, **kw):
     """A judge over the fake API; every planned call is made unless a test asks for early stop."""
     kw.setdefault("early_stop", False)
-    monkeypatch.setenv("ANTHROPIC_API_KEY", "fake-key-for-tests")
-    client = get_client(backend="anthropic", cache_dir=tmp_path / "cache",
-                        http_client=httpx.Client(transport=httpx.MockTransport(api)), max_retries=0)
+    client = fake_anthropic.client_for(api, tmp_path / "cache")
     return LLMJudge(client=client, instances=FINDINGS, backend="anthropic", **kw)
 
 
@@ -85,7 +84,7 @@ def test_call_plan_repeats():
         call_plan(("ab", "xy"))
 
 
-def test_majority_order_reversal_and_repeats(tmp_path, monkeypatch, pairs):
+def test_majority_order_reversal_and_repeats(tmp_path, scripted_api, pairs):
     replies = {  # (statement shown first, k-th identical request body) -> reply
         ("Alpha statement.", 0): verdict("same"),
         ("Alpha statement.", 1): verdict("same"),
@@ -93,12 +92,13 @@ def test_majority_order_reversal_and_repeats(tmp_path, monkeypatch, pairs):
         ("Gamma statement.", 0): verdict("different"),
         ("Delta statement.", 0): verdict("same"),
     }
-    api = FakeAPI(lambda first, k, user: replies[(first, k)])
-    judge = make_judge(tmp_path, monkeypatch, api, rubric="full")
+    api = scripted_api(lambda first, k, user: replies[(first, k)])
+    judge = make_judge(tmp_path, api, rubric="full")
     calls = judge.judge(pairs)
     # 3 pairs x 3 calls, each a real HTTP request (the two "ab" calls are distinct requests)
-    assert len(calls) == 9 and len(api.requests) == 9
-    assert sorted(api.bodies.values()) == [1, 1, 1, 2, 2, 2]  # each "ab" body sent twice
+    assert len(calls) == 9 and len(api.message_bodies) == 9
+    sent = Counter(json.dumps(body, sort_keys=True) for body in api.message_bodies)
+    assert sorted(sent.values()) == [1, 1, 1, 2, 2, 2]  # each "ab" body sent twice
     assert calls["key"].nunique() == 9
     decision = judge.decide(pairs)
     # (a,b) and (a,c): "ab" twice same, "ba" different -> same 2:1; (a,d): same 3:0
@@ -112,55 +112,55 @@ def test_majority_order_reversal_and_repeats(tmp_path, monkeypatch, pairs):
     assert flip_rate(ab, call_verdicts(calls, 3, "ab", 1)) == 0.0
     # second run: everything from the cache, no new HTTP call
     judge.judge(pairs)
-    assert len(api.requests) == 9
+    assert len(api.message_bodies) == 9
 
 
-def test_ba_presents_b_first(tmp_path, monkeypatch, pairs):
-    api = FakeAPI(lambda first, k, user: verdict("same"))
-    judge = make_judge(tmp_path, monkeypatch, api, orders=("ab", "ba"))
+def test_ba_presents_b_first(tmp_path, scripted_api, pairs):
+    api = scripted_api(lambda first, k, user: verdict("same"))
+    judge = make_judge(tmp_path, api, orders=("ab", "ba"))
     judge.judge(pairs[:1])
-    users = [r["messages"][0]["content"] for r in api.requests]
+    users = [r["messages"][0]["content"] for r in api.message_bodies]
     firsts = sorted(u.index("Alpha statement.") < u.index("Beta statement.") for u in users)
     assert firsts == [False, True]
     ba = next(u for u in users if u.index("Beta statement.") < u.index("Alpha statement."))
     assert "Hypothesis A\nStatement: Beta statement." in ba
-    assert api.requests[0]["system"][0]["text"] == SYSTEM_PROMPTS["full"]
-    assert api.requests[0]["temperature"] == 0.0
+    assert api.message_bodies[0]["system"][0]["text"] == SYSTEM_PROMPTS["full"]
+    assert api.message_bodies[0]["temperature"] == 0.0
     assert "Tumour cells proliferate faster" in users[0]
 
 
-def test_early_stop_same_verdicts_fewer_calls(tmp_path, monkeypatch, pairs):
+def test_early_stop_same_verdicts_fewer_calls(tmp_path, scripted_api, pairs):
     def script(first, k, user):  # "ab" repeats agree for every pair; "ba" disagrees for (a,b), (a,c)
         return verdict("same" if first in ("Alpha statement.", "Delta statement.") else "different")
 
-    api_full = FakeAPI(script)
-    full = make_judge(tmp_path / "full", monkeypatch, api_full)
-    api_stop = FakeAPI(script)
-    stop = make_judge(tmp_path / "stop", monkeypatch, api_stop, early_stop=True)
+    api_full = scripted_api(script)
+    full = make_judge(tmp_path / "full", api_full)
+    api_stop = scripted_api(script)
+    stop = make_judge(tmp_path / "stop", api_stop, early_stop=True)
     np.testing.assert_array_equal(full.same(pairs), stop.same(pairs))
-    assert len(api_full.requests) == 9
+    assert len(api_full.message_bodies) == 9
     # every pair's two "ab" calls agree, so the "ba" call is skipped for all three pairs
-    assert len(api_stop.requests) == 6
+    assert len(api_stop.message_bodies) == 6
     calls_full = full.judge(pairs).groupby("pair").size().tolist()
     calls_stop = stop.judge(pairs).groupby("pair").size().tolist()
     assert calls_full == [3, 3, 3] and calls_stop == [2, 2, 2]
 
 
-def test_early_stop_keeps_calling_when_undecided(tmp_path, monkeypatch, pairs):
+def test_early_stop_keeps_calling_when_undecided(tmp_path, scripted_api, pairs):
     # repeats disagree (same, then different) -> the third call is needed and decides
     def script(first, k, user):
         if first == "Alpha statement.":
             return verdict("same" if k == 0 else "different")
         return verdict("same")
 
-    api = FakeAPI(script)
-    judge = make_judge(tmp_path, monkeypatch, api, early_stop=True)
+    api = scripted_api(script)
+    judge = make_judge(tmp_path, api, early_stop=True)
     decision = judge.decide(pairs)
     assert decision["n_calls"].tolist() == [3, 3, 3]
     assert decision["same"].tolist() == [True, True, True]
 
 
-def test_invalid_json_counted_and_excluded(tmp_path, monkeypatch, pairs):
+def test_invalid_json_counted_and_excluded(tmp_path, scripted_api, pairs):
     def script(first, k, user):
         if first in ("Beta statement.",):
             return "I think they are the same."  # never valid, also after repairs
@@ -168,8 +168,8 @@ def test_invalid_json_counted_and_excluded(tmp_path, monkeypatch, pairs):
             return verdict("different")
         return verdict("same")
 
-    api = FakeAPI(script)
-    judge = make_judge(tmp_path, monkeypatch, api, json_retries=1)
+    api = scripted_api(script)
+    judge = make_judge(tmp_path, api, json_retries=1)
     calls = judge.judge(pairs)
     bad = calls[calls["invalid"]]
     assert len(bad) == 1 and bad.iloc[0]["order"] == "ba" and bad.iloc[0]["same"] is None
@@ -179,14 +179,14 @@ def test_invalid_json_counted_and_excluded(tmp_path, monkeypatch, pairs):
     assert bool(decision.loc[0, "same"])  # two valid "same" votes; the invalid one is not a vote
 
 
-def test_tie_or_no_valid_verdict_is_undecided(tmp_path, monkeypatch, pairs):
+def test_tie_or_no_valid_verdict_is_undecided(tmp_path, scripted_api, pairs):
     def script(first, k, user):  # (a,b): same vs different -> tie; (a,c): never valid JSON
         if "Gamma statement." in user:
             return "no json"
         return verdict("same" if first == "Alpha statement." else "different")
 
-    api = FakeAPI(script)
-    judge = make_judge(tmp_path, monkeypatch, api, orders=("ab", "ba"), json_retries=0)
+    api = scripted_api(script)
+    judge = make_judge(tmp_path, api, orders=("ab", "ba"), json_retries=0)
     decision = judge.decide(pairs[:2])
     assert decision["decided"].tolist() == [False, False] and decision["same"].isna().all()
     assert decision["n_valid"].tolist() == [2, 0] and decision["n_invalid"].tolist() == [0, 2]
@@ -194,24 +194,24 @@ def test_tie_or_no_valid_verdict_is_undecided(tmp_path, monkeypatch, pairs):
         judge.same(pairs[:2])
 
 
-def test_step_rubric_components(tmp_path, monkeypatch, pairs):
+def test_step_rubric_components(tmp_path, scripted_api, pairs):
     reply = json.dumps({"initiating_event": "different", "route": "same", "terminal_outcome": "same",
                         "verdict": "different", "reason": "other trigger"})
-    api = FakeAPI(lambda first, k, user: reply)
-    judge = make_judge(tmp_path, monkeypatch, api, rubric="step")
+    api = scripted_api(lambda first, k, user: reply)
+    judge = make_judge(tmp_path, api, rubric="step")
     calls = judge.judge(pairs[:1])
     assert (calls["initiating_event"] == "different").all() and (calls["route"] == "same").all()
     assert not judge.same(pairs[:1])[0]
-    assert "initiating_event" in api.requests[0]["system"][0]["text"]
+    assert "initiating_event" in api.message_bodies[0]["system"][0]["text"]
 
 
-def test_prompts_are_blind_and_bad_input(tmp_path, monkeypatch, pairs):
-    api = FakeAPI(lambda first, k, user: verdict("same"))
-    judge = make_judge(tmp_path, monkeypatch, api)
+def test_prompts_are_blind_and_bad_input(tmp_path, scripted_api, pairs):
+    api = scripted_api(lambda first, k, user: verdict("same"))
+    judge = make_judge(tmp_path, api)
     leaky = hyp("x", ["KRAS", "MEK", "ERK", "PROLIF"], statement="A first step swapped variant.")
     with pytest.raises(BlindnessError):
         judge.judge([(pairs[0][0], leaky)])
-    assert api.requests == []
+    assert api.message_bodies == []
     for _rubric, prompt in SYSTEM_PROMPTS.items():
         assert "swap" not in prompt.lower() and "perturb" not in prompt.lower()
     with pytest.raises(ValueError, match="rubric"):
@@ -225,7 +225,7 @@ def test_prompts_are_blind_and_bad_input(tmp_path, monkeypatch, pairs):
         judge.judge([(other, other)])
 
 
-def test_stability_and_requests(tmp_path, monkeypatch, pairs):
+def test_stability_and_requests(tmp_path, scripted_api, pairs):
     from mechaudit.rules.llm_judge import stability
 
     def script(first, k, user):  # (a,b) flips with order; (a,c) flips on repeat; (a,d) stable
@@ -235,8 +235,8 @@ def test_stability_and_requests(tmp_path, monkeypatch, pairs):
             return verdict("same" if k == 0 else "different")
         return verdict("same")
 
-    api = FakeAPI(script)
-    judge = make_judge(tmp_path, monkeypatch, api)
+    api = scripted_api(script)
+    judge = make_judge(tmp_path, api)
     table = stability(judge.judge(pairs), 3)
     assert table["order_changed"].tolist() == [True, False, False]
     assert table["repeat_changed"].tolist() == [False, True, False]
@@ -244,5 +244,5 @@ def test_stability_and_requests(tmp_path, monkeypatch, pairs):
     assert len(reqs) == 9 and len({r.key for r in reqs}) == 9
     assert [r.version for r in reqs[:3]] == ["mechjudge-full-v1.r0", "mechjudge-full-v1.r1", "mechjudge-full-v1.r0"]
     # early stop leaves "ba" missing -> order change unknown, never guessed
-    stop = make_judge(tmp_path / "stop", monkeypatch, FakeAPI(lambda first, k, user: verdict("same")), early_stop=True)
+    stop = make_judge(tmp_path / "stop", scripted_api(lambda first, k, user: verdict("same")), early_stop=True)
     assert stability(stop.judge(pairs), 3)["order_changed"].isna().all()

@@ -6,13 +6,12 @@ from __future__ import annotations
 import json
 import re
 
-import httpx
 import numpy as np
 import pytest
-from fake_anthropic import message_response
+from fake_anthropic import FakeAnthropic, client_for, replies_in_order
 from pydantic import ValidationError
 
-from mechaudit.llm import BlindnessError, InvalidJSONError, check_blind, get_client
+from mechaudit.llm import BlindnessError, InvalidJSONError, check_blind
 from mechaudit.tau import (
     CARD_VERSION,
     FIELD_CAPS,
@@ -45,7 +44,6 @@ from mechaudit.tau import (
 )
 from mechaudit.tau.critic import densify_reasons
 
-FAKE_KEY = "sk-ant-" + "test-tau-0000"  # split so no key-like string is tracked
 PRICES = {"batch_discount": 0.5,
           "models": {"claude-opus-4-6": {"input": 5.0, "output": 25.0, "cache_write": 6.25, "cache_read": 0.5}}}
 
@@ -153,25 +151,17 @@ def test_schema_accepts_complete_reply_and_rejects_bad_ones():
 # ---------------------------------------------------------------- the judge through a fake HTTP API
 
 
-class FakeMessages:
-    """Fake Anthropic Messages endpoint; ``replies`` are returned in order, then the last repeats."""
+def judge_usage(body: dict, text: str) -> dict[str, int]:
+    return {"input_tokens": 50, "output_tokens": 20}
 
-    def __init__(self, replies):
-        self.replies = list(replies)
-        self.bodies = []
 
-    def __call__(self, request: httpx.Request) -> httpx.Response:
-        body = json.loads(request.content)
-        self.bodies.append(body)
-        text = self.replies[min(len(self.bodies) - 1, len(self.replies) - 1)]
-        return message_response(text, body["model"], f"msg_{len(self.bodies)}",
-                                {"input_tokens": 50, "output_tokens": 20})
+def fake_messages(replies: list[str]) -> FakeAnthropic:
+    """The fake API answering ``replies`` in order, then the last one repeats."""
+    return FakeAnthropic(replies_in_order(replies), usage=judge_usage)
 
 
 def anthropic_judge(fake, tmp_path, strict=True):
-    http = httpx.Client(transport=httpx.MockTransport(fake))
-    client = get_client(backend="anthropic", cache_dir=tmp_path, http_client=http, max_concurrency=1,
-                        max_retries=0, prices=PRICES)
+    client = client_for(fake, tmp_path, max_concurrency=1, prices=PRICES)
     return BlindJudge(backend="anthropic", client=client, strict=strict)
 
 
@@ -179,43 +169,38 @@ def _cards(pool, n):
     return [build_paper_card(p) for p in pool.papers[:n]]
 
 
-def test_blind_judge_via_fake_http(pool, tmp_path, monkeypatch):
-    monkeypatch.setenv("ANTHROPIC_API_KEY", FAKE_KEY)
-    fake = FakeMessages([json.dumps(reply(4))])
+def test_blind_judge_via_fake_http(pool, tmp_path, api_key):
+    fake = fake_messages([json.dumps(reply(4))])
     judge = anthropic_judge(fake, tmp_path)
     story = build_story_card(make_story(5.0)[0])
     out = judge.judge("Methodology", story, _cards(pool, 4))
     assert not out.invalid and [c["anchor_id"] for c in out.comparisons] == ["A1", "A2", "A3", "A4"]
-    body = fake.bodies[0]
+    body = fake.message_bodies[0]
     assert body["model"] == "claude-opus-4-6" and body["temperature"] == 0.0
     sent = json.dumps(body)
     check_blind(sent.replace(RUBRIC_VERSION, ""), FORBIDDEN_TERMS)
-    assert FAKE_KEY not in sent
+    assert api_key not in sent
 
 
-def test_blind_judge_repairs_then_succeeds(pool, tmp_path, monkeypatch):
-    monkeypatch.setenv("ANTHROPIC_API_KEY", FAKE_KEY)
+def test_blind_judge_repairs_then_succeeds(pool, tmp_path, api_key):
     leaky = reply(3)
     leaky["comparisons"][0]["rationale"] = "higher score than the reference"
-    fake = FakeMessages(["not json at all", json.dumps(leaky), json.dumps(reply(3))])
+    fake = fake_messages(["not json at all", json.dumps(leaky), json.dumps(reply(3))])
     out = anthropic_judge(fake, tmp_path).judge("Novelty", build_story_card(make_story(5.0)[0]), _cards(pool, 3))
-    assert out.attempts == 3 and not out.invalid and len(fake.bodies) == 3
-    assert "forbidden term 'score'" in fake.bodies[2]["messages"][-1]["content"]  # repair quotes the error
+    assert out.attempts == 3 and not out.invalid and len(fake.message_bodies) == 3
+    assert "forbidden term 'score'" in fake.message_bodies[2]["messages"][-1]["content"]  # repair quotes the error
 
 
-def test_blind_judge_strict_and_lenient(pool, tmp_path, monkeypatch):
-    monkeypatch.setenv("ANTHROPIC_API_KEY", FAKE_KEY)
+def test_blind_judge_strict_and_lenient(pool, tmp_path, api_key):
     story, cards = build_story_card(make_story(5.0)[0]), _cards(pool, 3)
     with pytest.raises(InvalidJSONError):
-        anthropic_judge(FakeMessages(["{}"]), tmp_path / "a").judge("Storyteller", story, cards)
-    fake = FakeMessages(["{}"])
+        anthropic_judge(fake_messages(["{}"]), tmp_path / "a").judge("Storyteller", story, cards)
+    fake = fake_messages(["{}"])
     out = anthropic_judge(fake, tmp_path / "b", strict=False).judge("Storyteller", story, cards)
-    assert out.invalid and out.comparisons == [] and len(fake.bodies) == 3  # 1 call + 2 repairs
+    assert out.invalid and out.comparisons == [] and len(fake.message_bodies) == 3  # 1 call + 2 repairs
 
 
-def test_critic_with_llm_judge_and_coach_never_changes_scores(pool, tmp_path, monkeypatch):
-    monkeypatch.setenv("ANTHROPIC_API_KEY", FAKE_KEY)
-
+def test_critic_with_llm_judge_and_coach_never_changes_scores(pool, tmp_path, api_key):
     def answer(body):
         user = body["messages"][0]["content"]
         if "Roles, weakest first" in user:
@@ -226,15 +211,8 @@ def test_critic_with_llm_judge_and_coach_never_changes_scores(pool, tmp_path, mo
         n = user.count("REFERENCE A")
         return json.dumps(reply(n))
 
-    class Fake(FakeMessages):
-        def __call__(self, request):
-            body = json.loads(request.content)
-            self.replies = [answer(body)]
-            return super().__call__(request)
-
-    fake = Fake([""])
-    http = httpx.Client(transport=httpx.MockTransport(fake))
-    client = get_client(backend="anthropic", cache_dir=tmp_path, http_client=http, max_retries=0, prices=PRICES)
+    fake = FakeAnthropic(answer, usage=judge_usage)
+    client = client_for(fake, tmp_path, prices=PRICES)
     judge = BlindJudge(backend="anthropic", client=client)
     story = make_story(5.0)[0]
     ctx = {"pattern_id": "pattern_01"}
@@ -244,8 +222,9 @@ def test_critic_with_llm_judge_and_coach_never_changes_scores(pool, tmp_path, mo
     assert [r["score"] for r in plain["reviews"]] == [r["score"] for r in coached["reviews"]]
     assert plain["review_coach"]["available"] is False
     assert coached["priority"] == ["abstract", "method_skeleton"] and coached["suggestions"] == ["x"]
-    coach_body = [b for b in fake.bodies if "Roles, weakest first" in b["messages"][0]["content"]][0]
+    coach_body = [b for b in fake.message_bodies if "Roles, weakest first" in b["messages"][0]["content"]][0]
     assert not re.search(r"\d\.\d", coach_body["messages"][0]["content"])  # no scores reach the coach
+    assert fake.errors == []
 
 
 # ---------------------------------------------------------------- critic offline

@@ -6,11 +6,10 @@ import json
 import re
 from pathlib import Path
 
-import httpx
 import numpy as np
 import pytest
 import yaml
-from fake_anthropic import message_response
+from fake_anthropic import FakeAnthropic, client_for
 
 from mechaudit.divergence import divergence_matrix
 from mechaudit.paths import PARAMS_DIR
@@ -171,11 +170,10 @@ def test_bad_params_name_file_and_field(tmp_path):
 # --------------------------------------------------------------------------- real workflow, faked HTTP
 
 
-def _fake_anthropic(calls: list[str]):
-    """An Anthropic Messages endpoint that answers each workflow stage with valid JSON."""
+def _fake_anthropic(calls: list[str]) -> FakeAnthropic:
+    """The fake API answering each workflow stage with valid JSON; ``calls`` lists the stages asked."""
 
-    def handler(request: httpx.Request) -> httpx.Response:
-        body = json.loads(request.content)
+    def reply(body: dict) -> str:
         system = body["system"][0]["text"] if isinstance(body["system"], list) else body["system"]
         user = body["messages"][-1]["content"]
         user = user if isinstance(user, str) else user[0]["text"]
@@ -195,23 +193,21 @@ def _fake_anthropic(calls: list[str]):
             opening = json.loads(user.split("Opening hypothesis to develop:\n", 1)[1].split("\n\n", 1)[0])
             out = {"statement": opening["statement"], "explanation": "Developed. " + opening["explanation"],
                    "chain": opening["chain"]}
-        return message_response(json.dumps(out), body["model"], f"msg_{len(calls)}",
-                                {"input_tokens": 100, "output_tokens": 50})
+        return json.dumps(out)
 
-    return handler
+    return FakeAnthropic(reply, usage=lambda body, text: {"input_tokens": 100, "output_tokens": 50})
 
 
-def test_real_workflow_path_with_faked_transport(bench, tmp_path, monkeypatch):
+def test_real_workflow_path_with_faked_transport(bench, tmp_path, api_key):
     from mechaudit.engagement import label_demands
     from mechaudit.llm import get_client
 
-    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test-fake")
     calls: list[str] = []
-    http = httpx.Client(transport=httpx.MockTransport(_fake_anthropic(calls)))
-    client = get_client(backend="anthropic", cache_dir=tmp_path / "cache", http_client=http, max_concurrency=1)
+    fake = _fake_anthropic(calls)
+    client = client_for(fake, tmp_path / "cache", max_concurrency=1)
     design = Design(instances=("A",), depths=(1,), runs_per_depth=1)
     (run,) = run_workflow(bench, design, client)
-    assert calls == ["develop"] * 5 + ["critique"] * 5 + ["revise"] * 5
+    assert calls == ["develop"] * 5 + ["critique"] * 5 + ["revise"] * 5 and fake.errors == []
     assert run.backend == "anthropic" and run.run_id == "A-k1-r0"
     assert [h.opening_id for h in run.delivered] == [h.id for h in bench.openings("A")]
     assert all(h.explanation.startswith("Developed.") for h in run.developed)
@@ -222,33 +218,23 @@ def test_real_workflow_path_with_faked_transport(bench, tmp_path, monkeypatch):
     replay = get_client(backend="replay", cache_dir=tmp_path / "cache")
     assert run_workflow(bench, design, replay)[0].delivered == run.delivered
     # the engagement judge path with the same transport (labels come back as JSON)
-    def judge(request: httpx.Request) -> httpx.Response:
-        body = json.loads(request.content)
+    def judge(body: dict) -> str:
         n = body["messages"][-1]["content"].split("Generator's replies")[0].count("\n") - 1
-        out = {"labels": [{"number": k, "label": "answered"} for k in range(1, n + 1)]}
-        return message_response(json.dumps(out), body["model"], "m")
+        return json.dumps({"labels": [{"number": k, "label": "answered"} for k in range(1, n + 1)]})
 
-    jclient = get_client(backend="anthropic", cache_dir=tmp_path / "cache2",
-                         http_client=httpx.Client(transport=httpx.MockTransport(judge)))
-    labelled = label_demands([run], "anthropic", jclient)
-    assert len(labelled) == 10 and (labelled.label == "answered").all()
+    judge_fake = FakeAnthropic(judge)
+    labelled = label_demands([run], "anthropic", client_for(judge_fake, tmp_path / "cache2"))
+    assert len(labelled) == 10 and (labelled.label == "answered").all() and judge_fake.errors == []
 
 
-def test_real_workflow_rejects_unknown_step_ids(bench, tmp_path, monkeypatch):
+def test_real_workflow_rejects_unknown_step_ids(bench, tmp_path, api_key):
     """A chain id outside the vocabulary triggers repair requests; still invalid, the hypothesis is
     excluded from its run with the error (and counted), never delivered."""
-    from mechaudit.llm import InvalidJSONError, get_client
+    from mechaudit.llm import InvalidJSONError
 
-    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test-fake")
-
-    def handler(request):
-        body = json.loads(request.content)
-        out = {"statement": "s", "explanation": "e", "chain": [{"id": "NOT_AN_ID", "text": "x"},
-               {"id": "SIGNAL_1", "text": "y"}, {"id": "FINDING_0", "text": "z"}]}
-        return message_response(json.dumps(out), body["model"], "m")
-
-    client = get_client(backend="anthropic", cache_dir=tmp_path / "c",
-                        http_client=httpx.Client(transport=httpx.MockTransport(handler)))
+    out = {"statement": "s", "explanation": "e", "chain": [{"id": "NOT_AN_ID", "text": "x"},
+           {"id": "SIGNAL_1", "text": "y"}, {"id": "FINDING_0", "text": "z"}]}
+    client = client_for(FakeAnthropic(lambda body: json.dumps(out)), tmp_path / "c")
     (run,) = run_workflow(bench, Design(instances=("A",), depths=(0,), runs_per_depth=1), client)
     assert run.delivered == [] and len(run.excluded) == len(bench.openings("A"))
     assert all(e.stage == "develop" and e.attempts == 3 and "NOT_AN_ID" in e.error for e in run.excluded)
