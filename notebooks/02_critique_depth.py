@@ -92,7 +92,7 @@ import pandas as pd
 from IPython.display import display
 
 from mechaudit.chapters import critique_depth as ch
-from mechaudit.chapters.workflow import workflow_setup
+from mechaudit.chapters.workflow import report_dropped, workflow_setup
 from mechaudit.glue import glue, glue_figure
 from mechaudit.outputs import save
 from mechaudit.paper import compare, compare_paper_default, reported
@@ -115,7 +115,7 @@ if not show_paper:
 setup = workflow_setup(backend, data_dir=data_dir, design_file=design_file, simulator_file=simulator_file,
                        seed=seed, generator_model=generator_model, cache_dir=cache_dir, json_retries=json_retries)
 bench, design, sim_params, runs = setup.bench, setup.design, setup.simulator, setup.delivery.runs
-ch.report_exclusions(setup.delivery, backend, json_retries)  # LLM runs: hypotheses dropped for bad replies
+report_dropped(setup.delivery, backend, json_retries)  # LLM runs: hypotheses dropped for bad replies
 design_counts = counts(runs)
 pd.DataFrame([design_counts], index=pd.Index([setup.delivery.source], name="runs from"))
 

@@ -79,6 +79,7 @@ out_dir = None
 import pandas as pd
 
 from mechaudit.chapters import validity as ch
+from mechaudit.chapters.status import simulation_only_note
 from mechaudit.glue import glue, glue_figure
 from mechaudit.outputs import save
 from mechaudit.paper import compare_paper_default
@@ -86,7 +87,7 @@ from mechaudit.plots.workflow import validity_figure
 from mechaudit.workflow import build_rules, replicate, validity_summary
 
 pd.set_option("display.precision", 3)
-ch.simulation_only_note(backend)  # LLM backends: this chapter still runs the simulator only
+simulation_only_note(backend)  # LLM backends: this chapter still runs the simulator only
 if not compare_paper_default(compare_paper, data_dir):
     print("Comparison with the paper is off (this chapter shows no paper numbers in any case).")
 

@@ -109,6 +109,7 @@ import numpy as np
 import pandas as pd
 
 from mechaudit.chapters import robustness as ch
+from mechaudit.chapters.status import simulation_only_note
 from mechaudit.glue import glue, glue_figure
 from mechaudit.outputs import save
 from mechaudit.paper import compare_paper_default, reported
@@ -123,7 +124,7 @@ from mechaudit.workflow import build_rules
 from mechaudit.workflow.power import power_table, runs_needed
 from mechaudit.workflow.robustness import diminishing_returns, grid, rule_bias, rule_grid, truth_grid
 
-ch.simulation_only_note(backend)
+simulation_only_note(backend)
 pd.set_option("display.precision", 2)
 show_paper = compare_paper_default(compare_paper, data_dir)
 s = ch.setup(data_dir, design_file, simulator_file)

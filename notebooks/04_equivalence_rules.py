@@ -86,7 +86,7 @@ from IPython.display import display
 
 from mechaudit.chapters import diversity as ch
 from mechaudit.chapters.critique_depth import status
-from mechaudit.chapters.workflow import workflow_setup
+from mechaudit.chapters.workflow import report_dropped, workflow_setup
 from mechaudit.glue import glue, glue_figure
 from mechaudit.outputs import save
 from mechaudit.paper import compare, compare_paper_default
@@ -99,7 +99,7 @@ setup = workflow_setup(backend, data_dir=data_dir, design_file=design_file, simu
                        seed=seed, generator_model=generator_model, cache_dir=cache_dir, json_retries=json_retries)
 glue("ch04_openings", ch.openings_label(setup.bench))
 glue("ch04_headline_status", status(backend, judge_model))
-ch.show_dropped(setup.delivery, backend, json_retries)
+report_dropped(setup.delivery, backend, json_retries)
 
 # %% [markdown]
 # ## Cluster counts per instance and depth

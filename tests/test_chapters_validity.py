@@ -8,6 +8,7 @@ import pandas as pd
 import pytest
 
 from mechaudit.chapters import validity
+from mechaudit.chapters.status import simulation_only_note
 
 
 def _summary(rule: str, rates: list[float], n: int = 300) -> pd.DataFrame:
@@ -41,9 +42,9 @@ def test_size_verdict_flags_a_rate_far_from_alpha():
 
 def test_mc_se_and_the_simulation_only_note(capsys):
     assert validity.mc_se(0.05, 1900) == pytest.approx(0.005, rel=1e-3)
-    validity.simulation_only_note("reference")
+    simulation_only_note("reference")
     assert capsys.readouterr().out == ""
-    validity.simulation_only_note("replay")
+    simulation_only_note("replay")
     assert "simulation-only" in capsys.readouterr().out
 
 

@@ -18,7 +18,7 @@ from mechaudit.chapters.status import SIMULATED, headline_status
 from mechaudit.errors import MechauditError
 from mechaudit.model import Benchmark
 from mechaudit.paper import entries, format_p, reported
-from mechaudit.workflow import Design, SimulatorParams, population_truth, show_excluded
+from mechaudit.workflow import Design, SimulatorParams, population_truth
 
 #: the comparisons the paper reports, as (a, b) depth pairs
 PAPER_COMPARISONS = ((0, 1), (0, 5), (1, 5))
@@ -32,13 +32,6 @@ def paper_key(a: int, b: int) -> str:
 def status(backend: str, generator_model: str) -> str:
     """Where the runs come from, in the book's status vocabulary."""
     return headline_status(backend, generator_model, SIMULATED)
-
-
-def report_exclusions(delivery, backend: str, json_retries: int) -> None:
-    """LLM runs only: print how many hypotheses were dropped for a reply that stayed invalid after
-    ``json_retries`` repairs (and show them). Simulator runs drop nothing: prints nothing."""
-    if Backend.parse(backend).is_llm:
-        show_excluded(delivery.excluded, json_retries)
 
 
 def report_llm_judge(rule_objects: Mapping[str, Any]) -> None:

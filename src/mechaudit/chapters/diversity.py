@@ -2,7 +2,7 @@
 
 Input: the runs of ``mechaudit.chapters.workflow.workflow_setup`` and ``workflow.delivered_diversity``
 output (one row per run and rule: instance, depth, rule, n_hypotheses, components, complete, vendi).
-:func:`show_dropped` is the one LLM-only step.
+:func:`mechaudit.chapters.workflow.report_dropped` is the one LLM-only step.
 """
 
 from __future__ import annotations
@@ -11,21 +11,13 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from mechaudit.backends import Backend
 from mechaudit.paths import cache_path
 from mechaudit.schema import Benchmark
-from mechaudit.workflow import Delivery, build_rules, rules_for_backend, show_excluded
+from mechaudit.workflow import build_rules, rules_for_backend
 
 #: human column names of the per-rule summary
 SUMMARY_COLUMNS = {"n_hypotheses": "hypotheses", "components": "groups (components)",
                    "complete": "groups (complete)", "vendi": "Vendi score"}
-
-
-def show_dropped(delivery: Delivery, backend: str, json_retries: int) -> None:
-    """LLM backends only: show the hypotheses the workflow dropped because a reply stayed invalid
-    after ``json_retries`` repairs. Simulator runs drop nothing: prints nothing."""
-    if Backend.parse(backend).is_llm:
-        show_excluded(delivery.excluded, json_retries)
 
 
 def chapter_rules(names: Sequence[str], backend: str, *, tfidf_threshold: float, embedding_threshold: float,

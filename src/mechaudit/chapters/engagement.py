@@ -10,6 +10,7 @@ from __future__ import annotations
 import pandas as pd
 
 from mechaudit.backends import Backend
+from mechaudit.chapters.workflow import report_dropped
 from mechaudit.engagement import LABELS, engagement_table, excluded_challenges, label_demands, paper_comparison
 from mechaudit.workflow import show_excluded
 from mechaudit.workflow.delivery import Delivery
@@ -26,7 +27,7 @@ def judged_only(labelled: pd.DataFrame, delivery: Delivery, backend: str, json_r
     simulator labels every demand, so with ``reference`` the frame comes back unchanged."""
     if not Backend.parse(backend).is_llm:
         return labelled
-    show_excluded(delivery.excluded, json_retries)
+    report_dropped(delivery, backend, json_retries)
     show_excluded(excluded_challenges(labelled), json_retries, what="challenges (engagement judge)")
     return labelled[labelled["label"].notna()]
 

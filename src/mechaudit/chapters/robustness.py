@@ -3,7 +3,7 @@
 Inputs are the tables of ``mechaudit.workflow.robustness`` (``truth_grid`` after
 ``diminishing_returns``, ``rule_bias``) and ``mechaudit.workflow.power`` (``power_table``,
 ``runs_needed``). Values in pp are percentage points of extra divergence. The chapter needs the
-simulator's ground truth, so it never calls an LLM; :func:`simulation_only_note` is its one
+simulator's ground truth, so it never calls an LLM; :func:`mechaudit.chapters.status.simulation_only_note` is its one
 backend-dependent step.
 """
 
@@ -16,7 +16,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from mechaudit.backends import Backend
 from mechaudit.errors import MechauditError
 from mechaudit.paths import PARAMS_DIR
 from mechaudit.schema import Benchmark, load_benchmark
@@ -47,13 +46,6 @@ def setup(data_dir: str | Path | None = None, design_file: str = "paper.yaml",
     instances = [i.id for i in bench.instances]
     return RobustnessSetup(bench, instances, load_design(PARAMS_DIR / design_file, instances=instances),
                            load_simulator_params(PARAMS_DIR / simulator_file))
-
-
-def simulation_only_note(backend: str) -> None:
-    """LLM backends only: print that this chapter runs the simulator anyway (it needs ground truth)."""
-    if Backend.parse(backend).is_llm:
-        print(f"backend {backend!r}: this chapter is simulation-only (it needs the simulator's ground truth), "
-              "so it runs with the simulator and sends no LLM request.")
 
 
 def defaults(base: SimulatorParams) -> dict[str, float]:

@@ -13,7 +13,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from mechaudit.backends import Backend
 from mechaudit.model import Benchmark
 from mechaudit.paths import PARAMS_DIR
 from mechaudit.schema import load_benchmark
@@ -43,13 +42,6 @@ def validity_setup(*, data_dir: str | Path | None = None, design_file: str = "pa
     null = load_simulator_params(PARAMS_DIR / null_simulator_file)
     truth = population_truth(bench, design, default, runs_per_depth=truth_runs_per_depth, seed=seed)
     return ValiditySetup(bench, design, default, null, truth)
-
-
-def simulation_only_note(backend: str) -> None:
-    """LLM backends only: print that this chapter needs the simulator's truth and sends no LLM request."""
-    if Backend.parse(backend).is_llm:
-        print(f"backend {backend!r}: this chapter is simulation-only (it needs the simulator's ground truth), "
-              "so it runs its offline part with the simulator and sends no LLM request.")
 
 
 def truth_view(truth: pd.DataFrame) -> pd.DataFrame:

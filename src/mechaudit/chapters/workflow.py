@@ -5,9 +5,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from mechaudit.backends import Backend
 from mechaudit.paths import PARAMS_DIR
 from mechaudit.schema import Benchmark, load_benchmark
-from mechaudit.workflow import Delivery, Design, SimulatorParams, deliver, load_design, load_simulator_params
+from mechaudit.workflow import (
+    Delivery,
+    Design,
+    SimulatorParams,
+    deliver,
+    load_design,
+    load_simulator_params,
+    show_excluded,
+)
 from mechaudit.workflow.delivery import GENERATOR
 
 
@@ -32,3 +41,10 @@ def workflow_setup(backend: str, *, data_dir: str | Path | None = None, design_f
     delivery = deliver(bench, design, backend, simulator=simulator, seed=seed, generator_model=generator_model,
                        cache_dir=cache_dir, json_retries=json_retries)
     return WorkflowSetup(bench, design, simulator, delivery)
+
+
+def report_dropped(delivery: Delivery, backend: str, json_retries: int) -> None:
+    """LLM backends only: show the hypotheses the workflow dropped because a reply stayed invalid
+    after ``json_retries`` repairs. Simulator runs drop nothing: prints nothing."""
+    if Backend.parse(backend).is_llm:
+        show_excluded(delivery.excluded, json_retries)
