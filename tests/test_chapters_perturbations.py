@@ -100,18 +100,6 @@ def test_llm_steps_offline_return_placeholders():
     assert ch.status("replay", "m") == "LLM (m, replay)"
 
 
-def test_fitted_threshold_prefers_a_calibrated_value():
-    class Rule:
-        threshold = "match_rate"
-        threshold_ = 0.8
-
-    class Plain:
-        threshold = 0.77
-
-    assert ch.fitted_threshold(Rule()) == 0.8
-    assert ch.fitted_threshold(Plain()) == 0.77
-
-
 def test_similarity_summary_rows_follow_the_kind_order():
     sims = pd.DataFrame({"tfidf": np.arange(8) / 10, "embedding": np.arange(8) / 10})
     table = ch.similarity_summary(sims, KINDS8)

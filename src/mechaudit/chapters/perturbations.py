@@ -56,12 +56,6 @@ def setup(data_dir: str | Path | None = None, *, regenerate_suite: bool = False,
     return PerturbationSetup(bench, suite, [(p["original"], p["variant"]) for p in kept], [p["kind"] for p in kept])
 
 
-def fitted_threshold(rule: EmbeddingRule) -> float:
-    """The threshold a rule decides with: the calibrated ``threshold_`` if it has one, else ``threshold``."""
-    fitted = getattr(rule, "threshold_", None)
-    return float(rule.threshold if fitted is None else fitted)
-
-
 @dataclass(frozen=True)
 class RuleSet:
     """The chapter's offline rules by column name, and how the matched embedding threshold was chosen."""
@@ -87,7 +81,7 @@ def build_rules(bench: Benchmark, *, tfidf_threshold: float = 0.25, tfidf_fit_on
     target = marginal_same_rate([TfidfRule(threshold=tfidf_threshold), reference], matching)
     matched = EmbeddingRule(model=embedding_model, threshold="match_rate", cache_dir=store,
                             reference_pairs=matching, target_rate=target)
-    names = ("tfidf", f"embedding {embedding_threshold:g}", f"embedding matched {fitted_threshold(matched):.2f}",
+    names = ("tfidf", f"embedding {embedding_threshold:g}", f"embedding matched {matched.threshold_:.2f}",
              f"reference ({reference_rubric})")
     rules = dict(zip(names, (TfidfRule(threshold=tfidf_threshold, fit_on=tfidf_fit_on),
                              EmbeddingRule(model=embedding_model, threshold=embedding_threshold, cache_dir=store),
