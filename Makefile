@@ -44,19 +44,19 @@ html: $(STAMP)
 
 book: notebooks html
 
-# The real-LLM reproduction (book/rerun.md): params/paper.yaml through the Message Batches API.
-# Prints the cost estimate and asks before sending (YES=1: no question). BATCH=0: Messages API at
-# full price; MAX_USD=20: stop before a request would pass 20 USD (re-run with more to continue;
-# the cache keeps every paid answer, so nothing is paid twice). Afterwards, zero calls:
-#   .venv/bin/mechaudit execute --params params/paper.yaml -p backend replay --out runs/replay
+# The real-LLM reproduction (book/rerun.md): `mechaudit reproduce` runs params/paper.yaml through the
+# Message Batches API. It prints the cost estimate and asks before sending (YES=1: no question).
+# BATCH=0: Messages API at full price; MAX_USD=20: stop before a request would pass 20 USD (re-run with
+# more to continue; the cache keeps every paid answer, so nothing is paid twice). Afterwards, zero calls:
+#   .venv/bin/mechaudit execute --params paper -p backend replay --out runs/replay
 REPRODUCE_OUT ?= runs/paper
 BATCH ?= 1
 YES ?=
 MAX_USD ?=
 reproduce: $(STAMP)
-	$(VENV)/bin/mechaudit execute --params params/paper.yaml --out $(REPRODUCE_OUT) \
+	$(VENV)/bin/mechaudit reproduce --out $(REPRODUCE_OUT) \
 		$(if $(filter 1,$(BATCH)),--batch,--no-batch) $(if $(MAX_USD),--max-usd $(MAX_USD)) \
-		$(if $(filter 1,$(YES)),,--confirm)
+		$(if $(filter 1,$(YES)),--yes)
 
 # Debian chromium for the browser test (needs root; otherwise the browser test is skipped).
 chromium:

@@ -124,7 +124,7 @@ llm_run = Backend.parse(backend).is_llm
 
 # %%
 s = setup(data_dir, regenerate_suite=regenerate_suite, seed=seed)
-counts = suite_counts([p["kind"] for p in s.suite], [p["valid"] for p in s.suite], order=KINDS)
+counts = suite_counts([p["valid"] for p in s.suite], kinds=[p["kind"] for p in s.suite], order=KINDS)
 print(f"{len(s.suite)} pairs built from {len(s.bench.hypotheses)} hypotheses; {len(s.pairs)} pass the check")
 save("suite_counts", counts, out_dir)
 
@@ -171,8 +171,8 @@ print(llm.summary)
 # judged. The LLM column says "not run" when the backend is offline (as in this committed book).
 
 # %%
-pct = percent_different(decisions, s.kinds, order=KINDS)
-save("percent_different", percent_table(pct, s.kinds, llm_run), out_dir)
+pct = percent_different(decisions, kinds=s.kinds, order=KINDS)
+save("percent_different", percent_table(pct, kinds=s.kinds, llm_run=llm_run), out_dir)
 
 # %% [markdown]
 # The similarity values behind the two similarity rules, per kind (mean, lowest and highest cosine),
@@ -181,10 +181,10 @@ save("percent_different", percent_table(pct, s.kinds, llm_run), out_dir)
 # %%
 sims = pd.DataFrame({"tfidf": names.rules[names.tfidf].similarity(s.pairs),
                      "embedding": names.rules[names.embedding].similarity(s.pairs)})
-save("similarity_by_kind", similarity_summary(sims, s.kinds), out_dir)
+save("similarity_by_kind", similarity_summary(sims, kinds=s.kinds), out_dir)
 
 # %% tags=["hide-input"]
-paper_pct = (paper_percent_different({"tfidf": "tfidf", names.embedding: "embedding", LLM_COLUMN: "llm"}, KINDS)
+paper_pct = (paper_percent_different({"tfidf": "tfidf", names.embedding: "embedding", LLM_COLUMN: "llm"}, kinds=KINDS)
              if show_paper else None)
 fig = perturbation_bars(pct, paper_pct, backend=backend,
                         extra="TF-IDF, embeddings and the reference judge computed locally"
@@ -221,7 +221,7 @@ fig = glue_figure("ch05_fig_bars", fig)
 
 # %%
 agreement, per_model, model_ranges = judge_model_axis(
-    s.pairs, s.kinds, llm, [judge_model, *judge_models], backend=backend, rubric=judge_rubric,
+    s.pairs, llm, [judge_model, *judge_models], kinds=s.kinds, backend=backend, rubric=judge_rubric,
     orders=judge_orders, early_stop=judge_early_stop, instances=s.bench.instances)
 for table in (agreement, per_model):
     if table is not None:
@@ -237,7 +237,7 @@ save("judge_model_ranges", model_ranges, out_dir)
 # "not run" and the note gives the reference judge's value for orientation: it is not an LLM result.
 
 # %%
-pooled = pooled_percent(decisions, s.kinds)
+pooled = pooled_percent(decisions, kinds=s.kinds)
 rows = paper_rows(pooled, names, backend=backend, model=judge_model)
 if show_paper:
     display(save("paper_comparison", compare(rows), out_dir))
@@ -245,7 +245,7 @@ else:
     print("Comparison with the paper is off (compare_paper is false, or this is not the shipped data).")
 
 # %% tags=["remove-input"]
-facts = findings(pooled, sims, s.kinds, names)
+facts = findings(pooled, sims, names, kinds=s.kinds)
 for kind in ("mp", "fss", "mss"):
     for rule in ("tfidf", "embedding", "matched"):
         glue(f"ch05_{kind}_{rule}_pct", facts[f"{kind}_{rule}"], digits=1)

@@ -131,7 +131,7 @@ judges = reference_judges(rubrics, jaccard_threshold)
 llm = judge_rubrics_with_llm(s.pairs, rubrics, s.instances, backend=backend, model=judge_model,
                              orders=judge_orders, cache_dir=cache_dir)
 decisions = pd.concat([reference_decisions(s.pairs, judges), llm.decisions], axis=1)
-pct = percent_different(decisions, s.kinds, order=KINDS)
+pct = percent_different(decisions, kinds=s.kinds, order=KINDS)
 print(f"{len(s.pairs)} valid perturbation pairs; rubrics: {', '.join(rubrics)}")
 save("percent_different", pct.round(1).astype(object).where(pct.notna(), "undecided" if llm_run else "not run"),
      out_dir)
@@ -161,7 +161,7 @@ fig = glue_figure("ch06_fig_bars", fig)
 
 # %%
 components = judges.get("step", reference_judges(["step"])["step"]).components(s.pairs)
-save("components_percent_different", component_percent(components, s.kinds), out_dir)
+save("components_percent_different", component_percent(components, kinds=s.kinds), out_dir)
 
 # %% [markdown]
 # One pair of each kind, drawn with `seed`: the text the perturbation changed (for `wording_only`
@@ -170,7 +170,7 @@ save("components_percent_different", component_percent(components, s.kinds), out
 
 # %%
 with pd.option_context("display.max_colwidth", 400):
-    display(examples(s.pairs, s.kinds, components, seed=seed))
+    display(examples(s.pairs, components, kinds=s.kinds, seed=seed))
 
 # %% [markdown]
 # ## Presentation order
@@ -208,7 +208,7 @@ save("order_reversal", effects.table, out_dir)
 # with. Offline nothing is judged, and the table says so.
 
 # %%
-model_agree, model_ranges = rubric_model_axis(s.pairs, s.kinds, llm, rubrics, [judge_model, *judge_models],
+model_agree, model_ranges = rubric_model_axis(s.pairs, llm, rubrics, [judge_model, *judge_models], kinds=s.kinds,
                                               backend=backend, orders=judge_orders, instances=s.instances)
 if model_agree is not None:
     display(model_agree)
@@ -228,7 +228,7 @@ else:
     print("Comparison with the paper is off (compare_paper is false, or this is not the shipped data).")
 
 # %% tags=["remove-input"]
-facts = findings(pct, components, s.pairs, s.kinds, rubrics)
+facts = findings(pct, components, s.pairs, rubrics, kinds=s.kinds)
 top = headline(pct, llm_run)
 glue("ch06_jaccard_threshold", jaccard_threshold)
 for r in rubrics:

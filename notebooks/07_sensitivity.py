@@ -131,7 +131,7 @@ print(f"perturbation suite: {len(s.suite_pairs)} valid pairs; committed-set pair
 
 # %%
 suite_sim = similarities(s, s.suite_pairs)
-sweep = suite_sweep(suite_sim, s.grids, s.kinds)
+sweep = suite_sweep(suite_sim, s.grids, kinds=s.kinds)
 wide = sweep.pivot_table(index=["rule", "threshold"], columns="kind", values="pct_different").round(1)
 save("percent_different_by_threshold", wide.reindex(columns=[k for k in KINDS if k in wide.columns]), out_dir)
 print(f"{len(wide)} (rule, threshold) rows x {wide.shape[1]} kinds; the figure below shows them")

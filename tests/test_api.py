@@ -94,3 +94,52 @@ def test_built_api_page_has_an_entry_per_public_name(built_book):
     assert not missing, f"book/api.md renders no entry for {missing}"
     intro = (built_book / "book" / "intro.html").read_text(encoding="utf-8")
     assert '<a class="reference internal" href="api.html"><span class="doc">' in intro, "the intro does not link it"
+
+
+def _functions(module):
+    """Functions and methods defined in ``module`` (not imported into it); a dataclass's generated
+    ``__init__`` (a record built by the chapter's own set-up) is not an argument list users type."""
+    import dataclasses
+    import inspect
+
+    for _, obj in vars(module).items():
+        if inspect.isfunction(obj) and obj.__module__ == module.__name__:
+            yield obj.__qualname__, obj
+        elif inspect.isclass(obj) and obj.__module__ == module.__name__:
+            for attr, member in vars(obj).items():
+                if inspect.isfunction(member) and not (attr == "__init__" and dataclasses.is_dataclass(obj)):
+                    yield f"{obj.__qualname__}.{attr}", member
+
+
+def test_kinds_is_keyword_only_everywhere():
+    """One argument order for the percent_different family: a ``kinds`` parameter is always
+    keyword-only, so no call can pass the kinds where the thresholds (or the validity flags) go."""
+    import inspect
+
+    seen, positional = [], []
+    for name in MODULES:
+        module = importlib.import_module(name)
+        for qualname, func in _functions(module):
+            param = inspect.signature(func).parameters.get("kinds")
+            if param is None:
+                continue
+            seen.append(f"{name}.{qualname}")
+            if param.kind is not inspect.Parameter.KEYWORD_ONLY:
+                positional.append(f"{name}.{qualname}")
+    assert "mechaudit.rules.audit.percent_different" in seen and "mechaudit.rules.audit.sweep_percent_different" in seen
+    assert len(seen) >= 10, seen
+    assert not positional, f"kinds is positional in: {positional}"
+
+
+def test_kinds_passed_positionally_is_a_type_error():
+    import numpy as np
+    import pandas as pd
+
+    from mechaudit.rules.audit import percent_different, suite_counts, sweep_percent_different
+
+    with pytest.raises(TypeError):
+        percent_different(pd.DataFrame({"r": [True]}), ["k"])
+    with pytest.raises(TypeError):
+        sweep_percent_different(np.array([0.5]), [0.4], ["k"])
+    with pytest.raises(TypeError):
+        suite_counts(["k"], [True])

@@ -19,7 +19,7 @@ def shipped():
     judges = ch.reference_judges(RUBRICS)
     llm = ch.judge_rubrics_with_llm(s.pairs, RUBRICS, s.instances, backend="reference", model="m")
     decisions = pd.concat([ch.reference_decisions(s.pairs, judges), llm.decisions], axis=1)
-    return s, judges, llm, decisions, percent_different(decisions, s.kinds)
+    return s, judges, llm, decisions, percent_different(decisions, kinds=s.kinds)
 
 
 def calls(verdicts: dict[int, list[str]]) -> pd.DataFrame:
@@ -45,15 +45,15 @@ def test_reference_judges_read_the_rubric_literally(shipped):
 def test_components_examples_and_findings(shipped):
     s, judges, _, _, pct = shipped
     components = judges["step"].components(s.pairs)
-    table = ch.component_percent(components, s.kinds)
+    table = ch.component_percent(components, kinds=s.kinds)
     assert table.loc["first_step_swapped"].tolist() == [100.0, 0.0, 0.0]
     assert table.loc["middle_step_swapped", "route"] == 100.0
-    ex = ch.examples(s.pairs, s.kinds, components, seed=0)
+    ex = ch.examples(s.pairs, components, kinds=s.kinds, seed=0)
     assert list(ex.index) == ["wording_only", "wording_chain", "first_step_swapped", "middle_step_swapped"]
     assert ex.loc["first_step_swapped", "step judge: different"] == "initiating"
     assert ex.loc["wording_only", "step judge: different"] == "nothing"
     assert ex.loc["wording_only", "what changed"] != ""
-    facts = ch.findings(pct, components, s.pairs, s.kinds, RUBRICS)
+    facts = ch.findings(pct, components, s.pairs, RUBRICS, kinds=s.kinds)
     assert facts["ref_full_fss"] == 100.0 and facts["ref_none_fss"] == 0.0
     assert facts["min_chain_swapped"] >= 3 and facts["min_jaccard_swapped"] >= 0.5
     assert ch.headline(pct, llm_run=False) == {"none": 0.0, "full": 100.0, "step": 100.0}
@@ -74,7 +74,7 @@ def test_order_effects_offline_and_paper_rows(shipped):
     assert [r[1] for r in rows] == [None] * 6
     assert rows[0] == ("rubric.first_step_swapped_pct_different.step", None, "reference judge: 100.0")
     assert len(compare(rows)) == 6
-    _, ranges = ch.rubric_model_axis(s.pairs, s.kinds, llm, RUBRICS, ["m", "n"], backend="reference",
+    _, ranges = ch.rubric_model_axis(s.pairs, llm, RUBRICS, ["m", "n"], kinds=s.kinds, backend="reference",
                                      orders=["ab"], instances=s.instances)
     assert ranges.iloc[0, 0] == "not run: offline backend"
 

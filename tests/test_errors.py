@@ -141,7 +141,8 @@ def test_instance_docstring_and_data_md_agree_with_the_loader(data):
     ("common: 5\n", "p.yaml:1: field 'common': a section must map parameter names to values, got 5"),
     ("common:\n  seed: [0\n", "p.yaml:3: malformed YAML"),
     ("common:\n  tfidf_threshold: 2\n", "p.yaml:2: field 'tfidf_threshold': must be a number in [0, 1], got 2"),
-    ("common:\n  backend: antropic\n", "p.yaml:2: field 'backend': 'antropic' is not a backend"),
+    ("common:\n  backend: antropic\n", "p.yaml:2: field 'backend': must be one of 'reference', 'anthropic', 'replay', "
+                                       "got 'antropic'; did you mean 'anthropic'?"),
     ("01_problem:\n  n_runs: five\n", "p.yaml:2: field 'n_runs': must be an integer like the default 5, got 'five'"),
     ("04_equivalence_rules:\n  rules: tfidf\n", "p.yaml:2: field 'rules': must be a list of strings"),
     ("01_problem:\n  n_run: 3\n", "p.yaml:2: field 'n_run': unknown parameter: 01_problem does not define it; "
@@ -156,7 +157,7 @@ def test_bad_parameter_files(tmp_path, capsys, content, expected):
 
 
 @pytest.mark.parametrize(("name", "value", "expected"), [
-    ("backend", "antropic", "-p: field 'backend': 'antropic' is not a backend; choose one of"),
+    ("backend", "antropic", "-p: field 'backend': must be one of 'reference', 'anthropic', 'replay', got 'antropic'"),
     ("tfidf_threshold", "2", "-p: field 'tfidf_threshold': must be a number in [0, 1], got 2"),
     ("seed", "-1", "-p: field 'seed': must be an integer in [0, inf], got -1"),
     ("seed", "[1", "-p: field 'seed': malformed value '[1'"),

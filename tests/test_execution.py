@@ -178,7 +178,7 @@ def test_an_unknown_backend_fails_in_one_line_before_any_cell(tmp_path):
         assert proc.returncode == 1
         lines = proc.stderr.strip().splitlines()
         assert len(lines) == 1 and lines[0].startswith("mechaudit: error: "), proc.stderr
-        assert "field 'backend': 'antropic' is not a backend; choose one of reference, anthropic, replay" in lines[0]
+        assert "field 'backend': must be one of 'reference', 'anthropic', 'replay', got 'antropic'" in lines[0]
         assert not (tmp_path / "out").exists()  # no chapter started
 
 

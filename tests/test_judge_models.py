@@ -205,7 +205,7 @@ def test_estimate_range_over_models():
         "sonnet": [False, False, True, True, True, True, False, True],  # fss 50 %, mss 25 %
         "gpt": [False, False, False, False, None, None, None, None],  # fss 100 %, mss undecided
     })
-    per_model = percent_different(verdicts.T, kinds, order=["fss", "mss"]).T  # models x kinds
+    per_model = percent_different(verdicts.T, kinds=kinds, order=["fss", "mss"]).T  # models x kinds
     ranges = estimate_range(per_model)
     assert ranges.loc["fss", ["low", "high", "spread"]].tolist() == pytest.approx([50.0, 100.0, 50.0])
     assert (ranges.loc["fss", "model_low"], ranges.loc["fss", "model_high"]) == ("sonnet", "gpt")

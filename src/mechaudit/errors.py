@@ -96,4 +96,34 @@ def warn(message: str, *, file: str | Path | None = None, line: int | None = Non
           file=stream if stream is not None else sys.stderr, flush=True)
 
 
-__all__ = ["MechauditError", "check_range", "describe", "error_line", "location", "warn"]
+_SHOWN: set[str] = set()
+
+
+def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    """``warnings.showwarning`` for ``use_warning_style``: the project's own warnings as one line
+    ``mechaudit: warning: ...``, each text once per process; other warnings as Python shows them."""
+    if not category.__module__.startswith(f"{PREFIX}."):
+        _PYTHON_SHOWWARNING(message, category, filename, lineno, file, line)
+        return
+    text = " ".join(str(message).split())
+    if text not in _SHOWN:
+        _SHOWN.add(text)
+        print(f"{PREFIX}: warning: {text}", file=file if file is not None else sys.stderr, flush=True)
+
+
+_PYTHON_SHOWWARNING = None
+
+
+def use_warning_style() -> None:
+    """Show the warnings of mechaudit's own classes (a torn cache line, a vanished batch) once each,
+    in the one-line ``mechaudit: warning:`` style, however many times and from wherever they are
+    raised. The command line calls it, and so does every chapter's set-up (in its kernel)."""
+    import warnings
+
+    global _PYTHON_SHOWWARNING
+    if warnings.showwarning is not _show_warning:
+        _PYTHON_SHOWWARNING = warnings.showwarning
+        warnings.showwarning = _show_warning
+
+
+__all__ = ["MechauditError", "check_range", "describe", "error_line", "location", "warn", "use_warning_style"]

@@ -15,6 +15,7 @@ the defaults leaves the notebook's cells exactly those of its source.
 from __future__ import annotations
 
 import ast
+import contextlib
 import functools
 import os
 import shutil
@@ -91,14 +92,42 @@ def toc_chapters(toc: Path = REPO_ROOT / "_toc.yml") -> list[Chapter]:
 
 
 def resolve_chapter(name: str | Path, chapters: Iterable[Chapter] | None = None) -> Chapter:
-    """A chapter from a path (``notebooks/01_problem.py`` or ``.ipynb``) or a stem (``01_problem``)."""
+    """A chapter from a path (``notebooks/01_problem.py`` or ``.ipynb``) or a stem (``01_problem``);
+    an unknown name is a ``ParameterError`` listing the chapters, with the closest as "did you mean"."""
     path = Path(name)
     if path.suffix in {".py", ".ipynb"} and path.with_suffix(".py").exists():
         return Chapter(path.with_suffix(".py").resolve())
-    for chapter in chapters if chapters is not None else toc_chapters():
+    chapters = list(chapters) if chapters is not None else toc_chapters()
+    for chapter in chapters:
         if chapter.stem == path.stem or chapter.stem.startswith(f"{path.stem}_"):
             return chapter
-    raise FileNotFoundError(f"no notebook source for {str(name)!r} (expected notebooks/NN_topic.py)")
+    stems = [c.stem for c in chapters]
+    hint = _hint(path.stem, stems) or "; the chapters are " + ", ".join(stems)
+    raise ParameterError(f"no chapter {str(name)!r}{hint}", field="notebooks")
+
+
+#: folders searched for a parameter set named without a path (``--params paper``)
+PARAMS_SUFFIXES = (".yaml", ".yml")
+
+
+def resolve_params_file(value: str | Path | None) -> Path | None:
+    """The parameter-set file ``--params`` names: an existing file as given, else a set shipped in
+    ``params/`` by name (``paper``, ``paper.yaml``, ``params/paper.yaml``), so the shipped sets work
+    from any folder. Anything else is a ``ParameterError`` listing the shipped sets."""
+    if value is None:
+        return None
+    path = Path(value).expanduser()
+    if path.is_file():
+        return path
+    name = path.name if path.parent in (Path("."), Path("params")) else None
+    if name is not None:
+        for candidate in (PARAMS_DIR / name, *(PARAMS_DIR / f"{name}{s}" for s in PARAMS_SUFFIXES)):
+            if candidate.is_file():
+                return candidate
+    shipped = sorted(p.stem for p in PARAMS_DIR.glob("*.yaml") if p.name != "prices.yaml")
+    what = "is a folder" if path.is_dir() else "does not exist"
+    raise ParameterError(f"{value} {what}: give a parameter-set file or the name of a shipped set "
+                         f"({', '.join(shipped)}){_hint(path.stem, shipped)}", field="--params")
 
 
 def notebook_parameters(source: Path) -> dict[str, Any]:
@@ -195,15 +224,6 @@ def read_param_file(path: Path) -> tuple[dict[str, Any], dict[Any, int]]:
     return tree, lines
 
 
-#: Range checks by parameter name: ``(low, high)``; a name ending in ``_threshold`` is in [0, 1].
-RANGES: dict[str, tuple[float | None, float | None]] = {
-    "seed": (0, None), "max_usd": (0, None), "alpha": (0, 1), "power_level": (0, 1), "tie_rate": (0, 1),
-    "json_retries": (0, None),
-}
-#: parameters whose notebook default is None but whose value, when given, has a fixed type
-NULLABLE: dict[str, Any] = {"compare_paper": True}
-
-
 def _kind(value: Any) -> str:
     if isinstance(value, bool):
         return "a boolean (true/false)"
@@ -244,26 +264,25 @@ def _fits(value: Any, default: Any) -> bool:
 
 
 def check_value(name: str, value: Any, default: Any, *, file: str | Path | None = None,
-                line: int | None = None, field: str | None = None) -> None:
-    """Raise ``ParameterError`` unless ``value`` suits parameter ``name`` whose notebook default is
-    ``default``: the same type (an int counts as a number; lists item by item; anything when the
-    default is None) and, for the names in ``RANGES`` and ``*_threshold``, in range."""
+                line: int | None = None, field: str | None = None, stem: str | None = None) -> None:
+    """Raise ``ParameterError`` unless ``value`` suits parameter ``name`` of chapter ``stem``: its
+    declaration in ``mechaudit.paramspec`` (type, range, choices, list items), or, for a name
+    declared nowhere (a notebook outside the book), the type of its notebook ``default`` (an int
+    counts as a number; lists item by item; anything when the default is None)."""
+    from mechaudit import paramspec
+
     field = field or name
-    if default is None and value is not None and name in NULLABLE:
-        default = NULLABLE[name]
+    spec = paramspec.spec_for(stem, name)
+    if spec is not None:
+        why = paramspec.problem(value, spec, default)
+        if why is not None:
+            raise ParameterError(why, file=file, line=line, field=field)
+        return
     if not _fits(value, default):
         want = _kind(default) + (f" of {_kind(default[0]).split(' ', 1)[1]}s" if isinstance(default, list)
                                  and default and len({_kind(d) for d in default}) == 1 else "")
         raise ParameterError(f"must be {want} like the default {default!r}, got {value!r}",
                              file=file, line=line, field=field)
-    bounds = RANGES.get(name, (0, 1) if name.endswith("_threshold") else None)
-    if bounds is not None and value is not None:
-        from mechaudit.errors import check_range
-
-        try:
-            check_range(value, field, *bounds, integer=isinstance(default, int), where=file, line=line)
-        except MechauditError as err:
-            raise ParameterError(err.message, file=file, line=line, field=field) from None
 
 
 def _hint(name: str, known: Iterable[str]) -> str:
@@ -277,7 +296,7 @@ def check_param_file(path: Path, chapters: Iterable[Chapter] | None = None) -> N
     """Check a whole parameter-set file before any cell runs: every section is ``common``, one of
     ``EXTRA_SECTIONS`` or a chapter stem; every name under ``common`` is defined by some chapter
     and every name under a chapter's section by that chapter; every value suits the parameter
-    (``check_value``, ``check_backend``). Raises ``ParameterError`` naming file, line and field."""
+    (``check_value``). Raises ``ParameterError`` naming file, line and field."""
     tree, lines = read_param_file(path)
     defined = {c.stem: notebook_parameters(c.source) for c in (chapters if chapters is not None else toc_chapters())}
     for section, values in tree.items():
@@ -290,7 +309,9 @@ def check_param_file(path: Path, chapters: Iterable[Chapter] | None = None) -> N
             continue
         scope = defined if section == "common" else {section: defined[section]}
         for name, value in (values or {}).items():
-            owners = [d for d in scope.values() if name in d]
+            if section == "common" and name in RUN_PARAMETERS:
+                continue  # checked by run_settings
+            owners = [(stem, d) for stem, d in scope.items() if name in d]
             line, fld = lines.get((section, str(name))), str(name)
             if not owners:
                 names = sorted({n for d in scope.values() for n in d})
@@ -298,9 +319,8 @@ def check_param_file(path: Path, chapters: Iterable[Chapter] | None = None) -> N
                        else f"unknown parameter: {section} does not define it")
                 raise ParameterError(f"{who}{_hint(str(name), names)}",
                                      file=path, line=line, field=fld)
-            for d in owners:
-                check_value(name, value, d[name], file=path, line=line, field=fld)
-            check_backend({name: value}, str(path), line=line, field=fld)
+            for stem, d in owners:
+                check_value(name, value, d[name], file=path, line=line, field=fld, stem=stem)
 
 
 def load_param_set(path: Path, stem: str, defined: dict[str, Any]) -> dict[str, Any]:
@@ -320,7 +340,7 @@ def load_param_set(path: Path, stem: str, defined: dict[str, Any]) -> dict[str, 
     values.update(section)
     for name, value in values.items():
         where = stem if name in section else "common"
-        check_value(name, value, defined[name], file=path, line=lines.get((where, str(name))))
+        check_value(name, value, defined[name], file=path, line=lines.get((where, str(name))), stem=stem)
     return values
 
 
@@ -361,18 +381,6 @@ def absolutize_paths(values: dict[str, Any], base: Path) -> dict[str, Any]:
     return out
 
 
-def check_backend(values: dict[str, Any], where: str, line: int | None = None, field: str = "backend") -> None:
-    """Validate a ``backend`` value (``mechaudit.backends.Backend``) before any cell runs."""
-    if "backend" in values:
-        from mechaudit.backends import CHOICES, Backend, BackendError
-
-        try:
-            Backend.parse(values["backend"])
-        except BackendError:
-            raise ParameterError(f"{values['backend']!r} is not a backend; choose one of {', '.join(CHOICES)}",
-                                 file=where, line=line, field=field) from None
-
-
 def resolve_parameters(
     chapter: Chapter, params_file: Path | None = DEFAULT_PARAMS, overrides: dict[str, Any] | None = None,
     cwd: Path | None = None,
@@ -381,12 +389,11 @@ def resolve_parameters(
 
     Relative folder/file values are made absolute (``absolutize_paths``): overrides against ``cwd``
     (default: the current working directory), file values against the file's folder. A ``backend``
-    that is not a known backend raises ``ParameterError``.
+    that does not suit its declaration (``check_value``) raises ``ParameterError``.
     """
     defined = notebook_parameters(chapter.source)
     values = load_param_set(params_file, chapter.stem, defined) if params_file else {}
     if params_file:
-        check_backend(values, str(params_file))
         values = absolutize_paths(values, Path(params_file).resolve().parent)
     overrides = overrides or {}
     unknown = sorted(set(overrides) - set(defined))
@@ -394,9 +401,8 @@ def resolve_parameters(
         raise ParameterError(
             f"unknown parameter: {chapter.stem} does not define it{_hint(unknown[0], defined)} "
             f"(it defines: {', '.join(defined)})", file="-p", field=unknown[0])
-    check_backend(overrides, "-p")
     for name, value in overrides.items():
-        check_value(name, value, defined[name], file="-p")
+        check_value(name, value, defined[name], file="-p", stem=chapter.stem)
     values.update(absolutize_paths(overrides, Path(cwd) if cwd is not None else Path.cwd()))
     return {k: v for k, v in values.items() if not (defined[k] == v and type(defined[k]) is type(v))}
 
@@ -413,12 +419,18 @@ def execute_chapter(
     chapter: Chapter,
     parameters: dict[str, Any] | None = None,
     out_dir: Path | None = None,
+    *,
+    env: dict[str, str] | None = None,
+    rename: dict[str, str] | None = None,
 ) -> Path:
     """Execute one chapter with papermill and return the path of the executed notebook.
 
-    The notebook runs in ``notebooks/`` with ``KERNEL_ENV`` set; it is written to a temporary file
+    The notebook runs in ``notebooks/`` with ``KERNEL_ENV`` (and ``env``) set, in a kernel reached
+    over IPC sockets (no TCP ports, no unencrypted-TCP warning); it is written to a temporary file
     first and moved into place only when every cell succeeded, so a failure never clobbers the
-    committed reference.
+    committed reference. ``rename`` maps a string of the injected-parameters cell to the one the
+    saved notebook shows (a staged output folder to its final name). Ctrl-C stops the kernel
+    quietly and raises ``KeyboardInterrupt``.
     """
     jupytext, nbformat, papermill = book_tools()
 
@@ -432,29 +444,77 @@ def execute_chapter(
         src = Path(tmp) / f"{chapter.stem}.in.ipynb"
         out = Path(tmp) / f"{chapter.stem}.ipynb"
         nbformat.write(nb, src)
-        saved = {k: os.environ.get(k) for k in KERNEL_ENV}
-        os.environ.update(KERNEL_ENV)
-        try:
-            papermill.execute_notebook(
-                str(src), str(out), parameters=parameters or {}, kernel_name=KERNEL,
-                cwd=str(chapter.source.parent), progress_bar=False, log_output=False,
-            )
-        except papermill.PapermillExecutionError as err:
-            raise NotebookExecutionError(
-                f"{chapter.source.name}: cell {err.cell_index} (execution count {err.exec_count}) raised "
-                f"{err.ename}: {err.evalue}"
-            ) from None
-        finally:
-            for key, value in saved.items():
-                if value is None:
-                    os.environ.pop(key, None)
-                else:
-                    os.environ[key] = value
+        with _environment({**KERNEL_ENV, **(env or {})}), _quiet_interrupt():
+            try:
+                papermill.execute_notebook(
+                    str(src), str(out), parameters=parameters or {}, kernel_name=KERNEL,
+                    cwd=str(chapter.source.parent), progress_bar=False, log_output=False, config=_kernel_config(),
+                )
+            except papermill.PapermillExecutionError as err:
+                raise NotebookExecutionError(
+                    f"{chapter.source.name}: cell {err.cell_index} (execution count {err.exec_count}) raised "
+                    f"{err.ename}: {err.evalue}"
+                ) from None
         executed = nbformat.read(out, as_version=4)
         _strip_volatile_metadata(executed)
+        _rename_injected(executed, rename or {})
         nbformat.write(executed, out)
         shutil.move(str(out), target)
     return target
+
+
+def _kernel_config():
+    """The kernel manager's configuration: IPC transport (Unix sockets beside the connection file)."""
+    from traitlets.config import Config
+
+    return Config({"KernelManager": {"transport": "ipc"}}) if os.name == "posix" else Config()
+
+
+@contextlib.contextmanager
+def _environment(values: dict[str, str]):
+    """Set ``values`` in ``os.environ`` for the block (the kernel inherits them), then restore."""
+    saved = {k: os.environ.get(k) for k in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+#: loggers of the kernel client: what they report reaches us as an exception (one line), so their
+#: own lines (e.g. "Kernel died while waiting for execute reply" after Ctrl-C) are not shown
+CLIENT_LOGGERS = ("papermill", "nbclient", "traitlets", "asyncio")
+
+
+@contextlib.contextmanager
+def _quiet_interrupt():
+    """Run the block with the kernel client's loggers silenced; on Ctrl-C also silence what its
+    threads and sockets print while they shut down, then re-raise ``KeyboardInterrupt``."""
+    import logging
+    import threading
+
+    levels = {name: logging.getLogger(name).level for name in CLIENT_LOGGERS}
+    for name in CLIENT_LOGGERS:
+        logging.getLogger(name).setLevel(logging.CRITICAL + 1)
+    try:
+        yield
+    except KeyboardInterrupt:
+        sys.unraisablehook = threading.excepthook = lambda *_: None  # the process is about to exit
+        raise
+    finally:
+        for name, level in levels.items():
+            logging.getLogger(name).setLevel(level)
+
+
+def _rename_injected(nb, rename: dict[str, str]) -> None:
+    for cell in nb.cells:
+        if "injected-parameters" in cell.metadata.get("tags", []):
+            for old, new in rename.items():
+                cell.source = cell.source.replace(old, new)
 
 
 def inject_out_dir(chapter: Chapter, params: dict[str, Any], out_dir: Path | None,
@@ -469,6 +529,46 @@ def inject_out_dir(chapter: Chapter, params: dict[str, Any], out_dir: Path | Non
     return {**params, "out_dir": str((Path(out_dir) / chapter.stem).resolve())}
 
 
+#: parameters of the whole run, accepted by ``-p`` (and under ``common`` in a parameter file) for
+#: every chapter: ``llm_base_url`` names an OpenAI-compatible server (set as ``OPENAI_BASE_URL`` in
+#: the chapters' kernels)
+RUN_PARAMETERS = ("llm_base_url",)
+
+
+def run_settings(overrides: dict[str, Any], params_file: Path | None) -> dict[str, Any]:
+    """Pop the run parameters (``RUN_PARAMETERS``) from ``overrides`` (they win) and read them from
+    ``common`` of ``params_file``; a value that is not an http(s) URL is a ``ParameterError``."""
+    from mechaudit.llm.providers import normalize_endpoint
+
+    common = (read_param_file(params_file)[0].get("common") or {}) if params_file else {}
+    settings = {}
+    for name in RUN_PARAMETERS:
+        value = overrides.pop(name, common.get(name))
+        if value is not None:
+            try:
+                value = normalize_endpoint(value) if isinstance(value, str) else normalize_endpoint(repr(value))
+            except ValueError as err:
+                raise ParameterError(str(err), field=name) from None
+        settings[name] = value
+    return settings
+
+
+def check_budget_args(max_usd: Any, allow_unpriced: bool) -> float | None:
+    """``max_usd`` as a float: a finite number > 0 (or None); ``--allow-unpriced`` never with it."""
+    from mechaudit import paramspec
+
+    if max_usd is None:
+        return None
+    why = paramspec.problem(max_usd, paramspec.SHARED["max_usd"])
+    if why is not None:
+        raise ParameterError(why, field="--max-usd")
+    if allow_unpriced:
+        raise ParameterError("cannot be combined with --max-usd: a budget cannot be kept for a model without a "
+                             "price; give the model a price (params/prices.yaml or --prices) instead",
+                             field="--allow-unpriced")
+    return float(max_usd)
+
+
 def execute_chapters(
     names: Iterable[str | Path] = (),
     params_file: Path | None = DEFAULT_PARAMS,
@@ -480,38 +580,37 @@ def execute_chapters(
     batch: bool | None = None,
     confirm: Callable[[str], bool] | None = None,
     dry_run: bool = False,
+    prices: Path | None = None,
+    allow_unpriced: bool = False,
 ) -> list[Path]:
     """Execute the named chapters (default: every chapter in TOC order), one progress line each.
 
-    LLM runs (a chapter with backend anthropic or replay): ``max_usd`` is a budget for the whole run
-    (each chapter that defines ``max_usd`` gets what is left; ``max_usd`` in the parameter file or
-    ``-p`` counts the same way); ``batch`` sets ``llm_batch`` of the chapters that define it. With a
-    budget, ``confirm`` or ``dry_run`` the cost estimate (``mechaudit.llm.estimate``) is printed
-    first; an estimate above the budget stops before the first request (``BudgetExceededError``),
-    ``dry_run`` stops after the estimate, and ``confirm(text)`` returning False cancels. After the
-    last chapter the run's LLM total (requests sent, tokens, USD) is printed.
+    Everything is checked before the first kernel starts: parameters (``mechaudit.paramspec``),
+    data folders and files, the paper switch and run folders (``mechaudit.preflight``), and for a
+    run that would send LLM requests the prices and API keys (``RunAccount``): a model without a
+    price is refused unless ``allow_unpriced`` (never with a budget). ``max_usd`` (a finite number
+    > 0) is a budget for the whole run (each chapter that defines ``max_usd`` gets what is left;
+    ``-p max_usd`` counts the same way); ``batch`` sets ``llm_batch``; ``prices`` is a price table
+    for the estimate, the ledgers and the kernels. With a budget, ``confirm`` or ``dry_run`` the
+    cost estimate is printed first; an estimate above the budget stops before the first request
+    (``BudgetExceededError``), ``dry_run`` stops after the estimate, and ``confirm(text)`` returning
+    False cancels. After the last chapter the run's LLM total is printed.
     """
-    from mechaudit.llm import usage
-
     overrides = dict(overrides or {})
     if max_usd is None and overrides.get("max_usd") is not None:
-        max_usd = float(overrides.pop("max_usd"))
+        max_usd = overrides.pop("max_usd")
+    max_usd = check_budget_args(max_usd, allow_unpriced)
     paths.require_root()  # no project folder: one line naming MECHAUDIT_ROOT
+    params_file = resolve_params_file(params_file)
+    settings = run_settings(overrides, params_file)
     chapters = [resolve_chapter(n) for n in names] or toc_chapters()
     _check_out_dir(out_dir, chapters)
     if params_file:
-        check_param_file(Path(params_file), {**{c.stem: c for c in toc_chapters()},
-                                             **{c.stem: c for c in chapters}}.values())
+        _check_whole_file(params_file, chapters, stream)
     plans = [(c, resolve_parameters(c, params_file, overrides)) for c in chapters]  # fail before running
-    run = usage.RunAccount.plan(plans, params_file, overrides, max_usd=max_usd, batch=batch)
-    if run.llm and (max_usd is not None or confirm is not None or dry_run):
-        run.check_estimate(stream)  # prints the estimate; raises BudgetExceededError above the budget
-        if dry_run:
-            return []
-        if confirm is not None and not confirm(run.prompt()):
-            raise usage.RunCancelled("cancelled after the estimate: nothing was sent")
-    elif dry_run:
-        print("no chapter runs an LLM backend: nothing would be sent", file=stream)
+    run = _plan_run(plans, params_file, overrides, out_dir, max_usd=max_usd, batch=batch, prices=prices,
+                    base_url=settings["llm_base_url"])
+    if not _check_money(run, stream, confirm=confirm, dry_run=dry_run, allow_unpriced=allow_unpriced):
         return []
     if out_dir is not None:
         try:
@@ -519,12 +618,73 @@ def execute_chapters(
         except OSError as err:
             raise ParameterError(f"cannot create the folder {out_dir}: {err.strerror or err}",
                                  field="--out") from None
+    env = _kernel_env(prices, settings["llm_base_url"])
     try:
-        return [_execute_one(i, len(plans), chapter, params, run, out_dir, overrides, stream)
+        return [_execute_one(i, len(plans), chapter, params, run, out_dir, overrides, stream, env)
                 for i, (chapter, params) in enumerate(plans, start=1)]
     finally:
         if run.llm:
             print(run.total_line(), file=stream, flush=True)
+
+
+def _check_whole_file(params_file: Path, chapters: list[Chapter], stream) -> None:
+    """``check_param_file`` over the book's chapters (and any others run); an empty file warns."""
+    from mechaudit.errors import warn
+
+    check_param_file(params_file, {**{c.stem: c for c in toc_chapters()}, **{c.stem: c for c in chapters}}.values())
+    if not any(read_param_file(params_file)[0].values()):
+        warn("the parameter file sets nothing: every chapter runs with its own defaults", file=params_file,
+             stream=stream)
+
+
+def _plan_run(plans, params_file, overrides, out_dir, **account):
+    """The run's ``RunAccount`` after every check that needs no kernel (``mechaudit.preflight``)."""
+    from mechaudit import preflight
+    from mechaudit.llm import usage
+
+    run = usage.RunAccount.plan(plans, params_file, overrides, **account)
+    preflight.check_plans(plans, run.full)
+    for chapter, params in plans:
+        target = inject_out_dir(chapter, params, out_dir, overrides).get("out_dir")
+        if target is not None:
+            preflight.check_out_folder(Path(target), "--out" if "out_dir" not in params else "out_dir")
+    return run
+
+
+def _check_money(run, stream, *, confirm, dry_run: bool, allow_unpriced: bool) -> bool:
+    """The LLM checks before sending: estimate (printed with a budget, ``confirm`` or ``dry_run``),
+    prices, keys, budget and the question. False when the run stops here (``dry_run``)."""
+    from mechaudit.llm import usage
+
+    shown = run.max_usd is not None or confirm is not None or dry_run
+    if not run.llm:
+        if dry_run:
+            print("no chapter runs an LLM backend: nothing would be sent", file=stream)
+        return not dry_run
+    if dry_run:
+        run.print_estimate(stream)
+        return False
+    if run.live:
+        run.check_prices(allow_unpriced)  # UnpricedModelError: one line, nothing sent
+        run.check_keys()  # MissingAPIKeyError before any kernel
+    if shown:
+        run.print_estimate(stream)
+        run.check_budget()
+        if confirm is not None and not confirm(run.prompt()):
+            raise usage.RunCancelled("cancelled after the estimate: nothing was sent")
+    return True
+
+
+def _kernel_env(prices: Path | None, base_url: str | None) -> dict[str, str]:
+    """Environment for the kernels besides ``KERNEL_ENV``: the price table and the custom server."""
+    from mechaudit.llm.providers import OPENAI_BASE_URL_ENV
+
+    env = {}
+    if prices is not None:
+        env[paths.PRICES_ENV] = str(Path(prices).expanduser().resolve())
+    if base_url is not None:
+        env[OPENAI_BASE_URL_ENV] = base_url
+    return env
 
 
 def _check_out_dir(out_dir: Path | None, chapters: list[Chapter]) -> None:
@@ -538,18 +698,57 @@ def _check_out_dir(out_dir: Path | None, chapters: list[Chapter]) -> None:
 
 
 def _execute_one(i: int, n: int, chapter: Chapter, params: dict[str, Any], run, out_dir: Path | None,
-                 overrides: dict[str, Any], stream) -> Path:
-    """Execute chapter ``i`` of ``n`` within the run's budget, with a progress line before and after."""
+                 overrides: dict[str, Any], stream, env: dict[str, str]) -> Path:
+    """Execute chapter ``i`` of ``n`` within the run's budget, with a progress line before and after.
+
+    The chapter's output folder (``out_dir``) is written as a temporary sibling and moved into place
+    only when every cell succeeded; an earlier folder of that name is then replaced whole."""
     params = run.inject(chapter, params)
     params = inject_out_dir(chapter, params, out_dir, overrides)
     shown = ", ".join(f"{k}={v!r}" for k, v in params.items()) or "defaults"
     print(f"[{i}/{n}] {chapter.stem} ({shown}) ...", file=stream, flush=True)
     start = time.perf_counter()
-    with run.chapter(chapter):
-        path = execute_chapter(chapter, params, out_dir)
+    final = Path(params["out_dir"]) if params.get("out_dir") else None
+    stage = _stage_folder(final) if final is not None else None
+    try:
+        with run.chapter(chapter):
+            staged = {**params, "out_dir": str(stage)} if stage is not None else params
+            path = execute_chapter(chapter, staged, out_dir, env=env,
+                                   rename={str(stage): str(final)} if stage is not None else None)
+    except BaseException:
+        if stage is not None:
+            shutil.rmtree(stage, ignore_errors=True)
+        raise
+    if final is not None and _place(stage, final):
+        print(f"[{i}/{n}] {chapter.stem}: {_display_path(final)} held an earlier run: replaced whole",
+              file=stream, flush=True)
     print(f"[{i}/{n}] {chapter.stem} done in {time.perf_counter() - start:.1f} s -> {_display_path(path)}",
           file=stream, flush=True)
     return path
+
+
+def _stage_folder(final: Path) -> Path:
+    """A new empty folder beside ``final`` (same file system, so the final move is a rename)."""
+    import uuid
+
+    final.parent.mkdir(parents=True, exist_ok=True)
+    stage = final.parent / f".{final.name}.partial-{uuid.uuid4().hex[:12]}"
+    stage.mkdir()
+    return stage
+
+
+def _place(stage: Path, final: Path) -> bool:
+    """Move the finished ``stage`` folder to ``final``, marked as a run folder (``RUN_MARK``);
+    True if an earlier ``final`` was replaced."""
+    from mechaudit.preflight import RUN_MARK
+
+    (stage / RUN_MARK).write_text("written by mechaudit execute; replaced whole by the next run\n",
+                                  encoding="utf-8")
+    replaced = final.exists()
+    if replaced:
+        shutil.rmtree(final)
+    os.replace(stage, final)
+    return replaced
 
 
 def _display_path(path: Path) -> str:

@@ -187,13 +187,27 @@ def _decimals(paper_value: Any) -> int:
 
 
 def compare_paper_default(compare_paper: bool | None, data_dir: Any) -> bool:
-    """Whether a chapter shows the paper's numbers: ``compare_paper`` if given, else only on the
-    shipped data (``data_dir`` None). On a user's own data the paper's markers mean nothing."""
-    if compare_paper is None:
-        return data_dir is None
-    if not isinstance(compare_paper, bool):
+    """Whether a chapter shows the paper's numbers (comparison tables, markers, calibration):
+    only on the shipped benchmark, recognised by content (``paths.is_shipped_benchmark``), whatever
+    route selected the data (``data_dir``, ``MECHAUDIT_DATA``). ``compare_paper`` None follows the
+    data; false switches the comparison off; true on other data raises ``MechauditError``, since
+    the paper's numbers mean nothing there."""
+    from mechaudit.paths import is_shipped_benchmark
+
+    if compare_paper is not None and not isinstance(compare_paper, bool):
         raise TypeError(f"compare_paper must be true, false or null, not {compare_paper!r}")
-    return compare_paper
+    shipped = is_shipped_benchmark(data_dir)
+    if compare_paper and not shipped:
+        raise MechauditError(f"compare_paper is true, but {_data_name(data_dir)} is not the shipped benchmark "
+                             "(its files differ from data/benchmark.sha256): the paper's numbers belong to the "
+                             "shipped data only; leave compare_paper unset or false", field="compare_paper")
+    return shipped if compare_paper is None else compare_paper
+
+
+def _data_name(data_dir: Any) -> str:
+    from mechaudit.paths import DATA_DIR
+
+    return f"the data folder {data_dir if data_dir is not None else DATA_DIR}"
 
 
 __all__ = ["entries", "entry", "reported", "label", "ComparisonTable", "compare", "format_p", "compare_paper_default"]

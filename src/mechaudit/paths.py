@@ -11,7 +11,8 @@ The project root is the first of
    ``importlib.resources``): a normal ``pip install`` carries the open data, the parameter sets
    and the chapter sources, so every command works from any folder.
 
-``MECHAUDIT_DATA`` in the environment points the loaders at another data folder.
+``MECHAUDIT_DATA`` in the environment points the loaders at another data folder;
+``MECHAUDIT_PRICES`` at another price table than ``params/prices.yaml`` (``prices_path``).
 
 Caches (the LLM response cache ``llm_cache`` and the embedding cache ``embedding_cache``) live in
 the folder ``cache_path`` names: ``MECHAUDIT_CACHE`` in the environment if set; otherwise, in a
@@ -34,6 +35,10 @@ ROOT_ENV = "MECHAUDIT_ROOT"
 SHIPPED = "_project"
 #: environment variable naming the folder for the LLM response and embedding caches
 CACHE_ENV = "MECHAUDIT_CACHE"
+#: environment variable naming the data folder the loaders read by default
+DATA_ENV = "MECHAUDIT_DATA"
+#: environment variable naming the price table (``mechaudit execute --prices`` sets it for kernels)
+PRICES_ENV = "MECHAUDIT_PRICES"
 
 
 class ProjectRootError(MechauditError):
@@ -75,7 +80,7 @@ except ProjectRootError as _err:  # reported by require_root() when a command ne
 
 #: True when the files come from the installed package (read-only: executed notebooks need --out)
 PACKAGED = REPO_ROOT == shipped_root()
-DATA_DIR = Path(os.environ.get("MECHAUDIT_DATA", REPO_ROOT / "data"))
+DATA_DIR = Path(os.environ.get(DATA_ENV, REPO_ROOT / "data"))
 PARAMS_DIR = REPO_ROOT / "params"
 NOTEBOOKS_DIR = REPO_ROOT / "notebooks"
 
@@ -90,6 +95,13 @@ def require_root() -> Path:
 def data_path(*parts: str) -> Path:
     """Path of a file under the data folder (``DATA_DIR``)."""
     return DATA_DIR.joinpath(*parts)
+
+
+def prices_path(environ: os._Environ | dict[str, str] | None = None) -> Path:
+    """The price table in use: the file ``MECHAUDIT_PRICES`` names, else ``params/prices.yaml``."""
+    environ = os.environ if environ is None else environ
+    explicit = environ.get(PRICES_ENV)
+    return Path(explicit).expanduser() if explicit else PARAMS_DIR / "prices.yaml"
 
 
 def user_cache_dir(environ: os._Environ | dict[str, str] | None = None) -> Path:
@@ -111,6 +123,40 @@ def cache_path(name: str, environ: os._Environ | dict[str, str] | None = None, *
     if PACKAGED if packaged is None else packaged:
         return user_cache_dir(environ) / name
     return data_path(name)
+
+
+#: the files of a benchmark folder (``book/data.md``): the three sources and the perturbation suite
+BENCHMARK_FILES = ("vocabulary.yaml", "instances.yaml", "hypotheses.jsonl", "perturbations.jsonl")
+#: ``sha256sum`` lines of the shipped benchmark's files: the data the paper's numbers belong to
+SHIPPED_MANIFEST = "benchmark.sha256"
+
+
+def file_sha256(path: Path) -> str:
+    """sha256 of a text file with line endings normalised to ``\\n`` (a checkout with CRLF endings
+    has the same identity)."""
+    import hashlib
+
+    return hashlib.sha256(Path(path).read_bytes().replace(b"\r\n", b"\n")).hexdigest()
+
+
+def benchmark_manifest(folder: str | Path) -> str:
+    """The ``sha256sum``-style manifest of the benchmark files in ``folder`` (a missing file is left
+    out): what ``data/benchmark.sha256`` holds for the shipped data."""
+    folder = Path(folder)
+    return "".join(f"{file_sha256(folder / name)}  {name}\n" for name in BENCHMARK_FILES
+                   if (folder / name).is_file())
+
+
+def is_shipped_benchmark(data_dir: str | Path | None = None) -> bool:
+    """True when the benchmark a chapter reads is the shipped one, by content: ``data_dir`` (None:
+    the default data folder, ``MECHAUDIT_DATA`` if set) holds exactly the files listed in the
+    shipped ``data/benchmark.sha256`` with the same contents. Whatever route chose the folder, only
+    the book's own benchmark gets the paper's numbers."""
+    folder = Path(data_dir).expanduser() if data_dir is not None else DATA_DIR
+    manifest = REPO_ROOT / "data" / SHIPPED_MANIFEST
+    if not folder.is_dir() or not manifest.is_file():
+        return False
+    return benchmark_manifest(folder) == manifest.read_text(encoding="utf-8")
 
 
 #: the example data set the tutorial chapter (``notebooks/09_your_data.py``) audits by default

@@ -317,7 +317,7 @@ def _check_entities(hypotheses: Sequence[Hypothesis], vocab: Vocabulary, which: 
                                      "does not have: pass your vocabulary (vocabulary=..., --vocabulary FILE)")
 
 
-def make_suite(hypotheses: Sequence[Hypothesis], kinds: Sequence[str] = KINDS, seed: int = 0,
+def make_suite(hypotheses: Sequence[Hypothesis], *, kinds: Sequence[str] = KINDS, seed: int = 0,
                vocabulary: Vocabulary | None = None, progress: bool = False
                ) -> list[dict[str, Any]]:
     """Every hypothesis perturbed once per kind (kind-major order), checked and labelled.

@@ -124,7 +124,7 @@ def axis_placeholder(backend: str, models: Sequence[str]) -> pd.DataFrame:
     return pd.DataFrame({"status": [f"not run: {why}"]}, index=pd.Index(["judge models"], name="axis"))
 
 
-def judge_model_axis(pairs: Sequence[Pair], kinds: Sequence[str], first: LLMDecisions, models: Sequence[str], *,
+def judge_model_axis(pairs: Sequence[Pair], first: LLMDecisions, models: Sequence[str], *, kinds: Sequence[str],
                      backend: str, rubric: str, orders: Sequence[str], early_stop: bool, instances
                      ) -> tuple[pd.DataFrame | None, pd.DataFrame | None, pd.DataFrame]:
     """The same pairs through every further model of ``models`` (``models[0]`` gave ``first``).
@@ -138,12 +138,12 @@ def judge_model_axis(pairs: Sequence[Pair], kinds: Sequence[str], first: LLMDeci
     more = judge_each_model(pairs, models[1:], backend=backend, client=first.client, rubric=rubric,
                             orders=orders, early_stop=early_stop, instances=instances)
     verdicts = verdict_matrix({models[0]: first.same, **{m: majority(c, len(pairs))["same"] for m, c in more.items()}})
-    per_model = percent_different(verdicts.T, kinds, order=KINDS).T  # models x kinds
+    per_model = percent_different(verdicts.T, kinds=kinds, order=KINDS).T  # models x kinds
     agreement = model_agreement(verdicts).set_index(["model_a", "model_b"]).round(3)
     return agreement, per_model.round(1), estimate_range(per_model).round(1)
 
 
-def percent_table(pct: pd.DataFrame, kinds: Sequence[str], llm_run: bool) -> pd.DataFrame:
+def percent_table(pct: pd.DataFrame, *, kinds: Sequence[str], llm_run: bool) -> pd.DataFrame:
     """``pct`` (kinds x rules, %) for display: rounded, the number of pairs per kind first, and a
     short "not run" (offline) or "undecided" where a rule has no value."""
     table = pct.round(1).astype(object).where(pct.notna(), "undecided" if llm_run else "not run")
@@ -151,14 +151,15 @@ def percent_table(pct: pd.DataFrame, kinds: Sequence[str], llm_run: bool) -> pd.
     return table
 
 
-def pooled_percent(decisions: pd.DataFrame, kinds: Sequence[str]) -> pd.DataFrame:
+def pooled_percent(decisions: pd.DataFrame, *, kinds: Sequence[str]) -> pd.DataFrame:
     """% judged different with the kinds pooled as the paper reports them: rows first_step_swapped,
     middle_step_swapped, meaning_preserving and swapped (both swap kinds)."""
     kinds = list(kinds)
-    pct = percent_different(decisions, kinds, order=KINDS)
+    pct = percent_different(decisions, kinds=kinds, order=KINDS)
     mp = np.array([k in MEANING_PRESERVING for k in kinds])
     pooled = {"meaning_preserving": mp, "swapped": ~mp}
-    rows = [percent_different(decisions[mask], [name] * int(mask.sum())) for name, mask in pooled.items() if mask.any()]
+    rows = [percent_different(decisions[mask], kinds=[name] * int(mask.sum()))
+            for name, mask in pooled.items() if mask.any()]
     return pd.concat([pct.loc[["first_step_swapped", "middle_step_swapped"]], *rows])
 
 
@@ -184,7 +185,7 @@ def paper_rows(pooled: pd.DataFrame, names: RuleSet, *, backend: str, model: str
     return rows
 
 
-def findings(pooled: pd.DataFrame, sims: pd.DataFrame, kinds: Sequence[str], names: RuleSet) -> dict[str, float]:
+def findings(pooled: pd.DataFrame, sims: pd.DataFrame, names: RuleSet, *, kinds: Sequence[str]) -> dict[str, float]:
     """The numbers the chapter's prose quotes: % different per rule and pooled kind (``fss_tfidf``,
     ``mp_embedding``, ``ref_swapped``, ...; NaN for a kind the suite lacks, None for an LLM that did
     not run) and similarity extremes of swapped pairs.
@@ -224,7 +225,7 @@ def status(backend: str, model: str) -> str:
     return headline_status(backend, model, LOCAL)
 
 
-def similarity_summary(sims: pd.DataFrame, kinds: Sequence[str]) -> pd.DataFrame:
+def similarity_summary(sims: pd.DataFrame, *, kinds: Sequence[str]) -> pd.DataFrame:
     """Mean, lowest and highest cosine per kind (rows) and similarity rule (column groups)."""
     grouped = sims.assign(kind=list(kinds)).groupby("kind").agg(["mean", "min", "max"])
     return grouped.reindex([k for k in KINDS if k in grouped.index]).round(3)

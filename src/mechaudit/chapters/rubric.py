@@ -97,14 +97,14 @@ def paper_figure_values(rubrics: Sequence[str]) -> pd.DataFrame:
     )
 
 
-def component_percent(components: pd.DataFrame, kinds: Sequence[str]) -> pd.DataFrame:
+def component_percent(components: pd.DataFrame, *, kinds: Sequence[str]) -> pd.DataFrame:
     """% of pairs whose component (initiating, route, terminal) the step judge calls different, per kind."""
     different = 100 * (1 - components[COMPONENTS].astype(float))
     table = different.groupby(pd.Series(list(kinds), name="kind")).mean()
     return table.reindex([k for k in KINDS if k in table.index]).round(1)
 
 
-def examples(pairs: Sequence[Pair], kinds: Sequence[str], components: pd.DataFrame, seed: int = 0) -> pd.DataFrame:
+def examples(pairs: Sequence[Pair], components: pd.DataFrame, *, kinds: Sequence[str], seed: int = 0) -> pd.DataFrame:
     """One pair per kind drawn with ``seed``: the text the edit changed, both chains (step texts) and
     the components the step judge calls different. Indexed by kind."""
     rng = np.random.default_rng(seed)
@@ -156,8 +156,8 @@ def order_effects(llm: RubricLLM, decisions: pd.DataFrame, rubrics: Sequence[str
     return OrderEffects(table, per, shared, vs_reference)
 
 
-def rubric_model_axis(pairs: Sequence[Pair], kinds: Sequence[str], llm: RubricLLM, rubrics: Sequence[str],
-                      models: Sequence[str], *, backend: str, orders: Sequence[str], instances
+def rubric_model_axis(pairs: Sequence[Pair], llm: RubricLLM, rubrics: Sequence[str], models: Sequence[str], *,
+                      kinds: Sequence[str], backend: str, orders: Sequence[str], instances
                       ) -> tuple[pd.DataFrame | None, pd.DataFrame]:
     """Every rubric's pairs through the further models of ``models`` (``models[0]`` gave ``llm``).
 
@@ -173,7 +173,7 @@ def rubric_model_axis(pairs: Sequence[Pair], kinds: Sequence[str], llm: RubricLL
         verdicts = verdict_matrix({models[0]: llm.decisions[f"llm {r}"],
                                    **{m: majority(c, len(pairs))["same"] for m, c in more.items()}})
         agree.append(model_agreement(verdicts).assign(rubric=r))
-        per_kind = percent_different(verdicts.T, kinds, order=KINDS).T  # models x kinds
+        per_kind = percent_different(verdicts.T, kinds=kinds, order=KINDS).T  # models x kinds
         for kind in ("first_step_swapped", "middle_step_swapped"):
             estimates[f"{r}: {kind}"] = per_kind[kind]
     table = pd.concat(agree, ignore_index=True).set_index(["rubric", "model_a", "model_b"]).round(3)
@@ -213,8 +213,8 @@ def paper_rows(pct: pd.DataFrame, effects: OrderEffects, rubrics: Sequence[str],
     return rows + [("rubric.repetition_changed", int(t["repeat changed"].sum()), "all prompts")]
 
 
-def findings(pct: pd.DataFrame, components: pd.DataFrame, pairs: Sequence[Pair], kinds: Sequence[str],
-             rubrics: Sequence[str]) -> dict[str, float | None]:
+def findings(pct: pd.DataFrame, components: pd.DataFrame, pairs: Sequence[Pair], rubrics: Sequence[str], *,
+             kinds: Sequence[str]) -> dict[str, float | None]:
     """Numbers the prose quotes: per rubric the reference judge's % different for first- and
     middle-step swaps (``ref_full_fss``, ...), and the shortest swapped chain and lowest step-overlap
     (Jaccard) index of a swapped pair (NaN or None when the suite has no pair of that kind)."""

@@ -107,9 +107,10 @@ def similarities(s: SensitivitySetup, pairs: Sequence[Pair]) -> dict[str, np.nda
     return {"tfidf": s.tfidf.similarity(pairs), "embedding": s.embedding.similarity(pairs)}
 
 
-def suite_sweep(sims: Mapping[str, np.ndarray], grids: Mapping[str, np.ndarray], kinds: Sequence[str]) -> pd.DataFrame:
+def suite_sweep(sims: Mapping[str, np.ndarray], grids: Mapping[str, np.ndarray], *, kinds: Sequence[str]
+                ) -> pd.DataFrame:
     """% judged different per rule, threshold and kind (long: rule, threshold, kind, pct_different)."""
-    return pd.concat([sweep_percent_different(sims[r], grids[r], kinds).assign(rule=r) for r in sims],
+    return pd.concat([sweep_percent_different(sims[r], grids[r], kinds=kinds).assign(rule=r) for r in sims],
                      ignore_index=True)
 
 

@@ -38,20 +38,24 @@ def main(argv: list[str] | None = None) -> int:
     on stderr (``mechaudit.errors.describe``); with ``--debug`` (before the command) the
     traceback is shown instead.
     """
-    from mechaudit.errors import error_line
+    from mechaudit.errors import error_line, use_warning_style
 
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    if getattr(args, "func", None) is None:
-        parser.print_help(sys.stderr)
-        return 2
+    debug = False
     try:
+        use_warning_style()
+        parser = build_parser()
+        args = parser.parse_args(argv)
+        debug = args.debug
+        if getattr(args, "func", None) is None:
+            parser.print_help(sys.stderr)
+            return 2
         return int(args.func(args) or 0)
-    except KeyboardInterrupt:
-        print("mechaudit: error: interrupted", file=sys.stderr)
+    except KeyboardInterrupt:  # Ctrl-C: one line, no traceback; an unfinished chapter left nothing behind
+        print("mechaudit: error: interrupted (Ctrl-C): the unfinished chapter's outputs were not kept",
+              file=sys.stderr, flush=True)
         return 130
     except Exception as err:  # noqa: BLE001 - the one error funnel of the command line
-        if args.debug:
+        if debug:
             raise
         print(error_line(err), file=sys.stderr, flush=True)
         return 1

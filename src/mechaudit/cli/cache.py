@@ -16,16 +16,25 @@ from pathlib import Path
 from typing import Any
 
 
-def _cache(args: argparse.Namespace):
+def _cache(args: argparse.Namespace, *, must_exist: bool = False):
+    """The response cache of ``--cache-dir`` (default ``data/llm_cache``); with ``must_exist`` a
+    missing folder is a one-line error instead of an empty cache."""
+    from mechaudit.errors import MechauditError
     from mechaudit.llm.cache import ResponseCache
     from mechaudit.llm.client import default_cache_dir
 
-    return ResponseCache(args.cache_dir if args.cache_dir is not None else default_cache_dir())
+    folder = Path(args.cache_dir) if args.cache_dir is not None else default_cache_dir()
+    if must_exist and not folder.is_dir():
+        what = "is not a folder" if folder.exists() else "does not exist"
+        raise MechauditError(f"{folder} {what}: no response cache there (give --cache-dir the folder a run "
+                             "cached its answers in)", field="--cache-dir")
+    return ResponseCache(folder)
 
 
 def run_export(args: argparse.Namespace) -> int:
+    cache = _cache(args, must_exist=True)
     try:
-        with _cache(args) as cache:
+        with cache:
             counts = cache.export_jsonl(args.out)
     except (OSError, ValueError) as err:
         print(f"mechaudit: error: {err}", file=sys.stderr)
@@ -50,8 +59,9 @@ def run_import(args: argparse.Namespace) -> int:
 def run_info(args: argparse.Namespace) -> int:
     from mechaudit.llm.cache import BatchState
 
+    cache = _cache(args, must_exist=True)
     try:
-        with _cache(args) as cache:
+        with cache:
             info: dict[str, Any] = {
                 "cache_dir": str(cache.directory),
                 "responses": len(cache),

@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from mechaudit.execution import DEFAULT_PARAMS, parse_override
+from mechaudit.cli.execute import add_params_arguments
+from mechaudit.execution import parse_override
 
 
 def register(subparsers) -> None:
@@ -17,9 +18,7 @@ def register(subparsers) -> None:
         "(params/prices.yaml). How requests and tokens are counted: book/rerun.md.",
     )
     p.add_argument("notebooks", nargs="*", help="notebook paths or stems (default: every chapter)")
-    p.add_argument("--params", type=Path, default=DEFAULT_PARAMS, help="parameter-set YAML (default: %(default)s)")
-    p.add_argument("-p", "--parameter", nargs=2, action="append", default=[], metavar=("NAME", "VALUE"),
-                   help="override one parameter (YAML value syntax); repeatable")
+    add_params_arguments(p)
     p.add_argument("--prices", type=Path, default=None, help="price table (default: params/prices.yaml)")
     p.add_argument("--batch", action="store_true", help="mark the batch column as the one this run would pay")
     p.add_argument("--csv", type=Path, default=None, help="also write the table as CSV")
@@ -27,12 +26,16 @@ def register(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from mechaudit.execution import resolve_params_file, run_settings
     from mechaudit.llm.estimate import estimate_chapters, format_estimate
 
     overrides = {name: parse_override(value, name) for name, value in args.parameter}
     overrides.pop("max_usd", None)
     # errors reach the one handler in mechaudit.cli.main: one line, exit 1
-    table = estimate_chapters(args.notebooks, params_file=args.params, overrides=overrides, prices=args.prices)
+    params_file = resolve_params_file(args.params)
+    base_url = run_settings(overrides, params_file)["llm_base_url"]
+    table = estimate_chapters(args.notebooks, params_file=params_file, overrides=overrides, prices=args.prices,
+                              base_url=base_url)
     print(format_estimate(table, batch=args.batch))
     if args.csv:
         table.to_csv(args.csv, index=False)

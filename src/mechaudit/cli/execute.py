@@ -16,11 +16,7 @@ def register(subparsers) -> None:
         "committed reference beside its .py source; with --out it goes to that run folder.",
     )
     p.add_argument("notebooks", nargs="*", help="notebook paths or stems (e.g. notebooks/01_problem.py, 01_problem)")
-    p.add_argument("--params", type=Path, default=DEFAULT_PARAMS, help="parameter-set YAML (default: %(default)s)")
-    p.add_argument("-p", "--parameter", nargs=2, action="append", default=[], metavar=("NAME", "VALUE"),
-                   help="override one parameter (YAML value syntax); repeatable. Relative data_dir/cache_dir/"
-                        "*_file paths resolve against the current directory (in --params files: against "
-                        "the file's folder)")
+    add_params_arguments(p)
     p.add_argument(
         "--out",
         type=Path,
@@ -28,10 +24,7 @@ def register(subparsers) -> None:
         help="write executed notebooks here instead, and each chapter's tables (CSV) "
         "and figures (PNG, SVG) under OUT/<chapter>/ (-p out_dir null: notebooks only)",
     )
-    p.add_argument("--max-usd", type=float, default=None, metavar="USD",
-                   help="LLM budget for the whole run: stop before a request would pass it (default: none)")
-    p.add_argument("--batch", action=argparse.BooleanOptionalAction, default=None,
-                   help="send LLM requests through the Message Batches API (half price; sets llm_batch)")
+    add_money_arguments(p)
     p.add_argument("--confirm", action="store_true",
                    help="print the LLM cost estimate and ask before sending anything")
     p.add_argument("--dry-run", action="store_true",
@@ -39,7 +32,33 @@ def register(subparsers) -> None:
     p.set_defaults(func=run)
 
 
-def _ask(question: str) -> bool:
+def add_params_arguments(p) -> None:
+    """``--params`` (a file or a shipped set's name) and ``-p NAME VALUE``."""
+    p.add_argument("--params", default=str(DEFAULT_PARAMS.relative_to(DEFAULT_PARAMS.parents[1])),
+                   help="parameter-set YAML, or the name of a shipped set (default, paper, ...; found from any "
+                        "folder) (default: %(default)s)")
+    p.add_argument("-p", "--parameter", nargs=2, action="append", default=[], metavar=("NAME", "VALUE"),
+                   help="override one parameter (YAML value syntax); repeatable. Relative data_dir/cache_dir/"
+                        "*_file paths resolve against the current directory (in --params files: against "
+                        "the file's folder). -p llm_base_url URL sends OpenAI-routed models to an "
+                        "OpenAI-compatible server (vLLM, Ollama, llama.cpp; book/llm.md)")
+
+
+def add_money_arguments(p) -> None:
+    """``--max-usd``, ``--batch``, ``--prices`` and ``--allow-unpriced``."""
+    p.add_argument("--max-usd", type=float, default=None, metavar="USD",
+                   help="LLM budget for the whole run (a number > 0): stop before a request would pass it "
+                        "(default: none)")
+    p.add_argument("--batch", action=argparse.BooleanOptionalAction, default=None,
+                   help="send LLM requests through the Message Batches API (half price; sets llm_batch)")
+    p.add_argument("--prices", type=Path, default=None,
+                   help="price table for the estimate, the budget and the ledgers (default: params/prices.yaml)")
+    p.add_argument("--allow-unpriced", action="store_true",
+                   help="send requests to a model the price table lacks, at an unknown cost (refused with "
+                        "--max-usd); without it such a run is refused before anything is sent")
+
+
+def ask_terminal(question: str) -> bool:
     """Ask on the terminal; anything but y/yes (or no terminal input) declines."""
     try:
         return input(question).strip().lower() in ("y", "yes")
@@ -53,5 +72,6 @@ def run(args: argparse.Namespace) -> int:
     # handler in mechaudit.cli.main: one line, exit 1
     execute_chapters(args.notebooks, params_file=args.params, overrides=overrides, out_dir=args.out,
                      max_usd=args.max_usd, batch=args.batch, dry_run=args.dry_run,
-                     confirm=_ask if args.confirm else None)
+                     confirm=ask_terminal if args.confirm else None, prices=args.prices,
+                     allow_unpriced=args.allow_unpriced)
     return 0

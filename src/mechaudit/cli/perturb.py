@@ -54,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
         write_suite(pairs, args.out)
     except OSError as err:
         raise MechauditError(f"cannot write {args.out}: {err.strerror or err}", field="--out") from None
-    counts = suite_counts([p["kind"] for p in pairs], [p["valid"] for p in pairs], order=args.kinds)
+    counts = suite_counts([p["valid"] for p in pairs], kinds=[p["kind"] for p in pairs], order=args.kinds)
     report = {"out": str(args.out), "seed": args.seed, "hypotheses": len(hyps),
               "counts": {k: {"kept": int(r.kept), "excluded": int(r.excluded)}
                          for k, r in counts.iterrows()}}

@@ -10,6 +10,9 @@ Backends:
 Both answer from the cache first, so re-running finished work makes no HTTP call. With the live
 backend each request goes to its model's provider (:mod:`mechaudit.llm.providers`): OpenAI models
 through the optional ``openai`` SDK (key from ``OPENAI_API_KEY``), everything else through Anthropic.
+With ``openai_base_url`` (or ``OPENAI_BASE_URL`` in the environment) the OpenAI-routed requests go
+to that OpenAI-compatible server instead (vLLM, Ollama, llama.cpp's server): the endpoint is part of
+their cache key, a loopback server needs no key, and the ledger labels those calls ``local``.
 """
 
 from __future__ import annotations
@@ -46,11 +49,15 @@ from mechaudit.llm.jsonout import (
 )
 from mechaudit.llm.ledger import UsageLedger, load_prices
 from mechaudit.llm.providers import (
+    LOCAL_PLACEHOLDER_KEY,
     OPENAI_API_KEY_ENV,
     import_openai,
+    is_loopback,
+    openai_base_url,
     openai_sdk,
     openai_send,
     route_model,
+    with_endpoint,
 )
 from mechaudit.llm.records import check_message, message_record, message_text  # noqa: F401 - re-exported
 from mechaudit.llm.request import LLMRequest, LLMResponse, Usage
@@ -107,6 +114,7 @@ class LLMClient:
         timeout: float = 600.0,
         api_version: str | None = SAMPLING_API_VERSION,
         prices: Mapping[str, Any] | str | os.PathLike[str] | None = None,
+        openai_base_url: str | None = None,
     ) -> None:
         backend = Backend.llm(backend).value  # one-line BackendError for anything else
         if max_concurrency < 1:
@@ -123,7 +131,8 @@ class LLMClient:
         self._sdk_lock = threading.Lock()
         self._inflight: dict[str, threading.Lock] = {}
         self._inflight_lock = threading.Lock()
-        self._ledger = UsageLedger(load_prices(prices))
+        self.openai_base_url = _base_url(openai_base_url)
+        self._ledger = UsageLedger(load_prices(prices), endpoint=self.openai_base_url)
         usage.register(self._ledger)  # counts towards this process's budget and chapter report
 
     # -- SDK ---------------------------------------------------------------------------------
@@ -191,15 +200,23 @@ class LLMClient:
             if self._openai is None:
                 import_openai()  # MissingProviderSDKError (names the pip extra) before the key check
                 key = os.environ.get(OPENAI_API_KEY_ENV, "").strip()
+                local = self.openai_base_url is not None and is_loopback(self.openai_base_url)
+                if not key and local:
+                    key = LOCAL_PLACEHOLDER_KEY  # a server on this machine needs no key
                 if not key:
                     raise MissingAPIKeyError(
                         f"{OPENAI_API_KEY_ENV} is not set. OpenAI models read the key only from the "
                         f"environment: run `export {OPENAI_API_KEY_ENV}=...` in the shell that starts "
                         f"Python or Jupyter, or use backend='replay' with recorded answers."
                     )
-                self._openai = openai_sdk(key, http_client=self._http_client,
-                                          max_retries=self.max_retries, timeout=self.timeout)
+                self._openai = openai_sdk(key, http_client=self._http_client, max_retries=self.max_retries,
+                                          timeout=self.timeout, base_url=self.openai_base_url)
         return self._openai
+
+    def routed(self, request: LLMRequest) -> LLMRequest:
+        """``request`` as this client sends it: stamped with the custom server an OpenAI-routed
+        request goes to (part of its cache key; see :func:`~mechaudit.llm.providers.with_endpoint`)."""
+        return with_endpoint(request, self.openai_base_url)
 
     def _send_record(self, request: LLMRequest) -> tuple[dict[str, Any], dict[str, Any]]:
         """One API call routed by model name: ``(response record, extra cache fields)``."""
@@ -243,6 +260,7 @@ class LLMClient:
         ``request.forbidden_terms``; :class:`ReplayMissError` on a replay miss.
         """
         check_request_blind(request)
+        request = self.routed(request)
         key = request.key
         hit = self.cache.get(key)
         if hit is not None:
@@ -261,7 +279,8 @@ class LLMClient:
             try:
                 record, fields = self._send_record(request)
                 self.cache.put(key, record, request, **fields)
-                self._ledger.add(request.model, "api", Usage(**record["usage"]), key=key)
+                mode = "local" if request.endpoint is not None else "api"
+                self._ledger.add(request.model, mode, Usage(**record["usage"]), key=key)
             finally:  # the real cost is in the ledger before the reservation goes
                 usage.session().release(reserved)
         return self._response(request, record, cached=False)
@@ -322,7 +341,7 @@ class LLMClient:
         calls not yet started and is raised; finished answers stay cached. ``summary=True`` prints
         the usage ledger (of this client so far) to stderr at the end.
         """
-        requests = list(requests)
+        requests = [self.routed(r) for r in requests]
         schemas = _per_request(schema, len(requests))
         session = usage.session()
         uncached = sum(r.key not in self.cache for r in requests)
@@ -420,6 +439,7 @@ def get_client(
     timeout: float = 600.0,
     api_version: str | None = SAMPLING_API_VERSION,
     prices: Mapping[str, Any] | str | os.PathLike[str] | None = None,
+    openai_base_url: str | None = None,
 ) -> LLMClient:
     """An :class:`LLMClient` for ``backend`` ('anthropic' or 'replay') over the cache in
     ``cache_dir`` (default ``data/llm_cache``).
@@ -427,7 +447,8 @@ def get_client(
     ``http_client``: the HTTP client the SDK uses (tests pass one built on a mock transport);
     ``max_retries``: SDK retries for 429/5xx/timeouts/connection errors; ``api_version``: the
     ``anthropic-version`` header (the default accepts ``temperature``); ``prices``: price table
-    (mapping or YAML path; default ``params/prices.yaml``).
+    (mapping or YAML path; default ``params/prices.yaml``); ``openai_base_url``: an OpenAI-compatible
+    server for the OpenAI-routed models (default: ``OPENAI_BASE_URL`` from the environment, if set).
     """
     cache = ResponseCache(default_cache_dir() if cache_dir is None else cache_dir)
     return LLMClient(
@@ -439,7 +460,18 @@ def get_client(
         timeout=timeout,
         api_version=api_version,
         prices=prices,
+        openai_base_url=openai_base_url,
     )
+
+
+def _base_url(explicit: str | None) -> str | None:
+    """The client's custom OpenAI-compatible server (normalised), or a one-line ``MechauditError``."""
+    from mechaudit.errors import MechauditError
+
+    try:
+        return openai_base_url(explicit)
+    except ValueError as err:
+        raise MechauditError(str(err), field="openai_base_url") from None
 
 
 def _per_request(schema: Any, n: int) -> list[Any]:

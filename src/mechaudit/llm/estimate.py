@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -95,8 +95,11 @@ def output_tokens(request: LLMRequest, output: str = "typical") -> int:
 
 
 def request_cost(request: LLMRequest, prices: Mapping[str, Any], batch: bool = False, output: str = "typical") -> float:
-    """Plain (or batch) USD of one request without prompt caching; NaN for an unpriced model."""
-    row = prices["models"].get(request.model)
+    """Plain (or batch) USD of one request without prompt caching; NaN for an unpriced model (or
+    custom server, priced by its endpoint)."""
+    from mechaudit.llm.ledger import price_row
+
+    row = price_row(request.model, prices, request.endpoint)
     if row is None:
         return math.nan
     _, tokens_in = input_tokens(request)
@@ -415,7 +418,10 @@ ESTIMATE_COLUMNS = ["chapter", "stage", "model", "exact", "requests", "cached", 
 def price_plan(chapter: str, planned: Sequence[Planned], prices: Mapping[str, Any], cached: Callable[[str], bool],
                seen: set[str] | None = None, min_cache_tokens: Mapping[str, int] | None = None) -> pd.DataFrame:
     """One row per (stage, model): requests, how many are cached (in the cache or earlier in
-    ``seen``, which is updated), tokens and USD of the ones to send (columns ``ESTIMATE_COLUMNS``)."""
+    ``seen``, which is updated), tokens and USD of the ones to send (columns ``ESTIMATE_COLUMNS``;
+    NaN USD for a model or server without a price)."""
+    from mechaudit.llm.ledger import price_row
+
     seen = set() if seen is None else seen
     min_cache_tokens = min_cache_tokens or {}
     rows: dict[tuple[str, str], dict[str, Any]] = {}
@@ -438,7 +444,7 @@ def price_plan(chapter: str, planned: Sequence[Planned], prices: Mapping[str, An
         row["to_send"] += 1
         row["input_tokens"] += tokens_in
         row["output_tokens"] += tokens_out
-        price = prices["models"].get(r.model)
+        price = price_row(r.model, prices, r.endpoint)
         if price is None:
             for col in ("usd_plain", "usd_batch", "usd_prompt_cached"):
                 row[col] = math.nan
@@ -462,9 +468,9 @@ def load_min_cache_tokens(path=None) -> dict[str, int]:
     """``min_cache_tokens`` per model from the price table (default ``DEFAULT_MIN_CACHE_TOKENS``)."""
     import yaml
 
-    from mechaudit.llm.ledger import PRICES_PATH
+    from mechaudit.paths import prices_path
 
-    with open(path or PRICES_PATH, encoding="utf-8") as fh:
+    with open(path or prices_path(), encoding="utf-8") as fh:
         doc = yaml.safe_load(fh) or {}
     return {str(m): int(row.get("min_cache_tokens", DEFAULT_MIN_CACHE_TOKENS))
             for m, row in (doc.get("models") or {}).items() if isinstance(row, Mapping)}
@@ -484,13 +490,16 @@ def chapter_params(chapter, params_file=None, overrides: Mapping[str, Any] | Non
 
 
 def estimate_chapters(names: Sequence[str] = (), params_file=None, overrides: Mapping[str, Any] | None = None,
-                      prices: Mapping[str, Any] | str | None = None) -> pd.DataFrame:
+                      prices: Mapping[str, Any] | str | None = None, base_url: str | None = None) -> pd.DataFrame:
     """The estimate table (``ESTIMATE_COLUMNS``) of the named chapters (default: all, TOC order)
-    as ``mechaudit execute`` would run them; chapters with an offline backend contribute no row."""
+    as ``mechaudit execute`` would run them; chapters with an offline backend contribute no row.
+    ``base_url``: the custom OpenAI-compatible server the run's OpenAI-routed requests go to (None:
+    ``OPENAI_BASE_URL``, if set), which prices them by endpoint."""
     from mechaudit.backends import Backend
     from mechaudit.execution import DEFAULT_PARAMS, resolve_chapter, toc_chapters
     from mechaudit.llm.cache import ResponseCache, default_cache_dir
     from mechaudit.llm.ledger import load_prices
+    from mechaudit.llm.providers import openai_base_url, with_endpoint
 
     table = load_prices(prices)
     min_cache = load_min_cache_tokens(prices if isinstance(prices, (str, Path)) else None)
@@ -507,35 +516,47 @@ def estimate_chapters(names: Sequence[str] = (), params_file=None, overrides: Ma
         folder = Path(p["cache_dir"]) if p.get("cache_dir") else default_cache_dir()
         if folder not in caches:
             caches[folder] = ResponseCache(folder)
-        frames.append(price_plan(chapter.stem, planner(p), table, caches[folder].__contains__, seen, min_cache))
+        server = openai_base_url(base_url)
+        planned = [replace(x, request=with_endpoint(x.request, server)) for x in planner(p)]
+        frames.append(price_plan(chapter.stem, planned, table, caches[folder].__contains__, seen, min_cache))
     if not frames:
         return pd.DataFrame(columns=ESTIMATE_COLUMNS)
     return pd.concat(frames, ignore_index=True)
 
 
 def totals(estimate: pd.DataFrame) -> dict[str, float]:
-    """Requests, cached, to_send, tokens and the three USD totals of an estimate table."""
-    cols = ["requests", "cached", "to_send", "input_tokens", "output_tokens", "usd_plain", "usd_batch",
-            "usd_prompt_cached"]
-    return {c: (float(estimate[c].sum(min_count=1)) if len(estimate) else 0.0) for c in cols}
+    """Requests, cached, to_send, tokens and the three USD totals of an estimate table (a USD total
+    with an unpriced row is NaN: unknown, never a partial sum)."""
+    from mechaudit.llm.ledger import total_usd
+
+    counts = ["requests", "cached", "to_send", "input_tokens", "output_tokens"]
+    out = {c: (float(estimate[c].sum()) if len(estimate) else 0.0) for c in counts}
+    out.update({c: total_usd(estimate[c]) if len(estimate) else 0.0
+                for c in ("usd_plain", "usd_batch", "usd_prompt_cached")})
+    return out
 
 
 def format_estimate(estimate: pd.DataFrame, batch: bool = False) -> str:
     """The estimate as text for the terminal, with the total line."""
     if estimate.empty:
         return "LLM cost estimate: no LLM requests (every chapter runs offline or everything is cached)."
+    from mechaudit.llm.ledger import format_usd
+
     shown = estimate.copy()
     for col in ("usd_plain", "usd_batch", "usd_prompt_cached"):
-        shown[col] = shown[col].map(lambda v: f"{v:.2f}")
+        shown[col] = shown[col].map(format_usd)
     t = totals(estimate)
     mode = "batch" if batch else "plain"
+    unpriced = sorted(set(estimate.loc[estimate["usd_plain"].isna(), "model"]))
     lines = [
-        ("LLM cost estimate (prices from params/prices.yaml; tokens = characters / 3.5; "
+        ("LLM cost estimate (prices from the price table; tokens = characters / 3.5; "
          "exact=False rows are sized from proxies, see book/rerun.md):"),
         shown.to_string(index=False),
         (f"total: {int(t['requests'])} requests, {int(t['cached'])} cached, {int(t['to_send'])} to send; "
          f"{int(t['input_tokens']):,} input + {int(t['output_tokens']):,} output tokens; "
-         f"USD plain {t['usd_plain']:.2f}, batch {t['usd_batch']:.2f}, prompt-cached {t['usd_prompt_cached']:.2f} "
-         f"(this run: {mode})"),
+         f"USD plain {format_usd(t['usd_plain'])}, batch {format_usd(t['usd_batch'])}, "
+         f"prompt-cached {format_usd(t['usd_prompt_cached'])} (this run: {mode})"),
     ]
+    if unpriced:
+        lines.append(f"no price for: {', '.join(unpriced)} (its cost is unknown: add a row to the price table)")
     return "\n".join(lines)

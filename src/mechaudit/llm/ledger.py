@@ -1,4 +1,11 @@
-"""Usage ledger: tokens per model and mode, and a cost estimate from an editable price table."""
+"""Usage ledger: tokens per model and mode, and a cost estimate from an editable price table.
+
+The price table (``params/prices.yaml``, or the file ``MECHAUDIT_PRICES`` names: ``mechaudit
+execute --prices FILE`` sets it for the chapters' kernels) prices vendor models by name under
+``models:`` and custom OpenAI-compatible servers by URL under ``endpoints:`` (a local server: all
+prices 0). A request to a custom server is priced by its endpoint only; anything unlisted has an
+unknown cost (NaN), never 0, and every total with an unknown part is unknown.
+"""
 
 from __future__ import annotations
 
@@ -12,9 +19,11 @@ from typing import Any
 import pandas as pd
 import yaml
 
+from mechaudit.llm.providers import normalize_endpoint
 from mechaudit.llm.request import Usage
-from mechaudit.paths import PARAMS_DIR
+from mechaudit.paths import PARAMS_DIR, prices_path
 
+#: the shipped price table
 PRICES_PATH = PARAMS_DIR / "prices.yaml"
 TOKEN_COLUMNS = ("input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
 # price-table field for each usage field
@@ -24,51 +33,97 @@ _PRICE_FIELD = {
     "cache_read_input_tokens": "cache_read",
     "cache_creation_input_tokens": "cache_write",
 }
-MODES = ("api", "batch", "cache")
+#: ledger modes: Messages API calls, Message Batches results, cache hits, calls to a custom
+#: (local) OpenAI-compatible server
+MODES = ("api", "batch", "cache", "local")
 
 
 def load_prices(source: str | os.PathLike[str] | Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """The price table: ``{"batch_discount": float, "models": {model: {input, output,
-    cache_write, cache_read}}}`` in USD per million tokens, from a mapping or a YAML file
-    (default ``params/prices.yaml``). Raises ``ValueError`` naming the file and field if malformed."""
+    """The price table: ``{"batch_discount": float, "models": {model: {input, output, cache_write,
+    cache_read}}, "endpoints": {url: {...}}}`` in USD per million tokens, from a mapping or a YAML
+    file (default: ``mechaudit.paths.prices_path()``). An endpoint row needs ``input`` and
+    ``output``; its cache prices default to ``input``. Raises ``ValueError`` naming the file and
+    field if malformed."""
     name = "price table"
     if source is None or not isinstance(source, Mapping):
-        path = PRICES_PATH if source is None else source
+        path = prices_path() if source is None else source
         name = str(path)
         with open(path, encoding="utf-8") as fh:
             source = yaml.safe_load(fh)
     if not isinstance(source, Mapping) or not isinstance(source.get("models"), Mapping):
         raise ValueError(f"{name}: field 'models' must be a mapping of model -> prices")
-    models: dict[str, dict[str, float]] = {}
-    for model, row in source["models"].items():
+    models = {str(model): _price_row(name, f"models.{model}", row, dict.fromkeys(_PRICE_FIELD.values()))
+              for model, row in source["models"].items()}
+    endpoints = source.get("endpoints") or {}
+    if not isinstance(endpoints, Mapping):
+        raise ValueError(f"{name}: field 'endpoints' must be a mapping of server URL -> prices")
+    servers = {}
+    for url, row in endpoints.items():
         try:
-            models[str(model)] = {f: float(row[f]) for f in _PRICE_FIELD.values()}
-        except (KeyError, TypeError, ValueError) as exc:
-            raise ValueError(
-                f"{name}: models.{model} needs numeric input, output, cache_write, cache_read ({exc})"
-            ) from exc
+            key = normalize_endpoint(url)
+        except ValueError as exc:
+            raise ValueError(f"{name}: field 'endpoints.{url}': {exc}") from None
+        fallback = {"cache_write": "input", "cache_read": "input"}
+        servers[key] = _price_row(name, f"endpoints.{url}", row, {"input": None, "output": None, **fallback})
     discount = float(source.get("batch_discount", 1.0))
-    return {"batch_discount": discount, "models": models}
+    return {"batch_discount": discount, "models": models, "endpoints": servers}
 
 
-def cost_usd(model: str, usage: Mapping[str, int], prices: Mapping[str, Any], batch: bool = False) -> float:
-    """Estimated USD cost of the token counts ``usage`` for ``model``; NaN if the model is unpriced."""
-    row = prices["models"].get(model)
+def _price_row(name: str, where: str, row: Any, fields: Mapping[str, str | None]) -> dict[str, float]:
+    """The four prices of one row; ``fields`` maps a price to the one it defaults to (None: required)."""
+    try:
+        out = {f: float(row[f]) for f, default in fields.items() if default is None or f in row}
+        out.update({f: out[default] for f, default in fields.items() if f not in out})
+    except (KeyError, TypeError, ValueError) as exc:
+        required = ", ".join(f for f, d in fields.items() if d is None)
+        raise ValueError(f"{name}: {where} needs numeric {required} ({exc})") from exc
+    if any(not math.isfinite(v) or v < 0 for v in out.values()):
+        raise ValueError(f"{name}: {where}: prices must be finite numbers >= 0, got {out}")
+    return out
+
+
+def price_row(model: str, prices: Mapping[str, Any], endpoint: str | None = None) -> dict[str, float] | None:
+    """The prices of a request: its endpoint's row for a custom server, else its model's row; None
+    when the table has no such row (the cost is unknown)."""
+    if endpoint is not None:
+        return prices.get("endpoints", {}).get(endpoint)
+    return prices["models"].get(model)
+
+
+def cost_usd(model: str, usage: Mapping[str, int], prices: Mapping[str, Any], batch: bool = False,
+             endpoint: str | None = None) -> float:
+    """Estimated USD cost of the token counts ``usage`` for ``model`` (at ``endpoint``, a custom
+    server); NaN if the table has no price for it."""
+    row = price_row(model, prices, endpoint)
     if row is None:
         return math.nan
     total = sum(usage.get(col, 0) * row[field] for col, field in _PRICE_FIELD.items()) / 1e6
     return total * (prices["batch_discount"] if batch else 1.0)
 
 
+def format_usd(value: float, digits: int = 2) -> str:
+    """``value`` as text: ``"1.23"``, or ``"unknown"`` for NaN (a cost with an unpriced part is never
+    shown as a number)."""
+    return "unknown" if value is None or math.isnan(value) else f"{value:.{digits}f}"
+
+
+def total_usd(values) -> float:
+    """The sum of ``values``: NaN if any is NaN (an unknown part makes the total unknown)."""
+    values = [float(v) for v in values]
+    return math.nan if any(math.isnan(v) for v in values) else float(sum(values))
+
+
 class UsageLedger:
     """Thread-safe accumulator of calls and tokens per (model, mode).
 
     Modes: ``api`` (Messages API calls made by this client), ``batch`` (results collected from the
-    Message Batches API), ``cache`` (answered from the cache: calls only, no tokens paid).
+    Message Batches API), ``cache`` (answered from the cache: calls only, no tokens paid), ``local``
+    (calls to a custom OpenAI-compatible server, priced by its endpoint row).
     """
 
-    def __init__(self, prices: Mapping[str, Any]) -> None:
+    def __init__(self, prices: Mapping[str, Any], endpoint: str | None = None) -> None:
         self.prices = prices
+        self.endpoint = endpoint
         self._lock = threading.Lock()
         self._keys: set[str] = set()
         self._rows: dict[tuple[str, str], dict[str, int]] = defaultdict(
@@ -93,27 +148,33 @@ class UsageLedger:
                 for col in TOKEN_COLUMNS:
                     row[col] += getattr(usage, col)
 
+    def row_cost(self, model: str, mode: str, counts: Mapping[str, int]) -> float:
+        """USD of one row: 0 for cache hits, the endpoint's price for ``local``, else the model's."""
+        if mode == "cache":
+            return 0.0
+        endpoint = self.endpoint if mode == "local" else None
+        return cost_usd(model, counts, self.prices, batch=mode == "batch", endpoint=endpoint)
+
     def table(self) -> pd.DataFrame:
         """One row per (model, mode): calls, the four token counts and ``cost_usd`` (NaN when the
-        model is not in the price table; 0 for cache hits)."""
+        price table has no price for it; 0 for cache hits)."""
         with self._lock:
             items = sorted(self._rows.items())
-        rows = []
-        for (model, mode), counts in items:
-            cost = 0.0 if mode == "cache" else cost_usd(model, counts, self.prices, batch=mode == "batch")
-            rows.append({"model": model, "mode": mode, **counts, "cost_usd": cost})
+        rows = [{"model": model, "mode": mode, **counts, "cost_usd": self.row_cost(model, mode, counts)}
+                for (model, mode), counts in items]
         columns = ["model", "mode", "calls", *TOKEN_COLUMNS, "cost_usd"]
         return pd.DataFrame(rows, columns=columns)
 
     def summary(self) -> str:
-        """A short human-readable report of the table with the total cost."""
+        """A short human-readable report of the table with the total cost ("unknown" when a model
+        without a price was called)."""
         table = self.table()
         if table.empty:
             return "LLM usage: no calls."
-        total = table["cost_usd"].sum(min_count=1)
+        total = total_usd(table["cost_usd"])
         lines = ["LLM usage (cost is an estimate from the price table; check it against current prices):"]
         lines.append(table.to_string(index=False, float_format=lambda v: f"{v:.4f}"))
         unpriced = sorted(set(table.loc[table["cost_usd"].isna(), "model"]))
-        note = f" (models without a price: {', '.join(unpriced)})" if unpriced else ""
-        lines.append(f"estimated total: {total:.4f} USD{note}")
+        note = f" (no price for: {', '.join(unpriced)})" if unpriced else ""
+        lines.append(f"estimated total: {format_usd(total, 4)} USD{note}")
         return "\n".join(lines)

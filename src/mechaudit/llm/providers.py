@@ -16,6 +16,14 @@ record the cache stores for a Messages API reply: text, model, stop_reason, id a
 guard are the client's and therefore identical for both providers. OpenAI requests are never sent
 through the Anthropic Message Batches API; with ``batch=True`` they go through chat completions.
 
+Local and other OpenAI-compatible servers (vLLM, Ollama, llama.cpp's server): the base URL comes
+from ``OPENAI_BASE_URL`` in the environment or the client's ``openai_base_url`` (``mechaudit execute
+-p llm_base_url URL`` sets the variable for the chapters' kernels). Requests routed to OpenAI then
+go to that server, and :func:`with_endpoint` stamps its normalised URL into the request, so the
+endpoint is part of the cache key: two servers that serve different weights under one model name
+never share answers. A loopback server needs no key. Prices for such a server are declared per
+endpoint in the price table (``endpoints:``), and the ledger labels its rows ``local``.
+
 Sampling: OpenAI's reasoning models (names matching ``OPENAI_FIXED_TEMPERATURE``) accept only their
 default temperature; for them ``temperature`` is not sent and the cache record says so
 (``"temperature_sent": false``). The request's temperature stays part of the cache key. Their
@@ -25,8 +33,11 @@ if replies come back empty with ``stop_reason`` "length".
 
 from __future__ import annotations
 
+import ipaddress
+import os
 import re
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 if TYPE_CHECKING:
     from mechaudit.llm.request import LLMRequest
@@ -34,6 +45,12 @@ if TYPE_CHECKING:
 PROVIDERS = ("anthropic", "openai")
 DEFAULT_PROVIDER = "anthropic"
 OPENAI_API_KEY_ENV = "OPENAI_API_KEY"
+#: environment variable naming an OpenAI-compatible server (the OpenAI SDK reads it too)
+OPENAI_BASE_URL_ENV = "OPENAI_BASE_URL"
+#: the vendor's own endpoint: not a custom one (no endpoint in the cache key)
+OPENAI_DEFAULT_URL = "https://api.openai.com/v1"
+#: the key sent to a loopback server when no OPENAI_API_KEY is set (such servers ignore it)
+LOCAL_PLACEHOLDER_KEY = "local-no-key"
 OPENAI_EXTRA = "pip install 'mechaudit[openai]'"
 #: model names routed to OpenAI without a prefix
 OPENAI_NAME = re.compile(r"^(gpt-|chatgpt-|o\d)")
@@ -67,6 +84,59 @@ def canonical_model(model: str) -> str:
     return name if provider == inferred else f"{provider}:{name}"
 
 
+def normalize_endpoint(url: str) -> str:
+    """``url`` as one canonical string (scheme and host lower case, no trailing slash); a value that
+    is not an http(s) URL with a host raises ``ValueError``."""
+    text = str(url).strip()
+    parts = urlsplit(text)
+    if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
+        raise ValueError(f"{text!r} is not an http(s) URL of an OpenAI-compatible server "
+                         "(e.g. http://localhost:8000/v1)")
+    netloc = parts.hostname.lower() if ":" not in parts.hostname else f"[{parts.hostname.lower()}]"
+    if parts.port is not None:
+        netloc += f":{parts.port}"
+    return f"{parts.scheme.lower()}://{netloc}{parts.path.rstrip('/')}"
+
+
+def openai_base_url(explicit: str | None = None, environ: Any = None) -> str | None:
+    """The custom OpenAI-compatible endpoint in use (normalised): ``explicit``, else
+    ``OPENAI_BASE_URL`` from the environment; None for none or for the vendor's own URL."""
+    environ = os.environ if environ is None else environ
+    value = explicit if explicit else environ.get(OPENAI_BASE_URL_ENV, "").strip()
+    if not value:
+        return None
+    url = normalize_endpoint(value)
+    return None if url == OPENAI_DEFAULT_URL else url
+
+
+def is_loopback(url: str) -> bool:
+    """True when ``url``'s host is this machine (``localhost`` or a loopback address)."""
+    host = (urlsplit(url).hostname or "").lower()
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def endpoint_for(model: str, base_url: str | None) -> str | None:
+    """The custom endpoint a request for ``model`` goes to: ``base_url`` for a model routed to
+    OpenAI, else None (Anthropic models never go to an OpenAI-compatible server)."""
+    return base_url if base_url and route_model(model)[0] == "openai" else None
+
+
+def with_endpoint(request: LLMRequest, base_url: str | None) -> LLMRequest:
+    """``request`` stamped with the endpoint it goes to (:func:`endpoint_for`); unchanged when it
+    goes to a vendor's API or is already stamped."""
+    endpoint = endpoint_for(request.model, base_url)
+    if endpoint is None or request.endpoint == endpoint:
+        return request
+    from mechaudit.llm.request import LLMRequest
+
+    return LLMRequest.model_validate({**request.model_dump(), "endpoint": endpoint})
+
+
 def provider_of(model: str) -> str:
     """The provider a model name is routed to."""
     return route_model(model)[0]
@@ -83,10 +153,13 @@ def import_openai() -> Any:
     return openai
 
 
-def openai_sdk(api_key: str, *, http_client: Any = None, max_retries: int = 4, timeout: float = 600.0) -> Any:
-    """An ``openai.OpenAI`` client (``http_client``: an httpx2 client, e.g. over a mock transport)."""
+def openai_sdk(api_key: str, *, http_client: Any = None, max_retries: int = 4, timeout: float = 600.0,
+               base_url: str | None = None) -> Any:
+    """An ``openai.OpenAI`` client (``http_client``: an httpx2 client, e.g. over a mock transport;
+    ``base_url``: an OpenAI-compatible server, None for the SDK's default)."""
     openai = import_openai()
-    return openai.OpenAI(api_key=api_key, http_client=http_client, max_retries=max_retries, timeout=timeout)
+    return openai.OpenAI(api_key=api_key, http_client=http_client, max_retries=max_retries, timeout=timeout,
+                         base_url=base_url)
 
 
 def sends_temperature(api_model: str) -> bool:
@@ -138,7 +211,11 @@ def openai_record(completion: Any) -> dict[str, Any]:
 
 
 def openai_send(sdk: Any, request: LLMRequest) -> tuple[dict[str, Any], dict[str, Any]]:
-    """One Chat Completions call: ``(response record, extra cache fields)``."""
+    """One Chat Completions call: ``(response record, extra cache fields)``; the extra fields name
+    the endpoint of a request sent to a custom server."""
     params = openai_params(request)
     completion = sdk.chat.completions.create(**params)
-    return openai_record(completion), {"provider": "openai", "temperature_sent": "temperature" in params}
+    extra = {"provider": "openai", "temperature_sent": "temperature" in params}
+    if request.endpoint is not None:
+        extra["endpoint"] = request.endpoint
+    return openai_record(completion), extra

@@ -1,7 +1,9 @@
 """Typed LLM requests and responses, and the content address (cache key) of a request.
 
 The key is the sha256 of the canonical JSON of exactly the fields that change what the model is
-asked: model, system, messages, temperature, max_tokens and the caller's prompt/rubric ``version``.
+asked: model, system, messages, temperature, max_tokens and the caller's prompt/rubric ``version``,
+and, for a request to a custom OpenAI-compatible server, that server's ``endpoint`` (left out of
+the hashed fields when None, so requests to the vendors' APIs keep their keys).
 Fields that do not change the call (``metadata``, ``forbidden_terms``, ``cache_system``) are not
 hashed, so adding bookkeeping never invalidates recorded answers.
 """
@@ -38,6 +40,8 @@ class LLMRequest(BaseModel):
 
     ``temperature=None`` leaves sampling to the API default (and then no temperature is sent);
     ``version`` names the prompt/rubric version and is part of the cache key.
+    ``endpoint``: the normalised URL of the OpenAI-compatible server the request goes to (set by the
+    client, :func:`mechaudit.llm.providers.with_endpoint`; None for a vendor's API).
     ``forbidden_terms`` makes every client refuse to send (or answer) the request when one of the
     terms occurs in the system prompt or a message (see :func:`mechaudit.llm.check_blind`).
     """
@@ -53,6 +57,7 @@ class LLMRequest(BaseModel):
     metadata: dict[str, Any] = Field(default_factory=dict)
     forbidden_terms: tuple[str, ...] = ()
     cache_system: bool = True
+    endpoint: str | None = None
 
     @field_validator("model")
     @classmethod
@@ -64,7 +69,7 @@ class LLMRequest(BaseModel):
 
     def hashed_fields(self) -> dict[str, Any]:
         """The fields the cache key covers, as plain JSON-able data."""
-        return {
+        fields = {
             "model": self.model,
             "system": self.system,
             "messages": [m.model_dump() for m in self.messages],
@@ -72,6 +77,9 @@ class LLMRequest(BaseModel):
             "max_tokens": self.max_tokens,
             "version": self.version,
         }
+        if self.endpoint is not None:
+            fields["endpoint"] = self.endpoint
+        return fields
 
     @cached_property
     def key(self) -> str:

@@ -25,7 +25,7 @@ from typing import IO, Any
 
 import pandas as pd
 
-from mechaudit.llm.ledger import TOKEN_COLUMNS, UsageLedger, cost_usd
+from mechaudit.llm.ledger import TOKEN_COLUMNS, UsageLedger, cost_usd, format_usd, total_usd
 from mechaudit.llm.request import LLMRequest
 
 #: ``complete_many`` shows a progress bar when at least this many requests are not cached.
@@ -60,6 +60,25 @@ def _suggest(max_usd: float, needed: float) -> str:
     return f"{max(2 * max_usd, needed * 1.5, 0.01):.2f}"
 
 
+#: how to give a model a price, for every message that refuses an unpriced model
+PRICE_FIX = "add a row for it to params/prices.yaml (or to a --prices file)"
+
+
+class UnpricedModelError(RuntimeError):
+    """A request would go to a model (or server) the price table has no price for, while a budget
+    (or the refusal of unpriced runs) needs its cost; nothing was sent."""
+
+    def __init__(self, models: Sequence[str], max_usd: float | None = None, n_requests: int | None = None) -> None:
+        self.models = list(models)
+        names = ", ".join(repr(m) for m in self.models)
+        count = "" if n_requests is None else f" ({n_requests} requests to send)"
+        if max_usd is not None:
+            fix = f"{PRICE_FIX}; a budget (max_usd={max_usd:.2f}) cannot be kept without prices"
+        else:
+            fix = f"{PRICE_FIX}, or pass --allow-unpriced to run without a cost (refused with --max-usd)"
+        super().__init__(f"no price for {names}{count}: nothing was sent; {fix}")
+
+
 @dataclass
 class UsageSession:
     """Budget, batch switch and registered ledgers of this process (see the module docstring)."""
@@ -88,7 +107,9 @@ class UsageSession:
         from mechaudit.llm.estimate import request_cost
 
         cost = sum(request_cost(r, prices, batch=batch, output="max") for r in requests)
-        cost = 0.0 if math.isnan(cost) else cost
+        if math.isnan(cost):  # a budget cannot be kept for a model without a price
+            raise UnpricedModelError(sorted({r.model for r in requests
+                                             if math.isnan(request_cost(r, prices, output="max"))}), self.max_usd)
         with self._lock:
             spent = self.spent()
             if spent + self._reserved + cost > self.max_usd + 1e-12:
@@ -111,11 +132,16 @@ def session() -> UsageSession:
 
 
 def begin(max_usd: float | None = None, batch: bool = False) -> None:
-    """Start a chapter's LLM accounting: ``max_usd`` (None = no limit) caps what the clients of this
+    """Start a chapter's LLM accounting: ``max_usd`` (None = no limit; 0 = answers from the cache
+    only, what a run's budget leaves when it is spent) caps what the clients of this
     process may spend; ``batch=True`` sends bulk requests through the Message Batches API (half
     price, answers within 24 h, usually minutes). Clears the ledgers of earlier clients."""
-    if max_usd is not None and not (isinstance(max_usd, (int, float)) and max_usd >= 0):
-        raise ValueError(f"field 'max_usd': must be a number >= 0 or None, got {max_usd!r}")
+    if max_usd is not None and not (isinstance(max_usd, (int, float)) and not isinstance(max_usd, bool)
+                                    and math.isfinite(max_usd) and max_usd >= 0):
+        raise ValueError(f"field 'max_usd': must be a finite number >= 0 or None, got {max_usd!r}")
+    from mechaudit.errors import use_warning_style
+
+    use_warning_style()  # a torn cache line is reported once, as one line
     SESSION.max_usd = None if max_usd is None else float(max_usd)
     SESSION.batch = bool(batch)
     SESSION.ledgers.clear()
@@ -146,10 +172,11 @@ def report(backend: str, pairs: int | None = None) -> pd.DataFrame:
     """The chapter's LLM usage table, to be the output of its last cell.
 
     Rows per (model, mode) with calls, the four token counts and ``cost_usd`` (an estimate from the
-    price table); ``mode`` is ``api`` (Messages API calls made), ``batch`` (Message Batches results)
-    or ``cache`` (distinct requests answered from the response cache, paid for earlier or never);
-    a last ``total`` row. ``pairs``: the number of pairs the chapter's judges saw, to add
-    ``calls_per_pair``. With the offline backend the table says "no LLM calls".
+    price table; "unknown (no price)" for a model the table lacks, and then for the total too);
+    ``mode`` is ``api`` (Messages API calls made), ``batch`` (Message Batches results), ``local``
+    (calls to a custom OpenAI-compatible server) or ``cache`` (distinct requests answered from the
+    response cache, paid for earlier or never); a last ``total`` row. ``pairs``: the number of
+    pairs the chapter's judges saw, to add ``calls_per_pair``. With the offline backend the table says "no LLM calls".
     """
     from mechaudit.backends import Backend
 
@@ -160,11 +187,12 @@ def report(backend: str, pairs: int | None = None) -> pd.DataFrame:
         return pd.DataFrame({"LLM usage": [f"no LLM calls (backend {backend!r})"]})
     total = {"model": "total", "mode": "", "calls": int(table["calls"].sum()),
              **{c: int(table[c].sum()) for c in TOKEN_COLUMNS},
-             "cost_usd": float(table["cost_usd"].sum(min_count=1))}
+             "cost_usd": total_usd(table["cost_usd"])}
     out = pd.concat([table, pd.DataFrame([total])], ignore_index=True)
     if pairs:
         out["calls_per_pair"] = (out["calls"] / pairs).round(2)
-    out["cost_usd"] = out["cost_usd"].astype(float).round(4)
+    cost = out["cost_usd"].astype(float).round(4)
+    out["cost_usd"] = cost.astype(object).where(cost.notna(), "unknown (no price)") if cost.isna().any() else cost
     return out
 
 
@@ -210,14 +238,16 @@ def cache_state(cache_dir: str | os.PathLike[str]) -> int:
 
 def cache_spend(cache_dir: str | os.PathLike[str], before: int, prices: dict[str, Any]) -> dict[str, Any]:
     """What was paid for since ``before`` (a :func:`cache_state` mark; 0: everything in the folder):
-    new records' calls, tokens and USD.
+    new records' calls, tokens and USD (NaN when a record's model has no price; ``unpriced`` names
+    those models).
 
     Every answer the API sent is recorded in the cache, so the records added during a run are that
     run's calls (``source`` messages or batch; batch records are priced at the batch discount).
     """
     from mechaudit.llm.cache import ResponseCache
 
-    out: dict[str, Any] = {"calls": 0, "batch_calls": 0, **dict.fromkeys(TOKEN_COLUMNS, 0), "cost_usd": 0.0}
+    out: dict[str, Any] = {"calls": 0, "batch_calls": 0, **dict.fromkeys(TOKEN_COLUMNS, 0), "cost_usd": 0.0,
+                           "unpriced": set()}
     path = Path(cache_dir)
     if not path.is_dir():
         return out
@@ -227,13 +257,16 @@ def cache_spend(cache_dir: str | os.PathLike[str], before: int, prices: dict[str
         response = record.get("response", {})
         usage = response.get("usage", {})
         is_batch = record.get("source") == "batch"
-        model = record.get("request", {}).get("model") or response.get("model", "")
+        request = record.get("request", {})
+        model = request.get("model") or response.get("model", "")
         out["calls"] += 1
         out["batch_calls"] += int(is_batch)
         for col in TOKEN_COLUMNS:
             out[col] += int(usage.get(col, 0) or 0)
-        cost = cost_usd(model, usage, prices, batch=is_batch)
-        out["cost_usd"] += 0.0 if math.isnan(cost) else cost
+        cost = cost_usd(model, usage, prices, batch=is_batch, endpoint=request.get("endpoint"))
+        if math.isnan(cost):
+            out["unpriced"].add(model)
+        out["cost_usd"] += cost  # an unknown part makes the total unknown (NaN)
     return out
 
 
@@ -245,26 +278,31 @@ class RunCancelled(RuntimeError):
 
 
 class RunAccount:
-    """The LLM side of one ``mechaudit execute`` run: estimate, budget per chapter, run total.
+    """The LLM side of one ``mechaudit execute`` run: estimate, money and key checks, budget per
+    chapter, run total.
 
     Spending is measured from the response cache (records added during the run, see
-    :func:`cache_spend`), so it needs nothing from inside the chapters' kernels.
+    :func:`cache_spend`), so it needs nothing from inside the chapters' kernels. ``prices``: a price
+    table file (None: ``params/prices.yaml``); ``base_url``: the custom OpenAI-compatible server of
+    the run (``-p llm_base_url``), if any.
     """
 
-    def __init__(self, plans, params_file, overrides, full, max_usd=None, batch=None) -> None:
+    def __init__(self, plans, params_file, overrides, full, max_usd=None, batch=None, prices=None,
+                 base_url=None) -> None:
         from mechaudit.llm.ledger import load_prices
 
         self.plans, self.params_file, self.overrides, self.full = plans, params_file, overrides, full
-        self.max_usd, self.batch = max_usd, batch
-        self.prices = load_prices()
+        self.max_usd, self.batch, self.prices_file, self.base_url = max_usd, batch, prices, base_url
+        self.prices = load_prices(prices)
         self.llm = any(_is_llm(p) for p in full.values())
+        self.live = any(_backend(p) == "anthropic" for p in full.values())
         self.estimate = None
         self.totals: dict[str, Any] = {"calls": 0, "batch_calls": 0, **dict.fromkeys(TOKEN_COLUMNS, 0),
-                                       "cost_usd": 0.0}
+                                       "cost_usd": 0.0, "unpriced": set()}
         self.chapters_run = 0
 
     @classmethod
-    def plan(cls, plans, params_file, overrides, max_usd=None, batch=None) -> RunAccount:
+    def plan(cls, plans, params_file, overrides, max_usd=None, batch=None, prices=None, base_url=None) -> RunAccount:
         """Account for ``plans`` (``[(chapter, injected parameters)]``) of an execute run."""
         from mechaudit.execution import notebook_parameters
 
@@ -273,21 +311,77 @@ class RunAccount:
             values = dict(notebook_parameters(chapter.source))
             values.update(params)
             full[chapter.stem] = values
-        return cls(plans, params_file, overrides, full, max_usd=max_usd, batch=batch)
+        return cls(plans, params_file, overrides, full, max_usd=max_usd, batch=batch, prices=prices,
+                   base_url=base_url)
 
     def _cost_column(self) -> str:
         return "usd_batch" if self.batch else "usd_plain"
 
-    def check_estimate(self, stream) -> None:
-        """Print the estimate; raise :class:`BudgetExceededError` if it is above ``max_usd``."""
-        from mechaudit.llm.estimate import estimate_chapters, format_estimate, totals
+    def make_estimate(self):
+        """The estimate table of the run's LLM chapters (``mechaudit.llm.estimate``), computed once."""
+        from mechaudit.llm.estimate import estimate_chapters
 
-        names = [c.stem for c, _ in self.plans if _is_llm(self.full[c.stem])]
-        self.estimate = estimate_chapters(names, self.params_file, self.overrides)
-        print(format_estimate(self.estimate, batch=bool(self.batch)), file=stream, flush=True)
-        cost = totals(self.estimate)[self._cost_column()] if len(self.estimate) else 0.0
+        if self.estimate is None:
+            names = [c.stem for c, _ in self.plans if _is_llm(self.full[c.stem])]
+            self.estimate = estimate_chapters(names, self.params_file, self.overrides, prices=self.prices_file,
+                                              base_url=self.base_url)
+        return self.estimate
+
+    def to_send(self) -> dict[str, int]:
+        """Requests the live chapters would send, per model (replay chapters send nothing)."""
+        table = self.make_estimate()
+        live = {stem for stem, p in self.full.items() if _backend(p) == "anthropic"}
+        rows = table[table["chapter"].isin(live) & (table["to_send"] > 0)] if len(table) else table
+        if not len(rows):
+            return {}
+        return {str(m): int(n) for m, n in rows.groupby("model", sort=True)["to_send"].sum().items()}
+
+    def check_prices(self, allow_unpriced: bool) -> None:
+        """Refuse (:class:`UnpricedModelError`, nothing sent) a run that would send requests to a
+        model without a price, unless ``allow_unpriced`` (never with a budget)."""
+        table = self.make_estimate()
+        sending = self.to_send()
+        unpriced = sorted({str(m) for m in table.loc[table["usd_plain"].isna(), "model"] if m in sending})
+        if unpriced and (not allow_unpriced or self.max_usd is not None):
+            raise UnpricedModelError(unpriced, self.max_usd, sum(sending[m] for m in unpriced))
+
+    def check_keys(self, environ=None) -> None:
+        """Raise ``MissingAPIKeyError`` when a key the run's requests need is not in the environment
+        (Anthropic models: ``ANTHROPIC_API_KEY``; OpenAI models: ``OPENAI_API_KEY``, except on a
+        loopback server)."""
+        from mechaudit.llm.errors import API_KEY_ENV, MissingAPIKeyError
+        from mechaudit.llm.providers import OPENAI_API_KEY_ENV, endpoint_for, is_loopback, route_model
+
+        environ = os.environ if environ is None else environ
+        need: dict[str, list[str]] = {}
+        for model, n in self.to_send().items():
+            endpoint = endpoint_for(model, self.base_url)
+            if endpoint is not None and is_loopback(endpoint):
+                continue
+            env = API_KEY_ENV if route_model(model)[0] == "anthropic" else OPENAI_API_KEY_ENV
+            need.setdefault(env, []).append(f"{n} to {model}")
+        missing = [env for env in need if not environ.get(env, "").strip()]
+        if missing:
+            env = missing[0]
+            raise MissingAPIKeyError(
+                f"{env} is not set, and this run would send requests ({', '.join(need[env])}): run "
+                f"`export {env}=...` in this shell, or use -p backend replay (recorded answers) or reference "
+                f"(offline); nothing was sent")
+
+    def print_estimate(self, stream) -> None:
+        """Print the estimate table with its total line."""
+        from mechaudit.llm.estimate import format_estimate
+
+        print(format_estimate(self.make_estimate(), batch=bool(self.batch)), file=stream, flush=True)
+
+    def check_budget(self) -> None:
+        """Raise :class:`BudgetExceededError` if the estimate is above ``max_usd``."""
+        from mechaudit.llm.estimate import totals
+
+        table = self.make_estimate()
+        cost = totals(table)[self._cost_column()] if len(table) else 0.0
         if self.max_usd is not None and cost > self.max_usd:
-            raise BudgetExceededError(self.max_usd, 0.0, cost, int(totals(self.estimate)["to_send"]), estimate=True)
+            raise BudgetExceededError(self.max_usd, 0.0, cost, int(totals(table)["to_send"]), estimate=True)
 
     def prompt(self) -> str:
         """The confirmation question shown after the estimate."""
@@ -296,7 +390,7 @@ class RunAccount:
         t = totals(self.estimate) if self.estimate is not None and len(self.estimate) else {}
         cost = t.get(self._cost_column(), 0.0)
         limit = "no budget limit" if self.max_usd is None else f"budget {self.max_usd:.2f} USD"
-        return (f"Send about {int(t.get('to_send', 0))} requests for about {cost:.2f} USD "
+        return (f"Send about {int(t.get('to_send', 0))} requests for about {format_usd(cost)} USD "
                 f"({'batch' if self.batch else 'plain'} prices, {limit})? [y/N] ")
 
     def inject(self, chapter, params: dict[str, Any]) -> dict[str, Any]:
@@ -306,7 +400,9 @@ class RunAccount:
             return params
         out = dict(params)
         if self.max_usd is not None and "max_usd" in full:
-            out["max_usd"] = round(max(0.0, self.max_usd - self.totals["cost_usd"]), 6)
+            spent = self.totals["cost_usd"]
+            left = 0.0 if math.isnan(spent) else max(0.0, self.max_usd - spent)  # unknown spending: none left
+            out["max_usd"] = round(left, 6)
         if self.batch is not None and "llm_batch" in full:
             out["llm_batch"] = bool(self.batch)
         return out
@@ -332,6 +428,7 @@ class RunAccount:
                 yield
             finally:
                 spent = cache_spend(folder, before, self.prices)
+                self.totals["unpriced"] |= spent.pop("unpriced")
                 for k, v in spent.items():
                     self.totals[k] += v
                 self.chapters_run += 1
@@ -339,19 +436,28 @@ class RunAccount:
         return _cm()
 
     def total_line(self) -> str:
-        """One line: requests sent, tokens and USD of this run."""
+        """One line: requests sent, tokens and USD of this run ("unknown" USD when a model without a
+        price was called)."""
         t = self.totals
         budget = "" if self.max_usd is None else f" of max_usd {self.max_usd:.2f}"
+        unpriced = f" (no price for: {', '.join(sorted(t['unpriced']))})" if t["unpriced"] else ""
+        source = "params/prices.yaml" if self.prices_file is None else str(self.prices_file)
         return (f"LLM run total: {t['calls']} requests sent ({t['batch_calls']} by batch) in "
                 f"{self.chapters_run} LLM chapter(s), {t['input_tokens']:,} input + {t['output_tokens']:,} output "
-                f"tokens, {t['cache_read_input_tokens']:,} cache-read, {t['cost_usd']:.2f} USD{budget} "
-                f"(prices from params/prices.yaml; answers are cached: a re-run sends nothing again)")
+                f"tokens, {t['cache_read_input_tokens']:,} cache-read, {format_usd(t['cost_usd'])} USD{budget}"
+                f"{unpriced} (prices from {source}; answers are cached: a re-run sends nothing again)")
 
 
-def _is_llm(params: dict[str, Any]) -> bool:
+def _backend(params: dict[str, Any]) -> str | None:
     from mechaudit.backends import Backend
 
     try:
-        return Backend.parse(params.get("backend", "reference")).is_llm
+        return Backend.parse(params.get("backend", "reference")).value
     except ValueError:
-        return False
+        return None
+
+
+def _is_llm(params: dict[str, Any]) -> bool:
+    from mechaudit.backends import LLM_BACKENDS
+
+    return _backend(params) in LLM_BACKENDS

@@ -20,9 +20,10 @@ def decisions_table(pairs: Sequence[Pair], rules: Mapping[str, Rule]) -> pd.Data
 
 
 def percent_different(
-    decisions: pd.DataFrame, kinds: Sequence[str], order: Sequence[str] | None = None
+    decisions: pd.DataFrame, *, kinds: Sequence[str], order: Sequence[str] | None = None
 ) -> pd.DataFrame:
-    """% of pairs judged different, per kind (rows, in ``order``) and rule (columns).
+    """% of pairs judged different, per kind (rows, in ``order``) and rule (columns); ``kinds`` (one per
+    decision row) is keyword-only, as in every function of this family.
 
     ``decisions``: one row per pair, a column per rule, True = same; missing values (an undecided
     LLM pair) are left out of that rule's denominator, never counted as either verdict.
@@ -37,7 +38,7 @@ def percent_different(
     return table.reindex(list(order)) if order is not None else table
 
 
-def suite_counts(kinds: Sequence[str], valid: Sequence[bool], order: Sequence[str] | None = None) -> pd.DataFrame:
+def suite_counts(valid: Sequence[bool], *, kinds: Sequence[str], order: Sequence[str] | None = None) -> pd.DataFrame:
     """Per kind: pairs built, kept (passed the validity check) and excluded."""
     df = pd.DataFrame({"kind": list(kinds), "valid": np.asarray(valid, dtype=bool)})
     out = df.groupby("kind")["valid"].agg(built="size", kept="sum")
@@ -46,20 +47,18 @@ def suite_counts(kinds: Sequence[str], valid: Sequence[bool], order: Sequence[st
     return out.reindex(list(order)).fillna(0).astype(int) if order is not None else out
 
 
-def sweep_percent_different(similarity: np.ndarray, thresholds: Iterable[float], kinds: Sequence[str]) -> pd.DataFrame:
+def sweep_percent_different(similarity: np.ndarray, thresholds: Iterable[float], *, kinds: Sequence[str]
+                            ) -> pd.DataFrame:
     """% judged different (similarity < threshold) per kind and threshold.
 
-    Arguments in the order of ``agreement.threshold_sweep(similarity, thresholds, others)``:
-    ``similarity`` shape ``(n_pairs,)``, the thresholds, then each pair's kind. Long DataFrame
-    with columns threshold, kind, pct_different. The old order (kinds before thresholds) raises
-    ``TypeError``.
+    ``similarity`` shape ``(n_pairs,)``, the thresholds, and each pair's kind (keyword-only, as in
+    every function of this family). Long DataFrame with columns threshold, kind, pct_different.
     """
     sim = np.asarray(similarity, dtype=float)
     thresholds = list(thresholds)
     kinds = np.asarray(list(kinds), dtype=object)
     if any(isinstance(t, str) for t in thresholds):
-        raise TypeError("sweep_percent_different(similarity, thresholds, kinds): thresholds must be numbers "
-                        "(kinds come last)")
+        raise TypeError(f"thresholds must be numbers, got {thresholds[:3]!r} (pass the kinds as kinds=...)")
     if sim.shape != kinds.shape:
         raise ValueError(f"similarity has shape {sim.shape} but there are {kinds.shape[0]} kinds")
     rows = []
@@ -96,7 +95,8 @@ PAPER_KIND_KEYS = {
 }
 
 
-def paper_percent_different(columns: Mapping[str, str], kinds: Sequence[str] = tuple(PAPER_KIND_KEYS)) -> pd.DataFrame:
+def paper_percent_different(columns: Mapping[str, str], *, kinds: Sequence[str] = tuple(PAPER_KIND_KEYS)
+                            ) -> pd.DataFrame:
     """The paper's % judged different per kind (rows) for our columns.
 
     ``columns`` maps a column name of ours to the paper's method key ("tfidf", "embedding" or

