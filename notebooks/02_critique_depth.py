@@ -373,7 +373,7 @@ if show_paper:
                                                       committed).items():
         glue(f"ch02_cal_{key}", value, digits=digits)
     glue("ch02_paper_demands", reported("engagement.demands"))
-    save("calibration_scan", ch.scan_view(cal.scan, list(cal_spec.grid)), out_dir)
+    display(save("calibration_scan", ch.scan_view(cal.scan, list(cal_spec.grid)), out_dir))
 
 # %% [markdown]
 # The table above is the scan: one row per grid point, with the mechanism-key 0 v 1 effect it gave and

@@ -138,3 +138,26 @@ def test_bad_project_root_is_one_line_naming_it(installed, tmp_path):
     assert proc.returncode == 1 and "Traceback" not in proc.stderr
     assert proc.stderr.strip() == (f"mechaudit: error: MECHAUDIT_ROOT={tmp_path / 'nowhere'} is not a mechaudit "
                                    "project folder (it needs params/default.yaml and notebooks/)")
+
+
+def test_shipped_parameter_sets_and_reproduce_work_from_an_empty_folder(installed, tmp_path):
+    """``--params paper`` resolves to the set inside the installed package, and ``mechaudit
+    reproduce`` (what ``make reproduce`` calls) estimates, checks the budget and stops before sending."""
+    from fake_anthropic import FAKE_KEY, FakeAnthropicServer
+
+    _, site, env = installed
+    cli = [str(site / "bin" / "mechaudit")]
+    env = {**env, "MECHAUDIT_CACHE": str(tmp_path / "cache")}
+    proc = _run(cli + ["estimate", "05_perturbations", "--params", "paper"], cwd=tmp_path, env=env)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "total: 960 requests, 0 cached, 960 to send" in proc.stdout and "claude-opus-4-6" in proc.stdout
+    proc = _run(cli + ["reproduce", "05_perturbations", "--dry-run"], cwd=tmp_path, env=env)
+    assert proc.returncode == 0 and "LLM cost estimate" in proc.stderr, proc.stderr[-3000:]
+    with FakeAnthropicServer() as server:
+        live = {**env, "ANTHROPIC_BASE_URL": server.base_url, "ANTHROPIC_API_KEY": FAKE_KEY}
+        proc = _run(cli + ["reproduce", "05_perturbations", "--yes", "--max-usd", "0.01", "--out", "out"],
+                    cwd=tmp_path, env=live)
+        assert proc.returncode == 1 and server.bodies == [], proc.stderr[-3000:]
+    assert proc.stderr.strip().splitlines()[-1].startswith("mechaudit: error: BudgetExceededError: LLM budget "
+                                                           "max_usd=0.01 is below the estimated")
+    assert not (tmp_path / "out").exists()

@@ -449,6 +449,7 @@ def execute_chapter(
                 papermill.execute_notebook(
                     str(src), str(out), parameters=parameters or {}, kernel_name=KERNEL,
                     cwd=str(chapter.source.parent), progress_bar=False, log_output=False, config=_kernel_config(),
+                    shutdown_kernel="immediate",  # no graceful shutdown to print ZMQ errors after Ctrl-C
                 )
             except papermill.PapermillExecutionError as err:
                 raise NotebookExecutionError(
@@ -500,14 +501,17 @@ def _quiet_interrupt():
     levels = {name: logging.getLogger(name).level for name in CLIENT_LOGGERS}
     for name in CLIENT_LOGGERS:
         logging.getLogger(name).setLevel(logging.CRITICAL + 1)
+    interrupted = False
     try:
         yield
-    except KeyboardInterrupt:
-        sys.unraisablehook = threading.excepthook = lambda *_: None  # the process is about to exit
+    except KeyboardInterrupt:  # the process is about to exit: stay silent until then
+        interrupted = True
+        sys.unraisablehook = threading.excepthook = lambda *_: None
         raise
     finally:
-        for name, level in levels.items():
-            logging.getLogger(name).setLevel(level)
+        if not interrupted:
+            for name, level in levels.items():
+                logging.getLogger(name).setLevel(level)
 
 
 def _rename_injected(nb, rename: dict[str, str]) -> None:
@@ -574,7 +578,7 @@ def execute_chapters(
     params_file: Path | None = DEFAULT_PARAMS,
     overrides: dict[str, Any] | None = None,
     out_dir: Path | None = None,
-    stream=sys.stderr,
+    stream=None,
     *,
     max_usd: float | None = None,
     batch: bool | None = None,
@@ -594,8 +598,10 @@ def execute_chapters(
     for the estimate, the ledgers and the kernels. With a budget, ``confirm`` or ``dry_run`` the
     cost estimate is printed first; an estimate above the budget stops before the first request
     (``BudgetExceededError``), ``dry_run`` stops after the estimate, and ``confirm(text)`` returning
-    False cancels. After the last chapter the run's LLM total is printed.
+    False cancels. After the last chapter the run's LLM total is printed. Progress goes to
+    ``stream`` (default: ``sys.stderr`` at call time).
     """
+    stream = sys.stderr if stream is None else stream
     overrides = dict(overrides or {})
     if max_usd is None and overrides.get("max_usd") is not None:
         max_usd = overrides.pop("max_usd")

@@ -132,9 +132,7 @@ def with_endpoint(request: LLMRequest, base_url: str | None) -> LLMRequest:
     endpoint = endpoint_for(request.model, base_url)
     if endpoint is None or request.endpoint == endpoint:
         return request
-    from mechaudit.llm.request import LLMRequest
-
-    return LLMRequest.model_validate({**request.model_dump(), "endpoint": endpoint})
+    return type(request).model_validate({**request.model_dump(), "endpoint": endpoint})
 
 
 def provider_of(model: str) -> str:

@@ -284,15 +284,17 @@ class RunAccount:
     Spending is measured from the response cache (records added during the run, see
     :func:`cache_spend`), so it needs nothing from inside the chapters' kernels. ``prices``: a price
     table file (None: ``params/prices.yaml``); ``base_url``: the custom OpenAI-compatible server of
-    the run (``-p llm_base_url``), if any.
+    the run (``-p llm_base_url``; None: ``OPENAI_BASE_URL`` if set).
     """
 
     def __init__(self, plans, params_file, overrides, full, max_usd=None, batch=None, prices=None,
                  base_url=None) -> None:
         from mechaudit.llm.ledger import load_prices
+        from mechaudit.llm.providers import openai_base_url
 
         self.plans, self.params_file, self.overrides, self.full = plans, params_file, overrides, full
-        self.max_usd, self.batch, self.prices_file, self.base_url = max_usd, batch, prices, base_url
+        self.max_usd, self.batch, self.prices_file = max_usd, batch, prices
+        self.base_url = openai_base_url(base_url)  # -p llm_base_url, else OPENAI_BASE_URL, else None
         self.prices = load_prices(prices)
         self.llm = any(_is_llm(p) for p in full.values())
         self.live = any(_backend(p) == "anthropic" for p in full.values())
