@@ -84,10 +84,13 @@ def test_a_price_from_a_prices_file_lets_the_estimate_through(capsys, example, t
     prices = tmp_path / "prices.yaml"
     prices.write_text("batch_discount: 0.5\nmodels:\n  claude-nonexistent-9: {input: 1, output: 2, cache_write: 1, "
                       "cache_read: 0.1}\n")
-    # priced now: the refusal is the budget's (estimate above 0.0001 USD), still before any request
-    line = one_error(capsys, live_05(example, tmp_path, "-p", "judge_model", "claude-nonexistent-9",
-                                     "--prices", str(prices), "--max-usd", "0.0001"), "is below the estimated")
-    assert "no price" not in line and server.bodies == []
+    # priced now: the estimate is printed and the refusal is the budget's, still before any request
+    assert main(live_05(example, tmp_path, "-p", "judge_model", "claude-nonexistent-9", "--prices", str(prices),
+                        "--max-usd", "0.0001")) == 1
+    err = capsys.readouterr().err
+    assert "claude-nonexistent-9" in err and "no price" not in err and "unknown" not in err
+    assert err.strip().splitlines()[-1].startswith("mechaudit: error: BudgetExceededError: ")
+    assert "is below the estimated" in err and server.bodies == []
 
 
 @pytest.mark.parametrize(("value", "expected"), [
@@ -194,7 +197,8 @@ def test_identity_is_the_content_whatever_the_route(tmp_path, example, monkeypat
 
 def _paper_traces(out: Path) -> list[str]:
     """Paper comparison files, calibration files and paper markers (SVG text) under a run folder."""
-    found = [p.name for p in out.rglob("*.csv") if p.stem in ("paper_comparison", "calibration_fit", "calibration_scan")]
+    paper_tables = ("paper_comparison", "calibration_fit", "calibration_scan")
+    found = [p.name for p in out.rglob("*.csv") if p.stem in paper_tables]
     for svg in out.rglob("*.svg"):
         found += [f"{svg.name}: {m}" for m in re.findall(r"<!-- (.*?) -->", svg.read_text()) if "paper" in m.lower()]
     for nb in out.glob("*.ipynb"):
@@ -367,6 +371,7 @@ def test_a_good_run_is_quiet_and_an_unknown_folder_is_never_replaced(tiny, tmp_p
     proc = run_cli(["execute", str(tiny), "--out", "out"], tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert "without encryption" not in proc.stderr and "IPKernelApp" not in proc.stderr
+    assert not [p.name for p in tmp_path.iterdir() if "ipc" in p.name]  # IPC sockets live in a temporary folder
     assert proc.stderr.count("\n") == 2  # the two progress lines, nothing else
     assert sorted(p.name for p in (tmp_path / "out" / "tiny").iterdir()) == [".mechaudit-run", "table.csv"]
     mine = tmp_path / "mine"

@@ -448,7 +448,8 @@ def execute_chapter(
             try:
                 papermill.execute_notebook(
                     str(src), str(out), parameters=parameters or {}, kernel_name=KERNEL,
-                    cwd=str(chapter.source.parent), progress_bar=False, log_output=False, config=_kernel_config(),
+                    cwd=str(chapter.source.parent), progress_bar=False, log_output=False,
+                    config=_kernel_config(Path(tmp)),
                     shutdown_kernel="immediate",  # no graceful shutdown to print ZMQ errors after Ctrl-C
                 )
             except papermill.PapermillExecutionError as err:
@@ -464,11 +465,14 @@ def execute_chapter(
     return target
 
 
-def _kernel_config():
-    """The kernel manager's configuration: IPC transport (Unix sockets beside the connection file)."""
+def _kernel_config(folder: Path):
+    """The kernel manager's configuration: IPC transport, its Unix sockets in ``folder`` (a
+    temporary folder: never the chapter's folder, which may be read-only)."""
     from traitlets.config import Config
 
-    return Config({"KernelManager": {"transport": "ipc"}}) if os.name == "posix" else Config()
+    if os.name != "posix":
+        return Config()
+    return Config({"KernelManager": {"transport": "ipc", "ip": str(Path(folder) / "kernel")}})
 
 
 @contextlib.contextmanager
