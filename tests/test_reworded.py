@@ -18,7 +18,7 @@ from mechaudit.perturb import (
     suite_path,
     write_suite,
 )
-from mechaudit.reworded import build_suite, load_rewrites
+from mechaudit.reworded import load_rewrites, reworded_suite
 from mechaudit.schema import load_benchmark
 
 
@@ -34,7 +34,7 @@ def template():
 
 def test_committed_reworded_suite_is_built_from_its_authoring_file(tmp_path, bench):
     out = tmp_path / "s.jsonl"
-    write_suite(build_suite(bench.hypotheses, load_rewrites(), bench.vocabulary, seed=0), out)
+    write_suite(reworded_suite(bench.hypotheses, load_rewrites(), bench.vocabulary, seed=0), out)
     assert out.read_bytes() == data_path("perturbations_reworded.jsonl").read_bytes()
 
 
@@ -117,13 +117,13 @@ def test_rewrites_reject_unknown_kinds_fields_and_hypotheses(tmp_path, bench):
         load_rewrites(write_rewrites(tmp_path, "A-01:\n  wording_only:\n    explanation: x\n    colour: red\n"))
     rw = load_rewrites(write_rewrites(tmp_path, "Z-99:\n  wording_only:\n    explanation: x\n"))
     with pytest.raises(DataError, match="field 'Z-99': no hypothesis with this id"):
-        build_suite(bench.hypotheses, rw, bench.vocabulary)
+        reworded_suite(bench.hypotheses, rw, bench.vocabulary)
 
 
 def test_a_rewrite_that_breaks_the_rules_is_kept_as_invalid_with_its_reason(tmp_path, bench):
     text = ("A-01:\n  first_step_swapped:\n    to: VACA\n    statement: VacA from Helicobacter pylori causes"
             " peptic ulcer disease.\n    explanation: x\n  wording_only:\n    explanation: CagA alone.\n")
-    pairs = build_suite(bench.hypotheses, load_rewrites(write_rewrites(tmp_path, text)), bench.vocabulary)
+    pairs = reworded_suite(bench.hypotheses, load_rewrites(write_rewrites(tmp_path, text)), bench.vocabulary)
     assert [p["kind"] for p in pairs] == ["wording_only", "first_step_swapped"]
     assert [p["valid"] for p in pairs] == [False, False]
     assert pairs[0]["reason"] == "explanation names a different set of entities"
@@ -144,7 +144,7 @@ def test_the_example_folder_ships_a_reworded_suite_built_from_its_authoring_file
     from mechaudit.paths import EXAMPLE_DIR
 
     example = load_benchmark(EXAMPLE_DIR)
-    pairs = build_suite(example.hypotheses, load_rewrites(EXAMPLE_DIR / "perturbations_reworded.yaml"),
+    pairs = reworded_suite(example.hypotheses, load_rewrites(EXAMPLE_DIR / "perturbations_reworded.yaml"),
                         example.vocabulary)
     assert len(pairs) == 4 * len(example.hypotheses) and all(p["valid"] for p in pairs)
     assert rerender_share(pairs, example.vocabulary)[list(SWAP_KINDS)].max() < 10.0

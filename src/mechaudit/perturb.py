@@ -433,6 +433,13 @@ def available_suites(data_dir: str | Path | None = None) -> list[str]:
     return [name for name in SUITE_FILES if suite_path(data_dir, name).is_file()]
 
 
+def load_pairs(data_dir: str | Path | None = None, suite: str = "template"
+               ) -> tuple[list[tuple[Hypothesis, Hypothesis]], list[str]]:
+    """The valid ``(original, variant)`` pairs of ``suite`` in ``data_dir`` and each pair's kind."""
+    kept = load_suite(suite_path(data_dir, suite), valid_only=True)
+    return [(p["original"], p["variant"]) for p in kept], [p["kind"] for p in kept]
+
+
 def load_suite(path: str | Path | None = None, valid_only: bool = False) -> list[dict[str, Any]]:
     """Read a suite JSONL (default: the committed ``data/perturbations.jsonl``).
 
@@ -559,4 +566,5 @@ __all__ = ["KINDS", "MEANING_PRESERVING", "SWAP_KINDS", "PerturbationError", "al
            "check_reason", "default_vocabulary", "describe_change", "instance_entities", "load_suite",
            "make_suite", "masked", "pair_rng", "perturb", "phrasing_similarity", "rerender_share",
            "rerendered_fields", "swap_candidates", "swap_info", "swapped_chain", "template_of", "text_changes",
-           "variant_hypothesis", "write_suite", "SUITE_FILES", "SUITE_LABELS", "suite_path", "available_suites"]
+           "variant_hypothesis", "write_suite", "SUITE_FILES", "SUITE_LABELS", "suite_path", "available_suites",
+           "load_pairs"]

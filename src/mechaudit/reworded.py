@@ -113,7 +113,7 @@ def variant_of(h: Hypothesis, kind: str, rw: Rewrite, vocab: Vocabulary, seed: i
     return variant_hypothesis(h, kind, str(rw.statement), rw.explanation, swapped_chain(h, position, rw.to, vocab))
 
 
-def build_suite(hypotheses: Sequence[Hypothesis], rewrites: dict[str, dict[str, Rewrite]],
+def reworded_suite(hypotheses: Sequence[Hypothesis], rewrites: dict[str, dict[str, Rewrite]],
                 vocabulary: Vocabulary | None = None, seed: int = 0) -> list[dict[str, Any]]:
     """The reworded suite: per kind (kind-major order, as ``make_suite``), every hypothesis with an
     authored rewrite of that kind, checked by ``check_reason`` and labelled like ``make_suite``'s
@@ -138,4 +138,4 @@ def build_suite(hypotheses: Sequence[Hypothesis], rewrites: dict[str, dict[str, 
     return pairs
 
 
-__all__ = ["SOURCE_FILE", "SUITE_FILE", "Rewrite", "build_suite", "load_rewrites", "variant_of"]
+__all__ = ["SOURCE_FILE", "SUITE_FILE", "Rewrite", "reworded_suite", "load_rewrites", "variant_of"]

@@ -55,9 +55,9 @@ def run(args: argparse.Namespace) -> int:
     if not hyps:
         warn("no hypotheses: the suite is empty", file=args.hypotheses or data_path("hypotheses.jsonl"))
     if args.reworded is not None:
-        from mechaudit.reworded import build_suite, load_rewrites
+        from mechaudit.reworded import load_rewrites, reworded_suite
 
-        pairs = [p for p in build_suite(hyps, load_rewrites(args.reworded), vocab, seed=args.seed)
+        pairs = [p for p in reworded_suite(hyps, load_rewrites(args.reworded), vocab, seed=args.seed)
                  if p["kind"] in args.kinds]
     else:
         pairs = make_suite(hyps, kinds=args.kinds, seed=args.seed, vocabulary=vocab)
