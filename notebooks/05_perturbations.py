@@ -191,7 +191,7 @@ for name, a in audits.items():
     print(f"{SUITE_LABELS[name]}: {a.llm.summary}")
 
 # %% [markdown]
-# ## Percent of valid pairs judged "different mechanism", both suites
+# ## Percent of valid pairs judged "different mechanism"
 #
 # Rows are the suite and the perturbation kind, columns are rules. Only pairs that passed the
 # validity check are judged. The LLM column says "not run" when the backend is offline (as in this
