@@ -211,7 +211,8 @@ fig = glue_figure("ch07_fig_agreement", fig)
 # of methods, with each method's rate of "same" decisions:
 
 # %%
-save("agreement_at_thresholds", agreement_at_thresholds(fixed), out_dir)
+at_thresholds = save("agreement_at_thresholds", agreement_at_thresholds(fixed), out_dir)
+at_thresholds
 
 # %% [markdown]
 # The best each similarity rule can do on the grid, and whether any real threshold gives complete
@@ -281,6 +282,11 @@ for prefix, name in (("ch07", "template"), ("ch07_rw", "reworded")):
         glue(f"{prefix}_{rule}_half_threshold", facts[f"{rule}_half_threshold"])
         glue(f"{prefix}_{rule}_half_mp_pct", facts[f"{rule}_half_mp_pct"], digits=1)
     glue(f"{prefix}_n_separating", facts["n_separating"])
+ref_tfidf = at_thresholds.loc[(f"reference ({reference_rubric})", fixed.tfidf)]
+glue("ch07_ref_tfidf_agreement", f"{100 * ref_tfidf['raw agreement']:.1f} %")
+glue("ch07_ref_tfidf_kappa", float(ref_tfidf["kappa"]), digits=2)
+glue("ch07_ref_same_pct", 100 * float(ref_tfidf["same rate a"]), digits=1)
+glue("ch07_tfidf_same_pct", 100 * float(ref_tfidf["same rate b"]), digits=1)
 for rule in ("tfidf", "embedding"):
     glue(f"ch07_{rule}_best_kappa_reference", best.loc[(rule, f"reference ({reference_rubric})"), "kappa"], digits=2)
 glue("ch07_n_complete_possible", int(best["complete agreement possible"].sum()))
@@ -337,7 +343,7 @@ llm_usage.report(backend, pairs=len(s.set_pairs))
 # {glue:text}`ch07_n_complete_possible` of the {glue:text}`ch07_n_best_rows` combinations of a
 # similarity rule and another method; the best kappa with the structure-reading reference judge on the grid is
 # {glue:text}`ch07_tfidf_best_kappa_reference` for TF-IDF and
-# {glue:text}`ch07_embedding_best_kappa_reference` for embeddings. The paper, too, found no threshold
+# {glue:text}`ch07_embedding_best_kappa_reference` for embeddings. The paper found no threshold
 # giving complete agreement. The levels are a different matter: at the paper's thresholds the three
 # methods here agree on {glue:text}`ch07_agreement_pct_low`-{glue:text}`ch07_agreement_pct_high` % of
 # pairs (kappa {glue:text}`ch07_kappa_low`-{glue:text}`ch07_kappa_high`), against the paper's
@@ -352,19 +358,20 @@ llm_usage.report(backend, pairs=len(s.set_pairs))
 # ```{exercise}
 # :label: ch07-ex1
 #
-# Raw agreement between the reference judge and TF-IDF at 0.25 is well above one half, yet kappa is
-# close to 0. Using the "same" rates in the table at the paper's thresholds, explain how both can be
-# true.
+# At the paper's thresholds, raw agreement between the reference judge and TF-IDF is
+# {glue:text}`ch07_ref_tfidf_agreement`, yet kappa is only {glue:text}`ch07_ref_tfidf_kappa`. Using
+# the "same" rates in the table at the paper's thresholds, explain how both can be true.
 # ```
 #
 # ````{solution} ch07-ex1
 # :class: dropdown
 #
 # Kappa subtracts the agreement two methods would reach by chance given how often each says "same".
-# The reference judge calls few committed-set pairs the same, TF-IDF at 0.25 about half of them, so
-# two independent coin-flippers with these rates would already agree on a large share of pairs (both
-# saying "different"). The observed raw agreement is barely above that chance level, so kappa is near
-# 0: the two methods rarely agree on *which* pairs are the same.
+# The reference judge calls {glue:text}`ch07_ref_same_pct` % of committed-set pairs the same and
+# TF-IDF {glue:text}`ch07_tfidf_same_pct` %, so two independent coin-flippers with these rates would
+# already agree on a share of pairs that kappa discounts (mostly both saying "different"). The closer
+# the observed raw agreement is to that chance level, the closer kappa is to 0: the two methods
+# then rarely agree on *which* pairs are the same.
 # ````
 #
 # ```{exercise}
