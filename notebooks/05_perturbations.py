@@ -36,7 +36,7 @@
 # first-step-swapped pairs different and embeddings {glue:text}`ch05_rw_headline_fss_embedding` %
 # (at the paper's threshold {glue:text}`ch05_embedding_threshold`) or
 # {glue:text}`ch05_rw_headline_fss_matched` % (at the rate-matched
-# {glue:text}`ch05_matched_threshold`). On the template-built suite the same rules give
+# {glue:text}`ch05_matched_threshold:.2f`). On the template-built suite the same rules give
 # {glue:text}`ch05_headline_fss_tfidf` %, {glue:text}`ch05_headline_fss_embedding` % and
 # {glue:text}`ch05_headline_fss_matched` %, but those numbers are true by construction: its swap
 # variants keep every word of the original except one name. The reference judge calls
@@ -325,7 +325,7 @@ if "changes with the suite" in verdicts.columns:
     glue("ch05_kept_statements", "; ".join(kept) or "none of them")
 glue("ch05_tfidf_threshold", tfidf_threshold)
 glue("ch05_embedding_threshold", embedding_threshold)
-glue("ch05_matched_threshold", f"{names.rules[names.matched].threshold_:.2f}")
+glue("ch05_matched_threshold", names.rules[names.matched].threshold_, digits=2)
 glue("ch05_matched_target_rate", 100 * names.target_rate, digits=1)
 glue("ch05_headline_status", status(backend, judge_model))
 for kind in ("first_step_swapped", "meaning_preserving"):
@@ -368,7 +368,7 @@ llm_usage.report(backend, pairs=sum(len(a.setup.pairs) for a in audits.values())
 # {glue:text}`ch05_rw_fss_tfidf_pct` % of them different (lowest TF-IDF cosine of a swapped pair:
 # {glue:text}`ch05_rw_tfidf_min_sim_swapped`), and embeddings {glue:text}`ch05_rw_fss_embedding_pct` %
 # at {glue:text}`ch05_embedding_threshold` and {glue:text}`ch05_rw_fss_matched_pct` % at the
-# rate-matched {glue:text}`ch05_matched_threshold` (mean embedding cosine of swapped pairs
+# rate-matched {glue:text}`ch05_matched_threshold:.2f` (mean embedding cosine of swapped pairs
 # {glue:text}`ch05_rw_embedding_mean_sim_swapped`), against the paper's
 # {glue:text}`ch05_paper_first_step_swapped_tfidf` % and {glue:text}`ch05_paper_first_step_swapped_embedding` %.
 # A rewording is now the more similar in {glue:text}`ch05_rw_tfidf_rewording_more_similar_pct` %
@@ -387,7 +387,7 @@ llm_usage.report(backend, pairs=sum(len(a.setup.pairs) for a in audits.values())
 # **Two embedding thresholds.** The paper's 0.77 belongs to Amazon Titan embeddings; its own recipe
 # for choosing a threshold (match the overall rate of "same" decisions of the other methods, here
 # {glue:text}`ch05_matched_target_rate` % on the committed same-instance pairs) gives
-# {glue:text}`ch05_matched_threshold` for MiniLM. The figure shows both lines; the two thresholds
+# {glue:text}`ch05_matched_threshold:.2f` for MiniLM. The figure shows both lines; the two thresholds
 # call {glue:text}`ch05_fss_embedding_pct` % and {glue:text}`ch05_fss_matched_pct` % of template
 # first-step swaps different, and {glue:text}`ch05_rw_fss_embedding_pct` % and
 # {glue:text}`ch05_rw_fss_matched_pct` % of reworded ones (the paper, with Titan at 0.77:
