@@ -114,6 +114,7 @@ from mechaudit.chapters.perturbations import (
     audit_suite,
     build_rules,
     conclusions,
+    counts_by_suite,
     findings,
     headline,
     judge_model_axis,
@@ -129,9 +130,9 @@ from mechaudit.chapters.perturbations import (
 from mechaudit.glue import glue, glue_figure
 from mechaudit.outputs import save
 from mechaudit.paper import compare_paper_default, reported
-from mechaudit.perturb import KINDS, SUITE_LABELS, available_suites, rerender_share
+from mechaudit.perturb import SUITE_LABELS, available_suites, rerender_share
 from mechaudit.plots.rules import cosine_strips
-from mechaudit.rules.audit import stack_suites, suite_counts
+from mechaudit.rules.audit import stack_suites
 
 pd.set_option("display.precision", 3)
 pd.set_option("display.width", 120)
@@ -150,9 +151,7 @@ llm_run = Backend.parse(backend).is_llm
 # %%
 suites = {name: setup(data_dir, regenerate_suite=regenerate_suite, seed=seed, suite=name)
           for name in available_suites(data_dir)}
-counts = stack_suites({name: suite_counts([p["kind"] for p in s.suite], [p["valid"] for p in s.suite], order=KINDS)
-                       .join(rerender_share(s.suite, s.bench.vocabulary)) for name, s in suites.items()}, SUITE_LABELS)
-save("suite_counts", counts, out_dir)
+save("suite_counts", counts_by_suite(suites), out_dir)
 
 # %% [markdown]
 # ## The rules

@@ -176,3 +176,11 @@ def test_setup_reads_the_reworded_suite():
     assert len(s.pairs) == 320 and s.suite[0]["variant"].id.endswith("~wording_only")
     with pytest.raises(ValueError, match="unknown suite"):
         ch.setup(suite="other")
+
+
+def test_counts_by_suite_count_built_kept_and_re_rendered_variants():
+    table = ch.counts_by_suite({"template": ch.setup(), "reworded": ch.setup(suite="reworded")})
+    assert list(table.columns) == ["built", "kept", "excluded", "% re-rendered"]
+    assert table.loc[("template-built suite", "first_step_swapped"), "% re-rendered"] == 100.0
+    assert table.loc[("reworded suite", "first_step_swapped"), "% re-rendered"] == 0.0
+    assert table["built"].sum() == 640 and table["excluded"].sum() == 0

@@ -150,3 +150,14 @@ def test_the_example_folder_ships_a_reworded_suite_built_from_its_authoring_file
     assert rerender_share(pairs, example.vocabulary)[list(SWAP_KINDS)].max() < 10.0
     write_suite(pairs, tmp_path / "s.jsonl")
     assert (tmp_path / "s.jsonl").read_bytes() == (EXAMPLE_DIR / "perturbations_reworded.jsonl").read_bytes()
+
+
+def test_a_swap_rewrite_naming_a_bad_position_or_entity_is_an_error(bench):
+    from mechaudit.reworded import Rewrite, variant_of
+
+    h = next(x for x in bench.hypotheses if x.id == "A-01")
+    bad_position = Rewrite(statement="s", explanation="e", to="AP1", position=9)
+    with pytest.raises(DataError, match=r"field 'A-01\.middle_step_swapped': cannot swap chain\[9\]"):
+        variant_of(h, "middle_step_swapped", bad_position, bench.vocabulary)
+    with pytest.raises(DataError, match="'NOT_AN_ID'"):
+        variant_of(h, "first_step_swapped", Rewrite(statement="s", explanation="e", to="NOT_AN_ID"), bench.vocabulary)

@@ -45,8 +45,9 @@ from mechaudit.perturb import (
 )
 from mechaudit.schema import read_yaml, strip_lines, validate_record
 
-#: file names of the reworded suite's authoring source and of the suite built from it
-SOURCE_FILE, SUITE_FILE = "perturbations_reworded.yaml", "perturbations_reworded.jsonl"
+#: file name of the reworded suite's authoring source in a data folder (the suite built from it is
+#: ``perturb.SUITE_FILES["reworded"]``)
+SOURCE_FILE = "perturbations_reworded.yaml"
 
 
 class Rewrite(BaseModel):
@@ -114,7 +115,7 @@ def variant_of(h: Hypothesis, kind: str, rw: Rewrite, vocab: Vocabulary, seed: i
 
 
 def reworded_suite(hypotheses: Sequence[Hypothesis], rewrites: dict[str, dict[str, Rewrite]],
-                vocabulary: Vocabulary | None = None, seed: int = 0) -> list[dict[str, Any]]:
+                   vocabulary: Vocabulary | None = None, seed: int = 0) -> list[dict[str, Any]]:
     """The reworded suite: per kind (kind-major order, as ``make_suite``), every hypothesis with an
     authored rewrite of that kind, checked by ``check_reason`` and labelled like ``make_suite``'s
     pairs (``kind``, ``original``, ``variant``, ``valid``, ``reason``, ``swap``).
@@ -138,4 +139,4 @@ def reworded_suite(hypotheses: Sequence[Hypothesis], rewrites: dict[str, dict[st
     return pairs
 
 
-__all__ = ["SOURCE_FILE", "SUITE_FILE", "Rewrite", "reworded_suite", "load_rewrites", "variant_of"]
+__all__ = ["SOURCE_FILE", "Rewrite", "load_rewrites", "reworded_suite", "variant_of"]

@@ -25,13 +25,22 @@ from mechaudit.agreement import estimate_range, model_agreement, verdict_matrix
 from mechaudit.backends import Backend
 from mechaudit.chapters.status import LOCAL, headline_status
 from mechaudit.paths import cache_path
-from mechaudit.perturb import KINDS, MEANING_PRESERVING, SUITE_LABELS, load_suite, make_suite, suite_path
+from mechaudit.perturb import (
+    KINDS,
+    MEANING_PRESERVING,
+    SUITE_LABELS,
+    load_suite,
+    make_suite,
+    rerender_share,
+    suite_path,
+)
 from mechaudit.rules import EmbeddingRule, LLMJudge, ReferenceJudge, TfidfRule, marginal_same_rate
 from mechaudit.rules.audit import (
     decisions_table,
     percent_different,
     separation_table,
     stack_suites,
+    suite_counts,
     within_instance_pairs,
 )
 from mechaudit.rules.base import Pair, Rule
@@ -283,6 +292,14 @@ def audit_suite(s: PerturbationSetup, names: RuleSet, *, backend: str, model: st
     sims = pd.DataFrame({"tfidf": names.rules[names.tfidf].similarity(s.pairs),
                          "embedding": names.rules[names.embedding].similarity(s.pairs)})
     return SuiteAudit(s, decisions, llm, sims)
+
+
+def counts_by_suite(suites: Mapping[str, PerturbationSetup]) -> pd.DataFrame:
+    """Per suite (label) and kind: pairs built, kept and excluded by the check, and the % of
+    variants that re-render the original's wording (``perturb.rerender_share``)."""
+    return stack_suites({n: suite_counts([p["kind"] for p in s.suite], [p["valid"] for p in s.suite], order=KINDS)
+                         .join(rerender_share(s.suite, s.bench.vocabulary)) for n, s in suites.items()},
+                        SUITE_LABELS)
 
 
 def percent_by_suite(audits: Mapping[str, SuiteAudit], llm_run: bool) -> pd.DataFrame:
