@@ -40,8 +40,9 @@
 # {glue:text}`ch05_headline_fss_tfidf` %, {glue:text}`ch05_headline_fss_embedding` % and
 # {glue:text}`ch05_headline_fss_matched` %, but those numbers are true by construction: its swap
 # variants keep every word of the original except one name. The reference judge calls
-# {glue:text}`ch05_headline_fss_reference` % different on both, also by construction. The LLM
-# judge's share (in %): {glue:text}`ch05_headline_fss_llm`.
+# {glue:text}`ch05_rw_headline_fss_reference` % (reworded) and
+# {glue:text}`ch05_headline_fss_reference` % (template-built) different, also by construction. The
+# LLM judge's share (in %): {glue:text}`ch05_headline_fss_llm`.
 #
 # **How we know.** TF-IDF and all-MiniLM-L6-v2 embeddings are computed locally on the book's two
 # open perturbation suites; the {term}`reference judge <Reference judge>` is a deterministic
