@@ -478,7 +478,7 @@ save("densify", fig, out_dir)
 # scores there falls from {glue:text}`ch08_dens_top_sat_pct_first` % to
 # {glue:text}`ch08_dens_top_sat_pct_original` %. The floor rule adds
 # {glue:text}`ch08_dens_top_added_floor` there and leaves {glue:text}`ch08_dens_top_sat_pct_floor` %
-# saturated. Its lower error overall comes from the middle of the scale, where it always finds three
+# saturated. Its lower error overall comes from the rest of the scale, where it usually finds three
 # new papers, if need be from other patterns.
 #
 # **Where the original is arguably wrong, and the option.** Two parts of the rule waste the second
