@@ -40,7 +40,10 @@ def test_choice_lists_are_the_libraries_own():
     from mechaudit.rules.llm_judge import ORDERS
 
     assert paramspec.RULE_NAMES == NAMES and paramspec.RUBRIC_NAMES == RUBRICS
+    from mechaudit.tau.anchors import DENSIFY_MODES
+
     assert paramspec.ORDER_NAMES == ORDERS and paramspec.SHARED["backend"].choices == CHOICES
+    assert paramspec.DENSIFY_NAMES == DENSIFY_MODES
 
 
 @pytest.mark.parametrize(("stem", "name", "value", "expected"), [

@@ -178,6 +178,9 @@ def test_the_shipped_manifest_matches_the_shipped_data():
         "  python -c \"from mechaudit import paths; open('data/benchmark.sha256', 'w').write("
         "paths.benchmark_manifest('data'))\"\nand re-execute the chapters")
     assert len(manifest.splitlines()) == len(paths.BENCHMARK_FILES)
+    from mechaudit.perturb import SUITE_FILES
+
+    assert set(SUITE_FILES.values()) <= set(paths.BENCHMARK_FILES)  # every suite is part of the identity
 
 
 def test_identity_is_the_content_whatever_the_route(tmp_path, example, monkeypatch):

@@ -26,6 +26,8 @@ RULE_NAMES = ("mechanism_key", "reference", "tfidf", "embedding", "llm")
 RUBRIC_NAMES = ("full", "step", "none")
 #: the presentation orders of ``mechaudit.rules.llm_judge.ORDERS``
 ORDER_NAMES = ("ab", "ba")
+#: the densify rules of ``mechaudit.tau.anchors.DENSIFY_MODES``
+DENSIFY_NAMES = ("original", "fill", "floor")
 
 #: what each type name reads as in an error message
 TYPE_WORDS = {"int": "an integer", "number": "a number", "str": "a string", "bool": "a boolean (true/false)",
@@ -132,6 +134,7 @@ CHAPTERS: dict[str, dict[str, Spec]] = {
         "weight_scales": _numbers(above=0.0), "loss_thresholds": _numbers(low=0.0),
         "heavy_tie_rates": _numbers(low=0.0, high=1.0), "heavy_tie_width": Spec("number", low=0.0),
         "perception_noises": _numbers(low=0.0), "misspec_reps": _int(1), "llm_pairs": _int(1),
+        "densify_mode": Spec("str", choices=DENSIFY_NAMES),
     },
 }
 

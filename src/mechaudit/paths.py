@@ -125,8 +125,10 @@ def cache_path(name: str, environ: os._Environ | dict[str, str] | None = None, *
     return data_path(name)
 
 
-#: the files of a benchmark folder (``book/data.md``): the three sources and the perturbation suite
-BENCHMARK_FILES = ("vocabulary.yaml", "instances.yaml", "hypotheses.jsonl", "perturbations.jsonl")
+#: the files of a benchmark folder (``book/data.md``): the three sources, the template-built suite,
+#: the rewrites and the reworded suite built from them (``perturb.SUITE_FILES``)
+BENCHMARK_FILES = ("vocabulary.yaml", "instances.yaml", "hypotheses.jsonl", "perturbations.jsonl",
+                   "perturbations_reworded.yaml", "perturbations_reworded.jsonl")
 #: ``sha256sum`` lines of the shipped benchmark's files: the data the paper's numbers belong to
 SHIPPED_MANIFEST = "benchmark.sha256"
 

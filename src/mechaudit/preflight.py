@@ -38,18 +38,26 @@ def data_folder(stem: str, values: dict[str, Any]) -> tuple[Path, str] | None:
     return paths.DATA_DIR, paths.DATA_ENV if os.environ.get(paths.DATA_ENV) else "data_dir"
 
 
-def needed_files(stem: str, values: dict[str, Any]) -> tuple[str, ...]:
-    """The files chapter ``stem`` reads from its data folder."""
-    suite = stem in SUITE_CHAPTERS and not (stem == "05_perturbations" and values.get("regenerate_suite"))
-    return SOURCE_FILES + ((SUITE_FILE,) if suite else ())
+def needed_files(stem: str, values: dict[str, Any], folder: Path | None = None) -> tuple[str, ...]:
+    """The files chapter ``stem`` reads from its data folder: the sources, and for the suite
+    chapters the template-built suite and any other suite file present in ``folder``."""
+    from mechaudit.perturb import SUITE_FILES
+
+    if stem not in SUITE_CHAPTERS:
+        return SOURCE_FILES
+    suites = () if stem == "05_perturbations" and values.get("regenerate_suite") else (SUITE_FILE,)
+    others = tuple(f for f in SUITE_FILES.values() if f != SUITE_FILE and folder is not None
+                   and (folder / f).exists())
+    return SOURCE_FILES + suites + others
 
 
 def fix_for(folder: Path, name: str) -> str:
-    """What makes file ``name`` of a benchmark folder: ``mechaudit perturb`` for the suite, the data
-    format page for the sources."""
-    if name == SUITE_FILE:
+    """What makes file ``name`` of a benchmark folder: ``mechaudit perturb`` for a suite (with
+    ``--reworded`` for the reworded one), the data format page for the sources."""
+    if name.endswith(".jsonl") and name != SOURCE_FILES[-1]:
+        reworded = f" --reworded {folder / name.replace('.jsonl', '.yaml')}" if name != SUITE_FILE else ""
         return (f"make it with `mechaudit perturb --hypotheses {folder / 'hypotheses.jsonl'} --vocabulary "
-                f"{folder / 'vocabulary.yaml'} --out {folder / SUITE_FILE}`")
+                f"{folder / 'vocabulary.yaml'}{reworded} --out {folder / name}`")
     return "write it as book/data.md describes"
 
 
@@ -65,7 +73,7 @@ def check_data(stem: str, values: dict[str, Any], checked: dict | None = None) -
         what = "is not a folder" if folder.exists() else "does not exist"
         raise MechauditError(f"{folder} {what}: give a benchmark folder (book/data.md)", field=field)
     checked = {} if checked is None else checked
-    for name in needed_files(stem, values):
+    for name in needed_files(stem, values, folder):
         if (folder, name) not in checked:
             checked[(folder, name)] = _check_file(folder, name, field)
 
@@ -76,7 +84,7 @@ def _check_file(folder: Path, name: str, field: str) -> bool:
         raise MechauditError(f"missing: {fix_for(folder, name)}", file=path, field=field)
     if not path.read_bytes().strip():
         raise MechauditError(f"empty: {fix_for(folder, name)}", file=path, field=field)
-    if name == SUITE_FILE:
+    if name.endswith(".jsonl") and name != SOURCE_FILES[-1]:  # a perturbation suite
         from mechaudit.perturb import load_suite
 
         if not load_suite(path, valid_only=True):
