@@ -385,6 +385,13 @@ def test_a_good_run_is_quiet_and_an_unknown_folder_is_never_replaced(tiny, tmp_p
     assert (mine / "notes.txt").read_text() == "mine"
 
 
+def test_two_chapters_never_share_one_output_folder(capsys, tmp_path):
+    shared = tmp_path / "p.yaml"
+    shared.write_text(f"common:\n  out_dir: {tmp_path / 'same'}\n")
+    one_error(capsys, ["execute", "01_problem", "02b_validity", "--params", str(shared)],
+              "field 'out_dir': 01_problem and 02b_validity would write to the same folder")
+
+
 def test_ctrl_c_exits_130_with_one_line_and_keeps_nothing(tiny, tmp_path):
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT / "src")}
     proc = subprocess.Popen(CLI + ["execute", str(tiny), "-p", "wait", "60", "--out", "out"], cwd=tmp_path, env=env,

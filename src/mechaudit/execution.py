@@ -654,10 +654,17 @@ def _plan_run(plans, params_file, overrides, out_dir, **account):
 
     run = usage.RunAccount.plan(plans, params_file, overrides, **account)
     preflight.check_plans(plans, run.full)
+    owners: dict[Path, str] = {}
     for chapter, params in plans:
         target = inject_out_dir(chapter, params, out_dir, overrides).get("out_dir")
-        if target is not None:
-            preflight.check_out_folder(Path(target), "--out" if "out_dir" not in params else "out_dir")
+        if target is None:
+            continue
+        field = "--out" if "out_dir" not in params else "out_dir"
+        if Path(target) in owners:  # each chapter's folder is replaced whole: one folder, one chapter
+            raise ParameterError(f"{owners[Path(target)]} and {chapter.stem} would write to the same folder {target}: "
+                                 "give each chapter its own (--out DIR uses DIR/<chapter>)", field=field)
+        owners[Path(target)] = chapter.stem
+        preflight.check_out_folder(Path(target), field)
     return run
 
 
