@@ -150,7 +150,11 @@ def test_shipped_parameter_sets_and_reproduce_work_from_an_empty_folder(installe
     env = {**env, "MECHAUDIT_CACHE": str(tmp_path / "cache")}
     proc = _run(cli + ["estimate", "05_perturbations", "--params", "paper"], cwd=tmp_path, env=env)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    assert "total: 960 requests, " in proc.stdout and "claude-opus-4-6" in proc.stdout
+    from mechaudit.llm.estimate import estimate_chapters, totals
+    from mechaudit.paths import PARAMS_DIR
+
+    expected = int(totals(estimate_chapters(["05_perturbations"], PARAMS_DIR / "paper.yaml"))["requests"])
+    assert f"total: {expected} requests, " in proc.stdout and "claude-opus-4-6" in proc.stdout
     proc = _run(cli + ["reproduce", "05_perturbations", "--dry-run"], cwd=tmp_path, env=env)
     assert proc.returncode == 0 and "LLM cost estimate" in proc.stderr, proc.stderr[-3000:]
     with FakeAnthropicServer() as server:

@@ -199,15 +199,35 @@ def test_identity_is_the_content_whatever_the_route(tmp_path, example, monkeypat
 
 
 def _paper_traces(out: Path) -> list[str]:
-    """Paper comparison files, calibration files and paper markers (SVG text) under a run folder."""
+    """Paper comparison files, calibration files and paper markers under a run folder. A figure's
+    markers of the paper's reported values carry a legend entry starting with "paper" ("paper",
+    "paper (LLM judge)", "paper's runs per depth"), which matplotlib's SVG keeps as a text comment;
+    a threshold the run uses that the paper chose ("threshold 0.25 (paper)") is a setting, not a
+    paper number."""
     paper_tables = ("paper_comparison", "calibration_fit", "calibration_scan")
     found = [p.name for p in out.rglob("*.csv") if p.stem in paper_tables]
     for svg in out.rglob("*.svg"):
-        found += [f"{svg.name}: {m}" for m in re.findall(r"<!-- (.*?) -->", svg.read_text()) if "paper" in m.lower()]
+        found += [f"{svg.name}: {m}" for m in re.findall(r"<!-- (.*?) -->", svg.read_text())
+                  if m.lower().startswith("paper")]
     for nb in out.glob("*.ipynb"):
         if "paper-compare" in nb.read_text():
             found.append(f"{nb.name}: a paper-vs-run table")
     return found
+
+
+def test_the_trace_finder_sees_paper_markers_and_tables(tmp_path):
+    """The check below can fail: a figure with the paper's values and a paper table are found."""
+    import pandas as pd
+
+    from mechaudit.chapters.critique_depth import paper_values
+    from mechaudit.outputs import save
+    from mechaudit.plots.workflow import critique_depth_figure
+
+    points = pd.DataFrame({"panel": ["same-depth", "extra"], "label": ["0", "0 v 1"], "instance": ["A", "A"],
+                           "value": [10.0, 30.0]})
+    save("depth", critique_depth_figure(points, backend="reference", paper=paper_values([(0, 1)])), tmp_path)
+    save("paper_comparison", pd.DataFrame({"a": [1]}), tmp_path)
+    assert sorted(_paper_traces(tmp_path)) == ["depth.svg: paper", "paper_comparison.csv"]
 
 
 @pytest.mark.parametrize("route", ["data_dir", "MECHAUDIT_DATA"])
