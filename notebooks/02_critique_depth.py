@@ -92,6 +92,7 @@ import pandas as pd
 from IPython.display import display
 
 from mechaudit.chapters import critique_depth as ch
+from mechaudit.chapters.status import glue_headline
 from mechaudit.chapters.workflow import report_dropped, workflow_setup
 from mechaudit.glue import glue, glue_figure
 from mechaudit.outputs import save
@@ -145,7 +146,8 @@ for a, b in ch.PAPER_COMPARISONS:
 
 # %%
 if show_paper:
-    display(save("design_comparison", compare(ch.design_rows(design_counts, setup.delivery.source)), out_dir))
+    display(save("design_comparison", compare(ch.design_rows(design_counts, setup.delivery.source), backend=backend),
+                 out_dir))
 
 # %% [markdown]
 # ## Table 1 under each equivalence rule
@@ -193,6 +195,7 @@ glue("ch02_headline_0v1", head["0 v 1"], digits=1 if not isinstance(head["0 v 1"
 glue("ch02_headline_1v5", head["1 v 5"], digits=1 if not isinstance(head["1 v 5"], str) else None)
 glue("ch02_headline_p_0v1", head["p 0 v 1"])
 headline_status = glue("ch02_headline_status", ch.status(backend, generator_model))
+glue_headline("ch02", backend, head)  # the intro's provenance and verdict
 
 # %% [markdown]
 # ## Same-depth and extra divergence (the paper's Figure 2)
@@ -323,7 +326,8 @@ fig = glue_figure("ch02_fig_rules", save("rule_comparison", fig, out_dir))
 
 # %%
 if show_paper:
-    display(save("paper_comparison", compare(ch.paper_rows(main, main_rule, setup.delivery.source)), out_dir))
+    display(save("paper_comparison", compare(ch.paper_rows(main, main_rule, setup.delivery.source), backend=backend),
+                 out_dir))
 
 # %% [markdown]
 # ## How the simulator's defaults were set

@@ -104,6 +104,7 @@ from mechaudit.chapters.perturbations import (
     similarity_summary,
     status,
 )
+from mechaudit.chapters.status import glue_headline
 from mechaudit.glue import glue, glue_figure
 from mechaudit.outputs import save
 from mechaudit.paper import compare, compare_paper_default, reported
@@ -240,7 +241,7 @@ save("judge_model_ranges", model_ranges, out_dir)
 pooled = pooled_percent(decisions, s.kinds)
 rows = paper_rows(pooled, names, backend=backend, model=judge_model)
 if show_paper:
-    display(save("paper_comparison", compare(rows), out_dir))
+    display(save("paper_comparison", compare(rows, backend=backend), out_dir))
 else:
     print("Comparison with the paper is off (compare_paper is false, or this is not the shipped data).")
 
@@ -262,6 +263,7 @@ glue("ch05_headline_fss_embedding", top["embedding"])
 glue("ch05_headline_fss_reference", top["reference"])
 glue("ch05_headline_fss_llm", top["llm"])
 glue("ch05_headline_status", status(backend, judge_model))
+glue_headline("ch05", backend)
 for kind in ("first_step_swapped", "meaning_preserving"):
     for rule in ("tfidf", "embedding", "llm"):
         glue(f"ch05_paper_{kind}_{rule}", reported(f"perturbations.{kind}_pct_different.{rule}"))

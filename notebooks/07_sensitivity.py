@@ -105,6 +105,7 @@ from mechaudit.chapters.sensitivity import (
     suite_sweep,
     three_methods,
 )
+from mechaudit.chapters.status import glue_headline
 from mechaudit.glue import glue, glue_figure
 from mechaudit.outputs import save
 from mechaudit.paper import compare, compare_paper_default, reported
@@ -245,7 +246,7 @@ save("judge_model_ranges", model_ranges(check, backend, judge_models), out_dir)
 three = three_methods(fixed)
 rows = paper_rows(three, fixed, check, tfidf_threshold=tfidf_threshold, embedding_threshold=embedding_threshold)
 if show_paper:
-    display(save("paper_comparison", compare(rows), out_dir))
+    display(save("paper_comparison", compare(rows, backend=backend), out_dir))
 else:
     print("Comparison with the paper is off (compare_paper is false, or this is not the shipped data).")
 
@@ -258,6 +259,7 @@ glue("ch07_kappa_high", top["kappa_high"], digits=2)
 glue("ch07_headline_agreement", top["agreement"])
 glue("ch07_headline_kappa", top["kappa"])
 glue("ch07_headline_status", status(backend, judge_models[0]))
+glue_headline("ch07", backend, {"agreement": top["agreement_low"], "κ": top["kappa_low"]})
 for rule in ("tfidf", "embedding"):
     for key in ("mean_sim_mp", "mean_sim_swapped", "min_sim_mp", "max_sim_swapped"):
         glue(f"ch07_{rule}_{key}", sweep_facts[f"{rule}_{key}"], digits=3)

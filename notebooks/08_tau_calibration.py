@@ -112,6 +112,7 @@ import pandas as pd
 
 from mechaudit.backends import Backend
 from mechaudit.chapters import tau as ch
+from mechaudit.chapters.status import glue_headline
 from mechaudit.glue import glue, glue_figure
 from mechaudit.outputs import save
 from mechaudit.plots.tau import (
@@ -191,6 +192,7 @@ glue("ch08_mean_error_pct", rf["mean_error_pct"], digits=1)
 glue("ch08_n_reps", n_reps)
 glue("ch08_headline_tau_error", ch.headline_tau_error(rf))
 glue("ch08_headline_status", ch.STATUS)
+glue_headline("ch08", "reference")  # the simulated judge, whatever the backend
 
 # %% tags=["hide-input"]
 fig = tau_recovery_plot(recovery, SIM)

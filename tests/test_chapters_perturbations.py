@@ -84,7 +84,7 @@ def test_paper_rows_offline_say_not_run_and_name_the_reference_judge():
     assert all(r[1] is None for r in llm_rows)
     assert llm_rows[0][2] == "reference judge: 100.0"
     assert all(len(r[2]) <= 40 for r in rows if len(r) == 3)
-    table = compare(rows)
+    table = compare(rows, backend="reference")
     assert len(table) == 9
 
 

@@ -1,8 +1,15 @@
-"""The status a chapter reports beside its headline numbers (the intro's results-at-a-glance table)."""
+"""What a chapter reports beside its headline numbers in the intro's results-at-a-glance table:
+the status (where the numbers come from), the provenance (how they can relate to the paper's,
+``mechaudit.provenance``) and the verdict."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
+from mechaudit import provenance
 from mechaudit.backends import Backend
+from mechaudit.paper import entry
 
 #: what the offline (``reference`` backend) numbers are, per kind of chapter
 SIMULATED = "simulated (reference backend)"
@@ -22,3 +29,62 @@ def simulation_only_note(backend: str) -> None:
     if Backend.parse(backend).is_llm:
         print(f"backend {backend!r}: this chapter is simulation-only (it needs the simulator's ground truth), "
               "so it runs with the simulator and sends no LLM request.")
+
+
+# --------------------------------------------------------------------------- provenance and verdict
+
+OFFLINE_ONLY = "offline"
+_FSS = "first_step_swapped_pct_different"
+#: the numbers of each chapter's row in the intro's results table: ``(name, key)``, or
+#: ``(name, key, OFFLINE_ONLY)`` for a number the row shows only offline (keys: ``mechaudit.provenance``)
+HEADLINE_PARTS: dict[str, tuple[tuple[str, ...], ...]] = {
+    "ch02": (("0 v 1", "critique_depth.extra_divergence_pp.k0_vs_k1"),
+             ("1 v 5", "critique_depth.extra_divergence_pp.k1_vs_k5")),
+    "ch02b": (("bias and size", "book.validity"),),
+    "ch02c": (("power", "book.power"),),
+    "ch03": (("conceded", "engagement.conceded_pct"),),
+    "ch04": (("distinct mechanisms", "book.diversity.clusters"),),
+    "ch05": (("TF-IDF", f"perturbations.{_FSS}.tfidf"), ("embedding", f"perturbations.{_FSS}.embedding"),
+             ("LLM judge", f"perturbations.{_FSS}.llm"), ("reference judge", "book.perturbations.reference_judge")),
+    "ch06": (("none", f"rubric.{_FSS}.none"), ("full", f"rubric.{_FSS}.full"), ("step", f"rubric.{_FSS}.step"),
+             ("reference judges", "book.rubric.reference_judges", OFFLINE_ONLY)),
+    "ch07": (("agreement", "sensitivity.raw_agreement_pct_low"), ("κ", "sensitivity.kappa_low")),
+    "ch08": (("τ error", "book.tau.recovery"),),
+}
+#: how far an LLM-backend number may lie from the paper's and still agree, by unit (else 10 % of it)
+TOLERANCE = {"pp": 5.0, "%": 5.0, "kappa": 0.1}
+
+
+def agrees(key: str, value: Any) -> bool | None:
+    """Whether ``value`` lies within ``TOLERANCE`` of the paper's number under ``key``; None when
+    either is not a number (a book result, text, not run)."""
+    if key.startswith("book."):
+        return None
+    meta = entry(key)
+    paper, unit = meta["value"], meta.get("unit")
+    numbers = [v for v in (paper, value) if isinstance(v, (int, float)) and not isinstance(v, bool)]
+    if len(numbers) < 2:
+        return None
+    return abs(float(value) - float(paper)) <= TOLERANCE.get(unit, 0.1 * abs(float(paper)))
+
+
+def headline_provenance(chapter: str, backend: str, values: Mapping[str, Any] | None = None) -> tuple[str, str]:
+    """The intro row of ``chapter`` ("ch02", ...): its provenance cell (``provenance.summary``) and
+    its verdict (``provenance.verdict``). ``values``: the row's numbers by part name, used to judge
+    agreement with the paper under an LLM backend."""
+    llm = Backend.parse(backend).is_llm
+    parts = [(p[0], p[1]) for p in HEADLINE_PARTS[chapter] if not (llm and p[2:] == (OFFLINE_ONLY,))]
+    found = [provenance.of(key, backend) for _, key in parts]
+    checks = [agrees(key, values.get(name)) for name, key in parts] if values else [None]
+    return provenance.summary(parts, backend), provenance.verdict(found, backend, all(c is True for c in checks))
+
+
+def glue_headline(chapter: str, backend: str, values: Mapping[str, Any] | None = None) -> tuple[str, str]:
+    """Glue ``<chapter>_headline_provenance`` and ``<chapter>_headline_verdict`` for the intro's
+    results table (see ``headline_provenance``) and return them."""
+    from mechaudit.glue import glue
+
+    cell, verdict = headline_provenance(chapter, backend, values)
+    glue(f"{chapter}_headline_provenance", cell)
+    glue(f"{chapter}_headline_verdict", verdict)
+    return cell, verdict
