@@ -220,8 +220,9 @@ save("judge_model_ranges", model_ranges, out_dir)
 # %% [markdown]
 # ## Paper vs this run
 #
-# The paper's numbers are LLM results. Offline, "this run" says "not run" and the note gives the
-# reference judge's value for orientation only: it is not an LLM result.
+# The paper's numbers are LLM results. Offline, "this run" says "not run", the provenance column says
+# "not run offline (LLM only)", and the note gives the reference judge's value for orientation only:
+# it is true by construction, not an LLM result.
 
 # %%
 rows = paper_rows(pct, effects, rubrics, backend=backend, model=judge_model)
