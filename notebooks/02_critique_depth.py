@@ -361,7 +361,8 @@ if per_model is None:
                                                 "design_file": design_file, "rules": rules, "data_dir": data_dir,
                                                 "cache_dir": cache_dir})
     print(ch.judge_axis_note(plan, plan_models))
-    display(plan.round(2))
+    with pd.option_context("display.max_colwidth", None):  # stage names in full
+        display(plan.round(2))
 else:
     display(save("judge_models", per_model.round(1), out_dir))
     display(save("judge_model_ranges", ranges.round(1), out_dir))

@@ -122,6 +122,7 @@ def test_the_estimate_counts_the_axis(tmp_path):
     assert by_stage.loc[f"{axis}, early-stop extra (upper bound)", "requests"] == 5 * 15
     assert by_stage.loc[axis, "to_send"] == by_stage.loc[axis, "requests"]  # nothing cached, nothing shared
     note = ch.judge_axis_note(plan, [B])
-    assert "adds at most 225 judge requests" in note and "no price" in note  # the fake model is not priced
+    assert "adds at most 225 judge requests" in note
+    assert f"about 0.00 USD at plain prices plus the requests to {B}, which params/prices.yaml does not price" in note
     without = ch.judge_axis_estimate([], {"design_file": str(design), "judge_model": A, "cache_dir": str(tmp_path)})
     assert not without.stage.str.contains(ch.AXIS_STAGE, regex=False).any()

@@ -307,8 +307,10 @@ def judge_axis_note(plan: pd.DataFrame, models: Sequence[str]) -> str:
     """One line for the offline section: how many judge requests ``models`` would add (the estimate's
     judge-model axis rows, early-stop upper bounds included) and their plain USD."""
     extra = plan[plan.stage.str.contains(f"({AXIS_STAGE}", regex=False)]
-    usd = extra.usd_plain.sum(min_count=1)
-    cost = "no price for some model in params/prices.yaml" if extra.usd_plain.isna().any() else f"about {usd:.2f} USD"
+    unpriced = list(dict.fromkeys(extra.model[extra.usd_plain.isna()]))
+    priced = extra.usd_plain.sum()
+    cost = f"about {priced:.2f} USD at plain prices" + (
+        f" plus the requests to {', '.join(unpriced)}, which params/prices.yaml does not price" if unpriced else "")
     return (f"Offline: no judge model runs, so no judge-model numbers are shown. With backend 'anthropic' and "
             f"judge_models = {list(models)}, the axis adds at most {int(extra.requests.sum()):,} judge requests "
-            f"({int(extra.to_send.sum()):,} not in the response cache; {cost} at plain prices).")
+            f"({int(extra.to_send.sum()):,} not in the response cache; {cost}).")
