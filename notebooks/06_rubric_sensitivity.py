@@ -19,7 +19,9 @@
 # :class: tip
 # After this chapter you can
 # - explain how the full, step-by-step and no-rubric prompts define "same mechanism";
-# - compute the share of first-step swaps each rubric calls different, and read which component broke;
+# - compute the share of first-step swaps each rubric calls different (an LLM's with an LLM backend;
+#   offline only the literal reference judges', which are true by construction) and read which
+#   component broke;
 # - explain why a literal no-rubric overlap rule can never catch a single swapped step;
 # - re-run the rubric comparison with an LLM backend and read its order and repetition effects.
 # ```
