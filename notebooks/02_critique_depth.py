@@ -93,7 +93,7 @@ import pandas as pd
 from IPython.display import display
 
 from mechaudit.chapters import critique_depth as ch
-from mechaudit.chapters.status import glue_headline
+from mechaudit.chapters.status import headline_provenance
 from mechaudit.chapters.workflow import report_dropped, workflow_setup
 from mechaudit.glue import glue, glue_figure
 from mechaudit.outputs import save
@@ -196,7 +196,10 @@ glue("ch02_headline_0v1", head["0 v 1"], digits=1 if not isinstance(head["0 v 1"
 glue("ch02_headline_1v5", head["1 v 5"], digits=1 if not isinstance(head["1 v 5"], str) else None)
 glue("ch02_headline_p_0v1", head["p 0 v 1"])
 headline_status = glue("ch02_headline_status", ch.status(backend, generator_model))
-glue_headline("ch02", backend, head)  # the intro's provenance and verdict
+# the intro's provenance and verdict
+row_provenance, row_verdict = headline_provenance("ch02", backend, head)
+glue("ch02_headline_provenance", row_provenance)
+glue("ch02_headline_verdict", row_verdict)
 
 # %% [markdown]
 # ## Same-depth and extra divergence (the paper's Figure 2)

@@ -86,7 +86,7 @@ from IPython.display import display
 
 from mechaudit.chapters import diversity as ch
 from mechaudit.chapters.critique_depth import status
-from mechaudit.chapters.status import glue_headline
+from mechaudit.chapters.status import headline_provenance
 from mechaudit.chapters.workflow import report_dropped, workflow_setup
 from mechaudit.glue import glue, glue_figure
 from mechaudit.outputs import save
@@ -156,7 +156,9 @@ summary
 
 # %% tags=["hide-input"]
 glue("ch04_headline_clusters", ch.clusters_range(summary))
-glue_headline("ch04", backend)
+row_provenance, row_verdict = headline_provenance("ch04", backend)
+glue("ch04_headline_provenance", row_provenance)
+glue("ch04_headline_verdict", row_verdict)
 glue("ch04_key_vs_reference", ch.key_vs_reference(summary))
 for rule, row in summary.iterrows():
     glue(f"ch04_{rule}_complete", row["groups (complete)"], digits=2)

@@ -104,7 +104,7 @@ from mechaudit.chapters.perturbations import (
     similarity_summary,
     status,
 )
-from mechaudit.chapters.status import glue_headline
+from mechaudit.chapters.status import headline_provenance
 from mechaudit.glue import glue, glue_figure
 from mechaudit.outputs import save
 from mechaudit.paper import compare, compare_paper_default, reported
@@ -263,7 +263,9 @@ glue("ch05_headline_fss_embedding", top["embedding"])
 glue("ch05_headline_fss_reference", top["reference"])
 glue("ch05_headline_fss_llm", top["llm"])
 glue("ch05_headline_status", status(backend, judge_model))
-glue_headline("ch05", backend)
+row_provenance, row_verdict = headline_provenance("ch05", backend)
+glue("ch05_headline_provenance", row_provenance)
+glue("ch05_headline_verdict", row_verdict)
 for kind in ("first_step_swapped", "meaning_preserving"):
     for rule in ("tfidf", "embedding", "llm"):
         glue(f"ch05_paper_{kind}_{rule}", reported(f"perturbations.{kind}_pct_different.{rule}"))

@@ -105,7 +105,7 @@ from mechaudit.chapters.rubric import (
     setup,
     status,
 )
-from mechaudit.chapters.status import glue_headline
+from mechaudit.chapters.status import headline_provenance
 from mechaudit.glue import glue, glue_figure
 from mechaudit.outputs import save
 from mechaudit.paper import compare, compare_paper_default, reported
@@ -247,7 +247,9 @@ for r in ("none", "full", "step"):
     glue(f"ch06_paper_{r}_fss_pct", reported(f"rubric.first_step_swapped_pct_different.{r}"))
 glue("ch06_answer", answer(pct, llm_run))
 glue("ch06_headline", headline(pct, llm_run))
-glue_headline("ch06", backend, fss_by_rubric(pct, "llm") if llm_run else None)
+row_provenance, row_verdict = headline_provenance("ch06", backend, fss_by_rubric(pct, "llm") if llm_run else None)
+glue("ch06_headline_provenance", row_provenance)
+glue("ch06_headline_verdict", row_verdict)
 
 # %% [markdown]
 # ## LLM usage

@@ -105,7 +105,7 @@ from mechaudit.chapters.sensitivity import (
     suite_sweep,
     three_methods,
 )
-from mechaudit.chapters.status import glue_headline
+from mechaudit.chapters.status import headline_provenance
 from mechaudit.glue import glue, glue_figure
 from mechaudit.outputs import save
 from mechaudit.paper import compare, compare_paper_default, reported
@@ -259,7 +259,10 @@ glue("ch07_kappa_high", top["kappa_high"], digits=2)
 glue("ch07_headline_agreement", top["agreement"])
 glue("ch07_headline_kappa", top["kappa"])
 glue("ch07_headline_status", status(backend, judge_models[0]))
-glue_headline("ch07", backend, {"agreement": top["agreement_low"], "κ": top["kappa_low"]})
+row_provenance, row_verdict = headline_provenance("ch07", backend,
+                                                  {"agreement": top["agreement_low"], "κ": top["kappa_low"]})
+glue("ch07_headline_provenance", row_provenance)
+glue("ch07_headline_verdict", row_verdict)
 for rule in ("tfidf", "embedding"):
     for key in ("mean_sim_mp", "mean_sim_swapped", "min_sim_mp", "max_sim_swapped"):
         glue(f"ch07_{rule}_{key}", sweep_facts[f"{rule}_{key}"], digits=3)

@@ -77,14 +77,3 @@ def headline_provenance(chapter: str, backend: str, values: Mapping[str, Any] | 
     found = [provenance.of(key, backend) for _, key in parts]
     checks = [agrees(key, values.get(name)) for name, key in parts] if values else [None]
     return provenance.summary(parts, backend), provenance.verdict(found, backend, all(c is True for c in checks))
-
-
-def glue_headline(chapter: str, backend: str, values: Mapping[str, Any] | None = None) -> tuple[str, str]:
-    """Glue ``<chapter>_headline_provenance`` and ``<chapter>_headline_verdict`` for the intro's
-    results table (see ``headline_provenance``) and return them."""
-    from mechaudit.glue import glue
-
-    cell, verdict = headline_provenance(chapter, backend, values)
-    glue(f"{chapter}_headline_provenance", cell)
-    glue(f"{chapter}_headline_verdict", verdict)
-    return cell, verdict
