@@ -39,6 +39,7 @@ def calibration(tmp_path):
     ("engagement.demands", INDEPENDENT, INDEPENDENT),
     (f"{FSS}.llm", NOT_RUN, INDEPENDENT),
     (f"{FSS}.tfidf", BY_CONSTRUCTION, BY_CONSTRUCTION),  # template-built swaps, whatever the backend
+    ("perturbations.meaning_preserving_pct_different.tfidf", INDEPENDENT, INDEPENDENT),
     ("rubric.first_step_swapped_pct_different.none", NOT_RUN, INDEPENDENT),
     ("critique_depth.judge_range_pp.k0_vs_k1_low", NOT_RUN, INDEPENDENT),
     ("design.runs", BY_CONSTRUCTION, BY_CONSTRUCTION),
@@ -53,6 +54,18 @@ def test_provenance_per_key_and_backend(calibration, key, offline, llm):
     assert provenance.of(key, "replay", calibration) == llm
 
 
+def test_text_rules_on_swaps_are_built_in_only_on_the_template_suite():
+    from mechaudit.perturb import SUITE_FILES
+
+    assert set(provenance.SUITE_CONSTRUCTIONS) <= set(SUITE_FILES) and provenance.DEFAULT_SUITE in SUITE_FILES
+    for backend in ("reference", "replay"):
+        assert provenance.of(f"{FSS}.embedding", backend, suite="template") == BY_CONSTRUCTION
+        assert provenance.of(f"{FSS}.embedding", backend) == BY_CONSTRUCTION  # the default suite
+        assert provenance.of(f"{FSS}.embedding", backend, suite="reworded") == INDEPENDENT
+    assert provenance.of(f"{FSS}.llm", "reference", suite="reworded") == NOT_RUN
+    assert provenance.of("design.runs", "reference", suite="reworded") == BY_CONSTRUCTION
+
+
 def test_every_reported_number_has_a_value_from_the_vocabulary():
     for key in paper.entries():
         for backend in ("reference", "anthropic"):
@@ -61,11 +74,14 @@ def test_every_reported_number_has_a_value_from_the_vocabulary():
 
 def test_declarations_name_known_results_with_a_reason():
     known = set(paper.entries()) | set(provenance.BOOK_RESULTS)
-    for pattern in (*provenance.LLM_ONLY, *provenance.CONSTRUCTIONS):
+    suite_keys = [k for keys in provenance.SUITE_CONSTRUCTIONS.values() for k in keys]
+    for pattern in (*provenance.LLM_ONLY, *provenance.CONSTRUCTIONS, *suite_keys):
         assert any(re.fullmatch(pattern.replace(".", r"\.").replace("*", ".*"), k) for k in known), pattern
-    assert all(reason.strip() for reason in provenance.CONSTRUCTIONS.values())
+    reasons = [*provenance.CONSTRUCTIONS.values(), *(r for c in provenance.SUITE_CONSTRUCTIONS.values()
+                                                      for r in c.values())]
+    assert all(reason.strip() for reason in reasons)
     for parts in status.HEADLINE_PARTS.values():
-        assert all(part[1] in known for part in parts), parts
+        assert all(part.key in known for part in parts), parts
 
 
 def test_unknown_backend_is_an_error():
@@ -145,10 +161,11 @@ def test_compare_fills_the_provenance_column_from_the_backend():
 
 
 def test_summary_groups_values_in_vocabulary_order(calibration):
-    parts = [("1 v 5", K15), ("0 v 1", K01)]
-    assert provenance.summary(parts, "reference", calibration) == (
-        "fitted to the paper: 0 v 1; independent computation: 1 v 5")
-    assert provenance.summary(parts, "anthropic", calibration) == INDEPENDENT
+    values = [(name, provenance.of(key, "reference", calibration)) for name, key in (("1 v 5", K15), ("0 v 1", K01))]
+    assert provenance.summary(values) == "fitted to the paper: 0 v 1; independent computation: 1 v 5"
+    assert provenance.summary([("a", INDEPENDENT), ("b", INDEPENDENT)]) == INDEPENDENT
+    with pytest.raises(ValueError, match="among"):
+        provenance.summary([("a", "simulated")])
 
 
 @pytest.mark.parametrize(("values", "backend", "agrees", "expected"), [
@@ -177,6 +194,9 @@ def test_intro_rows():
         INDEPENDENT, "reproduced")
     assert status.headline_provenance("ch06", "anthropic", {"none": 10, "full": 83, "step": 96})[1] == "qualified"
     assert status.headline_provenance("ch08", "reference") == (BY_CONSTRUCTION, "fitted by construction")
+    assert status.headline_provenance("ch05", "reference") == (
+        "true by construction: reference judge, text rules on the template-built suite; not run offline (LLM only): "
+        "LLM judge; independent computation: text rules on the reworded suite", "qualified")
     assert status.headline_provenance("ch02b", "reference") == (INDEPENDENT, "qualified")
     assert status.agrees("sensitivity.kappa_low", 0.65) and not status.agrees("sensitivity.kappa_low", 0.75)
     assert status.agrees("book.power", 0.5) is None and status.agrees(K01, "not run") is None

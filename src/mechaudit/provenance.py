@@ -85,15 +85,25 @@ CONSTRUCTIONS = {
     "sensitivity.judge_orders": _SETTING,
     "sensitivity.stability_pairs": _SETTING,
     "models.*": _SETTING,
-    "perturbations.first_step_swapped_pct_different.tfidf": _TEMPLATE,
-    "perturbations.first_step_swapped_pct_different.embedding": _TEMPLATE,
-    "perturbations.middle_step_swapped_pct_different.tfidf": _TEMPLATE,
-    "perturbations.middle_step_swapped_pct_different.embedding": _TEMPLATE,
     "book.perturbations.reference_judge": "the reference judge compares step ids, and every swap replaces one",
     "book.rubric.reference_judges": ("the full and step judges compare step ids (every swap replaces one); the "
                                      "no-rubric judge's overlap rule cannot flag one swap in a chain of 3+ steps"),
     "book.tau.recovery": "the simulated blind judge draws its verdicts from the logistic model the fit assumes",
 }
+
+
+#: results built in on one perturbation suite only (names of ``perturb.SUITE_FILES``): suite -> {key: reason};
+#: the same keys measured on another suite (the reworded one, a user's) are independent computations
+SUITE_CONSTRUCTIONS = {
+    "template": {
+        "perturbations.first_step_swapped_pct_different.tfidf": _TEMPLATE,
+        "perturbations.first_step_swapped_pct_different.embedding": _TEMPLATE,
+        "perturbations.middle_step_swapped_pct_different.tfidf": _TEMPLATE,
+        "perturbations.middle_step_swapped_pct_different.embedding": _TEMPLATE,
+    },
+}
+#: the suite a row without one was measured on (the paper-vs-run tables' first column)
+DEFAULT_SUITE = "template"
 
 
 def _matches(key: str, patterns: Iterable[str]) -> bool:
@@ -121,25 +131,28 @@ def fitted_keys(path: str | Path = CALIBRATION_PATH) -> set[str]:
     return {key for keys in _fitted(Path(path)).values() for key in keys}
 
 
-def of(key: str, backend: str, calibration: str | Path = CALIBRATION_PATH) -> str:
-    """The provenance of the number under ``key`` produced with ``backend`` (module docstring)."""
+def of(key: str, backend: str, calibration: str | Path = CALIBRATION_PATH, suite: str | None = None) -> str:
+    """The provenance of the number under ``key`` produced with ``backend`` (module docstring);
+    ``suite``: the perturbation suite it was measured on (default ``DEFAULT_SUITE``)."""
     llm = Backend.parse(backend).is_llm
     if not llm and _matches(key, LLM_ONLY):
         return NOT_RUN
-    if _matches(key, CONSTRUCTIONS):
+    if _matches(key, CONSTRUCTIONS) or _matches(key, SUITE_CONSTRUCTIONS.get(suite or DEFAULT_SUITE, {})):
         return BY_CONSTRUCTION
     if not llm and key in fitted_keys(calibration):
         return FITTED
     return INDEPENDENT
 
 
-def summary(parts: Iterable[tuple[str, str]], backend: str, calibration: str | Path = CALIBRATION_PATH) -> str:
-    """One cell for a row with several numbers: ``parts`` is ``(name, key)`` per number. One value
-    when all agree ("fitted to the paper"), else the values with their numbers, in ``VOCABULARY``
-    order ("fitted to the paper: 0 v 1; independent computation: 1 v 5")."""
+def summary(values: Iterable[tuple[str, str]]) -> str:
+    """One cell for a row with several numbers: ``values`` is ``(name, provenance)`` per number. One
+    value when all agree ("fitted to the paper"), else the values with their numbers' names, in
+    ``VOCABULARY`` order ("fitted to the paper: 0 v 1; independent computation: 1 v 5")."""
     groups: dict[str, list[str]] = {}
-    for name, key in parts:
-        groups.setdefault(of(key, backend, calibration), []).append(name)
+    for name, value in values:
+        if value not in VOCABULARY:
+            raise ValueError(f"provenance values must be among {VOCABULARY}, got {value!r}")
+        groups.setdefault(value, []).append(name)
     if len(groups) == 1:
         return next(iter(groups))
     return "; ".join(f"{value}: {', '.join(groups[value])}" for value in VOCABULARY if value in groups)
@@ -209,5 +222,6 @@ def unlabelled(fitted_params: Iterable[str], known_keys: Iterable[str],
 
 
 __all__ = ["FITTED", "BY_CONSTRUCTION", "INDEPENDENT", "NOT_RUN", "VOCABULARY", "BOOK_RESULTS", "LLM_ONLY",
-           "CONSTRUCTIONS", "REPRODUCED", "FITTED_BY_CONSTRUCTION", "NOT_TESTABLE", "QUALIFIED", "VERDICTS", "verdict",
-           "fitted_targets", "fitted_keys", "of", "summary", "fitted_marks", "unlabelled"]
+           "CONSTRUCTIONS", "SUITE_CONSTRUCTIONS", "DEFAULT_SUITE", "REPRODUCED", "FITTED_BY_CONSTRUCTION",
+           "NOT_TESTABLE", "QUALIFIED", "VERDICTS", "verdict", "fitted_targets", "fitted_keys", "of", "summary",
+           "fitted_marks", "unlabelled"]

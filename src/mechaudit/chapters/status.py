@@ -5,6 +5,7 @@ the status (where the numbers come from), the provenance (how they can relate to
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from mechaudit import provenance
@@ -33,23 +34,37 @@ def simulation_only_note(backend: str) -> None:
 
 # --------------------------------------------------------------------------- provenance and verdict
 
-OFFLINE_ONLY = "offline"
-_FSS = "first_step_swapped_pct_different"
-#: the numbers of each chapter's row in the intro's results table: ``(name, key)``, or
-#: ``(name, key, OFFLINE_ONLY)`` for a number the row shows only offline (keys: ``mechaudit.provenance``)
-HEADLINE_PARTS: dict[str, tuple[tuple[str, ...], ...]] = {
-    "ch02": (("0 v 1", "critique_depth.extra_divergence_pp.k0_vs_k1"),
-             ("1 v 5", "critique_depth.extra_divergence_pp.k1_vs_k5")),
-    "ch02b": (("bias and size", "book.validity"),),
-    "ch02c": (("power", "book.power"),),
-    "ch03": (("conceded", "engagement.conceded_pct"),),
-    "ch04": (("distinct mechanisms", "book.diversity.clusters"),),
-    "ch05": (("TF-IDF", f"perturbations.{_FSS}.tfidf"), ("embedding", f"perturbations.{_FSS}.embedding"),
-             ("LLM judge", f"perturbations.{_FSS}.llm"), ("reference judge", "book.perturbations.reference_judge")),
-    "ch06": (("none", f"rubric.{_FSS}.none"), ("full", f"rubric.{_FSS}.full"), ("step", f"rubric.{_FSS}.step"),
-             ("reference judges", "book.rubric.reference_judges", OFFLINE_ONLY)),
-    "ch07": (("agreement", "sensitivity.raw_agreement_pct_low"), ("κ", "sensitivity.kappa_low")),
-    "ch08": (("τ error", "book.tau.recovery"),),
+@dataclass(frozen=True)
+class Part:
+    """One number of a row of the intro's results table: its name in the provenance cell, its key
+    (``mechaudit.provenance``), the perturbation suite it was measured on (None: not a suite result)
+    and whether the row shows it only offline."""
+
+    name: str
+    key: str
+    suite: str | None = None
+    offline_only: bool = False
+
+
+_FSS = "perturbations.first_step_swapped_pct_different"
+#: the numbers of each chapter's row in the intro's results table
+HEADLINE_PARTS: dict[str, tuple[Part, ...]] = {
+    "ch02": (Part("0 v 1", "critique_depth.extra_divergence_pp.k0_vs_k1"),
+             Part("1 v 5", "critique_depth.extra_divergence_pp.k1_vs_k5")),
+    "ch02b": (Part("bias and size", "book.validity"),),
+    "ch02c": (Part("power", "book.power"),),
+    "ch03": (Part("conceded", "engagement.conceded_pct"),),
+    "ch04": (Part("distinct mechanisms", "book.diversity.clusters"),),
+    "ch05": (Part("text rules on the reworded suite", f"{_FSS}.tfidf", "reworded"),
+             Part("LLM judge", f"{_FSS}.llm"),
+             Part("reference judge", "book.perturbations.reference_judge"),
+             Part("text rules on the template-built suite", f"{_FSS}.tfidf", "template")),
+    "ch06": (Part("none", "rubric.first_step_swapped_pct_different.none"),
+             Part("full", "rubric.first_step_swapped_pct_different.full"),
+             Part("step", "rubric.first_step_swapped_pct_different.step"),
+             Part("reference judges", "book.rubric.reference_judges", offline_only=True)),
+    "ch07": (Part("agreement", "sensitivity.raw_agreement_pct_low"), Part("κ", "sensitivity.kappa_low")),
+    "ch08": (Part("τ error", "book.tau.recovery"),),
 }
 #: how far an LLM-backend number may lie from the paper's and still agree, by unit (else 10 % of it)
 TOLERANCE = {"pp": 5.0, "%": 5.0, "kappa": 0.1}
@@ -73,7 +88,8 @@ def headline_provenance(chapter: str, backend: str, values: Mapping[str, Any] | 
     its verdict (``provenance.verdict``). ``values``: the row's numbers by part name, used to judge
     agreement with the paper under an LLM backend."""
     llm = Backend.parse(backend).is_llm
-    parts = [(p[0], p[1]) for p in HEADLINE_PARTS[chapter] if not (llm and p[2:] == (OFFLINE_ONLY,))]
-    found = [provenance.of(key, backend) for _, key in parts]
-    checks = [agrees(key, values.get(name)) for name, key in parts] if values else [None]
-    return provenance.summary(parts, backend), provenance.verdict(found, backend, all(c is True for c in checks))
+    parts = [p for p in HEADLINE_PARTS[chapter] if not (llm and p.offline_only)]
+    found = [(p.name, provenance.of(p.key, backend, suite=p.suite)) for p in parts]
+    checks = [agrees(p.key, values.get(p.name)) for p in parts] if values else [None]
+    verdict = provenance.verdict([v for _, v in found], backend, all(c is True for c in checks))
+    return provenance.summary(found), verdict
