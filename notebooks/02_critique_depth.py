@@ -278,7 +278,7 @@ for m, tag in (("mechanism_key", "key"), ("paper_rates", "rate")):
     ceilings = truth[(truth.measure == m) & (truth.panel == "extra")].set_index("label") if truth is not None else None
     if ceilings is not None and "1 v 5" in ceilings.index:
         glue(f"ch02_truth_{tag}_max_1v5", ceilings.max_extra_pp["1 v 5"], digits=1)
-glue("ch02_truth_runs", truth_runs_per_depth)
+truth_runs = glue("ch02_truth_runs", truth_runs_per_depth)
 
 # %% [markdown]
 # ## Same-depth and extra divergence (the paper's Figure 2)
@@ -335,22 +335,20 @@ if profile is not None and 1 in profile.index:
 # %% [markdown]
 # {glue:text}`ch02_pattern`: a large extra divergence when critique is first introduced (significant
 # at the 5 % level) and a 1 v 5 effect at most a quarter of it. In the simulator this pattern comes
-# from its structure and its fitted values together: each developed hypothesis has a few
-# {term}`weak links <Weak link>`, the critic finds them ({glue:text}`ch02_p_find` is the fitted chance
-# per round), a concession replaces the step, and later rounds find little left to change.
+# from its structure and its fitted values together: each developed hypothesis has
+# {term}`weak links <Weak link>` (at the fitted values, nearly every step), the critic finds them
+# ({glue:text}`ch02_p_find` is the fitted chance per round), a concession replaces the step, and
+# later rounds find little left to change.
 #
 # **Outcomes at other settings.** The table below gives the simulator's truths (population values from
-# {glue:text}`ch02_compare_runs` runs per depth) at the committed defaults and at four other
-# settings: the two assumed values that an earlier version had moved without a stated reason
-# (`p_develop_swap` 0.02 instead of the restored 0.04; `p_weak_unsupported` 0.9 instead of 1, which
-# the committed file now sets by definition), a slower critic, and the earlier defaults, which had
-# fitted the *mechanism key* to the paper's 0 v 1 number. Rows: measure and quantity (extra
+# {glue:text}`ch02_compare_runs` runs per depth, so they differ from the truths above by up to their
+# sampling error) at the committed defaults and at four other settings: the value an earlier version
+# had moved without a stated reason (`p_develop_swap` 0.02 instead of the restored 0.04), the earlier
+# fitted value of `p_weak_unsupported` (0.9; the committed file sets 1 by definition), a slower critic,
+# and the earlier defaults, which had fitted the *mechanism key* to the paper's 0 v 1 number (with
+# `p_find` 0.9, another value moved without a stated reason). Rows: measure and quantity (extra
 # divergence in pp, same-depth divergence K=k in %).
 
-# %%
-settings.round(1)
-
-# %% [markdown]
 # - `p_develop_swap` 0.02 instead of 0.04 moves the paper-rate 0 v 1 truth from
 #   {glue:text}`ch02_set_committed_rate_0v1` to {glue:text}`ch02_set_dev_rate_0v1` pp and 1 v 5 from
 #   {glue:text}`ch02_set_committed_rate_1v5` to {glue:text}`ch02_set_dev_rate_1v5` pp.

@@ -235,8 +235,9 @@ fig = glue_figure("ch02c_fig_conclusion", save("conclusion_map", fig, out_dir))
 # open and rounds two to five keep changing mechanisms. Those settings have a 0 v 1 truth of at most
 # {glue:text}`ch02c_fails_0v1_max` pp, far below the observation, so they do not speak about the paper's
 # workflow. Within the simulator, then, the paper's diminishing returns is what a critic that explains a
-# 34.5 pp first-round effect also produces; it is not evidence about self-critique in general, and a
-# workflow that is not built like this simulator could behave differently.
+# {glue:text}`ch02c_observed_pp` pp first-round effect also produces; it is not evidence about
+# self-critique in general, and a workflow that is not built like this simulator could behave
+# differently.
 #
 # ## The number of alternatives
 #
@@ -266,10 +267,10 @@ glue("ch02c_ew_ceiling_change_pp", ch.max_change_pp(alt, "p_find", ["max_1v5_pp"
 #
 # TF-IDF needs the full texts, far slower to simulate and compare than the step ids, so it runs at two
 # consistent settings only (`pick_quantiles`): those with the median and the largest 1 v 5 truth on the
-# grid (the smallest is near zero). At each, the paper's design (4 instances, 5 runs per depth) is replicated `n_text_replications` times
-# (the same replication seeds at every setting), and each rule's mean estimate is compared with the
-# truth of the quantity it targets: the paper-rate judge with its own, the mechanism key and TF-IDF with
-# the mechanism key's.
+# grid (the smallest is near zero). At each, the paper's design (4 instances, 5 runs per depth) is
+# replicated `n_text_replications` times (the same replication seeds at every setting), and each
+# rule's mean estimate is compared with the truth of the quantity it targets: the paper-rate judge
+# with its own, the mechanism key and TF-IDF with the mechanism key's.
 
 # %%
 picks = pick(inside, pick_quantiles)
@@ -374,8 +375,8 @@ glue("ch02c_powers_4x5", ", ".join(f"{r.power:.2f} at {r.truth_pp:.1f} pp" for r
 # instead gives {glue:text}`ch02c_top_power_8x5` (SE {glue:text}`ch02c_top_power_se_8x5`):
 # {glue:text}`ch02c_runs_vs_instances`. Both doublings add about the same number of runs, and the
 # information about the effect grows roughly in proportion to the runs: more runs per depth add
-# cross-depth run pairs, but those pairs share runs, so they are not new independent evidence in
-# proportion to their number (which grows with the square of the runs). More instances add independent
+# cross-depth run pairs, but those pairs share runs, so they bring far less new evidence than their
+# count suggests (the count rises much faster than the runs do). More instances add independent
 # instance means; they also average over instance-to-instance differences of the effect, which more
 # runs per instance cannot do.
 #

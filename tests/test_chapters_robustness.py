@@ -25,10 +25,13 @@ def _truths() -> pd.DataFrame:
 
 def test_sentences_speak_only_of_consistent_settings():
     truths = _truths()
-    assert ch.status_sentence(truths) == ("unclear at consistent settings with p_find 0.5; "
-                                          "holds at consistent settings with p_find 0.9")
+    assert ch.status_sentence(truths) == ("is unclear at the consistent settings with p_find 0.5 "
+                                          "and holds at those with p_find 0.9")
     assert ch.status_sentence(truths.assign(raw="holds")) == "holds at every consistent setting of the grid"
-    assert ch.status_sentence(truths.assign(consistent=False)).startswith("no grid setting")
+    assert ch.status_sentence(truths.assign(consistent=False)).startswith("cannot be read")
+    three = truths.assign(raw=["fails", "fails", "fails", "unclear", "holds", "holds"])
+    assert ch.status_sentence(three) == ("fails at the consistent settings with p_find 0.5, is unclear at those "
+                                         "with p_find 0.5 and holds at those with p_find 0.9")
     assert ch.fails_outside(truths) == 6.0 and ch.fails_outside(truths.assign(raw="holds")) is None
     assert ch.span(truths, "p_find") == "0.1 to 0.9" and ch.span(truths.iloc[:1], "p_find") == "0.1"
 

@@ -40,6 +40,9 @@ def test_coverage_rates_and_tolerance_readers():
                       _summary("paper_rates", [0.9, 0.9]).assign(coverage=[0.97, 0.98], sd_pp=[2.8, 2.4])])
     assert validity.coverage_range(bias, ["paper_rates"]) == (0.97, 0.98)
     assert validity.rates_text(bias, "paper_rates") == "0.900 (0 v 1), 0.900 (0 v 5)"
+    assert validity.coverage_verdict(bias, ["paper_rates"]).startswith("consistent with the nominal 95 %")
+    assert "for mechanism_key 0 v 1" in validity.coverage_verdict(bias.assign(coverage=[0.80, 0.99, 0.97, 0.98]),
+                                                                  ["mechanism_key", "paper_rates"])
     check = validity.tolerance_check(bias, {"critique_depth.extra_divergence_pp.k0_vs_k5": 3.0}, "paper_rates")
     assert check.loc["0 v 5"].tolist() == [3.0, 2.4]
 

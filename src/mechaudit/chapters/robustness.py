@@ -83,20 +83,19 @@ def span(table: pd.DataFrame, column: str, digits: int = 2) -> str:
 
 def status_sentence(truths: pd.DataFrame, column: str = "raw") -> str:
     """What conclusion (a) does at the consistent grid points (``truths`` after ``consistent`` and
-    ``diminishing_returns``), in words: "holds at every consistent setting", or which statuses occur
-    and at which ``p_find`` values. Never a count of grid points."""
+    ``diminishing_returns``), as a verb phrase: "holds at every consistent setting of the grid", or
+    which statuses occur and at which ``p_find`` values ("is unclear at the consistent settings with
+    p_find 0.7 and holds at those with p_find 0.85 to 1"). Never a count of grid points."""
     inside = truths[truths.consistent]
     if inside.empty:
-        return "no grid setting is consistent with the observed effect"
-    statuses = set(inside[column])
-    if statuses == {"holds"}:
+        return "cannot be read: no grid setting is consistent with the observed effect"
+    statuses = [st for st in ("fails", "unclear", "holds") if (inside[column] == st).any()]
+    if statuses == ["holds"]:
         return "holds at every consistent setting of the grid"
-    parts = []
-    for status in ("fails", "unclear", "holds"):
-        sub = inside[inside[column] == status]
-        if len(sub):
-            parts.append(f"{status} at consistent settings with p_find {span(sub, 'p_find')}")
-    return "; ".join(parts)
+    verbs = {"fails": "fails", "unclear": "is unclear", "holds": "holds"}
+    parts = [f"{verbs[st]} at {'the consistent settings' if k == 0 else 'those'} with p_find "
+             f"{span(inside[inside[column] == st], 'p_find')}" for k, st in enumerate(statuses)]
+    return ", ".join(parts[:-1]) + (" and " if len(parts) > 1 else "") + parts[-1]
 
 
 def fails_outside(truths: pd.DataFrame, column: str = "raw") -> float | None:

@@ -130,3 +130,18 @@ def rates_text(size: pd.DataFrame, rule: str) -> str:
     """The rejection rates of ``rule`` per comparison as text, e.g. "0.050 (0 v 1), 0.047 (0 v 5)"."""
     sub = size[size.rule == rule]
     return ", ".join(f"{r:.3f} ({c})" for c, r in zip(sub.comparison, sub.rejection_rate))
+
+
+def coverage_verdict(bias: pd.DataFrame, rules: Sequence[str], level: float = 0.95) -> str:
+    """Whether the intervals' coverage of ``rules`` is consistent with ``level``: every coverage
+    within two Monte Carlo SEs (sqrt(level (1 - level) / n)) of it or above it ("at or above the
+    nominal ..."), or some below ("below the nominal ... for ...")."""
+    sub = bias[bias.rule.isin(list(rules))].dropna(subset=["coverage"])
+    if sub.empty:
+        return "not computed"
+    floor = level - 2 * np.sqrt(level * (1 - level) / sub.n_reps)
+    low = sub[sub.coverage < floor]
+    if low.empty:
+        return f"consistent with the nominal {100 * level:g} % or above it"
+    names = ", ".join(f"{r.rule} {r.comparison}" for r in low.itertuples())
+    return f"below the nominal {100 * level:g} % by more than two Monte Carlo standard errors for {names}"
