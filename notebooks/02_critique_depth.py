@@ -349,6 +349,10 @@ if profile is not None and 1 in profile.index:
 # `p_find` 0.9, another value moved without a stated reason). Rows: measure and quantity (extra
 # divergence in pp, same-depth divergence K=k in %).
 
+# %%
+settings.round(1)
+
+# %% [markdown]
 # - `p_develop_swap` 0.02 instead of 0.04 moves the paper-rate 0 v 1 truth from
 #   {glue:text}`ch02_set_committed_rate_0v1` to {glue:text}`ch02_set_dev_rate_0v1` pp and 1 v 5 from
 #   {glue:text}`ch02_set_committed_rate_1v5` to {glue:text}`ch02_set_dev_rate_1v5` pp.

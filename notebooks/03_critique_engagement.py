@@ -123,6 +123,7 @@ glue("ch03_n_demands", len(labelled))
 glue("ch03_n_runs", labelled.run_id.nunique())
 glue("ch03_headline_conceded", shares.loc["conceded", "this run (%)"], digits=1)
 glue("ch03_max_gap_pp", ch.max_gap_pp(shares["this run (%)"], paper_shares()), digits=1)
+glue("ch03_floor_sentence", ch.conceded_floor_sentence(labelled, reported("engagement.conceded_pct")))
 for label in LABELS:
     glue(f"ch03_{label}_pct", shares.loc[label, "this run (%)"], digits=1)
 
@@ -144,10 +145,9 @@ else:
 # the last section of {doc}`02_critique_depth`). This run's shares ({glue:text}`ch03_conceded_pct` %
 # conceded, {glue:text}`ch03_answered_pct` % answered, {glue:text}`ch03_partial_pct` % partial,
 # {glue:text}`ch03_dropped_pct` % dropped) sit within {glue:text}`ch03_max_gap_pp`
-# {term}`percentage points <Percentage point (pp)>` of the paper's because they were set to, and they
-# cannot come closer: most of the simulator's demands hit a weak link, and those are conceded at the
-# assumed rate, so the conceded share cannot fall to the paper's whatever the sound links do. The match
-# says the simulator was set up as intended, not that the workflow behaves like the paper's.
+# {term}`percentage points <Percentage point (pp)>` of the paper's because they were set to;
+# {glue:text}`ch03_floor_sentence`. The match says the simulator was set up as intended, not that the
+# workflow behaves like the paper's.
 #
 # ## The number of demands: a misfit
 #
@@ -168,22 +168,30 @@ glue("ch03_paper_per_round", density.loc["demands per run and round of critique"
 glue("ch03_per_round", density.loc["demands per run and round of critique", "this run"])
 glue("ch03_per_hyp_round", density.loc["demands per hypothesis and round", "this run"])
 glue("ch03_weak_share_pct", 100 * labelled.weak_link.mean() if "weak_link" in labelled else float("nan"), digits=0)
+for name in ("p_weak_supported", "p_weak_unsupported", "p_find"):
+    glue(f"ch03_{name}", getattr(setup.simulator, name))
+glue("ch03_reply_sound_conceded", setup.simulator.reply_sound.conceded)
 
 # %% [markdown]
 # The simulator raises {glue:text}`ch03_demand_ratio` times the paper's demands:
 # {glue:text}`ch03_per_round` per run and round against {glue:text}`ch03_paper_per_round`. Its critic
 # raises one demand for every weak link it finds in every hypothesis ({glue:text}`ch03_per_hyp_round`
-# per hypothesis and round), and the calibration of chapter 02 needs nearly every step to be weak and
-# found in round one to reach the paper's first-round effect under a judge with the paper's
-# sensitivity. The paper's critic produced that much change with far fewer demands, so in the paper's
-# workflow one demand must often have changed more than one step, or the critic must have addressed a
-# whole set of hypotheses at once; this simulator does neither. Three consequences for this chapter:
+# per hypothesis and round), and the calibration of chapter 02 makes nearly every step weak (a step is
+# weak with probability {glue:text}`ch03_p_weak_supported` if the evidence pack names it and
+# {glue:text}`ch03_p_weak_unsupported` if not) and has the critic find an open weak link with
+# probability {glue:text}`ch03_p_find` per round, because that is what it takes for a judge with the
+# paper's sensitivity to see the paper's first-round effect. Read in the simulator's terms, the paper's
+# workflow produced that much judged change with far fewer demands: either one demand often changed
+# more than one step, or the critic addressed several hypotheses at once; this simulator does neither.
+# Three consequences for this chapter:
 #
 # - the shares above are shares of the simulator's {glue:text}`ch03_n_demands` demands,
-#   {glue:text}`ch03_weak_share_pct` % of which hit a weak link; the paper's 61 % is a share of 332
-#   demands whose mix of targets is unknown, so the two shares describe different populations of
-#   demands even where they agree;
-# - the fitted `reply_sound` (almost no concessions on sound links) is not an estimate of how a real
+#   {glue:text}`ch03_weak_share_pct` % of which hit a weak link; the paper's
+#   {glue:text}`ch03_paper_conceded_pct` % is a share of {glue:text}`ch03_paper_demands` demands whose
+#   mix of targets is unknown, so the two shares describe different populations of demands even where
+#   they agree;
+# - the fitted `reply_sound` (a demand on a sound link is conceded with probability
+#   {glue:text}`ch03_reply_sound_conceded`) is not an estimate of how a real
 #   proposer answers a sound demand: it is whatever completes the mixture given too many weak-link
 #   demands, and it would change if the simulator raised as few demands as the paper's critic;
 # - the round-by-round shares below, and their fall, follow from the simulator's one-demand-per-weak-link
@@ -271,8 +279,8 @@ if ch.label_source(backend) == "simulator log":
 # demand can still be conceded and its weak link "repaired", but the repair never changes the
 # mechanism. Before running, predict: do the engagement shares change, and does the conceded share
 # still fall over rounds? Then re-execute with
-# `.venv/bin/mechaudit execute notebooks/03_critique_engagement.py -p simulator_file simulator_null.yaml --out runs/ex1`
-# and compare the tables.
+# `.venv/bin/mechaudit execute notebooks/03_critique_engagement.py -p simulator_file
+# simulator_null.yaml --out runs/ex1` and compare the tables.
 # ```
 #
 # ````{solution} ch03-ex1
@@ -293,7 +301,8 @@ if ch.label_source(backend) == "simulator log":
 #
 # How much of the gap between this run's shares and the paper's is seed noise? Predict whether the
 # conceded share moves by more or by less than {glue:text}`ch03_max_gap_pp` pp when the seed
-# changes, then run `.venv/bin/mechaudit execute notebooks/03_critique_engagement.py -p seed 1 --out runs/ex2`.
+# changes, then run `.venv/bin/mechaudit execute notebooks/03_critique_engagement.py -p seed 1 --out
+# runs/ex2`.
 # ```
 #
 # ````{solution} ch03-ex2

@@ -111,3 +111,17 @@ def simulated_shares(bench, design, params, seed: int) -> tuple[int, float, pd.D
     labelled = label_demands(simulate(bench, design, params, seed=seed), "reference")
     shares = engagement_table(labelled).set_index("label").pct
     return len(labelled), float(shares["conceded"]), round_shares(labelled)
+
+
+def conceded_floor_sentence(labelled: pd.DataFrame, paper_conceded_pct: float) -> str:
+    """Whether the conceded share could reach the paper's: the conceded demands on weak links alone
+    make up a share of all demands that no reply to a sound link can lower. A clause naming that floor
+    (simulator runs, which know which demands hit a weak link; "not known" otherwise)."""
+    if "weak_link" not in labelled or labelled.weak_link.isna().all():
+        return "whether they could come closer is not known for these runs"
+    floor = 100.0 * float(((labelled.weak_link == True) & (labelled.label == "conceded")).mean())  # noqa: E712
+    if floor > paper_conceded_pct:
+        return (f"they cannot come closer: the conceded demands on weak links alone are {floor:.1f} % of all "
+                f"demands, above the paper's {paper_conceded_pct:g} %, whatever the replies to sound links")
+    return (f"the conceded demands on weak links alone are {floor:.1f} % of all demands, below the paper's "
+            f"{paper_conceded_pct:g} %, so the replies to sound links can close the gap")
