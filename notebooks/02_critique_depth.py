@@ -107,16 +107,7 @@ from mechaudit.paths import PARAMS_DIR, cache_path
 from mechaudit.plots.workflow import critique_depth_figure, rule_comparison_figure
 from mechaudit.rules.paper_rates import paper_rates
 from mechaudit.schema import load_benchmark
-from mechaudit.workflow import (
-    build_rules,
-    counts,
-    load_design,
-    load_simulator_params,
-    null_params,
-    rule_tables,
-    rules_for_backend,
-    simulate,
-)
+from mechaudit.workflow import build_rules, counts, load_design, load_simulator_params, rule_tables, rules_for_backend
 from mechaudit.workflow.calibrate import calibrate, fit_table, load_calibration
 
 pd.set_option("display.precision", 3)
@@ -328,9 +319,10 @@ glue("ch02_compare_runs", compare_runs_per_depth)
 glue("ch02_shape_verdict", ch.shape_verdict(settings, f"p_find = {contrast_p_find:g}"))
 glue("ch02_pattern", ch.pattern_sentence(table))
 profile = ch.change_profile(runs, bench) if truth is not None else None
-if profile is not None and 1 in profile.index:
-    glue("ch02_first_changed_k1", profile.loc[1, "initiating event changed (%)"], digits=0)
-    glue("ch02_middle_changed_k1", profile.loc[1, "middle steps changed (%)"], digits=0)
+for column, tag in (("initiating event changed (%)", "first"), ("middle steps changed (%)", "middle")):
+    known = profile is not None and 1 in profile.index
+    glue(f"ch02_{tag}_changed_k1", profile.loc[1, column] if known else "(not known for LLM runs)",
+         digits=0 if known else None)
 
 # %% [markdown]
 # {glue:text}`ch02_pattern`: a large extra divergence when critique is first introduced (significant
@@ -466,23 +458,18 @@ if show_paper:
 #   with the same seed (common random numbers) and scores the squared distance of each effect to its
 #   target in units of its tolerance ({glue:text}`ch02_cal_tol`: about the sampling SD of one
 #   {glue:text}`ch02_cal_n_runs`-run design's estimate, which {doc}`02b_validity` measures). The best
-#   point is {glue:text}`ch02_cal_best` ({glue:text}`ch02_cal_best_pp`); the points within one
-#   tolerance of both targets are {glue:text}`ch02_cal_plateau`. Those fit the paper's single
-#   estimates about equally well: the targets pin the parameters down only to that set.
+#   point is {glue:text}`ch02_cal_best` ({glue:text}`ch02_cal_best_pp`); {glue:text}`ch02_cal_plateau`.
 # - **The engagement mixture** ({glue:text}`ch02_cal_mix_target` % of demands conceded / answered /
 #   partial / dropped): a reply to a demand on a sound link changes no chain and no open weak link, so
 #   the weak-link demands do not depend on `reply_sound`. Given them, `reply_sound` is solved in closed
-#   form ({glue:text}`ch02_cal_reply_sound`), which gives {glue:text}`ch02_cal_mix_achieved` %. At the
-#   fitted point {glue:text}`ch02_cal_weak_share_pct` % of the demands hit a weak link, and those are
-#   conceded at the assumed rate, so the conceded share cannot fall to the paper's: the closest
-#   mixture misses a share by up to {glue:text}`ch02_cal_mix_gap_pp` pp. That is a misfit, reported in
-#   {doc}`03_critique_engagement`.
+#   form ({glue:text}`ch02_cal_reply_sound`), which gives {glue:text}`ch02_cal_mix_achieved` %:
+#   {glue:text}`ch02_cal_mix_sentence`.
 # - **The number of demands** is not a target, and it does not fit: the simulator raises about
 #   {glue:text}`ch02_cal_demands` demands per {glue:text}`ch02_cal_n_runs`-run design against the
 #   paper's {glue:text}`ch02_paper_demands`. Its critic raises one demand per weak link it finds in
 #   every hypothesis, and the fit needs nearly every step to be weak; the paper's critic raised far
-# fewer demands for the same amount of change. {doc}`03_critique_engagement` discusses what this
-# means for the engagement shares.
+#   fewer demands for the same amount of change. {doc}`03_critique_engagement` discusses what this
+#   means for the engagement shares.
 #
 # The `calibrated` column holds the scan's values and `committed` those in `params/simulator.yaml`,
 # which every chapter runs: {glue:text}`ch02_cal_verdict`.
@@ -524,23 +511,9 @@ llm_usage.report(backend)
 
 # %% tags=["remove-cell"]
 # the numbers the exercise solutions quote, computed here so that they follow the parameter files
-ex_rules = build_rules(["mechanism_key", "paper_rates", "tfidf"], tfidf_threshold=tfidf_threshold)
-if truth is not None:
-    null_runs = simulate(bench, design, null_params(sim_params), seed=seed, log=False)
-    _, null_table = rule_tables(null_runs, ex_rules, [(0, 1)], seed=seed)
-    for r in null_table.itertuples():
-        glue(f"ch02_ex1_{r.rule}_pp", r.extra_pp, digits=1)
-        glue(f"ch02_ex1_{r.rule}_p", f"{r.p_value:.2g}")
-    strict = build_rules(["tfidf"], tfidf_threshold=0.5)["tfidf"]
-    _, strict_table = rule_tables(runs, {"tfidf": strict}, [(0, 1)], seed=seed)
-    default_tfidf = table[(table.rule == "tfidf") & (table.comparison == "0 v 1")]
-    glue("ch02_ex3_strict_pp", strict_table.extra_pp.iloc[0], digits=1)
-    glue("ch02_ex3_strict_max_pp", strict_table.max_extra_pp.iloc[0], digits=1)
-    glue("ch02_ex3_strict_same_pct", 100 - strict_table.max_extra_pp.iloc[0], digits=0)
-    if len(default_tfidf):
-        glue("ch02_ex3_default_pp", default_tfidf.extra_pp.iloc[0], digits=1)
-        glue("ch02_ex3_default_max_pp", default_tfidf.max_extra_pp.iloc[0], digits=1)
-        glue("ch02_ex3_default_same_pct", 100 - default_tfidf.max_extra_pp.iloc[0], digits=0)
+for key, (value, digits) in ch.exercise_values(bench, design, sim_params, runs, table, truth is not None,
+                                               tfidf_threshold, seed).items():
+    glue(f"ch02_{key}", value, digits=digits)
 
 # %% [markdown]
 # Whether these estimates are unbiased, whether their intervals cover the truth and whether the test

@@ -79,7 +79,7 @@ compare_paper = None
 design_file = "paper.yaml"
 simulator_file = "simulator.yaml"
 calibration_file = "calibration.yaml"
-robust_axes = {"p_find": [0.5, 0.7, 0.85, 1.0], "weak_scale": [0.9, 1.0, 1.1, 1.2], "conceded": [0.7, 0.85, 1.0]}
+robust_axes = {"p_find": [0.5, 0.7, 0.85, 1.0], "weak_scale": [0.9, 1.0, 1.1, 1.2], "conceded": [0.6, 0.8, 1.0]}
 truth_runs_per_depth = 20
 consistent_z = 2.0
 diminishing_ratio = 0.25
@@ -120,7 +120,7 @@ from mechaudit.plots.robustness import (
 from mechaudit.workflow import build_rules
 from mechaudit.workflow.calibrate import load_calibration
 from mechaudit.workflow.power import power_table, runs_needed
-from mechaudit.workflow.robustness import consistent, diminishing_returns, grid, pick, rule_bias, rule_grid, truth_grid
+from mechaudit.workflow.robustness import consistent, diminishing_returns, grid, rule_bias, rule_grid, truth_grid
 
 simulation_only_note(backend)
 pd.set_option("display.precision", 2)
@@ -273,7 +273,7 @@ glue("ch02c_ew_ceiling_change_pp", ch.max_change_pp(alt, "p_find", ["max_1v5_pp"
 # with its own, the mechanism key and TF-IDF with the mechanism key's.
 
 # %%
-picks = pick(inside, pick_quantiles)
+picks = ch.choose_settings(truths, pick_quantiles)
 labels = ch.setting_labels(picks, list(robust_axes))
 text_points = picks[list(robust_axes)].reset_index(drop=True)
 rules = {**build_rules(["mechanism_key", "paper_rates"]),

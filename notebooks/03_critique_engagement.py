@@ -38,8 +38,8 @@
 #
 # **How we know.** Status: {glue:text}`ch03_headline_status`. The labels are the workflow
 # simulator's own log, not an LLM judge's verdicts, and its replies to demands on sound links were
-# **fitted to the paper's shares**: the closeness to the paper is a choice, not a finding (the closest
-# mixture the simulator can reach misses a share by up to {glue:text}`ch03_max_gap_pp` pp). The number
+# **fitted to the paper's shares**: the closeness to the paper is a choice, not a finding (this run's
+# shares lie within {glue:text}`ch03_max_gap_pp` pp of the paper's). The number
 # of demands was not fitted and does not match: {glue:text}`ch03_n_demands` against the paper's
 # {glue:text}`ch03_paper_demands`. The fall over rounds is built into the simulator. The LLM judge
 # (`backend = "replay"` or `"anthropic"`) is not run offline.

@@ -19,6 +19,7 @@ from mechaudit.workflow.calibrate import (
     load_calibration,
     matches,
     measure,
+    mixture_reachable,
     p_extra_from_density,
     paper_targets,
     project_simplex,
@@ -97,6 +98,8 @@ def test_unreachable_mixture_gets_the_closest_reply_in_least_squares():
                    bounds=[(0, 1)] * 4, constraints=[{"type": "eq", "fun": lambda r: r.sum() - 1}], tol=1e-12)
     np.testing.assert_allclose(reply, res.x, atol=1e-4)
     assert reply[0] == 0.0 and m.shares(reply)[0] > 61.0
+    assert not mixture_reachable(m, target)
+    assert mixture_reachable(Measured({}, np.array([500.0, 40.0, 30.0, 20.0]), 400, 11.6, 10), target)
 
 
 def test_project_simplex_against_brute_force():

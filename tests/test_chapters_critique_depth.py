@@ -162,3 +162,27 @@ def test_scan_view_indexes_the_grid():
     assert view.index.name == "p"
     assert list(view.columns) == ["0 v 1 (pp)", "1 v 5 (pp)", "objective", "within tolerance", "best"]
     assert view.loc[0.7, "0 v 1 (pp)"] == 30.12
+
+
+def test_exercise_values_follow_the_simulator(bench):
+    from mechaudit.workflow import Design, build_rules, load_simulator_params, null_params, rule_tables, simulate
+
+    params = load_simulator_params()
+    design = Design(instances=("A", "B"), depths=(0, 1), runs_per_depth=3)
+    placeholders = ch.exercise_values(bench, design, params, [], pd.DataFrame(), False, 0.25)
+    assert set(v for v, _ in placeholders.values()) == {"(simulator runs only)"}
+    runs = simulate(bench, design, params, seed=2)
+    _, table = rule_tables(runs, build_rules(["tfidf"]), [(0, 1)], seed=2)
+    out = ch.exercise_values(bench, design, params, runs, table, True, 0.25, seed=2)
+    _, null = rule_tables(simulate(bench, design, null_params(params), seed=2, log=False),
+                          build_rules(["mechanism_key"]), [(0, 1)], seed=2)
+    assert out["ex1_mechanism_key_pp"] == (null.extra_pp.iloc[0], 1)
+    assert out["ex3_default_pp"] == (table.extra_pp.iloc[0], 1)
+    assert out["ex3_strict_same_pct"][0] == pytest.approx(100 - out["ex3_strict_max_pp"][0])
+
+
+def test_plateau_sentence_reads_the_number_of_points():
+    assert ch.plateau_sentence([], ["p"]).startswith("no grid point")
+    assert ch.plateau_sentence(["(1)"], ["p"]).startswith("only the best point")
+    assert ch.plateau_sentence(["(0.8, 1)", "(0.85, 1)"], ["a", "b"]).startswith(
+        "the points within one tolerance of every target are (a, b) = (0.8, 1), (0.85, 1);")

@@ -130,3 +130,12 @@ def test_power_settings_come_from_grid_points(monkeypatch):
     assert calls[0] == ({"p_find": 0.85, "conceded": 1.0}, 1.23, 7)
     with pytest.raises(MechauditError, match="no consistent grid setting"):
         ch.power_settings(None, [], None, picks.iloc[:0], ["p_find"], check_runs_per_depth=1, seed=0)
+
+
+def test_choose_settings_falls_back_to_the_nearest(capsys):
+    truths = _truths().assign(distance_sd=[-9.0, -8.0, -1.5, -0.5, 0.5, 5.0])
+    assert ch.choose_settings(truths, [0.0, 1.0]).truth_1v5_pp.tolist() == [0.5, 6.0]
+    assert capsys.readouterr().out == ""
+    none = ch.choose_settings(truths.assign(consistent=False), [0.0, 1.0])
+    assert sorted(none.distance_sd.tolist()) == [-0.5, 0.5]
+    assert "no grid setting is consistent" in capsys.readouterr().out

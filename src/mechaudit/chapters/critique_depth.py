@@ -325,6 +325,56 @@ def paper_rows(main: pd.DataFrame, main_rule: str, source: str) -> list[tuple]:
     return rows
 
 
+def exercise_values(bench: Benchmark, design: Design, simulator: SimulatorParams, runs: Sequence,
+                    table: pd.DataFrame, simulated: bool, tfidf_threshold: float, seed: int = 0
+                    ) -> dict[str, tuple[Any, int | None]]:
+    """What the exercise solutions quote, computed from the parameter files: name -> (value, digits).
+
+    ``ex1_<rule>_pp`` / ``ex1_<rule>_p``: 0 v 1 under the null simulator (same design and seed) for
+    the mechanism key, the paper-rate judge and TF-IDF at ``tfidf_threshold``; ``ex3_*``: TF-IDF at
+    0.5 on ``runs`` beside the default threshold's row of ``table`` (extra divergence, and the pooled
+    same-depth divergence = 100 - ceiling). With ``simulated`` false (LLM runs) every value is a
+    placeholder text.
+    """
+    from mechaudit.workflow import null_params, rule_tables, simulate
+    from mechaudit.workflow.rulesets import build_rules
+
+    names = [f"ex1_{r}_{q}" for r in ("mechanism_key", "paper_rates", "tfidf") for q in ("pp", "p")]
+    names += [f"ex3_{w}_{q}" for w in ("strict", "default") for q in ("pp", "same_pct")] + ["ex3_strict_max_pp"]
+    out: dict[str, tuple[Any, int | None]] = {n: ("(simulator runs only)", None) for n in names}
+    if not simulated:
+        return out
+    rules = build_rules(["mechanism_key", "paper_rates", "tfidf"], tfidf_threshold=tfidf_threshold)
+    _, null_table = rule_tables(simulate(bench, design, null_params(simulator), seed=seed, log=False), rules,
+                                [(0, 1)], seed=seed)
+    for r in null_table.itertuples():
+        out[f"ex1_{r.rule}_pp"], out[f"ex1_{r.rule}_p"] = (r.extra_pp, 1), (f"{r.p_value:.2g}", None)
+    strict = build_rules(["tfidf"], tfidf_threshold=0.5)
+    _, strict_table = rule_tables(runs, strict, [(0, 1)], seed=seed)
+    rows = {"strict": strict_table.iloc[0]}
+    default = table[(table.rule == "tfidf") & (table.comparison == "0 v 1")]
+    if len(default):
+        rows["default"] = default.iloc[0]
+    for which, row in rows.items():
+        out[f"ex3_{which}_pp"] = (row.extra_pp, 1)
+        out[f"ex3_{which}_same_pct"] = (100 - row.max_extra_pp, 0)
+    out["ex3_strict_max_pp"] = (rows["strict"].max_extra_pp, 1)
+    return out
+
+
+def plateau_sentence(points: Sequence[str], names: Sequence[str]) -> str:
+    """What the grid points within one tolerance of every target say about identification, e.g.
+    "the points within one tolerance of both targets are (p, q) = (0.8, 1), (0.85, 1); they fit ..."."""
+    if not points:
+        return "no grid point lies within one tolerance of every target: the fit is the least bad point"
+    if len(points) == 1:
+        return ("only the best point lies within one tolerance of every target, so on this grid the targets "
+                "pin the parameters down to it (a finer grid would show how far its neighbourhood reaches)")
+    return (f"the points within one tolerance of every target are ({', '.join(names)}) = {', '.join(points)}; "
+            "they fit the paper's single estimates about equally well, so the targets pin the parameters "
+            "down only to that set")
+
+
 def calibration_values(cal, fit: pd.DataFrame, spec, design: Design, committed: SimulatorParams
                        ) -> dict[str, tuple[Any, int | None]]:
     """What the calibration section's prose quotes: name -> (value, digits for ``glue``).
@@ -332,7 +382,7 @@ def calibration_values(cal, fit: pd.DataFrame, spec, design: Design, committed: 
     ``cal``: ``calibrate``'s result; ``fit``: its ``fit_table``; ``spec``: the ``CalibrationSpec``;
     ``design``: the design it ran; ``committed``: the parameters in ``params/simulator.yaml``.
     """
-    from mechaudit.workflow.calibrate import SHARE_COLUMNS, extra_column, label_of, matches
+    from mechaudit.workflow.calibrate import SHARE_COLUMNS, extra_column, label_of, matches, mixture_reachable
 
     names = list(spec.grid)
     within = cal.scan[cal.scan.within_tolerance]
@@ -342,6 +392,12 @@ def calibration_values(cal, fit: pd.DataFrame, spec, design: Design, committed: 
     gap = max(abs(x - cal.targets[c]) for x, c in zip(shares, SHARE_COLUMNS))
     differ = [k for k, ok in matches(committed, cal.values()).items() if not ok]
     labels = [label_of(k) for k in spec.targets]
+    weak_pct = 100 * cal.measured.weak_share()
+    reachable = mixture_reachable(cal.measured, np.array([cal.targets[c] for c in SHARE_COLUMNS]))
+    mix_sentence = (f"a match up to the rounding of reply_sound (largest gap {gap:.1f} pp)" if reachable else
+                    f"at the fitted point {weak_pct:.0f} % of the demands hit a weak link and are conceded at the "
+                    f"assumed rate, so no reply to sound links reaches the paper's shares: the closest mixture "
+                    f"misses a share by up to {gap:.1f} pp, a misfit")
 
     def point(row) -> str:
         return "(" + ", ".join(f"{row[k]:g}" for k in names) + ")"
@@ -354,10 +410,9 @@ def calibration_values(cal, fit: pd.DataFrame, spec, design: Design, committed: 
         "tol": (", ".join(f"{tol:g} pp for {label_of(k)}" for k, tol in spec.targets.items()), None),
         "best": (", ".join(f"{k} = {best[k]:g}" for k in names), None),
         "best_pp": (", ".join(f"{best[extra_column(lab)]:.1f} pp ({lab})" for lab in labels), None),
-        "plateau": (f"({', '.join(names)}) = " + ", ".join(point(r) for _, r in within.iterrows())
-                    if len(within) else "none", None),
+        "plateau": (plateau_sentence([point(r) for _, r in within.iterrows()], names), None),
         "mix_target": (mix["target value"], None), "mix_achieved": (mix["achieved"], None),
-        "mix_gap_pp": (gap, 1), "weak_share_pct": (100 * cal.measured.weak_share(), 0),
+        "mix_gap_pp": (gap, 1), "weak_share_pct": (weak_pct, 0), "mix_sentence": (mix_sentence, None),
         "reply_sound": ("conceded / answered / partial / dropped = " + mix["calibrated"], None),
         "demands": (cal.measured.demands_per_runs(design.runs_per_depth), 0), "n_runs": (design.n_runs, None),
         "verdict": ("the calibration reproduces every committed default" if not differ else

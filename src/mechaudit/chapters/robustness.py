@@ -22,6 +22,7 @@ from mechaudit.paths import PARAMS_DIR
 from mechaudit.schema import Benchmark, load_benchmark
 from mechaudit.workflow import Design, SimulatorParams, load_design, load_simulator_params
 from mechaudit.workflow.power import EffectSetting, setting_at
+from mechaudit.workflow.robustness import pick
 
 #: conclusion statuses in display order
 STATUSES = ("holds", "unclear", "fails")
@@ -96,6 +97,19 @@ def status_sentence(truths: pd.DataFrame, column: str = "raw") -> str:
     parts = [f"{verbs[st]} at {'the consistent settings' if k == 0 else 'those'} with p_find "
              f"{span(inside[inside[column] == st], 'p_find')}" for k, st in enumerate(statuses)]
     return ", ".join(parts[:-1]) + (" and " if len(parts) > 1 else "") + parts[-1]
+
+
+def choose_settings(truths: pd.DataFrame, quantiles: Sequence[float]) -> pd.DataFrame:
+    """Grid points to study further: ``robustness.pick`` of the consistent points at ``quantiles`` of
+    the 1 v 5 truth; when no point is consistent (another benchmark, a coarse grid), the points nearest
+    the observation (smallest ``|distance_sd|``), one per quantile, with a one-line note."""
+    inside = truths[truths.consistent]
+    if len(inside):
+        return pick(inside, quantiles)
+    nearest = truths.assign(_d=truths.distance_sd.abs()).nsmallest(max(1, len(set(quantiles))), "_d")
+    print("no grid setting is consistent with the observed 0 v 1 effect; the settings nearest to it are "
+          "studied instead (their conclusions say little about the paper's workflow)")
+    return pick(nearest.drop(columns="_d"), quantiles)
 
 
 def fails_outside(truths: pd.DataFrame, column: str = "raw") -> float | None:

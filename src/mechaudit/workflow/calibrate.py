@@ -319,6 +319,14 @@ def pairs_per_run_pair(outcomes) -> float:
     return float(np.mean(dens))
 
 
+def mixture_reachable(measured: Measured, shares_pct: np.ndarray) -> bool:
+    """Whether some ``reply_sound`` completes the weak-link demands to the shares ``shares_pct`` (%)
+    exactly: no target share lies below the weak-link demands' own part of it."""
+    target = np.asarray(shares_pct, float) / 100.0
+    total = measured.weak_labels.sum() + measured.n_sound
+    return bool(measured.n_sound > 0 and (target * total - measured.weak_labels >= -1e-9).all())
+
+
 def solve_reply_sound(measured: Measured, shares_pct: np.ndarray, digits: int = 2) -> np.ndarray:
     """Sound-link reply probabilities (``LABELS`` order) that complete the weak-link demands'
     labels to the demand shares ``shares_pct`` (%), rounded to ``digits`` decimals (sum 1).
