@@ -186,10 +186,8 @@ fig = glue_figure("ch02c_fig_consistent", save("consistent_settings", fig, out_d
 # The table above lists the consistent settings of the grid (truths from {glue:text}`ch02c_truth_runs`
 # runs per depth and instance; the whole grid is written to `truth_grid.csv` with `--out`). They have
 # `p_find` {glue:text}`ch02c_consistent_p_find`, `weak_scale` {glue:text}`ch02c_consistent_weak_scale`
-# and `conceded` {glue:text}`ch02c_consistent_conceded`: a critic that finds most weak links at once, a
-# hypothesis with nearly every step weak, and most of those demands conceded. Other combinations of the
-# three give a 0 v 1 effect too small (or, with everything at its maximum, too large) for the paper's
-# estimate ({numref}`fig-ch02c-consistent`).
+# and `conceded` {glue:text}`ch02c_consistent_conceded`. Other combinations of the three give a 0 v 1
+# effect outside the window ({numref}`fig-ch02c-consistent`).
 
 # %% [markdown]
 # ```{glue:figure} ch02c_fig_consistent
@@ -226,9 +224,9 @@ fig = glue_figure("ch02c_fig_conclusion", save("conclusion_map", fig, out_dir))
 # {glue:text}`ch02c_status_sentence_norm`. The ceiling does not bind here: under the paper-rate judge the
 # same-depth divergence after one round is {glue:text}`ch02c_consistent_same_K1` %, which leaves a 1 v 5
 # ceiling of {glue:text}`ch02c_consistent_max_1v5` pp. (Under the mechanism key, which counts every
-# replaced step, nearly every critiqued chain is unique and the ceiling is about 1 pp:
-# {doc}`02_critique_depth`.) Adding the paper's 0 v 5 effect as a second condition keeps the consistent
-# settings whose 0 v 5 truth is also within the window; their 1 v 5 truth is {glue:text}`ch02c_both_1v5` pp.
+# replaced step, the ceiling is far lower at the committed setting: {doc}`02_critique_depth`.)
+# Adding the paper's 0 v 5 effect as a second condition keeps the consistent settings whose 0 v 5
+# truth is also within the window; their 1 v 5 truth is {glue:text}`ch02c_both_1v5` pp.
 #
 # Outside the consistent settings, (a) fails where the critic finds weak links slowly: every point with
 # `p_find` at or below {glue:text}`ch02c_fail_pfind_max` fails, because one round leaves most weak links

@@ -268,6 +268,8 @@ if ch.label_source(backend) == "simulator log":
     glue("ch03_ex2_seed", seed + 1)
     glue("ch03_ex2_n", n_other)
     glue("ch03_ex2_conceded", conceded_other, digits=1)
+p_conceded = shares.loc["conceded", "this run (%)"] / 100
+glue("ch03_binomial_se_pp", 100 * (p_conceded * (1 - p_conceded) / len(labelled)) ** 0.5, digits=1)
 
 # %% [markdown]
 # ## Exercises
@@ -308,8 +310,9 @@ if ch.label_source(backend) == "simulator log":
 # ````{solution} ch03-ex2
 # :class: dropdown
 #
-# By more than the binomial standard error suggests. For a share near 60 % of about a thousand demands
-# that error is sqrt(0.6 x 0.4 / 1000), about 1.5 pp, but the demands of one run are not independent:
+# By more than the binomial standard error suggests. For a share p of n demands that error is
+# sqrt(p (1 - p) / n), here about {glue:text}`ch03_binomial_se_pp` pp, but the demands of one run are not
+# independent:
 # the number of weak links a run's hypotheses carry sets both how many demands there are and how many
 # are conceded, so whole runs move together. Simulated with seed {glue:text}`ch03_ex2_seed` (in a hidden
 # cell), the design gives {glue:text}`ch03_ex2_n` demands with {glue:text}`ch03_ex2_conceded` % conceded,
