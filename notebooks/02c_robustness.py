@@ -106,7 +106,7 @@ import numpy as np
 import pandas as pd
 
 from mechaudit.chapters import robustness as ch
-from mechaudit.chapters.status import simulation_only_note
+from mechaudit.chapters.status import SIMULATED, headline_provenance, simulation_only_note
 from mechaudit.glue import glue, glue_figure
 from mechaudit.outputs import save
 from mechaudit.paper import compare_paper_default, reported
@@ -364,6 +364,14 @@ for k, r in ((4, 5), (4, 10), (8, 5)):
 glue("ch02c_powers_4x5", ", ".join(f"{r.power:.2f} at {r.truth_pp:.1f} pp" for r in
                                    power[(power.role == "design") & (power.n_instances == 4)
                                          & (power.runs_per_depth == 5)].itertuples()))
+glue("ch02c_headline_truth", top.truth_pp, digits=1)
+glue("ch02c_headline_power", by_design.loc[(top.target_pp, 4, 5)].power if (top.target_pp, 4, 5) in by_design.index
+     else "not in this design", digits=2 if (top.target_pp, 4, 5) in by_design.index else None)
+glue("ch02c_headline_status", SIMULATED)
+# the intro's provenance and verdict (a simulation-only chapter)
+row_provenance, row_verdict = headline_provenance("ch02c", "reference")
+glue("ch02c_headline_provenance", row_provenance)
+glue("ch02c_headline_verdict", row_verdict)
 
 # %% [markdown]
 # For the paper's design (4 instances, 5 runs per depth) the power at alpha 0.05 is

@@ -143,20 +143,28 @@ def test_bad_calibration_file(tmp_path):
 
 
 def test_fitted_section_must_name_what_is_fitted(tmp_path):
-    """The provenance section ``fitted`` lists every fitted parameter with its targets; a parameter
-    added to the grid without its entry, or listed with other targets, is an error."""
+    """The provenance section ``fitted`` lists every fitted parameter with its targets: the committed
+    file does; a grid parameter listed with other targets, or a parameter both fitted and assumed, is
+    an error (a missing one is reported by mechaudit.provenance.unlabelled, tested there)."""
+    from mechaudit import paper, provenance
+    from mechaudit.workflow.calibrate import SOLVED
+
     spec = load_calibration()
-    assert set(spec.fitted) == set(spec.grid) | {"p_extra_hypothesis", "reply_sound"}
+    assert set(spec.fitted) == set(spec.grid) | set(SOLVED)
     assert all(sorted(spec.fitted[k]) == sorted(spec.targets) for k in spec.grid)
+    assert provenance.unlabelled(set(spec.grid) | set(SOLVED), paper.entries()) == []
     path = tmp_path / "cal.yaml"
     fitted = ("  fitted:\n    p_find: [critique_depth.extra_divergence_pp.k0_vs_k1]\n"
-              "    p_extra_hypothesis: [design.matched_pairs, design.run_pairs]\n"
+              "    p_extra_hypothesis: [design.matched_pairs]\n"
               "    reply_sound: [engagement.conceded_pct, engagement.answered_pct, engagement.partial_pct, "
               "engagement.dropped_pct]\n")
     path.write_text(_spec_text("{p_find: [0.9]}", fitted))
     assert load_calibration(path).fitted["p_find"] == [EXTRA_KEY + "k0_vs_k1"]
-    path.write_text(_spec_text("{p_find: [0.9], p_weak_supported: [0.5]}", fitted))
-    with pytest.raises(ValueError, match="fitted must list every fitted parameter"):
+    path.write_text(_spec_text("{p_find: [0.9]}", fitted.replace("k0_vs_k1]", "k1_vs_k5]")))
+    with pytest.raises(ValueError, match="wrong paper keys for \\['p_find'\\]"):
+        load_calibration(path)
+    path.write_text(_spec_text("{p_find: [0.9]}", fitted).replace("fixed: {}", "fixed: {p_find: assumed}"))
+    with pytest.raises(ValueError, match="both as fitted and as assumptions"):
         load_calibration(path)
 
 

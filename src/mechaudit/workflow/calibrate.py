@@ -64,7 +64,7 @@ SHARE_COLUMNS = tuple(f"{label}_pct" for label in LABELS)
 SOLVED = ("p_extra_hypothesis", "reply_sound")  # closed form, never scanned
 #: the paper numbers each closed-form value is solved from (``fitted`` in the spec must list them)
 SOLVED_TARGETS = {
-    "p_extra_hypothesis": ("design.matched_pairs", "design.run_pairs"),
+    "p_extra_hypothesis": ("design.matched_pairs",),  # run pairs are fixed by the design, not fitted
     "reply_sound": tuple(f"engagement.{label}_pct" for label in LABELS),
 }
 #: prefix of the paper's extra-divergence keys; ``k{a}_vs_k{b}`` follows
@@ -115,7 +115,7 @@ class CalibrationSpec(BaseModel):
     digits: int = Field(default=2, ge=1, le=6)
     grid: dict[str, list[float]]
     fixed: dict[str, str]
-    fitted: dict[str, list[str]] = {}
+    fitted: dict[str, list[str]] = Field(default_factory=dict)
 
     @field_validator("measure")
     @classmethod
@@ -157,15 +157,17 @@ class CalibrationSpec(BaseModel):
 
     @model_validator(mode="after")
     def _fitted_matches_the_fit(self) -> CalibrationSpec:
-        """``fitted`` (when given) names exactly what this spec fits, each with its targets."""
-        if not self.fitted:
-            return self
+        """``fitted`` lists each parameter it names with exactly the targets this spec fits it to (a
+        grid parameter: the extra-divergence targets; a closed-form one: ``SOLVED_TARGETS``), and no
+        parameter is both fitted and assumed. A fitted parameter missing from ``fitted`` is caught by
+        ``mechaudit.provenance.unlabelled``."""
         expected = {name: sorted(self.targets) for name in self.grid} | {
             name: sorted(keys) for name, keys in SOLVED_TARGETS.items()}
-        given = {name: sorted(keys) for name, keys in self.fitted.items()}
-        if given != expected:
-            raise ValueError(f"fitted must list every fitted parameter with its targets: expected {expected}, "
-                             f"got {given}")
+        wrong = {name: keys for name, keys in self.fitted.items()
+                 if name in expected and sorted(keys) != expected[name]}
+        if wrong:
+            raise ValueError(f"fitted names the wrong paper keys for {sorted(wrong)}: expected "
+                             f"{ {k: expected[k] for k in wrong} }")
         clash = sorted(set(self.fitted) & set(self.fixed))
         if clash:
             raise ValueError(f"{clash} are listed both as fitted and as assumptions")
