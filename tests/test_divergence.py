@@ -138,6 +138,18 @@ def test_divergence_matrix_batched_and_correct() -> None:
     np.testing.assert_allclose(D, expected)
 
 
+def test_undecided_llm_pairs_are_left_out_not_counted_as_different() -> None:
+    """NaN verdicts (undecided judge pairs) leave their run pair's divergence; the decided pairs
+    are mixed, so counting NaN as "different" (or as "same") gives another value."""
+    runs = [[H("o1"), H("o2"), H("o3"), H("o4")], [H("o1"), H("o2"), H("o3"), H("o4")]]
+    verdicts = np.array([1.0, 0.0, np.nan, np.nan])  # decided: one same, one different
+    D = divergence_matrix(runs, lambda pairs: verdicts)
+    assert D[0, 1] == D[1, 0] == pytest.approx(0.5)  # NaN as different: 0.75; as same: 0.25
+    all_undecided = np.array([np.nan, np.nan, np.nan, np.nan])
+    with pytest.raises(ValueError, match="no matched pairs"):
+        divergence_matrix(runs, lambda pairs: all_undecided)
+
+
 def test_divergence_matrix_errors() -> None:
     with pytest.raises(ValueError, match="share no opening"):
         divergence_matrix([[H("o1")], [H("o2")]], lambda p: np.ones(len(p), bool))

@@ -152,6 +152,14 @@ def test_extract_json_variants():
         extract_json("same, I think")
 
 
+def test_extract_json_keeps_looking_after_a_stray_brace():
+    """A ``{`` that opens no JSON (a set, a template) does not hide the object after it."""
+    assert extract_json('Using {x} from the prompt, my answer: {"a": 4}') == {"a": 4}
+    assert extract_json('{ not json } {"a": 5} {"a": 6}') == {"a": 5}  # the first object that parses
+    with pytest.raises(ValueError, match="no JSON"):
+        extract_json("{oops} and {again}")
+
+
 def test_repair_round_trip(tmp_path, api_key):
     fake = FakeAnthropic(
         replies_in_order(['{"same": "perhaps"}', '```json\n{"same": false, "reason": "different start"}\n```']))

@@ -143,6 +143,18 @@ def test_middle_swap_rejects_two_swaps_end_swaps_and_type_changes(h, vocab):
     assert "type changed" in check_reason(h, with_chain(wrong_type, chain), "middle_step_swapped", vocab)
 
 
+def test_middle_swap_rejects_a_swap_of_the_terminal_step(h, vocab):
+    """A swap of chain[-1] changes the finding, not the route: it is no middle-step swap."""
+    last = len(h.chain) - 1
+    old, new = ids(h)[last], swap_candidates(h, last, vocab)[0]
+    swapped = [Step(id=new, text=s.text.replace(vocab[old].name, vocab[new].name)) if j == last else s
+               for j, s in enumerate(h.chain)]
+    variant = with_chain(h, swapped)
+    assert check_reason(h, variant, "middle_step_swapped", vocab) == f"changed step is chain[{last}], " \
+        "not an intermediate step"
+    assert not check(h, variant, "middle_step_swapped", vocab)
+
+
 def test_first_swap_rejects_leftover_old_name_reworded_steps_and_no_change(h, vocab):
     v = perturb(h, "first_step_swapped", np.random.default_rng(0), vocab)
     assert check(h, v, "first_step_swapped", vocab)
@@ -251,6 +263,22 @@ def test_load_suite_errors_name_file_line_and_field(tmp_path):
     path.write_text(lines[0] + "\n" + json.dumps(bad) + "\n")
     with pytest.raises(ValueError, match=r"s\.jsonl:2: field 'variant\.statement'"):
         load_suite(path)
+
+
+def test_load_suite_valid_only_drops_every_invalid_pair(tmp_path):
+    """A user's suite with excluded pairs: ``valid_only=True`` keeps exactly the valid ones, in order."""
+    lines = data_path("perturbations.jsonl").read_text().splitlines()[:5]
+    records = [json.loads(line) for line in lines]
+    for k in (1, 3):  # two of five pairs were excluded by the validity check
+        records[k]["valid"] = False
+        records[k]["reason"] = "excluded for this test"
+    path = tmp_path / "mixed.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    every = load_suite(path)
+    valid = load_suite(path, valid_only=True)
+    assert [p["valid"] for p in every] == [True, False, True, False, True]
+    assert [p["variant"].id for p in valid] == [records[k]["variant"]["id"] for k in (0, 2, 4)]
+    assert all(p["valid"] for p in valid) and len(valid) == 3
 
 
 def test_cli_writes_suite_and_prints_counts(tmp_path, capsys):

@@ -43,3 +43,29 @@ def test_outcomes_change_with_seed(bench):
     a = simulate_outcomes(bench, design, params, seed=0)
     b = simulate_outcomes(bench, design, params, seed=1)
     assert [o.keys for o in a] != [o.keys for o in b]
+
+
+@pytest.mark.parametrize("p_repair, repaired", [(0.0, False), (1.0, True)])
+def test_a_partial_reply_repairs_with_probability_p_repair_partial_in_both_paths(bench, p_repair, repaired):
+    """Every link weak, every demand answered "partial": with p_repair_partial = 1 every non-terminal
+    step of every opening is replaced after one round, with 0 none is (fast and full path alike).
+    The two paths only cross-check each other above, so this pins the direction of the test."""
+    partial = {"conceded": 0.0, "answered": 0.0, "partial": 1.0, "dropped": 0.0}
+    params = load_simulator_params().model_copy(update={
+        "extra_hypotheses_max": 0, "p_develop_swap": 0.0, "p_weak_supported": 1.0, "p_weak_unsupported": 1.0,
+        "p_find": 1.0, "p_challenge_sound": 0.0, "p_repair_partial": p_repair,
+        "reply_weak": type(load_simulator_params().reply_weak)(**partial)})
+    design = Design(instances=(bench.instances[0].id,), depths=(0, 1), runs_per_depth=2)
+    openings = {h.id: tuple(s.id for s in h.chain) for h in bench.openings(bench.instances[0].id)}
+    fast = simulate_outcomes(bench, design, params, seed=3)
+    full = simulate(bench, design, params, seed=3, log=False)
+    for o, run in zip(fast, full):
+        keys = [o.keys, tuple((h.opening_id, tuple(s.id for s in h.chain)) for h in run.delivered)]
+        for delivered in keys:
+            for opening_id, chain in delivered:
+                start = openings[opening_id]
+                changed = [a != b for a, b in zip(start[:-1], chain[:-1])]
+                assert chain[-1] == start[-1]
+                assert all(changed) if (repaired and o.depth == 1) else not any(changed), (o.depth, chain)
+        if o.depth == 1:
+            assert o.labels.tolist() == [0, 0, sum(len(c) - 1 for c in openings.values()), 0]

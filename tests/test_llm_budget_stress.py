@@ -1,0 +1,123 @@
+"""The budget under concurrency: slow calls in flight and replies that use all of ``max_tokens``.
+
+The spend must never pass ``max_usd``. Two ways to break it, each caught here: ignoring what is
+reserved for requests still in flight (every concurrent call sees the same, low spend), and
+reserving a typical reply length instead of ``max_tokens`` (a reply may be that long). Both paths
+are driven through the real SDK against the fake API: the Messages API with 4 concurrent calls, and
+4 concurrent Message Batches.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+
+import httpx
+import pytest
+from fake_anthropic import FakeAnthropic, client_for
+
+from mechaudit.llm import LLMRequest, usage
+from mechaudit.llm.estimate import TYPICAL_OUTPUT, input_tokens
+from mechaudit.llm.ledger import load_prices
+from mechaudit.llm.usage import BudgetExceededError
+
+MODEL = "claude-opus-4-6"
+MAX_TOKENS = 4000  # far above the typical reply of 200 tokens: a long reply costs 20x a typical one
+N_REQUESTS = 12
+CONCURRENCY = 4
+
+
+def requests(tag: str, n: int = N_REQUESTS) -> list[LLMRequest]:
+    return [LLMRequest(model=MODEL, system="You answer in JSON.", max_tokens=MAX_TOKENS,
+                       messages=[{"role": "user", "content": f"{tag} question {k}: is it the same?"}])
+            for k in range(n)]
+
+
+def worst_cost(request: LLMRequest, batch: bool = False) -> float:
+    """The independent worst case: estimated input + every ``max_tokens`` token, at list prices."""
+    prices = load_prices()
+    row = prices["models"][MODEL]
+    usd = (input_tokens(request)[1] * row["input"] + request.max_tokens * row["output"]) / 1e6
+    return usd * (prices["batch_discount"] if batch else 1.0)
+
+
+def long_replies(reqs: list[LLMRequest]) -> FakeAnthropic:
+    """A fake whose every reply reports the estimated input tokens and ``max_tokens`` output tokens."""
+    tokens_in = {r.messages[0].content: input_tokens(r)[1] for r in reqs}
+
+    def usage_of(body: dict, text: str) -> dict:
+        return {"input_tokens": tokens_in[body["messages"][0]["content"]], "output_tokens": body["max_tokens"]}
+
+    return FakeAnthropic(reply=lambda body: json.dumps({"same": True}), usage=usage_of, polls_in_progress=3)
+
+
+class Slow:
+    """A transport handler that holds each Messages call for ``delay`` seconds before the fake
+    answers (outside the fake's lock), so calls overlap; it records the most calls in flight."""
+
+    def __init__(self, fake: FakeAnthropic, delay: float) -> None:
+        self.fake, self.delay = fake, delay
+        self.in_flight = self.most_in_flight = 0
+        self._lock = threading.Lock()
+
+    def __call__(self, request: httpx.Request) -> httpx.Response:
+        with self._lock:
+            self.in_flight += 1
+            self.most_in_flight = max(self.most_in_flight, self.in_flight)
+        try:
+            time.sleep(self.delay)
+            return self.fake(request)
+        finally:
+            with self._lock:
+                self.in_flight -= 1
+
+
+@pytest.fixture
+def fresh_session(api_key):
+    usage.begin()
+    yield usage.session()
+    usage.begin()  # no budget left behind for other tests
+
+
+def test_concurrent_slow_long_replies_never_pass_the_budget_messages_api(tmp_path, fresh_session):
+    reqs = requests("messages")
+    worst = worst_cost(reqs[0])
+    assert MAX_TOKENS >= 10 * TYPICAL_OUTPUT["other"]  # reserving a typical reply would let far more through
+    cap = 6.5 * worst  # room for 6 worst-case calls
+    usage.begin(max_usd=cap)
+    handler = Slow(long_replies(reqs), delay=0.15)
+    client = client_for(handler, tmp_path / "cache", max_concurrency=CONCURRENCY)
+    with pytest.raises(BudgetExceededError, match="held for requests in flight|could cost up to"):
+        client.complete_many(reqs)
+    spent = fresh_session.spent()
+    assert handler.most_in_flight == CONCURRENCY  # the calls did overlap
+    assert spent <= cap + 1e-12, f"spent {spent:.4f} USD over the cap {cap:.4f}"
+    assert spent >= 3 * worst  # and the budget was used, not refused from the start
+    assert len(handler.fake.message_bodies) == round(spent / worst)
+
+
+def test_concurrent_long_batches_never_pass_the_budget_batches_api(tmp_path, fresh_session):
+    groups = [requests(f"batch{g}", n=3) for g in range(CONCURRENCY)]
+    batch_worst = sum(worst_cost(r, batch=True) for r in groups[0])
+    cap = 2.5 * batch_worst  # room for two whole batches of long replies
+    usage.begin(max_usd=cap, batch=True)
+    fake = long_replies([r for g in groups for r in g])
+    errors: list[BaseException] = []
+
+    def submit(g: int) -> None:
+        client = client_for(fake, tmp_path / f"cache{g}")
+        try:
+            client.prefetch_batch(groups[g], poll_interval=0.05)
+        except BudgetExceededError as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=submit, args=(g,)) for g in range(CONCURRENCY)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    spent = fresh_session.spent()
+    assert spent <= cap + 1e-12, f"spent {spent:.4f} USD over the cap {cap:.4f}"
+    assert fake.batch_creates == 2 and len(errors) == CONCURRENCY - 2
+    assert spent == pytest.approx(2 * batch_worst)
