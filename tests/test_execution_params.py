@@ -155,8 +155,9 @@ def _chapter(tmp_path: Path, stem: str, cell: str):
     from mechaudit.execution import Chapter
 
     source = tmp_path / f"{stem}.py"
-    source.write_text('# ---\n# jupyter:\n#   kernelspec:\n#     display_name: Python 3\n#     language: python\n#     name: python3\n# ---\n'
-                      '# %% tags=["parameters"]\n' + cell)
+    header = "# ---\n# jupyter:\n#   kernelspec:\n#     display_name: Python 3\n#     language: python\n" \
+             "#     name: python3\n# ---\n"
+    source.write_text(header + '# %% tags=["parameters"]\n' + cell)
     return Chapter(source)
 
 
