@@ -314,3 +314,67 @@ def test_text_changes_keeps_context_for_insertions_and_groups_repeats(h):
     assert text_changes(a, b) == [("statement", "X", "X strongly"), ("explanation", "Z", "W"),
                                   ("explanation", "Z", "W")]
     assert describe_change(a, b) == "X -> X strongly (statement); Z -> W (explanation)"
+
+
+# --------------------------------------------------------------------------- guards found by mutation testing
+
+
+def _suite_lines(n: int = 2) -> list[dict]:
+    return [json.loads(line) for line in data_path("perturbations.jsonl").read_text().splitlines()[:n]]
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda r: r.pop("valid"), r"s\.jsonl:2: field 'valid': missing required field"),
+    (lambda r: r.update(kind="shuffle"), r"s\.jsonl:2: field 'kind': unknown kind 'shuffle'"),
+    (lambda r: r.update(valid="yes"), r"s\.jsonl:2: field 'valid': must be true or false \(a JSON boolean\), got 'yes'"),
+])
+def test_load_suite_errors_name_file_line_field_and_value(tmp_path, edit, message):
+    records = _suite_lines()
+    edit(records[1])
+    path = tmp_path / "s.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    with pytest.raises(ValueError, match=message):
+        load_suite(path)
+
+
+def test_suite_round_trip_keeps_reason_and_swap(tmp_path, hyps, vocab):
+    pairs = make_suite(hyps[:2], kinds=["wording_only", "middle_step_swapped"], seed=0, vocabulary=vocab)
+    assert all(p["swap"] is None for p in pairs if p["kind"] == "wording_only")
+    assert all(p["swap"]["position"] > 0 for p in pairs if p["kind"] == "middle_step_swapped")
+    pairs[0] = {**pairs[0], "valid": False, "reason": "excluded by hand"}
+    write_suite(pairs, tmp_path / "s.jsonl")
+    back = load_suite(tmp_path / "s.jsonl")
+    assert [(p["reason"], p["swap"]) for p in back] == [(p["reason"], p["swap"]) for p in pairs]
+    assert back[0]["reason"] == "excluded by hand"
+
+
+def test_make_suite_checks_the_seed_and_names_the_vocabulary_that_lacks_an_entity(hyps, vocab):
+    with pytest.raises(ValueError, match="field 'seed'"):
+        make_suite(hyps[:1], seed=-1, vocabulary=vocab)
+    odd = hyps[0].model_copy(update={"chain": [Step(id="NOT_AN_ENTITY", text="x"), *hyps[0].chain[1:]]})
+    with pytest.raises(ValueError, match=r"'NOT_AN_ENTITY', which the given vocabulary does not have: pass your "
+                                         r"vocabulary \(vocabulary=\.\.\., --vocabulary FILE\)"):
+        make_suite([odd], vocabulary=vocab)
+    with pytest.raises(ValueError, match="which the shipped .default. vocabulary does not have"):
+        make_suite([odd])
+
+
+def test_phrasing_similarity_is_the_cosine_of_each_further_phrasing_to_the_first(hyps, vocab):
+    from sklearn.feature_extraction.text import TfidfVectorizer
+    from sklearn.metrics.pairwise import cosine_similarity
+
+    from mechaudit.perturb import phrasing_similarity
+    from mechaudit.render import render
+
+    chosen = [h for h in hyps if h.template is not None and len(h.template.explanations) >= 2][:3]
+    assert len(chosen) == 3
+    names = vocab.canonical_names()
+    texts, pairs = [], []
+    for h in chosen:
+        first = len(texts)
+        texts += [render(e, names) for e in h.template.explanations]
+        pairs += [(first, j) for j in range(first + 1, len(texts))]
+    C = cosine_similarity(TfidfVectorizer(sublinear_tf=True, stop_words="english").fit_transform(texts))
+    np.testing.assert_allclose(phrasing_similarity(chosen, vocab), [C[i, j] for i, j in pairs], atol=1e-12)
+    no_template = [h.model_copy(update={"template": None}) for h in chosen]
+    assert phrasing_similarity(no_template, vocab).shape == (0,)
