@@ -326,7 +326,8 @@ def _suite_lines(n: int = 2) -> list[dict]:
 @pytest.mark.parametrize("edit, message", [
     (lambda r: r.pop("valid"), r"s\.jsonl:2: field 'valid': missing required field"),
     (lambda r: r.update(kind="shuffle"), r"s\.jsonl:2: field 'kind': unknown kind 'shuffle'"),
-    (lambda r: r.update(valid="yes"), r"s\.jsonl:2: field 'valid': must be true or false \(a JSON boolean\), got 'yes'"),
+    (lambda r: r.update(valid="yes"), r"s\.jsonl:2: field 'valid': must be true or false \(a JSON boolean\), "
+                                      r"got 'yes'"),
 ])
 def test_load_suite_errors_name_file_line_field_and_value(tmp_path, edit, message):
     records = _suite_lines()
