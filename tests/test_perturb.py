@@ -379,3 +379,9 @@ def test_phrasing_similarity_is_the_cosine_of_each_further_phrasing_to_the_first
     np.testing.assert_allclose(phrasing_similarity(chosen, vocab), [C[i, j] for i, j in pairs], atol=1e-12)
     no_template = [h.model_copy(update={"template": None}) for h in chosen]
     assert phrasing_similarity(no_template, vocab).shape == (0,)
+
+
+def test_check_reason_names_the_one_unknown_step_id(h, vocab):
+    chain = [Step(id="NO_SUCH_ID", text=h.chain[1].text) if j == 1 else s for j, s in enumerate(h.chain)]
+    assert check_reason(h, with_chain(h, chain), "middle_step_swapped", vocab) == \
+        "step id 'NO_SUCH_ID' is not in the vocabulary"
