@@ -132,18 +132,27 @@ def selection(name: str, sample: str) -> tuple[str, ...]:
     return globs if sample == "all" else tuple(f"{g}{sample}" for g in globs)
 
 
-def run_module(name: str, max_children: int, fresh: bool, sample: str) -> float:
-    """Run mutmut for one module; returns the wall time in seconds."""
-    folder = prepare(name, fresh)
-    (folder / "selection.json").write_text(json.dumps(selection(name, sample)))
+def run_module(name: str, max_children: int, fresh: bool, sample: str, recheck: bool = False) -> float:
+    """Run mutmut for one module; returns the wall time in seconds. ``recheck``: run again only the
+    mutants the last run did not kill (after tests were added), keeping the other results."""
+    folder = prepare(name, fresh and not recheck)
+    if recheck:
+        names = tuple(m for m, state in results(name).items() if state not in KILLED)
+        if not names:
+            return 0.0
+    else:
+        names = selection(name, sample)
+        (folder / "selection.json").write_text(json.dumps(names))
     env = {**os.environ, "MECHAUDIT_ROOT": str(ROOT), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
            "TOKENIZERS_PARALLELISM": "false", "PYTHONHASHSEED": "0"}
     mutmut = Path(sys.executable).with_name("mutmut")
-    cmd = [str(mutmut), "run", "--max-children", str(max_children), *selection(name, sample)]
+    cmd = [str(mutmut), "run", "--max-children", str(max_children), *names]
     start = time.monotonic()
     with open(folder / "mutmut.log", "w", encoding="utf-8") as log:
         proc = subprocess.run(cmd, cwd=folder, env=env, stdout=log, stderr=subprocess.STDOUT)
     seconds = time.monotonic() - start
+    if recheck:
+        seconds += int((folder / "seconds.txt").read_text())
     (folder / "seconds.txt").write_text(f"{seconds:.0f}\n")
     if proc.returncode != 0:
         print(f"mutation: mutmut failed for {name} (exit {proc.returncode}); see {folder / 'mutmut.log'}",
@@ -340,6 +349,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("modules", nargs="*", choices=[[], *MODULES], help="default: every module")
     parser.add_argument("--keep", action="store_true", help="reuse earlier results (incremental)")
     parser.add_argument("--report", action="store_true", help="only rewrite the report")
+    parser.add_argument("--recheck", action="store_true",
+                        help="run again only the mutants the last run did not kill (after adding tests)")
     parser.add_argument("--max-children", type=int, default=2)
     parser.add_argument("--sample", default=SAMPLE, help=f"glob for the end of the mutant numbers to run "
                         f"(default {SAMPLE!r}, about 10 %%); 'all' runs every mutant (hours on 2 cores)")
@@ -348,7 +359,8 @@ def main(argv: list[str] | None = None) -> int:
     if not args.report:
         for name in names:
             print(f"mutation: {name} ...", flush=True)
-            seconds = run_module(name, args.max_children, fresh=not args.keep, sample=args.sample)
+            seconds = run_module(name, args.max_children, fresh=not args.keep, sample=args.sample,
+                                 recheck=args.recheck)
             print(f"mutation: {name} done in {seconds:.0f} s", flush=True)
     listed = load_equivalent_file()
     done = [n for n in MODULES if (WORK / n / "mutants").is_dir()]
