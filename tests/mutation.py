@@ -76,7 +76,7 @@ MODULES: dict[str, Target] = {
                                                "rules_registry", "rules_similarity", "rules_suite")),
     "perturb": Target(_src("perturb.py"), _tests("perturb")),
     "tau": Target(_src("tau/inference.py", "tau/fitting.py", "tau/anchors.py", "tau/cards.py", "tau/judge.py"),
-                  _tests("tau_inference", "tau_fitting", "tau_judge", "tau_misspec", "tau_counts")),
+                  _tests("tau_inference", "tau_fitting", "tau_anchors", "tau_judge", "tau_misspec")),
     "llm": Target(_src("llm/cache.py", "llm/client.py", "llm/ledger.py", "llm/usage.py", "llm/jsonout.py",
                        "llm/blind.py"),
                   _tests("llm", "llm_cache_store", "llm_budget_stress", "llm_recovery", "blind_prefilter",
