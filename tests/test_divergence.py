@@ -335,7 +335,7 @@ def test_errors_name_the_missing_depth_and_the_bad_verdicts() -> None:
         comparison_matrix(D, [0, 0, 1, 1], 0, 3)
     with pytest.raises(ValueError, match="depth comparison 7 vs 1: no runs at depth 7"):
         comparison_matrix(D, [0, 0, 1, 1], 7, 1)
-    with pytest.raises(ValueError, match="must be boolean .or 0/1.; found other values or NaN"):
+    with pytest.raises(ValueError, match=r"^same: verdicts must be boolean \(or 0/1\); found other values or NaN$"):
         run_divergence(np.array([0.5, 1.0]))
 
 
