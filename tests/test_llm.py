@@ -160,6 +160,25 @@ def test_extract_json_keeps_looking_after_a_stray_brace():
         extract_json("{oops} and {again}")
 
 
+def test_describe_error_lists_each_invalid_field_without_urls():
+    from mechaudit.llm.jsonout import describe_error, parse_reply
+
+    with pytest.raises(ValueError) as err:
+        parse_reply('{"same": "perhaps"}', Verdict)
+    text = describe_error(err.value)
+    assert text.startswith("validation failed: same: ") and "(got 'perhaps')" in text and "http" not in text
+    assert describe_error(ValueError("plain")) == "plain"
+
+
+def test_budget_message_says_what_was_spent_held_and_asked():
+    from mechaudit.llm.usage import BudgetExceededError
+
+    assert str(BudgetExceededError(1.0, 0.5, 0.7)).startswith(
+        "LLM budget max_usd=1.00 reached: 0.50 USD spent in this run, the next request could cost up to 0.70 USD more")
+    held = str(BudgetExceededError(1.0, 0.5, 0.7, n_requests=3, reserved=0.25))
+    assert "0.50 USD spent in this run (+0.25 USD held for requests in flight), the next 3 requests (one batch)" in held
+
+
 def test_repair_round_trip(tmp_path, api_key):
     fake = FakeAnthropic(
         replies_in_order(['{"same": "perhaps"}', '```json\n{"same": false, "reason": "different start"}\n```']))

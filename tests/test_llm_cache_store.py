@@ -429,3 +429,19 @@ def test_every_cache_append_is_fsynced(tmp_path, monkeypatch):
     before = synced.count("responses.jsonl")
     assert other.import_jsonl(tmp_path / "a" / "responses.jsonl")["responses"] == 4
     assert synced.count("responses.jsonl") == before + 1
+
+
+def test_invalid_records_and_batch_events_name_the_missing_field(tmp_path):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(json.dumps({"kind": "response", "response": {}}) + "\n")
+    with pytest.raises(ValueError, match=r"line 1: invalid cache record: field 'key' or 'response' missing"):
+        ResponseCache(tmp_path / "c").import_jsonl(bad)
+    bad.write_text(json.dumps({"kind": "system", "sha256": "x"}) + "\n")
+    with pytest.raises(ValueError, match=r"invalid cache record: field 'sha256' or 'text' missing"):
+        ResponseCache(tmp_path / "c").import_jsonl(bad)
+    log = BatchState(tmp_path / "c")
+    with pytest.raises(ValueError, match="field 'keys' missing"):
+        log.append({"event": "submitted", "batch_id": "b1"})
+    with pytest.raises(ValueError, match="field 'batch_id' missing"):
+        log.append({"event": "collected"})
+    assert log.events() == []  # nothing was written
