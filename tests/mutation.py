@@ -141,7 +141,7 @@ def run_module(name: str, max_children: int, fresh: bool, sample: str, recheck: 
     mutants the last run did not kill (after tests were added), keeping the other results."""
     folder = prepare(name, fresh and not recheck)
     if recheck:
-        names = tuple(m for m, state in results(name).items() if state not in KILLED)
+        names = tuple(m for m, state in results(name).items() if state not in KILLED | {"not checked"})
         if not names:
             return 0.0
     else:
@@ -235,6 +235,8 @@ def _squash(text: str) -> str:
 
 def summarise(name: str, equivalent: list[dict[str, str]]) -> dict:
     status = results(name)
+    unchecked = sum(state == "not checked" for state in status.values())  # a run stopped before them
+    status = {m: state for m, state in status.items() if state != "not checked"}
     rows = []
     open_mutants = sorted((m for m, state in status.items() if state not in KILLED), key=_natural)
     changes = diffs(name, open_mutants)
@@ -248,7 +250,7 @@ def summarise(name: str, equivalent: list[dict[str, str]]) -> dict:
     seconds_file = WORK / name / "seconds.txt"
     tail = json.loads((WORK / name / "selection.json").read_text())[0].rsplit("__mutmut_*", 1)[-1]
     return {"module": name, "sample": f"`{tail}`" if tail else "all", "mutants": len(status), "killed": killed,
-            "equivalent": n_equiv,
+            "equivalent": n_equiv, "unchecked": unchecked,
             "score": killed / scored if scored else 1.0, "rows": rows,
             "seconds": int(seconds_file.read_text()) if seconds_file.exists() else None}
 
@@ -324,7 +326,8 @@ def write_report(summaries: list[dict], tested: list[dict[str, str]]) -> None:
         f"  with; `make mutation` uses `{SAMPLE}` (about 10 % of each function's mutants, the same ones on",
         "  every run while the function is unchanged), `[02468]0` is about 5 %, and",
         "  `python tests/mutation.py --sample all` runs every mutant (about 13,600: hours on 2 cores).",
-        "  The *mutants* column counts the sampled mutants.",
+        "  The *mutants* column counts the sampled mutants that were checked; *unchecked* counts sampled",
+        "  mutants a stopped run did not reach (left out of the score).",
         "- Why mutmut and not cosmic-ray: mutmut 3 compiles every mutant into one copy of the package",
         "  (switched per run), forks each test run from a process that already imported numpy, pandas,",
         "  torch and the tests, and runs only the tests that call the mutated function; cosmic-ray",
@@ -333,14 +336,14 @@ def write_report(summaries: list[dict], tested: list[dict[str, str]]) -> None:
         "",
         "## Scores",
         "",
-        "| module | sample | mutants | killed | equivalent | not killed | score | floor | seconds |",
-        "|---|---|---:|---:|---:|---:|---:|---|---:|",
+        "| module | sample | mutants | killed | equivalent | not killed | score | floor | unchecked | seconds |",
+        "|---|---|---:|---:|---:|---:|---:|---|---:|---:|",
     ]
     for s in summaries:
         open_n = s["mutants"] - s["killed"] - s["equivalent"]
         lines.append(f"| {s['module']} | {s['sample']} | {s['mutants']} | {s['killed']} | {s['equivalent']} | "
                      f"{open_n} | {s['score']:.1%} | {'ok' if s['score'] >= FLOOR else 'BELOW'} | "
-                     f"{s['seconds'] or '-'} |")
+                     f"{s['unchecked']} | {s['seconds'] or '-'} |")
     lines += ["", f"Total run time: {total_s} s ({total_s / 60:.1f} min) on this machine's 2 cores.", "",
               "## Survivors by module", ""]
     for s in summaries:
