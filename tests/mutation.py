@@ -197,7 +197,11 @@ import json, sys
 from mutmut.mutation.diff_apply import find_mutant, get_diff_for_mutant
 out = {}
 for name in json.load(sys.stdin):
-    text = get_diff_for_mutant(name, path=find_mutant(name).path)
+    try:
+        text = get_diff_for_mutant(name, path=find_mutant(name).path)
+    except Exception as exc:  # the source changed since the run: the module must be run again
+        out[name] = ["+? (" + type(exc).__name__ + ": rerun this module)"]
+        continue
     out[name] = [line for line in text.splitlines() if line[:1] in "+-" and not line.startswith(("+++", "---"))]
 print(json.dumps(out))
 """
@@ -344,6 +348,8 @@ def write_report(summaries: list[dict], tested: list[dict[str, str]]) -> None:
         lines.append(f"| {s['module']} | {s['sample']} | {s['mutants']} | {s['killed']} | {s['equivalent']} | "
                      f"{open_n} | {s['score']:.1%} | {'ok' if s['score'] >= FLOOR else 'BELOW'} | "
                      f"{s['unchecked']} | {s['seconds'] or '-'} |")
+    missing = [n for n in MODULES if n not in {s["module"] for s in summaries}]
+    lines += [f"| {n} | not run | | | | | | | | |" for n in missing]
     lines += ["", f"Total run time: {total_s} s ({total_s / 60:.1f} min) on this machine's 2 cores.", "",
               "## Survivors by module", ""]
     for s in summaries:
