@@ -80,7 +80,7 @@ MODULES: dict[str, Target] = {
     "llm": Target(_src("llm/cache.py", "llm/client.py", "llm/ledger.py", "llm/usage.py", "llm/jsonout.py",
                        "llm/blind.py"),
                   _tests("llm", "llm_cache_store", "llm_budget_stress", "llm_recovery", "blind_prefilter",
-                         "llm_secrets", "cache_paths") + tuple(
+                         "llm_secrets", "cache_paths", "judge_models") + tuple(
                       f"tests/test_llm_cost.py::test_{t}" for t in (
                           "budget_below_estimate_stops_before_the_first_request", "budget_hit_midway_then_continue",
                           "ledger_report_and_run_total_agree", "bad_budget_and_cli_estimate",

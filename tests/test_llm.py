@@ -160,6 +160,14 @@ def test_extract_json_keeps_looking_after_a_stray_brace():
         extract_json("{oops} and {again}")
 
 
+def test_complete_many_is_strict_by_default_and_marks_invalid_replies_when_asked(tmp_path, api_key):
+    fake = FakeAnthropic(lambda body: "no verdict here")
+    with pytest.raises(InvalidJSONError):
+        client_for(fake, tmp_path / "a").complete_many([req()], Verdict, json_retries=0)
+    [result] = client_for(fake, tmp_path / "b").complete_many([req()], Verdict, json_retries=0, strict=False)
+    assert result.invalid and result.value is None and "no JSON object" in result.error
+
+
 def test_describe_error_lists_each_invalid_field_without_urls():
     from mechaudit.llm.jsonout import describe_error, parse_reply
 
