@@ -69,3 +69,23 @@ def test_a_partial_reply_repairs_with_probability_p_repair_partial_in_both_paths
                 assert all(changed) if (repaired and o.depth == 1) else not any(changed), (o.depth, chain)
         if o.depth == 1:
             assert o.labels.tolist() == [0, 0, sum(len(c) - 1 for c in openings.values()), 0]
+
+
+def test_a_conceded_sound_link_is_hedged_and_links_are_worded_in_several_ways(bench):
+    """No weak links, every sound link challenged and conceded: after one round every explanation
+    states links with reduced confidence; before critique none does. The development step words
+    links with several of the link phrasings (not always the first)."""
+    conceded = {"conceded": 1.0, "answered": 0.0, "partial": 0.0, "dropped": 0.0}
+    base = load_simulator_params()
+    params = base.model_copy(update={
+        "extra_hypotheses_max": 0, "p_develop_swap": 0.0, "p_weak_supported": 0.0, "p_weak_unsupported": 0.0,
+        "p_challenge_sound": 1.0, "reply_sound": type(base.reply_sound)(**conceded)})
+    design = Design(instances=tuple(i.id for i in bench.instances[:2]), depths=(0, 1), runs_per_depth=2)
+    runs = simulate(bench, design, params, seed=5, log=False)
+    hedge = "is stated with reduced confidence"
+    for run in runs:
+        texts = [h.explanation for h in run.delivered]
+        assert all((hedge in t) == (run.depth == 1) for t in texts), (run.depth, texts[0])
+    verbs = {v for run in runs for h in run.delivered for v in ("activates", "leads to", "promotes", "triggers",
+                                                                 "results in") if v in h.explanation}
+    assert len(verbs) >= 3
