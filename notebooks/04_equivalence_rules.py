@@ -86,6 +86,7 @@ from IPython.display import display
 
 from mechaudit.chapters import diversity as ch
 from mechaudit.chapters.critique_depth import status
+from mechaudit.chapters.status import headline_provenance
 from mechaudit.chapters.workflow import report_dropped, workflow_setup
 from mechaudit.glue import glue, glue_figure
 from mechaudit.outputs import save
@@ -155,6 +156,9 @@ summary
 
 # %% tags=["hide-input"]
 glue("ch04_headline_clusters", ch.clusters_range(summary))
+row_provenance, row_verdict = headline_provenance("ch04", backend)
+glue("ch04_headline_provenance", row_provenance)
+glue("ch04_headline_verdict", row_verdict)
 glue("ch04_key_vs_reference", ch.key_vs_reference(summary))
 for rule, row in summary.iterrows():
     glue(f"ch04_{rule}_complete", row["groups (complete)"], digits=2)
@@ -198,7 +202,7 @@ fig = glue_figure("ch04_fig_vendi", save("vendi_per_run", fig, out_dir))
 # %%
 if show_paper:
     display(save("paper_comparison", compare(ch.paper_rows(rule_objects, tfidf_threshold, embedding_threshold,
-                                                           embedding_model)), out_dir))
+                                                           embedding_model), backend=backend), out_dir))
 else:
     print("comparison with the paper is off (compare_paper is false or data_dir is your own data)")
 

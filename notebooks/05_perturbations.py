@@ -128,6 +128,7 @@ from mechaudit.chapters.perturbations import (
     status,
     thresholds_in_use,
 )
+from mechaudit.chapters.status import headline_provenance
 from mechaudit.glue import glue, glue_figure
 from mechaudit.outputs import save
 from mechaudit.paper import compare_paper_default, reported
@@ -328,6 +329,9 @@ glue("ch05_embedding_threshold", embedding_threshold)
 glue("ch05_matched_threshold", names.rules[names.matched].threshold_, digits=2)
 glue("ch05_matched_target_rate", 100 * names.target_rate, digits=1)
 glue("ch05_headline_status", status(backend, judge_model))
+row_provenance, row_verdict = headline_provenance("ch05", backend)
+glue("ch05_headline_provenance", row_provenance)
+glue("ch05_headline_verdict", row_verdict)
 for kind in ("first_step_swapped", "meaning_preserving"):
     for rule in ("tfidf", "embedding", "llm"):
         glue(f"ch05_paper_{kind}_{rule}", reported(f"perturbations.{kind}_pct_different.{rule}"))
