@@ -89,3 +89,17 @@ def test_a_conceded_sound_link_is_hedged_and_links_are_worded_in_several_ways(be
     verbs = {v for run in runs for h in run.delivered for v in ("activates", "leads to", "promotes", "triggers",
                                                                  "results in") if v in h.explanation}
     assert len(verbs) >= 3
+
+
+def test_per_instance_effects_by_hand():
+    """Four runs, depths 0, 0, 1, 1: same-depth means and the extra divergence computed by hand (pp)."""
+    from mechaudit.workflow.depth import InstanceMatrix, per_instance_effects
+
+    D = np.array([[0, 0.2, 0.6, 0.8], [0.2, 0, 0.4, 0.6], [0.6, 0.4, 0, 0.4], [0.8, 0.6, 0.4, 0]])
+    table = per_instance_effects([InstanceMatrix("A", D, np.array([0, 0, 1, 1]))], [(0, 1)])
+    assert list(table.columns) == ["instance", "panel", "label", "value"]
+    rows = {(r.panel, r.label): r.value for r in table.itertuples()}
+    cross, within = (0.6 + 0.8 + 0.4 + 0.6) / 4, (0.2 + 0.4) / 2
+    assert rows == pytest.approx({("same-depth", "K=0"): 20.0, ("same-depth", "K=1"): 40.0,
+                                  ("extra", "0 v 1"): 100 * (cross - within)})
+    assert set(table["instance"]) == {"A"}
