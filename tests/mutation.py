@@ -156,7 +156,7 @@ def run_module(name: str, max_children: int, fresh: bool, sample: str, recheck: 
     with open(folder / "mutmut.log", "w", encoding="utf-8") as log:
         proc = subprocess.run(cmd, cwd=folder, env=env, stdout=log, stderr=subprocess.STDOUT)
     seconds = time.monotonic() - start
-    if recheck:
+    if recheck and (folder / "seconds.txt").exists():  # a stopped run wrote no time
         seconds += int((folder / "seconds.txt").read_text())
     (folder / "seconds.txt").write_text(f"{seconds:.0f}\n")
     if proc.returncode != 0:
