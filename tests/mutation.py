@@ -256,7 +256,7 @@ def summarise(name: str, equivalent: list[dict[str, str]]) -> dict:
     tail = json.loads((WORK / name / "selection.json").read_text())[0].rsplit("__mutmut_*", 1)[-1]
     return {"module": name, "sample": f"`{tail}`" if tail else "all", "mutants": len(status), "killed": killed,
             "equivalent": n_equiv, "unchecked": unchecked,
-            "score": killed / scored if scored else 1.0, "rows": rows,
+            "score": killed / scored if scored else None, "rows": rows,
             "seconds": int(seconds_file.read_text()) if seconds_file.exists() else None}
 
 
@@ -309,6 +309,13 @@ def _one_line(changed: list[str]) -> str:
     return text if len(text) <= 160 else text[:157] + "..."
 
 
+def _score(s: dict) -> str:
+    """``score | floor`` cells: "-" and "not run" when no sampled mutant was checked."""
+    if s["score"] is None:
+        return "- | not run"
+    return f"{s['score']:.1%} | {'ok' if s['score'] >= FLOOR else 'BELOW'}"
+
+
 def write_report(summaries: list[dict], tested: list[dict[str, str]]) -> None:
     total_s = sum(s["seconds"] or 0 for s in summaries)
     lines = [
@@ -332,7 +339,9 @@ def write_report(summaries: list[dict], tested: list[dict[str, str]]) -> None:
         "  every run while the function is unchanged), `[02468]0` is about 5 %, and",
         "  `python tests/mutation.py --sample all` runs every mutant (about 13,600: hours on 2 cores).",
         "  The *mutants* column counts the sampled mutants that were checked; *unchecked* counts sampled",
-        "  mutants a stopped run did not reach (left out of the score).",
+        "  mutants a stopped run did not reach (left out of the score). mutmut forgets a module's earlier",
+        "  verdicts when its test map or sources change, so a `--recheck` after such a change leaves the",
+        "  other sampled mutants unchecked: run that module fresh.",
         "- Why mutmut and not cosmic-ray: mutmut 3 compiles every mutant into one copy of the package",
         "  (switched per run), forks each test run from a process that already imported numpy, pandas,",
         "  torch and the tests, and runs only the tests that call the mutated function; cosmic-ray",
@@ -347,7 +356,7 @@ def write_report(summaries: list[dict], tested: list[dict[str, str]]) -> None:
     for s in summaries:
         open_n = s["mutants"] - s["killed"] - s["equivalent"]
         lines.append(f"| {s['module']} | {s['sample']} | {s['mutants']} | {s['killed']} | {s['equivalent']} | "
-                     f"{open_n} | {s['score']:.1%} | {'ok' if s['score'] >= FLOOR else 'BELOW'} | "
+                     f"{open_n} | {_score(s)} | "
                      f"{s['unchecked']} | {s['seconds'] or '-'} |")
     missing = [n for n in MODULES if n not in {s["module"] for s in summaries}]
     lines += [f"| {n} | not run | | | | | | | | |" for n in missing]
@@ -380,10 +389,10 @@ def main(argv: list[str] | None = None) -> int:
     done = [n for n in MODULES if (WORK / n / "mutants").is_dir()]
     summaries = [summarise(n, listed["equivalent"]) for n in done]
     write_report(summaries, listed["given_a_test"])
-    below = [s["module"] for s in summaries if s["score"] < FLOOR]
+    below = [s["module"] for s in summaries if s["score"] is None or s["score"] < FLOOR]
     for s in summaries:
-        print(f"mutation: {s['module']:<11} {s['score']:.1%} of {s['mutants'] - s['equivalent']} non-equivalent "
-              f"mutants killed")
+        print(f"mutation: {s['module']:<11} {_score(s).split(' |')[0]} of {s['mutants'] - s['equivalent']} "
+              f"non-equivalent mutants killed")
     print(f"mutation: report written to {REPORT.relative_to(ROOT)}")
     return 1 if below else 0
 
