@@ -131,3 +131,31 @@ def test_a_run_account_starts_from_zero_spent():
     assert not run.llm and run.totals["cost_usd"] == 0.0 and run.totals["calls"] == 0
     assert run.total_line().startswith("LLM run total: 0 requests sent (0 by batch) in 0 LLM chapter(s), "
                                        "0 input + 0 output tokens, 0 cache-read, 0.00 USD of max_usd 2.00")
+
+
+def test_identical_concurrent_requests_make_one_call_and_the_other_reads_the_cache(tmp_path, fresh_session):
+    [r] = requests("twice", n=1)
+    fake = FakeAnthropic(reply=lambda body: json.dumps({"same": True}))
+    handler = Slow(fake, delay=0.2)
+    out = client_for(handler, tmp_path / "cache", max_concurrency=2).complete_many([r, r])
+    assert len(fake.message_bodies) == 1 and handler.most_in_flight == 1
+    assert sorted(resp.cached for resp in out) == [False, True] and out[0].text == out[1].text
+
+
+def test_cache_spend_counts_a_record_stored_without_its_request_and_report_rounds_cost(tmp_path, fresh_session):
+    from mechaudit.llm.cache import ResponseCache
+    from mechaudit.llm.usage import cache_spend
+
+    cache = ResponseCache(tmp_path / "c")
+    usage_in = {"input_tokens": 1000, "output_tokens": 100}
+    cache.put("k1", {"text": "x", "model": MODEL, "usage": usage_in}, None, source="batch")
+    spent = cache_spend(tmp_path / "c", 0, load_prices())
+    prices = load_prices()
+    row = prices["models"][MODEL]
+    expected = (1000 * row["input"] + 100 * row["output"]) / 1e6 * prices["batch_discount"]
+    assert spent["calls"] == spent["batch_calls"] == 1 and spent["cost_usd"] == pytest.approx(expected)
+    client_for(FakeAnthropic(reply=lambda body: "{}"), tmp_path / "d").complete(requests("one", n=1)[0])
+    table = usage.report("anthropic")
+    assert list(table.columns) == ["model", "mode", "calls", "input_tokens", "output_tokens",
+                                   "cache_read_input_tokens", "cache_creation_input_tokens", "cost_usd"]
+    assert all(round(v, 4) == v for v in table["cost_usd"])
