@@ -236,3 +236,13 @@ def test_power_table_and_runs_needed(sim) -> None:
                               "runs_per_depth": [5, 10, 20], "power": [0.4, 0.79, 0.7], "role": ["ladder"] * 3})
     out = runs_needed(synthetic).iloc[0]
     assert np.isnan(out.runs_needed) and out.largest_tried == 20 and out.power_at_largest == 0.7
+
+
+def test_power_counts_a_p_value_equal_to_alpha_as_a_rejection() -> None:
+    """Rejection is ``p <= alpha``: exact permutation p-values sit on a grid and can equal alpha."""
+    reps = pd.DataFrame({"rep": range(8), "extra_pp": [4.0, 2.0, 0.0, -2.0, 6.0, 1.0, 3.0, 2.0],
+                         "p_value": [0.05, 0.05, 0.2, 0.5, 0.01, 0.050001, 0.9, 0.3], "test": "exact"})
+    out = power_summary(reps, alpha=0.05)
+    assert out["power"] == pytest.approx(3 / 8)  # 0.05, 0.05 and 0.01; ``<`` would give 1/8
+    assert out["power_se"] == pytest.approx(np.sqrt(3 / 8 * 5 / 8 / 8))
+    assert out["n_reps"] == 8 and out["mean_extra_pp"] == pytest.approx(2.0) and out["test"] == "exact"
