@@ -21,7 +21,7 @@ from typing import Any
 from mechaudit.backends import CHOICES as BACKENDS
 
 #: the rule names of ``mechaudit.rules.registry.NAMES``
-RULE_NAMES = ("mechanism_key", "reference", "tfidf", "embedding", "llm")
+RULE_NAMES = ("mechanism_key", "reference", "tfidf", "embedding", "llm", "paper_rates")
 #: the rubric names of ``mechaudit.rules.reference.RUBRICS``
 RUBRIC_NAMES = ("full", "step", "none")
 #: the presentation orders of ``mechaudit.rules.llm_judge.ORDERS``
@@ -116,13 +116,14 @@ CHAPTERS: dict[str, dict[str, Spec]] = {
         "n_openings": _int(1), "n_runs": _int(2), "rerun_noise": _share(), "critique_change": _share(),
         "initiator_change": _share(), "instance_id": Spec("str", nullable=True),
     },
-    "02_critique_depth": {"contrast_p_find": _share()},
-    "02b_validity": {"n_replications": _int(1), "n_null_replications": _int(1)},
+    "02_critique_depth": {"contrast_p_find": _share(), "interval_level": Spec("number", above=0.0, high=1.0),
+                          "compare_runs_per_depth": _int(2)},
+    "02b_validity": {"n_replications": _int(1), "n_null_replications": _int(1), "n_boot": _int(1)},
     "02c_robustness": {
-        "robust_axes": Spec("mapping"), "alternatives_axes": Spec("mapping"), "text_axes": Spec("mapping"),
+        "robust_axes": Spec("mapping"), "alternatives_axes": Spec("mapping"),
         "truth_runs_per_depth": _int(1), "diminishing_ratio": _share(), "z": Spec("number", above=0.0),
-        "power_targets": Spec("list", item=Spec("mapping")),
-        "power_truth_runs_per_depth": _int(1), "power_check_runs_per_depth": _int(1),
+        "consistent_z": Spec("number", above=0.0), "pick_quantiles": _numbers(low=0.0, high=1.0),
+        "n_pools": _int(1), "power_check_runs_per_depth": _int(1),
         "power_designs": Spec("list", item=Spec("list", item=_int(1), min_items=2), min_items=1),
         "power_ladder": Spec("list", item=_int(2), min_items=1), "power_level": Spec("number", above=0.0, high=1.0),
         "n_power_replications": _int(1), "pool_runs_per_depth": _int(1), "n_resamples": _int(1),
