@@ -18,14 +18,14 @@ def _table(rule: str = "reference", extra=(30.0, 35.0, 1.5), p=(1 / 126**4, 0.00
 
 
 def test_p_floor_text_names_the_floor_of_the_exact_test():
-    assert ch.p_floor_text(126, 4) == "1/126^4 ≈ 4.0e-09"
-    assert ch.p_floor_text(126, 1) == "1/126^1 ≈ 7.9e-03"
+    assert ch.p_floor_text(126, 4) == "1/126⁴ ≈ 4.0 × 10⁻⁹"
+    assert ch.p_floor_text(126, 1) == "1/126¹ ≈ 7.9 × 10⁻³"
 
 
 def test_headline_reads_the_main_rule_and_survives_a_design_without_depth_5():
     main = _table().set_index("comparison")
     head = ch.headline(main)
-    assert head["0 v 1"] == 30.0 and head["1 v 5"] == 1.5 and head["p 0 v 1"] == "< 1e-8 (smallest possible: 1/126^4)"
+    assert head["0 v 1"] == 30.0 and head["1 v 5"] == 1.5 and head["p 0 v 1"] == "<\u00a010⁻⁸, the smallest possible"
     small = main.loc[["0 v 1"]]
     assert ch.headline(small)["1 v 5"] == "not in this design"
 

@@ -13,18 +13,16 @@ from typing import Any
 import numpy as np
 
 
-class GluedText(str):
-    """A glued string shown as itself: ``{glue:text}`` prints its text, not its ``repr`` in quotes."""
-
-    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
-        printer.text(str(self))
-
-
 def glue(name: str, value: Any, digits: int | None = None) -> Any:
     """Store ``value`` under ``name`` for the book (myst-nb ``glue``, not displayed) and return it.
 
     ``digits``: round a number to this many decimals first (0 gives an ``int``); ``None`` stores
-    the value as is (integers stay integers; a string is stored as its text, without quotes).
+    the value as is (integers stay integers).
+
+    A string is stored as its Python ``repr`` (quoted): myst-nb's ``{glue:text}`` reads the stored
+    text back with ``ast.literal_eval``, which turns a quoted string into exactly that string. Stored
+    unquoted, a formatted count such as "4,863" would be read as the tuple ``(4, 863)`` and "1e-4"
+    as the number 0.0001.
     """
     from myst_nb import glue as _glue  # the book's renderer; imported only where a chapter runs
 
@@ -34,7 +32,7 @@ def glue(name: str, value: Any, digits: int | None = None) -> Any:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise TypeError(f"glue {name!r}: digits given for a non-number {value!r}")
         value = int(round(value)) if digits == 0 else round(float(value), digits)
-    _glue(name, GluedText(value) if isinstance(value, str) else value, display=False)
+    _glue(name, str(value) if isinstance(value, str) else value, display=False)
     return value
 
 

@@ -8,6 +8,7 @@ comparison label (``"0 v 1"``). Effects are in percentage points (pp).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -17,7 +18,7 @@ from mechaudit.backends import Backend
 from mechaudit.chapters.status import SIMULATED, headline_status
 from mechaudit.errors import MechauditError
 from mechaudit.model import Benchmark
-from mechaudit.paper import entries, format_p, reported
+from mechaudit.paper import entries, format_p, power_of_ten, reported
 from mechaudit.workflow import Design, SimulatorParams, population_truth
 
 #: the comparisons the paper reports, as (a, b) depth pairs
@@ -86,8 +87,11 @@ def table1(table: pd.DataFrame) -> pd.DataFrame:
 
 def p_floor_text(n_partitions: int, n_instances: int) -> str:
     """The exact test's smallest p (one split combination in ``n_partitions ** n_instances``) as
-    text, e.g. "1/126^4 ≈ 4.0e-09"."""
-    return f"1/{n_partitions}^{n_instances} ≈ {1 / n_partitions**n_instances:.1e}"
+    text, e.g. "1/126⁴ ≈ 4.0 × 10⁻⁹"."""
+    floor = 1 / n_partitions**n_instances
+    exponent = math.floor(math.log10(floor))
+    power = str(n_instances).translate(str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹"))
+    return f"1/{n_partitions}{power} ≈ {floor / 10.0**exponent:.1f} × {power_of_ten(exponent)}"
 
 
 def headline(main: pd.DataFrame) -> dict[str, Any]:
