@@ -1,4 +1,4 @@
-"""Figures of the equivalence-rule chapters (05 perturbations, 06 rubrics, 07 sensitivity)."""
+"""Figures of the equivalence-rule chapters (05 perturbations, 07 sensitivity; 06 in ``plots.rubric``)."""
 
 from __future__ import annotations
 
@@ -66,23 +66,6 @@ def perturbation_bars(pct: pd.DataFrame, paper: pd.DataFrame | None, backend: st
     """
     fig, ax = new_figure(width=7.0, height=4.0)
     handles = _grouped_bars(ax, pct, paper, hatch_of=lambda m: "//" if "matched" in m else None)
-    legend_outside(ax, where="below", handles=handles, fontsize=8, ncols=3)
-    backend_caption(fig, backend, extra)
-    return fig
-
-
-def rubric_bars(pct: pd.DataFrame, paper: pd.DataFrame | None, backend: str, extra: str = ""):
-    """% judged different per perturbation kind (rows) and rubric (columns, e.g. "reference full").
-
-    Paper values (LLM judge, First Step Swapped only) are drawn as diamonds over the matching rubric.
-    """
-    fig, ax = new_figure(width=7.0, height=4.0)
-    hatches = {"full": None, "step": "//", "none": ".."}
-
-    def hatch_of(method: str):
-        return hatches.get(method.split()[-1])
-
-    handles = _grouped_bars(ax, pct, paper, hatch_of=hatch_of)
     legend_outside(ax, where="below", handles=handles, fontsize=8, ncols=3)
     backend_caption(fig, backend, extra)
     return fig
