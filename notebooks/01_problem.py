@@ -142,7 +142,7 @@ book_table(save("toy_runs", toy.toy_table(runs), out_dir), name="tbl-ch01-runs",
 # %%
 pairs = divergence.matched_pairs(runs[0], runs[n_runs])
 verdicts = problem.verdict_table(pairs)
-run_div = {rule: divergence.run_divergence(verdicts[f"same ({rule})"].to_numpy())
+run_div = {rule: divergence.run_divergence(verdicts[f"same ({rule})"])
            for rule in toy.TOY_RULES}
 
 # %% tags=["hide-input"]
@@ -265,7 +265,8 @@ book_table(save("openings", problem.openings_table(bench, instance.id), out_dir)
 # its "what changed" column and the two explanations printed below show the rewritten text.
 
 # %%
-suite = problem.example_suite(bench, bench.openings(instance.id)[0], data_dir, seed=seed)
+opening = bench.openings(instance.id)[0]
+suite = problem.example_suite(bench, opening, data_dir, seed=seed)
 variants = problem.perturbation_table(suite)
 
 # %% tags=["hide-input"]
@@ -310,11 +311,11 @@ for label, h in (("original", original), ("wording only", reworded)):
 # ````{solution} ch01-ex2
 # :class: dropdown
 #
-# Count the `False` entries of a rule's column and divide by the {glue:text}`ch01_n_matched` matched
+# Count the "no" entries of a rule's "same" column and divide by the {glue:text}`ch01_n_matched` matched
 # pairs: {glue:text}`ch01_run_div_exact` under `exact`, {glue:text}`ch01_run_div_initiator` under
 # `initiator`. A pair with the same initiating event and the same route certainly has the same
 # initiating event, so every "same" of the exact rule is a "same" of the initiator rule: the initiator
-# rule has at most as many `False` entries.
+# rule has at most as many "no" entries.
 # ````
 #
 # ```{exercise}
@@ -338,13 +339,24 @@ for label, h in (("original", original), ("wording only", reworded)):
 #
 # ## Try it
 #
-# - `critique_change = 0.0` removes the critique effect (exercise {ref}`ch01-ex1`).
+# - `critique_change = 0.0` removes the critique effect ({ref}`ch01-ex1`).
 # - `rerun_noise = 0.4` makes reruns disagree with each other: same-depth divergence rises, and
 #   averaged over many seeds the extra divergence under the exact rule shrinks even though critique
 #   changes as much as before. With five runs per depth one draw is noisy: try a few seeds before
 #   trusting one.
-# - `initiator_change = 1.0` makes the coarse rule see every critique change (exercise
-#   {ref}`ch01-ex3`).
+# - `initiator_change = 1.0` makes the coarse rule see every critique change
+#   ({ref}`ch01-ex3`).
 # - `instance_id = "C"` walks through another benchmark instance.
 #
 # Re-run with, for example, `mechaudit execute notebooks/01_problem.py -p critique_change 0.0 --out runs/try`.
+#
+# ## Key takeaways
+#
+# 1. The run divergence of two runs is the share of their matched pairs that an equivalence rule
+#    calls different; the extra divergence of two depths subtracts the rerun noise (same-depth
+#    divergence) from the cross-depth divergence.
+# 2. The effect size belongs to the rule as much as to the workflow: the same toy runs give
+#    {glue:text}`ch01_extra_pp_exact` pp under the exact rule and {glue:text}`ch01_extra_pp_initiator`
+#    pp under the initiator rule, and different counts of distinct mechanisms.
+# 3. An exact p-value cannot fall below one over the number of splits ({glue:text}`ch01_min_p` here):
+#    a p at that floor says that no split was more extreme, not that the effect is large.
