@@ -11,13 +11,6 @@
 # %% [markdown]
 # # The problem: divergence needs an equivalence rule
 #
-# Before an experiment settles which mechanism is right, two questions about a hypothesis
-# generator can still be asked: does self-critique change what it delivers beyond the noise of
-# simply re-running it, and how many genuinely different mechanisms does it deliver? Both answers
-# rest on one pairwise judgement, *do these two hypotheses describe the same mechanism?*
-# {cite}`byun2026auditing`. This chapter defines the quantities the book measures and computes them
-# on a toy design small enough to check by hand.
-#
 # ````{admonition} Question, answer and how we know
 # :class: note
 # :name: ch01-answer
@@ -45,6 +38,13 @@
 # - read an exact permutation p-value together with the smallest value the test can give;
 # - re-run the toy design with other parameters and predict the direction of the change first.
 # ```
+#
+# Before an experiment settles which mechanism is right, two questions about a hypothesis
+# generator can still be asked: does self-critique change what it delivers beyond the noise of
+# simply re-running it, and how many genuinely different mechanisms does it deliver? Both answers
+# rest on one pairwise judgement, *do these two hypotheses describe the same mechanism?*
+# {cite}`byun2026auditing`. This chapter defines the quantities the book measures and computes them
+# on a toy design small enough to check by hand.
 
 # %% tags=["more-parameters", "remove-cell"]
 backend = "reference"

@@ -44,7 +44,12 @@ def test_add_truth_and_table1_view():
     assert ch.add_truth(table, None) is table
     view = ch.table1(with_truth)
     assert view.index.names == ["rule", "comparison"] and len(view.columns) == 6
-    assert view.loc[("reference", "0 v 1"), "exact p"] == "4e-09"
+    assert view.loc[("reference", "0 v 1"), "exact p"] == pytest.approx(1 / 126**4)
+    from mechaudit.tables import BookTable
+
+    shown = BookTable(view)
+    p_column = shown.header.index("Exact p")
+    assert shown.rows[0][p_column].text == "<\u00a010⁻⁸" and "_" not in "".join(shown.header)
 
 
 def test_main_table_names_a_rule_that_was_not_run():

@@ -77,12 +77,12 @@ def main_table(table: pd.DataFrame, main_rule: str) -> pd.DataFrame:
 
 
 def table1(table: pd.DataFrame) -> pd.DataFrame:
-    """Table 1 for reading: index (rule, comparison); extra divergence, exact p (as text), its ceiling,
-    the share of the ceiling reached and, for simulator runs, the truth and its standard error."""
+    """Table 1 for reading: index (rule, comparison); extra divergence, exact p, its ceiling, the
+    share of the ceiling reached and, for simulator runs, the truth and its standard error. Values
+    unrounded: :class:`mechaudit.tables.BookTable` writes them (p-values in the book's style)."""
     names = {"extra_pp": "extra (pp)", "p_value": "exact p", "max_extra_pp": "ceiling (pp)",
              "normalised": "share of ceiling", "truth_pp": "truth (pp)", "truth_se_pp": "truth SE (pp)"}
-    view = table.set_index(["rule", "comparison"])[[c for c in names if c in table.columns]].rename(columns=names)
-    return view.round(2).assign(**{"exact p": view["exact p"].map("{:.2g}".format)})
+    return table.set_index(["rule", "comparison"])[[c for c in names if c in table.columns]].rename(columns=names)
 
 
 def p_floor_text(n_partitions: int, n_instances: int) -> str:
