@@ -11,6 +11,34 @@
 # %% [markdown]
 # # Validity of the critique-depth analysis: bias and test size
 #
+# ````{admonition} Question, answer and how we know
+# :class: note
+# :name: ch02b-answer
+# **Question.** Does the critique-depth analysis estimate the true effect without bias, and does its
+# exact test reject a true null no more often than alpha?
+#
+# **Answer.** Under the mechanism key, yes within Monte Carlo error: its largest bias is
+# {glue:text}`ch02b_key_max_bias_z` times its standard error, and under the null its rejection rates at
+# alpha = {glue:text}`ch02b_alpha` are {glue:text}`ch02b_size_rates`. TF-IDF is not: its 0 v 1 bias is
+# {glue:text}`ch02b_tfidf_bias_0v1_pp` pp, and under the null it rejects in up to
+# {glue:text}`ch02b_tfidf_null_max` of its replications.
+#
+# **How we know.** Simulated (reference backend): {glue:text}`ch02b_n_reps` replications of the default
+# simulator and {glue:text}`ch02b_n_null_reps` of the null simulator, whose true effects are known by
+# construction (zero under the null). Nothing here comes from an LLM.
+# ````
+#
+# ```{admonition} Learning objectives
+# :class: tip
+# After this chapter you can
+# - estimate the bias of an effect estimate and the size of a test by simulated replication against a
+#   known truth;
+# - compute and use the Monte Carlo standard error of a rejection rate;
+# - tell apart an estimator that is unbiased for the mechanism change from one that measures a
+#   different quantity (a change of text);
+# - re-run the study at another alpha or threshold and predict the result first.
+# ```
+#
 # The paper {cite}`byun2026auditing` could not check its analysis against a known truth. The workflow
 # **simulator** can: its mechanisms are known, so the true {term}`extra divergence <Extra divergence>`
 # of each depth comparison is known, and many independent replications of the paper's
@@ -30,53 +58,28 @@
 # {glue:text}`ch02b_n_text_reps`. The {term}`reference judge <Reference judge>` (full rubric) agrees
 # with the mechanism key on every simulated pair (the simulator replaces steps but never adds detail),
 # so it is not repeated here; embeddings are too slow for a replication study on this machine.
-#
-# ```{admonition} Learning objectives
-# :class: tip
-# After this chapter you can
-# - estimate the bias of an effect estimate and the size of a test by simulated replication against a
-#   known truth;
-# - compute and use the Monte Carlo standard error of a rejection rate;
-# - tell apart an estimator that is unbiased for the mechanism change from one that measures a
-#   different quantity (a change of text);
-# - re-run the study at another alpha or threshold and predict the result first.
-# ```
-#
-# ````{admonition} Question, answer and how we know
-# :class: note
-# :name: ch02b-answer
-# **Question.** Does the critique-depth analysis estimate the true effect without bias, and does its
-# exact test reject a true null no more often than alpha?
-#
-# **Answer.** Under the mechanism key, yes within Monte Carlo error: its largest bias is
-# {glue:text}`ch02b_key_max_bias_z` times its standard error, and under the null its rejection rates at
-# alpha = {glue:text}`ch02b_alpha` are {glue:text}`ch02b_size_rates`. TF-IDF is not: its 0 v 1 bias is
-# {glue:text}`ch02b_tfidf_bias_0v1_pp` pp, and under the null it rejects in up to
-# {glue:text}`ch02b_tfidf_null_max` of its replications.
-#
-# **How we know.** Simulated (reference backend): {glue:text}`ch02b_n_reps` replications of the default
-# simulator and {glue:text}`ch02b_n_null_reps` of the null simulator, whose true effects are known by
-# construction (zero under the null). Nothing here comes from an LLM.
-# ````
 
-# %% tags=["parameters"]
+# %% tags=["more-parameters", "remove-cell"]
 backend = "reference"
-seed = 0
 data_dir = None
 compare_paper = None
 design_file = "paper.yaml"
 simulator_file = "simulator.yaml"
 null_simulator_file = "simulator_null.yaml"
 truth_runs_per_depth = 100
+out_dir = None
+
+# %% tags=["parameters"]
+seed = 0
 n_replications = 100
 n_null_replications = 300
 n_text_replications = 20
 tfidf_threshold = 0.25
 alpha = 0.05
-out_dir = None
 
 # %% tags=["hide-input"]
 import pandas as pd
+from IPython.display import display
 
 from mechaudit.chapters import validity as ch
 from mechaudit.chapters.status import simulation_only_note
@@ -84,22 +87,27 @@ from mechaudit.glue import glue, glue_figure
 from mechaudit.outputs import save
 from mechaudit.paper import compare_paper_default
 from mechaudit.plots.workflow import validity_figure
+from mechaudit.tables import book_table, use_book_tables
 from mechaudit.workflow import build_rules, replicate, validity_summary
 
-pd.set_option("display.precision", 3)
+use_book_tables()  # every table below in the book's format: labels, units, rounding
 simulation_only_note(backend)  # LLM backends: this chapter still runs the simulator only
 if not compare_paper_default(compare_paper, data_dir):
     print("Comparison with the paper is off (this chapter shows no paper numbers in any case).")
 
 # %%
-setup = ch.validity_setup(data_dir=data_dir, design_file=design_file, simulator_file=simulator_file,
-                          null_simulator_file=null_simulator_file, truth_runs_per_depth=truth_runs_per_depth,
-                          seed=seed)
-bench, design, sim_default, sim_null, truth = setup.bench, setup.design, setup.default, setup.null, setup.truth
-save("truth", truth.round(2), out_dir)
-ch.truth_view(truth)
+setup = ch.validity_setup(data_dir=data_dir, design_file=design_file,
+                          simulator_file=simulator_file,
+                          null_simulator_file=null_simulator_file,
+                          truth_runs_per_depth=truth_runs_per_depth, seed=seed)
+bench, design, truth = setup.bench, setup.design, setup.truth
+sim_default, sim_null = setup.default, setup.null
 
 # %% tags=["hide-input"]
+save("truth", truth.round(2), out_dir)
+display(book_table(ch.truth_view(truth), name="tbl-ch02b-truth",
+                   caption="The simulator's truth under the mechanism key: same-depth divergence per "
+                           "depth (%) and extra divergence per depth comparison (pp), with its ceiling."))
 glue("ch02b_n_runs", design.n_runs)
 glue("ch02b_n_reps", n_replications)
 glue("ch02b_n_null_reps", n_null_replications)
@@ -107,43 +115,57 @@ glue("ch02b_n_text_reps", n_text_replications)
 truth_runs = glue("ch02b_truth_runs", truth_runs_per_depth)
 
 # %% [markdown]
-# The truth above is the instance-averaged population value under the mechanism key, estimated from one
-# large simulated design with `truth_runs_per_depth` ({glue:text}`ch02b_truth_runs`) runs per depth and
-# instance, with its standard error; `ceiling (pp)` is the largest extra divergence the true same-depth
-# divergence allows (one minus the pooled same-depth divergence of the two depths).
+# The truth ({numref}`tbl-ch02b-truth`) is the instance-averaged population value under the mechanism
+# key, estimated from one large simulated design with `truth_runs_per_depth`
+# ({glue:text}`ch02b_truth_runs`) runs per depth and instance, with its standard error; "Ceiling (pp)"
+# is the largest extra divergence the true same-depth divergence allows (one minus the pooled
+# same-depth divergence of the two depths).
 #
 # The replications: every one simulates the whole design anew (its own seed) and computes Table 1
 # under each rule.
 
 # %%
-tfidf = build_rules(["tfidf"], tfidf_threshold=tfidf_threshold)["tfidf"]
-reps = pd.concat([
-    replicate(bench, design, sim_default, build_rules(["mechanism_key"]), n_reps=n_replications, seed=seed + 1),
-    replicate(bench, design, sim_default, {"tfidf": tfidf.same}, n_reps=n_text_replications, seed=seed + 1),
-], ignore_index=True)
-null_reps = pd.concat([
-    replicate(bench, design, sim_null, build_rules(["mechanism_key"]), n_reps=n_null_replications, seed=seed + 2),
-    replicate(bench, design, sim_null, {"tfidf": tfidf.same}, n_reps=n_text_replications, seed=seed + 2),
-], ignore_index=True)
+key = build_rules(["mechanism_key"])
+tfidf = {"tfidf": build_rules(["tfidf"], tfidf_threshold=tfidf_threshold)["tfidf"].same}
+
+
+def replications(simulator, n_key, seed):
+    """The mechanism key over n_key replications, TF-IDF over fewer."""
+    return pd.concat([
+        replicate(bench, design, simulator, key, n_reps=n_key, seed=seed),
+        replicate(bench, design, simulator, tfidf, n_reps=n_text_replications, seed=seed),
+    ], ignore_index=True)
+
+
+reps = replications(sim_default, n_replications, seed + 1)
+null_reps = replications(sim_null, n_null_replications, seed + 2)
 bias = validity_summary(reps, truth, alpha=alpha)
-size = validity_summary(null_reps, {c: 0.0 for c in bias.comparison.unique()}, alpha=alpha)
+zero = {c: 0.0 for c in bias.comparison.unique()}
+size = validity_summary(null_reps, zero, alpha=alpha)
 
 # %% [markdown]
 # ## Bias against the truth (default simulator)
 #
-# `power` is the rejection rate of the test at alpha for the simulated effect; `bias SE (pp)` combines
-# the Monte Carlo errors of the mean estimate and of the truth.
+# In {numref}`tbl-ch02b-bias` "Power" is the rejection rate of the test at alpha for the simulated
+# effect; "Bias SE (pp)" combines the Monte Carlo errors of the mean estimate and of the truth.
 
-# %%
+# %% tags=["hide-input"]
 save("bias", bias.round(3), out_dir)
-ch.bias_view(bias)
+book_table(ch.bias_view(bias), name="tbl-ch02b-bias",
+           caption="Bias of each rule's extra-divergence estimate against the simulator's truth, with "
+                   "its Monte Carlo standard error, the RMSE and the power (default simulator).")
 
 # %% [markdown]
 # ## Size of the test (null simulator)
+#
+# {numref}`tbl-ch02b-size` gives each rule's rejection rate under the null simulator, where the true
+# extra divergence is zero.
 
-# %%
+# %% tags=["hide-input"]
 save("size", size.round(3), out_dir)
-ch.size_view(size)
+book_table(ch.size_view(size), name="tbl-ch02b-size",
+           caption="Rejection rate of the exact test at alpha under the null simulator, with its Monte "
+                   "Carlo standard error (MC SE).")
 
 # %% tags=["hide-input"]
 fig = validity_figure(bias, size, backend="reference (simulator replications)", alpha=alpha)
@@ -157,7 +179,7 @@ fig = glue_figure("ch02b_fig_validity", save("validity", fig, out_dir))
 # Left: bias of each rule's extra-divergence estimate against the simulator's truth (pp), per depth
 # comparison, over the replications of the default simulator. Right: share of the null simulator's
 # replications in which the exact test rejected at alpha (dashed line). Error bars: ±2 Monte Carlo
-# standard errors (`bias SE (pp)` and `MC SE` in the tables). Mechanism key:
+# standard errors ("Bias SE (pp)" and "MC SE" in {numref}`tbl-ch02b-bias` and {numref}`tbl-ch02b-size`). Mechanism key:
 # {glue:text}`ch02b_n_reps` and {glue:text}`ch02b_n_null_reps` replications; TF-IDF:
 # {glue:text}`ch02b_n_text_reps` each. Simulated, no LLM.
 # ```
@@ -257,6 +279,16 @@ se_01 = glue("ch02b_se_01", ch.mc_se(0.01, n_null_replications), digits=3)
 #
 # - `n_null_replications = 1000` narrows the Monte Carlo error of the size (about
 #   {glue:text}`ch02b_se_1000` at alpha = {glue:text}`ch02b_alpha`).
-# - `alpha = 0.01` checks the size at a stricter level (exercise {ref}`ch02b-ex1`).
-# - `tfidf_threshold = 0.5` changes what TF-IDF calls the same, and with it its bias (exercise
-#   {ref}`ch02b-ex3`).
+# - `alpha = 0.01` checks the size at a stricter level ({ref}`ch02b-ex1`).
+# - `tfidf_threshold = 0.5` changes what TF-IDF calls the same, and with it its bias
+#   ({ref}`ch02b-ex3`).
+#
+# ## Key takeaways
+#
+# 1. Against the simulator's known truth, the mechanism-key estimate of extra divergence is unbiased
+#    up to Monte Carlo error (largest bias {glue:text}`ch02b_key_max_bias_z` standard errors).
+# 2. Under a null workflow the exact test keeps its size: the mechanism key rejects at rates near
+#    alpha ({glue:text}`ch02b_size_rates`).
+# 3. A text rule measures a change of text, not of mechanism: TF-IDF is biased by
+#    {glue:text}`ch02b_tfidf_bias_0v1_pp` pp for 0 v 1 and rejects a true null in up to
+#    {glue:text}`ch02b_tfidf_null_max` of its replications.

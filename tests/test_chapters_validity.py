@@ -53,4 +53,4 @@ def test_validity_setup_loads_both_simulators_and_the_truth():
     assert setup.null != setup.default
     assert {"0 v 1", "0 v 5", "1 v 5"} <= set(setup.truth.label)
     view = validity.truth_view(setup.truth)
-    assert list(view.columns) == ["truth (pp)", "SE (pp)", "ceiling (pp)"]
+    assert list(view.columns) == ["truth", "SE", "ceiling (pp)"] and view.index.names == ["quantity", "depths"]

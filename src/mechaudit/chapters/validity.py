@@ -45,9 +45,12 @@ def validity_setup(*, data_dir: str | Path | None = None, design_file: str = "pa
 
 
 def truth_view(truth: pd.DataFrame) -> pd.DataFrame:
-    """The truth for reading: index (panel, label); truth, its standard error and the ceiling (pp)."""
-    names = {"truth_pp": "truth (pp)", "truth_se_pp": "SE (pp)", "max_extra_pp": "ceiling (pp)"}
-    return truth.set_index(["panel", "label"])[list(names)].rename(columns=names).round(2)
+    """The truth for reading: index (panel, label); truth, its standard error and the ceiling (pp).
+    The unit of truth and SE is the panel's: % for same-depth divergence (a level), pp for extra
+    divergence (a difference)."""
+    names = {"truth_pp": "truth", "truth_se_pp": "SE", "max_extra_pp": "ceiling (pp)"}
+    view = truth.set_index(["panel", "label"])[list(names)].rename(columns=names).round(2)
+    return view.rename_axis(["quantity", "depths"])
 
 
 def bias_view(bias: pd.DataFrame) -> pd.DataFrame:
