@@ -177,12 +177,13 @@ if show_paper:
 # that was reached (see below).
 
 # %%
+store = cache_path("embedding_cache") if embedding_cache else None
 rule_objects = build_rules(
     rules_for_backend(rules, backend), backend=backend,
     tfidf_threshold=tfidf_threshold, embedding_threshold=embedding_threshold,
     embedding_model=embedding_model, judge_model=judge_model,
     client=setup.delivery.client, instances=bench.instances,
-    embedding_cache_dir=cache_path("embedding_cache") if embedding_cache else None)
+    embedding_cache_dir=store)
 # an LLM judge leaves some pairs undecided: they are excluded
 judges = {name: getattr(rule, "same_or_undecided", rule)
           for name, rule in rule_objects.items()}
@@ -235,8 +236,8 @@ fig = glue_figure("ch02_fig_depth", save("critique_depth", fig, out_dir))
 #
 # Same-depth divergence per critique depth (left, a level in %) and extra divergence per depth
 # comparison (right, a difference in pp), under the main rule. Grey markers: one per benchmark
-# instance; blue bars: their mean (no error bars: the spread of the markers is the instance-to-
-# instance variation). Black ticks: the simulator's
+# instance; blue bars: their mean (no error bars: the spread of the markers is the
+# instance-to-instance variation). Black ticks: the simulator's
 # population value under the mechanism key (simulator runs only). Pink diamonds: the paper's values
 # (its LLM judge on its proprietary instances), shown only when the comparison with the paper is on.
 # ```

@@ -96,10 +96,11 @@ if not compare_paper_default(compare_paper, data_dir):
     print("Comparison with the paper is off (this chapter shows no paper numbers in any case).")
 
 # %%
-setup = ch.validity_setup(data_dir=data_dir, design_file=design_file,
-                          simulator_file=simulator_file,
-                          null_simulator_file=null_simulator_file,
-                          truth_runs_per_depth=truth_runs_per_depth, seed=seed)
+setup = ch.validity_setup(
+    data_dir=data_dir, design_file=design_file,
+    simulator_file=simulator_file, null_simulator_file=null_simulator_file,
+    truth_runs_per_depth=truth_runs_per_depth, seed=seed
+)
 bench, design, truth = setup.bench, setup.design, setup.truth
 sim_default, sim_null = setup.default, setup.null
 
@@ -121,19 +122,21 @@ truth_runs = glue("ch02b_truth_runs", truth_runs_per_depth)
 # is the largest extra divergence the true same-depth divergence allows (one minus the pooled
 # same-depth divergence of the two depths).
 #
-# The replications: every one simulates the whole design anew (its own seed) and computes Table 1
-# under each rule.
+# The replications: every one simulates the whole design anew (its own seed) and computes the
+# paper's Table 1 under each rule.
 
 # %%
 key = build_rules(["mechanism_key"])
-tfidf = {"tfidf": build_rules(["tfidf"], tfidf_threshold=tfidf_threshold)["tfidf"].same}
+text = build_rules(["tfidf"], tfidf_threshold=tfidf_threshold)["tfidf"]
 
 
 def replications(simulator, n_key, seed):
     """The mechanism key over n_key replications, TF-IDF over fewer."""
+    runs = dict(seed=seed)
     return pd.concat([
-        replicate(bench, design, simulator, key, n_reps=n_key, seed=seed),
-        replicate(bench, design, simulator, tfidf, n_reps=n_text_replications, seed=seed),
+        replicate(bench, design, simulator, key, n_reps=n_key, **runs),
+        replicate(bench, design, simulator, {"tfidf": text.same},
+                  n_reps=n_text_replications, **runs),
     ], ignore_index=True)
 
 

@@ -11,20 +11,6 @@
 # %% [markdown]
 # # Robustness and power: when do the paper's conclusions hold?
 #
-# Chapters 02 and 02b run the workflow simulator at one parameter setting. This chapter varies the
-# setting over a grid and asks, at every point, whether the paper's conclusions hold, then how many
-# runs a study needs to detect a small effect.
-#
-# ```{admonition} Learning objectives
-# :class: tip
-# After this chapter you can
-# - explain why a conclusion drawn at one simulator setting needs a robustness map;
-# - compute the ceiling of an {term}`extra divergence <Extra divergence>` and read a ceiling-aware
-#   criterion;
-# - tell apart a rule's bias and its noise, using Monte Carlo standard errors;
-# - read a power curve and re-run the chapter to check how a design choice changes it.
-# ```
-#
 # ````{admonition} Question, answer and how we know
 # :class: note
 # :name: ch02c-answer
@@ -44,6 +30,20 @@
 # {glue:text}`ch02c_n_power_reps` simulated replications. No LLM is involved, and real LLM runs may
 # vary more than the simulator's.
 # ````
+#
+# ```{admonition} Learning objectives
+# :class: tip
+# After this chapter you can
+# - explain why a conclusion drawn at one simulator setting needs a robustness map;
+# - compute the ceiling of an {term}`extra divergence <Extra divergence>` and read a ceiling-aware
+#   criterion;
+# - tell apart a rule's bias and its noise, using Monte Carlo standard errors;
+# - read a power curve and re-run the chapter to check how a design choice changes it.
+# ```
+#
+# Chapters 02 and 02b run the workflow simulator at one parameter setting. This chapter varies the
+# setting over a grid and asks, at every point, whether the paper's conclusions hold, then how many
+# runs a study needs to detect a small effect.
 #
 # Chapters 02 and 02b run the workflow **simulator** at one parameter setting, whose magnitudes were
 # chosen so that the 0 v 1 effect lands near the paper's {cite}`byun2026auditing`. One setting cannot
@@ -68,11 +68,11 @@
 # (`population_truth`); every grid point uses the same seed and the simulator keys each run's random
 # stream by (seed, instance, depth, repetition), so neighbouring points share their random numbers
 # (common random numbers) and differences between points are not independent noise. The grids,
-# replication counts and targets are parameters (the folded cell below lists them all).
+# replication counts and targets are parameters: the cell below shows the ones the exercises change,
+# the folded cell before it all the others.
 
-# %% tags=["parameters", "hide-input"]
+# %% tags=["more-parameters", "hide-input"]
 backend = "reference"
-seed = 0
 data_dir = None
 compare_paper = None
 design_file = "paper.yaml"
@@ -80,12 +80,8 @@ simulator_file = "simulator.yaml"
 robust_axes = {"p_find": [0.1, 0.3, 0.5, 0.7, 0.8, 0.9], "weak_scale": [0.5, 0.75, 1.0],
                "conceded": [0.35, 0.6, 0.85]}
 alternatives_axes = {"p_find": [0.3, 0.9], "evidence_weight": [1.0, 8.0, 1000.0]}
-truth_runs_per_depth = 40
-diminishing_ratio = 0.25
-z = 2.0
 text_axes = {"p_find": [0.3, 0.6, 0.9], "weak_scale": [0.5, 1.0]}
 n_text_replications = 3
-tfidf_threshold = 0.25
 power_targets = [
     {"target_pp": 2.0, "factor": "p_find", "bracket": [0.35, 0.95], "fixed": {}},
     {"target_pp": 5.0, "factor": "p_find", "bracket": [0.35, 0.95], "fixed": {}},
@@ -99,14 +95,21 @@ power_level = 0.8
 n_power_replications = 200
 pool_runs_per_depth = 100
 n_resamples = 199
-alpha = 0.05
-n_jobs = 1
 parallel_backend = "loky"
 out_dir = None
 
+# %% tags=["parameters"]
+seed = 0
+truth_runs_per_depth = 40
+diminishing_ratio = 0.25
+z = 2.0
+tfidf_threshold = 0.25
+alpha = 0.05
+n_jobs = 1
+
 # %% tags=["hide-input"]
 import numpy as np
-import pandas as pd
+from IPython.display import display
 
 from mechaudit.chapters import robustness as ch
 from mechaudit.chapters.status import simulation_only_note
@@ -120,12 +123,13 @@ from mechaudit.plots.robustness import (
     truth_heatmaps_figure,
 )
 from mechaudit.plots.style import PALETTE
+from mechaudit.tables import book_table, use_book_tables
 from mechaudit.workflow import build_rules
 from mechaudit.workflow.power import power_table, runs_needed
 from mechaudit.workflow.robustness import diminishing_returns, grid, rule_bias, rule_grid, truth_grid
 
 simulation_only_note(backend)
-pd.set_option("display.precision", 2)
+use_book_tables()  # every table below in the book's format: labels, units, rounding
 show_paper = compare_paper_default(compare_paper, data_dir)
 s = ch.setup(data_dir, design_file, simulator_file)
 bench, instances, design, base = s.bench, s.instances, s.design, s.base
@@ -145,12 +149,14 @@ caption = "reference (simulator)"
 
 # %%
 points = grid(robust_axes)
-truths = diminishing_returns(truth_grid(bench, design, base, points, runs_per_depth=truth_runs_per_depth,
-                                        seed=seed, **jobs), ratio=diminishing_ratio, z=z)
-save("truth_grid", truths.round(2), out_dir)
-ch.conclusion_counts(truths)
+truth = truth_grid(bench, design, base, points,
+                   runs_per_depth=truth_runs_per_depth, seed=seed, **jobs)
+truths = diminishing_returns(truth, ratio=diminishing_ratio, z=z)
 
 # %% tags=["hide-input"]
+save("truth_grid", truths.round(2), out_dir)
+display(book_table(ch.conclusion_counts(truths), name="tbl-ch02c-counts",
+                   caption="Grid points at which conclusion (a) holds, fails or stays unclear, per criterion."))
 glue("ch02c_n_points", len(truths))
 glue("ch02c_truth_runs", truth_runs_per_depth)
 for criterion, column in (("raw", "raw"), ("normalised", "normalised")):
@@ -249,15 +255,18 @@ fig = glue_figure("ch02c_fig_conclusion", save("conclusion_map", fig, out_dir))
 # ## The number of alternatives
 #
 # `evidence_weight` sets how strongly a repair favours entities named in the instance's evidence
-# pack, i.e. how concentrated the alternatives a repair draws from are. The table gives the 0 v 1 and
-# 1 v 5 truths, the same-depth divergence at depth 1 and the 1 v 5 ceiling ("max"), all in pp.
+# pack, i.e. how concentrated the alternatives a repair draws from are. {numref}`tbl-ch02c-alternatives`
+# gives the 0 v 1 and 1 v 5 truths and the 1 v 5 ceiling in pp, and the same-depth divergence at
+# depth 1 (a level) in %.
 
 # %%
-alt = truth_grid(bench, design, base, grid(alternatives_axes), runs_per_depth=truth_runs_per_depth, seed=seed,
-                 **jobs)
-save("alternatives", ch.alternatives_table(alt, alternatives_axes), out_dir)
+alt = truth_grid(bench, design, base, grid(alternatives_axes),
+                 runs_per_depth=truth_runs_per_depth, seed=seed, **jobs)
 
 # %% tags=["hide-input"]
+display(book_table(save("alternatives", ch.alternatives_table(alt, alternatives_axes), out_dir),
+                   name="tbl-ch02c-alternatives",
+                   caption="Truths (pp) as the repair's concentration on named entities changes."))
 ew_change = glue("ch02c_ew_max_change_pp",
                  ch.max_change_pp(alt, "p_find", ["truth_0v1_pp", "truth_1v5_pp", "same_K1_pp"]), digits=1)
 
@@ -277,16 +286,22 @@ ew_change = glue("ch02c_ew_max_change_pp",
 
 # %%
 tfidf = build_rules(["tfidf"], tfidf_threshold=tfidf_threshold)["tfidf"]
+rules = {**build_rules(["mechanism_key"]), "tfidf": tfidf.same}
 text_points = grid(text_axes)
-text_truth = truth_grid(bench, design, base, text_points, runs_per_depth=truth_runs_per_depth, seed=seed, **jobs)
-text_reps = rule_grid(bench, design, base, text_points, {**build_rules(["mechanism_key"]), "tfidf": tfidf.same},
-                      n_reps=n_text_replications, seed=seed + 1, **jobs)
+text_truth = truth_grid(
+    bench, design, base, text_points, runs_per_depth=truth_runs_per_depth,
+    seed=seed, **jobs
+)
+text_reps = rule_grid(
+    bench, design, base, text_points, rules, n_reps=n_text_replications,
+    seed=seed + 1, **jobs
+)
 bias = rule_bias(text_reps, text_truth, z=z)
+
+# %% tags=["hide-input"]
 save("rule_bias", bias[["rule", "comparison", *text_axes, "n_reps", "truth_pp", "mean_pp", "bias_pp", "bias_se_pp",
                         "direction"]].round(2), out_dir)
 print(f"{len(bias)} rule x comparison x point cells; the table is written to rule_bias.csv with --out")
-
-# %% tags=["hide-input"]
 glue("ch02c_n_text_points", len(text_points))
 glue("ch02c_n_text_reps", n_text_replications)
 for tag, row in ch.bias_summary(bias, "tfidf").items():
@@ -345,11 +360,14 @@ fig = glue_figure("ch02c_fig_rule_bias", save("rule_bias", fig, out_dir))
 # is close to the largest 1 v 5 effect this simulator produces.
 
 # %%
-settings = ch.power_settings(bench, instances, base, power_targets, runs_per_depth=power_truth_runs_per_depth,
-                            check_runs_per_depth=power_check_runs_per_depth, seed=seed + 2)
-save("power_settings", ch.settings_table(settings), out_dir)
+settings = ch.power_settings(bench, instances, base, power_targets,
+                             runs_per_depth=power_truth_runs_per_depth,
+                             check_runs_per_depth=power_check_runs_per_depth,
+                             seed=seed + 2)
 
 # %% tags=["hide-input"]
+display(book_table(save("power_settings", ch.settings_table(settings), out_dir), name="tbl-ch02c-settings",
+                   caption="The simulator settings of the power study: target and achieved 1 v 5 truth."))
 for setting in settings:
     tag = f"{setting.target_pp:g}".replace(".", "_")
     glue(f"ch02c_setting_truth_{tag}", setting.truth_pp, digits=1)
@@ -368,12 +386,18 @@ for setting in settings:
 # over `n_power_replications` replications. Power of each named design (instances x runs per depth):
 
 # %%
-power = power_table(bench, instances, settings, [tuple(d) for d in power_designs], n_reps=n_power_replications,
-                    alpha=alpha, ladder=power_ladder, level=power_level, pool_runs_per_depth=pool_runs_per_depth,
-                    seed=seed + 3, n_resamples=n_resamples, **jobs)
-save("power_by_design", ch.design_powers(power), out_dir)
+designs = [tuple(d) for d in power_designs]
+power = power_table(
+    bench, instances, settings, designs, n_reps=n_power_replications,
+    alpha=alpha, ladder=power_ladder, level=power_level,
+    pool_runs_per_depth=pool_runs_per_depth, seed=seed + 3,
+    n_resamples=n_resamples, **jobs
+)
 
 # %% tags=["hide-input"]
+display(book_table(save("power_by_design", ch.design_powers(power), out_dir), name="tbl-ch02c-power",
+                   caption="Power of the permutation test at alpha per design (instances x runs per depth) "
+                           "and true 1 v 5 effect."))
 glue("ch02c_n_power_reps", n_power_replications)
 glue("ch02c_runs_vs_instances", ch.runs_vs_instances(power, min(s.target_pp for s in settings)))
 for _, r in power[power.role == "design"].iterrows():
@@ -397,9 +421,10 @@ for _, r in power[power.role == "design"].iterrows():
 
 # %%
 needed = runs_needed(power, level=power_level)
-save("runs_needed", ch.needed_table(needed), out_dir)
 
 # %% tags=["hide-input"]
+display(book_table(save("runs_needed", ch.needed_table(needed), out_dir), name="tbl-ch02c-needed",
+                   caption="Runs per depth a four-instance study needs for the target power, per true 1 v 5 effect."))
 glue("ch02c_paper_1v5_pp", reported("critique_depth.extra_divergence_pp.k1_vs_k5"), digits=1)
 for _, r in needed.iterrows():
     tag = f"{r.target_pp:g}".replace(".", "_")
@@ -481,7 +506,7 @@ fig = glue_figure("ch02c_fig_power", save("power", fig, out_dir))
 # :label: ch02c-ex3
 #
 # A study can afford twice the runs of the paper's design. Should it double the runs per depth or
-# the instances to detect a small 1 v 5 effect? Use the table of design powers above.
+# the instances to detect a small 1 v 5 effect? Use {numref}`tbl-ch02c-power`.
 # ```
 #
 # ````{solution} ch02c-ex3
@@ -505,3 +530,13 @@ fig = glue_figure("ch02c_fig_power", save("power", fig, out_dir))
 # - `n_jobs = 2` (or `-1`) runs the grids and replications in parallel; results are identical, because
 #   every replication has its own seed. `parallel_backend = "dask"` sends them to a Dask cluster (see
 #   the re-running page).
+#
+# ## Key takeaways
+#
+# 1. Whether later critique rounds add little (conclusion a) depends on the simulator's assumptions,
+#    above all on `p_find`: it fails wherever the critic finds weak links slowly.
+# 2. Read a 1 v 5 effect against its ceiling: at the default setting 1 v 5 can reach at most
+#    {glue:text}`ch02c_default_max_1v5_pp` pp, and its truth is {glue:text}`ch02c_default_norm_1v5` of
+#    that ceiling.
+# 3. The paper's design has little power for a small 1 v 5 effect ({glue:text}`ch02c_power_2_4x5` at
+#    {glue:text}`ch02c_setting_truth_2` pp); more runs per depth help faster than more instances.

@@ -11,20 +11,6 @@
 # %% [markdown]
 # # Critique engagement: how did the proposer answer the critic?
 #
-# Every critique round, the critic raises demands and the proposer replies. This chapter labels each
-# reply by how it dealt with its demand and counts the labels, as the paper does
-# {cite}`byun2026auditing`.
-#
-# ```{admonition} Learning objectives
-# :class: tip
-# After this chapter you can
-# - tell the four {term}`engagement labels <Engagement label>` apart and compute their shares;
-# - explain why a share that matches the paper can be true by choice (calibration), not a finding;
-# - explain why the conceded share falls from round to round in the simulator ({term}`weak links <Weak link>`
-#   get used up);
-# - re-run the chapter with another simulator setting and predict what the shares do.
-# ```
-#
 # ````{admonition} Question, answer and how we know
 # :class: note
 # :name: ch03-answer
@@ -41,6 +27,20 @@
 # the paper's shares**: the match with the paper is true by choice. The fall over rounds is built
 # into the simulator. The LLM judge (`backend = "replay"` or `"anthropic"`) is not run offline.
 # ````
+#
+# ```{admonition} Learning objectives
+# :class: tip
+# After this chapter you can
+# - tell the four {term}`engagement labels <Engagement label>` apart and compute their shares;
+# - explain why a share that matches the paper can be true by choice (calibration), not a finding;
+# - explain why the conceded share falls from round to round in the simulator ({term}`weak links <Weak link>`
+#   get used up);
+# - re-run the chapter with another simulator setting and predict what the shares do.
+# ```
+#
+# Every critique round, the critic raises demands and the proposer replies. This chapter labels each
+# reply by how it dealt with its demand and counts the labels, as the paper does
+# {cite}`byun2026auditing`.
 #
 # In the paper an LLM judge labelled each of {glue:text}`ch03_paper_demands` critic demands:
 # {glue:text}`ch03_paper_conceded_pct` % conceded, {glue:text}`ch03_paper_answered_pct` % answered,
@@ -59,13 +59,11 @@
 # LLM judge, so there is no judge error in them. With `backend = "anthropic"` or `"replay"` the real
 # workflow's demands are labelled by the LLM judge (`mechaudit.engagement.JUDGE_SYSTEM`).
 
-# %% tags=["parameters"]
+# %% tags=["more-parameters", "remove-cell"]
 backend = "reference"
-seed = 0
 data_dir = None
 compare_paper = None
 design_file = "paper.yaml"
-simulator_file = "simulator.yaml"
 generator_model = "claude-sonnet-4-6"
 judge_model = "claude-opus-4-6"
 cache_dir = None
@@ -74,13 +72,16 @@ max_usd = None
 llm_batch = False
 out_dir = None
 
+# %% tags=["parameters"]
+seed = 0
+simulator_file = "simulator.yaml"
+
 # %% tags=["remove-cell"]
 from mechaudit.llm import usage as llm_usage
 
 llm_usage.begin(max_usd=max_usd, batch=llm_batch)  # this chapter's LLM budget and batch mode
 
 # %% tags=["hide-input"]
-import pandas as pd
 from IPython.display import display
 
 from mechaudit.chapters import engagement as ch
@@ -91,13 +92,12 @@ from mechaudit.glue import glue, glue_figure
 from mechaudit.outputs import save
 from mechaudit.paper import compare, compare_paper_default, reported
 from mechaudit.plots.workflow import engagement_figure
+from mechaudit.tables import book_table, use_book_tables
 
-pd.set_option("display.precision", 1)
+use_book_tables()  # every table below in the book's format: labels, units, rounding
 glue("ch03_headline_status", status(backend, judge_model))
 show_paper = compare_paper_default(compare_paper, data_dir)
 paper = paper_shares() if show_paper else None
-setup = workflow_setup(backend, data_dir=data_dir, design_file=design_file, simulator_file=simulator_file,
-                       seed=seed, generator_model=generator_model, cache_dir=cache_dir, json_retries=json_retries)
 glue("ch03_paper_demands", reported("engagement.demands"))
 for label in LABELS:
     glue(f"ch03_paper_{label}_pct", reported(f"engagement.{label}_pct"))
@@ -105,16 +105,22 @@ for label in LABELS:
 # %% [markdown]
 # ## Labels of all demands, this run beside the paper
 #
-# One call labels every demand of the delivered runs (with an LLM backend it also shows and drops
-# the demands whose judge reply stayed invalid); one more counts the labels.
+# One call delivers the runs, one labels every demand of them (with an LLM backend it also shows and
+# drops the demands whose judge reply stayed invalid), and one more counts the labels
+# ({numref}`tbl-ch03-shares`).
 
 # %%
+setup = workflow_setup(backend, data_dir=data_dir, design_file=design_file,
+                       simulator_file=simulator_file, seed=seed,
+                       generator_model=generator_model, cache_dir=cache_dir,
+                       json_retries=json_retries)
 labelled = ch.label_runs(setup.delivery, backend, judge_model, json_retries)
-print(f"{len(labelled)} demands in {labelled.run_id.nunique()} runs; labels from: {ch.label_source(backend)}")
 shares = ch.shares_table(labelled, paper)
-save("engagement", shares, out_dir)
 
 # %% tags=["hide-input"]
+print(f"{len(labelled)} demands in {labelled.run_id.nunique()} runs; labels from: {ch.label_source(backend)}")
+display(book_table(save("engagement", shares, out_dir), name="tbl-ch03-shares",
+                   caption="Share of all critic demands per engagement label, this run beside the paper."))
 glue("ch03_n_demands", len(labelled))
 glue("ch03_n_runs", labelled.run_id.nunique())
 glue("ch03_headline_conceded", shares.loc["conceded", "this run (%)"], digits=1)
@@ -126,9 +132,10 @@ for label in LABELS:
 # The "paper vs this run" table (switched off with `compare_paper = False`, the default on your own
 # data):
 
-# %%
+# %% tags=["hide-input"]
 if show_paper:
-    display(save("paper_comparison", compare(ch.paper_rows(labelled, backend)), out_dir))
+    display(book_table(save("paper_comparison", compare(ch.paper_rows(labelled, backend)), out_dir),
+                       name="tbl-ch03-paper", caption="The paper's engagement shares and this run's."))
 else:
     print("comparison with the paper is off (compare_paper is false or data_dir is your own data)")
 
@@ -156,13 +163,14 @@ else:
 # The simulator's reply probabilities depend on whether a demand hits a weak link (a chain step with
 # little support in the evidence pack, mostly conceded) or a sound one (mostly answered); see
 # `params/simulator.yaml`. The overall shares above are a mixture that follows from how many weak links
-# are still open, so they shift from round to round:
+# are still open, so they shift from round to round ({numref}`tbl-ch03-rounds`):
 
 # %%
 by_round = ch.round_shares(labelled)
-save("engagement_by_round", by_round, out_dir)
 
 # %% tags=["hide-input"]
+display(book_table(save("engagement_by_round", by_round, out_dir), name="tbl-ch03-rounds",
+                   caption="Share of demands per engagement label (%) in each critique round."))
 glue("ch03_first_round", int(by_round.index.min()))
 glue("ch03_last_round", int(by_round.index.max()))
 glue("ch03_first_round_conceded_pct", by_round["conceded"].iloc[0], digits=1)
@@ -195,11 +203,12 @@ fig = glue_figure("ch03_fig_engagement", save("engagement", fig, out_dir))
 # divergence is already high, little room is left for {term}`extra divergence <Extra divergence>`).
 # Neither is evidence that a real workflow behaves this way.
 #
-# The two kinds of target, side by side (shares in %; with an LLM backend, which knows no weak links:
-# demands per depth and label):
+# The two kinds of target, side by side in {numref}`tbl-ch03-target` (shares in %; with an LLM
+# backend, which knows no weak links: demands per depth and label):
 
-# %%
-save("engagement_by_target", ch.target_table(labelled, backend), out_dir)
+# %% tags=["hide-input"]
+book_table(save("engagement_by_target", ch.target_table(labelled, backend), out_dir), name="tbl-ch03-target",
+           caption="Engagement labels of demands on weak links and on sound links.")
 
 # %% [markdown]
 # ## LLM usage
@@ -285,3 +294,14 @@ llm_usage.report(backend)
 # - `p_challenge_sound = 0.5` in such a copy: the critic challenges sound steps more often and the share
 #   of answered demands grows.
 # - `backend = "replay"` or `"anthropic"`: label the real workflow's demands with the LLM judge.
+#
+# ## Key takeaways
+#
+# 1. Offline, the engagement shares ({glue:text}`ch03_conceded_pct` % conceded) match the paper's
+#    because the simulator's reply probabilities were fitted to them: a calibration, not a
+#    reproduction.
+# 2. The conceded share falls from round to round ({glue:text}`ch03_first_round_conceded_pct` % to
+#    {glue:text}`ch03_last_round_conceded_pct` %) because weak links get used up, an assumption built
+#    into the simulator.
+# 3. Engagement labels say how the proposer answered, not how much critique changed the hypotheses:
+#    that is what extra divergence measures.

@@ -94,7 +94,7 @@ def test_alternatives_table_is_indexed_by_the_axes():
                         "other": [1, 2]})
     table = ch.alternatives_table(alt, ["p_find", "evidence_weight"])
     assert table.index.names == ["p_find", "evidence_weight"]
-    assert list(table.columns) == ["0 v 1 (pp)", "1 v 5 (pp)", "same K=1 (pp)", "1 v 5 max (pp)"]
+    assert list(table.columns) == ["0 v 1 (pp)", "1 v 5 (pp)", "same-depth K=1 (%)", "1 v 5 ceiling (pp)"]
     assert table.loc[(0.3, 1.0), "0 v 1 (pp)"] == 8.6
 
 

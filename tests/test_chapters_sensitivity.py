@@ -107,3 +107,11 @@ def test_offline_stability_check_on_the_shipped_pairs():
     assert check.table["pairs"].tolist() == [20, 20, 20]
     assert check.table[["repeat changed", "reversal changed"]].to_numpy().sum() == 0
     assert len(s.set_pairs) == 760 and s.preserving.sum() == 160
+
+
+def test_complete_agreement_sentence_reads_for_none_some_and_all():
+    from mechaudit.chapters.sensitivity import complete_agreement_sentence
+
+    assert complete_agreement_sentence(0, 4).startswith("No threshold gives complete agreement for any of the 4")
+    assert complete_agreement_sentence(1, 4).startswith("Some threshold gives complete agreement for 1 of the 4")
+    assert complete_agreement_sentence(4, 4).startswith("For each of the 4 combinations")

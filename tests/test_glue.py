@@ -289,3 +289,12 @@ def test_no_committed_glue_renders_as_a_tuple_or_a_quoted_string(source):
             if meta and text is not None and (why := looks_wrong(rendered(text))):
                 bad.append(f"{meta['name']} renders {rendered(text)!r} ({why})")
     assert not bad, f"{source.stem}.ipynb: " + "; ".join(bad)
+
+
+def test_span_and_at_most_texts_never_read_as_templates():
+    from mechaudit.glue import at_most_text, span_text
+
+    assert span_text(3.041, 3.039) == "at 3.04"
+    assert span_text(3.1, 2.98) == "between 2.98 and 3.10"
+    assert span_text(5, 12, digits=0, unit=" %") == "between 5 % and 12 %"
+    assert at_most_text(0.0004) == "do not differ" and at_most_text(0.0123) == "differ by at most 0.012"

@@ -40,10 +40,14 @@ def test_labels_have_words_and_units():
     ([0.5712, 0.1], "Share of ceiling", ["0.57", "0.10"]),  # same decimals down the column
     ([3.04, 12.0], "Width", ["3.0", "12.0"]),  # three significant digits of the largest
     ([1000.0, 5.0], "Runs", ["1,000", "5"]),  # whole floats as integers
-    ([1.6e-07, 0.5], "Cosine", ["1.6e-07", "0.50"]),  # too small for the decimals: two digits
+    ([1.6e-07, 0.5], "Cosine", ["0.00", "0.50"]),  # a column keeps its decimals
+    ([1.6e-07, 3e-06], "Cosine", ["1.6e-07", "3e-06"]),  # unless all of it would read 0
+    ([-0.022, 34.5], "Mean (pp)", ["-0.0", "34.5"]),
     ([np.nan, None, 1.5], "Tau", [DASH, DASH, "1.50"]),
     ([True, False], "Same", ["yes", "no"]),
     (["tfidf", "note text", "mechanism_key"], "Rule", ["TF-IDF", "note text", "Mechanism key (truth)"]),
+    (["p_find = 0.71", "see simulator_null.yaml"], "Setting",
+     ["find probability per round = 0.71", "see simulator_null.yaml"]),  # known names only
 ])
 def test_format_column(values, header, expected):
     assert texts(format_column(values, header)) == expected
@@ -130,3 +134,10 @@ def test_directive_rejects_ragged_rows():
 
     with pytest.raises(MechauditError, match="rows do not match"):
         build_table({"stub": 0, "header": ["a", "b"], "rows": [["1"]], "numeric": [[1]]}, [])
+
+
+def test_a_table_wide_unit_rounds_every_column_by_it():
+    df = pd.DataFrame({"reference full": [86.21, 0.0], "reference none": [3.3, 100.0]})
+    assert [[c.text for c in r] for r in BookTable(df, unit="%").rows] == [["86", "3.3"], ["0", "100.0"]]
+    with pytest.raises(ValueError, match="unit must be"):
+        BookTable(df, unit="percent")

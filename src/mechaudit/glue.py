@@ -48,3 +48,17 @@ def glue_figure(name: str, fig: Any) -> Any:
     _glue(name, fig, display=False)
     plt.close(fig)
     return fig
+
+
+def span_text(low: float, high: float, digits: int = 2, unit: str = "") -> str:
+    """A range as a sentence needs it: "between 2.98 and 3.04" or, when both ends round to the same
+    number, "at 3.04" (never "between 3.04 and 3.04"). ``unit`` follows each number ("5 %")."""
+    a, b = round(float(low), digits), round(float(high), digits)
+    fmt = (lambda x: f"{x:.{digits}f}{unit}") if digits else (lambda x: f"{int(x)}{unit}")
+    return f"at {fmt(a)}" if a == b else f"between {fmt(min(a, b))} and {fmt(max(a, b))}"
+
+
+def at_most_text(value: float, digits: int = 3, what: str = "differ") -> str:
+    """"differ by at most 0.012", or "do not differ" when ``value`` rounds to 0 (never "at most 0.0")."""
+    rounded = round(float(value), digits)
+    return f"do not {what}" if rounded == 0 else f"{what} by at most {rounded:.{digits}f}"

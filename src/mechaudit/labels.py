@@ -127,14 +127,15 @@ def humanise(name: str) -> str:
     return text[:1].upper() + text[1:]
 
 
-def relabel_words(text: str) -> str:
+def relabel_words(text: str, unknown: bool = True) -> str:
     """``text`` with every identifier word the map knows replaced by its label in lower case
-    ("tfidf 0.25" -> "TF-IDF 0.25", "U-02 wording_only" -> "U-02 wording only"); other words kept."""
+    ("tfidf 0.25" -> "TF-IDF 0.25", "U-02 wording_only" -> "U-02 wording only"). Other words with
+    an ``_`` become words too, unless ``unknown`` is false (then they are kept as written)."""
 
     def _word(m: re.Match[str]) -> str:
         word = m.group(0)
         if word not in _WORDS:
-            return word.replace("_", " ")
+            return word.replace("_", " ") if unknown else word
         found = _WORDS[word]
         return found if found[:2].isupper() else found[:1].lower() + found[1:]
 

@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from mechaudit.labels import LABELS, label
+from mechaudit.labels import LABELS, label, relabel_words
 
 __all__ = ["Cell", "BookTable", "book_table", "use_book_tables", "format_column", "format_number", "DASH"]
 
@@ -97,10 +97,11 @@ def _column_decimals(values: np.ndarray, kind: str) -> int:
     return min(max(significant, 0), 3)
 
 
-def format_number(value: Any, decimals: int = 2, kind: str = "plain") -> str:
+def format_number(value: Any, decimals: int = 2, kind: str = "plain", tiny: bool = True) -> str:
     """One number as the book writes it: ``kind`` "p" through :func:`mechaudit.paper.format_p`,
-    integers with thousands separators, floats to ``decimals``; a nonzero value that would read
-    as 0 gets two significant digits; missing values are :data:`DASH`."""
+    integers with thousands separators, floats to ``decimals``; missing values are :data:`DASH`.
+    ``tiny``: a nonzero value that would read as 0 gets two significant digits (a column of
+    numbers keeps its decimals instead, so -0.02 stands as -0.0 beside 34.5)."""
     from mechaudit.paper import format_p
 
     if _is_missing(value):
@@ -117,25 +118,37 @@ def format_number(value: Any, decimals: int = 2, kind: str = "plain") -> str:
         return str(value)
     if not math.isfinite(value):
         return "∞" if value > 0 else "-∞"
-    if value != 0 and round(value, decimals) == 0:
+    if tiny and value != 0 and round(value, decimals) == 0:
         return f"{value:.2g}"
     return f"{value:,.{decimals}f}"
 
 
 def _text_cell(value: Any) -> Cell:
+    """A text cell: an identifier the label map knows becomes its label ("first_step_swapped" ->
+    "First step swapped"; inside a longer text, "p_find = 0.71" -> "find probability per round =
+    0.71"); any other text is kept as written."""
     text = str(value)
     if text in _DATA_WORDS:
         text = label(text)
+    elif "_" in text:
+        text = relabel_words(text, unknown=False)
     return Cell(text, bool(_NUMERIC.match(text.strip())))
 
 
-def format_column(values: Sequence[Any] | pd.Series, header: str = "") -> list[Cell]:
-    """The cells of one column: numbers rounded together by the column's kind (see :func:`_kind`
-    on ``header``), text as written (identifiers the label map knows as their label)."""
+#: the number kind of a table-wide unit (``BookTable(..., unit="%")``)
+_UNIT_KINDS = {"%": "percent", "pp": "pp", "p": "p"}
+
+
+def format_column(values: Sequence[Any] | pd.Series, header: str = "", unit: str | None = None) -> list[Cell]:
+    """The cells of one column: numbers rounded together by the column's kind (``unit`` if given,
+    else read from ``header``: see :func:`_kind`), text as written (identifiers the label map knows
+    as their label)."""
     series = pd.Series(list(values), dtype=object)
-    kind = _kind(header)
+    kind = _UNIT_KINDS[unit] if unit else _kind(header)
     floats = np.array([v for v in series if isinstance(v, (float, np.floating)) and not _is_missing(v)], dtype=float)
     decimals = _column_decimals(floats, kind) if floats.size else 0
+    # two significant digits only when the whole column would read 0 (e.g. 1e-7 and 3e-6)
+    tiny = bool(floats.size) and bool(np.all(np.round(floats[np.isfinite(floats)], decimals) == 0))
     out = []
     for value in series:
         if isinstance(value, str):
@@ -143,7 +156,7 @@ def format_column(values: Sequence[Any] | pd.Series, header: str = "") -> list[C
         elif isinstance(value, (bool, np.bool_)):
             out.append(Cell(format_number(value)))
         elif _is_missing(value) or isinstance(value, (int, float, np.number)):
-            out.append(Cell(format_number(value, decimals, kind), not _is_missing(value)))
+            out.append(Cell(format_number(value, decimals, kind, tiny=tiny), not _is_missing(value)))
         else:
             out.append(_text_cell(value))
     return out
@@ -181,12 +194,15 @@ class BookTable:
 
     ``frame``: the data (a Series becomes one column). ``caption`` and ``name`` (a label such as
     ``tbl-ch02-extra``, for ``{numref}``) make it a numbered table; a caption needs a name.
-    ``classes``: extra CSS classes. The index becomes the row-label column(s) unless it is a plain
-    ``0..n-1`` range without a name.
+    ``classes``: extra CSS classes. ``unit``: "%" or "pp" when every number of the table is one
+    (the caption then names the unit, and the headers need not). The index becomes the row-label
+    column(s) unless it is a plain ``0..n-1`` range without a name.
     """
 
     def __init__(self, frame: pd.DataFrame | pd.Series, caption: str | None = None, name: str | None = None,
-                 classes: Sequence[str] = ()):
+                 classes: Sequence[str] = (), unit: str | None = None):
+        if unit is not None and unit not in _UNIT_KINDS:
+            raise ValueError(f"unit must be one of {sorted(_UNIT_KINDS)}, not {unit!r}")
         if isinstance(frame, pd.Series):
             frame = frame.to_frame(name=frame.name if frame.name is not None else "value")
         if caption and not name:
@@ -195,7 +211,7 @@ class BookTable:
         self.classes = [*getattr(frame, "book_classes", ()), *classes]
         plain_index = isinstance(frame.index, pd.RangeIndex) and frame.index.name is None
         headers = [_header(c) for c in frame.columns]
-        body = [format_column(frame.iloc[:, j].tolist(), headers[j]) for j in range(frame.shape[1])]
+        body = [format_column(frame.iloc[:, j].tolist(), headers[j], unit) for j in range(frame.shape[1])]
         rows = [list(cells) for cells in zip(*body)] if body else [[] for _ in range(len(frame))]
         if plain_index:
             self.stub, self.header, self.rows = 0, headers, rows
@@ -242,10 +258,10 @@ class BookTable:
 
 
 def book_table(frame: pd.DataFrame | pd.Series, caption: str | None = None, name: str | None = None,
-               classes: Sequence[str] = ()) -> BookTable:
+               classes: Sequence[str] = (), unit: str | None = None) -> BookTable:
     """``frame`` as the book shows it; with ``caption`` and ``name`` a numbered table ("Table 2.1")
-    that prose cites with ``{numref}`name```."""
-    return BookTable(frame, caption=caption, name=name, classes=classes)
+    that prose cites with ``{numref}`name```; ``unit`` as in :class:`BookTable`."""
+    return BookTable(frame, caption=caption, name=name, classes=classes, unit=unit)
 
 
 def use_book_tables() -> None:

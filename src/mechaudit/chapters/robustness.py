@@ -113,9 +113,10 @@ def bias_summary(bias: pd.DataFrame, rule: str = "tfidf") -> dict[str, dict[str,
 
 
 def alternatives_table(alt: pd.DataFrame, axes: Sequence[str]) -> pd.DataFrame:
-    """The evidence-weight grid, readable: index the ``axes``, truths and the 1 v 5 ceiling in pp."""
-    names = {"truth_0v1_pp": "0 v 1 (pp)", "truth_1v5_pp": "1 v 5 (pp)", "same_K1_pp": "same K=1 (pp)",
-             "max_1v5_pp": "1 v 5 max (pp)"}
+    """The evidence-weight grid, readable: index the ``axes``, truths and the 1 v 5 ceiling in pp,
+    the same-depth divergence at depth 1 (a level) in %."""
+    names = {"truth_0v1_pp": "0 v 1 (pp)", "truth_1v5_pp": "1 v 5 (pp)", "same_K1_pp": "same-depth K=1 (%)",
+             "max_1v5_pp": "1 v 5 ceiling (pp)"}
     return alt.set_index(list(axes))[list(names)].rename(columns=names).round(1)
 
 

@@ -255,6 +255,17 @@ def three_methods(fixed: FixedMethods) -> pd.DataFrame:
     return agreement_table({k: fixed.decisions[k] for k in (fixed.tfidf, fixed.embedding, fixed.third)})
 
 
+def complete_agreement_sentence(n_possible: int, n_combinations: int) -> str:
+    """How many (similarity rule, other method) combinations some threshold brings to complete
+    agreement, as a sentence ("No threshold gives ... for any of the 4 combinations ...")."""
+    what = "combinations of a similarity rule and another method"
+    if n_possible == 0:
+        return f"No threshold gives complete agreement for any of the {n_combinations} {what}."
+    if n_possible == n_combinations:
+        return f"For each of the {n_combinations} {what} some threshold gives complete agreement."
+    return f"Some threshold gives complete agreement for {n_possible} of the {n_combinations} {what}."
+
+
 def headline(three: pd.DataFrame) -> dict[str, str | float]:
     """The intro's values: raw agreement range ("a-b %" text) and kappa range ("a-b"), plus the ends."""
     low, high = 100 * three["raw_agreement"].min(), 100 * three["raw_agreement"].max()
