@@ -304,21 +304,24 @@ def test_every_toc_page_renders(site):
     assert not bad, f"pages with problems:{bad}"
 
 
-def test_tables_and_figures_fit_the_text_column(site):
-    """The element's own box counts, also inside a scrolling wrapper: a column scrolled out of view is
-    a hidden column."""
-    bad = _offenders(site, "wide")
-    assert not bad, f"wider than the text column at {WIDTHS[0]} px:{bad}"
+#: one check per layout finding: its key in ``LAYOUT_JS``'s result and what an offender is. For "wide"
+#: the element's own box counts, also inside a scrolling wrapper: a column scrolled out of view is a
+#: hidden column.
+LAYOUT_CHECKS = {
+    "wide": f"wider than the text column at {WIDTHS[0]} px",
+    "uncaptioned": "images without a figure caption",
+    "long": f"visible code cells over {MAX_VISIBLE_LINES} lines",
+    "broken": f"table headers or cells broken inside a word or number at {WIDTHS[0]} px",
+    "underscores": "table headers or row labels with an underscore (a code name, not a label)",
+    "numbers": "numbers not of the per-chapter form 'Fig. 2.1', or a doubled word",
+    "wideCode": f"visible code cells with a line wider than the column at {WIDTHS[0]} px",
+}
 
 
-def test_every_figure_has_a_caption(site):
-    bad = _offenders(site, "uncaptioned")
-    assert not bad, f"images without a figure caption:{bad}"
-
-
-def test_no_visible_code_cell_is_long(site):
-    bad = _offenders(site, "long")
-    assert not bad, f"visible code cells over {MAX_VISIBLE_LINES} lines:{bad}"
+@pytest.mark.parametrize("key", list(LAYOUT_CHECKS))
+def test_layout_check(site, key):
+    bad = _offenders(site, key)
+    assert not bad, f"{LAYOUT_CHECKS[key]}:{bad}"
 
 
 def test_intro_results_table_links_resolve(site):
@@ -390,26 +393,6 @@ def test_the_layout_checks_can_fail(tmp_path, browser):
 
 def _chapters(site: dict) -> dict:
     return {entry: p for entry, p in site.items() if entry.startswith("notebooks/")}
-
-
-def test_no_table_text_breaks_inside_a_word_or_number(site):
-    bad = _offenders(site, "broken")
-    assert not bad, f"table headers or cells broken inside a word or number at {WIDTHS[0]} px:{bad}"
-
-
-def test_no_table_header_has_an_underscore(site):
-    bad = _offenders(site, "underscores")
-    assert not bad, f"table headers or row labels with an underscore (a code name, not a label):{bad}"
-
-
-def test_figure_table_and_exercise_numbers_are_per_chapter(site):
-    bad = _offenders(site, "numbers")
-    assert not bad, f"numbers not of the per-chapter form 'Fig. 2.1', or a doubled word:{bad}"
-
-
-def test_no_visible_code_line_is_wider_than_the_column(site):
-    bad = _offenders(site, "wideCode")
-    assert not bad, f"visible code cells with a line wider than the column at {WIDTHS[0]} px:{bad}"
 
 
 def test_every_chapter_opens_with_its_answer_box(site):
