@@ -169,7 +169,7 @@ else:
 by_round = ch.round_shares(labelled)
 
 # %% tags=["hide-input"]
-display(book_table(save("engagement_by_round", by_round, out_dir), name="tbl-ch03-rounds",
+display(book_table(save("engagement_by_round", by_round, out_dir), name="tbl-ch03-rounds", unit="%",
                    caption="Share of demands per engagement label (%) in each critique round."))
 glue("ch03_first_round", int(by_round.index.min()))
 glue("ch03_last_round", int(by_round.index.max()))
@@ -207,7 +207,8 @@ fig = glue_figure("ch03_fig_engagement", save("engagement", fig, out_dir))
 # backend, which knows no weak links: demands per depth and label):
 
 # %% tags=["hide-input"]
-book_table(save("engagement_by_target", ch.target_table(labelled, backend), out_dir), name="tbl-ch03-target",
+book_table(save("engagement_by_target", ch.target_table(labelled, backend), out_dir),
+           name="tbl-ch03-target", unit="%",
            caption="Engagement labels of demands on weak links and on sound links.")
 
 # %% [markdown]

@@ -38,12 +38,13 @@ def test_labels_have_words_and_units():
     ([3.9e-9, 0.23, 0.0012], "Exact p", ["<\u00a010⁻⁸", "0.23", "0.0012"]),
     ([4863, 12], "Matched pairs", ["4,863", "12"]),  # counts with separators
     ([0.5712, 0.1], "Share of ceiling", ["0.57", "0.10"]),  # same decimals down the column
-    ([3.04, 12.0], "Width", ["3.0", "12.0"]),  # three significant digits of the largest
+    ([3.04, 12.0], "Width", ["3", "12"]),  # three significant digits of the largest
     ([1000.0, 5.0], "Runs", ["1,000", "5"]),  # whole floats as integers
-    ([1.6e-07, 0.5], "Cosine", ["0.00", "0.50"]),  # a column keeps its decimals
+    ([5.4, 7.8, 4.8], "Groups", ["5.4", "7.8", "4.8"]),  # no more decimals than the values need
+    ([1.6e-07, 0.5], "Cosine", ["0.0", "0.5"]),  # a column keeps its decimals
     ([1.6e-07, 3e-06], "Cosine", ["1.6e-07", "3e-06"]),  # unless all of it would read 0
     ([-0.022, 34.5], "Mean (pp)", ["-0.0", "34.5"]),
-    ([np.nan, None, 1.5], "Tau", [DASH, DASH, "1.50"]),
+    ([np.nan, None, 1.5], "Tau", [DASH, DASH, "1.5"]),
     ([True, False], "Same", ["yes", "no"]),
     (["tfidf", "note text", "mechanism_key"], "Rule", ["TF-IDF", "note text", "Mechanism key (truth)"]),
     (["p_find = 0.71", "see simulator_null.yaml"], "Setting",

@@ -92,9 +92,10 @@ def _column_decimals(values: np.ndarray, kind: str) -> int:
         return 0
     largest = float(np.max(np.abs(finite)))
     # three significant digits from 1 up (3.04, 34.5, 345), two below (0.88, 0.072), at most 3
-    # decimals; the same decimals for the whole column, so 0.60 stands under 0.38
+    # decimals, and no more than the values need (5.4, not 5.40); the same decimals for the whole
+    # column, so 0.60 stands under 0.38
     significant = (2 if largest >= 1 else 1) - math.floor(math.log10(largest))
-    return min(max(significant, 0), 3)
+    return _decimals_needed(finite, min(max(significant, 0), 3))
 
 
 def format_number(value: Any, decimals: int = 2, kind: str = "plain", tiny: bool = True) -> str:
