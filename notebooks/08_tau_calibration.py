@@ -440,7 +440,7 @@ glue("ch08_monotonic_extra_pct", tf["monotonic_extra_pct"], digits=1)
 densify_effect = ch.densify_effect(reviews, reviews_first)
 
 # %% tags=["hide-input"]
-book_table(save("densify_effect", densify_effect.round(3), out_dir), name="tbl-ch08-densify",
+book_table(save("densify_effect", densify_effect.round(3), out_dir), name="tbl-ch08-densify", by_row=True,
            caption="Score error, interval coverage and saturation with the densify round and without it.")
 
 # %% tags=["remove-cell"]

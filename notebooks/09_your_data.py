@@ -219,7 +219,8 @@ kinds = [p["kind"] for p in valid]
 #
 # `LLMJudge` needs an LLM {term}`backend <Backend>` (`"anthropic"` with `ANTHROPIC_API_KEY`, or
 # `"replay"` with recorded answers under `cache_dir`). Configuration is keyword-only.
-# `decisions_table` then gives one row per pair and one column per rule (True = same).
+# `decisions_table` then gives one row per pair and one column per rule (True = same; the book
+# shows it as yes).
 
 # %%
 rules = {

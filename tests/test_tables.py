@@ -41,6 +41,7 @@ def test_labels_have_words_and_units():
     ([3.04, 12.0], "Width", ["3", "12"]),  # three significant digits of the largest
     ([1000.0, 5.0], "Runs", ["1,000", "5"]),  # whole floats as integers
     ([5.4, 7.8, 4.8], "Groups", ["5.4", "7.8", "4.8"]),  # no more decimals than the values need
+    ([0.05, 1.0, 10.0], "Threshold", ["0.05", "1.00", "10.00"]),  # the smallest keeps a digit
     ([1.6e-07, 0.5], "Cosine", ["0.0", "0.5"]),  # a column keeps its decimals
     ([1.6e-07, 3e-06], "Cosine", ["1.6e-07", "3e-06"]),  # unless all of it would read 0
     ([-0.022, 34.5], "Mean (pp)", ["-0.0", "34.5"]),
@@ -142,3 +143,17 @@ def test_a_table_wide_unit_rounds_every_column_by_it():
     assert [[c.text for c in r] for r in BookTable(df, unit="%").rows] == [["86", "3.3"], ["0", "100.0"]]
     with pytest.raises(ValueError, match="unit must be"):
         BookTable(df, unit="percent")
+
+
+def test_greek_letters_keep_their_case_and_float_row_labels_keep_their_digits():
+    df = pd.DataFrame({"τ (grid)": [0.79]}, index=pd.Index([0.05], name="loss threshold"))
+    t = BookTable(df)
+    assert t.header == ["Loss threshold", "τ (grid)"] and t.rows[0][0].text == "0.05"
+
+
+def test_by_row_rounds_each_quantity_on_its_own():
+    df = pd.DataFrame({"with densify": [0.6123, 0.897, 19.2], "first round only": [0.8, 0.9, 25.0]},
+                      index=["MAE", "Kish coverage", "% saturated"])
+    rows = [[c.text for c in r] for r in BookTable(df, by_row=True).rows]
+    assert rows == [["MAE (score points)", "0.61", "0.80"], ["Kish coverage", "0.9", "0.9"],
+                    ["% saturated", "19", "25"]]

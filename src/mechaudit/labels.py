@@ -124,7 +124,12 @@ def humanise(name: str) -> str:
     """An identifier as words: ``_`` becomes a space and the first letter upper case (other letters
     as written, so "MAE" and "τ" stay)."""
     text = re.sub(r"_+", " ", name).strip()
-    return text[:1].upper() + text[1:]
+    return _capital(text)
+
+
+def _capital(text: str) -> str:
+    """``text`` with an ASCII first letter upper-cased ("τ (grid)" stays: "Τ" would be another letter)."""
+    return text[:1].upper() + text[1:] if text[:1].isascii() else text
 
 
 def relabel_words(text: str, unknown: bool = True) -> str:
@@ -149,5 +154,4 @@ def label(name: Hashable) -> str:
         return str(name)
     if name in LABELS:
         return LABELS[name]
-    words = relabel_words(name)
-    return words[:1].upper() + words[1:] if words else words
+    return _capital(relabel_words(name))

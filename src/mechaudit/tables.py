@@ -91,10 +91,13 @@ def _column_decimals(values: np.ndarray, kind: str) -> int:
     if np.all(finite == np.round(finite)):
         return 0
     largest = float(np.max(np.abs(finite)))
-    # three significant digits from 1 up (3.04, 34.5, 345), two below (0.88, 0.072), at most 3
-    # decimals, and no more than the values need (5.4, not 5.40); the same decimals for the whole
-    # column, so 0.60 stands under 0.38
-    significant = (2 if largest >= 1 else 1) - math.floor(math.log10(largest))
+    smallest = float(np.min(np.abs(finite[finite != 0])))
+    # three significant digits of the largest value from 1 up (3.04, 34.5, 345), two below (0.88,
+    # 0.072), and at least one of the smallest nonzero value (0.05 beside 10); at most 3 decimals,
+    # and no more than the values need (5.4, not 5.40); the same decimals for the whole column, so
+    # 0.60 stands under 0.38
+    significant = max((2 if largest >= 1 else 1) - math.floor(math.log10(largest)),
+                      -math.floor(math.log10(smallest)))
     return _decimals_needed(finite, min(max(significant, 0), 3))
 
 
@@ -178,10 +181,7 @@ def _index_cells(index: pd.Index) -> tuple[list[str], list[list[Cell]]]:
     levels = [index.get_level_values(i) for i in range(index.nlevels)]
     columns = []
     for level in levels:
-        if pd.api.types.is_float_dtype(level):
-            columns.append(format_column(list(level), ""))
-        else:
-            columns.append([Cell(_header(v)) for v in level])
+        columns.append([Cell(f"{v:g}" if isinstance(v, float) else _header(v)) for v in level])
     rows = [list(cells) for cells in zip(*columns)]
     for i in range(len(rows) - 1, 0, -1):
         for j in range(index.nlevels - 1):
@@ -196,12 +196,14 @@ class BookTable:
     ``frame``: the data (a Series becomes one column). ``caption`` and ``name`` (a label such as
     ``tbl-ch02-extra``, for ``{numref}``) make it a numbered table; a caption needs a name.
     ``classes``: extra CSS classes. ``unit``: "%" or "pp" when every number of the table is one
-    (the caption then names the unit, and the headers need not). The index becomes the row-label
-    column(s) unless it is a plain ``0..n-1`` range without a name.
+    (the caption then names the unit, and the headers need not). ``by_row``: round each row
+    together instead of each column, for a table whose rows are different quantities (MAE,
+    coverage, % saturated) and whose columns are conditions; a row's kind is read from its label.
+    The index becomes the row-label column(s) unless it is a plain ``0..n-1`` range without a name.
     """
 
     def __init__(self, frame: pd.DataFrame | pd.Series, caption: str | None = None, name: str | None = None,
-                 classes: Sequence[str] = (), unit: str | None = None):
+                 classes: Sequence[str] = (), unit: str | None = None, by_row: bool = False):
         if unit is not None and unit not in _UNIT_KINDS:
             raise ValueError(f"unit must be one of {sorted(_UNIT_KINDS)}, not {unit!r}")
         if isinstance(frame, pd.Series):
@@ -212,8 +214,11 @@ class BookTable:
         self.classes = [*getattr(frame, "book_classes", ()), *classes]
         plain_index = isinstance(frame.index, pd.RangeIndex) and frame.index.name is None
         headers = [_header(c) for c in frame.columns]
-        body = [format_column(frame.iloc[:, j].tolist(), headers[j], unit) for j in range(frame.shape[1])]
-        rows = [list(cells) for cells in zip(*body)] if body else [[] for _ in range(len(frame))]
+        if by_row:
+            rows = [format_column(frame.iloc[i].tolist(), _header(frame.index[i]), unit) for i in range(len(frame))]
+        else:
+            body = [format_column(frame.iloc[:, j].tolist(), headers[j], unit) for j in range(frame.shape[1])]
+            rows = [list(cells) for cells in zip(*body)] if body else [[] for _ in range(len(frame))]
         if plain_index:
             self.stub, self.header, self.rows = 0, headers, rows
         else:
@@ -259,10 +264,10 @@ class BookTable:
 
 
 def book_table(frame: pd.DataFrame | pd.Series, caption: str | None = None, name: str | None = None,
-               classes: Sequence[str] = (), unit: str | None = None) -> BookTable:
+               classes: Sequence[str] = (), unit: str | None = None, by_row: bool = False) -> BookTable:
     """``frame`` as the book shows it; with ``caption`` and ``name`` a numbered table ("Table 2.1")
-    that prose cites with ``{numref}`name```; ``unit`` as in :class:`BookTable`."""
-    return BookTable(frame, caption=caption, name=name, classes=classes, unit=unit)
+    that prose cites with ``{numref}`name```; ``unit`` and ``by_row`` as in :class:`BookTable`."""
+    return BookTable(frame, caption=caption, name=name, classes=classes, unit=unit, by_row=by_row)
 
 
 def use_book_tables() -> None:
