@@ -45,14 +45,14 @@
 #
 # The six steps, one call each:
 #
-# | step | call | gives |
-# |---|---|---|
-# | 1. write | your editor (format in {doc}`../book/data`) | a folder of three files |
-# | 2. validate | `mechaudit.load_benchmark(folder)` | the checked benchmark, or a one-line error |
-# | 3. perturb | `mechaudit.make_suite(hypotheses, vocabulary=...)` | pairs with a validity verdict |
-# | 4. audit | `mechaudit.decisions_table(pairs, rules)` | one same/different column per rule |
-# | 5. agreement | `mechaudit.agreement_table(decisions)` | raw agreement and kappa per pair of rules |
-# | 6. report | `mechaudit.outputs.save(name, table, out_dir)` | CSV and PNG/SVG files |
+# 1. **Write** the files in your editor (format in {doc}`../book/data`): a folder of three files.
+# 2. **Validate** with `mechaudit.load_benchmark(folder)`: the checked benchmark, or a one-line error.
+# 3. **Perturb** with `mechaudit.make_suite(hypotheses, vocabulary=...)`: pairs with a validity
+#    verdict.
+# 4. **Audit** with `mechaudit.decisions_table(pairs, rules)`: one same/different column per rule.
+# 5. **Compare** the rules with `mechaudit.agreement_table(decisions)`: raw agreement and kappa per
+#    pair of rules.
+# 6. **Report** with `mechaudit.outputs.save(name, table, out_dir)`: CSV, PNG and SVG files.
 
 # %% tags=["more-parameters", "remove-cell"]
 backend = "reference"

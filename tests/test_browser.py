@@ -109,7 +109,8 @@ LAYOUT_JS = """(maxLines) => {
     if (shown(cell) && pre && pre.scrollWidth > pre.clientWidth + 1)
       wideCode.push(`code line ${pre.scrollWidth} px in a ${pre.clientWidth} px cell ${where(cell)}`);
   }
-  // a word (split at spaces, and at hyphens between letters) rendered on more than one line
+  // a word (split at spaces, and after a hyphen that ends a run of letters: NF-|kappaB, UTF-|8, never
+  // 1.6e-|07) rendered on more than one line
   const lineCount = (node, start, end) => {
     const range = document.createRange();
     range.setStart(node, start); range.setEnd(node, end);
@@ -120,7 +121,7 @@ LAYOUT_JS = """(maxLines) => {
     const walker = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT);
     for (let node = walker.nextNode(); node; node = walker.nextNode()) {
       for (const m of node.data.matchAll(/[^\\s]+/g)) {
-        for (const part of m[0].split(/(?<=[A-Za-z]-)(?=[A-Za-z])/)) {
+        for (const part of m[0].split(/(?<=\\b[A-Za-z]+-)/)) {
           const start = m.index + m[0].indexOf(part);
           if (part.length > 1 && lineCount(node, start, start + part.length) > 1)
             broken.push(`"${part}" in ${cell.tagName.toLowerCase()} ${where(cell)}`);

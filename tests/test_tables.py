@@ -157,3 +157,7 @@ def test_by_row_rounds_each_quantity_on_its_own():
     rows = [[c.text for c in r] for r in BookTable(df, by_row=True).rows]
     assert rows == [["MAE (score points)", "0.61", "0.80"], ["Kish coverage", "0.9", "0.9"],
                     ["% saturated", "19", "25"]]
+
+
+def test_a_text_arrow_becomes_one_character():
+    assert [c.text for c in format_column(["I1 -> R1", "a->b"])] == ["I1 → R1", "a->b"]

@@ -62,5 +62,6 @@ def _process_signature(app, what, name, obj, options, signature, return_annotati
 
 
 def setup(app):
+    app.setup_extension("sphinx.ext.autodoc")  # it defines the event
     app.connect("autodoc-process-signature", _process_signature)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -109,7 +109,7 @@ LABELS: dict[str, str] = {
     # tau chapter
     "MAE": "MAE (score points)",
     "RMSE": "RMSE (score points)",
-    "score10": "Anchor score (1-10)",
+    "score10": "Anchor score (1 to 10)",
     "mle": "Maximum likelihood",
     "grid": "Grid",
     "sd": "SD",

@@ -128,9 +128,10 @@ def power_of_ten(exponent: int) -> str:
 
 
 def format_p(p: float, smallest: float | None = None) -> str:
-    """A p-value in the book's one style: two significant digits from 0.001 up ("0.032"), below
-    that an upper bound by a power of ten ("< 10⁻⁸" for 3.9e-09, a no-break space after "<"), "0"
-    for 0.
+    """A p-value in the book's one style, such as 0.032 or < 10⁻⁸.
+
+    Two significant digits from 0.001 up ("0.032"), below that an upper bound by a power of ten
+    ("< 10⁻⁸" for 3.9e-09, a no-break space after "<"), "0" for 0.
 
     ``smallest``: the smallest p the test can give (an exact test over 126 splits per instance on
     four instances: ``1 / 126**4``). When ``p`` equals it the text says so, "< 10⁻⁸, the smallest

@@ -130,8 +130,8 @@ def format_number(value: Any, decimals: int = 2, kind: str = "plain", tiny: bool
 def _text_cell(value: Any) -> Cell:
     """A text cell: an identifier the label map knows becomes its label ("first_step_swapped" ->
     "First step swapped"; inside a longer text, "p_find = 0.71" -> "find probability per round =
-    0.71"); any other text is kept as written."""
-    text = str(value)
+    0.71"), and " -> " an arrow; any other text is kept as written."""
+    text = str(value).replace(" -> ", " → ")  # an arrow never breaks into "-" and ">"
     if text in _DATA_WORDS:
         text = label(text)
     elif "_" in text:
