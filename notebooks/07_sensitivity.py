@@ -31,7 +31,8 @@
 # ```{admonition} Learning objectives
 # :class: tip
 # After this chapter you can
-# - read a threshold sweep and explain why no threshold separates swapped from reworded pairs here;
+# - read a threshold sweep, tell whether any threshold separates swapped from reworded pairs, and
+#   say how the answer depends on how the perturbation suite was built;
 # - compute raw agreement and {term}`Cohen's kappa <Cohen's kappa (κ)>` between two rules, and tell
 #   them apart;
 # - test exactly (not only on a grid) whether any threshold gives complete agreement;
@@ -52,10 +53,13 @@
 # agreement), and how stable is the LLM judge under repetition, order reversal and a change of judge
 # model?
 #
-# Two sets of pairs are used. The **perturbation suite** (`data/perturbations.jsonl`) has a known
-# answer per kind. The **committed-set pairs** are all pairs of committed hypotheses about the same
-# instance (`data/hypotheses.jsonl`), the closest open analogue of the paper's generated sets: they
-# have no perturbation labels, so only agreement between rules can be measured on them.
+# Two sets of pairs are used. The **perturbation suites** have a known answer per kind: the
+# template-built suite (`data/perturbations.jsonl`, whose swap variants re-render the original's
+# template with one entity changed) and the reworded suite (`data/perturbations_reworded.jsonl`,
+# the same swaps with every statement and explanation written afresh; chapter 05 describes both).
+# The **committed-set pairs** are all pairs of committed hypotheses about the same instance
+# (`data/hypotheses.jsonl`), the closest open analogue of the paper's generated sets: they have no
+# perturbation labels, so only agreement between rules can be measured on them.
 
 # %% tags=["more-parameters", "remove-cell"]
 backend = "reference"
@@ -97,19 +101,21 @@ from mechaudit.chapters.sensitivity import (
     headline,
     model_ranges,
     paper_rows,
-    separation,
+    separating_sentence,
+    separation_by_suite,
     setup,
     similarities,
     stability_check,
     stability_sample,
     status,
-    suite_sweep,
+    suites_of,
+    sweep_by_suite,
     three_methods,
 )
 from mechaudit.glue import glue, glue_figure
 from mechaudit.outputs import save
 from mechaudit.paper import compare, compare_paper_default, reported
-from mechaudit.perturb import KINDS
+from mechaudit.perturb import KINDS, SUITE_LABELS
 from mechaudit.plots.rules import agreement_vs_threshold, threshold_sweep_lines
 from mechaudit.tables import book_table, use_book_tables
 
@@ -125,25 +131,28 @@ s = setup(
     embedding_model=embedding_model, embedding_cache=embedding_cache,
     reference_rubric=reference_rubric
 )
+suites = suites_of(data_dir)
 
 # %% tags=["hide-input"]
-print(f"perturbation suite: {len(s.suite_pairs)} valid pairs; committed-set pairs: {len(s.set_pairs)} "
-      f"(same-instance pairs of {len(s.bench.hypotheses)} hypotheses)")
+print("; ".join(f"{SUITE_LABELS[n]}: {len(pairs)} valid pairs" for n, (pairs, _) in suites.items())
+      + f"; committed-set pairs: {len(s.set_pairs)} (same-instance pairs of {len(s.bench.hypotheses)} hypotheses)")
 
 # %% [markdown]
-# ## Threshold sweeps on the perturbation suite
+# ## Threshold sweeps on the perturbation suites
 #
-# For each threshold, the share of pairs of each kind that the rule calls different. A good rule
-# would keep the two meaning-preserving kinds near 0 % while the two swap kinds rise towards 100 %.
+# For each threshold, the share of pairs of each kind that the rule calls different, on each suite.
+# A good rule would keep the two meaning-preserving kinds near 0 % while the two swap kinds rise
+# towards 100 %.
 
 # %%
-suite_sim = similarities(s, s.suite_pairs)
-sweep = suite_sweep(suite_sim, s.grids, s.kinds)
+suite_sim = {n: similarities(s, pairs) for n, (pairs, _) in suites.items()}
+suite_kinds = {n: kinds for n, (_, kinds) in suites.items()}
+sweep = sweep_by_suite(suite_sim, s.grids, suite_kinds)
 
 # %% tags=["hide-input"]
-wide = sweep.pivot_table(index=["rule", "threshold"], columns="kind", values="pct_different").round(1)
+wide = sweep.pivot_table(index=["suite", "rule", "threshold"], columns="kind", values="pct_different").round(1)
 save("percent_different_by_threshold", wide.reindex(columns=[k for k in KINDS if k in wide.columns]), out_dir)
-print(f"{len(wide)} (rule, threshold) rows x {wide.shape[1]} kinds; the figure below shows them")
+print(f"{len(wide)} (suite, rule, threshold) rows x {wide.shape[1]} kinds; the figure below shows them")
 
 # %% tags=["hide-input"]
 fig = threshold_sweep_lines(sweep, thresholds, backend=backend,
@@ -157,24 +166,30 @@ fig = glue_figure("ch07_fig_sweep", fig)
 # :figwidth: 100%
 #
 # Percent of valid perturbation pairs called different (cosine below the threshold) against the
-# threshold, per perturbation kind; left TF-IDF, right all-MiniLM-L6-v2 embeddings. One point per
-# grid threshold (no error bars: every valid pair is judged once). Lines that coincide are drawn with
-# different markers, marker sizes and line styles. Dashed vertical lines: the thresholds in use
-# (`tfidf_threshold`, `embedding_threshold`; by default the paper's).
+# threshold, per perturbation kind; left TF-IDF, right all-MiniLM-L6-v2 embeddings; top the
+# template-built suite, bottom the reworded suite. One point per grid threshold (no error bars:
+# every valid pair is judged once). Lines that coincide are drawn with different markers, marker
+# sizes and line styles. Dashed vertical lines: the thresholds in use (`tfidf_threshold`,
+# `embedding_threshold`; by default the paper's).
 # ```
 #
 # Is there *any* threshold, not just one on the grid of {numref}`fig-ch07-sweep`, at which a rule
 # calls every meaning-preserving pair the same and every swapped pair different?
 # `complete_agreement_interval` answers exactly: it exists only if every meaning-preserving pair is
-# more similar than every swapped pair. The table gives the two cosines that decide it.
+# more similar than every swapped pair. The table gives, per suite and rule, the two cosines that
+# decide it and how often a rewording is the more similar member when one rewording and one swap
+# are compared (100 % for a perfect separation, 50 % for a coin, below 50 % when swaps look more
+# alike than rewordings).
 
 # %%
-separating, sweep_facts = separation(suite_sim, s.preserving, s.grids)
+separating, sweep_facts = separation_by_suite(
+    suite_sim, suite_kinds, s.grids
+)
 
 # %% tags=["hide-input"]
 book_table(save("separating_thresholds", separating, out_dir), name="tbl-ch07-separating",
-           caption="Per similarity rule: the threshold range that would separate meaning-preserving from "
-                   "swapped pairs, if any.")
+           caption="Per suite and similarity rule: the threshold range that would separate meaning-preserving "
+                   "from swapped pairs, if any.")
 
 # %% [markdown]
 # ## Agreement between rules on the committed-set pairs
@@ -186,10 +201,9 @@ book_table(save("separating_thresholds", separating, out_dir), name="tbl-ch07-se
 
 # %%
 set_sim = similarities(s, s.set_pairs)
-fixed = fixed_decisions(
-    s, set_sim, backend=backend, model=judge_models[0], rubric=judge_rubric,
-    orders=judge_orders, cache_dir=cache_dir
-)
+fixed = fixed_decisions(s, set_sim, backend=backend, model=judge_models[0],
+                        rubric=judge_rubric, orders=judge_orders,
+                        cache_dir=cache_dir)
 agree = agreement_sweep(set_sim, s.grids, fixed)
 
 # %% tags=["hide-input"]
@@ -213,8 +227,11 @@ fig = glue_figure("ch07_fig_agreement", fig)
 # {numref}`fig-ch07-agreement` shows the whole threshold range. At the paper's thresholds, every pair
 # of methods, with each method's rate of "same" decisions:
 
+# %%
+at_thresholds = agreement_at_thresholds(fixed)
+
 # %% tags=["hide-input"]
-book_table(save("agreement_at_thresholds", agreement_at_thresholds(fixed), out_dir), name="tbl-ch07-agreement",
+book_table(save("agreement_at_thresholds", at_thresholds, out_dir), name="tbl-ch07-agreement",
            caption="Raw agreement and Cohen's κ between the rules at the paper's thresholds, committed-set pairs.")
 
 # %% [markdown]
@@ -240,24 +257,22 @@ book_table(save("best_kappa", best, out_dir), name="tbl-ch07-best",
 # OpenAI extra), and reports the same three numbers: per model its repeat and order-reversal
 # changes and "same" rate, the agreement between models (raw agreement and kappa of their majority
 # decisions, pairs undecided by either model left out), and the range of each per-model estimate
-# over models, the kind of range the paper's Fig. 5 gives for its
-# {term}`extra divergence <Extra divergence>`.
+# over models, the kind of range the paper's Fig. 5 gives for its {term}`extra divergence <Extra divergence>`.
 # The deterministic rules need no such check: TF-IDF, embeddings and the reference judges give the
 # same answer on every call and in both orders (tested in `tests/test_rules_reference.py`), so
 # offline this section shows only that, and the judge-model table says it was not run.
 
 # %%
 sample = stability_sample(s, stability_pairs, seed)
-check = stability_check(
-    s, sample, backend=backend, models=judge_models, rubric=judge_rubric,
-    orders=judge_orders, cache_dir=cache_dir
-)
+check = stability_check(s, sample, backend=backend, models=judge_models,
+                        rubric=judge_rubric, orders=judge_orders,
+                        cache_dir=cache_dir)
 
 # %% tags=["hide-input"]
 if check.agreement is not None:
     display(check.agreement)
 display(book_table(save("stability", check.table, out_dir), name="tbl-ch07-stability",
-                   caption="Stability of the LLM judge: decisions changed by repeating and by reversing the order."))
+                   caption="Stability of the judges: decisions changed by repeating and by reversing the order."))
 save("judge_model_ranges", model_ranges(check, backend, judge_models), out_dir)
 
 # %% [markdown]
@@ -286,18 +301,29 @@ glue("ch07_kappa_high", top["kappa_high"], digits=2)
 glue("ch07_headline_agreement", top["agreement"])
 glue("ch07_headline_kappa", top["kappa"])
 glue("ch07_headline_status", status(backend, judge_models[0]))
+for prefix, name in (("ch07", "template"), ("ch07_rw", "reworded")):
+    if name not in sweep_facts:
+        continue
+    facts = sweep_facts[name]
+    for rule in ("tfidf", "embedding"):
+        for key in ("mean_sim_mp", "mean_sim_swapped", "min_sim_mp", "max_sim_swapped"):
+            glue(f"{prefix}_{rule}_{key}", facts[f"{rule}_{key}"], digits=3)
+        glue(f"{prefix}_{rule}_rewording_more_similar_pct", facts[f"{rule}_rewording_more_similar_pct"], digits=1)
+        glue(f"{prefix}_{rule}_half_threshold", facts[f"{rule}_half_threshold"])
+        glue(f"{prefix}_{rule}_half_mp_pct", facts[f"{rule}_half_mp_pct"], digits=1)
+    glue(f"{prefix}_n_separating", facts["n_separating"])
+    glue(f"{prefix}_separating_sentence", separating_sentence(facts["n_separating"]))
+ref_tfidf = at_thresholds.loc[(f"reference ({reference_rubric})", fixed.tfidf)]
+glue("ch07_ref_tfidf_agreement", f"{100 * ref_tfidf['raw agreement']:.1f} %")
+glue("ch07_ref_tfidf_kappa", float(ref_tfidf["kappa"]), digits=2)
+glue("ch07_ref_same_pct", 100 * float(ref_tfidf["same rate a"]), digits=1)
+glue("ch07_tfidf_same_pct", 100 * float(ref_tfidf["same rate b"]), digits=1)
 for rule in ("tfidf", "embedding"):
-    for key in ("mean_sim_mp", "mean_sim_swapped", "min_sim_mp", "max_sim_swapped"):
-        glue(f"ch07_{rule}_{key}", sweep_facts[f"{rule}_{key}"], digits=3)
-    glue(f"ch07_{rule}_half_threshold", sweep_facts[f"{rule}_half_threshold"])
-    glue(f"ch07_{rule}_half_mp_pct", sweep_facts[f"{rule}_half_mp_pct"], digits=1)
     glue(f"ch07_{rule}_best_kappa_reference", best.loc[(rule, f"reference ({reference_rubric})"), "kappa"], digits=2)
-n_separating = glue("ch07_n_separating", sweep_facts["n_separating"])
-glue("ch07_separating_sentence", {0: "that holds for neither rule", 1: "that holds for one of the two rules"}
-     .get(n_separating, "that holds for both rules"))
 glue("ch07_n_complete_possible", int(best["complete agreement possible"].sum()))
 glue("ch07_n_best_rows", len(best))
-glue("ch07_complete_sentence", complete_agreement_sentence(int(best["complete agreement possible"].sum()), len(best)))
+glue("ch07_complete_sentence",
+     complete_agreement_sentence(int(best["complete agreement possible"].sum()), len(best)))
 for key in ("raw_agreement_pct_low", "raw_agreement_pct_high", "kappa_low", "kappa_high", "tfidf_threshold",
             "embedding_threshold"):
     glue(f"ch07_paper_{key}", reported(f"sensitivity.{key}"))
@@ -315,24 +341,40 @@ llm_usage.report(backend, pairs=len(s.set_pairs))
 # %% [markdown]
 # ## Reading the result
 #
-# The sweeps show the trade-off a threshold cannot escape on this suite. A swapped pair keeps almost
-# all of its words, so it is about as similar to its original as a reworded pair, or more: the mean
-# TF-IDF cosine is {glue:text}`ch07_tfidf_mean_sim_swapped` for swapped and
+# **On the template-built suite the outcome is built in.** A swapped variant there is its original
+# with one name changed, so a text rule sees it as about as similar as a reworded pair, or more: the
+# mean TF-IDF cosine is {glue:text}`ch07_tfidf_mean_sim_swapped` for swapped and
 # {glue:text}`ch07_tfidf_mean_sim_mp` for meaning-preserving pairs, the mean embedding cosine
-# {glue:text}`ch07_embedding_mean_sim_swapped` and {glue:text}`ch07_embedding_mean_sim_mp`. The lowest
+# {glue:text}`ch07_embedding_mean_sim_swapped` and {glue:text}`ch07_embedding_mean_sim_mp`, and a
+# rewording is the more similar member of a (rewording, swap) comparison in only
+# {glue:text}`ch07_tfidf_rewording_more_similar_pct` % (TF-IDF) and
+# {glue:text}`ch07_embedding_rewording_more_similar_pct` % (embeddings) of cases. Whether a threshold
+# separates the kinds on this suite is therefore decided by how the suite was built (true by
+# construction), not by the rules: here {glue:text}`ch07_separating_sentence`.
+#
+# **On the reworded suite it is measured.** Every variant's statement and explanation were written
+# afresh, so a swap changes wording as well as mechanism. The mean TF-IDF cosine is
+# {glue:text}`ch07_rw_tfidf_mean_sim_swapped` for swapped and {glue:text}`ch07_rw_tfidf_mean_sim_mp`
+# for meaning-preserving pairs, the mean embedding cosine {glue:text}`ch07_rw_embedding_mean_sim_swapped`
+# and {glue:text}`ch07_rw_embedding_mean_sim_mp`; a rewording is the more similar member in
+# {glue:text}`ch07_rw_tfidf_rewording_more_similar_pct` % (TF-IDF) and
+# {glue:text}`ch07_rw_embedding_rewording_more_similar_pct` % (embeddings) of comparisons. The lowest
 # grid threshold that calls at least half of the swapped pairs different
-# ({glue:text}`ch07_tfidf_half_threshold` for TF-IDF, {glue:text}`ch07_embedding_half_threshold` for
-# embeddings) also calls {glue:text}`ch07_tfidf_half_mp_pct` % and
-# {glue:text}`ch07_embedding_half_mp_pct` % of the meaning-preserving pairs different. A threshold
+# ({glue:text}`ch07_rw_tfidf_half_threshold` for TF-IDF, {glue:text}`ch07_rw_embedding_half_threshold`
+# for embeddings) also calls {glue:text}`ch07_rw_tfidf_half_mp_pct` % and
+# {glue:text}`ch07_rw_embedding_half_mp_pct` % of the meaning-preserving pairs different. A threshold
 # that separates the two groups exactly exists only if the least similar meaning-preserving pair
-# (TF-IDF {glue:text}`ch07_tfidf_min_sim_mp`, embeddings {glue:text}`ch07_embedding_min_sim_mp`) is
-# more similar than the most similar swapped pair ({glue:text}`ch07_tfidf_max_sim_swapped` and
-# {glue:text}`ch07_embedding_max_sim_swapped`); {glue:text}`ch07_separating_sentence`.
+# (TF-IDF {glue:text}`ch07_rw_tfidf_min_sim_mp`, embeddings {glue:text}`ch07_rw_embedding_min_sim_mp`)
+# is more similar than the most similar swapped pair ({glue:text}`ch07_rw_tfidf_max_sim_swapped` and
+# {glue:text}`ch07_rw_embedding_max_sim_swapped`); on this suite
+# {glue:text}`ch07_rw_separating_sentence`. This, not the template suite's result, is the measurement of
+# whether a threshold can tell the kinds apart; chapter 05 lists which of its conclusions change
+# between the suites.
 #
 # On the committed-set pairs: {glue:text}`ch07_complete_sentence` The best kappa with the
 # structure-reading reference judge on the grid is
 # {glue:text}`ch07_tfidf_best_kappa_reference` for TF-IDF and
-# {glue:text}`ch07_embedding_best_kappa_reference` for embeddings. The paper, too, found no threshold
+# {glue:text}`ch07_embedding_best_kappa_reference` for embeddings. The paper found no threshold
 # giving complete agreement. The levels are a different matter: at the paper's thresholds the three
 # methods here agree on {glue:text}`ch07_agreement_pct_low`-{glue:text}`ch07_agreement_pct_high` % of
 # pairs (kappa {glue:text}`ch07_kappa_low`-{glue:text}`ch07_kappa_high`), against the paper's
@@ -347,19 +389,20 @@ llm_usage.report(backend, pairs=len(s.set_pairs))
 # ```{exercise}
 # :label: ch07-ex1
 #
-# Raw agreement between the reference judge and TF-IDF at 0.25 is well above one half, yet kappa is
-# close to 0. Using the "same" rates in the table at the paper's thresholds, explain how both can be
-# true.
+# At the paper's thresholds, raw agreement between the reference judge and TF-IDF is
+# {glue:text}`ch07_ref_tfidf_agreement`, yet kappa is only {glue:text}`ch07_ref_tfidf_kappa`. Using
+# the "same" rates in the table at the paper's thresholds, explain how both can be true.
 # ```
 #
 # ````{solution} ch07-ex1
 # :class: dropdown
 #
 # Kappa subtracts the agreement two methods would reach by chance given how often each says "same".
-# The reference judge calls few committed-set pairs the same, TF-IDF at 0.25 about half of them, so
-# two independent coin-flippers with these rates would already agree on a large share of pairs (both
-# saying "different"). The observed raw agreement is barely above that chance level, so kappa is near
-# 0: the two methods rarely agree on *which* pairs are the same.
+# The reference judge calls {glue:text}`ch07_ref_same_pct` % of committed-set pairs the same and
+# TF-IDF {glue:text}`ch07_tfidf_same_pct` %, so two independent coin-flippers with these rates would
+# already agree on a share of pairs that kappa discounts (mostly both saying "different"). The closer
+# the observed raw agreement is to that chance level, the closer kappa is to 0: the two methods
+# then rarely agree on *which* pairs are the same.
 # ````
 #
 # ```{exercise}
@@ -388,17 +431,16 @@ llm_usage.report(backend, pairs=len(s.set_pairs))
 # - `reference_rubric = "none"`: compare the similarity rules with the overlap-based reference judge,
 #   which is closer to what lexical similarity measures.
 # - `embedding_model = "path/or/name"`: another sentence-transformers model.
-# - `backend = "replay"` or `"anthropic"` with
-#   `judge_models = ["claude-opus-4-6", "claude-sonnet-4-6"]`:
+# - `backend = "replay"` or `"anthropic"` with `judge_models = ["claude-opus-4-6", "claude-sonnet-4-6"]`:
 #   the LLM judge joins the agreement tables and the stability section reports repeat and
 #   order-reversal changes and the agreement between judge models on `stability_pairs` pairs.
 #
 # ## Key takeaways
 #
 # 1. The threshold of a similarity rule is a choice with consequences: sweeping it moves the share of
-#    pairs called different for every kind of edit, and no threshold separates swaps from rewordings
-#    cleanly when their similarities overlap.
-# 2. The rules agree on most pairs ({glue:text}`ch07_headline_agreement`), but Cohen's κ
+#    pairs called different for every kind of edit, and on the reworded suite no threshold separates
+#    swaps from rewordings cleanly.
+# 2. The rules agree on many pairs ({glue:text}`ch07_headline_agreement`), but Cohen's κ
 #    ({glue:text}`ch07_headline_kappa`) shows how much of that agreement chance alone would give.
 # 3. Offline the third method is the reference judge, not an LLM: the judge's own stability (repeats,
 #    order reversal, other models) needs an LLM backend.

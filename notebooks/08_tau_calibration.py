@@ -20,12 +20,11 @@
 # **Answer.** When the judge answers exactly as the model assumes, τ is recovered
 # ({glue:text}`ch08_headline_tau_error`) and interior scores are off by {glue:text}`ch08_interior_mae`
 # points on average. But {glue:text}`ch08_saturated_pct` % of the scores stick at an end of the grid;
-# the 1.92 band's coverage falls from {glue:text}`ch08_band_cov_first` to
-# {glue:text}`ch08_band_cov_last`
+# the 1.92 band's coverage falls from {glue:text}`ch08_band_cov_first` % to {glue:text}`ch08_band_cov_last` %
 # when all weights are multiplied by {glue:text}`ch08_scale_last` instead of
 # {glue:text}`ch08_scale_first`; and a judge that misperceives each paper by
 # {glue:text}`ch08_ms_noise_max` score point brings the scale-free interval's coverage down to
-# {glue:text}`ch08_ms_cov_noisy`.
+# {glue:text}`ch08_ms_cov_noisy` %.
 #
 # **How we know.** Every number comes from an offline simulated judge: a documented random model,
 # not an LLM, that answers with the very logistic model the fitter assumes, so recovering τ is true
@@ -65,9 +64,9 @@
 #
 # The chapter checks the implementation in `mechaudit.tau` on a **synthetic paper pool**: how well
 # τ and scores are recovered, when scores stick at 10, what the original "loss + 1.92" interval
-# really measures, how often the {term}`densify <Densify>` triggers fire, what a judge that likes to
-# say "tie" does to τ, and how far τ and the scores drift when the judge does not perceive the
-# papers the way the inference model assumes.
+# really measures, how often the {term}`densify <Densify>` triggers fire and which anchors the
+# second round adds, what a judge that likes to say "tie" does to τ, and how far τ and the scores
+# drift when the judge does not perceive the papers the way the inference model assumes.
 #
 # **What is simulated, and what is true by construction.** Every section except "Calibrating with
 # a real judge" uses the offline simulated judge, whatever `backend` is: a documented random
@@ -87,6 +86,7 @@ tie_width = 0.3
 n_stories = 100
 loss_thresholds = [0.05, 1.0, 5.0, 10.0]
 heavy_tie_rates = [0.0, 0.3, 0.6, 0.9]
+perception_noises = [0.0, 0.5, 1.0]
 misspec_reps = 3
 judge_model = "claude-opus-4-6"
 llm_pairs = 200
@@ -97,13 +97,13 @@ out_dir = None
 
 # %% tags=["parameters"]
 seed = 0
+n_pairs = 2000
 review_noise = 0.8
 true_taus = [0.5, 0.8, 1.5]
-n_pairs = 2000
 tie_rate = 0.3
 heavy_tie_width = 1.0
+densify_mode = "original"
 weight_scales = [0.25, 0.5, 1, 2, 4]
-perception_noises = [0.0, 0.5, 1.0]
 
 # %% tags=["remove-cell"]
 from mechaudit.llm import usage as llm_usage
@@ -111,11 +111,13 @@ from mechaudit.llm import usage as llm_usage
 llm_usage.begin(max_usd=max_usd, batch=llm_batch)  # this chapter's LLM budget and batch mode
 
 # %% tags=["hide-input"]
+
 from mechaudit.backends import Backend
 from mechaudit.chapters import tau as ch
 from mechaudit.glue import at_most_text, glue, glue_figure, span_text
 from mechaudit.outputs import save
 from mechaudit.plots.tau import (
+    densify_plot,
     loss_band_plot,
     misspecified_score_plot,
     misspecified_tau_plot,
@@ -229,8 +231,7 @@ fig = glue_figure("ch08_fig_tau_recovery", fig)
 # answers need not follow this model at all (see the misspecification section).
 #
 # On the same answers grid and mle {glue:text}`ch08_grid_mle_differ`. The
-# spread across repetitions (column "SD" of {numref}`tbl-ch08-recovery`) is {glue:text}`ch08_sd_small`
-# at τ
+# spread across repetitions (column "SD" of {numref}`tbl-ch08-recovery`) is {glue:text}`ch08_sd_small` at τ
 # {glue:text}`ch08_tau_small` and {glue:text}`ch08_sd_large` at τ {glue:text}`ch08_tau_large`:
 # a flatter curve is pinned down less well by pairs that are never more than 3 points apart. The
 # mle reports two standard errors. The one from the observed information ("mean SE") treats the
@@ -247,13 +248,19 @@ fig = glue_figure("ch08_fig_tau_recovery", fig)
 # `MultiAgentCritic` exactly as a real story would be: anchors are chosen by quantiles of the
 # story's pattern plus exemplars, the judge answers one call per role against all anchors, the
 # score is inferred with the role's true τ (passed explicitly, `taus=judge.taus`), and densify
-# adds anchors when a trigger fires.
+# adds anchors when a trigger fires, by default exactly as the original does (`densify_mode`; the
+# section on the densify triggers compares the alternatives). The same stories are also reviewed
+# without a second round and with each alternative; the sections below use those runs.
 
 # %%
-judge = SimulatedJudge(pool.truth(), taus=role_taus, seed=seed,
-                       tie_rate=tie_rate, tie_width=tie_width)
-reviews, rounds = studies.simulated_reviews(pool, judge, n_stories=n_stories,
-                                            seed=seed, densify=True)
+judge = SimulatedJudge(
+    pool.truth(), taus=role_taus, seed=seed, tie_rate=tie_rate,
+    tie_width=tie_width
+)
+runs = studies.densify_comparison(
+    pool, judge, n_stories=n_stories, seed=seed
+)
+reviews, rounds = runs[densify_mode]
 summary = studies.recovery_summary(reviews)
 
 # %% tags=["hide-input"]
@@ -268,6 +275,7 @@ glue("ch08_interior_n", review_facts["interior_n"])
 glue("ch08_saturated_pct", review_facts["saturated_pct"], digits=1)
 glue("ch08_saturated_low_n", review_facts["saturated_low_n"])
 glue("ch08_n_scores", len(reviews))
+glue("ch08_n_stories", n_stories)
 
 # %% tags=["hide-input"]
 fig = score_recovery_plot(reviews, SIM)
@@ -304,18 +312,13 @@ book_table(ch.saturation_display(saturation), name="tbl-ch08-saturation",
 
 # %% tags=["remove-cell"]
 sat = ch.saturation_facts(saturation)
-glue("ch08_sat_below_pct", sat["below_pct"], digits=0)
-glue("ch08_sat_below_bin", sat["below_bin"])
-glue("ch08_sat_above_pct", sat["above_pct"], digits=0)
-glue("ch08_sat_above_bin", sat["above_bin"])
+glue("ch08_sat_sentence", sat["sentence"])
 
 # %% [markdown]
-# Saturation is not the judge "giving a 10": it is the inference running out of anchors. Of the
-# stories whose true score lies {glue:text}`ch08_sat_below_bin` points from the highest anchor,
-# {glue:text}`ch08_sat_below_pct` % are stuck at 10; of those {glue:text}`ch08_sat_above_bin`
-# points from it, {glue:text}`ch08_sat_above_pct` %. The mirror effect, scores stuck at 1 below
-# the lowest anchor, occurs {glue:text}`ch08_saturated_low_n` times here. The `saturated` flag in
-# the diagnostics marks such scores.
+# Saturation is not the judge "giving a 10": it is the inference running out of anchors.
+# {glue:text}`ch08_sat_sentence` The mirror effect, scores stuck at 1 below the lowest anchor,
+# occurs {glue:text}`ch08_saturated_low_n` times here. The `saturated` flag in the diagnostics
+# marks such scores.
 #
 # ## What the 1.92 band measures
 #
@@ -343,8 +346,9 @@ fig = glue_figure("ch08_fig_loss_band", fig)
 #
 # The loss of one review (first story, first role; simulated judge, not an LLM) over the score grid,
 # minus its minimum, with all anchor weights multiplied by each factor in `weight_scales` (blue,
-# darker = larger factor). Dotted line: the 1.92 threshold; the band is where a curve lies below it.
-# Dashed orange: the Kish-rescaled curve, the same for every factor. No error bars: one review.
+# each curve labelled with its factor). Dotted line: the 1.92 threshold; the band is where a curve
+# lies below it. Dashed orange: the Kish-rescaled curve, the same for every factor. No error bars:
+# one review.
 # ```
 #
 # In {numref}`fig-ch08-loss-band` the same answers give a wide band with small weights and a narrow
@@ -360,17 +364,16 @@ book_table(ch.scale_display(scale_effect), name="tbl-ch08-scale",
 
 # %% tags=["remove-cell"]
 sf = ch.scale_facts(scale_effect)
-glue("ch08_score_changed_max", sf["score_changed_max"], digits=3)
-glue("ch08_scale_first", sf["scale_first"])
-glue("ch08_scale_last", sf["scale_last"])
+scale_text = ch.scale_sentences(sf)
+glue("ch08_scale_moved_sentence", scale_text["moved"])
+glue("ch08_kish_width_phrase", scale_text["kish_width"])
+glue("ch08_scale_first", f"{sf['scale_first']:g}")
+glue("ch08_scale_last", f"{sf['scale_last']:g}")
 glue("ch08_band_width_first", sf["band_width_first"], digits=2)
 glue("ch08_band_width_last", sf["band_width_last"], digits=2)
-glue("ch08_band_cov_first", sf["band_cov_first"], digits=2)
-glue("ch08_band_cov_last", sf["band_cov_last"], digits=2)
-glue("ch08_profile_width_min", sf["profile_width_min"], digits=2)
-glue("ch08_profile_width_max", sf["profile_width_max"], digits=2)
-glue("ch08_profile_width_span", span_text(sf["profile_width_min"], sf["profile_width_max"], digits=2))
-glue("ch08_profile_cov", sf["profile_cov"], digits=2)
+glue("ch08_band_cov_first", 100 * sf["band_cov_first"], digits=0)
+glue("ch08_band_cov_last", 100 * sf["band_cov_last"], digits=0)
+glue("ch08_profile_cov", 100 * sf["profile_cov"], digits=0)
 glue("ch08_n_rounds", len(rounds))
 
 # %% tags=["hide-input"]
@@ -389,17 +392,16 @@ fig = glue_figure("ch08_fig_weight_scale", fig)
 # line: nominal 95 %. No error bars: each point is a mean over the same reviews.
 # ```
 #
-# The share of scores that move when the weights are rescaled is at most
-# {glue:text}`ch08_score_changed_max` (the optimum does not depend on the scale). The band's mean
+# {glue:text}`ch08_scale_moved_sentence`: the optimum does not depend on the scale. The band's mean
 # width goes from {glue:text}`ch08_band_width_first` points with all weights times
-# {glue:text}`ch08_scale_first` to {glue:text}`ch08_band_width_last` with weights times
-# {glue:text}`ch08_scale_last`, and its coverage of the true score from
-# {glue:text}`ch08_band_cov_first` to {glue:text}`ch08_band_cov_last` ({numref}`fig-ch08-weight-scale`).
-# The rescaled interval's width stays {glue:text}`ch08_profile_width_span`, by construction (the Kish
-# rescaling removes the scale). Its
-# coverage here, {glue:text}`ch08_profile_cov`, is again a property of the simulation: the simulated
-# judge's answers are independent given the scores and follow the assumed model, which a real
-# judge's answers on one call need not do.
+# {glue:text}`ch08_scale_first` to {glue:text}`ch08_band_width_last` points with weights times
+# {glue:text}`ch08_scale_last`, and the share of bands that hold the true score from
+# {glue:text}`ch08_band_cov_first` % to {glue:text}`ch08_band_cov_last` % ({numref}`fig-ch08-weight-scale`).
+# The rescaled interval's mean width {glue:text}`ch08_kish_width_phrase`, by construction (the Kish
+# rescaling removes the scale). That it holds the true score in {glue:text}`ch08_profile_cov` % of
+# the reviews is again a property of the simulation: the simulated judge's answers are independent
+# given the scores and follow the assumed model, which a real judge's answers on one call need not
+# do.
 #
 # ## The densify triggers
 #
@@ -409,8 +411,7 @@ fig = glue_figure("ch08_fig_weight_scale", fig)
 # several loss thresholds (% of first-round reviews each trigger sends to a second round).
 
 # %%
-reviews_first, rounds_first = studies.simulated_reviews(
-    pool, judge, n_stories=n_stories, seed=seed, densify=False)
+reviews_first, rounds_first = runs[studies.FIRST_ROUND]
 triggers = studies.densify_trigger_rates(rounds_first, loss_thresholds)
 
 # %% tags=["hide-input"]
@@ -422,38 +423,110 @@ book_table(ch.trigger_display(triggers), name="tbl-ch08-triggers",
 tf = ch.trigger_facts(triggers)
 glue("ch08_loss_threshold", tf["loss_threshold"])
 glue("ch08_loss_trigger_pct", tf["loss_pct"], digits=1)
-glue("ch08_strength_trigger_pct", tf["strength_pct"], digits=1)
-glue("ch08_monotonic_extra_pct", tf["monotonic_extra_pct"], digits=1)
+glue("ch08_strength_trigger_share", ch.percent_or_none(tf["strength_pct"], digits=1))
+glue("ch08_monotonic_extra_share", ch.percent_or_none(tf["monotonic_extra_pct"], digits=1))
 
 # %% [markdown]
-# The strength trigger can never fire (here {glue:text}`ch08_strength_trigger_pct` %): strength
-# weights are 1, 2 or 3, so their average is at least 1 > 0.35; that follows from the original
-# code, not from the simulation. The loss trigger with the original threshold
-# {glue:text}`ch08_loss_threshold` fires for {glue:text}`ch08_loss_trigger_pct` % of first-round
-# reviews, because the minimum of a sum of cross-entropies over ten or more anchors is rarely that
-# small (any tie alone contributes at least $0.69\,w_i$). The monotonic trigger adds
-# {glue:text}`ch08_monotonic_extra_pct` % of reviews that the loss trigger would not have sent to a
-# second round. The extra anchors come from the score bucket around the first estimate; compare
-# the error and the share of saturated scores with and without the second round.
+# The strength trigger can never fire (here it fired for {glue:text}`ch08_strength_trigger_share`
+# of the reviews): strength weights are 1, 2 or 3, so their average is at least 1 > 0.35; that
+# follows from the original code, not from the simulation. The loss trigger with the original
+# threshold {glue:text}`ch08_loss_threshold` fires for {glue:text}`ch08_loss_trigger_pct` % of
+# first-round reviews, because the minimum of a sum of cross-entropies over ten or more anchors is
+# rarely that small (any tie alone contributes at least $0.69\,w_i$). The monotonic trigger sent
+# {glue:text}`ch08_monotonic_extra_share` of the reviews to a second round that the loss trigger had
+# not already sent there.
+#
+# ### Which anchors the second round adds
+#
+# The original chooses the extra anchors as follows, and `select_bucket_anchors` does the same by
+# default (`densify_mode = "original"`):
+#
+# 1. The hint is the mean of the first round's role scores, one number for all roles.
+# 2. The bucket is centred on the nearest half point, $\mathrm{round}(2 S_\text{hint})/2$, and reaches
+#    0.5 points either side, both ends included.
+# 3. Of the story's own pattern's papers in the bucket, the three with the highest weight are taken
+#    (ties: lower score10 first, then paper id). If the bucket holds fewer than three, the pattern's
+#    papers nearest the centre fill up. Papers of other patterns are never taken.
+# 4. Only then are papers that are already anchors dropped, so fewer than three may be added; if none
+#    is left, there is no second round. A selection is stored per pattern, centre, bucket size and
+#    count, and reused.
+#
+# **What changed.** Earlier versions of this book used a different rule, called "floor" below: the
+# bucket $[k, k+1)$ that holds the hint, searched in the own pattern first and then in all others,
+# with present anchors left out before selecting and no top-up outside the bucket. The densify effect
+# this chapter used to report (an error of {glue:text}`ch08_dens_mae_first` points falling to
+# {glue:text}`ch08_dens_mae_floor`, saturated scores falling from {glue:text}`ch08_dens_sat_pct_first` %
+# to {glue:text}`ch08_dens_sat_pct_floor` %) measured that rule, not the method it describes. The
+# difference matters most at the top of the scale: a first round stuck at 10 gives the hint 10, and
+# the floor bucket $[10, 11)$ holds only papers whose every rating was 10. The table runs the same
+# stories, with the same simulated judge, without a second round and with each rule.
 
 # %%
-densify_effect = ch.densify_effect(reviews, reviews_first)
+tables = {name: table for name, (table, _) in runs.items()}
+densify_effect = ch.densify_effect(tables)
 
 # %% tags=["hide-input"]
-book_table(save("densify_effect", densify_effect.round(3), out_dir), name="tbl-ch08-densify", by_row=True,
-           caption="Score error, interval coverage and saturation with the densify round and without it.")
+save("densify_effect", densify_effect.round(3), out_dir)
+book_table(ch.densify_display(densify_effect), name="tbl-ch08-densify",
+           caption="Scores under each densify rule and with the first round only.")
 
 # %% tags=["remove-cell"]
-glue("ch08_mae_densify", densify_effect.loc["MAE", "with densify"], digits=2)
-glue("ch08_mae_first", densify_effect.loc["MAE", "first round only"], digits=2)
-glue("ch08_sat_densify_pct", densify_effect.loc["% saturated", "with densify"], digits=1)
-glue("ch08_sat_first_pct", densify_effect.loc["% saturated", "first round only"], digits=1)
+df = ch.densify_facts(densify_effect, {name: table for name, (table, _) in runs.items()})
+for key, value in df.items():
+    if key.startswith(("mae_", "added_", "top_added_")):
+        glue(f"ch08_dens_{key}", value, digits=2)
+    elif key.startswith(("sat_pct_", "top_sat_pct_")):
+        glue(f"ch08_dens_{key}", value, digits=1)
+glue("ch08_dens_top_n", df["top_n"])
+glue("ch08_dens_top_hint", f"{df['top_hint']:g}")
+
+# %% tags=["hide-input"]
+by_hint = studies.densify_by_hint({name: table for name, (table, _) in runs.items()})
+save("densify_by_hint", by_hint.round(3), out_dir)
+fig = glue_figure("ch08_fig_densify", densify_plot(by_hint, SIM))
+save("densify", fig, out_dir)
 
 # %% [markdown]
-# With the second round the mean absolute error is {glue:text}`ch08_mae_densify` points against
-# {glue:text}`ch08_mae_first` for the first round alone, and {glue:text}`ch08_sat_densify_pct` % of
-# scores are saturated against {glue:text}`ch08_sat_first_pct` % (same simulated judge, same
-# stories).
+# ```{glue:figure} ch08_fig_densify
+# :name: fig-ch08-densify
+# :figwidth: 100%
+#
+# Anchors the second round adds per story (left) and the share of scores stuck at 1 or 10 (right),
+# against the mean of the story's first-round scores, for the same {glue:text}`ch08_n_stories`
+# stories reviewed without a second round (grey dashed) and with each densify rule; simulated judge,
+# not an LLM. The last band, {glue:text}`ch08_dens_top_hint` and above, holds the
+# {glue:text}`ch08_dens_top_n` stories whose bucket is centred on 10. No error bars: counts over the
+# same stories.
+# ```
+#
+# With the original rule the second round lowers the mean absolute error from
+# {glue:text}`ch08_dens_mae_first` to {glue:text}`ch08_dens_mae_original` points and the share of
+# saturated scores from {glue:text}`ch08_dens_sat_pct_first` % to {glue:text}`ch08_dens_sat_pct_original` %.
+# It adds {glue:text}`ch08_dens_added_original` anchors per story on average, not three: the
+# quantile anchors already cover much of the own pattern, and a selected paper that is already an
+# anchor is dropped rather than replaced. At the top of the scale the original does better than the
+# floor rule ({numref}`fig-ch08-densify`). For the {glue:text}`ch08_dens_top_n` stories whose first
+# round averaged {glue:text}`ch08_dens_top_hint` or more, its top-up reaches the highest papers of the
+# pattern ({glue:text}`ch08_dens_top_added_original` added per story), and the share of saturated
+# scores there falls from {glue:text}`ch08_dens_top_sat_pct_first` % to
+# {glue:text}`ch08_dens_top_sat_pct_original` %. The floor rule adds
+# {glue:text}`ch08_dens_top_added_floor` there and leaves {glue:text}`ch08_dens_top_sat_pct_floor` %
+# saturated. Its lower error overall comes from the rest of the scale, where it usually finds three
+# new papers, if need be from other patterns.
+#
+# **Where the original is arguably wrong, and the option.** Two parts of the rule waste the second
+# round. Dropping present anchors *after* selecting spends slots on papers the judge has already
+# compared (it looks like a side effect of storing one selection per bucket). And a story better than
+# every paper of its pattern cannot get an anchor above it. `densify_mode = "fill"`, an option of
+# `MultiAgentCritic` and `select_bucket_anchors`, keeps the original's centred bucket and top-up. It
+# leaves present anchors out before selecting, and it takes papers of other patterns inside the
+# bucket before the own pattern's nearest papers. It adds {glue:text}`ch08_dens_added_fill` anchors per
+# story, and the error falls to {glue:text}`ch08_dens_mae_fill` points with
+# {glue:text}`ch08_dens_sat_pct_fill` % saturated. The default stays the original, for two reasons.
+# The book reproduces the method as published. And the own-pattern restriction may have a reason this
+# simulation cannot weigh: the simulated judge perceives every paper by its score alone, whatever its
+# topic, while a real judge may compare an idea less reliably with papers from another research
+# pattern. The gain of "fill" is therefore what it can give at best, not what it gives with an LLM.
 
 # %% [markdown]
 # ## A judge that likes ties
@@ -547,7 +620,7 @@ for name in ("lo", "hi"):
     glue(f"ch08_ms_noisy_{name}", ms[f"noisy_{name}"], digits=2)
     glue(f"ch08_ms_noisy_{name}_plain", ms[f"noisy_{name}_plain"], digits=2)
     glue(f"ch08_ms_approx_{name}", ms[f"approx_{name}"], digits=2)
-glue("ch08_ms_noise_max", ms["noise_max"])
+glue("ch08_ms_noise_max", f"{ms['noise_max']:g}")
 glue("ch08_ms_tau_hi", ms["tau_hi"])
 glue("ch08_ms_grid_mle_maxdiff", ms["grid_mle_maxdiff"], digits=3)
 glue("ch08_misspec_reps", misspec_reps)
@@ -613,9 +686,10 @@ book_table(ch.score_misspec_display(score_table), name="tbl-ch08-score-misspec",
 
 # %% tags=["remove-cell"]
 smf = ch.score_misspec_facts(score_table)
-for name in ("mae_base", "mae_quality", "moved_quality", "mae_noisy", "moved_noisy", "cov_base", "cov_noisy",
-             "cov_worst"):
+for name in ("mae_base", "mae_quality", "moved_quality", "mae_noisy", "moved_noisy"):
     glue(f"ch08_ms_{name}", smf[name], digits=2)
+for name in ("cov_base", "cov_noisy", "cov_worst"):
+    glue(f"ch08_ms_{name}", 100 * smf[name], digits=0)
 
 # %% tags=["hide-input"]
 fig = misspecified_score_plot(score_table, SIM)
@@ -640,9 +714,10 @@ fig = glue_figure("ch08_fig_misspecified_score", fig)
 # true score is itself on the quality scale.
 # Perception noise of {glue:text}`ch08_ms_noise_max` point moves scores by
 # {glue:text}`ch08_ms_moved_noisy` points, and the mean absolute error is {glue:text}`ch08_ms_mae_noisy`
-# ({numref}`fig-ch08-misspecified-score`); the scale-free interval then covers the true score in
-# {glue:text}`ch08_ms_cov_noisy` of cases (well-specified {glue:text}`ch08_ms_cov_base`; lowest over
-# the conditions {glue:text}`ch08_ms_cov_worst`): the interval accounts for the logistic noise of the
+# ({numref}`fig-ch08-misspecified-score`); the scale-free interval then holds the true score in
+# {glue:text}`ch08_ms_cov_noisy` % of the reviews (well-specified {glue:text}`ch08_ms_cov_base` %;
+# lowest over the conditions {glue:text}`ch08_ms_cov_worst` %): the interval accounts for the logistic
+# noise of the
 # answers, not for a judge that misreads the cards. All of this is still a simulated judge; how a
 # language model perceives cards has to be measured with one (see "Calibrating with a real judge"
 # below).
@@ -654,7 +729,8 @@ fig = glue_figure("ch08_fig_misspecified_score", fig)
 # original gives no number).
 
 # %% tags=["hide-input"]
-book_table(save("original_vs_this_run", ch.original_settings(recovery, misspec, rounds_first, n_pairs), out_dir),
+book_table(save("original_vs_this_run", ch.original_settings(recovery, misspec, rounds_first, n_pairs,
+                                                               densify_mode), out_dir),
            name="tbl-ch08-original", caption="The original method's settings and results beside this run's.")
 
 # %% [markdown]
@@ -738,8 +814,7 @@ llm_usage.report(backend)
 # ```{exercise}
 # :label: ch08-ex2
 #
-# Before running: how should the spread of the fitted τ (column "SD" of {numref}`tbl-ch08-recovery`)
-# change
+# Before running: how should the spread of the fitted τ (column "SD" of {numref}`tbl-ch08-recovery`) change
 # if τ is fitted from a quarter of the pairs? Use that a maximum-likelihood estimate's standard
 # error shrinks like one over the square root of the number of observations. Then re-execute with
 # `.venv/bin/mechaudit execute notebooks/08_tau_calibration.py -p n_pairs 500 --out runs/ex2` and
@@ -773,12 +848,12 @@ llm_usage.report(backend)
 # :class: dropdown
 #
 # Nothing happens to the score: multiplying all weights by a constant multiplies the whole loss
-# curve by it, and the minimum stays where it is (in this run the share of scores that moved is
-# {glue:text}`ch08_score_changed_max`). The 1.92 band is the set of scores whose loss is within a
-# fixed 1.92 of the minimum, so a curve four times as steep crosses that line much closer to the
-# minimum: the band narrows (here to {glue:text}`ch08_band_width_last` points at a factor of
-# {glue:text}`ch08_scale_last`) and its coverage of the true score drops to
-# {glue:text}`ch08_band_cov_last`, although the judge said exactly the same things. The Kish interval
+# curve by it, and the minimum stays where it is (in this run: {glue:text}`ch08_scale_moved_sentence`).
+# The 1.92 band is the set of scores whose loss is within a fixed 1.92 of the minimum, so a curve
+# four times as steep crosses that line much closer to the minimum: the band narrows (here to
+# {glue:text}`ch08_band_width_last` points at a factor of {glue:text}`ch08_scale_last`) and holds the
+# true score in only {glue:text}`ch08_band_cov_last` % of the reviews, although the judge said exactly
+# the same things. The Kish interval
 # first rescales the weights to their effective sample size, which cancels any common factor, so its
 # width and coverage do not change. The "precision" gained is an artefact of the weights' unit.
 # ````
@@ -790,6 +865,8 @@ llm_usage.report(backend)
 # - Set `true_taus = [0.2, 2.5]`: a small τ is pinned down tightly, a large one spreads widely.
 # - Set `tie_rate = 0.9`: calibrated ties leave τ unbiased, only noisier.
 # - Set `heavy_tie_width = 2.0`: the abstaining judge inflates τ even more ({ref}`ch08-ex1`).
+# - Set `densify_mode = "fill"`: the first sections then use the alternative densify rule, and
+#   the scores, their error and the saturation change with it.
 # - Set `weight_scales = [0.1, 10]`: the 1.92 band's coverage swings from almost 1 to far below 95%.
 # - Set `perception_noises = [0.0, 0.25, 0.5, 1.0, 2.0]` and `misspec_reps = 10`: a finer and
 #   steadier picture of where the strength weights stop hiding the noise.
@@ -804,9 +881,9 @@ llm_usage.report(backend)
 #    ({glue:text}`ch08_within10_pct` % of fits within 10 % of the truth): a check of the code, not
 #    evidence about a real judge.
 # 2. The 1.92 band depends on the overall scale of the anchor weights (coverage
-#    {glue:text}`ch08_band_cov_first` at a factor of {glue:text}`ch08_scale_first`,
-#    {glue:text}`ch08_band_cov_last` at {glue:text}`ch08_scale_last`); the Kish-rescaled interval does
-#    not.
+#    {glue:text}`ch08_band_cov_first` % at a factor of {glue:text}`ch08_scale_first`,
+#    {glue:text}`ch08_band_cov_last` % at {glue:text}`ch08_scale_last`); the Kish-rescaled interval
+#    does not.
 # 3. A judge that abstains with ties or sees something other than the anchor scores biases the fitted
 #    τ (an abstaining judge: {glue:text}`ch08_ties_abstain_tau`); calibrating a real judge needs an LLM
 #    backend.

@@ -18,14 +18,17 @@
 #
 # **Answer.** Of the {glue:text}`ch09_n_pairs` perturbation pairs built from
 # {glue:text}`ch09_n_hypotheses` hypotheses, {glue:text}`ch09_n_valid` pass the check. Among the
-# first-step-swapped pairs, {term}`TF-IDF <TF-IDF>` calls {glue:text}`ch09_fss_tfidf` %,
-# embeddings {glue:text}`ch09_fss_embedding` % and the reference judge
-# {glue:text}`ch09_fss_reference` % different, the same pattern as on the book's own data.
+# first-step-swapped pairs of the reworded suite, whose variants were written as rewrites,
+# {term}`TF-IDF <TF-IDF>` calls {glue:text}`ch09_rw_fss_tfidf` %, embeddings
+# {glue:text}`ch09_rw_fss_embedding` % and the reference judge {glue:text}`ch09_rw_fss_reference` %
+# different. On the template-built suite the same rules give {glue:text}`ch09_fss_tfidf` %,
+# {glue:text}`ch09_fss_embedding` % and {glue:text}`ch09_fss_reference` %.
 #
 # **How we know.** TF-IDF and all-MiniLM-L6-v2 embeddings are computed locally; the
 # {term}`reference judge <Reference judge>` is a deterministic reading of the rubric (not an LLM), so
-# its 100 % on swaps is true by construction. Status: {glue:text}`ch09_status`. The LLM judge is not
-# run offline. The example data are invented (see its README).
+# its result on swaps is true by construction, and so are the text rules' results on the
+# template-built swaps, which keep every word of the original but one name. Status:
+# {glue:text}`ch09_status`. The LLM judge is not run offline. The example data are invented (see its README).
 # ````
 #
 # ```{admonition} Learning objectives
@@ -86,7 +89,7 @@ import pandas as pd
 import mechaudit as ma
 from mechaudit.glue import glue, glue_figure
 from mechaudit.paths import EXAMPLE_DIR, cache_path
-from mechaudit.plots import perturbation_bars
+from mechaudit.plots import cosine_strips
 from mechaudit.tables import book_table, use_book_tables
 
 use_book_tables()  # every table below in the book's format: labels, units, rounding
@@ -196,13 +199,33 @@ excluded = [(p["original"].id, p["kind"], p["reason"])
  .set_index("hypothesis"))
 
 # %% [markdown]
+# **A second, reworded suite.** `make_suite` renders each hypothesis' template again, so a swap
+# variant keeps every word of the original but one name, and a text rule sees it as similar by
+# construction (chapter 05). A reworded suite avoids that: each variant's statement and explanation
+# are written as a rewrite in a YAML file (`perturbations_reworded.yaml`, format in
+# {doc}`../book/data`), `load_rewrites` reads it and `reworded_suite` builds the pairs, gated by the
+# same check. The example folder ships one; without the file this chapter audits the template-built
+# suite alone.
+
+# %%
+suites = {"template-built suite": suite}
+rewrites = folder / "perturbations_reworded.yaml"
+if rewrites.exists():
+    suites["reworded suite"] = ma.reworded_suite(
+        bench.hypotheses, ma.load_rewrites(rewrites),
+        vocabulary=bench.vocabulary)
+pd.DataFrame({name: {"pairs": len(s), "kept": sum(p["valid"] for p in s)}
+              for name, s in suites.items()})
+
+# %% [markdown]
 # The rules judge the valid pairs only, as `(original, variant)` tuples; `kinds` keeps each pair's
 # kind for the summary.
 
 # %%
-valid = [p for p in suite if p["valid"]]
-pairs = [(p["original"], p["variant"]) for p in valid]
-kinds = [p["kind"] for p in valid]
+valid = {name: [p for p in s if p["valid"]] for name, s in suites.items()}
+pairs = {name: [(p["original"], p["variant"]) for p in v]
+         for name, v in valid.items()}
+kinds = {name: [p["kind"] for p in v] for name, v in valid.items()}
 
 # %% [markdown]
 # ## 4. Audit with each rule
@@ -219,8 +242,8 @@ kinds = [p["kind"] for p in valid]
 #
 # `LLMJudge` needs an LLM {term}`backend <Backend>` (`"anthropic"` with `ANTHROPIC_API_KEY`, or
 # `"replay"` with recorded answers under `cache_dir`). Configuration is keyword-only.
-# `decisions_table` then gives one row per pair and one column per rule (True = same; the book
-# shows it as yes).
+# `decisions_table` then gives one row per pair and one column per rule (True = same, shown as yes); here, one
+# table per suite.
 
 # %%
 rules = {
@@ -233,56 +256,82 @@ if llm_run:
     rules["LLM judge"] = ma.LLMJudge(
         model=judge_model, backend=backend, instances=bench.instances,
         cache_dir=cache_dir)
-decisions = ma.decisions_table(pairs, rules)
-decisions.index = [f"{p['original'].id} {p['kind']}" for p in valid]
-decisions.head(3)
+decisions = {name: ma.decisions_table(pairs[name], rules)
+             for name in suites}
+for name, table in decisions.items():
+    table.index = [f"{p['original'].id} {p['kind']}" for p in valid[name]]
+decisions["template-built suite"].head(3)
 
 # %% [markdown]
 # `percent_different` turns the decisions into the share of pairs each rule calls "different
-# mechanism", per perturbation kind. A good rule shows 0 on the first two rows and 100 on the last two.
+# mechanism", per perturbation kind. A good rule shows 0 on the two wording rows and 100 on the two
+# swap rows of each suite.
 
 # %%
-pct = ma.percent_different(decisions, kinds, order=ma.KINDS)
+pct = pd.concat(
+    {
+        name: ma.percent_different(
+            decisions[name], kinds=kinds[name], order=ma.KINDS
+        )
+        for name in suites
+    },
+    names=["suite"],
+)
 
 # %% tags=["hide-input"]
 book_table(pct, name="tbl-ch09-percent", unit="%",
-           caption="Valid pairs of the example set judged \"different mechanism\" (%), per kind and rule.")
-
-# %% tags=["hide-input"]
-glue("ch09_n_pairs", len(suite))
-glue("ch09_n_valid", len(valid))
-fss = pct.loc["first_step_swapped"]
-glue("ch09_fss_tfidf", float(fss["TF-IDF"]), digits=0)
-glue("ch09_fss_embedding", float(fss["embeddings"]), digits=0)
-glue("ch09_fss_reference", float(fss["reference judge"]), digits=0)
-glue("ch09_status", f"LLM ({judge_model}, {backend})" if llm_run else "computed locally (no LLM)")
-fig = perturbation_bars(pct, None, backend=backend, extra="TF-IDF, embeddings and the reference judge "
-                        "computed locally" + ("" if llm_run else "; no LLM judge (offline)"))
-ma.outputs.save("percent_different", fig, out_dir)
-fig = glue_figure("ch09_fig_bars", fig)
+           caption="Valid pairs of the example set judged \"different mechanism\" (%), per suite, kind and rule.")
 
 # %% [markdown]
-# ```{glue:figure} ch09_fig_bars
-# :name: fig-ch09-bars
+# Where the pairs sit on each similarity rule's scale explains those rows: a rule calls a pair
+# different when its cosine is below the threshold.
+
+# %% tags=["hide-input"]
+sims = pd.concat([pd.DataFrame({"suite": name, "kind": kinds[name], "rule": rule,
+                                "cosine": rules[column].similarity(pairs[name])})
+                  for name in suites for rule, column in (("tfidf", "TF-IDF"), ("embedding", "embeddings"))],
+                 ignore_index=True)
+glue("ch09_n_pairs", len(suite))
+glue("ch09_n_valid", len(valid["template-built suite"]))
+for prefix, name in (("ch09", "template-built suite"), ("ch09_rw", "reworded suite")):
+    if name in suites:
+        fss = pct.loc[(name, "first_step_swapped")]
+        glue(f"{prefix}_fss_tfidf", float(fss["TF-IDF"]), digits=0)
+        glue(f"{prefix}_fss_embedding", float(fss["embeddings"]), digits=0)
+        glue(f"{prefix}_fss_reference", float(fss["reference judge"]), digits=0)
+glue("ch09_status", f"LLM ({judge_model}, {backend})" if llm_run else "computed locally (no LLM)")
+fig = cosine_strips(sims, {"tfidf": {f"threshold {tfidf_threshold:g}": tfidf_threshold},
+                           "embedding": {f"threshold {embedding_threshold:g}": embedding_threshold}},
+                    backend=backend, extra="TF-IDF and embeddings computed locally")
+ma.outputs.save("cosine_by_kind", fig, out_dir)
+fig = glue_figure("ch09_fig_cosines", fig)
+
+# %% [markdown]
+# ```{glue:figure} ch09_fig_cosines
+# :name: fig-ch09-cosines
 # :figwidth: 100%
 #
-# Percent of valid perturbation pairs of the example set that each rule judges "different
-# mechanism", per perturbation kind (no error bars: every valid pair is judged once; a short tick
-# at 0 is a bar of 0 %). No paper values: the paper never saw these data.
+# Cosine similarity between each valid perturbation pair's original and variant in the example
+# set, per kind (rows; the two above the grey line keep the mechanism) and suite (colour); left
+# TF-IDF, right all-MiniLM-L6-v2 embeddings, with the thresholds in use as vertical lines. A black
+# bar marks each strip's median; a pair left of a threshold is called different. No paper values:
+# the paper never saw these data.
 # ```
 #
-# In {numref}`fig-ch09-bars`, as on the book's own benchmark (chapter 05), the text rules hardly
-# react to a swapped step while the reference judge always does, by construction.
+# {numref}`fig-ch09-cosines` shows why the template-built swaps are hard for a text rule: they sit
+# at least as close to their originals as the rewordings do. The reworded swaps show what the rules
+# do when a swap is worded afresh, as it would be by a second author.
 #
 # ## 5. Agreement between the rules
 #
 # `agreement_table` compares every two rules on the same pairs: raw agreement (share of pairs with
 # the same verdict) and {term}`Cohen's kappa <Cohen's kappa (κ)>` (agreement beyond chance; 0 when a
-# rule gives the same verdict to every pair, NaN when both do).
+# rule gives the same verdict to every pair, NaN when both do). Here on the template-built suite.
 
 # %%
+first = decisions["template-built suite"]
 agreement = ma.agreement_table(
-    {name: decisions[name].to_numpy() for name in rules})
+    {name: first[name].to_numpy() for name in rules})
 pd.DataFrame({"rules": agreement.method_a + " v " + agreement.method_b,
               "pairs": agreement.n,
               "% agreement": 100 * agreement.raw_agreement,
@@ -297,14 +346,16 @@ pd.DataFrame({"rules": agreement.method_a + " v " + agreement.method_b,
 # `mechaudit judge`) can read it.
 
 # %%
-tables = {
-    "suite_counts": counts, "decisions": decisions,
-    "percent_different": pct, "agreement": agreement
-}
+tables = {"suite_counts": counts,
+          "decisions": pd.concat(decisions, names=["suite"]),
+          "percent_different": pct, "agreement": agreement}
 for name, table in tables.items():
     ma.outputs.save(name, table, out_dir)
+files = {"template-built suite": "perturbations.jsonl",
+         "reworded suite": "perturbations_reworded.jsonl"}
 if out_dir is not None:
-    ma.write_suite(suite, Path(out_dir) / "perturbations.jsonl")
+    for name in suites:
+        ma.write_suite(suites[name], Path(out_dir) / files[name])
     written = sorted(p.name for p in Path(out_dir).iterdir())
     print("written to out_dir: " + ", ".join(written))
 else:
@@ -312,14 +363,18 @@ else:
 
 # %% [markdown]
 # With `--out runs/mine`, the folder `runs/mine/09_your_data/` holds `suite_counts.csv`,
-# `decisions.csv`, `percent_different.csv` (and `.png`, `.svg`), `agreement.csv` and
-# `perturbations.jsonl`, beside the executed notebook `runs/mine/09_your_data.ipynb`.
+# `decisions.csv`, `percent_different.csv`, `cosine_by_kind.png` (and `.svg`), `agreement.csv`,
+# `perturbations.jsonl` and, when the folder has rewrites, `perturbations_reworded.jsonl`, beside
+# the executed notebook `runs/mine/09_your_data.ipynb`.
 #
 # ## Your data in every chapter
 #
-# Every chapter with a `data_dir` parameter (01 to 07) runs on your folder too. Save the suite
-# into the folder first (`write_suite(suite, FOLDER / "perturbations.jsonl")`, or `mechaudit
-# perturb`), since chapters 05 to 07 read it from there, then for example
+# Every chapter with a `data_dir` parameter (01 to 07) runs on your folder too. Save the suites
+# into the folder first, since chapters 05 to 07 read them from there: the template-built suite as
+# `perturbations.jsonl` (`write_suite(suite, FOLDER / "perturbations.jsonl")`, or `mechaudit
+# perturb`) and, if you wrote rewrites, the reworded suite as `perturbations_reworded.jsonl`
+# (`mechaudit perturb --reworded FOLDER/perturbations_reworded.yaml ...`). Chapters 05 and 07 then
+# show every suite they find side by side. For example
 #
 # ```bash
 # mechaudit execute 05_perturbations -p data_dir my_data -p compare_paper false --out runs/mine
@@ -344,12 +399,14 @@ else:
 # :class: dropdown
 #
 # A higher threshold asks for more shared wording before calling two texts "same", so no TF-IDF
-# percentage can go down. A swap changes one entity name in a few places, so its pairs keep a high
-# cosine (far above 0.6 on the example set) and their rows do not move. The wording-and-chain pairs,
-# whose explanation is rewritten and whose names are replaced by aliases, have the lowest cosines
-# and are the first to be called "different"; the wording-only pairs keep their chain and statement
-# and come next. So a stricter threshold flags rewordings long before it catches a swap, which is
-# chapter 07's point.
+# percentage can go down. The template-built swaps change one entity name in a few places, so they
+# keep a high cosine (about 0.9 on the example set) and their rows do not move. The reworded swaps
+# sit around 0.6 and start to be caught. The wording-and-chain pairs, whose explanation is rewritten
+# and whose names are replaced by aliases, sit around 0.5 in both suites and are the first to be
+# called "different". In the run we did with `tfidf_threshold = 0.6`, TF-IDF called 0 % of the
+# template-built swaps different, 40 % of both reworded swap kinds, and 89 % (template) and 80 %
+# (reworded) of the wording-and-chain pairs. So a stricter threshold flags rewordings before it
+# catches most swaps, which is chapter 07's point.
 # ````
 #
 # ```{exercise}
@@ -382,10 +439,11 @@ else:
 # ````{solution} ch09-ex3
 # :class: dropdown
 #
-# The same pattern should appear, since it comes from how the rules work, not from the data: a
-# swap changes a few words, so text similarity stays high, while the reference judge compares step
-# ids and catches every swap. The percentages differ in detail (80 hypotheses instead of 10), and
-# chapter 05 shows the same audit with the paper's values beside it.
+# On the template-built suites the pattern is built in, whatever the data: a swap changes one name
+# in a few places, so text similarity stays high, while the reference judge compares step ids and
+# catches every swap. The reworded suites are where the data matter: how far a rewritten swap moves
+# away from its original depends on how it was written. The percentages differ in detail (80
+# hypotheses instead of 10), and chapter 05 shows the same audit with the paper's values beside it.
 # ````
 #
 # ## Try it
@@ -404,6 +462,6 @@ else:
 #    the file, line and field of any mistake.
 # 2. The controlled perturbations and the rules' decisions on them show which edits each rule notices:
 #    on the example set too, TF-IDF ({glue:text}`ch09_fss_tfidf` %) and embeddings
-#    ({glue:text}`ch09_fss_embedding` %) hardly notice a swapped first step.
+#    ({glue:text}`ch09_fss_embedding` %) call few template-built first-step swaps different.
 # 3. Every table and figure of the audit can be written to a run folder with one call, and every
 #    chapter with a `data_dir` parameter runs on your folder too.

@@ -62,7 +62,7 @@ def test_findings_and_headline_offline_and_with_an_llm_column():
     assert facts["fss_llm"] is None and facts["ref_swapped"] == 100.0
     assert facts["tfidf_min_sim_swapped"] == pytest.approx(sims["tfidf"][2])
     top = ch.headline(facts)
-    assert top == {"tfidf": 0, "embedding": 50, "reference": 100, "llm": "not run offline"}
+    assert top == {"tfidf": 0, "embedding": 50, "matched": 50, "reference": 100, "llm": "not run offline"}
     llm = pd.array([True, True, False, True] * 2, dtype="boolean")
     facts = ch.findings(ch.pooled_percent(decisions(llm), KINDS8), sims, KINDS8, NAMES)
     assert ch.headline(facts)["llm"] == 100
@@ -109,3 +109,78 @@ def test_similarity_summary_rows_follow_the_kind_order():
 
 def test_suite_file_and_setup_agree():
     assert len(load_suite(valid_only=True)) == len(ch.setup().pairs)
+
+
+def suite_audit(fss_embedding_same: bool, swap_sim: float) -> ch.SuiteAudit:
+    """A two-rule audit of 8 pairs: TF-IDF cosines 0.6 for rewordings and ``swap_sim`` for swaps."""
+    d = decisions()
+    d["embedding 0.77"] = d["embedding matched 0.80"] = np.array([True, True, fss_embedding_same, True] * 2)
+    swap = np.array([k.endswith("swapped") for k in KINDS8])
+    sims = pd.DataFrame({"tfidf": np.where(swap, swap_sim, 0.6), "embedding": np.where(swap, 0.85, 0.95)})
+    s = ch.PerturbationSetup(bench=None, suite=[], pairs=[], kinds=KINDS8)
+    return ch.SuiteAudit(s, d, ch.LLMDecisions(ch.not_run(8), None, "not run"), sims)
+
+
+def test_conclusions_answer_per_suite_and_mark_what_changes():
+    audits = {"template": suite_audit(True, 0.9), "reworded": suite_audit(False, 0.5)}
+    separation = ch.separation_by_suite(audits)
+    assert separation.loc[("template-built suite", "tfidf"), "rewording more similar (%)"] == 0.0
+    assert separation.loc[("reworded suite", "tfidf"), "separating thresholds"] == "(0.500, 0.600]"
+    table = ch.conclusions(audits, NAMES, separation)
+    assert list(table.columns) == ["template-built suite", "reworded suite", "changes with the suite"]
+    swaps_alike = "swaps look more alike than rewordings to TF-IDF"
+    assert table.loc[swaps_alike].tolist() == ["yes", "no", "yes"]
+    most_same = "embeddings at either threshold call most first-step swaps the same"
+    assert table.loc[most_same].tolist() == ["yes", "no", "yes"]  # 100 % of two first-step swaps different
+    assert "changes with the suite" not in ch.conclusions({"template": audits["template"]}, NAMES,
+                                                          separation.loc[["template-built suite"]]).columns
+
+
+def test_side_by_side_tables_and_the_long_similarity_frame():
+    audits = {"template": suite_audit(True, 0.9), "reworded": suite_audit(False, 0.5)}
+    pct = ch.percent_by_suite(audits, llm_run=False)
+    assert pct.index.names == ["suite", "kind"] and len(pct) == 8
+    assert pct.loc[("reworded suite", "first_step_swapped"), "embedding 0.77"] == 100.0
+    long = ch.similarity_long(audits)
+    assert list(long.columns) == ["suite", "kind", "rule", "cosine"] and len(long) == 2 * 8 * 2
+    assert set(long["suite"]) == {"template-built suite", "reworded suite"}
+
+
+def test_paper_table_has_one_column_per_suite_and_joins_differing_notes():
+    audits = {"template": suite_audit(True, 0.9), "reworded": suite_audit(False, 0.5)}
+    table = ch.paper_table(audits, NAMES, backend="reference", model="m")
+    assert list(table.columns)[:3] == ["paper", "template-built suite", "reworded suite"]
+    row = "First step swapped, called different: embedding (%)"
+    assert table.loc[row, "template-built suite"] == "0" and table.loc[row, "reworded suite"] == "100"
+    assert table.loc[row, "note"] == "MiniLM; matched: 0.0 / 100.0"
+    assert ch._joined(["a: 1", "a: 1"]) == "a: 1"
+
+
+def test_cosine_strips_labels_in_words_and_at_most_four_legend_entries():
+    from mechaudit.plots.rules import cosine_strips
+
+    audits = {"template": suite_audit(True, 0.9), "reworded": suite_audit(False, 0.5)}
+    thresholds = {"tfidf": {"0.25 (paper)": 0.25}, "embedding": {"0.77 (paper)": 0.77, "0.80 (matched)": 0.8}}
+    fig = cosine_strips(ch.similarity_long(audits), thresholds, backend="reference")
+    labels = [t.get_text() for t in fig.axes[0].get_yticklabels()]
+    assert labels == ["wording only", "wording + chain", "first step swapped", "middle step swapped"]
+    assert [len(leg.get_texts()) for leg in fig.legends] == [2]
+    assert all(ax.get_legend() is None for ax in fig.axes)
+    notes = [t.get_text() for ax in fig.axes for t in ax.texts]
+    assert notes == ["0.25 (paper)", "0.77 (paper)", "0.80 (matched)"]
+    assert all("_" not in ax.get_xlabel() + ax.get_title() for ax in fig.axes)
+
+
+def test_setup_reads_the_reworded_suite():
+    s = ch.setup(suite="reworded")
+    assert len(s.pairs) == 320 and s.suite[0]["variant"].id.endswith("~wording_only")
+    with pytest.raises(ValueError, match="unknown suite"):
+        ch.setup(suite="other")
+
+
+def test_counts_by_suite_count_built_kept_and_re_rendered_variants():
+    table = ch.counts_by_suite({"template": ch.setup(), "reworded": ch.setup(suite="reworded")})
+    assert list(table.columns) == ["built", "kept", "excluded", "% re-rendered"]
+    assert table.loc[("template-built suite", "first_step_swapped"), "% re-rendered"] == 100.0
+    assert table.loc[("reworded suite", "first_step_swapped"), "% re-rendered"] == 0.0
+    assert table["built"].sum() == 640 and table["excluded"].sum() == 0

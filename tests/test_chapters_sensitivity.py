@@ -115,3 +115,10 @@ def test_complete_agreement_sentence_reads_for_none_some_and_all():
     assert complete_agreement_sentence(0, 4).startswith("No threshold gives complete agreement for any of the 4")
     assert complete_agreement_sentence(1, 4).startswith("Some threshold gives complete agreement for 1 of the 4")
     assert complete_agreement_sentence(4, 4).startswith("For each of the 4 combinations")
+
+
+def test_separating_sentence_reads_for_none_one_and_both():
+    from mechaudit.chapters.sensitivity import separating_sentence
+
+    assert separating_sentence(0) == "no rule has a separating threshold"
+    assert separating_sentence(1) == "one of the 2 rules has one" and separating_sentence(2) == "both rules have one"

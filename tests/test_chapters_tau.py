@@ -55,8 +55,10 @@ def test_review_saturation_and_scale_facts():
     assert ch.review_facts(reviews) == {"interior_mae": 0.75, "interior_n": 2, "saturated_pct": 50.0,
                                         "saturated_low_n": 1}
     saturation = pd.DataFrame({"saturated_high": [0.0, 0.5, 0.8]}, index=["(-10, -1]", "(-1, 1]", "(1, 10]"])
-    assert ch.saturation_facts(saturation) == {"below_pct": 0.0, "below_bin": "(-10, -1]", "above_pct": 80.0,
-                                               "above_bin": "(1, 10]"}
+    facts = ch.saturation_facts(saturation)
+    assert {k: v for k, v in facts.items() if k != "sentence"} == {
+        "below_pct": 0.0, "below_bin": "(-10, -1]", "above_pct": 80.0, "above_bin": "(1, 10]"}
+    assert facts["sentence"].endswith("none is stuck at 10; of those more than 1 point above it, 80 % are.")
     scale = pd.DataFrame({"scale": [0.5, 1.0, 2.0], "band_width": [4.0, 2.0, 1.0], "band_coverage": [1.0, 0.9, 0.6],
                           "profile_width": [3.0, 3.0, 3.0], "profile_coverage": [0.95, 0.96, 0.97],
                           "score_changed": [0.0, 0.0, 0.0]})
@@ -158,3 +160,95 @@ def test_original_settings_table():
     assert table.loc["τ, judge sees quality (true 0.5)", "this run"] == "0.61"
     assert table.loc["loss trigger rate (0.05)", "this run"] == "1.0"  # a lone tie: loss log 2 > 0.05
     assert table["note"].str.len().max() <= 40
+
+
+# ---------------------------------------------------------------- densify comparison
+
+
+def _run(story_rows):
+    """A review table from ``(story, role score, true score, saturated, n_extra)`` rows, three roles each."""
+    rows = []
+    for story, score, true, saturated, extra in story_rows:
+        for role in ("Methodology", "Novelty", "Storyteller"):
+            rows.append({"story": story, "role": role, "score": score, "true_score": true, "error": score - true,
+                         "covered": True, "ci_low": score - 1, "ci_high": score + 1, "profile_covered": saturated,
+                         "profile_ci_low": score - 1, "profile_ci_high": score + 1, "saturated": saturated,
+                         "n_extra": extra})
+    return pd.DataFrame(rows)
+
+
+@pytest.fixture(scope="module")
+def densify_runs():
+    # story 0 in the middle, story 1 with a first round stuck at 10 (hint 10 >= 9.75)
+    return {studies.FIRST_ROUND: _run([(0, 5.0, 6.0, False, 0), (1, 10.0, 8.0, True, 0)]),
+            "original": _run([(0, 5.5, 6.0, False, 1), (1, 9.0, 8.0, False, 2)]),
+            "floor": _run([(0, 6.0, 6.0, False, 3), (1, 10.0, 8.0, True, 0)])}
+
+
+def test_densify_effect_and_facts(densify_runs):
+    effect = ch.densify_effect(densify_runs)
+    assert list(effect.columns) == ["first round only", "original (default)", "floor (book's first version)"]
+    assert effect.loc["MAE (score points)", "first round only"] == pytest.approx(1.5)  # (1 + 2) / 2
+    assert effect.loc["MAE (score points)", "original (default)"] == pytest.approx(0.75)
+    assert effect.loc["% saturated", "floor (book's first version)"] == pytest.approx(50.0)
+    assert effect.loc["anchors added per story", "original (default)"] == pytest.approx(1.5)
+    assert effect.loc["anchors added, first round ≥ 9.75", "original (default)"] == 2
+    assert effect.loc["% saturated, first round ≥ 9.75", "floor (book's first version)"] == 100
+    facts = ch.densify_facts(effect, densify_runs)
+    assert facts["top_n"] == 1 and facts["mae_floor"] == pytest.approx(1.0) and facts["top_added_floor"] == 0
+    assert "mae_fill" not in facts
+    display = ch.densify_display(effect)
+    assert display.loc["% saturated", "first round only"] == "50.0"
+    assert display.loc["MAE (score points)", "original (default)"] == "0.75"
+
+
+def test_densify_by_hint_bands(densify_runs):
+    table = studies.densify_by_hint(densify_runs, edges=(1.0, 7.0, 9.75, 10.0))
+    original = table[table["run"] == "original"].set_index("band")
+    assert list(original.index) == ["1-7", "7-9.75", "9.75-10"]
+    assert list(original["stories"]) == [1, 0, 1]  # a hint of exactly 10 falls in the last band
+    assert original.loc["9.75-10", "anchors_added"] == 2 and original.loc["1-7", "mae"] == pytest.approx(0.5)
+
+
+def test_sentences_read_like_prose():
+    assert ch.percent_or_none(0.04) == "none" and ch.percent_or_none(12.3) == "12 %"
+    assert ch.percent_or_none(0.04, digits=1) == "none" and ch.percent_or_none(0.06, digits=1) == "0.1 %"
+    same = ch.scale_sentences({"score_changed_max": 0.0, "profile_width_min": 3.041, "profile_width_max": 3.0399})
+    assert same == {"moved": "No score moves when all weights are multiplied by the same factor",
+                    "kish_width": "is 3.04 points whatever the factor"}
+    differ = ch.scale_sentences({"score_changed_max": 0.02, "profile_width_min": 2.9, "profile_width_max": 3.1})
+    assert differ["kish_width"] == "stays between 2.90 and 3.10 points" and differ["moved"].startswith("At most 2.0 %")
+    saturation = pd.DataFrame({"saturated_high": [0.0, 0.4, 0.83]},
+                              index=["(-10.0, -1.0]", "(-1.0, 1.0]", "(1.0, 10.0]"])
+    assert ch.saturation_facts(saturation)["sentence"] == (
+        "Of the stories whose true score lies 1 point or more below the highest anchor, none is stuck at 10; "
+        "of those more than 1 point above it, 83 % are.")
+
+
+def _legend_sizes(fig):
+    sizes = [len(legend.get_texts()) for legend in fig.legends]
+    sizes += [len(ax.get_legend().get_texts()) for ax in fig.axes if ax.get_legend() is not None]
+    return sizes
+
+
+def test_chapter_figures_have_short_legends_and_worded_axes(densify_runs):
+    import matplotlib.pyplot as plt
+
+    from mechaudit.plots import tau as plots
+
+    mis = _misspec_frame().assign(approx_tau=1.0)
+    profile = pd.DataFrame([{"scale": sc, "S": s, "excess_loss": sc * (s - 5) ** 2, "profile_excess": (s - 5) ** 2}
+                            for sc in (0.25, 0.5, 1, 2, 4) for s in (1.0, 3.0, 5.0, 7.0, 9.0)])
+    figures = {"misspecified_tau": plots.misspecified_tau_plot(mis, "reference"),
+               "loss_band": plots.loss_band_plot(profile, "reference"),
+               "densify": plots.densify_plot(studies.densify_by_hint(densify_runs), "reference")}
+    for name, fig in figures.items():
+        sizes = _legend_sizes(fig)
+        assert sizes and max(sizes) <= 4, (name, sizes)
+        for ax in fig.axes:
+            for label in (ax.get_xlabel(), ax.get_ylabel()):
+                assert "_" not in label and "tau" not in label, (name, label)
+        plt.close(fig)
+    # the loss band names each weight factor on its curve instead of in the legend
+    texts = [t.get_text() for t in figures["loss_band"].axes[0].texts]
+    assert texts == ["×0.25", "×0.5", "×1", "×2", "×4"]

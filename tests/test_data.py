@@ -9,7 +9,7 @@ import numpy as np
 from sklearn.feature_extraction.text import TfidfVectorizer
 
 from mechaudit.paths import REPO_ROOT, data_path
-from mechaudit.perturb import KINDS, load_suite, phrasing_similarity
+from mechaudit.perturb import KINDS, SWAP_KINDS, load_suite, phrasing_similarity, rerender_share
 from mechaudit.render import find_mentions, placeholders, render
 from mechaudit.schema import mechanism_key
 
@@ -52,6 +52,14 @@ def measured_counts(bench) -> dict[str, float]:
     for kind in KINDS:
         out[f"{kind} pairs kept"] = sum(p["kind"] == kind and p["valid"] for p in pairs)
         out[f"{kind} pairs excluded"] = sum(p["kind"] == kind and not p["valid"] for p in pairs)
+    reworded = load_suite(data_path("perturbations_reworded.jsonl"))
+    for kind in KINDS:
+        out[f"reworded suite: {kind} pairs kept"] = sum(p["kind"] == kind and p["valid"] for p in reworded)
+        out[f"reworded suite: {kind} pairs excluded"] = sum(p["kind"] == kind and not p["valid"] for p in reworded)
+    for label, suite in (("template-built", pairs), ("reworded", reworded)):
+        share = rerender_share(suite, vocab)
+        for kind in SWAP_KINDS:
+            out[f"{label} suite: {kind} variants re-rendered (%)"] = round(float(share[kind]), 1)
     return out
 
 

@@ -26,8 +26,9 @@ PAGES = sorted((REPO_ROOT / "book").glob("*.md"))
 
 # {glue}`key`, {glue:}`key`, {glue:any}`key`, {glue:text}`key:.1f`, {glue:md}`key:inline`
 ROLE = re.compile(r"\{glue(?::(?:any|text|md)?)?\}`([^`]+)`")
-# ```{glue:figure} key   /   :::{glue:md} key
-DIRECTIVE = re.compile(r"^[ \t]*(?:`{3,}|:{3,})\{glue(?::(?:any|figure|math|md)?)?\}[ \t]+(\S+)", re.M)
+# ```{glue:figure} key   /   :::{glue:md} key   /   ```{glue} key + a ":doc: path" option line
+DIRECTIVE = re.compile(r"^[ \t]*(?:`{3,}|:{3,})\{glue(?::(?:any|figure|math|md)?)?\}[ \t]+(\S+)"
+                       r"(?:\n[ \t]*:doc:[ \t]*(\S+))?", re.M)
 
 
 @dataclass
@@ -49,9 +50,12 @@ class Glued:
 def references(markdown: str) -> list[Reference]:
     """Glue keys cited by a markdown text (roles and directives), with their document if any."""
     out = []
-    for text in [m.group(1) for m in ROLE.finditer(markdown)] + [m.group(1) for m in DIRECTIVE.finditer(markdown)]:
+    for text in [m.group(1) for m in ROLE.finditer(markdown)]:
         doc, _, rest = text.rpartition("::")
         out.append(Reference(key=rest.split(":")[0].strip(), doc=doc or None))
+    for m in DIRECTIVE.finditer(markdown):
+        doc, _, rest = m.group(1).rpartition("::")
+        out.append(Reference(key=rest.split(":")[0].strip(), doc=m.group(2) or doc or None))
     return out
 
 
@@ -130,11 +134,13 @@ def test_checker_reads_roles_directives_and_calls():
         "A {glue:text}`ch09_a` and {glue:text}`ch09_b:.1f` and {glue}`ch09_c` and "
         "{glue:text}`../notebooks/01_problem.ipynb::ch01_n_runs`.\n"
         "```{glue:figure} ch09_fig\n:name: f\n```\n"
+        "```{glue} ch05_fig\n:doc: ../notebooks/05_perturbations.ipynb\n```\n"
     )
     refs = references(md)
     assert [(r.key, r.doc) for r in refs] == [
         ("ch09_a", None), ("ch09_b", None), ("ch09_c", None),
         ("ch01_n_runs", "../notebooks/01_problem.ipynb"), ("ch09_fig", None),
+        ("ch05_fig", "../notebooks/05_perturbations.ipynb"),
     ]
     code = (
         "%matplotlib inline\nfrom mechaudit.glue import glue\nglue('ch09_a', 1)\n"

@@ -351,3 +351,15 @@ def test_every_llm_chapter_has_budget_batch_and_usage_table():
         assert 0 < begin < report, chapter.stem
         first_judge = source.find("LLMJudge(")
         assert first_judge == -1 or begin < first_judge, chapter.stem
+
+
+def test_plan_05_counts_every_suite_of_the_data_folder(small_data, tmp_path):
+    cache = tmp_path / "cache"
+    one = _plan(small_data, cache)
+    assert {p.stage.split(", ")[1].split(")")[0] for p in one} == {"template suite"}
+    lines = [line for line in data_path("perturbations_reworded.jsonl").read_text().splitlines() if line.strip()]
+    (small_data / "perturbations_reworded.jsonl").write_text("\n".join(lines[:3]) + "\n")
+    two = _plan(small_data, cache)
+    reworded = [p for p in two if "reworded suite" in p.stage]
+    assert len(two) == len(one) + len(reworded) and len(reworded) == 3 * 3  # 3 pairs, 3 orders each
+    assert {p.request.key for p in reworded}.isdisjoint({p.request.key for p in one})

@@ -74,3 +74,29 @@ def test_subsample_pairs_is_seeded_ordered_and_bounded():
     assert a == b and len(a) == 10 and a == sorted(a) and set(a) <= set(pairs)
     assert subsample_pairs(pairs, 10, seed=4) != a
     assert subsample_pairs(pairs, 500, seed=0) == pairs
+
+
+def test_separation_table_matches_a_brute_force_count_and_the_exact_interval():
+    from mechaudit.rules.audit import separation_table
+
+    rng = np.random.default_rng(3)
+    preserving = np.array([True] * 7 + [False] * 5)
+    sim = np.round(rng.uniform(0.2, 0.9, 12), 2)
+    sim[0] = sim[7]  # a tie between a rewording and a swap counts half
+    table = separation_table({"r": sim, "sep": np.where(preserving, 0.9, 0.4)}, preserving)
+    wins = [1.0 if a > b else 0.5 if a == b else 0.0 for a in sim[preserving] for b in sim[~preserving]]
+    assert table.loc["r", "rewording more similar (%)"] == pytest.approx(round(100 * np.mean(wins), 1))
+    assert table.loc["r", "lowest, meaning-preserving"] == sim[preserving].min()
+    assert table.loc["r", "highest, swapped"] == sim[~preserving].max()
+    assert table.loc["r", "separating thresholds"] == "none"
+    assert table.loc["sep", "separating thresholds"] == "(0.400, 0.900]"
+    assert table.loc["sep", "rewording more similar (%)"] == 100.0
+
+
+def test_stack_suites_puts_the_suite_label_outermost():
+    from mechaudit.rules.audit import stack_suites
+
+    a = pd.DataFrame({"x": [1, 2]}, index=pd.Index(["k1", "k2"], name="kind"))
+    out = stack_suites({"template": a, "reworded": a * 10}, {"template": "T"})
+    assert out.index.names == ["suite", "kind"]
+    assert out.loc[("T", "k2"), "x"] == 2 and out.loc[("reworded", "k1"), "x"] == 10

@@ -162,3 +162,63 @@ def test_vectorised_pair_arrays_equal_the_row_loop():
         pair_arrays(frame.assign(delta=[np.inf] + [0.0] * (n - 1)))
     with pytest.raises(ValueError, match="needs field 'y' or 'judgement'"):
         pair_arrays(frame.drop(columns="judgement"))
+
+
+def test_sampled_pair_weight_is_the_mean_of_both_papers(pool, pairs):
+    weight = pool.table().set_index("paper_id")["weight"]
+    wa, wb = weight.loc[pairs["a"]].to_numpy(), weight.loc[pairs["b"]].to_numpy()
+    assert np.abs(wa - wb).max() > 0.1  # the papers' weights differ, so one paper's weight would show
+    np.testing.assert_allclose(pairs["weight"].to_numpy(), (wa + wb) / 2, rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize(("n_pairs", "per_bin"), [(10, [3, 3, 2, 2]), (7, [2, 2, 2, 1]), (3, [1, 1, 1, 0])])
+def test_sampler_spreads_the_remainder_over_the_first_bins(pool, n_pairs, per_bin):
+    got = sample_pairs(pool.table(), n_pairs, seed=1)
+    assert len(got) == n_pairs
+    assert [int((got["bin"] == b).sum()) for b in range(4)] == per_bin
+    # 80 % of each bin within one pattern, rounded: 3 -> 2, 2 -> 2, 1 -> 1
+    same = {3: 2, 2: 2, 1: 1, 0: 0}
+    assert [int(got.loc[got["bin"] == b, "same_pattern"].sum()) for b in range(4)] == [same[k] for k in per_bin]
+
+
+def test_pair_arrays_hand_values():
+    from mechaudit.tau.fitting import pair_arrays
+
+    rows = [{"delta": 1.5, "judgement": "better", "strength": "strong", "weight": 2.0},
+            {"delta": -0.5, "judgement": "worse", "strength": "medium"},
+            {"delta": 0.25, "judgement": "tie", "strength": "weak", "weight": 0.5},
+            {"delta": 2.0, "judgement": "unsure", "strength": "huge", "weight": None},
+            {"delta": -1.0, "y": 0.25}]
+    for source in (rows, pd.DataFrame(rows)):
+        delta, y, w = pair_arrays(source)
+        np.testing.assert_array_equal(delta, [1.5, -0.5, 0.25, 2.0, -1.0])
+        np.testing.assert_array_equal(y, [1.0, 0.0, 0.5, 0.5, 0.25])
+        np.testing.assert_array_equal(w, [6.0, 2.0, 0.5, 1.0, 1.0])
+
+
+def test_pair_nll_hand_value_and_shape():
+    from mechaudit.tau.fitting import pair_nll
+
+    delta, y, w = np.array([1.0, -2.0]), np.array([1.0, 0.5]), np.array([2.0, 3.0])
+    p1, p2 = 1 / (1 + math.exp(-1.0 / 0.5)), 1 / (1 + math.exp(2.0 / 0.5))
+    want = 2.0 * -math.log(p1) + 3.0 * -(0.5 * math.log(p2) + 0.5 * math.log(1 - p2))
+    assert float(pair_nll(0.5, delta, y, w)) == pytest.approx(want, rel=1e-12)
+    assert np.shape(pair_nll(0.5, delta, y, w)) == ()
+    assert pair_nll(np.array([0.5, 1.0, 2.0]), delta, y, w).shape == (3,)
+
+
+def test_tau_grid_and_bounds_flags():
+    from mechaudit.tau.fitting import tau_grid
+
+    grid = tau_grid()
+    assert len(grid) == 291 and grid[0] == 0.10 and grid[-1] == 3.00 and grid[190] == 2.00
+    # no information (every delta 0): a flat loss, the first grid point wins and is flagged
+    flat = fit_tau_detailed([{"delta": 0.0, "y": 1.0}, {"delta": 0.0, "y": 0.0}], "grid")
+    assert flat.tau == 0.10 and flat.at_bound
+    # ties at large gaps want a flat curve: the upper end
+    ties = fit_tau_detailed([{"delta": 2.0, "y": 0.5}, {"delta": -2.0, "y": 0.5}], "grid")
+    assert ties.tau == 3.00 and ties.at_bound
+    for method in ("grid", "mle"):
+        assert not fit_tau_detailed(simulate_pairs(sample_pairs(make_pool(seed=0).table(), 400, seed=2), 0.8,
+                                                   seed=2), method).at_bound
+    assert fit_tau_detailed([{"delta": 2.0, "y": 0.5}, {"delta": -2.0, "y": 0.5}], "mle").at_bound

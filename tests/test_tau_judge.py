@@ -7,6 +7,7 @@ import json
 import re
 
 import numpy as np
+import pandas as pd
 import pytest
 from fake_anthropic import FakeAnthropic, client_for, replies_in_order
 from pydantic import ValidationError
@@ -252,6 +253,65 @@ def test_critic_output_shape_and_offline_coach(pool):
     assert critic.review(story, {"pattern_id": "pattern_02"}) == out
 
 
+def test_critic_densifies_as_the_original_and_caches_the_selection(pool):
+    story, truth = make_story(9.9, seed=4)
+    judge = SimulatedJudge(pool.truth()).with_truth(truth)
+    blind = BlindJudge("reference", simulator=judge)
+    critic = MultiAgentCritic(pool.papers, blind, pool.exemplars, taus=judge.taus)
+    out = critic.review(story, {"pattern_id": "pattern_05"})
+    info = out["audit"]["densify"]
+    assert info["triggered"] and info["mode"] == "original"
+    initial = list(select_initial_anchors(pool.table(), "pattern_05", pool.exemplars["pattern_05"])["paper_id"])
+    hint = info["score_hint"]
+    assert info["bucket_centre"] == round(2 * hint) / 2
+    papers = pool.table().to_dict("records")
+    assert info["extra_anchor_ids"] == original_densify_loop(papers, "pattern_05", hint, set(initial))
+    assert [a["paper_id"] for a in out["audit"]["anchors"]] == initial + info["extra_anchor_ids"]
+    assert list(critic._bucket_cache) == [("pattern_05", info["bucket_centre"], 1.0, 3)]
+    # without densify the same story keeps the initial anchors only
+    plain = MultiAgentCritic(pool.papers, blind, pool.exemplars, taus=judge.taus, densify=False)
+    assert [a["paper_id"] for a in plain.review(story, {"pattern_id": "pattern_05"})["audit"]["anchors"]] == initial
+    with pytest.raises(ValueError, match="densify_mode"):
+        MultiAgentCritic(pool.papers, blind, pool.exemplars, taus=judge.taus, densify_mode="nearest")
+
+
+def test_reference_judge_answers_a_repeated_call_from_memory_with_its_own_copy(pool):
+    calls = []
+
+    class Counting(SimulatedJudge):
+        def reply(self, role, story, anchors):
+            calls.append(role)
+            return super().reply(role, story, anchors)
+
+    story, truth = make_story(6.0, seed=2)
+    blind = BlindJudge("reference", simulator=Counting(pool.truth()).with_truth(truth))
+    cards = [build_paper_card(p) for p in pool.papers[:4]]
+    first = blind.judge_roles(list(ROLES), build_story_card(story), cards)
+    first[0].comparisons[0]["judgement"] = "changed by the caller"
+    again = blind.judge_roles(list(ROLES), build_story_card(story), cards)
+    assert calls == list(ROLES)  # the second call reached the simulator not at all
+    assert again[0].comparisons[0]["judgement"] in {"better", "tie", "worse"}
+    assert [o.comparisons for o in again[1:]] == [o.comparisons for o in first[1:]]
+    blind.judge_roles(["Novelty"], build_story_card(story), cards[:3])  # other anchors: a new answer
+    assert calls == [*ROLES, "Novelty"]
+
+
+def test_densify_comparison_equals_separate_reviews(pool):
+    from mechaudit.tau import studies
+
+    judge = SimulatedJudge(pool.truth(), seed=3)
+    runs = studies.densify_comparison(pool, judge, n_stories=6, seed=5, modes=("original", "fill"))
+    assert list(runs) == [studies.FIRST_ROUND, "original", "fill"]
+    for mode in ("original", "fill"):
+        alone = studies.simulated_reviews(pool, judge, n_stories=6, seed=5, densify_mode=mode)[0]
+        pd.testing.assert_frame_equal(runs[mode][0], alone)
+    first = studies.simulated_reviews(pool, judge, n_stories=6, seed=5, densify=False)[0]
+    pd.testing.assert_frame_equal(runs[studies.FIRST_ROUND][0], first)
+    assert (runs["fill"][0]["n_extra"] == 3).all() and (runs[studies.FIRST_ROUND][0]["n_extra"] == 0).all()
+    hints = runs["original"][0].groupby("story")["score_hint"].first()
+    pd.testing.assert_series_equal(hints, studies.first_round_hints(first), check_names=False)
+
+
 def test_critic_needs_context(pool):
     judge = SimulatedJudge(pool.truth())
     critic = MultiAgentCritic(pool.papers, BlindJudge("reference", simulator=judge), pool.exemplars, taus=judge.taus)
@@ -302,10 +362,29 @@ def test_initial_anchors_quantiles_exemplars_cap(pool):
         select_initial_anchors(table, "pattern_99")
 
 
-def test_bucket_anchors(pool):
+def original_densify_loop(papers, pattern_id, hint, exclude, size=1.0, count=3):
+    """Independent reference for the original densify rule: plain lists and ``sorted``."""
+    centre = round(2 * hint) / 2
+    own = sorted((p for p in papers if p["pattern_id"] == pattern_id), key=lambda p: (p["score10"], p["paper_id"]))
+    inside = [p for p in own if centre - size / 2 <= p["score10"] <= centre + size / 2]
+    chosen = sorted(inside, key=lambda p: (-p["weight"], p["score10"], p["paper_id"]))[:count]
+    if len(chosen) < count:
+        rest = [p for p in own if p not in chosen]
+        chosen += sorted(rest, key=lambda p: (abs(p["score10"] - centre), -p["weight"]))[:count - len(chosen)]
+    return [p["paper_id"] for p in chosen if p["paper_id"] not in exclude]
+
+
+def test_bucket_anchors_match_a_plain_loop_over_the_pool(pool):
     table = pool.table()
-    got = select_bucket_anchors(table, 6.4, exclude=["P0001"], pattern_id="pattern_01")
-    assert len(got) == 3 and all(6.0 <= s < 7.0 for s in got["score10"]) and "P0001" not in set(got["paper_id"])
+    papers = table.to_dict("records")
+    checked = 0
+    for pattern in sorted(pool.exemplars):
+        present = list(select_initial_anchors(table, pattern, pool.exemplars[pattern])["paper_id"])
+        for hint in np.arange(1.0, 10.01, 0.23):
+            got = list(select_bucket_anchors(table, hint, present, pattern)["paper_id"])
+            assert got == original_densify_loop(papers, pattern, hint, set(present)), (pattern, hint)
+            checked += len(got)
+    assert checked > 100  # the comparison is not vacuous
 
 
 def test_pass_rule(pool):

@@ -35,6 +35,10 @@ _EXPORTS: dict[str, str] = {
     "make_suite": "mechaudit.perturb",
     "load_suite": "mechaudit.perturb",
     "write_suite": "mechaudit.perturb",
+    "suite_path": "mechaudit.perturb",
+    "available_suites": "mechaudit.perturb",
+    "load_rewrites": "mechaudit.reworded",
+    "reworded_suite": "mechaudit.reworded",
     # equivalence rules and their audit tables
     "Rule": "mechaudit.rules",
     "TfidfRule": "mechaudit.rules",
@@ -73,7 +77,7 @@ _EXPORTS: dict[str, str] = {
 #: Modules and subpackages reachable as attributes (``mechaudit.rules``) without an explicit import.
 _SUBMODULES = frozenset({
     "agreement", "backends", "divergence", "diversity", "engagement", "errors", "execution", "glue", "llm",
-    "outputs", "paper", "paths", "perturb", "plots", "render", "rules", "schema", "tau", "toy", "workflow",
+    "outputs", "paper", "paths", "perturb", "plots", "render", "reworded", "rules", "schema", "tau", "toy", "workflow",
 })
 
 __all__ = ["__version__", *_EXPORTS]

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pandas as pd
 from tqdm import tqdm
 
 from mechaudit.render import PLACEHOLDER, placeholders, render, swap_ids, templatize
@@ -54,6 +55,14 @@ KINDS = ("wording_only", "wording_chain", "first_step_swapped", "middle_step_swa
 MEANING_PRESERVING = ("wording_only", "wording_chain")
 #: kinds that swap one causal step for another entity of its type (a different mechanism)
 SWAP_KINDS = ("first_step_swapped", "middle_step_swapped")
+
+
+#: the perturbation suites a data folder may hold: name -> file name. ``template``: built by
+#: ``make_suite`` (swaps re-render the original's template); ``reworded``: every variant's statement
+#: and explanation written as a rewrite (``mechaudit.reworded``).
+SUITE_FILES = {"template": "perturbations.jsonl", "reworded": "perturbations_reworded.jsonl"}
+#: how the book names each suite in tables and figures
+SUITE_LABELS = {"template": "template-built suite", "reworded": "reworded suite"}
 
 
 class PerturbationError(ValueError):
@@ -88,8 +97,10 @@ def template_of(h: Hypothesis, vocabulary: Vocabulary | None = None) -> Template
                     explanations=[templatize(h.explanation, index)], chain=chain)
 
 
-def _variant(h: Hypothesis, kind: str, statement: str, explanation: str, chain: list[Step]
-             ) -> Hypothesis:
+def variant_hypothesis(h: Hypothesis, kind: str, statement: str, explanation: str, chain: list[Step]
+                       ) -> Hypothesis:
+    """``h`` with the variant's texts and chain: id ``"<id>~<kind>"``, the mechanism label kept only
+    by meaning-preserving kinds, ``near_duplicate_of`` set by swap kinds, no template."""
     mechanism = h.mechanism if kind in MEANING_PRESERVING else None
     return h.model_copy(update=dict(
         id=f"{h.id}~{kind}", statement=statement, explanation=explanation, chain=chain,
@@ -103,7 +114,9 @@ def _other_phrasing(t: Template, h: Hypothesis, rng: np.random.Generator) -> str
     return t.explanations[1 + int(rng.integers(len(t.explanations) - 1))]
 
 
-def _alias_names(ids: Iterable[str], vocab: Vocabulary, rng: np.random.Generator) -> dict[str, str]:
+def alias_names(ids: Iterable[str], vocab: Vocabulary, rng: np.random.Generator) -> dict[str, str]:
+    """Canonical names, with each of ``ids`` (sorted, once) replaced by one of its aliases drawn
+    from ``rng`` (an id without aliases keeps its name)."""
     names = vocab.canonical_names()
     for ident in sorted(set(ids)):
         aliases = vocab[ident].aliases
@@ -149,14 +162,13 @@ def perturb(h: Hypothesis, kind: str, rng: np.random.Generator,
     t = template_of(h, vocab)
     canonical = vocab.canonical_names()
     if kind == "wording_only":
-        return _variant(h, kind, h.statement, render(_other_phrasing(t, h, rng), canonical),
+        return variant_hypothesis(h, kind, h.statement, render(_other_phrasing(t, h, rng), canonical),
                         [s.model_copy() for s in h.chain])
     if kind == "wording_chain":
         phrasing = _other_phrasing(t, h, rng)
-        names = _alias_names(placeholders(phrasing) + [i for c in t.chain for i in placeholders(c)],
+        names = alias_names(placeholders(phrasing) + [i for c in t.chain for i in placeholders(c)],
                              vocab, rng)
-        chain = [Step(id=s.id, text=render(c, names)) for s, c in zip(h.chain, t.chain)]
-        return _variant(h, kind, h.statement, render(phrasing, names), chain)
+        return variant_hypothesis(h, kind, h.statement, render(phrasing, names), _render_chain(h, t, names))
     n = len(h.chain)
     positions = [0] if kind == "first_step_swapped" else list(range(1, n - 1))
     options = [(p, swap_candidates(h, p, vocab, prefer)) for p in positions]
@@ -165,10 +177,27 @@ def perturb(h: Hypothesis, kind: str, rng: np.random.Generator,
         raise PerturbationError(f"{h.id}: no same-type entity available for {kind}")
     position, candidates = options[int(rng.integers(len(options)))]
     old, new = h.chain[position].id, candidates[int(rng.integers(len(candidates)))]
-    chain = [Step(id=new if j == position else s.id, text=render(swap_ids(c, old, new), canonical))
-             for j, (s, c) in enumerate(zip(h.chain, t.chain))]
-    return _variant(h, kind, render(swap_ids(t.statement, old, new), canonical),
-                    render(swap_ids(t.explanations[0], old, new), canonical), chain)
+    return variant_hypothesis(h, kind, render(swap_ids(t.statement, old, new), canonical),
+                              render(swap_ids(t.explanations[0], old, new), canonical),
+                              swapped_chain(h, position, new, vocab))
+
+
+def _render_chain(h: Hypothesis, t: Template, names: dict[str, str]) -> list[Step]:
+    return [Step(id=s.id, text=render(c, names)) for s, c in zip(h.chain, t.chain)]
+
+
+def alias_chain(h: Hypothesis, vocab: Vocabulary, rng: np.random.Generator) -> list[Step]:
+    """``h.chain`` with every entity in the step texts written with an alias (``alias_names``)."""
+    t = template_of(h, vocab)
+    return _render_chain(h, t, alias_names([i for c in t.chain for i in placeholders(c)], vocab, rng))
+
+
+def swapped_chain(h: Hypothesis, position: int, new: str, vocab: Vocabulary) -> list[Step]:
+    """``h.chain`` with step ``position`` replaced by entity ``new`` (id and name; every other word
+    of the step texts kept, canonical names)."""
+    t, old = template_of(h, vocab), h.chain[position].id
+    return [Step(id=new if j == position else s.id, text=render(swap_ids(c, old, new), vocab.canonical_names()))
+            for j, (s, c) in enumerate(zip(h.chain, t.chain))]
 
 
 # ----------------------------------------------------------------------------------------------
@@ -183,6 +212,29 @@ def _skeleton(text: str, vocab: Vocabulary) -> str:
     """Text with entity names replaced by ``{ID}`` (caret-free), whitespace normalised."""
     return " ".join(PLACEHOLDER.sub(lambda m: "{" + m.group(2) + "}",
                                     templatize(text, vocab.index)).split())
+
+
+def masked(text: str, vocabulary: Vocabulary | None = None) -> str:
+    """``text`` with every entity name (canonical or alias) replaced by ``{}``, whitespace
+    normalised: two texts that differ only in which entities they name mask to the same string."""
+    return " ".join(PLACEHOLDER.sub("{}", templatize(text, _vocab(vocabulary).index)).split())
+
+
+def rerendered_fields(original: Hypothesis, variant: Hypothesis, vocabulary: Vocabulary | None = None
+                      ) -> list[str]:
+    """The prose fields (``statement``, ``explanation``) of ``variant`` equal to ``original``'s once
+    entity names are masked (``masked``): the fields a template re-render left as they were."""
+    return [name for name in ("statement", "explanation")
+            if masked(getattr(original, name), vocabulary) == masked(getattr(variant, name), vocabulary)]
+
+
+def rerender_share(pairs: Iterable[dict[str, Any]], vocabulary: Vocabulary | None = None) -> pd.Series:
+    """Per kind (``KINDS`` order, kinds present only), % of a suite's built variants whose statement
+    *and* explanation equal the original's once entity names are masked (a template re-render)."""
+    rows = [(p["kind"], len(rerendered_fields(p["original"], p["variant"], vocabulary)) == 2)
+            for p in pairs if p["variant"] is not None]
+    share = pd.DataFrame(rows, columns=["kind", "rerendered"]).groupby("kind")["rerendered"].mean() * 100.0
+    return share.reindex([k for k in KINDS if k in share.index]).rename("% re-rendered")
 
 
 def _fields(h: Hypothesis) -> list[tuple[str, str]]:
@@ -281,7 +333,8 @@ def check(original: Hypothesis, variant: Hypothesis, kind: str,
 # suites
 
 
-def _swap_info(original: Hypothesis, variant: Hypothesis | None) -> dict[str, Any] | None:
+def swap_info(original: Hypothesis, variant: Hypothesis | None) -> dict[str, Any] | None:
+    """``{position, from, to}`` of the first step id that differs; None without a variant or change."""
     if variant is None:
         return None
     for j, (a, b) in enumerate(zip(original.chain, variant.chain)):
@@ -346,7 +399,7 @@ def make_suite(hypotheses: Sequence[Hypothesis], kinds: Sequence[str] = KINDS, s
             variant, reason = None, str(exc)
         pairs.append({"kind": kind, "original": h, "variant": variant, "valid": reason is None,
                       "reason": reason,
-                      "swap": _swap_info(h, variant) if kind in SWAP_KINDS else None})
+                      "swap": swap_info(h, variant) if kind in SWAP_KINDS else None})
     return pairs
 
 
@@ -362,6 +415,29 @@ def write_suite(pairs: Iterable[dict[str, Any]], path: str | Path) -> None:
                    "variant": None if p["variant"] is None else p["variant"].model_dump(mode="json"),
                    "valid": bool(p["valid"]), "reason": p.get("reason"), "swap": p.get("swap")}
             fh.write(json.dumps(row, ensure_ascii=False) + "\n")
+
+
+def suite_path(data_dir: str | Path | None = None, suite: str = "template") -> Path:
+    """The file of ``suite`` (a key of ``SUITE_FILES``) in ``data_dir`` (default: the data folder)."""
+    if suite not in SUITE_FILES:
+        raise ValueError(f"unknown suite {suite!r}; expected one of {tuple(SUITE_FILES)}")
+    if data_dir is None:
+        from mechaudit.paths import data_path
+
+        return data_path(SUITE_FILES[suite])
+    return Path(data_dir) / SUITE_FILES[suite]
+
+
+def available_suites(data_dir: str | Path | None = None) -> list[str]:
+    """The suites whose file exists in ``data_dir`` (in ``SUITE_FILES`` order)."""
+    return [name for name in SUITE_FILES if suite_path(data_dir, name).is_file()]
+
+
+def load_pairs(data_dir: str | Path | None = None, suite: str = "template"
+               ) -> tuple[list[tuple[Hypothesis, Hypothesis]], list[str]]:
+    """The valid ``(original, variant)`` pairs of ``suite`` in ``data_dir`` and each pair's kind."""
+    kept = load_suite(suite_path(data_dir, suite), valid_only=True)
+    return [(p["original"], p["variant"]) for p in kept], [p["kind"] for p in kept]
 
 
 def load_suite(path: str | Path | None = None, valid_only: bool = False) -> list[dict[str, Any]]:
@@ -486,7 +562,9 @@ def _compact(fields: list[str]) -> list[str]:
     return rest + ([f"chain[{','.join(dict.fromkeys(steps))}]"] if steps else [])
 
 
-__all__ = ["KINDS", "MEANING_PRESERVING", "SWAP_KINDS", "PerturbationError", "check",
+__all__ = ["KINDS", "MEANING_PRESERVING", "SWAP_KINDS", "PerturbationError", "alias_chain", "alias_names", "check",
            "check_reason", "default_vocabulary", "describe_change", "instance_entities", "load_suite",
-           "make_suite", "pair_rng",
-           "perturb", "phrasing_similarity", "swap_candidates", "template_of", "text_changes", "write_suite"]
+           "make_suite", "masked", "pair_rng", "perturb", "phrasing_similarity", "rerender_share",
+           "rerendered_fields", "swap_candidates", "swap_info", "swapped_chain", "template_of", "text_changes",
+           "variant_hypothesis", "write_suite", "SUITE_FILES", "SUITE_LABELS", "suite_path", "available_suites",
+           "load_pairs"]

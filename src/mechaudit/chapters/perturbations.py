@@ -1,14 +1,19 @@
 """Chapter 05, controlled perturbations: which edits does each equivalence rule notice?
 
-One call per step of the chapter: ``setup`` (the benchmark and the valid perturbation pairs),
-``build_rules`` (TF-IDF, embeddings at the paper's and at a matched threshold, the reference judge),
-``judge_with_llm`` and ``judge_model_axis`` (the LLM-only steps; offline they return "not run"
-placeholders), ``percent_table``, ``findings`` (the numbers the prose quotes) and ``paper_rows``.
+One call per step of the chapter: ``setup`` (the benchmark and the valid pairs of one perturbation
+suite), ``build_rules`` (TF-IDF, embeddings at the paper's and at a matched threshold, the
+reference judge), ``audit_suite`` (every rule on one suite; the LLM judge through
+``judge_with_llm``, offline a "not run" placeholder), ``judge_model_axis`` (LLM only),
+``percent_table``, ``findings`` (the numbers the prose quotes) and ``paper_rows``. The chapter runs
+every suite of the data folder (``perturb.available_suites``: the template-built suite and, where
+it exists, the reworded one) and shows them side by side: ``percent_by_suite``,
+``similarity_long`` (for the figure), ``separation_by_suite``, ``conclusions`` and ``paper_table``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import os
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,9 +25,24 @@ from mechaudit.agreement import estimate_range, model_agreement, verdict_matrix
 from mechaudit.backends import Backend
 from mechaudit.chapters.status import LOCAL, headline_status
 from mechaudit.paths import cache_path
-from mechaudit.perturb import KINDS, MEANING_PRESERVING, load_suite, make_suite
+from mechaudit.perturb import (
+    KINDS,
+    MEANING_PRESERVING,
+    SUITE_LABELS,
+    load_suite,
+    make_suite,
+    rerender_share,
+    suite_path,
+)
 from mechaudit.rules import EmbeddingRule, LLMJudge, ReferenceJudge, TfidfRule, marginal_same_rate
-from mechaudit.rules.audit import percent_different, within_instance_pairs
+from mechaudit.rules.audit import (
+    decisions_table,
+    percent_different,
+    separation_table,
+    stack_suites,
+    suite_counts,
+    within_instance_pairs,
+)
 from mechaudit.rules.base import Pair, Rule
 from mechaudit.rules.llm_judge import judge_each_model, majority
 from mechaudit.schema import Benchmark, load_benchmark
@@ -43,17 +63,20 @@ class PerturbationSetup:
     kinds: list[str]
 
 
-def setup(data_dir: str | Path | None = None, *, regenerate_suite: bool = False, seed: int = 0) -> PerturbationSetup:
-    """Load the benchmark under ``data_dir`` (default: the shipped data) and its perturbation suite:
-    ``perturbations.jsonl`` of that folder, or a fresh suite from its hypotheses and vocabulary when
-    ``regenerate_suite``. Only pairs that pass the validity check are judged."""
+def setup(data_dir: str | Path | None = None, *, regenerate_suite: bool = False, seed: int = 0,
+          suite: str = "template") -> PerturbationSetup:
+    """Load the benchmark under ``data_dir`` (default: the shipped data) and one perturbation suite
+    of that folder (``suite``: ``"template"``, ``perturbations.jsonl``, or ``"reworded"``,
+    ``perturbations_reworded.jsonl``). With ``regenerate_suite`` the template suite is built afresh
+    from the hypotheses and vocabulary (the reworded suite is authored text and is always read).
+    Only pairs that pass the validity check are judged."""
     bench = load_benchmark(data_dir)
-    if regenerate_suite:
-        suite = make_suite(bench.hypotheses, seed=seed, vocabulary=bench.vocabulary)
+    if regenerate_suite and suite == "template":
+        built = make_suite(bench.hypotheses, seed=seed, vocabulary=bench.vocabulary)
     else:
-        suite = load_suite(None if data_dir is None else Path(data_dir) / "perturbations.jsonl")
-    kept = [p for p in suite if p["valid"]]
-    return PerturbationSetup(bench, suite, [(p["original"], p["variant"]) for p in kept], [p["kind"] for p in kept])
+        built = load_suite(suite_path(data_dir, suite))
+    kept = [p for p in built if p["valid"]]
+    return PerturbationSetup(bench, built, [(p["original"], p["variant"]) for p in kept], [p["kind"] for p in kept])
 
 
 @dataclass(frozen=True)
@@ -207,10 +230,11 @@ def findings(pooled: pd.DataFrame, sims: pd.DataFrame, kinds: Sequence[str], nam
 
 
 def headline(facts: dict[str, float | None]) -> dict[str, int | str]:
-    """The intro's values from ``findings``: % of first-step swaps judged different per rule, whole
-    numbers ("n/a" without such pairs; the LLM's "not run offline" when it did not run)."""
+    """The intro's values from ``findings``: % of first-step swaps judged different per rule (the
+    embedding rule at the paper's and at the matched threshold), whole numbers ("n/a" without such
+    pairs; the LLM's "not run offline" when it did not run)."""
     out: dict[str, int | str] = {}
-    for rule in ("tfidf", "embedding", "reference", "llm"):
+    for rule in ("tfidf", "embedding", "matched", "reference", "llm"):
         value = facts[f"fss_{rule}"]
         if value is None:
             out[rule] = "not run offline"
@@ -229,3 +253,128 @@ def similarity_summary(sims: pd.DataFrame, kinds: Sequence[str]) -> pd.DataFrame
     grouped = sims.assign(kind=list(kinds)).groupby("kind").agg(["mean", "min", "max"])
     return grouped.reindex([k for k in KINDS if k in grouped.index]).round(3)
 
+
+
+# ----------------------------------------------------------------------------------------------
+# every suite of the data folder, side by side
+
+
+@dataclass(frozen=True)
+class SuiteAudit:
+    """One suite's valid pairs through every rule: decisions (a bool column per rule; the LLM
+    column NA when it did not run), the LLM run, and each pair's cosine under TF-IDF and the
+    embedding rule (columns ``tfidf``, ``embedding``)."""
+
+    setup: PerturbationSetup
+    decisions: pd.DataFrame
+    llm: LLMDecisions
+    sims: pd.DataFrame
+
+    @property
+    def pct(self) -> pd.DataFrame:
+        """% judged different per kind (rows, ``KINDS`` order) and rule."""
+        return percent_different(self.decisions, kinds=self.setup.kinds, order=KINDS)
+
+    @property
+    def pooled(self) -> pd.DataFrame:
+        """``pooled_percent`` of the decisions (the paper's pooling of kinds)."""
+        return pooled_percent(self.decisions, self.setup.kinds)
+
+
+def audit_suite(s: PerturbationSetup, names: RuleSet, *, backend: str, model: str, rubric: str = "full",
+                orders: Sequence[str] = ("ab", "ab", "ba"), early_stop: bool = True,
+                cache_dir: str | None = None) -> SuiteAudit:
+    """Every rule of ``names`` and the LLM judge (``judge_with_llm``) on the valid pairs of ``s``."""
+    decisions = decisions_table(s.pairs, names.rules)
+    llm = judge_with_llm(s.pairs, s.bench.instances, backend=backend, model=model, rubric=rubric, orders=orders,
+                         early_stop=early_stop, cache_dir=cache_dir)
+    decisions[LLM_COLUMN] = llm.same
+    sims = pd.DataFrame({"tfidf": names.rules[names.tfidf].similarity(s.pairs),
+                         "embedding": names.rules[names.embedding].similarity(s.pairs)})
+    return SuiteAudit(s, decisions, llm, sims)
+
+
+def counts_by_suite(suites: Mapping[str, PerturbationSetup]) -> pd.DataFrame:
+    """Per suite (label) and kind: pairs built, kept and excluded by the check, and the % of
+    variants that re-render the original's wording (``perturb.rerender_share``)."""
+    return stack_suites({n: suite_counts([p["kind"] for p in s.suite], [p["valid"] for p in s.suite], order=KINDS)
+                         .join(rerender_share(s.suite, s.bench.vocabulary)) for n, s in suites.items()},
+                        SUITE_LABELS)
+
+
+def percent_by_suite(audits: Mapping[str, SuiteAudit], llm_run: bool) -> pd.DataFrame:
+    """``percent_table`` of every suite, stacked (rows: suite label, kind)."""
+    return stack_suites({n: percent_table(a.pct, a.setup.kinds, llm_run) for n, a in audits.items()}, SUITE_LABELS)
+
+
+def similarity_long(audits: Mapping[str, SuiteAudit]) -> pd.DataFrame:
+    """Every pair's cosine, long: columns suite (label), kind, rule (``tfidf``/``embedding``), cosine."""
+    frames = [a.sims.assign(kind=a.setup.kinds).melt(id_vars="kind", var_name="rule", value_name="cosine")
+              .assign(suite=SUITE_LABELS[n]) for n, a in audits.items()]
+    return pd.concat(frames, ignore_index=True)[["suite", "kind", "rule", "cosine"]]
+
+
+def separation_by_suite(audits: Mapping[str, SuiteAudit]) -> pd.DataFrame:
+    """``rules.audit.separation_table`` of every suite, stacked (rows: suite label, rule)."""
+    tables = {n: separation_table({r: a.sims[r].to_numpy() for r in a.sims},
+                                  np.array([k in MEANING_PRESERVING for k in a.setup.kinds]))
+              for n, a in audits.items()}
+    return stack_suites(tables, SUITE_LABELS)
+
+
+def thresholds_in_use(names: RuleSet) -> dict[str, dict[str, float]]:
+    """Per similarity rule, its thresholds with legend labels (the embedding rule has two: the
+    paper's and the rate-matched one), for ``plots.rules.cosine_strips``."""
+    tfidf = names.rules[names.tfidf].threshold
+    paper, matched = names.rules[names.embedding].threshold, names.rules[names.matched].threshold_
+    return {"tfidf": {f"threshold {tfidf:g} (paper)": tfidf},
+            "embedding": {f"{paper:g} (paper, Titan)": paper, f"{matched:.2f} (rate-matched)": matched}}
+
+
+def conclusions(audits: Mapping[str, SuiteAudit], names: RuleSet, separation: pd.DataFrame) -> pd.DataFrame:
+    """Four statements about the text rules, "yes" or "no" per suite (columns: suite labels), and
+    whether the answer changes with the suite (last column). ``separation``: ``separation_by_suite``."""
+    def statements(name: str, a: SuiteAudit) -> dict[str, bool]:
+        fss = a.pct.loc["first_step_swapped"]
+        sep = separation.loc[SUITE_LABELS[name]]
+        return {
+            "TF-IDF calls most first-step swaps the same mechanism": bool(fss[names.tfidf] < 50),
+            "embeddings at either threshold call most first-step swaps the same":
+                bool(max(fss[names.embedding], fss[names.matched]) < 50),
+            "swaps look more alike than rewordings to TF-IDF":
+                bool(sep.loc["tfidf", "rewording more similar (%)"] < 50),
+            "some threshold separates every swap from every rewording (TF-IDF or embeddings)":
+                bool((sep["separating thresholds"] != "none").any()),
+        }
+
+    table = pd.DataFrame({SUITE_LABELS[n]: statements(n, a) for n, a in audits.items()})
+    changes = table.nunique(axis=1) > 1
+    out = table.replace({True: "yes", False: "no"}).infer_objects()
+    if len(audits) > 1:
+        out["changes with the suite"] = changes.map({True: "yes", False: "no"})
+    return out.rename_axis("statement")
+
+
+def paper_table(audits: Mapping[str, SuiteAudit], names: RuleSet, *, backend: str, model: str) -> pd.DataFrame:
+    """The paper-vs-run table (``paper.compare`` of ``paper_rows``) with one column per suite in
+    place of "this run"."""
+    from mechaudit.paper import compare
+
+    tables = {n: compare(paper_rows(a.pooled, names, backend=backend, model=model)) for n, a in audits.items()}
+    first = next(iter(tables))
+    out = tables[first].rename(columns={"this run": SUITE_LABELS[first]})
+    for k, (name, table) in enumerate(list(tables.items())[1:], start=2):
+        out.insert(k, SUITE_LABELS[name], table["this run"].to_numpy())
+    if "note" in out.columns:
+        out["note"] = [_joined(list(notes)) for notes in zip(*(t["note"] for t in tables.values()))]
+    return out
+
+
+def _joined(notes: list[str]) -> str:
+    """One note for several suites: the note if all agree, else their common start once and the
+    differing ends joined by " / " ("matched: 7.5" and "matched: 11.2" -> "matched: 7.5 / 11.2")."""
+    if len(set(notes)) == 1:
+        return notes[0]
+    head = os.path.commonprefix(notes)
+    head = head[:head.rfind(" ") + 1]
+    return head + " / ".join(n[len(head):] for n in notes)

@@ -1,7 +1,8 @@
 """Chapter 07, sensitivity: thresholds, agreement between rules, and the stability of the LLM judge.
 
-One call per step: ``setup`` (pairs, rules and threshold grids), ``suite_sweep`` and ``separation``
-(the perturbation suite), ``fixed_decisions`` (the methods at the paper's thresholds; with an LLM
+One call per step: ``setup`` (pairs, rules and threshold grids), ``suites_of``, ``sweep_by_suite``
+and ``separation_by_suite`` (every perturbation suite of the data folder, side by side;
+``suite_sweep`` and ``separation`` do one), ``fixed_decisions`` (the methods at the paper's thresholds; with an LLM
 backend the judge joins), ``agreement_sweep``, ``agreement_at_thresholds`` and ``best_agreement``
 (the committed-set pairs), ``stability_check`` and ``model_ranges`` (the judge's stability; offline
 the deterministic rules' check), ``three_methods``, ``headline`` and ``paper_rows``.
@@ -30,9 +31,15 @@ from mechaudit.agreement import (
 from mechaudit.backends import Backend
 from mechaudit.chapters.status import REFERENCE_JUDGE, headline_status
 from mechaudit.paths import cache_path
-from mechaudit.perturb import MEANING_PRESERVING, load_suite
+from mechaudit.perturb import MEANING_PRESERVING, SUITE_LABELS, available_suites, load_pairs
 from mechaudit.rules import EmbeddingRule, LLMJudge, ReferenceJudge, TfidfRule
-from mechaudit.rules.audit import subsample_pairs, sweep_percent_different, within_instance_pairs
+from mechaudit.rules.audit import (
+    separation_table,
+    stack_suites,
+    subsample_pairs,
+    sweep_percent_different,
+    within_instance_pairs,
+)
 from mechaudit.rules.base import Pair
 from mechaudit.rules.llm_judge import judge_each_model, majority, stability
 from mechaudit.schema import Benchmark, load_benchmark
@@ -90,13 +97,14 @@ class SensitivitySetup:
 
 def setup(data_dir: str | Path | None = None, *, tfidf_sweep=(0.05, 0.95, 19), embedding_sweep=(0.5, 0.98, 25),
           tfidf_threshold: float = 0.25, embedding_threshold: float = 0.77, embedding_model: str | None = None,
-          embedding_cache: bool = True, reference_rubric: str = "full") -> SensitivitySetup:
-    """Load the benchmark and valid suite under ``data_dir`` (default: shipped) and build the rules."""
+          embedding_cache: bool = True, reference_rubric: str = "full", suite: str = "template") -> SensitivitySetup:
+    """Load the benchmark and the valid pairs of perturbation ``suite`` under ``data_dir`` (default:
+    shipped) and build the rules."""
     bench = load_benchmark(data_dir)
-    suite = load_suite(None if data_dir is None else Path(data_dir) / "perturbations.jsonl", valid_only=True)
+    pairs, kinds = load_pairs(data_dir, suite)
     embedding = EmbeddingRule(model=embedding_model, threshold=embedding_threshold,
                               cache_dir=cache_path("embedding_cache") if embedding_cache else None)
-    return SensitivitySetup(bench, [(p["original"], p["variant"]) for p in suite], [p["kind"] for p in suite],
+    return SensitivitySetup(bench, pairs, kinds,
                             within_instance_pairs(bench.hypotheses), TfidfRule(threshold=tfidf_threshold),
                             embedding, ReferenceJudge(reference_rubric),
                             {"tfidf": grid(tfidf_sweep), "embedding": grid(embedding_sweep)})
@@ -121,23 +129,40 @@ def separation(sims: Mapping[str, np.ndarray], preserving: np.ndarray, grids: Ma
     Returns the table (indexed by rule) and facts for the prose per rule: mean and extreme
     similarities, and the lowest grid threshold calling half the swaps different (``half_threshold``,
     or "none on the grid") with the % of meaning-preserving pairs it calls different (``half_mp_pct``)."""
-    rows, facts = {}, {}
+    table = separation_table(sims, preserving)
+    facts: dict[str, float | str] = {}
     for rule, sim in sims.items():
-        interval = complete_agreement_interval(sim, preserving)
-        between = "none" if interval is None else f"({interval[0]:.3f}, {interval[1]:.3f}]"
-        rows[rule] = {"separating thresholds": between,
-                      "lowest, meaning-preserving": round(float(sim[preserving].min()), 3),
-                      "highest, swapped": round(float(sim[~preserving].max()), 3)}
         half = [t for t in grids[rule] if (sim[~preserving] < t).mean() >= 0.5]
         facts.update({f"{rule}_mean_sim_mp": float(sim[preserving].mean()),
                       f"{rule}_mean_sim_swapped": float(sim[~preserving].mean()),
                       f"{rule}_min_sim_mp": float(sim[preserving].min()),
                       f"{rule}_max_sim_swapped": float(sim[~preserving].max()),
+                      f"{rule}_rewording_more_similar_pct": float(table.loc[rule, "rewording more similar (%)"]),
                       f"{rule}_half_threshold": float(half[0]) if half else "none on the grid",
                       f"{rule}_half_mp_pct": 100 * float((sim[preserving] < half[0]).mean()) if half else float("nan")})
-    table = pd.DataFrame.from_dict(rows, orient="index").rename_axis("rule")
     facts["n_separating"] = int((table["separating thresholds"] != "none").sum())
     return table, facts
+
+
+def suites_of(data_dir: str | Path | None = None) -> dict[str, tuple[list[Pair], list[str]]]:
+    """Every perturbation suite of ``data_dir`` (``perturb.available_suites``): name -> its valid
+    pairs and their kinds."""
+    return {name: load_pairs(data_dir, name) for name in available_suites(data_dir)}
+
+
+def sweep_by_suite(sims: Mapping[str, Mapping[str, np.ndarray]], grids: Mapping[str, np.ndarray],
+                   kinds: Mapping[str, Sequence[str]]) -> pd.DataFrame:
+    """``suite_sweep`` of every suite (``sims``: suite -> rule -> cosines; ``kinds``: suite -> kinds),
+    stacked with the suite's label in a ``suite`` column."""
+    return pd.concat([suite_sweep(sims[n], grids, kinds[n]).assign(suite=SUITE_LABELS[n]) for n in sims],
+                     ignore_index=True)
+
+
+def separation_by_suite(sims: Mapping[str, Mapping[str, np.ndarray]], kinds: Mapping[str, Sequence[str]],
+                        grids: Mapping[str, np.ndarray]) -> tuple[pd.DataFrame, dict[str, dict[str, float | str]]]:
+    """``separation`` of every suite: the tables stacked (rows: suite label, rule) and the facts per suite name."""
+    out = {n: separation(sims[n], np.array([k in MEANING_PRESERVING for k in kinds[n]]), grids) for n in sims}
+    return stack_suites({n: table for n, (table, _) in out.items()}, SUITE_LABELS), {n: f for n, (_, f) in out.items()}
 
 
 @dataclass(frozen=True)
@@ -253,6 +278,18 @@ def three_methods(fixed: FixedMethods) -> pd.DataFrame:
     """Agreement between TF-IDF, embeddings and the third method at the fixed thresholds (the
     paper's three-method range)."""
     return agreement_table({k: fixed.decisions[k] for k in (fixed.tfidf, fixed.embedding, fixed.third)})
+
+
+def separating_sentence(n_separating: int, n_rules: int = 2) -> str:
+    """How many similarity rules have a threshold that separates the kinds, as words ("no rule has a
+    separating threshold", "one of the two rules has one", "both rules have one")."""
+    if n_separating == 0:
+        return "no rule has a separating threshold"
+    if n_separating == n_rules:
+        return "both rules have one" if n_rules == 2 else f"all {n_rules} rules have one"
+    if n_separating == 1:
+        return f"one of the {n_rules} rules has one"
+    return f"{n_separating} of the {n_rules} rules have one"
 
 
 def complete_agreement_sentence(n_possible: int, n_combinations: int) -> str:

@@ -12,6 +12,7 @@ a documented random model, not a language model.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -112,10 +113,30 @@ def summary_display(summary: pd.DataFrame) -> pd.DataFrame:
     return out.round(2)
 
 
+def percent_or_none(pct: float, digits: int = 0) -> str:
+    """A share for a sentence: "none" when it rounds to 0, else e.g. "12 %"."""
+    text = f"{pct:.{digits}f}"
+    return "none" if float(text) == 0 else f"{text} %"
+
+
+def _gap_words(label: str) -> str:
+    """Words for an outer gap bin of :func:`mechaudit.tau.studies.saturation_table`:
+    "(-10.0, -1.0]" -> "1 point or more below", "(1.0, 10.0]" -> "more than 1 point above"."""
+    low, high = (float(x) for x in re.findall(r"-?\d+(?:\.\d+)?", label))
+    if high <= 0:
+        return f"{abs(high):g} point{'' if abs(high) == 1 else 's'} or more below"
+    return f"more than {low:g} point{'' if low == 1 else 's'} above"
+
+
 def saturation_facts(saturation: pd.DataFrame) -> dict[str, Any]:
-    """% stuck at 10 in the lowest and highest bin of :func:`mechaudit.tau.studies.saturation_table`."""
-    return {"below_pct": 100 * float(saturation["saturated_high"].iloc[0]), "below_bin": saturation.index[0],
-            "above_pct": 100 * float(saturation["saturated_high"].iloc[-1]), "above_bin": saturation.index[-1]}
+    """% stuck at 10 in the lowest and highest bin of :func:`mechaudit.tau.studies.saturation_table`,
+    and a sentence saying so in words (``sentence``)."""
+    below, above = (100 * float(saturation["saturated_high"].iloc[k]) for k in (0, -1))
+    stuck = {pct: "none is" if percent_or_none(pct) == "none" else f"{pct:.0f} % are" for pct in (below, above)}
+    sentence = (f"Of the stories whose true score lies {_gap_words(saturation.index[0])} the highest anchor, "
+                f"{stuck[below]} stuck at 10; of those {_gap_words(saturation.index[-1])} it, {stuck[above]}.")
+    return {"below_pct": below, "below_bin": saturation.index[0], "above_pct": above,
+            "above_bin": saturation.index[-1], "sentence": sentence}
 
 
 def saturation_display(saturation: pd.DataFrame) -> pd.DataFrame:
@@ -138,6 +159,17 @@ def scale_facts(scale_effect: pd.DataFrame) -> dict[str, float]:
             "profile_width_min": float(scale_effect["profile_width"].min()),
             "profile_width_max": float(scale_effect["profile_width"].max()),
             "profile_cov": float(scale_effect["profile_coverage"].iloc[0])}
+
+
+def scale_sentences(facts: Mapping[str, float]) -> dict[str, str]:
+    """Two sentences from :func:`scale_facts` in words: whether any score moves under rescaling
+    (``moved``), and the Kish interval's width, one value when it does not change (``kish_width``)."""
+    changed = facts["score_changed_max"]
+    moved = ("No score moves when all weights are multiplied by the same factor" if changed == 0 else
+             f"At most {100 * changed:.1f} % of the scores move when all weights are multiplied by the same factor")
+    low, high = (f"{facts[k]:.2f}" for k in ("profile_width_min", "profile_width_max"))
+    width = (f"is {low} points whatever the factor" if low == high else f"stays between {low} and {high} points")
+    return {"moved": moved, "kish_width": width}
 
 
 def scale_display(scale_effect: pd.DataFrame) -> pd.DataFrame:
@@ -167,17 +199,60 @@ def trigger_display(triggers: pd.DataFrame) -> pd.DataFrame:
     return out.round(1)
 
 
-def densify_effect(reviews: pd.DataFrame, reviews_first: pd.DataFrame) -> pd.DataFrame:
-    """MAE, RMSE, coverage of both intervals and % saturated, with the second round and without
-    (unrounded; round for display)."""
-    both = pd.concat({"with densify": studies.recovery_summary(reviews).loc["all"],
-                      "first round only": studies.recovery_summary(reviews_first).loc["all"]}, axis=1)
-    rows = {"mae": "MAE", "rmse": "RMSE", "band_coverage": "1.92 band coverage",
-            "profile_coverage": "Kish coverage", "saturated_share": "% saturated"}
-    out = both.loc[list(rows)].rename(index=rows)
-    out.loc["% saturated"] *= 100
+#: Column labels of the densify comparison (keys of :func:`mechaudit.tau.studies.densify_comparison`).
+DENSIFY_LABELS = {studies.FIRST_ROUND: "first round only", "original": "original (default)",
+                  "fill": "fill", "floor": "floor (book's first version)"}
+#: First-round mean scores from here up have their densify bucket centred on 10.
+TOP_HINT = 9.75
+
+
+def densify_effect(runs: Mapping[str, pd.DataFrame], top_hint: float = TOP_HINT) -> pd.DataFrame:
+    """One column per run of :func:`mechaudit.tau.studies.densify_comparison` (tables only),
+    labelled by :data:`DENSIFY_LABELS`: MAE and RMSE (score points), coverage of both intervals,
+    % saturated, anchors added per story, and for the stories whose first-round mean score is at
+    least ``top_hint`` their % saturated and anchors added. Unrounded; round for display."""
+    hints = studies.first_round_hints(runs[studies.FIRST_ROUND])
+    top = set(hints.index[hints >= top_hint])
+    columns = {}
+    for run, table in runs.items():
+        summary = studies.recovery_summary(table).loc["all"]
+        added = table.groupby("story")["n_extra"].first()
+        at_top = table[table["story"].isin(top)]
+        columns[DENSIFY_LABELS.get(run, run)] = {
+            "MAE (score points)": summary["mae"], "RMSE (score points)": summary["rmse"],
+            "1.92 band coverage": summary["band_coverage"], "Kish coverage": summary["profile_coverage"],
+            "% saturated": 100 * summary["saturated_share"], "anchors added per story": added.mean(),
+            f"% saturated, first round ≥ {top_hint:g}": 100 * at_top["saturated"].mean(),
+            f"anchors added, first round ≥ {top_hint:g}": added.loc[sorted(top)].mean(),
+        }
+    out = pd.DataFrame(columns)
     out.index.name = "all roles"
     return out
+
+
+def densify_display(effect: pd.DataFrame) -> pd.DataFrame:
+    """:func:`densify_effect` as text cells: score points and coverage to 2 decimals, percentages to 1."""
+    out = effect.astype(object)
+    for row in effect.index:
+        digits = 1 if row.startswith("%") else 2
+        out.loc[row] = [f"{v:.{digits}f}" for v in effect.loc[row]]
+    return out
+
+
+def densify_facts(effect: pd.DataFrame, runs: Mapping[str, pd.DataFrame],
+                  top_hint: float = TOP_HINT) -> dict[str, float]:
+    """Numbers of :func:`densify_effect` for the prose, keyed ``<measure>_<run>`` with measure
+    ``mae``, ``sat_pct``, ``added``, ``top_sat_pct`` or ``top_added`` and run ``first``,
+    ``original``, ``fill`` or ``floor``; plus ``top_n`` (stories with a first-round mean of at least
+    ``top_hint``) and ``top_hint``."""
+    rows = {"mae": "MAE (score points)", "sat_pct": "% saturated", "added": "anchors added per story",
+            "top_sat_pct": f"% saturated, first round ≥ {top_hint:g}",
+            "top_added": f"anchors added, first round ≥ {top_hint:g}"}
+    names = {studies.FIRST_ROUND: "first", "original": "original", "fill": "fill", "floor": "floor"}
+    facts = {f"{measure}_{names[run]}": float(effect.loc[row, DENSIFY_LABELS[run]])
+             for run in runs if run in names for measure, row in rows.items()}
+    hints = studies.first_round_hints(runs[studies.FIRST_ROUND])
+    return facts | {"top_n": int((hints >= top_hint).sum()), "top_hint": top_hint}
 
 
 def tie_facts(ties: pd.DataFrame) -> dict[str, float]:
@@ -260,8 +335,13 @@ def score_misspec_display(score_table: pd.DataFrame) -> pd.DataFrame:
     return out.round(2)
 
 
+#: How each densify mode picks the second round's anchors, in a few words.
+DENSIFY_RULES = {"original": "own pattern, centred bucket", "fill": "centred bucket, any pattern",
+                 "floor": "bucket [k, k+1), any pattern"}
+
+
 def original_settings(recovery: pd.DataFrame, misspec: pd.DataFrame, rounds_first: Sequence[Mapping[str, Any]],
-                      n_pairs: int) -> pd.DataFrame:
+                      n_pairs: int, densify_mode: str = "original") -> pd.DataFrame:
     """The original method's settings (Idea2Paper review doc) beside this run's, indexed by quantity;
     "not reported" where the original gives no number."""
     within = float((recovery["rel_error"].abs() < TOLERANCE).mean())
@@ -277,6 +357,7 @@ def original_settings(recovery: pd.DataFrame, misspec: pd.DataFrame, rounds_firs
         "fits within 10 % of true τ": ("not reported", round(within, 3), "simulated; true by construction"),
         f"τ, judge sees quality (true {t_lo:g})": ("not reported", round(float(quality_lo), 3), "simulated judge, mle"),
         "loss trigger rate (0.05)": ("not reported", round(loss_rate, 3), "simulated judge"),
+        "densify anchors": (DENSIFY_RULES["original"], DENSIFY_RULES[densify_mode], f"densify_mode {densify_mode}"),
     }).rename(columns={"original method": "original"})
     return table.set_index("quantity").astype(str)
 

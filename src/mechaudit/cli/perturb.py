@@ -1,5 +1,9 @@
 """``mechaudit perturb``: build a controlled perturbation suite from a hypotheses file.
 
+Without ``--reworded`` the variants are generated from the hypotheses' templates (the
+template-built suite); with ``--reworded FILE`` they are read from an authoring file of written
+rewrites (``mechaudit.reworded``; the book's is ``data/perturbations_reworded.yaml``).
+
 Writes JSONL, one pair a line: ``{"kind", "original", "variant", "valid", "reason", "swap"}``;
 every variant is gated by ``mechaudit.perturb.check`` and a failing one is kept with
 ``"valid": false``. Prints kept / excluded counts per kind as JSON to stdout. The same seed and
@@ -30,6 +34,8 @@ def register(subparsers: Any) -> None:
     p.add_argument("--kinds", nargs="+", choices=KINDS, default=list(KINDS),
                    help="perturbation kinds (default: all four)")
     p.add_argument("--seed", type=int, default=0, help="random seed (default: %(default)s)")
+    p.add_argument("--reworded", type=Path, default=None, metavar="FILE",
+                   help="authoring file (YAML) of rewritten variants: build the reworded suite from it")
     p.add_argument("--out", type=Path, required=True, help="output suite JSONL")
     p.set_defaults(func=run)
 
@@ -48,7 +54,13 @@ def run(args: argparse.Namespace) -> int:
     hyps = load_hypotheses(args.hypotheses, vocabulary=vocab)
     if not hyps:
         warn("no hypotheses: the suite is empty", file=args.hypotheses or data_path("hypotheses.jsonl"))
-    pairs = make_suite(hyps, kinds=args.kinds, seed=args.seed, vocabulary=vocab)
+    if args.reworded is not None:
+        from mechaudit.reworded import load_rewrites, reworded_suite
+
+        pairs = [p for p in reworded_suite(hyps, load_rewrites(args.reworded), vocab, seed=args.seed)
+                 if p["kind"] in args.kinds]
+    else:
+        pairs = make_suite(hyps, kinds=args.kinds, seed=args.seed, vocabulary=vocab)
     try:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         write_suite(pairs, args.out)

@@ -134,12 +134,17 @@ def _bench(p: Mapping[str, Any]):
     return load_benchmark(p.get("data_dir"))
 
 
-def _suite(p: Mapping[str, Any]) -> list[tuple]:
-    from mechaudit.perturb import load_suite
+def _suite(p: Mapping[str, Any], suite: str = "template") -> list[tuple]:
+    from mechaudit.perturb import load_pairs
 
-    data_dir = p.get("data_dir")
-    suite = load_suite(None if data_dir is None else Path(data_dir) / "perturbations.jsonl", valid_only=True)
-    return [(x["original"], x["variant"]) for x in suite]
+    return load_pairs(p.get("data_dir"), suite)[0]
+
+
+def _suites(p: Mapping[str, Any]) -> dict[str, list[tuple]]:
+    """The valid pairs of every perturbation suite of the data folder (chapter 05 judges each)."""
+    from mechaudit.perturb import available_suites
+
+    return {name: _suite(p, name) for name in available_suites(p.get("data_dir"))}
 
 
 def _judge(rubric: str, model: str, orders, instances):
@@ -178,12 +183,14 @@ def judge_planned(judge, pairs, stage: str, early_stop: bool, exact: bool = True
 
 
 def plan_05(p: Mapping[str, Any]) -> list[Planned]:
-    """Chapter 05: the LLM judge on every valid perturbation pair, once per order."""
-    bench, pairs = _bench(p), _suite(p)
+    """Chapter 05: the LLM judge on every valid pair of every perturbation suite, once per order."""
+    bench, suites = _bench(p), _suites(p)
     out = []
     for model in _judge_models(p):
         judge = _judge(p["judge_rubric"], model, p["judge_orders"], bench.instances)
-        out += judge_planned(judge, pairs, f"judge {model} ({p['judge_rubric']})", bool(p.get("judge_early_stop")))
+        for suite, pairs in suites.items():
+            out += judge_planned(judge, pairs, f"judge {model} ({p['judge_rubric']}, {suite} suite)",
+                                 bool(p.get("judge_early_stop")))
     return out
 
 

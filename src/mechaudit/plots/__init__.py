@@ -6,7 +6,7 @@ them, and returns a matplotlib Figure whose caption names that backend.
 
 from mechaudit.plots.problem import divergence_heatmaps
 from mechaudit.plots.rubric import rubric_bars
-from mechaudit.plots.rules import agreement_vs_threshold, perturbation_bars, threshold_sweep_lines
+from mechaudit.plots.rules import agreement_vs_threshold, cosine_strips, threshold_sweep_lines
 from mechaudit.plots.style import PALETTE, backend_caption, new_figure
 from mechaudit.plots.tau import (
     loss_band_plot,
@@ -28,12 +28,12 @@ __all__ = [
     "agreement_vs_threshold",
     "backend_caption",
     "cluster_count_figure",
+    "cosine_strips",
     "critique_depth_figure",
     "divergence_heatmaps",
     "engagement_figure",
     "loss_band_plot",
     "new_figure",
-    "perturbation_bars",
     "rubric_bars",
     "rule_comparison_figure",
     "score_recovery_plot",

@@ -58,42 +58,93 @@ def _grouped_bars(ax, pct: pd.DataFrame, paper: pd.DataFrame | None, hatch_of=No
     return ax.get_legend_handles_labels()[0] + not_run
 
 
-def perturbation_bars(pct: pd.DataFrame, paper: pd.DataFrame | None, backend: str, extra: str = ""):
-    """% judged different per perturbation kind (rows) and rule (columns); paper values as diamonds.
+#: Kinds of perturbation in words, for axis labels (the first two keep the mechanism).
+KIND_LABELS = {"wording_only": "wording only", "wording_chain": "wording + chain",
+               "first_step_swapped": "first step swapped", "middle_step_swapped": "middle step swapped"}
+#: Similarity rules in words, for panel titles and axis labels.
+RULE_LABELS = {"tfidf": "TF-IDF", "embedding": "embeddings (all-MiniLM-L6-v2)"}
+#: Colour and marker per perturbation suite (at most two suites per figure).
+SUITE_STYLES = [("#0072B2", "o"), ("#D55E00", "D")]
+#: Line style per threshold of one rule (the first is the paper's value).
+THRESHOLD_STYLES = ["--", ":"]
 
-    ``pct``: DataFrame indexed by kind, one column per rule, values in percent (NaN = not run).
-    ``paper``: the paper's values in the same layout (columns it has), or None.
+
+def cosine_strips(sims: pd.DataFrame, thresholds: dict[str, dict[str, float]], backend: str, extra: str = "",
+                  seed: int = 0):
+    """Cosine of every perturbation pair, per kind (rows) and suite (colour), one panel per rule,
+    with each rule's thresholds as vertical lines labelled above the panel; a short black bar marks
+    each strip's median. Pairs left of a threshold are the ones that rule calls different.
+
+    ``sims``: long DataFrame with columns suite (label), kind, rule (``tfidf``/``embedding``),
+    cosine. ``thresholds``: rule -> {label: threshold}, at most two per rule. Points are jittered
+    vertically with ``default_rng(seed)``. One legend (the suites) above the panels.
     """
-    fig, ax = new_figure(width=7.0, height=4.0)
-    handles = _grouped_bars(ax, pct, paper, hatch_of=lambda m: "//" if "matched" in m else None)
-    legend_outside(ax, where="below", handles=handles, fontsize=8, ncols=3)
+    rules = [r for r in RULE_LABELS if r in set(sims["rule"])]
+    suites = list(dict.fromkeys(sims["suite"]))[:len(SUITE_STYLES)]
+    kinds = [k for k in KIND_LABELS if k in set(sims["kind"])]
+    fig, axes = new_figure(ncols=len(rules), width=7.0, height=1.4 + 0.75 * len(kinds), sharey=True)
+    axes = np.atleast_1d(axes)
+    rng = np.random.default_rng(seed)
+    offsets = np.linspace(-0.18, 0.18, len(suites)) if len(suites) > 1 else np.zeros(1)
+    for ax, rule in zip(axes, rules):
+        part = sims[sims["rule"] == rule]
+        for (colour, marker), suite, dy in zip(SUITE_STYLES, suites, offsets):
+            for row, kind in enumerate(kinds):
+                x = part.loc[(part["suite"] == suite) & (part["kind"] == kind), "cosine"].to_numpy()
+                ax.scatter(x, row + dy + rng.uniform(-0.07, 0.07, len(x)), s=9, color=colour, marker=marker,
+                           alpha=0.55, linewidths=0, label=suite if (row == 0 and ax is axes[0]) else None)
+                if len(x):
+                    ax.plot([np.median(x)] * 2, [row + dy - 0.13, row + dy + 0.13], color="black", lw=1.5)
+        lines = thresholds.get(rule, {})
+        for k, (style, (label, value)) in enumerate(zip(THRESHOLD_STYLES, lines.items())):
+            ax.axvline(value, color=PALETTE["paper"], ls=style, lw=1.2)
+            ax.annotate(label, xy=(value, 1.0), xycoords=("data", "axes fraction"), xytext=(-3 if k == 0 else 3, 2),
+                        textcoords="offset points", ha="right" if k == 0 else "left", va="bottom", fontsize=7,
+                        color=PALETTE["paper"])
+        n_kept = sum(k in ("wording_only", "wording_chain") for k in kinds)
+        if 0 < n_kept < len(kinds):  # a line between the kinds that keep and those that change the mechanism
+            ax.axhline(n_kept - 0.5, color=PALETTE["muted"], lw=0.8)
+        low = min([float(part["cosine"].min()), *lines.values()])
+        ax.set_xlim(max(0.0, low - 0.05) if rule == "embedding" else 0.0, 1.0)
+        ax.set_title(RULE_LABELS[rule], pad=14)
+        ax.set_xlabel("cosine similarity to the original")
+    axes[0].set_yticks(range(len(kinds)), [KIND_LABELS[k] for k in kinds])
+    axes[0].set_ylim(len(kinds) - 0.5, -0.5)
+    fig.legend(loc="outside upper center", ncols=len(suites), fontsize=8, markerscale=2)
     backend_caption(fig, backend, extra)
     return fig
 
 
 def threshold_sweep_lines(sweep: pd.DataFrame, paper_thresholds: dict[str, float], backend: str, extra: str = ""):
-    """% judged different vs threshold, one panel per rule, one line per perturbation kind.
+    """% judged different vs threshold: one panel per rule (columns) and, when ``sweep`` has a
+    ``suite`` column, per perturbation suite (rows); one line per perturbation kind.
 
-    ``sweep``: long DataFrame with columns rule, threshold, kind, pct_different.
-    ``paper_thresholds``: rule -> the threshold in use, by default the paper's (dashed vertical line).
+    ``sweep``: long DataFrame with columns rule, threshold, kind, pct_different (and optionally
+    suite, its label). ``paper_thresholds``: rule -> the threshold in use, by default the paper's
+    (dashed vertical line, named in the caption). One legend for the figure: the kinds.
     """
+    if "suite" not in sweep.columns:
+        sweep = sweep.assign(suite="")
     rules = list(dict.fromkeys(sweep["rule"]))
-    fig, axes = new_figure(ncols=len(rules), width=min(7.0, 3.0 * len(rules) + 1.4), height=3.4, sharey=True)
-    axes = np.atleast_1d(axes)
-    for ax, rule in zip(axes, rules):
-        part = sweep[sweep["rule"] == rule]
-        for k, kind in enumerate(dict.fromkeys(part["kind"])):
-            line = part[part["kind"] == kind]
-            marker, style, size = SERIES_STYLES[k % len(SERIES_STYLES)]
-            ax.plot(line["threshold"], line["pct_different"], marker=marker, ls=style, ms=size, lw=1.2,
-                    color=KIND_COLOURS[k % len(KIND_COLOURS)], label=str(kind).replace("_", " "), zorder=2 + k)
-        if rule in paper_thresholds:
-            ax.axvline(paper_thresholds[rule], color=PALETTE["paper"], ls="--", lw=1, label="threshold in use")
-        ax.set_title(rule)
-        ax.set_xlabel("threshold (cosine)")
-        ax.set_ylim(-3, 103)
-    axes[0].set_ylabel("% judged different")
-    legend_outside(axes[-1], where="right", fontsize=8)
+    suites = list(dict.fromkeys(sweep["suite"]))
+    fig, axes = new_figure(ncols=len(rules), nrows=len(suites), width=min(7.0, 3.0 * len(rules) + 1.4),
+                           height=0.8 + 2.6 * len(suites), sharey=True, squeeze=False)
+    for row, suite in zip(axes, suites):
+        for ax, rule in zip(row, rules):
+            part = sweep[(sweep["rule"] == rule) & (sweep["suite"] == suite)]
+            for k, kind in enumerate(dict.fromkeys(part["kind"])):
+                line = part[part["kind"] == kind]
+                marker, style, size = SERIES_STYLES[k % len(SERIES_STYLES)]
+                ax.plot(line["threshold"], line["pct_different"], marker=marker, ls=style, ms=size, lw=1.2,
+                        color=KIND_COLOURS[k % len(KIND_COLOURS)], zorder=2 + k,
+                        label=KIND_LABELS.get(kind, str(kind)) if ax is axes[0, 0] else None)
+            if rule in paper_thresholds:
+                ax.axvline(paper_thresholds[rule], color=PALETTE["paper"], ls="--", lw=1)
+            ax.set_title("\n".join(t for t in (RULE_LABELS.get(rule, rule).split(" (")[0], suite) if t), fontsize=10)
+            ax.set_xlabel("threshold (cosine)")
+            ax.set_ylim(-3, 103)
+        row[0].set_ylabel("% judged different")
+    fig.legend(loc="outside upper center", ncols=min(4, len(set(sweep["kind"]))), fontsize=8)
     backend_caption(fig, backend, extra)
     return fig
 

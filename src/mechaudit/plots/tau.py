@@ -26,9 +26,9 @@ def tau_recovery_plot(recovery: pd.DataFrame, backend: str, width: float = 6.4, 
         offset = (k - 0.5) * 0.02 * taus.max()
         ax.scatter(g["true_tau"] + offset, g["tau_hat"], s=14, alpha=0.7, color=METHOD_COLOURS.get(method),
                    label=f"fitted ({method})")
-    ax.set_xlabel("true tau of the simulated judge")
-    ax.set_ylabel("fitted tau")
-    legend_outside(ax, "right", fontsize=8, frameon=False)
+    ax.set_xlabel("true τ of the simulated judge (score points)")
+    ax.set_ylabel("fitted τ (score points)")
+    legend_outside(ax, "right", fontsize=9, frameon=False)
     backend_caption(fig, backend, SIM_NOTE)
     return fig
 
@@ -43,32 +43,50 @@ def score_recovery_plot(reviews: pd.DataFrame, backend: str, width: float = 6.4,
         err = np.vstack([g["score"] - g["ci_low"], g["ci_high"] - g["score"]])
         ax.errorbar(g["true_score"], g["score"], yerr=err, fmt="o", ms=3, lw=0.6, alpha=0.6,
                     color=colour, label=label)
-    ax.set_xlabel("true score of the synthetic story")
-    ax.set_ylabel("inferred score (1-10 grid)")
+    ax.set_xlabel("true score of the synthetic story (1-10 scale)")
+    ax.set_ylabel("inferred score (1-10 scale)")
     ax.set_xlim(0.8, 10.4)
     ax.set_ylim(0.8, 10.4)
-    legend_outside(ax, "right", fontsize=8, frameon=False)
+    legend_outside(ax, "right", fontsize=9, frameon=False)
     backend_caption(fig, backend, SIM_NOTE)
     return fig
 
 
-def loss_band_plot(profile: pd.DataFrame, backend: str, width: float = 6.4, height: float = 3.6):
-    """Excess loss over the score grid for several weight scales, with the 1.92 threshold, and the
-    scale-free (Kish-rescaled) curve. ``profile`` from :func:`mechaudit.tau.studies.loss_profile`."""
+def _cut_at(values: np.ndarray, top: float) -> np.ndarray:
+    """``values`` with everything above ``top`` blanked (NaN), so a curve ends where it leaves ``top``."""
+    return np.where(values <= top, values, np.nan)
+
+
+def loss_band_plot(profile: pd.DataFrame, backend: str, width: float = 6.4, height: float = 3.8):
+    """Excess loss over the score grid for several weight scales, with the 1.92 threshold and the
+    scale-free (Kish-rescaled) curve. Curves stop at a loss of 8; each weight scale is labelled
+    where its curve stops on the left, so the legend keeps three entries. ``profile`` from
+    :func:`mechaudit.tau.studies.loss_profile`."""
     fig, ax = new_figure(width=width, height=height)
     scales = sorted(profile["scale"].unique())
     shades = np.linspace(0.35, 1.0, len(scales))
-    for scale, shade in zip(scales, shades):
+    top = 8.0
+    for k, (scale, shade) in enumerate(zip(scales, shades)):
         g = profile[profile["scale"] == scale]
-        ax.plot(g["S"], g["excess_loss"], color=PALETTE["reference"], alpha=shade, lw=1.2,
-                label=f"weights x {scale:g}")
+        x, y = g["S"].to_numpy(), _cut_at(g["excess_loss"].to_numpy(), top)
+        ax.plot(x, y, color=PALETTE["reference"], alpha=shade, lw=1.2,
+                label="loss, weights × factor" if k == len(scales) - 1 else None)
+        shown = np.flatnonzero(~np.isnan(y))
+        if len(shown) and shown[0] > 0:  # the curve leaves the top on the left: label it there
+            ax.annotate(f"×{scale:g}", (x[shown[0]], top), xytext=(0, 3), textcoords="offset points",
+                        ha="center", va="bottom", fontsize=8, color=PALETTE["reference"])
+        elif len(shown):  # a flat curve: label its left end
+            ax.annotate(f"×{scale:g}", (x[0], y[0]), xytext=(2, 3), textcoords="offset points",
+                        ha="left", va="bottom", fontsize=8, color=PALETTE["reference"])
     g = profile[profile["scale"] == scales[0]]
-    ax.plot(g["S"], g["profile_excess"], color=PALETTE["llm"], lw=1.6, ls="--", label="Kish-rescaled (any scale)")
-    ax.axhline(1.92, color=PALETTE["truth"], lw=0.8, ls=":", label="1.92 band threshold")
-    ax.set_ylim(0, 8)
-    ax.set_xlabel("score S")
-    ax.set_ylabel("loss(S) - min loss")
-    legend_outside(ax, "right", fontsize=8, frameon=False)
+    ax.plot(g["S"], _cut_at(g["profile_excess"].to_numpy(), top), color=PALETTE["llm"], lw=1.6, ls="--",
+            label="Kish-rescaled (any factor)")
+    ax.axhline(1.92, color=PALETTE["truth"], lw=0.8, ls=":", label="1.92 threshold")
+    ax.set_ylim(0, top * 1.1)
+    ax.set_yticks(range(0, int(top) + 1, 2))
+    ax.set_xlabel("candidate score S (1-10 scale)")
+    ax.set_ylabel("loss above its minimum\n(weighted cross-entropy)")
+    legend_outside(ax, "right", fontsize=9, frameon=False)
     backend_caption(fig, backend, SIM_NOTE)
     return fig
 
@@ -83,12 +101,12 @@ def weight_scale_plot(scale_effect: pd.DataFrame, backend: str, width: float = 7
     right.axhline(0.95, color=PALETTE["truth"], lw=0.8, ls=":", label="nominal 95%")
     for ax in (left, right):
         ax.set_xscale("log", base=2)
-        ax.set_xlabel("factor on all weights")
+        ax.set_xlabel("factor on all anchor weights (log scale)")
     left.set_ylabel("mean interval width (score points)")
-    right.set_ylabel("empirical coverage")
+    right.set_ylabel("share of intervals holding the true score")
     right.set_ylim(0, 1.05)
     handles, labels = right.get_legend_handles_labels()
-    fig.legend(handles, labels, loc="outside upper center", ncols=3, fontsize=8, frameon=False)
+    fig.legend(handles, labels, loc="outside upper center", ncols=3, fontsize=9, frameon=False)
     backend_caption(fig, backend, SIM_NOTE)
     return fig
 
@@ -98,21 +116,35 @@ def tie_effect_plot(ties: pd.DataFrame, backend: str, width: float = 6.4, height
     fig, ax = new_figure(width=width, height=height)
     colours = {"calibrated": PALETTE["reference"], "abstain": PALETTE["llm"]}
     for mode, g in ties.groupby("tie_mode", sort=False):
-        ax.plot(g["tie_share"], g["tau_mle"], "o-", color=colours.get(mode), label=f"ties: {mode}")
-    ax.axhline(float(ties["true_tau"].iloc[0]), color=PALETTE["truth"], lw=0.8, ls=":", label="true tau")
-    ax.set_xlabel("share of tie answers")
-    ax.set_ylabel("fitted tau (mle)")
-    legend_outside(ax, "right", fontsize=8, frameon=False)
+        ax.plot(100 * g["tie_share"], g["tau_mle"], "o-", color=colours.get(mode), label=f"ties: {mode}")
+    ax.axhline(float(ties["true_tau"].iloc[0]), color=PALETTE["truth"], lw=0.8, ls=":", label="true τ")
+    ax.set_xlabel("tie answers (% of all answers)")
+    ax.set_ylabel("fitted τ, mle (score points)")
+    legend_outside(ax, "right", fontsize=9, frameon=False)
     backend_caption(fig, backend, SIM_NOTE)
     return fig
 
 
 SOURCE_STYLES = {"score10": ("-", "judge sees score10"), "quality": ("--", "judge sees latent quality")}
+#: The two fits of the misspecification figure: colour and legend label.
+MISSPEC_METHODS = {"mle": (PALETTE["llm"], "mle, strength weights"),
+                   "mle_no_strength": (PALETTE["reference"], "mle, strengths ignored")}
 
 
-def misspecified_tau_plot(mis: pd.DataFrame, backend: str, width: float = 7.0, height: float = 3.6):
+def _misspec_legend(fig) -> None:
+    """Four legend entries for the whole figure: colour = fit, line style = what the judge sees."""
+    from matplotlib.lines import Line2D
+
+    handles = [Line2D([], [], color=c, marker="o", ms=3, label=label) for c, label in MISSPEC_METHODS.values()]
+    handles += [Line2D([], [], color=PALETTE["muted"], ls=ls, label=label) for ls, label in SOURCE_STYLES.values()]
+    fig.legend(handles=handles, loc="outside upper center", ncols=2, fontsize=9, frameon=False)
+
+
+def misspecified_tau_plot(mis: pd.DataFrame, backend: str, width: float = 7.0, height: float = 3.8):
     """Mean fitted tau vs the judge's perception noise, one panel per true tau: mle for each
-    perception source, the mle that ignores strengths, and the noise-only approximation.
+    perception source, the mle that ignores strengths, and the noise-only approximation. The legend
+    has four entries (fit by colour, perception source by line style); the true tau (black line,
+    named in the panel title) and the approximation (grey dotted) are explained in the caption.
 
     ``mis``: columns source, perception_noise, true_tau, method, tau_hat, approx_tau (from
     :func:`mechaudit.tau.studies.tau_misspecification`).
@@ -121,24 +153,21 @@ def misspecified_tau_plot(mis: pd.DataFrame, backend: str, width: float = 7.0, h
     fig, axes = new_figure(ncols=len(taus), width=width, height=height, sharey=False)
     axes = np.atleast_1d(axes)
     mean = mis.groupby(["true_tau", "source", "method", "perception_noise"])[["tau_hat", "approx_tau"]].mean()
+    present = set(mean.index.droplevel(3))
     for ax, tau in zip(axes, taus):
-        for source, (ls, label) in SOURCE_STYLES.items():
-            for method, colour, suffix in (("mle", PALETTE["llm"], ""),
-                                           ("mle_no_strength", PALETTE["reference"], ", strengths ignored")):
-                if (tau, source, method) not in mean.index.droplevel(3):
-                    continue
-                g = mean.loc[(tau, source, method)]
-                ax.plot(g.index, g["tau_hat"], ls, marker="o", ms=3, color=colour, label=label + suffix)
-        approx = mean.loc[(tau, "score10", "mle")] if (tau, "score10", "mle") in mean.index.droplevel(3) else None
-        if approx is not None:
-            ax.plot(approx.index, approx["approx_tau"], ":", color=PALETTE["muted"],
-                    label="noise-only approximation")
-        ax.axhline(tau, color=PALETTE["truth"], lw=0.8, label="true tau")
-        ax.set_title(f"true tau {tau:g}", fontsize=10)
+        for source, (ls, _) in SOURCE_STYLES.items():
+            for method, (colour, _) in MISSPEC_METHODS.items():
+                if (tau, source, method) in present:
+                    g = mean.loc[(tau, source, method)]
+                    ax.plot(g.index, g["tau_hat"], ls, marker="o", ms=3, color=colour)
+        ax.axhline(tau, color=PALETTE["truth"], lw=0.8)
+        if (tau, "score10", "mle") in present:
+            approx = mean.loc[(tau, "score10", "mle")]["approx_tau"]
+            ax.plot(approx.index, approx.to_numpy(), ":", color=PALETTE["muted"])
+        ax.set_title(f"true τ {tau:g} (black line)", fontsize=10)
     axes[len(axes) // 2].set_xlabel("perception noise of the judge (score points)")
-    axes[0].set_ylabel("mean fitted tau")
-    handles, labels = axes[0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="outside upper center", ncols=3, fontsize=8, frameon=False)
+    axes[0].set_ylabel("mean fitted τ (score points)")
+    _misspec_legend(fig)
     backend_caption(fig, backend, SIM_NOTE)
     return fig
 
@@ -154,12 +183,43 @@ def misspecified_score_plot(table: pd.DataFrame, backend: str, width: float = 7.
         colour = PALETTE["reference"] if source == "score10" else PALETTE["embedding"]
         left.plot(g.index, g["mae"], ls, marker="o", color=colour, label=label)
         right.plot(g.index, g["moved"], ls, marker="o", color=colour, label=label)
-    left.set_ylabel("mean |inferred - true score|")
-    right.set_ylabel("mean |score - well-specified score|")
+    left.set_ylabel("mean error against the true\nscore (score points)")
+    right.set_ylabel("mean move from the well-specified\nscore (score points)")
     for ax in (left, right):
-        ax.set_xlabel("perception noise (score points)")
+        ax.set_xlabel("perception noise of the judge (score points)")
         ax.set_ylim(bottom=0)
     handles, labels = left.get_legend_handles_labels()
-    fig.legend(handles, labels, loc="outside upper center", ncols=2, fontsize=8, frameon=False)
+    fig.legend(handles, labels, loc="outside upper center", ncols=2, fontsize=9, frameon=False)
+    backend_caption(fig, backend, SIM_NOTE)
+    return fig
+
+
+#: Colour, line style and legend label per run of the densify comparison.
+DENSIFY_STYLES = {"first round only": (PALETTE["muted"], "--", "first round only"),
+                  "original": (PALETTE["reference"], "-", "original (default)"),
+                  "fill": (PALETTE["embedding"], "-", "fill"),
+                  "floor": (PALETTE["paper"], ":", "floor (book's first version)")}
+
+
+def densify_plot(by_hint: pd.DataFrame, backend: str, width: float = 7.0, height: float = 3.4):
+    """Anchors densify adds per story (left) and % of scores on a grid end (right) against the band
+    of the first round's mean score, one line per run (four legend entries).
+
+    ``by_hint`` from :func:`mechaudit.tau.studies.densify_by_hint`."""
+    fig, (left, right) = new_figure(ncols=2, width=width, height=height)
+    for run, g in by_hint.groupby("run", sort=False):
+        colour, ls, label = DENSIFY_STYLES.get(str(run), (PALETTE["muted"], "-", str(run)))
+        x = np.arange(len(g))
+        left.plot(x, g["anchors_added"], ls, marker="o", ms=4, color=colour, label=label)
+        right.plot(x, 100 * g["saturated_share"], ls, marker="o", ms=4, color=colour)
+    bands = list(by_hint["band"].astype(str).unique())
+    for ax in (left, right):
+        ax.set_xticks(range(len(bands)), bands)
+        ax.set_xlabel("first round's mean score (score points)")
+        ax.set_ylim(bottom=0)
+    left.set_ylabel("anchors added per story")
+    right.set_ylabel("scores stuck at 1 or 10 (%)")
+    handles, labels = left.get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside upper center", ncols=2, fontsize=9, frameon=False)
     backend_caption(fig, backend, SIM_NOTE)
     return fig

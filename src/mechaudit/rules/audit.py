@@ -9,6 +9,7 @@ from collections.abc import Iterable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from mechaudit.agreement import complete_agreement_interval
 from mechaudit.rules.base import Pair, Rule, check_hypotheses, check_pairs
 from mechaudit.schema import Hypothesis
 
@@ -70,6 +71,39 @@ def sweep_percent_different(similarity: np.ndarray, thresholds: Iterable[float],
     return pd.DataFrame(rows, columns=["threshold", "kind", "pct_different"])
 
 
+def stack_suites(tables: Mapping[str, pd.DataFrame], labels: Mapping[str, str] | None = None) -> pd.DataFrame:
+    """Tables of the same columns, one per perturbation suite, stacked with the suite as the outer
+    row level (named ``suite``; ``labels`` maps a suite name to the label shown, default the name)."""
+    labels = labels or {}
+    return pd.concat({labels.get(name, name): table for name, table in tables.items()}, names=["suite"])
+
+
+def separation_table(sims: Mapping[str, np.ndarray], preserving: np.ndarray) -> pd.DataFrame:
+    """Per similarity rule (rows): can a threshold tell swaps from rewordings?
+
+    ``sims``: rule -> cosine per pair; ``preserving``: per pair, is its kind meaning-preserving.
+    Columns: the thresholds that call every meaning-preserving pair same and every swapped pair
+    different (``agreement.complete_agreement_interval``, exact; "none" if there are none), the
+    lowest cosine of a meaning-preserving pair, the highest of a swapped pair, and the % of
+    (rewording, swap) pairs in which the rewording is the more similar (100 x ROC AUC, ties count
+    half: 100 means some threshold separates the kinds, 50 no better than a coin, below 50 the
+    swaps look more alike than the rewordings). Rounded to 3 places (the % to 1).
+    """
+    from sklearn.metrics import roc_auc_score
+
+    preserving = np.asarray(preserving, dtype=bool)
+    rows = {}
+    for rule, sim in sims.items():
+        sim = np.asarray(sim, dtype=float)
+        interval = complete_agreement_interval(sim, preserving)
+        between = "none" if interval is None else f"({interval[0]:.3f}, {interval[1]:.3f}]"
+        rows[rule] = {"separating thresholds": between,
+                      "lowest, meaning-preserving": round(float(sim[preserving].min()), 3),
+                      "highest, swapped": round(float(sim[~preserving].max()), 3),
+                      "rewording more similar (%)": round(100.0 * float(roc_auc_score(preserving, sim)), 1)}
+    return pd.DataFrame.from_dict(rows, orient="index").rename_axis("rule")
+
+
 def within_instance_pairs(hypotheses: Sequence[Hypothesis]) -> list[Pair]:
     """Every unordered pair of distinct hypotheses about the same instance (file order)."""
     hs = check_hypotheses(hypotheses)
@@ -112,6 +146,7 @@ def paper_percent_different(columns: Mapping[str, str], kinds: Sequence[str] = t
 
 
 __all__ = [
-    "decisions_table", "percent_different", "suite_counts", "sweep_percent_different",
+    "decisions_table", "percent_different", "suite_counts", "sweep_percent_different", "stack_suites",
+    "separation_table",
     "within_instance_pairs", "subsample_pairs", "PAPER_KIND_KEYS", "paper_percent_different",
 ]

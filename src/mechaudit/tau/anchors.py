@@ -7,15 +7,18 @@ Everything here is program-only: anchor ids, score10 and weights never reach a j
   ``dispersion10 = 9 * (highest - lowest)``; ``weight = log(1 + review_count) / (1 + max(dispersion10, 0))``.
 * Initial anchors of a pattern: papers sorted by (score10, paper_id), indices
   ``round(q * (n - 1))`` for the quantiles (all papers when n <= number of quantiles), then up
-  to 2 exemplars, capped at 11 keeping the highest weights.
-* Densify: up to ``bucket_count`` more papers from the score bucket (width ``bucket_size``) that
-  contains the current score, highest weight first.
+  to 2 exemplars; more than 11 are cut to the first 11 by (weight descending, score10 ascending,
+  paper_id ascending), in that order, as the original does.
+* Densify (:func:`select_bucket_anchors`): by default as the original, up to ``bucket_count``
+  papers of the story's own pattern in the inclusive bucket ``centre +- bucket_size / 2`` around
+  the half point nearest the first round's mean score, topped up from the same pattern by nearest
+  score, minus the anchors already in use. ``mode="fill"`` and ``mode="floor"`` are alternatives.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -93,6 +96,52 @@ def anchor_table(papers: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=list(ANCHOR_COLUMNS))
 
 
+class _Columns(NamedTuple):
+    """The anchor table as arrays (row positions index all of them); ``id_rank`` orders paper ids."""
+
+    ids: np.ndarray
+    pattern: np.ndarray
+    score: np.ndarray
+    weight: np.ndarray
+    id_rank: np.ndarray
+
+
+def _columns(table: pd.DataFrame) -> _Columns:
+    ids = table["paper_id"].to_numpy()
+    return _Columns(ids, table["pattern_id"].to_numpy(), table["score10"].to_numpy(dtype=float),
+                    table["weight"].to_numpy(dtype=float), np.unique(ids, return_inverse=True)[1])
+
+
+def _own(cols: _Columns, pattern_id: Any) -> np.ndarray:
+    """Positions of the pattern's papers (none for ``pattern_id=None``)."""
+    if pattern_id is None:
+        return np.empty(0, dtype=int)
+    return np.flatnonzero(np.array([p == pattern_id for p in cols.pattern], dtype=bool))
+
+
+def _by_weight(cols: _Columns, pos: np.ndarray) -> np.ndarray:
+    """``pos`` ordered by (weight descending, score10 ascending, paper_id ascending)."""
+    return pos[np.lexsort((cols.id_rank[pos], cols.score[pos], -cols.weight[pos]))]
+
+
+def _by_distance(cols: _Columns, pos: np.ndarray, centre: float) -> np.ndarray:
+    """``pos`` ordered by (|score10 - centre| ascending, weight descending); remaining ties by
+    (score10, paper_id), the order in which the original keeps a pattern's papers."""
+    distance = np.abs(cols.score[pos] - centre)
+    return pos[np.lexsort((cols.id_rank[pos], cols.score[pos], -cols.weight[pos], distance))]
+
+
+def _in_bucket(cols: _Columns, pos: np.ndarray, centre: float, size: float) -> np.ndarray:
+    """The positions with ``centre - size/2 <= score10 <= centre + size/2`` (both ends inclusive)."""
+    half = size / 2.0
+    score = cols.score[pos]
+    return pos[(score >= centre - half) & (score <= centre + half)]
+
+
+def _rows(table: pd.DataFrame, pos: Sequence[int]) -> pd.DataFrame:
+    return table.iloc[list(pos)].reset_index(drop=True)
+
+
 def select_initial_anchors(
     table: pd.DataFrame,
     pattern_id: Any,
@@ -101,51 +150,125 @@ def select_initial_anchors(
     max_exemplars: int = MAX_EXEMPLARS,
     max_initial: int = MAX_INITIAL,
 ) -> pd.DataFrame:
-    """Quantile anchors of one pattern plus up to ``max_exemplars`` exemplars, capped by weight.
+    """Quantile anchors of one pattern plus up to ``max_exemplars`` exemplars, capped as the original.
 
     Returns rows of ``table`` in selection order (quantile anchors by ascending score, then
-    exemplars). An unknown or empty pattern raises ``ValueError``.
+    exemplars); above ``max_initial`` only the first ``max_initial`` by (weight descending, score10
+    ascending, paper_id ascending) are kept, in that order. An unknown or empty pattern raises
+    ``ValueError``.
     """
-    own = table[table["pattern_id"] == pattern_id].sort_values(["score10", "paper_id"], kind="stable")
-    if own.empty:
+    cols = _columns(table)
+    own = _own(cols, pattern_id)
+    if len(own) == 0:
         raise ValueError(f"pattern {pattern_id!r} has no papers with review stats")
+    own = own[np.lexsort((cols.id_rank[own], cols.score[own]))]
     n = len(own)
-    if n <= len(quantiles):
-        idx = list(range(n))
-    else:
-        idx = list(dict.fromkeys(int(round(q * (n - 1))) for q in quantiles))
-    chosen = list(own["paper_id"].iloc[idx])
-    known = set(table["paper_id"])
-    exemplars = [e for e in exemplar_ids if e in known and e not in chosen][:max_exemplars]
-    chosen += exemplars
-    picked = table.set_index("paper_id").loc[chosen].reset_index()
-    if len(picked) > max_initial:
-        keep = set(picked.sort_values("weight", ascending=False, kind="stable")["paper_id"].iloc[:max_initial])
-        picked = picked[picked["paper_id"].isin(keep)]
-    return picked.reset_index(drop=True)
+    idx = range(n) if n <= len(quantiles) else dict.fromkeys(int(round(q * (n - 1))) for q in quantiles)
+    chosen = [int(own[i]) for i in idx]
+    position = {pid: k for k, pid in enumerate(cols.ids)}
+    taken = {cols.ids[k] for k in chosen}
+    exemplars = [e for e in dict.fromkeys(exemplar_ids) if e in position and e not in taken][:max_exemplars]
+    chosen += [position[e] for e in exemplars]
+    if len(chosen) > max_initial:
+        chosen = list(_by_weight(cols, np.array(chosen))[:max_initial])
+    return _rows(table, chosen)
+
+
+def bucket_centre(score_hint: float) -> float:
+    """Centre of the densify bucket: ``round(2 * score_hint) / 2``, the nearest half point.
+
+    Python's ``round`` sends an exact half to the even neighbour, as the original does
+    (``score_hint`` 6.25 -> 6.0, 6.75 -> 7.0)."""
+    return round(2 * float(score_hint)) / 2
+
+
+def original_bucket_selection(table: pd.DataFrame, pattern_id: Any, centre: float, size: float,
+                              count: int) -> list[str]:
+    """The original densify selection (paper ids), before already-present anchors are dropped: up
+    to ``count`` papers of the pattern inside the inclusive bucket around ``centre``, by weight
+    (descending; ties by score10, then paper_id), topped up from the pattern's other papers nearest
+    to ``centre`` (ties by weight, descending). Never another pattern; no pattern (``None``) or an
+    unknown one selects nothing."""
+    cols = _columns(table)
+    own = _own(cols, pattern_id)
+    chosen = _by_weight(cols, _in_bucket(cols, own, centre, size))[:count]
+    if len(chosen) < count:
+        rest = np.setdiff1d(own, chosen)
+        chosen = np.concatenate([chosen, _by_distance(cols, rest, centre)[:count - len(chosen)]])
+    return [cols.ids[k] for k in chosen]
+
+
+def _fill_selection(cols: _Columns, pattern_id: Any, centre: float, size: float, count: int,
+                    excluded: set[str]) -> list[int]:
+    """Mode "fill": present anchors are left out *before* selecting, so ``count`` new papers come
+    whenever the pool has them; the bucket is searched in the own pattern, then in the others (both
+    by weight, as the original), and the top-up is the own pattern's papers nearest to ``centre``."""
+    free = np.array([pid not in excluded for pid in cols.ids], dtype=bool)
+    own_mask = np.zeros(len(free), dtype=bool)
+    own_mask[_own(cols, pattern_id)] = True
+    own, other = np.flatnonzero(free & own_mask), np.flatnonzero(free & ~own_mask)
+    order = np.concatenate([_by_weight(cols, _in_bucket(cols, own, centre, size)),
+                            _by_weight(cols, _in_bucket(cols, other, centre, size)), _by_distance(cols, own, centre)])
+    return list(dict.fromkeys(int(k) for k in order))[:count]
+
+
+def _floor_selection(cols: _Columns, score_hint: float, pattern_id: Any, size: float, count: int,
+                     excluded: set[str]) -> list[int]:
+    """Mode "floor" (this book's first version): the bucket ``[k * size, (k + 1) * size)`` holding
+    ``score_hint``, own pattern first, then the other patterns, highest weight first (ties by
+    paper_id); present anchors are left out before selecting; no top-up outside the bucket."""
+    inside = (np.floor(cols.score / size) == np.floor(score_hint / size))
+    inside &= np.array([pid not in excluded for pid in cols.ids], dtype=bool)
+    own_mask = np.zeros(len(inside), dtype=bool)
+    own_mask[_own(cols, pattern_id)] = True
+    order = []
+    for pos in (np.flatnonzero(inside & own_mask), np.flatnonzero(inside & ~own_mask)):
+        order += list(pos[np.lexsort((cols.id_rank[pos], -cols.weight[pos]))])
+    return order[:count]
+
+
+#: Densify selection rules: the original (default) and two named alternatives (see
+#: :func:`select_bucket_anchors`).
+DENSIFY_MODES = ("original", "fill", "floor")
 
 
 def select_bucket_anchors(
     table: pd.DataFrame,
-    score: float,
+    score_hint: float,
     exclude: Iterable[str] = (),
     pattern_id: Any = None,
     bucket_size: float = BUCKET_SIZE,
     bucket_count: int = BUCKET_COUNT,
+    mode: str = "original",
+    cache: dict[tuple[Any, ...], list[str]] | None = None,
 ) -> pd.DataFrame:
-    """Densify anchors: papers in the score bucket ``floor(score / bucket_size)``, highest weight first.
+    """Densify anchors for a story whose first-round mean role score is ``score_hint``.
 
-    Searches the pattern's papers first and tops up from the whole table; ``exclude`` lists ids
-    already in use.
+    ``mode="original"`` does what the original reviewer does: :func:`original_bucket_selection`
+    around :func:`bucket_centre` of ``score_hint``, then the ids in ``exclude`` (anchors already in
+    use) are dropped, so fewer than ``bucket_count`` (possibly none) may come back. With ``cache``
+    (a dict the caller keeps per table) the selection is stored under ``(pattern_id, centre,
+    bucket_size, bucket_count)`` and reused, as the original does. ``"fill"`` and ``"floor"`` are the
+    alternatives of :func:`_fill_selection` and :func:`_floor_selection` (not cached).
+    Returns the selected rows of ``table``, in selection order.
     """
-    bucket = np.floor(score / bucket_size)
+    if mode not in DENSIFY_MODES:
+        raise ValueError(f"densify mode must be one of {DENSIFY_MODES}, got {mode!r}")
     excluded = set(exclude)
-    pool = table[(np.floor(table["score10"] / bucket_size) == bucket) & ~table["paper_id"].isin(excluded)]
-    own = pool[pool["pattern_id"] == pattern_id] if pattern_id is not None else pool.iloc[:0]
-    rest = pool[~pool["paper_id"].isin(own["paper_id"])]
-    order = [own.sort_values(["weight", "paper_id"], ascending=[False, True], kind="stable"),
-             rest.sort_values(["weight", "paper_id"], ascending=[False, True], kind="stable")]
-    return pd.concat(order).iloc[:bucket_count].reset_index(drop=True)
+    centre = bucket_centre(score_hint)
+    cols = _columns(table)
+    if mode == "original":
+        key = (pattern_id, centre, bucket_size, bucket_count)
+        chosen = cache.get(key) if cache is not None else None
+        if chosen is None:
+            chosen = original_bucket_selection(table, pattern_id, centre, bucket_size, bucket_count)
+            if cache is not None:
+                cache[key] = chosen
+        position = {pid: k for k, pid in enumerate(cols.ids)}
+        return _rows(table, [position[pid] for pid in chosen if pid not in excluded])
+    if mode == "fill":
+        return _rows(table, _fill_selection(cols, pattern_id, centre, bucket_size, bucket_count, excluded))
+    return _rows(table, _floor_selection(cols, float(score_hint), pattern_id, bucket_size, bucket_count, excluded))
 
 
 def pass_thresholds(table: pd.DataFrame, pattern_id: Any) -> dict[str, Any]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Mapping
+from functools import cached_property
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
@@ -20,7 +21,8 @@ from pydantic import BaseModel, ConfigDict
 CARD_VERSION = "blind_card_v2_minimal"
 FIELD_CAPS = {"problem": 220, "method": 280, "contrib": 320}
 #: Terms that must never occur in a judge prompt or a judge rationale.
-FORBIDDEN_TERMS = ("score", "score10", "paper_id", "title", "author", "link", "doi", "arxiv", "pattern_id")
+FORBIDDEN_TERMS = ("score", "score10", "paper_id", "title", "author", "link", "doi", "arxiv", "pattern_id",
+                   "url")
 MASK = "[masked]"
 ELLIPSIS = "\u2026"
 #: Story fields feeding each card field (first non-empty wins).
@@ -54,8 +56,9 @@ class Card(BaseModel):
         """The card as it appears in a prompt (three labelled lines)."""
         return f"Problem: {self.problem}\nMethod: {self.method}\nContribution: {self.contrib}"
 
-    @property
+    @cached_property
     def key(self) -> str:
+        """First 16 hex digits of the SHA-256 of :meth:`render` (computed once per card)."""
         return hashlib.sha256(self.render().encode("utf-8")).hexdigest()[:16]
 
 

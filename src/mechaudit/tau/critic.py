@@ -4,8 +4,9 @@ Score Layer: anchors are chosen by program (quantiles of the story's pattern plu
 ``context["anchors"]``); the judge compares the story card with all anchor cards once per role;
 :func:`mechaudit.tau.infer_score` turns the comparisons into a 1-10 score per role. If any role
 looks unstable (loss > ``loss_threshold``, a monotonic violation, or average strength <
-``min_avg_strength``) and densify is on, anchors from the score bucket of the mean score are
-added and every role is judged again.
+``min_avg_strength``) and densify is on, anchors near the first round's mean score are added
+(:func:`mechaudit.tau.anchors.select_bucket_anchors`, by default exactly as the original) and
+every role is judged again; if no new anchor is found there is no second round.
 
 Coach Layer: a separate call (:class:`CoachReviewer`) that sees the story, the roles ranked
 weakest first and the judge's rationales -- never a number -- and returns field-level edits. It
@@ -15,27 +16,29 @@ says so explicitly (:func:`coach_unavailable`).
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import numpy as np
-import pandas as pd
 from pydantic import BaseModel, ConfigDict
 
 from mechaudit.errors import MechauditError
 from mechaudit.tau.anchors import (
     BUCKET_COUNT,
     BUCKET_SIZE,
+    DENSIFY_MODES,
     MAX_TOTAL,
     anchor_papers,
     anchor_table,
+    bucket_centre,
     pass_thresholds,
     passes,
     select_bucket_anchors,
     select_initial_anchors,
 )
-from mechaudit.tau.cards import CARD_VERSION, build_paper_card, build_story_card
+from mechaudit.tau.cards import CARD_VERSION, Card, build_paper_card, build_story_card
 from mechaudit.tau.inference import infer_score
 from mechaudit.tau.judge import BlindJudge
 from mechaudit.tau.rubric import ROLES, RUBRIC_VERSION
@@ -148,6 +151,8 @@ class MultiAgentCritic:
     :func:`mechaudit.tau.anchors.anchor_papers`); ``exemplars``: pattern -> exemplar paper ids;
     ``taus``: role -> tau, or a :class:`mechaudit.tau.taufile.TauConfig` (tau file, per-role values,
     default). The default config gives every role tau 1.0; nothing is read from the environment.
+    ``densify_mode``: "original" (default), "fill" or "floor" (see
+    :func:`mechaudit.tau.anchors.select_bucket_anchors`); original selections are cached per critic.
     """
 
     papers: Sequence[Mapping[str, Any]]
@@ -163,8 +168,14 @@ class MultiAgentCritic:
     max_total: int = MAX_TOTAL
     bucket_size: float = BUCKET_SIZE
     bucket_count: int = BUCKET_COUNT
+    densify_mode: str = "original"
 
     def __post_init__(self) -> None:
+        if self.densify_mode not in DENSIFY_MODES:
+            raise MechauditError(f"must be one of {DENSIFY_MODES}, got {self.densify_mode!r}", field="densify_mode")
+        self._bucket_cache: dict[tuple[Any, ...], list[str]] = {}
+        self._cards: dict[str, Card] = {}
+        self._thresholds: dict[Any, dict[str, Any]] = {}
         usable = anchor_papers(self.papers)
         self._by_id = {p["paper_id"]: p for p in usable}
         self._table = anchor_table(usable)
@@ -185,7 +196,10 @@ class MultiAgentCritic:
     def _round(self, story_card, anchor_ids: list[str]) -> dict[str, dict[str, Any]]:
         anchors = [{"anchor_id": f"A{i + 1}", "paper_id": pid, "score10": self._by_id[pid]["score10"],
                     "weight": self._by_id[pid]["weight"]} for i, pid in enumerate(anchor_ids)]
-        cards = [build_paper_card(self._by_id[pid]) for pid in anchor_ids]
+        for pid in anchor_ids:
+            if pid not in self._cards:
+                self._cards[pid] = build_paper_card(self._by_id[pid])
+        cards = [self._cards[pid] for pid in anchor_ids]
         outcomes = self.judge.judge_roles(list(self.roles), story_card, cards)
         details = {}
         for outcome in outcomes:
@@ -195,6 +209,28 @@ class MultiAgentCritic:
                                      "comparisons": outcome.comparisons, "invalid": outcome.invalid,
                                      "error": outcome.error, "attempts": outcome.attempts}
         return details
+
+    def _densify(self, story_card: Card, anchor_ids: list[str],
+                 pattern_id: Any) -> tuple[list[str], dict[str, dict[str, Any]], dict[str, Any]]:
+        """First round, and the second round on extra anchors if a trigger fires and
+        :func:`select_bucket_anchors` finds any: ``(final anchor ids, final round, densify info)``."""
+        details = self._round(story_card, anchor_ids)
+        reasons = {r: densify_reasons(d, self.loss_threshold, self.min_avg_strength) for r, d in details.items()}
+        info: dict[str, Any] = {"enabled": self.densify, "reasons": reasons, "triggered": False,
+                                "extra_anchor_ids": []}
+        if not (self.densify and any(reasons.values())):
+            return anchor_ids, details, info
+        hint = float(np.mean([d["score"] for d in details.values()]))
+        room = max(self.max_total - len(anchor_ids), 0)
+        extra = select_bucket_anchors(self._table, hint, anchor_ids, pattern_id, self.bucket_size,
+                                      min(self.bucket_count, room), self.densify_mode, self._bucket_cache)
+        extra_ids = list(extra["paper_id"])
+        info |= {"triggered": True, "mode": self.densify_mode, "score_hint": hint,
+                 "bucket_centre": bucket_centre(hint), "extra_anchor_ids": extra_ids}
+        if extra_ids:
+            anchor_ids = anchor_ids + extra_ids
+            details = self._round(story_card, anchor_ids)
+        return anchor_ids, details, info
 
     def review(self, story: Mapping[str, Any], context: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """Review ``story``; ``context`` may hold ``pattern_id`` and/or ``anchors`` (paper ids)."""
@@ -211,22 +247,11 @@ class MultiAgentCritic:
         else:
             raise MechauditError("review needs context['pattern_id'] or context['anchors']")
         story_card = build_story_card(story)
-        details = self._round(story_card, anchor_ids)
-        reasons = {r: densify_reasons(d, self.loss_threshold, self.min_avg_strength) for r, d in details.items()}
-        densify_info: dict[str, Any] = {"enabled": self.densify, "reasons": reasons, "triggered": False,
-                                        "extra_anchor_ids": []}
-        if self.densify and any(reasons.values()):
-            hint = float(np.mean([d["score"] for d in details.values()]))
-            room = max(self.max_total - len(anchor_ids), 0)
-            extra = select_bucket_anchors(self._table, hint, anchor_ids, pattern_id, self.bucket_size,
-                                          min(self.bucket_count, room))
-            extra_ids = list(extra["paper_id"])
-            densify_info |= {"triggered": True, "score_hint": hint, "extra_anchor_ids": extra_ids}
-            if extra_ids:
-                anchor_ids = anchor_ids + extra_ids
-                details = self._round(story_card, anchor_ids)
+        anchor_ids, details, densify_info = self._densify(story_card, anchor_ids, pattern_id)
         scores = [details[r]["score"] for r in self.roles]
-        thresholds = pass_thresholds(self._table, pattern_id)
+        if pattern_id not in self._thresholds:
+            self._thresholds[pattern_id] = pass_thresholds(self._table, pattern_id)
+        thresholds = dict(self._thresholds[pattern_id])
         weakest_first = sorted(self.roles, key=lambda r: details[r]["score"])
         rationales = {r: [c["rationale"] for c in details[r]["comparisons"]] for r in self.roles}
         if self.coach is None:
@@ -258,7 +283,7 @@ class MultiAgentCritic:
 
 def _feedback(detail: Mapping[str, Any]) -> str:
     """Deterministic summary of one role's comparisons (counts plus the judge's rationales)."""
-    counts = pd.Series([c["judgement"] for c in detail["comparisons"]], dtype=object).value_counts()
+    counts = Counter(c["judgement"] for c in detail["comparisons"])
     head = (f"Against {detail['n_anchors']} anchors: {counts.get('better', 0)} better, "
             f"{counts.get('tie', 0)} tie, {counts.get('worse', 0)} worse.")
     rationales = "; ".join(c["rationale"] for c in detail["comparisons"])

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Any, ClassVar, Literal
 
@@ -185,6 +185,11 @@ class BlindJudge:
     strict: bool = True
     temperature: float = 0.0
     max_tokens: int = 2048
+    #: Offline answers by (role, story card key, anchor card keys): the simulator answers an
+    #: identical call identically, so a repeated call (another densify mode's first round) is
+    #: answered from memory.
+    _answered: dict[tuple[str, str, tuple[str, ...]], JudgeOutcome] = field(
+        default_factory=dict, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.backend not in BACKENDS:
@@ -209,15 +214,10 @@ class BlindJudge:
 
     def judge_roles(self, roles: list[str], story: Card, anchors: list[Card]) -> list[JudgeOutcome]:
         """One call per role (in parallel through the LLM layer), in ``roles`` order."""
+        if self.backend == "reference":
+            return [self._simulated(role, story, anchors) for role in roles]
         prompts = [build_prompt(role, story, anchors) for role in roles]
         schema = judge_schema(len(anchors))
-        if self.backend == "reference":
-            out = []
-            for role, prompt in zip(roles, prompts):
-                reply = schema.model_validate(self.simulator.reply(role, story, anchors))
-                out.append(JudgeOutcome(role, [c.model_dump() for c in reply.comparisons], "reference",
-                                        prompt=prompt))
-            return out
         version = f"{RUBRIC_VERSION}+{CARD_VERSION}"
         requests = [self._request(s, u, version) for s, u in prompts]
         results = self.client.complete_many(requests, schema=schema, json_retries=self.json_retries,
@@ -227,6 +227,18 @@ class BlindJudge:
                          self.backend, r.invalid, r.error, r.attempts, prompt)
             for role, r, prompt in zip(roles, results, prompts)
         ]
+
+    def _simulated(self, role: str, story: Card, anchors: list[Card]) -> JudgeOutcome:
+        """The simulator's validated answer for one role (prompt built and checked for blindness
+        first), remembered in ``_answered``; each call gets its own copy of the comparisons."""
+        key = (role, story.key, tuple(a.key for a in anchors))
+        if key not in self._answered:
+            prompt = build_prompt(role, story, anchors)
+            reply = judge_schema(len(anchors)).model_validate(self.simulator.reply(role, story, anchors))
+            self._answered[key] = JudgeOutcome(role, [c.model_dump() for c in reply.comparisons], "reference",
+                                               prompt=prompt)
+        known = self._answered[key]
+        return replace(known, comparisons=[dict(c) for c in known.comparisons])
 
     def judge(self, role: str, story: Card, anchors: list[Card]) -> JudgeOutcome:
         """One role call."""

@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 from tqdm import tqdm
 
+from mechaudit.tau.anchors import DENSIFY_MODES
 from mechaudit.tau.critic import MultiAgentCritic, densify_reasons
 from mechaudit.tau.fitting import fit_tau_detailed, sample_pairs
 from mechaudit.tau.inference import effective_tau, infer_score, kish_scale, loss_curve, observations, score_grid
@@ -229,6 +230,55 @@ def score_misspecification_table(scores: pd.DataFrame) -> pd.DataFrame:
     return scores.groupby(["source", "perception_noise"], sort=False).apply(one, include_groups=False)
 
 
+def _synthetic_stories(pool: SyntheticPool, n_stories: int, score_range: tuple[float, float],
+                       seed: int) -> tuple[np.ndarray, np.ndarray, list[dict[str, Any]], dict[str, Any]]:
+    """``(true scores, patterns, stories, their ground truth)`` of :func:`simulated_reviews`."""
+    rng = np.random.default_rng(seed)
+    truths = rng.uniform(*score_range, size=n_stories)
+    story_patterns = rng.choice(sorted(pool.exemplars), size=n_stories)
+    stories, extra = [], {}
+    for i, true in enumerate(truths):
+        story, truth = make_story(float(true), seed=seed * 100_000 + i)
+        stories.append(story)
+        extra |= truth
+    return truths, story_patterns, stories, extra
+
+
+def _review_row(i: int, pattern: Any, true: float, role: str, d: Mapping[str, Any],
+                out: Mapping[str, Any]) -> dict[str, Any]:
+    a_scores = [a["score10"] for a in out["audit"]["anchors"]]
+    densify = out["audit"]["densify"]
+    return {
+        "story": i, "pattern_id": pattern, "role": role, "tau": d["tau"],
+        "true_score": true, "score": d["score"], "error": d["score"] - true,
+        "ci_low": d["ci_low"], "ci_high": d["ci_high"],
+        "profile_ci_low": d["profile_ci_low"], "profile_ci_high": d["profile_ci_high"],
+        "covered": d["ci_low"] <= true <= d["ci_high"],
+        "profile_covered": d["profile_ci_low"] <= true <= d["profile_ci_high"],
+        "saturated": d["saturated"], "saturated_at": d["saturated_at"],
+        "n_anchors": d["n_anchors"], "max_anchor": max(a_scores), "min_anchor": min(a_scores),
+        "densified": densify["triggered"], "score_hint": densify.get("score_hint", float("nan")),
+        "n_extra": len(densify["extra_anchor_ids"]), "loss": d["loss"],
+        "monotonic_violations": d["monotonic_violations"], "avg_strength": d["avg_strength"],
+    }
+
+
+def _review_all(critic: MultiAgentCritic, stories: Sequence[Mapping[str, Any]], truths: np.ndarray,
+                patterns: np.ndarray, progress: bool) -> tuple[pd.DataFrame, list[dict[str, Any]]]:
+    """Run ``critic`` on every story; the table and rounds of :func:`simulated_reviews`."""
+    rows, rounds = [], []
+    for i in tqdm(range(len(stories)), disable=not progress, desc="simulated reviews"):
+        out = critic.review(stories[i], {"pattern_id": patterns[i]})
+        anchors = out["audit"]["anchors"]
+        for role, d in out["audit"]["role_details"].items():
+            true = float(truths[i])
+            rows.append(_review_row(i, patterns[i], true, role, d, out))
+            rounds.append({"anchors": [{"anchor_id": f"A{k + 1}", **a} for k, a in enumerate(anchors)],
+                           "comparisons": d["comparisons"], "tau": d["tau"], "true_score": true,
+                           "story": i, "role": role})
+    return pd.DataFrame(rows), rounds
+
+
 def simulated_reviews(
     pool: SyntheticPool,
     judge: SimulatedJudge,
@@ -237,50 +287,50 @@ def simulated_reviews(
     seed: int = 0,
     densify: bool = True,
     progress: bool = False,
+    densify_mode: str = "original",
 ) -> tuple[pd.DataFrame, list[dict[str, Any]]]:
     """Review synthetic stories of known true score with :class:`MultiAgentCritic` (reference backend).
 
     Story ``i`` has the same true score for every role, drawn uniformly from ``score_range``, and a
-    random pattern; the critic infers with the judge's true taus. Returns ``(table, rounds)``: one
-    table row per (story, role) with true_score, score, error, ci_low, ci_high, profile_ci_low,
-    profile_ci_high, covered, profile_covered, saturated, n_anchors, max_anchor, min_anchor,
-    densified, loss, monotonic_violations, avg_strength; and per row the anchors, comparisons, tau,
-    true score, story index and role of the final round (for re-analysis).
+    random pattern; the critic infers with the judge's true taus and selects densify anchors by
+    ``densify_mode`` (:func:`mechaudit.tau.anchors.select_bucket_anchors`). Returns ``(table,
+    rounds)``: one table row per (story, role) with true_score, score, error, ci_low, ci_high,
+    profile_ci_low, profile_ci_high, covered, profile_covered, saturated, n_anchors, max_anchor,
+    min_anchor, densified (a trigger fired), score_hint (the first round's mean score, NaN without
+    densify), n_extra (anchors densify added), loss,
+    monotonic_violations, avg_strength; and per row the anchors, comparisons, tau, true score, story
+    index and role of the final round (for re-analysis).
     """
-    rng = np.random.default_rng(seed)
-    patterns = sorted(pool.exemplars)
-    truths = rng.uniform(*score_range, size=n_stories)
-    story_patterns = rng.choice(patterns, size=n_stories)
-    stories, extra = [], {}
-    for i, true in enumerate(truths):
-        story, truth = make_story(float(true), seed=seed * 100_000 + i)
-        stories.append(story)
-        extra |= truth
+    truths, patterns, stories, extra = _synthetic_stories(pool, n_stories, score_range, seed)
     critic = MultiAgentCritic(pool.papers, BlindJudge("reference", simulator=judge.with_truth(extra)),
-                              pool.exemplars, taus=judge.taus, densify=densify)
-    rows, rounds = [], []
-    for i in tqdm(range(n_stories), disable=not progress, desc="simulated reviews"):
-        out = critic.review(stories[i], {"pattern_id": story_patterns[i]})
-        anchors = out["audit"]["anchors"]
-        a_scores = [a["score10"] for a in anchors]
-        for role, d in out["audit"]["role_details"].items():
-            true = float(truths[i])
-            rows.append({
-                "story": i, "pattern_id": story_patterns[i], "role": role, "tau": d["tau"],
-                "true_score": true, "score": d["score"], "error": d["score"] - true,
-                "ci_low": d["ci_low"], "ci_high": d["ci_high"],
-                "profile_ci_low": d["profile_ci_low"], "profile_ci_high": d["profile_ci_high"],
-                "covered": d["ci_low"] <= true <= d["ci_high"],
-                "profile_covered": d["profile_ci_low"] <= true <= d["profile_ci_high"],
-                "saturated": d["saturated"], "saturated_at": d["saturated_at"],
-                "n_anchors": d["n_anchors"], "max_anchor": max(a_scores), "min_anchor": min(a_scores),
-                "densified": out["audit"]["densify"]["triggered"], "loss": d["loss"],
-                "monotonic_violations": d["monotonic_violations"], "avg_strength": d["avg_strength"],
-            })
-            rounds.append({"anchors": [{"anchor_id": f"A{k + 1}", **a} for k, a in enumerate(anchors)],
-                           "comparisons": d["comparisons"], "tau": d["tau"], "true_score": true,
-                           "story": i, "role": role})
-    return pd.DataFrame(rows), rounds
+                              pool.exemplars, taus=judge.taus, densify=densify, densify_mode=densify_mode)
+    return _review_all(critic, stories, truths, patterns, progress)
+
+
+#: Key of :func:`densify_comparison`'s run without a second round.
+FIRST_ROUND = "first round only"
+
+
+def densify_comparison(
+    pool: SyntheticPool,
+    judge: SimulatedJudge,
+    n_stories: int = 60,
+    score_range: tuple[float, float] = (1.5, 10.0),
+    seed: int = 0,
+    modes: Sequence[str] = DENSIFY_MODES,
+    progress: bool = False,
+) -> dict[str, tuple[pd.DataFrame, list[dict[str, Any]]]]:
+    """The stories of :func:`simulated_reviews` reviewed without densify (key :data:`FIRST_ROUND`)
+    and with each densify mode in ``modes``; each value is what :func:`simulated_reviews` returns
+    for that setting. One blind judge serves every run, so each first round is judged once."""
+    truths, patterns, stories, extra = _synthetic_stories(pool, n_stories, score_range, seed)
+    blind = BlindJudge("reference", simulator=judge.with_truth(extra))
+    runs = {}
+    for mode in (FIRST_ROUND, *modes):
+        critic = MultiAgentCritic(pool.papers, blind, pool.exemplars, taus=judge.taus, densify=mode != FIRST_ROUND,
+                                  densify_mode="original" if mode == FIRST_ROUND else mode)
+        runs[mode] = _review_all(critic, stories, truths, patterns, progress)
+    return runs
 
 
 def recovery_summary(reviews: pd.DataFrame) -> pd.DataFrame:
@@ -335,6 +385,36 @@ def weight_scale_effect(rounds: Sequence[Mapping[str, Any]], scales: Sequence[fl
                      "profile_width": np.mean(pwidths), "profile_coverage": np.mean(pcovered),
                      "score_changed": np.mean(changed)})
     return pd.DataFrame(rows)
+
+
+#: Bands of the first round's mean score for :func:`densify_by_hint`; the last holds the hints
+#: whose bucket is centred on 10.
+HINT_EDGES = (1.0, 4.0, 7.0, 9.0, 9.75, 10.0)
+
+
+def first_round_hints(first: pd.DataFrame) -> pd.Series:
+    """Per story, the mean of its first-round role scores (the densify hint ``S_hint``), from the
+    :data:`FIRST_ROUND` run of :func:`densify_comparison`."""
+    return first.groupby("story")["score"].mean()
+
+
+def densify_by_hint(runs: Mapping[str, pd.DataFrame], edges: Sequence[float] = HINT_EDGES) -> pd.DataFrame:
+    """Per run of :func:`densify_comparison` (tables only, keyed as there) and band of the first
+    round's mean score (left-closed; the last band also holds ``edges[-1]``): stories, mean anchors
+    added per story, share of (story, role) scores on a grid end, and MAE (score points).
+
+    Columns: run, band, stories, anchors_added, saturated_share, mae."""
+    hints = first_round_hints(runs[FIRST_ROUND])
+    cut = pd.cut(hints.clip(upper=np.nextafter(edges[-1], -np.inf)), list(edges), right=False,
+                 labels=[f"{lo:g}-{hi:g}" for lo, hi in zip(edges[:-1], edges[1:])])
+    frames = []
+    for run, table in runs.items():
+        g = table.assign(band=table["story"].map(cut), abs_error=table["error"].abs()).groupby("band", observed=False)
+        frames.append(pd.DataFrame({
+            "run": run, "stories": g["story"].nunique(),
+            "anchors_added": g.apply(lambda x: x.groupby("story")["n_extra"].first().mean(), include_groups=False),
+            "saturated_share": g["saturated"].mean(), "mae": g["abs_error"].mean()}).reset_index())
+    return pd.concat(frames, ignore_index=True)[["run", "band", "stories", "anchors_added", "saturated_share", "mae"]]
 
 
 def densify_trigger_rates(
