@@ -483,8 +483,7 @@ glue("ch08_dens_top_hint", f"{df['top_hint']:g}")
 # %% tags=["hide-input"]
 by_hint = studies.densify_by_hint({name: table for name, (table, _) in runs.items()})
 save("densify_by_hint", by_hint.round(3), out_dir)
-fig = glue_figure("ch08_fig_densify", densify_plot(by_hint, SIM))
-save("densify", fig, out_dir)
+fig = glue_figure("ch08_fig_densify", save("densify", densify_plot(by_hint, SIM), out_dir))
 
 # %% [markdown]
 # ```{glue:figure} ch08_fig_densify

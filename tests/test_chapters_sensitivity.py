@@ -60,7 +60,7 @@ def test_three_methods_headline_and_offline_paper_rows():
     three = ch.three_methods(fixed)
     assert len(three) == 3
     top = ch.headline(three)
-    assert top["agreement"] == f"{top['agreement_low']:.1f}-{top['agreement_high']:.1f} %"
+    assert top["agreement"] == f"{top['agreement_low']:.1f} to {top['agreement_high']:.1f} %"
     assert top["agreement_low"] == pytest.approx(50.0) and top["agreement_high"] == pytest.approx(100 * 5 / 6)
     check = ch.StabilityCheck(pd.DataFrame(), None, False)
     rows = ch.paper_rows(three, fixed, check, tfidf_threshold=0.25, embedding_threshold=0.77)

@@ -304,11 +304,13 @@ def complete_agreement_sentence(n_possible: int, n_combinations: int) -> str:
 
 
 def headline(three: pd.DataFrame) -> dict[str, str | float]:
-    """The intro's values: raw agreement range ("a-b %" text) and kappa range ("a-b"), plus the ends."""
+    """The intro's values: raw agreement range ("a to b %" text) and kappa range ("a to b": words, so
+    a narrow table cell breaks the range at a space, never inside a number), plus the ends."""
     low, high = 100 * three["raw_agreement"].min(), 100 * three["raw_agreement"].max()
     klow, khigh = three["kappa"].min(), three["kappa"].max()
-    return {"agreement": f"{low:.1f}-{high:.1f} %", "kappa": f"{klow:.2f}-{khigh:.2f}", "agreement_low": float(low),
-            "agreement_high": float(high), "kappa_low": float(klow), "kappa_high": float(khigh)}
+    return {"agreement": f"{low:.1f} to {high:.1f} %", "kappa": f"{klow:.2f} to {khigh:.2f}",
+            "agreement_low": float(low), "agreement_high": float(high),
+            "kappa_low": float(klow), "kappa_high": float(khigh)}
 
 
 def status(backend: str, model: str) -> str:
