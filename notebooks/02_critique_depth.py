@@ -68,6 +68,7 @@ embedding_model = None
 embedding_cache = True
 generator_model = "claude-sonnet-4-6"
 judge_model = "claude-opus-4-6"
+judge_models = []
 cache_dir = None
 json_retries = 2
 max_usd = None
@@ -97,12 +98,13 @@ from IPython.display import display
 
 from mechaudit import labels
 from mechaudit.chapters import critique_depth as ch
+from mechaudit.chapters.status import headline_provenance
 from mechaudit.chapters.workflow import report_dropped, workflow_setup
 from mechaudit.glue import glue, glue_figure
 from mechaudit.outputs import save
 from mechaudit.paper import compare, compare_paper_default, power_of_ten, reported
 from mechaudit.paths import PARAMS_DIR, cache_path
-from mechaudit.plots.workflow import critique_depth_figure, rule_comparison_figure
+from mechaudit.plots.workflow import critique_depth_figure, judge_model_figure, rule_comparison_figure
 from mechaudit.schema import load_benchmark
 from mechaudit.tables import book_table, use_book_tables
 from mechaudit.workflow import build_rules, counts, load_design, load_simulator_params, rule_tables, rules_for_backend
@@ -155,9 +157,9 @@ for a, b in ch.PAPER_COMPARISONS:
 
 # %% tags=["hide-input"]
 if show_paper:
-    display(book_table(save("design_comparison", compare(ch.design_rows(design_counts, setup.delivery.source)),
-                            out_dir), name="tbl-ch02-design-paper",
-                       caption="The design's size: the paper's and this run's."))
+    display(book_table(save("design_comparison", compare(ch.design_rows(design_counts, setup.delivery.source),
+                                                         backend=backend), out_dir),
+                       name="tbl-ch02-design-paper", caption="The design's size: the paper's and this run's."))
 
 # %% [markdown]
 # ## Extra divergence under each equivalence rule
@@ -216,6 +218,10 @@ glue("ch02_headline_0v1", head["0 v 1"], digits=1 if not isinstance(head["0 v 1"
 glue("ch02_headline_1v5", head["1 v 5"], digits=1 if not isinstance(head["1 v 5"], str) else None)
 glue("ch02_headline_p_0v1", head["p 0 v 1"])
 headline_status = glue("ch02_headline_status", ch.status(backend, generator_model))
+# the intro's provenance and verdict
+row_provenance, row_verdict = headline_provenance("ch02", backend, head)
+glue("ch02_headline_provenance", row_provenance)
+glue("ch02_headline_verdict", row_verdict)
 
 # %% [markdown]
 # ## Same-depth and extra divergence
@@ -350,8 +356,56 @@ fig = glue_figure("ch02_fig_rules", save("rule_comparison", fig, out_dir))
 
 # %% tags=["hide-input"]
 if show_paper:
-    display(book_table(save("paper_comparison", compare(ch.paper_rows(main, main_rule, setup.delivery.source)),
-                            out_dir), name="tbl-ch02-paper", caption="The paper's numbers and this run's."))
+    display(book_table(save("paper_comparison", compare(ch.paper_rows(main, main_rule, setup.delivery.source),
+                                                        backend=backend), out_dir),
+                       name="tbl-ch02-paper", caption="The paper's numbers and this run's."))
+
+# %% [markdown]
+# ## Judge models
+#
+# The paper judged its matched pairs with three judge models (Opus 4.6, Sonnet 4.6 and GPT-5.5; its
+# Figure 5) and saw the same pattern under each: across the three, the extra divergence ranged over
+# {glue:text}`ch02_paper_judges_0v1` pp for 0 v 1, {glue:text}`ch02_paper_judges_0v5` pp for 0 v 5
+# and {glue:text}`ch02_paper_judges_1v5` pp for 1 v 5. With an LLM {term}`backend <Backend>` this
+# section does the same with `judge_model` followed by `judge_models`: each model judges every
+# matched pair with the full rubric, exactly as the `llm` rule above (same prompt, orders and early
+# stop; one response cache, so the first model's calls are not sent again). It then shows the extra
+# divergence per model, its range over the models beside the paper's, and a figure with one series
+# per model. Offline no judge model runs and nothing stands in for one: the section shows no
+# judge-model numbers, only what running it would ask of the API (the same count as
+# `mechaudit estimate 02_critique_depth -p backend anthropic -p judge_models "[...]"`).
+
+# %% tags=["hide-input"]
+for a, b in ch.PAPER_COMPARISONS:
+    low, high = (reported(ch.judge_range_key(f"{a} v {b}", end)) for end in ("low", "high"))
+    glue(f"ch02_paper_judges_{a}v{b}", f"{low:g} to {high:g}")
+
+# %%
+axis_models = list(dict.fromkeys([judge_model, *judge_models]))
+per_model = ch.judge_model_axis(runs, design, axis_models, backend=backend,
+                                client=setup.delivery.client,
+                                instances=bench.instances)
+
+# %% tags=["hide-input"]
+ranges = None if per_model is None else ch.judge_model_ranges(per_model)
+if per_model is None:
+    plan_models = ch.judge_axis_plan_models(judge_model, judge_models)
+    plan = ch.judge_axis_estimate(plan_models, {"judge_model": judge_model, "generator_model": generator_model,
+                                                "design_file": design_file, "rules": rules, "data_dir": data_dir,
+                                                "cache_dir": cache_dir})
+    print(ch.judge_axis_note(plan, plan_models))
+    display(book_table(plan, name="tbl-ch02-judge-plan",
+                       caption="What the judge-model axis would ask of the API with an LLM backend."))
+else:
+    display(book_table(save("judge_models", per_model.round(1), out_dir), name="tbl-ch02-judge-models",
+                       caption="Extra divergence (pp) per judge model and depth comparison."))
+    display(save("judge_model_ranges", ranges.round(1), out_dir))
+    fig = judge_model_figure(per_model, backend=backend,
+                             paper=ch.paper_judge_ranges(list(per_model.columns)) if show_paper else None)
+    display(save("judge_models_figure", fig, out_dir))
+if show_paper:
+    display(book_table(compare(ch.judge_range_rows(ranges), backend=backend), name="tbl-ch02-judge-paper",
+                       caption="The paper's range of extra divergence over its three judge models and this run's."))
 
 # %% [markdown]
 # ## How the simulator's defaults were set
@@ -498,6 +552,8 @@ llm_usage.report(backend)
 #   ({ref}`ch02-ex3`).
 # - `backend = "replay"` (recorded answers) or `"anthropic"` (needs `ANTHROPIC_API_KEY`): the real
 #   workflow with `generator_model` and the LLM judge `judge_model`.
+# - With an LLM backend, `judge_models = ["claude-sonnet-4-6", "gpt-5.5"]`: the judge-model axis (the
+#   paper's Figure 5) with the paper's three judges.
 #
 # ## Key takeaways
 #

@@ -82,7 +82,7 @@ import pandas as pd
 from IPython.display import display
 
 from mechaudit.chapters import validity as ch
-from mechaudit.chapters.status import simulation_only_note
+from mechaudit.chapters.status import SIMULATED, headline_provenance, simulation_only_note
 from mechaudit.glue import glue, glue_figure
 from mechaudit.outputs import save
 from mechaudit.paper import compare_paper_default
@@ -195,6 +195,11 @@ glue("ch02b_alpha", alpha)
 glue("ch02b_size_rates", ", ".join(f"{r:.3f} ({c})" for c, r in key_size.rejection_rate.items()))
 glue("ch02b_size_se", key_size.rejection_se.max(), digits=3)
 glue("ch02b_size_mean", key_size.rejection_rate.mean(), digits=3)
+glue("ch02b_headline_status", SIMULATED)
+# the intro's provenance and verdict (a simulation-only chapter)
+row_provenance, row_verdict = headline_provenance("ch02b", "reference")
+glue("ch02b_headline_provenance", row_provenance)
+glue("ch02b_headline_verdict", row_verdict)
 glue("ch02b_size_verdict", ch.size_verdict(z))
 text_bias = bias[(bias.rule == "tfidf") & (bias.comparison == "0 v 1")]
 glue("ch02b_tfidf_bias_0v1_pp", text_bias.bias_pp.iloc[0] if len(text_bias) else float("nan"), digits=1)

@@ -112,7 +112,7 @@ import numpy as np
 from IPython.display import display
 
 from mechaudit.chapters import robustness as ch
-from mechaudit.chapters.status import simulation_only_note
+from mechaudit.chapters.status import SIMULATED, headline_provenance, simulation_only_note
 from mechaudit.glue import glue, glue_figure
 from mechaudit.outputs import save
 from mechaudit.paper import compare_paper_default, reported
@@ -404,6 +404,11 @@ for _, r in power[power.role == "design"].iterrows():
     tag = f"{r.target_pp:g}_{int(r.n_instances)}x{int(r.runs_per_depth)}".replace(".", "_")
     glue(f"ch02c_power_{tag}", r.power, digits=2)
     glue(f"ch02c_power_se_{tag}", r.power_se, digits=2)
+glue("ch02c_headline_status", SIMULATED)
+# the intro's provenance and verdict (a simulation-only chapter)
+row_provenance, row_verdict = headline_provenance("ch02c", "reference")
+glue("ch02c_headline_provenance", row_provenance)
+glue("ch02c_headline_verdict", row_verdict)
 
 # %% [markdown]
 # For the paper's design (4 instances, 5 runs per depth) the power at alpha 0.05 is

@@ -86,6 +86,7 @@ from IPython.display import display
 
 from mechaudit.chapters import engagement as ch
 from mechaudit.chapters.critique_depth import status
+from mechaudit.chapters.status import headline_provenance
 from mechaudit.chapters.workflow import workflow_setup
 from mechaudit.engagement import LABELS, engagement_table, paper_shares
 from mechaudit.glue import glue, glue_figure
@@ -124,6 +125,9 @@ display(book_table(save("engagement", shares, out_dir), name="tbl-ch03-shares",
 glue("ch03_n_demands", len(labelled))
 glue("ch03_n_runs", labelled.run_id.nunique())
 glue("ch03_headline_conceded", shares.loc["conceded", "this run (%)"], digits=1)
+row_provenance, row_verdict = headline_provenance("ch03", backend, {"conceded": shares.loc["conceded", "this run (%)"]})
+glue("ch03_headline_provenance", row_provenance)
+glue("ch03_headline_verdict", row_verdict)
 glue("ch03_max_gap_pp", ch.max_gap_pp(shares["this run (%)"], paper_shares()), digits=1)
 for label in LABELS:
     glue(f"ch03_{label}_pct", shares.loc[label, "this run (%)"], digits=1)
@@ -134,8 +138,8 @@ for label in LABELS:
 
 # %% tags=["hide-input"]
 if show_paper:
-    display(book_table(save("paper_comparison", compare(ch.paper_rows(labelled, backend)), out_dir),
-                       name="tbl-ch03-paper", caption="The paper's engagement shares and this run's."))
+    display(book_table(save("paper_comparison", compare(ch.paper_rows(labelled, backend), backend=backend),
+                            out_dir), name="tbl-ch03-paper", caption="The paper's engagement shares and this run's."))
 else:
     print("comparison with the paper is off (compare_paper is false or data_dir is your own data)")
 

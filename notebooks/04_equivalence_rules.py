@@ -87,6 +87,7 @@ from IPython.display import display
 
 from mechaudit.chapters import diversity as ch
 from mechaudit.chapters.critique_depth import status
+from mechaudit.chapters.status import headline_provenance
 from mechaudit.chapters.workflow import report_dropped, workflow_setup
 from mechaudit.glue import glue, glue_figure
 from mechaudit.outputs import save
@@ -165,6 +166,9 @@ display(book_table(save("mean_diversity", summary, out_dir), name="tbl-ch04-summ
                    caption="Delivered hypotheses, groups under each grouping and the Vendi score per run, "
                            "averaged over all runs, per rule."))
 glue("ch04_headline_clusters", ch.clusters_range(summary))
+row_provenance, row_verdict = headline_provenance("ch04", backend)
+glue("ch04_headline_provenance", row_provenance)
+glue("ch04_headline_verdict", row_verdict)
 glue("ch04_key_vs_reference", ch.key_vs_reference(summary))
 for rule, row in summary.iterrows():
     glue(f"ch04_{rule}_complete", row["groups (complete)"], digits=2)
@@ -208,8 +212,8 @@ fig = glue_figure("ch04_fig_vendi", save("vendi_per_run", fig, out_dir))
 # %% tags=["hide-input"]
 if show_paper:
     display(book_table(save("paper_comparison", compare(ch.paper_rows(rule_objects, tfidf_threshold,
-                                                                      embedding_threshold, embedding_model)),
-                            out_dir), name="tbl-ch04-paper",
+                                                                      embedding_threshold, embedding_model),
+                                                        backend=backend), out_dir), name="tbl-ch04-paper",
                        caption="The thresholds and the encoder: the paper's and this run's."))
 else:
     print("comparison with the paper is off (compare_paper is false or data_dir is your own data)")

@@ -129,6 +129,7 @@ from mechaudit.chapters.perturbations import (
     status,
     thresholds_in_use,
 )
+from mechaudit.chapters.status import headline_provenance
 from mechaudit.glue import glue, glue_figure
 from mechaudit.outputs import save
 from mechaudit.paper import compare_paper_default, reported
@@ -360,6 +361,9 @@ glue("ch05_headline_status", status(backend, judge_model))
 llm_share = facts["template"]["fss_llm"] if "template" in facts else None
 glue("ch05_llm_answer", "The LLM judge is not run offline." if llm_share is None
      else f"The LLM judge ({judge_model}) calls {llm_share:.0f} % of template-built first-step swaps different.")
+row_provenance, row_verdict = headline_provenance("ch05", backend)
+glue("ch05_headline_provenance", row_provenance)
+glue("ch05_headline_verdict", row_verdict)
 for kind in ("first_step_swapped", "meaning_preserving"):
     for rule in ("tfidf", "embedding", "llm"):
         glue(f"ch05_paper_{kind}_{rule}", reported(f"perturbations.{kind}_pct_different.{rule}"))

@@ -16,24 +16,26 @@
 # :name: ch06-answer
 # **Question.** Does the rubric in the judge's prompt change which pairs count as the same mechanism?
 #
-# **Answer.** Yes: first-step swaps judged different are {glue:text}`ch06_headline_fss_full` % under
-# the full rubric, {glue:text}`ch06_headline_fss_step` % under the step rubric and
-# {glue:text}`ch06_headline_fss_none` % with no rubric (the paper's LLM:
-# {glue:text}`ch06_paper_full_fss_pct` %, {glue:text}`ch06_paper_step_fss_pct` % and
-# {glue:text}`ch06_paper_none_fss_pct` %).
+# **Answer.** First-step swaps judged different with no rubric / the full rubric / the step rubric:
+# {glue:text}`ch06_answer`. What this chapter shows offline is how each rubric reads when applied
+# literally, and why such literal readings cannot stand in for an LLM.
 #
-# **How we know.** Status: {glue:text}`ch06_headline_status`. Offline each rubric is applied by a
-# deterministic {term}`reference judge <Reference judge>` that reads the structured
-# {term}`causal chain <Causal chain>`, so these numbers are true by construction of the rubrics and
-# are not an LLM's; the LLM judge is not run offline. The no-rubric judge's rule (step overlap) is
-# this book's choice.
+# **How we know.** Status: {glue:text}`ch06_headline_status`. The question is about an LLM judge,
+# and offline no LLM runs. The offline stand-ins settle nothing about it: the full and step
+# {term}`reference judges <Reference judge>` compare the step ids of the structured
+# {term}`causal chain <Causal chain>`, and every swap in the suite replaces a step id, so they call
+# every swap different; the no-rubric stand-in is this book's own step-overlap (Jaccard) rule, which
+# cannot call a single swap in a chain of three or more steps different. Their numbers are true by
+# construction, checks of the code rather than findings.
 # ````
 #
 # ```{admonition} Learning objectives
 # :class: tip
 # After this chapter you can
 # - explain how the full, step-by-step and no-rubric prompts define "same mechanism";
-# - compute the share of first-step swaps each rubric calls different, and read which component broke;
+# - compute the share of first-step swaps each rubric calls different (an LLM's with an LLM backend;
+#   offline only the literal reference judges', which are true by construction) and read which
+#   component broke;
 # - explain why a literal no-rubric overlap rule can never catch a single swapped step;
 # - re-run the rubric comparison with an LLM backend and read its order and repetition effects.
 # ```
@@ -88,9 +90,11 @@ from IPython.display import display
 
 from mechaudit.backends import Backend
 from mechaudit.chapters.rubric import (
+    answer,
     component_percent,
     examples,
     findings,
+    fss_by_rubric,
     headline,
     judge_rubrics_with_llm,
     order_effects,
@@ -103,6 +107,7 @@ from mechaudit.chapters.rubric import (
     setup,
     status,
 )
+from mechaudit.chapters.status import headline_provenance
 from mechaudit.glue import glue, glue_figure
 from mechaudit.outputs import save
 from mechaudit.paper import compare, compare_paper_default, reported
@@ -238,20 +243,20 @@ save("judge_model_ranges", model_ranges, out_dir)
 # %% [markdown]
 # ## Paper vs this run
 #
-# The paper's numbers are LLM results. Offline, "this run" says "not run" and the note gives the
-# reference judge's value for orientation only: it is not an LLM result.
+# The paper's numbers are LLM results. Offline, "this run" says "not run", the provenance column says
+# "not run offline (LLM only)", and the note gives the reference judge's value for orientation only:
+# it is true by construction, not an LLM result.
 
 # %% tags=["hide-input"]
 rows = paper_rows(pct, effects, rubrics, backend=backend, model=judge_model)
 if show_paper:
-    display(book_table(save("paper_comparison", compare(rows), out_dir), name="tbl-ch06-paper",
+    display(book_table(save("paper_comparison", compare(rows, backend=backend), out_dir), name="tbl-ch06-paper",
                        caption="The paper's rubric effects and this run's."))
 else:
     print("Comparison with the paper is off (compare_paper is false, or this is not the shipped data).")
 
 # %% tags=["remove-input"]
 facts = findings(pct, components, s.pairs, s.kinds, rubrics)
-top = headline(pct, llm_run)
 glue("ch06_jaccard_threshold", jaccard_threshold)
 for r in rubrics:
     glue(f"ch06_ref_{r}_fss_pct", facts[f"ref_{r}_fss"], digits=1)
@@ -262,7 +267,11 @@ glue("ch06_paper_reversal_pct", reported("rubric.order_reversal_changed_pct"))
 glue("ch06_headline_status", status(backend, judge_model))
 for r in ("none", "full", "step"):
     glue(f"ch06_paper_{r}_fss_pct", reported(f"rubric.first_step_swapped_pct_different.{r}"))
-    glue(f"ch06_headline_fss_{r}", "not run" if top[r] is None else top[r], digits=None if top[r] is None else 0)
+glue("ch06_answer", answer(pct, llm_run))
+glue("ch06_headline", headline(pct, llm_run))
+row_provenance, row_verdict = headline_provenance("ch06", backend, fss_by_rubric(pct, "llm") if llm_run else None)
+glue("ch06_headline_provenance", row_provenance)
+glue("ch06_headline_verdict", row_verdict)
 
 # %% [markdown]
 # ## LLM usage

@@ -112,6 +112,7 @@ from mechaudit.chapters.sensitivity import (
     sweep_by_suite,
     three_methods,
 )
+from mechaudit.chapters.status import headline_provenance
 from mechaudit.glue import glue, glue_figure
 from mechaudit.outputs import save
 from mechaudit.paper import compare, compare_paper_default, reported
@@ -287,7 +288,7 @@ save("judge_model_ranges", model_ranges(check, backend, judge_models), out_dir)
 three = three_methods(fixed)
 rows = paper_rows(three, fixed, check, tfidf_threshold=tfidf_threshold, embedding_threshold=embedding_threshold)
 if show_paper:
-    display(book_table(save("paper_comparison", compare(rows), out_dir), name="tbl-ch07-paper",
+    display(book_table(save("paper_comparison", compare(rows, backend=backend), out_dir), name="tbl-ch07-paper",
                        caption="The paper's agreement and stability numbers and this run's."))
 else:
     print("Comparison with the paper is off (compare_paper is false, or this is not the shipped data).")
@@ -301,6 +302,10 @@ glue("ch07_kappa_high", top["kappa_high"], digits=2)
 glue("ch07_headline_agreement", top["agreement"])
 glue("ch07_headline_kappa", top["kappa"])
 glue("ch07_headline_status", status(backend, judge_models[0]))
+row_provenance, row_verdict = headline_provenance("ch07", backend,
+                                                  {"agreement": top["agreement_low"], "κ": top["kappa_low"]})
+glue("ch07_headline_provenance", row_provenance)
+glue("ch07_headline_verdict", row_verdict)
 for prefix, name in (("ch07", "template"), ("ch07_rw", "reworded")):
     if name not in sweep_facts:
         continue

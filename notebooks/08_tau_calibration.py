@@ -114,6 +114,7 @@ llm_usage.begin(max_usd=max_usd, batch=llm_batch)  # this chapter's LLM budget a
 
 from mechaudit.backends import Backend
 from mechaudit.chapters import tau as ch
+from mechaudit.chapters.status import headline_provenance
 from mechaudit.glue import at_most_text, glue, glue_figure, span_text
 from mechaudit.outputs import save
 from mechaudit.plots.tau import (
@@ -205,6 +206,10 @@ glue("ch08_mean_error_pct", rf["mean_error_pct"], digits=1)
 glue("ch08_n_reps", n_reps)
 glue("ch08_headline_tau_error", ch.headline_tau_error(rf))
 glue("ch08_headline_status", ch.STATUS)
+# the intro's provenance and verdict: the simulated judge, whatever the backend
+row_provenance, row_verdict = headline_provenance("ch08", "reference")
+glue("ch08_headline_provenance", row_provenance)
+glue("ch08_headline_verdict", row_verdict)
 
 # %% tags=["hide-input"]
 fig = tau_recovery_plot(recovery, SIM)

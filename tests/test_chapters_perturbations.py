@@ -84,7 +84,7 @@ def test_paper_rows_offline_say_not_run_and_name_the_reference_judge():
     assert all(r[1] is None for r in llm_rows)
     assert llm_rows[0][2] == "reference judge: 100.0"
     assert all(len(r[2]) <= 40 for r in rows if len(r) == 3)
-    table = compare(rows)
+    table = compare(rows, backend="reference")
     assert len(table) == 9
 
 
@@ -153,6 +153,10 @@ def test_paper_table_has_one_column_per_suite_and_joins_differing_notes():
     row = "First step swapped, called different: embedding (%)"
     assert table.loc[row, "template-built suite"] == "0" and table.loc[row, "reworded suite"] == "100"
     assert table.loc[row, "note"] == "MiniLM; matched: 0.0 / 100.0"
+    assert table.loc[row, "provenance"] == ("template-built suite: true by construction; "
+                                            "reworded suite: independent computation")
+    llm_row = "First step swapped, called different: LLM judge (%)"
+    assert table.loc[llm_row, "provenance"] == "not run offline (LLM only)"
     assert ch._joined(["a: 1", "a: 1"]) == "a: 1"
 
 

@@ -56,8 +56,14 @@ def test_components_examples_and_findings(shipped):
     facts = ch.findings(pct, components, s.pairs, s.kinds, RUBRICS)
     assert facts["ref_full_fss"] == 100.0 and facts["ref_none_fss"] == 0.0
     assert facts["min_chain_swapped"] >= 3 and facts["min_jaccard_swapped"] >= 0.5
-    assert ch.headline(pct, llm_run=False) == {"none": 0.0, "full": 100.0, "step": 100.0}
-    assert ch.headline(pct, llm_run=True) == {"none": None, "full": None, "step": None}
+    assert ch.fss_by_rubric(pct, "reference") == {"none": 0.0, "full": 100.0, "step": 100.0}
+    assert ch.fss_by_rubric(pct, "llm") == {"none": None, "full": None, "step": None}
+    assert ch.headline(pct, llm_run=False) == (
+        "not measured offline (reference judges, true by construction: 0; 100; 100)")
+    assert ch.answer(pct, llm_run=False) == "not measured offline (paper: 38 / 83 / 96 %)"
+    llm = pct.assign(**{"llm none": 37.5, "llm full": 82.6, "llm step": float("nan")})
+    assert ch.headline(llm, llm_run=True) == "38; 83; not run"  # NaN: every pair undecided
+    assert ch.answer(llm, llm_run=True) == "38 / 83 / not run % (paper: 38 / 83 / 96 %)"
 
 
 def test_reversal_check_is_zero_for_reference_judges(shipped):
@@ -73,7 +79,7 @@ def test_order_effects_offline_and_paper_rows(shipped):
     rows = ch.paper_rows(pct, effects, RUBRICS, backend="reference", model="m")
     assert [r[1] for r in rows] == [None] * 6
     assert rows[0] == ("rubric.first_step_swapped_pct_different.step", None, "reference judge: 100.0")
-    assert len(compare(rows)) == 6
+    assert len(compare(rows, backend="reference")) == 6
     _, ranges = ch.rubric_model_axis(s.pairs, s.kinds, llm, RUBRICS, ["m", "n"], backend="reference",
                                      orders=["ab"], instances=s.instances)
     assert ranges.iloc[0, 0] == "not run: offline backend"

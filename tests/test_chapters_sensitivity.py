@@ -66,7 +66,7 @@ def test_three_methods_headline_and_offline_paper_rows():
     rows = ch.paper_rows(three, fixed, check, tfidf_threshold=0.25, embedding_threshold=0.77)
     assert len(rows) == 14 and all(len(r[2]) <= 40 for r in rows if len(r) == 3)
     assert [r[1] for r in rows[6:]] == [None] * 8
-    assert len(compare(rows)) == 14
+    assert len(compare(rows, backend="reference")) == 14
     assert ch.model_ranges(check, "reference", ["m"]).iloc[0, 0] == "not run: offline backend"
 
 

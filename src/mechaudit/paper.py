@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 import yaml
 
+from mechaudit import provenance
 from mechaudit.errors import MechauditError
 from mechaudit.paths import REPO_ROOT
 
@@ -64,6 +65,9 @@ def label(key: str, path: Path = REPORTED_PATH) -> str:
     return entry(key, path)["label"]
 
 
+COMPARE_COLUMNS = ["paper", "this run", "provenance", "source", "note"]
+
+
 class ComparisonTable(pd.DataFrame):
     """A "paper vs this run" table: shown in full (pandas would cut labels and notes after 50
     characters with "..."), and in HTML with the class ``paper-compare`` for the book's style sheet.
@@ -87,14 +91,18 @@ class ComparisonTable(pd.DataFrame):
         return None if html is None else html.replace('class="dataframe"', 'class="dataframe paper-compare"', 1)
 
 
-def compare(rows: Iterable[tuple], path: Path = REPORTED_PATH) -> ComparisonTable:
+def compare(rows: Iterable[tuple], *, backend: str, suite: str | None = None,
+            path: Path = REPORTED_PATH) -> ComparisonTable:
     """The "paper vs this run" table, narrow enough for the book's text column.
 
     ``rows`` holds ``(key, ours)`` or ``(key, ours, note)``; ``ours`` is ``None`` when this run did
-    not measure the quantity (shown as "not run"). Index: the entry's label (unit included).
-    Columns: paper, this run, source (the paper's section), and note (left out when no row has
-    one). Every cell is text: integers without ".0", other numbers rounded to the paper's decimals
-    (at least one), p-values through :func:`format_p` (the paper's bounds as "< 1e-4").
+    not measure the quantity (shown as "not run"). ``backend``: the backend that produced ``ours``;
+    ``suite``: the perturbation suite the rows were measured on, if any (``provenance.of``).
+    Index: the entry's label (unit included). Columns: paper, this run, provenance (how this run's
+    number can relate to the paper's, from ``mechaudit.provenance.of``), source (the paper's
+    section), and note (left out when no row has one). Every cell is text: integers without ".0",
+    other numbers rounded to the paper's decimals (at least one), p-values through
+    :func:`format_p` (the paper's bounds as "< 10⁻⁴"); thousands separated by commas ("4,863").
     """
     labels, out = [], []
     for row in rows:
@@ -107,10 +115,11 @@ def compare(rows: Iterable[tuple], path: Path = REPORTED_PATH) -> ComparisonTabl
         out.append({
             "paper": f"<{NBSP}{_power_of_ten(meta['value'])}" if is_p else _fmt(meta["value"], meta["value"]),
             "this run": _fmt_p(ours) if is_p else _fmt(ours, meta["value"]),
+            "provenance": provenance.of(key, backend, suite=suite),
             "source": meta.get("section", ""),
             "note": str(rest[0]) if rest and rest[0] is not None else "",
         })
-    table = ComparisonTable(out, index=labels, columns=["paper", "this run", "source", "note"], dtype=object)
+    table = ComparisonTable(out, index=labels, columns=COMPARE_COLUMNS, dtype=object)
     if not table["note"].astype(bool).any():
         table = table.drop(columns="note")
     return table

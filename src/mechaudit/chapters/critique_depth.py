@@ -216,3 +216,105 @@ def scan_view(scan: pd.DataFrame, grid: Sequence[str]) -> pd.DataFrame:
     objective (squared distance to the target in tolerances) and whether the point is the best."""
     return (scan.set_index(list(grid))[["extra_0v1_pp", "objective", "best"]].round(2)
             .rename(columns={"extra_0v1_pp": "0 v 1 (pp)"}))
+
+
+# --------------------------------------------------------------------------- judge-model axis (the paper's Figure 5)
+
+#: the judge models of the paper's Figure 5 (Opus 4.6, Sonnet 4.6, GPT-5.5); ``gpt-5.5`` routes to
+#: OpenAI and needs the optional extra ``mechaudit[openai]``
+PAPER_JUDGE_MODELS = ("claude-opus-4-6", "claude-sonnet-4-6", "gpt-5.5")
+#: the estimate's stage name of the axis's extra requests (``mechaudit.llm.estimate.plan_02``)
+AXIS_STAGE = "judge-model axis"
+
+
+def judge_range_key(label: str, end: str) -> str:
+    """The ``data/paper_reported.yaml`` key of the paper's lowest or highest judge (``end`` "low" or
+    "high") for the comparison ``label`` ("0 v 1")."""
+    a, b = label.split(" v ")
+    return f"critique_depth.judge_range_pp.k{a}_vs_k{b}_{end}"
+
+
+def judge_model_axis(runs, design: Design, models: Sequence[str], *, backend: str, client,
+                     instances) -> pd.DataFrame | None:
+    """Extra divergence (pp) of every design comparison per judge model: one row per model (in the
+    order given, each name once), one column per comparison label ("0 v 1", ...). Every model judges
+    every matched pair of ``runs`` exactly as the chapter's ``llm`` rule does (``build_rules``: full
+    rubric, the same orders and early stop) through ``client``, so the main judge's calls are
+    answered from the cache. Offline: None (no judge model runs, and nothing stands in for one)."""
+    from mechaudit.workflow import build_rules, rule_tables
+
+    if not Backend.parse(backend).is_llm:
+        return None
+    rules = {m: build_rules(["llm"], backend=backend, judge_model=m, client=client, instances=instances)["llm"]
+             .same_or_undecided for m in dict.fromkeys(models)}
+    _, table = rule_tables(runs, rules, design.comparisons())
+    labels = [f"{a} v {b}" for a, b in design.comparisons()]
+    return (table.pivot(index="rule", columns="comparison", values="extra_pp")
+            .reindex(index=list(rules), columns=labels).rename_axis(index="judge model", columns=None))
+
+
+def judge_model_ranges(per_model: pd.DataFrame) -> pd.DataFrame:
+    """Per comparison the range of extra divergence over the judge models (pp; columns of
+    ``agreement.estimate_range``) beside the paper's range over its three judges (``paper low``,
+    ``paper high``; NaN for a comparison it does not report)."""
+    from mechaudit.agreement import estimate_range
+
+    ranges = estimate_range(per_model)
+    known = entries()
+    for end in ("low", "high"):
+        ranges[f"paper {end}"] = [reported(judge_range_key(c, end)) if judge_range_key(c, end) in known
+                                  else float("nan") for c in ranges.index]
+    return ranges
+
+
+def judge_range_rows(ranges: pd.DataFrame | None) -> list[tuple]:
+    """"Paper vs this run" rows of the judge-model ranges (0 v 1, 0 v 5, 1 v 5; lowest and highest
+    model): the range's ends, or None ("not run") offline or for a comparison the design lacks."""
+    rows = []
+    for a, b in PAPER_COMPARISONS:
+        label = f"{a} v {b}"
+        for end in ("low", "high"):
+            ours = None if ranges is None or label not in ranges.index else round(float(ranges.loc[label, end]), 1)
+            rows.append((judge_range_key(label, end), ours))
+    return rows
+
+
+def paper_judge_ranges(comparisons: Sequence[str]) -> dict[str, tuple[float, float]]:
+    """The paper's (lowest, highest) judge value per comparison label it reports, for the figure."""
+    known = entries()
+    return {c: (reported(judge_range_key(c, "low")), reported(judge_range_key(c, "high")))
+            for c in comparisons if judge_range_key(c, "low") in known}
+
+
+def judge_axis_estimate(models: Sequence[str], parameters: Mapping[str, Any]) -> pd.DataFrame:
+    """What running the judge-model axis would ask of the API: the judge rows of ``mechaudit
+    estimate`` for this chapter under ``backend = "anthropic"`` with ``judge_models = models``
+    (``parameters``: the chapter's other parameters that shape the requests, e.g. ``design_file``,
+    ``rules``, ``judge_model``). Columns: stage, model, requests, cached, to_send, usd_plain,
+    usd_batch (USD NaN for a model ``params/prices.yaml`` does not price)."""
+    from mechaudit.llm.estimate import estimate_chapters
+
+    table = estimate_chapters(["02_critique_depth"],
+                              overrides={**parameters, "backend": "anthropic", "judge_models": list(models)})
+    judge = table[table.stage.str.startswith("judge ")]
+    return judge[["stage", "model", "requests", "cached", "to_send", "usd_plain", "usd_batch"]].reset_index(drop=True)
+
+
+def judge_axis_plan_models(judge_model: str, judge_models: Sequence[str]) -> list[str]:
+    """The further judge models an offline estimate plans for: ``judge_models`` if given, else the
+    paper's other two judges (``PAPER_JUDGE_MODELS``), never ``judge_model`` itself."""
+    wanted = list(judge_models) or list(PAPER_JUDGE_MODELS)
+    return [m for m in dict.fromkeys(wanted) if m != judge_model]
+
+
+def judge_axis_note(plan: pd.DataFrame, models: Sequence[str]) -> str:
+    """One line for the offline section: how many judge requests ``models`` would add (the estimate's
+    judge-model axis rows, early-stop upper bounds included) and their plain USD."""
+    extra = plan[plan.stage.str.contains(f"({AXIS_STAGE}", regex=False)]
+    unpriced = list(dict.fromkeys(extra.model[extra.usd_plain.isna()]))
+    priced = extra.usd_plain.sum()
+    cost = f"about {priced:.2f} USD at plain prices" + (
+        f" plus the requests to {', '.join(unpriced)}, which params/prices.yaml does not price" if unpriced else "")
+    return (f"Offline: no judge model runs, so no judge-model numbers are shown. With backend 'anthropic' and "
+            f"judge_models = {list(models)}, the axis adds at most {int(extra.requests.sum()):,} judge requests "
+            f"({int(extra.to_send.sum()):,} not in the response cache; {cost}).")

@@ -3,7 +3,7 @@
 One call per step: ``setup`` (the valid perturbation pairs), ``reference_decisions`` (each rubric
 read literally), ``judge_rubrics_with_llm``, ``order_effects`` and ``rubric_model_axis`` (the LLM-only
 steps; offline they return "not run" placeholders), ``examples``, ``component_percent``,
-``findings``, ``headline`` and ``paper_rows``.
+``findings``, ``headline``, ``answer`` and ``paper_rows``.
 """
 
 from __future__ import annotations
@@ -229,11 +229,37 @@ def findings(pct: pd.DataFrame, components: pd.DataFrame, pairs: Sequence[Pair],
     return out
 
 
-def headline(pct: pd.DataFrame, llm_run: bool) -> dict[str, float | None]:
-    """% of first-step swaps judged different per rubric (none, full, step) for the intro's table:
-    the LLM's if it ran, else the reference judges'; None for a rubric not run."""
-    source = "llm" if llm_run else "reference"
-    return {r: _fss(pct, f"{source} {r}") if f"{source} {r}" in pct.columns else None for r in ("none", "full", "step")}
+#: the rubrics of the intro's row and the chapter's answer, in the paper's order (38 / 83 / 96 %)
+HEADLINE_RUBRICS = ("none", "full", "step")
+
+
+def fss_by_rubric(pct: pd.DataFrame, source: str) -> dict[str, float | None]:
+    """% of first-step swaps judged different per rubric of ``HEADLINE_RUBRICS`` by ``source``
+    ("llm" or "reference"); None for a rubric not run (or every pair undecided)."""
+    return {r: _fss(pct, f"{source} {r}") if f"{source} {r}" in pct.columns else None for r in HEADLINE_RUBRICS}
+
+
+def _joined(values: dict[str, float | None], sep: str) -> str:
+    return sep.join("not run" if v is None else f"{v:.0f}" for v in values.values())
+
+
+def headline(pct: pd.DataFrame, llm_run: bool) -> str:
+    """The intro's "this book" cell: the LLM's % of first-step swaps judged different (none; full;
+    step) if it ran; offline "not measured offline" with the reference judges' values, which are
+    true by construction (``mechaudit.provenance``, ``book.rubric.reference_judges``)."""
+    if llm_run:
+        return _joined(fss_by_rubric(pct, "llm"), "; ")
+    reference = _joined(fss_by_rubric(pct, "reference"), "; ")
+    return f"not measured offline (reference judges, true by construction: {reference})"
+
+
+def answer(pct: pd.DataFrame, llm_run: bool) -> str:
+    """The chapter's answer: the LLM's % of first-step swaps judged different with no rubric / the
+    full / the step rubric beside the paper's; offline "not measured offline (paper: 38 / 83 / 96 %)"."""
+    paper = " / ".join(f"{reported(f'rubric.first_step_swapped_pct_different.{r}'):g}" for r in HEADLINE_RUBRICS)
+    if not llm_run:
+        return f"not measured offline (paper: {paper} %)"
+    return f"{_joined(fss_by_rubric(pct, 'llm'), ' / ')} % (paper: {paper} %)"
 
 
 def status(backend: str, model: str) -> str:

@@ -7,7 +7,8 @@ without sending anything, with the same request builders the chapter uses
 Counting rules (documented in ``book/rerun.md``):
 
 - **Request count.** Judge requests (chapters 05-07, and the judge in 02/04 once the workflow's
-  answers are cached) are exact: one per pair and presentation order. The workflow (02-04) sends
+  answers are cached) are exact: one per pair and presentation order, and per judge model of
+  chapter 02's judge-model axis (``judge_models``). The workflow (02-04) sends
   one *develop* request per (run, opening hypothesis), then per critique round one *critique* and
   one *revise* request per hypothesis still in play, and chapter 03 one engagement *label* request
   per critique; these counts follow from the design alone, because the workflow delivers exactly one
@@ -122,8 +123,8 @@ class Planned:
 
 
 def _judge_models(p: Mapping[str, Any]) -> list[str]:
-    """The judge models a chapter runs, main judge first: ``judge_model`` (chapters 05/06) followed
-    by ``judge_models`` (the judge-model axis; chapter 07 has only this list), each name once."""
+    """The judge models a chapter runs, main judge first: ``judge_model`` (chapters 02, 05, 06)
+    followed by ``judge_models`` (the judge-model axis; chapter 07 has only this list), each name once."""
     first = [p["judge_model"]] if "judge_model" in p else []
     return list(dict.fromkeys([*first, *(p.get("judge_models") or [])]))
 
@@ -343,22 +344,30 @@ class _PairRecorder:
 
 
 def _llm_rule_requests(p, bench, runs, exact: bool, pairs_of: Callable) -> list[Planned]:
+    """The LLM judge's requests on the pairs ``pairs_of(runs, recorder)`` asks about: ``judge_model``
+    (stage "judge <model> (delivered pairs)"), then every further model of ``judge_models`` (chapter
+    02's judge-model axis; stage "judge <model> (judge-model axis)"), each as ``build_rules`` builds it."""
     from mechaudit.workflow import rules_for_backend
 
     if "llm" not in rules_for_backend(p["rules"], p["backend"]):
         return []
     recorder = _PairRecorder()
     pairs_of(runs, recorder)
-    judge = _judge("full", p["judge_model"], ("ab", "ab", "ba"), bench.instances)
     pairs = recorder.pairs
-    # proxies of different runs share texts (hence keys): tell them apart by hypothesis ids and call
-    identity = None if exact else (lambda i, c: f"{pairs[i][0].id}|{pairs[i][1].id}|{c}")
-    return judge_planned(judge, pairs, f"judge {p['judge_model']} (delivered pairs)", early_stop=True,
-                         exact=exact, identity=identity)  # build_rules uses the LLMJudge default
+    out: list[Planned] = []
+    for k, model in enumerate(_judge_models(p)):
+        judge = _judge("full", model, ("ab", "ab", "ba"), bench.instances)
+        # proxies of different runs share texts (hence keys): tell them apart by model, hypothesis ids and call
+        identity = None if exact else (lambda i, c, m=model: f"{m}|{pairs[i][0].id}|{pairs[i][1].id}|{c}")
+        stage = f"judge {model} ({'delivered pairs' if k == 0 else 'judge-model axis'})"
+        out += judge_planned(judge, pairs, stage, early_stop=True, exact=exact,
+                             identity=identity)  # build_rules uses the LLMJudge default
+    return out
 
 
 def plan_02(p: Mapping[str, Any]) -> list[Planned]:
-    """Chapter 02: the workflow, then the LLM judge on every matched pair of delivered hypotheses."""
+    """Chapter 02: the workflow, then the LLM judge on every matched pair of delivered hypotheses,
+    once per judge model of ``judge_model`` + ``judge_models`` (the judge-model axis)."""
     from mechaudit.workflow import instance_matrices
 
     bench = _bench(p)

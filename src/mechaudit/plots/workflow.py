@@ -190,3 +190,32 @@ def cluster_count_figure(counts: pd.DataFrame, backend: str, value: str = "n_gro
     fig.legend(handles, names, loc="outside upper center", ncols=min(len(rules), 5), fontsize=8, frameon=False)
     backend_caption(fig, backend)
     return fig
+
+
+def judge_model_figure(per_model: pd.DataFrame, backend: str, paper: Mapping[str, tuple[float, float]] | None = None):
+    """Extra divergence (pp) per depth comparison, one series (line and markers) per judge model, in
+    the style of the paper's Figure 5; the paper's range over its three judges as a pink bar behind
+    each comparison (shown when ``paper`` is given: comparison -> (low, high)).
+
+    ``per_model``: judge models (index) x comparison labels (columns), as ``judge_model_axis`` returns.
+    """
+    fig, ax = new_figure(width=6.4, height=3.4)
+    comps = list(per_model.columns)
+    x = np.arange(len(comps))
+    if paper:
+        for i, comp in enumerate(comps):
+            if comp in paper:
+                low, high = paper[comp]
+                ax.bar(i, high - low, bottom=low, width=0.5, color=PALETTE["paper"], alpha=0.35,
+                       label="paper: range over its judges" if i == 0 else None, zorder=1)
+    markers = ("o", "s", "^", "D", "v", "P")
+    for k, (model, row) in enumerate(per_model.iterrows()):
+        ax.plot(x, row.to_numpy(dtype=float), marker=markers[k % len(markers)], linewidth=1.2, label=str(model),
+                zorder=3)
+    ax.set_xticks(x, comps)
+    ax.set_xlabel("depth comparison")
+    ax.set_ylabel("extra divergence (pp)")
+    ax.axhline(0, color=PALETTE["muted"], linewidth=0.8)
+    legend_outside(ax, where="below", fontsize=8)
+    backend_caption(fig, backend, "one series per judge model")
+    return fig

@@ -60,7 +60,8 @@ class CalibrationSpec(BaseModel):
     """The scan's settings (``params/calibration.yaml``, key ``calibration``).
 
     ``grid``: simulator parameter -> candidate values (scanned against the 0 v 1 target);
-    ``fixed``: parameter -> why it is an assumption; ``extra_tolerance_pp``: tolerance of the 0 v 1
+    ``fixed``: parameter -> why it is an assumption; ``fitted``: fitted parameter -> the paper keys it
+    was set to match (read by ``mechaudit.provenance``); ``extra_tolerance_pp``: tolerance of the 0 v 1
     target (pp); ``runs_per_depth`` / ``mixture_runs_per_depth``: runs per depth and instance of the
     scan's designs / of the design that solves ``reply_sound``; ``digits``: decimals of the
     closed-form values.
@@ -74,6 +75,7 @@ class CalibrationSpec(BaseModel):
     digits: int = Field(default=2, ge=1, le=6)
     grid: dict[str, list[float]]
     fixed: dict[str, str]
+    fitted: dict[str, list[str]] = Field(default_factory=dict)
 
     @field_validator("grid")
     @classmethod

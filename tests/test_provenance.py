@@ -1,0 +1,213 @@
+"""Provenance per row: the closed vocabulary, derived from params/calibration.yaml and the declared
+by-construction results; the check that a fitted parameter cannot be added without its rows
+labelled; the intro's provenance and verdict cells."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+import yaml
+
+from mechaudit import paper, provenance
+from mechaudit.chapters import status
+from mechaudit.errors import MechauditError
+from mechaudit.paths import PARAMS_DIR, REPO_ROOT
+from mechaudit.provenance import BY_CONSTRUCTION, FITTED, INDEPENDENT, NOT_RUN
+from mechaudit.workflow.calibrate import SOLVED, load_calibration
+from mechaudit.workflow.simulator import SimulatorParams
+
+K01 = "critique_depth.extra_divergence_pp.k0_vs_k1"
+K15 = "critique_depth.extra_divergence_pp.k1_vs_k5"
+FSS = "perturbations.first_step_swapped_pct_different"
+
+
+@pytest.fixture
+def calibration(tmp_path):
+    """A calibration file whose ``fitted`` section fits only the 0 v 1 effect and the mixture."""
+    doc = yaml.safe_load((PARAMS_DIR / "calibration.yaml").read_text())
+    doc["calibration"]["fitted"] = {"p_weak_unsupported": [K01], "reply_sound": ["engagement.conceded_pct"]}
+    path = tmp_path / "calibration.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    return path
+
+
+@pytest.mark.parametrize(("key", "offline", "llm"), [
+    (K01, FITTED, INDEPENDENT),  # the simulator was set to match it; an LLM run measures it
+    (K15, INDEPENDENT, INDEPENDENT),
+    ("engagement.conceded_pct", FITTED, INDEPENDENT),
+    ("engagement.demands", INDEPENDENT, INDEPENDENT),
+    (f"{FSS}.llm", NOT_RUN, INDEPENDENT),
+    (f"{FSS}.tfidf", BY_CONSTRUCTION, BY_CONSTRUCTION),  # template-built swaps, whatever the backend
+    ("perturbations.meaning_preserving_pct_different.tfidf", INDEPENDENT, INDEPENDENT),
+    ("rubric.first_step_swapped_pct_different.none", NOT_RUN, INDEPENDENT),
+    ("critique_depth.judge_range_pp.k0_vs_k1_low", NOT_RUN, INDEPENDENT),
+    ("design.runs", BY_CONSTRUCTION, BY_CONSTRUCTION),
+    ("design.partitions_per_instance", BY_CONSTRUCTION, BY_CONSTRUCTION),
+    ("sensitivity.stability_pairs", NOT_RUN, BY_CONSTRUCTION),  # LLM only, and a setting when run
+    ("sensitivity.kappa_low", INDEPENDENT, INDEPENDENT),
+    ("book.tau.recovery", BY_CONSTRUCTION, BY_CONSTRUCTION),
+])
+def test_provenance_per_key_and_backend(calibration, key, offline, llm):
+    assert provenance.of(key, "reference", calibration) == offline
+    assert provenance.of(key, "anthropic", calibration) == llm
+    assert provenance.of(key, "replay", calibration) == llm
+
+
+def test_text_rules_on_swaps_are_built_in_only_on_the_template_suite():
+    from mechaudit.perturb import SUITE_FILES
+
+    assert set(provenance.SUITE_CONSTRUCTIONS) <= set(SUITE_FILES) and provenance.DEFAULT_SUITE in SUITE_FILES
+    for backend in ("reference", "replay"):
+        assert provenance.of(f"{FSS}.embedding", backend, suite="template") == BY_CONSTRUCTION
+        assert provenance.of(f"{FSS}.embedding", backend) == BY_CONSTRUCTION  # the default suite
+        assert provenance.of(f"{FSS}.embedding", backend, suite="reworded") == INDEPENDENT
+    assert provenance.of(f"{FSS}.llm", "reference", suite="reworded") == NOT_RUN
+    assert provenance.of("design.runs", "reference", suite="reworded") == BY_CONSTRUCTION
+
+
+def test_every_reported_number_has_a_value_from_the_vocabulary():
+    for key in paper.entries():
+        for backend in ("reference", "anthropic"):
+            assert provenance.of(key, backend) in provenance.VOCABULARY, key
+
+
+def test_declarations_name_known_results_with_a_reason():
+    known = set(paper.entries()) | set(provenance.BOOK_RESULTS)
+    suite_keys = [k for keys in provenance.SUITE_CONSTRUCTIONS.values() for k in keys]
+    for pattern in (*provenance.LLM_ONLY, *provenance.CONSTRUCTIONS, *suite_keys):
+        assert any(re.fullmatch(pattern.replace(".", r"\.").replace("*", ".*"), k) for k in known), pattern
+    reasons = [*provenance.CONSTRUCTIONS.values(), *(r for c in provenance.SUITE_CONSTRUCTIONS.values()
+                                                      for r in c.values())]
+    assert all(reason.strip() for reason in reasons)
+    for parts in status.HEADLINE_PARTS.values():
+        assert all(part.key in known for part in parts), parts
+
+
+def test_unknown_backend_is_an_error():
+    with pytest.raises(ValueError, match="backend"):
+        provenance.of(K01, "gpt")
+
+
+# -- a fitted parameter cannot be added without its rows labelled ------------------------------
+
+
+def committed_fits() -> set[str]:
+    """Every parameter the committed files fit: FITTED marks in simulator.yaml, the calibration
+    grid and the closed-form solutions of ``workflow.calibrate``."""
+    return set(provenance.fitted_marks()) | set(load_calibration().grid) | set(SOLVED)
+
+
+def test_every_fitted_parameter_labels_its_rows():
+    fits = committed_fits()
+    assert {"p_weak_unsupported", "p_extra_hypothesis", "reply_sound"} <= fits
+    assert provenance.unlabelled(fits, paper.entries()) == []
+    assert set(provenance.fitted_targets()) <= set(SimulatorParams.model_fields)
+    labelled = provenance.fitted_keys()
+    assert {K01, "design.matched_pairs", "engagement.conceded_pct", "engagement.dropped_pct"} <= labelled
+    assert all(provenance.of(key, "reference") == FITTED for key in labelled)
+
+
+def test_a_new_fitted_mark_without_labels_fails(tmp_path):
+    sim = tmp_path / "simulator.yaml"
+    text = (PARAMS_DIR / "simulator.yaml").read_text()
+    sim.write_text(re.sub(r"(?m)^(  p_find: .*)$", r"  # FITTED to the 1 v 5 effect\n\1", text))
+    assert "p_find" in provenance.fitted_marks(sim)
+    assert "p_find" not in provenance.fitted_marks()  # the committed file does not mark it
+    found = set(provenance.fitted_marks(sim)) | set(load_calibration().grid) | set(SOLVED)
+    assert provenance.unlabelled(found, paper.entries()) == ["p_find"]
+    inline = tmp_path / "inline.yaml"
+    inline.write_text(re.sub(r"(?m)^(  p_challenge_sound: \S+).*$", r"\1  # FITTED", text))
+    assert "p_challenge_sound" in provenance.fitted_marks(inline)
+
+
+def test_a_new_grid_parameter_or_a_wrong_key_fails(tmp_path):
+    doc = yaml.safe_load((PARAMS_DIR / "calibration.yaml").read_text())
+    doc["calibration"]["grid"]["p_find"] = [0.8, 0.9]
+    path = tmp_path / "calibration.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    fits = set(provenance.fitted_marks()) | set(load_calibration(path).grid) | set(SOLVED)
+    assert provenance.unlabelled(fits, paper.entries(), path) == ["p_find"]
+    doc["calibration"]["fitted"]["p_find"] = ["critique_depth.no_such_number"]
+    path.write_text(yaml.safe_dump(doc))
+    assert provenance.unlabelled(fits, paper.entries(), path) == ["p_find"]
+    doc["calibration"]["fitted"]["p_find"] = [K15]
+    path.write_text(yaml.safe_dump(doc))
+    assert provenance.unlabelled(fits, paper.entries(), path) == []
+    assert provenance.of(K15, "reference", path) == FITTED
+
+
+def test_bad_fitted_section_names_the_field(tmp_path):
+    path = tmp_path / "calibration.yaml"
+    doc = yaml.safe_load((PARAMS_DIR / "calibration.yaml").read_text())
+    doc["calibration"]["fitted"] = {"p_find": "critique_depth"}  # a string, not a list
+    path.write_text(yaml.safe_dump(doc))
+    with pytest.raises(MechauditError, match="calibration.fitted"):
+        provenance.of(K01, "reference", path)
+
+
+# -- tables, summaries and verdicts -------------------------------------------------------------
+
+
+def test_compare_fills_the_provenance_column_from_the_backend():
+    rows = [(K01, 37.7), (f"{FSS}.llm", None, "reference judge: 100"), (f"{FSS}.tfidf", 0.0), ("design.runs", 60)]
+    offline = paper.compare(rows, backend="reference")
+    assert list(offline.columns) == ["paper", "this run", "provenance", "source", "note"]
+    assert offline["provenance"].tolist() == [FITTED, NOT_RUN, BY_CONSTRUCTION, BY_CONSTRUCTION]
+    online = paper.compare(rows, backend="replay")
+    assert online["provenance"].tolist() == [INDEPENDENT, INDEPENDENT, BY_CONSTRUCTION, BY_CONSTRUCTION]
+    with pytest.raises(TypeError):
+        paper.compare(rows)  # the backend is required: no silent default
+
+
+def test_summary_groups_values_in_vocabulary_order(calibration):
+    values = [(name, provenance.of(key, "reference", calibration)) for name, key in (("1 v 5", K15), ("0 v 1", K01))]
+    assert provenance.summary(values) == "fitted to the paper: 0 v 1; independent computation: 1 v 5"
+    assert provenance.summary([("a", INDEPENDENT), ("b", INDEPENDENT)]) == INDEPENDENT
+    with pytest.raises(ValueError, match="among"):
+        provenance.summary([("a", "simulated")])
+
+
+@pytest.mark.parametrize(("values", "backend", "agrees", "expected"), [
+    ([FITTED, BY_CONSTRUCTION], "reference", None, "fitted by construction"),
+    ([NOT_RUN, BY_CONSTRUCTION], "reference", None, "not testable offline"),
+    ([FITTED, INDEPENDENT], "reference", None, "qualified"),
+    ([INDEPENDENT], "reference", True, "qualified"),  # offline numbers never reproduce the paper's
+    ([INDEPENDENT], "anthropic", True, "reproduced"),
+    ([INDEPENDENT], "anthropic", False, "qualified"),
+    ([INDEPENDENT, BY_CONSTRUCTION], "anthropic", True, "qualified"),
+])
+def test_verdict(values, backend, agrees, expected):
+    assert provenance.verdict(values, backend, agrees) == expected
+
+
+def test_verdict_rejects_values_outside_the_vocabulary():
+    with pytest.raises(ValueError, match="among"):
+        provenance.verdict(["simulated"], "reference")
+
+
+def test_intro_rows():
+    assert status.headline_provenance("ch06", "reference") == (
+        "true by construction: reference judges; not run offline (LLM only): none, full, step", "not testable offline")
+    assert status.headline_provenance("ch06", "anthropic") == (INDEPENDENT, "qualified")
+    assert status.headline_provenance("ch06", "anthropic", {"none": 40, "full": 80.5, "step": 96}) == (
+        INDEPENDENT, "reproduced")
+    assert status.headline_provenance("ch06", "anthropic", {"none": 10, "full": 83, "step": 96})[1] == "qualified"
+    assert status.headline_provenance("ch08", "reference") == (BY_CONSTRUCTION, "fitted by construction")
+    assert status.headline_provenance("ch05", "reference") == (
+        "true by construction: reference judge, text rules on the template-built suite; not run offline (LLM only): "
+        "LLM judge; independent computation: text rules on the reworded suite", "qualified")
+    assert status.headline_provenance("ch02b", "reference") == (INDEPENDENT, "qualified")
+    assert status.agrees("sensitivity.kappa_low", 0.65) and not status.agrees("sensitivity.kappa_low", 0.75)
+    assert status.agrees("book.power", 0.5) is None and status.agrees(K01, "not run") is None
+
+
+def test_intro_and_readme_state_the_trust_level():
+    intro = (REPO_ROOT / "book" / "intro.md").read_text()
+    for chapter in status.HEADLINE_PARTS:
+        for cell in ("provenance", "verdict"):
+            assert f"::{chapter}_headline_{cell}:s`" in intro, (chapter, cell)
+    first_screen = intro.split("## What the paper asks")[0]
+    assert "offline, every number is simulated or rule-based" in first_screen.lower()
+    readme_first = (REPO_ROOT / "README.md").read_text().split("\n\n")[1]
+    assert "simulated or rule-based" in readme_first and "reproduces" not in readme_first
