@@ -18,11 +18,12 @@ export TOKENIZERS_PARALLELISM := false
 export PYTHONHASHSEED := 0
 PYTEST_ARGS ?=
 
-.PHONY: book test install notebooks html chromium clean help reproduce lint
+.PHONY: book test install notebooks html chromium clean help reproduce lint mutation
 
 help:
 	@echo "make book   - install, execute every notebook, build the book into _build/html"
 	@echo "make test   - install, run the whole test suite"
+	@echo "make mutation - mutation testing of the core modules, writes tests/MUTATION.md (not part of make test)"
 	@echo "make reproduce - the real-LLM run of params/paper.yaml (needs ANTHROPIC_API_KEY; shows the cost first)"
 
 install: $(STAMP)
@@ -73,6 +74,13 @@ lint: $(STAMP)
 test: $(STAMP) chromium lint
 	$(PY) -m pytest tests notebooks --nbval --nbval-current-env \
 		--nbval-sanitize-with tests/nbval_sanitize.cfg -p no:cacheprovider $(PYTEST_ARGS)
+
+# Mutation testing of the core (mutmut from the [mutation] extra): one module at a time with its own
+# test files, then tests/MUTATION.md. MUTATION_MODULES="divergence llm" runs only those modules.
+MUTATION_MODULES ?=
+mutation: $(STAMP)
+	$(PIP) install --quiet -e '.[mutation]'
+	$(PY) tests/mutation.py $(MUTATION_MODULES)
 
 clean:
 	rm -rf _build

@@ -20,8 +20,8 @@
 # complete linkage the {term}`mechanism key <Mechanism key>` (the truth) counts
 # {glue:text}`ch04_mechanism_key_complete` distinct mechanisms per run, {term}`TF-IDF` at its
 # threshold {glue:text}`ch04_tfidf_complete` and embeddings {glue:text}`ch04_embedding_complete`
-# (range over the rules: {glue:text}`ch04_headline_clusters`). Transitive grouping lowers TF-IDF's
-# count further, to {glue:text}`ch04_tfidf_components`.
+# (range over the rules: {glue:text}`ch04_headline_clusters`). With transitive grouping (connected
+# components) TF-IDF counts {glue:text}`ch04_tfidf_components`.
 #
 # **How we know.** Status: {glue:text}`ch04_headline_status`. The runs come from the workflow
 # simulator, whose mechanism key is the ground truth by construction; TF-IDF and the MiniLM
@@ -94,24 +94,23 @@ from mechaudit.outputs import save
 from mechaudit.paper import compare, compare_paper_default
 from mechaudit.plots.workflow import cluster_count_figure
 from mechaudit.tables import book_table, use_book_tables
-from mechaudit.workflow import delivered_diversity, diversity_table
+from mechaudit.workflow import delivered_diversity, diversity_table, null_params, simulate
 
 use_book_tables()  # every table below in the book's format: labels, units, rounding
 show_paper = compare_paper_default(compare_paper, data_dir)
+setup = workflow_setup(backend, data_dir=data_dir, design_file=design_file, simulator_file=simulator_file,
+                       seed=seed, generator_model=generator_model, cache_dir=cache_dir, json_retries=json_retries)
+glue("ch04_openings", ch.openings_label(setup.bench))
 glue("ch04_headline_status", status(backend, judge_model))
+report_dropped(setup.delivery, backend, json_retries)
 
 # %% [markdown]
 # ## Cluster counts per instance and depth
 #
-# Deliver the runs and build the rules, then measure every delivered set under each of them: one
-# row per run and rule, with the hypotheses, the group counts under both groupings and the Vendi
-# score.
+# Build the rules, then measure every delivered set under each of them: one row per run and rule,
+# with the hypotheses, the group counts under both groupings and the Vendi score.
 
 # %%
-setup = workflow_setup(backend, data_dir=data_dir, design_file=design_file,
-                       simulator_file=simulator_file, seed=seed,
-                       generator_model=generator_model, cache_dir=cache_dir,
-                       json_retries=json_retries)
 rule_objects = ch.chapter_rules(
     rules, backend, tfidf_threshold=tfidf_threshold,
     embedding_threshold=embedding_threshold, embedding_model=embedding_model,
@@ -120,10 +119,10 @@ rule_objects = ch.chapter_rules(
 div = delivered_diversity(setup.delivery.runs, rule_objects)
 
 # %% tags=["hide-input"]
-report_dropped(setup.delivery, backend, json_retries)
-glue("ch04_openings", ch.openings_label(setup.bench))
 print(f"{div.groupby(['instance', 'depth', 'repetition']).ngroups} runs, "
       f"{div.groupby('rule').n_hypotheses.sum().iloc[0]} delivered hypotheses, rules: {', '.join(rule_objects)}")
+
+# %% tags=["hide-input"]
 glue("ch04_hypotheses_per_run", div.groupby("rule").n_hypotheses.mean().iloc[0], digits=2)
 save("diversity_complete", diversity_table(div, "complete").round(2), out_dir)
 save("diversity_components", diversity_table(div, "components").round(2), out_dir)
@@ -144,8 +143,7 @@ fig = glue_figure("ch04_fig_groups", save("groups_per_run", fig, out_dir))
 #
 # A run delivers {glue:text}`ch04_hypotheses_per_run` hypotheses on average, grown from
 # {glue:text}`ch04_openings` {term}`opening hypotheses <Opening hypothesis>`. Averaged over the
-# instances, by grouping and depth ({numref}`tbl-ch04-depth`; {numref}`fig-ch04-groups` shows complete
-# linkage per instance):
+# instances, by grouping and depth ({numref}`fig-ch04-groups` shows complete linkage per instance):
 
 # %% tags=["hide-input"]
 book_table(ch.depth_table(div), name="tbl-ch04-depth",
@@ -156,7 +154,7 @@ book_table(ch.depth_table(div), name="tbl-ch04-depth",
 #
 # Averaged over all runs: delivered hypotheses per run, groups under each grouping and the Vendi score
 # (for similarity rules computed from the cosine matrix; for yes/no rules from the complete-linkage
-# groups), in {numref}`tbl-ch04-summary`.
+# groups).
 
 # %%
 summary = ch.rule_summary(div)
@@ -165,6 +163,8 @@ summary = ch.rule_summary(div)
 display(book_table(save("mean_diversity", summary, out_dir), name="tbl-ch04-summary",
                    caption="Delivered hypotheses, groups under each grouping and the Vendi score per run, "
                            "averaged over all runs, per rule."))
+
+# %% tags=["hide-input"]
 glue("ch04_headline_clusters", ch.clusters_range(summary))
 row_provenance, row_verdict = headline_provenance("ch04", backend)
 glue("ch04_headline_provenance", row_provenance)
@@ -228,13 +228,30 @@ else:
 # %% tags=["hide-input"]
 llm_usage.report(backend)
 
+# %% tags=["remove-cell"]
+# numbers the exercise solutions quote, computed here so that they follow the parameter files
+if "mechanism_key" in rule_objects and "tfidf" in rule_objects:
+    strict = ch.chapter_rules(["tfidf"], backend, tfidf_threshold=0.5, embedding_threshold=embedding_threshold,
+                              embedding_model=embedding_model, judge_model=judge_model, client=None,
+                              bench=setup.bench, embedding_cache=False)
+    div_strict = delivered_diversity(setup.delivery.runs, strict)
+    glue("ch04_ex1_complete", div_strict.complete.mean(), digits=2)
+    glue("ch04_ex1_components", div_strict.components.mean(), digits=2)
+    glue("ch04_ex1_by_depth", ch.by_depth_text(div_strict, "tfidf"))
+    glue("ch04_ex1_key_by_depth", ch.by_depth_text(div, "mechanism_key"))
+    null_runs = simulate(setup.bench, setup.design, null_params(setup.simulator), seed=seed, log=False)
+    div_null = delivered_diversity(null_runs, {k: rule_objects[k] for k in ("mechanism_key", "tfidf")})
+    glue("ch04_ex2_key_by_depth", ch.by_depth_text(div_null, "mechanism_key"))
+    glue("ch04_ex2_tfidf_by_depth", ch.by_depth_text(div_null, "tfidf"))
+
 # %% [markdown]
 # ## Exercises
 #
 # ```{exercise}
 # :label: ch04-ex1
 #
-# TF-IDF at threshold 0.25 counts fewer groups than the truth. Before running, predict what a
+# TF-IDF at threshold 0.25 counts {glue:text}`ch04_tfidf_complete` groups per run against the truth's
+# {glue:text}`ch04_mechanism_key_complete`. Before running, predict what a
 # stricter threshold of 0.5 does to its complete-linkage count: below, near or above
 # {glue:text}`ch04_mechanism_key_complete`? Then re-execute with
 # `.venv/bin/mechaudit execute notebooks/04_equivalence_rules.py -p tfidf_threshold 0.5
@@ -245,14 +262,14 @@ llm_usage.report(backend)
 # :class: dropdown
 #
 # A higher threshold asks for more similar texts before calling two hypotheses the same, so fewer
-# pairs are "same" and the groups split: the count rises. In our run of that command TF-IDF counted
-# 7.07 groups per run with complete linkage and 6.98 with connected components, against 6.92 for the
-# mechanism key: on average close to the truth, and the two groupings almost agree (its verdicts are
-# nearly transitive at this threshold). The average hides the failure: by depth TF-IDF counted 6.6,
-# 7.4 and 7.2 groups at K = 0, 1 and 5 where the truth is 5.4, 7.8 and 7.4. It now splits rewordings
-# of one mechanism at depth 0 and still lumps some mechanisms that critique changed, so its count
-# barely follows depth. A threshold can move a text rule's average onto the truth without making its
-# verdicts track the mechanisms.
+# pairs are "same" and the groups split: the count rises. On this chapter's runs (computed in a hidden
+# cell) TF-IDF at 0.5 counts {glue:text}`ch04_ex1_complete` groups per run with complete linkage and
+# {glue:text}`ch04_ex1_components` with connected components, against
+# {glue:text}`ch04_mechanism_key_complete` for the mechanism key. Compare the averages by depth as
+# well: TF-IDF counts {glue:text}`ch04_ex1_by_depth` where the truth is
+# {glue:text}`ch04_ex1_key_by_depth`. A threshold can move a text rule's average towards the truth
+# without making its verdicts track the mechanisms: it splits rewordings of one mechanism and lumps
+# mechanisms whose texts share many words, and the balance of the two sets the average.
 # ````
 #
 # ```{exercise}
@@ -269,11 +286,12 @@ llm_usage.report(backend)
 # :class: dropdown
 #
 # Without mechanism changes, critique cannot create new distinct mechanisms, so the key's count
-# should stay at its depth-0 level. In our run of that command the mechanism key counted 5.4, 5.2 and
-# 5.4 groups per run at K = 0, 1 and 5 (complete linkage), where the default simulator gives the rise
-# shown in {numref}`fig-ch04-groups`; the small wobble is which hypotheses a run happens to deliver.
-# TF-IDF counted 4.8, 4.6 and 4.3: its verdicts react to wording, and critique still rewords (replies
-# hedge), so a text rule can show a trend in diversity where the mechanisms have none.
+# should stay at its depth-0 level. Simulated with the null file and the same seed (in a hidden cell),
+# the mechanism key counts {glue:text}`ch04_ex2_key_by_depth` groups per run (complete linkage), where
+# the default simulator gives the rise shown in {numref}`fig-ch04-groups`; any wobble is which
+# hypotheses a run happens to deliver. TF-IDF counts {glue:text}`ch04_ex2_tfidf_by_depth`: its
+# verdicts react to wording, and critique still rewords (replies hedge), so a text rule can show a
+# trend in diversity where the mechanisms have none.
 # ````
 #
 # ```{exercise}

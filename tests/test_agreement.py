@@ -6,7 +6,14 @@ import numpy as np
 import pytest
 from sklearn.metrics import cohen_kappa_score
 
-from mechaudit.agreement import agreement_table, cohen_kappa, flip_rate, raw_agreement, threshold_sweep
+from mechaudit.agreement import (
+    agreement_table,
+    cohen_kappa,
+    complete_agreement_interval,
+    flip_rate,
+    raw_agreement,
+    threshold_sweep,
+)
 
 
 @pytest.mark.parametrize("seed", range(5))
@@ -76,3 +83,19 @@ def test_complete_agreement_interval_is_exact():
         assert (interval is None) == (len(perfect) == 0)
         if interval is not None:
             assert all(interval[0] < t <= interval[1] for t in perfect)
+
+
+def test_decisions_accept_0_and_1_and_name_the_side_and_value_that_is_not():
+    assert raw_agreement([1, 0, 1, 0], [True, False, False, np.nan]) == pytest.approx(2 / 3)
+    assert cohen_kappa(np.array([0, 1, 1, 0]), np.array([0, 1, 1, 0])) == pytest.approx(1.0)
+    with pytest.raises(ValueError, match="decisions b must be boolean or 0/1; found 2"):
+        raw_agreement([True, False], [True, 2])
+    with pytest.raises(ValueError, match="decisions a must be boolean or 0/1; found 'yes'"):
+        raw_agreement(["yes", False], [True, False])
+
+
+def test_complete_agreement_when_the_reference_has_one_class_only():
+    sim = np.array([0.2, 0.9, 0.5])
+    assert complete_agreement_interval(sim, [True, True, True]) == (-np.inf, 0.2)
+    assert complete_agreement_interval(sim, [False, False, None]) == (0.9, np.inf)
+    assert complete_agreement_interval(sim, [True, False, True]) is None  # 0.9 different > 0.2 same

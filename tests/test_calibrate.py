@@ -11,14 +11,18 @@ from mechaudit.divergence import comparison_matrix, extra_divergence
 from mechaudit.paths import PARAMS_DIR
 from mechaudit.workflow import Design, counts, depth_table, load_design, load_simulator_params, simulate
 from mechaudit.workflow.calibrate import (
+    EXTRA_KEY,
     Measured,
     calibrate,
+    comparison_of,
     expected_density,
     load_calibration,
     matches,
     measure,
+    mixture_reachable,
     p_extra_from_density,
     paper_targets,
+    project_simplex,
     round_shares,
     solve_reply_sound,
 )
@@ -73,24 +77,94 @@ def test_measure_splits_weak_and_sound_demands_exactly(bench):
 
 
 def test_solve_reply_sound_completes_the_mixture():
-    m = Measured(30.0, np.array([500.0, 40.0, 30.0, 20.0]), 400, 11.6, 10)
+    m = Measured({"0 v 1": 30.0}, np.array([500.0, 40.0, 30.0, 20.0]), 400, 11.6, 10)
     target = np.array([61.0, 27.0, 9.0, 3.0])
     reply = solve_reply_sound(m, target, digits=6)
     assert reply.sum() == pytest.approx(1.0)
     np.testing.assert_allclose(m.shares(reply), target, atol=1e-3)
-    # a share the weak-link demands alone already exceed cannot be reached
-    with pytest.raises(ValueError, match="no reply_sound"):
-        solve_reply_sound(m, np.array([40.0, 40.0, 10.0, 10.0]))
+    with pytest.raises(ValueError, match="not identified"):
+        solve_reply_sound(Measured({}, np.ones(4), 0, 11.6, 10), target)
+
+
+def test_unreachable_mixture_gets_the_closest_reply_in_least_squares():
+    """Weak-link demands alone exceed the conceded target: the solution is the probability vector
+    whose mixture is nearest the target, checked against a constrained optimiser."""
+    from scipy.optimize import minimize
+
+    m = Measured({}, np.array([700.0, 40.0, 30.0, 20.0]), 210, 11.6, 10)
+    target = np.array([61.0, 27.0, 9.0, 3.0])
+    reply = solve_reply_sound(m, target, digits=6)
+    res = minimize(lambda r: np.sum((m.shares(r) - target) ** 2), np.full(4, 0.25), method="SLSQP",
+                   bounds=[(0, 1)] * 4, constraints=[{"type": "eq", "fun": lambda r: r.sum() - 1}], tol=1e-12)
+    np.testing.assert_allclose(reply, res.x, atol=1e-4)
+    assert reply[0] == 0.0 and m.shares(reply)[0] > 61.0
+    assert not mixture_reachable(m, target)
+    assert mixture_reachable(Measured({}, np.array([500.0, 40.0, 30.0, 20.0]), 400, 11.6, 10), target)
+
+
+def test_project_simplex_against_brute_force():
+    rng = np.random.default_rng(4)
+    steps = np.linspace(0, 1, 21)
+    grid = np.array([(a, b, c, 1 - a - b - c) for a in steps for b in steps for c in steps if a + b + c <= 1 + 1e-12])
+    for _ in range(20):
+        v = rng.normal(0, 1, 4)
+        x = project_simplex(v)
+        assert x.min() >= 0 and x.sum() == pytest.approx(1.0)
+        assert np.sum((x - v) ** 2) <= np.min(np.sum((grid - v) ** 2, axis=1)) + 1e-12  # no grid point is closer
+    assert project_simplex(np.array([0.2, 0.3, 0.5])).tolist() == pytest.approx([0.2, 0.3, 0.5])
+
+
+def test_comparison_keys():
+    assert comparison_of(EXTRA_KEY + "k0_vs_k5") == (0, 5)
+    with pytest.raises(ValueError, match="extra-divergence key"):
+        comparison_of("engagement.demands")
+    assert paper_targets([EXTRA_KEY + "k0_vs_k5"])[EXTRA_KEY + "k0_vs_k5"] == 39.8
+
+
+def _spec_text(grid: str, fitted: str = "", targets: str = "{critique_depth.extra_divergence_pp.k0_vs_k1: 3}") -> str:
+    return ("calibration:\n  runs_per_depth: 10\n  mixture_runs_per_depth: 10\n"
+            f"  targets: {targets}\n  grid: {grid}\n  fixed: {{}}\n" + fitted)
 
 
 def test_bad_calibration_file(tmp_path):
     path = tmp_path / "cal.yaml"
-    path.write_text("calibration:\n  runs_per_depth: 10\n  mixture_runs_per_depth: 10\n"
-                    "  extra_tolerance_pp: 3\n  grid: {reply_sound: [0.1]}\n  fixed: {}\n")
+    path.write_text(_spec_text("{reply_sound: [0.1]}"))
     with pytest.raises(ValueError, match=r"cal.yaml:\d+: field 'calibration.grid'"):
+        load_calibration(path)
+    path.write_text(_spec_text("{p_find: [0.9]}", targets="{engagement.demands: 3}"))
+    with pytest.raises(ValueError, match="extra-divergence key"):
+        load_calibration(path)
+    path.write_text(_spec_text("{p_find: [0.9]}") + "  measure: tfidf\n")
+    with pytest.raises(ValueError, match="unknown measure"):
         load_calibration(path)
     path.write_text("calibration: [1, 2]\n")
     with pytest.raises(ValueError, match="field 'calibration'"):
+        load_calibration(path)
+
+
+def test_fitted_section_must_name_what_is_fitted(tmp_path):
+    """The provenance section ``fitted`` lists every fitted parameter with its targets: the committed
+    file does; a grid parameter listed with other targets, or a parameter both fitted and assumed, is
+    an error (a missing one is reported by mechaudit.provenance.unlabelled, tested there)."""
+    from mechaudit import paper, provenance
+    from mechaudit.workflow.calibrate import SOLVED
+
+    spec = load_calibration()
+    assert set(spec.fitted) == set(spec.grid) | set(SOLVED)
+    assert all(sorted(spec.fitted[k]) == sorted(spec.targets) for k in spec.grid)
+    assert provenance.unlabelled(set(spec.grid) | set(SOLVED), paper.entries()) == []
+    path = tmp_path / "cal.yaml"
+    fitted = ("  fitted:\n    p_find: [critique_depth.extra_divergence_pp.k0_vs_k1]\n"
+              "    p_extra_hypothesis: [design.matched_pairs]\n"
+              "    reply_sound: [engagement.conceded_pct, engagement.answered_pct, engagement.partial_pct, "
+              "engagement.dropped_pct]\n")
+    path.write_text(_spec_text("{p_find: [0.9]}", fitted))
+    assert load_calibration(path).fitted["p_find"] == [EXTRA_KEY + "k0_vs_k1"]
+    path.write_text(_spec_text("{p_find: [0.9]}", fitted.replace("k0_vs_k1]", "k1_vs_k5]")))
+    with pytest.raises(ValueError, match="wrong paper keys for \\['p_find'\\]"):
+        load_calibration(path)
+    path.write_text(_spec_text("{p_find: [0.9]}", fitted).replace("fixed: {}", "fixed: {p_find: assumed}"))
+    with pytest.raises(ValueError, match="both as fitted and as assumptions"):
         load_calibration(path)
 
 
@@ -98,27 +172,34 @@ def test_scan_reproduces_committed_defaults(bench):
     """Acceptance: the calibration, on a small grid around the defaults, finds params/simulator.yaml."""
     spec = load_calibration()
     committed = load_simulator_params()
-    small = spec.model_copy(update={"grid": {"p_weak_unsupported": [0.8, 0.85, 0.9, 0.95]}})
+    small = spec.model_copy(update={"grid": {"p_weak_supported": [0.8, 0.85, 0.9], "p_find": [0.95, 1.0]}})
     cal = calibrate(bench, load_design(PARAMS_DIR / "paper.yaml", instances=[i.id for i in bench.instances]),
                     committed, small)
     assert matches(committed, cal.values()) == {k: True for k in cal.values()}
+    assert cal.scan.within_tolerance.any()
+    assert {"extra_0v1_pp", "extra_0v5_pp", "extra_1v5_pp"} <= set(cal.scan.columns)
 
 
 def test_scan_finds_a_planted_optimum(bench):
-    """Take the 0 v 1 effect simulated at p_weak_unsupported = 0.7 as the target: the scan must
-    return 0.7, and the mixture solved from the paper's shares must be reached."""
-    spec = load_calibration().model_copy(update={"runs_per_depth": 10, "mixture_runs_per_depth": 20,
-                                                 "grid": {"p_weak_unsupported": [0.5, 0.7, 0.9]}})
+    """Take the effects simulated at p_weak_supported = 0.7, p_find = 0.9 as the targets: the scan must
+    return that point, and the mixture must be the one solve_reply_sound gives there."""
+    spec = load_calibration().model_copy(update={"runs_per_depth": 10, "mixture_runs_per_depth": 10,
+                                                 "grid": {"p_weak_supported": [0.5, 0.7, 0.9],
+                                                          "p_find": [0.6, 0.9]}})
     design = Design(instances=tuple(i.id for i in bench.instances), depths=(0, 1, 5), runs_per_depth=5)
     base = load_simulator_params()
-    targets = paper_targets()
-    planted = measure(bench, design, base.model_copy(update={"p_weak_unsupported": 0.7}), 10, seed=spec.seed)
-    targets["extra_0v1_pp"] = planted.extra_0v1_pp
+    targets = paper_targets(list(spec.targets))
+    planted = measure(bench, design, base.model_copy(update={"p_weak_supported": 0.7, "p_find": 0.9}), 10,
+                      seed=spec.seed)
+    for key in spec.targets:
+        a, b = comparison_of(key)
+        targets[key] = planted.extras_pp[f"{a} v {b}"]
     cal = calibrate(bench, design, base, spec, targets)
-    assert cal.values()["p_weak_unsupported"] == 0.7
+    assert cal.values()["p_weak_supported"] == 0.7 and cal.values()["p_find"] == 0.9
     assert cal.scan.objective.min() == pytest.approx(0.0, abs=1e-12)
     shares = cal.measured.shares(cal.params.reply_sound.as_array())
-    np.testing.assert_allclose(shares, [targets[f"{x}_pct"] for x in LABELS], atol=1.0)
+    best = solve_reply_sound(cal.measured, np.array([targets[f"{x}_pct"] for x in LABELS]), digits=6)
+    np.testing.assert_allclose(shares, cal.measured.shares(best), atol=1.0)
 
 
 # --------------------------------------------------------------------------- ceiling

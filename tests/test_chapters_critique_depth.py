@@ -12,7 +12,8 @@ from mechaudit.paper import compare
 
 def _table(rule: str = "reference", extra=(30.0, 35.0, 1.5), p=(1 / 126**4, 0.002, 0.4)) -> pd.DataFrame:
     comps = ["0 v 1", "0 v 5", "1 v 5"]
-    return pd.DataFrame({"comparison": comps, "extra_pp": list(extra), "p_value": list(p), "n_partitions": 126,
+    return pd.DataFrame({"comparison": comps, "extra_pp": list(extra), "ci_low_pp": [e - 4 for e in extra],
+                         "ci_high_pp": [e + 4 for e in extra], "p_value": list(p), "n_partitions": 126,
                          "n_instances": 4, "max_extra_pp": [80.0, 75.0, 20.0],
                          "normalised": [e / m for e, m in zip(extra, (80.0, 75.0, 20.0))], "rule": rule})
 
@@ -26,8 +27,9 @@ def test_headline_reads_the_main_rule_and_survives_a_design_without_depth_5():
     main = _table().set_index("comparison")
     head = ch.headline(main)
     assert head["0 v 1"] == 30.0 and head["1 v 5"] == 1.5 and head["p 0 v 1"] == "<\u00a010⁻⁸, the smallest possible"
+    assert head["0 v 1 text"] == "30.0 (95 % interval 26.0 to 34.0)"
     small = main.loc[["0 v 1"]]
-    assert ch.headline(small)["1 v 5"] == "not in this design"
+    assert ch.headline(small)["1 v 5"] == "not in this design" == ch.headline(small)["1 v 5 text"]
 
 
 def test_status_uses_the_book_vocabulary():
@@ -35,21 +37,78 @@ def test_status_uses_the_book_vocabulary():
     assert ch.status("replay", "claude-x") == "LLM (claude-x, replay)"
 
 
+def _truth() -> pd.DataFrame:
+    rows = []
+    for measure, shift in (("mechanism_key", 0.0), ("paper_rates", -5.0)):
+        rows += [{"measure": measure, "panel": "same-depth", "label": "K=0", "truth_pp": 5.0, "truth_se_pp": None,
+                  "max_extra_pp": None}]
+        extras = (("0 v 1", 31.0, 0.2), ("0 v 5", 36.0, 0.3), ("1 v 5", 6.0, 0.4))
+        rows += [{"measure": measure, "panel": "extra", "label": lab, "truth_pp": t + shift, "truth_se_pp": se,
+                  "max_extra_pp": 60.0} for lab, t, se in extras]
+    return pd.DataFrame(rows)
+
+
 def test_add_truth_and_table1_view():
-    table = pd.concat([_table("mechanism_key"), _table("reference")], ignore_index=True)
-    truth = pd.DataFrame({"label": ["K=0", "0 v 1", "0 v 5", "1 v 5"], "truth_pp": [5.0, 31.0, 36.0, 1.0],
-                          "truth_se_pp": [0.1, 0.2, 0.3, 0.4]})
-    with_truth = ch.add_truth(table, truth)
-    assert with_truth.truth_pp.tolist() == [31.0, 36.0, 1.0] * 2
+    table = pd.concat([_table("mechanism_key"), _table("paper_rates"), _table("tfidf")], ignore_index=True)
+    with_truth = ch.add_truth(table, _truth())
+    assert with_truth.truth_pp.tolist() == [31.0, 36.0, 6.0, 26.0, 31.0, 1.0, 31.0, 36.0, 6.0]
     assert ch.add_truth(table, None) is table
     view = ch.table1(with_truth)
-    assert view.index.names == ["rule", "comparison"] and len(view.columns) == 6
-    assert view.loc[("reference", "0 v 1"), "exact p"] == pytest.approx(1 / 126**4)
+    assert view.index.names == ["rule", "comparison"] and len(view.columns) == 7
+    assert view.loc[("paper_rates", "0 v 1"), "exact p"] == pytest.approx(1 / 126**4)
     from mechaudit.tables import BookTable
 
     shown = BookTable(view)
     p_column = shown.header.index("Exact p")
     assert shown.rows[0][p_column].text == "<\u00a010⁻⁸" and "_" not in "".join(shown.header)
+    assert view.loc[("tfidf", "1 v 5"), "95 % interval (pp)"] == "-2.5 to 5.5"
+    assert ch.interval_text(float("nan"), 1.0) == "not computed"
+    assert ch.truth_map(_truth(), "paper_rates", "extra") == {"0 v 1": 26.0, "0 v 5": 31.0, "1 v 5": 1.0}
+    view = ch.truth_table(_truth())
+    assert list(view.columns) == ["mechanism_key", "paper_rates"]
+    assert view.loc["extra 0 v 1 (pp)", "paper_rates"] == 26.0
+    assert view.loc["same-depth K=0 (%)", "mechanism_key"] == 5.0
+
+
+def test_sentences_about_the_paper_and_the_test():
+    main = _table("paper_rates").set_index("comparison")  # intervals 26-34, 31-39, -2.5-5.5
+    assert ch.inside_sentence(main, {"0 v 1": 34.5, "1 v 5": 1.3}) == (
+        "the paper's 1 v 5 values lie inside this run's 95 % intervals, its 0 v 1 value outside")
+    assert ch.inside_sentence(main, {"0 v 1": 30.0}).startswith("each of the paper's values lies inside")
+    assert ch.test_note(main, {"1 v 5": 0.1}, "1 v 5") == "the exact test does not reject at 0.05"
+    main.loc["1 v 5", "p_value"] = 0.003
+    assert "false alarm" in ch.test_note(main, {"1 v 5": 0.1}, "1 v 5")
+    assert ch.test_note(main, {"1 v 5": 4.0}, "1 v 5") == "the exact test rejects at 0.05"
+    table = pd.concat([_table("paper_rates", extra=(31.0, 38.9, 3.5)), _table("mechanism_key")], ignore_index=True)
+    assert ch.rule_pair_text(table, "paper_rates", "mechanism_key").startswith("0 v 1: 31.0 against 30.0 pp, 0 v 5")
+    assert ch.rule_pair_text(table, "paper_rates", "llm") == "not run"
+
+
+def test_main_rule_falls_back_where_it_cannot_run(capsys):
+    assert ch.resolve_main_rule("paper_rates", "reference", ["paper_rates", "tfidf"]) == "paper_rates"
+    assert capsys.readouterr().out == ""
+    assert ch.resolve_main_rule("paper_rates", "replay", ["paper_rates", "reference"]) == "llm"
+    assert ch.resolve_main_rule("paper_rates", "reference", ["mechanism_key", "tfidf"]) == "mechanism_key"
+    assert "the headline uses 'mechanism_key'" in capsys.readouterr().out
+
+
+def test_fitted_comparisons_read_the_calibration_targets():
+    from mechaudit.workflow.calibrate import load_calibration
+
+    assert ch.fitted_comparisons(load_calibration()) == (["0 v 1", "0 v 5"], ["1 v 5"])
+
+
+def test_change_profile_counts_changed_steps(bench):
+    from mechaudit.workflow import Design, load_simulator_params, simulate
+
+    params = load_simulator_params()
+    design = Design(instances=("A",), depths=(0, 1), runs_per_depth=2)
+    profile = ch.change_profile(simulate(bench, design, params, seed=1), bench)
+    assert list(profile.index) == [0, 1] and (profile.hypotheses > 0).all()
+    nothing = params.model_copy(update={"p_develop_swap": 0.0, "critique_changes_mechanism": False})
+    still = ch.change_profile(simulate(bench, design, nothing, seed=1), bench)
+    assert (still["initiating event changed (%)"] == 0).all() and (still["middle steps changed (%)"] == 0).all()
+    assert profile.loc[1, "initiating event changed (%)"] > 0
 
 
 def test_main_table_names_a_rule_that_was_not_run():
@@ -67,9 +126,10 @@ def test_verdicts_follow_the_numbers():
     main.loc["0 v 1", "normalised"] = -0.002  # the null: no effect to normalise
     assert ch.norm_verdict(main).startswith("not even 0 v 1")
     assert ch.norm_verdict(main.loc[["0 v 1"]]).startswith("the design lacks")
-    shape = pd.DataFrame({"a": [30.0, 1.0], "b": [20.0, 9.0]}, index=["0 v 1", "1 v 5"])
-    assert ch.shape_verdict(shape).startswith("the change spreads")
-    assert ch.shape_verdict(shape.assign(b=[20.0, 2.5])).startswith("the shape changes little")
+    index = pd.MultiIndex.from_tuples([("paper_rates", "0 v 1"), ("paper_rates", "1 v 5")])
+    settings = pd.DataFrame({"committed": [30.0, 1.0], "slow": [20.0, 9.0]}, index=index)
+    assert ch.shape_verdict(settings, "slow").startswith("the change spreads")
+    assert ch.shape_verdict(settings.assign(slow=[20.0, 2.5]), "slow").startswith("the shape changes little")
 
 
 def test_pattern_sentence_names_the_rules_that_show_the_pattern():
@@ -101,8 +161,33 @@ def test_report_llm_judge_prints_only_with_the_llm_rule(capsys):
 
 
 def test_scan_view_indexes_the_grid():
-    scan = pd.DataFrame({"p": [0.7, 0.8], "extra_0v1_pp": [30.123, 34.0], "objective": [4.5, 0.01],
-                         "best": [False, True]})
+    scan = pd.DataFrame({"p": [0.7, 0.8], "extra_0v1_pp": [30.123, 34.0], "extra_1v5_pp": [1.0, 2.0],
+                         "objective": [4.5, 0.01], "within_tolerance": [False, True], "best": [False, True]})
     view = ch.scan_view(scan, ["p"])
-    assert view.index.name == "p" and list(view.columns) == ["0 v 1 (pp)", "objective", "best"]
+    assert view.index.name == "p"
+    assert list(view.columns) == ["0 v 1 (pp)", "1 v 5 (pp)", "objective", "within tolerance", "best"]
     assert view.loc[0.7, "0 v 1 (pp)"] == 30.12
+
+
+def test_exercise_values_follow_the_simulator(bench):
+    from mechaudit.workflow import Design, build_rules, load_simulator_params, null_params, rule_tables, simulate
+
+    params = load_simulator_params()
+    design = Design(instances=("A", "B"), depths=(0, 1), runs_per_depth=3)
+    placeholders = ch.exercise_values(bench, design, params, [], pd.DataFrame(), False, 0.25)
+    assert set(v for v, _ in placeholders.values()) == {"(simulator runs only)"}
+    runs = simulate(bench, design, params, seed=2)
+    _, table = rule_tables(runs, build_rules(["tfidf"]), [(0, 1)], seed=2)
+    out = ch.exercise_values(bench, design, params, runs, table, True, 0.25, seed=2)
+    _, null = rule_tables(simulate(bench, design, null_params(params), seed=2, log=False),
+                          build_rules(["mechanism_key"]), [(0, 1)], seed=2)
+    assert out["ex1_mechanism_key_pp"] == (null.extra_pp.iloc[0], 1)
+    assert out["ex3_default_pp"] == (table.extra_pp.iloc[0], 1)
+    assert out["ex3_strict_same_pct"][0] == pytest.approx(100 - out["ex3_strict_max_pp"][0])
+
+
+def test_plateau_sentence_reads_the_number_of_points():
+    assert ch.plateau_sentence([], ["p"]).startswith("no grid point")
+    assert ch.plateau_sentence(["(1)"], ["p"]).startswith("only the best point")
+    assert ch.plateau_sentence(["(0.8, 1)", "(0.85, 1)"], ["a", "b"]).startswith(
+        "the points within one tolerance of every target are (a, b) = (0.8, 1), (0.85, 1);")

@@ -62,3 +62,10 @@ def test_cluster_count_figure_shows_every_rule_within_the_text_width():
     assert fig.get_size_inches()[0] <= 7.0
     assert [t.get_text() for t in fig.legends[0].get_texts()] == ["key", "tfidf"]
     plt.close(fig)
+
+
+def test_by_depth_text_reads_one_rule():
+    div = pd.DataFrame({"rule": ["k"] * 4 + ["t"] * 2, "depth": [0, 0, 1, 5, 0, 1],
+                        "complete": [5.0, 6.0, 8.0, 7.6, 4.0, 4.0]})
+    assert ch.by_depth_text(div, "k") == "5.5, 8.0 and 7.6 at K = 0, 1 and 5"
+    assert ch.by_depth_text(div, "t") == "4.0 and 4.0 at K = 0 and 1"

@@ -75,3 +75,22 @@ def test_engagement_figure_without_the_paper_draws_this_run_only():
     labels = [t.get_text() for t in fig.legends[0].get_texts()]
     assert labels == ["this run", *LABELS] and fig.get_size_inches()[0] <= 7.0
     plt.close(fig)
+
+
+def test_demand_density_and_the_conceded_floor(bench):
+    from mechaudit.workflow import Design, load_simulator_params
+
+    design = Design(instances=("A", "B", "C", "D"), depths=(0, 1, 5), runs_per_depth=5)
+    assert ch.critique_rounds(design) == 120
+    table = ch.density_table(1440, 332, design, hypotheses_per_run=8.0)
+    assert table.loc["demands per run and round of critique"].tolist() == [12.0, 2.77]
+    assert table.loc["demands per hypothesis and round", "this run"] == 1.5
+    assert table.loc["demands per hypothesis and round", "paper"] == "not reported"
+    labelled = _labelled()  # 4 of 10 demands are conceded weak-link demands: a floor of 40 %
+    assert ch.conceded_floor_sentence(labelled, 30.0).startswith("they cannot come closer: the conceded demands on "
+                                                                  "weak links alone are 40.0 %")
+    assert ch.conceded_floor_sentence(labelled, 61.0).endswith("can close the gap")
+    assert ch.conceded_floor_sentence(labelled.drop(columns="weak_link"), 61.0).endswith("not known for these runs")
+    small = Design(instances=("A",), depths=(0, 1), runs_per_depth=2)
+    n, conceded, rounds = ch.simulated_shares(bench, small, load_simulator_params(), seed=3)
+    assert n > 0 and 0 <= conceded <= 100 and rounds.index.tolist() == [1]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from types import SimpleNamespace
 
 import pandas as pd
@@ -16,20 +15,25 @@ FACTORS = {"p_find": 0.9, "weak_scale": 1.0}
 
 
 def _truths() -> pd.DataFrame:
-    """A 3 x 2 grid: fails everywhere at p_find 0.1, holds at 0.9 only with weak_scale 1."""
-    rows = [(0.1, 0.5, "fails", "fails", 1.0), (0.1, 1.0, "fails", "unclear", 2.0),
-            (0.5, 0.5, "fails", "fails", 6.0), (0.5, 1.0, "unclear", "fails", 5.0),
-            (0.9, 0.5, "unclear", "unclear", 0.5), (0.9, 1.0, "holds", "unclear", 0.8)]
-    return pd.DataFrame([{"p_find": p, "weak_scale": w, "raw": r, "normalised": n, "truth_1v5_pp": t}
-                         for p, w, r, n, t in rows])
+    """A 3 x 2 grid: fails at p_find 0.1, holds at 0.9; consistent only at p_find 0.5 and 0.9."""
+    rows = [(0.1, 0.5, "fails", "fails", 1.0, 4.0, False), (0.1, 1.0, "fails", "unclear", 2.0, 6.0, False),
+            (0.5, 0.5, "unclear", "fails", 6.0, 30.0, True), (0.5, 1.0, "unclear", "fails", 5.0, 33.0, True),
+            (0.9, 0.5, "holds", "unclear", 0.5, 36.0, True), (0.9, 1.0, "holds", "unclear", 0.8, 50.0, False)]
+    return pd.DataFrame([{"p_find": p, "weak_scale": w, "raw": r, "normalised": n, "truth_1v5_pp": t,
+                          "truth_0v1_pp": t01, "consistent": c} for p, w, r, n, t, t01, c in rows])
 
 
-def test_conclusion_counts_are_ints_per_criterion():
-    counts = ch.conclusion_counts(_truths())
-    assert counts.index.tolist() == ["raw", "ceiling-aware"] and counts.index.name == "criterion"
-    assert list(counts.columns) == ["holds", "unclear", "fails"]
-    assert counts.loc["raw"].tolist() == [1, 2, 3] and counts.loc["ceiling-aware"].tolist() == [0, 3, 3]
-    assert counts.dtypes.map(lambda t: t.kind == "i").all()
+def test_sentences_speak_only_of_consistent_settings():
+    truths = _truths()
+    assert ch.status_sentence(truths) == ("is unclear at the consistent settings with p_find 0.5 "
+                                          "and holds at those with p_find 0.9")
+    assert ch.status_sentence(truths.assign(raw="holds")) == "holds at every consistent setting of the grid"
+    assert ch.status_sentence(truths.assign(consistent=False)).startswith("cannot be read")
+    three = truths.assign(raw=["fails", "fails", "fails", "unclear", "holds", "holds"])
+    assert ch.status_sentence(three) == ("fails at the consistent settings with p_find 0.5, is unclear at those "
+                                         "with p_find 0.5 and holds at those with p_find 0.9")
+    assert ch.fails_outside(truths) == 6.0 and ch.fails_outside(truths.assign(raw="holds")) is None
+    assert ch.span(truths, "p_find") == "0.1 to 0.9" and ch.span(truths.iloc[:1], "p_find") == "0.1"
 
 
 def test_grid_lookups():
@@ -37,27 +41,39 @@ def test_grid_lookups():
     assert ch.grid_cell(truths, FACTORS, AXES).truth_1v5_pp == 0.8
     assert ch.grid_cell(truths, FACTORS, AXES, p_find=0.5).raw == "unclear"
     assert ch.grid_cell(truths, FACTORS, AXES, p_find=0.3) is None
-    assert ch.fail_pfind_max(truths) == 0.1 and ch.hold_pfind_min(truths) == 0.9
+    assert ch.fail_pfind_max(truths) == 0.1
     assert ch.peak_along(truths, FACTORS, AXES).p_find == 0.5  # weak_scale 1: 2.0, 5.0, 0.8
-    assert math.isnan(ch.hold_pfind_min(truths.assign(raw="fails")))
 
 
-def test_max_change_and_bias_summary():
+def test_observed_value_and_its_sd_come_from_the_calibration():
+    from mechaudit.workflow.calibrate import load_calibration
+
+    spec = load_calibration()
+    observed, sd = ch.observed_and_sd(spec)
+    assert observed == 34.5 and sd == spec.targets["critique_depth.extra_divergence_pp.k0_vs_k1"]
+    with pytest.raises(MechauditError, match="not a calibration target"):
+        ch.observed_and_sd(spec, "critique_depth.extra_divergence_pp.k1_vs_k5")
+
+
+def test_max_change_and_rule_summaries():
     alt = pd.DataFrame({"p_find": [0.3, 0.3, 0.9, 0.9], "a": [1.0, 1.5, 4.0, 4.1], "b": [0.0, 0.2, 9.0, 9.0]})
     assert ch.max_change_pp(alt, "p_find", ["a", "b"]) == pytest.approx(0.5)
-    bias = pd.DataFrame({"rule": ["tfidf"] * 4 + ["mechanism_key"], "comparison": ["0 v 1", "0 v 1", "1 v 5", "0 v 5",
-                                                                                   "0 v 1"],
-                         "direction": ["under", "unbiased", "over", "under", "under"],
-                         "bias_pp": [-10.0, -0.5, 1.5, -20.0, -9.0], "truth_pp": [30.0, 2.0, 1.0, 40.0, 30.0]})
-    out = ch.bias_summary(bias, "tfidf")
-    assert out["0v1"] == {"under": 1, "over": 0, "bias_min": -10.0, "bias_max": -0.5, "other_truth_max": 2.0}
-    assert out["1v5"]["over"] == 1 and out["0v5"]["other_truth_max"] is None
+    bias = pd.DataFrame({"point": [0, 0, 1, 1], "rule": ["tfidf", "paper_rates"] * 2, "comparison": "0 v 1",
+                         "n_reps": 10, "mean_pp": [25.0, 32.0, 21.0, 29.0], "truth_pp": [36.0, 30.0, 36.0, 29.0],
+                         "bias_pp": [-11.0, 2.0, -15.0, 0.0], "bias_se_pp": [1.0, 1.0, 1.0, 1.0]})
+    assert ch.rule_gap(bias, "0 v 1", "tfidf", "paper_rates") == (-8.0, -7.0)
+    picks = pd.DataFrame({"p_find": [0.85, 1.0], "conceded": [1.0, 0.7]})
+    labels = ch.setting_labels(picks, ["p_find", "conceded"])
+    assert labels == ["S1 (p_find 0.85, conceded 1)", "S2 (p_find 1, conceded 0.7)"]
+    view = ch.rule_view(bias, labels)
+    assert view.index.names == ["setting", "rule", "comparison"]
+    assert view.loc[(labels[1], "tfidf", "0 v 1"), "bias (pp)"] == -15.0 and view["replications"].dtype.kind == "i"
 
 
 def _power() -> pd.DataFrame:
     rows = [(2.0, 2.1, 4, 5, 0.3, 0.03), (2.0, 2.1, 4, 10, 0.9, 0.02), (2.0, 2.1, 8, 5, 0.6, 0.03)]
     designs = pd.DataFrame([{"role": "design", "target_pp": t, "truth_pp": tr, "n_instances": k, "runs_per_depth": r,
-                             "power": p, "power_se": se} for t, tr, k, r, p, se in rows])
+                             "power": p, "power_se": se, "binomial_se": se / 2} for t, tr, k, r, p, se in rows])
     return pd.concat([designs, designs.assign(role="ladder")], ignore_index=True)
 
 
@@ -69,7 +85,9 @@ def test_power_tables():
     assert ch.runs_vs_instances(_power(), 5.0) == "n/a"
     settings = [SimpleNamespace(target_pp=2.0, factors={"p_find": 0.7104}, truth_pp=2.015, truth_se_pp=0.134)]
     st = ch.settings_table(settings)
+    assert st.index.name == "grid 1 v 5 (pp)"
     assert st.loc[2.0, "setting"] == "p_find = 0.71" and st.loc[2.0, "true 1 v 5 (pp)"] == 2.02
+    assert list(table.columns) == ["power", "MC s.e. (pools)", "binomial s.e."]
 
 
 def test_needed_table_writes_runs_as_ints_or_text():
@@ -98,16 +116,26 @@ def test_alternatives_table_is_indexed_by_the_axes():
     assert table.loc[(0.3, 1.0), "0 v 1 (pp)"] == 8.6
 
 
-def test_power_settings_leave_out_unbracketed_targets(monkeypatch, capsys):
-    def fake(bench, instances, base, target_pp, **kwargs):
-        if target_pp > 5:
-            raise ValueError(f"target {target_pp} pp not bracketed: p_find=0.15 gives 13.48 pp")
-        return SimpleNamespace(target_pp=target_pp)
+def test_power_settings_come_from_grid_points(monkeypatch):
+    calls = []
 
-    monkeypatch.setattr(ch, "find_setting", fake)
-    targets = [{"target_pp": t, "factor": "p_find", "bracket": [0.3, 0.9], "fixed": {}} for t in (2.0, 10.0)]
-    out = ch.power_settings(None, [], None, targets, runs_per_depth=1, check_runs_per_depth=1, seed=0)
-    assert [s.target_pp for s in out] == [2.0]
-    assert "target 10.0 pp not bracketed" in capsys.readouterr().out
-    with pytest.raises(MechauditError, match="no power target"):
-        ch.power_settings(None, [], None, targets[1:], runs_per_depth=1, check_runs_per_depth=1, seed=0)
+    def fake(bench, instances, base, factors, target_pp, **kwargs):
+        calls.append((factors, target_pp, kwargs["check_runs_per_depth"]))
+        return SimpleNamespace(target_pp=target_pp, factors=factors)
+
+    monkeypatch.setattr(ch, "setting_at", fake)
+    picks = pd.DataFrame({"p_find": [0.85, 1.0], "conceded": [1.0, 0.7], "truth_1v5_pp": [1.234, 3.456]})
+    out = ch.power_settings(None, [], None, picks, ["p_find", "conceded"], check_runs_per_depth=7, seed=0)
+    assert [s.target_pp for s in out] == [1.23, 3.46]
+    assert calls[0] == ({"p_find": 0.85, "conceded": 1.0}, 1.23, 7)
+    with pytest.raises(MechauditError, match="no consistent grid setting"):
+        ch.power_settings(None, [], None, picks.iloc[:0], ["p_find"], check_runs_per_depth=1, seed=0)
+
+
+def test_choose_settings_falls_back_to_the_nearest(capsys):
+    truths = _truths().assign(distance_sd=[-9.0, -8.0, -1.5, -0.5, 0.5, 5.0])
+    assert ch.choose_settings(truths, [0.0, 1.0]).truth_1v5_pp.tolist() == [0.5, 6.0]
+    assert capsys.readouterr().out == ""
+    none = ch.choose_settings(truths.assign(consistent=False), [0.0, 1.0])
+    assert sorted(none.distance_sd.tolist()) == [-0.5, 0.5]
+    assert "no grid setting is consistent" in capsys.readouterr().out

@@ -30,6 +30,21 @@ def test_views_have_a_meaningful_index_human_headers_and_integer_counts():
 
 def test_max_bias_z_is_the_largest_bias_in_standard_errors():
     assert validity.max_bias_z(_summary("mechanism_key", [0.9, 0.9, 0.9])) == pytest.approx(4.0)
+    both = pd.concat([_summary("mechanism_key", [0.9]), _summary("paper_rates", [0.9, 0.9])])
+    assert validity.max_bias_z(both, ["mechanism_key", "paper_rates"]) == pytest.approx(4.0)
+    assert validity.max_bias_z(both, "mechanism_key") == pytest.approx(2.0)
+
+
+def test_coverage_rates_and_tolerance_readers():
+    bias = pd.concat([_summary("mechanism_key", [0.9, 0.9]).assign(coverage=[0.96, 0.99], sd_pp=[2.9, 2.5]),
+                      _summary("paper_rates", [0.9, 0.9]).assign(coverage=[0.97, 0.98], sd_pp=[2.8, 2.4])])
+    assert validity.coverage_range(bias, ["paper_rates"]) == (0.97, 0.98)
+    assert validity.rates_text(bias, "paper_rates") == "0.900 (0 v 1), 0.900 (0 v 5)"
+    assert validity.coverage_verdict(bias, ["paper_rates"]).startswith("consistent with the nominal 95 %")
+    assert "for mechanism_key 0 v 1" in validity.coverage_verdict(bias.assign(coverage=[0.80, 0.99, 0.97, 0.98]),
+                                                                  ["mechanism_key", "paper_rates"])
+    check = validity.tolerance_check(bias, {"critique_depth.extra_divergence_pp.k0_vs_k5": 3.0}, "paper_rates")
+    assert check.loc["0 v 5"].tolist() == [3.0, 2.4]
 
 
 def test_size_verdict_flags_a_rate_far_from_alpha():
@@ -38,6 +53,10 @@ def test_size_verdict_flags_a_rate_far_from_alpha():
     far = validity.size_z(_summary("mechanism_key", [0.05, 0.12]), alpha=0.05)
     assert far["0 v 5"] == pytest.approx(0.07 / math.sqrt(0.05 * 0.95 / 300))
     assert validity.size_verdict(far).startswith("at least one rate")
+    low = validity.size_z(_summary("mechanism_key", [0.05, 0.02]), alpha=0.05)
+    assert validity.size_verdict(low).endswith("conservative here")
+    two = validity.size_z(pd.concat([_summary("a", [0.05, 0.06]), _summary("b", [0.04, 0.05])]), 0.05, ["a", "b"])
+    assert len(two) == 4 and validity.size_verdict(two).startswith("every rate")
 
 
 def test_mc_se_and_the_simulation_only_note(capsys):
@@ -52,5 +71,7 @@ def test_validity_setup_loads_both_simulators_and_the_truth():
     setup = validity.validity_setup(truth_runs_per_depth=3, seed=0)
     assert setup.null != setup.default
     assert {"0 v 1", "0 v 5", "1 v 5"} <= set(setup.truth.label)
+    assert set(setup.truth.measure) == {"mechanism_key", "paper_rates"}
     view = validity.truth_view(setup.truth)
-    assert list(view.columns) == ["truth", "SE", "ceiling (pp)"] and view.index.names == ["quantity", "depths"]
+    assert list(view.columns) == ["truth", "SE", "ceiling (pp)"]
+    assert view.index.names == ["measure", "quantity", "depths"]

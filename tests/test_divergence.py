@@ -15,8 +15,10 @@ from mechaudit.divergence import (
     comparison_matrix,
     design_counts,
     divergence_matrix,
+    exact_test_feasible,
     extra_divergence,
     matched_pairs,
+    monte_carlo_permutation_test,
     permutation_test,
     run_divergence,
     same_depth_divergence,
@@ -136,6 +138,18 @@ def test_divergence_matrix_batched_and_correct() -> None:
     assert calls == [2 + 3 + 3]  # one batched call over all matched pairs
     expected = np.array([[0, 0.5, 2 / 3], [0.5, 0, 2 / 3], [2 / 3, 2 / 3, 0]])
     np.testing.assert_allclose(D, expected)
+
+
+def test_undecided_llm_pairs_are_left_out_not_counted_as_different() -> None:
+    """NaN verdicts (undecided judge pairs) leave their run pair's divergence; the decided pairs
+    are mixed, so counting NaN as "different" (or as "same") gives another value."""
+    runs = [[H("o1"), H("o2"), H("o3"), H("o4")], [H("o1"), H("o2"), H("o3"), H("o4")]]
+    verdicts = np.array([1.0, 0.0, np.nan, np.nan])  # decided: one same, one different
+    D = divergence_matrix(runs, lambda pairs: verdicts)
+    assert D[0, 1] == D[1, 0] == pytest.approx(0.5)  # NaN as different: 0.75; as same: 0.25
+    all_undecided = np.array([np.nan, np.nan, np.nan, np.nan])
+    with pytest.raises(ValueError, match="no matched pairs"):
+        divergence_matrix(runs, lambda pairs: all_undecided)
 
 
 def test_divergence_matrix_errors() -> None:
@@ -310,3 +324,77 @@ def test_invariances(seed: int, shift: float, scale: float) -> None:
     shifted = permutation_test([scale * D + shift * off for D in Ds], 4)
     assert shifted.extra == pytest.approx(scale * base.extra, abs=1e-9)
     assert shifted.p_value == pytest.approx(base.p_value, abs=1e-12)
+
+
+# --------------------------------------------------------------------------- guards found by mutation testing
+
+
+def test_errors_name_the_missing_depth_and_the_bad_verdicts() -> None:
+    D = np.zeros((4, 4))
+    with pytest.raises(ValueError, match="depth comparison 0 vs 3: no runs at depth 3"):
+        comparison_matrix(D, [0, 0, 1, 1], 0, 3)
+    with pytest.raises(ValueError, match="depth comparison 7 vs 1: no runs at depth 7"):
+        comparison_matrix(D, [0, 0, 1, 1], 7, 1)
+    with pytest.raises(ValueError, match=r"^same: verdicts must be boolean \(or 0/1\); found other values or NaN$"):
+        run_divergence(np.array([0.5, 1.0]))
+
+
+def test_a_rule_without_same_and_a_non_callable_are_type_errors() -> None:
+    runs = [[H("o1")], [H("o1")]]
+    with pytest.raises(TypeError):
+        divergence_matrix(runs, object())
+    assert divergence_matrix([[H("o1")]], lambda pairs: np.ones(len(pairs), bool)).tolist() == [[0.0]]
+
+
+def test_exact_feasibility_halves_the_splits_of_equal_groups() -> None:
+    # 5 + 5: 126 unordered splits; 126 ** 2 = 15,876 partial sums per half for 3 or 4 instances
+    assert exact_test_feasible(10, 5, 4, limit=15_876) and not exact_test_feasible(10, 5, 4, limit=15_875)
+    # 4 + 6: all 210 splits; 210 ** 2 = 44,100
+    assert exact_test_feasible(10, 4, 3, limit=44_100) and not exact_test_feasible(10, 4, 3, limit=44_099)
+
+
+def test_monte_carlo_draws_exactly_n_resamples_in_chunks() -> None:
+    """All-zero matrices: every resample ties the observed value, so p = (1 + n) / (n + 1) = 1 only
+    if exactly ``n_resamples`` are drawn, also when the last chunk is partial."""
+    Ds = [np.zeros((6, 6)), np.zeros((6, 6))]
+    for n, chunk in ((25, 10), (1, 7), (30, 10)):
+        assert monte_carlo_permutation_test(Ds, 3, n_resamples=n, chunk=chunk).p_value == 1.0
+
+
+def test_monte_carlo_counts_partitions_and_names_the_bad_matrix() -> None:
+    rng = np.random.default_rng(0)
+    assert monte_carlo_permutation_test([random_matrix(rng, 7)], 3, n_resamples=5).n_partitions == comb(7, 3)
+    assert monte_carlo_permutation_test([random_matrix(rng, 8)], 4, n_resamples=5).n_partitions == comb(8, 4) // 2
+    bad = random_matrix(rng, 6)
+    bad[0, 1] = np.nan
+    with pytest.raises(ValueError, match=r"Ds\[1\]: off-diagonal"):
+        monte_carlo_permutation_test([random_matrix(rng, 6), bad], 3, n_resamples=5)
+
+
+def test_exact_permutation_beyond_int64_matches_an_integer_convolution() -> None:
+    """Nine instances of 5 + 5 runs: 126**9 > 2**62 split combinations, counted with Python integers.
+    The oracle convolves each instance's integer-scaled split values (100 x extra is an integer for
+    0/1 matrices: 4 x cross sum - 5 x within sum) with exact counts."""
+    from collections import Counter
+
+    rng = np.random.default_rng(4)
+    Ds = []
+    for _ in range(9):
+        A = np.triu(rng.integers(0, 2, (10, 10)), 1)
+        Ds.append((A + A.T).astype(float))
+    Ds[0][:5, 5:] = Ds[0][5:, :5] = 1.0  # one clear effect, so the observed value is not 0
+    dist = Counter({0: 1})
+    for D in Ds:
+        values = Counter(int(round(100 * e)) for e in split_extras(D, 5))
+        nxt: Counter = Counter()
+        for s, c in dist.items():
+            for v, m in values.items():
+                nxt[s + v] += c * m
+        dist = nxt
+    observed = sum(int(round(100 * split_extras(D, 5)[0])) for D in Ds)
+    total = 126**9
+    assert total > 2**62 and sum(dist.values()) == total
+    expected = sum(c for s, c in dist.items() if abs(s) >= abs(observed)) / total
+    result = permutation_test(Ds, 5)
+    assert result.n_partitions == 126 and result.extra == pytest.approx(observed / 900)
+    assert result.p_value == pytest.approx(expected, rel=1e-12)

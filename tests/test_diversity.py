@@ -181,3 +181,21 @@ def test_vendi_bad_input() -> None:
         vendi_score_from_features(np.array([[1.0, 0.0], [0.0, 0.0]]))
     with pytest.raises(ValueError):
         vendi_score_from_labels(np.array([]))
+
+
+def test_vendi_errors_name_the_matrix_and_what_is_wrong():
+    with pytest.raises(ValueError, match=r"^K: expected a square n x n matrix, got shape \(2, 3\)$"):
+        vendi_score(np.ones((2, 3)))
+    with pytest.raises(ValueError, match="^K: empty matrix, Vendi score undefined$"):
+        vendi_score(np.zeros((0, 0)))
+    with pytest.raises(ValueError, match="^K: similarity matrix must be symmetric$"):
+        vendi_score(np.array([[1.0, 0.5], [0.2, 1.0]]))
+    with pytest.raises(ValueError, match="^X: expected a non-empty n x d feature matrix"):
+        vendi_score_from_features(np.zeros((0, 3)))
+    assert vendi_score_from_features(np.eye(3)) == pytest.approx(3.0)
+
+
+def test_integer_0_1_verdicts_group_like_booleans():
+    ints = np.array([[1, 1, 0], [1, 1, 0], [0, 0, 1]])
+    np.testing.assert_array_equal(group(ints), group(ints.astype(bool)))
+    assert n_groups(ints) == 2

@@ -152,6 +152,41 @@ def test_extract_json_variants():
         extract_json("same, I think")
 
 
+def test_extract_json_keeps_looking_after_a_stray_brace():
+    """A ``{`` that opens no JSON (a set, a template) does not hide the object after it."""
+    assert extract_json('Using {x} from the prompt, my answer: {"a": 4}') == {"a": 4}
+    assert extract_json('{ not json } {"a": 5} {"a": 6}') == {"a": 5}  # the first object that parses
+    with pytest.raises(ValueError, match="no JSON"):
+        extract_json("{oops} and {again}")
+
+
+def test_complete_many_is_strict_by_default_and_marks_invalid_replies_when_asked(tmp_path, api_key):
+    fake = FakeAnthropic(lambda body: "no verdict here")
+    with pytest.raises(InvalidJSONError):
+        client_for(fake, tmp_path / "a").complete_many([req()], Verdict, json_retries=0)
+    [result] = client_for(fake, tmp_path / "b").complete_many([req()], Verdict, json_retries=0, strict=False)
+    assert result.invalid and result.value is None and "no JSON object" in result.error
+
+
+def test_describe_error_lists_each_invalid_field_without_urls():
+    from mechaudit.llm.jsonout import describe_error, parse_reply
+
+    with pytest.raises(ValueError) as err:
+        parse_reply('{"same": "perhaps"}', Verdict)
+    text = describe_error(err.value)
+    assert text.startswith("validation failed: same: ") and "(got 'perhaps')" in text and "http" not in text
+    assert describe_error(ValueError("plain")) == "plain"
+
+
+def test_budget_message_says_what_was_spent_held_and_asked():
+    from mechaudit.llm.usage import BudgetExceededError
+
+    assert str(BudgetExceededError(1.0, 0.5, 0.7)).startswith(
+        "LLM budget max_usd=1.00 reached: 0.50 USD spent in this run, the next request could cost up to 0.70 USD more")
+    held = str(BudgetExceededError(1.0, 0.5, 0.7, n_requests=3, reserved=0.25))
+    assert "0.50 USD spent in this run (+0.25 USD held for requests in flight), the next 3 requests (one batch)" in held
+
+
 def test_repair_round_trip(tmp_path, api_key):
     fake = FakeAnthropic(
         replies_in_order(['{"same": "perhaps"}', '```json\n{"same": false, "reason": "different start"}\n```']))

@@ -399,3 +399,49 @@ def test_lines_appended_after_an_unterminated_line_keep_their_numbers(tmp_path):
         fh.write("\n" + legacy_line({"kind": "response", "key": "b", "response": answer("b")}) + "{bad\n")
     with pytest.raises(ValueError, match=r"responses.jsonl, line 3: invalid cache record"):
         ResponseCache(tmp_path)
+
+
+def test_every_cache_append_is_fsynced(tmp_path, monkeypatch):
+    """A record is durable when ``put`` returns: each append (put, batch log, import) is followed by
+    an ``fsync`` of the file it wrote; a put of a cached key writes and syncs nothing."""
+    synced: list[str] = []
+    real_fsync = os.fsync
+
+    def counting_fsync(fd: int) -> None:
+        synced.append(os.path.basename(os.readlink(f"/proc/self/fd/{fd}")))
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", counting_fsync)
+    cache = ResponseCache(tmp_path / "a")
+    reqs = [req(i) for i in range(4)]
+    for i, r in enumerate(reqs):
+        before = synced.count("responses.jsonl")
+        assert cache.put(r.key, answer(f"a{i}"), r)
+        assert synced.count("responses.jsonl") == before + 1, f"put {i} was not fsynced"
+    before = len(synced)
+    assert not cache.put(reqs[0].key, answer("again"), reqs[0])
+    assert len(synced) == before  # nothing appended, nothing synced
+    log = BatchState(tmp_path / "a")
+    before = synced.count(log.path.name)
+    log.append({"event": "submitted", "batch_id": "b1", "keys": ["k"]})
+    assert synced.count(log.path.name) == before + 1
+    other = ResponseCache(tmp_path / "b")
+    before = synced.count("responses.jsonl")
+    assert other.import_jsonl(tmp_path / "a" / "responses.jsonl")["responses"] == 4
+    assert synced.count("responses.jsonl") == before + 1
+
+
+def test_invalid_records_and_batch_events_name_the_missing_field(tmp_path):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(json.dumps({"kind": "response", "response": {}}) + "\n")
+    with pytest.raises(ValueError, match=r"line 1: invalid cache record: field 'key' or 'response' missing"):
+        ResponseCache(tmp_path / "c").import_jsonl(bad)
+    bad.write_text(json.dumps({"kind": "system", "sha256": "x"}) + "\n")
+    with pytest.raises(ValueError, match=r"invalid cache record: field 'sha256' or 'text' missing"):
+        ResponseCache(tmp_path / "c").import_jsonl(bad)
+    log = BatchState(tmp_path / "c")
+    with pytest.raises(ValueError, match="field 'keys' missing"):
+        log.append({"event": "submitted", "batch_id": "b1"})
+    with pytest.raises(ValueError, match="field 'batch_id' missing"):
+        log.append({"event": "collected"})
+    assert log.events() == []  # nothing was written

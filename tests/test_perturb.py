@@ -143,6 +143,18 @@ def test_middle_swap_rejects_two_swaps_end_swaps_and_type_changes(h, vocab):
     assert "type changed" in check_reason(h, with_chain(wrong_type, chain), "middle_step_swapped", vocab)
 
 
+def test_middle_swap_rejects_a_swap_of_the_terminal_step(h, vocab):
+    """A swap of chain[-1] changes the finding, not the route: it is no middle-step swap."""
+    last = len(h.chain) - 1
+    old, new = ids(h)[last], swap_candidates(h, last, vocab)[0]
+    swapped = [Step(id=new, text=s.text.replace(vocab[old].name, vocab[new].name)) if j == last else s
+               for j, s in enumerate(h.chain)]
+    variant = with_chain(h, swapped)
+    assert check_reason(h, variant, "middle_step_swapped", vocab) == f"changed step is chain[{last}], " \
+        "not an intermediate step"
+    assert not check(h, variant, "middle_step_swapped", vocab)
+
+
 def test_first_swap_rejects_leftover_old_name_reworded_steps_and_no_change(h, vocab):
     v = perturb(h, "first_step_swapped", np.random.default_rng(0), vocab)
     assert check(h, v, "first_step_swapped", vocab)
@@ -253,6 +265,22 @@ def test_load_suite_errors_name_file_line_and_field(tmp_path):
         load_suite(path)
 
 
+def test_load_suite_valid_only_drops_every_invalid_pair(tmp_path):
+    """A user's suite with excluded pairs: ``valid_only=True`` keeps exactly the valid ones, in order."""
+    lines = data_path("perturbations.jsonl").read_text().splitlines()[:5]
+    records = [json.loads(line) for line in lines]
+    for k in (1, 3):  # two of five pairs were excluded by the validity check
+        records[k]["valid"] = False
+        records[k]["reason"] = "excluded for this test"
+    path = tmp_path / "mixed.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    every = load_suite(path)
+    valid = load_suite(path, valid_only=True)
+    assert [p["valid"] for p in every] == [True, False, True, False, True]
+    assert [p["variant"].id for p in valid] == [records[k]["variant"]["id"] for k in (0, 2, 4)]
+    assert all(p["valid"] for p in valid) and len(valid) == 3
+
+
 def test_cli_writes_suite_and_prints_counts(tmp_path, capsys):
     from mechaudit.cli import main
 
@@ -286,3 +314,74 @@ def test_text_changes_keeps_context_for_insertions_and_groups_repeats(h):
     assert text_changes(a, b) == [("statement", "X", "X strongly"), ("explanation", "Z", "W"),
                                   ("explanation", "Z", "W")]
     assert describe_change(a, b) == "X -> X strongly (statement); Z -> W (explanation)"
+
+
+# --------------------------------------------------------------------------- guards found by mutation testing
+
+
+def _suite_lines(n: int = 2) -> list[dict]:
+    return [json.loads(line) for line in data_path("perturbations.jsonl").read_text().splitlines()[:n]]
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda r: r.pop("valid"), r"s\.jsonl:2: field 'valid': missing required field"),
+    (lambda r: r.update(kind="shuffle"), r"s\.jsonl:2: field 'kind': unknown kind 'shuffle'"),
+    (lambda r: r.update(valid="yes"), r"s\.jsonl:2: field 'valid': must be true or false \(a JSON boolean\), "
+                                      r"got 'yes'"),
+])
+def test_load_suite_errors_name_file_line_field_and_value(tmp_path, edit, message):
+    records = _suite_lines()
+    edit(records[1])
+    path = tmp_path / "s.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    with pytest.raises(ValueError, match=message):
+        load_suite(path)
+
+
+def test_suite_round_trip_keeps_reason_and_swap(tmp_path, hyps, vocab):
+    pairs = make_suite(hyps[:2], kinds=["wording_only", "middle_step_swapped"], seed=0, vocabulary=vocab)
+    assert all(p["swap"] is None for p in pairs if p["kind"] == "wording_only")
+    assert all(p["swap"]["position"] > 0 for p in pairs if p["kind"] == "middle_step_swapped")
+    pairs[0] = {**pairs[0], "valid": False, "reason": "excluded by hand"}
+    write_suite(pairs, tmp_path / "s.jsonl")
+    back = load_suite(tmp_path / "s.jsonl")
+    assert [(p["reason"], p["swap"]) for p in back] == [(p["reason"], p["swap"]) for p in pairs]
+    assert back[0]["reason"] == "excluded by hand"
+
+
+def test_make_suite_checks_the_seed_and_names_the_vocabulary_that_lacks_an_entity(hyps, vocab):
+    with pytest.raises(ValueError, match="field 'seed'"):
+        make_suite(hyps[:1], seed=-1, vocabulary=vocab)
+    odd = hyps[0].model_copy(update={"chain": [Step(id="NOT_AN_ENTITY", text="x"), *hyps[0].chain[1:]]})
+    with pytest.raises(ValueError, match=r"'NOT_AN_ENTITY', which the given vocabulary does not have: pass your "
+                                         r"vocabulary \(vocabulary=\.\.\., --vocabulary FILE\)"):
+        make_suite([odd], vocabulary=vocab)
+    with pytest.raises(ValueError, match="which the shipped .default. vocabulary does not have"):
+        make_suite([odd])
+
+
+def test_phrasing_similarity_is_the_cosine_of_each_further_phrasing_to_the_first(hyps, vocab):
+    from sklearn.feature_extraction.text import TfidfVectorizer
+    from sklearn.metrics.pairwise import cosine_similarity
+
+    from mechaudit.perturb import phrasing_similarity
+    from mechaudit.render import render
+
+    chosen = [h for h in hyps if h.template is not None and len(h.template.explanations) >= 2][:3]
+    assert len(chosen) == 3
+    names = vocab.canonical_names()
+    texts, pairs = [], []
+    for h in chosen:
+        first = len(texts)
+        texts += [render(e, names) for e in h.template.explanations]
+        pairs += [(first, j) for j in range(first + 1, len(texts))]
+    C = cosine_similarity(TfidfVectorizer(sublinear_tf=True, stop_words="english").fit_transform(texts))
+    np.testing.assert_allclose(phrasing_similarity(chosen, vocab), [C[i, j] for i, j in pairs], atol=1e-12)
+    no_template = [h.model_copy(update={"template": None}) for h in chosen]
+    assert phrasing_similarity(no_template, vocab).shape == (0,)
+
+
+def test_check_reason_names_the_one_unknown_step_id(h, vocab):
+    chain = [Step(id="NO_SUCH_ID", text=h.chain[1].text) if j == 1 else s for j, s in enumerate(h.chain)]
+    assert check_reason(h, with_chain(h, chain), "middle_step_swapped", vocab) == \
+        "step id 'NO_SUCH_ID' is not in the vocabulary"

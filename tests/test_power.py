@@ -8,24 +8,24 @@ import pytest
 
 from mechaudit.divergence import (
     comparison_matrix,
-    divergence_matrix,
     exact_test_feasible,
+    matched_pairs,
     monte_carlo_permutation_test,
     permutation_test,
 )
+from mechaudit.rules.paper_rates import PaperRateJudge
 from mechaudit.schema import load_benchmark
-from mechaudit.workflow import MechanismKeyRule, by_instance, load_simulator_params, simulate
+from mechaudit.workflow import by_instance, load_simulator_params, simulate
 from mechaudit.workflow.design import Design
 from mechaudit.workflow.parallel import chunks, parallel_map
 from mechaudit.workflow.power import (
     EffectSetting,
-    find_setting,
     power_replications,
     power_summary,
     power_table,
     runs_needed,
+    setting_at,
     simulate_pool,
-    true_effect,
 )
 from mechaudit.workflow.robustness import vary
 from mechaudit.workflow.validity import replication_seed
@@ -132,7 +132,8 @@ def sim():
 @pytest.fixture(scope="module")
 def pools(sim):
     bench, instances, base = sim
-    return simulate_pool(bench, instances, vary(base, p_find=0.66), n_instances=8, runs_per_depth=60, seed=4)
+    return simulate_pool(bench, instances, vary(base, p_find=0.66), n_instances=8, runs_per_depth=60, seed=4,
+                         measure="paper_rates")
 
 
 def test_pools_are_replicate_instances(pools) -> None:
@@ -154,17 +155,27 @@ def test_power_replications_independent_of_n_jobs_and_chunk(pools) -> None:
         power_replications(pools[:4], 61, 2)
 
 
+def _pairwise_rate_matrix(sets, judge: PaperRateJudge) -> np.ndarray:
+    """Expected paper-rate divergence matrix computed pair by pair (not the judge's fast path)."""
+    n = len(sets)
+    D = np.zeros((n, n))
+    for i in range(n):
+        for j in range(i + 1, n):
+            D[i, j] = D[j, i] = float(np.mean(judge.p_different(matched_pairs(sets[i], sets[j]))))
+    return D
+
+
 def _fresh_power(bench, instances, params, runs_per_depth: int, n_reps: int, seed: int, alpha: float):
-    """Independent computation: fresh full simulate() runs per replication, the pairwise mechanism-key
-    rule (not the fast key matrix), and the exact test."""
+    """Independent computation: fresh full simulate() runs per replication, the paper-rate judge pair
+    by pair, and the exact test."""
     design = Design(instances=tuple(instances), depths=(1, 5), runs_per_depth=runs_per_depth)
-    rule = MechanismKeyRule()
+    judge = PaperRateJudge()
     ps, extras = [], []
     for rep in range(n_reps):
         runs = simulate(bench, design, params, seed=replication_seed(seed, rep), log=False)
         Ds = []
         for rs in by_instance(runs).values():
-            D = divergence_matrix([r.delivered for r in rs], rule.same)
+            D = _pairwise_rate_matrix([r.delivered for r in rs], judge)
             Ds.append(comparison_matrix(D, [r.depth for r in rs], 1, 5)[0])
         res = permutation_test(Ds, runs_per_depth)
         ps.append(res.p_value)
@@ -184,23 +195,33 @@ def test_pooled_power_matches_fresh_simulation(sim, pools) -> None:
     assert abs(pooled["mean_extra_pp"] - extras.mean()) < 3 * extras.std(ddof=1) / np.sqrt(len(extras)) + 0.3
 
 
-def test_find_setting_reaches_its_target(sim) -> None:
+def test_batch_standard_error_over_independent_pools() -> None:
+    reps = pd.DataFrame({"extra_pp": 1.0, "test": "exact", "pool": [0] * 4 + [1] * 4 + [2] * 4,
+                         "p_value": [0.01, 0.01, 0.5, 0.5, 0.01, 0.5, 0.5, 0.5, 0.01, 0.01, 0.01, 0.5]})
+    out = power_summary(reps, alpha=0.05)
+    assert out["power"] == 0.5 and out["n_pools"] == 3
+    assert out["power_se"] == pytest.approx(np.std([0.5, 0.25, 0.75], ddof=1) / np.sqrt(3))
+    assert out["binomial_se"] == pytest.approx(np.sqrt(0.25 / 12))
+    single = power_summary(reps.drop(columns="pool"), alpha=0.05)
+    assert single["power_se"] == single["binomial_se"] and single["n_pools"] == 1
+
+
+def test_setting_at_reestimates_the_truth(sim) -> None:
     bench, instances, base = sim
-    s = find_setting(bench, instances, base, 5.0, factor="p_find", bracket=(0.35, 0.95), runs_per_depth=20,
-                     check_runs_per_depth=20, xtol=0.01, seed=1)
-    assert 0.35 < s.factors["p_find"] < 0.95
-    at_root = true_effect(bench, instances, s.params, runs_per_depth=20, seed=1)[0]
-    assert abs(at_root - 5.0) < 1.5
-    assert abs(s.truth_pp - 5.0) < 4 * s.truth_se_pp + 1.5  # re-estimated with another seed
-    with pytest.raises(ValueError, match="not bracketed"):
-        find_setting(bench, instances, base, 40.0, bracket=(0.35, 0.95), runs_per_depth=10, check_runs_per_depth=10)
+    s = setting_at(bench, instances, base, {"p_find": 0.7}, target_pp=3.0, check_runs_per_depth=20, seed=1)
+    again = setting_at(bench, instances, base, {"p_find": 0.7}, target_pp=3.0, check_runs_per_depth=20, seed=2)
+    assert s.params.p_find == 0.7 and s.factors == {"p_find": 0.7} and s.target_pp == 3.0
+    assert s.truth_se_pp > 0 and abs(s.truth_pp - again.truth_pp) < 4 * np.hypot(s.truth_se_pp, again.truth_se_pp)
 
 
 def test_power_table_and_runs_needed(sim) -> None:
     bench, instances, base = sim
     setting = EffectSetting(5.0, {"p_find": 0.5}, vary(base, p_find=0.5), 5.0, 0.3)
     table = power_table(bench, instances, [setting], designs=[(4, 5), (8, 3)], n_reps=30, ladder=[2, 3, 5, 8],
-                        level=0.8, pool_runs_per_depth=30, seed=0)
+                        level=0.8, pool_runs_per_depth=30, seed=0, n_pools=3)
+    assert (table.n_pools == 3).all() and (table.n_reps == 30).all()
+    with pytest.raises(ValueError, match="n_pools"):
+        power_table(bench, instances, [setting], designs=[(4, 5)], n_reps=3, n_pools=0)
     assert list(table.role).count("design") == 2
     ladder = table[table.role == "ladder"]
     assert ladder.runs_per_depth.is_monotonic_increasing
@@ -215,3 +236,13 @@ def test_power_table_and_runs_needed(sim) -> None:
                               "runs_per_depth": [5, 10, 20], "power": [0.4, 0.79, 0.7], "role": ["ladder"] * 3})
     out = runs_needed(synthetic).iloc[0]
     assert np.isnan(out.runs_needed) and out.largest_tried == 20 and out.power_at_largest == 0.7
+
+
+def test_power_counts_a_p_value_equal_to_alpha_as_a_rejection() -> None:
+    """Rejection is ``p <= alpha``: exact permutation p-values sit on a grid and can equal alpha."""
+    reps = pd.DataFrame({"rep": range(8), "extra_pp": [4.0, 2.0, 0.0, -2.0, 6.0, 1.0, 3.0, 2.0],
+                         "p_value": [0.05, 0.05, 0.2, 0.5, 0.01, 0.050001, 0.9, 0.3], "test": "exact"})
+    out = power_summary(reps, alpha=0.05)
+    assert out["power"] == pytest.approx(3 / 8)  # 0.05, 0.05 and 0.01; ``<`` would give 1/8
+    assert out["power_se"] == pytest.approx(np.sqrt(3 / 8 * 5 / 8 / 8))
+    assert out["n_reps"] == 8 and out["mean_extra_pp"] == pytest.approx(2.0) and out["test"] == "exact"

@@ -18,6 +18,7 @@ from mechaudit.workflow.calibrate import SOLVED, load_calibration
 from mechaudit.workflow.simulator import SimulatorParams
 
 K01 = "critique_depth.extra_divergence_pp.k0_vs_k1"
+K05 = "critique_depth.extra_divergence_pp.k0_vs_k5"
 K15 = "critique_depth.extra_divergence_pp.k1_vs_k5"
 FSS = "perturbations.first_step_swapped_pct_different"
 
@@ -100,41 +101,42 @@ def committed_fits() -> set[str]:
 
 def test_every_fitted_parameter_labels_its_rows():
     fits = committed_fits()
-    assert {"p_weak_unsupported", "p_extra_hypothesis", "reply_sound"} <= fits
+    assert {"p_weak_supported", "p_find", "p_extra_hypothesis", "reply_sound"} <= fits
     assert provenance.unlabelled(fits, paper.entries()) == []
     assert set(provenance.fitted_targets()) <= set(SimulatorParams.model_fields)
     labelled = provenance.fitted_keys()
-    assert {K01, "design.matched_pairs", "engagement.conceded_pct", "engagement.dropped_pct"} <= labelled
+    assert {K01, K05, "design.matched_pairs", "engagement.conceded_pct", "engagement.dropped_pct"} <= labelled
+    assert K15 not in labelled  # the 1 v 5 effect is not a calibration target
     assert all(provenance.of(key, "reference") == FITTED for key in labelled)
 
 
 def test_a_new_fitted_mark_without_labels_fails(tmp_path):
     sim = tmp_path / "simulator.yaml"
     text = (PARAMS_DIR / "simulator.yaml").read_text()
-    sim.write_text(re.sub(r"(?m)^(  p_find: .*)$", r"  # FITTED to the 1 v 5 effect\n\1", text))
-    assert "p_find" in provenance.fitted_marks(sim)
-    assert "p_find" not in provenance.fitted_marks()  # the committed file does not mark it
+    sim.write_text(re.sub(r"(?m)^(  p_challenge_sound: .*)$", r"  # FITTED to the 1 v 5 effect\n\1", text))
+    assert "p_challenge_sound" in provenance.fitted_marks(sim)
+    assert "p_challenge_sound" not in provenance.fitted_marks()  # the committed file does not mark it
     found = set(provenance.fitted_marks(sim)) | set(load_calibration().grid) | set(SOLVED)
-    assert provenance.unlabelled(found, paper.entries()) == ["p_find"]
+    assert provenance.unlabelled(found, paper.entries()) == ["p_challenge_sound"]
     inline = tmp_path / "inline.yaml"
-    inline.write_text(re.sub(r"(?m)^(  p_challenge_sound: \S+).*$", r"\1  # FITTED", text))
-    assert "p_challenge_sound" in provenance.fitted_marks(inline)
+    inline.write_text(re.sub(r"(?m)^(  evidence_weight: \S+).*$", r"\1  # FITTED", text))
+    assert "evidence_weight" in provenance.fitted_marks(inline)
 
 
 def test_a_new_grid_parameter_or_a_wrong_key_fails(tmp_path):
     doc = yaml.safe_load((PARAMS_DIR / "calibration.yaml").read_text())
-    doc["calibration"]["grid"]["p_find"] = [0.8, 0.9]
+    doc["calibration"]["grid"]["p_challenge_sound"] = [0.1, 0.2]
     path = tmp_path / "calibration.yaml"
     path.write_text(yaml.safe_dump(doc))
     fits = set(provenance.fitted_marks()) | set(load_calibration(path).grid) | set(SOLVED)
-    assert provenance.unlabelled(fits, paper.entries(), path) == ["p_find"]
-    doc["calibration"]["fitted"]["p_find"] = ["critique_depth.no_such_number"]
+    assert provenance.unlabelled(fits, paper.entries(), path) == ["p_challenge_sound"]
+    doc["calibration"]["fitted"]["p_challenge_sound"] = ["critique_depth.no_such_number"]
     path.write_text(yaml.safe_dump(doc))
-    assert provenance.unlabelled(fits, paper.entries(), path) == ["p_find"]
-    doc["calibration"]["fitted"]["p_find"] = [K15]
+    assert provenance.unlabelled(fits, paper.entries(), path) == ["p_challenge_sound"]
+    doc["calibration"]["fitted"]["p_challenge_sound"] = [K01, K05]
     path.write_text(yaml.safe_dump(doc))
     assert provenance.unlabelled(fits, paper.entries(), path) == []
-    assert provenance.of(K15, "reference", path) == FITTED
+    assert provenance.of(K05, "reference", path) == FITTED
 
 
 def test_bad_fitted_section_names_the_field(tmp_path):

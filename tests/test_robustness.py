@@ -9,8 +9,10 @@ import pytest
 from mechaudit.schema import load_benchmark
 from mechaudit.workflow import build_rules, load_design, load_simulator_params
 from mechaudit.workflow.robustness import (
+    consistent,
     diminishing_returns,
     grid,
+    pick,
     rule_bias,
     rule_grid,
     truth_grid,
@@ -67,7 +69,8 @@ def test_truth_equals_population_truth_at_the_same_point(setup, tiny) -> None:
     bench, design, base = setup
     _, table = tiny
     row = table.iloc[1]
-    ref = population_truth(bench, design, vary(base, p_find=0.5), runs_per_depth=12, seed=3).set_index("label")
+    ref = population_truth(bench, design, vary(base, p_find=0.5), runs_per_depth=12, seed=3,
+                           measures=("paper_rates",)).set_index("label")
     assert row.truth_0v1_pp == ref.loc["0 v 1", "truth_pp"]
     assert row.truth_1v5_pp == ref.loc["1 v 5", "truth_pp"]
     assert row.se_1v5_pp == ref.loc["1 v 5", "truth_se_pp"]
@@ -115,19 +118,38 @@ def test_conclusion_a_holds_at_the_default_and_fails_at_low_p_find(tiny) -> None
 def test_rule_grid_and_bias(setup) -> None:
     bench, design, base = setup
     points = grid({"p_find": [0.9]})
-    truth = truth_grid(bench, design, base, points, runs_per_depth=12, seed=0)
+    truths = {m: truth_grid(bench, design, base, points, runs_per_depth=12, seed=0, measure=m)
+              for m in ("mechanism_key", "paper_rates")}
     tfidf = build_rules(["tfidf"])["tfidf"]
-    reps = rule_grid(bench, design, base, points, {**build_rules(["mechanism_key"]), "tfidf": tfidf}, n_reps=2, seed=1)
-    assert len(reps) == 2 * 2 * 3 and set(reps.rule) == {"mechanism_key", "tfidf"}
+    rules = {**build_rules(["mechanism_key", "paper_rates"]), "tfidf": tfidf}
+    reps = rule_grid(bench, design, base, points, rules, n_reps=3, seed=1)
+    assert len(reps) == 3 * 3 * 3 and set(reps.rule) == {"mechanism_key", "paper_rates", "tfidf"}
     # replication seeds are shared across rules and points: same draws, so re-running gives equal numbers
-    again = rule_grid(bench, design, base, points, build_rules(["mechanism_key"]), n_reps=2, seed=1)
+    again = rule_grid(bench, design, base, points, build_rules(["mechanism_key"]), n_reps=3, seed=1)
     pd.testing.assert_series_equal(again.extra_pp.reset_index(drop=True),
                                    reps[reps.rule == "mechanism_key"].extra_pp.reset_index(drop=True))
-    bias = rule_bias(reps, truth)
-    tf = bias[(bias.rule == "tfidf") & (bias.comparison == "0 v 1")].iloc[0]
-    assert tf.direction == "under" and tf.bias_pp < -10  # TF-IDF misses most replaced steps
-    key = bias[(bias.rule == "mechanism_key") & (bias.comparison == "0 v 1")].iloc[0]
-    assert abs(key.bias_pp) < 4 * key.bias_se_pp
+    bias = rule_bias(reps, truths).set_index(["rule", "comparison"])
+    assert bias.loc[("paper_rates", "0 v 1"), "truth_pp"] == truths["paper_rates"].truth_0v1_pp.iloc[0]
+    assert bias.loc[("tfidf", "0 v 1"), "truth_pp"] == truths["mechanism_key"].truth_0v1_pp.iloc[0]
+    for rule in ("mechanism_key", "paper_rates"):
+        row = bias.loc[(rule, "0 v 1")]
+        assert abs(row.bias_pp) < 4 * row.bias_se_pp  # each on its own truth
+    # a single truth table still works (every rule against it)
+    assert (rule_bias(reps, truths["mechanism_key"]).truth_pp.iloc[0] == truths["mechanism_key"].truth_0v1_pp.iloc[0])
+
+
+def test_consistent_marks_settings_near_the_observation() -> None:
+    table = pd.DataFrame({"truth_0v1_pp": [10.0, 30.0, 34.5, 41.0], "truth_1v5_pp": [8.0, 2.0, 0.5, 0.1]})
+    out = consistent(table, observed_pp=34.5, sd_pp=3.0, z=2.0)
+    assert out.consistent.tolist() == [False, True, True, False]
+    assert out.distance_sd.tolist() == pytest.approx([-8.1666667, -1.5, 0.0, 2.1666667])
+    with pytest.raises(ValueError, match="must be > 0"):
+        consistent(table, 34.5, 0.0)
+    picked = pick(out[out.consistent], [0.0, 1.0])
+    assert picked.truth_1v5_pp.tolist() == [0.5, 2.0]
+    assert len(pick(out, [0.5, 0.5])) == 1
+    with pytest.raises(ValueError, match="no rows"):
+        pick(out.iloc[:0], [0.5])
 
 
 def test_results_do_not_depend_on_n_jobs(setup) -> None:

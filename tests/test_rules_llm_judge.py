@@ -246,3 +246,8 @@ def test_stability_and_requests(tmp_path, scripted_api, pairs):
     # early stop leaves "ba" missing -> order change unknown, never guessed
     stop = make_judge(tmp_path / "stop", scripted_api(lambda first, k, user: verdict("same")), early_stop=True)
     assert stability(stop.judge(pairs), 3)["order_changed"].isna().all()
+
+
+def test_a_judge_without_a_client_builds_one_with_its_concurrency(tmp_path):
+    judge = LLMJudge(rubric="full", backend="replay", cache_dir=tmp_path, max_concurrency=3)
+    assert judge.client.backend == "replay" and judge.client.max_concurrency == 3

@@ -26,7 +26,7 @@ def hyp(hid: str, ids: list[str], opening: str = "o1") -> Hypothesis:
 
 
 def test_build_makes_each_registered_rule_with_its_config():
-    assert rules.NAMES == ("mechanism_key", "reference", "tfidf", "embedding", "llm")
+    assert rules.NAMES == ("mechanism_key", "reference", "tfidf", "embedding", "llm", "paper_rates")
     tfidf = rules.build("tfidf", threshold=0.3, fit_on="pair")
     assert type(tfidf) is rules.TfidfRule and tfidf.threshold == 0.3 and tfidf.fit_on == "pair"
     judge = rules.build("reference", rubric="none", jaccard_threshold=0.6)

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import hashlib
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
 from rule_hypotheses import hyp
+from sklearn.feature_extraction.text import TfidfVectorizer
 from sklearn.metrics.pairwise import cosine_similarity
 
 from mechaudit.errors import MechauditError
 from mechaudit.rules import EmbeddingRule, ModelCache, TfidfRule, matched_threshold
-from mechaudit.rules.tfidf import fit_vectorizer
 from mechaudit.schema import hypothesis_text
 
 CHAINS = [
@@ -35,6 +37,11 @@ def hyps():
     return out
 
 
+def paper_vectorizer(texts):
+    """The oracle: the paper's TF-IDF settings built here, independent of ``mechaudit.rules.tfidf``."""
+    return TfidfVectorizer(sublinear_tf=True, stop_words="english").fit(list(texts))
+
+
 def all_pairs(hs):
     return [(a, b) for i, a in enumerate(hs) for b in hs[i + 1 :]]
 
@@ -46,7 +53,7 @@ def test_tfidf_similarity_equals_sklearn_cosine(hyps):
     assert not hasattr(rule, "vectorizer_")  # the per-call vectorizer is local, never stored
     texts = [hypothesis_text(h) for h in hyps]
     # the rule fits on the distinct compared texts: the same set as texts here
-    C = cosine_similarity(fit_vectorizer(texts).transform(texts))
+    C = cosine_similarity(paper_vectorizer(texts).transform(texts))
     idx = {h.id: k for k, h in enumerate(hyps)}
     expected = np.array([C[idx[a.id], idx[b.id]] for a, b in pairs])
     np.testing.assert_allclose(sim, expected, rtol=0, atol=1e-9)
@@ -58,10 +65,10 @@ def test_tfidf_fit_on_corpus_and_pair(hyps):
     corpus_rule = TfidfRule(fit_on=hyps)
     assert not hasattr(corpus_rule, "vectorizer_")  # the constructor only stores parameters
     texts = [hypothesis_text(h) for h in hyps]
-    C = cosine_similarity(fit_vectorizer(texts).transform(texts))
+    C = cosine_similarity(paper_vectorizer(texts).transform(texts))
     expected = np.array([C[int(a.id[1:]), int(b.id[1:])] for a, b in pairs])
     np.testing.assert_allclose(corpus_rule.similarity(pairs), expected, atol=1e-9)
-    assert set(corpus_rule.vectorizer_.vocabulary_) == set(fit_vectorizer(texts).vocabulary_)
+    assert set(corpus_rule.vectorizer_.vocabulary_) == set(paper_vectorizer(texts).vocabulary_)
     # fit(corpus) on a "compared" rule: the same similarities as fit_on=corpus, and the rule is returned
     fitted = TfidfRule()
     assert fitted.fit(hyps) is fitted
@@ -70,7 +77,7 @@ def test_tfidf_fit_on_corpus_and_pair(hyps):
     pair_rule = TfidfRule(fit_on="pair")
     a, b = pairs[0]
     two = [hypothesis_text(a), hypothesis_text(b)]
-    expected0 = cosine_similarity(fit_vectorizer(two).transform(two))[0, 1]
+    expected0 = cosine_similarity(paper_vectorizer(two).transform(two))[0, 1]
     assert pair_rule.similarity(pairs)[0] == pytest.approx(expected0, abs=1e-12)
     with pytest.raises(MechauditError, match="field 'fit_on'.*'pair'"):
         pair_rule.fit(hyps)
@@ -85,7 +92,7 @@ def test_tfidf_similarity_graph_equals_dense_bruteforce(hyps, block_size):
     G = rule.same_graph(hyps, block_size=block_size)
     assert sp.issparse(S) and sp.issparse(G) and G.dtype == bool
     texts = [hypothesis_text(h) for h in hyps]
-    C = cosine_similarity(fit_vectorizer(texts).transform(texts))
+    C = cosine_similarity(paper_vectorizer(texts).transform(texts))
     dense_same = C >= 0.3
     np.fill_diagonal(dense_same, True)
     np.testing.assert_array_equal(G.toarray(), dense_same)
@@ -97,6 +104,25 @@ def test_tfidf_similarity_graph_equals_dense_bruteforce(hyps, block_size):
     pairs = all_pairs(hyps)
     iu = np.triu_indices(len(hyps), 1)
     np.testing.assert_array_equal(rule.same(pairs), dense_same[iu])
+
+
+def test_tfidf_uses_the_papers_sublinear_tf_and_english_stop_words():
+    """Texts with repeated terms and stop words, chosen so that dropping ``sublinear_tf`` or the stop
+    word list moves the similarity by more than the tolerance."""
+    a = hyp("a", CHAINS[0], statement="KRAS KRAS KRAS drives the MEK signal.",
+            explanation="It is the KRAS pathway and the MEK kinase that are active.")
+    b = hyp("b", CHAINS[1], statement="KRAS drives the ERK signal in the cells.",
+            explanation="The ERK kinase is active in the cells of the tumour.")
+    c = hyp("c", CHAINS[2], statement="PI3K is active.", explanation="PI3K signal PI3K signal.")
+    pairs = [(a, b), (a, c), (b, c)]
+    texts = [hypothesis_text(h) for h in (a, b, c)]
+    C = cosine_similarity(paper_vectorizer(texts).transform(texts))
+    expected = np.array([C[0, 1], C[0, 2], C[1, 2]])
+    got = TfidfRule().similarity(pairs)
+    np.testing.assert_allclose(got, expected, rtol=0, atol=1e-9)
+    for other in (TfidfVectorizer(stop_words="english"), TfidfVectorizer(sublinear_tf=True)):
+        D = cosine_similarity(other.fit_transform(texts))
+        assert np.abs(np.array([D[0, 1], D[0, 2], D[1, 2]]) - got).max() > 1e-3  # the fixture decides
 
 
 def test_tfidf_bad_input(hyps):
@@ -185,6 +211,35 @@ def test_embedding_disk_store(hyps, tmp_path, monkeypatch):
     files[0].write_bytes(b"not a store")
     with pytest.raises(ValueError, match="embedding store"):
         EmbeddingRule(cache_dir=tmp_path).embed(texts)
+
+
+def test_embedding_store_merges_across_runs_and_keeps_earlier_vectors(tmp_path, monkeypatch):
+    """Run 1 stores texts A, run 2 (a new rule, same folder) adds texts B: the store then holds A and
+    B, A's vectors unchanged, and run 3 needs no model for any of them."""
+    import mechaudit.rules.embedding as emb
+
+    class HashModel:  # a vector per text, fixed by the text's bytes
+        def encode(self, texts, **kwargs):
+            rows = [np.frombuffer(hashlib.sha256(t.encode()).digest()[:16], np.uint8).astype(np.float32)
+                    for t in texts]
+            return np.stack([r / np.linalg.norm(r) for r in rows])
+
+    monkeypatch.setattr(emb, "load_model", lambda *a, **k: HashModel())
+    first, second = ["alpha text", "beta text"], ["gamma text", "alpha text", "delta text"]
+    run1 = EmbeddingRule(cache_dir=tmp_path).embed(first)
+    path = emb.store_path(tmp_path, None)
+    stored1 = emb.read_store(path)
+    run2 = EmbeddingRule(cache_dir=tmp_path).embed(second)
+    stored2 = emb.read_store(path)
+    keys = {t: emb.text_key(None, t) for t in first + second}
+    assert set(stored2) == {keys[t] for t in ("alpha text", "beta text", "gamma text", "delta text")}
+    for key, vector in stored1.items():
+        np.testing.assert_array_equal(stored2[key], vector)  # earlier vectors survive the second write
+    np.testing.assert_array_equal(run2[1], run1[0])
+    monkeypatch.setattr(emb, "load_model", lambda *a, **k: (_ for _ in ()).throw(AssertionError("no model")))
+    run3 = EmbeddingRule(cache_dir=tmp_path).embed(first + second)
+    np.testing.assert_array_equal(run3, np.concatenate([run1, run2]))
+    assert not list(tmp_path.glob("*.tmp*"))  # the atomic write left no temporary file
 
 
 class FakeModel:

@@ -217,3 +217,30 @@ def test_benchmark_cross_checks_openings_and_terminal(files):
     write_jsonl(files / "hypotheses.jsonl", [json.dumps(record(id="h9"))])
     with pytest.raises(DataError, match=r"instances\[0\]\.openings\[0\].*'h1'"):
         load_benchmark(files)
+
+
+def test_benchmark_rejects_an_opening_that_belongs_to_another_instance(files):
+    """Instance A lists as its opening a hypothesis that exists but belongs to instance B."""
+    from mechaudit.schema import load_benchmark
+
+    two = INSTANCES + INSTANCES.split("\n", 1)[1].replace("id: A", "id: B").replace("O1", "O2").replace(
+        "[h1]", "[hb]")
+    (files / "instances.yaml").write_text(two)
+    hb = record(id="hb", instance="B", chain=[{"id": "K1", "text": "kinase one"}, {"id": "K2", "text": "kinase two"},
+                                               {"id": "O2", "text": "outcome two"}])
+    write_jsonl(files / "hypotheses.jsonl", [json.dumps(record()), json.dumps(hb)])
+    assert [h.id for h in load_benchmark(files).openings("B")] == ["hb"]  # the valid layout loads
+    (files / "instances.yaml").write_text(two.replace("[h1]", "[hb]", 1))
+    with pytest.raises(DataError, match=r"instances\[0\]\.openings\[0\].*'hb' is not a hypothesis of instance 'A'"):
+        load_benchmark(files)
+
+
+def test_a_jsonl_line_that_is_not_an_object_names_file_line_and_what_was_expected(tmp_path):
+    from mechaudit.schema import read_jsonl
+
+    path = write_jsonl(tmp_path / "h.jsonl", ['{"a": 1}', "", "[1, 2]"])
+    with pytest.raises(DataError, match=r"h\.jsonl:3: field '<record>': expected a JSON object$"):
+        list(read_jsonl(path))
+    path.write_text('{"a": 1}\n{"a": \n')
+    with pytest.raises(DataError, match=r"h\.jsonl:2: field '<json>': malformed JSON: Expecting value \(column \d+\)"):
+        list(read_jsonl(path))

@@ -43,3 +43,63 @@ def test_outcomes_change_with_seed(bench):
     a = simulate_outcomes(bench, design, params, seed=0)
     b = simulate_outcomes(bench, design, params, seed=1)
     assert [o.keys for o in a] != [o.keys for o in b]
+
+
+@pytest.mark.parametrize("p_repair, repaired", [(0.0, False), (1.0, True)])
+def test_a_partial_reply_repairs_with_probability_p_repair_partial_in_both_paths(bench, p_repair, repaired):
+    """Every link weak, every demand answered "partial": with p_repair_partial = 1 every non-terminal
+    step of every opening is replaced after one round, with 0 none is (fast and full path alike).
+    The two paths only cross-check each other above, so this pins the direction of the test."""
+    partial = {"conceded": 0.0, "answered": 0.0, "partial": 1.0, "dropped": 0.0}
+    params = load_simulator_params().model_copy(update={
+        "extra_hypotheses_max": 0, "p_develop_swap": 0.0, "p_weak_supported": 1.0, "p_weak_unsupported": 1.0,
+        "p_find": 1.0, "p_challenge_sound": 0.0, "p_repair_partial": p_repair,
+        "reply_weak": type(load_simulator_params().reply_weak)(**partial)})
+    design = Design(instances=(bench.instances[0].id,), depths=(0, 1), runs_per_depth=2)
+    openings = {h.id: tuple(s.id for s in h.chain) for h in bench.openings(bench.instances[0].id)}
+    fast = simulate_outcomes(bench, design, params, seed=3)
+    full = simulate(bench, design, params, seed=3, log=False)
+    for o, run in zip(fast, full):
+        keys = [o.keys, tuple((h.opening_id, tuple(s.id for s in h.chain)) for h in run.delivered)]
+        for delivered in keys:
+            for opening_id, chain in delivered:
+                start = openings[opening_id]
+                changed = [a != b for a, b in zip(start[:-1], chain[:-1])]
+                assert chain[-1] == start[-1]
+                assert all(changed) if (repaired and o.depth == 1) else not any(changed), (o.depth, chain)
+        if o.depth == 1:
+            assert o.labels.tolist() == [0, 0, sum(len(c) - 1 for c in openings.values()), 0]
+
+
+def test_a_conceded_sound_link_is_hedged_and_links_are_worded_in_several_ways(bench):
+    """No weak links, every sound link challenged and conceded: after one round every explanation
+    states links with reduced confidence; before critique none does. The development step words
+    links with several of the link phrasings (not always the first)."""
+    conceded = {"conceded": 1.0, "answered": 0.0, "partial": 0.0, "dropped": 0.0}
+    base = load_simulator_params()
+    params = base.model_copy(update={
+        "extra_hypotheses_max": 0, "p_develop_swap": 0.0, "p_weak_supported": 0.0, "p_weak_unsupported": 0.0,
+        "p_challenge_sound": 1.0, "reply_sound": type(base.reply_sound)(**conceded)})
+    design = Design(instances=tuple(i.id for i in bench.instances[:2]), depths=(0, 1), runs_per_depth=2)
+    runs = simulate(bench, design, params, seed=5, log=False)
+    hedge = "is stated with reduced confidence"
+    for run in runs:
+        texts = [h.explanation for h in run.delivered]
+        assert all((hedge in t) == (run.depth == 1) for t in texts), (run.depth, texts[0])
+    verbs = {v for run in runs for h in run.delivered for v in ("activates", "leads to", "promotes", "triggers",
+                                                                 "results in") if v in h.explanation}
+    assert len(verbs) >= 3
+
+
+def test_per_instance_effects_by_hand():
+    """Four runs, depths 0, 0, 1, 1: same-depth means and the extra divergence computed by hand (pp)."""
+    from mechaudit.workflow.depth import InstanceMatrix, per_instance_effects
+
+    D = np.array([[0, 0.2, 0.6, 0.8], [0.2, 0, 0.4, 0.6], [0.6, 0.4, 0, 0.4], [0.8, 0.6, 0.4, 0]])
+    table = per_instance_effects([InstanceMatrix("A", D, np.array([0, 0, 1, 1]))], [(0, 1)])
+    assert list(table.columns) == ["instance", "panel", "label", "value"]
+    rows = {(r.panel, r.label): r.value for r in table.itertuples()}
+    cross, within = (0.6 + 0.8 + 0.4 + 0.6) / 4, (0.2 + 0.4) / 2
+    assert rows == pytest.approx({("same-depth", "K=0"): 20.0, ("same-depth", "K=1"): 40.0,
+                                  ("extra", "0 v 1"): 100 * (cross - within)})
+    assert set(table["instance"]) == {"A"}

@@ -27,6 +27,9 @@ def test_labels_have_words_and_units():
     assert relabel_words("tfidf 0.25") == "TF-IDF 0.25"
     assert relabel_words("U-02 wording_only") == "U-02 wording only"
     assert humanise("MAE_of_x") == "MAE of x" and label(0.5) == "0.5"
+    from mechaudit.labels import in_sentence
+
+    assert in_sentence("paper_rates") == "paper-rate judge" and in_sentence("tfidf") == "TF-IDF"
     assert not [v for v in LABELS.values() if "_" in v], "a label in the map carries an underscore"
 
 

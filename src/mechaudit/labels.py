@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Hashable
 
-__all__ = ["LABELS", "label", "humanise", "relabel_words"]
+__all__ = ["LABELS", "label", "humanise", "relabel_words", "in_sentence"]
 
 #: identifier or raw header -> displayed label (unit in parentheses)
 LABELS: dict[str, str] = {
@@ -23,7 +23,9 @@ LABELS: dict[str, str] = {
     "embedding": "Embedding (MiniLM)",
     "embeddings": "Embedding (MiniLM)",
     "mechanism_key": "Mechanism key (truth)",
+    "paper_rates": "Paper-rate judge",
     "reference": "Reference judge",
+    "measure": "Truth measure",
     "reference judge": "Reference judge",
     "reference (full)": "Reference judge (full rubric)",
     "reference full": "Reference judge, full rubric",
@@ -155,3 +157,10 @@ def label(name: Hashable) -> str:
     if name in LABELS:
         return LABELS[name]
     return _capital(relabel_words(name))
+
+
+def in_sentence(name: Hashable) -> str:
+    """The label of ``name`` inside a sentence: its first letter lower case unless the label starts
+    with an acronym ("Paper-rate judge" -> "paper-rate judge", "TF-IDF" stays)."""
+    text = label(name)
+    return text if text[:2].isupper() else text[:1].lower() + text[1:]

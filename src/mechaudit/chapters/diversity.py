@@ -87,3 +87,15 @@ def paper_rows(rules: Sequence[str], tfidf_threshold: float, embedding_threshold
         rows += [("sensitivity.embedding_threshold", embedding_threshold, "threshold used here"),
                  ("models.embedding", embedding_model or "all-MiniLM-L6-v2", "a small local encoder")]
     return rows
+
+
+def by_depth_text(div: pd.DataFrame, rule: str, grouping: str = "complete") -> str:
+    """A rule's mean groups per run at each depth as text, e.g. "5.8, 8.0 and 7.6 at K = 0, 1 and 5"."""
+    means = div[div.rule == rule].groupby("depth")[grouping].mean()
+    values = [f"{v:.1f}" for v in means]
+    depths = [f"{int(d)}" for d in means.index]
+
+    def join(items: list[str]) -> str:
+        return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+    return f"{join(values)} at K = {join(depths)}"

@@ -84,3 +84,44 @@ def paper_rows(labelled: pd.DataFrame, backend: str) -> list[tuple]:
     label shares, noted with where the labels come from."""
     note = label_source(backend)
     return [(key, value, note) for key, value in paper_comparison(labelled)]
+
+
+def critique_rounds(design) -> int:
+    """Run-rounds of critique in ``design``: runs per depth x instances x the sum of its depths (the
+    paper's 60-run design: 5 x 4 x (0 + 1 + 5) = 120)."""
+    return design.runs_per_depth * len(design.instances) * sum(design.depths)
+
+
+def density_table(n_demands: int, paper_demands: int, design, hypotheses_per_run: float) -> pd.DataFrame:
+    """Demands per design and per critiqued run-round, this run beside the paper (same design), and
+    per hypothesis and round for this run (the paper does not report its hypotheses per run).
+    Index: quantity; columns "this run", "paper"."""
+    rounds = critique_rounds(design)
+    rows = {"demands in the design": (n_demands, paper_demands),
+            "demands per run and round of critique": (round(n_demands / rounds, 2), round(paper_demands / rounds, 2)),
+            "demands per hypothesis and round": (round(n_demands / rounds / hypotheses_per_run, 2), "not reported")}
+    return pd.DataFrame(rows, index=["this run", "paper"]).transpose().rename_axis("quantity")
+
+
+def simulated_shares(bench, design, params, seed: int) -> tuple[int, float, pd.DataFrame]:
+    """Simulate ``design`` with ``params`` and ``seed`` (reference backend) and label its demands from
+    the simulator's log: (number of demands, conceded %, per-round shares as ``round_shares``)."""
+    from mechaudit.workflow import simulate
+
+    labelled = label_demands(simulate(bench, design, params, seed=seed), "reference")
+    shares = engagement_table(labelled).set_index("label").pct
+    return len(labelled), float(shares["conceded"]), round_shares(labelled)
+
+
+def conceded_floor_sentence(labelled: pd.DataFrame, paper_conceded_pct: float) -> str:
+    """Whether the conceded share could reach the paper's: the conceded demands on weak links alone
+    make up a share of all demands that no reply to a sound link can lower. A clause naming that floor
+    (simulator runs, which know which demands hit a weak link; "not known" otherwise)."""
+    if "weak_link" not in labelled or labelled.weak_link.isna().all():
+        return "whether they could come closer is not known for these runs"
+    floor = 100.0 * float(((labelled.weak_link == True) & (labelled.label == "conceded")).mean())  # noqa: E712
+    if floor > paper_conceded_pct:
+        return (f"they cannot come closer: the conceded demands on weak links alone are {floor:.1f} % of all "
+                f"demands, above the paper's {paper_conceded_pct:g} %, whatever the replies to sound links")
+    return (f"the conceded demands on weak links alone are {floor:.1f} % of all demands, below the paper's "
+            f"{paper_conceded_pct:g} %, so the replies to sound links can close the gap")

@@ -1,10 +1,11 @@
 """Chapter 02c (robustness and power): set-up, grid look-ups and readable summaries of the grids.
 
-Inputs are the tables of ``mechaudit.workflow.robustness`` (``truth_grid`` after
+Inputs are the tables of ``mechaudit.workflow.robustness`` (``truth_grid`` after ``consistent`` and
 ``diminishing_returns``, ``rule_bias``) and ``mechaudit.workflow.power`` (``power_table``,
-``runs_needed``). Values in pp are percentage points of extra divergence. The chapter needs the
-simulator's ground truth, so it never calls an LLM; :func:`mechaudit.chapters.status.simulation_only_note` is its one
-backend-dependent step.
+``runs_needed``). Values in pp are percentage points of extra divergence; same-depth divergence is a
+level, in %. The chapter needs the simulator's ground truth, so it never calls an LLM;
+:func:`mechaudit.chapters.status.simulation_only_note` is its one backend-dependent step. Every
+summary here describes the simulator, not the paper's workflow.
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ from mechaudit.errors import MechauditError
 from mechaudit.paths import PARAMS_DIR
 from mechaudit.schema import Benchmark, load_benchmark
 from mechaudit.workflow import Design, SimulatorParams, load_design, load_simulator_params
-from mechaudit.workflow.power import EffectSetting, find_setting
+from mechaudit.workflow.power import EffectSetting, setting_at
+from mechaudit.workflow.robustness import pick
 
 #: conclusion statuses in display order
 STATUSES = ("holds", "unclear", "fails")
@@ -63,12 +65,57 @@ def grid_cell(table: pd.DataFrame, factors: Mapping[str, float], axes: Sequence[
     return rows.iloc[0] if len(rows) == 1 else None
 
 
-def conclusion_counts(truths: pd.DataFrame) -> pd.DataFrame:
-    """Grid points per status (columns holds / unclear / fails, ints) for the raw and the
-    ceiling-aware criterion (index "criterion")."""
-    counts = {name: truths[column].value_counts().reindex(list(STATUSES), fill_value=0).astype(int)
-              for column, name in (("raw", "raw"), ("normalised", "ceiling-aware"))}
-    return pd.DataFrame(counts).transpose().rename_axis("criterion")
+def observed_and_sd(spec, key: str = "critique_depth.extra_divergence_pp.k0_vs_k1") -> tuple[float, float]:
+    """The paper's observed extra divergence under ``key`` and its sampling SD: the calibration's
+    tolerance for that target (``CalibrationSpec.targets``, the SD chapter 02b measures)."""
+    from mechaudit.paper import reported
+
+    if key not in spec.targets:
+        raise MechauditError(f"{key} is not a calibration target, so no sampling SD is recorded for it",
+                             field="calibration.targets")
+    return float(reported(key)), float(spec.targets[key])
+
+
+def span(table: pd.DataFrame, column: str, digits: int = 2) -> str:
+    """The range of ``column`` as text: "a" when constant, else "a to b" (values rounded to ``digits``)."""
+    lo, hi = round(float(table[column].min()), digits), round(float(table[column].max()), digits)
+    return f"{lo:g}" if lo == hi else f"{lo:g} to {hi:g}"
+
+
+def status_sentence(truths: pd.DataFrame, column: str = "raw") -> str:
+    """What conclusion (a) does at the consistent grid points (``truths`` after ``consistent`` and
+    ``diminishing_returns``), as a verb phrase: "holds at every consistent setting of the grid", or
+    which statuses occur and at which ``p_find`` values ("is unclear at the consistent settings with
+    p_find 0.7 and holds at those with p_find 0.85 to 1"). Never a count of grid points."""
+    inside = truths[truths.consistent]
+    if inside.empty:
+        return "cannot be read: no grid setting is consistent with the observed effect"
+    statuses = [st for st in ("fails", "unclear", "holds") if (inside[column] == st).any()]
+    if statuses == ["holds"]:
+        return "holds at every consistent setting of the grid"
+    verbs = {"fails": "fails", "unclear": "is unclear", "holds": "holds"}
+    parts = [f"{verbs[st]} at {'the consistent settings' if k == 0 else 'those'} with p_find "
+             f"{span(inside[inside[column] == st], 'p_find')}" for k, st in enumerate(statuses)]
+    return ", ".join(parts[:-1]) + (" and " if len(parts) > 1 else "") + parts[-1]
+
+
+def choose_settings(truths: pd.DataFrame, quantiles: Sequence[float]) -> pd.DataFrame:
+    """Grid points to study further: ``robustness.pick`` of the consistent points at ``quantiles`` of
+    the 1 v 5 truth; when no point is consistent (another benchmark, a coarse grid), the points nearest
+    the observation (smallest ``|distance_sd|``), one per quantile, with a one-line note."""
+    inside = truths[truths.consistent]
+    if len(inside):
+        return pick(inside, quantiles)
+    nearest = truths.assign(_d=truths.distance_sd.abs()).nsmallest(max(1, len(set(quantiles))), "_d")
+    print("no grid setting is consistent with the observed 0 v 1 effect; the settings nearest to it are "
+          "studied instead (their conclusions say little about the paper's workflow)")
+    return pick(nearest.drop(columns="_d"), quantiles)
+
+
+def fails_outside(truths: pd.DataFrame, column: str = "raw") -> float | None:
+    """The largest 0 v 1 truth (pp) among the grid points where conclusion (a) fails (None: nowhere)."""
+    fails = truths[truths[column] == "fails"]
+    return float(fails.truth_0v1_pp.max()) if len(fails) else None
 
 
 def fail_pfind_max(truths: pd.DataFrame) -> float:
@@ -76,12 +123,6 @@ def fail_pfind_max(truths: pd.DataFrame) -> float:
     everywhere = truths.groupby("p_find").raw.apply(lambda s: (s == "fails").all())
     low = everywhere[everywhere].index
     return float(low.max()) if len(low) else float("nan")
-
-
-def hold_pfind_min(truths: pd.DataFrame) -> float:
-    """Smallest ``p_find`` at which the raw criterion holds at some grid point (NaN: none)."""
-    holds = truths[truths.raw == "holds"].p_find
-    return float(holds.min()) if len(holds) else float("nan")
 
 
 def peak_along(truths: pd.DataFrame, factors: Mapping[str, float], axes: Sequence[str], along: str = "p_find",
@@ -97,66 +138,69 @@ def max_change_pp(alt: pd.DataFrame, by: str, columns: Sequence[str]) -> float:
     return float(spread.to_numpy().max())
 
 
-def bias_summary(bias: pd.DataFrame, rule: str = "tfidf") -> dict[str, dict[str, float | int | None]]:
-    """Per comparison tag (``COMPARISONS``): points where ``rule`` lies under / over the truth by more
-    than z standard errors, its bias range (pp), and the largest truth among the points it does not
-    underestimate (None when it underestimates everywhere)."""
-    part = bias[bias.rule == rule]
-    out = {}
-    for comp, tag in COMPARISONS.items():
-        sub = part[part.comparison == comp]
-        others = sub[sub.direction != "under"]
-        out[tag] = {"under": int((sub.direction == "under").sum()), "over": int((sub.direction == "over").sum()),
-                    "bias_min": float(sub.bias_pp.min()), "bias_max": float(sub.bias_pp.max()),
-                    "other_truth_max": float(others.truth_pp.max()) if len(others) else None}
-    return out
+def setting_labels(points: pd.DataFrame, factors: Sequence[str]) -> list[str]:
+    """A short label per row of ``points``: "S1 (p_find 0.9, weak_scale 1, conceded 1)"."""
+    return [f"S{i + 1} (" + ", ".join(f"{f} {r[f]:g}" for f in factors) + ")"
+            for i, (_, r) in enumerate(points.iterrows())]
+
+
+def rule_view(bias: pd.DataFrame, labels: Sequence[str]) -> pd.DataFrame:
+    """``robustness.rule_bias`` for reading: index (setting label, rule, comparison); mean estimate,
+    truth of the rule's quantity, bias and its Monte Carlo SE (pp), replications (int)."""
+    names = {"n_reps": "replications", "mean_pp": "mean (pp)", "truth_pp": "truth (pp)", "bias_pp": "bias (pp)",
+             "bias_se_pp": "bias SE (pp)"}
+    view = bias.assign(setting=[labels[int(p)] for p in bias.point])
+    return view.set_index(["setting", "rule", "comparison"])[list(names)].rename(columns=names).round(2).astype(
+        {"replications": int})
+
+
+def rule_gap(bias: pd.DataFrame, comparison: str, a: str, b: str) -> tuple[float, float]:
+    """Smallest and largest difference of mean estimates, rule ``a`` minus rule ``b`` (pp), over the
+    points of ``bias`` for ``comparison``."""
+    sub = bias[bias.comparison == comparison].pivot_table(index="point", columns="rule", values="mean_pp")
+    diff = sub[a] - sub[b]
+    return float(diff.min()), float(diff.max())
 
 
 def alternatives_table(alt: pd.DataFrame, axes: Sequence[str]) -> pd.DataFrame:
-    """The evidence-weight grid, readable: index the ``axes``, truths and the 1 v 5 ceiling in pp,
-    the same-depth divergence at depth 1 (a level) in %."""
+    """The evidence-weight grid, readable: index the ``axes``; the 0 v 1 and 1 v 5 truths and the 1 v 5
+    ceiling in pp, the same-depth divergence at depth 1 (a level) in %."""
     names = {"truth_0v1_pp": "0 v 1 (pp)", "truth_1v5_pp": "1 v 5 (pp)", "same_K1_pp": "same-depth K=1 (%)",
              "max_1v5_pp": "1 v 5 ceiling (pp)"}
     return alt.set_index(list(axes))[list(names)].rename(columns=names).round(1)
 
 
-def power_settings(bench: Benchmark, instances: Sequence[str], base: SimulatorParams,
-                   targets: Sequence[Mapping], *, runs_per_depth: int, check_runs_per_depth: int,
-                   seed: int) -> list[EffectSetting]:
-    """``workflow.power.find_setting`` for each of ``targets`` (dicts with target_pp, factor, bracket,
-    fixed). A target its bracket does not straddle on this benchmark (e.g. your own data) is left out
-    with a one-line note; ``MechauditError`` when none is left."""
-    settings = []
-    for t in targets:
-        try:
-            settings.append(find_setting(bench, instances, base, t["target_pp"], factor=t["factor"],
-                                         bracket=t["bracket"], fixed=t["fixed"], runs_per_depth=runs_per_depth,
-                                         check_runs_per_depth=check_runs_per_depth, seed=seed))
-        except ValueError as err:
-            if "not bracketed" not in str(err):
-                raise
-            print(f"power_targets: {err}; this target is left out (widen or move its bracket)")
-    if not settings:
-        raise MechauditError("no power target is bracketed on this benchmark: adjust power_targets' brackets",
-                             field="power_targets")
-    return settings
+def power_settings(bench: Benchmark, instances: Sequence[str], base: SimulatorParams, picks: pd.DataFrame,
+                   factors: Sequence[str], *, check_runs_per_depth: int, seed: int,
+                   measure: str = "paper_rates") -> list[EffectSetting]:
+    """``workflow.power.setting_at`` for each row of ``picks`` (grid points, e.g. consistent ones from
+    ``robustness.pick``): its ``factors`` set, its grid truth of 1 v 5 as the target, the truth
+    re-estimated with ``check_runs_per_depth`` runs per depth and seed ``seed``."""
+    if picks.empty:
+        raise MechauditError("no consistent grid setting to study: widen robust_axes or consistent_z",
+                             field="robust_axes")
+    return [setting_at(bench, instances, base, {f: float(r[f]) for f in factors}, round(float(r.truth_1v5_pp), 2),
+                       check_runs_per_depth=check_runs_per_depth, seed=seed, measure=measure)
+            for _, r in picks.iterrows()]
 
 
 def settings_table(settings: Sequence) -> pd.DataFrame:
-    """One row per power setting (index "target (pp)"): the factors set, the achieved 1 v 5 truth and
-    its standard error (pp)."""
-    rows = [{"target (pp)": s.target_pp, "setting": ", ".join(f"{k} = {v:.3g}" for k, v in s.factors.items()),
+    """One row per power setting (index "grid 1 v 5 (pp)": the truth on the grid): the factors set,
+    the re-estimated 1 v 5 truth and its standard error (pp)."""
+    rows = [{"grid 1 v 5 (pp)": s.target_pp, "setting": ", ".join(f"{k} = {v:.3g}" for k, v in s.factors.items()),
              "true 1 v 5 (pp)": round(s.truth_pp, 2), "s.e. (pp)": round(s.truth_se_pp, 2)} for s in settings]
-    return pd.DataFrame(rows).set_index("target (pp)")
+    return pd.DataFrame(rows).set_index("grid 1 v 5 (pp)")
 
 
 def design_powers(power: pd.DataFrame) -> pd.DataFrame:
     """The power of each named design (rows ``role == "design"`` of ``power_table``), readable: index
-    true effect (pp) and design ("4 x 5": instances x runs per depth); power and its MC s.e."""
+    true effect (pp) and design ("4 x 5": instances x runs per depth); power, its Monte Carlo SE over
+    the independent pools and the binomial SE (which ignores that replications share a pool)."""
     d = power[power.role == "design"]
     table = pd.DataFrame({"true 1 v 5 (pp)": d.truth_pp.round(1).to_numpy(),
                           "design": [f"{int(k)} x {int(r)}" for k, r in zip(d.n_instances, d.runs_per_depth)],
-                          "power": d.power.round(2).to_numpy(), "MC s.e.": d.power_se.round(2).to_numpy()})
+                          "power": d.power.round(2).to_numpy(), "MC s.e. (pools)": d.power_se.round(2).to_numpy(),
+                          "binomial s.e.": d.binomial_se.round(2).to_numpy()})
     return table.set_index(["true 1 v 5 (pp)", "design"])
 
 

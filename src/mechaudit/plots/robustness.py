@@ -1,35 +1,42 @@
-"""Figures of the robustness and power chapter (02c): heatmaps over simulator factors, rule bias, power."""
+"""Figures of the robustness and power chapter (02c): maps over simulator factors, rule estimates, power.
+
+Axis names come from ``FACTOR_LABELS`` (words with units, not parameter names); every legend has at
+most four entries; cell text is 8 pt on panels at least 2.2 inches wide.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import matplotlib.colors as mcolors
 import numpy as np
 import pandas as pd
-from matplotlib.patches import Patch
+from matplotlib.patches import Patch, Rectangle
 
-from mechaudit.plots.style import PALETTE, backend_caption, legend_outside, new_figure
+from mechaudit.plots.style import PALETTE, backend_caption, colour_of, legend_outside, new_figure
 
 #: Colour per conclusion status (Okabe-Ito blue / vermillion, grey for undecided).
-STATUS_COLOURS = {"holds": "#0072B2", "unclear": "#DDDDDD", "fails": "#D55E00"}
-_EFFECT_COLOURS = ("#56B4E9", "#009E73", "#D55E00", "#E69F00", "#0072B2")  # no pink: that is the paper's
-_LINESTYLES = ("-", "--", ":", "-.")
+STATUS_COLOURS = {"holds": "#0072B2", "unclear": "#BBBBBB", "fails": "#D55E00"}
+#: Cells outside the settings consistent with the paper's observation.
+OUTSIDE_COLOUR = "#F2F2F2"
+#: Short names of the factors for panel titles.
+FACTOR_SHORT = {"p_find": "finds a weak link", "weak_scale": "weak links", "conceded": "conceded share",
+                "evidence_weight": "evidence weight", "p_challenge_sound": "challenges a sound link"}
+#: Axis names of the simulator factors, in words with units.
+FACTOR_LABELS = {
+    "p_find": "critic finds an open weak link\n(chance per round)",
+    "weak_scale": "weak links per hypothesis\n(x the default)",
+    "conceded": "weak-link demands conceded",
+    "evidence_weight": "repairs favour the evidence pack\n(weight)",
+    "p_challenge_sound": "critic challenges a sound link\n(chance per round)",
+}
+_EFFECT_COLOURS = ("#56B4E9", "#009E73", "#E69F00", "#0072B2")  # no pink: that is the paper's
 _RULE_MARKERS = ("o", "s", "^", "D")
 
 
-def _decorate_cell(ax, xs, ys, x: str, y: str, row_label: str, title: str, first_row: bool, last_row: bool,
-                   first_col: bool) -> None:
-    """Ticks of one grid panel; the facet title on the top row, axis names on the outer panels."""
-    ax.set_xticks(range(len(xs)), [f"{v:g}" for v in xs], fontsize=8)
-    ax.set_yticks(range(len(ys)), [f"{v:g}" for v in ys], fontsize=8)
-    ax.grid(False)
-    if first_row:
-        ax.set_title(title, fontsize=9)
-    if last_row:
-        ax.set_xlabel(x)
-    if first_col:
-        ax.set_ylabel(f"{row_label}\n{y}", fontsize=9)
+def factor_label(name: str) -> str:
+    """The words for a factor's axis (its name when unknown)."""
+    return FACTOR_LABELS.get(name, name)
 
 
 def _axis_values(table: pd.DataFrame, name: str) -> list[float]:
@@ -41,136 +48,136 @@ def _cell_grid(sub: pd.DataFrame, x: str, y: str, column: str, xs: list, ys: lis
     return wide.reindex(index=ys, columns=xs).to_numpy()
 
 
-def truth_heatmaps_figure(table: pd.DataFrame, quantities: Mapping[str, str], x: str, y: str, facet: str,
-                          backend: str, fmt: str = "{:.1f}"):
-    """Small multiples of heatmaps: one row per quantity (``quantities``: column -> row label), one
-    column per value of ``facet``; cells over ``x`` (horizontal) and ``y`` (vertical), annotated.
-
-    ``table``: ``robustness.truth_grid`` output. Colour scale (viridis, colour-blind safe) shared
-    within a row.
-    """
+def _panels(table: pd.DataFrame, x: str, y: str, facet: str):
+    """Axis values and a row of panels (one per ``facet`` value) wide enough for 8 pt cell text."""
     xs, ys, fs = _axis_values(table, x), _axis_values(table, y), _axis_values(table, facet)
-    fig, axes = new_figure(ncols=len(fs), nrows=len(quantities), width=min(7.0, 2.0 * len(fs) + 1.0),
-                           height=2.0 * len(quantities) + 0.4, squeeze=False)
-    for r, (column, label) in enumerate(quantities.items()):
-        lo, hi = float(table[column].min()), float(table[column].max())
-        for c, f in enumerate(fs):
-            ax = axes[r, c]
-            Z = _cell_grid(table[table[facet] == f], x, y, column, xs, ys)
-            im = ax.imshow(Z, origin="lower", aspect="auto", cmap="viridis", vmin=lo, vmax=hi)
-            for (i, j), v in np.ndenumerate(Z):
-                if np.isfinite(v):
-                    shade = (v - lo) / (hi - lo) if hi > lo else 0.5
-                    ax.text(j, i, fmt.format(v), ha="center", va="center", fontsize=6,
-                            color="black" if shade > 0.55 else "white")
-            _decorate_cell(ax, xs, ys, x, y, row_label=label, title=f"{facet} = {f:g}",
-                           first_row=r == 0, last_row=r == len(quantities) - 1, first_col=c == 0)
-        fig.colorbar(im, ax=axes[r, :].tolist(), shrink=0.9, pad=0.02)
+    width = max(2.2, 0.5 * len(xs)) * len(fs) + 1.3
+    fig, axes = new_figure(ncols=len(fs), width=width, height=0.45 * len(ys) + 2.0, squeeze=False,
+                           sharey=True)
+    return xs, ys, fs, fig, axes[0]
+
+
+def _ticks(ax, xs, ys, x: str, y: str, facet: str, f: float, first: bool) -> None:
+    ax.set_xticks(range(len(xs)), [f"{v:g}" for v in xs], fontsize=8)
+    ax.set_yticks(range(len(ys)), [f"{v:g}" for v in ys], fontsize=8)
+    ax.grid(False)
+    ax.set_title(f"{FACTOR_SHORT.get(facet, facet)} {f:g}", fontsize=9)
+    ax.set_xlabel(factor_label(x), fontsize=8)
+    if first:
+        ax.set_ylabel(factor_label(y), fontsize=8)
+
+
+def _outline(ax, mask: np.ndarray) -> None:
+    """A thick black frame around every cell where ``mask`` is true."""
+    for (i, j), inside in np.ndenumerate(mask):
+        if inside:
+            ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, edgecolor="black", linewidth=2.2))
+
+
+def consistency_figure(table: pd.DataFrame, x: str, y: str, facet: str, backend: str, observed: float,
+                       column: str = "truth_0v1_pp", label: str = "true 0 v 1 extra divergence (pp)"):
+    """Heatmaps of ``column`` over ``x`` and ``y``, one panel per ``facet`` value, the value written in
+    each cell; cells with ``consistent`` true framed in black (legend: one entry). One colour bar
+    (viridis) for all panels. ``observed``: the paper's value, named in the legend."""
+    xs, ys, fs, fig, axes = _panels(table, x, y, facet)
+    lo, hi = float(table[column].min()), float(table[column].max())
+    for c, (ax, f) in enumerate(zip(axes, fs)):
+        sub = table[table[facet] == f]
+        Z = _cell_grid(sub, x, y, column, xs, ys)
+        im = ax.imshow(Z, origin="lower", aspect="auto", cmap="viridis", vmin=lo, vmax=hi)
+        for (i, j), v in np.ndenumerate(Z):
+            if np.isfinite(v):
+                shade = (v - lo) / (hi - lo) if hi > lo else 0.5
+                ax.text(j, i, f"{v:.0f}", ha="center", va="center", fontsize=8,
+                        color="black" if shade > 0.55 else "white")
+        _outline(ax, _cell_grid(sub.assign(_c=sub.consistent.astype(float)), x, y, "_c", xs, ys) == 1)
+        _ticks(ax, xs, ys, x, y, facet, f, c == 0)
+    fig.colorbar(im, ax=list(axes), shrink=0.9, pad=0.02, label=label)
+    handle = Patch(facecolor="none", edgecolor="black", linewidth=2.2,
+                   label=f"consistent with the paper's {observed:g} pp")
+    fig.legend(handles=[handle], loc="outside upper center", fontsize=8, frameon=False)
     backend_caption(fig, backend)
     return fig
 
 
-def conclusion_map_figure(table: pd.DataFrame, criteria: Mapping[str, str], x: str, y: str, facet: str,
-                          backend: str, annotate: str | None = None, annotate_label: str | None = None):
-    """Where a conclusion holds: one row per criterion (``criteria``: status column -> row label),
-    one column per ``facet`` value, cells coloured holds (blue) / unclear (grey) / fails (vermillion).
-
-    ``annotate``: a numeric column printed in each cell (e.g. the 1 v 5 truth), named in the caption
-    as ``annotate_label`` (default: the column name).
-    """
-    xs, ys, fs = _axis_values(table, x), _axis_values(table, y), _axis_values(table, facet)
-    codes = {s: i for i, s in enumerate(STATUS_COLOURS)}
-    cmap = mcolors.ListedColormap(list(STATUS_COLOURS.values()))
-    fig, axes = new_figure(ncols=len(fs), nrows=len(criteria), width=min(7.0, 2.1 * len(fs) + 0.4),
-                           height=2.0 * len(criteria) + 0.7, squeeze=False)
-    for r, (column, label) in enumerate(criteria.items()):
-        for c, f in enumerate(fs):
-            ax = axes[r, c]
-            sub = table[table[facet] == f]
-            sub = sub.assign(_code=sub[column].map(codes))
-            Z = _cell_grid(sub, x, y, "_code", xs, ys)
-            ax.imshow(Z, origin="lower", aspect="auto", cmap=cmap, vmin=-0.5, vmax=len(codes) - 0.5)
-            if annotate:
-                A = _cell_grid(sub, x, y, annotate, xs, ys)
-                for (i, j), v in np.ndenumerate(A):
-                    if np.isfinite(v):
-                        dark = Z[i, j] != codes["unclear"]
-                        ax.text(j, i, f"{v:.1f}", ha="center", va="center", fontsize=6,
-                                color="white" if dark else "black")
-            _decorate_cell(ax, xs, ys, x, y, row_label=label, title=f"{facet} = {f:g}",
-                           first_row=r == 0, last_row=r == len(criteria) - 1, first_col=c == 0)
-    handles = [Patch(color=col, label=s) for s, col in STATUS_COLOURS.items()]
-    fig.legend(handles=handles, loc="outside upper center", ncols=3, fontsize=8)
-    backend_caption(fig, backend, f"cell text: {annotate_label or annotate}" if annotate else "")
+def conclusion_figure(table: pd.DataFrame, x: str, y: str, facet: str, backend: str, status: str = "raw",
+                      annotate: str = "truth_1v5_pp"):
+    """Where conclusion (a) holds among the consistent settings: consistent cells coloured by
+    ``status`` (holds blue, unclear grey, fails vermillion), every other cell pale ("not consistent");
+    each cell shows ``annotate`` (the 1 v 5 truth, pp). Legend: four entries."""
+    xs, ys, fs, fig, axes = _panels(table, x, y, facet)
+    names = [*STATUS_COLOURS, "not consistent"]
+    cmap = mcolors.ListedColormap([*STATUS_COLOURS.values(), OUTSIDE_COLOUR])
+    for c, (ax, f) in enumerate(zip(axes, fs)):
+        sub = table[table[facet] == f]
+        code = np.where(sub.consistent, sub[status].map({s: i for i, s in enumerate(names)}), len(names) - 1)
+        Z = _cell_grid(sub.assign(_code=code), x, y, "_code", xs, ys)
+        ax.imshow(Z, origin="lower", aspect="auto", cmap=cmap, vmin=-0.5, vmax=len(names) - 0.5)
+        A = _cell_grid(sub, x, y, annotate, xs, ys)
+        for (i, j), v in np.ndenumerate(A):
+            if np.isfinite(v):
+                dark = Z[i, j] in (names.index("holds"), names.index("fails"))
+                ax.text(j, i, f"{v:.1f}", ha="center", va="center", fontsize=8,
+                        color="white" if dark else "#555555")
+        _ticks(ax, xs, ys, x, y, facet, f, c == 0)
+    handles = [Patch(facecolor=col, edgecolor="#999999", label=name)
+               for name, col in zip(names, [*STATUS_COLOURS.values(), OUTSIDE_COLOUR])]
+    fig.legend(handles=handles, loc="outside upper center", ncols=4, fontsize=8, frameon=False)
+    backend_caption(fig, backend, "cell text: true 1 v 5 extra divergence (pp)")
     return fig
 
 
-def rule_bias_figure(
-    bias: pd.DataFrame, x: str, line: str, backend: str, rule_colours: Mapping[str, str] | None = None
-):
-    """Each rule's mean estimate against the truth, one panel per depth comparison, over ``x``, one
-    line style per value of ``line``; error bars: 2 Monte Carlo standard errors of the estimate.
-
-    ``bias``: ``robustness.rule_bias`` output. The truth is a black line without markers, drawn on
-    top; each rule has its own marker and a small sideways offset, so a rule that sits on the truth
-    (the mechanism key) stays visible. One legend above the panels.
-    """
-    colours = dict(rule_colours or {})
-    comps = list(dict.fromkeys(bias.comparison))
-    rules = list(dict.fromkeys(bias.rule))
-    xs = _axis_values(bias, x)
-    step = 0.04 * (xs[-1] - xs[0]) if len(xs) > 1 else 0.04
-    fig, axes = new_figure(ncols=len(comps), width=7.0, height=3.3, squeeze=False, sharey=True)
-    for ax, comp in zip(axes[0], comps):
+def rule_estimates_figure(bias: pd.DataFrame, labels: Sequence[str], backend: str,
+                          rules: Mapping[str, str], comparisons: Sequence[str] = ("0 v 1", "1 v 5")):
+    """Each rule's mean estimate (pp; error bars 2 Monte Carlo SE) at each chosen setting, one panel per
+    comparison; the truth of the quantity each rule estimates as a black tick at the rule's position.
+    ``rules``: rule name -> its label (at most three, so the legend keeps four entries)."""
+    fig, axes = new_figure(ncols=len(comparisons), width=7.0, height=3.4, squeeze=False)
+    names = list(rules)
+    x = np.arange(len(labels))
+    for ax, comp in zip(axes[0], comparisons):
         sub = bias[bias.comparison == comp]
-        for s, value in enumerate(_axis_values(sub, line)):
-            style = _LINESTYLES[s % len(_LINESTYLES)]
-            part = sub[sub[line] == value]
-            t = part.drop_duplicates("point").sort_values(x)
-            ax.plot(t[x], t.truth_pp, color=PALETTE["truth"], linestyle=style, linewidth=1.2, zorder=4,
-                    label=f"truth, {line}={value:g}")
-            for k, rule in enumerate(rules):
-                g = part[part.rule == rule].sort_values(x)
-                se = (g.bias_se_pp ** 2).clip(lower=0) ** 0.5
-                ax.errorbar(g[x] + (k - (len(rules) - 1) / 2) * step, g.mean_pp, yerr=2 * se,
-                            color=colours.get(rule, PALETTE["accent"]), linestyle=style,
-                            marker=_RULE_MARKERS[k % len(_RULE_MARKERS)], markersize=4, capsize=2, linewidth=1,
-                            label=f"{rule}, {line}={value:g}")
-        ax.axhline(0, color=PALETTE["muted"], linewidth=0.8)
+        for k, rule in enumerate(names):
+            g = sub[sub.rule == rule].sort_values("point")
+            xs = x[g.point.astype(int).to_numpy()] + (k - (len(names) - 1) / 2) * 0.22
+            ax.errorbar(xs, g.mean_pp, yerr=2 * g.bias_se_pp, color=colour_of(rule), linestyle="none",
+                        marker=_RULE_MARKERS[k % len(_RULE_MARKERS)], markersize=6, capsize=2, label=rules[rule])
+            ax.scatter(xs, g.truth_pp, marker="_", s=220, color=PALETTE["truth"], linewidths=2, zorder=4,
+                       label="truth of the rule's quantity" if k == 0 else None)
+        ax.set_xticks(x, [lab.split(" ")[0] for lab in labels])
+        ax.set_xlabel("setting consistent with the paper")
         ax.set_title(comp)
-        ax.set_xlabel(x)
+        ax.axhline(0, color=PALETTE["muted"], linewidth=0.8)
     axes[0, 0].set_ylabel("extra divergence (pp)")
-    handles, names = axes[0, 0].get_legend_handles_labels()
-    fig.legend(handles, names, loc="outside upper center", ncols=3, fontsize=7, frameon=False)
+    handles, names_ = axes[0, 0].get_legend_handles_labels()
+    fig.legend(handles, names_, loc="outside upper center", ncols=4, fontsize=8, frameon=False)
     backend_caption(fig, backend)
     return fig
 
 
 def power_figure(table: pd.DataFrame, backend: str, level: float = 0.8, paper_runs: int | None = None):
-    """Power against runs per depth, one line per target effect (ladder rows of ``power.power_table``),
-    error bars 2 Monte Carlo standard errors; designs with more instances as open squares (shifted
-    sideways a little per effect, so equal powers stay visible); the
-    ``level`` as a dashed line; ``paper_runs``: a dotted vertical line at the paper's runs per depth.
-    The legend sits below the axes."""
+    """Power against runs per depth, one line per setting (ladder rows of ``power.power_table``), error
+    bars 2 Monte Carlo SE (over independent pools); designs with more instances as open squares of the
+    same colour (not in the legend); the ``level`` as a dashed line; ``paper_runs``: a dotted vertical
+    line labelled on the plot. Legend below the axes, at most four entries."""
     fig, ax = new_figure(width=6.4, height=4.0)
     for i, (_, g) in enumerate(table.groupby("target_pp", sort=True)):
         colour = _EFFECT_COLOURS[i % len(_EFFECT_COLOURS)]
         k0 = int(g.n_instances.min())
         lad = g[(g.role == "ladder")].sort_values("runs_per_depth")
         ax.errorbar(lad.runs_per_depth, lad.power, yerr=2 * lad.power_se, color=colour, marker="o", markersize=4,
-                    capsize=2, label=f"true effect {g.truth_pp.iloc[0]:.1f} pp, {k0} instances")
+                    capsize=2, label=f"true 1 v 5 effect {g.truth_pp.iloc[0]:.1f} pp")
         more = g[(g.role == "design") & (g.n_instances > k0)]
         if len(more):
-            dodge = (i - 1) * 0.12  # squares of different effects can share a power of 1: shift them apart
-            ax.errorbar(more.runs_per_depth + dodge, more.power, yerr=2 * more.power_se, color=colour, marker="s",
-                        markerfacecolor="none", linestyle="none", capsize=2,
-                        label=f"true effect {g.truth_pp.iloc[0]:.1f} pp, {int(more.n_instances.iloc[0])} instances")
+            ax.errorbar(more.runs_per_depth + (i - 1) * 0.15, more.power, yerr=2 * more.power_se, color=colour,
+                        marker="s", markerfacecolor="none", linestyle="none", capsize=2)
     ax.axhline(level, color=PALETTE["muted"], linestyle="--", linewidth=1, label=f"{level:.0%} power")
     if paper_runs is not None:
-        ax.axvline(paper_runs, color=PALETTE["paper"], linestyle=":", linewidth=1.5, label="paper's runs per depth")
+        ax.axvline(paper_runs, color=PALETTE["paper"], linestyle=":", linewidth=1.5)
+        ax.text(paper_runs, 1.02, " paper's design", color=PALETTE["paper"], fontsize=8, va="bottom")
     ax.set_xlabel("runs per depth and instance")
-    ax.set_ylabel("power (1 v 5)")
-    ax.set_ylim(0, 1.05)
-    legend_outside(ax, where="below", fontsize=7, ncols=2)
-    backend_caption(fig, backend)
+    ax.set_ylabel("power of the 1 v 5 test")
+    ax.set_ylim(0, 1.1)
+    legend_outside(ax, where="below", fontsize=8, ncols=2)
+    backend_caption(fig, backend, "open squares: twice the instances")
     return fig

@@ -9,55 +9,66 @@ import pandas as pd
 
 from mechaudit.plots.style import PALETTE, backend_caption, colour_of, legend_outside, new_figure
 
-_INSTANCE_MARKERS = "osD^vP*X"
-
 
 def critique_depth_figure(points: pd.DataFrame, backend: str, title: str = "",
                           truth: Mapping[str, float] | None = None,
-                          paper: Mapping[str, float] | None = None):
-    """Figure 2 analogue: same-depth divergence per depth (left) and extra divergence per comparison
-    (right); points per instance, bars for the instance mean, in pp. No error bars.
+                          paper: Mapping[str, float] | None = None,
+                          intervals: Mapping[str, tuple[float, float]] | None = None,
+                          level: float = 0.95):
+    """Figure 2 analogue: same-depth divergence per depth (left, %) and extra divergence per
+    comparison (right, pp); points per instance, bars for the instance mean.
 
     ``points``: ``depth.per_instance_effects`` output for one rule. ``truth``: label -> true value
-    (simulator), drawn as black ticks under the instance markers; ``paper``: comparison label ->
-    paper's value, pink diamonds beside the bar. Legend to the right of the panels.
+    (simulator), drawn as black ticks; ``paper``: comparison label -> paper's value, pink diamonds
+    beside the bar; ``intervals``: comparison label -> (low, high) of the mean (pp), error bars on the
+    extra-divergence bars (at ``level``). Instances share one grey marker (one legend entry). Legend
+    to the right of the panels, at most four entries.
     """
-    fig, axes = new_figure(ncols=2, width=7.0, height=3.6)
+    fig, axes = new_figure(ncols=2, width=7.0, height=3.8)
     instances = list(dict.fromkeys(points.instance))
-    for ax, panel, xlabel in zip(axes, ("same-depth", "extra"), ("critique depth", "depth comparison")):
+    for ax, panel, xlabel in zip(axes, ("same-depth", "extra"), ("critique depth (rounds)", "depth comparison")):
         sub = points[points.panel == panel]
         labels = list(dict.fromkeys(sub.label))
         x = np.arange(len(labels))
         means = sub.groupby("label", sort=False).value.mean().reindex(labels)
-        ax.bar(x, means.to_numpy(), width=0.6, color=PALETTE["accent"], alpha=0.5, label="mean of instances")
+        err = None
+        if intervals and panel == "extra":
+            bounds = np.array([intervals.get(lbl, (np.nan, np.nan)) for lbl in labels], dtype=float)
+            err = np.vstack([means.to_numpy() - bounds[:, 0], bounds[:, 1] - means.to_numpy()])
+        bar_label = "mean of instances" + (f" ({100 * level:g} % interval)" if err is not None else "")
+        ax.bar(x, means.to_numpy(), width=0.6, color=PALETTE["accent"], alpha=0.5, label=bar_label,
+               yerr=err, capsize=4, ecolor="#333333")
         if truth:
             t = [truth.get(lbl, np.nan) for lbl in labels]
             ax.scatter(x, t, marker="_", s=500, color=PALETTE["truth"], linewidths=2, label="simulator truth",
                        zorder=4)
         for k, inst in enumerate(instances):
             vals = sub[sub.instance == inst].set_index("label").value.reindex(labels)
-            ax.scatter(x + (k - (len(instances) - 1) / 2) * 0.08, vals.to_numpy(), s=18, color="#333333",
-                       marker=_INSTANCE_MARKERS[k % len(_INSTANCE_MARKERS)], label=f"instance {inst}", zorder=5)
+            ax.scatter(x + (k - (len(instances) - 1) / 2) * 0.08, vals.to_numpy(), s=14, color="#555555",
+                       marker="o", label="one instance" if k == 0 else None, zorder=5)
         if paper and panel == "extra":
             ax.scatter(x + 0.38, [paper.get(lbl, np.nan) for lbl in labels], marker="D", s=30,
                        color=PALETTE["paper"], label="paper", zorder=5)
         ax.set_xticks(x, labels)
         ax.set_xlabel(xlabel)
         ax.axhline(0, color=PALETTE["muted"], linewidth=0.8)
-    axes[0].set_ylabel("same-depth divergence (pp)")
+    axes[0].set_ylabel("same-depth divergence (%)")
     axes[1].set_ylabel("extra divergence (pp)")
-    legend_outside(axes[1], where="right", fontsize=8)
+    handles, names = axes[1].get_legend_handles_labels()
+    fig.legend(handles, names, loc="outside right upper", fontsize=8, frameon=False)
     if title:
         fig.suptitle(title)
     backend_caption(fig, backend)
     return fig
 
 
-def rule_comparison_figure(table: pd.DataFrame, backend: str, truth: Mapping[str, float] | None = None,
-                           paper: Mapping[str, float] | None = None):
-    """Extra divergence per depth comparison under each rule (grouped bars, pp, no error bars), with
-    the simulator's truth (black ticks across the group) and the paper's LLM-judge values (pink
-    diamonds); legend to the right of the axes.
+def rule_comparison_figure(table: pd.DataFrame, backend: str,
+                           truth: Mapping[str, Mapping[str, float]] | None = None,
+                           paper: Mapping[str, float] | None = None, level: float = 0.95):
+    """Extra divergence per depth comparison under each rule (grouped bars, pp) with each bar's
+    bootstrap interval (``ci_low_pp``/``ci_high_pp`` at ``level``, when present), the simulator's
+    truth of the quantity each rule estimates (``truth``: rule -> label -> pp; black ticks on the
+    bar) and the paper's LLM-judge values (pink diamonds); legend to the right of the axes.
 
     ``table``: ``depth.rule_tables`` Table 1 (columns rule, comparison, extra_pp).
     """
@@ -67,12 +78,15 @@ def rule_comparison_figure(table: pd.DataFrame, backend: str, truth: Mapping[str
     x = np.arange(len(comps))
     w = 0.8 / len(rules)
     for k, rule in enumerate(rules):
-        vals = table[table.rule == rule].set_index("comparison").extra_pp.reindex(comps)
-        ax.bar(x - 0.4 + w * (k + 0.5), vals.to_numpy(), width=w, color=colour_of(rule), label=rule,
-               edgecolor="white", linewidth=0.5)
-    if truth:
-        ax.scatter(x, [truth.get(c, np.nan) for c in comps], marker="_", s=900, color=PALETTE["truth"],
-                   linewidths=2, label="simulator truth", zorder=4)
+        sub = table[table.rule == rule].set_index("comparison").reindex(comps)
+        err = (np.vstack([sub.extra_pp - sub.ci_low_pp, sub.ci_high_pp - sub.extra_pp])
+               if "ci_low_pp" in sub else None)
+        xs = x - 0.4 + w * (k + 0.5)
+        ax.bar(xs, sub.extra_pp.to_numpy(), width=w, color=colour_of(rule), label=rule, edgecolor="white",
+               linewidth=0.5, yerr=err, capsize=2, ecolor="#555555")
+        if truth and rule in truth:
+            ax.scatter(xs, [truth[rule].get(c, np.nan) for c in comps], marker="_", s=120, color=PALETTE["truth"],
+                       linewidths=2, zorder=4, label="simulator truth" if k == 0 else None)
     if paper:
         ax.scatter(x + 0.46, [paper.get(c, np.nan) for c in comps], marker="D", s=30, color=PALETTE["paper"],
                    label="paper (LLM judge)", zorder=4)
@@ -81,7 +95,7 @@ def rule_comparison_figure(table: pd.DataFrame, backend: str, truth: Mapping[str
     ax.set_ylabel("extra divergence (pp)")
     ax.axhline(0, color=PALETTE["muted"], linewidth=0.8)
     legend_outside(ax, where="right", fontsize=8, markerscale=0.6)
-    backend_caption(fig, backend)
+    backend_caption(fig, backend, extra=f"error bars: {100 * level:g} % bootstrap intervals")
     return fig
 
 

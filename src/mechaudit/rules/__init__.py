@@ -3,7 +3,7 @@
 Every rule has ``same(pairs) -> np.ndarray[bool]`` over a list of ``(Hypothesis, Hypothesis)``;
 the similarity rules (TF-IDF, embeddings) also have ``similarity(pairs) -> np.ndarray[float]``.
 All rules see the same text, ``mechaudit.schema.hypothesis_text`` (statement, explanation, chain),
-except the reference judges and the mechanism key, which read only the structured chain.
+except the reference judges, the mechanism key and the paper-rate judge, which read only the structured chain.
 
 ``build(name, **config)`` makes a rule from its name (``NAMES``; see ``mechaudit.rules.registry``).
 Rules follow scikit-learn's conventions: the constructor stores keyword parameters;
@@ -35,6 +35,7 @@ _EXPORTS: dict[str, str] = {
     "matched_threshold": "mechaudit.rules.embedding",
     "LLMJudge": "mechaudit.rules.llm_judge",
     "UndecidedError": "mechaudit.rules.llm_judge",
+    "PaperRateJudge": "mechaudit.rules.paper_rates",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -13,6 +13,7 @@ name               class                                        parameters (all 
 ``tfidf``          ``rules.tfidf.TfidfRule``                    threshold, fit_on
 ``embedding``      ``rules.embedding.EmbeddingRule``            model, threshold, reference_pairs, ...
 ``llm``            ``rules.llm_judge.LLMJudge``                 rubric, model, backend, orders, ...
+``paper_rates``    ``rules.paper_rates.PaperRateJudge``         first_step, middle_step, ... (simulator)
 =================  ===========================================  ==================================
 """
 
@@ -31,6 +32,7 @@ RULES: dict[str, str] = {
     "tfidf": "mechaudit.rules.tfidf:TfidfRule",
     "embedding": "mechaudit.rules.embedding:EmbeddingRule",
     "llm": "mechaudit.rules.llm_judge:LLMJudge",
+    "paper_rates": "mechaudit.rules.paper_rates:PaperRateJudge",
 }
 
 #: The valid rule names, in the order the chapters list them.

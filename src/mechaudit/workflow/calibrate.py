@@ -1,26 +1,34 @@
 """Calibration of the workflow simulator: how ``params/simulator.yaml``'s defaults are chosen.
 
-Three numbers the paper reports are *targets* (``data/paper_reported.yaml``); every other simulator
-parameter is fixed by assumption (``params/calibration.yaml`` lists each with its reason).
+Some numbers the paper reports are *targets* (``data/paper_reported.yaml``); every other simulator
+parameter is fixed by assumption (``params/calibration.yaml`` lists each with its reason, and its
+section ``fitted`` lists each fitted parameter with the paper numbers it was set to match).
 
 1. **Matched-pair density** (4,863 matched pairs over 420 run pairs). Each run develops
    ``1 + Binomial(m, p)`` hypotheses per opening independently, so two runs of one instance share
    ``openings * (1 + m p)^2`` matched pairs on average; ``p_extra_hypothesis`` follows in closed
    form (``p_extra_from_density``), ``m = extra_hypotheses_max`` is an assumption.
-2. **The 0 v 1 extra divergence** (34.5 pp): a grid scan (``scan``) over the parameters in the
-   calibration grid. Per grid point the simulator runs the paper's depths with ``runs_per_depth``
-   runs per depth and instance, always with the same seed (common random numbers: the draws depend
-   only on seed, instance, depth and repetition, so grid points differ by their parameters, not by
-   fresh noise), and the mechanism-key all-pairs extra divergence (a population value,
-   instance-averaged) is scored by ``((achieved - 34.5) / tolerance)^2``. The tolerance is the
-   sampling SD of one 60-run design's estimate (a parameter), so every point with a score below 1
-   is as compatible with the paper's single estimate as the best one.
+2. **Extra divergence** (the ``targets`` of the spec: 34.5 pp for 0 v 1 and 39.8 pp for 0 v 5), as
+   the paper measured it: an LLM judge's verdicts. The scan scores the extra divergence under the
+   spec's ``measure``, by default ``paper_rates`` (``rules.paper_rates.PaperRateJudge``: each kind of
+   chain change called different at the rate the paper's judge showed on its perturbations), not
+   the mechanism key, which calls every replaced step a new mechanism and so measures a larger
+   quantity. ``scan`` runs a grid over the parameters in the calibration grid. Per grid point the
+   simulator runs the paper's depths with ``runs_per_depth`` runs per depth and instance, always
+   with the same seed (common random numbers: the draws depend only on seed, instance, depth and
+   repetition, so grid points differ by their parameters, not by fresh noise); the objective is
+   ``sum over targets of ((achieved - target) / tolerance)^2``. Each tolerance is the sampling SD
+   of one 60-run design's estimate (chapter 02b measures it), so every point within one tolerance
+   of every target is as compatible with the paper's single estimates as the best one
+   (``within_tolerance``).
 3. **The engagement mixture** (61 / 27 / 9 / 3 % of 332 demands conceded / answered / partial /
    dropped): ``reply_sound`` is solved in closed form at the chosen point (``solve_reply_sound``).
    A reply to a demand on a sound link never changes a chain or an open weak link, so the weak-link
-   demands and their labels do not depend on ``reply_sound`` (nor does the 0 v 1 effect); given
-   them, the sound-link label shares that complete the mixture to the paper's are unique.
-   ``reply_weak`` (a demand on a weak link is mostly conceded) is an assumption.
+   demands and their labels do not depend on ``reply_sound`` (nor do the extra divergences); given
+   them, the sound-link label shares that complete the mixture to the paper's are unique. When the
+   weak-link demands alone exceed a target share, no reply_sound reaches the mixture; the closest
+   one in least squares (a Euclidean projection onto the probability simplex) is used, and the
+   misfit is reported. ``reply_weak`` (a demand on a weak link is mostly conceded) is an assumption.
 """
 
 from __future__ import annotations
@@ -28,21 +36,21 @@ from __future__ import annotations
 import itertools
 import math
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from mechaudit.divergence import comparison_matrix, extra_divergence
 from mechaudit.paper import reported
 from mechaudit.paramfile import load_section
 from mechaudit.paths import PARAMS_DIR
 from mechaudit.schema import Benchmark
-from mechaudit.workflow.depth import outcome_matrices
+from mechaudit.workflow.depth import MEASURES, outcome_matrices
 from mechaudit.workflow.design import Design
 from mechaudit.workflow.records import LABELS
 from mechaudit.workflow.simulator import (
@@ -54,28 +62,78 @@ from mechaudit.workflow.simulator import (
 
 SHARE_COLUMNS = tuple(f"{label}_pct" for label in LABELS)
 SOLVED = ("p_extra_hypothesis", "reply_sound")  # closed form, never scanned
+#: the paper numbers each closed-form value is solved from (``fitted`` in the spec must list them)
+SOLVED_TARGETS = {
+    "p_extra_hypothesis": ("design.matched_pairs",),  # run pairs are fixed by the design, not fitted
+    "reply_sound": tuple(f"engagement.{label}_pct" for label in LABELS),
+}
+#: prefix of the paper's extra-divergence keys; ``k{a}_vs_k{b}`` follows
+EXTRA_KEY = "critique_depth.extra_divergence_pp."
+
+
+def comparison_of(key: str) -> tuple[int, int]:
+    """Depths ``(a, b)`` of an extra-divergence key such as ``critique_depth.extra_divergence_pp.k0_vs_k1``."""
+    if not key.startswith(EXTRA_KEY):
+        raise ValueError(f"{key!r} is not an extra-divergence key ({EXTRA_KEY}k<a>_vs_k<b>)")
+    try:
+        a, b = key[len(EXTRA_KEY):].split("_vs_")
+        return int(a.removeprefix("k")), int(b.removeprefix("k"))
+    except ValueError:
+        raise ValueError(f"{key!r}: expected {EXTRA_KEY}k<a>_vs_k<b>") from None
+
+
+def extra_column(label: str) -> str:
+    """The scan's column of a comparison label: ``"0 v 1"`` -> ``"extra_0v1_pp"``."""
+    return f"extra_{label.replace(' ', '')}_pp"
+
+
+def label_of(key: str) -> str:
+    """The comparison label (``"0 v 1"``) of an extra-divergence key."""
+    a, b = comparison_of(key)
+    return f"{a} v {b}"
 
 
 class CalibrationSpec(BaseModel):
     """The scan's settings (``params/calibration.yaml``, key ``calibration``).
 
-    ``grid``: simulator parameter -> candidate values (scanned against the 0 v 1 target);
-    ``fixed``: parameter -> why it is an assumption; ``fitted``: fitted parameter -> the paper keys it
-    was set to match (read by ``mechaudit.provenance``); ``extra_tolerance_pp``: tolerance of the 0 v 1
-    target (pp); ``runs_per_depth`` / ``mixture_runs_per_depth``: runs per depth and instance of the
+    ``measure``: the quantity the extra-divergence targets are compared with (``depth.MEASURES``);
+    ``targets``: paper key of an extra divergence -> its tolerance (pp, the sampling SD of one 60-run
+    design's estimate); ``grid``: simulator parameter -> candidate values (scanned against the
+    targets); ``fixed``: parameter -> why it is an assumption; ``fitted``: every fitted parameter ->
+    the paper keys it was set to match (read by the book's provenance code, checked against what this
+    module fits); ``runs_per_depth`` / ``mixture_runs_per_depth``: runs per depth and instance of the
     scan's designs / of the design that solves ``reply_sound``; ``digits``: decimals of the
     closed-form values.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     seed: int = 0
+    measure: str = "paper_rates"
     runs_per_depth: int = Field(ge=2)
     mixture_runs_per_depth: int = Field(ge=2)
-    extra_tolerance_pp: float = Field(gt=0)
+    targets: dict[str, float]
     digits: int = Field(default=2, ge=1, le=6)
     grid: dict[str, list[float]]
     fixed: dict[str, str]
     fitted: dict[str, list[str]] = Field(default_factory=dict)
+
+    @field_validator("measure")
+    @classmethod
+    def _measure_known(cls, measure: str) -> str:
+        if measure not in MEASURES:
+            raise ValueError(f"unknown measure {measure!r}; choose one of {', '.join(MEASURES)}")
+        return measure
+
+    @field_validator("targets")
+    @classmethod
+    def _targets_ok(cls, targets: dict[str, float]) -> dict[str, float]:
+        if not targets:
+            raise ValueError("give at least one extra-divergence target")
+        for key, tol in targets.items():
+            comparison_of(key)
+            if not tol > 0:
+                raise ValueError(f"tolerance of {key} must be > 0, got {tol}")
+        return targets
 
     @field_validator("grid")
     @classmethod
@@ -97,6 +155,24 @@ class CalibrationSpec(BaseModel):
             raise ValueError(f"cannot list {bad} as assumptions: unknown, or solved in closed form")
         return fixed
 
+    @model_validator(mode="after")
+    def _fitted_matches_the_fit(self) -> CalibrationSpec:
+        """``fitted`` lists each parameter it names with exactly the targets this spec fits it to (a
+        grid parameter: the extra-divergence targets; a closed-form one: ``SOLVED_TARGETS``), and no
+        parameter is both fitted and assumed. A fitted parameter missing from ``fitted`` is caught by
+        ``mechaudit.provenance.unlabelled``."""
+        expected = {name: sorted(self.targets) for name in self.grid} | {
+            name: sorted(keys) for name, keys in SOLVED_TARGETS.items()}
+        wrong = {name: keys for name, keys in self.fitted.items()
+                 if name in expected and sorted(keys) != expected[name]}
+        if wrong:
+            raise ValueError(f"fitted names the wrong paper keys for {sorted(wrong)}: expected "
+                             f"{ {k: expected[k] for k in wrong} }")
+        clash = sorted(set(self.fitted) & set(self.fixed))
+        if clash:
+            raise ValueError(f"{clash} are listed both as fitted and as assumptions")
+        return self
+
 
 def load_calibration(path: str | Path | None = None) -> CalibrationSpec:
     """Read the scan settings (default ``params/calibration.yaml``); bad content raises
@@ -108,10 +184,11 @@ def load_calibration(path: str | Path | None = None) -> CalibrationSpec:
 # --------------------------------------------------------------------------- targets
 
 
-def paper_targets() -> dict[str, float]:
-    """The paper's numbers the calibration uses: ``extra_0v1_pp``, the four ``*_pct`` demand
-    shares, ``demands``, ``matched_pairs``, ``run_pairs``, ``openings`` (per instance)."""
-    out = {"extra_0v1_pp": float(reported("critique_depth.extra_divergence_pp.k0_vs_k1"))}
+def paper_targets(keys: Sequence[str] = (EXTRA_KEY + "k0_vs_k1",)) -> dict[str, float]:
+    """The paper's numbers the calibration uses: each extra-divergence key in ``keys`` (under its
+    full key), the four ``*_pct`` demand shares, ``demands``, ``matched_pairs``, ``run_pairs``,
+    ``openings`` (per instance)."""
+    out = {key: float(reported(key)) for key in keys}
     for label, col in zip(LABELS, SHARE_COLUMNS):
         out[col] = float(reported(f"engagement.{label}_pct"))
     for key, name in [("engagement.demands", "demands"), ("design.matched_pairs", "matched_pairs"),
@@ -150,19 +227,38 @@ def round_shares(shares: np.ndarray, digits: int) -> np.ndarray:
     return base / unit
 
 
+def project_simplex(v: np.ndarray) -> np.ndarray:
+    """The probability vector closest to ``v`` in Euclidean distance (sort-based projection onto
+    the simplex ``{x >= 0, sum x = 1}``)."""
+    v = np.asarray(v, dtype=float)
+    u = np.sort(v)[::-1]
+    cum = np.cumsum(u) - 1.0
+    k = np.nonzero(u - cum / np.arange(1, len(v) + 1) > 0)[0][-1]
+    return np.maximum(v - cum[k] / (k + 1), 0.0)
+
+
 # --------------------------------------------------------------------------- simulation side
+
+
+def _extras(outcomes, design: Design, measure: str) -> dict[str, float]:
+    """Instance-mean extra divergence (pp) of every comparison of ``design`` under ``measure``."""
+    mats = outcome_matrices(outcomes, measure)
+    return {f"{a} v {b}": 100.0 * float(np.mean([extra_divergence(*comparison_matrix(m.D, m.depths, a, b))
+                                                 for m in mats]))
+            for a, b in design.comparisons()}
 
 
 @dataclass(frozen=True)
 class Measured:
     """One simulated design at one parameter set (``measure``).
 
-    ``extra_0v1_pp``: mechanism-key 0 v 1 extra divergence, instance mean; ``weak_labels``: demands
-    on weak links per label, shape (4,); ``n_sound``: demands on sound links; ``pairs_per_run_pair``:
-    matched pairs per run pair; ``runs_per_depth``: of the simulated design.
+    ``extras_pp``: comparison label -> extra divergence (pp, instance mean) under the calibration's
+    measure; ``weak_labels``: demands on weak links per label, shape (4,); ``n_sound``: demands on
+    sound links; ``pairs_per_run_pair``: matched pairs per run pair; ``runs_per_depth``: of the
+    simulated design.
     """
 
-    extra_0v1_pp: float
+    extras_pp: dict[str, float]
     weak_labels: np.ndarray
     n_sound: int
     pairs_per_run_pair: float
@@ -177,18 +273,22 @@ class Measured:
         """Demands of a design with ``runs_per_depth`` runs per depth (5: the paper's 60 runs)."""
         return float(self.weak_labels.sum() + self.n_sound) * runs_per_depth / self.runs_per_depth
 
+    def weak_share(self) -> float:
+        """Share of the demands that hit a weak link (0..1)."""
+        return float(self.weak_labels.sum() / (self.weak_labels.sum() + self.n_sound))
+
 
 def _unit(label: str) -> ReplyProbabilities:
     return ReplyProbabilities(**{x: float(x == label) for x in LABELS})
 
 
 def measure(bench: Benchmark, design: Design, params: SimulatorParams, runs_per_depth: int, seed: int = 0,
-            models: Mapping | None = None) -> Measured:
+            models: Mapping | None = None, measure_name: str = "paper_rates") -> Measured:
     """Simulate ``design``'s instances and depths (must include 0 and 1) with ``runs_per_depth``
     runs per depth, twice with the same seed: sound-link demands all "answered", then all "dropped"
     (neither changes anything, so both runs are identical but for those labels). The difference of
     the two label counts separates demands on weak links (with their labels) from those on sound
-    links exactly."""
+    links exactly. Extra divergences under ``measure_name`` (``depth.MEASURES``)."""
     if not {0, 1} <= set(design.depths):
         raise ValueError(f"design.depths must include 0 and 1, got {design.depths}")
     big = design.model_copy(update={"runs_per_depth": runs_per_depth})
@@ -203,9 +303,7 @@ def measure(bench: Benchmark, design: Design, params: SimulatorParams, runs_per_
     n_sound = int(count_a[i_ans] - count_d[i_ans])
     weak = count_d.astype(float)
     weak[i_drop] -= n_sound
-    mats = outcome_matrices(a)
-    extra = float(np.mean([extra_divergence(*comparison_matrix(m.D, m.depths, 0, 1)) for m in mats]))
-    return Measured(100.0 * extra, weak, n_sound, pairs_per_run_pair(a), runs_per_depth)
+    return Measured(_extras(a, big, measure_name), weak, n_sound, pairs_per_run_pair(a), runs_per_depth)
 
 
 def pairs_per_run_pair(outcomes) -> float:
@@ -223,20 +321,29 @@ def pairs_per_run_pair(outcomes) -> float:
     return float(np.mean(dens))
 
 
+def mixture_reachable(measured: Measured, shares_pct: np.ndarray) -> bool:
+    """Whether some ``reply_sound`` completes the weak-link demands to the shares ``shares_pct`` (%)
+    exactly: no target share lies below the weak-link demands' own part of it."""
+    target = np.asarray(shares_pct, float) / 100.0
+    total = measured.weak_labels.sum() + measured.n_sound
+    return bool(measured.n_sound > 0 and (target * total - measured.weak_labels >= -1e-9).all())
+
+
 def solve_reply_sound(measured: Measured, shares_pct: np.ndarray, digits: int = 2) -> np.ndarray:
     """Sound-link reply probabilities (``LABELS`` order) that complete the weak-link demands'
     labels to the demand shares ``shares_pct`` (%), rounded to ``digits`` decimals (sum 1).
 
-    Raises ``ValueError`` when no probability vector does (a share below the weak links' own part).
+    The exact solution when one exists; otherwise (a target share below the weak links' own part)
+    the probability vector whose mixture is closest to the target in least squares
+    (``project_simplex`` of the exact solution: the shares are an isotropic affine map of it).
+    ``ValueError`` when there are no sound-link demands.
     """
     target = np.asarray(shares_pct, float) / 100.0
     total = measured.weak_labels.sum() + measured.n_sound
     if measured.n_sound == 0:
         raise ValueError("no demands on sound links: reply_sound is not identified")
     raw = (target * total - measured.weak_labels) / measured.n_sound
-    if (raw < -1e-12).any():
-        raise ValueError(f"no reply_sound reaches shares {shares_pct}: solution {np.round(raw, 3)}")
-    return round_shares(np.clip(raw, 0, None), digits)
+    return round_shares(project_simplex(raw), digits)
 
 
 def grid_points(spec: CalibrationSpec) -> list[dict[str, float]]:
@@ -247,22 +354,25 @@ def grid_points(spec: CalibrationSpec) -> list[dict[str, float]]:
 
 def scan(bench: Benchmark, design: Design, base: SimulatorParams, spec: CalibrationSpec,
          targets: Mapping[str, float] | None = None) -> pd.DataFrame:
-    """Score every grid point against the 0 v 1 target; one row per point in grid order.
+    """Score every grid point against the spec's extra-divergence targets; one row per point in grid
+    order.
 
     ``base`` supplies every parameter not in the grid (``p_extra_hypothesis`` should already be the
-    closed-form value). Columns: the grid's parameters, ``extra_0v1_pp``, ``objective``
-    (``((extra - target) / extra_tolerance_pp)^2``), ``best`` (lowest objective; ties: first).
+    closed-form value); ``targets``: paper key -> value (default the paper's). Columns: the grid's
+    parameters, ``extra_{a}v{b}_pp`` for every comparison of ``design`` (under ``spec.measure``),
+    ``objective`` (sum over targets of ``((extra - target) / tolerance)^2``), ``within_tolerance``
+    (every target within one tolerance), ``best`` (lowest objective; ties: first).
     """
-    targets = paper_targets() if targets is None else targets
+    targets = paper_targets(list(spec.targets)) if targets is None else targets
     models = instance_models(bench, base.evidence_weight)
     big = design.model_copy(update={"runs_per_depth": spec.runs_per_depth})
     rows = []
     for values in grid_points(spec):
         params = SimulatorParams.model_validate(base.model_dump() | values)
-        mats = outcome_matrices(simulate_outcomes(bench, big, params, seed=spec.seed, models=models))
-        extra = 100.0 * float(np.mean([extra_divergence(*comparison_matrix(m.D, m.depths, 0, 1)) for m in mats]))
-        rows.append({**values, "extra_0v1_pp": extra,
-                     "objective": ((extra - targets["extra_0v1_pp"]) / spec.extra_tolerance_pp) ** 2})
+        extras = _extras(simulate_outcomes(bench, big, params, seed=spec.seed, models=models), big, spec.measure)
+        z = [(extras[label_of(key)] - targets[key]) / tol for key, tol in spec.targets.items()]
+        rows.append({**values, **{extra_column(k): v for k, v in extras.items()},
+                     "objective": float(np.sum(np.square(z))), "within_tolerance": bool(np.max(np.abs(z)) <= 1.0)})
     df = pd.DataFrame(rows)
     df["best"] = np.arange(len(df)) == int(df.objective.to_numpy().argmin())
     return df
@@ -282,8 +392,7 @@ class Calibration:
         """The calibrated values (``p_extra_hypothesis``, grid parameters, ``reply_sound``)."""
         best = self.scan[self.scan.best].iloc[0]
         out: dict[str, Any] = {"p_extra_hypothesis": self.params.p_extra_hypothesis}
-        out.update({k: float(best[k]) for k in self.scan.columns
-                    if k not in ("extra_0v1_pp", "objective", "best")})
+        out.update({k: float(best[k]) for k in self.scan.columns if k in SimulatorParams.model_fields})
         out["reply_sound"] = self.params.reply_sound.model_dump()
         return out
 
@@ -291,16 +400,18 @@ class Calibration:
 def calibrate(bench: Benchmark, design: Design, base: SimulatorParams, spec: CalibrationSpec,
               targets: Mapping[str, float] | None = None) -> Calibration:
     """The whole calibration: density -> ``p_extra_hypothesis`` (closed form, rounded to
-    ``spec.digits``), 0 v 1 -> the grid's parameters (``scan``), mixture -> ``reply_sound``
-    (``solve_reply_sound`` at the best point). Every other parameter keeps ``base``'s value."""
-    targets = dict(paper_targets() if targets is None else targets)
+    ``spec.digits``), extra divergences -> the grid's parameters (``scan``), mixture ->
+    ``reply_sound`` (``solve_reply_sound`` at the best point). Every other parameter keeps ``base``'s
+    value. ``targets``: as ``paper_targets(list(spec.targets))`` (the default)."""
+    targets = dict(paper_targets(list(spec.targets)) if targets is None else targets)
     p_exact = p_extra_from_density(targets["matched_pairs"] / targets["run_pairs"], int(targets["openings"]),
                                    base.extra_hypotheses_max)
     params = base.model_copy(update={"p_extra_hypothesis": round(p_exact, spec.digits)})
     table = scan(bench, design, params, spec, targets)
     best = table[table.best].iloc[0]
     params = params.model_copy(update={k: float(best[k]) for k in spec.grid})
-    measured = measure(bench, design, params, spec.mixture_runs_per_depth, seed=spec.seed)
+    measured = measure(bench, design, params, spec.mixture_runs_per_depth, seed=spec.seed,
+                       measure_name=spec.measure)
     shares = np.array([targets[c] for c in SHARE_COLUMNS])
     reply = solve_reply_sound(measured, shares, spec.digits)
     params = SimulatorParams.model_validate(
@@ -330,17 +441,20 @@ def _fmt(value: Any) -> str:
 
 def fit_table(cal: Calibration, committed: SimulatorParams, spec: CalibrationSpec) -> pd.DataFrame:
     """What was fitted to what. Columns: parameter, calibrated, committed (``params/simulator.yaml``),
-    target, target value, achieved (by the calibrated values: the scan's best point for the 0 v 1
-    effect, ``cal.measured`` for the density and the mixture); assumptions last."""
+    target, target value, achieved (by the calibrated values: the scan's best point for the extra
+    divergences, ``cal.measured`` for the density and the mixture); assumptions last."""
     t, m, p = cal.targets, cal.measured, cal.params
     best = cal.scan[cal.scan.best].iloc[0]
     expected = expected_density(p.p_extra_hypothesis, int(t["openings"]), p.extra_hypotheses_max)
     shares = m.shares(p.reply_sound.as_array())
+    labels = [label_of(k) for k in spec.targets]
+    extras = " and ".join(labels)
     rows = [("p_extra_hypothesis", "matched pairs per run pair (closed form)",
              f"{t['matched_pairs'] / t['run_pairs']:.2f}",
              f"{expected:.2f} expected ({m.pairs_per_run_pair:.2f} simulated)")]
-    rows += [(name, "0 v 1 extra divergence, pp (grid scan)", f"{t['extra_0v1_pp']:g}",
-              f"{best.extra_0v1_pp:.1f}") for name in spec.grid]
+    rows += [(name, f"extra divergence {extras}, pp, {spec.measure} (grid scan)",
+              " / ".join(f"{t[k]:g}" for k in spec.targets),
+              " / ".join(f"{best[extra_column(lab)]:.1f}" for lab in labels)) for name in spec.grid]
     rows.append(("reply_sound", "demand shares c / a / p / d, % (closed form)",
                  " / ".join(f"{t[c]:g}" for c in SHARE_COLUMNS), " / ".join(f"{x:.1f}" for x in shares)))
     out = [{"parameter": name, "calibrated": _fmt(getattr(p, name)), "committed": _fmt(getattr(committed, name)),

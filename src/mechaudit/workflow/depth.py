@@ -3,15 +3,16 @@
 Glue between workflow runs and ``mechaudit.divergence``: per instance the run-by-run divergence
 matrix (runs ordered by depth, then repetition), same-depth divergence per depth (Fig. 2 left),
 extra divergence per depth comparison and instance (Fig. 2 right), and Table 1 (instance-averaged
-extra divergence with the exact permutation p-value, and its ceiling: a cross-depth run divergence
-is at most 1, so the extra divergence cannot exceed 1 minus the pooled same-depth divergence,
-``extra_ceiling``).
+extra divergence with a bootstrap interval and the exact permutation p-value, and its ceiling: a
+cross-depth run divergence is at most 1, so the extra divergence cannot exceed 1 minus the pooled
+same-depth divergence, ``extra_ceiling``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -27,7 +28,9 @@ from mechaudit.divergence import (
 from mechaudit.errors import MechauditError
 from mechaudit.rules.base import Rule
 from mechaudit.rules.mechanism_key import MechanismKeyRule, keys_divergence_matrix
+from mechaudit.rules.registry import build as build_rule
 from mechaudit.schema import Hypothesis
+from mechaudit.workflow.intervals import bootstrap_interval
 from mechaudit.workflow.records import Run
 
 #: What the analyses accept as a rule: a rule object (``same(pairs)``, e.g. ``MechanismKeyRule()``) or a
@@ -64,16 +67,41 @@ def key_matrix(runs: Sequence[Run]) -> np.ndarray:
     return MechanismKeyRule().divergence_matrix([r.delivered for r in runs])
 
 
-def outcome_matrices(outcomes: Sequence) -> list[InstanceMatrix]:
-    """Mechanism-key ``InstanceMatrix`` per instance from ``simulator.RunOutcome`` records (fast path)."""
+#: The simulator's truth measures (population values are computed under each): ``mechanism_key``
+#: counts every changed chain id as a new mechanism; ``paper_rates`` is the expected verdict of a judge
+#: that calls each kind of change different at the paper's LLM-judge rates (``rules.paper_rates``).
+MEASURES = ("mechanism_key", "paper_rates")
+
+KeysMatrix = Callable[[Sequence[Sequence[tuple[str, Any]]]], np.ndarray]
+
+
+def keys_function(rule: Any) -> KeysMatrix | None:
+    """The fast path of ``rule`` over ``simulator.RunOutcome.keys`` (each run's ``(opening id, chain
+    ids)``): ``keys_divergence_matrix`` for the mechanism key, the rule's own ``keys_divergence_matrix``
+    if it has one (the paper-rate judge), else None (the rule needs the texts)."""
+    if isinstance(rule, MechanismKeyRule):
+        return keys_divergence_matrix
+    return getattr(rule, "keys_divergence_matrix", None)
+
+
+def measure_function(measure: str) -> KeysMatrix:
+    """``keys_function`` of the rule named ``measure`` (one of ``MEASURES``, default settings)."""
+    if measure not in MEASURES:
+        raise ValueError(f"unknown measure {measure!r}; choose one of {', '.join(MEASURES)}")
+    return keys_function(build_rule(measure))
+
+
+def outcome_matrices(outcomes: Sequence, measure: str | KeysMatrix = "mechanism_key") -> list[InstanceMatrix]:
+    """``InstanceMatrix`` per instance from ``simulator.RunOutcome`` records (fast path) under
+    ``measure``: a name in ``MEASURES`` or a ``keys_function``."""
+    fn = measure_function(measure) if isinstance(measure, str) else measure
     groups: dict[str, list] = {}
     for o in outcomes:
         groups.setdefault(o.instance, []).append(o)
     out = []
     for instance, os_ in groups.items():
         os_ = sorted(os_, key=lambda o: (o.depth, o.repetition))
-        out.append(InstanceMatrix(instance, keys_divergence_matrix([o.keys for o in os_]),
-                                  np.array([o.depth for o in os_])))
+        out.append(InstanceMatrix(instance, fn([o.keys for o in os_]), np.array([o.depth for o in os_])))
     return out
 
 
@@ -125,15 +153,17 @@ def extra_ceiling(D: np.ndarray, n_a: int) -> float:
     return 1.0 - (cross - extra)  # 1 - pooled same-depth mean
 
 
-def depth_table(matrices: Sequence[InstanceMatrix], comparisons: Sequence[tuple[int, int]]
-                ) -> pd.DataFrame:
-    """Table 1: per comparison the instance-averaged extra divergence (pp) and exact two-sided p,
-    with its ceiling.
+def depth_table(matrices: Sequence[InstanceMatrix], comparisons: Sequence[tuple[int, int]],
+                level: float = 0.95, n_boot: int = 2000, seed: int = 0) -> pd.DataFrame:
+    """Table 1: per comparison the instance-averaged extra divergence (pp) with its bootstrap
+    interval and exact two-sided p, and its ceiling.
 
-    Columns: comparison, extra_pp, p_value, n_partitions (splits per instance), n_instances,
-    max_extra_pp (instance mean of ``extra_ceiling``: the largest extra divergence the observed
-    same-depth divergence allows), normalised (``extra_pp / max_extra_pp``: the share of the
-    possible extra divergence reached; NaN when the ceiling is 0).
+    Columns: comparison, extra_pp, ci_low_pp / ci_high_pp (``intervals.bootstrap_interval`` at
+    ``level``: runs resampled within instance and depth, ``n_boot`` resamples seeded ``seed``; NaN
+    when ``n_boot`` is 0), p_value, n_partitions (splits per instance), n_instances, max_extra_pp
+    (instance mean of ``extra_ceiling``: the largest extra divergence the observed same-depth
+    divergence allows), normalised (``extra_pp / max_extra_pp``: the share of the possible extra
+    divergence reached; NaN when the ceiling is 0).
     """
     rows = []
     for a, b in comparisons:
@@ -141,26 +171,30 @@ def depth_table(matrices: Sequence[InstanceMatrix], comparisons: Sequence[tuple[
         sizes = {n_a for _, n_a in subs}
         if len(sizes) != 1:
             raise ValueError(f"comparison {a} v {b}: instances have different numbers of runs at depth {a}")
-        res = permutation_test([D for D, _ in subs], sizes.pop())
+        n_a = sizes.pop()
+        res = permutation_test([D for D, _ in subs], n_a)
+        low, high = (bootstrap_interval([D for D, _ in subs], n_a, level, n_boot, seed) if n_boot > 0
+                     else (np.nan, np.nan))
         ceiling = 100 * float(np.mean([extra_ceiling(D, n_a) for D, n_a in subs]))
-        rows.append({"comparison": f"{a} v {b}", "extra_pp": 100 * res.extra, "p_value": res.p_value,
+        rows.append({"comparison": f"{a} v {b}", "extra_pp": 100 * res.extra, "ci_low_pp": 100 * low,
+                     "ci_high_pp": 100 * high, "p_value": res.p_value,
                      "n_partitions": res.n_partitions, "n_instances": len(subs), "max_extra_pp": ceiling,
                      "normalised": 100 * res.extra / ceiling if ceiling > 0 else np.nan})
-    return pd.DataFrame(rows, columns=["comparison", "extra_pp", "p_value", "n_partitions", "n_instances",
-                                       "max_extra_pp", "normalised"])
+    return pd.DataFrame(rows, columns=["comparison", "extra_pp", "ci_low_pp", "ci_high_pp", "p_value",
+                                       "n_partitions", "n_instances", "max_extra_pp", "normalised"])
 
 
 def rule_tables(runs: Sequence[Run], rules: Mapping[str, RuleLike],
-                comparisons: Sequence[tuple[int, int]], progress: bool = False
+                comparisons: Sequence[tuple[int, int]], progress: bool = False, seed: int = 0
                 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Fig. 2 points and Table 1 for several rules at once; both tables gain a ``rule`` column.
 
     ``rules`` maps a display name to a rule object or ``same`` function (``RuleLike``); the
-    mechanism key is ``MechanismKeyRule()`` (fast path).
+    mechanism key is ``MechanismKeyRule()`` (fast path). ``seed``: of Table 1's bootstrap intervals.
     """
     points, tables = [], []
     for name, rule in rules.items():
         mats = instance_matrices(runs, rule, progress)
         points.append(per_instance_effects(mats, comparisons).assign(rule=name))
-        tables.append(depth_table(mats, comparisons).assign(rule=name))
+        tables.append(depth_table(mats, comparisons, seed=seed).assign(rule=name))
     return pd.concat(points, ignore_index=True), pd.concat(tables, ignore_index=True)

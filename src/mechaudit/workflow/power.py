@@ -1,25 +1,28 @@
 """Power of the permutation test to detect a 1 v 5 effect, and the design needed for 80 % power.
 
-1. ``find_setting``: a simulator setting whose true (mechanism-key, population) 1 v 5 extra
-   divergence is near a target, by Brent root-finding on one factor of ``robustness.vary`` (e.g.
-   ``p_find``); the achieved truth is then re-estimated from a larger, independently seeded design
-   and reported, never the target.
+1. ``setting_at``: a simulator setting (factors of ``robustness.vary``, e.g. a grid point consistent
+   with the paper's 0 v 1 effect) with its true extra divergence re-estimated from a larger,
+   independently seeded design under one truth measure (``depth.MEASURES``); the re-estimated truth
+   is what is reported.
 2. ``simulate_pool``: per instance a large pool of runs at the two depths (``simulate_outcomes``,
-   mechanism keys only) and its divergence matrix, simulated once per setting. More instances than
-   the benchmark's four are *replicate instances*: copy ``c`` of instance A is instance A simulated
-   with another seed (``replication_seed(seed, c)``); they share A's opening hypotheses and
-   vocabulary, so they are less different from each other than new instances would be.
+   step ids only) and its divergence matrix under the measure. More instances than the benchmark's
+   four are *replicate instances*: copy ``c`` of instance A is instance A simulated with another seed
+   (``replication_seed(seed, c)``); they share A's opening hypotheses and vocabulary, so they are less
+   different from each other than new instances would be.
 3. ``power_replications``: replication ``rep`` draws ``runs_per_depth`` runs per depth and instance
    from the pools **without replacement** (``numpy.random.default_rng(replication_seed(seed, rep))``)
    and tests the 1 v 5 difference: the exact test (``divergence.permutation_test``) when its null
    distribution can be counted fast (``divergence.exact_test_feasible`` with ``EXACT_LIMIT``, e.g.
    the paper's 4 x (5 + 5)), otherwise the Monte Carlo permutation test
    (``divergence.monte_carlo_permutation_test``). A pool's runs are independent draws of the
-   simulator, so each replication's runs are too; replications of one setting share the pool, which
-   makes them slightly dependent (the binomial standard error ``sqrt(power (1 - power) / n_reps)``
-   ignores that; a test checks the pooled estimate against fresh simulation).
-4. ``power_table`` / ``runs_needed``: power per target effect and design; the smallest runs per depth
-   on a ladder that reaches a power level.
+   simulator, so each replication's runs are too; but replications that share a pool share runs, so
+   they are not independent of each other.
+4. ``power_table``: the replications of a setting are spread over ``n_pools`` **independent pools**.
+   The power is the rejection rate over all of them; its standard error is the batch-means SE over the
+   pools (the SD of the per-pool rates over sqrt(n_pools)), which includes the pool-to-pool variation
+   a binomial SE ``sqrt(power (1 - power) / n_reps)`` would miss (both are reported; with few pools
+   the batch SE is itself rough). ``runs_needed``: the smallest runs per depth on a ladder that
+   reaches a power level.
 
 Replications go through ``parallel.parallel_map`` (joblib): each has its own seed, so results do not
 depend on ``n_jobs`` or the backend.
@@ -32,7 +35,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
-from scipy.optimize import brentq
 
 from mechaudit.divergence import exact_test_feasible, monte_carlo_permutation_test, permutation_test
 from mechaudit.schema import Benchmark
@@ -44,18 +46,10 @@ from mechaudit.workflow.simulator import SimulatorParams, instance_models, simul
 from mechaudit.workflow.validity import population_truth, replication_seed
 
 
-def true_effect(bench: Benchmark, instances: Sequence[str], params: SimulatorParams, depths: tuple[int, int] = (1, 5),
-                runs_per_depth: int = 40, seed: int = 0) -> tuple[float, float]:
-    """Population extra divergence of ``depths`` (pp) and its jackknife standard error (pp)."""
-    design = Design(instances=tuple(instances), depths=depths, runs_per_depth=2)
-    truth = population_truth(bench, design, params, runs_per_depth=runs_per_depth, seed=seed)
-    row = truth[truth.label == f"{depths[0]} v {depths[1]}"].iloc[0]
-    return float(row.truth_pp), float(row.truth_se_pp)
-
-
 @dataclass(frozen=True)
 class EffectSetting:
-    """A simulator setting chosen for a target effect: ``factors`` passed to ``robustness.vary``;
+    """A simulator setting of the power study: ``factors`` passed to ``robustness.vary``;
+    ``target_pp``: the effect it was chosen for (its key in the tables, e.g. its grid truth);
     ``truth_pp`` / ``truth_se_pp``: its re-estimated true effect (independent seed, larger design)."""
 
     target_pp: float
@@ -65,42 +59,24 @@ class EffectSetting:
     truth_se_pp: float
 
 
-def find_setting(bench: Benchmark, instances: Sequence[str], base: SimulatorParams, target_pp: float,
-                 factor: str = "p_find", bracket: Sequence[float] = (0.35, 0.95),
-                 fixed: Mapping[str, float] | None = None, depths: tuple[int, int] = (1, 5),
-                 runs_per_depth: int = 40, check_runs_per_depth: int = 100, xtol: float = 0.005,
-                 seed: int = 0) -> EffectSetting:
-    """The value of ``factor`` in ``bracket`` whose true ``depths`` effect equals ``target_pp``.
-
-    Brent's method on ``true_effect(vary(base, **fixed, factor=x)) - target`` (truth from
-    ``runs_per_depth`` runs per depth, one seed for every evaluation, so the function of ``x`` is
-    deterministic). The effect is not continuous in ``x`` (runs change by discrete events), so the
-    root is a point where it crosses the target, to within ``xtol``. The returned truth is
-    re-estimated with ``check_runs_per_depth`` runs and seed ``seed + 1``. ``ValueError`` if the
-    bracket's ends do not straddle the target.
-    """
-    fixed = dict(fixed or {})
-
-    def f(x: float) -> float:
-        p = vary(base, **fixed, **{factor: x})
-        return true_effect(bench, instances, p, depths, runs_per_depth, seed)[0] - target_pp
-
-    lo, hi = map(float, bracket)
-    f_lo, f_hi = f(lo), f(hi)
-    if f_lo * f_hi > 0:
-        raise ValueError(f"target {target_pp} pp not bracketed: {factor}={lo} gives {f_lo + target_pp:.2f} pp, "
-                         f"{factor}={hi} gives {f_hi + target_pp:.2f} pp")
-    x = float(brentq(f, lo, hi, xtol=xtol)) if f_lo * f_hi < 0 else (lo if f_lo == 0 else hi)
-    factors = {**fixed, factor: round(x, 4)}
+def setting_at(bench: Benchmark, instances: Sequence[str], base: SimulatorParams, factors: Mapping[str, float],
+               target_pp: float, depths: tuple[int, int] = (1, 5), check_runs_per_depth: int = 100,
+               seed: int = 0, measure: str = "paper_rates") -> EffectSetting:
+    """The setting ``vary(base, **factors)`` with its true ``depths`` effect under ``measure``
+    re-estimated from ``check_runs_per_depth`` runs per depth (``population_truth``, seed ``seed``)."""
     params = vary(base, **factors)
-    truth, se = true_effect(bench, instances, params, depths, check_runs_per_depth, seed + 1)
-    return EffectSetting(float(target_pp), factors, params, truth, se)
+    design = Design(instances=tuple(instances), depths=depths, runs_per_depth=2)
+    truth = population_truth(bench, design, params, runs_per_depth=check_runs_per_depth, seed=seed,
+                             measures=(measure,))
+    row = truth[truth.label == f"{depths[0]} v {depths[1]}"].iloc[0]
+    return EffectSetting(float(target_pp), dict(factors), params, float(row.truth_pp), float(row.truth_se_pp))
 
 
 def simulate_pool(bench: Benchmark, instances: Sequence[str], params: SimulatorParams, n_instances: int,
-                  depths: tuple[int, int] = (1, 5), runs_per_depth: int = 100, seed: int = 0) -> list[np.ndarray]:
-    """Divergence matrices of ``n_instances`` run pools, shape ``(2 P, 2 P)`` each (P =
-    ``runs_per_depth``; the first P runs at ``depths[0]``).
+                  depths: tuple[int, int] = (1, 5), runs_per_depth: int = 100, seed: int = 0,
+                  measure: str = "paper_rates") -> list[np.ndarray]:
+    """Divergence matrices (under ``measure``) of ``n_instances`` run pools, shape ``(2 P, 2 P)`` each
+    (P = ``runs_per_depth``; the first P runs at ``depths[0]``).
 
     Pool ``j`` is instance ``instances[j % len(instances)]``, copy ``c = j // len(instances)``,
     simulated with seed ``replication_seed(seed, c)`` (replicate instances; see the module docstring).
@@ -113,7 +89,7 @@ def simulate_pool(bench: Benchmark, instances: Sequence[str], params: SimulatorP
     pools: list[np.ndarray] = []
     for c in range(copies):
         mats = outcome_matrices(simulate_outcomes(bench, design, params, seed=replication_seed(seed, c),
-                                                  models=models))
+                                                  models=models), measure)
         pools.extend(m.D for m in mats)
     return pools[:n_instances]
 
@@ -169,38 +145,62 @@ def power_replications(pools: Sequence[np.ndarray], runs_per_depth: int, n_reps:
 
 
 def power_summary(reps: pd.DataFrame, alpha: float = 0.05) -> dict:
-    """Rejection rate at ``alpha`` with its binomial Monte Carlo standard error, and the mean estimate."""
-    rate = float(np.mean(reps.p_value.to_numpy() <= alpha))
-    n = len(reps)
-    return {"n_reps": n, "mean_extra_pp": float(reps.extra_pp.mean()), "power": rate,
-            "power_se": float(np.sqrt(rate * (1 - rate) / n)), "test": reps.test.iloc[0]}
+    """Rejection rate at ``alpha``, its Monte Carlo standard error and the mean estimate.
+
+    With a ``pool`` column naming two or more independent pools, ``power_se`` is the batch-means SE
+    over the pools (SD of the per-pool rates / sqrt(pools)); otherwise the binomial SE, which is also
+    reported as ``binomial_se``.
+    """
+    reject = reps.p_value.to_numpy() <= alpha
+    rate, n = float(np.mean(reject)), len(reps)
+    binomial = float(np.sqrt(rate * (1 - rate) / n))
+    pools = reps["pool"].nunique() if "pool" in reps else 1
+    se = (float(pd.Series(reject).groupby(reps["pool"].to_numpy()).mean().std(ddof=1) / np.sqrt(pools))
+          if pools > 1 else binomial)
+    return {"n_reps": n, "n_pools": pools, "mean_extra_pp": float(reps.extra_pp.mean()), "power": rate,
+            "power_se": se, "binomial_se": binomial, "test": reps.test.iloc[0]}
+
+
+def _pooled_replications(pool_sets: Sequence[Sequence[np.ndarray]], k: int, runs_per_depth: int, n_reps: int,
+                         seed: int, n_resamples: int, n_jobs: int, parallel_backend: str | None) -> pd.DataFrame:
+    """``n_reps`` replications spread evenly over the independent pool sets (first ``k`` instances of
+    each), replication seeds ``replication_seed(seed, pool)``; a ``pool`` column names the set."""
+    sizes = [n_reps // len(pool_sets) + (g < n_reps % len(pool_sets)) for g in range(len(pool_sets))]
+    parts = [power_replications(pools[:k], runs_per_depth, m, replication_seed(seed, g), n_resamples, n_jobs,
+                                parallel_backend).assign(pool=g)
+             for g, (pools, m) in enumerate(zip(pool_sets, sizes)) if m > 0]
+    return pd.concat(parts, ignore_index=True)
 
 
 def power_table(bench: Benchmark, instances: Sequence[str], settings: Sequence[EffectSetting],
                 designs: Sequence[tuple[int, int]], n_reps: int, alpha: float = 0.05,
                 ladder: Sequence[int] = (), level: float = 0.8, pool_runs_per_depth: int = 100,
                 depths: tuple[int, int] = (1, 5), seed: int = 0, n_resamples: int = 199, n_jobs: int = 1,
-                parallel_backend: str | None = None) -> pd.DataFrame:
+                parallel_backend: str | None = None, n_pools: int = 4, measure: str = "paper_rates") -> pd.DataFrame:
     """Power of the ``depths`` test per setting and design ``(n_instances, runs_per_depth)``.
 
     ``designs`` are always evaluated. ``ladder``: runs per depth for ``len(instances)`` instances,
     walked upwards per setting until the power reaches ``level`` (the rest of the ladder is skipped;
-    ``runs_needed`` reads the first rung that reaches it). One pool per setting (``simulate_pool``
-    with enough replicate instances for the largest design, seed ``seed``); replications seeded
-    ``seed + 1``, the same for every design (common random numbers). Columns: target_pp, truth_pp,
-    truth_se_pp, n_instances, runs_per_depth, n_reps, mean_extra_pp, power, power_se, test, role
-    ("design" or "ladder").
+    ``runs_needed`` reads the first rung that reaches it). Per setting ``n_pools`` independent pools
+    (``simulate_pool`` under ``measure`` with enough replicate instances for the largest design, seeds
+    ``replication_seed(seed, pool)``); the ``n_reps`` replications are spread over them, seeded from
+    ``seed + 1`` and the same for every design (common random numbers). Columns: target_pp, truth_pp,
+    truth_se_pp, n_instances, runs_per_depth, n_reps, n_pools, mean_extra_pp, power, power_se
+    (batch means over the pools), binomial_se, test, role ("design" or "ladder").
     """
+    if n_pools < 1:
+        raise ValueError(f"n_pools must be >= 1, got {n_pools}")
     rows = []
     k0 = len(instances)
     most = max([k for k, _ in designs] + [k0])
     for s in settings:
-        pools = simulate_pool(bench, instances, s.params, most, depths, pool_runs_per_depth, seed)
+        pool_sets = [simulate_pool(bench, instances, s.params, most, depths, pool_runs_per_depth,
+                                   replication_seed(seed, g), measure) for g in range(n_pools)]
         done: dict[tuple[int, int], dict] = {}
         wanted = [(k, n, "design") for k, n in designs] + [(k0, n, "ladder") for n in sorted(ladder)]
         for k, n, role in wanted:
             if (k, n) not in done:
-                reps = power_replications(pools[:k], n, n_reps, seed + 1, n_resamples, n_jobs, parallel_backend)
+                reps = _pooled_replications(pool_sets, k, n, n_reps, seed + 1, n_resamples, n_jobs, parallel_backend)
                 done[(k, n)] = {"target_pp": s.target_pp, "truth_pp": s.truth_pp, "truth_se_pp": s.truth_se_pp,
                                 "n_instances": k, "runs_per_depth": n, **power_summary(reps, alpha)}
             rows.append(done[(k, n)] | {"role": role})

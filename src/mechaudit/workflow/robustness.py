@@ -11,20 +11,26 @@ The simulator (``mechaudit.workflow.simulator``) is varied along named **factors
   number of alternatives a repair draws from);
 - ``p_challenge_sound``: chance per round that the critic challenges a sound link.
 
-At every grid point ``truth_grid`` computes the mechanism-key population truth
-(``validity.population_truth``) and the ceiling of each extra divergence (``depth.extra_ceiling``):
-since a cross-depth run divergence is at most 1, the extra divergence of depths a and b is at most
-``1 - pooled same-depth divergence`` (``max_*`` columns; ``norm_*`` = extra / maximum). Every grid
-point uses the same seed, and the simulator keys each run's random stream by
-``(seed, instance, depth, repetition)``: neighbouring points share their random numbers (common random
-numbers), so differences between points are not masked by independent noise.
+At every grid point ``truth_grid`` computes the population truth under one measure
+(``validity.population_truth``; by default the paper-rate judge, the quantity the paper measured) and
+the ceiling of each extra divergence (``depth.extra_ceiling``): since a cross-depth run divergence is at
+most 1, the extra divergence of depths a and b is at most ``1 - pooled same-depth divergence``
+(``max_*`` columns; ``norm_*`` = extra / maximum). Every grid point uses the same seed, and the
+simulator keys each run's random stream by ``(seed, instance, depth, repetition)``: neighbouring points
+share their random numbers (common random numbers), so differences between points are not masked by
+independent noise.
+
+Only some settings can have produced the paper's observation: ``consistent`` marks the grid points
+whose true 0 v 1 effect lies within ``z`` sampling SDs of the observed value. The conclusions are read
+there; the rest of the grid is context.
 
 Conclusions, each a stated criterion on these numbers:
 
 - (a) diminishing returns, ``diminishing_returns``: the 1 v 5 effect is below ``ratio`` (1/4) of the
   0 v 1 effect, raw and ceiling-normalised; "unclear" when the margin is within ``z`` standard errors;
-- (b) text rules underestimate, (c) each rule's bias: ``rule_grid`` replicates the paper's design at a
-  coarser sub-grid under text rules, ``rule_bias`` compares the mean estimate with the truth.
+- (b) the estimate depends on the rule: ``rule_grid`` replicates the paper's design at chosen
+  settings under several rules, ``rule_bias`` compares each rule's mean estimate with the truth of the
+  quantity it targets.
 """
 
 from __future__ import annotations
@@ -101,8 +107,9 @@ def _tag(a: int, b: int) -> str:
 
 
 def _truth_row(bench: Benchmark, design: Design, base: SimulatorParams, point: dict, runs_per_depth: int,
-               seed: int) -> dict:
-    truth = population_truth(bench, design, vary(base, **point), runs_per_depth=runs_per_depth, seed=seed)
+               seed: int, measure: str = "paper_rates") -> dict:
+    truth = population_truth(bench, design, vary(base, **point), runs_per_depth=runs_per_depth, seed=seed,
+                             measures=(measure,))
     same = {int(lbl[2:]): v for lbl, v in zip(truth.label, truth.truth_pp) if lbl.startswith("K=")}
     row = dict(point)
     for k, v in same.items():
@@ -119,8 +126,9 @@ def _truth_row(bench: Benchmark, design: Design, base: SimulatorParams, point: d
 
 def truth_grid(bench: Benchmark, design: Design, base: SimulatorParams, points: pd.DataFrame,
                runs_per_depth: int = 20, seed: int = 0, n_jobs: int = 1,
-               parallel_backend: str | None = None) -> pd.DataFrame:
-    """Population truth at every grid point (``points``: factor columns, e.g. from ``grid``).
+               parallel_backend: str | None = None, measure: str = "paper_rates") -> pd.DataFrame:
+    """Population truth under ``measure`` (``depth.MEASURES``) at every grid point (``points``: factor
+    columns, e.g. from ``grid``).
 
     Columns: the factors; ``same_K{k}_pp`` (same-depth divergence per depth); per comparison a v b
     ``truth_{a}v{b}_pp``, ``se_{a}v{b}_pp`` (jackknife), ``max_{a}v{b}_pp`` (ceiling,
@@ -128,9 +136,32 @@ def truth_grid(bench: Benchmark, design: Design, base: SimulatorParams, points: 
     ``population_truth`` call per point with the same ``seed`` (common random numbers); results do
     not depend on ``n_jobs``. ``design`` must have equal runs per depth (every ``Design`` has).
     """
-    rows = parallel_map(_truth_row, [(bench, design, base, dict(r), runs_per_depth, seed)
+    rows = parallel_map(_truth_row, [(bench, design, base, dict(r), runs_per_depth, seed, measure)
                                      for r in points.to_dict("records")], n_jobs, parallel_backend)
     return pd.DataFrame(rows)
+
+
+def consistent(table: pd.DataFrame, observed_pp: float, sd_pp: float, z: float = 2.0,
+               comparison: tuple[int, int] = (0, 1)) -> pd.DataFrame:
+    """``table`` (``truth_grid`` output) with ``distance_sd`` (``(truth - observed) / sd``) and
+    ``consistent`` (``|distance_sd| <= z``) for ``comparison``: could a design with this true effect
+    have produced the observed estimate, given one estimate's sampling SD ``sd_pp``?"""
+    if not sd_pp > 0 or not z > 0:
+        raise ValueError(f"sd_pp and z must be > 0, got {sd_pp} and {z}")
+    out = table.copy()
+    out["distance_sd"] = (out[f"truth_{_tag(*comparison)}_pp"] - observed_pp) / sd_pp
+    out["consistent"] = out.distance_sd.abs() <= z
+    return out
+
+
+def pick(table: pd.DataFrame, quantiles: Sequence[float], column: str = "truth_1v5_pp") -> pd.DataFrame:
+    """The rows of ``table`` at the given ``quantiles`` of ``column`` (each the row nearest the
+    quantile, lower one on ties; duplicates dropped), in ascending order of ``column``."""
+    if table.empty:
+        raise ValueError("no rows to pick from")
+    ordered = table.sort_values(column, kind="stable")
+    at = [min(int(round(q * (len(ordered) - 1))), len(ordered) - 1) for q in quantiles]
+    return ordered.iloc[sorted(set(at))]
 
 
 def diminishing_returns(table: pd.DataFrame, first: tuple[int, int] = (0, 1), later: tuple[int, int] = (1, 5),
@@ -198,16 +229,18 @@ def rule_grid(bench: Benchmark, design: Design, base: SimulatorParams, points: p
     return pd.DataFrame(rows)
 
 
-def rule_bias(reps: pd.DataFrame, truth: pd.DataFrame, z: float = 2.0) -> pd.DataFrame:
+def rule_bias(reps: pd.DataFrame, truths: pd.DataFrame | Mapping[str, pd.DataFrame], z: float = 2.0) -> pd.DataFrame:
     """Per point, rule and comparison: mean estimate, truth and bias (pp) with Monte Carlo errors.
 
-    ``reps``: ``rule_grid`` output; ``truth``: ``truth_grid`` output at the same points (same row
-    order). ``bias_se_pp`` combines the standard error of the mean estimate and the truth's
-    jackknife error; ``direction`` is "under" / "over" when the bias is beyond ``z`` of them,
-    else "unbiased".
+    ``reps``: ``rule_grid`` output; ``truths``: ``truth_grid`` output at the same points (same row
+    order), or a mapping measure -> such a table, in which case a rule named like a measure
+    (``depth.MEASURES``) is compared with that measure's truth and every other rule with the mechanism
+    key's. ``bias_se_pp`` combines the standard error of the mean estimate and the truth's jackknife
+    error; ``direction`` is "under" / "over" when the bias is beyond ``z`` of them, else "unbiased".
     """
     rows = []
     for (point, rule, comp), g in reps.groupby(["point", "rule", "comparison"], sort=False):
+        truth = truths if isinstance(truths, pd.DataFrame) else truths[rule if rule in truths else "mechanism_key"]
         tag = comp.replace(" ", "")
         t, t_se = truth.iloc[point][f"truth_{tag}_pp"], truth.iloc[point][f"se_{tag}_pp"]
         est = g.extra_pp.to_numpy()

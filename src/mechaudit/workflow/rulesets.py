@@ -9,16 +9,20 @@ from mechaudit.backends import Backend
 from mechaudit.rules.registry import NAMES as RULE_NAMES
 from mechaudit.rules.registry import build
 
+#: Rules that read the simulator's canonical step ids as the truth: meaningless on LLM runs.
+SIMULATOR_ONLY = ("mechanism_key", "paper_rates")
+
 
 def rules_for_backend(names: Sequence[str], backend: str) -> list[str]:
     """The rules a chapter can apply to runs from ``backend``.
 
-    Simulator runs (``reference``) keep ``names``. LLM runs have no ground truth, so
-    ``mechanism_key`` is dropped, and the LLM judge (``llm``) joins the rules.
+    Simulator runs (``reference``) keep ``names``. LLM runs have no canonical step ids, so the rules
+    that read them as truth (``SIMULATOR_ONLY``: the mechanism key and the paper-rate judge) are
+    dropped, and the LLM judge (``llm``) joins the rules.
     """
     if not Backend.parse(backend).is_llm:
         return list(names)
-    return [n for n in names if n != "mechanism_key"] + ([] if "llm" in names else ["llm"])
+    return [n for n in names if n not in SIMULATOR_ONLY] + ([] if "llm" in names else ["llm"])
 
 
 def build_rules(names: Sequence[str], backend: str = "reference", tfidf_threshold: float = 0.25,
@@ -27,7 +31,9 @@ def build_rules(names: Sequence[str], backend: str = "reference", tfidf_threshol
                 cache_dir=None, embedding_cache_dir=None) -> dict[str, object]:
     """Rule objects by name (see ``RULE_NAMES``), each ``mechaudit.rules.build(name, ...)``.
 
-    mechanism_key: ground truth for simulator runs; reference: ``ReferenceJudge(rubric="full")``;
+    mechanism_key: ground truth for simulator runs; paper_rates: ``PaperRateJudge()`` (simulator
+    runs: each kind of chain change called different at the paper's LLM-judge rates); reference:
+    ``ReferenceJudge(rubric="full")``;
     tfidf/embedding: the similarity rules at the given thresholds; llm: ``LLMJudge(rubric="full")``
     on ``backend`` (anthropic or replay), answering through ``client`` (default: a new client over
     ``cache_dir``). ``embedding_cache_dir``: the embedding rule's disk store of vectors (None: none;
@@ -44,4 +50,4 @@ def build_rules(names: Sequence[str], backend: str = "reference", tfidf_threshol
     return {name: build(name, **config.get(name, {})) for name in names}
 
 
-__all__ = ["RULE_NAMES", "build_rules", "rules_for_backend"]
+__all__ = ["RULE_NAMES", "SIMULATOR_ONLY", "build_rules", "rules_for_backend"]

@@ -1,29 +1,38 @@
 """Validity of the critique-depth analysis on simulated data with known ground truth.
 
-- ``population_truth``: the simulator's true extra divergence per depth comparison under the
-  mechanism-key rule, estimated from a large design (``runs_per_depth`` runs per depth and instance;
-  the all-pairs extra divergence of one instance is an unbiased U-statistic of its population value)
-  with a delete-one-run jackknife standard error.
+- ``population_truth``: the simulator's true extra divergence per depth comparison under each truth
+  measure (``depth.MEASURES``: the mechanism key, and the paper-rate judge, whose verdicts follow the
+  paper's LLM-judge rates per kind of change), estimated from a large design (``runs_per_depth``
+  runs per depth and instance; the all-pairs extra divergence of one instance is an unbiased
+  U-statistic of its population value) with a delete-one-run jackknife standard error.
 - ``replicate``: many independent replications of a design; per replication and rule the
   instance-averaged extra divergence and its exact permutation p-value.
 - ``validity_summary``: per rule and comparison the estimator's bias against the truth (with its
-  Monte Carlo standard error), RMSE, and the rejection rate at ``alpha`` with its Monte Carlo error
+  Monte Carlo standard error), its sampling SD, RMSE, the coverage of its bootstrap interval, and the
+  rejection rate at ``alpha`` with its Monte Carlo error
   ``sqrt(r (1 - r) / n)``. Under the null simulator the truth is 0 and the rejection rate is the
   test's size.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 from tqdm import tqdm
 
 from mechaudit.divergence import comparison_matrix, extra_divergence, same_depth_divergence
-from mechaudit.rules.mechanism_key import MechanismKeyRule
 from mechaudit.schema import Benchmark
-from mechaudit.workflow.depth import RuleLike, depth_table, extra_ceiling, instance_matrices, outcome_matrices
+from mechaudit.workflow.depth import (
+    MEASURES,
+    RuleLike,
+    depth_table,
+    extra_ceiling,
+    instance_matrices,
+    keys_function,
+    outcome_matrices,
+)
 from mechaudit.workflow.design import Design
 from mechaudit.workflow.parallel import parallel_map
 from mechaudit.workflow.simulator import SimulatorParams, instance_models, simulate, simulate_outcomes
@@ -62,89 +71,113 @@ def jackknife_se(D: np.ndarray, n_a: int) -> float:
 
 
 def population_truth(bench: Benchmark, design: Design, params: SimulatorParams, runs_per_depth: int = 40,
-                     seed: int = 0) -> pd.DataFrame:
-    """True (population) divergences of the simulator under the mechanism key, in pp.
+                     seed: int = 0, measures: Sequence[str] = ("mechanism_key",)) -> pd.DataFrame:
+    """True (population) divergences of the simulator under each of ``measures`` (``depth.MEASURES``), in pp.
 
-    Rows: ``panel`` "extra" (label ``a v b``) and "same-depth" (label ``K=k``), instance-averaged,
-    from one large design with ``runs_per_depth`` runs per depth (seed independent of
-    ``replicate``'s). Columns: panel, label, truth_pp, truth_se_pp (jackknife over runs, instances
-    independent; NaN for same-depth rows), max_extra_pp (extra rows: the ceiling
-    ``depth.extra_ceiling`` of the true same-depth divergence, instance mean; NaN for same-depth rows).
+    Rows per measure: ``panel`` "extra" (label ``a v b``) and "same-depth" (label ``K=k``),
+    instance-averaged, from one large design with ``runs_per_depth`` runs per depth (seed independent
+    of ``replicate``'s; every measure reads the same runs). Columns: measure, panel, label, truth_pp,
+    truth_se_pp (jackknife over runs, instances independent; NaN for same-depth rows), max_extra_pp
+    (extra rows: the ceiling ``depth.extra_ceiling`` of the true same-depth divergence, instance mean;
+    NaN for same-depth rows).
     """
     big = design.model_copy(update={"runs_per_depth": runs_per_depth})
-    mats = outcome_matrices(simulate_outcomes(bench, big, params, seed=replication_seed(seed, 2**31 - 1)))
+    outcomes = simulate_outcomes(bench, big, params, seed=replication_seed(seed, 2**31 - 1))
     rows = []
-    for a, b in design.comparisons():
-        subs = [comparison_matrix(m.D, m.depths, a, b) for m in mats]
-        vals = [extra_divergence(D, n_a) for D, n_a in subs]
-        se = np.sqrt(sum(jackknife_se(D, n_a) ** 2 for D, n_a in subs)) / len(subs)
-        rows.append({"panel": "extra", "label": f"{a} v {b}", "truth_pp": 100 * float(np.mean(vals)),
-                     "truth_se_pp": 100 * float(se),
-                     "max_extra_pp": 100 * float(np.mean([extra_ceiling(D, n_a) for D, n_a in subs]))})
-    for k in design.depths:
-        vals = [same_depth_divergence(m.D, m.depths)[k] for m in mats]
-        rows.append({"panel": "same-depth", "label": f"K={k}", "truth_pp": 100 * float(np.mean(vals)),
-                     "truth_se_pp": np.nan, "max_extra_pp": np.nan})
-    return pd.DataFrame(rows, columns=["panel", "label", "truth_pp", "truth_se_pp", "max_extra_pp"])
+    for measure in measures:
+        mats = outcome_matrices(outcomes, measure)
+        for a, b in design.comparisons():
+            subs = [comparison_matrix(m.D, m.depths, a, b) for m in mats]
+            vals = [extra_divergence(D, n_a) for D, n_a in subs]
+            se = np.sqrt(sum(jackknife_se(D, n_a) ** 2 for D, n_a in subs)) / len(subs)
+            rows.append({"measure": measure, "panel": "extra", "label": f"{a} v {b}",
+                         "truth_pp": 100 * float(np.mean(vals)), "truth_se_pp": 100 * float(se),
+                         "max_extra_pp": 100 * float(np.mean([extra_ceiling(D, n_a) for D, n_a in subs]))})
+        for k in design.depths:
+            vals = [same_depth_divergence(m.D, m.depths)[k] for m in mats]
+            rows.append({"measure": measure, "panel": "same-depth", "label": f"K={k}",
+                         "truth_pp": 100 * float(np.mean(vals)), "truth_se_pp": np.nan, "max_extra_pp": np.nan})
+    return pd.DataFrame(rows, columns=["measure", "panel", "label", "truth_pp", "truth_se_pp", "max_extra_pp"])
 
 
 def replicate(bench: Benchmark, design: Design, params: SimulatorParams, rules: Mapping[str, RuleLike],
               n_reps: int, seed: int = 0, progress: bool = False, n_jobs: int = 1,
-              parallel_backend: str | None = None) -> pd.DataFrame:
+              parallel_backend: str | None = None, level: float = 0.95, n_boot: int = 0) -> pd.DataFrame:
     """Table 1 of ``n_reps`` independent simulated replications of ``design`` under every rule.
 
-    Columns: rep, rule, comparison, extra_pp, p_value. ``rules`` as in ``depth.rule_tables``; a
-    ``MechanismKeyRule`` runs on ``simulate_outcomes`` (ids only), the same draws much faster.
-    Replications fan out through ``workflow.parallel.parallel_map`` (``n_jobs``,
-    ``parallel_backend``); each has its own seed, so the table does not depend on either.
+    Columns: rep, rule, comparison, extra_pp, ci_low_pp, ci_high_pp (bootstrap interval at ``level``
+    from ``n_boot`` resamples; NaN when ``n_boot`` is 0), p_value. ``rules`` as in
+    ``depth.rule_tables``; a rule with a fast path over ids (``depth.keys_function``: the mechanism key,
+    the paper-rate judge) runs on ``simulate_outcomes``, the same draws much faster. Replications fan
+    out through ``workflow.parallel.parallel_map`` (``n_jobs``, ``parallel_backend``); each has its
+    own seed, so the table does not depend on either.
     """
     if n_reps < 1:
         raise ValueError(f"n_reps must be >= 1, got {n_reps}")
     models = instance_models(bench, params.evidence_weight)
-    tasks = [(bench, design, params, dict(rules), rep, replication_seed(seed, rep), models)
+    tasks = [(bench, design, params, dict(rules), rep, replication_seed(seed, rep), models, level, n_boot)
              for rep in tqdm(range(n_reps), disable=not progress, desc="replications")]
     out = parallel_map(_replicate_one, tasks, n_jobs=n_jobs, parallel_backend=parallel_backend)
-    return pd.concat(out, ignore_index=True)[["rep", "rule", "comparison", "extra_pp", "p_value"]]
+    columns = ["rep", "rule", "comparison", "extra_pp", "ci_low_pp", "ci_high_pp", "p_value"]
+    return pd.concat(out, ignore_index=True)[columns]
 
 
 def _replicate_one(bench: Benchmark, design: Design, params: SimulatorParams, rules: dict[str, RuleLike],
-                   rep: int, rep_seed: int, models: dict) -> pd.DataFrame:
+                   rep: int, rep_seed: int, models: dict, level: float, n_boot: int) -> pd.DataFrame:
     """One replication of ``replicate``: its rows for every rule."""
+    fast = {name: keys_function(rule) for name, rule in rules.items()}
     runs = (simulate(bench, design, params, seed=rep_seed, log=False, models=models)
-            if not all(isinstance(rule, MechanismKeyRule) for rule in rules.values()) else None)
+            if any(fn is None for fn in fast.values()) else None)
+    outcomes = (simulate_outcomes(bench, design, params, seed=rep_seed, models=models)
+                if any(fn is not None for fn in fast.values()) else None)
     out = []
     for name, rule in rules.items():
-        mats = (outcome_matrices(simulate_outcomes(bench, design, params, seed=rep_seed, models=models))
-                if isinstance(rule, MechanismKeyRule) else instance_matrices(runs, rule))
-        table = depth_table(mats, design.comparisons())
-        out.append(table[["comparison", "extra_pp", "p_value"]].assign(rep=rep, rule=name))
+        mats = outcome_matrices(outcomes, fast[name]) if fast[name] is not None else instance_matrices(runs, rule)
+        table = depth_table(mats, design.comparisons(), level=level, n_boot=n_boot, seed=rep_seed)
+        out.append(table[["comparison", "extra_pp", "ci_low_pp", "ci_high_pp", "p_value"]].assign(rep=rep, rule=name))
     return pd.concat(out, ignore_index=True)
+
+
+def _truth_maps(truth: pd.DataFrame | Mapping[str, float], measure: str) -> tuple[dict, dict]:
+    """(comparison -> truth pp, comparison -> its SE) of ``measure`` from ``population_truth`` output
+    (a table without a ``measure`` column holds one measure), or a plain mapping (SE 0)."""
+    if not isinstance(truth, pd.DataFrame):
+        return dict(truth), {}
+    extra = truth[truth.panel == "extra"]
+    if "measure" in extra:
+        extra = extra[extra.measure == measure]
+    return dict(zip(extra.label, extra.truth_pp)), dict(zip(extra.label, extra.truth_se_pp))
 
 
 def validity_summary(reps: pd.DataFrame, truth: pd.DataFrame | Mapping[str, float], alpha: float = 0.05
                      ) -> pd.DataFrame:
-    """Bias, RMSE and rejection rate per rule and comparison (pp; rates as fractions).
+    """Bias, spread, RMSE, interval coverage and rejection rate per rule and comparison (pp; rates as
+    fractions).
 
     ``truth``: ``population_truth`` output or a mapping comparison -> truth in pp (0 for the null).
-    ``bias_se_pp`` combines the Monte Carlo errors of the mean estimate and of the truth.
-    Columns: rule, comparison, n_reps, truth_pp, mean_pp, bias_pp, bias_se_pp, rmse_pp,
-    rejection_rate, rejection_se.
+    A rule named like a measure (``depth.MEASURES``) is compared with that measure's truth, every
+    other rule (the reference judge, text rules) with the mechanism key's. ``bias_se_pp`` combines
+    the Monte Carlo errors of the mean estimate and of the truth; ``sd_pp`` is the standard deviation
+    of the estimates over replications (the sampling SD of one design's estimate); ``coverage`` the
+    share of replications whose interval (``ci_low_pp``, ``ci_high_pp``) holds the truth (NaN without
+    intervals). Columns: rule, measure, comparison, n_reps, truth_pp, mean_pp, bias_pp, bias_se_pp,
+    sd_pp, rmse_pp, coverage, rejection_rate, rejection_se.
     """
-    truth_se: dict[str, float] = {}
-    if isinstance(truth, pd.DataFrame):
-        extra = truth[truth.panel == "extra"]
-        truth_se = dict(zip(extra.label, extra.truth_se_pp))
-        truth = dict(zip(extra.label, extra.truth_pp))
     rows = []
     for (rule, comp), g in reps.groupby(["rule", "comparison"], sort=False):
+        measure = rule if rule in MEASURES else "mechanism_key"
+        truths, truth_se = _truth_maps(truth, measure)
         est = g.extra_pp.to_numpy()
-        t = float(truth[comp])
+        t = float(truths[comp])
         n = len(est)
         rate = float(np.mean(g.p_value.to_numpy() <= alpha))
-        rows.append({"rule": rule, "comparison": comp, "n_reps": n, "truth_pp": t, "mean_pp": est.mean(),
-                     "bias_pp": est.mean() - t,
+        low, high = (g.ci_low_pp.to_numpy(), g.ci_high_pp.to_numpy()) if "ci_low_pp" in g else (None, None)
+        covered = float(np.mean((low <= t) & (t <= high))) if low is not None and np.isfinite(low).all() else np.nan
+        rows.append({"rule": rule, "measure": measure, "comparison": comp, "n_reps": n, "truth_pp": t,
+                     "mean_pp": est.mean(), "bias_pp": est.mean() - t,
                      "bias_se_pp": float(np.sqrt(est.var(ddof=1) / n + truth_se.get(comp, 0.0) ** 2))
                      if n > 1 else np.nan,
-                     "rmse_pp": float(np.sqrt(np.mean((est - t) ** 2))), "rejection_rate": rate,
-                     "rejection_se": float(np.sqrt(rate * (1 - rate) / n))})
+                     "sd_pp": float(est.std(ddof=1)) if n > 1 else np.nan,
+                     "rmse_pp": float(np.sqrt(np.mean((est - t) ** 2))), "coverage": covered,
+                     "rejection_rate": rate, "rejection_se": float(np.sqrt(rate * (1 - rate) / n))})
     return pd.DataFrame(rows)

@@ -1,0 +1,149 @@
+"""A judge-like rule for simulator runs: each kind of chain change is called "different" at the
+rate the paper measured for its LLM judge.
+
+The paper's extra divergence is an LLM judge's estimate, and that judge does not call every changed
+chain a new mechanism: on its controlled perturbations it called 83 % of first-step swaps, 13 % of
+middle-step swaps and none of the meaning-preserving edits different
+(``data/paper_reported.yaml``, ``perturbations.*.llm``). The mechanism key calls every replaced
+step a new mechanism, so it measures a different quantity. This rule reads the simulator's
+canonical step ids, compares two chains position by position and calls the pair different with
+
+    P(different) = 1 - prod over changed positions j of (1 - rate_j),
+
+``rate_j`` the first-step rate for the initiating event, the middle-step rate for a step between
+it and the terminal finding, and ``terminal_step`` for the terminal finding (a kind the paper did
+not test; the simulator never changes it). Identical ids (however worded) give 0. Two assumptions
+are this book's, not the paper's: several changes are noticed independently (the product), and a
+judge calls a pair different at the same rate whether the chain was edited on purpose or changed by
+critique.
+
+``divergence_matrix`` gives the *expected* run-by-run divergence (every matched pair contributes its
+probability), the mean of what a judge drawing each verdict at these rates would report; ``same``
+draws such verdicts. Chains of unequal length (a step added or dropped) are not one of the kinds the
+paper measured: they raise ``ValueError``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Sequence
+
+import numpy as np
+
+from mechaudit.paper import reported
+from mechaudit.rules.base import Pair, check_pairs, check_threshold
+from mechaudit.schema import Hypothesis
+
+#: the paper's keys of the LLM judge's rate per kind of change (% of valid pairs judged different)
+PAPER_RATE_KEYS = {
+    "first_step": "perturbations.first_step_swapped_pct_different.llm",
+    "middle_step": "perturbations.middle_step_swapped_pct_different.llm",
+}
+
+
+def paper_rates() -> dict[str, float]:
+    """The paper's LLM-judge rates as fractions: ``first_step``, ``middle_step``."""
+    return {kind: float(reported(key)) / 100.0 for kind, key in PAPER_RATE_KEYS.items()}
+
+
+def _chain_ids(h: Hypothesis) -> tuple[str, ...]:
+    return tuple(s.id for s in h.chain)
+
+
+class PaperRateJudge:
+    """Calls a changed chain different at the paper's per-kind rates (see the module docstring).
+
+    ``first_step`` / ``middle_step``: rates in [0, 1] (None: the paper's, ``paper_rates()``);
+    ``terminal_step``: rate for a changed terminal finding; ``seed``: of ``same``'s draws.
+    """
+
+    def __init__(self, first_step: float | None = None, middle_step: float | None = None,
+                 terminal_step: float = 1.0, seed: int = 0) -> None:
+        self.first_step = first_step
+        self.middle_step = middle_step
+        self.terminal_step = terminal_step
+        self.seed = seed
+
+    def __repr__(self) -> str:
+        r = self.rates_
+        return (f"PaperRateJudge(first_step={r['first_step']:g}, middle_step={r['middle_step']:g}, "
+                f"terminal_step={r['terminal_step']:g})")
+
+    @property
+    def rates_(self) -> dict[str, float]:
+        """The rates in use, validated: ``first_step``, ``middle_step``, ``terminal_step``."""
+        paper = paper_rates()
+        out = {"first_step": paper["first_step"] if self.first_step is None else self.first_step,
+               "middle_step": paper["middle_step"] if self.middle_step is None else self.middle_step,
+               "terminal_step": self.terminal_step}
+        return {k: check_threshold(v, k, low=0.0, high=1.0) for k, v in out.items()}
+
+    def position_rates(self, length: int) -> np.ndarray:
+        """Rate per chain position for a chain of ``length`` >= 2 steps, shape ``(length,)``."""
+        if length < 2:
+            raise ValueError(f"a chain needs an initiating event and a terminal finding; got {length} step(s)")
+        r = self.rates_
+        return np.array([r["first_step"]] + [r["middle_step"]] * (length - 2) + [r["terminal_step"]])
+
+    def chain_probabilities(self, chains: Sequence[Sequence[Hashable]],
+                            rates: np.ndarray | None = None) -> np.ndarray:
+        """P(different) for every pair of ``chains`` (equal lengths), shape ``(m, m)``, zero diagonal.
+
+        ``rates``: ``position_rates(length)``, passed by callers that reuse it."""
+        lengths = {len(c) for c in chains}
+        if len(lengths) > 1:
+            raise ValueError(f"chains of unequal length {sorted(lengths)}: an added or dropped step is not "
+                             "a kind of change the paper measured")
+        if not chains:
+            return np.zeros((0, 0))
+        codes: dict[Hashable, int] = {}
+        A = np.array([[codes.setdefault(x, len(codes)) for x in c] for c in chains])
+        rates = self.position_rates(A.shape[1]) if rates is None else rates
+        changed = A[:, None, :] != A[None, :, :]
+        return 1.0 - np.where(changed, 1.0 - rates, 1.0).prod(axis=2)
+
+    def p_different(self, pairs: Sequence[Pair]) -> np.ndarray:
+        """P(different) per pair, shape ``(len(pairs),)``."""
+        pairs = check_pairs(pairs)
+        return np.array([self.chain_probabilities([_chain_ids(a), _chain_ids(b)])[0, 1] for a, b in pairs])
+
+    def same(self, pairs: Sequence[Pair]) -> np.ndarray:
+        """One drawn verdict per pair (True = same), each "different" with ``p_different``; the draws
+        come from ``numpy.random.default_rng(seed)``, so one call is reproducible."""
+        p = self.p_different(pairs)
+        return np.random.default_rng(self.seed).random(len(p)) >= p
+
+    def keys_divergence_matrix(self, keys: Sequence[Sequence[tuple[str, Sequence[Hashable]]]]) -> np.ndarray:
+        """Expected divergence matrix, shape ``(n_runs, n_runs)``, from each run's delivered
+        ``(opening id, chain ids)`` pairs: per run pair the mean P(different) over its matched pairs
+        (every cross pair of one opening's hypotheses). Zero diagonal."""
+        n = len(keys)
+        per_opening: dict[str, tuple[dict[tuple, int], list[int], list[int]]] = {}
+        for i, run in enumerate(keys):
+            for opening, chain in run:
+                codes, rows, cols = per_opening.setdefault(opening, ({}, [], []))
+                rows.append(i)
+                cols.append(codes.setdefault(tuple(chain), len(codes)))
+        S, M = np.zeros((n, n)), np.zeros((n, n))
+        rates: dict[int, np.ndarray] = {}
+        for codes, rows, cols in per_opening.values():
+            C = np.zeros((n, len(codes)))  # runs x distinct chains: counts
+            np.add.at(C, (rows, cols), 1.0)
+            chains = list(codes)
+            length = len(chains[0])
+            rate = rates.setdefault(length, self.position_rates(length))
+            S += C @ self.chain_probabilities(chains, rate) @ C.T
+            N = C.sum(axis=1)
+            M += np.outer(N, N)
+        if (M + np.eye(n) == 0).any():
+            raise ValueError("two runs share no opening hypothesis: run divergence undefined")
+        D = np.divide(S, M, out=np.zeros((n, n)), where=M > 0)
+        np.fill_diagonal(D, 0.0)
+        return D
+
+    def divergence_matrix(self, runs: Sequence[Sequence[Hypothesis]]) -> np.ndarray:
+        """Expected run-by-run divergence matrix of one instance's runs (lists of delivered
+        hypotheses), shape ``(n_runs, n_runs)``: ``keys_divergence_matrix`` of their chains."""
+        return self.keys_divergence_matrix([[(h.opening_id, _chain_ids(h)) for h in run] for run in runs])
+
+
+__all__ = ["PAPER_RATE_KEYS", "PaperRateJudge", "paper_rates"]

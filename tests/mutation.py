@@ -1,0 +1,407 @@
+"""``make mutation``: mutmut on the core modules, one module at a time, and the report ``tests/MUTATION.md``.
+
+Usage (from the repository root, with the project's ``.venv``)::
+
+    python tests/mutation.py                       # every module, fresh, then the report
+    python tests/mutation.py divergence agreement  # only these modules (others keep their last results)
+    python tests/mutation.py --keep divergence     # reuse earlier results (mutmut is incremental)
+    python tests/mutation.py --report              # rewrite the report from the results on disk
+
+Each module runs in its own folder ``build/mutation/<module>/``: a ``pyproject.toml`` (the project's,
+plus a ``[tool.mutmut]`` table naming the module's files and only the test files mapped to it), and
+links to ``src`` and ``tests``. mutmut copies both into ``mutants/``, mutates the module's
+functions, records which mapped tests call each function, and runs only those tests for each
+mutant (``--max-children``, default 2 = the machine's cores). ``MECHAUDIT_ROOT`` points the copied
+package at this repository's data, parameters and chapters.
+
+Surviving mutants listed in ``tests/mutation_equivalent.yaml`` (function, the mutated line, a
+reason) are equivalent: they cannot change any behaviour. The score of a module is
+killed / (mutants - equivalent); "no tests" and survivors count as not killed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+WORK = ROOT / "build" / "mutation"
+REPORT = ROOT / "tests" / "MUTATION.md"
+EQUIVALENT = ROOT / "tests" / "mutation_equivalent.yaml"
+FLOOR = 0.90
+#: The fixed sample ``make mutation`` runs: mutants whose number (within its function) ends like this glob
+SAMPLE = "0"
+KILLED = {"killed", "timeout", "segfault", "caught by type check"}
+
+
+@dataclass(frozen=True)
+class Target:
+    """One core module: the files mutmut mutates, the tests it runs, and optional mutant globs."""
+
+    files: tuple[str, ...]
+    tests: tuple[str, ...]
+    mutants: tuple[str, ...] = ()  # mutant-name globs: only these functions (default: every function)
+    deselect: tuple[str, ...] = ()  # slow tests left out (each is covered by faster ones)
+
+
+def _src(*names: str) -> tuple[str, ...]:
+    return tuple(f"src/mechaudit/{n}" for n in names)
+
+
+def _tests(*names: str) -> tuple[str, ...]:
+    return tuple(f"tests/test_{n}.py" for n in names)
+
+
+#: Module -> files and the fast test files that exercise them (no notebook runs, no book build).
+MODULES: dict[str, Target] = {
+    "divergence": Target(_src("divergence.py"), _tests("divergence") + tuple(
+        f"tests/test_power.py::test_{t}" for t in ("monte_carlo_matches_exact_on_paper_design",
+                                                   "monte_carlo_matches_exact_unequal_and_single_instance",
+                                                   "monte_carlo_is_seeded_and_valid", "monte_carlo_bad_input",
+                                                   "monte_carlo_size_under_the_null", "exact_feasibility"))),
+    "agreement": Target(_src("agreement.py"), _tests("agreement", "judge_models")),
+    "diversity": Target(_src("diversity.py"), _tests("diversity", "components_streaming"), deselect=(
+        "tests/test_components_streaming.py::test_embedding_streaming_groups_equal_pairwise_verdicts",)),
+    "rules": Target(_src("rules/*.py"), _tests("rules_audit", "rules_llm_judge", "rules_reference",
+                                               "rules_registry", "rules_similarity", "rules_suite")),
+    "perturb": Target(_src("perturb.py"), _tests("perturb")),
+    "tau": Target(_src("tau/inference.py", "tau/fitting.py", "tau/anchors.py", "tau/cards.py", "tau/judge.py"),
+                  _tests("tau_inference", "tau_fitting", "tau_anchors", "tau_judge", "tau_misspec",
+                         "tau_mutation_guards")),
+    "llm": Target(_src("llm/cache.py", "llm/client.py", "llm/ledger.py", "llm/usage.py", "llm/jsonout.py",
+                       "llm/blind.py"),
+                  _tests("llm", "llm_cache_store", "llm_budget_stress", "llm_recovery", "blind_prefilter",
+                         "llm_secrets", "cache_paths", "judge_models") + tuple(
+                      f"tests/test_llm_cost.py::test_{t}" for t in (
+                          "budget_below_estimate_stops_before_the_first_request", "budget_hit_midway_then_continue",
+                          "ledger_report_and_run_total_agree", "bad_budget_and_cli_estimate",
+                          "batch_mode_checks_the_budget_per_batch", "dry_run_and_run_budget_injection"))),
+    "workflow": Target(_src("workflow/power.py", "workflow/calibrate.py", "workflow/depth.py",
+                            "workflow/simulator.py"),
+                       _tests("power", "calibrate", "workflow", "simulator_outcomes")),
+    "schema": Target(_src("schema.py", "model.py"), _tests("schema", "data")),
+    "execution": Target(_src("execution.py"), _tests("execution_params"),
+                        mutants=tuple(f"mechaudit.execution.x_{f}__mutmut_*" for f in (
+                            "_kind", "_fits", "check_value", "_hint", "check_param_file", "load_param_set",
+                            "parse_override", "absolutize_paths", "check_backend", "read_param_file",
+                            "_yaml_problem"))),
+}
+
+
+# --------------------------------------------------------------------------- running
+
+
+def _config(target: Target) -> str:
+    """The project's pyproject.toml plus the module's ``[tool.mutmut]`` table."""
+    table = {
+        "source_paths": ["src"],
+        "only_mutate": list(target.files),
+        "pytest_add_cli_args_test_selection": list(target.tests),
+        # pytest plugins that cost time in every forked mutant run: the unraisable-exception check runs
+        # gc.collect() over a heap holding torch (about 3 s per run), nbval and anyio are not used here
+        "pytest_add_cli_args": ["-p", "no:cacheprovider", "-p", "no:unraisableexception", "-p", "no:nbval",
+                                "-p", "no:anyio", *(a for t in target.deselect for a in ("--deselect", t))],
+        "use_git_change_detection": False,
+    }
+    lines = ["", "[tool.mutmut]"] + [f"{k} = {json.dumps(v)}" for k, v in table.items()]
+    return (ROOT / "pyproject.toml").read_text(encoding="utf-8") + "\n".join(lines) + "\n"
+
+
+def prepare(name: str, fresh: bool) -> Path:
+    """The module's work folder with its config and links to ``src`` and ``tests``."""
+    folder = WORK / name
+    if fresh and folder.exists():
+        shutil.rmtree(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    for link in ("src", "tests"):
+        if not (folder / link).exists():
+            (folder / link).symlink_to(ROOT / link)
+    (folder / "pyproject.toml").write_text(_config(MODULES[name]), encoding="utf-8")
+    return folder
+
+
+def selection(name: str, sample: str) -> tuple[str, ...]:
+    """Mutant-name globs of one run: the module's functions (default all), and only the mutants whose
+    number ends like the glob ``sample`` ("0": about 10 %, "[02468]0": about 5 %, "all": every one)."""
+    globs = MODULES[name].mutants or ("mechaudit.*__mutmut_*",)
+    return globs if sample == "all" else tuple(f"{g}{sample}" for g in globs)
+
+
+def run_module(name: str, max_children: int, fresh: bool, sample: str, recheck: bool = False) -> float:
+    """Run mutmut for one module; returns the wall time in seconds. ``recheck``: run again only the
+    mutants the last run did not kill (after tests were added), keeping the other results."""
+    folder = prepare(name, fresh and not recheck)
+    if recheck:
+        names = tuple(m for m, state in results(name).items() if state not in KILLED | {"not checked"})
+        if not names:
+            return 0.0
+    else:
+        names = selection(name, sample)
+        (folder / "selection.json").write_text(json.dumps(names))
+    env = {**os.environ, "MECHAUDIT_ROOT": str(ROOT), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
+           "TOKENIZERS_PARALLELISM": "false", "PYTHONHASHSEED": "0"}
+    mutmut = Path(sys.executable).with_name("mutmut")
+    cmd = [str(mutmut), "run", "--max-children", str(max_children), *names]
+    start = time.monotonic()
+    with open(folder / "mutmut.log", "w", encoding="utf-8") as log:
+        proc = subprocess.run(cmd, cwd=folder, env=env, stdout=log, stderr=subprocess.STDOUT)
+    seconds = time.monotonic() - start
+    if recheck and (folder / "seconds.txt").exists():  # a stopped run wrote no time
+        seconds += int((folder / "seconds.txt").read_text())
+    (folder / "seconds.txt").write_text(f"{seconds:.0f}\n")
+    if proc.returncode != 0:
+        print(f"mutation: mutmut failed for {name} (exit {proc.returncode}); see {folder / 'mutmut.log'}",
+              file=sys.stderr)
+    return seconds
+
+
+# --------------------------------------------------------------------------- results
+
+
+STATUS = {1: "killed", 3: "killed", 0: "survived", 5: "no tests", 33: "no tests", 34: "skipped",
+          36: "timeout", -24: "timeout", 24: "timeout", 152: "timeout", 255: "timeout", -11: "segfault",
+          -9: "segfault", 37: "caught by type check", None: "not checked"}
+
+
+def results(name: str) -> dict[str, str]:
+    """Mutant name -> status for one module's last run (only the selected mutants)."""
+    folder = WORK / name / "mutants"
+    globs = json.loads((WORK / name / "selection.json").read_text())
+    out = {}
+    for meta in sorted(folder.rglob("*.py.meta")):
+        codes = json.loads(meta.read_text())["exit_code_by_key"]
+        for key, code in codes.items():
+            if not any(_fnmatch(key, g) for g in globs):
+                continue
+            out[key] = STATUS.get(code, "suspicious")
+    return out
+
+
+def _fnmatch(name: str, pattern: str) -> bool:
+    import fnmatch
+
+    return fnmatch.fnmatchcase(name, pattern)
+
+
+_DIFFS = """
+import json, sys
+from mutmut.mutation.diff_apply import find_mutant, get_diff_for_mutant
+out = {}
+for name in json.load(sys.stdin):
+    try:
+        text = get_diff_for_mutant(name, path=find_mutant(name).path)
+    except Exception as exc:  # the source changed since the run: the module must be run again
+        out[name] = ["+? (" + type(exc).__name__ + ": rerun this module)"]
+        continue
+    out[name] = [line for line in text.splitlines() if line[:1] in "+-" and not line.startswith(("+++", "---"))]
+print(json.dumps(out))
+"""
+
+
+def diffs(name: str, mutants: list[str]) -> dict[str, list[str]]:
+    """Mutant -> its changed lines (``-`` original, ``+`` mutated), read with mutmut in one process."""
+    if not mutants:
+        return {}
+    proc = subprocess.run([sys.executable, "-c", _DIFFS], cwd=WORK / name, input=json.dumps(mutants),
+                          capture_output=True, text=True, check=True)
+    return json.loads(proc.stdout)
+
+
+def function_of(mutant: str) -> str:
+    """``mechaudit.x.x_f__mutmut_3`` -> ``mechaudit.x.f`` (methods: ``mechaudit.x.Class.f``)."""
+    base = mutant.rsplit("__mutmut_", 1)[0]
+    module, _, func = base.rpartition(".")
+    func = func.replace("xǁ", "").replace("ǁ", ".")
+    return f"{module}.{func[2:] if func.startswith('x_') else func}"
+
+
+def classify(mutant: str, changed: list[str], equivalent: list[dict[str, str]]) -> str | None:
+    """The reason if ``mutant`` is listed as equivalent (same function, same mutated line)."""
+    added = " ".join(line[1:].strip() for line in changed if line.startswith("+"))
+    for entry in equivalent:
+        if entry["function"] == function_of(mutant) and _squash(entry["mutated"]) == _squash(added):
+            return entry["reason"]
+    return None
+
+
+def _squash(text: str) -> str:
+    return re.sub(r"\s+", " ", text).strip()
+
+
+def summarise(name: str, equivalent: list[dict[str, str]]) -> dict:
+    status = results(name)
+    unchecked = sum(state == "not checked" for state in status.values())  # a run stopped before them
+    status = {m: state for m, state in status.items() if state != "not checked"}
+    rows = []
+    open_mutants = sorted((m for m, state in status.items() if state not in KILLED), key=_natural)
+    changes = diffs(name, open_mutants)
+    for mutant in open_mutants:
+        state, changed = status[mutant], changes[mutant]
+        reason = classify(mutant, changed, equivalent) if state == "survived" or state == "no tests" else None
+        rows.append({"mutant": mutant, "status": state, "changed": changed, "equivalent": reason})
+    killed = sum(s in KILLED for s in status.values())
+    n_equiv = sum(r["equivalent"] is not None for r in rows)
+    scored = len(status) - n_equiv
+    seconds_file = WORK / name / "seconds.txt"
+    tail = json.loads((WORK / name / "selection.json").read_text())[0].rsplit("__mutmut_*", 1)[-1]
+    return {"module": name, "sample": f"`{tail}`" if tail else "all", "mutants": len(status), "killed": killed,
+            "equivalent": n_equiv, "unchecked": unchecked,
+            "score": killed / scored if scored else None, "rows": rows,
+            "seconds": int(seconds_file.read_text()) if seconds_file.exists() else None}
+
+
+def _natural(key: str) -> tuple:
+    return tuple(int(p) if p.isdigit() else p for p in re.split(r"(\d+)", key))
+
+
+# --------------------------------------------------------------------------- the report
+
+
+def mutmut_version() -> str:
+    from importlib.metadata import version
+
+    return version("mutmut")
+
+
+def _module_section(s: dict, tested: list[dict[str, str]]) -> list[str]:
+    target = MODULES[s["module"]]
+    out = [f"### {s['module']}", "",
+           f"Files: {', '.join(f'`{f}`' for f in target.files)}"
+           + (f" (functions: {', '.join(f'`{g}`' for g in target.mutants)})" if target.mutants else "")
+           + f". Tests: {', '.join(f'`{t}`' for t in target.tests)}.", ""]
+    open_rows = [r for r in s["rows"] if r["equivalent"] is None]
+    equiv_rows = [r for r in s["rows"] if r["equivalent"] is not None]
+    if open_rows:
+        out += ["Not killed and not equivalent:", ""]
+        out += [f"- `{r['mutant']}` ({r['status']}): `{_one_line(r['changed'])}`" for r in open_rows]
+        out.append("")
+    if equiv_rows:
+        out += ["Equivalent (cannot change behaviour):", ""]
+        out += [f"- `{r['mutant']}`: `{_one_line(r['changed'])}`: {r['equivalent']}" for r in equiv_rows]
+        out.append("")
+    mine = [t for t in tested if t["function"].startswith(_prefixes(target))]
+    if mine:
+        out += ["Survivors of an earlier run, each now killed by a test:", ""]
+        out += [f"- `{t['function']}`: `{_squash(t['mutated'])}`: `{t['test']}`" for t in mine]
+        out.append("")
+    return out
+
+
+def _prefixes(target: Target) -> tuple[str, ...]:
+    return tuple("mechaudit." + f[len("src/mechaudit/"):].removesuffix(".py").replace("/", ".").replace("*", "")
+                 for f in target.files)
+
+
+def _one_line(changed: list[str]) -> str:
+    minus = " / ".join(line[1:].strip() for line in changed if line.startswith("-"))
+    plus = " / ".join(line[1:].strip() for line in changed if line.startswith("+"))
+    text = f"{minus} -> {plus}".replace("`", "'")
+    return text if len(text) <= 160 else text[:157] + "..."
+
+
+def _score(s: dict) -> str:
+    """``score | floor`` cells: "-" and "not run" when no sampled mutant was checked."""
+    if s["score"] is None:
+        return "- | not run"
+    return f"{s['score']:.1%} | {'ok' if s['score'] >= FLOOR else 'BELOW'}"
+
+
+def write_report(summaries: list[dict], tested: list[dict[str, str]]) -> None:
+    total_s = sum(s["seconds"] or 0 for s in summaries)
+    lines = [
+        "# Mutation testing of the core",
+        "",
+        "Written by `make mutation` (`tests/mutation.py`); do not edit by hand. Equivalent mutants and the",
+        "tests written for earlier survivors are listed in `tests/mutation_equivalent.yaml`.",
+        "",
+        "## How the numbers were obtained",
+        "",
+        f"- Tool: mutmut {mutmut_version()} (PyPI). Each module runs on its own (`build/mutation/<module>/`),",
+        "  with only its mapped test files; mutmut runs, for each mutant, the mapped tests that call the",
+        "  mutated function (found by tracing one clean run), in forked workers (2 at a time).",
+        "- A mutant is *killed* when a test fails, errors or times out. *No tests*: no mapped test calls",
+        "  the function; it counts as not killed.",
+        "- Score = killed / (mutants - equivalent). The floor is "
+        f"{FLOOR:.0%} in every module.",
+        "- mutmut mutates code inside functions and methods (not module-level constants or class bodies).",
+        "- Sample: the *sample* column is the glob that a mutant's number (within its function) must end",
+        f"  with; `make mutation` uses `{SAMPLE}` (about 10 % of each function's mutants, the same ones on",
+        "  every run while the function is unchanged), `[02468]0` is about 5 %, and",
+        "  `python tests/mutation.py --sample all` runs every mutant (about 13,600: hours on 2 cores).",
+        "  The *mutants* column counts the sampled mutants that were checked; *unchecked* counts sampled",
+        "  mutants a stopped run did not reach (left out of the score). mutmut forgets a module's earlier",
+        "  verdicts when its test map or sources change, so a `--recheck` after such a change leaves the",
+        "  other sampled mutants unchecked: run that module fresh.",
+        "- Why mutmut and not cosmic-ray: mutmut 3 compiles every mutant into one copy of the package",
+        "  (switched per run), forks each test run from a process that already imported numpy, pandas,",
+        "  torch and the tests, and runs only the tests that call the mutated function; cosmic-ray",
+        "  rewrites the file and starts a new test process per mutant, which here costs the imports",
+        "  (several seconds) for every one of thousands of mutants.",
+        "",
+        "## Scores",
+        "",
+        "| module | sample | mutants | killed | equivalent | not killed | score | floor | unchecked | seconds |",
+        "|---|---|---:|---:|---:|---:|---:|---|---:|---:|",
+    ]
+    for s in summaries:
+        open_n = s["mutants"] - s["killed"] - s["equivalent"]
+        lines.append(f"| {s['module']} | {s['sample']} | {s['mutants']} | {s['killed']} | {s['equivalent']} | "
+                     f"{open_n} | {_score(s)} | "
+                     f"{s['unchecked']} | {s['seconds'] or '-'} |")
+    missing = [n for n in MODULES if n not in {s["module"] for s in summaries}]
+    lines += [f"| {n} | not run | | | | | | | | |" for n in missing]
+    lines += ["", f"Total run time: {total_s} s ({total_s / 60:.1f} min) on this machine's 2 cores.", "",
+              "## Survivors by module", ""]
+    for s in summaries:
+        lines += _module_section(s, tested)
+    REPORT.write_text("\n".join(lines).rstrip() + "\n", encoding="utf-8")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("modules", nargs="*", choices=[[], *MODULES], help="default: every module")
+    parser.add_argument("--keep", action="store_true", help="reuse earlier results (incremental)")
+    parser.add_argument("--report", action="store_true", help="only rewrite the report")
+    parser.add_argument("--recheck", action="store_true",
+                        help="run again only the mutants the last run did not kill (after adding tests)")
+    parser.add_argument("--max-children", type=int, default=2)
+    parser.add_argument("--sample", default=SAMPLE, help=f"glob for the end of the mutant numbers to run "
+                        f"(default {SAMPLE!r}, about 10 %%); 'all' runs every mutant (hours on 2 cores)")
+    args = parser.parse_args(argv)
+    names = args.modules or list(MODULES)
+    if not args.report:
+        for name in names:
+            print(f"mutation: {name} ...", flush=True)
+            seconds = run_module(name, args.max_children, fresh=not args.keep, sample=args.sample,
+                                 recheck=args.recheck)
+            print(f"mutation: {name} done in {seconds:.0f} s", flush=True)
+    listed = load_equivalent_file()
+    done = [n for n in MODULES if (WORK / n / "mutants").is_dir()]
+    summaries = [summarise(n, listed["equivalent"]) for n in done]
+    write_report(summaries, listed["given_a_test"])
+    below = [s["module"] for s in summaries if s["score"] is None or s["score"] < FLOOR]
+    for s in summaries:
+        print(f"mutation: {s['module']:<11} {_score(s).split(' |')[0]} of {s['mutants'] - s['equivalent']} "
+              f"non-equivalent mutants killed")
+    print(f"mutation: report written to {REPORT.relative_to(ROOT)}")
+    return 1 if below else 0
+
+
+def load_equivalent_file() -> dict[str, list[dict[str, str]]]:
+    data = yaml.safe_load(EQUIVALENT.read_text(encoding="utf-8")) if EQUIVALENT.exists() else None
+    data = data or {}
+    return {"equivalent": data.get("equivalent") or [], "given_a_test": data.get("given_a_test") or []}
+
+
+if __name__ == "__main__":
+    sys.exit(main())

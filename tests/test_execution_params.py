@@ -1,0 +1,207 @@
+"""Parameter checks of ``mechaudit execute`` (types, ranges, files, overrides): fast, no notebook runs.
+
+Each case names the value a user could pass and the one-line error it must get; the mutation run
+(``make mutation``) maps ``mechaudit.execution``'s parameter checks to this file.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from mechaudit.execution import (
+    ParameterError,
+    absolutize_paths,
+    check_backend,
+    check_param_file,
+    check_value,
+    load_param_set,
+    parse_override,
+    read_param_file,
+)
+
+
+@pytest.mark.parametrize("name, value, default", [
+    ("n_runs", True, 5),            # a boolean is not an integer
+    ("n_runs", 5, True),            # an integer is not a boolean
+    ("n_runs", 2.5, 5),             # a float is not an integer
+    ("rate", "0.5", 0.5),           # a string is not a number
+    ("rate", False, 0.5),           # a boolean is not a number
+    ("sizes", 3, [1, 2]),           # a scalar is not a list
+    ("sizes", [1, "b"], [1, 2]),    # list items like the default's
+    ("sizes", [1.5], [1, 2]),
+    ("weights", ["x"], [1, 0.5]),   # a mixed int/float default: items must be numbers
+    ("name", 3, "x"),
+    ("opts", [1], {"a": 1}),
+])
+def test_a_value_of_the_wrong_type_is_rejected(name, value, default):
+    with pytest.raises(ParameterError, match=f"field '{name}': must be "):
+        check_value(name, value, default)
+
+
+@pytest.mark.parametrize("name, value, default", [
+    ("n_runs", 7, 5), ("rate", 1, 0.5), ("rate", 0.25, 0.5), ("flag", False, True),
+    ("sizes", [3, 4, 5], [1, 2]), ("weights", [2, 0.1], [1, 0.5]), ("anything", [1, "a"], [1, "b", 2.0]),
+    ("free", {"a": 1}, None), ("name", "y", "x"), ("opts", {"b": 2}, {"a": 1}), ("sizes", [], [1, 2]),
+    ("one", [4, 5], [1]),  # a one-item default: items like its only item
+])
+def test_a_value_of_the_right_type_is_accepted(name, value, default):
+    check_value(name, value, default)
+
+
+def test_the_error_names_the_expected_type_and_the_default():
+    with pytest.raises(ParameterError) as err:
+        check_value("n_runs", True, 5, file="p.yaml", line=4)
+    assert str(err.value) == "p.yaml:4: field 'n_runs': must be an integer like the default 5, got True"
+    with pytest.raises(ParameterError) as err:
+        check_value("sizes", ["a"], [1, 2])
+    assert "must be a list of integers like the default [1, 2], got ['a']" in str(err.value)
+    with pytest.raises(ParameterError, match="must be a number like the default 0.5, got 'x'"):
+        check_value("rate", "x", 0.5)
+    with pytest.raises(ParameterError, match="must be a string like"):
+        check_value("name", 1, "x")
+    with pytest.raises(ParameterError, match="must be a boolean .true/false. like"):
+        check_value("flag", 1, True)
+    with pytest.raises(ParameterError, match="must be a mapping like"):
+        check_value("opts", 1, {"a": 1})
+    with pytest.raises(ParameterError, match=r"must be a list like the default \[1, 'b'\]"):
+        check_value("mixed", 1, [1, "b"])
+
+
+@pytest.mark.parametrize("name, value, default, ok", [
+    ("seed", 0, 0, True), ("seed", -1, 0, False), ("seed", 10**9, 0, True),
+    ("alpha", 0.0, 0.05, True), ("alpha", 1.0, 0.05, True), ("alpha", 1.01, 0.05, False),
+    ("alpha", -0.01, 0.05, False), ("alpha", float("nan"), 0.05, False),
+    ("tie_rate", 1.5, 0.1, False), ("power_level", 0.8, 0.8, True), ("max_usd", -0.5, 1.0, False),
+    ("max_usd", 0, 1.0, True), ("json_retries", -1, 2, False), ("json_retries", 0, 2, True),
+    ("tfidf_threshold", 1.2, 0.25, False), ("tfidf_threshold", 1.0, 0.25, True),
+    ("tfidf_threshold", 0.0, 0.25, True), ("tfidf_threshold", -0.1, 0.25, False),
+    ("other", -5.0, 1.0, True),  # no range for an unlisted name
+    ("max_usd", None, None, True),  # None stays allowed where the default is None
+])
+def test_ranges_by_name_and_the_threshold_suffix(name, value, default, ok):
+    if ok:
+        check_value(name, value, default)
+    else:
+        with pytest.raises(ParameterError, match=f"field '{name}': must be"):
+            check_value(name, value, default)
+
+
+def test_an_integer_default_asks_for_an_integer_in_range():
+    with pytest.raises(ParameterError, match=r"field 'seed': must be an integer in \[0, inf\], got -1"):
+        check_value("seed", -1, 0)
+    with pytest.raises(ParameterError, match=r"field 'alpha': must be a number in \[0, 1\], got 2"):
+        check_value("alpha", 2, 0.05)
+
+
+def test_a_nullable_parameter_has_a_fixed_type_when_given():
+    check_value("compare_paper", None, None)
+    check_value("compare_paper", False, None)
+    with pytest.raises(ParameterError, match="field 'compare_paper': must be a boolean"):
+        check_value("compare_paper", "yes", None)
+    check_value("other_nullable", "yes", None)  # only the listed names have a type
+
+
+def test_parse_override_reads_yaml_scalars_and_names_a_malformed_value():
+    assert parse_override("7") == 7 and parse_override("0.3") == 0.3 and parse_override("[1, 2]") == [1, 2]
+    assert parse_override("true") is True and parse_override("anthropic") == "anthropic"
+    with pytest.raises(ParameterError) as err:
+        parse_override("[1, 2", name="sizes")
+    assert str(err.value).startswith("-p: field 'sizes': malformed value '[1, 2' (YAML syntax)")
+
+
+def test_read_param_file_lines_and_malformed_files(tmp_path):
+    f = tmp_path / "p.yaml"
+    f.write_text("common:\n  seed: 1\nnb:\n  alpha: 0.5\n  beta: 2\n")
+    tree, lines = read_param_file(f)
+    assert tree == {"common": {"seed": 1}, "nb": {"alpha": 0.5, "beta": 2}}
+    assert lines == {"common": 1, ("common", "seed"): 2, "nb": 3, ("nb", "alpha"): 4, ("nb", "beta"): 5}
+    f.write_text("")
+    assert read_param_file(f) == ({}, {})
+    f.write_text("- 1\n- 2\n")
+    with pytest.raises(ParameterError, match=r"p.yaml:1: expected a mapping of sections"):
+        read_param_file(f)
+    f.write_text("common:\n  seed: 1\nnb: 3\n")
+    with pytest.raises(ParameterError, match=r"p.yaml:3: field 'nb': a section must map parameter names"):
+        read_param_file(f)
+    f.write_text("common:\n  seed: [1\nnb: {}\n")
+    with pytest.raises(ParameterError) as err:
+        read_param_file(f)
+    assert str(err.value).endswith("p.yaml:3: malformed YAML: while parsing a flow sequence expected ',' or ']', "
+                                   "but got ':'")
+    f.write_bytes(b"common:\n  name: caf\xe9\n")
+    with pytest.raises(ParameterError, match=r"p.yaml:2: not UTF-8 text"):
+        read_param_file(f)
+
+
+def test_load_param_set_checks_types_and_merges_common(tmp_path):
+    f = tmp_path / "p.yaml"
+    defined = {"seed": 0, "alpha": 0.05, "n_runs": 5}
+    f.write_text("common:\n  seed: 3\n  unused: 1\nnb:\n  n_runs: 4\n")
+    assert load_param_set(f, "nb", defined) == {"seed": 3, "n_runs": 4}
+    f.write_text("common:\n  seed: 3\nnb:\n  seed: 4\n")
+    assert load_param_set(f, "nb", defined) == {"seed": 4}  # the chapter's section wins
+    f.write_text("common:\n  seed: 3\nnb:\n  n_runs: true\n")
+    with pytest.raises(ParameterError, match=r"p.yaml:4: field 'n_runs': must be an integer"):
+        load_param_set(f, "nb", defined)
+    f.write_text("common:\n  alpha: 2.0\n")
+    with pytest.raises(ParameterError, match=r"p.yaml:2: field 'alpha': must be a number in \[0, 1\]"):
+        load_param_set(f, "nb", defined)
+    f.write_text("nb:\n  sed: 1\n")
+    with pytest.raises(ParameterError, match=r"p.yaml:2: field 'sed': unknown parameter: nb does not define it; "
+                                             r"did you mean 'seed'\?"):
+        load_param_set(f, "nb", defined)
+
+
+def _chapter(tmp_path: Path, stem: str, cell: str):
+    from mechaudit.execution import Chapter
+
+    source = tmp_path / f"{stem}.py"
+    header = "# ---\n# jupyter:\n#   kernelspec:\n#     display_name: Python 3\n#     language: python\n" \
+             "#     name: python3\n# ---\n"
+    source.write_text(header + '# %% tags=["parameters"]\n' + cell)
+    return Chapter(source)
+
+
+def test_check_param_file_names_section_parameter_and_value(tmp_path):
+    chapters = [_chapter(tmp_path, "01_a", "seed = 0\nbackend = 'reference'\n"),
+                _chapter(tmp_path, "02_b", "seed = 0\nn_runs = 5\n")]
+    f = tmp_path / "p.yaml"
+    f.write_text("common:\n  seed: 2\n02_b:\n  n_runs: 3\ndesign:\n  anything: [1]\n")
+    check_param_file(f, chapters)
+    cases = [
+        ("03_c:\n  seed: 1\n", r"p.yaml:1: field '03_c': unknown section"),
+        ("comon:\n  seed: 1\n", r"did you mean 'common'\?"),
+        ("common:\n  n_run: 1\n", r"p.yaml:2: field 'n_run': unknown parameter under 'common'.*'n_runs'"),
+        ("01_a:\n  n_runs: 1\n", r"p.yaml:2: field 'n_runs': unknown parameter: 01_a does not define it"),
+        ("common:\n  seed: -1\n", r"p.yaml:2: field 'seed': must be an integer in"),
+        ("02_b:\n  n_runs: true\n", r"p.yaml:2: field 'n_runs': must be an integer like"),
+        ("common:\n  backend: gpt\n", r"p.yaml:2: field 'backend': 'gpt' is not a backend"),
+    ]
+    for text, message in cases:
+        f.write_text(text)
+        with pytest.raises(ParameterError, match=message):
+            check_param_file(f, chapters)
+
+
+def test_check_backend_accepts_the_choices_and_names_a_wrong_one():
+    from mechaudit.backends import CHOICES
+
+    check_backend({"backend": "reference"}, "p.yaml")
+    check_backend({"seed": 1}, "p.yaml")  # nothing to check
+    with pytest.raises(ParameterError) as err:
+        check_backend({"backend": "openai-ish"}, "p.yaml", line=3)
+    assert str(err.value) == ("p.yaml:3: field 'backend': 'openai-ish' is not a backend; choose one of "
+                              + ", ".join(CHOICES))
+
+
+def test_absolutize_paths_resolves_folders_and_existing_files_only(tmp_path):
+    (tmp_path / "mine.yaml").write_text("x: 1\n")
+    out = absolutize_paths({"data_dir": "d", "cache_dir": "/abs/c", "out_dir": "", "design_file": "mine.yaml",
+                            "prices_file": "missing.yaml", "seed": 1, "data_file": 3}, tmp_path)
+    assert out["data_dir"] == str((tmp_path / "d").resolve()) and out["cache_dir"] == "/abs/c"
+    assert out["out_dir"] == "" and out["design_file"] == str((tmp_path / "mine.yaml").resolve())
+    assert out["prices_file"] == "missing.yaml" and out["seed"] == 1 and out["data_file"] == 3
+    # a name that is a file under params/ stays relative (the chapter reads it from there)
+    assert absolutize_paths({"design_file": "paper.yaml"}, tmp_path) == {"design_file": "paper.yaml"}
