@@ -379,7 +379,7 @@ for column, tag in (("initiating event changed (%)", "first"), ("middle steps ch
 # per measure and quantity (extra divergence in pp, same-depth divergence K=k in %).
 
 # %% tags=["hide-input"]
-book_table(settings, name="tbl-ch02-settings",
+book_table(settings.round(1), name="tbl-ch02-settings",
            caption="The simulator's truths at the committed defaults and at four other settings.")
 
 # %% [markdown]

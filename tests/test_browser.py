@@ -109,8 +109,8 @@ LAYOUT_JS = """(maxLines) => {
     if (shown(cell) && pre && pre.scrollWidth > pre.clientWidth + 1)
       wideCode.push(`code line ${pre.scrollWidth} px in a ${pre.clientWidth} px cell ${where(cell)}`);
   }
-  // a word (split at spaces, and after a hyphen that ends a run of letters: NF-|kappaB, UTF-|8, never
-  // 1.6e-|07) rendered on more than one line
+  // a word (split at spaces, and at a hyphen after a run of letters or before a letter: NF-|kappaB,
+  // UTF-|8, C1-|like, never 1.6e-|07) rendered on more than one line
   const lineCount = (node, start, end) => {
     const range = document.createRange();
     range.setStart(node, start); range.setEnd(node, end);
@@ -121,7 +121,7 @@ LAYOUT_JS = """(maxLines) => {
     const walker = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT);
     for (let node = walker.nextNode(); node; node = walker.nextNode()) {
       for (const m of node.data.matchAll(/[^\\s]+/g)) {
-        for (const part of m[0].split(/(?<=\\b[A-Za-z]+-)/)) {
+        for (const part of m[0].split(/(?<=\\b[A-Za-z]+-)|(?<=-)(?=[A-Za-z])/)) {
           const start = m.index + m[0].indexOf(part);
           if (part.length > 1 && lineCount(node, start, start + part.length) > 1)
             broken.push(`"${part}" in ${cell.tagName.toLowerCase()} ${where(cell)}`);
@@ -422,7 +422,7 @@ BAD_READING_PAGE = """<html><head><title>t</title><style>td.tight { width: 40px;
 <div class="admonition" id="ch09-answer"><p class="admonition-title">Question, answer and how we know</p></div>
 <table style="width: 100px; table-layout: fixed"><thead><tr><th>mechanism_key</th><th>Fine</th></tr></thead>
 <tbody><tr><td class="tight">evidenceweight</td><td class="tight">1.6e-07</td></tr>
-<tr><td>NF-kappaB</td><td>34.5</td></tr></tbody></table>
+<tr><td>NF-kappaB C1-like</td><td>34.5</td></tr></tbody></table>
 <p><span class="caption-number">Fig. 3 </span>, <span class="caption-number">Table 2.1 </span>,
 see exercise Exercise 4.</p>
 <div class="cell_input"><pre>{wide}</pre></div>

@@ -50,7 +50,7 @@ def test_labels_have_words_and_units():
     ([-0.022, 34.5], "Mean (pp)", ["-0.0", "34.5"]),
     ([np.nan, None, 1.5], "Tau", [DASH, DASH, "1.5"]),
     ([True, False], "Same", ["yes", "no"]),
-    (["tfidf", "note text", "mechanism_key"], "Rule", ["TF-IDF", "note text", "Mechanism key (truth)"]),
+    (["tfidf", "note text", "mechanism_key"], "Rule", ["TF-IDF", "note text", "Mechanism key"]),
     (["p_find = 0.71", "see simulator_null.yaml"], "Setting",
      ["find probability per round = 0.71", "see simulator_null.yaml"]),  # known names only
 ])
@@ -74,7 +74,7 @@ def test_index_becomes_labelled_row_columns_without_an_index_name_row():
                       index=pd.MultiIndex.from_tuples([("tfidf", "0 v 1"), ("tfidf", "1 v 5"), ("reference", "0 v 1")],
                                                       names=["rule", "comparison"]))
     t = BookTable(df)
-    assert t.stub == 2 and t.header == ["Rule", "Depths compared", "Extra divergence (pp)"]
+    assert t.stub == 2 and t.header == ["Rule", "Depths", "Extra divergence (pp)"]
     assert [[c.text for c in r] for r in t.rows] == [["TF-IDF", "0 v 1", "34.5"], ["", "1 v 5", "1.3"],
                                                      ["Reference judge", "0 v 1", "20.0"]]
 
