@@ -11,24 +11,6 @@
 # %% [markdown]
 # # The problem: divergence needs an equivalence rule
 #
-# Before an experiment settles which mechanism is right, two questions about a hypothesis
-# generator can still be asked: does self-critique change what it delivers beyond the noise of
-# simply re-running it, and how many genuinely different mechanisms does it deliver? Both answers
-# rest on one pairwise judgement, *do these two hypotheses describe the same mechanism?*
-# {cite}`byun2026auditing`. This chapter defines the quantities the book measures and computes them
-# on a toy design small enough to check by hand.
-#
-# ```{admonition} Learning objectives
-# :class: tip
-# After this chapter you can
-# - compute the run divergence of two runs from their matched pairs, and the extra divergence of two
-#   critique depths from a divergence matrix;
-# - explain why the same runs give a different effect size and a different count of distinct
-#   mechanisms under a different equivalence rule;
-# - read an exact permutation p-value together with the smallest value the test can give;
-# - re-run the toy design with other parameters and predict the direction of the change first.
-# ```
-#
 # ````{admonition} Question, answer and how we know
 # :class: note
 # :name: ch01-answer
@@ -45,24 +27,43 @@
 # no language model. The rules read the toy's known labels, so every verdict is true by construction;
 # the gap between the rules depends on the toy's settings, which the exercises change.
 # ````
+#
+# ```{admonition} Learning objectives
+# :class: tip
+# After this chapter you can
+# - compute the run divergence of two runs from their matched pairs, and the extra divergence of two
+#   critique depths from a divergence matrix;
+# - explain why the same runs give a different effect size and a different count of distinct
+#   mechanisms under a different equivalence rule;
+# - read an exact permutation p-value together with the smallest value the test can give;
+# - re-run the toy design with other parameters and predict the direction of the change first.
+# ```
+#
+# Before an experiment settles which mechanism is right, two questions about a hypothesis
+# generator can still be asked: does self-critique change what it delivers beyond the noise of
+# simply re-running it, and how many genuinely different mechanisms does it deliver? Both answers
+# rest on one pairwise judgement, *do these two hypotheses describe the same mechanism?*
+# {cite}`byun2026auditing`. This chapter defines the quantities the book measures and computes them
+# on a toy design small enough to check by hand.
+
+# %% tags=["more-parameters", "remove-cell"]
+backend = "reference"
+data_dir = None
+compare_paper = None
+out_dir = None
 
 # %% tags=["parameters"]
 seed = 0
-backend = "reference"
 n_openings = 5
 n_runs = 5
 rerun_noise = 0.1
 critique_change = 0.5
 initiator_change = 0.5
 instance_id = None
-data_dir = None
-compare_paper = None
-out_dir = None
 
 # %% tags=["hide-input"]
 import textwrap
 
-import pandas as pd
 from IPython.display import display
 
 from mechaudit import divergence, toy
@@ -72,9 +73,9 @@ from mechaudit.outputs import save
 from mechaudit.paper import compare_paper_default
 from mechaudit.plots.problem import divergence_heatmaps
 from mechaudit.schema import load_benchmark
+from mechaudit.tables import book_table, use_book_tables
 
-pd.set_option("display.precision", 3)
-pd.set_option("display.width", 120)
+use_book_tables()  # every table below in the book's format: labels, units, rounding
 if not compare_paper_default(compare_paper, data_dir):
     print("Comparison with the paper is off (this chapter shows no paper numbers in any case).")
 
@@ -119,34 +120,42 @@ if not compare_paper_default(compare_paper, data_dir):
 # A rerun sometimes develops its own route (probability `rerun_noise`); a critique round replaces
 # the route with probability `critique_change`, and then also the initiating event with probability
 # `initiator_change`. Every delivered mechanism is listed below (one row per run, one column per
-# opening; `I` labels an initiating event, `R` a route, a prime a critique's replacement and `~` a
-# rerun's own route).
+# opening, {numref}`tbl-ch01-runs`; `I` labels an initiating event, `R` a route, a prime a
+# critique's replacement and `~` a rerun's own route).
 
 # %%
-runs = toy.toy_design(n_openings, n_runs, rerun_noise, critique_change, initiator_change, seed=seed)
+runs = toy.toy_design(n_openings, n_runs, rerun_noise, critique_change,
+                      initiator_change, seed=seed)
+
+# %% tags=["hide-input"]
 glue("ch01_n_openings", n_openings)
 glue("ch01_n_runs", n_runs)
-save("toy_runs", toy.toy_table(runs), out_dir)
+book_table(save("toy_runs", toy.toy_table(runs), out_dir), name="tbl-ch01-runs",
+           caption="The delivered mechanism of every toy run (rows) for each opening hypothesis (columns).")
 
 # %% [markdown]
 # ## Run divergence of one pair of runs
 #
 # The first depth-0 run against the first depth-1 run: {glue:text}`ch01_n_matched` matched pairs, one
-# per opening, with each rule's verdict.
+# per opening, with each rule's verdict ({numref}`tbl-ch01-pairs`).
 
 # %%
 pairs = divergence.matched_pairs(runs[0], runs[n_runs])
-verdicts = save("matched_pairs", problem.verdict_table(pairs), out_dir)
-run_div = {rule: divergence.run_divergence(verdicts[f"same ({rule})"].to_numpy()) for rule in toy.TOY_RULES}
+verdicts = problem.verdict_table(pairs)
+run_div = {rule: divergence.run_divergence(verdicts[f"same ({rule})"])
+           for rule in toy.TOY_RULES}
+
+# %% tags=["hide-input"]
 glue("ch01_n_matched", len(pairs))
 glue("ch01_run_div_exact", run_div["exact"], digits=2)
 glue("ch01_run_div_initiator", run_div["initiator"], digits=2)
-verdicts
+book_table(save("matched_pairs", verdicts, out_dir), name="tbl-ch01-pairs",
+           caption="The matched pairs of the first depth-0 and the first depth-1 run, with each rule's verdict.")
 
 # %% [markdown]
-# The run divergence of this pair is the share of `False` in a rule's column:
-# {glue:text}`ch01_run_div_exact` under the `exact` rule and {glue:text}`ch01_run_div_initiator`
-# under the `initiator` rule.
+# The run divergence of this pair is the share of "no" in a rule's column:
+# {glue:text}`ch01_run_div_exact` under the exact rule and {glue:text}`ch01_run_div_initiator`
+# under the initiator rule.
 #
 # ## Divergence matrices and extra divergence
 #
@@ -172,17 +181,21 @@ fig = glue_figure("ch01_fig_heatmaps", save("divergence_heatmaps", fig, out_dir)
 
 # %%
 summary, n_splits = problem.extra_summary(matrices, n_runs)
+
+# %% tags=["hide-input"]
 glue("ch01_extra_pp_exact", summary.loc["exact", "extra (pp)"], digits=1)
 glue("ch01_extra_pp_initiator", summary.loc["initiator", "extra (pp)"], digits=1)
 glue("ch01_n_runs_total", 2 * n_runs)
 glue("ch01_n_splits", n_splits)
 glue("ch01_min_p", 1 / n_splits, digits=4)
 save("extra_divergence", summary.assign(splits=n_splits), out_dir)
-summary
+book_table(summary, name="tbl-ch01-extra",
+           caption="Same-depth, cross-depth and extra divergence of the toy runs under each rule.")
 
 # %% [markdown]
-# The table gives, per rule, the mean same-depth divergence at each depth, the mean cross-depth
-# divergence (fractions), the extra divergence in pp and its exact p-value. Extra divergence
+# {numref}`tbl-ch01-extra` gives, per rule, the mean same-depth divergence at each depth, the mean
+# cross-depth divergence (as shares of matched pairs), the extra divergence in pp and its exact
+# p-value. Extra divergence
 # subtracts the same-depth mean from the cross-depth mean. The
 # {term}`exact permutation test <Exact p-value>` asks how unusual the observed value is among all
 # ways of splitting the {glue:text}`ch01_n_runs_total` runs into two groups of
@@ -205,11 +218,14 @@ summary
 # rules count different numbers of distinct mechanisms in the same set.
 
 # %%
-groups = save("group_counts", problem.group_counts(runs), out_dir)
+groups = problem.group_counts(runs)
+
+# %% tags=["hide-input"]
 glue("ch01_n_pool", sum(len(run) for run in runs))
 glue("ch01_groups_exact", int(groups.loc["exact", "complete"]))
 glue("ch01_groups_initiator", int(groups.loc["initiator", "complete"]))
-groups
+book_table(save("group_counts", groups, out_dir), name="tbl-ch01-groups",
+           caption="Distinct mechanisms among the pooled toy hypotheses, per rule and grouping.")
 
 # %% [markdown]
 # The same {glue:text}`ch01_n_pool` hypotheses hold {glue:text}`ch01_groups_exact` distinct mechanisms
@@ -228,11 +244,15 @@ groups
 # %%
 bench = load_benchmark(data_dir)
 instance = problem.pick_instance(bench, instance_id)
+print(f"{instance.id}: {instance.title}\nfinding: {instance.finding}")
+print(f"evidence facts: {len(instance.evidence)}; "
+      f"hypotheses: {len(bench.by_instance(instance.id))}")
+
+# %% tags=["hide-input"]
 glue("ch01_n_instances", len(bench.instances))
 glue("ch01_n_bench_openings", len(bench.openings(instance.id)))
-print(f"{instance.id}: {instance.title}\nfinding: {instance.finding}")
-print(f"evidence facts: {len(instance.evidence)}; hypotheses: {len(bench.by_instance(instance.id))}")
-save("openings", problem.openings_table(bench, instance.id), out_dir)
+book_table(save("openings", problem.openings_table(bench, instance.id), out_dir), name="tbl-ch01-openings",
+           caption=f"The opening hypotheses of instance {instance.id}, written as causal chains.")
 
 # %% [markdown]
 # The controlled {term}`perturbations <Perturbation>` of the paper's Appendix C edit one of these
@@ -245,14 +265,17 @@ save("openings", problem.openings_table(bench, instance.id), out_dir)
 # its "what changed" column and the two explanations printed below show the rewritten text.
 
 # %%
-suite = problem.example_suite(bench, bench.openings(instance.id)[0], data_dir, seed=seed)
-variants = save("perturbation_example", problem.perturbation_table(suite), out_dir)
-with pd.option_context("display.max_colwidth", 200):
-    display(variants)
+opening = bench.openings(instance.id)[0]
+suite = problem.example_suite(bench, opening, data_dir, seed=seed)
+variants = problem.perturbation_table(suite)
+
+# %% tags=["hide-input"]
+display(book_table(save("perturbation_example", variants, out_dir), name="tbl-ch01-perturbations",
+                   caption="One opening hypothesis and its four controlled perturbations."))
 original = suite[0]["original"]
 reworded = next(p["variant"] for p in suite if p["kind"] == "wording_only")
-for label, h in (("original", original), ("wording_only", reworded)):
-    print(textwrap.fill(h.explanation, 100, initial_indent=f"{label + ':':14}", subsequent_indent=" " * 14))
+for label, h in (("original", original), ("wording only", reworded)):
+    print(textwrap.fill(h.explanation, 76, initial_indent=f"{label + ':':14}", subsequent_indent=" " * 14))
 
 # %% [markdown]
 # ## Exercises
@@ -288,11 +311,11 @@ for label, h in (("original", original), ("wording_only", reworded)):
 # ````{solution} ch01-ex2
 # :class: dropdown
 #
-# Count the `False` entries of a rule's column and divide by the {glue:text}`ch01_n_matched` matched
+# Count the "no" entries of a rule's "same" column and divide by the {glue:text}`ch01_n_matched` matched
 # pairs: {glue:text}`ch01_run_div_exact` under `exact`, {glue:text}`ch01_run_div_initiator` under
 # `initiator`. A pair with the same initiating event and the same route certainly has the same
 # initiating event, so every "same" of the exact rule is a "same" of the initiator rule: the initiator
-# rule has at most as many `False` entries.
+# rule has at most as many "no" entries.
 # ````
 #
 # ```{exercise}
@@ -316,13 +339,24 @@ for label, h in (("original", original), ("wording_only", reworded)):
 #
 # ## Try it
 #
-# - `critique_change = 0.0` removes the critique effect (exercise {ref}`ch01-ex1`).
+# - `critique_change = 0.0` removes the critique effect ({ref}`ch01-ex1`).
 # - `rerun_noise = 0.4` makes reruns disagree with each other: same-depth divergence rises, and
 #   averaged over many seeds the extra divergence under the exact rule shrinks even though critique
 #   changes as much as before. With five runs per depth one draw is noisy: try a few seeds before
 #   trusting one.
-# - `initiator_change = 1.0` makes the coarse rule see every critique change (exercise
-#   {ref}`ch01-ex3`).
+# - `initiator_change = 1.0` makes the coarse rule see every critique change
+#   ({ref}`ch01-ex3`).
 # - `instance_id = "C"` walks through another benchmark instance.
 #
 # Re-run with, for example, `mechaudit execute notebooks/01_problem.py -p critique_change 0.0 --out runs/try`.
+#
+# ## Key takeaways
+#
+# 1. The run divergence of two runs is the share of their matched pairs that an equivalence rule
+#    calls different; the extra divergence of two depths subtracts the rerun noise (same-depth
+#    divergence) from the cross-depth divergence.
+# 2. The effect size belongs to the rule as much as to the workflow: the same toy runs give
+#    {glue:text}`ch01_extra_pp_exact` pp under the exact rule and {glue:text}`ch01_extra_pp_initiator`
+#    pp under the initiator rule, and different counts of distinct mechanisms.
+# 3. An exact p-value cannot fall below one over the number of splits ({glue:text}`ch01_min_p` here):
+#    a p at that floor says that no split was more extreme, not that the effect is large.

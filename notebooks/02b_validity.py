@@ -11,6 +11,37 @@
 # %% [markdown]
 # # Validity of the critique-depth analysis: bias, intervals and test size
 #
+# ````{admonition} Question, answer and how we know
+# :class: note
+# :name: ch02b-answer
+# **Question.** Does the critique-depth analysis estimate the true effect without bias, do its
+# intervals cover the truth, and does its exact test reject a true null no more often than alpha?
+#
+# **Answer.** In the simulator, for the mechanism key and the paper-rate judge, yes within Monte Carlo
+# error: the largest bias is {glue:text}`ch02b_key_max_bias_z` times its standard error, the 95 %
+# intervals cover the truth in {glue:text}`ch02b_coverage` of the replications, and under the null the
+# rejection rates at alpha = {glue:text}`ch02b_alpha` are {glue:text}`ch02b_size_rates` (mechanism
+# key) and {glue:text}`ch02b_rate_size_rates` (paper-rate judge). TF-IDF measures something else: its
+# 0 v 1 bias against the mechanism truth is {glue:text}`ch02b_tfidf_bias_0v1_pp` pp, and under the
+# null it rejects in up to {glue:text}`ch02b_tfidf_null_max` of its replications.
+#
+# **How we know.** Simulated (reference backend): {glue:text}`ch02b_n_reps` replications of the default
+# simulator and {glue:text}`ch02b_n_null_reps` of the null simulator, whose true effects are known by
+# construction (zero under the null). Nothing here comes from an LLM; real LLM runs may behave
+# differently.
+# ````
+#
+# ```{admonition} Learning objectives
+# :class: tip
+# After this chapter you can
+# - estimate the bias of an effect estimate, the coverage of its interval and the size of a test by
+#   simulated replication against a known truth;
+# - compute and use the Monte Carlo standard error of a rejection rate;
+# - tell apart an estimator that is unbiased for the quantity it targets from one that measures a
+#   different quantity (a change of text);
+# - re-run the study at another alpha or threshold and predict the result first.
+# ```
+#
 # The paper {cite}`byun2026auditing` could not check its analysis against a known truth. The workflow
 # **simulator** can: its mechanisms are known, so the true {term}`extra divergence <Extra divergence>`
 # of each depth comparison is known, and many independent replications of the paper's
@@ -37,41 +68,9 @@
 # {term}`reference judge <Reference judge>` (full rubric) agrees with the mechanism key on every
 # simulated pair (the simulator replaces steps but never adds detail), so it is not repeated here;
 # embeddings are too slow for a replication study on this machine.
-#
-# ```{admonition} Learning objectives
-# :class: tip
-# After this chapter you can
-# - estimate the bias of an effect estimate, the coverage of its interval and the size of a test by
-#   simulated replication against a known truth;
-# - compute and use the Monte Carlo standard error of a rejection rate;
-# - tell apart an estimator that is unbiased for the quantity it targets from one that measures a
-#   different quantity (a change of text);
-# - re-run the study at another alpha or threshold and predict the result first.
-# ```
-#
-# ````{admonition} Question, answer and how we know
-# :class: note
-# :name: ch02b-answer
-# **Question.** Does the critique-depth analysis estimate the true effect without bias, do its
-# intervals cover the truth, and does its exact test reject a true null no more often than alpha?
-#
-# **Answer.** In the simulator, for the mechanism key and the paper-rate judge, yes within Monte Carlo
-# error: the largest bias is {glue:text}`ch02b_key_max_bias_z` times its standard error, the 95 %
-# intervals cover the truth in {glue:text}`ch02b_coverage` of the replications, and under the null the
-# rejection rates at alpha = {glue:text}`ch02b_alpha` are {glue:text}`ch02b_size_rates` (mechanism
-# key) and {glue:text}`ch02b_rate_size_rates` (paper-rate judge). TF-IDF measures something else: its
-# 0 v 1 bias against the mechanism truth is {glue:text}`ch02b_tfidf_bias_0v1_pp` pp, and under the
-# null it rejects in up to {glue:text}`ch02b_tfidf_null_max` of its replications.
-#
-# **How we know.** Simulated (reference backend): {glue:text}`ch02b_n_reps` replications of the default
-# simulator and {glue:text}`ch02b_n_null_reps` of the null simulator, whose true effects are known by
-# construction (zero under the null). Nothing here comes from an LLM; real LLM runs may behave
-# differently.
-# ````
 
-# %% tags=["parameters"]
+# %% tags=["more-parameters", "remove-cell"]
 backend = "reference"
-seed = 0
 data_dir = None
 compare_paper = None
 design_file = "paper.yaml"
@@ -79,16 +78,20 @@ simulator_file = "simulator.yaml"
 null_simulator_file = "simulator_null.yaml"
 calibration_file = "calibration.yaml"
 truth_runs_per_depth = 100
+n_boot = 500
+out_dir = None
+
+# %% tags=["parameters"]
+seed = 0
 n_replications = 100
 n_null_replications = 300
 n_text_replications = 20
-n_boot = 500
 tfidf_threshold = 0.25
 alpha = 0.05
-out_dir = None
 
 # %% tags=["hide-input"]
 import pandas as pd
+from IPython.display import display
 
 from mechaudit.chapters import validity as ch
 from mechaudit.chapters.status import SIMULATED, headline_provenance, simulation_only_note
@@ -97,24 +100,30 @@ from mechaudit.outputs import save
 from mechaudit.paper import compare_paper_default
 from mechaudit.paths import PARAMS_DIR
 from mechaudit.plots.workflow import validity_figure
+from mechaudit.tables import book_table, use_book_tables
 from mechaudit.workflow import build_rules, replicate, validity_summary
 from mechaudit.workflow.calibrate import load_calibration
 
-pd.set_option("display.precision", 3)
+use_book_tables()  # every table below in the book's format: labels, units, rounding
 simulation_only_note(backend)  # LLM backends: this chapter still runs the simulator only
 if not compare_paper_default(compare_paper, data_dir):
     print("Comparison with the paper is off (this chapter shows no paper numbers in any case).")
 FAST = ["mechanism_key", "paper_rates"]  # rules read from the simulator's step ids
 
 # %%
-setup = ch.validity_setup(data_dir=data_dir, design_file=design_file, simulator_file=simulator_file,
-                          null_simulator_file=null_simulator_file, truth_runs_per_depth=truth_runs_per_depth,
+setup = ch.validity_setup(data_dir=data_dir, design_file=design_file,
+                          simulator_file=simulator_file,
+                          null_simulator_file=null_simulator_file,
+                          truth_runs_per_depth=truth_runs_per_depth,
                           seed=seed)
-bench, design, sim_default, sim_null, truth = setup.bench, setup.design, setup.default, setup.null, setup.truth
-save("truth", truth.round(2), out_dir)
-ch.truth_view(truth)
+bench, design, truth = setup.bench, setup.design, setup.truth
+sim_default, sim_null = setup.default, setup.null
 
 # %% tags=["hide-input"]
+save("truth", truth.round(2), out_dir)
+display(book_table(ch.truth_view(truth), name="tbl-ch02b-truth",
+                   caption="The simulator's truths under each measure: same-depth divergence per depth (%) "
+                           "and extra divergence per depth comparison (pp), with its ceiling."))
 glue("ch02b_n_runs", design.n_runs)
 glue("ch02b_n_reps", n_replications)
 glue("ch02b_n_null_reps", n_null_replications)
@@ -122,47 +131,66 @@ glue("ch02b_n_text_reps", n_text_replications)
 truth_runs = glue("ch02b_truth_runs", truth_runs_per_depth)
 
 # %% [markdown]
-# The truth above is the instance-averaged population value under each measure, estimated from one
+# The truth ({numref}`tbl-ch02b-truth`) is the instance-averaged population value under each measure,
+# estimated from one
 # large simulated design with `truth_runs_per_depth` ({glue:text}`ch02b_truth_runs`) runs per depth
-# and instance, with its standard error; `ceiling (pp)` is the largest extra divergence the true
+# and instance, with its standard error; "Ceiling (pp)" is the largest extra divergence the true
 # same-depth divergence allows (one minus the pooled same-depth divergence of the two depths).
 # Same-depth rows are levels (in %), extra rows differences (in pp).
 #
-# The replications: every one simulates the whole design anew (its own seed) and computes Table 1
-# under each rule, with the bootstrap interval of chapter 02 ({glue:text}`ch02b_n_boot` resamples per
+# The replications: every one simulates the whole design anew (its own seed) and computes the
+# paper's Table 1 under each rule, with the bootstrap interval of chapter 02
+# ({glue:text}`ch02b_n_boot` resamples per
 # interval) for the two fast rules.
 
 # %%
-tfidf = build_rules(["tfidf"], tfidf_threshold=tfidf_threshold)["tfidf"]
-reps = pd.concat([
-    replicate(bench, design, sim_default, build_rules(FAST), n_reps=n_replications, seed=seed + 1, n_boot=n_boot),
-    replicate(bench, design, sim_default, {"tfidf": tfidf.same}, n_reps=n_text_replications, seed=seed + 1),
-], ignore_index=True)
-null_reps = pd.concat([
-    replicate(bench, design, sim_null, build_rules(FAST), n_reps=n_null_replications, seed=seed + 2),
-    replicate(bench, design, sim_null, {"tfidf": tfidf.same}, n_reps=n_text_replications, seed=seed + 2),
-], ignore_index=True)
+fast = build_rules(FAST)
+text = build_rules(["tfidf"], tfidf_threshold=tfidf_threshold)["tfidf"]
+
+
+def replications(simulator, n_fast, seed, **boot):
+    """The fast rules over n_fast replications, TF-IDF over fewer."""
+    return pd.concat([
+        replicate(bench, design, simulator, fast, n_reps=n_fast, seed=seed,
+                  **boot),
+        replicate(bench, design, simulator, {"tfidf": text.same},
+                  n_reps=n_text_replications, seed=seed),
+    ], ignore_index=True)
+
+
+reps = replications(sim_default, n_replications, seed + 1, n_boot=n_boot)
+null_reps = replications(sim_null, n_null_replications, seed + 2)
 bias = validity_summary(reps, truth, alpha=alpha)
-size = validity_summary(null_reps, {c: 0.0 for c in bias.comparison.unique()}, alpha=alpha)
+zero = {c: 0.0 for c in bias.comparison.unique()}
+size = validity_summary(null_reps, zero, alpha=alpha)
 
 # %% [markdown]
 # ## Bias, spread and interval coverage (default simulator)
 #
-# `truth of` names the truth each rule is compared with; `power` is the rejection rate of the test at
-# alpha for the simulated effect; `bias SE (pp)` combines the Monte Carlo errors of the mean estimate
-# and of the truth; `SD (pp)` is the spread of one design's estimate over replications; `coverage` is
-# the share of replications whose 95 % bootstrap interval holds the truth.
+# In {numref}`tbl-ch02b-bias` each rule is compared with the truth of the quantity it targets (its
+# own for the mechanism key and the paper-rate judge, the mechanism key's for TF-IDF; the CSV
+# written with `--out` names it in its column `measure`); "Power" is the rejection rate of the test
+# at alpha for the simulated effect; "Bias SE (pp)" combines the Monte Carlo errors of the mean
+# estimate and of the truth; "SD (pp)" is the spread of one design's estimate over replications;
+# "Coverage" is the share of replications whose 95 % bootstrap interval holds the truth.
 
-# %%
+# %% tags=["hide-input"]
 save("bias", bias.round(3), out_dir)
-ch.bias_view(bias)
+book_table(ch.bias_view(bias).drop(columns="truth of"), name="tbl-ch02b-bias",
+           caption="Bias, spread and interval coverage of each rule's extra-divergence estimate against the "
+                   "truth of the quantity it targets (TF-IDF: the mechanism key's), default simulator.")
 
 # %% [markdown]
 # ## Size of the test (null simulator)
+#
+# {numref}`tbl-ch02b-size` gives each rule's rejection rate under the null simulator, where the true
+# extra divergence is zero.
 
-# %%
+# %% tags=["hide-input"]
 save("size", size.round(3), out_dir)
-ch.size_view(size)
+book_table(ch.size_view(size), name="tbl-ch02b-size",
+           caption="Rejection rate of the exact test at alpha under the null simulator, with its Monte "
+                   "Carlo standard error (MC SE).")
 
 # %% tags=["hide-input"]
 fig = validity_figure(bias, size, backend="reference (simulator replications)", alpha=alpha)
@@ -243,14 +271,15 @@ glue("ch02b_tfidf_null_max_01", strict[strict.rule == "tfidf"].rejection_rate.ma
 # within one tolerance of them; the tolerance is meant to be the sampling SD of one
 # {glue:text}`ch02b_n_runs`-run design's estimate under the paper-rate judge. The table sets the
 # tolerances in `params/calibration.yaml` beside the SD these replications measured (at the committed
-# defaults).
+# defaults), in {numref}`tbl-ch02b-tolerance`.
 
 # %%
 cal_spec = load_calibration(PARAMS_DIR / calibration_file)
 tolerance = ch.tolerance_check(bias, cal_spec.targets, cal_spec.measure)
-save("tolerance_check", tolerance, out_dir)
 
 # %% tags=["hide-input"]
+display(book_table(save("tolerance_check", tolerance, out_dir), name="tbl-ch02b-tolerance",
+                   caption="The calibration's tolerances beside the sampling SD the replications measured."))
 glue("ch02b_tolerance_text", "; ".join(f"{c}: tolerance {r['tolerance (pp)']:g} pp, measured SD "
                                         f"{r['measured SD (pp)']:.1f} pp" for c, r in tolerance.iterrows()))
 
@@ -323,6 +352,16 @@ glue("ch02b_tolerance_text", "; ".join(f"{c}: tolerance {r['tolerance (pp)']:g} 
 #
 # - `n_null_replications = 1000` narrows the Monte Carlo error of the size (about
 #   {glue:text}`ch02b_se_1000` at alpha = {glue:text}`ch02b_alpha`).
-# - `alpha = 0.01` checks the size at a stricter level (exercise {ref}`ch02b-ex1`).
-# - `tfidf_threshold = 0.5` changes what TF-IDF calls the same, and with it its bias (exercise
-#   {ref}`ch02b-ex3`).
+# - `alpha = 0.01` checks the size at a stricter level ({ref}`ch02b-ex1`).
+# - `tfidf_threshold = 0.5` changes what TF-IDF calls the same, and with it its bias
+#   ({ref}`ch02b-ex3`).
+#
+# ## Key takeaways
+#
+# 1. Against the simulator's known truth, the estimates of the rules that read the chain are unbiased
+#    up to Monte Carlo error (largest bias {glue:text}`ch02b_key_max_bias_z` standard errors).
+# 2. Under a null workflow the exact test keeps its size (mean rejection rate
+#    {glue:text}`ch02b_size_mean` at alpha = {glue:text}`ch02b_alpha`).
+# 3. A text rule measures a change of text, not of mechanism: TF-IDF is biased by
+#    {glue:text}`ch02b_tfidf_bias_0v1_pp` pp for 0 v 1 and rejects a true null in up to
+#    {glue:text}`ch02b_tfidf_null_max` of its replications.

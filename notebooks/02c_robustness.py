@@ -11,23 +11,6 @@
 # %% [markdown]
 # # Robustness and power: where the paper's conclusions can hold
 #
-# Chapters 02 and 02b run the workflow simulator at one parameter setting, fitted to the paper. This
-# chapter varies the setting over a grid and keeps the settings that could have produced the paper's
-# observation, then asks whether the paper's conclusions hold there and how many runs a study needs to
-# detect the small 1 v 5 effects those settings allow.
-#
-# ```{admonition} Learning objectives
-# :class: tip
-# After this chapter you can
-# - explain why a conclusion read at one simulator setting needs a check at the other settings that are
-#   consistent with the observation, and why the rest of a grid is only context;
-# - compute the ceiling of an {term}`extra divergence <Extra divergence>` and read a ceiling-aware
-#   criterion;
-# - tell apart a rule's bias and its noise, using Monte Carlo standard errors;
-# - read a power curve, say why its standard error needs independent pools, and re-run the chapter to
-#   check how a design choice changes it.
-# ```
-#
 # ````{admonition} Question, answer and how we know
 # :class: note
 # :name: ch02c-answer
@@ -53,6 +36,23 @@
 # simulated replications per design. No LLM is involved; a real workflow may behave otherwise.
 # ````
 #
+# ```{admonition} Learning objectives
+# :class: tip
+# After this chapter you can
+# - explain why a conclusion read at one simulator setting needs a check at the other settings that are
+#   consistent with the observation, and why the rest of a grid is only context;
+# - compute the ceiling of an {term}`extra divergence <Extra divergence>` and read a ceiling-aware
+#   criterion;
+# - tell apart a rule's bias and its noise, using Monte Carlo standard errors;
+# - read a power curve, say why its standard error needs independent pools, and re-run the chapter to
+#   check how a design choice changes it.
+# ```
+#
+# Chapters 02 and 02b run the workflow simulator at one parameter setting, fitted to the paper. This
+# chapter varies the setting over a grid and keeps the settings that could have produced the paper's
+# observation, then asks whether the paper's conclusions hold there and how many runs a study needs to
+# detect the small 1 v 5 effects those settings allow.
+#
 # The conclusions, each a stated criterion:
 #
 # - **(a) diminishing returns**: the 1 v 5 extra divergence is small next to the 0 v 1 one. Criterion:
@@ -69,25 +69,20 @@
 # The truths are population values (`population_truth`); every grid point uses the same seed and the
 # simulator keys each run's random stream by (seed, instance, depth, repetition), so neighbouring points
 # share their random numbers (common random numbers) and differences between points are not independent
-# noise. The grids, replication counts and pools are parameters (the folded cell below lists them).
+# noise. The grids, replication counts and pools are parameters: the cell below shows the ones the
+# exercises change, the folded cell before it all the others.
 
-# %% tags=["parameters", "hide-input"]
+# %% tags=["more-parameters", "hide-input"]
 backend = "reference"
-seed = 0
 data_dir = None
 compare_paper = None
 design_file = "paper.yaml"
 simulator_file = "simulator.yaml"
 calibration_file = "calibration.yaml"
 robust_axes = {"p_find": [0.5, 0.7, 0.85, 1.0], "weak_scale": [0.9, 1.0, 1.1, 1.2], "conceded": [0.6, 0.8, 1.0]}
-truth_runs_per_depth = 20
-consistent_z = 2.0
-diminishing_ratio = 0.25
-z = 2.0
 alternatives_axes = {"p_find": [0.7, 1.0], "evidence_weight": [1.0, 8.0, 1000.0]}
 pick_quantiles = [0.5, 1.0]
 n_text_replications = 10
-tfidf_threshold = 0.25
 power_check_runs_per_depth = 100
 power_designs = [[4, 5], [4, 10], [8, 5]]
 power_ladder = [3, 5, 10, 20]
@@ -96,14 +91,22 @@ n_power_replications = 200
 n_pools = 4
 pool_runs_per_depth = 40
 n_resamples = 199
-alpha = 0.05
-n_jobs = 1
 parallel_backend = "loky"
 out_dir = None
 
+# %% tags=["parameters"]
+seed = 0
+truth_runs_per_depth = 20
+consistent_z = 2.0
+diminishing_ratio = 0.25
+z = 2.0
+tfidf_threshold = 0.25
+alpha = 0.05
+n_jobs = 1
+
 # %% tags=["hide-input"]
 import numpy as np
-import pandas as pd
+from IPython.display import display
 
 from mechaudit.chapters import robustness as ch
 from mechaudit.chapters.status import SIMULATED, headline_provenance, simulation_only_note
@@ -117,13 +120,14 @@ from mechaudit.plots.robustness import (
     power_figure,
     rule_estimates_figure,
 )
+from mechaudit.tables import book_table, use_book_tables
 from mechaudit.workflow import build_rules
 from mechaudit.workflow.calibrate import load_calibration
 from mechaudit.workflow.power import power_table, runs_needed
 from mechaudit.workflow.robustness import consistent, diminishing_returns, grid, rule_bias, rule_grid, truth_grid
 
 simulation_only_note(backend)
-pd.set_option("display.precision", 2)
+use_book_tables()  # every table below in the book's format: labels, units, rounding
 show_paper = compare_paper_default(compare_paper, data_dir)
 s = ch.setup(data_dir, design_file, simulator_file)
 bench, instances, design, base = s.bench, s.instances, s.design, s.base
@@ -151,11 +155,18 @@ observed, sd = ch.observed_and_sd(load_calibration(PARAMS_DIR / calibration_file
 
 # %%
 points = grid(robust_axes)
-truths = truth_grid(bench, design, base, points, runs_per_depth=truth_runs_per_depth, seed=seed, **jobs)
-truths = diminishing_returns(consistent(truths, observed, sd, z=consistent_z), ratio=diminishing_ratio, z=z)
+truths = truth_grid(bench, design, base, points,
+                    runs_per_depth=truth_runs_per_depth, seed=seed, **jobs)
+truths = consistent(truths, observed, sd, z=consistent_z)
+truths = diminishing_returns(truths, ratio=diminishing_ratio, z=z)
+
+# %% tags=["hide-input"]
 save("truth_grid", truths.round(2), out_dir)
 inside = truths[truths.consistent]
-inside[list(robust_axes) + ["truth_0v1_pp", "truth_1v5_pp", "max_1v5_pp", "raw", "normalised"]].round(1)
+display(book_table(inside[list(robust_axes) + ["truth_0v1_pp", "truth_1v5_pp", "max_1v5_pp", "raw", "normalised"]]
+                   .round(1), name="tbl-ch02c-consistent",
+                   caption="The grid's settings consistent with the paper's 0 v 1 effect: truths (pp) and the "
+                           "status of conclusion (a) under both criteria."))
 
 # %% tags=["hide-input"]
 glue("ch02c_observed_pp", observed, digits=1)
@@ -183,7 +194,8 @@ fig = consistency_figure(truths, x="p_find", y="weak_scale", facet="conceded", b
 fig = glue_figure("ch02c_fig_consistent", save("consistent_settings", fig, out_dir))
 
 # %% [markdown]
-# The table above lists the consistent settings of the grid (truths from {glue:text}`ch02c_truth_runs`
+# {numref}`tbl-ch02c-consistent` lists the consistent settings of the grid (truths from
+# {glue:text}`ch02c_truth_runs`
 # runs per depth and instance; the whole grid is written to `truth_grid.csv` with `--out`). They have
 # `p_find` {glue:text}`ch02c_consistent_p_find`, `weak_scale` {glue:text}`ch02c_consistent_weak_scale`
 # and `conceded` {glue:text}`ch02c_consistent_conceded`. Other combinations of the three give a 0 v 1
@@ -244,9 +256,13 @@ fig = glue_figure("ch02c_fig_conclusion", save("conclusion_map", fig, out_dir))
 # 1 v 5 truths and the 1 v 5 ceiling (pp) and the same-depth divergence at depth 1 (%).
 
 # %%
-alt = truth_grid(bench, design, base, grid(alternatives_axes), runs_per_depth=truth_runs_per_depth, seed=seed,
-                 **jobs)
-save("alternatives", ch.alternatives_table(alt, alternatives_axes), out_dir)
+alt = truth_grid(bench, design, base, grid(alternatives_axes),
+                 runs_per_depth=truth_runs_per_depth, seed=seed, **jobs)
+
+# %% tags=["hide-input"]
+display(book_table(save("alternatives", ch.alternatives_table(alt, alternatives_axes), out_dir),
+                   name="tbl-ch02c-alternatives",
+                   caption="Truths as the repair's concentration on named entities changes."))
 
 # %% tags=["hide-input"]
 glue("ch02c_ew_truth_change_pp", ch.max_change_pp(alt, "p_find", ["truth_0v1_pp", "truth_1v5_pp"]), digits=1)
@@ -274,14 +290,20 @@ glue("ch02c_ew_ceiling_change_pp", ch.max_change_pp(alt, "p_find", ["max_1v5_pp"
 picks = ch.choose_settings(truths, pick_quantiles)
 labels = ch.setting_labels(picks, list(robust_axes))
 text_points = picks[list(robust_axes)].reset_index(drop=True)
-rules = {**build_rules(["mechanism_key", "paper_rates"]),
-         "tfidf": build_rules(["tfidf"], tfidf_threshold=tfidf_threshold)["tfidf"]}
-text_truth = {m: truth_grid(bench, design, base, text_points, runs_per_depth=truth_runs_per_depth, seed=seed,
-                            measure=m, **jobs) for m in ("mechanism_key", "paper_rates")}
-text_reps = rule_grid(bench, design, base, text_points, rules, n_reps=n_text_replications, seed=seed + 1, **jobs)
+tfidf = build_rules(["tfidf"], tfidf_threshold=tfidf_threshold)["tfidf"]
+rules = {**build_rules(["mechanism_key", "paper_rates"]), "tfidf": tfidf}
+text_truth = {m: truth_grid(bench, design, base, text_points, measure=m,
+                            runs_per_depth=truth_runs_per_depth, seed=seed,
+                            **jobs)
+              for m in ("mechanism_key", "paper_rates")}
+text_reps = rule_grid(bench, design, base, text_points, rules,
+                      n_reps=n_text_replications, seed=seed + 1, **jobs)
 bias = rule_bias(text_reps, text_truth, z=z)
+
+# %% tags=["hide-input"]
 save("rule_bias", bias.round(2), out_dir)
-ch.rule_view(bias[bias.comparison.isin(["0 v 1", "1 v 5"])], labels)
+display(book_table(ch.rule_view(bias[bias.comparison.isin(["0 v 1", "1 v 5"])], labels), name="tbl-ch02c-rules",
+                   caption="Each rule's mean estimate against the truth of its quantity at the chosen settings."))
 
 # %% tags=["hide-input"]
 glue("ch02c_n_text_reps", n_text_replications)
@@ -302,7 +324,8 @@ fig = glue_figure("ch02c_fig_rules", save("rule_estimates", fig, out_dir))
 # :figwidth: 100%
 #
 # Each rule's mean estimate of the extra divergence (pp) at the chosen consistent settings (S1, S2,
-# named in the table above), over {glue:text}`ch02c_n_text_reps` replications of the paper's design per
+# named in {numref}`tbl-ch02c-rules`), over {glue:text}`ch02c_n_text_reps` replications of the paper's
+# design per
 # setting; error bars: ±2 Monte Carlo standard errors of the mean. Black ticks: the truth of the quantity
 # each rule estimates (the paper-rate judge's own truth; the mechanism key's for the key and TF-IDF).
 # ```
@@ -324,9 +347,14 @@ fig = glue_figure("ch02c_fig_rules", save("rule_estimates", fig, out_dir))
 # depth with another seed, and that re-estimate is the number reported.
 
 # %%
-settings = ch.power_settings(bench, instances, base, picks, list(robust_axes),
-                             check_runs_per_depth=power_check_runs_per_depth, seed=seed + 2)
-save("power_settings", ch.settings_table(settings), out_dir)
+axes = list(robust_axes)
+settings = ch.power_settings(bench, instances, base, picks, axes,
+                             check_runs_per_depth=power_check_runs_per_depth,
+                             seed=seed + 2)
+
+# %% tags=["hide-input"]
+book_table(save("power_settings", ch.settings_table(settings), out_dir), name="tbl-ch02c-settings",
+           caption="The settings of the power study and their re-estimated 1 v 5 truth.")
 
 # %% [markdown]
 # Each replication draws its runs without replacement from a pool of `pool_runs_per_depth` simulated
@@ -344,10 +372,17 @@ save("power_settings", ch.settings_table(settings), out_dir)
 # p = (1 + hits) / (R + 1)). Power of each named design (instances x runs per depth):
 
 # %%
-power = power_table(bench, instances, settings, [tuple(d) for d in power_designs], n_reps=n_power_replications,
-                    alpha=alpha, ladder=power_ladder, level=power_level, pool_runs_per_depth=pool_runs_per_depth,
-                    seed=seed + 3, n_resamples=n_resamples, n_pools=n_pools, **jobs)
-save("power_by_design", ch.design_powers(power), out_dir)
+designs = [tuple(d) for d in power_designs]
+power = power_table(bench, instances, settings, designs,
+                    n_reps=n_power_replications, alpha=alpha,
+                    ladder=power_ladder, level=power_level,
+                    pool_runs_per_depth=pool_runs_per_depth, seed=seed + 3,
+                    n_resamples=n_resamples, n_pools=n_pools, **jobs)
+
+# %% tags=["hide-input"]
+display(book_table(save("power_by_design", ch.design_powers(power), out_dir), name="tbl-ch02c-power",
+                   caption="Power of the permutation test at alpha per design (instances x runs per depth) "
+                           "and setting."))
 
 # %% tags=["hide-input"]
 glue("ch02c_n_power_reps", n_power_replications)
@@ -390,7 +425,10 @@ glue("ch02c_headline_verdict", row_verdict)
 
 # %%
 needed = runs_needed(power, level=power_level)
-save("runs_needed", ch.needed_table(needed), out_dir)
+
+# %% tags=["hide-input"]
+display(book_table(save("runs_needed", ch.needed_table(needed), out_dir), name="tbl-ch02c-needed",
+                   caption="Runs per depth a four-instance study needs for the target power, per setting."))
 
 # %% tags=["hide-input"]
 glue("ch02c_paper_1v5_pp", reported("critique_depth.extra_divergence_pp.k1_vs_k5"), digits=1)
@@ -488,7 +526,7 @@ for column, digits in {"truth_1v5_pp": 1, "max_1v5_pp": 1, "norm_1v5": 2}.items(
 # :label: ch02c-ex3
 #
 # A study can afford twice the runs of the paper's design. Should it double the runs per depth or
-# the instances to detect a small 1 v 5 effect? Use the table of design powers above.
+# the instances to detect a small 1 v 5 effect? Use {numref}`tbl-ch02c-power`.
 # ```
 #
 # ````{solution} ch02c-ex3
@@ -513,3 +551,13 @@ for column, digits in {"truth_1v5_pp": 1, "max_1v5_pp": 1, "norm_1v5": 2}.items(
 # - `n_jobs = 2` (or `-1`) runs the grids and replications in parallel; results are identical, because
 #   every replication has its own seed. `parallel_backend = "dask"` sends them to a Dask cluster (see
 #   the re-running page).
+#
+# ## Key takeaways
+#
+# 1. Only some settings of the simulator give a 0 v 1 effect consistent with the paper's, and whether
+#    later rounds add little (conclusion a) depends on which of them is true.
+# 2. Read a 1 v 5 effect against its ceiling: the same-depth divergence after critique limits how
+#    large any later round's effect can be.
+# 3. The paper's design (4 instances, 5 runs per depth) detects even the largest 1 v 5 effect the
+#    consistent settings allow ({glue:text}`ch02c_headline_truth` pp) with power
+#    {glue:text}`ch02c_headline_power` only (doubling the design: {glue:text}`ch02c_runs_vs_instances`).

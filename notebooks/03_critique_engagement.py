@@ -11,20 +11,6 @@
 # %% [markdown]
 # # Critique engagement: how did the proposer answer the critic?
 #
-# Every critique round, the critic raises demands and the proposer replies. This chapter labels each
-# reply by how it dealt with its demand and counts the labels, as the paper does
-# {cite}`byun2026auditing`.
-#
-# ```{admonition} Learning objectives
-# :class: tip
-# After this chapter you can
-# - tell the four {term}`engagement labels <Engagement label>` apart and compute their shares;
-# - explain why a share that matches the paper can be true by choice (calibration), not a finding;
-# - explain why the conceded share falls from round to round in the simulator ({term}`weak links <Weak link>`
-#   get used up);
-# - re-run the chapter with another simulator setting and predict what the shares do.
-# ```
-#
 # ````{admonition} Question, answer and how we know
 # :class: note
 # :name: ch03-answer
@@ -45,6 +31,20 @@
 # (`backend = "replay"` or `"anthropic"`) is not run offline.
 # ````
 #
+# ```{admonition} Learning objectives
+# :class: tip
+# After this chapter you can
+# - tell the four {term}`engagement labels <Engagement label>` apart and compute their shares;
+# - explain why a share that matches the paper can be true by choice (calibration), not a finding;
+# - explain why the conceded share falls from round to round in the simulator ({term}`weak links <Weak link>`
+#   get used up);
+# - re-run the chapter with another simulator setting and predict what the shares do.
+# ```
+#
+# Every critique round, the critic raises demands and the proposer replies. This chapter labels each
+# reply by how it dealt with its demand and counts the labels, as the paper does
+# {cite}`byun2026auditing`.
+#
 # In the paper an LLM judge labelled each of {glue:text}`ch03_paper_demands` critic demands:
 # {glue:text}`ch03_paper_conceded_pct` % conceded, {glue:text}`ch03_paper_answered_pct` % answered,
 # {glue:text}`ch03_paper_partial_pct` % partially addressed and {glue:text}`ch03_paper_dropped_pct` %
@@ -62,13 +62,11 @@
 # LLM judge, so there is no judge error in them. With `backend = "anthropic"` or `"replay"` the real
 # workflow's demands are labelled by the LLM judge (`mechaudit.engagement.JUDGE_SYSTEM`).
 
-# %% tags=["parameters"]
+# %% tags=["more-parameters", "remove-cell"]
 backend = "reference"
-seed = 0
 data_dir = None
 compare_paper = None
 design_file = "paper.yaml"
-simulator_file = "simulator.yaml"
 generator_model = "claude-sonnet-4-6"
 judge_model = "claude-opus-4-6"
 cache_dir = None
@@ -77,13 +75,16 @@ max_usd = None
 llm_batch = False
 out_dir = None
 
+# %% tags=["parameters"]
+seed = 0
+simulator_file = "simulator.yaml"
+
 # %% tags=["remove-cell"]
 from mechaudit.llm import usage as llm_usage
 
 llm_usage.begin(max_usd=max_usd, batch=llm_batch)  # this chapter's LLM budget and batch mode
 
 # %% tags=["hide-input"]
-import pandas as pd
 from IPython.display import display
 
 from mechaudit.chapters import engagement as ch
@@ -95,9 +96,10 @@ from mechaudit.glue import glue, glue_figure
 from mechaudit.outputs import save
 from mechaudit.paper import compare, compare_paper_default, reported
 from mechaudit.plots.workflow import engagement_figure
+from mechaudit.tables import book_table, use_book_tables
 from mechaudit.workflow import null_params
 
-pd.set_option("display.precision", 1)
+use_book_tables()  # every table below in the book's format: labels, units, rounding
 glue("ch03_headline_status", status(backend, judge_model))
 show_paper = compare_paper_default(compare_paper, data_dir)
 paper = paper_shares() if show_paper else None
@@ -115,9 +117,12 @@ for label in LABELS:
 
 # %%
 labelled = ch.label_runs(setup.delivery, backend, judge_model, json_retries)
-print(f"{len(labelled)} demands in {labelled.run_id.nunique()} runs; labels from: {ch.label_source(backend)}")
 shares = ch.shares_table(labelled, paper)
-save("engagement", shares, out_dir)
+
+# %% tags=["hide-input"]
+print(f"{len(labelled)} demands in {labelled.run_id.nunique()} runs; labels from: {ch.label_source(backend)}")
+display(book_table(save("engagement", shares, out_dir), name="tbl-ch03-shares",
+                   caption="Share of all critic demands per engagement label, this run beside the paper."))
 
 # %% tags=["hide-input"]
 glue("ch03_n_demands", len(labelled))
@@ -135,9 +140,10 @@ for label in LABELS:
 # The "paper vs this run" table (switched off with `compare_paper = False`, the default on your own
 # data):
 
-# %%
+# %% tags=["hide-input"]
 if show_paper:
-    display(save("paper_comparison", compare(ch.paper_rows(labelled, backend), backend=backend), out_dir))
+    display(book_table(save("paper_comparison", compare(ch.paper_rows(labelled, backend), backend=backend),
+                            out_dir), name="tbl-ch03-paper", caption="The paper's engagement shares and this run's."))
 else:
     print("comparison with the paper is off (compare_paper is false or data_dir is your own data)")
 
@@ -161,9 +167,15 @@ else:
 # each at depth 5 has five).
 
 # %%
-per_run = sum(len(r.delivered) for r in setup.delivery.runs) / len(setup.delivery.runs)  # delivered hypotheses
-density = ch.density_table(len(labelled), reported("engagement.demands"), setup.design, hypotheses_per_run=per_run)
-save("demand_density", density, out_dir)
+runs = setup.delivery.runs
+# delivered hypotheses per run
+per_run = sum(len(r.delivered) for r in runs) / len(runs)
+density = ch.density_table(len(labelled), reported("engagement.demands"),
+                           setup.design, hypotheses_per_run=per_run)
+
+# %% tags=["hide-input"]
+book_table(save("demand_density", density, out_dir), name="tbl-ch03-density",
+           caption="How many demands: the paper's count and this run's, per run and round.")
 
 # %% tags=["hide-input"]
 glue("ch03_critique_rounds", ch.critique_rounds(setup.design))
@@ -211,7 +223,10 @@ glue("ch03_reply_sound_conceded", setup.simulator.reply_sound.conceded)
 
 # %%
 by_round = ch.round_shares(labelled)
-save("engagement_by_round", by_round, out_dir)
+
+# %% tags=["hide-input"]
+display(book_table(save("engagement_by_round", by_round, out_dir), name="tbl-ch03-rounds", unit="%",
+                   caption="Share of demands per engagement label (%) in each critique round."))
 
 # %% tags=["hide-input"]
 glue("ch03_first_round", int(by_round.index.min()))
@@ -247,8 +262,10 @@ fig = glue_figure("ch03_fig_engagement", save("engagement", fig, out_dir))
 # The two kinds of target, side by side (shares in %; with an LLM backend, which knows no weak links:
 # demands per depth and label):
 
-# %%
-save("engagement_by_target", ch.target_table(labelled, backend), out_dir)
+# %% tags=["hide-input"]
+book_table(save("engagement_by_target", ch.target_table(labelled, backend), out_dir),
+           name="tbl-ch03-target", unit="%",
+           caption="Engagement labels of demands on weak links and on sound links.")
 
 # %% [markdown]
 # ## LLM usage
@@ -354,3 +371,14 @@ glue("ch03_binomial_se_pp", 100 * (p_conceded * (1 - p_conceded) / len(labelled)
 # - `p_challenge_sound = 0.5` in such a copy: the critic challenges sound steps more often and the share
 #   of answered demands grows.
 # - `backend = "replay"` or `"anthropic"`: label the real workflow's demands with the LLM judge.
+#
+# ## Key takeaways
+#
+# 1. Offline, the engagement shares ({glue:text}`ch03_conceded_pct` % conceded) match the paper's
+#    because the simulator's reply probabilities were fitted to them: a calibration, not a
+#    reproduction.
+# 2. The conceded share falls from round to round ({glue:text}`ch03_first_round_conceded_pct` % to
+#    {glue:text}`ch03_last_round_conceded_pct` %) because weak links get used up, an assumption built
+#    into the simulator.
+# 3. Engagement labels say how the proposer answered, not how much critique changed the hypotheses:
+#    that is what extra divergence measures.

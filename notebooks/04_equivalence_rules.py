@@ -11,19 +11,6 @@
 # %% [markdown]
 # # Measured diversity depends on the equivalence rule
 #
-# How many distinct mechanisms does a run deliver? The answer is a count of groups, and the groups
-# depend on which {term}`equivalence rule <Equivalence rule>` decides that two hypotheses are the same.
-#
-# ```{admonition} Learning objectives
-# :class: tip
-# After this chapter you can
-# - compute the {term}`measured diversity <Measured diversity>` of a run under several rules and two
-#   groupings ({term}`complete linkage <Complete linkage>` and connected components);
-# - explain why connected components never give more groups than complete linkage;
-# - tell which way a text rule errs (lumping or splitting) from its threshold, and re-run the chapter
-#   to check your prediction.
-# ```
-#
 # ````{admonition} Question, answer and how we know
 # :class: note
 # :name: ch04-answer
@@ -42,6 +29,19 @@
 # LLM. The LLM judge's grouping is not run offline.
 # ````
 #
+# ```{admonition} Learning objectives
+# :class: tip
+# After this chapter you can
+# - compute the {term}`measured diversity <Measured diversity>` of a run under several rules and two
+#   groupings ({term}`complete linkage <Complete linkage>` and connected components);
+# - explain why connected components never give more groups than complete linkage;
+# - tell which way a text rule errs (lumping or splitting) from its threshold, and re-run the chapter
+#   to check your prediction.
+# ```
+#
+# How many distinct mechanisms does a run deliver? The answer is a count of groups, and the groups
+# depend on which {term}`equivalence rule <Equivalence rule>` decides that two hypotheses are the same.
+#
 # The paper {cite}`byun2026auditing` groups the delivered hypotheses with an equivalence rule and
 # counts the groups, and shows that the count is a measurement choice: TF-IDF similarity
 # {cite}`pedregosa2011sklearn`, dense embeddings {cite}`reimers2019sbert` and an LLM judge group the
@@ -55,16 +55,11 @@
 # `backend = "reference"` the runs are **simulator** runs, and `mechanism_key` (distinct true
 # mechanisms) is the ground truth.
 
-# %% tags=["parameters"]
+# %% tags=["more-parameters", "remove-cell"]
 backend = "reference"
-seed = 0
 data_dir = None
 compare_paper = None
 design_file = "paper.yaml"
-simulator_file = "simulator.yaml"
-rules = ["mechanism_key", "reference", "tfidf", "embedding"]
-tfidf_threshold = 0.25
-embedding_threshold = 0.77
 embedding_model = None
 embedding_cache = True
 generator_model = "claude-sonnet-4-6"
@@ -75,13 +70,19 @@ max_usd = None
 llm_batch = False
 out_dir = None
 
+# %% tags=["parameters"]
+seed = 0
+simulator_file = "simulator.yaml"
+rules = ["mechanism_key", "reference", "tfidf", "embedding"]
+tfidf_threshold = 0.25
+embedding_threshold = 0.77
+
 # %% tags=["remove-cell"]
 from mechaudit.llm import usage as llm_usage
 
 llm_usage.begin(max_usd=max_usd, batch=llm_batch)  # this chapter's LLM budget and batch mode
 
 # %% tags=["hide-input"]
-import pandas as pd
 from IPython.display import display
 
 from mechaudit.chapters import diversity as ch
@@ -92,9 +93,10 @@ from mechaudit.glue import glue, glue_figure
 from mechaudit.outputs import save
 from mechaudit.paper import compare, compare_paper_default
 from mechaudit.plots.workflow import cluster_count_figure
+from mechaudit.tables import book_table, use_book_tables
 from mechaudit.workflow import delivered_diversity, diversity_table, null_params, simulate
 
-pd.set_option("display.precision", 2)
+use_book_tables()  # every table below in the book's format: labels, units, rounding
 show_paper = compare_paper_default(compare_paper, data_dir)
 setup = workflow_setup(backend, data_dir=data_dir, design_file=design_file, simulator_file=simulator_file,
                        seed=seed, generator_model=generator_model, cache_dir=cache_dir, json_retries=json_retries)
@@ -109,11 +111,14 @@ report_dropped(setup.delivery, backend, json_retries)
 # with the hypotheses, the group counts under both groupings and the Vendi score.
 
 # %%
-rule_objects = ch.chapter_rules(rules, backend, tfidf_threshold=tfidf_threshold,
-                                embedding_threshold=embedding_threshold, embedding_model=embedding_model,
-                                judge_model=judge_model, client=setup.delivery.client, bench=setup.bench,
-                                embedding_cache=embedding_cache)
+rule_objects = ch.chapter_rules(
+    rules, backend, tfidf_threshold=tfidf_threshold,
+    embedding_threshold=embedding_threshold, embedding_model=embedding_model,
+    judge_model=judge_model, client=setup.delivery.client, bench=setup.bench,
+    embedding_cache=embedding_cache)
 div = delivered_diversity(setup.delivery.runs, rule_objects)
+
+# %% tags=["hide-input"]
 print(f"{div.groupby(['instance', 'depth', 'repetition']).ngroups} runs, "
       f"{div.groupby('rule').n_hypotheses.sum().iloc[0]} delivered hypotheses, rules: {', '.join(rule_objects)}")
 
@@ -140,8 +145,9 @@ fig = glue_figure("ch04_fig_groups", save("groups_per_run", fig, out_dir))
 # {glue:text}`ch04_openings` {term}`opening hypotheses <Opening hypothesis>`. Averaged over the
 # instances, by grouping and depth ({numref}`fig-ch04-groups` shows complete linkage per instance):
 
-# %%
-ch.depth_table(div)
+# %% tags=["hide-input"]
+book_table(ch.depth_table(div), name="tbl-ch04-depth",
+           caption="Groups per run, averaged over the instances, by rule, grouping and critique depth.")
 
 # %% [markdown]
 # ## How much the rule and the grouping move the count
@@ -151,8 +157,12 @@ ch.depth_table(div)
 # groups).
 
 # %%
-summary = save("mean_diversity", ch.rule_summary(div), out_dir)
-summary
+summary = ch.rule_summary(div)
+
+# %% tags=["hide-input"]
+display(book_table(save("mean_diversity", summary, out_dir), name="tbl-ch04-summary",
+                   caption="Delivered hypotheses, groups under each grouping and the Vendi score per run, "
+                           "averaged over all runs, per rule."))
 
 # %% tags=["hide-input"]
 glue("ch04_headline_clusters", ch.clusters_range(summary))
@@ -199,10 +209,12 @@ fig = glue_figure("ch04_fig_vendi", save("vendi_per_run", fig, out_dir))
 # The thresholds and the encoder used here beside the paper's (switched off with
 # `compare_paper = False`, the default on your own data):
 
-# %%
+# %% tags=["hide-input"]
 if show_paper:
-    display(save("paper_comparison", compare(ch.paper_rows(rule_objects, tfidf_threshold, embedding_threshold,
-                                                           embedding_model), backend=backend), out_dir))
+    display(book_table(save("paper_comparison", compare(ch.paper_rows(rule_objects, tfidf_threshold,
+                                                                      embedding_threshold, embedding_model),
+                                                        backend=backend), out_dir), name="tbl-ch04-paper",
+                       caption="The thresholds and the encoder: the paper's and this run's."))
 else:
     print("comparison with the paper is off (compare_paper is false or data_dir is your own data)")
 
@@ -308,3 +320,12 @@ if "mechanism_key" in rule_objects and "tfidf" in rule_objects:
 #   to group with the LLM judge.
 # - `simulator_file = "simulator_null.yaml"`: critique changes no mechanism, so the true count no
 #   longer changes with depth.
+#
+# ## Key takeaways
+#
+# 1. "How many distinct mechanisms?" has no answer without an equivalence rule: from the same runs
+#    the rules count {glue:text}`ch04_headline_clusters` groups per run.
+# 2. The grouping is a second choice: connected components lump and complete linkage splits, and the
+#    gap between them shows how far a rule's verdicts are from transitive.
+# 3. On simulator runs the reference judge matches the mechanism key nearly by construction; the text
+#    rules err in a direction set by their threshold.

@@ -11,21 +11,6 @@
 # %% [markdown]
 # # Controlled perturbations: which edits does each rule notice?
 #
-# An {term}`equivalence rule <Equivalence rule>` is only useful for counting mechanisms if it ignores
-# edits that keep the mechanism and reacts to edits that change it. This chapter gives every rule
-# pairs of hypotheses that differ in one controlled way and counts how often each calls them different.
-#
-# ```{admonition} Learning objectives
-# :class: tip
-# After this chapter you can
-# - explain the four kinds of {term}`perturbation <Perturbation>` and which of them change the mechanism;
-# - compute, per kind and rule, the share of pairs judged "different mechanism";
-# - explain why text-similarity rules miss a swapped initiating event, and which part of that is
-#   built into a template-made perturbation suite;
-# - tell a true-by-construction check (the reference judge, text rules on template swaps) apart
-#   from a measurement.
-# ```
-#
 # ````{admonition} Question, answer and how we know
 # :class: note
 # :name: ch05-answer
@@ -41,14 +26,29 @@
 # {glue:text}`ch05_headline_fss_matched` %, but those numbers are true by construction: its swap
 # variants keep every word of the original except one name. The reference judge calls
 # {glue:text}`ch05_rw_headline_fss_reference` % (reworded) and
-# {glue:text}`ch05_headline_fss_reference` % (template-built) different, also by construction. The
-# LLM judge's share (in %): {glue:text}`ch05_headline_fss_llm`.
+# {glue:text}`ch05_headline_fss_reference` % (template-built) different, also by construction.
+# {glue:text}`ch05_llm_answer`
 #
 # **How we know.** TF-IDF and all-MiniLM-L6-v2 embeddings are computed locally on the book's two
 # open perturbation suites; the {term}`reference judge <Reference judge>` is a deterministic
 # reading of the rubric, not an LLM. Status: {glue:text}`ch05_headline_status`. The LLM judge is
 # not run offline.
 # ````
+#
+# ```{admonition} Learning objectives
+# :class: tip
+# After this chapter you can
+# - explain the four kinds of {term}`perturbation <Perturbation>` and which of them change the mechanism;
+# - compute, per kind and rule, the share of pairs judged "different mechanism";
+# - explain why text-similarity rules miss a swapped initiating event, and which part of that is
+#   built into a template-made perturbation suite;
+# - tell a true-by-construction check (the reference judge, text rules on template swaps) apart
+#   from a measurement.
+# ```
+#
+# An {term}`equivalence rule <Equivalence rule>` is only useful for counting mechanisms if it ignores
+# edits that keep the mechanism and reacts to edits that change it. This chapter gives every rule
+# pairs of hypotheses that differ in one controlled way and counts how often each calls them different.
 #
 # The paper {cite}`byun2026auditing` built such pairs in four kinds (its Appendix C):
 #
@@ -79,18 +79,11 @@
 # rule does when a swap changes only a name; the second measures what it does when a swap is also
 # worded differently.
 
-# %% tags=["parameters"]
-seed = 0
+# %% tags=["more-parameters", "remove-cell"]
 backend = "reference"
 data_dir = None
 compare_paper = None
-regenerate_suite = False
-tfidf_threshold = 0.25
-tfidf_fit_on = "compared"
-embedding_model = None
-embedding_threshold = 0.77
 embedding_cache = True
-reference_rubric = "full"
 judge_model = "claude-opus-4-6"
 judge_models = []
 judge_rubric = "full"
@@ -101,13 +94,21 @@ max_usd = None
 llm_batch = False
 out_dir = None
 
+# %% tags=["parameters"]
+seed = 0
+regenerate_suite = False
+tfidf_threshold = 0.25
+tfidf_fit_on = "compared"
+embedding_model = None
+embedding_threshold = 0.77
+reference_rubric = "full"
+
 # %% tags=["remove-cell"]
 from mechaudit.llm import usage as llm_usage
 
 llm_usage.begin(max_usd=max_usd, batch=llm_batch)  # this chapter's LLM budget and batch mode
 
 # %% tags=["hide-input"]
-import pandas as pd
 from IPython.display import display
 
 from mechaudit.backends import Backend
@@ -135,9 +136,9 @@ from mechaudit.paper import compare_paper_default, reported
 from mechaudit.perturb import SUITE_LABELS, available_suites, rerender_share
 from mechaudit.plots.rules import cosine_strips
 from mechaudit.rules.audit import stack_suites
+from mechaudit.tables import book_table, use_book_tables
 
-pd.set_option("display.precision", 3)
-pd.set_option("display.width", 120)
+use_book_tables()  # every table below in the book's format: labels, units, rounding
 show_paper = compare_paper_default(compare_paper, data_dir)
 llm_run = Backend.parse(backend).is_llm
 
@@ -151,9 +152,13 @@ llm_run = Backend.parse(backend).is_llm
 # is masked: a template rendered again with another name.
 
 # %%
-suites = {name: setup(data_dir, regenerate_suite=regenerate_suite, seed=seed, suite=name)
+suites = {name: setup(data_dir, regenerate_suite=regenerate_suite, seed=seed,
+                      suite=name)
           for name in available_suites(data_dir)}
-save("suite_counts", counts_by_suite(suites), out_dir)
+
+# %% tags=["hide-input"]
+book_table(save("suite_counts", counts_by_suite(suites), out_dir), name="tbl-ch05-suite",
+           caption="Perturbation pairs built and kept by the validity check, per suite and kind.")
 
 # %% [markdown]
 # ## The rules
@@ -181,13 +186,25 @@ save("suite_counts", counts_by_suite(suites), out_dir)
 #   `judge_orders`, on every pair of every suite.
 
 # %%
-names = build_rules(next(iter(suites.values())).bench, tfidf_threshold=tfidf_threshold, tfidf_fit_on=tfidf_fit_on,
-                    embedding_model=embedding_model, embedding_threshold=embedding_threshold,
-                    embedding_cache=embedding_cache, reference_rubric=reference_rubric)
+bench = next(iter(suites.values())).bench
+names = build_rules(
+    bench, tfidf_threshold=tfidf_threshold, tfidf_fit_on=tfidf_fit_on,
+    embedding_model=embedding_model,
+    embedding_threshold=embedding_threshold,
+    embedding_cache=embedding_cache, reference_rubric=reference_rubric
+)
+audits = {
+    name: audit_suite(
+        s, names, backend=backend, model=judge_model, rubric=judge_rubric,
+        orders=judge_orders, early_stop=judge_early_stop,
+        cache_dir=cache_dir
+    )
+    for name, s in suites.items()
+}
+
+# %% tags=["hide-input"]
 print(f"threshold matching on {names.n_matching_pairs} same-instance pairs of committed hypotheses: "
       f"target 'same' rate {names.target_rate:.3f} -> {names.matched}")
-audits = {name: audit_suite(s, names, backend=backend, model=judge_model, rubric=judge_rubric, orders=judge_orders,
-                            early_stop=judge_early_stop, cache_dir=cache_dir) for name, s in suites.items()}
 for name, a in audits.items():
     print(f"{SUITE_LABELS[name]}: {a.llm.summary}")
 
@@ -198,8 +215,9 @@ for name, a in audits.items():
 # validity check are judged. The LLM column says "not run" when the backend is offline (as in this
 # committed book).
 
-# %%
-save("percent_different", percent_by_suite(audits, llm_run), out_dir)
+# %% tags=["hide-input"]
+book_table(save("percent_different", percent_by_suite(audits, llm_run), out_dir), name="tbl-ch05-percent",
+           unit="%", caption="Valid pairs judged \"different mechanism\" (%), per suite, kind and rule.")
 
 # %% [markdown]
 # ## Where each pair sits on the similarity scale
@@ -210,8 +228,12 @@ save("percent_different", percent_by_suite(audits, llm_run), out_dir)
 
 # %%
 sims_long = similarity_long(audits)
-save("similarity_by_kind", stack_suites({n: similarity_summary(a.sims, kinds=a.setup.kinds) for n, a in audits.items()},
-                                        SUITE_LABELS), out_dir)
+
+# %% tags=["hide-input"]
+book_table(save("similarity_by_kind", stack_suites({n: similarity_summary(a.sims, kinds=a.setup.kinds)
+                                                     for n, a in audits.items()}, SUITE_LABELS), out_dir),
+           name="tbl-ch05-similarity",
+           caption="Cosine similarity per suite and kind for the two similarity rules: mean, lowest and highest.")
 
 # %% tags=["hide-input"]
 fig = cosine_strips(sims_long, thresholds_in_use(names), backend=backend,
@@ -243,8 +265,12 @@ fig = glue_figure("ch05_fig_cosines", fig)
 # rewordings). Chapter 07 sweeps the thresholds.
 
 # %%
-separation = save("separation", separation_by_suite(audits), out_dir)
-separation
+separation = separation_by_suite(audits)
+
+# %% tags=["hide-input"]
+book_table(save("separation", separation, out_dir), name="tbl-ch05-separation",
+           caption="Per suite and similarity rule: thresholds that separate swaps from rewordings, if any, "
+                   "and how often a rewording is the more similar.")
 
 # %% [markdown]
 # ## What changes with the suite
@@ -252,8 +278,9 @@ separation
 # Four statements one could take away from this chapter, answered per suite from the numbers above
 # (the rules at their thresholds in use).
 
-# %%
-save("conclusions", conclusions(audits, names, separation), out_dir)
+# %% tags=["hide-input"]
+book_table(save("conclusions", conclusions(audits, names, separation), out_dir), name="tbl-ch05-conclusions",
+           caption="The chapter's statements on each suite, and whether they change with the suite.")
 
 # %% [markdown]
 # ## Judge models
@@ -267,7 +294,7 @@ save("conclusions", conclusions(audits, names, separation), out_dir)
 # models. The paper reports these perturbation figures for one judge (Opus 4.6) only. Offline
 # nothing is judged, and the table says so.
 
-# %%
+# %% tags=["hide-input"]
 for name, a in audits.items():
     agreement, per_model, model_ranges = judge_model_axis(
         a.setup.pairs, a.llm, [judge_model, *judge_models], kinds=a.setup.kinds, backend=backend, rubric=judge_rubric,
@@ -290,9 +317,11 @@ for name, a in audits.items():
 # column's text-rule values for swaps are true by construction. Offline, the LLM rows say "not run"
 # and the note gives the reference judge's value for orientation: it is not an LLM result.
 
-# %%
+# %% tags=["hide-input"]
 if show_paper:
-    display(save("paper_comparison", paper_table(audits, names, backend=backend, model=judge_model), out_dir))
+    display(book_table(save("paper_comparison", paper_table(audits, names, backend=backend, model=judge_model),
+                            out_dir), name="tbl-ch05-paper",
+                       caption="The paper's shares of pairs judged different and this run's, per suite."))
 else:
     print("Comparison with the paper is off (compare_paper is false, or this is not the shipped data).")
 
@@ -329,6 +358,9 @@ glue("ch05_embedding_threshold", embedding_threshold)
 glue("ch05_matched_threshold", names.rules[names.matched].threshold_, digits=2)
 glue("ch05_matched_target_rate", 100 * names.target_rate, digits=1)
 glue("ch05_headline_status", status(backend, judge_model))
+llm_share = facts["template"]["fss_llm"] if "template" in facts else None
+glue("ch05_llm_answer", "The LLM judge is not run offline." if llm_share is None
+     else f"The LLM judge ({judge_model}) calls {llm_share:.0f} % of template-built first-step swaps different.")
 row_provenance, row_verdict = headline_provenance("ch05", backend)
 glue("ch05_headline_provenance", row_provenance)
 glue("ch05_headline_verdict", row_verdict)
@@ -344,7 +376,9 @@ for kind in ("first_step_swapped", "meaning_preserving"):
 # `params/prices.yaml`. With the offline backend no LLM is called.
 
 # %%
-llm_usage.report(backend, pairs=sum(len(a.setup.pairs) for a in audits.values()))
+llm_usage.report(
+    backend, pairs=sum(len(a.setup.pairs) for a in audits.values())
+)
 
 # %% [markdown]
 # ## Reading the result
@@ -485,3 +519,15 @@ llm_usage.report(backend, pairs=sum(len(a.setup.pairs) for a in audits.values())
 #   and `OPENAI_API_KEY`).
 # - `regenerate_suite = True` with another `seed`: a freshly generated template-built suite (the
 #   reworded suite is written text and is always read from its file).
+#
+# ## Key takeaways
+#
+# 1. Whether a text rule notices a swapped initiating event depends on how the swap is worded: on the
+#    reworded suite TF-IDF calls {glue:text}`ch05_rw_headline_fss_tfidf` % and embeddings
+#    {glue:text}`ch05_rw_headline_fss_embedding` % of first-step swaps different; the template-built
+#    suite's numbers are true by construction.
+# 2. A judge that reads the causal chain catches every swap ({glue:text}`ch05_rw_headline_fss_reference` %
+#    for the reference judge), but offline that is true by construction, a check of the code rather
+#    than a measurement.
+# 3. The cosine strips show why a threshold cannot fix a text rule: where rewordings are as similar as
+#    swaps, every threshold either misses swaps or splits rewordings.

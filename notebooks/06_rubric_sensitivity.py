@@ -11,21 +11,6 @@
 # %% [markdown]
 # # Rubric sensitivity: the definition of "same mechanism" is a parameter
 #
-# An LLM judge does not carry a fixed notion of mechanism equivalence: the rubric in its prompt
-# supplies one. This chapter gives the same perturbation pairs to judges that differ only in their
-# rubric and counts how often each calls a swapped initiating event a different mechanism.
-#
-# ```{admonition} Learning objectives
-# :class: tip
-# After this chapter you can
-# - explain how the full, step-by-step and no-rubric prompts define "same mechanism";
-# - compute the share of first-step swaps each rubric calls different (an LLM's with an LLM backend;
-#   offline only the literal reference judges', which are true by construction) and read which
-#   component broke;
-# - explain why a literal no-rubric overlap rule can never catch a single swapped step;
-# - re-run the rubric comparison with an LLM backend and read its order and repetition effects.
-# ```
-#
 # ````{admonition} Question, answer and how we know
 # :class: note
 # :name: ch06-answer
@@ -43,6 +28,21 @@
 # cannot call a single swap in a chain of three or more steps different. Their numbers are true by
 # construction, checks of the code rather than findings.
 # ````
+#
+# ```{admonition} Learning objectives
+# :class: tip
+# After this chapter you can
+# - explain how the full, step-by-step and no-rubric prompts define "same mechanism";
+# - compute the share of first-step swaps each rubric calls different (an LLM's with an LLM backend;
+#   offline only the literal reference judges', which are true by construction) and read which
+#   component broke;
+# - explain why a literal no-rubric overlap rule can never catch a single swapped step;
+# - re-run the rubric comparison with an LLM backend and read its order and repetition effects.
+# ```
+#
+# An LLM judge does not carry a fixed notion of mechanism equivalence: the rubric in its prompt
+# supplies one. This chapter gives the same perturbation pairs to judges that differ only in their
+# rubric and counts how often each calls a swapped initiating event a different mechanism.
 #
 # The paper {cite}`byun2026auditing` gave the same First Step Swapped pairs to the
 # same judge model under three prompts and saw the share judged "different" move (the paper's
@@ -62,13 +62,10 @@
 #   outcome, all three reported, then an overall verdict ("same" only if all three are the same).
 # - **none**: no definition, only the question.
 
-# %% tags=["parameters"]
-seed = 0
+# %% tags=["more-parameters", "remove-cell"]
 backend = "reference"
 data_dir = None
 compare_paper = None
-rubrics = ["full", "step", "none"]
-jaccard_threshold = 0.5
 judge_model = "claude-opus-4-6"
 judge_models = []
 judge_orders = ["ab", "ab", "ba"]
@@ -76,6 +73,11 @@ cache_dir = None
 max_usd = None
 llm_batch = False
 out_dir = None
+
+# %% tags=["parameters"]
+seed = 0
+rubrics = ["full", "step", "none"]
+jaccard_threshold = 0.5
 
 # %% tags=["remove-cell"]
 from mechaudit.llm import usage as llm_usage
@@ -110,11 +112,11 @@ from mechaudit.glue import glue, glue_figure
 from mechaudit.outputs import save
 from mechaudit.paper import compare, compare_paper_default, reported
 from mechaudit.perturb import KINDS
-from mechaudit.plots.rules import rubric_bars
+from mechaudit.plots.rubric import rubric_bars
 from mechaudit.rules.audit import percent_different
+from mechaudit.tables import book_table, use_book_tables
 
-pd.set_option("display.precision", 3)
-pd.set_option("display.width", 120)
+use_book_tables()  # every table below in the book's format: labels, units, rounding
 show_paper = compare_paper_default(compare_paper, data_dir)
 llm_run = Backend.parse(backend).is_llm
 
@@ -133,13 +135,20 @@ llm_run = Backend.parse(backend).is_llm
 # %%
 s = setup(data_dir)
 judges = reference_judges(rubrics, jaccard_threshold)
-llm = judge_rubrics_with_llm(s.pairs, rubrics, s.instances, backend=backend, model=judge_model,
-                             orders=judge_orders, cache_dir=cache_dir)
-decisions = pd.concat([reference_decisions(s.pairs, judges), llm.decisions], axis=1)
+llm = judge_rubrics_with_llm(
+    s.pairs, rubrics, s.instances, backend=backend, model=judge_model,
+    orders=judge_orders, cache_dir=cache_dir
+)
+decisions = pd.concat(
+    [reference_decisions(s.pairs, judges), llm.decisions], axis=1
+)
 pct = percent_different(decisions, kinds=s.kinds, order=KINDS)
+
+# %% tags=["hide-input"]
 print(f"{len(s.pairs)} valid perturbation pairs; rubrics: {', '.join(rubrics)}")
-save("percent_different", pct.round(1).astype(object).where(pct.notna(), "undecided" if llm_run else "not run"),
-     out_dir)
+book_table(save("percent_different", pct.astype(object).where(pct.notna(), "undecided" if llm_run else "not run"),
+                out_dir), name="tbl-ch06-percent", unit="%",
+           caption="Valid pairs judged \"different mechanism\" (%), per perturbation kind, judge and rubric.")
 
 # %% tags=["hide-input"]
 fig = rubric_bars(pct, paper_figure_values(rubrics) if show_paper else None, backend=backend,
@@ -153,29 +162,35 @@ fig = glue_figure("ch06_fig_bars", fig)
 # :name: fig-ch06-bars
 # :figwidth: 100%
 #
-# Percent of valid perturbation pairs judged "different mechanism" per perturbation kind and rubric
-# (no error bars: every valid pair is judged once by each deterministic judge; a short tick at 0 is a
-# bar of 0 %). Solid bars: full rubric; hatched `//`: step rubric; dotted: no rubric. Blue: reference
-# judges (not an LLM); orange: the LLM judge ("not run" offline). Diamonds: the paper's LLM judge on
-# First Step Swapped pairs, shown only on the shipped data.
+# Percent of valid perturbation pairs judged "different mechanism" per perturbation kind (rows) and
+# rubric (bar colour), with each value written at the end of its bar, so a 0 % bar reads "0". One
+# panel per judge that ran: offline only the reference judges (they read the structured chain; not an
+# LLM). No error bars: every valid pair is judged once by each deterministic judge. Diamonds: the
+# paper's LLM judge on first-step swaps, shown only on the shipped data.
 # ```
 #
-# {numref}`fig-ch06-bars` sets the rubrics side by side; the table above gives the same values.
+# {numref}`fig-ch06-bars` sets the rubrics side by side; {numref}`tbl-ch06-percent` gives the same
+# values.
 # The step rubric's three component judgements show which component each kind of edit touches.
 # Numbers are % of pairs whose component the step reference judge calls *different*.
 
 # %%
-components = judges.get("step", reference_judges(["step"])["step"]).components(s.pairs)
-save("components_percent_different", component_percent(components, kinds=s.kinds), out_dir)
+step_judge = judges.get("step", reference_judges(["step"])["step"])
+components = step_judge.components(s.pairs)
+
+# %% tags=["hide-input"]
+book_table(save("components_percent_different", component_percent(components, kinds=s.kinds), out_dir),
+           name="tbl-ch06-components", unit="%",
+           caption="Pairs whose component the step reference judge calls different (%), per perturbation kind.")
 
 # %% [markdown]
 # One pair of each kind, drawn with `seed`: the text the perturbation changed (for `wording_only`
 # that is the rewritten explanation; its chain is the original's word for word), the chains side by
 # side (step texts) and the components the step reference judge calls different.
 
-# %%
-with pd.option_context("display.max_colwidth", 400):
-    display(examples(s.pairs, components, kinds=s.kinds, seed=seed))
+# %% tags=["hide-input"]
+book_table(examples(s.pairs, components, kinds=s.kinds, seed=seed), name="tbl-ch06-examples",
+           caption="One pair of each kind: the changed text, both chains and the components judged different.")
 
 # %% [markdown]
 # ## Presentation order
@@ -195,6 +210,8 @@ reversal_check(s.pairs, judges)
 
 # %%
 effects = order_effects(llm, decisions, rubrics, len(s.pairs))
+
+# %% tags=["hide-input"]
 for extra in (effects.shared, effects.vs_reference):
     if extra is not None:
         display(extra)
@@ -213,8 +230,12 @@ save("order_reversal", effects.table, out_dir)
 # with. Offline nothing is judged, and the table says so.
 
 # %%
-model_agree, model_ranges = rubric_model_axis(s.pairs, llm, rubrics, [judge_model, *judge_models], kinds=s.kinds,
-                                              backend=backend, orders=judge_orders, instances=s.instances)
+model_agree, model_ranges = rubric_model_axis(
+    s.pairs, llm, rubrics, [judge_model, *judge_models], kinds=s.kinds,
+    backend=backend, orders=judge_orders, instances=s.instances
+)
+
+# %% tags=["hide-input"]
 if model_agree is not None:
     display(model_agree)
 save("judge_model_ranges", model_ranges, out_dir)
@@ -226,10 +247,11 @@ save("judge_model_ranges", model_ranges, out_dir)
 # "not run offline (LLM only)", and the note gives the reference judge's value for orientation only:
 # it is true by construction, not an LLM result.
 
-# %%
+# %% tags=["hide-input"]
 rows = paper_rows(pct, effects, rubrics, backend=backend, model=judge_model)
 if show_paper:
-    display(save("paper_comparison", compare(rows, backend=backend), out_dir))
+    display(book_table(save("paper_comparison", compare(rows, backend=backend), out_dir), name="tbl-ch06-paper",
+                       caption="The paper's rubric effects and this run's."))
 else:
     print("Comparison with the paper is off (compare_paper is false, or this is not the shipped data).")
 
@@ -292,7 +314,7 @@ llm_usage.report(backend, pairs=len(s.pairs))
 # judge start to call different? Use the formula (n - 1)/(n + 1) for the overlap of an n-step chain
 # with one step replaced. Then re-execute with
 # `.venv/bin/mechaudit execute notebooks/06_rubric_sensitivity.py -p jaccard_threshold 0.7 --out runs/ex1`
-# and compare the "reference none" column.
+# and compare the "Reference judge, no rubric" column.
 # ```
 #
 # ````{solution} ch06-ex1
@@ -333,3 +355,14 @@ llm_usage.report(backend, pairs=len(s.pairs))
 #   `ANTHROPIC_API_KEY`): run the LLM judge under every rubric; `judge_orders = ["ab", "ba", "ba"]`
 #   changes how often each order is asked, and `judge_model` the model; `judge_models` adds
 #   further models to the judge-model section (e.g. `["claude-sonnet-4-6"]`).
+#
+# ## Key takeaways
+#
+# 1. The definition of "same mechanism" is a parameter: the same pairs are called different at very
+#    different rates under the full, step-by-step and no-rubric prompts (the paper's LLM:
+#    {glue:text}`ch06_paper_none_fss_pct` %, {glue:text}`ch06_paper_full_fss_pct` % and
+#    {glue:text}`ch06_paper_step_fss_pct` % of first-step swaps).
+# 2. Read literally, the full and step rubrics catch every swap and the no-rubric overlap rule catches
+#    none; offline both follow from how the rules are written, not from the pairs.
+# 3. Setting an LLM judge's decisions beside these literal readings shows how closely the model follows
+#    its rubric; that comparison needs an LLM backend.

@@ -11,10 +11,22 @@
 # %% [markdown]
 # # Sensitivity: thresholds, agreement between rules, and judge stability
 #
-# The similarity rules need a threshold, and the paper's values ({glue:text}`ch07_paper_tfidf_threshold`
-# for {term}`TF-IDF <TF-IDF>`, {glue:text}`ch07_paper_embedding_threshold` for embeddings) are choices.
-# This chapter moves the thresholds, measures how far the rules agree with each other, and checks how
-# stable a judge's decisions are.
+# ````{admonition} Question, answer and how we know
+# :class: note
+# :name: ch07-answer
+# **Question.** At the paper's thresholds, how far do three equivalence methods agree on pairs of
+# hypotheses about the same instance?
+#
+# **Answer.** Raw agreement {glue:text}`ch07_headline_agreement` of pairs, Cohen's kappa
+# {glue:text}`ch07_headline_kappa` (the paper:
+# {glue:text}`ch07_paper_raw_agreement_pct_low`-{glue:text}`ch07_paper_raw_agreement_pct_high` %,
+# kappa {glue:text}`ch07_paper_kappa_low`-{glue:text}`ch07_paper_kappa_high`).
+# {glue:text}`ch07_complete_sentence`
+#
+# **How we know.** TF-IDF and all-MiniLM-L6-v2 embeddings are computed locally on the committed
+# hypotheses; status of the third method: {glue:text}`ch07_headline_status`. Offline it is the
+# {term}`reference judge <Reference judge>`, not an LLM, and the LLM stability check is not run.
+# ````
 #
 # ```{admonition} Learning objectives
 # :class: tip
@@ -27,23 +39,10 @@
 # - re-run the stability check of an LLM judge (repetition, order reversal, judge model).
 # ```
 #
-# ````{admonition} Question, answer and how we know
-# :class: note
-# :name: ch07-answer
-# **Question.** At the paper's thresholds, how far do three equivalence methods agree on pairs of
-# hypotheses about the same instance?
-#
-# **Answer.** Raw agreement {glue:text}`ch07_headline_agreement` of pairs, Cohen's kappa
-# {glue:text}`ch07_headline_kappa` (the paper:
-# {glue:text}`ch07_paper_raw_agreement_pct_low`-{glue:text}`ch07_paper_raw_agreement_pct_high` %,
-# kappa {glue:text}`ch07_paper_kappa_low`-{glue:text}`ch07_paper_kappa_high`). Some threshold gives
-# complete agreement for {glue:text}`ch07_n_complete_possible` of the {glue:text}`ch07_n_best_rows`
-# combinations of a similarity rule and another method.
-#
-# **How we know.** TF-IDF and all-MiniLM-L6-v2 embeddings are computed locally on the committed
-# hypotheses; status of the third method: {glue:text}`ch07_headline_status`. Offline it is the
-# {term}`reference judge <Reference judge>`, not an LLM, and the LLM stability check is not run.
-# ````
+# The similarity rules need a threshold, and the paper's values ({glue:text}`ch07_paper_tfidf_threshold`
+# for {term}`TF-IDF <TF-IDF>`, {glue:text}`ch07_paper_embedding_threshold` for embeddings) are choices.
+# This chapter moves the thresholds, measures how far the rules agree with each other, and checks how
+# stable a judge's decisions are.
 #
 # Its Appendix D {cite}`byun2026auditing` asks three questions that this chapter repeats: how do the
 # decisions move with the threshold, does any threshold make the rules agree completely (the paper's
@@ -62,18 +61,11 @@
 # (`data/hypotheses.jsonl`), the closest open analogue of the paper's generated sets: they have no
 # perturbation labels, so only agreement between rules can be measured on them.
 
-# %% tags=["parameters"]
-seed = 0
+# %% tags=["more-parameters", "remove-cell"]
 backend = "reference"
 data_dir = None
 compare_paper = None
-tfidf_sweep = [0.05, 0.95, 19]
-embedding_sweep = [0.5, 0.98, 25]
-tfidf_threshold = 0.25
-embedding_threshold = 0.77
-embedding_model = None
 embedding_cache = True
-reference_rubric = "full"
 judge_models = ["claude-opus-4-6"]
 judge_rubric = "full"
 judge_orders = ["ab", "ab", "ba"]
@@ -83,23 +75,33 @@ max_usd = None
 llm_batch = False
 out_dir = None
 
+# %% tags=["parameters"]
+seed = 0
+tfidf_sweep = [0.05, 0.95, 19]
+embedding_sweep = [0.5, 0.98, 25]
+tfidf_threshold = 0.25
+embedding_threshold = 0.77
+embedding_model = None
+reference_rubric = "full"
+
 # %% tags=["remove-cell"]
 from mechaudit.llm import usage as llm_usage
 
 llm_usage.begin(max_usd=max_usd, batch=llm_batch)  # this chapter's LLM budget and batch mode
 
 # %% tags=["hide-input"]
-import pandas as pd
 from IPython.display import display
 
 from mechaudit.chapters.sensitivity import (
     agreement_at_thresholds,
     agreement_sweep,
     best_agreement,
+    complete_agreement_sentence,
     fixed_decisions,
     headline,
     model_ranges,
     paper_rows,
+    separating_sentence,
     separation_by_suite,
     setup,
     similarities,
@@ -116,17 +118,23 @@ from mechaudit.outputs import save
 from mechaudit.paper import compare, compare_paper_default, reported
 from mechaudit.perturb import KINDS, SUITE_LABELS
 from mechaudit.plots.rules import agreement_vs_threshold, threshold_sweep_lines
+from mechaudit.tables import book_table, use_book_tables
 
-pd.set_option("display.precision", 3)
-pd.set_option("display.width", 120)
+use_book_tables()  # every table below in the book's format: labels, units, rounding
 show_paper = compare_paper_default(compare_paper, data_dir)
 thresholds = {"tfidf": tfidf_threshold, "embedding": embedding_threshold}
 
 # %%
-s = setup(data_dir, tfidf_sweep=tfidf_sweep, embedding_sweep=embedding_sweep, tfidf_threshold=tfidf_threshold,
-          embedding_threshold=embedding_threshold, embedding_model=embedding_model,
-          embedding_cache=embedding_cache, reference_rubric=reference_rubric)
+s = setup(
+    data_dir, tfidf_sweep=tfidf_sweep, embedding_sweep=embedding_sweep,
+    tfidf_threshold=tfidf_threshold,
+    embedding_threshold=embedding_threshold,
+    embedding_model=embedding_model, embedding_cache=embedding_cache,
+    reference_rubric=reference_rubric
+)
 suites = suites_of(data_dir)
+
+# %% tags=["hide-input"]
 print("; ".join(f"{SUITE_LABELS[n]}: {len(pairs)} valid pairs" for n, (pairs, _) in suites.items())
       + f"; committed-set pairs: {len(s.set_pairs)} (same-instance pairs of {len(s.bench.hypotheses)} hypotheses)")
 
@@ -141,6 +149,8 @@ print("; ".join(f"{SUITE_LABELS[n]}: {len(pairs)} valid pairs" for n, (pairs, _)
 suite_sim = {n: similarities(s, pairs) for n, (pairs, _) in suites.items()}
 suite_kinds = {n: kinds for n, (_, kinds) in suites.items()}
 sweep = sweep_by_suite(suite_sim, s.grids, kinds=suite_kinds)
+
+# %% tags=["hide-input"]
 wide = sweep.pivot_table(index=["suite", "rule", "threshold"], columns="kind", values="pct_different").round(1)
 save("percent_different_by_threshold", wide.reindex(columns=[k for k in KINDS if k in wide.columns]), out_dir)
 print(f"{len(wide)} (suite, rule, threshold) rows x {wide.shape[1]} kinds; the figure below shows them")
@@ -174,7 +184,11 @@ fig = glue_figure("ch07_fig_sweep", fig)
 
 # %%
 separating, sweep_facts = separation_by_suite(suite_sim, s.grids, kinds=suite_kinds)
-save("separating_thresholds", separating, out_dir)
+
+# %% tags=["hide-input"]
+book_table(save("separating_thresholds", separating, out_dir), name="tbl-ch07-separating",
+           caption="Per suite and similarity rule: the threshold range that would separate meaning-preserving "
+                   "from swapped pairs, if any.")
 
 # %% [markdown]
 # ## Agreement between rules on the committed-set pairs
@@ -186,8 +200,9 @@ save("separating_thresholds", separating, out_dir)
 
 # %%
 set_sim = similarities(s, s.set_pairs)
-fixed = fixed_decisions(s, set_sim, backend=backend, model=judge_models[0], rubric=judge_rubric,
-                        orders=judge_orders, cache_dir=cache_dir)
+fixed = fixed_decisions(s, set_sim, backend=backend, model=judge_models[0],
+                        rubric=judge_rubric, orders=judge_orders,
+                        cache_dir=cache_dir)
 agree = agreement_sweep(set_sim, s.grids, fixed)
 
 # %% tags=["hide-input"]
@@ -212,8 +227,11 @@ fig = glue_figure("ch07_fig_agreement", fig)
 # of methods, with each method's rate of "same" decisions:
 
 # %%
-at_thresholds = save("agreement_at_thresholds", agreement_at_thresholds(fixed), out_dir)
-at_thresholds
+at_thresholds = agreement_at_thresholds(fixed)
+
+# %% tags=["hide-input"]
+book_table(save("agreement_at_thresholds", at_thresholds, out_dir), name="tbl-ch07-agreement",
+           caption="Raw agreement and Cohen's κ between the rules at the paper's thresholds, committed-set pairs.")
 
 # %% [markdown]
 # The best each similarity rule can do on the grid, and whether any real threshold gives complete
@@ -221,7 +239,11 @@ at_thresholds
 
 # %%
 best = best_agreement(agree, set_sim, fixed)
-save("best_kappa", best, out_dir)
+
+# %% tags=["hide-input"]
+book_table(save("best_kappa", best, out_dir), name="tbl-ch07-best",
+           caption="The threshold of highest κ for each similarity rule and other method, and whether any "
+                   "threshold gives complete agreement.")
 
 # %% [markdown]
 # ## Stability of the LLM judge
@@ -240,11 +262,16 @@ save("best_kappa", best, out_dir)
 # offline this section shows only that, and the judge-model table says it was not run.
 
 # %%
-check = stability_check(s, stability_sample(s, stability_pairs, seed), backend=backend, models=judge_models,
-                        rubric=judge_rubric, orders=judge_orders, cache_dir=cache_dir)
+sample = stability_sample(s, stability_pairs, seed)
+check = stability_check(s, sample, backend=backend, models=judge_models,
+                        rubric=judge_rubric, orders=judge_orders,
+                        cache_dir=cache_dir)
+
+# %% tags=["hide-input"]
 if check.agreement is not None:
     display(check.agreement)
-display(save("stability", check.table, out_dir))
+display(book_table(save("stability", check.table, out_dir), name="tbl-ch07-stability",
+                   caption="Stability of the judges: decisions changed by repeating and by reversing the order."))
 save("judge_model_ranges", model_ranges(check, backend, judge_models), out_dir)
 
 # %% [markdown]
@@ -255,11 +282,12 @@ save("judge_model_ranges", model_ranges(check, backend, judge_models), out_dir)
 # model. Offline the third method is the reference judge, and the range is not an LLM result; the
 # stability rows then say "not run".
 
-# %%
+# %% tags=["hide-input"]
 three = three_methods(fixed)
 rows = paper_rows(three, fixed, check, tfidf_threshold=tfidf_threshold, embedding_threshold=embedding_threshold)
 if show_paper:
-    display(save("paper_comparison", compare(rows, backend=backend), out_dir))
+    display(book_table(save("paper_comparison", compare(rows, backend=backend), out_dir), name="tbl-ch07-paper",
+                       caption="The paper's agreement and stability numbers and this run's."))
 else:
     print("Comparison with the paper is off (compare_paper is false, or this is not the shipped data).")
 
@@ -287,6 +315,7 @@ for prefix, name in (("ch07", "template"), ("ch07_rw", "reworded")):
         glue(f"{prefix}_{rule}_half_threshold", facts[f"{rule}_half_threshold"])
         glue(f"{prefix}_{rule}_half_mp_pct", facts[f"{rule}_half_mp_pct"], digits=1)
     glue(f"{prefix}_n_separating", facts["n_separating"])
+    glue(f"{prefix}_separating_sentence", separating_sentence(facts["n_separating"]))
 ref_tfidf = at_thresholds.loc[(f"reference ({reference_rubric})", fixed.tfidf)]
 glue("ch07_ref_tfidf_agreement", f"{100 * ref_tfidf['raw agreement']:.1f} %")
 glue("ch07_ref_tfidf_kappa", float(ref_tfidf["kappa"]), digits=2)
@@ -296,6 +325,8 @@ for rule in ("tfidf", "embedding"):
     glue(f"ch07_{rule}_best_kappa_reference", best.loc[(rule, f"reference ({reference_rubric})"), "kappa"], digits=2)
 glue("ch07_n_complete_possible", int(best["complete agreement possible"].sum()))
 glue("ch07_n_best_rows", len(best))
+glue("ch07_complete_sentence",
+     complete_agreement_sentence(int(best["complete agreement possible"].sum()), len(best)))
 for key in ("raw_agreement_pct_low", "raw_agreement_pct_high", "kappa_low", "kappa_high", "tfidf_threshold",
             "embedding_threshold"):
     glue(f"ch07_paper_{key}", reported(f"sensitivity.{key}"))
@@ -322,8 +353,7 @@ llm_usage.report(backend, pairs=len(s.set_pairs))
 # {glue:text}`ch07_tfidf_rewording_more_similar_pct` % (TF-IDF) and
 # {glue:text}`ch07_embedding_rewording_more_similar_pct` % (embeddings) of cases. Whether a threshold
 # separates the kinds on this suite is therefore decided by how the suite was built (true by
-# construction), not by the rules: the number of rules with a separating threshold here is
-# {glue:text}`ch07_n_separating` of 2.
+# construction), not by the rules: here {glue:text}`ch07_separating_sentence`.
 #
 # **On the reworded suite it is measured.** Every variant's statement and explanation were written
 # afresh, so a swap changes wording as well as mechanism. The mean TF-IDF cosine is
@@ -339,14 +369,13 @@ llm_usage.report(backend, pairs=len(s.set_pairs))
 # that separates the two groups exactly exists only if the least similar meaning-preserving pair
 # (TF-IDF {glue:text}`ch07_rw_tfidf_min_sim_mp`, embeddings {glue:text}`ch07_rw_embedding_min_sim_mp`)
 # is more similar than the most similar swapped pair ({glue:text}`ch07_rw_tfidf_max_sim_swapped` and
-# {glue:text}`ch07_rw_embedding_max_sim_swapped`); that holds for {glue:text}`ch07_rw_n_separating`
-# of the two rules on this suite. This, not the template suite's result, is the measurement of
+# {glue:text}`ch07_rw_embedding_max_sim_swapped`); on this suite
+# {glue:text}`ch07_rw_separating_sentence`. This, not the template suite's result, is the measurement of
 # whether a threshold can tell the kinds apart; chapter 05 lists which of its conclusions change
 # between the suites.
 #
-# On the committed-set pairs, some threshold gives complete agreement with the other method for
-# {glue:text}`ch07_n_complete_possible` of the {glue:text}`ch07_n_best_rows` combinations of a
-# similarity rule and another method; the best kappa with the structure-reading reference judge on the grid is
+# On the committed-set pairs: {glue:text}`ch07_complete_sentence` The best kappa with the
+# structure-reading reference judge on the grid is
 # {glue:text}`ch07_tfidf_best_kappa_reference` for TF-IDF and
 # {glue:text}`ch07_embedding_best_kappa_reference` for embeddings. The paper found no threshold
 # giving complete agreement. The levels are a different matter: at the paper's thresholds the three
@@ -408,3 +437,13 @@ llm_usage.report(backend, pairs=len(s.set_pairs))
 # - `backend = "replay"` or `"anthropic"` with `judge_models = ["claude-opus-4-6", "claude-sonnet-4-6"]`:
 #   the LLM judge joins the agreement tables and the stability section reports repeat and
 #   order-reversal changes and the agreement between judge models on `stability_pairs` pairs.
+#
+# ## Key takeaways
+#
+# 1. The threshold of a similarity rule is a choice with consequences: sweeping it moves the share of
+#    pairs called different for every kind of edit, and on the reworded suite no threshold separates
+#    swaps from rewordings cleanly.
+# 2. The rules agree on many pairs ({glue:text}`ch07_headline_agreement`), but Cohen's κ
+#    ({glue:text}`ch07_headline_kappa`) shows how much of that agreement chance alone would give.
+# 3. Offline the third method is the reference judge, not an LLM: the judge's own stability (repeats,
+#    order reversal, other models) needs an LLM backend.

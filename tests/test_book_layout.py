@@ -1,9 +1,12 @@
 """Static checks of the reader's and teacher's layer of every chapter source (no build, no browser).
 
-Each chapter (``notebooks/*.py``, jupytext percent) keeps its visible code cells short, opens with
-learning objectives and a "Question, answer and how we know" box named ``chNN-answer``, ends with
-an ``## Exercises`` section of at least two exercises with matching solutions, and gives every glued
-figure a name and a caption. Glossary links name existing terms.
+Each chapter (``notebooks/*.py``, jupytext percent) keeps its visible code cells short and its
+visible parameters cell to the parameters its exercises change (at most 8 lines; the rest in a
+``more-parameters`` cell the book does not show), opens with a "Question, answer and how we know"
+box named ``chNN-answer`` followed by its learning objectives, has an ``## Exercises`` section of at
+least two exercises with matching solutions, ends with three key takeaways, and gives every glued
+figure a name and a caption. Headings name no paper figure or table by number (the book numbers its
+own), and glossary links name existing terms.
 """
 
 from __future__ import annotations
@@ -18,11 +21,13 @@ import pytest
 from mechaudit.paths import REPO_ROOT
 
 MAX_VISIBLE_LINES = 25
+MAX_PARAMETER_LINES = 8
 HIDDEN_TAGS = {"hide-input", "remove-input", "remove-cell"}
 CHAPTERS = sorted((REPO_ROOT / "notebooks").glob("[0-9]*.py"))
 GLOSSARY = REPO_ROOT / "book" / "glossary.md"
 NEW_TERMS = ["Percentage point (pp)", "Cohen's kappa (κ)", "Vendi score", "TF-IDF", "Complete linkage",
-             "Exact p-value", "Weak link", "Engagement label", "1.92 band", "Kish effective sample size"]
+             "Exact p-value", "Weak link", "Engagement label", "1.92 band", "Kish effective sample size",
+             "Same-depth divergence", "Ceiling", "Simulator", "Rubric variants", "LLM-as-a-judge"]
 
 _OPEN = re.compile(r"^(?P<fence>`{3,}|:{3,})\{(?P<name>[\w:-]+)\}\s*(?P<arg>.*)$")
 _OPTION = re.compile(r"^:(?P<key>[\w-]+):\s*(?P<value>.*)$")
@@ -109,8 +114,27 @@ def test_no_markdown_hidden_in_a_code_cell(path):
 
 
 @pytest.mark.parametrize("path", CHAPTERS, ids=_ids(CHAPTERS))
-def test_chapter_opens_with_objectives_and_answer_box(path):
+def test_visible_parameters_cell_is_short(path):
+    """The parameters cell shows what a reader changes (at most 8 lines); backend, folders and budgets
+    sit in a ``more-parameters`` cell before it that the book folds or removes."""
+    shown = [c for c in cells(path) if "parameters" in c.get("metadata", {}).get("tags", [])]
+    assert len(shown) == 1, f"{path.name}: {len(shown)} cells tagged 'parameters'"
+    lines = [line for line in shown[0]["source"].splitlines() if line.strip()]
+    assert len(lines) <= MAX_PARAMETER_LINES, f"{path.name}: the visible parameters cell has {len(lines)} lines " \
+        f"(at most {MAX_PARAMETER_LINES}; move the rest to a cell tagged more-parameters and remove-cell)"
+    more = [c for c in cells(path) if "more-parameters" in c.get("metadata", {}).get("tags", [])]
+    assert all(set(c["metadata"]["tags"]) & HIDDEN_TAGS for c in more), \
+        f"{path.name}: fold or remove the more-parameters cell (hide-input or remove-cell)"
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=_ids(CHAPTERS))
+def test_chapter_opens_with_answer_box_then_objectives(path):
     found = directives(markdown(path))
+    names = [d.arg for d in found if d.name == "admonition"]
+    assert "Question, answer and how we know" in names and "Learning objectives" in names, \
+        f"{path.name}: needs both the answer box and the learning objectives"
+    assert names.index("Question, answer and how we know") < names.index("Learning objectives"), \
+        f"{path.name}: the answer box comes first, the learning objectives after it"
     admonitions = {d.arg: d for d in found if d.name == "admonition"}
     assert "Learning objectives" in admonitions, f"{path.name}: no 'Learning objectives' admonition"
     assert any(line.strip().startswith("- ") for line in admonitions["Learning objectives"].body), \
@@ -140,6 +164,26 @@ def test_chapter_has_exercises_with_solutions(path):
 
 
 @pytest.mark.parametrize("path", CHAPTERS, ids=_ids(CHAPTERS))
+def test_chapter_ends_with_three_key_takeaways(path):
+    text = markdown(path).rstrip()
+    heads = list(re.finditer(r"^## (.+)$", text, re.M))
+    assert heads and heads[-1].group(1).strip() == "Key takeaways", \
+        f"{path.name}: the last section is {heads[-1].group(1) if heads else None!r}, not 'Key takeaways'"
+    items = re.findall(r"^\d\. \S", text[heads[-1].end():], re.M)
+    assert len(items) == 3, f"{path.name}: {len(items)} numbered takeaways, need 3"
+
+
+_PAPER_NUMBER = re.compile(r"^#+ .*\b(Figure|Fig\.|Table)\s+\d.*$", re.M)
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=_ids(CHAPTERS))
+def test_no_heading_names_a_paper_figure_or_table_by_number(path):
+    """"Table 1" in a heading would read as the book's own Table 1, which is "Table 2.1" here."""
+    bad = [m.group(0) for m in _PAPER_NUMBER.finditer(markdown(path))]
+    assert not bad, f"{path.name}: headings naming a figure or table by number: {bad}"
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=_ids(CHAPTERS))
 def test_glued_figures_have_name_and_caption(path):
     figures = [d for d in directives(markdown(path)) if d.name == "glue:figure"]
     bad = [f"{d.arg}: " + ("no :name:" if not d.options.get("name") else "empty caption")
@@ -162,6 +206,25 @@ def test_every_term_link_names_a_glossary_term():
     assert not unknown, f"{{term}} links to no glossary entry: {sorted(unknown)}"
 
 
+def test_the_reading_order_checks_can_fail(tmp_path):
+    """Objectives before the answer box, two takeaways, a 9-line parameters cell and a heading naming
+    "Table 1" are each reported."""
+    bad = tmp_path / "09_order.py"
+    bad.write_text("# %% [markdown]\n# # Bad\n#\n# ```{admonition} Learning objectives\n# - x\n# ```\n#\n"
+                   "# ```{admonition} Question, answer and how we know\n# :name: ch09-answer\n# **Question.** q\n"
+                   "# **Answer.** a\n# **How we know.** h\n# ```\n#\n# ## Table 1 per rule\n\n"
+                   "# %% tags=[\"parameters\"]\n" + "".join(f"p{i} = {i}\n" for i in range(9)) +
+                   "\n# %% [markdown]\n# ## Key takeaways\n#\n# 1. one\n# 2. two\n", encoding="utf-8")
+    with pytest.raises(AssertionError, match="answer box comes first"):
+        test_chapter_opens_with_answer_box_then_objectives(bad)
+    with pytest.raises(AssertionError, match="2 numbered takeaways"):
+        test_chapter_ends_with_three_key_takeaways(bad)
+    with pytest.raises(AssertionError, match="has 9 lines"):
+        test_visible_parameters_cell_is_short(bad)
+    with pytest.raises(AssertionError, match="Table 1 per rule"):
+        test_no_heading_names_a_paper_figure_or_table_by_number(bad)
+
+
 def test_the_checks_can_fail(tmp_path):
     """A chapter without the layer is reported by every check (the parser is not vacuous)."""
     bad = tmp_path / "09_bad.py"
@@ -171,8 +234,10 @@ def test_the_checks_can_fail(tmp_path):
         test_visible_code_cells_are_short(bad)
     with pytest.raises(AssertionError, match="only comments"):
         test_no_markdown_hidden_in_a_code_cell(bad)
-    with pytest.raises(AssertionError, match="Learning objectives"):
-        test_chapter_opens_with_objectives_and_answer_box(bad)
+    with pytest.raises(AssertionError, match="needs both the answer box"):
+        test_chapter_opens_with_answer_box_then_objectives(bad)
+    with pytest.raises(AssertionError, match="not 'Key takeaways'"):
+        test_chapter_ends_with_three_key_takeaways(bad)
     with pytest.raises(AssertionError, match="Exercises"):
         test_chapter_has_exercises_with_solutions(bad)
     with pytest.raises(AssertionError, match="no :name:"):

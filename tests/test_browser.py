@@ -3,10 +3,16 @@
 Every request that is not to loopback is aborted. One pass over the pages (one browser, one page
 reused) collects, at 1280 px: the status, title, broken images and every console error; tables,
 figures and images wider than the text column; images without a figure caption; visible code
-cells (not folded by ``hide-input``) longer than 25 lines; the element ids of the page; and the
-intro's "results at a glance" table. Each check is its own test over that pass and prints its
-offenders. A full-page screenshot of each page at 1280 px and 390 px (cut at 25,000 px, which only the
-API reference exceeds) is saved under ``_build/screenshots/`` (``<entry>-1280.png``, ``<entry>-390.png``).
+cells (not folded by ``hide-input``) longer than 25 lines or with a line wider than the column;
+table headers and cells broken inside a word or number (each word's rendered line boxes are
+counted); table headers with an ``_``; figure, table and exercise numbers not of the per-chapter
+form ("Fig. 2.1"); a chapter whose answer box does not precede its learning objectives; the intro's
+trust sentence outside the first 1280 x 800 screen; the element ids of the page; and the intro's
+"results at a glance" table. At 390 px it lists the elements that stick out of the window (a table
+that scrolls inside its own container does not). Each check is its own test over that pass and
+prints its offenders; ``test_the_layout_checks_can_fail`` shows each one fail on a broken page. A
+full-page screenshot of each page at 1280 px and 390 px (cut at 25,000 px, which only the API
+reference exceeds) is saved under ``_build/screenshots/`` (``<entry>-1280.png``, ``<entry>-390.png``).
 """
 
 from __future__ import annotations
@@ -31,6 +37,8 @@ FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--
          "--no-first-run", "--disable-sync", "--disable-quic"]
 WIDTHS = (1280, 390)
 HEIGHT = 900
+#: the first screen of a laptop: the intro's trust sentence must be inside it
+FIRST_SCREEN = (1280, 800)
 MAX_VISIBLE_LINES = 25
 MIN_GLANCE_ROWS = 6
 SHOTS = REPO_ROOT / "_build" / "screenshots"
@@ -81,7 +89,7 @@ LAYOUT_JS = """(maxLines) => {
       : (el.innerText || '').trim().split('\\n')[0].slice(0, 50);
     return `in #${sec ? sec.id : '?'} (${what})`;
   };
-  const wide = [], uncaptioned = [], long = [];
+  const wide = [], uncaptioned = [], long = [], wideCode = [], broken = [], underscores = [], numbers = [];
   for (const el of col.querySelectorAll('table, figure, img')) {
     const b = el.getBoundingClientRect();
     if (shown(el) && (b.left < left - 1 || b.right > right + 1))
@@ -96,13 +104,78 @@ LAYOUT_JS = """(maxLines) => {
     const n = (cell.querySelector('pre')?.innerText || '').replace(/\\n+$/, '').split('\\n').length;
     if (shown(cell) && n > maxLines) long.push(`code cell of ${n} lines ${where(cell)}`);
   }
+  for (const cell of col.querySelectorAll('.cell_input')) {
+    const pre = cell.querySelector('pre');
+    if (shown(cell) && pre && pre.scrollWidth > pre.clientWidth + 1)
+      wideCode.push(`code line ${pre.scrollWidth} px in a ${pre.clientWidth} px cell ${where(cell)}`);
+  }
+  // a word (split at spaces, and at a hyphen after a run of letters or before a letter: NF-|kappaB,
+  // UTF-|8, C1-|like, never 1.6e-|07) rendered on more than one line
+  const lineCount = (node, start, end) => {
+    const range = document.createRange();
+    range.setStart(node, start); range.setEnd(node, end);
+    return new Set(Array.from(range.getClientRects()).filter(r => r.width > 0).map(r => Math.round(r.top))).size;
+  };
+  for (const cell of col.querySelectorAll('table th, table td')) {
+    if (!shown(cell)) continue;
+    const walker = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT);
+    for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+      for (const m of node.data.matchAll(/[^\\s]+/g)) {
+        for (const part of m[0].split(/(?<=\\b[A-Za-z]+-)|(?<=-)(?=[A-Za-z])/)) {
+          const start = m.index + m[0].indexOf(part);
+          if (part.length > 1 && lineCount(node, start, start + part.length) > 1)
+            broken.push(`"${part}" in ${cell.tagName.toLowerCase()} ${where(cell)}`);
+        }
+      }
+    }
+  }
+  for (const th of col.querySelectorAll('table thead th, table tbody th')) {
+    if (shown(th) && th.innerText.includes('_')) underscores.push(`"${th.innerText.trim()}" ${where(th)}`);
+  }
+  // numbers of figures, tables and exercises, and references to them: "Fig. 2.1", never "Fig. 3"
+  const numbered = /^(Fig\\.|Table|Exercise) \\d+\\.\\d+$/;
+  for (const el of col.querySelectorAll('.caption-number, .std-numref, a.reference')) {
+    const text = el.innerText.trim();
+    if (/^(Fig\\.|Figure|Table|Exercise)\\s*\\d/.test(text) && !numbered.test(text))
+      numbers.push(`"${text}" ${where(el)}`);
+  }
+  const prose = col.innerText;
+  for (const m of prose.matchAll(/\\b(exercise Exercise|figure Fig\\.|table Table) \\d+(\\.\\d+)?/gi))
+    numbers.push(`"${m[0]}" (doubled word)`);
+  const answer = col.querySelector('div.admonition[id$="-answer"]');
+  const objectives = Array.from(col.querySelectorAll('div.admonition'))
+    .find(d => /^learning objectives/i.test((d.querySelector('.admonition-title')?.innerText || '').trim()));
+  const follows = (a, b) => !!(a && b && (a.compareDocumentPosition(b) & Node.DOCUMENT_POSITION_FOLLOWING));
+  const order = {answer: !!answer, objectives: !!objectives, answer_first: follows(answer, objectives)};
+  const trustEl = document.querySelector('.trust-sentence');
+  const trust = trustEl ? {top: trustEl.getBoundingClientRect().top + window.scrollY,
+                           bottom: trustEl.getBoundingClientRect().bottom + window.scrollY,
+                           text: trustEl.innerText.slice(0, 80)} : null;
   const head = Array.from(document.querySelectorAll('h1, h2, h3')).find(h => /at a glance/i.test(h.innerText));
   const table = head?.closest('section')?.querySelector('table');
   const rows = table ? Array.from(table.querySelectorAll('tbody tr')) : [];
   const glance = head ? {table: !!table, rows: rows.length,
     rows_without_link: rows.filter(r => !r.querySelector('a[href*="-answer"]')).map(r => r.innerText.slice(0, 40)),
     links: Array.from(table ? table.querySelectorAll('a[href]') : [], a => a.href)} : null;
-  return {wide, uncaptioned, long, glance, ids: Array.from(document.querySelectorAll('[id]'), e => e.id)};
+  return {wide, uncaptioned, long, wideCode, broken, underscores, numbers, order, trust, glance,
+          ids: Array.from(document.querySelectorAll('[id]'), e => e.id)};
+}"""
+
+# Elements sticking out of a narrow window (390 px): an element counts when its right edge passes the
+# window and no ancestor scrolls sideways (a wide table in its scroll container is fine).
+NARROW_JS = """() => {
+  const width = document.documentElement.clientWidth, out = [];
+  const scrolls = el => { for (let a = el.parentElement; a; a = a.parentElement) {
+      const o = getComputedStyle(a).overflowX; if (o === 'auto' || o === 'scroll' || o === 'hidden') return true; }
+    return false; };
+  for (const el of document.querySelectorAll('article.bd-article *')) {
+    const b = el.getBoundingClientRect();
+    if (b.width > 0 && b.right > width + 1 && el.checkVisibility() && !scrolls(el)
+        && !(el.parentElement && el.parentElement.getBoundingClientRect().right > width + 1))
+      out.push(`${el.tagName.toLowerCase()}${el.id ? '#' + el.id : ''} ends at ${Math.round(b.right)} px: `
+               + (el.innerText || el.getAttribute('src') || '').trim().split('\\n')[0].slice(0, 50));
+  }
+  return {scroll_width: document.documentElement.scrollWidth, out};
 }"""
 
 
@@ -134,6 +207,14 @@ def audit_page(page, url: str, errors: list[str]) -> list[str]:
 def layout(page) -> dict:
     """The page's layout findings (see ``LAYOUT_JS``) at the current viewport."""
     return page.evaluate(LAYOUT_JS, MAX_VISIBLE_LINES)
+
+
+def narrow(page) -> dict:
+    """What sticks out of a 390 px window (see ``NARROW_JS``); the viewport is restored afterwards."""
+    page.set_viewport_size({"width": WIDTHS[1], "height": HEIGHT})
+    found = page.evaluate(NARROW_JS)
+    page.set_viewport_size({"width": WIDTHS[0], "height": HEIGHT})
+    return found
 
 
 def screenshots(page, cdp, stem: str) -> list[Path]:
@@ -205,6 +286,7 @@ def site(built_book, browser) -> dict:
             url = f"{base}/{entry}.html"
             problems = audit_page(page, url, errors)
             found = layout(page)
+            found["narrow"] = narrow(page)
             shots = screenshots(page, cdp, entry.replace("/", "__"))
             problems += [f"console error: {e}" for e in errors]
             pages[entry] = {"url": url, "problems": problems, "layout": found, "shots": shots}
@@ -223,21 +305,24 @@ def test_every_toc_page_renders(site):
     assert not bad, f"pages with problems:{bad}"
 
 
-def test_tables_and_figures_fit_the_text_column(site):
-    """The element's own box counts, also inside a scrolling wrapper: a column scrolled out of view is
-    a hidden column."""
-    bad = _offenders(site, "wide")
-    assert not bad, f"wider than the text column at {WIDTHS[0]} px:{bad}"
+#: one check per layout finding: its key in ``LAYOUT_JS``'s result and what an offender is. For "wide"
+#: the element's own box counts, also inside a scrolling wrapper: a column scrolled out of view is a
+#: hidden column.
+LAYOUT_CHECKS = {
+    "wide": f"wider than the text column at {WIDTHS[0]} px",
+    "uncaptioned": "images without a figure caption",
+    "long": f"visible code cells over {MAX_VISIBLE_LINES} lines",
+    "broken": f"table headers or cells broken inside a word or number at {WIDTHS[0]} px",
+    "underscores": "table headers or row labels with an underscore (a code name, not a label)",
+    "numbers": "numbers not of the per-chapter form 'Fig. 2.1', or a doubled word",
+    "wideCode": f"visible code cells with a line wider than the column at {WIDTHS[0]} px",
+}
 
 
-def test_every_figure_has_a_caption(site):
-    bad = _offenders(site, "uncaptioned")
-    assert not bad, f"images without a figure caption:{bad}"
-
-
-def test_no_visible_code_cell_is_long(site):
-    bad = _offenders(site, "long")
-    assert not bad, f"visible code cells over {MAX_VISIBLE_LINES} lines:{bad}"
+@pytest.mark.parametrize("key", list(LAYOUT_CHECKS))
+def test_layout_check(site, key):
+    bad = _offenders(site, key)
+    assert not bad, f"{LAYOUT_CHECKS[key]}:{bad}"
 
 
 def test_intro_results_table_links_resolve(site):
@@ -305,3 +390,65 @@ def test_the_layout_checks_can_fail(tmp_path, browser):
     assert (glance["rows"], glance["rows_without_link"]) == (3, ["no answer link"])
     ids = {f"{base}/page.html": set(found["ids"])}
     assert unresolved_links(glance["links"], ids) == [f"{base}/page.html#nowhere-answer"]
+
+
+def _chapters(site: dict) -> dict:
+    return {entry: p for entry, p in site.items() if entry.startswith("notebooks/")}
+
+
+def test_every_chapter_opens_with_its_answer_box(site):
+    bad = {entry: p["layout"]["order"] for entry, p in _chapters(site).items()
+           if not p["layout"]["order"]["answer_first"]}
+    assert not bad, f"chapters whose answer box does not precede the learning objectives: {bad}"
+
+
+def test_the_intro_states_the_trust_level_on_its_first_screen(site):
+    trust = site[toc_files()[0]]["layout"]["trust"]
+    assert trust, "the intro has no element with the class trust-sentence"
+    assert trust["bottom"] <= FIRST_SCREEN[1], \
+        f"the trust sentence ends at {trust['bottom']:.0f} px, below the first {FIRST_SCREEN} screen: {trust['text']!r}"
+
+
+def test_nothing_sticks_out_at_390_px(site):
+    bad = "".join(f"\n  {entry}: {item}" for entry, p in site.items() for item in p["layout"]["narrow"]["out"])
+    widths = {entry: p["layout"]["narrow"]["scroll_width"] for entry, p in site.items()
+              if p["layout"]["narrow"]["scroll_width"] > WIDTHS[1]}
+    assert not bad and not widths, f"at {WIDTHS[1]} px, page widths {widths}; elements sticking out:{bad}"
+
+
+BAD_READING_PAGE = """<html><head><title>t</title><style>td.tight { width: 40px; overflow-wrap: anywhere; }</style>
+</head><body><article class="bd-article" style="max-width: 688px"><section id="s">
+<div class="admonition"><p class="admonition-title">Learning objectives</p></div>
+<div class="admonition" id="ch09-answer"><p class="admonition-title">Question, answer and how we know</p></div>
+<table style="width: 100px; table-layout: fixed"><thead><tr><th>mechanism_key</th><th>Fine</th></tr></thead>
+<tbody><tr><td class="tight">evidenceweight</td><td class="tight">1.6e-07</td></tr>
+<tr><td>NF-kappaB C1-like</td><td>34.5</td></tr></tbody></table>
+<p><span class="caption-number">Fig. 3 </span>, <span class="caption-number">Table 2.1 </span>,
+see exercise Exercise 4.</p>
+<div class="cell_input"><pre>{wide}</pre></div>
+<div style="height: 900px"></div><p class="trust-sentence">Offline, every number is simulated.</p>
+<div id="wide" style="width: 600px">too wide at 390 px</div>
+</section></article></body></html>"""
+
+
+def test_the_reading_checks_can_fail(tmp_path, browser):
+    """A page with a table broken inside a word and a number, a header with an underscore, a book-wide
+    figure number and a doubled "exercise Exercise", a code line wider than the column, the objectives
+    before the answer box, the trust sentence below the first screen and a block wider than a phone is
+    reported for each, and only for those."""
+    (tmp_path / "page.html").write_text(BAD_READING_PAGE.replace("{wide}", "x = " + "1" * 200))
+    with serve(tmp_path) as base:
+        context, page = _new_page(browser)
+        audit_page(page, f"{base}/page.html", watch(page))
+        found = layout(page)
+        found["narrow"] = narrow(page)
+        context.close()
+    assert sorted(b.split(" in ")[0] for b in found["broken"]) == ['"1.6e-07"', '"evidenceweight"'], found["broken"]
+    assert [u.split(" in ")[0] for u in found["underscores"]] == ['"mechanism_key"'], found["underscores"]
+    assert found["numbers"][0].startswith('"Fig. 3" in') and len(found["numbers"]) == 2, found["numbers"]
+    assert found["numbers"][1] == '"exercise Exercise 4" (doubled word)'
+    assert len(found["wideCode"]) == 1 and "code line" in found["wideCode"][0], found["wideCode"]
+    assert found["order"] == {"answer": True, "objectives": True, "answer_first": False}
+    assert found["trust"]["bottom"] > FIRST_SCREEN[1]
+    assert any(o.startswith("div#wide") for o in found["narrow"]["out"]), found["narrow"]
+    assert not any("NF-kappaB" in b for b in found["broken"])

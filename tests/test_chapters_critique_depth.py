@@ -19,14 +19,14 @@ def _table(rule: str = "reference", extra=(30.0, 35.0, 1.5), p=(1 / 126**4, 0.00
 
 
 def test_p_floor_text_names_the_floor_of_the_exact_test():
-    assert ch.p_floor_text(126, 4) == "1/126^4 ≈ 4.0e-09"
-    assert ch.p_floor_text(126, 1) == "1/126^1 ≈ 7.9e-03"
+    assert ch.p_floor_text(126, 4) == "1/126⁴ ≈ 4.0 × 10⁻⁹"
+    assert ch.p_floor_text(126, 1) == "1/126¹ ≈ 7.9 × 10⁻³"
 
 
 def test_headline_reads_the_main_rule_and_survives_a_design_without_depth_5():
     main = _table().set_index("comparison")
     head = ch.headline(main)
-    assert head["0 v 1"] == 30.0 and head["1 v 5"] == 1.5 and head["p 0 v 1"] == "< 1e-8 (smallest possible: 1/126^4)"
+    assert head["0 v 1"] == 30.0 and head["1 v 5"] == 1.5 and head["p 0 v 1"] == "<\u00a010⁻⁸, the smallest possible"
     assert head["0 v 1 text"] == "30.0 (95 % interval 26.0 to 34.0)"
     small = main.loc[["0 v 1"]]
     assert ch.headline(small)["1 v 5"] == "not in this design" == ch.headline(small)["1 v 5 text"]
@@ -55,7 +55,12 @@ def test_add_truth_and_table1_view():
     assert ch.add_truth(table, None) is table
     view = ch.table1(with_truth)
     assert view.index.names == ["rule", "comparison"] and len(view.columns) == 7
-    assert view.loc[("paper_rates", "0 v 1"), "exact p"] == "4e-09"
+    assert view.loc[("paper_rates", "0 v 1"), "exact p"] == pytest.approx(1 / 126**4)
+    from mechaudit.tables import BookTable
+
+    shown = BookTable(view)
+    p_column = shown.header.index("Exact p")
+    assert shown.rows[0][p_column].text == "<\u00a010⁻⁸" and "_" not in "".join(shown.header)
     assert view.loc[("tfidf", "1 v 5"), "95 % interval (pp)"] == "-2.5 to 5.5"
     assert ch.interval_text(float("nan"), 1.0) == "not computed"
     assert ch.truth_map(_truth(), "paper_rates", "extra") == {"0 v 1": 26.0, "0 v 5": 31.0, "1 v 5": 1.0}

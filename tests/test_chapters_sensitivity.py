@@ -60,7 +60,7 @@ def test_three_methods_headline_and_offline_paper_rows():
     three = ch.three_methods(fixed)
     assert len(three) == 3
     top = ch.headline(three)
-    assert top["agreement"] == f"{top['agreement_low']:.1f}-{top['agreement_high']:.1f} %"
+    assert top["agreement"] == f"{top['agreement_low']:.1f} to {top['agreement_high']:.1f} %"
     assert top["agreement_low"] == pytest.approx(50.0) and top["agreement_high"] == pytest.approx(100 * 5 / 6)
     check = ch.StabilityCheck(pd.DataFrame(), None, False)
     rows = ch.paper_rows(three, fixed, check, tfidf_threshold=0.25, embedding_threshold=0.77)
@@ -107,3 +107,18 @@ def test_offline_stability_check_on_the_shipped_pairs():
     assert check.table["pairs"].tolist() == [20, 20, 20]
     assert check.table[["repeat changed", "reversal changed"]].to_numpy().sum() == 0
     assert len(s.set_pairs) == 760 and s.preserving.sum() == 160
+
+
+def test_complete_agreement_sentence_reads_for_none_some_and_all():
+    from mechaudit.chapters.sensitivity import complete_agreement_sentence
+
+    assert complete_agreement_sentence(0, 4).startswith("No threshold gives complete agreement for any of the 4")
+    assert complete_agreement_sentence(1, 4).startswith("Some threshold gives complete agreement for 1 of the 4")
+    assert complete_agreement_sentence(4, 4).startswith("For each of the 4 combinations")
+
+
+def test_separating_sentence_reads_for_none_one_and_both():
+    from mechaudit.chapters.sensitivity import separating_sentence
+
+    assert separating_sentence(0) == "no rule has a separating threshold"
+    assert separating_sentence(1) == "one of the 2 rules has one" and separating_sentence(2) == "both rules have one"

@@ -74,3 +74,4 @@ def test_validity_setup_loads_both_simulators_and_the_truth():
     assert set(setup.truth.measure) == {"mechanism_key", "paper_rates"}
     view = validity.truth_view(setup.truth)
     assert list(view.columns) == ["truth", "SE", "ceiling (pp)"]
+    assert view.index.names == ["measure", "quantity", "depths"]

@@ -66,6 +66,37 @@ def test_missing_parameters_cell(tmp_path):
         notebook_parameters(ch.source)
 
 
+MORE = '# %% tags=["more-parameters", "remove-cell"]\nbackend = "reference"\nout_dir = None\n\n'
+SHOWN = '# %% tags=["parameters"]\nseed = 0\n\n'
+
+
+def test_more_parameters_cell_before_the_parameters_cell(tmp_path):
+    ch = _write_notebook(tmp_path / "nb.py", MORE + SHOWN)
+    assert notebook_parameters(ch.source) == {"backend": "reference", "out_dir": None, "seed": 0}
+    assert resolve_parameters(ch, None, {"backend": "replay"}) == {"backend": "replay"}
+
+
+@pytest.mark.parametrize("body, message", [
+    (SHOWN + MORE, "placed before the cell tagged 'parameters'"),
+    (MORE + MORE + SHOWN, "at most one cell tagged 'more-parameters'"),
+    (MORE + SHOWN.replace("seed", "backend"), r"\['backend'\] defined in both"),
+    (MORE.replace("out_dir = None", "print(1)") + SHOWN, "more-parameters cell line 2: only assignments"),
+])
+def test_bad_more_parameters_cell(tmp_path, body, message):
+    ch = _write_notebook(tmp_path / "nb.py", body)
+    with pytest.raises(ParameterError, match=message):
+        notebook_parameters(ch.source)
+
+
+def test_an_override_of_a_more_parameter_wins(tmp_path):
+    """papermill injects after the 'parameters' cell, so the hidden default earlier is overridden."""
+    ch = _write_notebook(tmp_path / "nb.py", MORE + SHOWN + '# %%\nprint("backend is", backend)\n')
+    execute_chapter(ch, {"backend": "replay"})
+    nb = nbformat.read(ch.ipynb, as_version=4)
+    printed = "".join(o.get("text", "") for c in nb.cells for o in c.get("outputs", []))
+    assert "backend is replay" in printed
+
+
 def test_param_set_common_and_section(tmp_path):
     f = tmp_path / "p.yaml"
     f.write_text("common: {seed: 1, backend: reference, other: 2}\nnb: {alpha: 0.5}\n")

@@ -231,3 +231,76 @@ def test_committed_glue_names_are_unique_book_wide():
         for name in set(executed_glue(ipynb)):
             assert name not in owner, f"{name!r} is glued by {owner[name]} and {ipynb.name}"
             owner[name] = ipynb.name
+
+
+# ---------------------------------------------------------------------------------------------
+# what a glued value renders as: never a tuple, never a quoted string
+
+
+def rendered(text_plain: str) -> str:
+    """What ``{glue:text}`key``` shows for a stored ``text/plain`` (myst-nb's own formatting)."""
+    from myst_nb.core.variables import format_plain_text
+
+    return format_plain_text(text_plain, "s")
+
+
+def looks_wrong(text: str) -> str | None:
+    """Why a rendered glue text is broken ("a tuple", "quoted"), or ``None``."""
+    if re.fullmatch(r"\(.*,.*\)", text):
+        return "a tuple"
+    if re.fullmatch(r"(['\"]).*\1", text, re.S):
+        return "quoted"
+    return None
+
+
+def stored_text(value) -> str:
+    """The ``text/plain`` that :func:`mechaudit.glue.glue` stores for ``value`` (myst-nb glue is
+    replaced by a recorder; IPython's formatter makes the text, as in a kernel)."""
+    from unittest import mock
+
+    from IPython.core.formatters import format_display_data
+
+    from mechaudit.glue import glue
+
+    seen = {}
+    with mock.patch("myst_nb.glue", lambda name, v, display=False: seen.setdefault("v", v)):
+        glue("ch00_x", value)
+    return format_display_data(seen["v"])[0]["text/plain"]
+
+
+@pytest.mark.parametrize("value", ["4,863", "5,192", "1e-4", "1_000", "True", "(1, 2)", "not run", "it's",
+                                   "<\u00a010⁻⁸, the smallest possible", "'quoted'"])
+def test_a_glued_string_renders_as_itself(value):
+    assert rendered(stored_text(value)) == value
+
+
+@pytest.mark.parametrize("value, shown", [(4863, "4863"), (34.5, "34.5"), (0, "0")])
+def test_a_glued_number_renders_as_the_number(value, shown):
+    assert rendered(stored_text(value)) == shown
+
+
+def test_the_tuple_and_quote_check_can_fail():
+    assert looks_wrong(rendered("4,863")) == "a tuple"  # the old, unquoted storage of a formatted count
+    assert looks_wrong("'not run'") == "quoted" and looks_wrong("4,863") is None
+
+
+@pytest.mark.parametrize("source", SOURCES, ids=lambda p: p.stem)
+def test_no_committed_glue_renders_as_a_tuple_or_a_quoted_string(source):
+    nb = nbformat.read(source.with_suffix(".ipynb"), as_version=4)
+    bad = []
+    for cell in nb.cells:
+        for out in cell.get("outputs", []):
+            meta = out.get("metadata", {}).get("scrapbook")
+            text = out.get("data", {}).get("application/papermill.record/text/plain")
+            if meta and text is not None and (why := looks_wrong(rendered(text))):
+                bad.append(f"{meta['name']} renders {rendered(text)!r} ({why})")
+    assert not bad, f"{source.stem}.ipynb: " + "; ".join(bad)
+
+
+def test_span_and_at_most_texts_never_read_as_templates():
+    from mechaudit.glue import at_most_text, span_text
+
+    assert span_text(3.041, 3.039) == "at 3.04"
+    assert span_text(3.1, 2.98) == "between 2.98 and 3.10"
+    assert span_text(5, 12, digits=0, unit=" %") == "between 5 % and 12 %"
+    assert at_most_text(0.0004) == "do not differ" and at_most_text(0.0123) == "differ by at most 0.012"

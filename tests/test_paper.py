@@ -63,14 +63,14 @@ def test_compare_formats_p_values():
         ("critique_depth.p_value_bound.k0_vs_k1", paper.format_p(smallest, smallest=smallest)),
         ("critique_depth.p_value_bound.k0_vs_k5", "4e-09"),
     ], backend="reference")
-    assert list(table["paper"]) == ["< 1e-4", "< 1e-4"]
-    assert list(table["this run"]) == ["< 1e-8 (smallest possible: 1/126^4)", "< 1e-8"]
+    assert list(table["paper"]) == ["<\u00a010⁻⁴", "<\u00a010⁻⁴"]
+    assert list(table["this run"]) == ["<\u00a010⁻⁸, the smallest possible", "<\u00a010⁻⁸"]
 
 
 @pytest.mark.parametrize(("p", "smallest", "text"), [
-    (0.5, None, "0.5"), (0.032, None, "0.032"), (0.001, None, "0.001"), (0.00099, None, "< 1e-3"),
-    (3.9e-9, None, "< 1e-8"), (0, None, "0"), (1, None, "1"),
-    (1 / 1024, 1 / 1024, "< 1e-3 (smallest possible: 1/2^10)"), (1 / 252, 1 / 252, "0.004 (smallest possible: 1/252)"),
+    (0.5, None, "0.5"), (0.032, None, "0.032"), (0.001, None, "0.001"), (0.00099, None, "<\u00a010⁻³"),
+    (3.9e-9, None, "<\u00a010⁻⁸"), (0, None, "0"), (1, None, "1"),
+    (1 / 1024, 1 / 1024, "<\u00a010⁻³, the smallest possible"), (1 / 252, 1 / 252, "0.004, the smallest possible"),
     (0.02, 1 / 126**4, "0.02"),
 ])
 def test_format_p(p, smallest, text):

@@ -131,9 +131,10 @@ def resolve_params_file(value: str | Path | None) -> Path | None:
 
 
 def notebook_parameters(source: Path) -> dict[str, Any]:
-    """Names and default values of the cell tagged ``parameters`` in a py:percent source.
+    """Names and default values of the cell tagged ``parameters`` in a py:percent source, and of
+    the optional cell tagged ``more-parameters`` before it (see :data:`MORE_PARAMETERS`).
 
-    The cell may hold only assignments of literals (numbers, strings, None, lists, dicts).
+    The cells may hold only assignments of literals (numbers, strings, None, lists, dicts).
     """
     import copy
 
@@ -154,30 +155,48 @@ def book_tools():
     return jupytext, nbformat, papermill
 
 
+#: Tag of an optional second parameters cell: the defaults a reader rarely changes (backend, cache and
+#: output folders, budgets), kept out of the book (tag it ``remove-cell`` too). It must come *before*
+#: the cell tagged ``parameters``: papermill injects overrides right after that cell, so they win
+#: over both.
+MORE_PARAMETERS = "more-parameters"
+
+
+def _literal_assignments(source_name: str, cell_source: str, tag: str) -> dict[str, Any]:
+    params: dict[str, Any] = {}
+    tree = ast.parse(cell_source, filename=source_name)
+    for node in tree.body:
+        where = f"{source_name}: {tag} cell line {node.lineno}"
+        if not (isinstance(node, (ast.Assign, ast.AnnAssign))):
+            raise ParameterError(f"{where}: only assignments allowed")
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        for target in targets:
+            if not isinstance(target, ast.Name):
+                raise ParameterError(f"{where}: assign to a plain name")
+            try:
+                params[target.id] = ast.literal_eval(node.value)
+            except ValueError as err:
+                raise ParameterError(f"{where}: {target.id} is not a literal") from err
+    return params
+
+
 @functools.lru_cache(maxsize=64)
 def _notebook_parameters(source: Path, mtime_ns: int) -> dict[str, Any]:
     jupytext, _, _ = book_tools()
 
     nb = jupytext.read(source)
-    cells = [c for c in nb.cells if "parameters" in c.metadata.get("tags", [])]
-    if len(cells) != 1:
-        raise ParameterError(f"{source.name}: expected exactly one cell tagged 'parameters', found {len(cells)}")
-    params: dict[str, Any] = {}
-    tree = ast.parse(cells[0].source, filename=str(source))
-    for node in tree.body:
-        if not (isinstance(node, (ast.Assign, ast.AnnAssign))):
-            raise ParameterError(f"{source.name}: parameters cell line {node.lineno}: only assignments allowed")
-        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-        for target in targets:
-            if not isinstance(target, ast.Name):
-                raise ParameterError(f"{source.name}: parameters cell line {node.lineno}: assign to a plain name")
-            try:
-                params[target.id] = ast.literal_eval(node.value)
-            except ValueError as err:
-                raise ParameterError(
-                    f"{source.name}: parameters cell line {node.lineno}: {target.id} is not a literal"
-                ) from err
-    return params
+    tagged = [(i, c) for i, c in enumerate(nb.cells) if "parameters" in c.metadata.get("tags", [])]
+    more = [(i, c) for i, c in enumerate(nb.cells) if MORE_PARAMETERS in c.metadata.get("tags", [])]
+    if len(tagged) != 1:
+        raise ParameterError(f"{source.name}: expected exactly one cell tagged 'parameters', found {len(tagged)}")
+    if len(more) > 1 or (more and more[0][0] > tagged[0][0]):
+        raise ParameterError(f"{source.name}: at most one cell tagged '{MORE_PARAMETERS}', placed before the "
+                             "cell tagged 'parameters' (overrides are injected after that cell)")
+    params = _literal_assignments(source.name, more[0][1].source, MORE_PARAMETERS) if more else {}
+    shown = _literal_assignments(source.name, tagged[0][1].source, "parameters")
+    if set(params) & set(shown):
+        raise ParameterError(f"{source.name}: {sorted(set(params) & set(shown))} defined in both parameters cells")
+    return {**params, **shown}
 
 
 #: Sections of a parameter-set file besides ``common`` and chapter stems (read by chapters

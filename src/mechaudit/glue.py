@@ -13,18 +13,16 @@ from typing import Any
 import numpy as np
 
 
-class GluedText(str):
-    """A glued string shown as itself: ``{glue:text}`` prints its text, not its ``repr`` in quotes."""
-
-    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
-        printer.text(str(self))
-
-
 def glue(name: str, value: Any, digits: int | None = None) -> Any:
     """Store ``value`` under ``name`` for the book (myst-nb ``glue``, not displayed) and return it.
 
     ``digits``: round a number to this many decimals first (0 gives an ``int``); ``None`` stores
-    the value as is (integers stay integers; a string is stored as its text, without quotes).
+    the value as is (integers stay integers).
+
+    A string is stored as its Python ``repr`` (quoted): myst-nb's ``{glue:text}`` reads the stored
+    text back with ``ast.literal_eval``, which turns a quoted string into exactly that string. Stored
+    unquoted, a formatted count such as "4,863" would be read as the tuple ``(4, 863)`` and "1e-4"
+    as the number 0.0001.
     """
     from myst_nb import glue as _glue  # the book's renderer; imported only where a chapter runs
 
@@ -34,7 +32,7 @@ def glue(name: str, value: Any, digits: int | None = None) -> Any:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise TypeError(f"glue {name!r}: digits given for a non-number {value!r}")
         value = int(round(value)) if digits == 0 else round(float(value), digits)
-    _glue(name, GluedText(value) if isinstance(value, str) else value, display=False)
+    _glue(name, str(value) if isinstance(value, str) else value, display=False)
     return value
 
 
@@ -50,3 +48,17 @@ def glue_figure(name: str, fig: Any) -> Any:
     _glue(name, fig, display=False)
     plt.close(fig)
     return fig
+
+
+def span_text(low: float, high: float, digits: int = 2, unit: str = "") -> str:
+    """A range as a sentence needs it: "between 2.98 and 3.04" or, when both ends round to the same
+    number, "at 3.04" (never "between 3.04 and 3.04"). ``unit`` follows each number ("5 %")."""
+    a, b = round(float(low), digits), round(float(high), digits)
+    fmt = (lambda x: f"{x:.{digits}f}{unit}") if digits else (lambda x: f"{int(x)}{unit}")
+    return f"at {fmt(a)}" if a == b else f"between {fmt(min(a, b))} and {fmt(max(a, b))}"
+
+
+def at_most_text(value: float, digits: int = 3, what: str = "differ") -> str:
+    """"differ by at most 0.012", or "do not differ" when ``value`` rounds to 0 (never "at most 0.0")."""
+    rounded = round(float(value), digits)
+    return f"do not {what}" if rounded == 0 else f"{what} by at most {rounded:.{digits}f}"

@@ -70,7 +70,12 @@ COMPARE_COLUMNS = ["paper", "this run", "provenance", "source", "note"]
 
 class ComparisonTable(pd.DataFrame):
     """A "paper vs this run" table: shown in full (pandas would cut labels and notes after 50
-    characters with "..."), and in HTML with the class ``paper-compare`` for the book's style sheet."""
+    characters with "..."), and in HTML with the class ``paper-compare`` for the book's style sheet.
+    In the book (:mod:`mechaudit.tables`) it also gets ``stack-on-phone``: one block per row on a
+    narrow screen."""
+
+    #: CSS classes :class:`mechaudit.tables.BookTable` gives this table
+    book_classes = ("paper-compare", "stack-on-phone")
 
     @property
     def _constructor(self):
@@ -97,7 +102,7 @@ def compare(rows: Iterable[tuple], *, backend: str, suite: str | None = None,
     number can relate to the paper's, from ``mechaudit.provenance.of``), source (the paper's
     section), and note (left out when no row has one). Every cell is text: integers without ".0",
     other numbers rounded to the paper's decimals (at least one), p-values through
-    :func:`format_p` (the paper's bounds as "< 1e-4").
+    :func:`format_p` (the paper's bounds as "< 10⁻⁴"); thousands separated by commas ("4,863").
     """
     labels, out = [], []
     for row in rows:
@@ -108,7 +113,7 @@ def compare(rows: Iterable[tuple], *, backend: str, suite: str | None = None,
         is_p = meta.get("unit") == "p <"
         labels.append(meta["label"])
         out.append({
-            "paper": f"< {_power_of_ten(meta['value'])}" if is_p else _fmt(meta["value"], meta["value"]),
+            "paper": f"<{NBSP}{_power_of_ten(meta['value'])}" if is_p else _fmt(meta["value"], meta["value"]),
             "this run": _fmt_p(ours) if is_p else _fmt(ours, meta["value"]),
             "provenance": provenance.of(key, backend, suite=suite),
             "source": meta.get("section", ""),
@@ -120,13 +125,26 @@ def compare(rows: Iterable[tuple], *, backend: str, suite: str | None = None,
     return table
 
 
+#: superscript digits for powers of ten ("10⁻⁸")
+_SUPERSCRIPT = str.maketrans("0123456789-", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻")
+#: a no-break space: "< 10⁻⁸" never breaks after "<"
+NBSP = "\u00a0"
+
+
+def power_of_ten(exponent: int) -> str:
+    """``10⁻⁸`` for -8: a power of ten as a reader writes it."""
+    return "10" + str(exponent).translate(_SUPERSCRIPT)
+
+
 def format_p(p: float, smallest: float | None = None) -> str:
-    """A p-value as text a reader can use: two significant digits from 0.001 up ("0.032"),
-    an upper bound by powers of ten below ("< 1e-8" for 3.9e-09), "0" for 0.
+    """A p-value in the book's one style, such as 0.032 or < 10⁻⁸.
+
+    Two significant digits from 0.001 up ("0.032"), below that an upper bound by a power of ten
+    ("< 10⁻⁸" for 3.9e-09, a no-break space after "<"), "0" for 0.
 
     ``smallest``: the smallest p the test can give (an exact test over 126 splits per instance on
-    four instances: ``1 / 126**4``). When ``p`` equals it the text says so,
-    "< 1e-8 (smallest possible: 1/126^4)": no more extreme data exist under the design.
+    four instances: ``1 / 126**4``). When ``p`` equals it the text says so, "< 10⁻⁸, the smallest
+    possible": no split of the data is more extreme under the design.
     """
     if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0 <= p <= 1:
         raise MechauditError(f"a p-value is a number in [0, 1], not {p!r}", field="p")
@@ -135,28 +153,16 @@ def format_p(p: float, smallest: float | None = None) -> str:
     elif p >= 1e-3:
         text = f"{p:.2g}"
     else:
-        text = f"< 1e{math.floor(math.log10(p)) + 1}"
+        text = f"<{NBSP}{power_of_ten(math.floor(math.log10(p)) + 1)}"
     if smallest is not None and p > 0 and math.isclose(p, smallest, rel_tol=1e-6):
-        text += f" (smallest possible: {_as_fraction(smallest)})"
+        text += ", the smallest possible"
     return text
 
 
-def _as_fraction(x: float) -> str:
-    """``1/126^4`` for ``1 / 126**4``; ``1/N`` when 1/x is a whole number; else two digits."""
-    n = round(1 / x)
-    if not math.isclose(n * x, 1, rel_tol=1e-9):
-        return f"{x:.2g}"
-    for k in range(max(int(math.log2(n)), 1), 1, -1):
-        base = round(n ** (1 / k))
-        if base ** k == n:
-            return f"1/{base}^{k}"
-    return f"1/{n}"
-
-
 def _power_of_ten(x: float) -> str:
-    """``1e-4`` for 0.0001; any other number with two significant digits."""
+    """``10⁻⁴`` for 0.0001; any other number with two significant digits."""
     exponent = round(math.log10(x)) if x > 0 else None
-    return f"1e{exponent}" if exponent is not None and math.isclose(x, 10.0 ** exponent) else f"{x:.2g}"
+    return power_of_ten(exponent) if exponent is not None and math.isclose(x, 10.0 ** exponent) else f"{x:.2g}"
 
 
 def _fmt_p(ours: Any) -> str:
@@ -185,7 +191,7 @@ def _fmt(value: Any, paper_value: Any) -> str:
     rounded = round(float(value), digits)
     if value != 0 and rounded == 0:  # too small for the paper's decimals: keep two digits
         return f"{value:.2g}"
-    return str(int(rounded)) if rounded.is_integer() else f"{rounded:.{digits}f}"
+    return f"{int(rounded):,}" if rounded.is_integer() else f"{rounded:,.{digits}f}"
 
 
 def _decimals(paper_value: Any) -> int:
@@ -219,4 +225,5 @@ def _data_name(data_dir: Any) -> str:
     return f"the data folder {data_dir if data_dir is not None else DATA_DIR}"
 
 
-__all__ = ["entries", "entry", "reported", "label", "ComparisonTable", "compare", "format_p", "compare_paper_default"]
+__all__ = ["entries", "entry", "reported", "label", "ComparisonTable", "compare", "format_p", "power_of_ten",
+           "compare_paper_default"]

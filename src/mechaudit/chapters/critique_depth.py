@@ -8,6 +8,7 @@ comparison label (``"0 v 1"``). Effects are in percentage points (pp).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -18,7 +19,7 @@ from mechaudit.backends import Backend
 from mechaudit.chapters.status import SIMULATED, headline_status
 from mechaudit.errors import MechauditError
 from mechaudit.model import Benchmark
-from mechaudit.paper import entries, format_p, reported
+from mechaudit.paper import entries, format_p, power_of_ten, reported
 from mechaudit.workflow import Design, SimulatorParams, population_truth
 from mechaudit.workflow.depth import MEASURES
 
@@ -136,20 +137,23 @@ def interval_text(low: float, high: float, digits: int = 1) -> str:
 
 def table1(table: pd.DataFrame, level: float = 0.95) -> pd.DataFrame:
     """Table 1 for reading: index (rule, comparison); extra divergence with its bootstrap interval at
-    ``level``, exact p (as text), its ceiling, the share of the ceiling reached and, for simulator
-    runs, the truth (of ``measure_of(rule)``) and its standard error."""
+    ``level``, exact p, its ceiling, the share of the ceiling reached and, for simulator runs, the
+    truth (of ``measure_of(rule)``) and its standard error. Numbers unrounded:
+    :class:`mechaudit.tables.BookTable` writes them (p-values in the book's style)."""
     interval = f"{100 * level:g} % interval (pp)"
     names = {"extra_pp": "extra (pp)", "interval": interval, "p_value": "exact p", "max_extra_pp": "ceiling (pp)",
              "normalised": "share of ceiling", "truth_pp": "truth (pp)", "truth_se_pp": "truth SE (pp)"}
     table = table.assign(interval=[interval_text(lo, hi) for lo, hi in zip(table.ci_low_pp, table.ci_high_pp)])
-    view = table.set_index(["rule", "comparison"])[[c for c in names if c in table.columns]].rename(columns=names)
-    return view.round(2).assign(**{"exact p": view["exact p"].map("{:.2g}".format)})
+    return table.set_index(["rule", "comparison"])[[c for c in names if c in table.columns]].rename(columns=names)
 
 
 def p_floor_text(n_partitions: int, n_instances: int) -> str:
     """The exact test's smallest p (one split combination in ``n_partitions ** n_instances``) as
-    text, e.g. "1/126^4 ≈ 4.0e-09"."""
-    return f"1/{n_partitions}^{n_instances} ≈ {1 / n_partitions**n_instances:.1e}"
+    text, e.g. "1/126⁴ ≈ 4.0 × 10⁻⁹"."""
+    floor = 1 / n_partitions**n_instances
+    exponent = math.floor(math.log10(floor))
+    power = str(n_instances).translate(str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹"))
+    return f"1/{n_partitions}{power} ≈ {floor / 10.0**exponent:.1f} × {power_of_ten(exponent)}"
 
 
 def headline(main: pd.DataFrame, level: float = 0.95) -> dict[str, Any]:

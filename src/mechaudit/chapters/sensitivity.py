@@ -282,12 +282,37 @@ def three_methods(fixed: FixedMethods) -> pd.DataFrame:
     return agreement_table({k: fixed.decisions[k] for k in (fixed.tfidf, fixed.embedding, fixed.third)})
 
 
+def separating_sentence(n_separating: int, n_rules: int = 2) -> str:
+    """How many similarity rules have a threshold that separates the kinds, as words ("no rule has a
+    separating threshold", "one of the two rules has one", "both rules have one")."""
+    if n_separating == 0:
+        return "no rule has a separating threshold"
+    if n_separating == n_rules:
+        return "both rules have one" if n_rules == 2 else f"all {n_rules} rules have one"
+    if n_separating == 1:
+        return f"one of the {n_rules} rules has one"
+    return f"{n_separating} of the {n_rules} rules have one"
+
+
+def complete_agreement_sentence(n_possible: int, n_combinations: int) -> str:
+    """How many (similarity rule, other method) combinations some threshold brings to complete
+    agreement, as a sentence ("No threshold gives ... for any of the 4 combinations ...")."""
+    what = "combinations of a similarity rule and another method"
+    if n_possible == 0:
+        return f"No threshold gives complete agreement for any of the {n_combinations} {what}."
+    if n_possible == n_combinations:
+        return f"For each of the {n_combinations} {what} some threshold gives complete agreement."
+    return f"Some threshold gives complete agreement for {n_possible} of the {n_combinations} {what}."
+
+
 def headline(three: pd.DataFrame) -> dict[str, str | float]:
-    """The intro's values: raw agreement range ("a-b %" text) and kappa range ("a-b"), plus the ends."""
+    """The intro's values: raw agreement range ("a to b %" text) and kappa range ("a to b": words, so
+    a narrow table cell breaks the range at a space, never inside a number), plus the ends."""
     low, high = 100 * three["raw_agreement"].min(), 100 * three["raw_agreement"].max()
     klow, khigh = three["kappa"].min(), three["kappa"].max()
-    return {"agreement": f"{low:.1f}-{high:.1f} %", "kappa": f"{klow:.2f}-{khigh:.2f}", "agreement_low": float(low),
-            "agreement_high": float(high), "kappa_low": float(klow), "kappa_high": float(khigh)}
+    return {"agreement": f"{low:.1f} to {high:.1f} %", "kappa": f"{klow:.2f} to {khigh:.2f}",
+            "agreement_low": float(low), "agreement_high": float(high),
+            "kappa_low": float(klow), "kappa_high": float(khigh)}
 
 
 def status(backend: str, model: str) -> str:

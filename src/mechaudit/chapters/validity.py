@@ -50,10 +50,12 @@ def validity_setup(*, data_dir: str | Path | None = None, design_file: str = "pa
 
 
 def truth_view(truth: pd.DataFrame) -> pd.DataFrame:
-    """The truth for reading: index (measure, panel, label); truth, its standard error and the
-    ceiling (pp; same-depth rows are levels in %)."""
+    """The truth for reading: index (measure, quantity, depths); truth, its standard error and the
+    ceiling (pp). The unit of truth and SE is the quantity's: % for same-depth divergence (a level),
+    pp for extra divergence (a difference)."""
     names = {"truth_pp": "truth", "truth_se_pp": "SE", "max_extra_pp": "ceiling (pp)"}
-    return truth.set_index(["measure", "panel", "label"])[list(names)].rename(columns=names).round(2)
+    view = truth.set_index(["measure", "panel", "label"])[list(names)].rename(columns=names).round(2)
+    return view.rename_axis(["measure", "quantity", "depths"])
 
 
 def bias_view(bias: pd.DataFrame) -> pd.DataFrame:

@@ -5,7 +5,8 @@ them, and returns a matplotlib Figure whose caption names that backend.
 """
 
 from mechaudit.plots.problem import divergence_heatmaps
-from mechaudit.plots.rules import agreement_vs_threshold, cosine_strips, rubric_bars, threshold_sweep_lines
+from mechaudit.plots.rubric import rubric_bars
+from mechaudit.plots.rules import agreement_vs_threshold, cosine_strips, threshold_sweep_lines
 from mechaudit.plots.style import PALETTE, backend_caption, new_figure
 from mechaudit.plots.tau import (
     loss_band_plot,

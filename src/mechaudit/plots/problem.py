@@ -6,29 +6,41 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from mechaudit.labels import label
 from mechaudit.plots.style import backend_caption, new_figure
 
 
 def divergence_heatmaps(matrices: Mapping[str, np.ndarray], labels: Sequence[str], n_a: int,
-                        backend: str, width: float = 7.0, height: float = 3.6):
+                        backend: str, width: float = 6.0, height: float = 3.5):
     """One heatmap per equivalence rule of a run-by-run divergence matrix (values 0..1).
 
-    ``matrices`` maps a rule name to its ``(n, n)`` matrix; ``labels`` names the n runs; the first
-    ``n_a`` runs are at depth a, and a line separates the depth blocks.
+    ``matrices`` maps a rule name to its ``(n, n)`` matrix over the runs named by ``labels`` (in
+    that order); the first ``n_a`` runs are at depth a, the rest at depth b. A white line separates
+    the depth blocks, and each axis names the blocks ("depth 0 runs") rather than the runs, so the
+    labels stay legible on a phone.
     """
     fig, axes = new_figure(ncols=len(matrices), width=width, height=height)
     axes = np.atleast_1d(axes)
     n = len(labels)
+    blocks = [((n_a - 1) / 2, f"depth {_depth(labels[0])}"), ((n_a + n - 1) / 2, f"depth {_depth(labels[-1])}")]
     for ax, (rule, D) in zip(axes, matrices.items()):
         shown = np.where(np.eye(n, dtype=bool), np.nan, D)
         im = ax.imshow(shown, vmin=0, vmax=1, cmap="viridis")
-        ax.set_title(f"rule: {rule}")
-        ax.set_xticks(range(n), labels, rotation=90, fontsize=7)
-        ax.set_yticks(range(n), labels, fontsize=7)
+        ax.set_title(label(rule))
+        ax.set_xticks([b[0] for b in blocks], [b[1] for b in blocks])
+        ax.set_yticks([b[0] for b in blocks], [b[1] for b in blocks], rotation=90, va="center")
+        ax.set_xticks(range(n), minor=True)
+        ax.set_yticks(range(n), minor=True)
+        ax.tick_params(which="major", length=0)
         ax.grid(False)
-        for pos in (n_a - 0.5,):
-            ax.axhline(pos, color="white", lw=1.5)
-            ax.axvline(pos, color="white", lw=1.5)
-    fig.colorbar(im, ax=list(axes), shrink=0.8, label="run divergence")
-    backend_caption(fig, backend, "Toy design, no LLM involved")
+        ax.axhline(n_a - 0.5, color="white", lw=2)
+        ax.axvline(n_a - 0.5, color="white", lw=2)
+    fig.colorbar(im, ax=list(axes), shrink=0.85, label="Run divergence (share)")
+    backend_caption(fig, backend, "Toy design, no LLM")
     return fig
+
+
+def _depth(run_label: str) -> str:
+    """The depth in a toy run label ("K1-r3" -> "1"); the label itself when it has no "K<depth>-"."""
+    head = str(run_label).split("-", 1)[0]
+    return head[1:] if head[:1] == "K" and head[1:].isdigit() else str(run_label)

@@ -1,4 +1,4 @@
-"""Figures of the equivalence-rule chapters (05 perturbations, 06 rubrics, 07 sensitivity)."""
+"""Figures of the equivalence-rule chapters (05 perturbations, 07 sensitivity; 06 in ``plots.rubric``)."""
 
 from __future__ import annotations
 
@@ -111,23 +111,6 @@ def cosine_strips(sims: pd.DataFrame, thresholds: dict[str, dict[str, float]], b
     axes[0].set_yticks(range(len(kinds)), [KIND_LABELS[k] for k in kinds])
     axes[0].set_ylim(len(kinds) - 0.5, -0.5)
     fig.legend(loc="outside upper center", ncols=len(suites), fontsize=8, markerscale=2)
-    backend_caption(fig, backend, extra)
-    return fig
-
-
-def rubric_bars(pct: pd.DataFrame, paper: pd.DataFrame | None, backend: str, extra: str = ""):
-    """% judged different per perturbation kind (rows) and rubric (columns, e.g. "reference full").
-
-    Paper values (LLM judge, First Step Swapped only) are drawn as diamonds over the matching rubric.
-    """
-    fig, ax = new_figure(width=7.0, height=4.0)
-    hatches = {"full": None, "step": "//", "none": ".."}
-
-    def hatch_of(method: str):
-        return hatches.get(method.split()[-1])
-
-    handles = _grouped_bars(ax, pct, paper, hatch_of=hatch_of)
-    legend_outside(ax, where="below", handles=handles, fontsize=8, ncols=3)
     backend_caption(fig, backend, extra)
     return fig
 

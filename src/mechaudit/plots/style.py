@@ -1,4 +1,13 @@
-"""One look for every figure in the book: size, fonts, palette and the backend caption."""
+"""One look for every figure in the book: size, fonts, palette and the backend caption.
+
+A figure is shown as wide as the text column: about 688 px on a laptop, about 358 px on a phone
+(a 390 px window). Text that reads well at 688 px can shrink below legibility at 358 px, so sizes
+are chosen for the phone: a figure of ``width`` inches shows text of ``s`` points at
+``s * 358 / (72 * width)`` px on a phone. The defaults (6 in wide, 11 pt labels, 10 pt ticks) give
+about 9 and 8 px; :func:`phone_text_px` measures a figure and :func:`readability_problems` lists
+what breaks the book's two rules: text at least :data:`MIN_PHONE_TEXT_PX` px on a phone, legends of
+at most :data:`MAX_LEGEND_ENTRIES` entries (more series get direct labels instead).
+"""
 
 from __future__ import annotations
 
@@ -18,12 +27,24 @@ PALETTE = {
     "muted": "#999999",
 }
 
+#: width of the text column on a phone (px): a 390 px window minus the page's padding
+PHONE_COLUMN_PX = 358
+#: the smallest text height (px) a figure may show on a phone
+MIN_PHONE_TEXT_PX = 8.0
+#: the most entries a legend may have; more series get direct labels
+MAX_LEGEND_ENTRIES = 4
+#: default figure width (inches): wide enough for two panels, narrow enough for phone-size text
+WIDTH = 6.0
+
 RC = {
     "figure.dpi": 150,  # sharp on high-DPI screens; the book scales figures to the text column
     "savefig.dpi": 150,
-    "font.size": 10,
+    "font.size": 11,
     "axes.titlesize": 11,
-    "axes.labelsize": 10,
+    "axes.labelsize": 11,
+    "xtick.labelsize": 10,
+    "ytick.labelsize": 10,
+    "legend.fontsize": 10,
     "axes.spines.top": False,
     "axes.spines.right": False,
     "axes.grid": True,
@@ -32,8 +53,14 @@ RC = {
 }
 
 
-def new_figure(ncols: int = 1, nrows: int = 1, width: float = 6.4, height: float = 3.6, **kwargs):
-    """A figure of ``width`` x ``height`` inches with the book's style; returns ``(fig, axes)``."""
+def new_figure(ncols: int = 1, nrows: int = 1, width: float = WIDTH, height: float = 3.6, **kwargs):
+    """A figure of ``width`` x ``height`` inches with the book's style; returns ``(fig, axes)``.
+
+    Titles, labels, ticks and legends added after this call take their size when they are created,
+    from ``matplotlib.rcParams``: so this call also sets the book's font sizes there (the ``*size``
+    entries of :data:`RC`) for the rest of the session, which in a chapter holds only book figures.
+    """
+    plt.rcParams.update({name: value for name, value in RC.items() if name.endswith("size")})
     with plt.rc_context(RC):
         fig, axes = plt.subplots(nrows, ncols, figsize=(width, height), layout="constrained", **kwargs)
     for ax in np.atleast_1d(axes).ravel():
@@ -47,7 +74,7 @@ def new_figure(ncols: int = 1, nrows: int = 1, width: float = 6.4, height: float
 def backend_caption(fig, backend: str, extra: str = "") -> None:
     """Write "Backend: <backend>" (and ``extra``) in small grey text under the figure."""
     text = f"Backend: {backend}" + (f". {extra}" if extra else "")
-    fig.supxlabel(text, fontsize=8, color=PALETTE["muted"], x=0.01, ha="left")
+    fig.supxlabel(text, fontsize=10, color=PALETTE["muted"], x=0.01, ha="left", wrap=True)
 
 
 def legend_outside(ax, where: str = "right", **kwargs):
@@ -82,3 +109,30 @@ def colour_of(name: str, k: int = 0) -> str:
         if key.startswith(role):
             return PALETTE[role]
     return EXTRA_COLOURS[k % len(EXTRA_COLOURS)]
+
+
+def phone_text_px(fig, display_px: float = PHONE_COLUMN_PX) -> float:
+    """The smallest height (px) of any visible text of ``fig`` when the figure is shown
+    ``display_px`` wide (the phone column by default); ``inf`` for a figure without text."""
+    from matplotlib.text import Text
+
+    sizes = [t.get_fontsize() for t in fig.findobj(Text) if t.get_visible() and t.get_text().strip()]
+    return min(sizes) * display_px / (72 * fig.get_figwidth()) if sizes else float("inf")
+
+
+def legend_sizes(fig) -> list[int]:
+    """The number of entries of every legend of ``fig`` (figure legends and axes legends)."""
+    legends = list(fig.legends) + [ax.get_legend() for ax in fig.axes if ax.get_legend() is not None]
+    return [len(legend.get_texts()) for legend in legends]
+
+
+def readability_problems(fig, display_px: float = PHONE_COLUMN_PX) -> list[str]:
+    """What makes ``fig`` hard to read in the book: text below :data:`MIN_PHONE_TEXT_PX` px on a
+    phone, legends of more than :data:`MAX_LEGEND_ENTRIES` entries. Empty when it reads well."""
+    problems = []
+    smallest = phone_text_px(fig, display_px)
+    if smallest < MIN_PHONE_TEXT_PX:
+        problems.append(f"text of {smallest:.1f} px on a phone (at least {MIN_PHONE_TEXT_PX:g})")
+    problems += [f"a legend of {n} entries (at most {MAX_LEGEND_ENTRIES})"
+                 for n in legend_sizes(fig) if n > MAX_LEGEND_ENTRIES]
+    return problems

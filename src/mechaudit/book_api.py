@@ -1,0 +1,67 @@
+"""Sphinx extension: API signatures a reader can read.
+
+Pydantic models get a signature synthesised from their fields, in which every constrained field
+reads ``Annotated[str, MinLen(min_length=1)]`` and some types carry their module path
+(``~collections.abc.Sequence``). :func:`readable_signature` keeps the type and drops the rest:
+``Annotated[X, ...]`` becomes ``X`` and a qualified name its last part, so the page shows
+``Step(*, id: str, text: str)``. The constraints stay documented where they belong, in the
+model's docstring and its validation errors.
+
+Enabled from ``_config.yml`` (``sphinx.extra_extensions``), with ``maximum_signature_line_length``
+putting one parameter a line when a signature is long.
+"""
+
+from __future__ import annotations
+
+import re
+
+_ANNOTATED = re.compile(r"~?(?:typing\.|types\.|typing_extensions\.)?Annotated\[")
+_QUALIFIED = re.compile(r"~?\b(?:[A-Za-z_]\w*\.)+(?=[A-Za-z_]\w*)")
+_QUOTED = re.compile(r"('[^']*'|\"[^\"]*\")")
+
+
+def _closing(text: str, start: int) -> int:
+    """Index of the ``]`` that closes the ``[`` just before ``start``."""
+    depth = 1
+    for i in range(start, len(text)):
+        depth += {"[": 1, "(": 1, "]": -1, ")": -1}.get(text[i], 0)
+        if depth == 0:
+            return i
+    raise ValueError(f"unbalanced brackets in {text!r}")
+
+
+def _first_argument(inner: str) -> str:
+    """The first top-level comma-separated argument of ``inner``."""
+    depth = 0
+    for i, char in enumerate(inner):
+        depth += {"[": 1, "(": 1, "]": -1, ")": -1}.get(char, 0)
+        if char == "," and depth == 0:
+            return inner[:i]
+    return inner
+
+
+def strip_annotated(text: str) -> str:
+    """``Annotated[X, meta, ...]`` -> ``X`` everywhere in ``text`` (nested ones too)."""
+    while m := _ANNOTATED.search(text):
+        end = _closing(text, m.end())
+        text = text[:m.start()] + _first_argument(text[m.end():end]).strip() + text[end + 1:]
+    return text
+
+
+def readable_signature(text: str | None) -> str | None:
+    """A signature or return annotation without ``Annotated`` metadata and module paths; quoted
+    default values are left as written."""
+    if not text:
+        return text
+    parts = _QUOTED.split(strip_annotated(text))
+    return "".join(p if i % 2 else _QUALIFIED.sub("", p) for i, p in enumerate(parts))
+
+
+def _process_signature(app, what, name, obj, options, signature, return_annotation):
+    return readable_signature(signature), readable_signature(return_annotation)
+
+
+def setup(app):
+    app.setup_extension("sphinx.ext.autodoc")  # it defines the event
+    app.connect("autodoc-process-signature", _process_signature)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}

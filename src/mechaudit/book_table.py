@@ -1,0 +1,108 @@
+"""Sphinx extension: the ``{book-table}`` directive that renders a :class:`mechaudit.tables.BookTable`.
+
+A chapter's table reaches the book as the ``text/markdown`` output of its cell (myst-nb parses
+it as MyST, ``nb_render_markdown_format: myst``)::
+
+    ```{book-table}
+    :name: tbl-ch02-extra
+    :caption: Extra divergence per rule and depth comparison.
+    :class: paper-compare
+
+    {"stub": 1, "header": [...], "rows": [[...]], "numeric": [[0, 1, ...]]}
+    ```
+
+The directive builds a docutils table: the first ``stub`` columns are row labels (``<th>``), a
+cell flagged numeric carries the class ``num`` (the style sheet keeps it on one line and aligns
+it right, as it does the header of an all-numeric column), and a caption with a name makes it a
+numbered table: Sphinx counts it per chapter with the book's other tables ("Table 2.1") and
+``{numref}`` cites it. The caption may hold MyST roles. Every body cell carries its column's
+header as ``data-label``, so a table with the class ``stack-on-phone`` can show one block per row
+on a narrow screen, each value after its column name, however many columns it has.
+
+Enabled from ``_config.yml`` (``sphinx.extra_extensions``).
+"""
+
+from __future__ import annotations
+
+import json
+
+from docutils import nodes
+from docutils.parsers.rst import directives
+from sphinx.util.docutils import SphinxDirective
+
+from mechaudit.errors import MechauditError
+
+
+class labelled_entry(nodes.entry):
+    """A table cell that knows its column's header (written as ``data-label`` in HTML)."""
+
+
+def _visit_labelled_entry(self, node: labelled_entry) -> None:
+    self.visit_entry(node)
+    start = self.body[-1]
+    tag = "<th" if start.startswith("<th") else "<td"
+    self.body[-1] = start.replace(tag, f'{tag} data-label="{self.attval(node["label"])}"', 1)
+
+
+def _depart_labelled_entry(self, node: labelled_entry) -> None:
+    self.depart_entry(node)
+
+
+def _row(cells: list[str], numeric: list[int], header: list[str] | None = None) -> nodes.row:
+    """One table row; ``header`` (the column labels) for a body row, ``None`` for the header row."""
+    row = nodes.row()
+    for j, text in enumerate(cells):
+        entry = nodes.entry() if header is None else labelled_entry(label=header[j])
+        entry["classes"] = ["num"] if numeric[j] else []
+        entry += nodes.paragraph(text, text)
+        row += entry
+    return row
+
+
+def build_table(data: dict, classes: list[str]) -> nodes.table:
+    """A docutils table from a :meth:`mechaudit.tables.BookTable.payload`."""
+    header, rows, numeric, stub = data["header"], data["rows"], data["numeric"], int(data.get("stub", 0))
+    if any(len(r) != len(header) for r in rows) or len(numeric) != len(rows):
+        raise MechauditError(f"book-table: rows do not match the {len(header)} header cells", field="rows")
+    table = nodes.table(classes=["book-table", "colwidths-auto", *classes])
+    group = nodes.tgroup(cols=len(header))
+    table += group
+    for j in range(len(header)):
+        group += nodes.colspec(colwidth=1, stub=int(j < stub))
+    head = nodes.thead()
+    numeric_columns = [int(bool(rows) and all(flags[j] or not cells[j] for cells, flags in zip(rows, numeric))
+                           and any(flags[j] for flags in numeric)) for j in range(len(header))]
+    head += _row(header, numeric_columns)
+    group += head
+    body = nodes.tbody()
+    for cells, flags in zip(rows, numeric):
+        body += _row(cells, flags, header)
+    group += body
+    return table
+
+
+class BookTableDirective(SphinxDirective):
+    """``{book-table}``: a table from a JSON payload, numbered when it has a caption and a name."""
+
+    has_content = True
+    option_spec = {"name": directives.unchanged, "caption": directives.unchanged,
+                   "class": directives.class_option}
+
+    def run(self) -> list[nodes.Node]:
+        try:
+            data = json.loads("\n".join(self.content))
+        except json.JSONDecodeError as err:
+            raise self.error(f"book-table: the content is not JSON ({err})") from None
+        table = build_table(data, self.options.get("class", []))
+        caption, messages = self.options.get("caption", "").strip(), []
+        if caption:
+            inline, messages = self.state.inline_text(caption, self.lineno)
+            table.insert(0, nodes.title(caption, "", *inline))
+        self.add_name(table)
+        return [table, *messages]
+
+
+def setup(app):
+    app.add_directive("book-table", BookTableDirective)
+    app.add_node(labelled_entry, html=(_visit_labelled_entry, _depart_labelled_entry))
+    return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -1,0 +1,67 @@
+"""Figure of chapter 06: the share of pairs each rubric calls different, per perturbation kind."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from matplotlib.lines import Line2D
+from matplotlib.patches import Patch
+
+from mechaudit.labels import label
+from mechaudit.plots.style import PALETTE, backend_caption, new_figure
+
+#: colour per rubric: the two that define "same mechanism" in blues, the one without a definition grey
+RUBRIC_COLOURS = {"full": "#0072B2", "step": "#56B4E9", "none": "#999999"}
+RUBRIC_NAMES = {"full": "Full rubric", "step": "Step-by-step rubric", "none": "No rubric"}
+JUDGE_NAMES = {"reference": "Reference judge (reads the causal chain)", "llm": "LLM judge"}
+
+
+def _split(column: str) -> tuple[str, str]:
+    """"reference full" -> ("reference", "full")."""
+    judge, _, rubric = column.rpartition(" ")
+    return judge, rubric
+
+
+def rubric_bars(pct: pd.DataFrame, paper: pd.DataFrame | None, backend: str, extra: str = ""):
+    """% of valid pairs judged different, per perturbation kind (rows of ``pct``) and rubric.
+
+    ``pct`` columns are ``"<judge> <rubric>"`` (``reference full``, ``llm none``, ...; NaN: not
+    run). One panel per judge that ran, one horizontal bar per kind and rubric with its value
+    written at its end (a 0 % bar is a visible "0"). ``paper`` (same column names, NaN where the
+    paper reports nothing) is drawn as diamonds: on the LLM panel, or on the first panel when the
+    LLM judge did not run. The legend has one entry per rubric and one for the paper (at most four).
+    """
+    judges = [j for j in dict.fromkeys(_split(c)[0] for c in pct.columns)
+              if pct[[c for c in pct.columns if _split(c)[0] == j]].notna().any().any()]
+    judges = judges or [_split(pct.columns[0])[0]]
+    rubrics = list(dict.fromkeys(_split(c)[1] for c in pct.columns))
+    kinds = list(pct.index)
+    fig, axes = new_figure(nrows=len(judges), width=6.0, height=1.0 + 2.3 * len(judges), sharex=True, squeeze=False)
+    y = np.arange(len(kinds))[::-1]
+    height = 0.8 / max(len(rubrics), 1)
+    paper_judge = "llm" if "llm" in judges else judges[0]
+    for ax, judge in zip(axes[:, 0], judges):
+        for k, rubric in enumerate(rubrics):
+            values = pct.get(f"{judge} {rubric}", pd.Series(np.nan, index=kinds)).to_numpy(dtype=float)
+            pos = y + 0.4 - height * (k + 0.5)
+            ax.barh(pos, np.nan_to_num(values), height=height * 0.9, color=RUBRIC_COLOURS.get(rubric, "#000000"))
+            for p, v in zip(pos, values):
+                ax.text(1.5 if np.isnan(v) else v + 1.5, p, "not run" if np.isnan(v) else f"{v:.0f}",
+                        va="center", ha="left", fontsize=10, color="#333333")
+            if paper is not None and judge == paper_judge and f"llm {rubric}" in paper.columns:
+                ref = paper[f"llm {rubric}"].reindex(kinds).to_numpy(dtype=float)
+                keep = ~np.isnan(ref)
+                ax.scatter(ref[keep], pos[keep], marker="D", s=40, color=PALETTE["paper"], edgecolor="black",
+                           linewidth=0.6, zorder=3)
+        ax.set_yticks(y, [label(k) for k in kinds])
+        ax.set_title(JUDGE_NAMES.get(judge, label(judge)), loc="left")
+        ax.set_xlim(0, 112)
+        ax.grid(axis="y", visible=False)
+    axes[-1, 0].set_xlabel("Pairs judged different (%)")
+    handles = [Patch(color=RUBRIC_COLOURS.get(r, "#000000"), label=RUBRIC_NAMES.get(r, label(r))) for r in rubrics]
+    if paper is not None:
+        handles.append(Line2D([], [], marker="D", ls="", color=PALETTE["paper"], markeredgecolor="black",
+                              label="Paper (LLM judge)"))
+    fig.legend(handles=handles, loc="outside upper center", ncols=2, frameon=False)
+    backend_caption(fig, backend, extra)
+    return fig

@@ -1,0 +1,166 @@
+"""The book's table formatter (``mechaudit.tables``), its label map (``mechaudit.labels``) and the
+``{book-table}`` directive that renders it (``mechaudit.book_table``)."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from mechaudit.book_table import build_table
+from mechaudit.labels import LABELS, humanise, label, relabel_words
+from mechaudit.paper import compare
+from mechaudit.tables import DASH, BookTable, book_table, format_column, format_number
+
+
+def texts(cells):
+    return [c.text for c in cells]
+
+
+def test_labels_have_words_and_units():
+    assert label("tfidf") == "TF-IDF" and label("extra_pp") == "Extra divergence (pp)"
+    assert label("first_step_swapped") == "First step swapped"
+    assert label("some_new_name") == "Some new name"  # unknown: words, never an underscore
+    assert relabel_words("tfidf 0.25") == "TF-IDF 0.25"
+    assert relabel_words("U-02 wording_only") == "U-02 wording only"
+    assert humanise("MAE_of_x") == "MAE of x" and label(0.5) == "0.5"
+    from mechaudit.labels import in_sentence
+
+    assert in_sentence("paper_rates") == "paper-rate judge" and in_sentence("tfidf") == "TF-IDF"
+    assert not [v for v in LABELS.values() if "_" in v], "a label in the map carries an underscore"
+
+
+@pytest.mark.parametrize(("values", "header", "expected"), [
+    ([34.4789, 1.3], "Extra divergence (pp)", ["34.5", "1.3"]),  # pp: one decimal
+    ([21.0, 3.0, 83.33], "% saturated", ["21", "3", "83"]),  # whole percents
+    ([5.6, 83.3], "Changed (%)", ["5.6", "83.3"]),  # a decimal below 10 matters
+    ([0.4, 0.0], "Changed (%)", ["0.4", "0.0"]),  # a nonzero share would read as 0
+    ([3.9e-9, 0.23, 0.0012], "Exact p", ["<\u00a010⁻⁸", "0.23", "0.0012"]),
+    ([4863, 12], "Matched pairs", ["4,863", "12"]),  # counts with separators
+    ([0.5712, 0.1], "Share of ceiling", ["0.57", "0.10"]),  # same decimals down the column
+    ([3.04, 12.0], "Width", ["3", "12"]),  # three significant digits of the largest
+    ([1000.0, 5.0], "Runs", ["1,000", "5"]),  # whole floats as integers
+    ([5.4, 7.8, 4.8], "Groups", ["5.4", "7.8", "4.8"]),  # no more decimals than the values need
+    ([0.05, 1.0, 10.0], "Threshold", ["0.05", "1.00", "10.00"]),  # the smallest keeps a digit
+    ([1.6e-07, 0.5], "Cosine", ["0.0", "0.5"]),  # a column keeps its decimals
+    ([1.6e-07, 3e-06], "Cosine", ["1.6e-07", "3e-06"]),  # unless all of it would read 0
+    ([-0.022, 34.5], "Mean (pp)", ["-0.0", "34.5"]),
+    ([np.nan, None, 1.5], "Tau", [DASH, DASH, "1.5"]),
+    ([True, False], "Same", ["yes", "no"]),
+    (["tfidf", "note text", "mechanism_key"], "Rule", ["TF-IDF", "note text", "Mechanism key"]),
+    (["p_find = 0.71", "see simulator_null.yaml"], "Setting",
+     ["find probability per round = 0.71", "see simulator_null.yaml"]),  # known names only
+])
+def test_format_column(values, header, expected):
+    assert texts(format_column(values, header)) == expected
+
+
+def test_numbers_are_flagged_numeric_and_text_is_not():
+    cells = format_column([1.5, "0 v 1", "<\u00a010⁻⁴", True, np.nan], "x")
+    assert [c.numeric for c in cells] == [True, False, True, False, False]
+
+
+def test_format_number_rejects_nothing_and_keeps_text():
+    assert format_number("already text") == "already text"
+    assert format_number(float("inf")) == "∞"
+    assert format_number(np.int64(12345)) == "12,345"
+
+
+def test_index_becomes_labelled_row_columns_without_an_index_name_row():
+    df = pd.DataFrame({"extra_pp": [34.47, 1.33, 20.0]},
+                      index=pd.MultiIndex.from_tuples([("tfidf", "0 v 1"), ("tfidf", "1 v 5"), ("reference", "0 v 1")],
+                                                      names=["rule", "comparison"]))
+    t = BookTable(df)
+    assert t.stub == 2 and t.header == ["Rule", "Depths", "Extra divergence (pp)"]
+    assert [[c.text for c in r] for r in t.rows] == [["TF-IDF", "0 v 1", "34.5"], ["", "1 v 5", "1.3"],
+                                                     ["Reference judge", "0 v 1", "20.0"]]
+
+
+def test_a_plain_range_index_is_dropped_and_columns_name_heads_the_row_labels():
+    assert BookTable(pd.DataFrame({"a_b": [1, 2]})).header == ["A b"]
+    wide = pd.DataFrame([[1.0]], index=pd.Index(["tfidf"]), columns=pd.Index(["wording_only"], name="kind"))
+    assert BookTable(wide).header == ["Kind", "Wording only"]
+
+
+def test_no_header_of_a_shown_table_has_an_underscore():
+    df = pd.DataFrame({"cache_read_input_tokens": [1], "p_find": [0.9], "brand_new_column": [2]},
+                      index=pd.Index(["x"], name="index_name"))
+    assert not [h for h in BookTable(df).header if "_" in h]
+
+
+def test_markdown_is_a_book_table_directive_with_caption_and_name():
+    t = book_table(pd.DataFrame({"extra_pp": [34.47]}), caption="Extra   divergence\nper rule.", name="tbl-ch02-x",
+                   classes=["wide"])
+    md = t._repr_markdown_()
+    lines = md.splitlines()
+    assert lines[:4] == ["```{book-table}", ":name: tbl-ch02-x", ":caption: Extra divergence per rule.", ":class: wide"]
+    data = json.loads(lines[5])
+    assert data == {"stub": 0, "header": ["Extra divergence (pp)"], "rows": [["34.5"]], "numeric": [[1]]}
+    assert "<caption>Extra   divergence" in t._repr_html_() and "class=num" in t._repr_html_()
+    assert repr(t).splitlines() == ["Extra   divergence\nper rule.".splitlines()[0], "per rule.",
+                                    "Extra divergence (pp)", "                 34.5"]
+
+
+def test_a_caption_needs_a_name():
+    with pytest.raises(ValueError, match="needs a name"):
+        book_table(pd.DataFrame({"a": [1]}), caption="x")
+
+
+def test_backticks_in_cells_lengthen_the_fence():
+    md = BookTable(pd.DataFrame({"a": ["```code```"]}))._repr_markdown_()
+    assert md.startswith("````{book-table}") and md.rstrip().endswith("\n````")
+
+
+def test_comparison_tables_keep_their_classes_and_stack_on_phones():
+    t = BookTable(compare([("design.matched_pairs", 5192)], backend="reference"))
+    assert t.classes == ["paper-compare", "stack-on-phone"]
+    assert [c.text for c in t.rows[0]][1:3] == ["4,863", "5,192"] and "Provenance" in t.header
+
+
+def test_directive_table_marks_numbers_stubs_and_labels():
+    payload = BookTable(pd.DataFrame({"extra_pp": [34.47, 2.0], "note": ["a", "b"]},
+                                     index=pd.Index(["tfidf", "reference"], name="rule"))).payload()
+    table = build_table(payload, ["paper-compare"])
+    html = table.pformat()
+    assert "book-table colwidths-auto paper-compare" in html
+    assert len(re.findall(r'<colspec colwidth="1" stub="1"', html)) == 1
+    entries = list(table.findall(lambda n: n.tagname == "labelled_entry"))
+    assert [e["label"] for e in entries[:3]] == ["Rule", "Extra divergence (pp)", "Note"]
+    assert [e["classes"] for e in entries[:3]] == [[], ["num"], []]
+    header = [e for e in table.findall(lambda n: n.tagname == "entry")]
+    assert [e["classes"] for e in header] == [[], ["num"], []]  # an all-number column's header aligns too
+
+
+def test_directive_rejects_ragged_rows():
+    from mechaudit.errors import MechauditError
+
+    with pytest.raises(MechauditError, match="rows do not match"):
+        build_table({"stub": 0, "header": ["a", "b"], "rows": [["1"]], "numeric": [[1]]}, [])
+
+
+def test_a_table_wide_unit_rounds_every_column_by_it():
+    df = pd.DataFrame({"reference full": [86.21, 0.0], "reference none": [3.3, 100.0]})
+    assert [[c.text for c in r] for r in BookTable(df, unit="%").rows] == [["86", "3.3"], ["0", "100.0"]]
+    with pytest.raises(ValueError, match="unit must be"):
+        BookTable(df, unit="percent")
+
+
+def test_greek_letters_keep_their_case_and_float_row_labels_keep_their_digits():
+    df = pd.DataFrame({"τ (grid)": [0.79]}, index=pd.Index([0.05], name="loss threshold"))
+    t = BookTable(df)
+    assert t.header == ["Loss threshold", "τ (grid)"] and t.rows[0][0].text == "0.05"
+
+
+def test_by_row_rounds_each_quantity_on_its_own():
+    df = pd.DataFrame({"with densify": [0.6123, 0.897, 19.2], "first round only": [0.8, 0.9, 25.0]},
+                      index=["MAE", "Kish coverage", "% saturated"])
+    rows = [[c.text for c in r] for r in BookTable(df, by_row=True).rows]
+    assert rows == [["MAE (score points)", "0.61", "0.80"], ["Kish coverage", "0.9", "0.9"],
+                    ["% saturated", "19", "25"]]
+
+
+def test_a_text_arrow_becomes_one_character():
+    assert [c.text for c in format_column(["I1 -> R1", "a->b"])] == ["I1 → R1", "a->b"]
