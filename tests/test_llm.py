@@ -179,7 +179,7 @@ def test_describe_error_lists_each_invalid_field_without_urls():
 
 
 def test_budget_message_says_what_was_spent_held_and_asked():
-    from mechaudit.llm.usage import BudgetExceededError
+    from mechaudit.llm.session import BudgetExceededError
 
     assert str(BudgetExceededError(1.0, 0.5, 0.7)).startswith(
         "LLM budget max_usd=1.00 reached: 0.50 USD spent in this run, the next request could cost up to 0.70 USD more")

@@ -18,9 +18,9 @@ import pytest
 from fake_anthropic import FakeAnthropic, client_for
 
 from mechaudit.llm import LLMRequest, usage
-from mechaudit.llm.estimate import TYPICAL_OUTPUT, input_tokens
 from mechaudit.llm.ledger import load_prices
-from mechaudit.llm.usage import BudgetExceededError
+from mechaudit.llm.pricing import TYPICAL_OUTPUT, input_tokens
+from mechaudit.llm.session import BudgetExceededError
 
 MODEL = "claude-opus-4-6"
 MAX_TOKENS = 4000  # far above the typical reply of 200 tokens: a long reply costs 20x a typical one
@@ -144,7 +144,7 @@ def test_identical_concurrent_requests_make_one_call_and_the_other_reads_the_cac
 
 def test_cache_spend_counts_a_record_stored_without_its_request_and_report_rounds_cost(tmp_path, fresh_session):
     from mechaudit.llm.cache import ResponseCache
-    from mechaudit.llm.usage import cache_spend
+    from mechaudit.llm.ledger import cache_spend
 
     cache = ResponseCache(tmp_path / "c")
     usage_in = {"input_tokens": 1000, "output_tokens": 100}

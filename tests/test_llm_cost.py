@@ -18,14 +18,10 @@ from fake_anthropic import FakeAnthropic, FakeAnthropicServer, body_text, client
 
 from mechaudit.execution import execute_chapters
 from mechaudit.llm import usage
-from mechaudit.llm.estimate import (
-    CHARS_PER_TOKEN,
-    estimate_chapters,
-    input_tokens,
-    totals,
-)
-from mechaudit.llm.ledger import load_prices
-from mechaudit.llm.usage import BudgetExceededError, cache_spend
+from mechaudit.llm.estimate import estimate_chapters
+from mechaudit.llm.ledger import cache_spend, load_prices
+from mechaudit.llm.pricing import CHARS_PER_TOKEN, input_tokens, totals
+from mechaudit.llm.session import BudgetExceededError
 from mechaudit.paths import data_path
 from mechaudit.perturb import load_suite
 from mechaudit.rules import LLMJudge
@@ -351,6 +347,17 @@ def test_every_llm_chapter_has_budget_batch_and_usage_table():
         assert 0 < begin < report, chapter.stem
         first_judge = source.find("LLMJudge(")
         assert first_judge == -1 or begin < first_judge, chapter.stem
+
+
+def test_typical_output_sizes_follow_the_planners_demands_per_critique():
+    """``llm.pricing`` writes the workflow reply sizes as numbers; they assume the planner's proxy
+    critique (``DEMANDS_PER_CRITIQUE`` demands of about 60 tokens each)."""
+    from mechaudit.llm.estimate import DEMANDS_PER_CRITIQUE
+    from mechaudit.llm.pricing import TYPICAL_OUTPUT
+
+    assert TYPICAL_OUTPUT["critique"] == 60 * DEMANDS_PER_CRITIQUE
+    assert TYPICAL_OUTPUT["revise"] == 450 + 60 * DEMANDS_PER_CRITIQUE
+    assert TYPICAL_OUTPUT["label"] == 20 * DEMANDS_PER_CRITIQUE + 10
 
 
 def test_plan_05_counts_every_suite_of_the_data_folder(small_data, tmp_path):

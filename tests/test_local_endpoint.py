@@ -24,7 +24,7 @@ from mechaudit.llm.errors import MissingAPIKeyError
 from mechaudit.llm.ledger import load_prices
 from mechaudit.llm.providers import is_loopback, normalize_endpoint, openai_base_url
 from mechaudit.llm.request import LLMRequest
-from mechaudit.llm.usage import UnpricedModelError
+from mechaudit.llm.session import UnpricedModelError
 from mechaudit.paths import EXAMPLE_DIR, REPO_ROOT
 
 MODEL = "openai:tiny-judge"

@@ -107,8 +107,8 @@ def test_max_usd_must_be_a_finite_positive_number(capsys, tmp_path, value, expec
 def test_unknown_costs_are_never_shown_as_numbers():
     import pandas as pd
 
-    from mechaudit.llm.estimate import ESTIMATE_COLUMNS, format_estimate, totals
     from mechaudit.llm.ledger import UsageLedger, load_prices
+    from mechaudit.llm.pricing import ESTIMATE_COLUMNS, format_estimate, totals
     from mechaudit.llm.request import Usage
 
     row = dict.fromkeys(ESTIMATE_COLUMNS, 0)
@@ -147,8 +147,9 @@ def test_the_chapter_usage_table_says_unknown_for_an_unpriced_model():
 
 def test_the_run_total_says_unknown_when_a_model_had_no_price(tmp_path):
     from mechaudit.llm.cache import ResponseCache
+    from mechaudit.llm.ledger import cache_spend
     from mechaudit.llm.request import LLMRequest
-    from mechaudit.llm.usage import RunAccount, cache_spend
+    from mechaudit.llm.usage import RunAccount
 
     cache = ResponseCache(tmp_path / "c")
     for model in ("claude-opus-4-6", "mystery-9"):
@@ -168,7 +169,7 @@ def test_the_budget_refuses_an_unpriced_request_before_sending(tmp_path, fake_ap
 
     from mechaudit.llm import usage
     from mechaudit.llm.request import LLMRequest
-    from mechaudit.llm.usage import UnpricedModelError
+    from mechaudit.llm.session import UnpricedModelError
 
     client = client_for(fake_api, tmp_path / "cache")
     usage.begin(max_usd=1.0)

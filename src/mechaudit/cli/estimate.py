@@ -27,7 +27,8 @@ def register(subparsers) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from mechaudit.execution import resolve_params_file, run_settings
-    from mechaudit.llm.estimate import estimate_chapters, format_estimate
+    from mechaudit.llm.estimate import estimate_chapters
+    from mechaudit.llm.pricing import format_estimate
 
     overrides = {name: parse_override(value, name) for name, value in args.parameter}
     overrides.pop("max_usd", None)

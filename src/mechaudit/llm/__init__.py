@@ -29,7 +29,7 @@ from mechaudit.llm.jsonout import InvalidJSONError, JSONResult, extract_json, pa
 from mechaudit.llm.ledger import load_prices
 from mechaudit.llm.providers import PROVIDERS, MissingProviderSDKError, route_model
 from mechaudit.llm.request import LLMRequest, LLMResponse, Message, Usage
-from mechaudit.llm.usage import BudgetExceededError
+from mechaudit.llm.session import BudgetExceededError, LLMSession
 
 __all__ = [
     "API_KEY_ENV",
@@ -45,6 +45,7 @@ __all__ = [
     "JSONResult",
     "LLMClient",
     "LLMRequest",
+    "LLMSession",
     "LLMResponse",
     "Message",
     "MissingAPIKeyError",

@@ -24,6 +24,7 @@ from mechaudit.llm.ledger import UsageLedger
 from mechaudit.llm.providers import provider_of
 from mechaudit.llm.records import message_record
 from mechaudit.llm.request import LLMRequest, Usage
+from mechaudit.llm.session import LLMSession
 
 __all__ = ["BatchError", "BatchState", "run_batches"]
 
@@ -75,22 +76,22 @@ def _uncached_anthropic(requests: Sequence[LLMRequest], cache: ResponseCache) ->
 
 def _submit_and_collect(api, chunk: list[LLMRequest], cache: ResponseCache, ledger: UsageLedger,
                         state: BatchState, message_params, extra: dict, todo: dict, bar, poll_interval: float,
-                        max_wait: float | None) -> tuple[str, dict[str, str]]:
+                        max_wait: float | None, session: LLMSession) -> tuple[str, dict[str, str]]:
     """Submit one batch (its cost reserved against the budget while it runs), wait for it, cache its
     results; returns the batch id and the keys that failed with their reasons."""
-    reserved = usage.session().reserve(chunk, ledger.prices, batch=True)  # budget check
+    reserved = session.reserve(chunk, ledger.prices, batch=True)  # budget check
     try:
         batch = api.messages.batches.create(requests=[{"custom_id": r.key, "params": message_params(r)}
                                                       for r in chunk])
     except BaseException:
-        usage.session().release(reserved)
+        session.release(reserved)
         raise
     state.append({"event": "submitted", "batch_id": batch.id, "keys": [r.key for r in chunk]})
     try:
         _wait_until_ended(api, batch.id, poll_interval, max_wait, bar)
         failed = _collect(api, cache, ledger, extra, batch.id, todo, bar)
     finally:
-        usage.session().release(reserved)
+        session.release(reserved)
     state.append({"event": "collected", "batch_id": batch.id})
     return batch.id, failed
 
@@ -125,6 +126,7 @@ def run_batches(
     batch_size: int = 10_000,
     max_wait: float | None = None,
     progress: bool = False,
+    session: LLMSession | None = None,
 ) -> list[str]:
     """Fill ``cache`` for all uncached ``requests`` of Anthropic models via Message Batches; returns
     the batch ids polled (resumed ones first). Raises :class:`BatchError` if some results did not
@@ -134,7 +136,8 @@ def run_batches(
     tokens and holds the prices for the budget check; ``sdk()`` returns the ``anthropic.Anthropic``
     client and is called only when something must be sent (``None`` = replay: an uncached request
     raises :class:`ReplayMissError`); ``message_params(request)`` gives the Messages API parameters;
-    ``api_version`` is stored with each cached result."""
+    ``api_version`` is stored with each cached result; ``session`` holds the budget the batches are
+    reserved against (None: the process-wide ``usage.SESSION``)."""
     if batch_size < 1:
         raise ValueError(f"batch_size must be >= 1, got {batch_size}")
     todo = _uncached_anthropic(requests, cache)
@@ -147,11 +150,12 @@ def run_batches(
     if not todo and not pending:
         return []
     api = sdk()
+    session = usage.session() if session is None else session
     extra = {"api_version": api_version}
     used: list[str] = []
     failed: dict[str, str] = {}
     bar = tqdm(total=len(todo) + sum(map(len, pending.values())), desc="LLM batch", disable=not progress,
-               file=usage.progress_stream())
+               file=session.progress_stream())
     try:
         for batch_id in pending:  # resume: poll what a previous process already paid for
             if _resume(api, batch_id, cache, ledger, state, extra, todo, bar, poll_interval, max_wait, failed):
@@ -160,7 +164,7 @@ def run_batches(
         for start in range(0, len(remaining), batch_size):
             chunk = remaining[start : start + batch_size]
             batch_id, chunk_failed = _submit_and_collect(api, chunk, cache, ledger, state, message_params, extra,
-                                                         todo, bar, poll_interval, max_wait)
+                                                         todo, bar, poll_interval, max_wait, session)
             failed.update(chunk_failed)
             used.append(batch_id)
     finally:

@@ -83,7 +83,6 @@ _SCHEMA = (
         batch_id TEXT PRIMARY KEY, offset INTEGER NOT NULL, length INTEGER NOT NULL,
         collected INTEGER NOT NULL) WITHOUT ROWID""",
 )
-_DEFAULT_CACHE = 0  # sqlite's default page cache size (read from the first connection)
 _LOG_FIELDS = ("size", "mtime_ns", "inode", "tail", "lines", "records", "duplicates", "newline")
 
 
@@ -128,7 +127,6 @@ def _check_cache_record(record: dict[str, Any]) -> None:
 
 def _connect(path: Path) -> sqlite3.Connection:
     """A connection to the index at ``path`` (created, or recreated if its schema is outdated)."""
-    global _DEFAULT_CACHE
     conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False)
     try:
         conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
@@ -151,7 +149,6 @@ def _connect(path: Path) -> sqlite3.Connection:
                     raise
                 time.sleep(0.05)
         conn.execute("PRAGMA synchronous = NORMAL")  # the JSONL is fsynced; the index is derived
-        _DEFAULT_CACHE = _DEFAULT_CACHE or conn.execute("PRAGMA cache_size").fetchone()[0]
     except BaseException:
         conn.close()
         raise
@@ -345,10 +342,11 @@ class _IndexedLog:
         assert st is not None
         big = st.st_size - row["size"] > _BIG_BYTES
         if big:  # a first index of a large file: keep the growing B-tree in memory meanwhile
+            page_cache = conn.execute("PRAGMA cache_size").fetchone()[0]  # restored after
             conn.execute(f"PRAGMA cache_size = -{_BIG_CACHE_KIB}")
         offset, lineno, newline = self._index_rest(conn, row, st.st_size, big, warn)
         if big:
-            conn.execute(f"PRAGMA cache_size = {_DEFAULT_CACHE}")
+            conn.execute(f"PRAGMA cache_size = {page_cache}")
         row.update(size=offset, mtime_ns=st.st_mtime_ns, inode=st.st_ino, tail=self._tail_hash(offset),
                    lines=lineno, newline=newline if offset else 1)
         self._save_row(conn, row)

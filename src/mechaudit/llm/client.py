@@ -61,6 +61,7 @@ from mechaudit.llm.providers import (
 )
 from mechaudit.llm.records import check_message, message_record, message_text  # noqa: F401 - re-exported
 from mechaudit.llm.request import LLMRequest, LLMResponse, Usage
+from mechaudit.llm.session import PROGRESS_MIN_REQUESTS, LLMSession
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -115,6 +116,7 @@ class LLMClient:
         api_version: str | None = SAMPLING_API_VERSION,
         prices: Mapping[str, Any] | str | os.PathLike[str] | None = None,
         openai_base_url: str | None = None,
+        session: LLMSession | None = None,
     ) -> None:
         backend = Backend.llm(backend).value  # one-line BackendError for anything else
         if max_concurrency < 1:
@@ -133,7 +135,10 @@ class LLMClient:
         self._inflight_lock = threading.Lock()
         self.openai_base_url = _base_url(openai_base_url)
         self._ledger = UsageLedger(load_prices(prices), endpoint=self.openai_base_url)
-        usage.register(self._ledger)  # counts towards this process's budget and chapter report
+        #: the session whose budget this client spends and whose usage table counts it (None: the
+        #: process-wide ``usage.SESSION`` of notebooks that call ``usage.begin``)
+        self.session = usage.session() if session is None else session
+        self.session.add(self._ledger)
 
     # -- SDK ---------------------------------------------------------------------------------
     def sdk(self) -> Any:
@@ -275,14 +280,14 @@ class LLMClient:
             if hit is not None:
                 self._ledger.add(request.model, "cache", key=key)
                 return self._response(request, hit, cached=True)
-            reserved = usage.session().reserve([request], self._ledger.prices)  # BudgetExceededError
+            reserved = self.session.reserve([request], self._ledger.prices)  # BudgetExceededError
             try:
                 record, fields = self._send_record(request)
                 self.cache.put(key, record, request, **fields)
                 mode = "local" if request.endpoint is not None else "api"
                 self._ledger.add(request.model, mode, Usage(**record["usage"]), key=key)
             finally:  # the real cost is in the ledger before the reservation goes
-                usage.session().release(reserved)
+                self.session.release(reserved)
         return self._response(request, record, cached=False)
 
     def complete_json(
@@ -343,9 +348,9 @@ class LLMClient:
         """
         requests = [self.routed(r) for r in requests]
         schemas = _per_request(schema, len(requests))
-        session = usage.session()
+        session = self.session
         uncached = sum(r.key not in self.cache for r in requests)
-        progress = progress or uncached >= usage.PROGRESS_MIN_REQUESTS  # long phases: a bar on the terminal
+        progress = progress or uncached >= PROGRESS_MIN_REQUESTS  # long phases: a bar on the terminal
         if batch or (session.batch and self.backend == "anthropic" and uncached > 1):
             self.prefetch_batch(requests, poll_interval=poll_interval, progress=progress)
 
@@ -357,7 +362,7 @@ class LLMClient:
         results: list[Any] = [None] * len(requests)
         models = sorted({r.model for r in requests})
         bar = tqdm(total=len(requests), desc=f"LLM calls ({', '.join(models)})", disable=not progress,
-                   file=usage.progress_stream(), mininterval=1.0)
+                   file=session.progress_stream(), mininterval=1.0)
         misses = []
         for i, req in enumerate(requests):  # cache hits inline: no thread hand-off per hit
             if req.key in self.cache:
@@ -417,6 +422,7 @@ class LLMClient:
             batch_size=batch_size,
             max_wait=max_wait,
             progress=progress,
+            session=self.session,
         )
 
     # -- accounting --------------------------------------------------------------------------
@@ -440,6 +446,7 @@ def get_client(
     api_version: str | None = SAMPLING_API_VERSION,
     prices: Mapping[str, Any] | str | os.PathLike[str] | None = None,
     openai_base_url: str | None = None,
+    session: LLMSession | None = None,
 ) -> LLMClient:
     """An :class:`LLMClient` for ``backend`` ('anthropic' or 'replay') over the cache in
     ``cache_dir`` (default ``data/llm_cache``).
@@ -448,7 +455,9 @@ def get_client(
     ``max_retries``: SDK retries for 429/5xx/timeouts/connection errors; ``api_version``: the
     ``anthropic-version`` header (the default accepts ``temperature``); ``prices``: price table
     (mapping or YAML path; default ``params/prices.yaml``); ``openai_base_url``: an OpenAI-compatible
-    server for the OpenAI-routed models (default: ``OPENAI_BASE_URL`` from the environment, if set).
+    server for the OpenAI-routed models (default: ``OPENAI_BASE_URL`` from the environment, if set);
+    ``session``: the :class:`~mechaudit.llm.session.LLMSession` whose budget the client spends
+    (default: the process-wide ``mechaudit.llm.usage.SESSION``).
     """
     cache = ResponseCache(default_cache_dir() if cache_dir is None else cache_dir)
     return LLMClient(
@@ -461,6 +470,7 @@ def get_client(
         api_version=api_version,
         prices=prices,
         openai_base_url=openai_base_url,
+        session=session,
     )
 
 

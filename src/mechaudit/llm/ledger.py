@@ -14,11 +14,13 @@ import os
 import threading
 from collections import defaultdict
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
 import yaml
 
+from mechaudit.llm.cache import ResponseCache
 from mechaudit.llm.providers import normalize_endpoint
 from mechaudit.llm.request import Usage
 from mechaudit.paths import PARAMS_DIR, prices_path
@@ -178,3 +180,45 @@ class UsageLedger:
         note = f" (no price for: {', '.join(unpriced)})" if unpriced else ""
         lines.append(f"estimated total: {format_usd(total, 4)} USD{note}")
         return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------- spending read from the cache
+
+
+def cache_state(cache_dir: str | os.PathLike[str]) -> int:
+    """A mark of the cache folder's current end (``ResponseCache.mark``; 0 if there is no folder):
+    the records appended after it are what :func:`cache_spend` counts. Constant memory at any size."""
+    path = Path(cache_dir)
+    return ResponseCache(path).mark() if path.is_dir() else 0
+
+
+def cache_spend(cache_dir: str | os.PathLike[str], before: int, prices: dict[str, Any]) -> dict[str, Any]:
+    """What was paid for since ``before`` (a :func:`cache_state` mark; 0: everything in the folder):
+    new records' calls, tokens and USD (NaN when a record's model has no price; ``unpriced`` names
+    those models).
+
+    Every answer the API sent is recorded in the cache, so the records added during a run are that
+    run's calls (``source`` messages or batch; batch records are priced at the batch discount).
+    """
+    out: dict[str, Any] = {"calls": 0, "batch_calls": 0, **dict.fromkeys(TOKEN_COLUMNS, 0), "cost_usd": 0.0,
+                           "unpriced": set()}
+    path = Path(cache_dir)
+    if not path.is_dir():
+        return out
+    cache = ResponseCache(path)
+    for key in cache.keys(since=before):
+        record = cache.record(key) or {}
+        response = record.get("response", {})
+        usage = response.get("usage", {})
+        is_batch = record.get("source") == "batch"
+        request = record.get("request", {})
+        model = request.get("model") or response.get("model", "")
+        out["calls"] += 1
+        out["batch_calls"] += int(is_batch)
+        for col in TOKEN_COLUMNS:
+            out[col] += int(usage.get(col, 0) or 0)
+        cost = cost_usd(model, usage, prices, batch=is_batch, endpoint=request.get("endpoint"))
+        if math.isnan(cost):
+            out["unpriced"].add(model)
+        out["cost_usd"] += cost  # an unknown part makes the total unknown (NaN)
+    return out

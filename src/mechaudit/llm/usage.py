@@ -1,132 +1,36 @@
-"""Per-process LLM usage: a spending budget, the batch switch, progress output and the chapter ledger.
+"""The process-wide LLM session that notebooks still use: ``begin`` in a chapter's set-up cell,
+``report`` in its last cell.
 
-Each chapter runs in its own kernel, so "this process" is "this chapter run". A chapter calls
-:func:`begin` once in its set-up cell (budget and batch mode from its parameters) and :func:`report`
-in its last cell (the usage/cost table of every LLM client the chapter made). Every
-:class:`~mechaudit.llm.client.LLMClient` registers its ledger here when it is created.
-
-Budget: before a request is sent, its worst-case cost (estimated input tokens + ``max_tokens``
-output, priced from ``params/prices.yaml``) is reserved; if the spent cost plus the reservations would
-pass ``max_usd``, :class:`BudgetExceededError` stops the run before the request goes out. What was
-paid for is in the response cache, so re-running with a larger budget continues where it stopped.
+Each chapter runs in its own kernel, so "this process" is "this chapter run". :data:`SESSION` is one
+:class:`~mechaudit.llm.session.LLMSession`; a client created without a ``session`` adds its ledger to
+it. These wrappers go once the chapters open their own sessions.
 """
 
 from __future__ import annotations
 
-import io
 import math
 import os
-import sys
-import threading
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
 import pandas as pd
 
-from mechaudit.llm.ledger import TOKEN_COLUMNS, UsageLedger, cost_usd, format_usd, total_usd
-from mechaudit.llm.request import LLMRequest
+from mechaudit.llm.ledger import TOKEN_COLUMNS, UsageLedger, cache_spend, cache_state, format_usd
+from mechaudit.llm.session import (  # noqa: F401 - the names notebooks and tests import from here
+    PRICE_FIX,
+    PROGRESS_MIN_REQUESTS,
+    BudgetExceededError,
+    LLMSession,
+    UnpricedModelError,
+    check_max_usd,
+)
+from mechaudit.llm.session import combined_ledger as _combined
 
-#: ``complete_many`` shows a progress bar when at least this many requests are not cached.
-PROGRESS_MIN_REQUESTS = 20
-
-
-class BudgetExceededError(RuntimeError):
-    """The next request(s) would push this run's LLM spending past ``max_usd``; nothing was sent."""
-
-    def __init__(self, max_usd: float, spent: float, next_cost: float, n_requests: int = 1,
-                 estimate: bool = False, reserved: float = 0.0) -> None:
-        self.max_usd, self.spent, self.next_cost, self.reserved = max_usd, spent, next_cost, reserved
-        larger = (f"re-run with a larger budget (e.g. --max-usd {_suggest(max_usd, spent + reserved + next_cost)} for "
-                  f"mechaudit execute, or the chapter parameter max_usd)")
-        if estimate:
-            super().__init__(
-                f"LLM budget max_usd={max_usd:.2f} is below the estimated {next_cost:.2f} USD of the "
-                f"{n_requests} uncached requests of this run: nothing was sent. To run anyway, {larger}; "
-                f"to spend less, run fewer chapters or a smaller design."
-            )
-            return
-        what = "the next request" if n_requests == 1 else f"the next {n_requests} requests (one batch)"
-        flight = f" (+{reserved:.2f} USD held for requests in flight)" if reserved > 0 else ""
-        super().__init__(
-            f"LLM budget max_usd={max_usd:.2f} reached: {spent:.2f} USD spent in this run{flight}, {what} "
-            f"could cost up to {next_cost:.2f} USD more, so nothing more was sent. Answers paid for "
-            f"are cached: {larger} to continue without repeating calls."
-        )
+SESSION = LLMSession()
 
 
-def _suggest(max_usd: float, needed: float) -> str:
-    return f"{max(2 * max_usd, needed * 1.5, 0.01):.2f}"
-
-
-#: how to give a model a price, for every message that refuses an unpriced model
-PRICE_FIX = "add a row for it to params/prices.yaml (or to a --prices file)"
-
-
-class UnpricedModelError(RuntimeError):
-    """A request would go to a model (or server) the price table has no price for, while a budget
-    (or the refusal of unpriced runs) needs its cost; nothing was sent."""
-
-    def __init__(self, models: Sequence[str], max_usd: float | None = None, n_requests: int | None = None) -> None:
-        self.models = list(models)
-        names = ", ".join(repr(m) for m in self.models)
-        count = "" if n_requests is None else f" ({n_requests} requests to send)"
-        if max_usd is not None:
-            fix = f"{PRICE_FIX}; a budget (max_usd={max_usd:.2f}) cannot be kept without prices"
-        else:
-            fix = f"{PRICE_FIX}, or pass --allow-unpriced to run without a cost (refused with --max-usd)"
-        super().__init__(f"no price for {names}{count}: nothing was sent; {fix}")
-
-
-@dataclass
-class UsageSession:
-    """Budget, batch switch and registered ledgers of this process (see the module docstring)."""
-
-    max_usd: float | None = None
-    batch: bool = False
-    ledgers: list[UsageLedger] = field(default_factory=list)
-    _reserved: float = 0.0
-    _lock: threading.Lock = field(default_factory=threading.Lock)
-
-    def spent(self) -> float:
-        """USD paid so far by every registered client (api + batch rows; unpriced models count 0)."""
-        total = 0.0
-        for ledger in list(self.ledgers):
-            table = ledger.table()
-            paid = table.loc[table["mode"] != "cache", "cost_usd"]
-            total += float(paid.sum(min_count=1)) if paid.notna().any() else 0.0
-        return total
-
-    def reserve(self, requests: Sequence[LLMRequest], prices: dict[str, Any], batch: bool = False) -> float:
-        """Reserve the worst-case cost of ``requests``; raise :class:`BudgetExceededError` (and
-        reserve nothing) if it would pass ``max_usd``. Returns the amount reserved (release it with
-        :meth:`release` once the answer's real cost is in a ledger)."""
-        if self.max_usd is None:
-            return 0.0
-        from mechaudit.llm.estimate import request_cost
-
-        cost = sum(request_cost(r, prices, batch=batch, output="max") for r in requests)
-        if math.isnan(cost):  # a budget cannot be kept for a model without a price
-            raise UnpricedModelError(sorted({r.model for r in requests
-                                             if math.isnan(request_cost(r, prices, output="max"))}), self.max_usd)
-        with self._lock:
-            spent = self.spent()
-            if spent + self._reserved + cost > self.max_usd + 1e-12:
-                raise BudgetExceededError(self.max_usd, spent, cost, len(requests), reserved=self._reserved)
-            self._reserved += cost
-        return cost
-
-    def release(self, amount: float) -> None:
-        """Give back a reservation made by :meth:`reserve`."""
-        with self._lock:
-            self._reserved = max(0.0, self._reserved - amount)
-
-
-SESSION = UsageSession()
-
-
-def session() -> UsageSession:
+def session() -> LLMSession:
     """The usage session of this process."""
     return SESSION
 
@@ -136,138 +40,34 @@ def begin(max_usd: float | None = None, batch: bool = False) -> None:
     only, what a run's budget leaves when it is spent) caps what the clients of this
     process may spend; ``batch=True`` sends bulk requests through the Message Batches API (half
     price, answers within 24 h, usually minutes). Clears the ledgers of earlier clients."""
-    if max_usd is not None and not (isinstance(max_usd, (int, float)) and not isinstance(max_usd, bool)
-                                    and math.isfinite(max_usd) and max_usd >= 0):
-        raise ValueError(f"field 'max_usd': must be a finite number >= 0 or None, got {max_usd!r}")
+    max_usd = check_max_usd(max_usd)
     from mechaudit.errors import use_warning_style
 
     use_warning_style()  # a torn cache line is reported once, as one line
-    SESSION.max_usd = None if max_usd is None else float(max_usd)
+    SESSION.max_usd = max_usd
     SESSION.batch = bool(batch)
     SESSION.ledgers.clear()
     SESSION._reserved = 0.0
 
 
 def register(ledger: UsageLedger) -> None:
-    """Called by every new client: its ledger counts towards this process's budget and report."""
-    SESSION.ledgers.append(ledger)
+    """Count ``ledger`` towards this process's budget and report."""
+    SESSION.add(ledger)
 
 
 def combined_ledger(ledgers: Sequence[UsageLedger] | None = None) -> pd.DataFrame:
-    """The ledgers of ``ledgers`` (default: every registered client) summed per (model, mode)."""
-    ledgers = SESSION.ledgers if ledgers is None else ledgers
-    tables = [ledger.table() for ledger in ledgers]
-    tables = [t for t in tables if not t.empty]
-    columns = ["model", "mode", "calls", *TOKEN_COLUMNS, "cost_usd"]
-    if not tables:
-        return pd.DataFrame(columns=columns)
-    both = pd.concat(tables, ignore_index=True)
-    summed = both.groupby(["model", "mode"], sort=True).agg(
-        {"calls": "sum", **dict.fromkeys(TOKEN_COLUMNS, "sum"), "cost_usd": lambda s: s.sum(min_count=1)}
-    ).reset_index()
-    return summed[columns]
+    """The ledgers of ``ledgers`` (default: every client of this process) summed per (model, mode)."""
+    return _combined(SESSION.ledgers if ledgers is None else ledgers)
 
 
 def report(backend: str, pairs: int | None = None) -> pd.DataFrame:
-    """The chapter's LLM usage table, to be the output of its last cell.
-
-    Rows per (model, mode) with calls, the four token counts and ``cost_usd`` (an estimate from the
-    price table; "unknown (no price)" for a model the table lacks, and then for the total too);
-    ``mode`` is ``api`` (Messages API calls made), ``batch`` (Message Batches results), ``local``
-    (calls to a custom OpenAI-compatible server) or ``cache`` (distinct requests answered from the
-    response cache, paid for earlier or never); a last ``total`` row. ``pairs``: the number of
-    pairs the chapter's judges saw, to add ``calls_per_pair``. With the offline backend the table says "no LLM calls".
-    """
-    from mechaudit.backends import Backend
-
-    if not Backend.parse(backend).is_llm:
-        return pd.DataFrame({"LLM usage": [f"no LLM calls (backend {backend!r} is offline)"]})
-    table = combined_ledger()
-    if table.empty:
-        return pd.DataFrame({"LLM usage": [f"no LLM calls (backend {backend!r})"]})
-    total = {"model": "total", "mode": "", "calls": int(table["calls"].sum()),
-             **{c: int(table[c].sum()) for c in TOKEN_COLUMNS},
-             "cost_usd": total_usd(table["cost_usd"])}
-    out = pd.concat([table, pd.DataFrame([total])], ignore_index=True)
-    if pairs:
-        out["calls_per_pair"] = (out["calls"] / pairs).round(2)
-    cost = out["cost_usd"].astype(float).round(4)
-    out["cost_usd"] = cost.astype(object).where(cost.notna(), "unknown (no price)") if cost.isna().any() else cost
-    return out
-
-
-# --------------------------------------------------------------------------- progress output
+    """This process's usage table (:meth:`LLMSession.usage_table`)."""
+    return SESSION.usage_table(backend, pairs)
 
 
 def progress_stream() -> IO[str]:
-    """Where progress bars go: the terminal, never a notebook's output.
-
-    In a Jupyter kernel ``sys.stderr`` is a stream whose writes become notebook output; its
-    ``fileno()`` is a copy of the kernel process's original stderr (the terminal that started
-    ``mechaudit execute`` or Jupyter). Bars are written there; outside a kernel to ``sys.stderr``.
-    """
-    stream = sys.stderr
-    if type(stream).__module__.startswith("ipykernel"):
-        try:
-            return _terminal(stream.fileno())
-        except (OSError, io.UnsupportedOperation, ValueError):
-            return open(os.devnull, "w", encoding="utf-8")  # kept open for the process
-    return stream
-
-
-_TERMINALS: dict[int, IO[str]] = {}
-
-
-def _terminal(fd: int) -> IO[str]:
-    if fd not in _TERMINALS:
-        _TERMINALS[fd] = os.fdopen(os.dup(fd), "w", encoding="utf-8", buffering=1)
-    return _TERMINALS[fd]
-
-
-# --------------------------------------------------------------------------- run totals from the cache
-
-
-def cache_state(cache_dir: str | os.PathLike[str]) -> int:
-    """A mark of the cache folder's current end (``ResponseCache.mark``; 0 if there is no folder):
-    the records appended after it are what :func:`cache_spend` counts. Constant memory at any size."""
-    from mechaudit.llm.cache import ResponseCache
-
-    path = Path(cache_dir)
-    return ResponseCache(path).mark() if path.is_dir() else 0
-
-
-def cache_spend(cache_dir: str | os.PathLike[str], before: int, prices: dict[str, Any]) -> dict[str, Any]:
-    """What was paid for since ``before`` (a :func:`cache_state` mark; 0: everything in the folder):
-    new records' calls, tokens and USD (NaN when a record's model has no price; ``unpriced`` names
-    those models).
-
-    Every answer the API sent is recorded in the cache, so the records added during a run are that
-    run's calls (``source`` messages or batch; batch records are priced at the batch discount).
-    """
-    from mechaudit.llm.cache import ResponseCache
-
-    out: dict[str, Any] = {"calls": 0, "batch_calls": 0, **dict.fromkeys(TOKEN_COLUMNS, 0), "cost_usd": 0.0,
-                           "unpriced": set()}
-    path = Path(cache_dir)
-    if not path.is_dir():
-        return out
-    cache = ResponseCache(path)
-    for key in cache.keys(since=before):
-        record = cache.record(key) or {}
-        response = record.get("response", {})
-        usage = response.get("usage", {})
-        is_batch = record.get("source") == "batch"
-        request = record.get("request", {})
-        model = request.get("model") or response.get("model", "")
-        out["calls"] += 1
-        out["batch_calls"] += int(is_batch)
-        for col in TOKEN_COLUMNS:
-            out[col] += int(usage.get(col, 0) or 0)
-        cost = cost_usd(model, usage, prices, batch=is_batch, endpoint=request.get("endpoint"))
-        if math.isnan(cost):
-            out["unpriced"].add(model)
-        out["cost_usd"] += cost  # an unknown part makes the total unknown (NaN)
-    return out
+    """Where this process's progress bars go (:meth:`LLMSession.progress_stream`)."""
+    return SESSION.progress_stream()
 
 
 # --------------------------------------------------------------------------- a whole run (mechaudit execute)
@@ -372,13 +172,13 @@ class RunAccount:
 
     def print_estimate(self, stream) -> None:
         """Print the estimate table with its total line."""
-        from mechaudit.llm.estimate import format_estimate
+        from mechaudit.llm.pricing import format_estimate
 
         print(format_estimate(self.make_estimate(), batch=bool(self.batch)), file=stream, flush=True)
 
     def check_budget(self) -> None:
         """Raise :class:`BudgetExceededError` if the estimate is above ``max_usd``."""
-        from mechaudit.llm.estimate import totals
+        from mechaudit.llm.pricing import totals
 
         table = self.make_estimate()
         cost = totals(table)[self._cost_column()] if len(table) else 0.0
@@ -387,7 +187,7 @@ class RunAccount:
 
     def prompt(self) -> str:
         """The confirmation question shown after the estimate."""
-        from mechaudit.llm.estimate import totals
+        from mechaudit.llm.pricing import totals
 
         t = totals(self.estimate) if self.estimate is not None and len(self.estimate) else {}
         cost = t.get(self._cost_column(), 0.0)

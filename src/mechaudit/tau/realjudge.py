@@ -148,8 +148,8 @@ def plan_chapter(params: Mapping[str, Any]) -> list[Any]:
     """Chapter 08's planned requests for ``mechaudit estimate`` from its resolved parameters
     (``n_patterns``, ``papers_per_pattern``, ``review_noise``, ``seed``, ``judge_model``,
     ``llm_pairs``): the pool is rebuilt as the chapter builds it. Returns
-    :class:`mechaudit.llm.estimate.Planned` items, one per role and pair (repairs are not counted)."""
-    from mechaudit.llm.estimate import Planned
+    :class:`mechaudit.llm.pricing.Planned` items, one per role and pair (repairs are not counted)."""
+    from mechaudit.llm.pricing import Planned
     from mechaudit.tau.simulate import make_pool
 
     pool = make_pool(n_patterns=params["n_patterns"], papers_per_pattern=params["papers_per_pattern"],

@@ -1,0 +1,198 @@
+"""Pricing before calls: tokens and USD of planned requests, and the estimate table.
+
+A planner (``mechaudit.book.estimate``) lists the requests a chapter would send as :class:`Planned`
+items; this module sizes and prices them without sending anything. Sizing rules (documented in
+``book/rerun.md``):
+
+- **Input tokens.** No offline tokenizer exists for Claude (the SDK's ``count_tokens`` is an API
+  call), so input tokens are estimated as characters / ``CHARS_PER_TOKEN`` (3.5, Anthropic's rule of
+  thumb for English) plus ``MESSAGE_OVERHEAD`` per turn. Workflow requests that depend on generated
+  text (critique, revise, label, and judge calls on delivered hypotheses before the workflow is
+  cached) are built from *proxies*: the opening hypotheses stand for developed/revised ones and
+  each critique is assumed to raise ``DEMANDS_PER_CRITIQUE`` demands of typical length
+  (``mechaudit.book.estimate``); these rows are marked ``exact=False``.
+- **Output tokens.** A typical reply size per request kind (``TYPICAL_OUTPUT``), never more than
+  the request's ``max_tokens``; the budget check uses ``max_tokens`` (the worst case).
+- **Price.** ``params/prices.yaml``: *plain* (Messages API), *batch* (x ``batch_discount``) and
+  *prompt-cached* (the system prompt is marked for caching; the API caches it only when it is at
+  least the model's ``min_cache_tokens`` long: then the first request per distinct system prompt
+  writes it at ``cache_write`` and the others read it at ``cache_read``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+
+from mechaudit.llm.ledger import format_usd, price_row, total_usd
+from mechaudit.llm.request import LLMRequest
+
+CHARS_PER_TOKEN = 3.5
+MESSAGE_OVERHEAD = 5  # tokens per turn (role markers) and for the system block
+#: typical reply tokens by request kind (``kind_of``); capped by the request's max_tokens. The
+#: workflow kinds assume three demands per critique (60 tokens each; ``mechaudit.book.estimate``)
+TYPICAL_OUTPUT = {
+    "judge-full": 50, "judge-none": 50, "judge-step": 90,
+    "develop": 400, "critique": 180, "revise": 630, "label": 70, "other": 200,
+}
+DEFAULT_MIN_CACHE_TOKENS = 1024
+
+
+def kind_of(request: LLMRequest) -> str:
+    """The request kind used for typical output sizes: judge-<rubric>, develop, critique, revise,
+    label or other."""
+    version = request.version
+    if version.startswith("mechjudge-"):
+        return "judge-" + version.split("-")[1]
+    stage = request.metadata.get("stage")
+    if stage in ("develop", "critique", "revise"):
+        return stage
+    if request.metadata.get("task") == "engagement":
+        return "label"
+    return str(request.metadata.get("kind", "other"))
+
+
+def request_text_chars(request: LLMRequest) -> tuple[int, int]:
+    """Characters of the system prompt and of all message turns."""
+    return len(request.system), sum(len(m.text()) for m in request.messages)
+
+
+def input_tokens(request: LLMRequest) -> tuple[int, int]:
+    """Estimated ``(system tokens, total input tokens)`` of ``request`` (module docstring)."""
+    sys_chars, msg_chars = request_text_chars(request)
+    system = math.ceil(sys_chars / CHARS_PER_TOKEN) + (MESSAGE_OVERHEAD if request.system else 0)
+    total = system + math.ceil(msg_chars / CHARS_PER_TOKEN) + MESSAGE_OVERHEAD * len(request.messages)
+    return system, total
+
+
+def output_tokens(request: LLMRequest, output: str = "typical") -> int:
+    """Reply tokens: ``"typical"`` (``TYPICAL_OUTPUT`` of its kind, at most max_tokens) or ``"max"``."""
+    if output == "max":
+        return request.max_tokens
+    return min(request.max_tokens, TYPICAL_OUTPUT.get(kind_of(request), TYPICAL_OUTPUT["other"]))
+
+
+def request_cost(request: LLMRequest, prices: Mapping[str, Any], batch: bool = False, output: str = "typical") -> float:
+    """Plain (or batch) USD of one request without prompt caching; NaN for an unpriced model (or
+    custom server, priced by its endpoint)."""
+    row = price_row(request.model, prices, request.endpoint)
+    if row is None:
+        return math.nan
+    _, tokens_in = input_tokens(request)
+    usd = (tokens_in * row["input"] + output_tokens(request, output) * row["output"]) / 1e6
+    return usd * (prices["batch_discount"] if batch else 1.0)
+
+
+@dataclass(frozen=True)
+class Planned:
+    """One request a chapter would send: its stage label and whether it is exact (not a proxy)."""
+
+    stage: str
+    request: LLMRequest
+    exact: bool = True
+    identity: str | None = None  # what makes it distinct; default the cache key (proxies: the pair)
+
+    @property
+    def ident(self) -> str:
+        return self.identity or self.request.key
+
+
+ESTIMATE_COLUMNS = ["chapter", "stage", "model", "exact", "requests", "cached", "to_send", "input_tokens",
+                    "output_tokens", "usd_plain", "usd_batch", "usd_prompt_cached"]
+
+
+def price_plan(chapter: str, planned: Sequence[Planned], prices: Mapping[str, Any], cached: Callable[[str], bool],
+               seen: set[str] | None = None, min_cache_tokens: Mapping[str, int] | None = None) -> pd.DataFrame:
+    """One row per (stage, model): requests, how many are cached (in the cache or earlier in
+    ``seen``, which is updated), tokens and USD of the ones to send (columns ``ESTIMATE_COLUMNS``;
+    NaN USD for a model or server without a price)."""
+    seen = set() if seen is None else seen
+    min_cache_tokens = min_cache_tokens or {}
+    rows: dict[tuple[str, str], dict[str, Any]] = {}
+    written: set[tuple[str, str]] = set()
+    for item in planned:
+        r = item.request
+        row = rows.setdefault((item.stage, r.model), {
+            "chapter": chapter, "stage": item.stage, "model": r.model, "exact": True, "requests": 0,
+            "cached": 0, "to_send": 0, "input_tokens": 0, "output_tokens": 0,
+            "usd_plain": 0.0, "usd_batch": 0.0, "usd_prompt_cached": 0.0})
+        row["requests"] += 1
+        row["exact"] = row["exact"] and item.exact
+        if item.ident in seen or cached(r.key):
+            row["cached"] += 1
+            seen.add(item.ident)
+            continue
+        seen.add(item.ident)
+        system, tokens_in = input_tokens(r)
+        tokens_out = output_tokens(r)
+        row["to_send"] += 1
+        row["input_tokens"] += tokens_in
+        row["output_tokens"] += tokens_out
+        price = price_row(r.model, prices, r.endpoint)
+        if price is None:
+            for col in ("usd_plain", "usd_batch", "usd_prompt_cached"):
+                row[col] = math.nan
+            continue
+        plain = (tokens_in * price["input"] + tokens_out * price["output"]) / 1e6
+        row["usd_plain"] += plain
+        row["usd_batch"] += plain * prices["batch_discount"]
+        cacheable = r.cache_system and system >= min_cache_tokens.get(r.model, DEFAULT_MIN_CACHE_TOKENS)
+        if cacheable:
+            tag = (r.model, r.system)
+            rate = price["cache_read"] if tag in written else price["cache_write"]
+            written.add(tag)
+            row["usd_prompt_cached"] += ((tokens_in - system) * price["input"] + system * rate
+                                         + tokens_out * price["output"]) / 1e6
+        else:
+            row["usd_prompt_cached"] += plain
+    return pd.DataFrame(list(rows.values()), columns=ESTIMATE_COLUMNS)
+
+
+def load_min_cache_tokens(path=None) -> dict[str, int]:
+    """``min_cache_tokens`` per model from the price table (default ``DEFAULT_MIN_CACHE_TOKENS``)."""
+    import yaml
+
+    from mechaudit.paths import prices_path
+
+    with open(path or prices_path(), encoding="utf-8") as fh:
+        doc = yaml.safe_load(fh) or {}
+    return {str(m): int(row.get("min_cache_tokens", DEFAULT_MIN_CACHE_TOKENS))
+            for m, row in (doc.get("models") or {}).items() if isinstance(row, Mapping)}
+
+
+def totals(estimate: pd.DataFrame) -> dict[str, float]:
+    """Requests, cached, to_send, tokens and the three USD totals of an estimate table (a USD total
+    with an unpriced row is NaN: unknown, never a partial sum)."""
+    counts = ["requests", "cached", "to_send", "input_tokens", "output_tokens"]
+    out = {c: (float(estimate[c].sum()) if len(estimate) else 0.0) for c in counts}
+    out.update({c: total_usd(estimate[c]) if len(estimate) else 0.0
+                for c in ("usd_plain", "usd_batch", "usd_prompt_cached")})
+    return out
+
+
+def format_estimate(estimate: pd.DataFrame, batch: bool = False) -> str:
+    """The estimate as text for the terminal, with the total line."""
+    if estimate.empty:
+        return "LLM cost estimate: no LLM requests (every chapter runs offline or everything is cached)."
+    shown = estimate.copy()
+    for col in ("usd_plain", "usd_batch", "usd_prompt_cached"):
+        shown[col] = shown[col].map(format_usd)
+    t = totals(estimate)
+    mode = "batch" if batch else "plain"
+    unpriced = sorted(set(estimate.loc[estimate["usd_plain"].isna(), "model"]))
+    lines = [
+        ("LLM cost estimate (prices from the price table; tokens = characters / 3.5; "
+         "exact=False rows are sized from proxies, see book/rerun.md):"),
+        shown.to_string(index=False),
+        (f"total: {int(t['requests'])} requests, {int(t['cached'])} cached, {int(t['to_send'])} to send; "
+         f"{int(t['input_tokens']):,} input + {int(t['output_tokens']):,} output tokens; "
+         f"USD plain {format_usd(t['usd_plain'])}, batch {format_usd(t['usd_batch'])}, "
+         f"prompt-cached {format_usd(t['usd_prompt_cached'])} (this run: {mode})"),
+    ]
+    if unpriced:
+        lines.append(f"no price for: {', '.join(unpriced)} (its cost is unknown: add a row to the price table)")
+    return "\n".join(lines)
