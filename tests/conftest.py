@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from fake_anthropic import FAKE_KEY, FakeAnthropic
 
-from mechaudit.execution import toc_chapters
+from mechaudit.book.params import toc_chapters
 from mechaudit.paths import REPO_ROOT
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")

@@ -78,7 +78,8 @@ MODULES: dict[str, Target] = {
     "tau": Target(_src("tau/inference.py", "tau/fitting.py", "tau/anchors.py", "tau/cards.py", "tau/judge.py"),
                   _tests("tau_inference", "tau_fitting", "tau_anchors", "tau_judge", "tau_misspec",
                          "tau_mutation_guards")),
-    "llm": Target(_src("llm/cache.py", "llm/client.py", "llm/ledger.py", "llm/usage.py", "llm/jsonout.py",
+    "llm": Target(_src("llm/cache.py", "llm/client.py", "llm/ledger.py", "llm/session.py", "llm/usage.py",
+                       "book/account.py", "llm/jsonout.py",
                        "llm/blind.py"),
                   _tests("llm", "llm_cache_store", "llm_budget_stress", "llm_recovery", "blind_prefilter",
                          "llm_secrets", "cache_paths", "judge_models") + tuple(
@@ -90,11 +91,10 @@ MODULES: dict[str, Target] = {
                             "workflow/simulator.py"),
                        _tests("power", "calibrate", "workflow", "simulator_outcomes")),
     "schema": Target(_src("schema.py", "model.py"), _tests("schema", "data")),
-    "execution": Target(_src("execution.py"), _tests("execution_params"),
-                        mutants=tuple(f"mechaudit.execution.x_{f}__mutmut_*" for f in (
+    "execution": Target(_src("book/params.py"), _tests("execution_params"),
+                        mutants=tuple(f"mechaudit.book.params.x_{f}__mutmut_*" for f in (
                             "_kind", "_fits", "check_value", "_hint", "check_param_file", "load_param_set",
-                            "parse_override", "absolutize_paths", "check_backend", "read_param_file",
-                            "_yaml_problem"))),
+                            "parse_override", "absolutize_paths", "read_param_file", "_yaml_problem"))),
 }
 
 

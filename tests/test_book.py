@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from mechaudit.execution import toc_files
+from mechaudit.book.params import toc_files
 
 
 @pytest.mark.book

@@ -29,7 +29,7 @@ from urllib.parse import urldefrag, urlparse
 
 import pytest
 
-from mechaudit.execution import toc_files
+from mechaudit.book.params import toc_files
 from mechaudit.paths import REPO_ROOT
 
 CHROMIUM = Path("/usr/bin/chromium")

@@ -178,7 +178,7 @@ def test_execute_out_pointing_at_a_file(tmp_path, capsys):
 
 
 def test_shipped_parameter_sets_pass_the_whole_file_check():
-    from mechaudit.execution import check_param_file
+    from mechaudit.book.params import check_param_file
 
     for name in ("default.yaml", "paper.yaml"):
         check_param_file(REPO_ROOT / "params" / name)

@@ -19,7 +19,7 @@ import pytest
 import yaml
 
 import mechaudit
-from mechaudit.execution import notebook_parameters, toc_chapters
+from mechaudit.book.params import notebook_parameters, toc_chapters
 from mechaudit.paths import EXAMPLE_DIR, REPO_ROOT
 
 #: the example folder as a relative path (chapters read relative data_dir from the current folder)

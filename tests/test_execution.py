@@ -11,11 +11,10 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from mechaudit.execution import (
+from mechaudit.book.execute import NotebookExecutionError, execute_chapter
+from mechaudit.book.params import (
     Chapter,
-    NotebookExecutionError,
     ParameterError,
-    execute_chapter,
     load_param_set,
     notebook_parameters,
     resolve_parameters,
@@ -169,7 +168,7 @@ def test_re_execution_reproduces_the_committed_file_byte_for_byte(tmp_path, stem
     """Same parameters, same seed: the executed notebook is identical to the committed one, except
     for figure bytes (sub-pixel line positions vary with the CPU)."""
     committed = REPO_ROOT / "notebooks" / f"{stem}.ipynb"
-    from mechaudit.execution import execute_chapters
+    from mechaudit.book.execute import execute_chapters
 
     # a chapter that writes its tables and figures would get out_dir injected by --out: keep it off
     defined = notebook_parameters(REPO_ROOT / "notebooks" / f"{stem}.py")

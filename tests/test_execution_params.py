@@ -1,7 +1,7 @@
 """Parameter checks of ``mechaudit execute`` (types, ranges, files, overrides): fast, no notebook runs.
 
 Each case names the value a user could pass and the one-line error it must get; the mutation run
-(``make mutation``) maps ``mechaudit.execution``'s parameter checks to this file.
+(``make mutation``) maps ``mechaudit.book.params``'s parameter checks to this file.
 """
 
 from __future__ import annotations
@@ -10,10 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from mechaudit.execution import (
+from mechaudit.book.params import (
     ParameterError,
     absolutize_paths,
-    check_backend,
     check_param_file,
     check_value,
     load_param_set,
@@ -155,7 +154,7 @@ def test_load_param_set_checks_types_and_merges_common(tmp_path):
 
 
 def _chapter(tmp_path: Path, stem: str, cell: str):
-    from mechaudit.execution import Chapter
+    from mechaudit.book.params import Chapter
 
     source = tmp_path / f"{stem}.py"
     header = "# ---\n# jupyter:\n#   kernelspec:\n#     display_name: Python 3\n#     language: python\n" \
@@ -185,15 +184,15 @@ def test_check_param_file_names_section_parameter_and_value(tmp_path):
             check_param_file(f, chapters)
 
 
-def test_check_backend_accepts_the_choices_and_names_a_wrong_one():
+def test_backend_accepts_the_choices_and_names_a_wrong_one():
     from mechaudit.backends import CHOICES
 
-    check_backend({"backend": "reference"}, "p.yaml")
-    check_backend({"seed": 1}, "p.yaml")  # nothing to check
+    for choice in CHOICES:
+        check_value("backend", choice, "reference", file="p.yaml", stem="05_perturbations")
     with pytest.raises(ParameterError) as err:
-        check_backend({"backend": "openai-ish"}, "p.yaml", line=3)
-    assert str(err.value) == ("p.yaml:3: field 'backend': 'openai-ish' is not a backend; choose one of "
-                              + ", ".join(CHOICES))
+        check_value("backend", "openai-ish", "reference", file="p.yaml", line=3, stem="05_perturbations")
+    assert str(err.value) == ("p.yaml:3: field 'backend': must be one of "
+                              + ", ".join(repr(c) for c in CHOICES) + ", got 'openai-ish'")
 
 
 def test_absolutize_paths_resolves_folders_and_existing_files_only(tmp_path):

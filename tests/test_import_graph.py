@@ -1,4 +1,5 @@
-"""The package's static import graph has no cycle, and each ``mechaudit.llm`` module imports alone.
+"""The package's static import graph: no cycle, layers that point down, ``llm/`` a leaf, and each
+``mechaudit.llm`` module imports alone.
 
 The graph is built from the source with :mod:`ast`, not by importing: every ``import mechaudit.x``,
 ``from mechaudit.x import y`` and relative import counts, at module level or inside a function
@@ -87,8 +88,8 @@ def import_graph(src: Path = SRC, package: str = PACKAGE) -> dict[str, dict[str,
     return graph
 
 
-def find_cycle(graph: dict[str, dict[str, bool]], *, eager_only: bool = False) -> list[str] | None:
-    """One cycle as ``[a, b, ..., a]``, or ``None``; ``eager_only`` ignores lazy edges."""
+def find_cycle(graph: dict[str, dict[str, bool]]) -> list[str] | None:
+    """One cycle as ``[a, b, ..., a]``, lazy edges included, or ``None``."""
     WHITE, GREY, BLACK = 0, 1, 2
     colour = dict.fromkeys(graph, WHITE)
     for root in sorted(graph):
@@ -99,8 +100,6 @@ def find_cycle(graph: dict[str, dict[str, bool]], *, eager_only: bool = False) -
         iters = [iter(sorted(graph[root]))]
         while iters:
             for nxt in iters[-1]:
-                if eager_only and graph[path[-1]][nxt]:
-                    continue
                 if colour[nxt] == GREY:
                     return path[path.index(nxt):] + [nxt]
                 if colour[nxt] == WHITE:
@@ -131,39 +130,71 @@ def test_graph_builder_sees_every_kind_of_import(tmp_path):
         "toy.sub": {"toy.sub.c": False}, "toy.sub.c": {"toy.a": True}, "toy.d": {},
     }
     assert find_cycle(graph) == ["toy.a", "toy.b", "toy.sub.c", "toy.a"]
-    assert find_cycle(graph, eager_only=True) is None
     (pkg / "sub" / "c.py").write_text("def f():\n    pass\n")
     assert find_cycle(import_graph(tmp_path, "toy")) is None
 
 
-# Known lazy (function-level) imports that close a cycle, each pointing the wrong way: the
-# ``RunAccount`` code in ``llm.usage`` calls the chapter planner (``llm.estimate``, which imports
-# every chapter's modules lazily) and ``execution``. Breaking them means moving the planner and the
-# run account out of ``llm/``. The list may only shrink: a new cycle, eager or lazy, fails the test below.
-KNOWN_LAZY_CYCLE_EDGES = [
-    ("mechaudit.llm.usage", "mechaudit.llm.estimate"),
-    ("mechaudit.llm.usage", "mechaudit.execution"),
-]
-
-
-def test_package_has_no_module_level_import_cycle():
+def test_no_import_cycle_at_all():
+    """No cycle, lazy imports counted: a function-level import that closes a cycle points the wrong way."""
     graph = import_graph()
     assert "mechaudit.llm.client" in graph and graph["mechaudit.llm.client"]  # the parse found imports
-    cycle = find_cycle(graph, eager_only=True)
-    assert cycle is None, f"module-level import cycle: {' -> '.join(cycle)}"
-
-
-def test_package_import_graph_has_no_cycle_but_the_known_lazy_ones():
-    graph = import_graph()
-    for a, b in KNOWN_LAZY_CYCLE_EDGES:
-        assert graph[a].get(b) is True, f"{a} -> {b} is gone or no longer lazy: drop it from the list"
-        del graph[a][b]
     cycle = find_cycle(graph)
     assert cycle is None, f"import cycle: {' -> '.join(cycle)}"
-    for a, b in KNOWN_LAZY_CYCLE_EDGES:  # each listed edge really closes a cycle (else drop it)
-        graph[a][b] = True
-        assert find_cycle(graph) is not None, f"{a} -> {b} closes no cycle: drop it from the list"
-        del graph[a][b]
+
+
+#: what a module of ``mechaudit.llm`` may import from the rest of the package
+LLM_MAY_IMPORT = ("errors", "paths", "backends")
+
+
+def llm_upward_imports(graph: dict[str, dict[str, bool]], package: str = PACKAGE) -> list[tuple[str, str]]:
+    """``(module, target)`` for every import from ``package.llm*`` to a module outside ``llm`` that is
+    not one of the leaves ``LLM_MAY_IMPORT``, lazy or not."""
+    inside = (f"{package}.llm", f"{package}.llm.")
+    leaves = {f"{package}.{name}" for name in LLM_MAY_IMPORT}
+    return sorted((a, b) for a, targets in graph.items() if a == inside[0] or a.startswith(inside[1])
+                  for b in targets if not (b == inside[0] or b.startswith(inside[1]) or b in leaves))
+
+
+def test_llm_imports_only_llm_and_leaves(tmp_path):
+    """``llm/`` is a leaf layer: it imports ``llm`` modules and ``errors``/``paths``/``backends`` only.
+    On a toy package the check finds a lazy upward import."""
+    assert llm_upward_imports(import_graph()) == []
+    pkg = tmp_path / "toy"
+    (pkg / "llm").mkdir(parents=True)
+    for name in ("__init__.py", "errors.py", "runner.py", "llm/__init__.py"):
+        (pkg / name).write_text("")
+    (pkg / "llm" / "client.py").write_text("from toy import errors\nfrom toy.llm import session\n")
+    (pkg / "llm" / "session.py").write_text("def total():\n    from toy.runner import plan\n")
+    assert llm_upward_imports(import_graph(tmp_path, "toy"), "toy") == [("toy.llm.session", "toy.runner")]
+
+
+#: layer of every top-level module or package (DESIGN.md "Layers"): imports may only point down or
+#: stay on their floor. 1 leaves, 2 ``llm``, 3 the domain, 4 the book runner, 5 the command line
+LAYERS = {
+    **dict.fromkeys(("errors", "paths", "backends", "model", "schema", "divergence", "diversity", "agreement",
+                     "plots", "render", "toy", "paramfile", "glue", "outputs", "paper", "provenance", "tables",
+                     "labels", "book_offline", "book_api", "book_table"), 1),
+    "llm": 2,
+    **dict.fromkeys(("rules", "perturb", "reworded", "workflow", "engagement", "tau"), 3),
+    **dict.fromkeys(("book", "chapters"), 4),
+    "cli": 5,
+}
+
+
+def layer_of(module: str) -> int | None:
+    """The layer of ``mechaudit.<top>...`` by its top-level name (the package itself: 1, it imports
+    lazily by name only); None for a module no layer holds."""
+    parts = module.split(".")
+    return 1 if len(parts) == 1 else LAYERS.get(parts[1])
+
+
+def test_layers_point_down():
+    graph = import_graph()
+    unplaced = sorted({m.split(".")[1] for m in graph if layer_of(m) is None})
+    assert not unplaced, f"give these a layer in LAYERS: {unplaced}"
+    upward = [(a, b) for a, targets in graph.items() for b in targets if layer_of(b) > layer_of(a)]
+    assert not upward, f"imports that point up a layer: {upward}"
+    assert layer_of("mechaudit.book.execute") == 4 and layer_of("mechaudit.llm.session") == 2
 
 
 def test_llm_leaf_modules():

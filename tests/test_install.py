@@ -150,7 +150,7 @@ def test_shipped_parameter_sets_and_reproduce_work_from_an_empty_folder(installe
     env = {**env, "MECHAUDIT_CACHE": str(tmp_path / "cache")}
     proc = _run(cli + ["estimate", "05_perturbations", "--params", "paper"], cwd=tmp_path, env=env)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    from mechaudit.llm.estimate import estimate_chapters
+    from mechaudit.book.estimate import estimate_chapters
     from mechaudit.llm.pricing import totals
     from mechaudit.paths import PARAMS_DIR
 

@@ -12,8 +12,8 @@ import pytest
 import yaml
 from fake_anthropic import FakeAnthropic, client_for, workflow_reply
 
+from mechaudit.book.estimate import judge_planned
 from mechaudit.chapters import critique_depth as ch
-from mechaudit.llm.estimate import judge_planned
 from mechaudit.paper import compare
 from mechaudit.paths import PARAMS_DIR
 from mechaudit.plots.workflow import judge_model_figure

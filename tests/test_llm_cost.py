@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 from fake_anthropic import FakeAnthropic, FakeAnthropicServer, body_text, client_for, workflow_reply
 
-from mechaudit.execution import execute_chapters
+from mechaudit.book.estimate import estimate_chapters
+from mechaudit.book.execute import execute_chapters
 from mechaudit.llm import usage
-from mechaudit.llm.estimate import estimate_chapters
 from mechaudit.llm.ledger import cache_spend, load_prices
 from mechaudit.llm.pricing import CHARS_PER_TOKEN, input_tokens, totals
 from mechaudit.llm.session import BudgetExceededError
@@ -143,8 +143,8 @@ def test_budget_hit_midway_then_continue(small_data, tmp_path, api_env):
 
 
 def _plan(small_data, cache):
-    from mechaudit.execution import resolve_chapter
-    from mechaudit.llm.estimate import chapter_params, plan_05
+    from mechaudit.book.estimate import chapter_params, plan_05
+    from mechaudit.book.params import resolve_chapter
 
     return plan_05(chapter_params(resolve_chapter(CHAPTER), None, overrides(small_data, cache)))
 
@@ -213,7 +213,8 @@ def test_batch_mode_checks_the_budget_per_batch(small_data, tmp_path, api_env):
 
 
 def test_dry_run_and_run_budget_injection(small_data, tmp_path):
-    from mechaudit.execution import resolve_chapter, resolve_parameters
+    from mechaudit.book.account import RunAccount
+    from mechaudit.book.params import resolve_chapter, resolve_parameters
 
     stream = io.StringIO()
     ov = overrides(small_data, tmp_path / "cache")
@@ -223,7 +224,7 @@ def test_dry_run_and_run_budget_injection(small_data, tmp_path):
     chapter = resolve_chapter(CHAPTER)
     offline = resolve_chapter("01_problem")
     plans = [(offline, resolve_parameters(offline)), (chapter, resolve_parameters(chapter, overrides=ov))]
-    run = usage.RunAccount.plan(plans, None, ov, max_usd=1.0, batch=True)
+    run = RunAccount.plan(plans, None, ov, max_usd=1.0, batch=True)
     assert run.llm
     run.totals["cost_usd"] = 0.25  # as if an earlier chapter had spent this
     injected = run.inject(chapter, plans[1][1])
@@ -331,8 +332,8 @@ def test_workflow_chapters_estimate_counts_what_they_send(tmp_path, monkeypatch,
 def test_every_llm_chapter_has_budget_batch_and_usage_table():
     """Each chapter with a request planner takes ``max_usd`` and ``llm_batch`` and ends with the
     usage table: ``llm_usage.begin`` before its LLM work, ``llm_usage.report`` after it."""
-    from mechaudit.execution import notebook_parameters, toc_chapters
-    from mechaudit.llm.estimate import PLANNERS
+    from mechaudit.book.estimate import PLANNERS
+    from mechaudit.book.params import notebook_parameters, toc_chapters
 
     llm_chapters = [c for c in toc_chapters() if c.stem.split("_")[0] in PLANNERS]
     assert {c.stem[:2] for c in llm_chapters} >= {"02", "03", "04", "05", "06", "07"}
@@ -352,7 +353,7 @@ def test_every_llm_chapter_has_budget_batch_and_usage_table():
 def test_typical_output_sizes_follow_the_planners_demands_per_critique():
     """``llm.pricing`` writes the workflow reply sizes as numbers; they assume the planner's proxy
     critique (``DEMANDS_PER_CRITIQUE`` demands of about 60 tokens each)."""
-    from mechaudit.llm.estimate import DEMANDS_PER_CRITIQUE
+    from mechaudit.book.estimate import DEMANDS_PER_CRITIQUE
     from mechaudit.llm.pricing import TYPICAL_OUTPUT
 
     assert TYPICAL_OUTPUT["critique"] == 60 * DEMANDS_PER_CRITIQUE

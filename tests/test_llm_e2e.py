@@ -24,7 +24,7 @@ import pytest
 import yaml
 from fake_anthropic import FakeAnthropicServer
 
-from mechaudit.execution import toc_chapters
+from mechaudit.book.params import toc_chapters
 from mechaudit.paths import DATA_DIR, PARAMS_DIR, REPO_ROOT
 
 pytestmark = pytest.mark.e2e
@@ -68,7 +68,7 @@ def small_data(folder: Path) -> Path:
 def small_paper_params(tmp: Path) -> Path:
     """params/paper.yaml with a 1-instance design (depths 0, 1, 5; 2 runs each), the small data
     folder, a fresh cache and the ``SMALL`` sizes."""
-    from mechaudit.execution import notebook_parameters
+    from mechaudit.book.params import notebook_parameters
 
     doc = yaml.safe_load((PARAMS_DIR / "paper.yaml").read_text())
     path = tmp / "paper_small.yaml"
@@ -134,7 +134,7 @@ def prompt_kind(body: dict) -> str:
 
 
 def test_paper_parameters_run_every_chapter_against_a_fake_api_then_from_cache_then_replay(tmp_path):
-    from mechaudit.execution import notebook_parameters
+    from mechaudit.book.params import notebook_parameters
     from mechaudit.llm import ResponseCache
 
     params = small_paper_params(tmp_path)

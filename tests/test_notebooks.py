@@ -10,7 +10,7 @@ import nbformat
 import pytest
 import yaml
 
-from mechaudit.execution import notebook_parameters
+from mechaudit.book.params import notebook_parameters
 from mechaudit.paths import PARAMS_DIR, REPO_ROOT
 
 SOURCES = sorted((REPO_ROOT / "notebooks").glob("*.py"))

@@ -14,8 +14,9 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 
+from mechaudit.book.execute import execute_chapters, inject_out_dir
+from mechaudit.book.params import Chapter, notebook_parameters  # noqa: E402
 from mechaudit.errors import MechauditError  # noqa: E402
-from mechaudit.execution import Chapter, execute_chapters, inject_out_dir, notebook_parameters  # noqa: E402
 from mechaudit.outputs import save  # noqa: E402
 from mechaudit.paths import REPO_ROOT  # noqa: E402
 

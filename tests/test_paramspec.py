@@ -1,4 +1,4 @@
-"""Every chapter parameter is declared once (``mechaudit.paramspec``) and checked before a kernel starts."""
+"""Every chapter parameter is declared once (``mechaudit.book.paramspec``) and checked before a kernel starts."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import math
 
 import pytest
 
-from mechaudit import paramspec
-from mechaudit.execution import ParameterError, check_value, notebook_parameters, toc_chapters
+from mechaudit.book import paramspec
+from mechaudit.book.params import ParameterError, check_value, notebook_parameters, toc_chapters
 
 CHAPTERS = {c.stem: notebook_parameters(c.source) for c in toc_chapters()}
 
@@ -21,7 +21,7 @@ def test_every_chapter_parameter_is_declared_and_its_default_passes():
                 missing.append(f"{stem}.{name}")
             elif paramspec.problem(default, spec) is not None:
                 failing.append(f"{stem}.{name}: {paramspec.problem(default, spec)}")
-    assert not missing, f"declare these in mechaudit.paramspec: {missing}"
+    assert not missing, f"declare these in mechaudit.book.paramspec: {missing}"
     assert not failing, failing
 
 

@@ -146,10 +146,10 @@ def test_the_chapter_usage_table_says_unknown_for_an_unpriced_model():
 
 
 def test_the_run_total_says_unknown_when_a_model_had_no_price(tmp_path):
+    from mechaudit.book.account import RunAccount
     from mechaudit.llm.cache import ResponseCache
     from mechaudit.llm.ledger import cache_spend
     from mechaudit.llm.request import LLMRequest
-    from mechaudit.llm.usage import RunAccount
 
     cache = ResponseCache(tmp_path / "c")
     for model in ("claude-opus-4-6", "mystery-9"):
@@ -353,7 +353,7 @@ def test_cache_info_on_a_missing_folder_is_an_error(capsys, tmp_path):
 
 
 def test_shipped_parameter_sets_resolve_by_name(tmp_path, monkeypatch):
-    from mechaudit.execution import resolve_params_file
+    from mechaudit.book.params import resolve_params_file
 
     monkeypatch.chdir(tmp_path)  # any folder
     assert resolve_params_file("paper") == paths.PARAMS_DIR / "paper.yaml"
@@ -479,7 +479,7 @@ def test_the_embedding_rule_names_its_extra_when_torch_is_missing(tmp_path):
 
 def test_the_executed_chapters_use_their_data_prose(tmp_path):
     """Chapter 09's prose is glued from the data it runs on: no example id in its markdown."""
-    from mechaudit.execution import resolve_chapter
+    from mechaudit.book.params import resolve_chapter
 
     source = resolve_chapter("09_your_data").source.read_text()
     prose = "\n".join(line for line in source.splitlines() if line.startswith("# ") and "ch09-ex" not in line)

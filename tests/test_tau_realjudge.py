@@ -105,7 +105,7 @@ def test_reference_backend_and_bad_sizes_are_refused(pool):
 
 
 def test_estimate_counts_exactly_the_requests_the_chapter_sends(tmp_path, monkeypatch):
-    from mechaudit.llm.estimate import estimate_chapters
+    from mechaudit.book.estimate import estimate_chapters
     from mechaudit.llm.pricing import totals
     from mechaudit.tau.realjudge import plan_chapter
 

@@ -76,7 +76,7 @@ _EXPORTS: dict[str, str] = {
 
 #: Modules and subpackages reachable as attributes (``mechaudit.rules``) without an explicit import.
 _SUBMODULES = frozenset({
-    "agreement", "backends", "divergence", "diversity", "engagement", "errors", "execution", "glue", "llm",
+    "agreement", "backends", "book", "divergence", "diversity", "engagement", "errors", "glue", "llm",
     "outputs", "paper", "paths", "perturb", "plots", "render", "reworded", "rules", "schema", "tau", "toy", "workflow",
 })
 

@@ -2,7 +2,7 @@
 
 ``MechauditError`` carries where the problem is (``file``, ``line``, ``field``; each optional) and
 what is wrong. Loaders and validators raise it (``schema.DataError`` and
-``execution.ParameterError`` are subclasses, and ``ValueError``s too, so older ``except
+``book.params.ParameterError`` are subclasses, and ``ValueError``s too, so older ``except
 ValueError`` code keeps working). The command line (``mechaudit.cli.main``) turns it, and the
 other expected failures below, into one stderr line ``mechaudit: error: <message>`` and exit
 code 1; ``--debug`` shows the traceback instead. ``warn`` prints the one-line warning for

@@ -441,7 +441,7 @@ def scan_view(scan: pd.DataFrame, grid: Sequence[str]) -> pd.DataFrame:
 #: the judge models of the paper's Figure 5 (Opus 4.6, Sonnet 4.6, GPT-5.5); ``gpt-5.5`` routes to
 #: OpenAI and needs the optional extra ``mechaudit[openai]``
 PAPER_JUDGE_MODELS = ("claude-opus-4-6", "claude-sonnet-4-6", "gpt-5.5")
-#: the estimate's stage name of the axis's extra requests (``mechaudit.llm.estimate.plan_02``)
+#: the estimate's stage name of the axis's extra requests (``mechaudit.book.estimate.plan_02``)
 AXIS_STAGE = "judge-model axis"
 
 
@@ -510,7 +510,7 @@ def judge_axis_estimate(models: Sequence[str], parameters: Mapping[str, Any]) ->
     (``parameters``: the chapter's other parameters that shape the requests, e.g. ``design_file``,
     ``rules``, ``judge_model``). Columns: stage, model, requests, cached, to_send, usd_plain,
     usd_batch (USD NaN for a model ``params/prices.yaml`` does not price)."""
-    from mechaudit.llm.estimate import estimate_chapters
+    from mechaudit.book.estimate import estimate_chapters
 
     table = estimate_chapters(["02_critique_depth"],
                               overrides={**parameters, "backend": "anthropic", "judge_models": list(models)})

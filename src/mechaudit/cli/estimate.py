@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from mechaudit.book.params import parse_override
 from mechaudit.cli.execute import add_params_arguments
-from mechaudit.execution import parse_override
 
 
 def register(subparsers) -> None:
@@ -26,8 +26,9 @@ def register(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from mechaudit.execution import resolve_params_file, run_settings
-    from mechaudit.llm.estimate import estimate_chapters
+    from mechaudit.book.estimate import estimate_chapters
+    from mechaudit.book.execute import run_settings
+    from mechaudit.book.params import resolve_params_file
     from mechaudit.llm.pricing import format_estimate
 
     overrides = {name: parse_override(value, name) for name, value in args.parameter}

@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from mechaudit.execution import DEFAULT_PARAMS, execute_chapters, parse_override
+from mechaudit.book.execute import execute_chapters
+from mechaudit.book.params import DEFAULT_PARAMS, parse_override
 
 
 def register(subparsers) -> None:

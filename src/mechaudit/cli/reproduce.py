@@ -33,7 +33,7 @@ def register(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from mechaudit.execution import execute_chapters
+    from mechaudit.book.execute import execute_chapters
 
     # errors (no key, no price, over budget, cancelled) reach the one handler: one line, exit 1
     execute_chapters(args.notebooks, params_file=args.params, out_dir=args.out, max_usd=args.max_usd,

@@ -1,7 +1,7 @@
 """What each chapter's parameters may hold: type, range and choices, declared in one place.
 
 ``mechaudit execute`` checks every value from a parameter file or ``-p`` against these
-declarations before any kernel starts (``mechaudit.execution.check_value``), so a bad value is one
+declarations before any kernel starts (``mechaudit.book.params.check_value``), so a bad value is one
 line naming the field instead of a failure inside a cell. ``SHARED`` declares the names that mean
 the same in every chapter that defines them; ``CHAPTERS`` the names one chapter gives its own
 meaning (looked up first). ``tests/test_paramspec.py`` checks that every parameter of every chapter

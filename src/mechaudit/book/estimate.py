@@ -344,7 +344,7 @@ def register_planner(prefix: str, planner: Callable[[Mapping[str, Any]], list[Pl
 def chapter_params(chapter, params_file=None, overrides: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """Every parameter of ``chapter`` as it would run: the notebook's defaults, the parameter file
     and the overrides (relative ``data_dir``/``cache_dir`` resolve against the working directory)."""
-    from mechaudit.execution import notebook_parameters, resolve_parameters
+    from mechaudit.book.params import notebook_parameters, resolve_parameters
 
     params = dict(notebook_parameters(chapter.source))
     params.update(resolve_parameters(chapter, params_file, dict(overrides or {})))
@@ -361,7 +361,7 @@ def estimate_chapters(names: Sequence[str] = (), params_file=None, overrides: Ma
     ``base_url``: the custom OpenAI-compatible server the run's OpenAI-routed requests go to (None:
     ``OPENAI_BASE_URL``, if set), which prices them by endpoint."""
     from mechaudit.backends import Backend
-    from mechaudit.execution import DEFAULT_PARAMS, resolve_chapter, toc_chapters
+    from mechaudit.book.params import DEFAULT_PARAMS, resolve_chapter, toc_chapters
     from mechaudit.llm.cache import ResponseCache, default_cache_dir
     from mechaudit.llm.ledger import load_prices
     from mechaudit.llm.providers import openai_base_url, with_endpoint

@@ -1,0 +1,190 @@
+"""The LLM side of one ``mechaudit execute`` run: estimate, money and key checks, budget per chapter,
+run total (:class:`RunAccount`)."""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+from pathlib import Path
+from typing import Any
+
+from mechaudit.backends import LLM_BACKENDS, Backend
+from mechaudit.llm.cache import default_cache_dir
+from mechaudit.llm.errors import API_KEY_ENV, MissingAPIKeyError
+from mechaudit.llm.ledger import TOKEN_COLUMNS, cache_spend, cache_state, format_usd, load_prices
+from mechaudit.llm.pricing import format_estimate, totals
+from mechaudit.llm.providers import OPENAI_API_KEY_ENV, endpoint_for, is_loopback, openai_base_url, route_model
+from mechaudit.llm.session import BudgetExceededError, UnpricedModelError
+
+
+class RunCancelled(RuntimeError):
+    """The user declined the run after seeing the estimate; nothing was sent."""
+
+
+class RunAccount:
+    """The LLM side of one ``mechaudit execute`` run: estimate, money and key checks, budget per
+    chapter, run total.
+
+    Spending is measured from the response cache (records added during the run, see
+    :func:`cache_spend`), so it needs nothing from inside the chapters' kernels. ``prices``: a price
+    table file (None: ``params/prices.yaml``); ``base_url``: the custom OpenAI-compatible server of
+    the run (``-p llm_base_url``; None: ``OPENAI_BASE_URL`` if set).
+    """
+
+    def __init__(self, plans, params_file, overrides, full, max_usd=None, batch=None, prices=None,
+                 base_url=None) -> None:
+        self.plans, self.params_file, self.overrides, self.full = plans, params_file, overrides, full
+        self.max_usd, self.batch, self.prices_file = max_usd, batch, prices
+        self.base_url = openai_base_url(base_url)  # -p llm_base_url, else OPENAI_BASE_URL, else None
+        self.prices = load_prices(prices)
+        self.llm = any(_is_llm(p) for p in full.values())
+        self.live = any(_backend(p) == "anthropic" for p in full.values())
+        self.estimate = None
+        self.totals: dict[str, Any] = {"calls": 0, "batch_calls": 0, **dict.fromkeys(TOKEN_COLUMNS, 0),
+                                       "cost_usd": 0.0, "unpriced": set()}
+        self.chapters_run = 0
+
+    @classmethod
+    def plan(cls, plans, params_file, overrides, max_usd=None, batch=None, prices=None, base_url=None) -> RunAccount:
+        """Account for ``plans`` (``[(chapter, injected parameters)]``) of an execute run."""
+        from mechaudit.book.params import notebook_parameters
+
+        full = {}
+        for chapter, params in plans:
+            values = dict(notebook_parameters(chapter.source))
+            values.update(params)
+            full[chapter.stem] = values
+        return cls(plans, params_file, overrides, full, max_usd=max_usd, batch=batch, prices=prices,
+                   base_url=base_url)
+
+    def _cost_column(self) -> str:
+        return "usd_batch" if self.batch else "usd_plain"
+
+    def make_estimate(self):
+        """The estimate table of the run's LLM chapters (``mechaudit.book.estimate``), computed once."""
+        from mechaudit.book.estimate import estimate_chapters
+
+        if self.estimate is None:
+            names = [c.stem for c, _ in self.plans if _is_llm(self.full[c.stem])]
+            self.estimate = estimate_chapters(names, self.params_file, self.overrides, prices=self.prices_file,
+                                              base_url=self.base_url)
+        return self.estimate
+
+    def to_send(self) -> dict[str, int]:
+        """Requests the live chapters would send, per model (replay chapters send nothing)."""
+        table = self.make_estimate()
+        live = {stem for stem, p in self.full.items() if _backend(p) == "anthropic"}
+        rows = table[table["chapter"].isin(live) & (table["to_send"] > 0)] if len(table) else table
+        if not len(rows):
+            return {}
+        return {str(m): int(n) for m, n in rows.groupby("model", sort=True)["to_send"].sum().items()}
+
+    def check_prices(self, allow_unpriced: bool) -> None:
+        """Refuse (:class:`UnpricedModelError`, nothing sent) a run that would send requests to a
+        model without a price, unless ``allow_unpriced`` (never with a budget)."""
+        table = self.make_estimate()
+        sending = self.to_send()
+        unpriced = sorted({str(m) for m in table.loc[table["usd_plain"].isna(), "model"] if m in sending})
+        if unpriced and (not allow_unpriced or self.max_usd is not None):
+            raise UnpricedModelError(unpriced, self.max_usd, sum(sending[m] for m in unpriced))
+
+    def check_keys(self, environ=None) -> None:
+        """Raise ``MissingAPIKeyError`` when a key the run's requests need is not in the environment
+        (Anthropic models: ``ANTHROPIC_API_KEY``; OpenAI models: ``OPENAI_API_KEY``, except on a
+        loopback server)."""
+        environ = os.environ if environ is None else environ
+        need: dict[str, list[str]] = {}
+        for model, n in self.to_send().items():
+            endpoint = endpoint_for(model, self.base_url)
+            if endpoint is not None and is_loopback(endpoint):
+                continue
+            env = API_KEY_ENV if route_model(model)[0] == "anthropic" else OPENAI_API_KEY_ENV
+            need.setdefault(env, []).append(f"{n} to {model}")
+        missing = [env for env in need if not environ.get(env, "").strip()]
+        if missing:
+            env = missing[0]
+            raise MissingAPIKeyError(
+                f"{env} is not set, and this run would send requests ({', '.join(need[env])}): run "
+                f"`export {env}=...` in this shell, or use -p backend replay (recorded answers) or reference "
+                f"(offline); nothing was sent")
+
+    def print_estimate(self, stream) -> None:
+        """Print the estimate table with its total line."""
+        print(format_estimate(self.make_estimate(), batch=bool(self.batch)), file=stream, flush=True)
+
+    def check_budget(self) -> None:
+        """Raise :class:`BudgetExceededError` if the estimate is above ``max_usd``."""
+        table = self.make_estimate()
+        cost = totals(table)[self._cost_column()] if len(table) else 0.0
+        if self.max_usd is not None and cost > self.max_usd:
+            raise BudgetExceededError(self.max_usd, 0.0, cost, int(totals(table)["to_send"]), estimate=True)
+
+    def prompt(self) -> str:
+        """The confirmation question shown after the estimate."""
+        t = totals(self.estimate) if self.estimate is not None and len(self.estimate) else {}
+        cost = t.get(self._cost_column(), 0.0)
+        limit = "no budget limit" if self.max_usd is None else f"budget {self.max_usd:.2f} USD"
+        return (f"Send about {int(t.get('to_send', 0))} requests for about {format_usd(cost)} USD "
+                f"({'batch' if self.batch else 'plain'} prices, {limit})? [y/N] ")
+
+    def inject(self, chapter, params: dict[str, Any]) -> dict[str, Any]:
+        """``params`` plus the run's remaining budget and batch switch for an LLM chapter."""
+        full = self.full[chapter.stem]
+        if not _is_llm(full):
+            return params
+        out = dict(params)
+        if self.max_usd is not None and "max_usd" in full:
+            spent = self.totals["cost_usd"]
+            left = 0.0 if math.isnan(spent) else max(0.0, self.max_usd - spent)  # unknown spending: none left
+            out["max_usd"] = round(left, 6)
+        if self.batch is not None and "llm_batch" in full:
+            out["llm_batch"] = bool(self.batch)
+        return out
+
+    def cache_dir(self, chapter) -> Path:
+        folder = self.full[chapter.stem].get("cache_dir")
+        return Path(folder) if folder else default_cache_dir()
+
+    def chapter(self, chapter):
+        """Context manager around one chapter's execution: adds what it paid to the run total."""
+        @contextlib.contextmanager
+        def _cm():
+            if not _is_llm(self.full[chapter.stem]):
+                yield
+                return
+            folder = self.cache_dir(chapter)
+            before = cache_state(folder)
+            try:
+                yield
+            finally:
+                spent = cache_spend(folder, before, self.prices)
+                self.totals["unpriced"] |= spent.pop("unpriced")
+                for k, v in spent.items():
+                    self.totals[k] += v
+                self.chapters_run += 1
+
+        return _cm()
+
+    def total_line(self) -> str:
+        """One line: requests sent, tokens and USD of this run ("unknown" USD when a model without a
+        price was called)."""
+        t = self.totals
+        budget = "" if self.max_usd is None else f" of max_usd {self.max_usd:.2f}"
+        unpriced = f" (no price for: {', '.join(sorted(t['unpriced']))})" if t["unpriced"] else ""
+        source = "params/prices.yaml" if self.prices_file is None else str(self.prices_file)
+        return (f"LLM run total: {t['calls']} requests sent ({t['batch_calls']} by batch) in "
+                f"{self.chapters_run} LLM chapter(s), {t['input_tokens']:,} input + {t['output_tokens']:,} output "
+                f"tokens, {t['cache_read_input_tokens']:,} cache-read, {format_usd(t['cost_usd'])} USD{budget}"
+                f"{unpriced} (prices from {source}; answers are cached: a re-run sends nothing again)")
+
+
+def _backend(params: dict[str, Any]) -> str | None:
+    try:
+        return Backend.parse(params.get("backend", "reference")).value
+    except ValueError:
+        return None
+
+
+def _is_llm(params: dict[str, Any]) -> bool:
+    return _backend(params) in LLM_BACKENDS

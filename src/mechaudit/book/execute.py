@@ -1,0 +1,408 @@
+"""Execute the book's chapters: jupytext source -> papermill -> executed ``.ipynb``.
+
+A chapter's source of truth is ``notebooks/NN_topic.py`` (jupytext py:percent). Executing it
+writes ``notebooks/NN_topic.ipynb`` (the committed reference that the book renders and nbval
+checks) or, with ``out_dir``, a copy in a run folder that leaves the reference untouched. The
+parameters come from :mod:`mechaudit.book.params`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+from mechaudit import paths
+from mechaudit.book.params import (
+    DEFAULT_PARAMS,
+    RUN_PARAMETERS,
+    Chapter,
+    ParameterError,
+    book_tools,
+    check_param_file,
+    notebook_parameters,
+    read_param_file,
+    resolve_chapter,
+    resolve_parameters,
+    resolve_params_file,
+    toc_chapters,
+)
+from mechaudit.paths import REPO_ROOT
+
+KERNEL = "python3"
+#: Environment given to every executed notebook: no hub access, deterministic hashing.
+KERNEL_ENV = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "PYTHONHASHSEED": "0",
+              "TOKENIZERS_PARALLELISM": "false"}
+
+
+class NotebookExecutionError(RuntimeError):
+    """A cell of a notebook raised; the message names the notebook, the cell and the error."""
+
+
+def _strip_volatile_metadata(nb) -> None:
+    """Remove timings and paths that papermill records, so re-execution gives identical files."""
+    nb.metadata.pop("papermill", None)
+    for cell in nb.cells:
+        cell.metadata.pop("papermill", None)
+        cell.metadata.pop("execution", None)
+
+
+def execute_chapter(
+    chapter: Chapter,
+    parameters: dict[str, Any] | None = None,
+    out_dir: Path | None = None,
+    *,
+    env: dict[str, str] | None = None,
+    rename: dict[str, str] | None = None,
+) -> Path:
+    """Execute one chapter with papermill and return the path of the executed notebook.
+
+    The notebook runs in ``notebooks/`` with ``KERNEL_ENV`` (and ``env``) set, in a kernel reached
+    over IPC sockets (no TCP ports, no unencrypted-TCP warning); it is written to a temporary file
+    first and moved into place only when every cell succeeded, so a failure never clobbers the
+    committed reference. ``rename`` maps a string of the injected-parameters cell to the one the
+    saved notebook shows (a staged output folder to its final name). Ctrl-C stops the kernel
+    quietly and raises ``KeyboardInterrupt``.
+    """
+    jupytext, nbformat, papermill = book_tools()
+
+    target = (Path(out_dir) / chapter.ipynb.name) if out_dir else chapter.ipynb
+    target.parent.mkdir(parents=True, exist_ok=True)
+    nb = jupytext.read(chapter.source)
+    nb.metadata.setdefault("jupytext", {})["formats"] = "ipynb,py:percent"
+    for i, cell in enumerate(nb.cells):  # stable ids: re-execution gives an identical file
+        cell.id = f"cell-{i:03d}"
+    with tempfile.TemporaryDirectory(prefix="mechaudit-") as tmp:
+        src = Path(tmp) / f"{chapter.stem}.in.ipynb"
+        out = Path(tmp) / f"{chapter.stem}.ipynb"
+        nbformat.write(nb, src)
+        with _environment({**KERNEL_ENV, **(env or {})}), _quiet_interrupt():
+            try:
+                papermill.execute_notebook(
+                    str(src), str(out), parameters=parameters or {}, kernel_name=KERNEL,
+                    cwd=str(chapter.source.parent), progress_bar=False, log_output=False,
+                    config=_kernel_config(Path(tmp)),
+                    shutdown_kernel="immediate",  # no graceful shutdown to print ZMQ errors after Ctrl-C
+                )
+            except papermill.PapermillExecutionError as err:
+                raise NotebookExecutionError(
+                    f"{chapter.source.name}: cell {err.cell_index} (execution count {err.exec_count}) raised "
+                    f"{err.ename}: {err.evalue}"
+                ) from None
+        executed = nbformat.read(out, as_version=4)
+        _strip_volatile_metadata(executed)
+        _rename_injected(executed, rename or {})
+        nbformat.write(executed, out)
+        shutil.move(str(out), target)
+    return target
+
+
+def _kernel_config(folder: Path):
+    """The kernel manager's configuration: IPC transport, its Unix sockets in ``folder`` (a
+    temporary folder: never the chapter's folder, which may be read-only)."""
+    from traitlets.config import Config
+
+    if os.name != "posix":
+        return Config()
+    return Config({"KernelManager": {"transport": "ipc", "ip": str(Path(folder) / "kernel")}})
+
+
+@contextlib.contextmanager
+def _environment(values: dict[str, str]):
+    """Set ``values`` in ``os.environ`` for the block (the kernel inherits them), then restore."""
+    saved = {k: os.environ.get(k) for k in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+#: loggers of the kernel client: what they report reaches us as an exception (one line), so their
+#: own lines (e.g. "Kernel died while waiting for execute reply" after Ctrl-C) are not shown
+CLIENT_LOGGERS = ("papermill", "nbclient", "traitlets", "asyncio")
+
+
+@contextlib.contextmanager
+def _quiet_interrupt():
+    """Run the block with the kernel client's loggers silenced; on Ctrl-C also silence what its
+    threads and sockets print while they shut down, then re-raise ``KeyboardInterrupt``."""
+    import logging
+    import threading
+
+    levels = {name: logging.getLogger(name).level for name in CLIENT_LOGGERS}
+    for name in CLIENT_LOGGERS:
+        logging.getLogger(name).setLevel(logging.CRITICAL + 1)
+    interrupted = False
+    try:
+        yield
+    except KeyboardInterrupt:  # the process is about to exit: stay silent until then
+        interrupted = True
+        sys.unraisablehook = threading.excepthook = lambda *_: None
+        raise
+    finally:
+        if not interrupted:
+            for name, level in levels.items():
+                logging.getLogger(name).setLevel(level)
+
+
+def _rename_injected(nb, rename: dict[str, str]) -> None:
+    for cell in nb.cells:
+        if "injected-parameters" in cell.metadata.get("tags", []):
+            for old, new in rename.items():
+                cell.source = cell.source.replace(old, new)
+
+
+def inject_out_dir(chapter: Chapter, params: dict[str, Any], out_dir: Path | None,
+                   overrides: dict[str, Any] | None = None) -> dict[str, Any]:
+    """With ``--out DIR``, ``out_dir = DIR/<chapter>`` for a chapter that defines an ``out_dir``
+    parameter (its tables and figures go there, ``mechaudit.outputs.save``), unless the parameter
+    file or ``-p out_dir ...`` set it (``-p out_dir null`` keeps it off)."""
+    if out_dir is None or "out_dir" in params or "out_dir" in (overrides or {}):
+        return params
+    if "out_dir" not in notebook_parameters(chapter.source):
+        return params
+    return {**params, "out_dir": str((Path(out_dir) / chapter.stem).resolve())}
+
+
+
+def run_settings(overrides: dict[str, Any], params_file: Path | None) -> dict[str, Any]:
+    """Pop the run parameters (``RUN_PARAMETERS``) from ``overrides`` (they win) and read them from
+    ``common`` of ``params_file``; a value that is not an http(s) URL is a ``ParameterError``."""
+    from mechaudit.llm.providers import normalize_endpoint
+
+    common = (read_param_file(params_file)[0].get("common") or {}) if params_file else {}
+    settings = {}
+    for name in RUN_PARAMETERS:
+        value = overrides.pop(name, common.get(name))
+        if value is not None:
+            try:
+                value = normalize_endpoint(value) if isinstance(value, str) else normalize_endpoint(repr(value))
+            except ValueError as err:
+                raise ParameterError(str(err), field=name) from None
+        settings[name] = value
+    return settings
+
+
+def check_budget_args(max_usd: Any, allow_unpriced: bool) -> float | None:
+    """``max_usd`` as a float: a finite number > 0 (or None); ``--allow-unpriced`` never with it."""
+    from mechaudit.book import paramspec
+
+    if max_usd is None:
+        return None
+    why = paramspec.problem(max_usd, paramspec.SHARED["max_usd"])
+    if why is not None:
+        raise ParameterError(why, field="--max-usd")
+    if allow_unpriced:
+        raise ParameterError("cannot be combined with --max-usd: a budget cannot be kept for a model without a "
+                             "price; give the model a price (params/prices.yaml or --prices) instead",
+                             field="--allow-unpriced")
+    return float(max_usd)
+
+
+def execute_chapters(
+    names: Iterable[str | Path] = (),
+    params_file: Path | None = DEFAULT_PARAMS,
+    overrides: dict[str, Any] | None = None,
+    out_dir: Path | None = None,
+    stream=None,
+    *,
+    max_usd: float | None = None,
+    batch: bool | None = None,
+    confirm: Callable[[str], bool] | None = None,
+    dry_run: bool = False,
+    prices: Path | None = None,
+    allow_unpriced: bool = False,
+) -> list[Path]:
+    """Execute the named chapters (default: every chapter in TOC order), one progress line each.
+
+    Everything is checked before the first kernel starts: parameters (``mechaudit.book.paramspec``),
+    data folders and files, the paper switch and run folders (``mechaudit.book.preflight``), and for a
+    run that would send LLM requests the prices and API keys (``RunAccount``): a model without a
+    price is refused unless ``allow_unpriced`` (never with a budget). ``max_usd`` (a finite number
+    > 0) is a budget for the whole run (each chapter that defines ``max_usd`` gets what is left;
+    ``-p max_usd`` counts the same way); ``batch`` sets ``llm_batch``; ``prices`` is a price table
+    for the estimate, the ledgers and the kernels. With a budget, ``confirm`` or ``dry_run`` the
+    cost estimate is printed first; an estimate above the budget stops before the first request
+    (``BudgetExceededError``), ``dry_run`` stops after the estimate, and ``confirm(text)`` returning
+    False cancels. After the last chapter the run's LLM total is printed. Progress goes to
+    ``stream`` (default: ``sys.stderr`` at call time).
+    """
+    stream = sys.stderr if stream is None else stream
+    overrides = dict(overrides or {})
+    if max_usd is None and overrides.get("max_usd") is not None:
+        max_usd = overrides.pop("max_usd")
+    max_usd = check_budget_args(max_usd, allow_unpriced)
+    paths.require_root()  # no project folder: one line naming MECHAUDIT_ROOT
+    params_file = resolve_params_file(params_file)
+    settings = run_settings(overrides, params_file)
+    chapters = [resolve_chapter(n) for n in names] or toc_chapters()
+    _check_out_dir(out_dir, chapters)
+    if params_file:
+        _check_whole_file(params_file, chapters, stream)
+    plans = [(c, resolve_parameters(c, params_file, overrides)) for c in chapters]  # fail before running
+    run = _plan_run(plans, params_file, overrides, out_dir, max_usd=max_usd, batch=batch, prices=prices,
+                    base_url=settings["llm_base_url"])
+    if not _check_money(run, stream, confirm=confirm, dry_run=dry_run, allow_unpriced=allow_unpriced):
+        return []
+    if out_dir is not None:
+        try:
+            Path(out_dir).mkdir(parents=True, exist_ok=True)
+        except OSError as err:
+            raise ParameterError(f"cannot create the folder {out_dir}: {err.strerror or err}",
+                                 field="--out") from None
+    env = _kernel_env(prices, settings["llm_base_url"])
+    try:
+        return [_execute_one(i, len(plans), chapter, params, run, out_dir, overrides, stream, env)
+                for i, (chapter, params) in enumerate(plans, start=1)]
+    finally:
+        if run.llm:
+            print(run.total_line(), file=stream, flush=True)
+
+
+def _check_whole_file(params_file: Path, chapters: list[Chapter], stream) -> None:
+    """``check_param_file`` over the book's chapters (and any others run); an empty file warns."""
+    from mechaudit.errors import warn
+
+    check_param_file(params_file, {**{c.stem: c for c in toc_chapters()}, **{c.stem: c for c in chapters}}.values())
+    if not any(read_param_file(params_file)[0].values()):
+        warn("the parameter file sets nothing: every chapter runs with its own defaults", file=params_file,
+             stream=stream)
+
+
+def _plan_run(plans, params_file, overrides, out_dir, **account):
+    """The run's ``RunAccount`` after every check that needs no kernel (``mechaudit.book.preflight``)."""
+    from mechaudit.book import preflight
+    from mechaudit.book.account import RunAccount
+
+    run = RunAccount.plan(plans, params_file, overrides, **account)
+    preflight.check_plans(plans, run.full)
+    owners: dict[Path, str] = {}
+    for chapter, params in plans:
+        target = inject_out_dir(chapter, params, out_dir, overrides).get("out_dir")
+        if target is None:
+            continue
+        field = "--out" if "out_dir" not in params else "out_dir"
+        if Path(target) in owners:  # each chapter's folder is replaced whole: one folder, one chapter
+            raise ParameterError(f"{owners[Path(target)]} and {chapter.stem} would write to the same folder {target}: "
+                                 "give each chapter its own (--out DIR uses DIR/<chapter>)", field=field)
+        owners[Path(target)] = chapter.stem
+        preflight.check_out_folder(Path(target), field)
+    return run
+
+
+def _check_money(run, stream, *, confirm, dry_run: bool, allow_unpriced: bool) -> bool:
+    """The LLM checks before sending: estimate (printed with a budget, ``confirm`` or ``dry_run``),
+    prices, keys, budget and the question. False when the run stops here (``dry_run``)."""
+    from mechaudit.book.account import RunCancelled
+
+    shown = run.max_usd is not None or confirm is not None or dry_run
+    if not run.llm:
+        if dry_run:
+            print("no chapter runs an LLM backend: nothing would be sent", file=stream)
+        return not dry_run
+    if dry_run:
+        run.print_estimate(stream)
+        return False
+    if run.live:
+        run.check_prices(allow_unpriced)  # UnpricedModelError: one line, nothing sent
+        run.check_keys()  # MissingAPIKeyError before any kernel
+    if shown:
+        run.print_estimate(stream)
+        run.check_budget()
+        if confirm is not None and not confirm(run.prompt()):
+            raise RunCancelled("cancelled after the estimate: nothing was sent")
+    return True
+
+
+def _kernel_env(prices: Path | None, base_url: str | None) -> dict[str, str]:
+    """Environment for the kernels besides ``KERNEL_ENV``: the price table and the custom server."""
+    from mechaudit.llm.providers import OPENAI_BASE_URL_ENV
+
+    env = {}
+    if prices is not None:
+        env[paths.PRICES_ENV] = str(Path(prices).expanduser().resolve())
+    if base_url is not None:
+        env[OPENAI_BASE_URL_ENV] = base_url
+    return env
+
+
+def _check_out_dir(out_dir: Path | None, chapters: list[Chapter]) -> None:
+    """``--out`` is needed for chapters shipped inside the installed package and must be a folder."""
+    if out_dir is None and paths.PACKAGED and any(paths.REPO_ROOT.resolve() in c.source.resolve().parents
+                                                  for c in chapters):
+        raise ParameterError("the chapters come from the installed package: pass --out DIR for the "
+                             "executed notebooks", field="--out")
+    if out_dir is not None and Path(out_dir).exists() and not Path(out_dir).is_dir():
+        raise ParameterError(f"{out_dir} exists and is not a folder", field="--out")
+
+
+def _execute_one(i: int, n: int, chapter: Chapter, params: dict[str, Any], run, out_dir: Path | None,
+                 overrides: dict[str, Any], stream, env: dict[str, str]) -> Path:
+    """Execute chapter ``i`` of ``n`` within the run's budget, with a progress line before and after.
+
+    The chapter's output folder (``out_dir``) is written as a temporary sibling and moved into place
+    only when every cell succeeded; an earlier folder of that name is then replaced whole."""
+    params = run.inject(chapter, params)
+    params = inject_out_dir(chapter, params, out_dir, overrides)
+    shown = ", ".join(f"{k}={v!r}" for k, v in params.items()) or "defaults"
+    print(f"[{i}/{n}] {chapter.stem} ({shown}) ...", file=stream, flush=True)
+    start = time.perf_counter()
+    final = Path(params["out_dir"]) if params.get("out_dir") else None
+    stage = _stage_folder(final) if final is not None else None
+    try:
+        with run.chapter(chapter):
+            staged = {**params, "out_dir": str(stage)} if stage is not None else params
+            path = execute_chapter(chapter, staged, out_dir, env=env,
+                                   rename={str(stage): str(final)} if stage is not None else None)
+    except BaseException:
+        if stage is not None:
+            shutil.rmtree(stage, ignore_errors=True)
+        raise
+    if final is not None and _place(stage, final):
+        print(f"[{i}/{n}] {chapter.stem}: {_display_path(final)} held an earlier run: replaced whole",
+              file=stream, flush=True)
+    print(f"[{i}/{n}] {chapter.stem} done in {time.perf_counter() - start:.1f} s -> {_display_path(path)}",
+          file=stream, flush=True)
+    return path
+
+
+def _stage_folder(final: Path) -> Path:
+    """A new empty folder beside ``final`` (same file system, so the final move is a rename)."""
+    import uuid
+
+    final.parent.mkdir(parents=True, exist_ok=True)
+    stage = final.parent / f".{final.name}.partial-{uuid.uuid4().hex[:12]}"
+    stage.mkdir()
+    return stage
+
+
+def _place(stage: Path, final: Path) -> bool:
+    """Move the finished ``stage`` folder to ``final``, marked as a run folder (``RUN_MARK``);
+    True if an earlier ``final`` was replaced."""
+    from mechaudit.book.preflight import RUN_MARK
+
+    (stage / RUN_MARK).write_text("written by mechaudit execute; replaced whole by the next run\n",
+                                  encoding="utf-8")
+    replaced = final.exists()
+    if replaced:
+        shutil.rmtree(final)
+    os.replace(stage, final)
+    return replaced
+
+
+def _display_path(path: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(REPO_ROOT))
+    except ValueError:
+        return str(path)
