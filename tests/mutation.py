@@ -93,7 +93,7 @@ MODULES: dict[str, Target] = {
     "execution": Target(_src("execution.py"), _tests("execution_params"),
                         mutants=tuple(f"mechaudit.execution.x_{f}__mutmut_*" for f in (
                             "_kind", "_fits", "check_value", "_hint", "check_param_file", "load_param_set",
-                            "parse_override", "absolutize_paths", "check_backend", "read_param_file",
+                            "parse_override", "absolutize_paths", "read_param_file",
                             "_yaml_problem"))),
 }
 
