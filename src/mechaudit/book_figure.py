@@ -2,9 +2,10 @@
 
 myst-nb's ``{glue:figure}`` reads only the current document's glue; ``{glue}`` with ``:doc:`` reads
 another document's but adds no figure or caption. ``{glue-figure-from}`` takes both: the key as
-argument, the notebook as ``:doc:``, the caption as content, and ``:name:``/``:figwidth:`` as a
-figure has. The book's data card uses it to show chapter 5's cosine strips, numbered and captioned,
-without a second copy of the plot.
+argument, the notebook as ``:doc:``, the caption as content, and ``:figwidth:`` as a figure has.
+The figure gets no number: the book numbers figures per chapter ("Fig. 5.1"), and a page outside
+the numbered chapters would otherwise show "Fig. 1". The book's data card uses it to show chapter
+5's cosine strips, captioned, without a second copy of the plot.
 
 Enabled from ``_config.yml`` (``sphinx.extra_extensions``).
 """
@@ -20,7 +21,7 @@ from myst_nb.ext.glue.utils import PendingGlueReferenceError, create_pending_glu
 class GlueFigureFromDirective(PasteFigureDirective):
     """``{glue:figure}`` for a key glued in the notebook named by ``:doc:`` (a path from this page)."""
 
-    option_spec = {**PasteFigureDirective.option_spec, "doc": spec.unchanged_required}
+    option_spec = {"figwidth": PasteFigureDirective.option_spec["figwidth"], "doc": spec.unchanged_required}
 
     def run(self) -> list[nodes.Node]:
         try:
@@ -28,11 +29,10 @@ class GlueFigureFromDirective(PasteFigureDirective):
                                           self.arguments[0])
         except PendingGlueReferenceError as exc:
             return [glue_warning(str(exc), self.document, self.line)]
-        figure = nodes.figure("", ref)
+        figure = nodes.figure("", ref, unnumbered=True)
         self.set_source_info(figure)
         if "figwidth" in self.options:
             figure["width"] = self.options["figwidth"]
-        self.add_name(figure)
         container = nodes.Element()
         self.state.nested_parse(self.content, self.content_offset, container)
         if not container.children or not isinstance(container[0], nodes.paragraph):
@@ -42,6 +42,16 @@ class GlueFigureFromDirective(PasteFigureDirective):
         return [figure]
 
 
+def _drop_numbers(app, doctree: nodes.document, docname: str) -> None:
+    """Take the unnumbered figures out of the page's figure numbers before the page is written."""
+    numbers = app.env.toc_fignumbers.get(docname, {}).get("figure", {})
+    for figure in doctree.findall(nodes.figure):
+        if figure.get("unnumbered"):
+            for node_id in figure["ids"]:
+                numbers.pop(node_id, None)
+
+
 def setup(app):
     app.add_directive("glue-figure-from", GlueFigureFromDirective)
+    app.connect("doctree-resolved", _drop_numbers)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
