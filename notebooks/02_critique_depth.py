@@ -562,26 +562,28 @@ if show_paper:
 # those in `params/simulator.yaml`, which every chapter runs: {glue:text}`ch02_cal_verdict`.
 
 # %%
-if show_paper:  # the targets are the paper's numbers: only on the shipped benchmark
-    cal_design = load_design(PARAMS_DIR / "paper.yaml", instances=[i.id for i in bench.instances])
-    committed = load_simulator_params(PARAMS_DIR / "simulator.yaml")
+if show_paper:  # targets: the paper's numbers (shipped data only)
+    cal_design = load_design(
+        PARAMS_DIR / "paper.yaml",
+        instances=[i.id for i in bench.instances])
+    committed = load_simulator_params(
+        PARAMS_DIR / "simulator.yaml")
     cal_spec = load_calibration(PARAMS_DIR / calibration_file)
     cal = calibrate(bench, cal_design, committed, cal_spec)
-    fit = fit_table(cal, committed, cal_spec).set_index("parameter")
-    display(book_table(save("calibration_fit", fit, out_dir), name="tbl-ch02-calibration",
-                       caption="The simulator's parameters: fitted to the paper's numbers, "
-                               "or assumed (with the reason)."))
-else:
-    print("Calibration to the paper's numbers is off: it runs on the shipped benchmark only.")
+    fit = fit_table(cal, committed, cal_spec)
 
 # %% tags=["hide-input"]
 if show_paper:
-    for key, (value, digits) in ch.calibration_values(cal, fit.reset_index(), cal_spec, cal_design,
-                                                      committed).items():
+    display(book_table(save("calibration_fit", fit.set_index("parameter"), out_dir), name="tbl-ch02-calibration",
+                       caption="The simulator's parameters: fitted to the paper's numbers, "
+                               "or assumed (with the reason)."))
+    for key, (value, digits) in ch.calibration_values(cal, fit, cal_spec, cal_design, committed).items():
         glue(f"ch02_cal_{key}", value, digits=digits)
     glue("ch02_cal_targets", ", ".join(f"{reported(k):g} pp for {lab}" for k, lab in
                                        zip(cal_spec.targets, ch.fitted_comparisons(cal_spec)[0])))
     glue("ch02_paper_demands", reported("engagement.demands"))
+else:
+    print("Calibration to the paper's numbers is off: it runs on the shipped benchmark only.")
 
 # %% [markdown]
 # The scan ({numref}`tbl-ch02-scan`), one row per grid point: the paper-rate extra divergence of

@@ -183,14 +183,18 @@ glue("ch03_demand_ratio", len(labelled) / reported("engagement.demands"), digits
 glue("ch03_paper_per_round", density.loc["demands per run and round of critique", "paper"])
 glue("ch03_per_round", density.loc["demands per run and round of critique", "this run"])
 glue("ch03_per_hyp_round", density.loc["demands per hypothesis and round", "this run"])
-glue("ch03_weak_share_pct", 100 * labelled.weak_link.mean() if "weak_link" in labelled else float("nan"), digits=0)
+simulated = "weak_link" in labelled  # only the simulator's critic knows which links are weak
+glue("ch03_weak_share_pct", f"{100 * labelled.weak_link.mean():.0f} %" if simulated else "an unknown share")
+glue("ch03_misfit_scope", "This run's workflow is the simulator's, so the explanation below describes it"
+     if simulated else f"This run's workflow is an LLM's (backend {backend}): the table counts its demands, and "
+     "the explanation below, which is about the simulator, does not describe them")
 for name in ("p_weak_supported", "p_weak_unsupported", "p_find"):
     glue(f"ch03_{name}", getattr(setup.simulator, name))
 glue("ch03_reply_sound_conceded", setup.simulator.reply_sound.conceded)
 
 # %% [markdown]
-# The simulator raises {glue:text}`ch03_demand_ratio` times the paper's demands:
-# {glue:text}`ch03_per_round` per run and round against {glue:text}`ch03_paper_per_round`. Its critic
+# {glue:text}`ch03_misfit_scope`. This run raises {glue:text}`ch03_demand_ratio` times the paper's demands:
+# {glue:text}`ch03_per_round` per run and round against {glue:text}`ch03_paper_per_round`. The simulator's critic
 # raises one demand for every weak link it finds in every hypothesis ({glue:text}`ch03_per_hyp_round`
 # per hypothesis and round), and the calibration of chapter 02 makes nearly every step weak (a step is
 # weak with probability {glue:text}`ch03_p_weak_supported` if the evidence pack names it and
@@ -202,7 +206,7 @@ glue("ch03_reply_sound_conceded", setup.simulator.reply_sound.conceded)
 # Three consequences for this chapter:
 #
 # - the shares above are shares of the simulator's {glue:text}`ch03_n_demands` demands,
-#   {glue:text}`ch03_weak_share_pct` % of which hit a weak link; the paper's
+#   {glue:text}`ch03_weak_share_pct` of which hit a weak link; the paper's
 #   {glue:text}`ch03_paper_conceded_pct` % is a share of {glue:text}`ch03_paper_demands` demands whose
 #   mix of targets is unknown, so the two shares describe different populations of demands even where
 #   they agree;

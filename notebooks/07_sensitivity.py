@@ -183,7 +183,8 @@ fig = glue_figure("ch07_fig_sweep", fig)
 # alike than rewordings).
 
 # %%
-separating, sweep_facts = separation_by_suite(suite_sim, s.grids, kinds=suite_kinds)
+separating, sweep_facts = separation_by_suite(
+    suite_sim, s.grids, kinds=suite_kinds)
 
 # %% tags=["hide-input"]
 book_table(save("separating_thresholds", separating, out_dir), name="tbl-ch07-separating",

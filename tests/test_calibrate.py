@@ -16,6 +16,7 @@ from mechaudit.workflow.calibrate import (
     calibrate,
     comparison_of,
     expected_density,
+    fit_table,
     load_calibration,
     matches,
     measure,
@@ -200,6 +201,24 @@ def test_scan_finds_a_planted_optimum(bench):
     shares = cal.measured.shares(cal.params.reply_sound.as_array())
     best = solve_reply_sound(cal.measured, np.array([targets[f"{x}_pct"] for x in LABELS]), digits=6)
     np.testing.assert_allclose(shares, cal.measured.shares(best), atol=1.0)
+    # the fit table: fitted rows first (density, each grid parameter, the mixture), then each assumption
+    table = fit_table(cal, base, spec).set_index("parameter")
+    assert list(table.index) == ["p_extra_hypothesis", "p_weak_supported", "p_find", "reply_sound", *spec.fixed]
+    row = table.loc["p_find"]
+    assert (row.calibrated, row.committed) == ("0.9", f"{base.p_find:g}")
+    assert row["target value"] == " / ".join(f"{targets[k]:g}" for k in spec.targets)
+    best_row = cal.scan[cal.scan.best].iloc[0]
+    assert row.achieved == " / ".join(f"{best_row[f'extra_{comparison_of(k)[0]}v{comparison_of(k)[1]}_pp']:.1f}"
+                                      for k in spec.targets)
+    density = table.loc["p_extra_hypothesis"]
+    assert density["target value"] == f"{targets['matched_pairs'] / targets['run_pairs']:.2f}"
+    expected = expected_density(cal.params.p_extra_hypothesis, int(targets["openings"]),
+                                cal.params.extra_hypotheses_max)
+    assert density.achieved.startswith(f"{expected:.2f} expected")
+    assert table.loc["reply_sound", "achieved"] == " / ".join(f"{x:.1f}" for x in shares)
+    assumed = table.loc[list(spec.fixed)]
+    assert (assumed.calibrated == "(assumed)").all() and (assumed.achieved == "").all()
+    assert [t.removeprefix("assumption: ") for t in assumed.target] == list(spec.fixed.values())
 
 
 # --------------------------------------------------------------------------- ceiling

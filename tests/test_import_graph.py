@@ -173,7 +173,7 @@ def test_llm_imports_only_llm_and_leaves(tmp_path):
 LAYERS = {
     **dict.fromkeys(("errors", "paths", "backends", "model", "schema", "divergence", "diversity", "agreement",
                      "plots", "render", "toy", "paramfile", "glue", "outputs", "paper", "provenance", "tables",
-                     "labels", "book_offline", "book_api", "book_table"), 1),
+                     "labels", "book_offline", "book_api", "book_table", "book_figure"), 1),
     "llm": 2,
     **dict.fromkeys(("rules", "perturb", "reworded", "workflow", "engagement", "tau"), 3),
     **dict.fromkeys(("book", "chapters"), 4),

@@ -385,3 +385,10 @@ def test_check_reason_names_the_one_unknown_step_id(h, vocab):
     chain = [Step(id="NO_SUCH_ID", text=h.chain[1].text) if j == 1 else s for j, s in enumerate(h.chain)]
     assert check_reason(h, with_chain(h, chain), "middle_step_swapped", vocab) == \
         "step id 'NO_SUCH_ID' is not in the vocabulary"
+
+
+def test_swap_without_a_position_names_the_hypothesis_and_kind(h, vocab):
+    """A two-step chain has no middle step: the error says which hypothesis and which kind."""
+    short = h.model_copy(update={"chain": h.chain[:2]})
+    with pytest.raises(PerturbationError, match=r"^A-01: no same-type entity available for middle_step_swapped$"):
+        perturb(short, "middle_step_swapped", np.random.default_rng(0), vocab)

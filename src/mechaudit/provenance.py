@@ -159,18 +159,20 @@ def summary(values: Iterable[tuple[str, str]]) -> str:
 
 
 REPRODUCED = "reproduced"
-FITTED_BY_CONSTRUCTION = "fitted by construction"
+FITTED_NOT_A_TEST = "fitted, not a test"
+BUILT_IN_NOT_A_TEST = "built in, not a test"
 NOT_TESTABLE = "not testable offline"
 QUALIFIED = "qualified"
 #: the verdicts of the intro's results table
-VERDICTS = (REPRODUCED, QUALIFIED, FITTED_BY_CONSTRUCTION, NOT_TESTABLE)
+VERDICTS = (REPRODUCED, QUALIFIED, FITTED_NOT_A_TEST, BUILT_IN_NOT_A_TEST, NOT_TESTABLE)
 
 
 def verdict(values: Iterable[str], backend: str, agrees: bool | None = None) -> str:
     """The verdict of a row whose numbers have the provenance ``values``.
 
     No independent number: "not testable offline" if some number needs an LLM the backend lacks,
-    else "fitted by construction" (every number agrees because it was set or built to). With an
+    else "fitted, not a test" if some number was fitted to the paper, else "built in, not a test"
+    (every number agrees because the design or a setting makes it). With an
     independent number: "reproduced" only when every number is an independent computation under an
     LLM backend and ``agrees`` (each within tolerance of the paper's); otherwise "qualified" (offline
     numbers are simulated or rule-based, or part of the row is fitted or built in, or it disagrees).
@@ -180,7 +182,9 @@ def verdict(values: Iterable[str], backend: str, agrees: bool | None = None) -> 
     if not found or unknown:
         raise ValueError(f"provenance values must be among {VOCABULARY}, got {sorted(found)}")
     if INDEPENDENT not in found:
-        return NOT_TESTABLE if NOT_RUN in found else FITTED_BY_CONSTRUCTION
+        if NOT_RUN in found:
+            return NOT_TESTABLE
+        return FITTED_NOT_A_TEST if FITTED in found else BUILT_IN_NOT_A_TEST
     if found == {INDEPENDENT} and Backend.parse(backend).is_llm and agrees:
         return REPRODUCED
     return QUALIFIED
@@ -222,6 +226,6 @@ def unlabelled(fitted_params: Iterable[str], known_keys: Iterable[str],
 
 
 __all__ = ["FITTED", "BY_CONSTRUCTION", "INDEPENDENT", "NOT_RUN", "VOCABULARY", "BOOK_RESULTS", "LLM_ONLY",
-           "CONSTRUCTIONS", "SUITE_CONSTRUCTIONS", "DEFAULT_SUITE", "REPRODUCED", "FITTED_BY_CONSTRUCTION",
-           "NOT_TESTABLE", "QUALIFIED", "VERDICTS", "verdict", "fitted_targets", "fitted_keys", "of", "summary",
-           "fitted_marks", "unlabelled"]
+           "CONSTRUCTIONS", "SUITE_CONSTRUCTIONS", "DEFAULT_SUITE", "REPRODUCED", "FITTED_NOT_A_TEST",
+           "BUILT_IN_NOT_A_TEST", "NOT_TESTABLE", "QUALIFIED", "VERDICTS", "verdict", "fitted_targets", "fitted_keys",
+           "of", "summary", "fitted_marks", "unlabelled"]

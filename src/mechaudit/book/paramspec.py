@@ -191,7 +191,7 @@ def _range_problem(value: float, spec: Spec) -> str | None:
     what = "an integer" if spec.type == "int" else "a number"
     if math.isnan(value) or (spec.above is not None and not math.isfinite(value)):
         return f"must be a finite {what.split(' ', 1)[1]}, got {value!r}"
-    if spec.above is not None and not value > spec.above:
+    if spec.above is not None and not (value > spec.above and (spec.high is None or value <= spec.high)):
         upper = "" if spec.high is None else f" and <= {spec.high:g}"
         return f"must be {what} > {spec.above:g}{upper}, got {value!r}"
     low = spec.low if spec.above is None else None
