@@ -23,6 +23,7 @@ from typing import Any
 
 import yaml
 
+from mechaudit.book.paramspec import TYPE_WORDS
 from mechaudit.errors import MechauditError
 from mechaudit.paths import PARAMS_DIR, REPO_ROOT
 
@@ -229,20 +230,14 @@ def read_param_file(path: Path) -> tuple[dict[str, Any], dict[Any, int]]:
     return tree, lines
 
 
+#: Python types in the order ``_kind`` tests them (a bool is an int; an int is not a float)
+_TYPE_NAMES = ((bool, "bool"), (int, "int"), (float, "number"), (str, "str"), (list, "list"), (dict, "mapping"))
+
+
 def _kind(value: Any) -> str:
-    if isinstance(value, bool):
-        return "a boolean (true/false)"
-    if isinstance(value, int):
-        return "an integer"
-    if isinstance(value, float):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "a list"
-    if isinstance(value, dict):
-        return "a mapping"
-    return type(value).__name__
+    """What ``value`` is, in the words of an error message (``paramspec.TYPE_WORDS``)."""
+    name = next((n for kind, n in _TYPE_NAMES if isinstance(value, kind)), None)
+    return TYPE_WORDS[name] if name else type(value).__name__
 
 
 def _fits(value: Any, default: Any) -> bool:
