@@ -203,7 +203,7 @@ def test_embedding_fit_match_rate(hyps):
     rule = EmbeddingRule(threshold="match_rate")
     before = state(rule)
     with pytest.raises(MechauditError, match=r"^field 'threshold': .*not fitted: call fit\(pairs, target_rate"):
-        rule.threshold_
+        _ = rule.threshold_
     with pytest.raises(MechauditError, match="not fitted"):
         rule.same(pairs)
     assert state(rule) == before  # a failed read and a failed use leave the rule as it was
