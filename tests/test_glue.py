@@ -14,9 +14,11 @@ import ast
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from unittest import mock
 
 import jupytext
 import nbformat
+import numpy as np
 import pytest
 
 from mechaudit.paths import REPO_ROOT
@@ -304,3 +306,22 @@ def test_span_and_at_most_texts_never_read_as_templates():
     assert span_text(3.1, 2.98) == "between 2.98 and 3.10"
     assert span_text(5, 12, digits=0, unit=" %") == "between 5 % and 12 %"
     assert at_most_text(0.0004) == "do not differ" and at_most_text(0.0123) == "differ by at most 0.012"
+
+
+@pytest.mark.parametrize("value", [float("nan"), np.nan, float("inf"), -np.inf])
+@pytest.mark.parametrize("digits", [0, 1])
+def test_glue_refuses_to_round_a_value_that_is_not_finite(value, digits):
+    from mechaudit.errors import MechauditError
+    from mechaudit.glue import glue
+
+    with mock.patch("myst_nb.glue") as stored, pytest.raises(MechauditError, match=r"^glue 'ch00_x': .*unknown"):
+        glue("ch00_x", value, digits=digits)
+    stored.assert_not_called()
+
+
+def test_glue_rounds_a_finite_number_before_storing_it():
+    from mechaudit.glue import glue
+
+    with mock.patch("myst_nb.glue") as stored:
+        assert glue("ch00_x", 2.345, digits=1) == 2.3 and glue("ch00_y", 7.6, digits=0) == 8
+    assert [c.args[:2] for c in stored.call_args_list] == [("ch00_x", 2.3), ("ch00_y", 8)]

@@ -8,16 +8,21 @@ they are stored, so the stored text is stable under nbval and reads as the sente
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
+
+from mechaudit.errors import MechauditError
 
 
 def glue(name: str, value: Any, digits: int | None = None) -> Any:
     """Store ``value`` under ``name`` for the book (myst-nb ``glue``, not displayed) and return it.
 
     ``digits``: round a number to this many decimals first (0 gives an ``int``); ``None`` stores
-    the value as is (integers stay integers).
+    the value as is (integers stay integers). A number that is NaN or infinite cannot be rounded
+    into a sentence: with ``digits`` it is refused (``MechauditError`` naming the glue), so a
+    chapter says in words what it does not know instead of printing "nan".
 
     A string is stored as its Python ``repr`` (quoted): myst-nb's ``{glue:text}`` reads the stored
     text back with ``ast.literal_eval``, which turns a quoted string into exactly that string. Stored
@@ -31,6 +36,9 @@ def glue(name: str, value: Any, digits: int | None = None) -> Any:
     if digits is not None:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise TypeError(f"glue {name!r}: digits given for a non-number {value!r}")
+        if not math.isfinite(value):
+            raise MechauditError(f"glue {name!r}: {value} cannot be rounded into a sentence; glue a "
+                                 "text that says the value is unknown instead")
         value = int(round(value)) if digits == 0 else round(float(value), digits)
     _glue(name, str(value) if isinstance(value, str) else value, display=False)
     return value
