@@ -4,6 +4,9 @@ the "paper vs this run" rows and the calibration summary, one call each.
 ``table`` below is ``workflow.rule_tables``'s Table 1 (columns rule, comparison, extra_pp, p_value,
 n_partitions, n_instances, max_extra_pp, normalised); ``main`` is one rule's rows indexed by
 comparison label (``"0 v 1"``). Effects are in percentage points (pp).
+
+:func:`plan` lists the requests the chapter sends with an LLM backend, without sending them
+(``mechaudit estimate``).
 """
 
 from __future__ import annotations

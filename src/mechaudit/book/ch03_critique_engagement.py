@@ -3,6 +3,9 @@
 Input: the runs of ``mechaudit.workflow.workflow_setup``. With ``backend="reference"`` the
 labels are the simulator's own log (no judge); with an LLM backend the LLM judge labels the demands
 and :func:`judged_only` is the one LLM-only step.
+
+:func:`plan` lists the requests the chapter sends with an LLM backend, without sending them
+(``mechaudit estimate``).
 """
 
 from __future__ import annotations

@@ -3,6 +3,9 @@
 Input: the runs of ``mechaudit.workflow.workflow_setup`` and ``workflow.delivered_diversity``
 output (one row per run and rule: instance, depth, rule, n_hypotheses, components, complete, vendi).
 :func:`mechaudit.workflow.report_dropped` is the one LLM-only step.
+
+:func:`plan` lists the requests the chapter sends with an LLM backend, without sending them
+(``mechaudit estimate``).
 """
 
 from __future__ import annotations

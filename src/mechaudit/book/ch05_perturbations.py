@@ -8,6 +8,9 @@ reference judge), ``audit_suite`` (every rule on one suite; the LLM judge throug
 every suite of the data folder (``perturb.available_suites``: the template-built suite and, where
 it exists, the reworded one) and shows them side by side: ``percent_by_suite``,
 ``similarity_long`` (for the figure), ``separation_by_suite``, ``conclusions`` and ``paper_table``.
+
+:func:`plan` lists the requests the chapter sends with an LLM backend, without sending them
+(``mechaudit estimate``).
 """
 
 from __future__ import annotations

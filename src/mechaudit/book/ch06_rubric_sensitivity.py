@@ -4,6 +4,9 @@ One call per step: ``setup`` (the valid perturbation pairs), ``reference_decisio
 read literally), ``judge_rubrics_with_llm``, ``order_effects`` and ``rubric_model_axis`` (the LLM-only
 steps; offline they return "not run" placeholders), ``examples``, ``component_percent``,
 ``findings``, ``headline``, ``answer`` and ``paper_rows``.
+
+:func:`plan` lists the requests the chapter sends with an LLM backend, without sending them
+(``mechaudit estimate``).
 """
 
 from __future__ import annotations

@@ -7,6 +7,9 @@ backend the judge joins), ``agreement_sweep``, ``agreement_at_thresholds`` and `
 (the committed-set pairs), ``stability_check`` and ``model_ranges`` (the judge's stability; offline
 the deterministic rules' check), ``three_methods``, ``headline`` and ``paper_rows``.
 Each judge's stability row is ``mechaudit.rules.llm_judge.stability_summary`` (chapter 06 uses it too).
+
+:func:`plan` lists the requests the chapter sends with an LLM backend, without sending them
+(``mechaudit estimate``).
 """
 
 from __future__ import annotations
@@ -326,7 +329,7 @@ def paper_rows(three: pd.DataFrame, fixed: FixedMethods, check: StabilityCheck, 
 
 
 def stability_sample(s: SensitivitySetup, n: int, seed: int) -> list[Pair]:
-    """The ``n`` committed-set pairs of the stability check, drawn with ``seed`` (as the cost planner does)."""
+    """The ``n`` committed-set pairs of the stability check, drawn with ``seed`` (as :func:`plan` draws them)."""
     return subsample_pairs(s.set_pairs, n, seed)
 
 
@@ -335,7 +338,7 @@ def stability_sample(s: SensitivitySetup, n: int, seed: int) -> list[Pair]:
 def plan(p: Mapping[str, Any]) -> list[Planned]:
     """The chapter's requests (``mechaudit estimate``): the first judge model on all committed-set
     pairs, then every judge model on the ``stability_pairs`` pairs drawn with ``seed`` (as
-    :func:`stability_check` draws them)."""
+    :func:`stability_sample` draws them)."""
     bench = load_benchmark(p.get("data_dir"))
     set_pairs = within_instance_pairs(bench.hypotheses)
     models = judge_models(p)

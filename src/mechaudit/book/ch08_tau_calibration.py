@@ -7,6 +7,9 @@ one LLM-only step: offline it returns a one-row "not run" table.
 
 Every number here comes from the offline simulated judge (:class:`mechaudit.tau.SimulatedJudge`),
 a documented random model, not a language model.
+
+:func:`plan` lists the requests the chapter sends with an LLM backend, without sending them
+(``mechaudit estimate``).
 """
 
 from __future__ import annotations
