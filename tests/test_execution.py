@@ -96,6 +96,38 @@ def test_an_override_of_a_more_parameter_wins(tmp_path):
     assert "backend is replay" in printed
 
 
+class ReadOnlyEnviron(dict):
+    """A stand-in for ``os.environ`` that fails the test on any write (copies are plain dicts)."""
+
+    def _write(self, *args, **kwargs):
+        raise AssertionError(f"os.environ written: {args}")
+
+    __setitem__ = __delitem__ = update = pop = setdefault = clear = _write
+
+
+def test_kernel_sees_the_run_environment_and_os_environ_is_never_written(tmp_path, monkeypatch):
+    """KERNEL_ENV and ``env`` reach the kernel's environment on top of this process's, which the run
+    leaves exactly as it was."""
+    import os
+
+    from mechaudit.book.execute import KERNEL_ENV
+
+    monkeypatch.setenv("MECHAUDIT_TEST_INHERITED", "kept")
+    monkeypatch.delenv("MECHAUDIT_TEST_EXTRA", raising=False)
+    names = ["MECHAUDIT_TEST_EXTRA", "MECHAUDIT_TEST_INHERITED", *sorted(KERNEL_ENV)]
+    ch = _write_notebook(tmp_path / "env.py", '# %% tags=["parameters"]\nseed = 0\n\n# %%\nimport json, os\n'
+                         f"print(json.dumps({{k: os.environ.get(k) for k in {names!r}}}))\n")
+    before = dict(os.environ)
+    with monkeypatch.context() as m:
+        m.setattr(os, "environ", ReadOnlyEnviron(before))  # a write during the run raises
+        execute_chapter(ch, {}, env={"MECHAUDIT_TEST_EXTRA": "from env", "PYTHONHASHSEED": "7"})
+    assert os.environ == before
+    nb = nbformat.read(ch.ipynb, as_version=4)
+    printed = "".join(o.get("text", "") for c in nb.cells for o in c.get("outputs", []))
+    assert json.loads(printed) == {**KERNEL_ENV, "MECHAUDIT_TEST_EXTRA": "from env",
+                                   "MECHAUDIT_TEST_INHERITED": "kept", "PYTHONHASHSEED": "7"}
+
+
 def test_param_set_common_and_section(tmp_path):
     f = tmp_path / "p.yaml"
     f.write_text("common: {seed: 1, backend: reference, other: 2}\nnb: {alpha: 0.5}\n")

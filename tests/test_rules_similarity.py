@@ -174,21 +174,79 @@ def test_embedding_rule(hyps):
     np.testing.assert_array_equal(rule.same(pairs), sim >= 0.77)
     assert load_model(None) is load_model(None)  # one model per process
     assert rule.threshold_ == rule.threshold == 0.77
-    # match_rate: calibrated threshold reproduces the target rate on the reference pairs; the
-    # parameter keeps its value and the calibrated one is threshold_
-    matched = EmbeddingRule(threshold="match_rate", reference_pairs=pairs, target_rate=0.2)
-    assert matched._calibrated is None  # calibrated on first use, not in the constructor
-    assert np.mean(matched.same(pairs)) == pytest.approx(round(0.2 * len(pairs)) / len(pairs))
-    assert matched.threshold == "match_rate"
-    assert matched.threshold_ == matched_threshold(sim, 0.2)
-    explicit = EmbeddingRule(threshold="match_rate")
-    with pytest.raises(MechauditError, match="calibrate"):
-        explicit.same(pairs)
-    assert explicit.calibrate(pairs, 0.2) == matched.threshold_ == explicit.threshold_
-    with pytest.raises(ValueError, match="both"):
-        EmbeddingRule(threshold="match_rate", target_rate=0.5)
+
+
+def state(rule) -> dict:
+    """Everything a rule holds, comparable with ``==`` (the embedding cache by its texts)."""
+    return {k: (sorted(v) if k == "_vectors" else v) for k, v in vars(rule).items()}
+
+
+def brute_force_threshold(sim: np.ndarray, target_rate: float) -> float:
+    """Independent of ``matched_threshold``: the largest observed similarity t with at least
+    k = round(target_rate * m) similarities >= t (just above the maximum when k = 0)."""
+    k = int(round(target_rate * len(sim)))
+    if k == 0:
+        return float(np.nextafter(sim.max(), np.inf))
+    return float(max(t for t in sim if np.sum(sim >= t) >= k))
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_matched_threshold_equals_brute_force_with_ties(seed):
+    rng = np.random.default_rng(seed)
+    sim = rng.choice(np.round(rng.uniform(-1, 1, 12), 1), size=40)  # many ties
+    for rate in (0.0, 0.1, 0.25, 0.5, 0.9, 1.0):
+        assert matched_threshold(sim, rate) == brute_force_threshold(sim, rate)
+
+
+def test_embedding_fit_match_rate(hyps):
+    pairs = all_pairs(hyps)
+    rule = EmbeddingRule(threshold="match_rate")
+    before = state(rule)
+    with pytest.raises(MechauditError, match=r"^field 'threshold': .*not fitted: call fit\(pairs, target_rate"):
+        _ = rule.threshold_
+    with pytest.raises(MechauditError, match="not fitted"):
+        rule.same(pairs)
+    assert state(rule) == before  # a failed read and a failed use leave the rule as it was
+    assert rule.fit(pairs, target_rate=0.2) is rule
+    sim = EmbeddingRule().similarity(pairs)  # a second rule: the same similarities, computed again
+    assert rule.threshold_ == brute_force_threshold(sim, 0.2)
+    assert np.mean(rule.same(pairs)) == pytest.approx(round(0.2 * len(pairs)) / len(pairs))
+    assert (rule.threshold, rule.target_rate_, rule.n_fit_pairs_) == ("match_rate", 0.2, len(pairs))
+    fitted = state(rule)
+    assert rule.threshold_ == rule.threshold_ and state(rule) == fitted  # reading changes nothing
+    assert rule.fit(pairs[:10], target_rate=0.5).threshold_ == brute_force_threshold(sim[:10], 0.5)  # refit
+
+
+def test_embedding_fit_numeric_threshold_and_reads(hyps):
+    pairs = all_pairs(hyps)[:6]
+    rule = EmbeddingRule(threshold=0.8)
+    before = state(rule)
+    assert rule.threshold_ == rule.threshold_ == 0.8 and repr(rule) and state(rule) == before
+    assert rule.fit(pairs) is rule and rule.threshold_ == 0.8
+    assert (rule.target_rate_, rule.n_fit_pairs_) == (None, 6)
+    with pytest.raises(MechauditError, match="field 'target_rate': a numeric threshold"):
+        EmbeddingRule(threshold=0.8).fit(pairs, target_rate=0.3)
+
+
+def test_embedding_fit_bad_input(hyps):
+    pairs = all_pairs(hyps)[:4]
+    matched = EmbeddingRule(threshold="match_rate")
+    with pytest.raises(MechauditError, match="field 'target_rate': threshold='match_rate' needs"):
+        matched.fit(pairs)
+    for bad in (1.5, -0.1, float("nan"), "0.2", True):
+        with pytest.raises(MechauditError, match="field 'target_rate'"):
+            matched.fit(pairs, target_rate=bad)
+    with pytest.raises(ValueError, match="at least one similarity"):
+        matched.fit([], target_rate=0.5)
+    with pytest.raises(ValueError, match=r"pairs\[0\]"):
+        matched.fit([("a", "b")], target_rate=0.5)
+    assert not hasattr(matched, "target_rate_")  # nothing learned from a failed fit
+    with pytest.raises(TypeError):
+        EmbeddingRule(threshold="match_rate", reference_pairs=pairs, target_rate=0.5)  # fit's job now
     with pytest.raises(ValueError, match="match_rate"):
         EmbeddingRule(threshold="auto")
+    with pytest.raises(MechauditError, match="threshold must be in"):
+        EmbeddingRule(threshold=1.5)
 
 
 def test_embedding_disk_store(hyps, tmp_path, monkeypatch):

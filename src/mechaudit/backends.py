@@ -19,7 +19,8 @@ class BackendError(ValueError):
 
 
 class Backend(StrEnum):
-    """A backend name; compares equal to its string (``Backend.REPLAY == "replay"``)."""
+    """A backend name (a ``str``, so it prints and serialises as its value); parse a name once where it
+    enters and compare members (``backend is Backend.REPLAY``)."""
 
     REFERENCE = "reference"
     ANTHROPIC = "anthropic"

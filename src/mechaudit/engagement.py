@@ -93,7 +93,7 @@ def label_demands(runs: Sequence[Run], backend: str, client=None, model: str = J
     """
     df = demands_frame(runs)
     if not Backend.parse(backend).is_llm:
-        not_sim = sorted({r.run_id for r in runs if r.backend != "reference"})
+        not_sim = sorted({r.run_id for r in runs if Backend.parse(r.backend).is_llm})
         if not_sim:
             raise ValueError(f"backend='reference' labels only simulator runs; LLM runs: {not_sim[:3]}")
         if df["label"].isna().any():

@@ -9,12 +9,12 @@ import os
 from pathlib import Path
 from typing import Any
 
-from mechaudit.backends import LLM_BACKENDS, Backend
+from mechaudit.backends import Backend
 from mechaudit.llm.cache import default_cache_dir
 from mechaudit.llm.errors import API_KEY_ENV, MissingAPIKeyError
 from mechaudit.llm.ledger import TOKEN_COLUMNS, cache_spend, cache_state, format_usd, load_prices
 from mechaudit.llm.pricing import format_estimate, totals
-from mechaudit.llm.providers import OPENAI_API_KEY_ENV, endpoint_for, is_loopback, openai_base_url, route_model
+from mechaudit.llm.providers import OPENAI_API_KEY_ENV, endpoint_for, is_anthropic, is_loopback, openai_base_url
 from mechaudit.llm.session import BudgetExceededError, UnpricedModelError
 
 
@@ -39,7 +39,7 @@ class RunAccount:
         self.base_url = openai_base_url(base_url)  # -p llm_base_url, else OPENAI_BASE_URL, else None
         self.prices = load_prices(prices)
         self.llm = any(_is_llm(p) for p in full.values())
-        self.live = any(_backend(p) == "anthropic" for p in full.values())
+        self.live = any(_backend(p) is Backend.ANTHROPIC for p in full.values())
         self.estimate = None
         self.totals: dict[str, Any] = {"calls": 0, "batch_calls": 0, **dict.fromkeys(TOKEN_COLUMNS, 0),
                                        "cost_usd": 0.0, "unpriced": set()}
@@ -74,7 +74,7 @@ class RunAccount:
     def to_send(self) -> dict[str, int]:
         """Requests the live chapters would send, per model (replay chapters send nothing)."""
         table = self.make_estimate()
-        live = {stem for stem, p in self.full.items() if _backend(p) == "anthropic"}
+        live = {stem for stem, p in self.full.items() if _backend(p) is Backend.ANTHROPIC}
         rows = table[table["chapter"].isin(live) & (table["to_send"] > 0)] if len(table) else table
         if not len(rows):
             return {}
@@ -99,7 +99,7 @@ class RunAccount:
             endpoint = endpoint_for(model, self.base_url)
             if endpoint is not None and is_loopback(endpoint):
                 continue
-            env = API_KEY_ENV if route_model(model)[0] == "anthropic" else OPENAI_API_KEY_ENV
+            env = API_KEY_ENV if is_anthropic(model) else OPENAI_API_KEY_ENV
             need.setdefault(env, []).append(f"{n} to {model}")
         missing = [env for env in need if not environ.get(env, "").strip()]
         if missing:
@@ -179,12 +179,14 @@ class RunAccount:
                 f"{unpriced} (prices from {source}; answers are cached: a re-run sends nothing again)")
 
 
-def _backend(params: dict[str, Any]) -> str | None:
+def _backend(params: dict[str, Any]) -> Backend | None:
+    """The chapter's backend parameter (default reference); None if it is not a backend."""
     try:
-        return Backend.parse(params.get("backend", "reference")).value
+        return Backend.parse(params.get("backend", Backend.REFERENCE))
     except ValueError:
         return None
 
 
 def _is_llm(params: dict[str, Any]) -> bool:
-    return _backend(params) in LLM_BACKENDS
+    backend = _backend(params)
+    return backend is not None and backend.is_llm

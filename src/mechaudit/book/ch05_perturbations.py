@@ -109,8 +109,8 @@ def build_rules(bench: Benchmark, *, tfidf_threshold: float = 0.25, tfidf_fit_on
     reference = ReferenceJudge(reference_rubric)
     matching = within_instance_pairs(bench.hypotheses)
     target = marginal_same_rate([TfidfRule(threshold=tfidf_threshold), reference], matching)
-    matched = EmbeddingRule(model=embedding_model, threshold="match_rate", cache_dir=store,
-                            reference_pairs=matching, target_rate=target)
+    matched = EmbeddingRule(model=embedding_model, threshold="match_rate", cache_dir=store).fit(
+        matching, target_rate=target)
     names = ("tfidf", f"embedding {embedding_threshold:g}", f"embedding matched {matched.threshold_:.2f}",
              f"reference ({reference_rubric})")
     rules = dict(zip(names, (TfidfRule(threshold=tfidf_threshold, fit_on=tfidf_fit_on),

@@ -63,14 +63,16 @@ def execute_chapter(
 ) -> Path:
     """Execute one chapter with papermill and return the path of the executed notebook.
 
-    The notebook runs in ``notebooks/`` with ``KERNEL_ENV`` (and ``env``) set, in a kernel reached
-    over IPC sockets (no TCP ports, no unencrypted-TCP warning); it is written to a temporary file
-    first and moved into place only when every cell succeeded, so a failure never clobbers the
-    committed reference. ``rename`` maps a string of the injected-parameters cell to the one the
-    saved notebook shows (a staged output folder to its final name). Ctrl-C stops the kernel
-    quietly and raises ``KeyboardInterrupt``.
+    The notebook runs in ``notebooks/`` in a kernel whose environment is this process's plus
+    ``KERNEL_ENV`` and ``env`` (``os.environ`` itself is never written; see
+    :mod:`mechaudit.book.kernel`), reached over IPC sockets (no TCP ports, no unencrypted-TCP
+    warning); it is written to a temporary file first and moved into place only when every cell
+    succeeded, so a failure never clobbers the committed reference. ``rename`` maps a string of the
+    injected-parameters cell to the one the saved notebook shows (a staged output folder to its
+    final name). Ctrl-C stops the kernel quietly and raises ``KeyboardInterrupt``.
     """
     jupytext, nbformat, papermill = book_tools()
+    from mechaudit.book.kernel import EnvKernelManager, kernel_config
 
     target = (Path(out_dir) / chapter.ipynb.name) if out_dir else chapter.ipynb
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -82,12 +84,13 @@ def execute_chapter(
         src = Path(tmp) / f"{chapter.stem}.in.ipynb"
         out = Path(tmp) / f"{chapter.stem}.ipynb"
         nbformat.write(nb, src)
-        with _environment({**KERNEL_ENV, **(env or {})}), _quiet_interrupt():
+        with _quiet_interrupt():
             try:
                 papermill.execute_notebook(
                     str(src), str(out), parameters=parameters or {}, kernel_name=KERNEL,
                     cwd=str(chapter.source.parent), progress_bar=False, log_output=False,
-                    config=_kernel_config(Path(tmp)),
+                    config=kernel_config(Path(tmp), {**KERNEL_ENV, **(env or {})}),
+                    kernel_manager_class=EnvKernelManager,
                     shutdown_kernel="immediate",  # no graceful shutdown to print ZMQ errors after Ctrl-C
                 )
             except papermill.PapermillExecutionError as err:
@@ -101,31 +104,6 @@ def execute_chapter(
         nbformat.write(executed, out)
         shutil.move(str(out), target)
     return target
-
-
-def _kernel_config(folder: Path):
-    """The kernel manager's configuration: IPC transport, its Unix sockets in ``folder`` (a
-    temporary folder: never the chapter's folder, which may be read-only)."""
-    from traitlets.config import Config
-
-    if os.name != "posix":
-        return Config()
-    return Config({"KernelManager": {"transport": "ipc", "ip": str(Path(folder) / "kernel")}})
-
-
-@contextlib.contextmanager
-def _environment(values: dict[str, str]):
-    """Set ``values`` in ``os.environ`` for the block (the kernel inherits them), then restore."""
-    saved = {k: os.environ.get(k) for k in values}
-    os.environ.update(values)
-    try:
-        yield
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
 
 
 #: loggers of the kernel client: what they report reaches us as an exception (one line), so their

@@ -96,17 +96,24 @@ def read_pairs(path: Path, include_invalid: bool = False) -> tuple[list[tuple[An
 def rule_config(args: argparse.Namespace, client: Any = None) -> dict[str, Any]:
     """The ``mechaudit.rules.build`` configuration of ``args.rule`` from the command line."""
     threshold = {} if args.threshold is None else {"threshold": args.threshold}
-    if args.rule == "tfidf":
-        return threshold
-    if args.rule == "embedding":
-        from mechaudit.paths import cache_path
+    match args.rule:  # rule names (mechaudit.rules.NAMES), not backends
+        case "tfidf":
+            return threshold
+        case "embedding":
+            from mechaudit.paths import cache_path
 
-        store = None if args.no_embedding_cache else (args.embedding_cache or cache_path("embedding_cache"))
-        return {"cache_dir": store, **threshold}
-    if args.rule == "reference":
-        return {"rubric": args.rubric, "jaccard_threshold": args.jaccard_threshold}
-    if args.rule != "llm":
-        return {}
+            store = None if args.no_embedding_cache else (args.embedding_cache or cache_path("embedding_cache"))
+            return {"cache_dir": store, **threshold}
+        case "reference":
+            return {"rubric": args.rubric, "jaccard_threshold": args.jaccard_threshold}
+        case "llm":
+            return _llm_config(args, client)
+        case _:
+            return {}
+
+
+def _llm_config(args: argparse.Namespace, client: Any) -> dict[str, Any]:
+    """The ``LLMJudge`` configuration from the command line."""
     instances = None
     if args.instances is not None:
         from mechaudit.schema import load_instances

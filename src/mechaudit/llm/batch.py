@@ -21,7 +21,7 @@ from mechaudit.llm.blind import check_request_blind
 from mechaudit.llm.cache import STATE_FILENAME, BatchState, ResponseCache  # noqa: F401 - the log lives with the cache index
 from mechaudit.llm.errors import BatchError, ReplayMissError
 from mechaudit.llm.ledger import UsageLedger
-from mechaudit.llm.providers import provider_of
+from mechaudit.llm.providers import is_anthropic
 from mechaudit.llm.records import message_record
 from mechaudit.llm.request import LLMRequest, Usage
 from mechaudit.llm.session import LLMSession
@@ -69,7 +69,7 @@ def _uncached_anthropic(requests: Sequence[LLMRequest], cache: ResponseCache) ->
     todo: dict[str, LLMRequest] = {}
     for request in requests:
         check_request_blind(request)
-        if request.key not in cache and provider_of(request.model) == "anthropic":
+        if request.key not in cache and is_anthropic(request.model):
             todo.setdefault(request.key, request)
     return todo
 

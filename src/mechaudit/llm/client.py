@@ -118,7 +118,7 @@ class LLMClient:
         openai_base_url: str | None = None,
         session: LLMSession | None = None,
     ) -> None:
-        backend = Backend.llm(backend).value  # one-line BackendError for anything else
+        backend = Backend.llm(backend)  # one-line BackendError for anything else
         if max_concurrency < 1:
             raise ValueError(f"max_concurrency must be >= 1, got {max_concurrency}")
         self.backend = backend
@@ -143,8 +143,8 @@ class LLMClient:
     # -- SDK ---------------------------------------------------------------------------------
     def sdk(self) -> Any:
         """The ``anthropic.Anthropic`` client, created on first use (needs ``ANTHROPIC_API_KEY``)."""
-        if self.backend != "anthropic":
-            raise RuntimeError(f"backend {self.backend!r} never calls the API")
+        if self.backend is not Backend.ANTHROPIC:
+            raise RuntimeError(f"backend '{self.backend}' never calls the API")
         with self._sdk_lock:
             if self._sdk is None:
                 import anthropic
@@ -199,8 +199,8 @@ class LLMClient:
     def openai_sdk(self) -> Any:
         """The ``openai.OpenAI`` client for models routed to OpenAI (see
         :mod:`mechaudit.llm.providers`), created on first use; needs ``OPENAI_API_KEY``."""
-        if self.backend != "anthropic":
-            raise RuntimeError(f"backend {self.backend!r} never calls the API")
+        if self.backend is not Backend.ANTHROPIC:
+            raise RuntimeError(f"backend '{self.backend}' never calls the API")
         with self._sdk_lock:
             if self._openai is None:
                 import_openai()  # MissingProviderSDKError (names the pip extra) before the key check
@@ -271,7 +271,7 @@ class LLMClient:
         if hit is not None:
             self._ledger.add(request.model, "cache", key=key)
             return self._response(request, hit, cached=True)
-        if self.backend == "replay":
+        if self.backend is Backend.REPLAY:
             raise ReplayMissError(request, self.cache.path)
         with self._inflight_lock:
             lock = self._inflight.setdefault(key, threading.Lock())
@@ -351,7 +351,7 @@ class LLMClient:
         session = self.session
         uncached = sum(r.key not in self.cache for r in requests)
         progress = progress or uncached >= PROGRESS_MIN_REQUESTS  # long phases: a bar on the terminal
-        if batch or (session.batch and self.backend == "anthropic" and uncached > 1):
+        if batch or (session.batch and self.backend is Backend.ANTHROPIC and uncached > 1):
             self.prefetch_batch(requests, poll_interval=poll_interval, progress=progress)
 
         def one(i: int) -> Any:
@@ -415,7 +415,7 @@ class LLMClient:
             requests,
             cache=self.cache,
             ledger=self._ledger,
-            sdk=self.sdk if self.backend == "anthropic" else None,
+            sdk=self.sdk if self.backend is Backend.ANTHROPIC else None,
             message_params=self.message_params,
             api_version=self.api_version,
             poll_interval=poll_interval,

@@ -42,8 +42,9 @@ from urllib.parse import urlsplit
 if TYPE_CHECKING:
     from mechaudit.llm.request import LLMRequest
 
-PROVIDERS = ("anthropic", "openai")
-DEFAULT_PROVIDER = "anthropic"
+ANTHROPIC, OPENAI = "anthropic", "openai"  # provider names (not backends: see mechaudit.backends)
+PROVIDERS = (ANTHROPIC, OPENAI)
+DEFAULT_PROVIDER = ANTHROPIC
 OPENAI_API_KEY_ENV = "OPENAI_API_KEY"
 #: environment variable naming an OpenAI-compatible server (the OpenAI SDK reads it too)
 OPENAI_BASE_URL_ENV = "OPENAI_BASE_URL"
@@ -138,6 +139,11 @@ def with_endpoint(request: LLMRequest, base_url: str | None) -> LLMRequest:
 def provider_of(model: str) -> str:
     """The provider a model name is routed to."""
     return route_model(model)[0]
+
+
+def is_anthropic(model: str) -> bool:
+    """True if ``model`` is routed to Anthropic (its key is ``ANTHROPIC_API_KEY``; it can batch)."""
+    return provider_of(model) == ANTHROPIC
 
 
 def import_openai() -> Any:

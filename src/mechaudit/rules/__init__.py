@@ -7,7 +7,8 @@ except the reference judges, the mechanism key and the paper-rate judge, which r
 
 ``build(name, **config)`` makes a rule from its name (``NAMES``; see ``mechaudit.rules.registry``).
 Rules follow scikit-learn's conventions: the constructor stores keyword parameters;
-``TfidfRule.fit`` sets ``vectorizer_`` and ``EmbeddingRule.calibrate`` sets ``threshold_``.
+``TfidfRule.fit`` sets ``vectorizer_`` and ``EmbeddingRule.fit`` sets ``threshold_``; reading an
+attribute never changes a rule.
 
 The names below are imported on first use, so importing one rule (for example
 ``mechaudit.rules.mechanism_key``) does not load scikit-learn, torch or the LLM layer.

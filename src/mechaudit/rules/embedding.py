@@ -25,7 +25,8 @@ the range of the other methods' rates on the generated pairs (no pair-level labe
 1. ``target_rate`` = the other methods' marginal same rate on a reference set of pairs
    (``marginal_same_rate(rules, pairs)``: the mean over the rules of each rule's fraction of
    pairs called the same);
-2. the threshold is ``matched_threshold(similarities, target_rate)`` on the same reference pairs:
+2. ``rule.fit(pairs, target_rate=...)`` learns ``threshold_ = matched_threshold(similarities,
+   target_rate)`` on the same reference pairs:
    with the m similarities sorted descending ``s_1 >= ... >= s_m`` and ``k = round(target_rate * m)``,
    the threshold is ``s_k`` (so exactly k pairs, up to ties, are called the same), or just above
    ``s_1`` when ``k = 0``.
@@ -48,6 +49,9 @@ from tqdm import TqdmWarning
 from mechaudit.errors import MechauditError, check_range
 from mechaudit.rules.base import Pair, Rule, check_hypotheses, check_pairs, check_threshold, unique_pair_texts
 from mechaudit.schema import Hypothesis, hypothesis_text
+
+#: the ``threshold`` that ``fit`` learns from a target "same" rate (module docstring)
+MATCH_RATE = "match_rate"
 
 #: how to get the optional packages this rule needs (a plain ``pip install mechaudit`` has no torch)
 EMBEDDINGS_EXTRA = "pip install 'mechaudit[embeddings]'"
@@ -197,15 +201,14 @@ def marginal_same_rate(rules: Sequence[Rule], pairs: Sequence[Pair]) -> float:
 class EmbeddingRule:
     """Same mechanism iff the cosine of normalised sentence embeddings >= ``threshold_``.
 
-    Parameters, stored as given: ``model`` (name or path; None = all-MiniLM-L6-v2), ``threshold``
-    (a number in [-1, 1], paper 0.77, or ``"match_rate"``), ``batch_size``, ``device``,
-    ``reference_pairs`` and ``target_rate`` (with ``"match_rate"``: both or neither), ``cache_dir``
-    (disk store of embeddings, module docstring) and ``model_cache`` (a ``ModelCache``; None =
-    ``DEFAULT_MODELS``).
+    scikit-learn conventions: the constructor checks and stores its keyword parameters, ``fit``
+    learns, and reading an attribute never changes the rule. Parameters: ``model`` (name or path;
+    None = all-MiniLM-L6-v2), ``threshold`` (a number in [-1, 1], paper 0.77, or ``"match_rate"``),
+    ``batch_size``, ``device``, ``cache_dir`` (disk store of embeddings, module docstring) and
+    ``model_cache`` (a ``ModelCache``; None = ``DEFAULT_MODELS``).
 
-    ``threshold_`` is the threshold in use: the one ``calibrate`` fixed, else the numeric
-    ``threshold``. A ``"match_rate"`` rule given ``reference_pairs`` and ``target_rate`` calibrates
-    on them when ``threshold_`` is first needed; without them, call ``calibrate`` first.
+    ``threshold_`` is the threshold in use: the one ``fit`` learned, else the numeric ``threshold``.
+    A ``"match_rate"`` rule must be fitted (``fit(pairs, target_rate=...)``) before it is used.
     """
 
     def __init__(
@@ -215,31 +218,22 @@ class EmbeddingRule:
         threshold: float | str = 0.77,
         batch_size: int = 64,
         device: str = "cpu",
-        reference_pairs: Sequence[Pair] | None = None,
-        target_rate: float | None = None,
         cache_dir: str | os.PathLike[str] | None = None,
         model_cache: ModelCache | None = None,
     ):
-        if threshold == "match_rate":
-            if (reference_pairs is None) != (target_rate is None):
-                raise ValueError("threshold='match_rate' needs both reference_pairs and target_rate (or neither)")
-        elif isinstance(threshold, str):
-            raise ValueError(f"threshold must be a number or 'match_rate'; got {threshold!r}")
-        else:
+        if isinstance(threshold, str) and threshold != MATCH_RATE:
+            raise ValueError(f"threshold must be a number or {MATCH_RATE!r}; got {threshold!r}")
+        if not isinstance(threshold, str):
             threshold = check_threshold(threshold, low=-1.0, high=1.0)
-        if target_rate is not None:
-            check_threshold(target_rate, "target_rate", low=0.0, high=1.0)
         check_range(batch_size, "batch_size", 1, integer=True)
         self.model = model
         self.threshold = threshold
         self.batch_size = batch_size
         self.device = device
-        self.reference_pairs = None if reference_pairs is None else check_pairs(reference_pairs)
-        self.target_rate = target_rate
         self.cache_dir = cache_dir
         self.model_cache = model_cache
         self._vectors: dict[str, np.ndarray] = {}  # text -> embedding, filled as texts are encoded
-        self._calibrated: float | None = None
+        self._fitted: float | None = None  # the threshold fit learned
 
     def __repr__(self) -> str:
         name = "default all-MiniLM-L6-v2" if self.model is None else self.model
@@ -247,18 +241,35 @@ class EmbeddingRule:
 
     @property
     def threshold_(self) -> float:
-        """The threshold in use (see the class docstring); ``MechauditError`` if it is not known yet."""
-        if self._calibrated is None and self.threshold == "match_rate":
-            if self.reference_pairs is None:
-                raise MechauditError("EmbeddingRule(threshold='match_rate') is not calibrated: call calibrate() "
-                                     "first", field="threshold")
-            self.calibrate(self.reference_pairs, self.target_rate)
-        return self.threshold if self._calibrated is None else self._calibrated
+        """The threshold in use: the fitted one, else the numeric ``threshold``; an unfitted
+        ``"match_rate"`` rule raises ``MechauditError``. Reading it changes nothing."""
+        if self._fitted is not None:
+            return self._fitted
+        if self.threshold == MATCH_RATE:
+            raise MechauditError("EmbeddingRule(threshold='match_rate') is not fitted: call "
+                                 "fit(pairs, target_rate=...) first", field="threshold")
+        return self.threshold
 
-    def calibrate(self, reference_pairs: Sequence[Pair], target_rate: float) -> float:
-        """Set and return ``threshold_ = matched_threshold(similarity(reference_pairs), target_rate)``."""
-        self._calibrated = matched_threshold(self.similarity(reference_pairs), target_rate)
-        return self._calibrated
+    def fit(self, pairs: Sequence[Pair], target_rate: float | None = None) -> EmbeddingRule:
+        """Learn ``threshold_`` and return the rule.
+
+        ``"match_rate"``: ``threshold_ = matched_threshold(similarity(pairs), target_rate)``
+        (``target_rate`` in [0, 1] required). A numeric ``threshold`` is kept as ``threshold_``
+        (``target_rate`` must be None). Sets ``target_rate_`` and ``n_fit_pairs_`` too.
+        """
+        pairs = check_pairs(pairs)
+        if self.threshold == MATCH_RATE:
+            if target_rate is None:
+                raise MechauditError("threshold='match_rate' needs fit(pairs, target_rate=...)", field="target_rate")
+            target_rate = check_threshold(target_rate, "target_rate", low=0.0, high=1.0)
+            self._fitted = matched_threshold(self.similarity(pairs), target_rate)
+        elif target_rate is not None:
+            raise MechauditError(f"a numeric threshold ({self.threshold:g}) takes no target_rate; "
+                                 f"use threshold='match_rate'", field="target_rate")
+        else:
+            self._fitted = self.threshold
+        self.target_rate_, self.n_fit_pairs_ = target_rate, len(pairs)
+        return self
 
     def embed(self, texts: Sequence[str], progress: bool = False) -> np.ndarray:
         """Normalised embeddings, float32 array ``(len(texts), dim)``; each distinct text encoded once."""

@@ -24,13 +24,13 @@ from typing import Any, ClassVar, Literal
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from mechaudit.backends import Backend
 from mechaudit.llm.blind import BlindnessError, check_blind
 from mechaudit.tau.cards import CARD_VERSION, FORBIDDEN_TERMS, Card, build_paper_card
 from mechaudit.tau.rubric import RUBRIC_VERSION, get_rubric
 
 DEFAULT_JUDGE_MODEL = "claude-opus-4-6"
 MAX_RATIONALE_WORDS = 25
-BACKENDS = ("reference", "anthropic", "replay")
 
 
 def valid_rationale(text: str) -> str:
@@ -177,7 +177,7 @@ class BlindJudge:
     for the LLM backends; ``simulator`` is required for ``reference``.
     """
 
-    backend: str = "reference"
+    backend: Backend | str = Backend.REFERENCE  # parsed to a ``Backend`` on construction
     simulator: Any = None
     model: str = DEFAULT_JUDGE_MODEL
     client: Any = None
@@ -192,11 +192,10 @@ class BlindJudge:
         default_factory=dict, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        if self.backend not in BACKENDS:
-            raise ValueError(f"backend must be one of {BACKENDS}, got {self.backend!r}")
-        if self.backend == "reference" and self.simulator is None:
+        self.backend = Backend.parse(self.backend)
+        if not self.backend.is_llm and self.simulator is None:
             raise ValueError("backend 'reference' needs a simulator (mechaudit.tau.simulate.SimulatedJudge)")
-        if self.backend != "reference" and self.client is None:
+        if self.backend.is_llm and self.client is None:
             from mechaudit.llm import get_client
 
             self.client = get_client(backend=self.backend)
@@ -204,7 +203,7 @@ class BlindJudge:
     @property
     def judge_model(self) -> str:
         """Name recorded in tau files: the LLM model or the simulator's name."""
-        return self.simulator.name if self.backend == "reference" else self.model
+        return self.model if self.backend.is_llm else self.simulator.name
 
     def _request(self, system: str, user: str, version: str):
         from mechaudit.llm import LLMRequest
@@ -214,7 +213,7 @@ class BlindJudge:
 
     def judge_roles(self, roles: list[str], story: Card, anchors: list[Card]) -> list[JudgeOutcome]:
         """One call per role (in parallel through the LLM layer), in ``roles`` order."""
-        if self.backend == "reference":
+        if not self.backend.is_llm:
             return [self._simulated(role, story, anchors) for role in roles]
         prompts = [build_prompt(role, story, anchors) for role in roles]
         schema = judge_schema(len(anchors))
@@ -235,7 +234,7 @@ class BlindJudge:
         if key not in self._answered:
             prompt = build_prompt(role, story, anchors)
             reply = judge_schema(len(anchors)).model_validate(self.simulator.reply(role, story, anchors))
-            self._answered[key] = JudgeOutcome(role, [c.model_dump() for c in reply.comparisons], "reference",
+            self._answered[key] = JudgeOutcome(role, [c.model_dump() for c in reply.comparisons], self.backend,
                                                prompt=prompt)
         known = self._answered[key]
         return replace(known, comparisons=[dict(c) for c in known.comparisons])
@@ -253,7 +252,7 @@ class BlindJudge:
     def judge_pairs(self, role: str, pairs: list[tuple[Card, Card]]) -> list[dict[str, Any] | None]:
         """Pairwise calls for tau fitting: ``{judgement, strength}`` of X against Y per pair, or
         None where the reply stayed invalid (such pairs are skipped, as in the original)."""
-        if self.backend == "reference":
+        if not self.backend.is_llm:
             for x, y in pairs:
                 build_pair_prompt(role, x, y)  # the blindness check runs offline too
             return [PairReply.model_validate(self.simulator.pair_reply(role, x, y)).model_dump(
