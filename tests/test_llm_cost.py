@@ -353,8 +353,8 @@ def test_every_llm_chapter_has_budget_batch_and_usage_table():
 def test_typical_output_sizes_follow_the_planners_demands_per_critique():
     """``llm.pricing`` writes the workflow reply sizes as numbers; they assume the planner's proxy
     critique (``DEMANDS_PER_CRITIQUE`` demands of about 60 tokens each)."""
-    from mechaudit.workflow.plan import DEMANDS_PER_CRITIQUE
     from mechaudit.llm.pricing import TYPICAL_OUTPUT
+    from mechaudit.workflow.plan import DEMANDS_PER_CRITIQUE
 
     assert TYPICAL_OUTPUT["critique"] == 60 * DEMANDS_PER_CRITIQUE
     assert TYPICAL_OUTPUT["revise"] == 450 + 60 * DEMANDS_PER_CRITIQUE
