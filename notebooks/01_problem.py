@@ -67,7 +67,7 @@ import textwrap
 from IPython.display import display
 
 from mechaudit import divergence, toy
-from mechaudit.chapters import problem
+from mechaudit.book import ch01_problem as problem
 from mechaudit.glue import glue, glue_figure
 from mechaudit.outputs import save
 from mechaudit.paper import compare_paper_default

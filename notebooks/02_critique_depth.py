@@ -104,9 +104,8 @@ import pandas as pd
 from IPython.display import display
 
 from mechaudit import labels
-from mechaudit.chapters import critique_depth as ch
-from mechaudit.chapters.status import headline_provenance
-from mechaudit.chapters.workflow import report_dropped, workflow_setup
+from mechaudit.book import ch02_critique_depth as ch
+from mechaudit.book.chapter import SIMULATED, headline_provenance, headline_status
 from mechaudit.glue import glue, glue_figure
 from mechaudit.outputs import save
 from mechaudit.paper import compare, compare_paper_default, format_p, power_of_ten, reported
@@ -114,7 +113,16 @@ from mechaudit.paths import PARAMS_DIR, cache_path
 from mechaudit.plots.workflow import critique_depth_figure, judge_model_figure, rule_comparison_figure
 from mechaudit.rules.paper_rates import paper_rates
 from mechaudit.tables import book_table, use_book_tables
-from mechaudit.workflow import build_rules, counts, load_design, load_simulator_params, rule_tables, rules_for_backend
+from mechaudit.workflow import (
+    build_rules,
+    counts,
+    load_design,
+    load_simulator_params,
+    report_dropped,
+    rule_tables,
+    rules_for_backend,
+    workflow_setup,
+)
 from mechaudit.workflow.calibrate import calibrate, fit_table, load_calibration
 
 use_book_tables()  # every table below in the book's format: labels, units, rounding
@@ -245,7 +253,7 @@ head = ch.headline(main, interval_level)
 glue("ch02_headline_0v1", head["0 v 1 text"])
 glue("ch02_headline_1v5", head["1 v 5 text"])
 glue("ch02_headline_p_0v1", head["p 0 v 1"])
-headline_status = glue("ch02_headline_status", ch.status(backend, generator_model))
+glue("ch02_headline_status", headline_status(backend, generator_model, SIMULATED))
 # the intro's provenance and verdict
 row_provenance, row_verdict = headline_provenance("ch02", backend, head)
 glue("ch02_headline_provenance", row_provenance)

@@ -93,8 +93,8 @@ alpha = 0.05
 import pandas as pd
 from IPython.display import display
 
-from mechaudit.chapters import validity as ch
-from mechaudit.chapters.status import SIMULATED, headline_provenance, simulation_only_note
+from mechaudit.book import ch02b_validity as ch
+from mechaudit.book.chapter import SIMULATED, headline_provenance, simulation_only_note
 from mechaudit.glue import glue, glue_figure
 from mechaudit.outputs import save
 from mechaudit.paper import compare_paper_default

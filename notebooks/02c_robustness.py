@@ -108,8 +108,8 @@ n_jobs = 1
 import numpy as np
 from IPython.display import display
 
-from mechaudit.chapters import robustness as ch
-from mechaudit.chapters.status import SIMULATED, headline_provenance, simulation_only_note
+from mechaudit.book import ch02c_robustness as ch
+from mechaudit.book.chapter import SIMULATED, headline_provenance, simulation_only_note
 from mechaudit.glue import glue, glue_figure
 from mechaudit.outputs import save
 from mechaudit.paper import compare_paper_default, reported

@@ -87,20 +87,18 @@ llm_usage.begin(max_usd=max_usd, batch=llm_batch)  # this chapter's LLM budget a
 # %% tags=["hide-input"]
 from IPython.display import display
 
-from mechaudit.chapters import engagement as ch
-from mechaudit.chapters.critique_depth import status
-from mechaudit.chapters.status import headline_provenance
-from mechaudit.chapters.workflow import workflow_setup
+from mechaudit.book import ch03_critique_engagement as ch
+from mechaudit.book.chapter import SIMULATED, headline_provenance, headline_status
 from mechaudit.engagement import LABELS, engagement_table, paper_shares
 from mechaudit.glue import glue, glue_figure
 from mechaudit.outputs import save
 from mechaudit.paper import compare, compare_paper_default, reported
 from mechaudit.plots.workflow import engagement_figure
 from mechaudit.tables import book_table, use_book_tables
-from mechaudit.workflow import null_params
+from mechaudit.workflow import null_params, workflow_setup
 
 use_book_tables()  # every table below in the book's format: labels, units, rounding
-glue("ch03_headline_status", status(backend, judge_model))
+glue("ch03_headline_status", headline_status(backend, judge_model, SIMULATED))
 show_paper = compare_paper_default(compare_paper, data_dir)
 paper = paper_shares() if show_paper else None
 setup = workflow_setup(backend, data_dir=data_dir, design_file=design_file, simulator_file=simulator_file,

@@ -85,23 +85,28 @@ llm_usage.begin(max_usd=max_usd, batch=llm_batch)  # this chapter's LLM budget a
 # %% tags=["hide-input"]
 from IPython.display import display
 
-from mechaudit.chapters import diversity as ch
-from mechaudit.chapters.critique_depth import status
-from mechaudit.chapters.status import headline_provenance
-from mechaudit.chapters.workflow import report_dropped, workflow_setup
+from mechaudit.book import ch04_equivalence_rules as ch
+from mechaudit.book.chapter import SIMULATED, headline_provenance, headline_status
 from mechaudit.glue import glue, glue_figure
 from mechaudit.outputs import save
 from mechaudit.paper import compare, compare_paper_default
 from mechaudit.plots.workflow import cluster_count_figure
 from mechaudit.tables import book_table, use_book_tables
-from mechaudit.workflow import delivered_diversity, diversity_table, null_params, simulate
+from mechaudit.workflow import (
+    delivered_diversity,
+    diversity_table,
+    null_params,
+    report_dropped,
+    simulate,
+    workflow_setup,
+)
 
 use_book_tables()  # every table below in the book's format: labels, units, rounding
 show_paper = compare_paper_default(compare_paper, data_dir)
 setup = workflow_setup(backend, data_dir=data_dir, design_file=design_file, simulator_file=simulator_file,
                        seed=seed, generator_model=generator_model, cache_dir=cache_dir, json_retries=json_retries)
 glue("ch04_openings", ch.openings_label(setup.bench))
-glue("ch04_headline_status", status(backend, judge_model))
+glue("ch04_headline_status", headline_status(backend, judge_model, SIMULATED))
 report_dropped(setup.delivery, backend, json_retries)
 
 # %% [markdown]

@@ -112,7 +112,7 @@ llm_usage.begin(max_usd=max_usd, batch=llm_batch)  # this chapter's LLM budget a
 from IPython.display import display
 
 from mechaudit.backends import Backend
-from mechaudit.chapters.perturbations import (
+from mechaudit.book.ch05_perturbations import (
     audit_suite,
     build_rules,
     conclusions,
@@ -126,10 +126,9 @@ from mechaudit.chapters.perturbations import (
     setup,
     similarity_long,
     similarity_summary,
-    status,
     thresholds_in_use,
 )
-from mechaudit.chapters.status import headline_provenance
+from mechaudit.book.chapter import LOCAL, headline_provenance, headline_status
 from mechaudit.glue import glue, glue_figure
 from mechaudit.outputs import save
 from mechaudit.paper import compare_paper_default, reported
@@ -357,7 +356,7 @@ glue("ch05_tfidf_threshold", tfidf_threshold)
 glue("ch05_embedding_threshold", embedding_threshold)
 glue("ch05_matched_threshold", names.rules[names.matched].threshold_, digits=2)
 glue("ch05_matched_target_rate", 100 * names.target_rate, digits=1)
-glue("ch05_headline_status", status(backend, judge_model))
+glue("ch05_headline_status", headline_status(backend, judge_model, LOCAL))
 llm_share = facts["template"]["fss_llm"] if "template" in facts else None
 glue("ch05_llm_answer", "The LLM judge is not run offline." if llm_share is None
      else f"The LLM judge ({judge_model}) calls {llm_share:.0f} % of template-built first-step swaps different.")

@@ -89,7 +89,7 @@ import pandas as pd
 from IPython.display import display
 
 from mechaudit.backends import Backend
-from mechaudit.chapters.rubric import (
+from mechaudit.book.ch06_rubric_sensitivity import (
     answer,
     component_percent,
     examples,
@@ -105,9 +105,8 @@ from mechaudit.chapters.rubric import (
     reversal_check,
     rubric_model_axis,
     setup,
-    status,
 )
-from mechaudit.chapters.status import headline_provenance
+from mechaudit.book.chapter import REFERENCE_JUDGE, headline_provenance, headline_status
 from mechaudit.glue import glue, glue_figure
 from mechaudit.outputs import save
 from mechaudit.paper import compare, compare_paper_default, reported
@@ -264,7 +263,7 @@ for r in rubrics:
 glue("ch06_min_jaccard_swapped", facts["min_jaccard_swapped"], digits=3)
 glue("ch06_min_chain_swapped", facts["min_chain_swapped"])
 glue("ch06_paper_reversal_pct", reported("rubric.order_reversal_changed_pct"))
-glue("ch06_headline_status", status(backend, judge_model))
+glue("ch06_headline_status", headline_status(backend, judge_model, REFERENCE_JUDGE))
 for r in ("none", "full", "step"):
     glue(f"ch06_paper_{r}_fss_pct", reported(f"rubric.first_step_swapped_pct_different.{r}"))
 glue("ch06_answer", answer(pct, llm_run))

@@ -92,7 +92,7 @@ llm_usage.begin(max_usd=max_usd, batch=llm_batch)  # this chapter's LLM budget a
 # %% tags=["hide-input"]
 from IPython.display import display
 
-from mechaudit.chapters.sensitivity import (
+from mechaudit.book.ch07_sensitivity import (
     agreement_at_thresholds,
     agreement_sweep,
     best_agreement,
@@ -107,12 +107,11 @@ from mechaudit.chapters.sensitivity import (
     similarities,
     stability_check,
     stability_sample,
-    status,
     suites_of,
     sweep_by_suite,
     three_methods,
 )
-from mechaudit.chapters.status import headline_provenance
+from mechaudit.book.chapter import REFERENCE_JUDGE, headline_provenance, headline_status
 from mechaudit.glue import glue, glue_figure
 from mechaudit.outputs import save
 from mechaudit.paper import compare, compare_paper_default, reported
@@ -300,7 +299,7 @@ glue("ch07_kappa_low", top["kappa_low"], digits=2)
 glue("ch07_kappa_high", top["kappa_high"], digits=2)
 glue("ch07_headline_agreement", top["agreement"])
 glue("ch07_headline_kappa", top["kappa"])
-glue("ch07_headline_status", status(backend, judge_models[0]))
+glue("ch07_headline_status", headline_status(backend, judge_models[0], REFERENCE_JUDGE))
 row_provenance, row_verdict = headline_provenance("ch07", backend,
                                                   {"agreement": top["agreement_low"], "κ": top["kappa_low"]})
 glue("ch07_headline_provenance", row_provenance)

@@ -113,8 +113,8 @@ llm_usage.begin(max_usd=max_usd, batch=llm_batch)  # this chapter's LLM budget a
 # %% tags=["hide-input"]
 
 from mechaudit.backends import Backend
-from mechaudit.chapters import tau as ch
-from mechaudit.chapters.status import headline_provenance
+from mechaudit.book import ch08_tau_calibration as ch
+from mechaudit.book.chapter import headline_provenance
 from mechaudit.glue import at_most_text, glue, glue_figure, span_text
 from mechaudit.outputs import save
 from mechaudit.plots.tau import (

@@ -10,6 +10,7 @@ and are left out.
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
@@ -176,7 +177,7 @@ LAYERS = {
                      "labels", "book_offline", "book_api", "book_table", "book_figure"), 1),
     "llm": 2,
     **dict.fromkeys(("rules", "perturb", "reworded", "workflow", "engagement", "tau"), 3),
-    **dict.fromkeys(("book", "chapters"), 4),
+    "book": 4,
     "cli": 5,
 }
 
@@ -195,6 +196,54 @@ def test_layers_point_down():
     upward = [(a, b) for a, targets in graph.items() for b in targets if layer_of(b) > layer_of(a)]
     assert not upward, f"imports that point up a layer: {upward}"
     assert layer_of("mechaudit.book.execute") == 4 and layer_of("mechaudit.llm.session") == 2
+
+
+def is_chapter_module(module: str, package: str = PACKAGE) -> bool:
+    """``package.book.ch<NN>[letter]_<name>`` (``book.chapter``, the shared module, is not one)."""
+    return re.fullmatch(rf"{re.escape(package)}\.book\.ch\d\d[a-z]?_\w+", module) is not None
+
+
+def chapter_imports(graph: dict[str, dict[str, bool]], package: str = PACKAGE) -> list[tuple[str, str]]:
+    """``(a, b)`` for every import from one chapter module ``package.book.ch*`` to another, lazy or not."""
+    return sorted((a, b) for a, targets in graph.items() if is_chapter_module(a, package)
+                  for b in targets if is_chapter_module(b, package))
+
+
+def test_chapter_modules_stand_alone(tmp_path):
+    """No chapter module imports another: what two chapters share lives in ``book.chapter`` or below.
+    On a toy package the check finds a lazy import between two chapters."""
+    graph = import_graph()
+    chapters = [m for m in graph if is_chapter_module(m)]
+    assert "mechaudit.book.ch05_perturbations" in chapters and "mechaudit.book.chapter" not in chapters
+    assert len(chapters) == 10
+    assert chapter_imports(graph) == []
+    assert all(layer_of(b) <= 4 for m in chapters for b in graph[m])
+    pkg = tmp_path / "toy"
+    (pkg / "book").mkdir(parents=True)
+    for name in ("__init__.py", "book/__init__.py", "book/chapter.py"):
+        (pkg / name).write_text("")
+    (pkg / "book" / "ch01_a.py").write_text("from toy.book import chapter\n")
+    (pkg / "book" / "ch02_b.py").write_text("def f():\n    from toy.book.ch01_a import x\n")
+    assert chapter_imports(import_graph(tmp_path, "toy"), "toy") == [("toy.book.ch02_b", "toy.book.ch01_a")]
+
+
+def test_every_chapter_has_its_module():
+    """Each chapter module is named after a TOC chapter; every chapter but 09 (it judges the reader's
+    data and holds no chapter logic) has one, and the chapters that send LLM requests (02-08) have
+    their cost plan in it."""
+    from mechaudit.book import chapter_module
+    from mechaudit.book.estimate import chapter_plan
+    from mechaudit.book.params import toc_chapters
+
+    stems = [c.stem for c in toc_chapters()]
+    modules = {m.removeprefix("mechaudit.book.ch") for m in module_names() if is_chapter_module(m)}
+    assert modules == set(stems) - {"09_your_data"}
+    for stem in modules:
+        assert chapter_module(stem).__name__ == f"mechaudit.book.ch{stem}"
+    planned = {stem for stem in stems if chapter_plan(stem) is not None}
+    assert planned == {s for s in stems if s[:2] in {"02", "03", "04", "05", "06", "07", "08"}
+                       and s not in {"02b_validity", "02c_robustness"}}
+    assert chapter_plan("09_your_data") is None and chapter_plan("01_problem") is None
 
 
 def test_llm_leaf_modules():

@@ -12,13 +12,13 @@ import pytest
 import yaml
 from fake_anthropic import FakeAnthropic, client_for, workflow_reply
 
-from mechaudit.book.estimate import judge_planned
-from mechaudit.chapters import critique_depth as ch
+from mechaudit.book import ch02_critique_depth as ch
 from mechaudit.paper import compare
 from mechaudit.paths import PARAMS_DIR
 from mechaudit.plots.workflow import judge_model_figure
 from mechaudit.provenance import INDEPENDENT, NOT_RUN
 from mechaudit.rules import LLMJudge
+from mechaudit.rules.llm_judge import judge_planned
 from mechaudit.schema import load_benchmark
 from mechaudit.workflow import Design, build_rules, instance_matrices, load_simulator_params, rule_tables, simulate
 

@@ -358,10 +358,10 @@ def test_batch_leaves_openai_requests_to_chat_completions(tmp_path, keys):
 
 
 def test_estimate_plans_the_same_judge_models_as_the_chapters():
-    from mechaudit.book.estimate import _judge_models
+    from mechaudit.book.chapter import judge_models
 
     # chapters 05/06: judge_model first, then the further models of judge_models, each once
-    assert _judge_models({"judge_model": "claude-opus-4-6", "judge_models": []}) == ["claude-opus-4-6"]
-    assert _judge_models({"judge_model": "a", "judge_models": ["b", "a", "gpt-5.5"]}) == ["a", "b", "gpt-5.5"]
+    assert judge_models({"judge_model": "claude-opus-4-6", "judge_models": []}) == ["claude-opus-4-6"]
+    assert judge_models({"judge_model": "a", "judge_models": ["b", "a", "gpt-5.5"]}) == ["a", "b", "gpt-5.5"]
     # chapter 07 has only the list
-    assert _judge_models({"judge_models": ["x", "y"]}) == ["x", "y"]
+    assert judge_models({"judge_models": ["x", "y"]}) == ["x", "y"]

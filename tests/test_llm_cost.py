@@ -143,10 +143,10 @@ def test_budget_hit_midway_then_continue(small_data, tmp_path, api_env):
 
 
 def _plan(small_data, cache):
-    from mechaudit.book.estimate import chapter_params, plan_05
+    from mechaudit.book.estimate import chapter_params, chapter_plan
     from mechaudit.book.params import resolve_chapter
 
-    return plan_05(chapter_params(resolve_chapter(CHAPTER), None, overrides(small_data, cache)))
+    return chapter_plan(CHAPTER)(chapter_params(resolve_chapter(CHAPTER), None, overrides(small_data, cache)))
 
 
 def test_ledger_report_and_run_total_agree(small_data, tmp_path, api_env):
@@ -330,12 +330,12 @@ def test_workflow_chapters_estimate_counts_what_they_send(tmp_path, monkeypatch,
 
 
 def test_every_llm_chapter_has_budget_batch_and_usage_table():
-    """Each chapter with a request planner takes ``max_usd`` and ``llm_batch`` and ends with the
+    """Each chapter with a cost plan takes ``max_usd`` and ``llm_batch`` and ends with the
     usage table: ``llm_usage.begin`` before its LLM work, ``llm_usage.report`` after it."""
-    from mechaudit.book.estimate import PLANNERS
+    from mechaudit.book.estimate import chapter_plan
     from mechaudit.book.params import notebook_parameters, toc_chapters
 
-    llm_chapters = [c for c in toc_chapters() if c.stem.split("_")[0] in PLANNERS]
+    llm_chapters = [c for c in toc_chapters() if chapter_plan(c.stem) is not None]
     assert {c.stem[:2] for c in llm_chapters} >= {"02", "03", "04", "05", "06", "07"}
     for chapter in llm_chapters:
         defaults = notebook_parameters(chapter.source)
@@ -353,15 +353,15 @@ def test_every_llm_chapter_has_budget_batch_and_usage_table():
 def test_typical_output_sizes_follow_the_planners_demands_per_critique():
     """``llm.pricing`` writes the workflow reply sizes as numbers; they assume the planner's proxy
     critique (``DEMANDS_PER_CRITIQUE`` demands of about 60 tokens each)."""
-    from mechaudit.book.estimate import DEMANDS_PER_CRITIQUE
     from mechaudit.llm.pricing import TYPICAL_OUTPUT
+    from mechaudit.workflow.plan import DEMANDS_PER_CRITIQUE
 
     assert TYPICAL_OUTPUT["critique"] == 60 * DEMANDS_PER_CRITIQUE
     assert TYPICAL_OUTPUT["revise"] == 450 + 60 * DEMANDS_PER_CRITIQUE
     assert TYPICAL_OUTPUT["label"] == 20 * DEMANDS_PER_CRITIQUE + 10
 
 
-def test_plan_05_counts_every_suite_of_the_data_folder(small_data, tmp_path):
+def test_chapter_05_plan_counts_every_suite_of_the_data_folder(small_data, tmp_path):
     cache = tmp_path / "cache"
     one = _plan(small_data, cache)
     assert {p.stage.split(", ")[1].split(")")[0] for p in one} == {"template suite"}

@@ -11,7 +11,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 
-from mechaudit.chapters.rubric import paper_figure_values  # noqa: E402
+from mechaudit.book.ch06_rubric_sensitivity import paper_figure_values  # noqa: E402
 from mechaudit.perturb import KINDS  # noqa: E402
 from mechaudit.plots.problem import divergence_heatmaps  # noqa: E402
 from mechaudit.plots.rubric import rubric_bars  # noqa: E402

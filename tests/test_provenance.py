@@ -10,7 +10,8 @@ import pytest
 import yaml
 
 from mechaudit import paper, provenance
-from mechaudit.chapters import status
+from mechaudit.backends import BackendError
+from mechaudit.book import chapter as status
 from mechaudit.errors import MechauditError
 from mechaudit.paths import PARAMS_DIR, REPO_ROOT
 from mechaudit.provenance import BY_CONSTRUCTION, FITTED, INDEPENDENT, NOT_RUN
@@ -214,3 +215,14 @@ def test_intro_and_readme_state_the_trust_level():
     assert "offline, every number is simulated or rule-based" in first_screen.lower()
     readme_first = (REPO_ROOT / "README.md").read_text().split("\n\n")[1]
     assert "simulated or rule-based" in readme_first and "reproduces" not in readme_first
+
+
+def test_headline_status_uses_the_book_vocabulary():
+    """One status function for every chapter: the LLM and backend, else the chapter's offline word."""
+    assert status.headline_status("reference", "m", status.SIMULATED) == "simulated (reference backend)"
+    assert status.headline_status("reference", "m", status.LOCAL) == "computed locally (no LLM)"
+    assert status.headline_status("reference", "m", status.REFERENCE_JUDGE) == "reference judge (not an LLM)"
+    assert status.headline_status("replay", "claude-x", status.SIMULATED) == "LLM (claude-x, replay)"
+    assert status.headline_status("anthropic", "m", status.LOCAL) == "LLM (m, anthropic)"
+    with pytest.raises(BackendError, match="'refrence' is not a backend"):
+        status.headline_status("refrence", "m", status.LOCAL)

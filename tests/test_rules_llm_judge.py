@@ -8,6 +8,7 @@ from collections import Counter
 
 import fake_anthropic
 import numpy as np
+import pandas as pd
 import pytest
 from fake_anthropic import FakeAnthropic
 from rule_hypotheses import hyp
@@ -20,6 +21,7 @@ from mechaudit.rules.llm_judge import (
     UndecidedError,
     call_plan,
     call_verdicts,
+    stability_summary,
 )
 
 FINDINGS = {"I1": "Tumour cells proliferate faster in the treated line."}
@@ -251,3 +253,15 @@ def test_stability_and_requests(tmp_path, scripted_api, pairs):
 def test_a_judge_without_a_client_builds_one_with_its_concurrency(tmp_path):
     judge = LLMJudge(rubric="full", backend="replay", cache_dir=tmp_path, max_concurrency=3)
     assert judge.client.backend == "replay" and judge.client.max_concurrency == 3
+
+
+def test_stability_summary_counts_repeat_and_reversal_changes():
+    calls = pd.DataFrame([
+        {"pair": p, "call": c, "order": o, "repeat": r, "verdict": v, "same": v == "same", "invalid": False}
+        for p, vs in {0: ["same", "same", "different"], 1: ["different", "same", "different"]}.items()
+        for c, ((o, r), v) in enumerate(zip([("ab", 0), ("ab", 1), ("ba", 0)], vs))
+    ])
+    s = stability_summary(calls, 2)
+    assert s.row == {"pairs": 2, "repeat changed": 1, "reversal changed": 1, "reversal changed %": 50.0,
+                     "same %": 50.0}
+    assert s.flipped == {0}

@@ -239,7 +239,7 @@ def test_the_trace_finder_sees_paper_markers_and_tables(tmp_path):
     """The check below can fail: a figure with the paper's values and a paper table are found."""
     import pandas as pd
 
-    from mechaudit.chapters.critique_depth import paper_values
+    from mechaudit.book.ch02_critique_depth import paper_values
     from mechaudit.outputs import save
     from mechaudit.plots.workflow import critique_depth_figure
 

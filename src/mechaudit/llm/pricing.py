@@ -1,8 +1,8 @@
 """Pricing before calls: tokens and USD of planned requests, and the estimate table.
 
-A planner (``mechaudit.book.estimate``) lists the requests a chapter would send as :class:`Planned`
-items; this module sizes and prices them without sending anything. Sizing rules (documented in
-``book/rerun.md``):
+A chapter's cost plan (``plan`` in ``mechaudit.book.ch<chapter>``) lists the requests it would send
+as :class:`Planned` items; this module sizes and prices them without sending anything. Sizing
+rules (documented in ``book/rerun.md``):
 
 - **Input tokens.** No offline tokenizer exists for Claude (the SDK's ``count_tokens`` is an API
   call), so input tokens are estimated as characters / ``CHARS_PER_TOKEN`` (3.5, Anthropic's rule of
@@ -10,7 +10,7 @@ items; this module sizes and prices them without sending anything. Sizing rules 
   text (critique, revise, label, and judge calls on delivered hypotheses before the workflow is
   cached) are built from *proxies*: the opening hypotheses stand for developed/revised ones and
   each critique is assumed to raise ``DEMANDS_PER_CRITIQUE`` demands of typical length
-  (``mechaudit.book.estimate``); these rows are marked ``exact=False``.
+  (``mechaudit.workflow.plan``); these rows are marked ``exact=False``.
 - **Output tokens.** A typical reply size per request kind (``TYPICAL_OUTPUT``), never more than
   the request's ``max_tokens``; the budget check uses ``max_tokens`` (the worst case).
 - **Price.** ``params/prices.yaml``: *plain* (Messages API), *batch* (x ``batch_discount``) and
@@ -34,7 +34,7 @@ from mechaudit.llm.request import LLMRequest
 CHARS_PER_TOKEN = 3.5
 MESSAGE_OVERHEAD = 5  # tokens per turn (role markers) and for the system block
 #: typical reply tokens by request kind (``kind_of``); capped by the request's max_tokens. The
-#: workflow kinds assume three demands per critique (60 tokens each; ``mechaudit.book.estimate``)
+#: workflow kinds assume three demands per critique (60 tokens each; ``mechaudit.workflow.plan``)
 TYPICAL_OUTPUT = {
     "judge-full": 50, "judge-none": 50, "judge-step": 90,
     "develop": 400, "critique": 180, "revise": 630, "label": 70, "other": 200,

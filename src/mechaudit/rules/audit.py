@@ -20,6 +20,11 @@ def decisions_table(pairs: Sequence[Pair], rules: Mapping[str, Rule]) -> pd.Data
     return pd.DataFrame({name: rule.same(pairs) for name, rule in rules.items()}, index=range(len(pairs)))
 
 
+def not_run(n: int) -> pd.arrays.BooleanArray:
+    """A decisions column of ``n`` missing values: a judge that was not run."""
+    return pd.array([pd.NA] * n, dtype="boolean")
+
+
 def percent_different(
     decisions: pd.DataFrame, *, kinds: Sequence[str], order: Sequence[str] | None = None
 ) -> pd.DataFrame:

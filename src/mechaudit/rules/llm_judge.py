@@ -34,15 +34,18 @@ and the version is part of the cache key, so every repeat is its own recorded AP
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
 import pandas as pd
 from pydantic import BaseModel, ConfigDict
 
+from mechaudit.agreement import flip_rate
 from mechaudit.backends import Backend
 from mechaudit.llm import LLMRequest, get_client
+from mechaudit.llm.pricing import Planned
 from mechaudit.rules.base import Pair, check_pairs
 from mechaudit.rules.reference import RUBRICS
 from mechaudit.schema import Hypothesis, Instance
@@ -393,3 +396,58 @@ def judge_each_model(
         model: LLMJudge(model=model, backend=backend, client=client, **judge_kwargs).judge(pairs, progress=progress)
         for model in models
     }
+
+
+@dataclass(frozen=True)
+class Stability:
+    """One judge's stability on a call table: a display ``row`` (pairs, repeat changed, reversal
+    changed, reversal changed %, same %) and the pairs whose decision order reversal flipped."""
+
+    row: dict[str, float]
+    flipped: set[int]
+
+
+def stability_summary(calls: pd.DataFrame, n_pairs: int) -> Stability:
+    """Repetition and order-reversal effects of one LLM judge from its ``judge`` call table (every
+    order asked, no early stop), and its majority "same" rate (%; undecided pairs left out)."""
+    s = stability(calls, n_pairs)
+    same = majority(calls, n_pairs)["same"].astype("Float64")
+    row = {"pairs": n_pairs, "repeat changed": int(s["repeat_changed"].sum()),
+           "reversal changed": int(s["order_changed"].sum()),
+           "reversal changed %": round(100 * flip_rate(s["ab"], s["ba"]), 1),
+           "same %": round(100 * float(same.mean()), 1)}
+    flipped = set(s.loc[s["order_changed"].fillna(False).astype(bool), "pair"].astype(int))
+    return Stability(row, flipped)
+
+
+# --------------------------------------------------------------------------- planning (no request sent)
+
+class _NoClient:
+    """Stands in for a client in planners: building requests never needs one."""
+
+    backend = "replay"
+
+
+def planning_judge(rubric: str, model: str, orders: Sequence[str], instances) -> LLMJudge:
+    """An :class:`LLMJudge` that only builds requests (``requests``, ``plan``); it has no client."""
+    return LLMJudge(rubric=rubric, model=model, backend="replay", orders=orders, instances=instances,
+                    client=_NoClient())
+
+
+def judge_planned(judge: LLMJudge, pairs: Sequence[Pair], stage: str, early_stop: bool, exact: bool = True,
+                  identity: Callable[[int, int], str] | None = None) -> list[Planned]:
+    """``judge.requests(pairs)`` as planned requests. With ``early_stop`` only the first
+    ``len(orders) // 2 + 1`` calls of a pair are certain (no majority is decided before); the others
+    go to a separate row ``"<stage>, early-stop extra (upper bound)"`` with ``exact=False``.
+    ``identity(pair index, call index)`` tells proxy requests apart (see ``Planned.identity``)."""
+    n_calls = len(judge.plan)
+    certain = n_calls // 2 + 1 if early_stop else n_calls
+    out = []
+    for k, request in enumerate(judge.requests(pairs)):
+        i, c = divmod(k, n_calls)
+        ident = identity(i, c) if identity else None
+        if c < certain:
+            out.append(Planned(stage, request, exact, ident))
+        else:
+            out.append(Planned(f"{stage}, early-stop extra (upper bound)", request, False, ident))
+    return out

@@ -143,16 +143,3 @@ def llm_tau_calibration(
     judged_all = pd.concat(frames, ignore_index=True)[["role", "a", "b", "delta", "weight", "judgement", "strength"]]
     return LLMCalibration(pd.DataFrame(rows), judged_all, client.ledger(), backend, model)
 
-
-def plan_chapter(params: Mapping[str, Any]) -> list[Any]:
-    """Chapter 08's planned requests for ``mechaudit estimate`` from its resolved parameters
-    (``n_patterns``, ``papers_per_pattern``, ``review_noise``, ``seed``, ``judge_model``,
-    ``llm_pairs``): the pool is rebuilt as the chapter builds it. Returns
-    :class:`mechaudit.llm.pricing.Planned` items, one per role and pair (repairs are not counted)."""
-    from mechaudit.llm.pricing import Planned
-    from mechaudit.tau.simulate import make_pool
-
-    pool = make_pool(n_patterns=params["n_patterns"], papers_per_pattern=params["papers_per_pattern"],
-                     seed=params["seed"], review_noise=params["review_noise"])
-    requests = calibration_requests(pool, params["judge_model"], params["llm_pairs"], ROLES, params["seed"])
-    return [Planned(f"blind judge {params['judge_model']} (tau pairs)", r) for r in requests]

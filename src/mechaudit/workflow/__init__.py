@@ -4,7 +4,15 @@ See ``mechaudit.workflow.simulator`` for the documented stochastic model and
 ``mechaudit.workflow.llm`` for the real workflow's prompts and steps.
 """
 
-from mechaudit.workflow.delivery import Delivery, deliver, excluded_note, show_excluded
+from mechaudit.workflow.delivery import (
+    Delivery,
+    WorkflowSetup,
+    deliver,
+    excluded_note,
+    report_dropped,
+    show_excluded,
+    workflow_setup,
+)
 from mechaudit.workflow.depth import (
     InstanceMatrix,
     MechanismKeyRule,  # noqa: F401 - re-exported for the chapters; documented in its home, mechaudit.rules
@@ -41,7 +49,8 @@ from mechaudit.workflow.simulator import (
 from mechaudit.workflow.validity import population_truth, replicate, replication_seed, validity_summary
 
 __all__ = [
-    "Delivery", "deliver", "Exclusion", "excluded_frame", "excluded_note", "show_excluded",
+    "Delivery", "deliver", "WorkflowSetup", "workflow_setup", "report_dropped",
+    "Exclusion", "excluded_frame", "excluded_note", "show_excluded",
     "RULE_NAMES", "LABELS", "Demand", "Design", "InstanceMatrix", "Reply",
     "Revision", "Run", "SimulatorParams", "by_instance", "counts",
     "demands_frame", "depth_table", "instance_matrices", "instance_models", "key_matrix",

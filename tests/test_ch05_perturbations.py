@@ -1,4 +1,4 @@
-"""Chapter 05's steps (mechaudit.chapters.perturbations): suite set-up, tables, findings, paper rows."""
+"""Chapter 05's steps (``mechaudit.book.ch05_perturbations``): suite set-up, tables, findings, paper rows."""
 
 from __future__ import annotations
 
@@ -6,9 +6,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from mechaudit.chapters import perturbations as ch
+from mechaudit.book import ch05_perturbations as ch
+from mechaudit.book.chapter import axis_placeholder
 from mechaudit.paper import compare
 from mechaudit.perturb import KINDS, load_suite
+from mechaudit.rules.audit import not_run
 
 NAMES = ch.RuleSet(rules={}, tfidf="tfidf", embedding="embedding 0.77", matched="embedding matched 0.80",
                    reference="reference (full)", n_matching_pairs=0, target_rate=0.0)
@@ -22,7 +24,7 @@ def decisions(llm=None) -> pd.DataFrame:
     emb = np.ones(8, dtype=bool)
     emb[2] = False
     return pd.DataFrame({"tfidf": np.ones(8, dtype=bool), "embedding 0.77": emb, "embedding matched 0.80": emb,
-                         "reference (full)": ~swap, ch.LLM_COLUMN: ch.not_run(8) if llm is None else llm})
+                         "reference (full)": ~swap, ch.LLM_COLUMN: not_run(8) if llm is None else llm})
 
 
 def test_setup_reads_the_shipped_suite_and_regenerates_it_identically():
@@ -95,9 +97,7 @@ def test_llm_steps_offline_return_placeholders():
                                                        orders=["ab"], early_stop=True, instances=None)
     assert agreement is None and per_model is None
     assert ranges.iloc[0, 0] == "not run: offline backend"
-    assert ch.axis_placeholder("replay", ["m"]).iloc[0, 0] == "not run: one judge model (m)"
-    assert ch.status("reference", "m") == "computed locally (no LLM)"
-    assert ch.status("replay", "m") == "LLM (m, replay)"
+    assert axis_placeholder("replay", ["m"]).iloc[0, 0] == "not run: one judge model (m)"
 
 
 def test_similarity_summary_rows_follow_the_kind_order():
@@ -118,7 +118,7 @@ def suite_audit(fss_embedding_same: bool, swap_sim: float) -> ch.SuiteAudit:
     swap = np.array([k.endswith("swapped") for k in KINDS8])
     sims = pd.DataFrame({"tfidf": np.where(swap, swap_sim, 0.6), "embedding": np.where(swap, 0.85, 0.95)})
     s = ch.PerturbationSetup(bench=None, suite=[], pairs=[], kinds=KINDS8)
-    return ch.SuiteAudit(s, d, ch.LLMDecisions(ch.not_run(8), None, "not run"), sims)
+    return ch.SuiteAudit(s, d, ch.LLMDecisions(not_run(8), None, "not run"), sims)
 
 
 def test_conclusions_answer_per_suite_and_mark_what_changes():

@@ -7,6 +7,9 @@ one LLM-only step: offline it returns a one-row "not run" table.
 
 Every number here comes from the offline simulated judge (:class:`mechaudit.tau.SimulatedJudge`),
 a documented random model, not a language model.
+
+:func:`plan` lists the requests the chapter sends with an LLM backend, without sending them
+(``mechaudit estimate``).
 """
 
 from __future__ import annotations
@@ -19,7 +22,10 @@ from typing import Any
 import pandas as pd
 
 from mechaudit.backends import Backend
+from mechaudit.llm.pricing import Planned
 from mechaudit.tau import CARD_VERSION, FIELD_CAPS, RUBRIC_VERSION, SyntheticPool, llm_tau_calibration, studies
+from mechaudit.tau.realjudge import ROLES, calibration_requests
+from mechaudit.tau.simulate import make_pool
 
 #: Backend label of the simulated sections' figures: they run offline whatever ``backend`` is.
 SIMULATED = "reference"
@@ -377,3 +383,15 @@ def calibrate_with_llm(pool: SyntheticPool, backend: str, *, model: str, n_pairs
     fits = calibration.fits.set_index(["role", "method"])[["tau", "se", "n_pairs", "n_excluded", "sign_agreement"]]
     fits.columns = ["τ", "SE", "verdicts", "excluded", "sign agreement"]
     return fits.astype({"verdicts": int, "excluded": int}).round(3)
+
+
+# --------------------------------------------------------------------------- cost plan
+
+def plan(p: Mapping[str, Any]) -> list[Planned]:
+    """The chapter's requests (``mechaudit estimate``) from its parameters (``n_patterns``,
+    ``papers_per_pattern``, ``review_noise``, ``seed``, ``judge_model``, ``llm_pairs``): the pool is
+    rebuilt as the chapter builds it; one request per role and pair (repairs are not counted)."""
+    pool = make_pool(n_patterns=p["n_patterns"], papers_per_pattern=p["papers_per_pattern"],
+                     seed=p["seed"], review_noise=p["review_noise"])
+    requests = calibration_requests(pool, p["judge_model"], p["llm_pairs"], ROLES, p["seed"])
+    return [Planned(f"blind judge {p['judge_model']} (tau pairs)", r) for r in requests]

@@ -1,10 +1,10 @@
-"""Chapter 04's steps (``mechaudit.chapters.diversity``): rules, summaries, headline, paper rows."""
+"""Chapter 04's steps (``mechaudit.book.ch04_equivalence_rules``): rules, summaries, headline, paper rows."""
 
 from __future__ import annotations
 
 import pandas as pd
 
-from mechaudit.chapters import diversity as ch
+from mechaudit.book import ch04_equivalence_rules as ch
 
 
 def _div() -> pd.DataFrame:

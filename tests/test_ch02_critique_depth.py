@@ -1,11 +1,11 @@
-"""Chapter 02's steps (``mechaudit.chapters.critique_depth``) on small hand-made Table 1s."""
+"""Chapter 02's steps (``mechaudit.book.ch02_critique_depth``) on small hand-made Table 1s."""
 
 from __future__ import annotations
 
 import pandas as pd
 import pytest
 
-from mechaudit.chapters import critique_depth as ch
+from mechaudit.book import ch02_critique_depth as ch
 from mechaudit.errors import MechauditError
 from mechaudit.paper import compare
 
@@ -30,11 +30,6 @@ def test_headline_reads_the_main_rule_and_survives_a_design_without_depth_5():
     assert head["0 v 1 text"] == "30.0 (95 % interval 26.0 to 34.0)"
     small = main.loc[["0 v 1"]]
     assert ch.headline(small)["1 v 5"] == "not in this design" == ch.headline(small)["1 v 5 text"]
-
-
-def test_status_uses_the_book_vocabulary():
-    assert ch.status("reference", "m") == "simulated (reference backend)"
-    assert ch.status("replay", "claude-x") == "LLM (claude-x, replay)"
 
 
 def _truth() -> pd.DataFrame:

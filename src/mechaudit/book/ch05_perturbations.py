@@ -8,6 +8,9 @@ reference judge), ``audit_suite`` (every rule on one suite; the LLM judge throug
 every suite of the data folder (``perturb.available_suites``: the template-built suite and, where
 it exists, the reworded one) and shows them side by side: ``percent_by_suite``,
 ``similarity_long`` (for the figure), ``separation_by_suite``, ``conclusions`` and ``paper_table``.
+
+:func:`plan` lists the requests the chapter sends with an LLM backend, without sending them
+(``mechaudit estimate``).
 """
 
 from __future__ import annotations
@@ -23,12 +26,15 @@ import pandas as pd
 
 from mechaudit.agreement import estimate_range, model_agreement, verdict_matrix
 from mechaudit.backends import Backend
-from mechaudit.chapters.status import LOCAL, headline_status
+from mechaudit.book.chapter import axis_placeholder, judge_models
+from mechaudit.llm.pricing import Planned
 from mechaudit.paths import cache_path
 from mechaudit.perturb import (
     KINDS,
     MEANING_PRESERVING,
     SUITE_LABELS,
+    available_suites,
+    load_pairs,
     load_suite,
     make_suite,
     rerender_share,
@@ -37,6 +43,7 @@ from mechaudit.perturb import (
 from mechaudit.rules import EmbeddingRule, LLMJudge, ReferenceJudge, TfidfRule, marginal_same_rate
 from mechaudit.rules.audit import (
     decisions_table,
+    not_run,
     percent_different,
     separation_table,
     stack_suites,
@@ -44,7 +51,7 @@ from mechaudit.rules.audit import (
     within_instance_pairs,
 )
 from mechaudit.rules.base import Pair, Rule
-from mechaudit.rules.llm_judge import judge_each_model, majority
+from mechaudit.rules.llm_judge import judge_each_model, judge_planned, majority, planning_judge
 from mechaudit.schema import Benchmark, load_benchmark
 
 #: The column of the LLM judge in the decisions table.
@@ -112,11 +119,6 @@ def build_rules(bench: Benchmark, *, tfidf_threshold: float = 0.25, tfidf_fit_on
     return RuleSet(rules, *names, n_matching_pairs=len(matching), target_rate=target)
 
 
-def not_run(n: int) -> pd.arrays.BooleanArray:
-    """A decisions column of ``n`` missing values: a judge that was not run."""
-    return pd.array([pd.NA] * n, dtype="boolean")
-
-
 @dataclass(frozen=True)
 class LLMDecisions:
     """The LLM judge's majority decisions (NA where undecided or not run), its client and a summary line."""
@@ -139,12 +141,6 @@ def judge_with_llm(pairs: Sequence[Pair], instances, *, backend: str, model: str
                f"{len(orders)} planned; early stop {early_stop}), {int(d['n_invalid'].sum())} invalid JSON "
                f"replies (excluded), {int((~d['decided']).sum())} undecided pairs (excluded)")
     return LLMDecisions(d["same"].array, judge.client, summary)
-
-
-def axis_placeholder(backend: str, models: Sequence[str]) -> pd.DataFrame:
-    """The one-row table a judge-model section shows when it did not run, and why."""
-    why = "offline backend" if not Backend.parse(backend).is_llm else f"one judge model ({models[0]})"
-    return pd.DataFrame({"status": [f"not run: {why}"]}, index=pd.Index(["judge models"], name="axis"))
 
 
 def judge_model_axis(pairs: Sequence[Pair], first: LLMDecisions, models: Sequence[str], *, kinds: Sequence[str],
@@ -242,11 +238,6 @@ def headline(facts: dict[str, float | None]) -> dict[str, int | str]:
         else:
             out[rule] = "n/a" if np.isnan(value) else int(round(value))
     return out
-
-
-def status(backend: str, model: str) -> str:
-    """The chapter's headline status: the LLM and backend, or computed locally (no LLM)."""
-    return headline_status(backend, model, LOCAL)
 
 
 def similarity_summary(sims: pd.DataFrame, *, kinds: Sequence[str]) -> pd.DataFrame:
@@ -385,3 +376,19 @@ def _joined(notes: list[str]) -> str:
     head = os.path.commonprefix(notes)
     head = head[:head.rfind(" ") + 1]
     return head + " / ".join(n[len(head):] for n in notes)
+
+
+# --------------------------------------------------------------------------- cost plan
+
+def plan(p: Mapping[str, Any]) -> list[Planned]:
+    """The chapter's requests (``mechaudit estimate``): the LLM judge on every valid pair of every
+    perturbation suite of the data folder, once per order."""
+    bench = load_benchmark(p.get("data_dir"))
+    suites = {name: load_pairs(p.get("data_dir"), name)[0] for name in available_suites(p.get("data_dir"))}
+    out = []
+    for model in judge_models(p):
+        judge = planning_judge(p["judge_rubric"], model, p["judge_orders"], bench.instances)
+        for suite, pairs in suites.items():
+            out += judge_planned(judge, pairs, f"judge {model} ({p['judge_rubric']}, {suite} suite)",
+                                 bool(p.get("judge_early_stop")))
+    return out

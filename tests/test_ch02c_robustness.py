@@ -1,4 +1,4 @@
-"""Chapter 02c's steps (``mechaudit.chapters.robustness``): grid look-ups and readable summaries."""
+"""Chapter 02c's steps (``mechaudit.book.ch02c_robustness``): grid look-ups and readable summaries."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from types import SimpleNamespace
 import pandas as pd
 import pytest
 
-from mechaudit.chapters import robustness as ch
+from mechaudit.book import ch02c_robustness as ch
 from mechaudit.errors import MechauditError
 
 AXES = ["p_find", "weak_scale"]

@@ -6,7 +6,10 @@ and ``separation_by_suite`` (every perturbation suite of the data folder, side b
 backend the judge joins), ``agreement_sweep``, ``agreement_at_thresholds`` and ``best_agreement``
 (the committed-set pairs), ``stability_check`` and ``model_ranges`` (the judge's stability; offline
 the deterministic rules' check), ``three_methods``, ``headline`` and ``paper_rows``.
-``stability_summary`` is the per-judge stability row chapter 06 uses too.
+Each judge's stability row is ``mechaudit.rules.llm_judge.stability_summary`` (chapter 06 uses it too).
+
+:func:`plan` lists the requests the chapter sends with an LLM backend, without sending them
+(``mechaudit estimate``).
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -23,13 +27,13 @@ from mechaudit.agreement import (
     agreement_table,
     complete_agreement_interval,
     estimate_range,
-    flip_rate,
     model_agreement,
     threshold_sweep,
     verdict_matrix,
 )
 from mechaudit.backends import Backend
-from mechaudit.chapters.status import REFERENCE_JUDGE, headline_status
+from mechaudit.book.chapter import judge_models
+from mechaudit.llm.pricing import Planned
 from mechaudit.paths import cache_path
 from mechaudit.perturb import MEANING_PRESERVING, SUITE_LABELS, available_suites, load_pairs
 from mechaudit.rules import EmbeddingRule, LLMJudge, ReferenceJudge, TfidfRule
@@ -41,32 +45,10 @@ from mechaudit.rules.audit import (
     within_instance_pairs,
 )
 from mechaudit.rules.base import Pair
-from mechaudit.rules.llm_judge import judge_each_model, majority, stability
+from mechaudit.rules.llm_judge import judge_each_model, judge_planned, majority, planning_judge, stability_summary
 from mechaudit.schema import Benchmark, load_benchmark
 
 RULES = ("tfidf", "embedding")
-
-
-@dataclass(frozen=True)
-class Stability:
-    """One judge's stability on a call table: a display ``row`` (pairs, repeat changed, reversal
-    changed, reversal changed %, same %) and the pairs whose decision order reversal flipped."""
-
-    row: dict[str, float]
-    flipped: set[int]
-
-
-def stability_summary(calls: pd.DataFrame, n_pairs: int) -> Stability:
-    """Repetition and order-reversal effects of one LLM judge from its ``judge`` call table (every
-    order asked, no early stop), and its majority "same" rate (%; undecided pairs left out)."""
-    s = stability(calls, n_pairs)
-    same = majority(calls, n_pairs)["same"].astype("Float64")
-    row = {"pairs": n_pairs, "repeat changed": int(s["repeat_changed"].sum()),
-           "reversal changed": int(s["order_changed"].sum()),
-           "reversal changed %": round(100 * flip_rate(s["ab"], s["ba"]), 1),
-           "same %": round(100 * float(same.mean()), 1)}
-    flipped = set(s.loc[s["order_changed"].fillna(False).astype(bool), "pair"].astype(int))
-    return Stability(row, flipped)
 
 
 def grid(spec: Sequence[float]) -> np.ndarray:
@@ -315,11 +297,6 @@ def headline(three: pd.DataFrame) -> dict[str, str | float]:
             "kappa_low": float(klow), "kappa_high": float(khigh)}
 
 
-def status(backend: str, model: str) -> str:
-    """The chapter's headline status (offline the third method is the reference judge)."""
-    return headline_status(backend, model, REFERENCE_JUDGE)
-
-
 def paper_rows(three: pd.DataFrame, fixed: FixedMethods, check: StabilityCheck, *, tfidf_threshold: float,
                embedding_threshold: float) -> list[tuple]:
     """Rows ``(key, ours, note)`` for ``mechaudit.paper.compare`` (notes <= 40 characters)."""
@@ -352,5 +329,23 @@ def paper_rows(three: pd.DataFrame, fixed: FixedMethods, check: StabilityCheck, 
 
 
 def stability_sample(s: SensitivitySetup, n: int, seed: int) -> list[Pair]:
-    """The ``n`` committed-set pairs of the stability check, drawn with ``seed`` (as the cost planner does)."""
+    """The ``n`` committed-set pairs of the stability check, drawn with ``seed`` (as :func:`plan` draws them)."""
     return subsample_pairs(s.set_pairs, n, seed)
+
+
+# --------------------------------------------------------------------------- cost plan
+
+def plan(p: Mapping[str, Any]) -> list[Planned]:
+    """The chapter's requests (``mechaudit estimate``): the first judge model on all committed-set
+    pairs, then every judge model on the ``stability_pairs`` pairs drawn with ``seed`` (as
+    :func:`stability_sample` draws them)."""
+    bench = load_benchmark(p.get("data_dir"))
+    set_pairs = within_instance_pairs(bench.hypotheses)
+    models = judge_models(p)
+    first = planning_judge(p["judge_rubric"], models[0], p["judge_orders"], bench.instances)
+    out = judge_planned(first, set_pairs, f"judge {models[0]} (set pairs)", early_stop=True)  # LLMJudge default
+    stab = subsample_pairs(set_pairs, p["stability_pairs"], p["seed"])
+    for model in models:
+        judge = planning_judge(p["judge_rubric"], model, p["judge_orders"], bench.instances)
+        out += [Planned(f"judge {model} (stability)", r) for r in judge.requests(stab)]
+    return out

@@ -1,4 +1,4 @@
-"""Chapter 08's helpers (:mod:`mechaudit.chapters.tau`): the facts the prose quotes and the readable
+"""Chapter 08's helpers (:mod:`mechaudit.book.ch08_tau_calibration`): the facts the prose quotes and the readable
 tables, on small hand-made frames whose answers are known, plus the offline real-judge step."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from mechaudit.chapters import tau as ch
+from mechaudit.book import ch08_tau_calibration as ch
 from mechaudit.tau import make_pool, studies
 
 

@@ -4,11 +4,14 @@ One call per step: ``setup`` (the valid perturbation pairs), ``reference_decisio
 read literally), ``judge_rubrics_with_llm``, ``order_effects`` and ``rubric_model_axis`` (the LLM-only
 steps; offline they return "not run" placeholders), ``examples``, ``component_percent``,
 ``findings``, ``headline``, ``answer`` and ``paper_rows``.
+
+:func:`plan` lists the requests the chapter sends with an LLM backend, without sending them
+(``mechaudit estimate``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -18,16 +21,22 @@ import pandas as pd
 
 from mechaudit.agreement import estimate_range, model_agreement, raw_agreement, verdict_matrix
 from mechaudit.backends import Backend
-from mechaudit.chapters.perturbations import axis_placeholder, not_run
-from mechaudit.chapters.sensitivity import Stability, stability_summary
-from mechaudit.chapters.status import REFERENCE_JUDGE, headline_status
+from mechaudit.book.chapter import axis_placeholder, judge_models
+from mechaudit.llm.pricing import Planned
 from mechaudit.paper import reported
-from mechaudit.perturb import KINDS, describe_change, load_suite
+from mechaudit.perturb import KINDS, describe_change, load_pairs, load_suite
 from mechaudit.rules import LLMJudge, ReferenceJudge
-from mechaudit.rules.audit import percent_different
+from mechaudit.rules.audit import not_run, percent_different
 from mechaudit.rules.base import Pair
-from mechaudit.rules.llm_judge import judge_each_model, majority
-from mechaudit.schema import Instance, load_instances
+from mechaudit.rules.llm_judge import (
+    Stability,
+    judge_each_model,
+    judge_planned,
+    majority,
+    planning_judge,
+    stability_summary,
+)
+from mechaudit.schema import Instance, load_benchmark, load_instances
 
 #: The paper's rubric keys, in the order of its figure.
 PAPER_RUBRICS = ("step", "full", "none")
@@ -262,6 +271,16 @@ def answer(pct: pd.DataFrame, llm_run: bool) -> str:
     return f"{_joined(fss_by_rubric(pct, 'llm'), ' / ')} % (paper: {paper} %)"
 
 
-def status(backend: str, model: str) -> str:
-    """The chapter's headline status."""
-    return headline_status(backend, model, REFERENCE_JUDGE)
+# --------------------------------------------------------------------------- cost plan
+
+def plan(p: Mapping[str, Any]) -> list[Planned]:
+    """The chapter's requests (``mechaudit estimate``): each rubric's LLM judge on every valid pair
+    of the template-built suite, once per order."""
+    bench, pairs = load_benchmark(p.get("data_dir")), load_pairs(p.get("data_dir"), "template")[0]
+    out = []
+    for k, model in enumerate(judge_models(p)):
+        for rubric in p["rubrics"]:
+            judge = planning_judge(rubric, model, p["judge_orders"], bench.instances)
+            # the main judge makes every call (order effects); the judge-model axis uses early stop
+            out += judge_planned(judge, pairs, f"judge {model} ({rubric})", early_stop=k > 0)
+    return out

@@ -1,19 +1,26 @@
 """Chapter 04 (measured diversity): the rules of a run, group counts per rule, readable summaries.
 
-Input: the runs of ``mechaudit.chapters.workflow.workflow_setup`` and ``workflow.delivered_diversity``
+Input: the runs of ``mechaudit.workflow.workflow_setup`` and ``workflow.delivered_diversity``
 output (one row per run and rule: instance, depth, rule, n_hypotheses, components, complete, vendi).
-:func:`mechaudit.chapters.workflow.report_dropped` is the one LLM-only step.
+:func:`mechaudit.workflow.report_dropped` is the one LLM-only step.
+
+:func:`plan` lists the requests the chapter sends with an LLM backend, without sending them
+(``mechaudit estimate``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import pandas as pd
 
+from mechaudit.book.chapter import judge_models
+from mechaudit.llm.pricing import Planned
 from mechaudit.paths import cache_path
-from mechaudit.schema import Benchmark
-from mechaudit.workflow import build_rules, rules_for_backend
+from mechaudit.schema import Benchmark, load_benchmark
+from mechaudit.workflow import build_rules, delivered_diversity, rules_for_backend
+from mechaudit.workflow.plan import design_for, plan_delivered_judges, plan_workflow
 
 #: human column names of the per-rule summary
 SUMMARY_COLUMNS = {"n_hypotheses": "hypotheses", "components": "groups (components)",
@@ -99,3 +106,14 @@ def by_depth_text(div: pd.DataFrame, rule: str, grouping: str = "complete") -> s
         return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
     return f"{join(values)} at K = {join(depths)}"
+
+
+# --------------------------------------------------------------------------- cost plan
+
+def plan(p: Mapping[str, Any]) -> list[Planned]:
+    """The chapter's requests (``mechaudit estimate``): the workflow, then the LLM judge on all pairs
+    within each run's delivered set."""
+    bench = load_benchmark(p.get("data_dir"))
+    work, runs, exact = plan_workflow(p, bench, design_for(p, bench))
+    return work + plan_delivered_judges(p, bench, runs, exact, lambda rs, rec: delivered_diversity(rs, {"llm": rec}),
+                                        judge_models(p))

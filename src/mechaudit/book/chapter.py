@@ -1,12 +1,18 @@
-"""What a chapter reports beside its headline numbers in the intro's results-at-a-glance table:
-the status (where the numbers come from), the provenance (how they can relate to the paper's,
-``mechaudit.provenance``) and the verdict."""
+"""What the chapter modules (``mechaudit.book.ch*``) share; no chapter module imports another.
+
+The status of a chapter's headline (where its numbers come from) and, beside it in the intro's
+results-at-a-glance table, the provenance (how they can relate to the paper's,
+``mechaudit.provenance``) and the verdict; the placeholder a judge-model section shows when it did
+not run; and the judge models a chapter's parameters ask for (its cost plan and its steps agree).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+import pandas as pd
 
 from mechaudit import provenance
 from mechaudit.backends import Backend
@@ -22,6 +28,19 @@ def headline_status(backend: str, model: str, offline: str) -> str:
     """``"LLM (<model>, <backend>)"`` for an LLM backend, else ``offline`` (e.g. ``SIMULATED``)."""
     parsed = Backend.parse(backend)
     return f"LLM ({model}, {parsed.value})" if parsed.is_llm else offline
+
+
+def axis_placeholder(backend: str, models: Sequence[str]) -> pd.DataFrame:
+    """The one-row table a judge-model section shows when it did not run, and why."""
+    why = "offline backend" if not Backend.parse(backend).is_llm else f"one judge model ({models[0]})"
+    return pd.DataFrame({"status": [f"not run: {why}"]}, index=pd.Index(["judge models"], name="axis"))
+
+
+def judge_models(p: Mapping[str, Any]) -> list[str]:
+    """The judge models a chapter runs, main judge first: ``judge_model`` (chapters 02, 05, 06)
+    followed by ``judge_models`` (the judge-model axis; chapter 07 has only this list), each name once."""
+    first = [p["judge_model"]] if "judge_model" in p else []
+    return list(dict.fromkeys([*first, *(p.get("judge_models") or [])]))
 
 
 def simulation_only_note(backend: str) -> None:

@@ -1,19 +1,35 @@
 """Chapter 03 (critique engagement): label the critic's demands, share them out, compare with the paper.
 
-Input: the runs of ``mechaudit.chapters.workflow.workflow_setup``. With ``backend="reference"`` the
+Input: the runs of ``mechaudit.workflow.workflow_setup``. With ``backend="reference"`` the
 labels are the simulator's own log (no judge); with an LLM backend the LLM judge labels the demands
 and :func:`judged_only` is the one LLM-only step.
+
+:func:`plan` lists the requests the chapter sends with an LLM backend, without sending them
+(``mechaudit estimate``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 import pandas as pd
 
 from mechaudit.backends import Backend
-from mechaudit.chapters.workflow import report_dropped
-from mechaudit.engagement import LABELS, engagement_table, excluded_challenges, label_demands, paper_comparison
-from mechaudit.workflow import show_excluded
+from mechaudit.engagement import (
+    LABELS,
+    engagement_table,
+    excluded_challenges,
+    judge_request,
+    label_demands,
+    paper_comparison,
+)
+from mechaudit.llm.pricing import Planned
+from mechaudit.schema import load_benchmark
+from mechaudit.workflow import report_dropped, show_excluded
 from mechaudit.workflow.delivery import Delivery
+from mechaudit.workflow.plan import design_for, plan_workflow
+from mechaudit.workflow.records import demands_frame
 
 
 def label_source(backend: str) -> str:
@@ -125,3 +141,17 @@ def conceded_floor_sentence(labelled: pd.DataFrame, paper_conceded_pct: float) -
                 f"demands, above the paper's {paper_conceded_pct:g} %, whatever the replies to sound links")
     return (f"the conceded demands on weak links alone are {floor:.1f} % of all demands, below the paper's "
             f"{paper_conceded_pct:g} %, so the replies to sound links can close the gap")
+
+
+# --------------------------------------------------------------------------- cost plan
+
+def plan(p: Mapping[str, Any]) -> list[Planned]:
+    """The chapter's requests (``mechaudit estimate``): the workflow, then one engagement label
+    request per critique."""
+    bench = load_benchmark(p.get("data_dir"))
+    work, runs, exact = plan_workflow(p, bench, design_for(p, bench))
+    df = demands_frame(runs)
+    groups = df.groupby(["run_id", "round", "hypothesis_id"], sort=False) if len(df) else []
+    labels = [Planned("engagement labels", judge_request(g, p["judge_model"]), exact, None if exact else str(name))
+              for name, g in groups]
+    return work + labels

@@ -1,4 +1,4 @@
-"""Chapter 07's steps (mechaudit.chapters.sensitivity): sweeps, separation, agreement, stability rows."""
+"""Chapter 07's steps (``mechaudit.book.ch07_sensitivity``): sweeps, separation, agreement, stability rows."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from mechaudit.chapters import sensitivity as ch
+from mechaudit.book import ch07_sensitivity as ch
 from mechaudit.paper import compare
 from mechaudit.rules import TfidfRule
 
@@ -70,18 +70,6 @@ def test_three_methods_headline_and_offline_paper_rows():
     assert ch.model_ranges(check, "reference", ["m"]).iloc[0, 0] == "not run: offline backend"
 
 
-def test_stability_summary_counts_repeat_and_reversal_changes():
-    calls = pd.DataFrame([
-        {"pair": p, "call": c, "order": o, "repeat": r, "verdict": v, "same": v == "same", "invalid": False}
-        for p, vs in {0: ["same", "same", "different"], 1: ["different", "same", "different"]}.items()
-        for c, ((o, r), v) in enumerate(zip([("ab", 0), ("ab", 1), ("ba", 0)], vs))
-    ])
-    s = ch.stability_summary(calls, 2)
-    assert s.row == {"pairs": 2, "repeat changed": 1, "reversal changed": 1, "reversal changed %": 50.0,
-                     "same %": 50.0}
-    assert s.flipped == {0}
-
-
 def test_llm_stability_rows_and_model_ranges():
     table = pd.DataFrame({"pairs": [8, 8], "repeat changed": [0, 1], "reversal changed": [2, 1],
                           "reversal changed %": [25.0, 12.5], "same %": [50.0, 62.5]},
@@ -110,7 +98,7 @@ def test_offline_stability_check_on_the_shipped_pairs():
 
 
 def test_complete_agreement_sentence_reads_for_none_some_and_all():
-    from mechaudit.chapters.sensitivity import complete_agreement_sentence
+    from mechaudit.book.ch07_sensitivity import complete_agreement_sentence
 
     assert complete_agreement_sentence(0, 4).startswith("No threshold gives complete agreement for any of the 4")
     assert complete_agreement_sentence(1, 4).startswith("Some threshold gives complete agreement for 1 of the 4")
@@ -118,7 +106,7 @@ def test_complete_agreement_sentence_reads_for_none_some_and_all():
 
 
 def test_separating_sentence_reads_for_none_one_and_both():
-    from mechaudit.chapters.sensitivity import separating_sentence
+    from mechaudit.book.ch07_sensitivity import separating_sentence
 
     assert separating_sentence(0) == "no rule has a separating threshold"
     assert separating_sentence(1) == "one of the 2 rules has one" and separating_sentence(2) == "both rules have one"

@@ -4,6 +4,9 @@ the "paper vs this run" rows and the calibration summary, one call each.
 ``table`` below is ``workflow.rule_tables``'s Table 1 (columns rule, comparison, extra_pp, p_value,
 n_partitions, n_instances, max_extra_pp, normalised); ``main`` is one rule's rows indexed by
 comparison label (``"0 v 1"``). Effects are in percentage points (pp).
+
+:func:`plan` lists the requests the chapter sends with an LLM backend, without sending them
+(``mechaudit estimate``).
 """
 
 from __future__ import annotations
@@ -16,12 +19,15 @@ import numpy as np
 import pandas as pd
 
 from mechaudit.backends import Backend
-from mechaudit.chapters.status import SIMULATED, headline_status
+from mechaudit.book.chapter import judge_models
 from mechaudit.errors import MechauditError
+from mechaudit.llm.pricing import Planned
 from mechaudit.model import Benchmark
 from mechaudit.paper import entries, format_p, power_of_ten, reported
-from mechaudit.workflow import Design, SimulatorParams, population_truth
+from mechaudit.schema import load_benchmark
+from mechaudit.workflow import Design, SimulatorParams, instance_matrices, population_truth
 from mechaudit.workflow.depth import MEASURES
+from mechaudit.workflow.plan import design_for, plan_delivered_judges, plan_workflow
 
 #: the comparisons the paper reports, as (a, b) depth pairs
 PAPER_COMPARISONS = ((0, 1), (0, 5), (1, 5))
@@ -30,11 +36,6 @@ PAPER_COMPARISONS = ((0, 1), (0, 5), (1, 5))
 def paper_key(a: int, b: int) -> str:
     """The ``data/paper_reported.yaml`` key of the paper's extra divergence for depths a v b."""
     return f"critique_depth.extra_divergence_pp.k{a}_vs_k{b}"
-
-
-def status(backend: str, generator_model: str) -> str:
-    """Where the runs come from, in the book's status vocabulary."""
-    return headline_status(backend, generator_model, SIMULATED)
 
 
 def report_llm_judge(rule_objects: Mapping[str, Any]) -> None:
@@ -441,7 +442,7 @@ def scan_view(scan: pd.DataFrame, grid: Sequence[str]) -> pd.DataFrame:
 #: the judge models of the paper's Figure 5 (Opus 4.6, Sonnet 4.6, GPT-5.5); ``gpt-5.5`` routes to
 #: OpenAI and needs the optional extra ``mechaudit[openai]``
 PAPER_JUDGE_MODELS = ("claude-opus-4-6", "claude-sonnet-4-6", "gpt-5.5")
-#: the estimate's stage name of the axis's extra requests (``mechaudit.book.estimate.plan_02``)
+#: the estimate's stage name of the axis's extra requests (:func:`plan`)
 AXIS_STAGE = "judge-model axis"
 
 
@@ -536,3 +537,15 @@ def judge_axis_note(plan: pd.DataFrame, models: Sequence[str]) -> str:
     return (f"Offline: no judge model runs, so no judge-model numbers are shown. With backend 'anthropic' and "
             f"judge_models = {list(models)}, the axis adds at most {int(extra.requests.sum()):,} judge requests "
             f"({int(extra.to_send.sum()):,} not in the response cache; {cost}).")
+
+
+# --------------------------------------------------------------------------- cost plan
+
+def plan(p: Mapping[str, Any]) -> list[Planned]:
+    """The chapter's requests (``mechaudit estimate``): the workflow, then the LLM judge on every
+    matched pair of delivered hypotheses, once per judge model of ``judge_model`` + ``judge_models``
+    (the judge-model axis)."""
+    bench = load_benchmark(p.get("data_dir"))
+    work, runs, exact = plan_workflow(p, bench, design_for(p, bench))
+    return work + plan_delivered_judges(p, bench, runs, exact, lambda rs, rec: instance_matrices(rs, rec.same),
+                                        judge_models(p))

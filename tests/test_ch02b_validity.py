@@ -1,4 +1,4 @@
-"""Chapter 02b's tables and verdicts (``mechaudit.chapters.validity``) on small hand-made summaries."""
+"""Chapter 02b's tables and verdicts (``mechaudit.book.ch02b_validity``) on small hand-made summaries."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import math
 import pandas as pd
 import pytest
 
-from mechaudit.chapters import validity
-from mechaudit.chapters.status import simulation_only_note
+from mechaudit.book import ch02b_validity as validity
+from mechaudit.book.chapter import simulation_only_note
 
 
 def _summary(rule: str, rates: list[float], n: int = 300) -> pd.DataFrame:

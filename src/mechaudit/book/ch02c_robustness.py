@@ -4,7 +4,7 @@ Inputs are the tables of ``mechaudit.workflow.robustness`` (``truth_grid`` after
 ``diminishing_returns``, ``rule_bias``) and ``mechaudit.workflow.power`` (``power_table``,
 ``runs_needed``). Values in pp are percentage points of extra divergence; same-depth divergence is a
 level, in %. The chapter needs the simulator's ground truth, so it never calls an LLM;
-:func:`mechaudit.chapters.status.simulation_only_note` is its one backend-dependent step. Every
+:func:`mechaudit.book.chapter.simulation_only_note` is its one backend-dependent step. Every
 summary here describes the simulator, not the paper's workflow.
 """
 

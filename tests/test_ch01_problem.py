@@ -1,4 +1,4 @@
-"""Chapter 01's steps (``mechaudit.chapters.problem``) on the toy design and the shipped benchmark."""
+"""Chapter 01's steps (``mechaudit.book.ch01_problem``) on the toy design and the shipped benchmark."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from mechaudit import toy
-from mechaudit.chapters import problem
+from mechaudit.book import ch01_problem as problem
 from mechaudit.errors import MechauditError
 from mechaudit.schema import load_benchmark
 from mechaudit.toy import ToyHypothesis

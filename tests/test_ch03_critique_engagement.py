@@ -1,13 +1,13 @@
-"""Chapter 03's steps (``mechaudit.chapters.engagement``): labels, shares, rounds, paper rows."""
+"""Chapter 03's steps (``mechaudit.book.ch03_critique_engagement``): labels, shares, rounds, paper rows."""
 
 from __future__ import annotations
 
 import pandas as pd
 import pytest
 
-from mechaudit.chapters import engagement as ch
-from mechaudit.chapters.workflow import workflow_setup
+from mechaudit.book import ch03_critique_engagement as ch
 from mechaudit.engagement import LABELS
+from mechaudit.workflow import workflow_setup
 
 
 def _labelled() -> pd.DataFrame:
