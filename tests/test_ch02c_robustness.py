@@ -42,6 +42,11 @@ def test_grid_lookups():
     assert ch.grid_cell(truths, FACTORS, AXES, p_find=0.5).raw == "unclear"
     assert ch.grid_cell(truths, FACTORS, AXES, p_find=0.3) is None
     assert ch.fail_pfind_max(truths) == 0.1
+    assert ch.fail_pfind_text(truths).startswith("every point with p_find at or below 0.1 fails, because")
+    nowhere = truths.assign(raw="holds")  # no p_find at which every point fails: no number, no "nan"
+    assert ch.fail_pfind_max(nowhere) is None
+    assert ch.fail_pfind_text(nowhere) == ("in this grid, though, no value of p_find makes conclusion (a) fail at "
+                                           "every point")
     assert ch.peak_along(truths, FACTORS, AXES).p_find == 0.5  # weak_scale 1: 2.0, 5.0, 0.8
 
 

@@ -118,11 +118,21 @@ def fails_outside(truths: pd.DataFrame, column: str = "raw") -> float | None:
     return float(fails.truth_0v1_pp.max()) if len(fails) else None
 
 
-def fail_pfind_max(truths: pd.DataFrame) -> float:
-    """Largest ``p_find`` at which the raw criterion fails at every grid point (NaN: none)."""
+def fail_pfind_max(truths: pd.DataFrame) -> float | None:
+    """Largest ``p_find`` at which the raw criterion fails at every grid point (None: at none)."""
     everywhere = truths.groupby("p_find").raw.apply(lambda s: (s == "fails").all())
     low = everywhere[everywhere].index
-    return float(low.max()) if len(low) else float("nan")
+    return float(low.max()) if len(low) else None
+
+
+def fail_pfind_text(truths: pd.DataFrame) -> str:
+    """Where conclusion (a) fails along ``p_find``, as the clause after "fails where the critic finds
+    weak links slowly:" (the grid may have no ``p_find`` at which every point fails)."""
+    low = fail_pfind_max(truths)
+    if low is None:
+        return "in this grid, though, no value of p_find makes conclusion (a) fail at every point"
+    return (f"every point with p_find at or below {round(low, 2):g} fails, because one round leaves most weak "
+            "links open and rounds two to five keep changing mechanisms")
 
 
 def peak_along(truths: pd.DataFrame, factors: Mapping[str, float], axes: Sequence[str], along: str = "p_find",
