@@ -144,3 +144,12 @@ def test_choose_settings_falls_back_to_the_nearest(capsys):
     none = ch.choose_settings(truths.assign(consistent=False), [0.0, 1.0])
     assert sorted(none.distance_sd.tolist()) == [-0.5, 0.5]
     assert "no grid setting is consistent" in capsys.readouterr().out
+
+
+def test_max_bias_text_in_standard_errors_or_says_there_are_none():
+    bias = pd.DataFrame({"rule": ["mechanism_key", "paper_rates", "tfidf"], "bias_pp": [-0.6, 0.2, 9.0],
+                         "bias_se_pp": [0.4, 0.5, 0.1]})
+    assert ch.max_bias_text(bias) == "1.5 Monte Carlo standard errors"  # |-0.6| / 0.4; TF-IDF left out
+    single = bias.assign(bias_se_pp=[float("nan"), 0.5, 0.1])  # one replication: no standard error
+    assert ch.max_bias_text(single).startswith("not measured in standard errors")
+    assert ch.max_bias_text(bias.assign(bias_se_pp=0.0, bias_pp=0.0)).startswith("not measured")

@@ -120,6 +120,14 @@ def text_outputs(path: Path) -> list[str]:
     return out
 
 
+def glued_texts(path: Path) -> dict[str, str]:
+    """Glue name -> the text a ``{glue:text}`` shows, for every value a notebook glued."""
+    nb = nbformat.read(path, as_version=4)
+    return {o["metadata"]["scrapbook"]["name"]: o["data"]["application/papermill.record/text/plain"]
+            for cell in nb.cells if cell.cell_type == "code" for o in cell.get("outputs", [])
+            if "application/papermill.record/text/plain" in o.get("data", {})}
+
+
 def prompt_kind(body: dict) -> str:
     system = body["system"] if isinstance(body["system"], str) else body["system"][0]["text"]
     user = body["messages"][0]["content"]
@@ -160,6 +168,11 @@ def test_paper_parameters_run_every_chapter_against_a_fake_api_then_from_cache_t
     shown = " ".join(text_outputs(tmp_path / "run1" / "02_critique_depth.ipynb"))
     assert "Excluded: 0 hypotheses" in shown and "LLM judge: 0 matched pairs undecided" in shown
     assert "simulation-only" in " ".join(text_outputs(tmp_path / "run1" / "02b_validity.ipynb"))
+    # a value the small LLM design cannot estimate is said in words, never shown as "nan" or "inf"
+    unknown = {f"{stem}: {name}": text for stem in stems
+               for name, text in glued_texts(tmp_path / "run1" / f"{stem}.ipynb").items()
+               if re.search(r"\b(nan|inf)\b", text, re.IGNORECASE)}
+    assert unknown == {}
     for stem in llm_stems:
         nb1, nb2, nb3 = (tmp_path / run / f"{stem}.ipynb" for run in ("run1", "run2", "run3"))
         assert len(" ".join(text_outputs(nb1))) > 500, stem  # the comparison below compares something

@@ -172,6 +172,16 @@ def rule_gap(bias: pd.DataFrame, comparison: str, a: str, b: str) -> tuple[float
     return float(diff.min()), float(diff.max())
 
 
+def max_bias_text(bias: pd.DataFrame, rules: Sequence[str] = ("mechanism_key", "paper_rates")) -> str:
+    """The largest |bias| of ``rules`` in Monte Carlo standard errors, as the clause "the largest bias
+    is ...". A single replication per setting has no standard error: the clause says so."""
+    sub = bias[bias.rule.isin(list(rules))]
+    z = (sub.bias_pp.abs() / sub.bias_se_pp).replace([np.inf, -np.inf], np.nan)
+    if sub.empty or z.isna().any():
+        return "not measured in standard errors: a single replication per setting has none"
+    return f"{round(float(z.max()), 1):g} Monte Carlo standard errors"
+
+
 def alternatives_table(alt: pd.DataFrame, axes: Sequence[str]) -> pd.DataFrame:
     """The evidence-weight grid, readable: index the ``axes``; the 0 v 1 and 1 v 5 truths and the 1 v 5
     ceiling in pp, the same-depth divergence at depth 1 (a level) in %."""
