@@ -181,8 +181,8 @@ glue("ch03_demand_ratio", len(labelled) / reported("engagement.demands"), digits
 glue("ch03_paper_per_round", density.loc["demands per run and round of critique", "paper"])
 glue("ch03_per_round", density.loc["demands per run and round of critique", "this run"])
 glue("ch03_per_hyp_round", density.loc["demands per hypothesis and round", "this run"])
-simulated = "weak_link" in labelled  # only the simulator's critic knows which links are weak
-glue("ch03_weak_share_pct", f"{100 * labelled.weak_link.mean():.0f} %" if simulated else "an unknown share")
+simulated = ch.knows_weak_links(labelled)  # only the simulator's critic knows which links are weak
+glue("ch03_weak_share_pct", ch.weak_share_text(labelled))
 glue("ch03_misfit_scope", "This run's workflow is the simulator's, so the explanation below describes it"
      if simulated else f"This run's workflow is an LLM's (backend {backend}): the table counts its demands, and "
      "the explanation below, which is about the simulator, does not describe them")

@@ -91,6 +91,11 @@ def test_demand_density_and_the_conceded_floor(bench):
                                                                   "weak links alone are 40.0 %")
     assert ch.conceded_floor_sentence(labelled, 61.0).endswith("can close the gap")
     assert ch.conceded_floor_sentence(labelled.drop(columns="weak_link"), 61.0).endswith("not known for these runs")
+    llm_runs = labelled.assign(weak_link=None)  # an LLM critic's runs: the column is there, empty
+    assert not ch.knows_weak_links(llm_runs) and ch.knows_weak_links(labelled)
+    assert ch.weak_share_text(llm_runs) == "an unknown share" and "nan" not in ch.weak_share_text(llm_runs)
+    assert ch.weak_share_text(labelled) == f"{100 * labelled.weak_link.mean():.0f} %"
+    assert ch.conceded_floor_sentence(llm_runs, 61.0).endswith("not known for these runs")
     small = Design(instances=("A",), depths=(0, 1), runs_per_depth=2)
     n, conceded, rounds = ch.simulated_shares(bench, small, load_simulator_params(), seed=3)
     assert n > 0 and 0 <= conceded <= 100 and rounds.index.tolist() == [1]

@@ -129,11 +129,23 @@ def simulated_shares(bench, design, params, seed: int) -> tuple[int, float, pd.D
     return len(labelled), float(shares["conceded"]), round_shares(labelled)
 
 
+def knows_weak_links(labelled: pd.DataFrame) -> bool:
+    """Whether the runs say which demands hit a weak link (the simulator's critic knows; an LLM's
+    runs carry the column empty)."""
+    return "weak_link" in labelled and not labelled.weak_link.isna().all()
+
+
+def weak_share_text(labelled: pd.DataFrame) -> str:
+    """The share of demands that hit a weak link ("62 %"), or "an unknown share" for runs that do not
+    say (:func:`knows_weak_links`)."""
+    return f"{100 * labelled.weak_link.mean():.0f} %" if knows_weak_links(labelled) else "an unknown share"
+
+
 def conceded_floor_sentence(labelled: pd.DataFrame, paper_conceded_pct: float) -> str:
     """Whether the conceded share could reach the paper's: the conceded demands on weak links alone
     make up a share of all demands that no reply to a sound link can lower. A clause naming that floor
     (simulator runs, which know which demands hit a weak link; "not known" otherwise)."""
-    if "weak_link" not in labelled or labelled.weak_link.isna().all():
+    if not knows_weak_links(labelled):
         return "whether they could come closer is not known for these runs"
     floor = 100.0 * float(((labelled.weak_link == True) & (labelled.label == "conceded")).mean())  # noqa: E712
     if floor > paper_conceded_pct:
