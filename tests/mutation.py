@@ -77,7 +77,8 @@ MODULES: dict[str, Target] = {
     "diversity": Target(_src("diversity.py"), _tests("diversity", "components_streaming"), deselect=(
         "tests/test_components_streaming.py::test_embedding_streaming_groups_equal_pairwise_verdicts",)),
     "rules": Target(_src("rules/*.py"), _tests("rules_audit", "rules_llm_judge", "rules_reference",
-                                               "rules_registry", "rules_similarity", "rules_suite"),
+                                               "rules_registry", "rules_similarity", "rules_suite",
+                                               "rules_paper_rates"),
                     sample=SMALL_SAMPLE),
     "perturb": Target(_src("perturb.py"), _tests("perturb"), sample=SMALL_SAMPLE),
     "tau": Target(_src("tau/inference.py", "tau/fitting.py", "tau/anchors.py", "tau/cards.py", "tau/judge.py"),
@@ -91,7 +92,11 @@ MODULES: dict[str, Target] = {
                       f"tests/test_llm_cost.py::test_{t}" for t in (
                           "budget_below_estimate_stops_before_the_first_request", "budget_hit_midway_then_continue",
                           "ledger_report_and_run_total_agree", "bad_budget_and_cli_estimate",
-                          "batch_mode_checks_the_budget_per_batch", "dry_run_and_run_budget_injection")),
+                          "batch_mode_checks_the_budget_per_batch", "dry_run_and_run_budget_injection")) + tuple(
+                      f"tests/test_local_endpoint.py::test_{t}" for t in (
+                          "price_table_declares_a_price_per_endpoint",
+                          "an_endpoint_row_prices_cache_tokens_at_its_input_price",
+                          "cache_spend_prices_a_local_answer_at_its_endpoint")),
                   sample=SMALL_SAMPLE),
     "workflow": Target(_src("workflow/power.py", "workflow/calibrate.py", "workflow/depth.py",
                             "workflow/simulator.py"),

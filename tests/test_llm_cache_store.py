@@ -445,3 +445,32 @@ def test_invalid_records_and_batch_events_name_the_missing_field(tmp_path):
     with pytest.raises(ValueError, match="field 'batch_id' missing"):
         log.append({"event": "collected"})
     assert log.events() == []  # nothing was written
+
+
+def test_a_large_first_index_restores_the_page_cache_size(tmp_path, monkeypatch):
+    """Indexing a large file raises the index connection's page cache for the run and sets it back."""
+    from mechaudit.llm import cache as store
+
+    writer = ResponseCache(tmp_path)
+    for i in range(3):
+        writer.put(req(i).key, answer(f"a{i}"), req(i))
+    usual = ResponseCache(tmp_path)
+    assert len(usual) == 3
+    normal = usual._handles["conn"].execute("PRAGMA cache_size").fetchone()[0]
+    writer.close()
+    usual.close()
+    for p in tmp_path.glob(INDEX_FILENAME + "*"):
+        p.unlink()  # a first index of the whole file, as on a fresh clone
+    monkeypatch.setattr(store, "_BIG_BYTES", 0)  # every first index counts as large
+    sizes = []
+    index_rest = store._IndexedLog._index_rest
+
+    def spy(self, conn, *args):
+        sizes.append(conn.execute("PRAGMA cache_size").fetchone()[0])
+        return index_rest(self, conn, *args)
+
+    monkeypatch.setattr(store._IndexedLog, "_index_rest", spy)
+    fresh = ResponseCache(tmp_path)
+    assert len(fresh) == 3 and fresh.get(req(2).key)["text"] == "a2"
+    assert sizes[0] == -store._BIG_CACHE_KIB  # larger while indexing
+    assert fresh._handles["conn"].execute("PRAGMA cache_size").fetchone()[0] == normal  # and back after

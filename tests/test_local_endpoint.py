@@ -142,3 +142,24 @@ def test_a_chapter_judges_with_a_local_server_end_to_end(tmp_path, no_openai_env
     shown = "".join(o.get("data", {}).get("text/plain", "") for o in cell.outputs)
     assert "local" in shown and MODEL in shown and "unknown" not in shown
     assert Path(tmp_path / "out" / "05_perturbations" / "percent_different.csv").exists()
+
+
+def test_an_endpoint_row_prices_cache_tokens_at_its_input_price():
+    table = load_prices({"models": {}, "endpoints": {"http://127.0.0.1:8000/v1": {"input": 1.5, "output": 4}}})
+    assert table["endpoints"]["http://127.0.0.1:8000/v1"] == {"input": 1.5, "output": 4.0, "cache_write": 1.5,
+                                                             "cache_read": 1.5}
+
+
+def test_cache_spend_prices_a_local_answer_at_its_endpoint(tmp_path, no_openai_env):
+    from mechaudit.llm.ledger import cache_spend
+
+    with FakeOpenAIServer(ok_reply) as server:
+        table = prices_for(server.base_url)
+        table["endpoints"][server.base_url] = {"input": 2.0, "output": 10.0}
+        client = get_client("anthropic", cache_dir=tmp_path / "cache", openai_base_url=server.base_url, prices=table)
+        reply = client.complete(request())
+    tokens = client.cache.record(reply.key)["response"]["usage"]
+    expected = (2.0 * tokens["input_tokens"] + 10.0 * tokens["output_tokens"]) / 1e6
+    spent = cache_spend(tmp_path / "cache", 0, load_prices(table))
+    assert spent["calls"] == 1 and spent["unpriced"] == set() and expected > 0
+    assert spent["cost_usd"] == pytest.approx(expected)  # the vendor's table has no price for this model

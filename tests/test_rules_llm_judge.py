@@ -265,3 +265,7 @@ def test_stability_summary_counts_repeat_and_reversal_changes():
     assert s.row == {"pairs": 2, "repeat changed": 1, "reversal changed": 1, "reversal changed %": 50.0,
                      "same %": 50.0}
     assert s.flipped == {0}
+    # a third pair, "different" in every call: the rates are thirds, kept to one decimal
+    third = pd.concat([calls, calls[calls.pair == 1].assign(pair=2, verdict="different", same=False)])
+    t = stability_summary(third, 3)
+    assert (t.row["same %"], t.row["reversal changed %"]) == (33.3, 33.3)
