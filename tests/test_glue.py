@@ -110,6 +110,15 @@ def prefix(source: Path) -> str:
     return f"ch{source.stem.split('_')[0]}_"
 
 
+def glued_texts(ipynb: Path) -> dict[str, str]:
+    """Glue name -> the stored text a ``{glue:text}`` shows, for every value an executed notebook glued."""
+    nb = nbformat.read(ipynb, as_version=4)
+    return {out["metadata"]["scrapbook"]["name"]: out["data"]["application/papermill.record/text/plain"]
+            for cell in nb.cells if cell.cell_type == "code" for out in cell.get("outputs", [])
+            if "scrapbook" in out.get("metadata", {})
+            and "application/papermill.record/text/plain" in out.get("data", {})}
+
+
 def executed_glue(ipynb: Path) -> list[str]:
     """Names glued in an executed notebook's outputs (myst-nb stores them in ``scrapbook`` metadata)."""
     nb = nbformat.read(ipynb, as_version=4)
@@ -288,14 +297,9 @@ def test_the_tuple_and_quote_check_can_fail():
 
 @pytest.mark.parametrize("source", SOURCES, ids=lambda p: p.stem)
 def test_no_committed_glue_renders_as_a_tuple_or_a_quoted_string(source):
-    nb = nbformat.read(source.with_suffix(".ipynb"), as_version=4)
-    bad = []
-    for cell in nb.cells:
-        for out in cell.get("outputs", []):
-            meta = out.get("metadata", {}).get("scrapbook")
-            text = out.get("data", {}).get("application/papermill.record/text/plain")
-            if meta and text is not None and (why := looks_wrong(rendered(text))):
-                bad.append(f"{meta['name']} renders {rendered(text)!r} ({why})")
+    bad = [f"{name} renders {rendered(text)!r} ({why})"
+           for name, text in glued_texts(source.with_suffix(".ipynb")).items()
+           if (why := looks_wrong(rendered(text)))]
     assert not bad, f"{source.stem}.ipynb: " + "; ".join(bad)
 
 

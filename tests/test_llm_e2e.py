@@ -23,6 +23,7 @@ import nbformat
 import pytest
 import yaml
 from fake_anthropic import FakeAnthropicServer
+from test_glue import glued_texts
 
 from mechaudit.book.params import toc_chapters
 from mechaudit.paths import DATA_DIR, PARAMS_DIR, REPO_ROOT
@@ -118,14 +119,6 @@ def text_outputs(path: Path) -> list[str]:
         if not any(w in text for w in LEDGER_WORDS):
             out.append(" ".join(BACKEND_NAME.sub("B", text).split()))
     return out
-
-
-def glued_texts(path: Path) -> dict[str, str]:
-    """Glue name -> the text a ``{glue:text}`` shows, for every value a notebook glued."""
-    nb = nbformat.read(path, as_version=4)
-    return {o["metadata"]["scrapbook"]["name"]: o["data"]["application/papermill.record/text/plain"]
-            for cell in nb.cells if cell.cell_type == "code" for o in cell.get("outputs", [])
-            if "application/papermill.record/text/plain" in o.get("data", {})}
 
 
 def prompt_kind(body: dict) -> str:
