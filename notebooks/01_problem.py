@@ -68,6 +68,7 @@ from IPython.display import display
 
 from mechaudit import divergence, toy
 from mechaudit.book import ch01_problem as problem
+from mechaudit.book.chapter import ChapterContext
 from mechaudit.glue import glue, glue_figure
 from mechaudit.outputs import save
 from mechaudit.paper import compare_paper_default
@@ -76,6 +77,7 @@ from mechaudit.schema import load_benchmark
 from mechaudit.tables import book_table, use_book_tables
 
 use_book_tables()  # every table below in the book's format: labels, units, rounding
+ctx = ChapterContext.open(globals())  # the backend, parsed once
 if not compare_paper_default(compare_paper, data_dir):
     print("Comparison with the paper is off (this chapter shows no paper numbers in any case).")
 

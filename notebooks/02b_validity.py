@@ -94,7 +94,7 @@ import pandas as pd
 from IPython.display import display
 
 from mechaudit.book import ch02b_validity as ch
-from mechaudit.book.chapter import SIMULATED, headline_provenance, simulation_only_note
+from mechaudit.book.chapter import SIMULATED, ChapterContext, headline_provenance, simulation_only_note
 from mechaudit.glue import glue, glue_figure
 from mechaudit.outputs import save
 from mechaudit.paper import compare_paper_default
@@ -105,7 +105,8 @@ from mechaudit.workflow import build_rules, replicate, validity_summary
 from mechaudit.workflow.calibrate import load_calibration
 
 use_book_tables()  # every table below in the book's format: labels, units, rounding
-simulation_only_note(backend)  # LLM backends: this chapter still runs the simulator only
+ctx = ChapterContext.open(globals())  # the backend, parsed once
+simulation_only_note(ctx.backend)  # LLM backends: this chapter still runs the simulator only
 if not compare_paper_default(compare_paper, data_dir):
     print("Comparison with the paper is off (this chapter shows no paper numbers in any case).")
 FAST = ["mechanism_key", "paper_rates"]  # rules read from the simulator's step ids
@@ -224,7 +225,7 @@ glue("ch02b_size_mean", key_size.rejection_rate.mean(), digits=3)
 glue("ch02b_size_verdict", ch.size_verdict(ch.size_z(size, alpha, FAST)))
 glue("ch02b_headline_status", SIMULATED)
 # the intro's provenance and verdict (a simulation-only chapter)
-row_provenance, row_verdict = headline_provenance("ch02b", "reference")
+row_provenance, row_verdict = headline_provenance("ch02b", llm=False)  # simulated under every backend
 glue("ch02b_headline_provenance", row_provenance)
 glue("ch02b_headline_verdict", row_verdict)
 text_bias = bias[(bias.rule == "tfidf") & (bias.comparison == "0 v 1")]

@@ -109,7 +109,7 @@ import numpy as np
 from IPython.display import display
 
 from mechaudit.book import ch02c_robustness as ch
-from mechaudit.book.chapter import SIMULATED, headline_provenance, simulation_only_note
+from mechaudit.book.chapter import SIMULATED, ChapterContext, headline_provenance, simulation_only_note
 from mechaudit.glue import glue, glue_figure
 from mechaudit.outputs import save
 from mechaudit.paper import compare_paper_default, reported
@@ -126,7 +126,8 @@ from mechaudit.workflow.calibrate import load_calibration
 from mechaudit.workflow.power import power_table, runs_needed
 from mechaudit.workflow.robustness import consistent, diminishing_returns, grid, rule_bias, rule_grid, truth_grid
 
-simulation_only_note(backend)
+ctx = ChapterContext.open(globals())  # the backend, parsed once
+simulation_only_note(ctx.backend)  # LLM backends: this chapter still runs the simulator only
 use_book_tables()  # every table below in the book's format: labels, units, rounding
 show_paper = compare_paper_default(compare_paper, data_dir)
 s = ch.setup(data_dir, design_file, simulator_file)
@@ -402,7 +403,7 @@ glue("ch02c_headline_power", by_design.loc[(top.target_pp, 4, 5)].power if (top.
      else "not in this design", digits=2 if (top.target_pp, 4, 5) in by_design.index else None)
 glue("ch02c_headline_status", SIMULATED)
 # the intro's provenance and verdict (a simulation-only chapter)
-row_provenance, row_verdict = headline_provenance("ch02c", "reference")
+row_provenance, row_verdict = headline_provenance("ch02c", llm=False)  # simulated under every backend
 glue("ch02c_headline_provenance", row_provenance)
 glue("ch02c_headline_verdict", row_verdict)
 

@@ -80,15 +80,15 @@ seed = 0
 simulator_file = "simulator.yaml"
 
 # %% tags=["remove-cell"]
-from mechaudit.llm import usage as llm_usage
+from mechaudit.book.chapter import ChapterContext
 
-llm_usage.begin(max_usd=max_usd, batch=llm_batch)  # this chapter's LLM budget and batch mode
+ctx = ChapterContext.open(globals())  # the backend, parsed once; this chapter's LLM client, budget and batch mode
 
 # %% tags=["hide-input"]
 from IPython.display import display
 
 from mechaudit.book import ch03_critique_engagement as ch
-from mechaudit.book.chapter import SIMULATED, headline_provenance, headline_status
+from mechaudit.book.chapter import SIMULATED, headline_provenance
 from mechaudit.engagement import LABELS, engagement_table, paper_shares
 from mechaudit.glue import glue, glue_figure
 from mechaudit.outputs import save
@@ -98,11 +98,11 @@ from mechaudit.tables import book_table, use_book_tables
 from mechaudit.workflow import null_params, workflow_setup
 
 use_book_tables()  # every table below in the book's format: labels, units, rounding
-glue("ch03_headline_status", headline_status(backend, judge_model, SIMULATED))
+glue("ch03_headline_status", ctx.status(judge_model, SIMULATED))
 show_paper = compare_paper_default(compare_paper, data_dir)
 paper = paper_shares() if show_paper else None
-setup = workflow_setup(backend, data_dir=data_dir, design_file=design_file, simulator_file=simulator_file,
-                       seed=seed, generator_model=generator_model, cache_dir=cache_dir, json_retries=json_retries)
+setup = workflow_setup(ctx.client, data_dir=data_dir, design_file=design_file, simulator_file=simulator_file,
+                       seed=seed, generator_model=generator_model, json_retries=json_retries)
 glue("ch03_paper_demands", reported("engagement.demands"))
 for label in LABELS:
     glue(f"ch03_paper_{label}_pct", reported(f"engagement.{label}_pct"))
@@ -114,11 +114,11 @@ for label in LABELS:
 # the demands whose judge reply stayed invalid); one more counts the labels.
 
 # %%
-labelled = ch.label_runs(setup.delivery, backend, judge_model, json_retries)
+labelled = ch.label_runs(setup.delivery, judge_model, json_retries)
 shares = ch.shares_table(labelled, paper)
 
 # %% tags=["hide-input"]
-print(f"{len(labelled)} demands in {labelled.run_id.nunique()} runs; labels from: {ch.label_source(backend)}")
+print(f"{len(labelled)} demands in {labelled.run_id.nunique()} runs; labels from: {ch.label_source(ctx.backend)}")
 display(book_table(save("engagement", shares, out_dir), name="tbl-ch03-shares",
                    caption="Share of all critic demands per engagement label, this run beside the paper."))
 
@@ -126,7 +126,7 @@ display(book_table(save("engagement", shares, out_dir), name="tbl-ch03-shares",
 glue("ch03_n_demands", len(labelled))
 glue("ch03_n_runs", labelled.run_id.nunique())
 glue("ch03_headline_conceded", shares.loc["conceded", "this run (%)"], digits=1)
-row_provenance, row_verdict = headline_provenance("ch03", backend, {"conceded": shares.loc["conceded", "this run (%)"]})
+row_provenance, row_verdict = headline_provenance("ch03", ctx.llm, {"conceded": shares.loc["conceded", "this run (%)"]})
 glue("ch03_headline_provenance", row_provenance)
 glue("ch03_headline_verdict", row_verdict)
 glue("ch03_max_gap_pp", ch.max_gap_pp(shares["this run (%)"], paper_shares()), digits=1)
@@ -140,7 +140,7 @@ for label in LABELS:
 
 # %% tags=["hide-input"]
 if show_paper:
-    display(book_table(save("paper_comparison", compare(ch.paper_rows(labelled, backend), backend=backend),
+    display(book_table(save("paper_comparison", compare(ch.paper_rows(labelled, ctx.backend), llm=ctx.llm),
                             out_dir), name="tbl-ch03-paper", caption="The paper's engagement shares and this run's."))
 else:
     print("comparison with the paper is off (compare_paper is false or data_dir is your own data)")
@@ -184,7 +184,7 @@ glue("ch03_per_hyp_round", density.loc["demands per hypothesis and round", "this
 simulated = ch.knows_weak_links(labelled)  # only the simulator's critic knows which links are weak
 glue("ch03_weak_share_pct", ch.weak_share_text(labelled))
 glue("ch03_misfit_scope", "This run's workflow is the simulator's, so the explanation below describes it"
-     if simulated else f"This run's workflow is an LLM's (backend {backend}): the table counts its demands, and "
+     if simulated else f"This run's workflow is an LLM's (backend {ctx.backend}): the table counts its demands, and "
      "the explanation below, which is about the simulator, does not describe them")
 for name in ("p_weak_supported", "p_weak_unsupported", "p_find"):
     glue(f"ch03_{name}", getattr(setup.simulator, name))
@@ -238,7 +238,7 @@ glue("ch03_last_round_conceded_pct", by_round["conceded"].iloc[-1], digits=1)
 glue("ch03_last_round_answered_pct", by_round["answered"].iloc[-1], digits=1)
 fig = engagement_figure(engagement_table(labelled), paper, backend=backend,
                         by_round=engagement_table(labelled, by="round"),
-                        ours_label=f"this run ({ch.label_source(backend)})")
+                        ours_label=f"this run ({ch.label_source(ctx.backend)})")
 fig = glue_figure("ch03_fig_engagement", save("engagement", fig, out_dir))
 
 # %% [markdown]
@@ -265,7 +265,7 @@ fig = glue_figure("ch03_fig_engagement", save("engagement", fig, out_dir))
 # demands per depth and label):
 
 # %% tags=["hide-input"]
-book_table(save("engagement_by_target", ch.target_table(labelled, backend), out_dir),
+book_table(save("engagement_by_target", ch.target_table(labelled), out_dir),
            name="tbl-ch03-target", unit="%",
            caption="Engagement labels of demands on weak links and on sound links.")
 
@@ -277,11 +277,11 @@ book_table(save("engagement_by_target", ch.target_table(labelled, backend), out_
 # `params/prices.yaml`. With the offline backend no LLM is called.
 
 # %% tags=["hide-input"]
-llm_usage.report(backend)
+ctx.usage()
 
 # %% tags=["remove-cell"]
 # numbers the exercise solutions quote, simulated here so that they follow the parameter files
-if ch.label_source(backend) == "simulator log":
+if ch.label_source(ctx.backend) == "simulator log":
     n_null, conceded_null, rounds_null = ch.simulated_shares(setup.bench, setup.design, null_params(setup.simulator),
                                                              seed)
     glue("ch03_ex1_n", n_null)

@@ -78,15 +78,15 @@ tfidf_threshold = 0.25
 embedding_threshold = 0.77
 
 # %% tags=["remove-cell"]
-from mechaudit.llm import usage as llm_usage
+from mechaudit.book.chapter import ChapterContext
 
-llm_usage.begin(max_usd=max_usd, batch=llm_batch)  # this chapter's LLM budget and batch mode
+ctx = ChapterContext.open(globals())  # the backend, parsed once; this chapter's LLM client, budget and batch mode
 
 # %% tags=["hide-input"]
 from IPython.display import display
 
 from mechaudit.book import ch04_equivalence_rules as ch
-from mechaudit.book.chapter import SIMULATED, headline_provenance, headline_status
+from mechaudit.book.chapter import SIMULATED, headline_provenance
 from mechaudit.glue import glue, glue_figure
 from mechaudit.outputs import save
 from mechaudit.paper import compare, compare_paper_default
@@ -103,11 +103,11 @@ from mechaudit.workflow import (
 
 use_book_tables()  # every table below in the book's format: labels, units, rounding
 show_paper = compare_paper_default(compare_paper, data_dir)
-setup = workflow_setup(backend, data_dir=data_dir, design_file=design_file, simulator_file=simulator_file,
-                       seed=seed, generator_model=generator_model, cache_dir=cache_dir, json_retries=json_retries)
+setup = workflow_setup(ctx.client, data_dir=data_dir, design_file=design_file, simulator_file=simulator_file,
+                       seed=seed, generator_model=generator_model, json_retries=json_retries)
 glue("ch04_openings", ch.openings_label(setup.bench))
-glue("ch04_headline_status", headline_status(backend, judge_model, SIMULATED))
-report_dropped(setup.delivery, backend, json_retries)
+glue("ch04_headline_status", ctx.status(judge_model, SIMULATED))
+report_dropped(setup.delivery, json_retries)
 
 # %% [markdown]
 # ## Cluster counts per instance and depth
@@ -117,9 +117,9 @@ report_dropped(setup.delivery, backend, json_retries)
 
 # %%
 rule_objects = ch.chapter_rules(
-    rules, backend, tfidf_threshold=tfidf_threshold,
+    rules, ctx.client, tfidf_threshold=tfidf_threshold,
     embedding_threshold=embedding_threshold, embedding_model=embedding_model,
-    judge_model=judge_model, client=setup.delivery.client, bench=setup.bench,
+    judge_model=judge_model, bench=setup.bench,
     embedding_cache=embedding_cache)
 div = delivered_diversity(setup.delivery.runs, rule_objects)
 
@@ -171,7 +171,7 @@ display(book_table(save("mean_diversity", summary, out_dir), name="tbl-ch04-summ
 
 # %% tags=["hide-input"]
 glue("ch04_headline_clusters", ch.clusters_range(summary))
-row_provenance, row_verdict = headline_provenance("ch04", backend)
+row_provenance, row_verdict = headline_provenance("ch04", ctx.llm)
 glue("ch04_headline_provenance", row_provenance)
 glue("ch04_headline_verdict", row_verdict)
 glue("ch04_key_vs_reference", ch.key_vs_reference(summary))
@@ -218,7 +218,7 @@ fig = glue_figure("ch04_fig_vendi", save("vendi_per_run", fig, out_dir))
 if show_paper:
     display(book_table(save("paper_comparison", compare(ch.paper_rows(rule_objects, tfidf_threshold,
                                                                       embedding_threshold, embedding_model),
-                                                        backend=backend), out_dir), name="tbl-ch04-paper",
+                                                        llm=ctx.llm), out_dir), name="tbl-ch04-paper",
                        caption="The thresholds and the encoder: the paper's and this run's."))
 else:
     print("comparison with the paper is off (compare_paper is false or data_dir is your own data)")
@@ -231,13 +231,13 @@ else:
 # `params/prices.yaml`. With the offline backend no LLM is called.
 
 # %% tags=["hide-input"]
-llm_usage.report(backend)
+ctx.usage()
 
 # %% tags=["remove-cell"]
 # numbers the exercise solutions quote, computed here so that they follow the parameter files
 if "mechanism_key" in rule_objects and "tfidf" in rule_objects:
-    strict = ch.chapter_rules(["tfidf"], backend, tfidf_threshold=0.5, embedding_threshold=embedding_threshold,
-                              embedding_model=embedding_model, judge_model=judge_model, client=None,
+    strict = ch.chapter_rules(["tfidf"], None, tfidf_threshold=0.5, embedding_threshold=embedding_threshold,
+                              embedding_model=embedding_model, judge_model=judge_model,
                               bench=setup.bench, embedding_cache=False)
     div_strict = delivered_diversity(setup.delivery.runs, strict)
     glue("ch04_ex1_complete", div_strict.complete.mean(), digits=2)

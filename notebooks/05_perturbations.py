@@ -104,14 +104,13 @@ embedding_threshold = 0.77
 reference_rubric = "full"
 
 # %% tags=["remove-cell"]
-from mechaudit.llm import usage as llm_usage
+from mechaudit.book.chapter import ChapterContext
 
-llm_usage.begin(max_usd=max_usd, batch=llm_batch)  # this chapter's LLM budget and batch mode
+ctx = ChapterContext.open(globals())  # the backend, parsed once; this chapter's LLM client, budget and batch mode
 
 # %% tags=["hide-input"]
 from IPython.display import display
 
-from mechaudit.backends import Backend
 from mechaudit.book.ch05_perturbations import (
     audit_suite,
     build_rules,
@@ -128,7 +127,7 @@ from mechaudit.book.ch05_perturbations import (
     similarity_summary,
     thresholds_in_use,
 )
-from mechaudit.book.chapter import LOCAL, headline_provenance, headline_status
+from mechaudit.book.chapter import LOCAL, headline_provenance
 from mechaudit.glue import glue, glue_figure
 from mechaudit.outputs import save
 from mechaudit.paper import compare_paper_default, reported
@@ -139,7 +138,7 @@ from mechaudit.tables import book_table, use_book_tables
 
 use_book_tables()  # every table below in the book's format: labels, units, rounding
 show_paper = compare_paper_default(compare_paper, data_dir)
-llm_run = Backend.parse(backend).is_llm
+llm_run = ctx.llm
 
 # %% [markdown]
 # ## The suites
@@ -194,9 +193,8 @@ names = build_rules(
 )
 audits = {
     name: audit_suite(
-        s, names, backend=backend, model=judge_model, rubric=judge_rubric,
-        orders=judge_orders, early_stop=judge_early_stop,
-        cache_dir=cache_dir
+        s, names, client=ctx.client, model=judge_model, rubric=judge_rubric,
+        orders=judge_orders, early_stop=judge_early_stop
     )
     for name, s in suites.items()
 }
@@ -296,7 +294,7 @@ book_table(save("conclusions", conclusions(audits, names, separation), out_dir),
 # %% tags=["hide-input"]
 for name, a in audits.items():
     agreement, per_model, model_ranges = judge_model_axis(
-        a.setup.pairs, a.llm, [judge_model, *judge_models], kinds=a.setup.kinds, backend=backend, rubric=judge_rubric,
+        a.setup.pairs, a.llm, [judge_model, *judge_models], kinds=a.setup.kinds, rubric=judge_rubric,
         orders=judge_orders, early_stop=judge_early_stop, instances=a.setup.bench.instances)
     for table in (agreement, per_model):
         if table is not None:
@@ -318,7 +316,7 @@ for name, a in audits.items():
 
 # %% tags=["hide-input"]
 if show_paper:
-    display(book_table(save("paper_comparison", paper_table(audits, names, backend=backend, model=judge_model),
+    display(book_table(save("paper_comparison", paper_table(audits, names, backend=ctx.backend, model=judge_model),
                             out_dir), name="tbl-ch05-paper",
                        caption="The paper's shares of pairs judged different and this run's, per suite."))
 else:
@@ -356,11 +354,11 @@ glue("ch05_tfidf_threshold", tfidf_threshold)
 glue("ch05_embedding_threshold", embedding_threshold)
 glue("ch05_matched_threshold", names.rules[names.matched].threshold_, digits=2)
 glue("ch05_matched_target_rate", 100 * names.target_rate, digits=1)
-glue("ch05_headline_status", headline_status(backend, judge_model, LOCAL))
+glue("ch05_headline_status", ctx.status(judge_model, LOCAL))
 llm_share = facts["template"]["fss_llm"] if "template" in facts else None
 glue("ch05_llm_answer", "The LLM judge is not run offline." if llm_share is None
      else f"The LLM judge ({judge_model}) calls {llm_share:.0f} % of template-built first-step swaps different.")
-row_provenance, row_verdict = headline_provenance("ch05", backend)
+row_provenance, row_verdict = headline_provenance("ch05", ctx.llm)
 glue("ch05_headline_provenance", row_provenance)
 glue("ch05_headline_verdict", row_verdict)
 for kind in ("first_step_swapped", "meaning_preserving"):
@@ -375,9 +373,7 @@ for kind in ("first_step_swapped", "meaning_preserving"):
 # `params/prices.yaml`. With the offline backend no LLM is called.
 
 # %%
-llm_usage.report(
-    backend, pairs=sum(len(a.setup.pairs) for a in audits.values())
-)
+ctx.usage(pairs=sum(len(a.setup.pairs) for a in audits.values()))
 
 # %% [markdown]
 # ## Reading the result

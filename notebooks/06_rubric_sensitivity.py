@@ -80,15 +80,14 @@ rubrics = ["full", "step", "none"]
 jaccard_threshold = 0.5
 
 # %% tags=["remove-cell"]
-from mechaudit.llm import usage as llm_usage
+from mechaudit.book.chapter import ChapterContext
 
-llm_usage.begin(max_usd=max_usd, batch=llm_batch)  # this chapter's LLM budget and batch mode
+ctx = ChapterContext.open(globals())  # the backend, parsed once; this chapter's LLM client, budget and batch mode
 
 # %% tags=["hide-input"]
 import pandas as pd
 from IPython.display import display
 
-from mechaudit.backends import Backend
 from mechaudit.book.ch06_rubric_sensitivity import (
     answer,
     component_percent,
@@ -106,7 +105,7 @@ from mechaudit.book.ch06_rubric_sensitivity import (
     rubric_model_axis,
     setup,
 )
-from mechaudit.book.chapter import REFERENCE_JUDGE, headline_provenance, headline_status
+from mechaudit.book.chapter import REFERENCE_JUDGE, headline_provenance
 from mechaudit.glue import glue, glue_figure
 from mechaudit.outputs import save
 from mechaudit.paper import compare, compare_paper_default, reported
@@ -117,7 +116,7 @@ from mechaudit.tables import book_table, use_book_tables
 
 use_book_tables()  # every table below in the book's format: labels, units, rounding
 show_paper = compare_paper_default(compare_paper, data_dir)
-llm_run = Backend.parse(backend).is_llm
+llm_run = ctx.llm
 
 # %% [markdown]
 # ## Reference judges: each rubric read literally
@@ -135,8 +134,8 @@ llm_run = Backend.parse(backend).is_llm
 s = setup(data_dir)
 judges = reference_judges(rubrics, jaccard_threshold)
 llm = judge_rubrics_with_llm(
-    s.pairs, rubrics, s.instances, backend=backend, model=judge_model,
-    orders=judge_orders, cache_dir=cache_dir
+    s.pairs, rubrics, s.instances, client=ctx.client, model=judge_model,
+    orders=judge_orders
 )
 decisions = pd.concat(
     [reference_decisions(s.pairs, judges), llm.decisions], axis=1
@@ -231,7 +230,7 @@ save("order_reversal", effects.table, out_dir)
 # %%
 model_agree, model_ranges = rubric_model_axis(
     s.pairs, llm, rubrics, [judge_model, *judge_models], kinds=s.kinds,
-    backend=backend, orders=judge_orders, instances=s.instances
+    orders=judge_orders, instances=s.instances
 )
 
 # %% tags=["hide-input"]
@@ -247,9 +246,9 @@ save("judge_model_ranges", model_ranges, out_dir)
 # it is true by construction, not an LLM result.
 
 # %% tags=["hide-input"]
-rows = paper_rows(pct, effects, rubrics, backend=backend, model=judge_model)
+rows = paper_rows(pct, effects, rubrics, backend=ctx.backend, model=judge_model)
 if show_paper:
-    display(book_table(save("paper_comparison", compare(rows, backend=backend), out_dir), name="tbl-ch06-paper",
+    display(book_table(save("paper_comparison", compare(rows, llm=ctx.llm), out_dir), name="tbl-ch06-paper",
                        caption="The paper's rubric effects and this run's."))
 else:
     print("Comparison with the paper is off (compare_paper is false, or this is not the shipped data).")
@@ -263,12 +262,12 @@ for r in rubrics:
 glue("ch06_min_jaccard_swapped", facts["min_jaccard_swapped"], digits=3)
 glue("ch06_min_chain_swapped", facts["min_chain_swapped"])
 glue("ch06_paper_reversal_pct", reported("rubric.order_reversal_changed_pct"))
-glue("ch06_headline_status", headline_status(backend, judge_model, REFERENCE_JUDGE))
+glue("ch06_headline_status", ctx.status(judge_model, REFERENCE_JUDGE))
 for r in ("none", "full", "step"):
     glue(f"ch06_paper_{r}_fss_pct", reported(f"rubric.first_step_swapped_pct_different.{r}"))
 glue("ch06_answer", answer(pct, llm_run))
 glue("ch06_headline", headline(pct, llm_run))
-row_provenance, row_verdict = headline_provenance("ch06", backend, fss_by_rubric(pct, "llm") if llm_run else None)
+row_provenance, row_verdict = headline_provenance("ch06", ctx.llm, fss_by_rubric(pct, "llm") if llm_run else None)
 glue("ch06_headline_provenance", row_provenance)
 glue("ch06_headline_verdict", row_verdict)
 
@@ -280,7 +279,7 @@ glue("ch06_headline_verdict", row_verdict)
 # `params/prices.yaml`. With the offline backend no LLM is called.
 
 # %%
-llm_usage.report(backend, pairs=len(s.pairs))
+ctx.usage(pairs=len(s.pairs))
 
 # %% [markdown]
 # ## Reading the result

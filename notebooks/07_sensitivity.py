@@ -85,9 +85,9 @@ embedding_model = None
 reference_rubric = "full"
 
 # %% tags=["remove-cell"]
-from mechaudit.llm import usage as llm_usage
+from mechaudit.book.chapter import ChapterContext
 
-llm_usage.begin(max_usd=max_usd, batch=llm_batch)  # this chapter's LLM budget and batch mode
+ctx = ChapterContext.open(globals())  # the backend, parsed once; this chapter's LLM client, budget and batch mode
 
 # %% tags=["hide-input"]
 from IPython.display import display
@@ -111,7 +111,7 @@ from mechaudit.book.ch07_sensitivity import (
     sweep_by_suite,
     three_methods,
 )
-from mechaudit.book.chapter import REFERENCE_JUDGE, headline_provenance, headline_status
+from mechaudit.book.chapter import REFERENCE_JUDGE, headline_provenance
 from mechaudit.glue import glue, glue_figure
 from mechaudit.outputs import save
 from mechaudit.paper import compare, compare_paper_default, reported
@@ -200,9 +200,8 @@ book_table(save("separating_thresholds", separating, out_dir), name="tbl-ch07-se
 
 # %%
 set_sim = similarities(s, s.set_pairs)
-fixed = fixed_decisions(s, set_sim, backend=backend, model=judge_models[0],
-                        rubric=judge_rubric, orders=judge_orders,
-                        cache_dir=cache_dir)
+fixed = fixed_decisions(s, set_sim, client=ctx.client, model=judge_models[0],
+                        rubric=judge_rubric, orders=judge_orders)
 agree = agreement_sweep(set_sim, s.grids, fixed)
 
 # %% tags=["hide-input"]
@@ -263,16 +262,15 @@ book_table(save("best_kappa", best, out_dir), name="tbl-ch07-best",
 
 # %%
 sample = stability_sample(s, stability_pairs, seed)
-check = stability_check(s, sample, backend=backend, models=judge_models,
-                        rubric=judge_rubric, orders=judge_orders,
-                        cache_dir=cache_dir)
+check = stability_check(s, sample, client=ctx.client, models=judge_models,
+                        rubric=judge_rubric, orders=judge_orders)
 
 # %% tags=["hide-input"]
 if check.agreement is not None:
     display(check.agreement)
 display(book_table(save("stability", check.table, out_dir), name="tbl-ch07-stability",
                    caption="Stability of the judges: decisions changed by repeating and by reversing the order."))
-save("judge_model_ranges", model_ranges(check, backend, judge_models), out_dir)
+save("judge_model_ranges", model_ranges(check, judge_models), out_dir)
 
 # %% [markdown]
 # ## Paper vs this run
@@ -286,7 +284,7 @@ save("judge_model_ranges", model_ranges(check, backend, judge_models), out_dir)
 three = three_methods(fixed)
 rows = paper_rows(three, fixed, check, tfidf_threshold=tfidf_threshold, embedding_threshold=embedding_threshold)
 if show_paper:
-    display(book_table(save("paper_comparison", compare(rows, backend=backend), out_dir), name="tbl-ch07-paper",
+    display(book_table(save("paper_comparison", compare(rows, llm=ctx.llm), out_dir), name="tbl-ch07-paper",
                        caption="The paper's agreement and stability numbers and this run's."))
 else:
     print("Comparison with the paper is off (compare_paper is false, or this is not the shipped data).")
@@ -299,8 +297,8 @@ glue("ch07_kappa_low", top["kappa_low"], digits=2)
 glue("ch07_kappa_high", top["kappa_high"], digits=2)
 glue("ch07_headline_agreement", top["agreement"])
 glue("ch07_headline_kappa", top["kappa"])
-glue("ch07_headline_status", headline_status(backend, judge_models[0], REFERENCE_JUDGE))
-row_provenance, row_verdict = headline_provenance("ch07", backend,
+glue("ch07_headline_status", ctx.status(judge_models[0], REFERENCE_JUDGE))
+row_provenance, row_verdict = headline_provenance("ch07", ctx.llm,
                                                   {"agreement": top["agreement_low"], "κ": top["kappa_low"]})
 glue("ch07_headline_provenance", row_provenance)
 glue("ch07_headline_verdict", row_verdict)
@@ -339,7 +337,7 @@ for key in ("raw_agreement_pct_low", "raw_agreement_pct_high", "kappa_low", "kap
 # `params/prices.yaml`. With the offline backend no LLM is called.
 
 # %%
-llm_usage.report(backend, pairs=len(s.set_pairs))
+ctx.usage(pairs=len(s.set_pairs))
 
 # %% [markdown]
 # ## Reading the result

@@ -106,13 +106,12 @@ densify_mode = "original"
 weight_scales = [0.25, 0.5, 1, 2, 4]
 
 # %% tags=["remove-cell"]
-from mechaudit.llm import usage as llm_usage
+from mechaudit.book.chapter import ChapterContext
 
-llm_usage.begin(max_usd=max_usd, batch=llm_batch)  # this chapter's LLM budget and batch mode
+ctx = ChapterContext.open(globals())  # the backend, parsed once; this chapter's LLM client, budget and batch mode
 
 # %% tags=["hide-input"]
 
-from mechaudit.backends import Backend
 from mechaudit.book import ch08_tau_calibration as ch
 from mechaudit.book.chapter import headline_provenance
 from mechaudit.glue import at_most_text, glue, glue_figure, span_text
@@ -132,9 +131,9 @@ from mechaudit.tau import SimulatedJudge, make_pool, studies
 
 use_book_tables()  # every table below in the book's format: labels, units, rounding
 SIM = ch.SIMULATED  # the simulated sections run offline under every backend; their figures say so
-llm_run = Backend.parse(backend).is_llm
+llm_run = ctx.llm
 print("simulated sections: offline simulated judge (not an LLM), with every backend\n"
-      f"real-judge section: {'run with backend ' + repr(backend) if llm_run else 'not run (offline backend)'}")
+      f"real-judge section: {f'run with backend {ctx.backend.value!r}' if llm_run else 'not run (offline backend)'}")
 
 # %% [markdown]
 # ## The synthetic pool and the simulated judge
@@ -207,7 +206,7 @@ glue("ch08_n_reps", n_reps)
 glue("ch08_headline_tau_error", ch.headline_tau_error(rf))
 glue("ch08_headline_status", ch.STATUS)
 # the intro's provenance and verdict: the simulated judge, whatever the backend
-row_provenance, row_verdict = headline_provenance("ch08", "reference")
+row_provenance, row_verdict = headline_provenance("ch08", llm=False)  # the simulated judge, under every backend
 glue("ch08_headline_provenance", row_provenance)
 glue("ch08_headline_verdict", row_verdict)
 
@@ -759,8 +758,7 @@ book_table(save("original_vs_this_run", ch.original_settings(recovery, misspec, 
 
 # %%
 fits = ch.calibrate_with_llm(
-    pool, backend, model=judge_model, n_pairs=llm_pairs, seed=seed,
-    cache_dir=cache_dir
+    pool, ctx.client, model=judge_model, n_pairs=llm_pairs, seed=seed
 )
 
 # %% tags=["hide-input"]
@@ -784,7 +782,7 @@ save("real_judge_fits", fits, out_dir)
 # `params/prices.yaml`. With the offline backend no LLM is called.
 
 # %%
-llm_usage.report(backend)
+ctx.usage()
 
 # %% [markdown]
 # ## Exercises

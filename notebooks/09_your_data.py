@@ -74,9 +74,9 @@ embedding_model = None
 reference_rubric = "full"
 
 # %% tags=["remove-cell"]
-from mechaudit.llm import usage as llm_usage
+from mechaudit.book.chapter import ChapterContext
 
-llm_usage.begin(max_usd=max_usd, batch=False)  # this chapter's LLM budget (only an LLM backend spends)
+ctx = ChapterContext.open(globals())  # the backend, parsed once; this chapter's LLM client and budget
 
 # %% tags=["hide-input"]
 import json
@@ -94,7 +94,7 @@ from mechaudit.tables import book_table, use_book_tables
 
 use_book_tables()  # every table below in the book's format: labels, units, rounding
 folder = Path(data_dir) if data_dir is not None else EXAMPLE_DIR
-llm_run = ma.Backend.parse(backend).is_llm
+llm_run = ctx.llm
 store = cache_path("embedding_cache") if embedding_cache else None  # data/embedding_cache in a clone
 
 # %% [markdown]
@@ -262,8 +262,7 @@ rules = {
 }
 if llm_run:
     rules["LLM judge"] = ma.LLMJudge(
-        model=judge_model, backend=backend, instances=bench.instances,
-        cache_dir=cache_dir)
+        model=judge_model, client=ctx.client, instances=bench.instances)
 decisions = {name: ma.decisions_table(pairs[name], rules)
              for name in suites}
 for name, table in decisions.items():
@@ -307,7 +306,7 @@ for prefix, name in (("ch09", "template-built suite"), ("ch09_rw", "reworded sui
         glue(f"{prefix}_fss_tfidf", float(fss["TF-IDF"]), digits=0)
         glue(f"{prefix}_fss_embedding", float(fss["embeddings"]), digits=0)
         glue(f"{prefix}_fss_reference", float(fss["reference judge"]), digits=0)
-glue("ch09_status", f"LLM ({judge_model}, {backend})" if llm_run else "computed locally (no LLM)")
+glue("ch09_status", ctx.status(judge_model, "computed locally (no LLM)"))
 fig = cosine_strips(sims, {"tfidf": {f"threshold {tfidf_threshold:g}": tfidf_threshold},
                            "embedding": {f"threshold {embedding_threshold:g}": embedding_threshold}},
                     backend=backend, extra="TF-IDF and embeddings computed locally")

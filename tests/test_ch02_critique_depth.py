@@ -5,6 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
+from mechaudit.backends import Backend
 from mechaudit.book import ch02_critique_depth as ch
 from mechaudit.errors import MechauditError
 from mechaudit.paper import compare
@@ -80,10 +81,10 @@ def test_sentences_about_the_paper_and_the_test():
 
 
 def test_main_rule_falls_back_where_it_cannot_run(capsys):
-    assert ch.resolve_main_rule("paper_rates", "reference", ["paper_rates", "tfidf"]) == "paper_rates"
+    assert ch.resolve_main_rule("paper_rates", Backend.REFERENCE, ["paper_rates", "tfidf"]) == "paper_rates"
     assert capsys.readouterr().out == ""
-    assert ch.resolve_main_rule("paper_rates", "replay", ["paper_rates", "reference"]) == "llm"
-    assert ch.resolve_main_rule("paper_rates", "reference", ["mechanism_key", "tfidf"]) == "mechanism_key"
+    assert ch.resolve_main_rule("paper_rates", Backend.REPLAY, ["paper_rates", "reference"]) == "llm"
+    assert ch.resolve_main_rule("paper_rates", Backend.REFERENCE, ["mechanism_key", "tfidf"]) == "mechanism_key"
     assert "the headline uses 'mechanism_key'" in capsys.readouterr().out
 
 
@@ -139,7 +140,7 @@ def test_paper_rows_build_a_comparison_table_and_mark_missing_comparisons():
     rows = ch.paper_rows(main, "reference", "simulator")
     assert [r[0] for r in rows][:3] == [ch.paper_key(a, b) for a, b in ch.PAPER_COMPARISONS]
     assert rows[0][1] == 30.0 and rows[-1] == ("design.partitions_per_instance", 126)
-    assert len(compare(rows, backend="reference")) == len(rows)
+    assert len(compare(rows, llm=False)) == len(rows)
     partial = ch.paper_rows(main.loc[["0 v 1"]], "reference", "simulator")
     assert partial[1][1] is None and partial[4][1] is None  # 0 v 5 not run
     assert ch.paper_values([(0, 1), (2, 3)]) == {"0 v 1": 34.5}

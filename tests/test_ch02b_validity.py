@@ -7,6 +7,7 @@ import math
 import pandas as pd
 import pytest
 
+from mechaudit.backends import Backend
 from mechaudit.book import ch02b_validity as validity
 from mechaudit.book.chapter import simulation_only_note
 
@@ -61,9 +62,9 @@ def test_size_verdict_flags_a_rate_far_from_alpha():
 
 def test_mc_se_and_the_simulation_only_note(capsys):
     assert validity.mc_se(0.05, 1900) == pytest.approx(0.005, rel=1e-3)
-    simulation_only_note("reference")
+    simulation_only_note(Backend.REFERENCE)
     assert capsys.readouterr().out == ""
-    simulation_only_note("replay")
+    simulation_only_note(Backend.REPLAY)
     assert "simulation-only" in capsys.readouterr().out
 
 

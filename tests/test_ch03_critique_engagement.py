@@ -5,6 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
+from mechaudit.backends import Backend
 from mechaudit.book import ch03_critique_engagement as ch
 from mechaudit.engagement import LABELS
 from mechaudit.workflow import workflow_setup
@@ -37,30 +38,30 @@ def test_round_shares_per_round():
 
 
 def test_target_table_splits_weak_and_sound_links():
-    table = ch.target_table(_labelled(), "reference")
+    table = ch.target_table(_labelled())
     assert table.index.name == "demand on"
     assert table.loc["weak link", "conceded"] == 100.0
     assert table.loc["sound link", "answered"] == pytest.approx(66.7)
-    llm = ch.target_table(_labelled(), "replay")  # LLM runs know no weak links: counts per depth
+    llm = ch.target_table(_labelled().assign(weak_link=None))  # LLM runs know no weak links: counts per depth
     assert llm.loc[5].tolist() == [5, 4, 0, 1]
 
 
 def test_max_gap_and_paper_rows():
     shares = pd.Series({"conceded": 60.0, "answered": 30.0, "partial": 7.0, "dropped": 3.0})
     assert ch.max_gap_pp(shares, {"conceded": 61.0, "answered": 27.0, "partial": 9.0, "dropped": 3.0}) == 3.0
-    rows = ch.paper_rows(_labelled(), "reference")
+    rows = ch.paper_rows(_labelled(), Backend.REFERENCE)
     assert rows[0] == ("engagement.demands", 10, "simulator log")
     assert ("engagement.conceded_pct", 50.0, "simulator log") in rows
-    assert ch.label_source("anthropic") == "LLM judge, anthropic"
+    assert ch.label_source(Backend.ANTHROPIC) == "LLM judge, anthropic"
 
 
 def test_label_runs_on_simulator_runs_keeps_every_demand():
     setup = workflow_setup("reference")
-    labelled = ch.label_runs(setup.delivery, "reference", "unused-model", json_retries=2)
+    labelled = ch.label_runs(setup.delivery, "unused-model", json_retries=2)
     assert len(labelled) > 0 and labelled["label"].notna().all()
     assert set(labelled["label"]) <= set(LABELS)
     assert (labelled["label_source"] == "simulator log").all()
-    assert ch.judged_only(labelled, setup.delivery, "reference", 2) is labelled
+    assert ch.judged_only(labelled, setup.delivery, 2) is labelled
 
 
 def test_engagement_figure_without_the_paper_draws_this_run_only():

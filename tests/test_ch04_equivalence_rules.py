@@ -38,9 +38,8 @@ def test_clusters_range_and_paper_rows():
 
 
 def test_chapter_rules_drop_the_key_for_llm_runs_only(bench):
-    offline = ch.chapter_rules(["mechanism_key", "tfidf"], "reference", tfidf_threshold=0.3,
-                               embedding_threshold=0.77, embedding_model=None, judge_model="m", client=None,
-                               bench=bench)
+    offline = ch.chapter_rules(["mechanism_key", "tfidf"], None, tfidf_threshold=0.3,
+                               embedding_threshold=0.77, embedding_model=None, judge_model="m", bench=bench)
     assert list(offline) == ["mechanism_key", "tfidf"]
     assert ch.openings_label(bench) == 5
 

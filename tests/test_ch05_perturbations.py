@@ -6,6 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from mechaudit.backends import Backend
 from mechaudit.book import ch05_perturbations as ch
 from mechaudit.book.chapter import axis_placeholder
 from mechaudit.paper import compare
@@ -80,24 +81,24 @@ def test_findings_gives_nan_for_a_kind_the_suite_lacks():
 
 
 def test_paper_rows_offline_say_not_run_and_name_the_reference_judge():
-    rows = ch.paper_rows(ch.pooled_percent(decisions(), kinds=KINDS8), NAMES, backend="reference", model="m")
+    rows = ch.paper_rows(ch.pooled_percent(decisions(), kinds=KINDS8), NAMES, backend=Backend.REFERENCE, model="m")
     assert len(rows) == 9
     llm_rows = [r for r in rows if r[0].endswith(".llm")]
     assert all(r[1] is None for r in llm_rows)
     assert llm_rows[0][2] == "reference judge: 100.0"
     assert all(len(r[2]) <= 40 for r in rows if len(r) == 3)
-    table = compare(rows, backend="reference")
+    table = compare(rows, llm=False)
     assert len(table) == 9
 
 
 def test_llm_steps_offline_return_placeholders():
-    s = ch.judge_with_llm([], None, backend="reference", model="m")
+    s = ch.judge_with_llm([], None, client=None, model="m")
     assert len(s.same) == 0 and s.client is None and "not run" in s.summary
-    agreement, per_model, ranges = ch.judge_model_axis([], s, ["m", "n"], kinds=[], backend="reference", rubric="full",
+    agreement, per_model, ranges = ch.judge_model_axis([], s, ["m", "n"], kinds=[], rubric="full",
                                                        orders=["ab"], early_stop=True, instances=None)
     assert agreement is None and per_model is None
     assert ranges.iloc[0, 0] == "not run: offline backend"
-    assert axis_placeholder("replay", ["m"]).iloc[0, 0] == "not run: one judge model (m)"
+    assert axis_placeholder(True, ["m"]).iloc[0, 0] == "not run: one judge model (m)"
 
 
 def test_similarity_summary_rows_follow_the_kind_order():
@@ -148,7 +149,7 @@ def test_side_by_side_tables_and_the_long_similarity_frame():
 
 def test_paper_table_has_one_column_per_suite_and_joins_differing_notes():
     audits = {"template": suite_audit(True, 0.9), "reworded": suite_audit(False, 0.5)}
-    table = ch.paper_table(audits, NAMES, backend="reference", model="m")
+    table = ch.paper_table(audits, NAMES, backend=Backend.REFERENCE, model="m")
     assert list(table.columns)[:3] == ["paper", "template-built suite", "reworded suite"]
     row = "First step swapped, called different: embedding (%)"
     assert table.loc[row, "template-built suite"] == "0" and table.loc[row, "reworded suite"] == "100"

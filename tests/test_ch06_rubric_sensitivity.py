@@ -7,6 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from mechaudit.backends import Backend
 from mechaudit.book import ch06_rubric_sensitivity as ch
 from mechaudit.paper import compare
 from mechaudit.rules.audit import percent_different
@@ -18,7 +19,7 @@ RUBRICS = ["full", "step", "none"]
 def shipped():
     s = ch.setup()
     judges = ch.reference_judges(RUBRICS)
-    llm = ch.judge_rubrics_with_llm(s.pairs, RUBRICS, s.instances, backend="reference", model="m")
+    llm = ch.judge_rubrics_with_llm(s.pairs, RUBRICS, s.instances, client=None, model="m")
     decisions = pd.concat([ch.reference_decisions(s.pairs, judges), llm.decisions], axis=1)
     return s, judges, llm, decisions, percent_different(decisions, kinds=s.kinds)
 
@@ -77,11 +78,11 @@ def test_order_effects_offline_and_paper_rows(shipped):
     s, _, llm, decisions, pct = shipped
     effects = ch.order_effects(llm, decisions, RUBRICS, len(s.pairs))
     assert effects.per_prompt is None and effects.table["reversal changed"].tolist() == ["not run"] * 3
-    rows = ch.paper_rows(pct, effects, RUBRICS, backend="reference", model="m")
+    rows = ch.paper_rows(pct, effects, RUBRICS, backend=Backend.REFERENCE, model="m")
     assert [r[1] for r in rows] == [None] * 6
     assert rows[0] == ("rubric.first_step_swapped_pct_different.step", None, "reference judge: 100.0")
-    assert len(compare(rows, backend="reference")) == 6
-    _, ranges = ch.rubric_model_axis(s.pairs, llm, RUBRICS, ["m", "n"], kinds=s.kinds, backend="reference",
+    assert len(compare(rows, llm=False)) == 6
+    _, ranges = ch.rubric_model_axis(s.pairs, llm, RUBRICS, ["m", "n"], kinds=s.kinds,
                                      orders=["ab"], instances=s.instances)
     assert ranges.iloc[0, 0] == "not run: offline backend"
 
@@ -99,7 +100,7 @@ def test_order_effects_from_llm_calls_count_flips_and_shared_pairs():
     assert effects.table.loc["step", "reversal changed %"] == 100.0
     assert effects.shared.loc["full", "step"] == 1
     assert effects.vs_reference.tolist() == [0.5, 0.5]
-    rows = dict((r[0], r[1]) for r in ch.paper_rows(pd.DataFrame(), effects, ["full", "step"], backend="replay",
+    rows = dict((r[0], r[1]) for r in ch.paper_rows(pd.DataFrame(), effects, ["full", "step"], backend=Backend.REPLAY,
                                                      model="m"))
     assert rows["rubric.order_reversal_changed_per_prompt"] == 1.5
     assert rows["rubric.order_reversal_shared_full_step"] == 1

@@ -66,8 +66,8 @@ def test_three_methods_headline_and_offline_paper_rows():
     rows = ch.paper_rows(three, fixed, check, tfidf_threshold=0.25, embedding_threshold=0.77)
     assert len(rows) == 14 and all(len(r[2]) <= 40 for r in rows if len(r) == 3)
     assert [r[1] for r in rows[6:]] == [None] * 8
-    assert len(compare(rows, backend="reference")) == 14
-    assert ch.model_ranges(check, "reference", ["m"]).iloc[0, 0] == "not run: offline backend"
+    assert len(compare(rows, llm=False)) == 14
+    assert ch.model_ranges(check, ["m"]).iloc[0, 0] == "not run: offline backend"
 
 
 def test_llm_stability_rows_and_model_ranges():
@@ -77,7 +77,7 @@ def test_llm_stability_rows_and_model_ranges():
     agreement = pd.DataFrame({"model_a": ["m1"], "model_b": ["m2"], "n": [8], "raw_agreement": [0.875],
                               "kappa": [0.75]})
     check = ch.StabilityCheck(table, agreement, True)
-    ranges = ch.model_ranges(check, "replay", ["m1", "m2"])
+    ranges = ch.model_ranges(check, ["m1", "m2"])
     assert ranges.loc["same %", "spread"] == 12.5
     rows = dict((r[0], r[1:]) for r in ch.paper_rows(ch.three_methods(fixed_methods("reference (full)")),
                                                      fixed_methods(), check, tfidf_threshold=0.25,
@@ -90,7 +90,7 @@ def test_offline_stability_check_on_the_shipped_pairs():
     s = ch.setup()
     s = dataclasses.replace(s, embedding=TfidfRule(threshold=0.5))  # no model download in this test
     pairs = ch.stability_sample(s, 20, seed=0)
-    check = ch.stability_check(s, pairs, backend="reference", models=["m"])
+    check = ch.stability_check(s, pairs, client=None, models=["m"])
     assert not check.llm_run and check.agreement is None
     assert check.table["pairs"].tolist() == [20, 20, 20]
     assert check.table[["repeat changed", "reversal changed"]].to_numpy().sum() == 0

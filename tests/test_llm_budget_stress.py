@@ -17,10 +17,10 @@ import httpx
 import pytest
 from fake_anthropic import FakeAnthropic, client_for
 
-from mechaudit.llm import LLMRequest, usage
+from mechaudit.llm import LLMRequest
 from mechaudit.llm.ledger import load_prices
 from mechaudit.llm.pricing import TYPICAL_OUTPUT, input_tokens
-from mechaudit.llm.session import BudgetExceededError
+from mechaudit.llm.session import BudgetExceededError, LLMSession
 
 MODEL = "claude-opus-4-6"
 MAX_TOKENS = 4000  # far above the typical reply of 200 tokens: a long reply costs 20x a typical one
@@ -75,9 +75,9 @@ class Slow:
 
 @pytest.fixture
 def fresh_session(api_key):
-    usage.begin()
-    yield usage.session()
-    usage.begin()  # no budget left behind for other tests
+    """A session each test sets its budget on; every client of the test spends from it."""
+    with LLMSession() as session:
+        yield session
 
 
 def test_concurrent_slow_long_replies_never_pass_the_budget_messages_api(tmp_path, fresh_session):
@@ -85,9 +85,9 @@ def test_concurrent_slow_long_replies_never_pass_the_budget_messages_api(tmp_pat
     worst = worst_cost(reqs[0])
     assert MAX_TOKENS >= 10 * TYPICAL_OUTPUT["other"]  # reserving a typical reply would let far more through
     cap = 6.5 * worst  # room for 6 worst-case calls
-    usage.begin(max_usd=cap)
+    fresh_session.max_usd = cap
     handler = Slow(long_replies(reqs), delay=0.15)
-    client = client_for(handler, tmp_path / "cache", max_concurrency=CONCURRENCY)
+    client = client_for(handler, tmp_path / "cache", max_concurrency=CONCURRENCY, session=fresh_session)
     with pytest.raises(BudgetExceededError, match="held for requests in flight|could cost up to"):
         client.complete_many(reqs)
     spent = fresh_session.spent()
@@ -101,12 +101,12 @@ def test_concurrent_long_batches_never_pass_the_budget_batches_api(tmp_path, fre
     groups = [requests(f"batch{g}", n=3) for g in range(CONCURRENCY)]
     batch_worst = sum(worst_cost(r, batch=True) for r in groups[0])
     cap = 2.5 * batch_worst  # room for two whole batches of long replies
-    usage.begin(max_usd=cap, batch=True)
+    fresh_session.max_usd, fresh_session.batch = cap, True
     fake = long_replies([r for g in groups for r in g])
     errors: list[BaseException] = []
 
     def submit(g: int) -> None:
-        client = client_for(fake, tmp_path / f"cache{g}")
+        client = client_for(fake, tmp_path / f"cache{g}", session=fresh_session)
         try:
             client.prefetch_batch(groups[g], poll_interval=0.05)
         except BudgetExceededError as exc:
@@ -138,7 +138,7 @@ def test_identical_concurrent_requests_make_one_call_and_the_other_reads_the_cac
     [r] = requests("twice", n=1)
     fake = FakeAnthropic(reply=lambda body: json.dumps({"same": True}))
     handler = Slow(fake, delay=0.2)
-    out = client_for(handler, tmp_path / "cache", max_concurrency=2).complete_many([r, r])
+    out = client_for(handler, tmp_path / "cache", max_concurrency=2, session=fresh_session).complete_many([r, r])
     assert len(fake.message_bodies) == 1 and handler.most_in_flight == 1
     assert sorted(resp.cached for resp in out) == [False, True] and out[0].text == out[1].text
 
@@ -155,8 +155,9 @@ def test_cache_spend_counts_a_record_stored_without_its_request_and_report_round
     row = prices["models"][MODEL]
     expected = (1000 * row["input"] + 100 * row["output"]) / 1e6 * prices["batch_discount"]
     assert spent["calls"] == spent["batch_calls"] == 1 and spent["cost_usd"] == pytest.approx(expected)
-    client_for(FakeAnthropic(reply=lambda body: "{}"), tmp_path / "d").complete(requests("one", n=1)[0])
-    table = usage.report("anthropic")
+    client_for(FakeAnthropic(reply=lambda body: "{}"), tmp_path / "d", session=fresh_session).complete(
+        requests("one", n=1)[0])
+    table = fresh_session.usage_table()
     assert list(table.columns) == ["model", "mode", "calls", "input_tokens", "output_tokens",
                                    "cache_read_input_tokens", "cache_creation_input_tokens", "cost_usd"]
     assert all(round(v, 4) == v for v in table["cost_usd"])

@@ -16,12 +16,12 @@ from pathlib import Path
 import pytest
 from fake_anthropic import FakeAnthropic, FakeAnthropicServer, body_text, client_for, workflow_reply
 
+from mechaudit.book.chapter import ChapterContext
 from mechaudit.book.estimate import estimate_chapters
 from mechaudit.book.execute import execute_chapters
-from mechaudit.llm import usage
 from mechaudit.llm.ledger import cache_spend, load_prices
 from mechaudit.llm.pricing import CHARS_PER_TOKEN, input_tokens, totals
-from mechaudit.llm.session import BudgetExceededError
+from mechaudit.llm.session import BudgetExceededError, LLMSession
 from mechaudit.paths import data_path
 from mechaudit.perturb import load_suite
 from mechaudit.rules import LLMJudge
@@ -58,7 +58,6 @@ def small_data(tmp_path) -> Path:
 @pytest.fixture
 def api_env(api_key):
     yield
-    usage.begin()  # no budget left behind for other tests
 
 
 def overrides(small_data: Path, cache: Path, early_stop: bool = False) -> dict:
@@ -66,11 +65,13 @@ def overrides(small_data: Path, cache: Path, early_stop: bool = False) -> dict:
             "judge_early_stop": early_stop}
 
 
-def run_judge(small_data: Path, cache: Path, api: FakeAnthropic, max_concurrency: int = 4, early_stop: bool = False):
-    """What chapter 05 does with an LLM backend: judge every valid pair under the default orders."""
+def run_judge(small_data: Path, cache: Path, api: FakeAnthropic, max_concurrency: int = 4, early_stop: bool = False,
+              session: LLMSession | None = None):
+    """What chapter 05 does with an LLM backend: judge every valid pair under the default orders,
+    spending from ``session`` (default: the client's own, unlimited)."""
     bench = load_benchmark(small_data)
     pairs = [(p["original"], p["variant"]) for p in load_suite(small_data / "perturbations.jsonl", valid_only=True)]
-    client = client_for(api, cache, max_concurrency=max_concurrency)
+    client = client_for(api, cache, max_concurrency=max_concurrency, session=session)
     judge = LLMJudge(rubric="full", orders=("ab", "ab", "ba"), client=client, instances=bench.instances,
                      early_stop=early_stop)
     return judge.decide(pairs), client
@@ -123,19 +124,19 @@ def test_budget_hit_midway_then_continue(small_data, tmp_path, api_env):
     prices = load_prices()
     reqs = [p.request for p in _plan(small_data, cache)]
     worst = [(input_tokens(r)[1] * 5.0 + r.max_tokens * 25.0) / 1e6 for r in reqs]
-    usage.begin(max_usd=sum(worst[:5]) + 1e-9)  # room for 5 worst-case requests, spent is less
+    session = LLMSession(max_usd=sum(worst[:5]) + 1e-9)  # room for 5 worst-case requests, spent is less
     api = counting_api()
     with pytest.raises(BudgetExceededError, match="Answers paid for are cached"):
-        run_judge(small_data, cache, api, max_concurrency=1)
+        run_judge(small_data, cache, api, max_concurrency=1, session=session)
     first = len(api.message_bodies)
     assert 5 <= first < len(reqs)
     assert cache_spend(cache, 0, prices)["calls"] == first  # everything paid for is cached
-    assert usage.session().spent() <= usage.session().max_usd
+    assert session.spent() <= session.max_usd
 
-    usage.begin(max_usd=10.0)
-    run_judge(small_data, cache, api)
+    session = LLMSession(max_usd=10.0)
+    run_judge(small_data, cache, api, session=session)
     assert len(api.message_bodies) == len(reqs)  # the re-run sent only the missing requests
-    table = usage.report("anthropic", pairs=N_PAIRS)
+    table = session.usage_table(pairs=N_PAIRS)
     rows = table.set_index("mode")
     assert rows.loc["api", "calls"] == len(reqs) - first and rows.loc["cache", "calls"] == first
     assert table.iloc[-1]["model"] == "total" and table.iloc[-1]["calls"] == len(reqs)
@@ -151,21 +152,24 @@ def _plan(small_data, cache):
 
 def test_ledger_report_and_run_total_agree(small_data, tmp_path, api_env):
     cache = tmp_path / "cache"
-    usage.begin()
-    run_judge(small_data, cache, counting_api())
-    table = usage.report("anthropic", pairs=N_PAIRS)
+    _, client = run_judge(small_data, cache, counting_api())
+    table = client.session.usage_table(pairs=N_PAIRS)
     api_row = table[table["mode"] == "api"].iloc[0]
     spent = cache_spend(cache, 0, load_prices())
     assert spent["calls"] == api_row["calls"] == 3 * N_PAIRS
     assert spent["input_tokens"] == api_row["input_tokens"] and spent["output_tokens"] == 20 * 3 * N_PAIRS
     assert spent["cost_usd"] == pytest.approx(api_row["cost_usd"], abs=1e-4)
-    offline = usage.report("reference")
-    assert offline.iloc[0, 0].startswith("no LLM calls")
+    offline = ChapterContext.open({"backend": "reference"}).usage()
+    assert offline.iloc[0, 0] == "no LLM calls (backend 'reference' is offline)"
+    unused = ChapterContext.open({"backend": "anthropic", "cache_dir": str(cache)}).usage()
+    assert unused.iloc[0, 0] == "no LLM calls (backend 'anthropic')"
 
 
 def test_bad_budget_and_cli_estimate(small_data, tmp_path, capsys):
     with pytest.raises(ValueError, match="max_usd"):
-        usage.begin(max_usd=-1)
+        LLMSession(max_usd=-1)
+    with pytest.raises(ValueError, match="max_usd"):
+        ChapterContext.open({"max_usd": float("nan")})
     from mechaudit.cli import main
 
     code = main(["estimate", CHAPTER, "-p", "backend", "anthropic", "-p", "data_dir", str(small_data),
@@ -182,8 +186,8 @@ def test_progress_goes_to_the_terminal_not_the_notebook(tmp_path):
 
     nb = nbformat.v4.new_notebook()
     nb.cells.append(nbformat.v4.new_code_cell(
-        "from tqdm import tqdm\nfrom mechaudit.llm.usage import progress_stream\n"
-        "for _ in tqdm(range(50), file=progress_stream()):\n    pass"))
+        "from tqdm import tqdm\nfrom mechaudit.llm.session import LLMSession\n"
+        "for _ in tqdm(range(50), file=LLMSession().progress_stream()):\n    pass"))
     src, out = tmp_path / "in.ipynb", tmp_path / "out.ipynb"
     nbformat.write(nb, src)
     papermill.execute_notebook(str(src), str(out), kernel_name="python3", progress_bar=False)
@@ -195,19 +199,18 @@ def test_batch_mode_checks_the_budget_per_batch(small_data, tmp_path, api_env):
     bench = load_benchmark(small_data)
     pairs = [(p["original"], p["variant"]) for p in load_suite(small_data / "perturbations.jsonl", valid_only=True)]
 
-    def judge():
-        client = client_for(fake, tmp_path / "cache")
+    def judge(session):
+        client = client_for(fake, tmp_path / "cache", session=session)
         return LLMJudge(rubric="full", client=client, instances=bench.instances, early_stop=False)
 
-    usage.begin(max_usd=1e-4, batch=True)
     with pytest.raises(BudgetExceededError, match=f"next {N_PAIRS} requests \\(one batch\\)"):
-        judge().judge(pairs)
+        judge(LLMSession(max_usd=1e-4, batch=True)).judge(pairs)
     assert fake.batch_creates == 0 and not fake.message_bodies  # stopped before submitting
 
-    usage.begin(max_usd=10.0, batch=True)
-    calls = judge().judge(pairs)
+    session = LLMSession(max_usd=10.0, batch=True)
+    calls = judge(session).judge(pairs)
     assert len(calls) == 3 * N_PAIRS and fake.batch_creates == 3 and not fake.message_bodies
-    table = usage.report("anthropic").set_index("mode")
+    table = session.usage_table().set_index("mode")
     assert table.loc["batch", "calls"] == 3 * N_PAIRS and "api" not in table.index
     assert cache_spend(tmp_path / "cache", 0, load_prices())["batch_calls"] == 3 * N_PAIRS
 
@@ -331,7 +334,8 @@ def test_workflow_chapters_estimate_counts_what_they_send(tmp_path, monkeypatch,
 
 def test_every_llm_chapter_has_budget_batch_and_usage_table():
     """Each chapter with a cost plan takes ``max_usd`` and ``llm_batch`` and ends with the
-    usage table: ``llm_usage.begin`` before its LLM work, ``llm_usage.report`` after it."""
+    usage table: its context (``ChapterContext.open``: budget and batch mode) opens before its LLM
+    work, and ``ctx.usage`` shows the table after it."""
     from mechaudit.book.estimate import chapter_plan
     from mechaudit.book.params import notebook_parameters, toc_chapters
 
@@ -342,8 +346,8 @@ def test_every_llm_chapter_has_budget_batch_and_usage_table():
         assert defaults.get("max_usd", "missing") is None and defaults.get("llm_batch") is False, chapter.stem
         source = chapter.source.read_text()
         begin, report = (
-            source.find("llm_usage.begin(max_usd=max_usd, batch=llm_batch)"),
-            source.rfind("llm_usage.report("),
+            source.find("ctx = ChapterContext.open(globals())"),
+            source.rfind("ctx.usage("),
         )
         assert 0 < begin < report, chapter.stem
         first_judge = source.find("LLMJudge(")

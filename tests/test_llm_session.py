@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mechaudit.llm import LLMRequest, get_client, usage
+from mechaudit.llm import LLMRequest, get_client
 from mechaudit.llm.ledger import UsageLedger, load_prices
 from mechaudit.llm.request import Usage
 from mechaudit.llm.session import BudgetExceededError, LLMSession
@@ -42,23 +42,23 @@ def test_bad_budget_is_refused_and_no_budget_reserves_nothing():
 
 
 def test_a_client_with_a_session_adds_its_ledger_there_only(tmp_path):
-    usage.begin()
     mine = LLMSession()
     client = get_client(backend="replay", cache_dir=tmp_path, session=mine)
     assert client.session is mine and mine.ledgers == [client._ledger]
-    assert client._ledger not in usage.session().ledgers
-    default = get_client(backend="replay", cache_dir=tmp_path)
-    assert default.session is usage.session() and default._ledger in usage.session().ledgers
-    usage.begin()
+    default = get_client(backend="replay", cache_dir=tmp_path)  # no session: a private one, no budget
+    other = get_client(backend="replay", cache_dir=tmp_path)
+    assert default.session is not other.session and default.session is not mine
+    assert default.session.ledgers == [default._ledger] and default.session.max_usd is None
+    assert mine.ledgers == [client._ledger]  # clients made later did not join it
 
 
 def test_usage_table_sums_the_sessions_ledgers():
     session = LLMSession()
     session.add(_paid_ledger(1000))
     session.add(_paid_ledger(2000))
-    table = session.usage_table("anthropic").set_index("model")
+    table = session.usage_table().set_index("model")
     assert table.loc[MODEL, "input_tokens"] == 3000 and table.loc["total", "calls"] == 2
-    assert session.usage_table("reference").iloc[0, 0] == "no LLM calls (backend 'reference' is offline)"
+    assert LLMSession().usage_table().empty  # no client called: the chapter context says so in words
 
 
 def test_leaving_the_session_closes_its_progress_stream(tmp_path):

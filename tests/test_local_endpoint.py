@@ -19,12 +19,12 @@ import pytest
 import yaml
 from fake_openai import FakeOpenAIServer
 
-from mechaudit.llm import get_client, usage
+from mechaudit.llm import get_client
 from mechaudit.llm.errors import MissingAPIKeyError
 from mechaudit.llm.ledger import load_prices
 from mechaudit.llm.providers import is_loopback, normalize_endpoint, openai_base_url
 from mechaudit.llm.request import LLMRequest
-from mechaudit.llm.session import UnpricedModelError
+from mechaudit.llm.session import LLMSession, UnpricedModelError
 from mechaudit.paths import EXAMPLE_DIR, REPO_ROOT
 
 MODEL = "openai:tiny-judge"
@@ -44,8 +44,6 @@ def request(text: str = "Are these the same?") -> LLMRequest:
 def no_openai_env(monkeypatch):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
-    yield
-    usage.begin()
 
 
 def prices_for(*urls: str) -> dict:
@@ -98,8 +96,8 @@ def test_local_server_needs_no_key_and_answers_are_keyed_by_endpoint(tmp_path, n
 
 def test_an_unpriced_server_with_a_budget_sends_nothing(tmp_path, no_openai_env):
     with FakeOpenAIServer(ok_reply) as server:
-        client = get_client("anthropic", cache_dir=tmp_path / "cache", openai_base_url=server.base_url)
-        usage.begin(max_usd=1.0)
+        client = get_client("anthropic", cache_dir=tmp_path / "cache", openai_base_url=server.base_url,
+                            session=LLMSession(max_usd=1.0))
         with pytest.raises(UnpricedModelError, match=r"no price for 'openai:tiny-judge'.*params/prices.yaml"):
             client.complete(request())
         assert server.bodies == []
@@ -138,7 +136,7 @@ def test_a_chapter_judges_with_a_local_server_end_to_end(tmp_path, no_openai_env
     assert {b["model"] for b in server.bodies} == {"tiny-judge"}
     assert f"LLM run total: {len(server.bodies)} requests sent" in proc.stderr and "0.00 USD" in proc.stderr
     nb = nbformat.read(tmp_path / "out" / "05_perturbations.ipynb", as_version=4)
-    (cell,) = [c for c in nb.cells if c.cell_type == "code" and "llm_usage.report(" in c.source]
+    (cell,) = [c for c in nb.cells if c.cell_type == "code" and "ctx.usage(" in c.source]
     shown = "".join(o.get("data", {}).get("text/plain", "") for o in cell.outputs)
     assert "local" in shown and MODEL in shown and "unknown" not in shown
     assert Path(tmp_path / "out" / "05_perturbations" / "percent_different.csv").exists()

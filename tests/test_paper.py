@@ -34,7 +34,7 @@ def test_compare_table_is_narrow_labelled_text():
         ("sensitivity.kappa_low", np.float64(0.61234)),
         ("perturbations.first_step_swapped_pct_different.tfidf", 0.0),
         ("design.depths", [0, 1, 5]),
-    ], backend="reference")
+    ], llm=False)
     assert list(table.columns) == ["paper", "this run", "provenance", "source", "note"]
     assert table.index[0] == "Extra divergence, 0 v 1 rounds (pp)"
     row = table.loc["Extra divergence, 0 v 1 rounds (pp)"]
@@ -50,10 +50,10 @@ def test_compare_table_is_narrow_labelled_text():
 
 def test_compare_shows_long_text_in_full_and_drops_an_empty_note():
     note = "offline; reference judge (not an LLM): 100.0, a note longer than fifty characters"
-    table = paper.compare([("rubric.first_step_swapped_pct_different.step", None, note)], backend="reference")
+    table = paper.compare([("rubric.first_step_swapped_pct_different.step", None, note)], llm=False)
     assert note in table._repr_html_() and "paper-compare" in table._repr_html_()
     assert "step-by-step rubric (%)" in repr(table)
-    assert "note" not in paper.compare([("design.runs", 60)], backend="reference").columns
+    assert "note" not in paper.compare([("design.runs", 60)], llm=False).columns
     assert isinstance(table.drop(columns="note"), paper.ComparisonTable)
 
 
@@ -62,7 +62,7 @@ def test_compare_formats_p_values():
     table = paper.compare([
         ("critique_depth.p_value_bound.k0_vs_k1", paper.format_p(smallest, smallest=smallest)),
         ("critique_depth.p_value_bound.k0_vs_k5", "4e-09"),
-    ], backend="reference")
+    ], llm=False)
     assert list(table["paper"]) == ["<\u00a010⁻⁴", "<\u00a010⁻⁴"]
     assert list(table["this run"]) == ["<\u00a010⁻⁸, the smallest possible", "<\u00a010⁻⁸"]
 
@@ -106,4 +106,4 @@ def test_unknown_key_names_close_keys():
 
 def test_bad_row_shape():
     with pytest.raises(ValueError, match="expected"):
-        paper.compare([("design.runs", 60, "a", "b")], backend="reference")
+        paper.compare([("design.runs", 60, "a", "b")], llm=False)

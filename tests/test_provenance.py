@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from mechaudit import paper, provenance
-from mechaudit.backends import BackendError
+from mechaudit.backends import Backend, BackendError
 from mechaudit.book import chapter as status
 from mechaudit.errors import MechauditError
 from mechaudit.paths import PARAMS_DIR, REPO_ROOT
@@ -51,27 +51,27 @@ def calibration(tmp_path):
     ("book.tau.recovery", BY_CONSTRUCTION, BY_CONSTRUCTION),
 ])
 def test_provenance_per_key_and_backend(calibration, key, offline, llm):
-    assert provenance.of(key, "reference", calibration) == offline
-    assert provenance.of(key, "anthropic", calibration) == llm
-    assert provenance.of(key, "replay", calibration) == llm
+    assert provenance.of(key, False, calibration) == offline
+    assert provenance.of(key, True, calibration) == llm
+    assert provenance.of(key, True, calibration) == llm
 
 
 def test_text_rules_on_swaps_are_built_in_only_on_the_template_suite():
     from mechaudit.perturb import SUITE_FILES
 
     assert set(provenance.SUITE_CONSTRUCTIONS) <= set(SUITE_FILES) and provenance.DEFAULT_SUITE in SUITE_FILES
-    for backend in ("reference", "replay"):
-        assert provenance.of(f"{FSS}.embedding", backend, suite="template") == BY_CONSTRUCTION
-        assert provenance.of(f"{FSS}.embedding", backend) == BY_CONSTRUCTION  # the default suite
-        assert provenance.of(f"{FSS}.embedding", backend, suite="reworded") == INDEPENDENT
-    assert provenance.of(f"{FSS}.llm", "reference", suite="reworded") == NOT_RUN
-    assert provenance.of("design.runs", "reference", suite="reworded") == BY_CONSTRUCTION
+    for llm in (False, True):
+        assert provenance.of(f"{FSS}.embedding", llm, suite="template") == BY_CONSTRUCTION
+        assert provenance.of(f"{FSS}.embedding", llm) == BY_CONSTRUCTION  # the default suite
+        assert provenance.of(f"{FSS}.embedding", llm, suite="reworded") == INDEPENDENT
+    assert provenance.of(f"{FSS}.llm", False, suite="reworded") == NOT_RUN
+    assert provenance.of("design.runs", False, suite="reworded") == BY_CONSTRUCTION
 
 
 def test_every_reported_number_has_a_value_from_the_vocabulary():
     for key in paper.entries():
-        for backend in ("reference", "anthropic"):
-            assert provenance.of(key, backend) in provenance.VOCABULARY, key
+        for llm in (False, True):
+            assert provenance.of(key, llm) in provenance.VOCABULARY, key
 
 
 def test_declarations_name_known_results_with_a_reason():
@@ -86,9 +86,9 @@ def test_declarations_name_known_results_with_a_reason():
         assert all(part.key in known for part in parts), parts
 
 
-def test_unknown_backend_is_an_error():
-    with pytest.raises(ValueError, match="backend"):
-        provenance.of(K01, "gpt")
+def test_unknown_backend_is_an_error_where_parameters_are_parsed():
+    with pytest.raises(BackendError, match="field 'backend': 'gpt' is not a backend"):
+        status.ChapterSettings.from_params({"backend": "gpt"})
 
 
 # -- a fitted parameter cannot be added without its rows labelled ------------------------------
@@ -108,7 +108,7 @@ def test_every_fitted_parameter_labels_its_rows():
     labelled = provenance.fitted_keys()
     assert {K01, K05, "design.matched_pairs", "engagement.conceded_pct", "engagement.dropped_pct"} <= labelled
     assert K15 not in labelled  # the 1 v 5 effect is not a calibration target
-    assert all(provenance.of(key, "reference") == FITTED for key in labelled)
+    assert all(provenance.of(key, False) == FITTED for key in labelled)
 
 
 def test_a_new_fitted_mark_without_labels_fails(tmp_path):
@@ -137,7 +137,7 @@ def test_a_new_grid_parameter_or_a_wrong_key_fails(tmp_path):
     doc["calibration"]["fitted"]["p_challenge_sound"] = [K01, K05]
     path.write_text(yaml.safe_dump(doc))
     assert provenance.unlabelled(fits, paper.entries(), path) == []
-    assert provenance.of(K05, "reference", path) == FITTED
+    assert provenance.of(K05, False, path) == FITTED
 
 
 def test_bad_fitted_section_names_the_field(tmp_path):
@@ -146,7 +146,7 @@ def test_bad_fitted_section_names_the_field(tmp_path):
     doc["calibration"]["fitted"] = {"p_find": "critique_depth"}  # a string, not a list
     path.write_text(yaml.safe_dump(doc))
     with pytest.raises(MechauditError, match="calibration.fitted"):
-        provenance.of(K01, "reference", path)
+        provenance.of(K01, False, path)
 
 
 # -- tables, summaries and verdicts -------------------------------------------------------------
@@ -154,54 +154,54 @@ def test_bad_fitted_section_names_the_field(tmp_path):
 
 def test_compare_fills_the_provenance_column_from_the_backend():
     rows = [(K01, 37.7), (f"{FSS}.llm", None, "reference judge: 100"), (f"{FSS}.tfidf", 0.0), ("design.runs", 60)]
-    offline = paper.compare(rows, backend="reference")
+    offline = paper.compare(rows, llm=False)
     assert list(offline.columns) == ["paper", "this run", "provenance", "source", "note"]
     assert offline["provenance"].tolist() == [FITTED, NOT_RUN, BY_CONSTRUCTION, BY_CONSTRUCTION]
-    online = paper.compare(rows, backend="replay")
+    online = paper.compare(rows, llm=True)
     assert online["provenance"].tolist() == [INDEPENDENT, INDEPENDENT, BY_CONSTRUCTION, BY_CONSTRUCTION]
     with pytest.raises(TypeError):
-        paper.compare(rows)  # the backend is required: no silent default
+        paper.compare(rows)  # llm is required: no silent default
 
 
 def test_summary_groups_values_in_vocabulary_order(calibration):
-    values = [(name, provenance.of(key, "reference", calibration)) for name, key in (("1 v 5", K15), ("0 v 1", K01))]
+    values = [(name, provenance.of(key, False, calibration)) for name, key in (("1 v 5", K15), ("0 v 1", K01))]
     assert provenance.summary(values) == "fitted to the paper: 0 v 1; independent computation: 1 v 5"
     assert provenance.summary([("a", INDEPENDENT), ("b", INDEPENDENT)]) == INDEPENDENT
     with pytest.raises(ValueError, match="among"):
         provenance.summary([("a", "simulated")])
 
 
-@pytest.mark.parametrize(("values", "backend", "agrees", "expected"), [
-    ([FITTED, BY_CONSTRUCTION], "reference", None, "fitted, not a test"),
-    ([BY_CONSTRUCTION], "reference", None, "built in, not a test"),
-    ([NOT_RUN, BY_CONSTRUCTION], "reference", None, "not testable offline"),
-    ([FITTED, INDEPENDENT], "reference", None, "qualified"),
-    ([INDEPENDENT], "reference", True, "qualified"),  # offline numbers never reproduce the paper's
-    ([INDEPENDENT], "anthropic", True, "reproduced"),
-    ([INDEPENDENT], "anthropic", False, "qualified"),
-    ([INDEPENDENT, BY_CONSTRUCTION], "anthropic", True, "qualified"),
+@pytest.mark.parametrize(("values", "llm", "agrees", "expected"), [
+    ([FITTED, BY_CONSTRUCTION], False, None, "fitted, not a test"),
+    ([BY_CONSTRUCTION], False, None, "built in, not a test"),
+    ([NOT_RUN, BY_CONSTRUCTION], False, None, "not testable offline"),
+    ([FITTED, INDEPENDENT], False, None, "qualified"),
+    ([INDEPENDENT], False, True, "qualified"),  # offline numbers never reproduce the paper's
+    ([INDEPENDENT], True, True, "reproduced"),
+    ([INDEPENDENT], True, False, "qualified"),
+    ([INDEPENDENT, BY_CONSTRUCTION], True, True, "qualified"),
 ])
-def test_verdict(values, backend, agrees, expected):
-    assert provenance.verdict(values, backend, agrees) == expected
+def test_verdict(values, llm, agrees, expected):
+    assert provenance.verdict(values, llm, agrees) == expected
 
 
 def test_verdict_rejects_values_outside_the_vocabulary():
     with pytest.raises(ValueError, match="among"):
-        provenance.verdict(["simulated"], "reference")
+        provenance.verdict(["simulated"], False)
 
 
 def test_intro_rows():
-    assert status.headline_provenance("ch06", "reference") == (
+    assert status.headline_provenance("ch06", False) == (
         "true by construction: reference judges; not run offline (LLM only): none, full, step", "not testable offline")
-    assert status.headline_provenance("ch06", "anthropic") == (INDEPENDENT, "qualified")
-    assert status.headline_provenance("ch06", "anthropic", {"none": 40, "full": 80.5, "step": 96}) == (
+    assert status.headline_provenance("ch06", True) == (INDEPENDENT, "qualified")
+    assert status.headline_provenance("ch06", True, {"none": 40, "full": 80.5, "step": 96}) == (
         INDEPENDENT, "reproduced")
-    assert status.headline_provenance("ch06", "anthropic", {"none": 10, "full": 83, "step": 96})[1] == "qualified"
-    assert status.headline_provenance("ch08", "reference") == (BY_CONSTRUCTION, "built in, not a test")
-    assert status.headline_provenance("ch05", "reference") == (
+    assert status.headline_provenance("ch06", True, {"none": 10, "full": 83, "step": 96})[1] == "qualified"
+    assert status.headline_provenance("ch08", False) == (BY_CONSTRUCTION, "built in, not a test")
+    assert status.headline_provenance("ch05", False) == (
         "true by construction: reference judge, text rules on the template-built suite; not run offline (LLM only): "
         "LLM judge; independent computation: text rules on the reworded suite", "qualified")
-    assert status.headline_provenance("ch02b", "reference") == (INDEPENDENT, "qualified")
+    assert status.headline_provenance("ch02b", False) == (INDEPENDENT, "qualified")
     assert status.agrees("sensitivity.kappa_low", 0.65) and not status.agrees("sensitivity.kappa_low", 0.75)
     assert status.agrees("book.power", 0.5) is None and status.agrees(K01, "not run") is None
 
@@ -219,10 +219,10 @@ def test_intro_and_readme_state_the_trust_level():
 
 def test_headline_status_uses_the_book_vocabulary():
     """One status function for every chapter: the LLM and backend, else the chapter's offline word."""
-    assert status.headline_status("reference", "m", status.SIMULATED) == "simulated (reference backend)"
-    assert status.headline_status("reference", "m", status.LOCAL) == "computed locally (no LLM)"
-    assert status.headline_status("reference", "m", status.REFERENCE_JUDGE) == "reference judge (not an LLM)"
-    assert status.headline_status("replay", "claude-x", status.SIMULATED) == "LLM (claude-x, replay)"
-    assert status.headline_status("anthropic", "m", status.LOCAL) == "LLM (m, anthropic)"
+    assert status.headline_status(Backend.REFERENCE, "m", status.SIMULATED) == "simulated (reference backend)"
+    assert status.headline_status(Backend.REFERENCE, "m", status.LOCAL) == "computed locally (no LLM)"
+    assert status.headline_status(Backend.REFERENCE, "m", status.REFERENCE_JUDGE) == "reference judge (not an LLM)"
+    assert status.headline_status(Backend.REPLAY, "claude-x", status.SIMULATED) == "LLM (claude-x, replay)"
+    assert status.headline_status(Backend.ANTHROPIC, "m", status.LOCAL) == "LLM (m, anthropic)"
     with pytest.raises(BackendError, match="'refrence' is not a backend"):
-        status.headline_status("refrence", "m", status.LOCAL)
+        status.backend_of({"backend": "refrence"})

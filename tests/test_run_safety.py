@@ -127,19 +127,16 @@ def test_unknown_costs_are_never_shown_as_numbers():
 
 
 def test_the_chapter_usage_table_says_unknown_for_an_unpriced_model():
-    from mechaudit.llm import usage
     from mechaudit.llm.ledger import UsageLedger, load_prices
     from mechaudit.llm.request import Usage
+    from mechaudit.llm.session import LLMSession
 
-    usage.begin()
-    try:
-        ledger = UsageLedger(load_prices())
-        usage.register(ledger)
-        ledger.add("claude-opus-4-6", "api", Usage(input_tokens=1_000_000))
-        ledger.add("mystery-9", "api", Usage(input_tokens=10))
-        table = usage.report("anthropic").set_index("model")
-    finally:
-        usage.begin()
+    session = LLMSession()
+    ledger = UsageLedger(load_prices())
+    session.add(ledger)
+    ledger.add("claude-opus-4-6", "api", Usage(input_tokens=1_000_000))
+    ledger.add("mystery-9", "api", Usage(input_tokens=10))
+    table = session.usage_table().set_index("model")
     assert table.loc["claude-opus-4-6", "cost_usd"] == 5.0
     assert table.loc["mystery-9", "cost_usd"] == "unknown (no price)"
     assert table.loc["total", "cost_usd"] == "unknown (no price)"  # not 5.00
@@ -167,17 +164,12 @@ def test_the_run_total_says_unknown_when_a_model_had_no_price(tmp_path):
 def test_the_budget_refuses_an_unpriced_request_before_sending(tmp_path, fake_api, api_key):
     from fake_anthropic import client_for
 
-    from mechaudit.llm import usage
     from mechaudit.llm.request import LLMRequest
-    from mechaudit.llm.session import UnpricedModelError
+    from mechaudit.llm.session import LLMSession, UnpricedModelError
 
-    client = client_for(fake_api, tmp_path / "cache")
-    usage.begin(max_usd=1.0)
-    try:
-        with pytest.raises(UnpricedModelError, match="no price for 'mystery-9'.*max_usd=1.00"):
-            client.complete(LLMRequest(model="mystery-9", messages=[{"role": "user", "content": "hi"}]))
-    finally:
-        usage.begin()
+    client = client_for(fake_api, tmp_path / "cache", session=LLMSession(max_usd=1.0))
+    with pytest.raises(UnpricedModelError, match="no price for 'mystery-9'.*max_usd=1.00"):
+        client.complete(LLMRequest(model="mystery-9", messages=[{"role": "user", "content": "hi"}]))
     assert fake_api.message_bodies == []
 
 

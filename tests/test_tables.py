@@ -115,7 +115,7 @@ def test_backticks_in_cells_lengthen_the_fence():
 
 
 def test_comparison_tables_keep_their_classes_and_stack_on_phones():
-    t = BookTable(compare([("design.matched_pairs", 5192)], backend="reference"))
+    t = BookTable(compare([("design.matched_pairs", 5192)], llm=False))
     assert t.classes == ["paper-compare", "stack-on-phone"]
     assert [c.text for c in t.rows[0]][1:3] == ["4,863", "5,192"] and "Provenance" in t.header
 

@@ -4,8 +4,10 @@
 - ``anthropic``: the real method through the Anthropic API (key from the environment only);
 - ``replay``: recorded answers only; a miss is an error.
 
-``Backend.parse`` is the single validation point: ``mechaudit execute`` calls it on every chapter's
-``backend`` parameter before any cell runs; library code calls it where it receives a name.
+A name becomes a member once, where it enters: a chapter's parameters are parsed by
+``mechaudit.book.chapter.backend_of`` (``mechaudit execute`` checks them against ``CHOICES`` before
+any cell runs); ``get_client`` and ``LLMJudge(backend=...)`` take a name through :meth:`Backend.llm`.
+Library code below the book takes an LLM client (or None offline), not a backend.
 This module imports nothing heavy, so validating a name never loads the SDK.
 """
 

@@ -91,12 +91,12 @@ class ComparisonTable(pd.DataFrame):
         return None if html is None else html.replace('class="dataframe"', 'class="dataframe paper-compare"', 1)
 
 
-def compare(rows: Iterable[tuple], *, backend: str, suite: str | None = None,
+def compare(rows: Iterable[tuple], *, llm: bool, suite: str | None = None,
             path: Path = REPORTED_PATH) -> ComparisonTable:
     """The "paper vs this run" table, narrow enough for the book's text column.
 
     ``rows`` holds ``(key, ours)`` or ``(key, ours, note)``; ``ours`` is ``None`` when this run did
-    not measure the quantity (shown as "not run"). ``backend``: the backend that produced ``ours``;
+    not measure the quantity (shown as "not run"). ``llm``: whether an LLM backend produced ``ours``;
     ``suite``: the perturbation suite the rows were measured on, if any (``provenance.of``).
     Index: the entry's label (unit included). Columns: paper, this run, provenance (how this run's
     number can relate to the paper's, from ``mechaudit.provenance.of``), source (the paper's
@@ -115,7 +115,7 @@ def compare(rows: Iterable[tuple], *, backend: str, suite: str | None = None,
         out.append({
             "paper": f"<{NBSP}{_power_of_ten(meta['value'])}" if is_p else _fmt(meta["value"], meta["value"]),
             "this run": _fmt_p(ours) if is_p else _fmt(ours, meta["value"]),
-            "provenance": provenance.of(key, backend, suite=suite),
+            "provenance": provenance.of(key, llm, suite=suite),
             "source": meta.get("section", ""),
             "note": str(rest[0]) if rest and rest[0] is not None else "",
         })

@@ -31,7 +31,6 @@ from pathlib import Path
 
 import yaml
 
-from mechaudit.backends import Backend
 from mechaudit.errors import MechauditError
 from mechaudit.paths import PARAMS_DIR
 
@@ -131,10 +130,10 @@ def fitted_keys(path: str | Path = CALIBRATION_PATH) -> set[str]:
     return {key for keys in _fitted(Path(path)).values() for key in keys}
 
 
-def of(key: str, backend: str, calibration: str | Path = CALIBRATION_PATH, suite: str | None = None) -> str:
-    """The provenance of the number under ``key`` produced with ``backend`` (module docstring);
-    ``suite``: the perturbation suite it was measured on (default ``DEFAULT_SUITE``)."""
-    llm = Backend.parse(backend).is_llm
+def of(key: str, llm: bool, calibration: str | Path = CALIBRATION_PATH, suite: str | None = None) -> str:
+    """The provenance of the number under ``key`` produced with an LLM backend (``llm``) or offline
+    (module docstring); ``suite``: the perturbation suite it was measured on (default
+    ``DEFAULT_SUITE``)."""
     if not llm and _matches(key, LLM_ONLY):
         return NOT_RUN
     if _matches(key, CONSTRUCTIONS) or _matches(key, SUITE_CONSTRUCTIONS.get(suite or DEFAULT_SUITE, {})):
@@ -167,7 +166,7 @@ QUALIFIED = "qualified"
 VERDICTS = (REPRODUCED, QUALIFIED, FITTED_NOT_A_TEST, BUILT_IN_NOT_A_TEST, NOT_TESTABLE)
 
 
-def verdict(values: Iterable[str], backend: str, agrees: bool | None = None) -> str:
+def verdict(values: Iterable[str], llm: bool, agrees: bool | None = None) -> str:
     """The verdict of a row whose numbers have the provenance ``values``.
 
     No independent number: "not testable offline" if some number needs an LLM the backend lacks,
@@ -185,7 +184,7 @@ def verdict(values: Iterable[str], backend: str, agrees: bool | None = None) -> 
         if NOT_RUN in found:
             return NOT_TESTABLE
         return FITTED_NOT_A_TEST if FITTED in found else BUILT_IN_NOT_A_TEST
-    if found == {INDEPENDENT} and Backend.parse(backend).is_llm and agrees:
+    if found == {INDEPENDENT} and llm and agrees:
         return REPRODUCED
     return QUALIFIED
 

@@ -9,7 +9,8 @@ import os
 from pathlib import Path
 from typing import Any
 
-from mechaudit.backends import Backend
+from mechaudit.backends import Backend, BackendError
+from mechaudit.book.chapter import backend_of
 from mechaudit.llm.cache import default_cache_dir
 from mechaudit.llm.errors import API_KEY_ENV, MissingAPIKeyError
 from mechaudit.llm.ledger import TOKEN_COLUMNS, cache_spend, cache_state, format_usd, load_prices
@@ -182,8 +183,8 @@ class RunAccount:
 def _backend(params: dict[str, Any]) -> Backend | None:
     """The chapter's backend parameter (default reference); None if it is not a backend."""
     try:
-        return Backend.parse(params.get("backend", Backend.REFERENCE))
-    except ValueError:
+        return backend_of(params)
+    except BackendError:
         return None
 
 

@@ -46,11 +46,12 @@ def report_llm_judge(rule_objects: Mapping[str, Any]) -> None:
               "verdicts), excluded from their run pair's divergence")
 
 
-def simulator_truth(bench: Benchmark, design: Design, simulator: SimulatorParams, backend: str,
+def simulator_truth(bench: Benchmark, design: Design, simulator: SimulatorParams, llm: bool,
                     runs_per_depth: int, seed: int = 0) -> pd.DataFrame | None:
     """The simulator's population values (``population_truth``) under both truth measures
-    (``workflow.depth.MEASURES``) for simulator runs; ``None`` for LLM runs, which have no ground truth."""
-    if Backend.parse(backend).is_llm:
+    (``workflow.depth.MEASURES``) for simulator runs; ``None`` for LLM runs (``llm``), which have no
+    ground truth."""
+    if llm:
         return None
     return population_truth(bench, design, simulator, runs_per_depth=runs_per_depth, seed=seed, measures=MEASURES)
 
@@ -82,18 +83,18 @@ def add_truth(table: pd.DataFrame, truth: pd.DataFrame | None) -> pd.DataFrame:
                         truth_se_pp=[by.truth_se_pp.get(k, float("nan")) for k in keys])
 
 
-def resolve_main_rule(main_rule: str, backend: str, rules: Sequence[str]) -> str:
+def resolve_main_rule(main_rule: str, backend: Backend, rules: Sequence[str]) -> str:
     """The rule the chapter's headline reads: ``main_rule`` if it runs on ``backend`` and is among
     ``rules``; else the LLM judge on LLM runs (a rule that reads the simulator's step ids as truth,
     ``workflow.rulesets.SIMULATOR_ONLY``, is not defined there), else the first of ``rules``. Prints a
     note when it changes the choice."""
-    from mechaudit.workflow.rulesets import rules_for_backend
+    from mechaudit.workflow.rulesets import rules_for
 
-    run = rules_for_backend(rules, backend)
+    run = rules_for(rules, backend.is_llm)
     if main_rule in run:
         return main_rule
     chosen = "llm" if "llm" in run else run[0]
-    print(f"main_rule {main_rule!r} is not run here (backend {backend!r}, rules {list(run)}); "
+    print(f"main_rule {main_rule!r} is not run here (backend {backend.value!r}, rules {list(run)}); "
           f"the headline uses {chosen!r}")
     return chosen
 
@@ -453,18 +454,18 @@ def judge_range_key(label: str, end: str) -> str:
     return f"critique_depth.judge_range_pp.k{a}_vs_k{b}_{end}"
 
 
-def judge_model_axis(runs, design: Design, models: Sequence[str], *, backend: str, client,
-                     instances) -> pd.DataFrame | None:
+def judge_model_axis(runs, design: Design, models: Sequence[str], *, client, instances) -> pd.DataFrame | None:
     """Extra divergence (pp) of every design comparison per judge model: one row per model (in the
     order given, each name once), one column per comparison label ("0 v 1", ...). Every model judges
     every matched pair of ``runs`` exactly as the chapter's ``llm`` rule does (``build_rules``: full
     rubric, the same orders and early stop) through ``client``, so the main judge's calls are
-    answered from the cache. Offline: None (no judge model runs, and nothing stands in for one)."""
+    answered from the cache. Offline (``client`` None): None (no judge model runs, and nothing stands
+    in for one)."""
     from mechaudit.workflow import build_rules, rule_tables
 
-    if not Backend.parse(backend).is_llm:
+    if client is None:
         return None
-    rules = {m: build_rules(["llm"], backend=backend, judge_model=m, client=client, instances=instances)["llm"]
+    rules = {m: build_rules(["llm"], client, judge_model=m, instances=instances)["llm"]
              .same_or_undecided for m in dict.fromkeys(models)}
     _, table = rule_tables(runs, rules, design.comparisons())
     labels = [f"{a} v {b}" for a, b in design.comparisons()]

@@ -32,28 +32,28 @@ from mechaudit.workflow.plan import design_for, plan_workflow
 from mechaudit.workflow.records import demands_frame
 
 
-def label_source(backend: str) -> str:
+def label_source(backend: Backend) -> str:
     """Where the labels come from, for notes and legends: "simulator log" or "LLM judge, <backend>"."""
-    return f"LLM judge, {backend}" if Backend.parse(backend).is_llm else "simulator log"
+    return f"LLM judge, {backend.value}" if backend.is_llm else "simulator log"
 
 
-def judged_only(labelled: pd.DataFrame, delivery: Delivery, backend: str, json_retries: int) -> pd.DataFrame:
-    """The demands that carry a label. LLM backends only: first show the hypotheses the workflow
-    dropped and the challenges whose judge reply stayed invalid, then drop those demands. The
-    simulator labels every demand, so with ``reference`` the frame comes back unchanged."""
-    if not Backend.parse(backend).is_llm:
+def judged_only(labelled: pd.DataFrame, delivery: Delivery, json_retries: int) -> pd.DataFrame:
+    """The demands that carry a label. LLM runs only (``delivery.client``): first show the hypotheses
+    the workflow dropped and the challenges whose judge reply stayed invalid, then drop those
+    demands. The simulator labels every demand, so offline the frame comes back unchanged."""
+    if delivery.client is None:
         return labelled
-    report_dropped(delivery, backend, json_retries)
+    report_dropped(delivery, json_retries)
     show_excluded(excluded_challenges(labelled), json_retries, what="challenges (engagement judge)")
     return labelled[labelled["label"].notna()]
 
 
-def label_runs(delivery: Delivery, backend: str, judge_model: str, json_retries: int) -> pd.DataFrame:
-    """One row per labelled demand of ``delivery.runs`` (see ``engagement.label_demands``), with
-    the LLM-only exclusions applied (:func:`judged_only`)."""
-    labelled = label_demands(delivery.runs, backend, client=delivery.client, model=judge_model,
-                             json_retries=json_retries)
-    return judged_only(labelled, delivery, backend, json_retries)
+def label_runs(delivery: Delivery, judge_model: str, json_retries: int) -> pd.DataFrame:
+    """One row per labelled demand of ``delivery.runs`` (see ``engagement.label_demands``; the LLM
+    judge answers through ``delivery.client``, the simulator's log offline), with the LLM-only
+    exclusions applied (:func:`judged_only`)."""
+    labelled = label_demands(delivery.runs, delivery.client, model=judge_model, json_retries=json_retries)
+    return judged_only(labelled, delivery, json_retries)
 
 
 def shares_table(labelled: pd.DataFrame, paper: dict[str, float] | None) -> pd.DataFrame:
@@ -77,10 +77,11 @@ def round_shares(labelled: pd.DataFrame) -> pd.DataFrame:
     return pct
 
 
-def target_table(labelled: pd.DataFrame, backend: str) -> pd.DataFrame:
-    """Shares (%) per label for demands on weak links and on sound links (index "demand on"); LLM
-    runs know no weak links, so there: demands per depth (index) and label (counts)."""
-    if Backend.parse(backend).is_llm:
+def target_table(labelled: pd.DataFrame) -> pd.DataFrame:
+    """Shares (%) per label for demands on weak links and on sound links (index "demand on"); runs
+    that know no weak links (an LLM's, :func:`knows_weak_links`): demands per depth (index) and label
+    (counts)."""
+    if not knows_weak_links(labelled):
         counts = labelled.groupby(["depth", "label"]).size().unstack(fill_value=0)
         return counts.reindex(columns=list(LABELS), fill_value=0).astype(int)
     target = labelled.weak_link.map({True: "weak link", False: "sound link"})
@@ -95,7 +96,7 @@ def max_gap_pp(shares: pd.Series, paper: dict[str, float]) -> float:
     return float((shares - pd.Series(paper)).abs().max())
 
 
-def paper_rows(labelled: pd.DataFrame, backend: str) -> list[tuple]:
+def paper_rows(labelled: pd.DataFrame, backend: Backend) -> list[tuple]:
     """Rows ``(key, ours, note)`` for ``mechaudit.paper.compare``: the number of demands and the four
     label shares, noted with where the labels come from."""
     note = label_source(backend)

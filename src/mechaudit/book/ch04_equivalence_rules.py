@@ -19,7 +19,7 @@ from mechaudit.book.chapter import judge_models
 from mechaudit.llm.pricing import Planned
 from mechaudit.paths import cache_path
 from mechaudit.schema import Benchmark, load_benchmark
-from mechaudit.workflow import build_rules, delivered_diversity, rules_for_backend
+from mechaudit.workflow import build_rules, delivered_diversity, rules_for
 from mechaudit.workflow.plan import design_for, plan_delivered_judges, plan_workflow
 
 #: human column names of the per-rule summary
@@ -27,17 +27,18 @@ SUMMARY_COLUMNS = {"n_hypotheses": "hypotheses", "components": "groups (componen
                    "complete": "groups (complete)", "vendi": "Vendi score"}
 
 
-def chapter_rules(names: Sequence[str], backend: str, *, tfidf_threshold: float, embedding_threshold: float,
-                  embedding_model: str | None, judge_model: str, client, bench: Benchmark,
+def chapter_rules(names: Sequence[str], client, *, tfidf_threshold: float, embedding_threshold: float,
+                  embedding_model: str | None, judge_model: str, bench: Benchmark,
                   embedding_cache: bool = True) -> dict[str, object]:
-    """Rule objects by name for runs from ``backend``: LLM runs drop ``mechanism_key`` (no ground
-    truth) and add the LLM judge (``workflow.rules_for_backend``), then ``workflow.build_rules``.
+    """Rule objects by name: offline (``client`` None) ``names``; LLM runs drop ``mechanism_key`` (no
+    ground truth) and add the LLM judge answering through ``client`` (``workflow.rules_for``), then
+    ``workflow.build_rules``.
     ``embedding_cache``: keep embedding vectors in the disk store ``paths.cache_path("embedding_cache")``
     (shared with chapters 02 and 05, so the same text is encoded once)."""
-    names = rules_for_backend(names, backend)
-    return build_rules(names, backend=backend, tfidf_threshold=tfidf_threshold,
+    names = rules_for(names, client is not None)
+    return build_rules(names, client, tfidf_threshold=tfidf_threshold,
                        embedding_threshold=embedding_threshold, embedding_model=embedding_model,
-                       judge_model=judge_model, client=client, instances=bench.instances,
+                       judge_model=judge_model, instances=bench.instances,
                        embedding_cache_dir=cache_path("embedding_cache") if embedding_cache else None)
 
 

@@ -128,14 +128,15 @@ class LLMDecisions:
     summary: str
 
 
-def judge_with_llm(pairs: Sequence[Pair], instances, *, backend: str, model: str, rubric: str = "full",
-                   orders: Sequence[str] = ("ab", "ab", "ba"), early_stop: bool = True,
-                   cache_dir: str | None = None) -> LLMDecisions:
-    """The LLM judge on ``pairs`` (majority over ``orders``), or "not run" with an offline backend."""
-    if not Backend.parse(backend).is_llm:
-        return LLMDecisions(not_run(len(pairs)), None, f"LLM judge: not run (backend {backend!r} is offline)")
-    judge = LLMJudge(rubric=rubric, model=model, backend=backend, orders=orders, early_stop=early_stop,
-                     cache_dir=cache_dir, instances=instances)
+def judge_with_llm(pairs: Sequence[Pair], instances, *, client, model: str, rubric: str = "full",
+                   orders: Sequence[str] = ("ab", "ab", "ba"), early_stop: bool = True) -> LLMDecisions:
+    """The LLM judge on ``pairs`` (majority over ``orders``) through ``client``, or "not run" offline
+    (``client`` None)."""
+    if client is None:
+        return LLMDecisions(not_run(len(pairs)), None,
+                            f"LLM judge: not run (backend {Backend.REFERENCE.value!r} is offline)")
+    judge = LLMJudge(rubric=rubric, model=model, client=client, orders=orders, early_stop=early_stop,
+                     instances=instances)
     d = judge.decide(pairs)
     summary = (f"LLM judge ({model}): {int(d['n_calls'].sum())} calls ({d['n_calls'].mean():.2f} per pair of "
                f"{len(orders)} planned; early stop {early_stop}), {int(d['n_invalid'].sum())} invalid JSON "
@@ -144,17 +145,18 @@ def judge_with_llm(pairs: Sequence[Pair], instances, *, backend: str, model: str
 
 
 def judge_model_axis(pairs: Sequence[Pair], first: LLMDecisions, models: Sequence[str], *, kinds: Sequence[str],
-                     backend: str, rubric: str, orders: Sequence[str], early_stop: bool, instances
+                     rubric: str, orders: Sequence[str], early_stop: bool, instances
                      ) -> tuple[pd.DataFrame | None, pd.DataFrame | None, pd.DataFrame]:
     """The same pairs through every further model of ``models`` (``models[0]`` gave ``first``).
 
     Returns the agreement table between models, the % judged different per model (rows) and kind,
-    and each kind's range over models; offline or with one model: ``(None, None, placeholder)``.
+    and each kind's range over models; offline (``first.client`` None) or with one model:
+    ``(None, None, placeholder)``. The further models answer through ``first.client``.
     """
     models = list(dict.fromkeys(models))
-    if not Backend.parse(backend).is_llm or len(models) < 2:
-        return None, None, axis_placeholder(backend, models)
-    more = judge_each_model(pairs, models[1:], backend=backend, client=first.client, rubric=rubric,
+    if first.client is None or len(models) < 2:
+        return None, None, axis_placeholder(first.client is not None, models)
+    more = judge_each_model(pairs, models[1:], first.client, rubric=rubric,
                             orders=orders, early_stop=early_stop, instances=instances)
     verdicts = verdict_matrix({models[0]: first.same, **{m: majority(c, len(pairs))["same"] for m, c in more.items()}})
     per_model = percent_different(verdicts.T, kinds=kinds, order=KINDS).T  # models x kinds
@@ -188,19 +190,19 @@ def _value(table: pd.DataFrame, row: str, column: str) -> float | None:
     return round(float(table.loc[row, column]), 1)
 
 
-def paper_rows(pooled: pd.DataFrame, names: RuleSet, *, backend: str, model: str) -> list[tuple]:
+def paper_rows(pooled: pd.DataFrame, names: RuleSet, *, backend: Backend, model: str) -> list[tuple]:
     """Rows ``(key, ours, note)`` for ``mechaudit.paper.compare``: % judged different per kind the
     paper reports, for TF-IDF, embeddings and the LLM judge (offline: "not run", with the reference
     judge's value in the note for orientation only)."""
-    llm_run = Backend.parse(backend).is_llm
+    llm_run = backend.is_llm
     rows = []
     for kind in PAPER_KINDS:
         key = f"perturbations.{kind}_pct_different"
         rows.append((f"{key}.tfidf", _value(pooled, kind, names.tfidf)))
         rows.append((f"{key}.embedding", _value(pooled, kind, names.embedding),
                      f"MiniLM; matched: {_value(pooled, kind, names.matched)}"))
-        rows.append((f"{key}.llm", _value(pooled, kind, LLM_COLUMN),
-                     f"{model}, {backend}" if llm_run else f"reference judge: {_value(pooled, kind, names.reference)}"))
+        note = f"{model}, {backend.value}" if llm_run else f"reference judge: {_value(pooled, kind, names.reference)}"
+        rows.append((f"{key}.llm", _value(pooled, kind, LLM_COLUMN), note))
     return rows
 
 
@@ -273,13 +275,13 @@ class SuiteAudit:
         return pooled_percent(self.decisions, kinds=self.setup.kinds)
 
 
-def audit_suite(s: PerturbationSetup, names: RuleSet, *, backend: str, model: str, rubric: str = "full",
-                orders: Sequence[str] = ("ab", "ab", "ba"), early_stop: bool = True,
-                cache_dir: str | None = None) -> SuiteAudit:
-    """Every rule of ``names`` and the LLM judge (``judge_with_llm``) on the valid pairs of ``s``."""
+def audit_suite(s: PerturbationSetup, names: RuleSet, *, client, model: str, rubric: str = "full",
+                orders: Sequence[str] = ("ab", "ab", "ba"), early_stop: bool = True) -> SuiteAudit:
+    """Every rule of ``names`` and the LLM judge (``judge_with_llm`` through ``client``; None
+    offline) on the valid pairs of ``s``."""
     decisions = decisions_table(s.pairs, names.rules)
-    llm = judge_with_llm(s.pairs, s.bench.instances, backend=backend, model=model, rubric=rubric, orders=orders,
-                         early_stop=early_stop, cache_dir=cache_dir)
+    llm = judge_with_llm(s.pairs, s.bench.instances, client=client, model=model, rubric=rubric, orders=orders,
+                         early_stop=early_stop)
     decisions[LLM_COLUMN] = llm.same
     sims = pd.DataFrame({"tfidf": names.rules[names.tfidf].similarity(s.pairs),
                          "embedding": names.rules[names.embedding].similarity(s.pairs)})
@@ -348,13 +350,13 @@ def conclusions(audits: Mapping[str, SuiteAudit], names: RuleSet, separation: pd
     return out.rename_axis("statement")
 
 
-def paper_table(audits: Mapping[str, SuiteAudit], names: RuleSet, *, backend: str, model: str) -> pd.DataFrame:
+def paper_table(audits: Mapping[str, SuiteAudit], names: RuleSet, *, backend: Backend, model: str) -> pd.DataFrame:
     """The paper-vs-run table (``paper.compare`` of ``paper_rows``) with one column per suite in
     place of "this run"; a row's provenance differs between suites only for the text rules on
     swaps (true by construction on the template-built suite), and then names each suite's."""
     from mechaudit.paper import compare
 
-    tables = {n: compare(paper_rows(a.pooled, names, backend=backend, model=model), backend=backend, suite=n)
+    tables = {n: compare(paper_rows(a.pooled, names, backend=backend, model=model), llm=backend.is_llm, suite=n)
               for n, a in audits.items()}
     first = next(iter(tables))
     out = tables[first].rename(columns={"this run": SUITE_LABELS[first]})

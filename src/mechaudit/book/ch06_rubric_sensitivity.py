@@ -80,17 +80,15 @@ class RubricLLM:
     client: Any
 
 
-def judge_rubrics_with_llm(pairs: Sequence[Pair], rubrics: Sequence[str], instances, *, backend: str, model: str,
-                           orders: Sequence[str] = ("ab", "ab", "ba"), cache_dir: str | None = None) -> RubricLLM:
-    """Every pair under every rubric with ``model`` (every order asked: order effects need every
-    call); offline, "not run" columns."""
-    if not Backend.parse(backend).is_llm:
+def judge_rubrics_with_llm(pairs: Sequence[Pair], rubrics: Sequence[str], instances, *, client, model: str,
+                           orders: Sequence[str] = ("ab", "ab", "ba")) -> RubricLLM:
+    """Every pair under every rubric with ``model`` through ``client`` (every order asked: order
+    effects need every call); offline (``client`` None), "not run" columns."""
+    if client is None:
         return RubricLLM(pd.DataFrame({f"llm {r}": not_run(len(pairs)) for r in rubrics}), None, None)
-    calls, columns, client = {}, {}, None
+    calls, columns = {}, {}
     for r in rubrics:
-        judge = LLMJudge(rubric=r, model=model, backend=backend, orders=orders, early_stop=False,
-                         cache_dir=cache_dir, client=client, instances=instances)
-        client = judge.client
+        judge = LLMJudge(rubric=r, model=model, client=client, orders=orders, early_stop=False, instances=instances)
         calls[r] = judge.judge(pairs)
         columns[f"llm {r}"] = majority(calls[r], len(pairs))["same"].array
     return RubricLLM(pd.DataFrame(columns), calls, client)
@@ -166,7 +164,7 @@ def order_effects(llm: RubricLLM, decisions: pd.DataFrame, rubrics: Sequence[str
 
 
 def rubric_model_axis(pairs: Sequence[Pair], llm: RubricLLM, rubrics: Sequence[str], models: Sequence[str], *,
-                      kinds: Sequence[str], backend: str, orders: Sequence[str], instances
+                      kinds: Sequence[str], orders: Sequence[str], instances
                       ) -> tuple[pd.DataFrame | None, pd.DataFrame]:
     """Every rubric's pairs through the further models of ``models`` (``models[0]`` gave ``llm``).
 
@@ -174,10 +172,10 @@ def rubric_model_axis(pairs: Sequence[Pair], llm: RubricLLM, rubrics: Sequence[s
     "% judged different" over the models; offline or with one model: ``(None, placeholder)``."""
     models = list(dict.fromkeys(models))
     if llm.calls is None or len(models) < 2:
-        return None, axis_placeholder(backend, models)
+        return None, axis_placeholder(llm.client is not None, models)
     agree, estimates = [], {}
     for r in rubrics:
-        more = judge_each_model(pairs, models[1:], backend=backend, client=llm.client, rubric=r, orders=orders,
+        more = judge_each_model(pairs, models[1:], llm.client, rubric=r, orders=orders,
                                 early_stop=True, instances=instances)
         verdicts = verdict_matrix({models[0]: llm.decisions[f"llm {r}"],
                                    **{m: majority(c, len(pairs))["same"] for m, c in more.items()}})
@@ -194,12 +192,12 @@ def _fss(pct: pd.DataFrame, column: str) -> float | None:
     return None if pd.isna(value) else round(float(value), 1)
 
 
-def paper_rows(pct: pd.DataFrame, effects: OrderEffects, rubrics: Sequence[str], *, backend: str,
+def paper_rows(pct: pd.DataFrame, effects: OrderEffects, rubrics: Sequence[str], *, backend: Backend,
                model: str) -> list[tuple]:
     """Rows ``(key, ours, note)`` for ``mechaudit.paper.compare``: % of first-step swaps judged
     different per rubric and the order and repetition effects (offline: "not run"; the note gives
     the reference judge's value for orientation only)."""
-    llm_note = f"{model}, {backend}"
+    llm_note = f"{model}, {backend.value}"
     rows = [(f"rubric.first_step_swapped_pct_different.{r}", _fss(pct, f"llm {r}"),
              llm_note if effects.per_prompt else f"reference judge: {_fss(pct, f'reference {r}')}")
             for r in PAPER_RUBRICS if r in rubrics]

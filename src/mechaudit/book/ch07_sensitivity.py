@@ -31,8 +31,7 @@ from mechaudit.agreement import (
     threshold_sweep,
     verdict_matrix,
 )
-from mechaudit.backends import Backend
-from mechaudit.book.chapter import judge_models
+from mechaudit.book.chapter import axis_placeholder, judge_models
 from mechaudit.llm.pricing import Planned
 from mechaudit.paths import cache_path
 from mechaudit.perturb import MEANING_PRESERVING, SUITE_LABELS, available_suites, load_pairs
@@ -161,19 +160,19 @@ class FixedMethods:
     third: str
 
 
-def fixed_decisions(s: SensitivitySetup, set_sim: Mapping[str, np.ndarray], *, backend: str = "reference",
+def fixed_decisions(s: SensitivitySetup, set_sim: Mapping[str, np.ndarray], *, client=None,
                     model: str = "claude-opus-4-6", rubric: str = "full", orders: Sequence[str] = ("ab", "ab", "ba"),
-                    cache_dir: str | None = None) -> FixedMethods:
-    """The reference judge, TF-IDF and embeddings at their thresholds and, with an LLM backend, the
-    LLM judge ``model`` (majority over ``orders``; undecided pairs NA) on the committed-set pairs."""
+                    ) -> FixedMethods:
+    """The reference judge, TF-IDF and embeddings at their thresholds and, with an LLM ``client``
+    (None offline), the LLM judge ``model`` (majority over ``orders``; undecided pairs NA) on the
+    committed-set pairs."""
     reference = f"reference ({s.reference.rubric})"
     tfidf, embedding = f"tfidf {s.tfidf.threshold:g}", f"embedding {s.embedding.threshold:g}"
     decisions = {reference: s.reference.same(s.set_pairs), tfidf: set_sim["tfidf"] >= s.tfidf.threshold,
                  embedding: set_sim["embedding"] >= s.embedding.threshold}
     third = reference
-    if Backend.parse(backend).is_llm:
-        judge = LLMJudge(rubric=rubric, model=model, backend=backend, orders=orders, cache_dir=cache_dir,
-                         instances=s.bench.instances)
+    if client is not None:
+        judge = LLMJudge(rubric=rubric, model=model, client=client, orders=orders, instances=s.bench.instances)
         third = f"llm {model}"
         decisions[third] = judge.decide(s.set_pairs)["same"].to_numpy()
     return FixedMethods(decisions, tfidf, embedding, third)
@@ -226,20 +225,19 @@ class StabilityCheck:
     llm_run: bool
 
 
-def stability_check(s: SensitivitySetup, pairs: Sequence[Pair], *, backend: str, models: Sequence[str],
-                    rubric: str = "full", orders: Sequence[str] = ("ab", "ab", "ba"),
-                    cache_dir: str | None = None) -> StabilityCheck:
-    """With an LLM backend: every model of ``models`` judges ``pairs`` under every order (no early
-    stop) and each gets a ``stability_summary`` row. Offline: the deterministic rules judged twice
-    and in reversed order (changes are 0 by construction; the check shows it)."""
-    if not Backend.parse(backend).is_llm:
+def stability_check(s: SensitivitySetup, pairs: Sequence[Pair], *, client, models: Sequence[str],
+                    rubric: str = "full", orders: Sequence[str] = ("ab", "ab", "ba")) -> StabilityCheck:
+    """With an LLM ``client``: every model of ``models`` judges ``pairs`` under every order (no early
+    stop) and each gets a ``stability_summary`` row. Offline (``client`` None): the deterministic
+    rules judged twice and in reversed order (changes are 0 by construction; the check shows it)."""
+    if client is None:
         rules = {"tfidf": s.tfidf, "embedding": s.embedding, f"reference ({s.reference.rubric})": s.reference}
         reversed_pairs = [(b, a) for a, b in pairs]
         rows = {name: {"pairs": len(pairs), "repeat changed": int(np.sum(rule.same(pairs) != rule.same(pairs))),
                        "reversal changed": int(np.sum(rule.same(pairs) != rule.same(reversed_pairs)))}
                 for name, rule in rules.items()}
         return StabilityCheck(pd.DataFrame.from_dict(rows, orient="index").rename_axis("rule"), None, False)
-    calls = judge_each_model(pairs, models, backend=backend, cache_dir=cache_dir, rubric=rubric, orders=orders,
+    calls = judge_each_model(pairs, models, client, rubric=rubric, orders=orders,
                              instances=s.bench.instances, early_stop=False)  # stability needs every call
     table = pd.DataFrame.from_dict({m: stability_summary(c, len(pairs)).row for m, c in calls.items()},
                                    orient="index").rename_axis("model")
@@ -249,12 +247,11 @@ def stability_check(s: SensitivitySetup, pairs: Sequence[Pair], *, backend: str,
     return StabilityCheck(table, agreement, True)
 
 
-def model_ranges(check: StabilityCheck, backend: str, models: Sequence[str]) -> pd.DataFrame:
+def model_ranges(check: StabilityCheck, models: Sequence[str]) -> pd.DataFrame:
     """How far the "same" rate and the order-reversal rate move with the judge model (range over
     models, the kind of range of the paper's Fig. 5), or why it was not run."""
     if check.agreement is None:
-        why = "offline backend" if not check.llm_run else f"one judge model ({models[0]})"
-        return pd.DataFrame({"status": [f"not run: {why}"]}, index=pd.Index(["judge models"], name="axis"))
+        return axis_placeholder(check.llm_run, models)
     return estimate_range(check.table[["same %", "reversal changed %"]]).round(1)
 
 

@@ -14,7 +14,6 @@ a documented random model, not a language model.
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -368,17 +367,15 @@ def original_settings(recovery: pd.DataFrame, misspec: pd.DataFrame, rounds_firs
     return table.set_index("quantity").astype(str)
 
 
-def calibrate_with_llm(pool: SyntheticPool, backend: str, *, model: str, n_pairs: int, seed: int = 0,
-                       cache_dir: str | os.PathLike[str] | None = None, client: Any = None) -> pd.DataFrame:
-    """The chapter's real-judge step: with an LLM backend, fit tau per role from ``n_pairs`` verdicts
+def calibrate_with_llm(pool: SyntheticPool, client, *, model: str, n_pairs: int, seed: int = 0) -> pd.DataFrame:
+    """The chapter's real-judge step: with an LLM ``client``, fit tau per role from ``n_pairs`` verdicts
     of the blind judge ``model`` (:func:`mechaudit.tau.llm_tau_calibration`; prints how many requests
-    were sent and answered from the cache) and return the fits per role and fitter. With an offline
-    backend nothing runs and a one-row "not run" table is returned."""
-    if not Backend.parse(backend).is_llm:
-        return pd.DataFrame({"real judge": [f"not run: backend {backend!r} has no language model"]},
+    were sent and answered from the cache) and return the fits per role and fitter. Offline
+    (``client`` None) nothing runs and a one-row "not run" table is returned."""
+    if client is None:
+        return pd.DataFrame({"real judge": [f"not run: backend {Backend.REFERENCE.value!r} has no language model"]},
                             index=pd.Index(["status"], name="step"))
-    calibration = llm_tau_calibration(pool, backend, model=model, n_pairs=n_pairs, seed=seed,
-                                      cache_dir=cache_dir, client=client)
+    calibration = llm_tau_calibration(pool, client, model=model, n_pairs=n_pairs, seed=seed)
     print(f"{calibration.requests_sent} requests sent, {calibration.served_from_cache} answers from the cache")
     fits = calibration.fits.set_index(["role", "method"])[["tau", "se", "n_pairs", "n_excluded", "sign_agreement"]]
     fits.columns = ["τ", "SE", "verdicts", "excluded", "sign agreement"]

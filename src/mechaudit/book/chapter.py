@@ -1,21 +1,29 @@
-"""What the chapter modules (``mechaudit.book.ch*``) share; no chapter module imports another.
+"""What the chapter modules (``mechaudit.book.ch*``) and notebooks share; no chapter module imports
+another.
 
-The status of a chapter's headline (where its numbers come from) and, beside it in the intro's
-results-at-a-glance table, the provenance (how they can relate to the paper's,
-``mechaudit.provenance``) and the verdict; the placeholder a judge-model section shows when it did
-not run; and the judge models a chapter's parameters ask for (its cost plan and its steps agree).
+- :class:`ChapterSettings` and :class:`ChapterContext`: a chapter's run settings, parsed once from its
+  parameters (the only ``Backend.parse`` in the package), and what its cells use: the LLM client (or
+  None offline) with this chapter's own :class:`~mechaudit.llm.session.LLMSession` (budget, batch
+  mode, usage table), the status line, the figure caption and the usage table.
+- The status of a chapter's headline (where its numbers come from) and, beside it in the intro's
+  results-at-a-glance table, the provenance (how they can relate to the paper's,
+  ``mechaudit.provenance``) and the verdict; the placeholder a judge-model section shows when it did
+  not run; and the judge models a chapter's parameters ask for (its cost plan and its steps agree).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from mechaudit import provenance
 from mechaudit.backends import Backend
+from mechaudit.llm import LLMClient, get_client
+from mechaudit.llm.session import LLMSession, check_max_usd
 from mechaudit.paper import entry
 
 #: what the offline (``reference`` backend) numbers are, per kind of chapter
@@ -24,15 +32,110 @@ LOCAL = "computed locally (no LLM)"
 REFERENCE_JUDGE = "reference judge (not an LLM)"
 
 
-def headline_status(backend: str, model: str, offline: str) -> str:
+def backend_of(params: Mapping[str, Any]) -> Backend:
+    """The ``backend`` among ``params`` (default reference), parsed: the one place a backend name
+    becomes a :class:`Backend`; a bad name raises ``BackendError`` (one line)."""
+    return Backend.parse(params.get("backend", Backend.REFERENCE))
+
+
+@dataclass(frozen=True)
+class ChapterSettings:
+    """The run settings of one chapter, from its parameters: ``backend`` (parsed), ``max_usd`` (USD,
+    None = no limit), ``llm_batch`` (Message Batches for bulk requests) and ``cache_dir`` (the
+    response cache; None = ``data/llm_cache``)."""
+
+    backend: Backend = Backend.REFERENCE
+    max_usd: float | None = None
+    llm_batch: bool = False
+    cache_dir: str | Path | None = None
+
+    @classmethod
+    def from_params(cls, params: Mapping[str, Any]) -> ChapterSettings:
+        """The settings among ``params`` (a parameters mapping or a notebook's ``globals()``); a
+        missing name keeps its default. A bad backend or budget raises one line naming the field."""
+        given = {f.name: params[f.name] for f in fields(cls) if f.name in params}
+        given.pop("backend", None)
+        return cls(backend=backend_of(params), max_usd=check_max_usd(given.pop("max_usd", None)),
+                   llm_batch=bool(given.pop("llm_batch", False)), **given)
+
+    @property
+    def llm(self) -> bool:
+        """True when the chapter's judges and workflow answer through an LLM (live or recorded)."""
+        return self.backend.is_llm
+
+
+class ChapterContext:
+    """What a chapter's cells share, opened once in its set-up cell:
+    ``ctx = ChapterContext.open(globals())``.
+
+    ``settings``: :class:`ChapterSettings`; ``session``: this chapter's LLM session (budget and batch
+    mode of every request it sends; its usage table); ``client``: the chapter's LLM client over that
+    session, or None with the offline backend. Library steps take ``ctx.client``.
+    """
+
+    def __init__(self, settings: ChapterSettings) -> None:
+        self.settings = settings
+        self.session = LLMSession(max_usd=settings.max_usd, batch=settings.llm_batch)
+        self.client: LLMClient | None = None
+
+    @classmethod
+    def open(cls, params: Mapping[str, Any]) -> ChapterContext:
+        """The context of a chapter run with ``params``: an LLM backend gets a client over the
+        response cache in ``cache_dir``, spending from the chapter's own session."""
+        from mechaudit.errors import use_warning_style
+
+        use_warning_style()  # a torn cache line is reported once, as one line
+        settings = ChapterSettings.from_params(params)
+        ctx = cls(settings)
+        if settings.llm:
+            ctx.client = get_client(settings.backend, cache_dir=settings.cache_dir, session=ctx.session)
+        return ctx
+
+    @property
+    def backend(self) -> Backend:
+        return self.settings.backend
+
+    @property
+    def llm(self) -> bool:
+        return self.settings.llm
+
+    def status(self, model: str, offline: str) -> str:
+        """The headline's status: ``"LLM (<model>, <backend>)"`` or ``offline`` (e.g. ``SIMULATED``)."""
+        return headline_status(self.backend, model, offline)
+
+    def caption(self, extra: str = "") -> str:
+        """A figure's caption: ``"Backend: <backend>"`` and ``extra`` after a full stop."""
+        return f"Backend: {self.backend.value}" + (f". {extra}" if extra else "")
+
+    def usage(self, pairs: int | None = None) -> pd.DataFrame:
+        """The chapter's LLM usage table (:meth:`LLMSession.usage_table`), to be its last cell's
+        output; one line saying so when the chapter made no LLM call."""
+        if not self.llm:
+            return pd.DataFrame({"LLM usage": [f"no LLM calls (backend {self.backend.value!r} is offline)"]})
+        table = self.session.usage_table(pairs)
+        if table.empty:
+            return pd.DataFrame({"LLM usage": [f"no LLM calls (backend {self.backend.value!r})"]})
+        return table
+
+    def close(self) -> None:
+        """Close the session (its progress stream)."""
+        self.session.close()
+
+    def __enter__(self) -> ChapterContext:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def headline_status(backend: Backend, model: str, offline: str) -> str:
     """``"LLM (<model>, <backend>)"`` for an LLM backend, else ``offline`` (e.g. ``SIMULATED``)."""
-    parsed = Backend.parse(backend)
-    return f"LLM ({model}, {parsed.value})" if parsed.is_llm else offline
+    return f"LLM ({model}, {backend.value})" if backend.is_llm else offline
 
 
-def axis_placeholder(backend: str, models: Sequence[str]) -> pd.DataFrame:
+def axis_placeholder(llm: bool, models: Sequence[str]) -> pd.DataFrame:
     """The one-row table a judge-model section shows when it did not run, and why."""
-    why = "offline backend" if not Backend.parse(backend).is_llm else f"one judge model ({models[0]})"
+    why = "offline backend" if not llm else f"one judge model ({models[0]})"
     return pd.DataFrame({"status": [f"not run: {why}"]}, index=pd.Index(["judge models"], name="axis"))
 
 
@@ -43,11 +146,11 @@ def judge_models(p: Mapping[str, Any]) -> list[str]:
     return list(dict.fromkeys([*first, *(p.get("judge_models") or [])]))
 
 
-def simulation_only_note(backend: str) -> None:
+def simulation_only_note(backend: Backend) -> None:
     """LLM backends only: print that the chapter runs the simulator anyway (it needs the simulator's
     ground truth) and sends no LLM request."""
-    if Backend.parse(backend).is_llm:
-        print(f"backend {backend!r}: this chapter is simulation-only (it needs the simulator's ground truth), "
+    if backend.is_llm:
+        print(f"backend {backend.value!r}: this chapter is simulation-only (it needs the simulator's ground truth), "
               "so it runs with the simulator and sends no LLM request.")
 
 
@@ -102,13 +205,13 @@ def agrees(key: str, value: Any) -> bool | None:
     return abs(float(value) - float(paper)) <= TOLERANCE.get(unit, 0.1 * abs(float(paper)))
 
 
-def headline_provenance(chapter: str, backend: str, values: Mapping[str, Any] | None = None) -> tuple[str, str]:
+def headline_provenance(chapter: str, llm: bool, values: Mapping[str, Any] | None = None) -> tuple[str, str]:
     """The intro row of ``chapter`` ("ch02", ...): its provenance cell (``provenance.summary``) and
-    its verdict (``provenance.verdict``). ``values``: the row's numbers by part name, used to judge
-    agreement with the paper under an LLM backend."""
-    llm = Backend.parse(backend).is_llm
+    its verdict (``provenance.verdict``); ``llm``: whether its numbers came from an LLM backend.
+    ``values``: the row's numbers by part name, used to judge agreement with the paper under an LLM
+    backend."""
     parts = [p for p in HEADLINE_PARTS[chapter] if not (llm and p.offline_only)]
-    found = [(p.name, provenance.of(p.key, backend, suite=p.suite)) for p in parts]
+    found = [(p.name, provenance.of(p.key, llm, suite=p.suite)) for p in parts]
     checks = [agrees(p.key, values.get(p.name)) for p in parts] if values else [None]
-    verdict = provenance.verdict([v for _, v in found], backend, all(c is True for c in checks))
+    verdict = provenance.verdict([v for _, v in found], llm, all(c is True for c in checks))
     return provenance.summary(found), verdict

@@ -52,6 +52,7 @@ def chapter_plan(stem: str) -> Callable[[Mapping[str, Any]], list[Planned]] | No
 def chapter_params(chapter, params_file=None, overrides: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """Every parameter of ``chapter`` as it would run: the notebook's defaults, the parameter file
     and the overrides (relative ``data_dir``/``cache_dir`` resolve against the working directory)."""
+    from mechaudit.book.chapter import backend_of
     from mechaudit.book.params import notebook_parameters, resolve_parameters
 
     params = dict(notebook_parameters(chapter.source))
@@ -59,6 +60,7 @@ def chapter_params(chapter, params_file=None, overrides: Mapping[str, Any] | Non
     for name in ("data_dir", "cache_dir"):
         if params.get(name) is not None:
             params[name] = str(Path(params[name]).expanduser().resolve())
+    params["backend"] = backend_of(params)  # planners compare members
     return params
 
 
@@ -68,7 +70,6 @@ def estimate_chapters(names: Sequence[str] = (), params_file=None, overrides: Ma
     as ``mechaudit execute`` would run them; chapters with an offline backend contribute no row.
     ``base_url``: the custom OpenAI-compatible server the run's OpenAI-routed requests go to (None:
     ``OPENAI_BASE_URL``, if set), which prices them by endpoint."""
-    from mechaudit.backends import Backend
     from mechaudit.book.params import DEFAULT_PARAMS, resolve_chapter, toc_chapters
     from mechaudit.llm.cache import ResponseCache, default_cache_dir
     from mechaudit.llm.ledger import load_prices
@@ -83,7 +84,7 @@ def estimate_chapters(names: Sequence[str] = (), params_file=None, overrides: Ma
     frames = []
     for chapter in chapters:
         p = chapter_params(chapter, params_file, overrides)
-        if not Backend.parse(p.get("backend", "reference")).is_llm:
+        if not p["backend"].is_llm:
             continue
         planner = chapter_plan(chapter.stem)
         if planner is None:

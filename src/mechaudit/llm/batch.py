@@ -16,7 +16,6 @@ from typing import Any
 
 from tqdm import tqdm
 
-from mechaudit.llm import usage
 from mechaudit.llm.blind import check_request_blind
 from mechaudit.llm.cache import STATE_FILENAME, BatchState, ResponseCache  # noqa: F401 - the log lives with the cache index
 from mechaudit.llm.errors import BatchError, ReplayMissError
@@ -126,7 +125,7 @@ def run_batches(
     batch_size: int = 10_000,
     max_wait: float | None = None,
     progress: bool = False,
-    session: LLMSession | None = None,
+    session: LLMSession,
 ) -> list[str]:
     """Fill ``cache`` for all uncached ``requests`` of Anthropic models via Message Batches; returns
     the batch ids polled (resumed ones first). Raises :class:`BatchError` if some results did not
@@ -137,7 +136,7 @@ def run_batches(
     client and is called only when something must be sent (``None`` = replay: an uncached request
     raises :class:`ReplayMissError`); ``message_params(request)`` gives the Messages API parameters;
     ``api_version`` is stored with each cached result; ``session`` holds the budget the batches are
-    reserved against (None: the process-wide ``usage.SESSION``)."""
+    reserved against."""
     if batch_size < 1:
         raise ValueError(f"batch_size must be >= 1, got {batch_size}")
     todo = _uncached_anthropic(requests, cache)
@@ -150,7 +149,6 @@ def run_batches(
     if not todo and not pending:
         return []
     api = sdk()
-    session = usage.session() if session is None else session
     extra = {"api_version": api_version}
     used: list[str] = []
     failed: dict[str, str] = {}

@@ -31,7 +31,6 @@ from pydantic import BaseModel
 from tqdm import tqdm
 
 from mechaudit.backends import LLM_BACKENDS, Backend
-from mechaudit.llm import usage
 from mechaudit.llm.blind import check_request_blind
 from mechaudit.llm.cache import ResponseCache, default_cache_dir  # noqa: F401 - re-exported
 from mechaudit.llm.errors import (  # noqa: F401 - re-exported: the names' public home stays here
@@ -135,9 +134,9 @@ class LLMClient:
         self._inflight_lock = threading.Lock()
         self.openai_base_url = _base_url(openai_base_url)
         self._ledger = UsageLedger(load_prices(prices), endpoint=self.openai_base_url)
-        #: the session whose budget this client spends and whose usage table counts it (None: the
-        #: process-wide ``usage.SESSION`` of notebooks that call ``usage.begin``)
-        self.session = usage.session() if session is None else session
+        #: the session whose budget this client spends and whose usage table counts it (None: a
+        #: private, unlimited session of its own)
+        self.session = LLMSession() if session is None else session
         self.session.add(self._ledger)
 
     # -- SDK ---------------------------------------------------------------------------------
@@ -457,7 +456,7 @@ def get_client(
     (mapping or YAML path; default ``params/prices.yaml``); ``openai_base_url``: an OpenAI-compatible
     server for the OpenAI-routed models (default: ``OPENAI_BASE_URL`` from the environment, if set);
     ``session``: the :class:`~mechaudit.llm.session.LLMSession` whose budget the client spends
-    (default: the process-wide ``mechaudit.llm.usage.SESSION``).
+    (default: a private, unlimited session that counts this client only).
     """
     cache = ResponseCache(default_cache_dir() if cache_dir is None else cache_dir)
     return LLMClient(

@@ -150,24 +150,20 @@ class LLMSession:
         """The session's ledgers summed per (model, mode)."""
         return combined_ledger(self.ledgers)
 
-    def usage_table(self, backend: str, pairs: int | None = None) -> pd.DataFrame:
-        """The chapter's LLM usage table, to be the output of its last cell.
+    def usage_table(self, pairs: int | None = None) -> pd.DataFrame:
+        """The session's LLM usage table, to be the output of a chapter's last cell.
 
         Rows per (model, mode) with calls, the four token counts and ``cost_usd`` (an estimate from
         the price table; "unknown (no price)" for a model the table lacks, and then for the total
         too); ``mode`` is ``api`` (Messages API calls made), ``batch`` (Message Batches results),
         ``local`` (calls to a custom OpenAI-compatible server) or ``cache`` (distinct requests
         answered from the response cache, paid for earlier or never); a last ``total`` row.
-        ``pairs``: the number of pairs the chapter's judges saw, to add ``calls_per_pair``. With
-        the offline backend the table says "no LLM calls".
+        ``pairs``: the number of pairs the chapter's judges saw, to add ``calls_per_pair``. An
+        empty frame when no client of the session has been called.
         """
-        from mechaudit.backends import Backend
-
-        if not Backend.parse(backend).is_llm:
-            return pd.DataFrame({"LLM usage": [f"no LLM calls (backend {backend!r} is offline)"]})
         table = self.ledger_table()
         if table.empty:
-            return pd.DataFrame({"LLM usage": [f"no LLM calls (backend {backend!r})"]})
+            return table
         total = {"model": "total", "mode": "", "calls": int(table["calls"].sum()),
                  **{c: int(table[c].sum()) for c in TOKEN_COLUMNS},
                  "cost_usd": total_usd(table["cost_usd"])}

@@ -1,0 +1,108 @@
+"""The chapter context: a chapter's parameters parsed once into settings, its own LLM session and
+client, and the status, caption and usage texts its cells show. Also the two package-wide rules
+that come with it: no module-level session in ``mechaudit.llm``, and one ``Backend.parse`` in src/."""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import pkgutil
+from pathlib import Path
+
+import pytest
+
+import mechaudit.llm
+from mechaudit.backends import Backend, BackendError
+from mechaudit.book.chapter import (
+    LOCAL,
+    SIMULATED,
+    ChapterContext,
+    ChapterSettings,
+    backend_of,
+)
+from mechaudit.llm import LLMClient
+from mechaudit.llm.session import LLMSession
+
+SRC = Path(__file__).resolve().parents[1] / "src" / "mechaudit"
+
+
+def test_settings_take_only_their_names_and_parse_the_backend():
+    cell_globals = {"backend": "replay", "max_usd": 2, "llm_batch": 1, "cache_dir": "/tmp/c", "seed": 7,
+                    "judge_model": "m", "__name__": "__main__"}
+    s = ChapterSettings.from_params(cell_globals)
+    assert s == ChapterSettings(Backend.REPLAY, 2.0, True, "/tmp/c")
+    assert s.backend is Backend.REPLAY and s.llm and isinstance(s.max_usd, float) and s.llm_batch is True
+    assert ChapterSettings.from_params({}) == ChapterSettings(Backend.REFERENCE, None, False, None)
+    assert not ChapterSettings.from_params({}).llm
+
+
+@pytest.mark.parametrize(("params", "message"), [
+    ({"backend": "Replay"}, "field 'backend': 'Replay' is not a backend; choose one of reference, anthropic, replay"),
+    ({"backend": None}, "field 'backend': None is not a backend"),
+    ({"max_usd": -1}, "field 'max_usd': must be a finite number >= 0 or None"),
+    ({"max_usd": "5"}, "field 'max_usd'"),
+])
+def test_bad_settings_are_one_line_errors(params, message):
+    with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)")) as err:
+        ChapterSettings.from_params(params)
+    assert "\n" not in str(err.value)
+
+
+def test_backend_of_defaults_to_reference_and_keeps_members():
+    assert backend_of({}) is Backend.REFERENCE
+    assert backend_of({"backend": Backend.ANTHROPIC}) is Backend.ANTHROPIC
+    with pytest.raises(BackendError):
+        backend_of({"backend": "gpt"})
+
+
+def test_offline_context_has_no_client_and_offline_texts():
+    with ChapterContext.open({"backend": "reference", "max_usd": 1.5}) as ctx:
+        assert ctx.client is None and ctx.backend is Backend.REFERENCE and not ctx.llm
+        assert ctx.session.max_usd == 1.5 and ctx.session.ledgers == []
+        assert ctx.status("claude-x", SIMULATED) == "simulated (reference backend)"
+        assert ctx.caption() == "Backend: reference"
+        assert ctx.caption("Toy design, no LLM") == "Backend: reference. Toy design, no LLM"
+        assert ctx.usage().iloc[0, 0] == "no LLM calls (backend 'reference' is offline)"
+
+
+def test_llm_context_client_spends_from_the_chapters_own_session(tmp_path):
+    ctx = ChapterContext.open({"backend": "replay", "max_usd": 0.5, "llm_batch": True, "cache_dir": str(tmp_path)})
+    assert isinstance(ctx.client, LLMClient) and ctx.client.backend is Backend.REPLAY
+    assert ctx.client.session is ctx.session and ctx.session.ledgers == [ctx.client._ledger]
+    assert (ctx.session.max_usd, ctx.session.batch) == (0.5, True)
+    assert ctx.client.cache.directory == tmp_path
+    assert ctx.status("claude-x", LOCAL) == "LLM (claude-x, replay)"
+    assert ctx.caption("x") == "Backend: replay. x"
+    assert ctx.usage().iloc[0, 0] == "no LLM calls (backend 'replay')"
+    other = ChapterContext.open({"backend": "replay", "cache_dir": str(tmp_path)})
+    assert other.session is not ctx.session and other.session.max_usd is None  # nothing shared between runs
+    assert ctx.session.ledgers == [ctx.client._ledger]
+
+
+def test_llm_package_holds_no_session_at_module_level():
+    """A session is made by whoever runs a chapter; no module of ``mechaudit.llm`` keeps one."""
+    names = [m.name for m in pkgutil.iter_modules(mechaudit.llm.__path__, "mechaudit.llm.")]
+    assert "mechaudit.llm.session" in names and "mechaudit.llm.usage" not in names
+    for name in names:
+        module = importlib.import_module(name)
+        held = [attr for attr, value in vars(module).items() if isinstance(value, LLMSession)]
+        assert held == [], f"{name} holds a session at module level: {held}"
+
+
+def backend_parse_calls(path: Path) -> list[int]:
+    """Line numbers of ``Backend.parse(...)`` calls in ``path``."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    return [node.lineno for node in ast.walk(tree)
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "parse"
+            and isinstance(node.func.value, ast.Name) and node.func.value.id == "Backend"]
+
+
+def test_backend_parse_is_called_once_in_src():
+    found = {str(p.relative_to(SRC)): lines for p in sorted(SRC.rglob("*.py")) if (lines := backend_parse_calls(p))}
+    assert list(found) == ["book/chapter.py"] and len(found["book/chapter.py"]) == 1, found
+
+
+def test_the_parse_count_sees_a_planted_call(tmp_path):
+    planted = tmp_path / "m.py"
+    planted.write_text("x = Backend.parse(name)\ny = Backend.llm(name)\nz = other.parse(name)\n", encoding="utf-8")
+    assert backend_parse_calls(planted) == [1]
