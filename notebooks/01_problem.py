@@ -166,7 +166,7 @@ book_table(save("matched_pairs", verdicts, out_dir), name="tbl-ch01-pairs",
 
 # %% tags=["hide-input"]
 matrices = problem.divergence_matrices(runs)
-fig = divergence_heatmaps(matrices, [run[0].run for run in runs], n_a=n_runs, backend=backend)
+fig = divergence_heatmaps(matrices, [run[0].run for run in runs], n_a=n_runs, caption=ctx.caption())
 fig = glue_figure("ch01_fig_heatmaps", save("divergence_heatmaps", fig, out_dir))
 
 # %% [markdown]

@@ -322,7 +322,7 @@ truth_runs = glue("ch02_truth_runs", truth_runs_per_depth)
 
 # %% tags=["hide-input"]
 intervals = {lab: (main.loc[lab, "ci_low_pp"], main.loc[lab, "ci_high_pp"]) for lab in main.index}
-fig = critique_depth_figure(points[points.rule == main_rule], backend=backend, title=f"Rule: {main_rule}",
+fig = critique_depth_figure(points[points.rule == main_rule], caption=ctx.caption(), title=f"Rule: {main_rule}",
                             truth=ch.truth_map(truth, ch.measure_of(main_rule)), paper=paper_map,
                             intervals=intervals, level=interval_level)
 fig = glue_figure("ch02_fig_depth", save("critique_depth", fig, out_dir))
@@ -444,7 +444,7 @@ glue("ch02_rate_vs_key", ch.rule_pair_text(table, "paper_rates", "mechanism_key"
 glue("ch02_text_0v1",
      ", ".join(f"{labels.label(r)} {table[(table.rule == r) & (table.comparison == '0 v 1')].extra_pp.iloc[0]:.1f} pp"
                for r in text_rules if "0 v 1" in main.index) or "not run")
-fig = rule_comparison_figure(table, backend=backend, truth=rule_truth if truth is not None else None,
+fig = rule_comparison_figure(table, caption=ctx.caption(), truth=rule_truth if truth is not None else None,
                              paper=paper_map, level=interval_level)
 fig = glue_figure("ch02_fig_rules", save("rule_comparison", fig, out_dir))
 
@@ -523,7 +523,7 @@ else:
     display(book_table(save("judge_models", per_model.round(1), out_dir), name="tbl-ch02-judge-models",
                        caption="Extra divergence (pp) per judge model and depth comparison."))
     display(save("judge_model_ranges", ranges.round(1), out_dir))
-    fig = judge_model_figure(per_model, backend=backend,
+    fig = judge_model_figure(per_model, caption=ctx.caption(),
                              paper=ch.paper_judge_ranges(list(per_model.columns)) if show_paper else None)
     display(save("judge_models_figure", fig, out_dir))
 if show_paper:

@@ -194,7 +194,7 @@ book_table(ch.size_view(size), name="tbl-ch02b-size",
                    "Carlo standard error (MC SE).")
 
 # %% tags=["hide-input"]
-fig = validity_figure(bias, size, backend="reference (simulator replications)", alpha=alpha)
+fig = validity_figure(bias, size, caption="Backend: reference (simulator replications)", alpha=alpha)
 fig = glue_figure("ch02b_fig_validity", save("validity", fig, out_dir))
 
 # %% [markdown]

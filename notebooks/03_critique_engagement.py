@@ -236,7 +236,7 @@ glue("ch03_last_round", int(by_round.index.max()))
 glue("ch03_first_round_conceded_pct", by_round["conceded"].iloc[0], digits=1)
 glue("ch03_last_round_conceded_pct", by_round["conceded"].iloc[-1], digits=1)
 glue("ch03_last_round_answered_pct", by_round["answered"].iloc[-1], digits=1)
-fig = engagement_figure(engagement_table(labelled), paper, backend=backend,
+fig = engagement_figure(engagement_table(labelled), paper, caption=ctx.caption(),
                         by_round=engagement_table(labelled, by="round"),
                         ours_label=f"this run ({ch.label_source(ctx.backend)})")
 fig = glue_figure("ch03_fig_engagement", save("engagement", fig, out_dir))

@@ -131,7 +131,7 @@ print(f"{div.groupby(['instance', 'depth', 'repetition']).ngroups} runs, "
 glue("ch04_hypotheses_per_run", div.groupby("rule").n_hypotheses.mean().iloc[0], digits=2)
 save("diversity_complete", diversity_table(div, "complete").round(2), out_dir)
 save("diversity_components", diversity_table(div, "components").round(2), out_dir)
-fig = cluster_count_figure(div, backend=backend, value="complete", ylabel="groups per run\n(complete linkage)")
+fig = cluster_count_figure(div, caption=ctx.caption(), value="complete", ylabel="groups per run\n(complete linkage)")
 fig = glue_figure("ch04_fig_groups", save("groups_per_run", fig, out_dir))
 
 # %% [markdown]
@@ -178,7 +178,7 @@ glue("ch04_key_vs_reference", ch.key_vs_reference(summary))
 for rule, row in summary.iterrows():
     glue(f"ch04_{rule}_complete", row["groups (complete)"], digits=2)
     glue(f"ch04_{rule}_components", row["groups (components)"], digits=2)
-fig = cluster_count_figure(div, backend=backend, value="vendi", ylabel="Vendi score per run")
+fig = cluster_count_figure(div, caption=ctx.caption(), value="vendi", ylabel="Vendi score per run")
 fig = glue_figure("ch04_fig_vendi", save("vendi_per_run", fig, out_dir))
 
 # %% [markdown]

@@ -233,8 +233,8 @@ book_table(save("similarity_by_kind", stack_suites({n: similarity_summary(a.sims
            caption="Cosine similarity per suite and kind for the two similarity rules: mean, lowest and highest.")
 
 # %% tags=["hide-input"]
-fig = cosine_strips(sims_long, thresholds_in_use(names), backend=backend,
-                    extra="TF-IDF and all-MiniLM-L6-v2 embeddings computed locally")
+fig = cosine_strips(sims_long, thresholds_in_use(names),
+                    caption=ctx.caption("TF-IDF and all-MiniLM-L6-v2 embeddings computed locally"))
 save("cosine_by_kind", fig, out_dir)
 fig = glue_figure("ch05_fig_cosines", fig)
 

@@ -149,9 +149,9 @@ book_table(save("percent_different", pct.astype(object).where(pct.notna(), "unde
            caption="Valid pairs judged \"different mechanism\" (%), per perturbation kind, judge and rubric.")
 
 # %% tags=["hide-input"]
-fig = rubric_bars(pct, paper_figure_values(rubrics) if show_paper else None, backend=backend,
-                  extra="reference judges read the structured chain"
-                  + ("" if llm_run else "; LLM judge not run (offline)"))
+fig = rubric_bars(pct, paper_figure_values(rubrics) if show_paper else None,
+                  caption=ctx.caption("reference judges read the structured chain"
+                                      + ("" if llm_run else "; LLM judge not run (offline)")))
 save("rubric_bars", fig, out_dir)
 fig = glue_figure("ch06_fig_bars", fig)
 

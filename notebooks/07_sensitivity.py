@@ -155,8 +155,8 @@ save("percent_different_by_threshold", wide.reindex(columns=[k for k in KINDS if
 print(f"{len(wide)} (suite, rule, threshold) rows x {wide.shape[1]} kinds; the figure below shows them")
 
 # %% tags=["hide-input"]
-fig = threshold_sweep_lines(sweep, thresholds, backend=backend,
-                            extra="TF-IDF and all-MiniLM-L6-v2 embeddings computed locally")
+fig = threshold_sweep_lines(sweep, thresholds,
+                            caption=ctx.caption("TF-IDF and all-MiniLM-L6-v2 embeddings computed locally"))
 save("threshold_sweep", fig, out_dir)
 fig = glue_figure("ch07_fig_sweep", fig)
 
@@ -205,8 +205,8 @@ fixed = fixed_decisions(s, set_sim, client=ctx.client, model=judge_models[0],
 agree = agreement_sweep(set_sim, s.grids, fixed)
 
 # %% tags=["hide-input"]
-fig = agreement_vs_threshold(agree, thresholds, backend=backend,
-                             extra="committed-set pairs")
+fig = agreement_vs_threshold(agree, thresholds,
+                             caption=ctx.caption("committed-set pairs"))
 save("agreement_vs_threshold", fig, out_dir)
 fig = glue_figure("ch07_fig_agreement", fig)
 

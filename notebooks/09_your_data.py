@@ -309,7 +309,7 @@ for prefix, name in (("ch09", "template-built suite"), ("ch09_rw", "reworded sui
 glue("ch09_status", ctx.status(judge_model, "computed locally (no LLM)"))
 fig = cosine_strips(sims, {"tfidf": {f"threshold {tfidf_threshold:g}": tfidf_threshold},
                            "embedding": {f"threshold {embedding_threshold:g}": embedding_threshold}},
-                    backend=backend, extra="TF-IDF and embeddings computed locally")
+                    caption=ctx.caption("TF-IDF and embeddings computed locally"))
 ma.outputs.save("cosine_by_kind", fig, out_dir)
 fig = glue_figure("ch09_fig_cosines", fig)
 

@@ -57,7 +57,7 @@ def test_cluster_count_figure_shows_every_rule_within_the_text_width():
 
     from mechaudit.plots.workflow import cluster_count_figure
 
-    fig = cluster_count_figure(_div(), backend="reference", value="complete")
+    fig = cluster_count_figure(_div(), value="complete", caption="Backend: reference")
     assert fig.get_size_inches()[0] <= 7.0
     assert [t.get_text() for t in fig.legends[0].get_texts()] == ["key", "tfidf"]
     plt.close(fig)

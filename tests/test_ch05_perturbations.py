@@ -166,7 +166,7 @@ def test_cosine_strips_labels_in_words_and_at_most_four_legend_entries():
 
     audits = {"template": suite_audit(True, 0.9), "reworded": suite_audit(False, 0.5)}
     thresholds = {"tfidf": {"0.25 (paper)": 0.25}, "embedding": {"0.77 (paper)": 0.77, "0.80 (matched)": 0.8}}
-    fig = cosine_strips(ch.similarity_long(audits), thresholds, backend="reference")
+    fig = cosine_strips(ch.similarity_long(audits), thresholds, caption="Backend: reference")
     labels = [t.get_text() for t in fig.axes[0].get_yticklabels()]
     assert labels == ["wording only", "wording + chain", "first step swapped", "middle step swapped"]
     assert [len(leg.get_texts()) for leg in fig.legends] == [2]

@@ -237,9 +237,9 @@ def test_chapter_figures_have_short_legends_and_worded_axes(densify_runs):
     mis = _misspec_frame().assign(approx_tau=1.0)
     profile = pd.DataFrame([{"scale": sc, "S": s, "excess_loss": sc * (s - 5) ** 2, "profile_excess": (s - 5) ** 2}
                             for sc in (0.25, 0.5, 1, 2, 4) for s in (1.0, 3.0, 5.0, 7.0, 9.0)])
-    figures = {"misspecified_tau": plots.misspecified_tau_plot(mis, "reference"),
-               "loss_band": plots.loss_band_plot(profile, "reference"),
-               "densify": plots.densify_plot(studies.densify_by_hint(densify_runs), "reference")}
+    figures = {"misspecified_tau": plots.misspecified_tau_plot(mis, caption="Backend: reference"),
+               "loss_band": plots.loss_band_plot(profile, caption="Backend: reference"),
+               "densify": plots.densify_plot(studies.densify_by_hint(densify_runs), caption="Backend: reference")}
     for name, fig in figures.items():
         sizes = _legend_sizes(fig)
         assert sizes and max(sizes) <= 4, (name, sizes)

@@ -96,7 +96,7 @@ def test_two_judge_models_one_row_each_with_cache_reuse(tmp_path, api_key, desig
     assert len(rows) == 6 and rows[1] == ("critique_depth.judge_range_pp.k0_vs_k1_high",
                                           round(float(table.loc[A, "0 v 1"]), 1))
     assert set(compare(rows, backend="anthropic")["provenance"]) == {INDEPENDENT}
-    fig = judge_model_figure(table, backend="anthropic", paper=ch.paper_judge_ranges(COMPS))
+    fig = judge_model_figure(table, caption="Backend: anthropic", paper=ch.paper_judge_ranges(COMPS))
     assert [line.get_label() for line in fig.axes[0].get_lines()][:2] == [A, B]
 
 

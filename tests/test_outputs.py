@@ -67,7 +67,7 @@ def test_saving_does_not_change_the_shown_figure(tmp_path):
 
     def book_figure():
         D = np.array([[0, .2, .5, .6], [.2, 0, .4, .5], [.5, .4, 0, .1], [.6, .5, .1, 0]])
-        return divergence_heatmaps({"exact": D, "initiator": D / 2}, list("abcd"), n_a=2, backend="reference")
+        return divergence_heatmaps({"exact": D, "initiator": D / 2}, list("abcd"), n_a=2, caption="Backend: reference")
 
     def shown(fig):  # what the notebook's inline backend stores
         buf = io.BytesIO()

@@ -54,7 +54,7 @@ def _heatmaps():
     labels = [f"K{d}-r{i}" for d in (0, 1) for i in range(1, 6)]
     D = np.random.default_rng(0).random((10, 10))
     return divergence_heatmaps({"exact": (D + D.T) / 2, "initiator": (D + D.T) / 4}, labels, n_a=5,
-                               backend="reference")
+                               caption="Backend: reference")
 
 
 def _rubric(llm: bool):
@@ -62,7 +62,7 @@ def _rubric(llm: bool):
     pct = pd.DataFrame({"reference full": run, "reference step": run, "reference none": [0.0] * 4,
                         "llm full": [0.0, 1.0, 83.0, 10.0] if llm else [np.nan] * 4,
                         "llm step": [np.nan] * 4, "llm none": [np.nan] * 4}, index=list(KINDS))
-    return rubric_bars(pct, paper_figure_values(["full", "step", "none"]), backend="reference", extra="offline")
+    return rubric_bars(pct, paper_figure_values(["full", "step", "none"]), caption="Backend: reference. offline")
 
 
 @pytest.mark.parametrize("make", [_heatmaps, lambda: _rubric(False), lambda: _rubric(True)],

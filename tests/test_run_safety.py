@@ -237,7 +237,7 @@ def test_the_trace_finder_sees_paper_markers_and_tables(tmp_path):
 
     points = pd.DataFrame({"panel": ["same-depth", "extra"], "label": ["0", "0 v 1"], "instance": ["A", "A"],
                            "value": [10.0, 30.0]})
-    save("depth", critique_depth_figure(points, backend="reference", paper=paper_values([(0, 1)])), tmp_path)
+    save("depth", critique_depth_figure(points, caption="Backend: reference", paper=paper_values([(0, 1)])), tmp_path)
     save("paper_comparison", pd.DataFrame({"a": [1]}), tmp_path)
     assert sorted(_paper_traces(tmp_path)) == ["depth.svg: paper", "paper_comparison.csv"]
 

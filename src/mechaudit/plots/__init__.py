@@ -1,13 +1,14 @@
 """Every figure of the book, one function each, in one style (see ``mechaudit.plots.style``).
 
-Each function takes tidy results (numpy arrays or pandas frames) and the backend that produced
-them, and returns a matplotlib Figure whose caption names that backend.
+Each function takes tidy results (numpy arrays or pandas frames) and a keyword ``caption`` (the
+caller's words, e.g. which backend produced the results), never a backend; it returns a matplotlib
+Figure with ``caption`` under it, followed by the figure's own fixed note where it has one.
 """
 
 from mechaudit.plots.problem import divergence_heatmaps
 from mechaudit.plots.rubric import rubric_bars
 from mechaudit.plots.rules import agreement_vs_threshold, cosine_strips, threshold_sweep_lines
-from mechaudit.plots.style import PALETTE, backend_caption, new_figure
+from mechaudit.plots.style import PALETTE, caption, new_figure
 from mechaudit.plots.tau import (
     loss_band_plot,
     score_recovery_plot,
@@ -26,7 +27,7 @@ from mechaudit.plots.workflow import (
 __all__ = [
     "PALETTE",
     "agreement_vs_threshold",
-    "backend_caption",
+    "caption",
     "cluster_count_figure",
     "cosine_strips",
     "critique_depth_figure",

@@ -7,17 +7,19 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from mechaudit.labels import label
-from mechaudit.plots.style import backend_caption, new_figure
+from mechaudit.plots.style import caption as draw_caption
+from mechaudit.plots.style import new_figure
 
 
 def divergence_heatmaps(matrices: Mapping[str, np.ndarray], labels: Sequence[str], n_a: int,
-                        backend: str, width: float = 6.0, height: float = 3.5):
+                        width: float = 6.0, height: float = 3.5, *, caption: str = ""):
     """One heatmap per equivalence rule of a run-by-run divergence matrix (values 0..1).
 
     ``matrices`` maps a rule name to its ``(n, n)`` matrix over the runs named by ``labels`` (in
     that order); the first ``n_a`` runs are at depth a, the rest at depth b. A white line separates
     the depth blocks, and each axis names the blocks ("depth 0 runs") rather than the runs, so the
-    labels stay legible on a phone.
+    labels stay legible on a phone. ``caption``: the caller's words under the figure, followed by
+    "Toy design, no LLM".
     """
     fig, axes = new_figure(ncols=len(matrices), width=width, height=height)
     axes = np.atleast_1d(axes)
@@ -36,7 +38,7 @@ def divergence_heatmaps(matrices: Mapping[str, np.ndarray], labels: Sequence[str
         ax.axhline(n_a - 0.5, color="white", lw=2)
         ax.axvline(n_a - 0.5, color="white", lw=2)
     fig.colorbar(im, ax=list(axes), shrink=0.85, label="Run divergence (share)")
-    backend_caption(fig, backend, "Toy design, no LLM")
+    draw_caption(fig, caption, "Toy design, no LLM")
     return fig
 
 

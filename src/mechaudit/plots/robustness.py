@@ -1,7 +1,9 @@
 """Figures of the robustness and power chapter (02c): maps over simulator factors, rule estimates, power.
 
 Axis names come from ``FACTOR_LABELS`` (words with units, not parameter names); every legend has at
-most four entries; cell text is 8 pt on panels at least 2.2 inches wide.
+most four entries; cell text is 8 pt on panels at least 2.2 inches wide. Each takes the caller's
+``caption`` (words under the figure); ``conclusion_figure`` adds what its cell text is and
+``power_figure`` what its open squares are.
 """
 
 from __future__ import annotations
@@ -13,7 +15,8 @@ import numpy as np
 import pandas as pd
 from matplotlib.patches import Patch, Rectangle
 
-from mechaudit.plots.style import PALETTE, backend_caption, colour_of, legend_outside, new_figure
+from mechaudit.plots.style import PALETTE, colour_of, legend_outside, new_figure
+from mechaudit.plots.style import caption as draw_caption
 
 #: Colour per conclusion status (Okabe-Ito blue / vermillion, grey for undecided).
 STATUS_COLOURS = {"holds": "#0072B2", "unclear": "#BBBBBB", "fails": "#D55E00"}
@@ -74,8 +77,9 @@ def _outline(ax, mask: np.ndarray) -> None:
             ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, edgecolor="black", linewidth=2.2))
 
 
-def consistency_figure(table: pd.DataFrame, x: str, y: str, facet: str, backend: str, observed: float,
-                       column: str = "truth_0v1_pp", label: str = "true 0 v 1 extra divergence (pp)"):
+def consistency_figure(table: pd.DataFrame, x: str, y: str, facet: str, observed: float,
+                       column: str = "truth_0v1_pp", label: str = "true 0 v 1 extra divergence (pp)", *,
+                       caption: str = ""):
     """Heatmaps of ``column`` over ``x`` and ``y``, one panel per ``facet`` value, the value written in
     each cell; cells with ``consistent`` true framed in black (legend: one entry). One colour bar
     (viridis) for all panels. ``observed``: the paper's value, named in the legend."""
@@ -96,12 +100,12 @@ def consistency_figure(table: pd.DataFrame, x: str, y: str, facet: str, backend:
     handle = Patch(facecolor="none", edgecolor="black", linewidth=2.2,
                    label=f"consistent with the paper's {observed:g} pp")
     fig.legend(handles=[handle], loc="outside upper center", fontsize=8, frameon=False)
-    backend_caption(fig, backend)
+    draw_caption(fig, caption)
     return fig
 
 
-def conclusion_figure(table: pd.DataFrame, x: str, y: str, facet: str, backend: str, status: str = "raw",
-                      annotate: str = "truth_1v5_pp"):
+def conclusion_figure(table: pd.DataFrame, x: str, y: str, facet: str, status: str = "raw",
+                      annotate: str = "truth_1v5_pp", *, caption: str = ""):
     """Where conclusion (a) holds among the consistent settings: consistent cells coloured by
     ``status`` (holds blue, unclear grey, fails vermillion), every other cell pale ("not consistent");
     each cell shows ``annotate`` (the 1 v 5 truth, pp). Legend: four entries."""
@@ -123,12 +127,12 @@ def conclusion_figure(table: pd.DataFrame, x: str, y: str, facet: str, backend: 
     handles = [Patch(facecolor=col, edgecolor="#999999", label=name)
                for name, col in zip(names, [*STATUS_COLOURS.values(), OUTSIDE_COLOUR])]
     fig.legend(handles=handles, loc="outside upper center", ncols=4, fontsize=8, frameon=False)
-    backend_caption(fig, backend, "cell text: true 1 v 5 extra divergence (pp)")
+    draw_caption(fig, caption, "cell text: true 1 v 5 extra divergence (pp)")
     return fig
 
 
-def rule_estimates_figure(bias: pd.DataFrame, labels: Sequence[str], backend: str,
-                          rules: Mapping[str, str], comparisons: Sequence[str] = ("0 v 1", "1 v 5")):
+def rule_estimates_figure(bias: pd.DataFrame, labels: Sequence[str], rules: Mapping[str, str],
+                          comparisons: Sequence[str] = ("0 v 1", "1 v 5"), *, caption: str = ""):
     """Each rule's mean estimate (pp; error bars 2 Monte Carlo SE) at each chosen setting, one panel per
     comparison; the truth of the quantity each rule estimates as a black tick at the rule's position.
     ``rules``: rule name -> its label (at most three, so the legend keeps four entries)."""
@@ -151,11 +155,11 @@ def rule_estimates_figure(bias: pd.DataFrame, labels: Sequence[str], backend: st
     axes[0, 0].set_ylabel("extra divergence (pp)")
     handles, names_ = axes[0, 0].get_legend_handles_labels()
     fig.legend(handles, names_, loc="outside upper center", ncols=4, fontsize=8, frameon=False)
-    backend_caption(fig, backend)
+    draw_caption(fig, caption)
     return fig
 
 
-def power_figure(table: pd.DataFrame, backend: str, level: float = 0.8, paper_runs: int | None = None):
+def power_figure(table: pd.DataFrame, level: float = 0.8, paper_runs: int | None = None, *, caption: str = ""):
     """Power against runs per depth, one line per setting (ladder rows of ``power.power_table``), error
     bars 2 Monte Carlo SE (over independent pools); designs with more instances as open squares of the
     same colour (not in the legend); the ``level`` as a dashed line; ``paper_runs``: a dotted vertical
@@ -179,5 +183,5 @@ def power_figure(table: pd.DataFrame, backend: str, level: float = 0.8, paper_ru
     ax.set_ylabel("power of the 1 v 5 test")
     ax.set_ylim(0, 1.1)
     legend_outside(ax, where="below", fontsize=8, ncols=2)
-    backend_caption(fig, backend, "open squares: twice the instances")
+    draw_caption(fig, caption, "open squares: twice the instances")
     return fig

@@ -8,7 +8,8 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
 from mechaudit.labels import label
-from mechaudit.plots.style import PALETTE, backend_caption, new_figure
+from mechaudit.plots.style import PALETTE, new_figure
+from mechaudit.plots.style import caption as draw_caption
 
 #: colour per rubric: the two that define "same mechanism" in blues, the one without a definition grey
 RUBRIC_COLOURS = {"full": "#0072B2", "step": "#56B4E9", "none": "#999999"}
@@ -22,7 +23,7 @@ def _split(column: str) -> tuple[str, str]:
     return judge, rubric
 
 
-def rubric_bars(pct: pd.DataFrame, paper: pd.DataFrame | None, backend: str, extra: str = ""):
+def rubric_bars(pct: pd.DataFrame, paper: pd.DataFrame | None, *, caption: str = ""):
     """% of valid pairs judged different, per perturbation kind (rows of ``pct``) and rubric.
 
     ``pct`` columns are ``"<judge> <rubric>"`` (``reference full``, ``llm none``, ...; NaN: not
@@ -30,6 +31,7 @@ def rubric_bars(pct: pd.DataFrame, paper: pd.DataFrame | None, backend: str, ext
     written at its end (a 0 % bar is a visible "0"). ``paper`` (same column names, NaN where the
     paper reports nothing) is drawn as diamonds: on the LLM panel, or on the first panel when the
     LLM judge did not run. The legend has one entry per rubric and one for the paper (at most four).
+    ``caption``: the caller's words under the figure.
     """
     judges = [j for j in dict.fromkeys(_split(c)[0] for c in pct.columns)
               if pct[[c for c in pct.columns if _split(c)[0] == j]].notna().any().any()]
@@ -63,5 +65,5 @@ def rubric_bars(pct: pd.DataFrame, paper: pd.DataFrame | None, backend: str, ext
         handles.append(Line2D([], [], marker="D", ls="", color=PALETTE["paper"], markeredgecolor="black",
                               label="Paper (LLM judge)"))
     fig.legend(handles=handles, loc="outside upper center", ncols=2, frameon=False)
-    backend_caption(fig, backend, extra)
+    draw_caption(fig, caption)
     return fig

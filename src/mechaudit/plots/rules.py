@@ -8,7 +8,8 @@ import numpy as np
 import pandas as pd
 from matplotlib.patches import Patch
 
-from mechaudit.plots.style import PALETTE, backend_caption, colour_of, legend_outside, new_figure
+from mechaudit.plots.style import PALETTE, colour_of, legend_outside, new_figure
+from mechaudit.plots.style import caption as draw_caption
 
 #: Colour per kind of perturbation (Okabe-Ito, distinct from the method colours' meaning).
 KIND_COLOURS = ["#009E73", "#56B4E9", "#D55E00", "#CC79A7", "#E69F00", "#0072B2"]
@@ -69,15 +70,16 @@ SUITE_STYLES = [("#0072B2", "o"), ("#D55E00", "D")]
 THRESHOLD_STYLES = ["--", ":"]
 
 
-def cosine_strips(sims: pd.DataFrame, thresholds: dict[str, dict[str, float]], backend: str, extra: str = "",
-                  seed: int = 0):
+def cosine_strips(sims: pd.DataFrame, thresholds: dict[str, dict[str, float]], seed: int = 0, *,
+                  caption: str = ""):
     """Cosine of every perturbation pair, per kind (rows) and suite (colour), one panel per rule,
     with each rule's thresholds as vertical lines labelled above the panel; a short black bar marks
     each strip's median. Pairs left of a threshold are the ones that rule calls different.
 
     ``sims``: long DataFrame with columns suite (label), kind, rule (``tfidf``/``embedding``),
     cosine. ``thresholds``: rule -> {label: threshold}, at most two per rule. Points are jittered
-    vertically with ``default_rng(seed)``. One legend (the suites) above the panels.
+    vertically with ``default_rng(seed)``. One legend (the suites) above the panels; ``caption``: the
+    caller's words under the figure.
     """
     rules = [r for r in RULE_LABELS if r in set(sims["rule"])]
     suites = list(dict.fromkeys(sims["suite"]))[:len(SUITE_STYLES)]
@@ -111,17 +113,18 @@ def cosine_strips(sims: pd.DataFrame, thresholds: dict[str, dict[str, float]], b
     axes[0].set_yticks(range(len(kinds)), [KIND_LABELS[k] for k in kinds])
     axes[0].set_ylim(len(kinds) - 0.5, -0.5)
     fig.legend(loc="outside upper center", ncols=len(suites), fontsize=8, markerscale=2)
-    backend_caption(fig, backend, extra)
+    draw_caption(fig, caption)
     return fig
 
 
-def threshold_sweep_lines(sweep: pd.DataFrame, paper_thresholds: dict[str, float], backend: str, extra: str = ""):
+def threshold_sweep_lines(sweep: pd.DataFrame, paper_thresholds: dict[str, float], *, caption: str = ""):
     """% judged different vs threshold: one panel per rule (columns) and, when ``sweep`` has a
     ``suite`` column, per perturbation suite (rows); one line per perturbation kind.
 
     ``sweep``: long DataFrame with columns rule, threshold, kind, pct_different (and optionally
     suite, its label). ``paper_thresholds``: rule -> the threshold in use, by default the paper's
-    (dashed vertical line, named in the caption). One legend for the figure: the kinds.
+    (dashed vertical line, named in the caption). One legend for the figure: the kinds. ``caption``:
+    the caller's words under the figure.
     """
     if "suite" not in sweep.columns:
         sweep = sweep.assign(suite="")
@@ -145,15 +148,16 @@ def threshold_sweep_lines(sweep: pd.DataFrame, paper_thresholds: dict[str, float
             ax.set_ylim(-3, 103)
         row[0].set_ylabel("% judged different")
     fig.legend(loc="outside upper center", ncols=min(4, len(set(sweep["kind"]))), fontsize=8)
-    backend_caption(fig, backend, extra)
+    draw_caption(fig, caption)
     return fig
 
 
-def agreement_vs_threshold(sweep: pd.DataFrame, paper_thresholds: dict[str, float], backend: str, extra: str = ""):
+def agreement_vs_threshold(sweep: pd.DataFrame, paper_thresholds: dict[str, float], *, caption: str = ""):
     """Raw agreement and Cohen's kappa with each other method vs threshold.
 
     ``sweep``: long DataFrame with columns rule, threshold, other, raw_agreement, kappa; one row of
-    panels per rule (raw agreement left, kappa right), one line per other method.
+    panels per rule (raw agreement left, kappa right), one line per other method. ``caption``: the
+    caller's words under the figure.
     """
     rules = list(dict.fromkeys(sweep["rule"]))
     fig, axes = new_figure(ncols=2, nrows=len(rules), width=7.0, height=2.6 * len(rules) + 0.8, sharex="row")
@@ -177,5 +181,5 @@ def agreement_vs_threshold(sweep: pd.DataFrame, paper_thresholds: dict[str, floa
         row[0].set_ylabel("value")
     for ax in axes[-1]:
         ax.set_xlabel("threshold (cosine)")
-    backend_caption(fig, backend, extra)
+    draw_caption(fig, caption)
     return fig

@@ -1,4 +1,4 @@
-"""One look for every figure in the book: size, fonts, palette and the backend caption.
+"""One look for every figure in the book: size, fonts, palette and the caption under a figure.
 
 A figure is shown as wide as the text column: about 688 px on a laptop, about 358 px on a phone
 (a 390 px window). Text that reads well at 688 px can shrink below legibility at 358 px, so sizes
@@ -71,10 +71,16 @@ def new_figure(ncols: int = 1, nrows: int = 1, width: float = WIDTH, height: flo
     return fig, axes
 
 
-def backend_caption(fig, backend: str, extra: str = "") -> None:
-    """Write "Backend: <backend>" (and ``extra``) in small grey text under the figure."""
-    text = f"Backend: {backend}" + (f". {extra}" if extra else "")
-    fig.supxlabel(text, fontsize=10, color=PALETTE["muted"], x=0.01, ha="left", wrap=True)
+def caption(fig, text: str, note: str = "") -> None:
+    """Write ``text`` and then the figure's own ``note`` (joined by ". ", empty parts left out) in
+    small grey text under the figure; draw nothing when both are empty.
+
+    ``text`` is the caller's words, e.g. ``"Backend: reference"`` from a chapter's context; ``note``
+    is what the figure always says about itself (``"Toy design, no LLM"``).
+    """
+    joined = ". ".join(t for t in (text, note) if t)
+    if joined:
+        fig.supxlabel(joined, fontsize=10, color=PALETTE["muted"], x=0.01, ha="left", wrap=True)
 
 
 def legend_outside(ax, where: str = "right", **kwargs):

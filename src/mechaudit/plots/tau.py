@@ -1,18 +1,23 @@
 """Figures of chapter 08: tau recovery, score recovery, the loss band, the tie effect and a
-misspecified judge (fitted tau and inferred scores)."""
+misspecified judge (fitted tau and inferred scores).
+
+Every figure here shows the simulated judge, so under the caller's ``caption`` it always adds
+:data:`SIM_NOTE`.
+"""
 
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
 
-from mechaudit.plots.style import PALETTE, backend_caption, legend_outside, new_figure
+from mechaudit.plots.style import PALETTE, legend_outside, new_figure
+from mechaudit.plots.style import caption as draw_caption
 
 METHOD_COLOURS = {"grid": PALETTE["reference"], "mle": PALETTE["llm"]}
 SIM_NOTE = "Simulated judge with known tau on a synthetic pool; not an LLM"
 
 
-def tau_recovery_plot(recovery: pd.DataFrame, backend: str, width: float = 6.4, height: float = 3.6):
+def tau_recovery_plot(recovery: pd.DataFrame, width: float = 6.4, height: float = 3.6, *, caption: str = ""):
     """Fitted vs true tau per method (one dot per repetition), with the identity and a +-10% band.
 
     ``recovery``: columns true_tau, method, tau_hat (from :func:`mechaudit.tau.studies.tau_recovery`).
@@ -29,11 +34,11 @@ def tau_recovery_plot(recovery: pd.DataFrame, backend: str, width: float = 6.4, 
     ax.set_xlabel("true τ of the simulated judge (score points)")
     ax.set_ylabel("fitted τ (score points)")
     legend_outside(ax, "right", fontsize=9, frameon=False)
-    backend_caption(fig, backend, SIM_NOTE)
+    draw_caption(fig, caption, SIM_NOTE)
     return fig
 
 
-def score_recovery_plot(reviews: pd.DataFrame, backend: str, width: float = 6.4, height: float = 4.0):
+def score_recovery_plot(reviews: pd.DataFrame, width: float = 6.4, height: float = 4.0, *, caption: str = ""):
     """Inferred vs true score with the loss + 1.92 band as error bars; saturated scores marked."""
     fig, ax = new_figure(width=width, height=height)
     ax.plot([1, 10], [1, 10], color=PALETTE["truth"], lw=1, label="inferred = true")
@@ -48,7 +53,7 @@ def score_recovery_plot(reviews: pd.DataFrame, backend: str, width: float = 6.4,
     ax.set_xlim(0.8, 10.4)
     ax.set_ylim(0.8, 10.4)
     legend_outside(ax, "right", fontsize=9, frameon=False)
-    backend_caption(fig, backend, SIM_NOTE)
+    draw_caption(fig, caption, SIM_NOTE)
     return fig
 
 
@@ -57,7 +62,7 @@ def _cut_at(values: np.ndarray, top: float) -> np.ndarray:
     return np.where(values <= top, values, np.nan)
 
 
-def loss_band_plot(profile: pd.DataFrame, backend: str, width: float = 6.4, height: float = 3.8):
+def loss_band_plot(profile: pd.DataFrame, width: float = 6.4, height: float = 3.8, *, caption: str = ""):
     """Excess loss over the score grid for several weight scales, with the 1.92 threshold and the
     scale-free (Kish-rescaled) curve. Curves stop at a loss of 8; each weight scale is labelled
     where its curve stops on the left, so the legend keeps three entries. ``profile`` from
@@ -87,11 +92,11 @@ def loss_band_plot(profile: pd.DataFrame, backend: str, width: float = 6.4, heig
     ax.set_xlabel("candidate score S (1-10 scale)")
     ax.set_ylabel("loss above its minimum\n(weighted cross-entropy)")
     legend_outside(ax, "right", fontsize=9, frameon=False)
-    backend_caption(fig, backend, SIM_NOTE)
+    draw_caption(fig, caption, SIM_NOTE)
     return fig
 
 
-def weight_scale_plot(scale_effect: pd.DataFrame, backend: str, width: float = 7.0, height: float = 3.6):
+def weight_scale_plot(scale_effect: pd.DataFrame, width: float = 7.0, height: float = 3.6, *, caption: str = ""):
     """Interval width and empirical coverage vs the factor applied to all weights (log x axis)."""
     fig, (left, right) = new_figure(ncols=2, width=width, height=height)
     for col, label, colour in (("band", "loss + 1.92 band", PALETTE["reference"]),
@@ -107,11 +112,11 @@ def weight_scale_plot(scale_effect: pd.DataFrame, backend: str, width: float = 7
     right.set_ylim(0, 1.05)
     handles, labels = right.get_legend_handles_labels()
     fig.legend(handles, labels, loc="outside upper center", ncols=3, fontsize=9, frameon=False)
-    backend_caption(fig, backend, SIM_NOTE)
+    draw_caption(fig, caption, SIM_NOTE)
     return fig
 
 
-def tie_effect_plot(ties: pd.DataFrame, backend: str, width: float = 6.4, height: float = 3.4):
+def tie_effect_plot(ties: pd.DataFrame, width: float = 6.4, height: float = 3.4, *, caption: str = ""):
     """Fitted tau (mle) vs the observed share of ties, per tie mode of the simulated judge."""
     fig, ax = new_figure(width=width, height=height)
     colours = {"calibrated": PALETTE["reference"], "abstain": PALETTE["llm"]}
@@ -121,7 +126,7 @@ def tie_effect_plot(ties: pd.DataFrame, backend: str, width: float = 6.4, height
     ax.set_xlabel("tie answers (% of all answers)")
     ax.set_ylabel("fitted τ, mle (score points)")
     legend_outside(ax, "right", fontsize=9, frameon=False)
-    backend_caption(fig, backend, SIM_NOTE)
+    draw_caption(fig, caption, SIM_NOTE)
     return fig
 
 
@@ -140,7 +145,7 @@ def _misspec_legend(fig) -> None:
     fig.legend(handles=handles, loc="outside upper center", ncols=2, fontsize=9, frameon=False)
 
 
-def misspecified_tau_plot(mis: pd.DataFrame, backend: str, width: float = 7.0, height: float = 3.8):
+def misspecified_tau_plot(mis: pd.DataFrame, width: float = 7.0, height: float = 3.8, *, caption: str = ""):
     """Mean fitted tau vs the judge's perception noise, one panel per true tau: mle for each
     perception source, the mle that ignores strengths, and the noise-only approximation. The legend
     has four entries (fit by colour, perception source by line style); the true tau (black line,
@@ -168,11 +173,11 @@ def misspecified_tau_plot(mis: pd.DataFrame, backend: str, width: float = 7.0, h
     axes[len(axes) // 2].set_xlabel("perception noise of the judge (score points)")
     axes[0].set_ylabel("mean fitted τ (score points)")
     _misspec_legend(fig)
-    backend_caption(fig, backend, SIM_NOTE)
+    draw_caption(fig, caption, SIM_NOTE)
     return fig
 
 
-def misspecified_score_plot(table: pd.DataFrame, backend: str, width: float = 7.0, height: float = 3.4):
+def misspecified_score_plot(table: pd.DataFrame, width: float = 7.0, height: float = 3.4, *, caption: str = ""):
     """Score error (MAE) and the mean move from the well-specified scores vs perception noise, per
     perception source. ``table`` from :func:`mechaudit.tau.studies.score_misspecification_table`."""
     fig, (left, right) = new_figure(ncols=2, width=width, height=height)
@@ -190,7 +195,7 @@ def misspecified_score_plot(table: pd.DataFrame, backend: str, width: float = 7.
         ax.set_ylim(bottom=0)
     handles, labels = left.get_legend_handles_labels()
     fig.legend(handles, labels, loc="outside upper center", ncols=2, fontsize=9, frameon=False)
-    backend_caption(fig, backend, SIM_NOTE)
+    draw_caption(fig, caption, SIM_NOTE)
     return fig
 
 
@@ -201,7 +206,7 @@ DENSIFY_STYLES = {"first round only": (PALETTE["muted"], "--", "first round only
                   "floor": (PALETTE["paper"], ":", "floor (book's first version)")}
 
 
-def densify_plot(by_hint: pd.DataFrame, backend: str, width: float = 7.0, height: float = 3.4):
+def densify_plot(by_hint: pd.DataFrame, width: float = 7.0, height: float = 3.4, *, caption: str = ""):
     """Anchors densify adds per story (left) and % of scores on a grid end (right) against the band
     of the first round's mean score, one line per run (four legend entries).
 
@@ -221,5 +226,5 @@ def densify_plot(by_hint: pd.DataFrame, backend: str, width: float = 7.0, height
     right.set_ylabel("scores stuck at 1 or 10 (%)")
     handles, labels = left.get_legend_handles_labels()
     fig.legend(handles, labels, loc="outside upper center", ncols=2, fontsize=9, frameon=False)
-    backend_caption(fig, backend, SIM_NOTE)
+    draw_caption(fig, caption, SIM_NOTE)
     return fig

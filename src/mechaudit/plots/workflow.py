@@ -1,4 +1,8 @@
-"""Figures of the critique-depth, engagement and measured-diversity chapters (02, 03, 04)."""
+"""Figures of the critique-depth, engagement and measured-diversity chapters (02, 03, 04).
+
+Each takes the caller's ``caption`` (words under the figure); ``rule_comparison_figure`` adds what its
+error bars are and ``judge_model_figure`` "one series per judge model".
+"""
 
 from __future__ import annotations
 
@@ -7,14 +11,15 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from mechaudit.plots.style import PALETTE, backend_caption, colour_of, legend_outside, new_figure
+from mechaudit.plots.style import PALETTE, colour_of, legend_outside, new_figure
+from mechaudit.plots.style import caption as draw_caption
 
 
-def critique_depth_figure(points: pd.DataFrame, backend: str, title: str = "",
+def critique_depth_figure(points: pd.DataFrame, title: str = "",
                           truth: Mapping[str, float] | None = None,
                           paper: Mapping[str, float] | None = None,
                           intervals: Mapping[str, tuple[float, float]] | None = None,
-                          level: float = 0.95):
+                          level: float = 0.95, *, caption: str = ""):
     """Figure 2 analogue: same-depth divergence per depth (left, %) and extra divergence per
     comparison (right, pp); points per instance, bars for the instance mean.
 
@@ -58,13 +63,14 @@ def critique_depth_figure(points: pd.DataFrame, backend: str, title: str = "",
     fig.legend(handles, names, loc="outside right upper", fontsize=8, frameon=False)
     if title:
         fig.suptitle(title)
-    backend_caption(fig, backend)
+    draw_caption(fig, caption)
     return fig
 
 
-def rule_comparison_figure(table: pd.DataFrame, backend: str,
+def rule_comparison_figure(table: pd.DataFrame,
                            truth: Mapping[str, Mapping[str, float]] | None = None,
-                           paper: Mapping[str, float] | None = None, level: float = 0.95):
+                           paper: Mapping[str, float] | None = None, level: float = 0.95, *,
+                           caption: str = ""):
     """Extra divergence per depth comparison under each rule (grouped bars, pp) with each bar's
     bootstrap interval (``ci_low_pp``/``ci_high_pp`` at ``level``, when present), the simulator's
     truth of the quantity each rule estimates (``truth``: rule -> label -> pp; black ticks on the
@@ -95,11 +101,12 @@ def rule_comparison_figure(table: pd.DataFrame, backend: str,
     ax.set_ylabel("extra divergence (pp)")
     ax.axhline(0, color=PALETTE["muted"], linewidth=0.8)
     legend_outside(ax, where="right", fontsize=8, markerscale=0.6)
-    backend_caption(fig, backend, extra=f"error bars: {100 * level:g} % bootstrap intervals")
+    draw_caption(fig, caption, f"error bars: {100 * level:g} % bootstrap intervals")
     return fig
 
 
-def validity_figure(summary: pd.DataFrame, null_summary: pd.DataFrame, backend: str, alpha: float = 0.05):
+def validity_figure(summary: pd.DataFrame, null_summary: pd.DataFrame, alpha: float = 0.05, *,
+                    caption: str = ""):
     """Left: estimator bias per rule and comparison (pp). Right: rejection rate at ``alpha`` under the
     null simulator per rule and comparison, dashed line at ``alpha``. Error bars: ±2 Monte Carlo
     standard errors (``bias_se_pp``, ``rejection_se``; grey). Legend to the right of the panels."""
@@ -121,7 +128,7 @@ def validity_figure(summary: pd.DataFrame, null_summary: pd.DataFrame, backend: 
     axes[0].axhline(0, color=PALETTE["muted"], linewidth=0.8)
     axes[1].axhline(alpha, color=PALETTE["truth"], linestyle="--", linewidth=1, label=f"alpha = {alpha:g}")
     legend_outside(axes[1], where="right", fontsize=8)
-    backend_caption(fig, backend)
+    draw_caption(fig, caption)
     return fig
 
 
@@ -129,8 +136,9 @@ _LABEL_STYLE = {"conceded": ("#0072B2", "o", "-"), "answered": ("#E69F00", "s", 
                 "partial": ("#009E73", "^", "-."), "dropped": ("#999999", "D", ":")}
 
 
-def engagement_figure(table: pd.DataFrame, paper: Mapping[str, float] | None, backend: str,
-                      by_round: pd.DataFrame | None = None, ours_label: str = "this run"):
+def engagement_figure(table: pd.DataFrame, paper: Mapping[str, float] | None,
+                      by_round: pd.DataFrame | None = None, ours_label: str = "this run", *,
+                      caption: str = ""):
     """Share of demands per engagement label, this run (``ours_label``) beside the paper's shares
     (left; ``paper`` None: this run only); with ``by_round`` (``engagement_table(..., by="round")``),
     the shares per critique round, the round's number of demands under each tick (right). One
@@ -160,7 +168,7 @@ def engagement_figure(table: pd.DataFrame, paper: Mapping[str, float] | None, ba
         ax.set_ylabel("share of demands (%)")
     handles = [h for ax in axes for h in ax.get_legend_handles_labels()[0]]
     fig.legend(handles=handles, loc="outside lower center", ncols=3, fontsize=8, frameon=False)
-    backend_caption(fig, backend)
+    draw_caption(fig, caption)
     return fig
 
 
@@ -168,8 +176,9 @@ _RULE_MARKERS = {"mechanism_key": ("o", "-", 7.5), "reference": ("x", "--", 6.0)
                  "embedding": ("^", "-.", 5.5), "llm": ("D", ":", 5.0)}
 
 
-def cluster_count_figure(counts: pd.DataFrame, backend: str, value: str = "n_groups",
-                         ylabel: str = "measured diversity (clusters)", rules: Sequence[str] | None = None):
+def cluster_count_figure(counts: pd.DataFrame, value: str = "n_groups",
+                         ylabel: str = "measured diversity (clusters)", rules: Sequence[str] | None = None, *,
+                         caption: str = ""):
     """Measured diversity per instance and depth under each rule: one panel per instance, x = depth,
     one line per rule (``counts``: columns instance, depth, rule, ``value``, one row per run).
 
@@ -202,11 +211,12 @@ def cluster_count_figure(counts: pd.DataFrame, backend: str, value: str = "n_gro
         ax.set_ylabel(ylabel)
     handles, names = axes[0, 0].get_legend_handles_labels()
     fig.legend(handles, names, loc="outside upper center", ncols=min(len(rules), 5), fontsize=8, frameon=False)
-    backend_caption(fig, backend)
+    draw_caption(fig, caption)
     return fig
 
 
-def judge_model_figure(per_model: pd.DataFrame, backend: str, paper: Mapping[str, tuple[float, float]] | None = None):
+def judge_model_figure(per_model: pd.DataFrame, paper: Mapping[str, tuple[float, float]] | None = None, *,
+                       caption: str = ""):
     """Extra divergence (pp) per depth comparison, one series (line and markers) per judge model, in
     the style of the paper's Figure 5; the paper's range over its three judges as a pink bar behind
     each comparison (shown when ``paper`` is given: comparison -> (low, high)).
@@ -231,5 +241,5 @@ def judge_model_figure(per_model: pd.DataFrame, backend: str, paper: Mapping[str
     ax.set_ylabel("extra divergence (pp)")
     ax.axhline(0, color=PALETTE["muted"], linewidth=0.8)
     legend_outside(ax, where="below", fontsize=8)
-    backend_caption(fig, backend, "one series per judge model")
+    draw_caption(fig, caption, "one series per judge model")
     return fig
