@@ -134,7 +134,7 @@ s = ch.setup(data_dir, design_file, simulator_file)
 bench, instances, design, base = s.bench, s.instances, s.design, s.base
 defaults = ch.defaults(base)
 jobs = {"n_jobs": n_jobs, "parallel_backend": parallel_backend}
-caption = "reference (simulator)"
+fig_caption = "Backend: reference (simulator)"  # every figure here is simulated, under every backend
 observed, sd = ch.observed_and_sd(load_calibration(PARAMS_DIR / calibration_file))
 
 # %% [markdown]
@@ -191,7 +191,7 @@ glue("ch02c_fail_pfind", ch.fail_pfind_text(truths))
 near_paper_0v5 = inside[(inside.truth_0v5_pp - reported("critique_depth.extra_divergence_pp.k0_vs_k5")).abs()
                         <= consistent_z * sd]
 glue("ch02c_both_1v5", ch.span(near_paper_0v5, "truth_1v5_pp", 1) if len(near_paper_0v5) else "none")
-fig = consistency_figure(truths, x="p_find", y="weak_scale", facet="conceded", caption=f"Backend: {caption}",
+fig = consistency_figure(truths, x="p_find", y="weak_scale", facet="conceded", caption=fig_caption,
                          observed=observed)
 fig = glue_figure("ch02c_fig_consistent", save("consistent_settings", fig, out_dir))
 
@@ -218,7 +218,7 @@ fig = glue_figure("ch02c_fig_consistent", save("consistent_settings", fig, out_d
 # ## Conclusion (a) at the consistent settings
 
 # %% tags=["hide-input"]
-fig = conclusion_figure(truths, x="p_find", y="weak_scale", facet="conceded", caption=f"Backend: {caption}")
+fig = conclusion_figure(truths, x="p_find", y="weak_scale", facet="conceded", caption=fig_caption)
 fig = glue_figure("ch02c_fig_conclusion", save("conclusion_map", fig, out_dir))
 
 # %% [markdown]
@@ -313,7 +313,7 @@ glue("ch02c_tfidf_minus_rate_0v1", f"{low:+.1f} to {high:+.1f}" if round(low, 1)
 low, high = ch.rule_gap(bias, "0 v 1", "mechanism_key", "paper_rates")
 glue("ch02c_key_minus_rate_0v1", f"{low:+.1f} to {high:+.1f}")
 glue("ch02c_max_bias", ch.max_bias_text(bias))
-fig = rule_estimates_figure(bias, labels, caption=f"Backend: {caption}",
+fig = rule_estimates_figure(bias, labels, caption=fig_caption,
                             rules={"mechanism_key": "mechanism key", "paper_rates": "paper-rate judge",
                                    "tfidf": "TF-IDF"})
 fig = glue_figure("ch02c_fig_rules", save("rule_estimates", fig, out_dir))
@@ -436,7 +436,7 @@ glue("ch02c_needed_text", "; ".join(
     f"{r.truth_pp:.1f} pp: {int(r.runs_needed) if np.isfinite(r.runs_needed) else f'more than {r.largest_tried}'}"
     for r in needed.itertuples()))
 glue("ch02c_ladder_max", max(power_ladder))
-fig = power_figure(power, caption=f"Backend: {caption}", level=power_level,
+fig = power_figure(power, caption=fig_caption, level=power_level,
                    paper_runs=reported("design.runs_per_depth") if show_paper else None)
 fig = glue_figure("ch02c_fig_power", save("power", fig, out_dir))
 

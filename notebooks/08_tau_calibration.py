@@ -130,7 +130,7 @@ from mechaudit.tables import book_table, use_book_tables
 from mechaudit.tau import SimulatedJudge, make_pool, studies
 
 use_book_tables()  # every table below in the book's format: labels, units, rounding
-SIM = ch.SIMULATED  # the simulated sections run offline under every backend; their figures say so
+SIM = ch.SIMULATED_CAPTION  # the simulated sections run offline under every backend; their figures say so
 llm_run = ctx.llm
 print("simulated sections: offline simulated judge (not an LLM), with every backend\n"
       f"real-judge section: {f'run with backend {ctx.backend.value!r}' if llm_run else 'not run (offline backend)'}")
@@ -211,7 +211,7 @@ glue("ch08_headline_provenance", row_provenance)
 glue("ch08_headline_verdict", row_verdict)
 
 # %% tags=["hide-input"]
-fig = tau_recovery_plot(recovery, caption=f"Backend: {SIM}")
+fig = tau_recovery_plot(recovery, caption=SIM)
 save("tau_recovery", fig, out_dir)
 fig = glue_figure("ch08_fig_tau_recovery", fig)
 
@@ -282,7 +282,7 @@ glue("ch08_n_scores", len(reviews))
 glue("ch08_n_stories", n_stories)
 
 # %% tags=["hide-input"]
-fig = score_recovery_plot(reviews, caption=f"Backend: {SIM}")
+fig = score_recovery_plot(reviews, caption=SIM)
 save("score_recovery", fig, out_dir)
 fig = glue_figure("ch08_fig_score_recovery", fig)
 
@@ -339,7 +339,7 @@ glue("ch08_sat_sentence", sat["sentence"])
 # %% tags=["hide-input"]
 example = rounds[0]
 profile = studies.loss_profile(example["anchors"], example["comparisons"], example["tau"], scales=weight_scales)
-fig = loss_band_plot(profile, caption=f"Backend: {SIM}")
+fig = loss_band_plot(profile, caption=SIM)
 save("loss_band", fig, out_dir)
 fig = glue_figure("ch08_fig_loss_band", fig)
 
@@ -381,7 +381,7 @@ glue("ch08_profile_cov", 100 * sf["profile_cov"], digits=0)
 glue("ch08_n_rounds", len(rounds))
 
 # %% tags=["hide-input"]
-fig = weight_scale_plot(scale_effect, caption=f"Backend: {SIM}")
+fig = weight_scale_plot(scale_effect, caption=SIM)
 save("weight_scale", fig, out_dir)
 fig = glue_figure("ch08_fig_weight_scale", fig)
 
@@ -487,7 +487,7 @@ glue("ch08_dens_top_hint", f"{df['top_hint']:g}")
 # %% tags=["hide-input"]
 by_hint = studies.densify_by_hint({name: table for name, (table, _) in runs.items()})
 save("densify_by_hint", by_hint.round(3), out_dir)
-fig = glue_figure("ch08_fig_densify", save("densify", densify_plot(by_hint, caption=f"Backend: {SIM}"), out_dir))
+fig = glue_figure("ch08_fig_densify", save("densify", densify_plot(by_hint, caption=SIM), out_dir))
 
 # %% [markdown]
 # ```{glue:figure} ch08_fig_densify
@@ -561,7 +561,7 @@ glue("ch08_ties_abstain_share_pct", tie_facts["abstain_share_pct"], digits=0)
 glue("ch08_ties_abstain_tau", tie_facts["abstain_tau"], digits=2)
 
 # %% tags=["hide-input"]
-fig = tie_effect_plot(ties, caption=f"Backend: {SIM}")
+fig = tie_effect_plot(ties, caption=SIM)
 save("tie_effect", fig, out_dir)
 fig = glue_figure("ch08_fig_tie_effect", fig)
 
@@ -629,7 +629,7 @@ glue("ch08_ms_grid_mle_maxdiff", ms["grid_mle_maxdiff"], digits=3)
 glue("ch08_misspec_reps", misspec_reps)
 
 # %% tags=["hide-input"]
-fig = misspecified_tau_plot(misspec, caption=f"Backend: {SIM}")
+fig = misspecified_tau_plot(misspec, caption=SIM)
 save("misspecified_tau", fig, out_dir)
 fig = glue_figure("ch08_fig_misspecified_tau", fig)
 
@@ -695,7 +695,7 @@ for name in ("cov_base", "cov_noisy", "cov_worst"):
     glue(f"ch08_ms_{name}", 100 * smf[name], digits=0)
 
 # %% tags=["hide-input"]
-fig = misspecified_score_plot(score_table, caption=f"Backend: {SIM}")
+fig = misspecified_score_plot(score_table, caption=SIM)
 save("misspecified_score", fig, out_dir)
 fig = glue_figure("ch08_fig_misspecified_score", fig)
 

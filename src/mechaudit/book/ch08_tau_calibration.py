@@ -26,8 +26,8 @@ from mechaudit.tau import CARD_VERSION, FIELD_CAPS, RUBRIC_VERSION, SyntheticPoo
 from mechaudit.tau.realjudge import ROLES, calibration_requests
 from mechaudit.tau.simulate import make_pool
 
-#: Backend label of the simulated sections' figures: they run offline whatever ``backend`` is.
-SIMULATED = "reference"
+#: Caption of the simulated sections' figures: they run offline whatever ``backend`` is.
+SIMULATED_CAPTION = "Backend: reference"
 #: Status of the chapter's headline (intro's "results at a glance"): the judge is simulated.
 STATUS = "simulated (reference backend)"
 #: A fit counts as recovered when it is within this relative error of the true tau.
