@@ -27,21 +27,27 @@ def runs():
 
 
 def test_reference_labels_are_the_simulator_log(runs):
-    labelled = label_demands(runs, "reference")
+    labelled = label_demands(runs, None)
     log = [r.label for run in runs for r in run.replies]
     assert labelled.label.tolist() == log and len(log) > 50
     assert set(labelled.label) <= set(LABELS)
     assert (labelled.label_source == "simulator log").all()
 
 
-def test_reference_backend_refuses_llm_runs(runs):
+def test_offline_labels_refuse_llm_runs(runs):
     llm_run = runs[1].model_copy(update={"backend": "anthropic"})
-    with pytest.raises(ValueError, match="only simulator runs"):
-        label_demands([llm_run], "reference")
-    with pytest.raises(ValueError, match="needs an LLM client"):
-        label_demands(runs, "replay")
-    with pytest.raises(ValueError, match="is not a backend"):
-        label_demands(runs, "bogus")
+    with pytest.raises(ValueError, match=r"only simulator runs have labels; LLM runs: \['A-k0-r1'\]$"):
+        label_demands([runs[0], llm_run], None)
+
+
+@pytest.mark.parametrize(("backend", "simulated"), [("reference", True), ("anthropic", False), ("replay", False)])
+def test_a_run_knows_whether_the_simulator_made_it(runs, backend, simulated):
+    assert runs[0].model_copy(update={"backend": backend}).simulated is simulated
+
+
+def test_a_run_with_an_unknown_backend_is_neither(runs):
+    with pytest.raises(ValueError, match="'bogus' is not a valid Backend"):
+        _ = runs[0].model_copy(update={"backend": "bogus"}).simulated
 
 
 def test_engagement_table_counts_and_shares():
@@ -58,7 +64,7 @@ def test_engagement_table_counts_and_shares():
 
 
 def test_paper_rows_use_reported_keys(runs):
-    labelled = label_demands(runs, "reference")
+    labelled = label_demands(runs, None)
     rows = paper_comparison(labelled)
     table = compare(rows, backend="reference")
     assert table.paper.tolist() == ["332", "61", "27", "9", "3"]  # shown as the paper prints them
@@ -69,7 +75,7 @@ def test_paper_rows_use_reported_keys(runs):
 
 def test_simulated_concessions_fall_with_rounds(runs):
     """Weak links run out: the first round concedes more than later rounds (emergent, not typed in)."""
-    labelled = label_demands([r for r in runs if r.depth == 5], "reference")
+    labelled = label_demands([r for r in runs if r.depth == 5], None)
     by = engagement_table(labelled, by="round").set_index(["round", "label"]).pct
     assert by[(1, "conceded")] > by[(5, "conceded")] + 20
 

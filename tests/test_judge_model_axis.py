@@ -61,13 +61,13 @@ def test_two_judge_models_one_row_each_with_cache_reuse(tmp_path, api_key, desig
     bench, design, runs = design_runs
     fake = FakeAnthropic(reply)
     client = client_for(fake, tmp_path / "cache")
-    main = build_rules(["llm"], backend="anthropic", judge_model=A, client=client, instances=bench.instances)["llm"]
+    main = build_rules(["llm"], client, judge_model=A, instances=bench.instances)["llm"]
     rule_tables(runs, {"llm": main.same_or_undecided}, design.comparisons())  # the chapter's Table 1
     after_main = sent_per_model(fake)
     # requests per model: the distinct certain calls of every matched pair (early stop: the two A-B
     # calls agree, so the B-A call is never made), as the estimate plans them
     pairs = matched_pairs(runs)
-    planned = judge_planned(LLMJudge(model=A, rubric="full", backend="anthropic", client=client,
+    planned = judge_planned(LLMJudge(model=A, rubric="full", client=client,
                                      instances=bench.instances), pairs, "x", early_stop=True)
     expected = len({p.ident for p in planned if p.stage == "x"})
     assert after_main == Counter({A: expected}) and expected > 0

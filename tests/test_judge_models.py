@@ -139,8 +139,8 @@ def test_two_models_known_disagreements_end_to_end(tmp_path, keys):
     pairs = pair_list()
     fake = FakeProviders({"claude-model-a": VERDICTS_A, "claude-model-b": VERDICTS_B})
     client = client_for(fake, tmp_path / "cache")
-    calls = judge_each_model(pairs, ["claude-model-a", "claude-model-b", "claude-model-a"], backend="anthropic",
-                             client=client, instances=FINDINGS, orders=("ab", "ab", "ba"), early_stop=False)
+    calls = judge_each_model(pairs, ["claude-model-a", "claude-model-b", "claude-model-a"], client,
+                             instances=FINDINGS, orders=("ab", "ab", "ba"), early_stop=False)
     assert list(calls) == ["claude-model-a", "claude-model-b"]  # duplicate judged once
     assert fake.count("/v1/messages") == 2 * 20 * 3
     verdicts = verdict_matrix({m: majority(c, len(pairs))["same"] for m, c in calls.items()})
@@ -156,9 +156,17 @@ def test_two_models_known_disagreements_end_to_end(tmp_path, keys):
         {"raw_agreement_pct_low": 80.0, "raw_agreement_pct_high": 80.0, "kappa_low": KAPPA_AB, "kappa_high": KAPPA_AB})
     ledger = client.ledger()
     assert set(ledger["model"]) == {"claude-model-a", "claude-model-b"}
-    judge_each_model(pairs, ["claude-model-a", "claude-model-b"], backend="anthropic", client=client,
+    judge_each_model(pairs, ["claude-model-a", "claude-model-b"], client,
                      instances=FINDINGS, orders=("ab", "ab", "ba"), early_stop=False)
     assert fake.count("/v1/messages") == 120  # all from the cache
+
+
+def test_judge_each_model_needs_a_model_and_a_client(tmp_path):
+    client = get_client("replay", cache_dir=tmp_path)
+    with pytest.raises(ValueError, match="^judge_each_model needs at least one model name$"):
+        judge_each_model(pair_list(), [], client)
+    with pytest.raises(ValueError, match=r"^judge_each_model needs an LLM client \(mechaudit.llm.get_client\)$"):
+        judge_each_model(pair_list(), ["claude-model-a"], None)
 
 
 @pytest.mark.parametrize("seed", range(4))
@@ -328,13 +336,13 @@ def test_mixed_providers_agreement_and_replay(tmp_path, keys):
     pairs = pair_list()
     fake = FakeProviders({"claude-opus-4-6": VERDICTS_A, "gpt-5.5": VERDICTS_B})
     kw = {"instances": FINDINGS, "orders": ("ab", "ba")}
-    calls = judge_each_model(pairs, ["claude-opus-4-6", "openai:gpt-5.5"], backend="anthropic",
-                             client=client_for(fake, tmp_path / "cache"), **kw)
+    calls = judge_each_model(pairs, ["claude-opus-4-6", "openai:gpt-5.5"],
+                             client_for(fake, tmp_path / "cache"), **kw)
     assert fake.count("/v1/messages") == 40 and fake.count("/v1/chat/completions") == 40
     table = model_agreement({m: majority(c, 20)["same"] for m, c in calls.items()})
     assert table.loc[0, "kappa"] == pytest.approx(cohen_kappa_score(VERDICTS_A, VERDICTS_B), abs=1e-12)
     replayed = judge_each_model(
-        pairs, ["claude-opus-4-6", "gpt-5.5"], backend="replay", cache_dir=tmp_path / "cache", **kw
+        pairs, ["claude-opus-4-6", "gpt-5.5"], get_client("replay", cache_dir=tmp_path / "cache"), **kw
     )
     assert len(fake.bodies) == 80
     again = model_agreement({m: majority(c, 20)["same"] for m, c in replayed.items()})

@@ -283,6 +283,7 @@ def test_workflow_chapters_estimate_counts_what_they_send(tmp_path, monkeypatch,
     import yaml
 
     from mechaudit.engagement import label_demands
+    from mechaudit.llm import get_client
     from mechaudit.workflow import (
         build_rules,
         deliver,
@@ -310,10 +311,10 @@ def test_workflow_chapters_estimate_counts_what_they_send(tmp_path, monkeypatch,
     with FakeAnthropicServer(reply=varied_reply) as server:
         monkeypatch.setenv("ANTHROPIC_BASE_URL", server.base_url)
         design = load_design(design_file, instances=[i.id for i in bench.instances])
-        delivery = deliver(bench, design, "anthropic", cache_dir=str(cache))
-        judge = build_rules(["llm"], backend="anthropic", client=delivery.client, instances=bench.instances)["llm"]
+        delivery = deliver(bench, design, get_client("anthropic", cache_dir=cache))
+        judge = build_rules(["llm"], delivery.client, instances=bench.instances)["llm"]
         instance_matrices(delivery.runs, judge.same)       # chapter 02
-        label_demands(delivery.runs, "anthropic", client=delivery.client)  # chapter 03
+        label_demands(delivery.runs, delivery.client)  # chapter 03
         delivered_diversity(delivery.runs, {"llm": judge})  # chapter 04
     assert server.errors == []
     sent = prompt_counts(server.bodies)

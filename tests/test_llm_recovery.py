@@ -13,6 +13,7 @@ from fake_anthropic import FakeAnthropic, client_for, workflow_reply
 from mechaudit.backends import Backend, BackendError
 from mechaudit.engagement import engagement_table, excluded_challenges, label_demands, paper_comparison
 from mechaudit.llm import APIReplyError, LLMRequest, get_client
+from mechaudit.rules import LLMJudge
 from mechaudit.schema import load_benchmark
 from mechaudit.workflow import Design, build_rules, excluded_frame, excluded_note
 from mechaudit.workflow.agents import run_workflow
@@ -93,7 +94,7 @@ def test_an_invalid_engagement_label_reply_is_excluded_and_counted(tmp_path, api
             return "labels: conceded, answered"
         return workflow_reply(body)
 
-    labelled = label_demands([run], "anthropic", client=client_for(FakeAnthropic(labels), tmp_path / "judge"))
+    labelled = label_demands([run], client_for(FakeAnthropic(labels), tmp_path / "judge"))
     out = excluded_challenges(labelled)
     n_bad = sum(d.hypothesis_id in hit for d in run.demands)
     assert sorted(out.hypothesis_id) == sorted(hit) and out.demands.sum() == n_bad
@@ -112,12 +113,16 @@ def test_backend_names_are_validated_in_one_place():
     with pytest.raises(BackendError, match="not an LLM backend"):
         get_client("reference")
     with pytest.raises(BackendError, match="'antropic' is not a backend"):
-        build_rules(["llm"], backend="antropic")
+        LLMJudge(backend="antropic")  # the one shorthand that takes a name
 
 
-def test_the_llm_rule_uses_the_given_cache_dir(tmp_path):
-    rule = build_rules(["llm"], backend="replay", cache_dir=tmp_path / "c")["llm"]
-    assert rule.client.cache.directory == tmp_path / "c"
+def test_the_llm_rule_answers_through_the_given_client_and_needs_one(tmp_path):
+    client = get_client("replay", cache_dir=tmp_path / "c")
+    rule = build_rules(["llm", "tfidf"], client)["llm"]
+    assert rule.client is client and rule.backend is Backend.REPLAY
+    with pytest.raises(ValueError, match=r"^rule 'llm' needs an LLM client \(mechaudit.llm.get_client\)"):
+        build_rules(["tfidf", "llm"])
+    assert list(build_rules(["tfidf"])) == ["tfidf"]  # the other rules need none
 
 
 def test_undecided_judge_pairs_are_left_out_of_the_run_divergence():

@@ -14,6 +14,7 @@ from fake_anthropic import FakeAnthropic
 from rule_hypotheses import hyp
 
 from mechaudit.agreement import flip_rate
+from mechaudit.backends import Backend
 from mechaudit.llm import BlindnessError
 from mechaudit.rules.llm_judge import (
     SYSTEM_PROMPTS,
@@ -21,6 +22,7 @@ from mechaudit.rules.llm_judge import (
     UndecidedError,
     call_plan,
     call_verdicts,
+    planning_judge,
     stability_summary,
 )
 
@@ -73,11 +75,30 @@ def make_judge(tmp_path, api, **kw):
     """A judge over the fake API; every planned call is made unless a test asks for early stop."""
     kw.setdefault("early_stop", False)
     client = fake_anthropic.client_for(api, tmp_path / "cache")
-    return LLMJudge(client=client, instances=FINDINGS, backend="anthropic", **kw)
+    return LLMJudge(client=client, instances=FINDINGS, **kw)
 
 
 def test_early_stop_is_the_default():
-    assert LLMJudge(backend="replay", client=object()).early_stop is True
+    assert LLMJudge(backend=None).early_stop is True
+
+
+def test_a_judge_without_a_client_builds_requests_and_refuses_to_judge(pairs):
+    judge = planning_judge("step", "claude-model-a", ("ab", "ba"), FINDINGS)
+    assert judge.client is None and judge.backend is None
+    assert repr(judge) == ("LLMJudge(rubric='step', model='claude-model-a', backend=None, "
+                           "orders=('ab', 'ba'), early_stop=True)")
+    reqs = judge.requests(pairs)
+    assert [(r.model, r.metadata["order"]) for r in reqs[:2]] == [("claude-model-a", "ab"), ("claude-model-a", "ba")]
+    assert len(reqs) == 6 and reqs[0].system == SYSTEM_PROMPTS["step"]
+    with pytest.raises(ValueError, match=r"^this LLMJudge has no client and only builds requests"):
+        judge.judge(pairs)
+
+
+def test_a_given_client_wins_over_the_backend_name(tmp_path, scripted_api):
+    client = fake_anthropic.client_for(scripted_api(lambda first, k, user: verdict("same")), tmp_path / "cache")
+    judge = LLMJudge(backend="replay", client=client)
+    assert judge.client is client and judge.backend is Backend.ANTHROPIC
+    assert "backend='anthropic'" in repr(judge)
 
 
 def test_call_plan_repeats():
@@ -252,7 +273,8 @@ def test_stability_and_requests(tmp_path, scripted_api, pairs):
 
 def test_a_judge_without_a_client_builds_one_with_its_concurrency(tmp_path):
     judge = LLMJudge(rubric="full", backend="replay", cache_dir=tmp_path, max_concurrency=3)
-    assert judge.client.backend == "replay" and judge.client.max_concurrency == 3
+    assert judge.backend is judge.client.backend is Backend.REPLAY and judge.client.max_concurrency == 3
+    assert judge.client.cache.directory == tmp_path
 
 
 def test_stability_summary_counts_repeat_and_reversal_changes():

@@ -13,7 +13,7 @@ from mechaudit import rules
 from mechaudit.divergence import matched_pairs
 from mechaudit.errors import MechauditError
 from mechaudit.rules.paper_rates import PaperRateJudge, paper_rates
-from mechaudit.workflow import rules_for_backend
+from mechaudit.workflow import rules_for
 from mechaudit.workflow.depth import keys_function, measure_function
 
 BASE = ["KRAS", "MEK", "ERK", "MYC", "PROLIF"]
@@ -100,5 +100,5 @@ def test_registry_fast_path_and_backends():
     assert measure_function("paper_rates") is not None
     with pytest.raises(ValueError, match="unknown measure"):
         measure_function("tfidf")
-    assert rules_for_backend(["paper_rates", "reference"], "reference") == ["paper_rates", "reference"]
-    assert rules_for_backend(["paper_rates", "mechanism_key", "reference"], "replay") == ["reference", "llm"]
+    assert rules_for(["paper_rates", "reference"], llm=False) == ["paper_rates", "reference"]
+    assert rules_for(["paper_rates", "mechanism_key", "reference"], llm=True) == ["reference", "llm"]

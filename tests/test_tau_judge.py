@@ -12,6 +12,7 @@ import pytest
 from fake_anthropic import FakeAnthropic, client_for, replies_in_order
 from pydantic import ValidationError
 
+from mechaudit.backends import Backend
 from mechaudit.llm import BlindnessError, InvalidJSONError, check_blind
 from mechaudit.tau import (
     CARD_VERSION,
@@ -44,6 +45,7 @@ from mechaudit.tau import (
     write_tau_file,
 )
 from mechaudit.tau.critic import densify_reasons
+from mechaudit.tau.judge import pair_requests
 
 PRICES = {"batch_discount": 0.5,
           "models": {"claude-opus-4-6": {"input": 5.0, "output": 25.0, "cache_write": 6.25, "cache_read": 0.5}}}
@@ -163,7 +165,7 @@ def fake_messages(replies: list[str]) -> FakeAnthropic:
 
 def anthropic_judge(fake, tmp_path, strict=True):
     client = client_for(fake, tmp_path, max_concurrency=1, prices=PRICES)
-    return BlindJudge(backend="anthropic", client=client, strict=strict)
+    return BlindJudge(client=client, strict=strict)
 
 
 def _cards(pool, n):
@@ -181,6 +183,27 @@ def test_blind_judge_via_fake_http(pool, tmp_path, api_key):
     sent = json.dumps(body)
     check_blind(sent.replace(RUBRIC_VERSION, ""), FORBIDDEN_TERMS)
     assert api_key not in sent
+
+
+def test_blind_judge_takes_exactly_one_of_a_client_and_a_simulator(pool, tmp_path, api_key):
+    client = client_for(fake_messages(["{}"]), tmp_path)
+    simulator = SimulatedJudge(pool.truth())
+    for kwargs in ({}, {"client": client, "simulator": simulator}):
+        with pytest.raises(ValueError, match="^BlindJudge needs exactly one of client"):
+            BlindJudge(**kwargs)
+    llm, offline = BlindJudge(client=client, model="claude-model-a"), BlindJudge(simulator=simulator)
+    assert (llm.backend, llm.judge_model) == (Backend.ANTHROPIC, "claude-model-a")
+    assert (offline.backend, offline.judge_model) == (Backend.REFERENCE, simulator.name)
+
+
+def test_pair_requests_need_no_judge_and_match_the_judges(pool, tmp_path, api_key):
+    cards = _cards(pool, 3)
+    pairs = [(cards[0], cards[1]), (cards[2], cards[0])]
+    judge = BlindJudge(client=client_for(fake_messages(["{}"]), tmp_path), model="claude-model-a", max_tokens=99)
+    built = pair_requests("Novelty", pairs, "claude-model-a", max_tokens=99)
+    assert [r.key for r in built] == [r.key for r in judge.pair_requests("Novelty", pairs)]
+    assert [r.key for r in pair_requests("Novelty", pairs, "claude-model-a")] != [r.key for r in built]
+    assert built[0].version == f"{RUBRIC_VERSION}+{CARD_VERSION}+pair" and built[0].temperature == 0.0
 
 
 def test_blind_judge_repairs_then_succeeds(pool, tmp_path, api_key):
@@ -214,7 +237,7 @@ def test_critic_with_llm_judge_and_coach_never_changes_scores(pool, tmp_path, ap
 
     fake = FakeAnthropic(answer, usage=judge_usage)
     client = client_for(fake, tmp_path, prices=PRICES)
-    judge = BlindJudge(backend="anthropic", client=client)
+    judge = BlindJudge(client=client)
     story = make_story(5.0)[0]
     ctx = {"pattern_id": "pattern_01"}
     plain = MultiAgentCritic(pool.papers, judge, pool.exemplars, taus={r: 1.0 for r in ROLES}).review(story, ctx)
@@ -234,7 +257,7 @@ def test_critic_with_llm_judge_and_coach_never_changes_scores(pool, tmp_path, ap
 def test_critic_output_shape_and_offline_coach(pool):
     story, truth = make_story({"Methodology": 8.0, "Novelty": 3.0, "Storyteller": 6.0}, seed=9)
     judge = SimulatedJudge(pool.truth()).with_truth(truth)
-    critic = MultiAgentCritic(pool.papers, BlindJudge("reference", simulator=judge), pool.exemplars, taus=judge.taus)
+    critic = MultiAgentCritic(pool.papers, BlindJudge(simulator=judge), pool.exemplars, taus=judge.taus)
     out = critic.review(story, {"pattern_id": "pattern_02"})
     assert set(out) == {"pass", "avg_score", "reviews", "main_issue", "suggestions", "audit", "field_feedback",
                         "suggested_edits", "priority", "review_coach"}
@@ -256,7 +279,7 @@ def test_critic_output_shape_and_offline_coach(pool):
 def test_critic_densifies_as_the_original_and_caches_the_selection(pool):
     story, truth = make_story(9.9, seed=4)
     judge = SimulatedJudge(pool.truth()).with_truth(truth)
-    blind = BlindJudge("reference", simulator=judge)
+    blind = BlindJudge(simulator=judge)
     critic = MultiAgentCritic(pool.papers, blind, pool.exemplars, taus=judge.taus)
     out = critic.review(story, {"pattern_id": "pattern_05"})
     info = out["audit"]["densify"]
@@ -284,7 +307,7 @@ def test_reference_judge_answers_a_repeated_call_from_memory_with_its_own_copy(p
             return super().reply(role, story, anchors)
 
     story, truth = make_story(6.0, seed=2)
-    blind = BlindJudge("reference", simulator=Counting(pool.truth()).with_truth(truth))
+    blind = BlindJudge(simulator=Counting(pool.truth()).with_truth(truth))
     cards = [build_paper_card(p) for p in pool.papers[:4]]
     first = blind.judge_roles(list(ROLES), build_story_card(story), cards)
     first[0].comparisons[0]["judgement"] = "changed by the caller"
@@ -314,7 +337,7 @@ def test_densify_comparison_equals_separate_reviews(pool):
 
 def test_critic_needs_context(pool):
     judge = SimulatedJudge(pool.truth())
-    critic = MultiAgentCritic(pool.papers, BlindJudge("reference", simulator=judge), pool.exemplars, taus=judge.taus)
+    critic = MultiAgentCritic(pool.papers, BlindJudge(simulator=judge), pool.exemplars, taus=judge.taus)
     with pytest.raises(ValueError, match="pattern_id"):
         critic.review({}, {})
     with pytest.raises(ValueError, match="not in the pool"):
@@ -460,7 +483,7 @@ def test_pairwise_judging_path_recovers_tau(pool):
     from mechaudit.tau import fit_tau, judge_sampled_pairs, sample_pairs
 
     pairs = sample_pairs(pool.table(), 2000, seed=5)
-    judge = BlindJudge("reference", simulator=SimulatedJudge(pool.truth(), taus={r: 0.8 for r in ROLES}))
+    judge = BlindJudge(simulator=SimulatedJudge(pool.truth(), taus={r: 0.8 for r in ROLES}))
     judged = judge_sampled_pairs(pairs, pool.by_id(), judge, "Novelty")
     assert len(judged) == 2000 and set(judged["judgement"]) == {"better", "tie", "worse"}
     assert abs(fit_tau(judged, "mle") / 0.8 - 1) < 0.10
@@ -469,7 +492,7 @@ def test_pairwise_judging_path_recovers_tau(pool):
 def test_critic_refuses_tau_file_of_another_rubric(pool, tmp_path):
     path = tmp_path / "judge_tau.json"
     write_tau_file(path, {r: 1.0 for r in ROLES}, "simulated-judge", 10, rubric_version="rubric_v0")
-    judge = BlindJudge("reference", simulator=SimulatedJudge(pool.truth()))
+    judge = BlindJudge(simulator=SimulatedJudge(pool.truth()))
     with pytest.raises(TauFileMismatchError, match="rubric_v0"):
         MultiAgentCritic(pool.papers, judge, pool.exemplars, taus=TauConfig(path=path))
     write_tau_file(path, {"Novelty": 1.4}, "simulated-judge", 10)
@@ -498,7 +521,7 @@ def test_critic_derives_anchor_scores_from_review_stats(pool):
     raw = [{k: v for k, v in p.items() if k not in ("score10", "weight")} for p in pool.papers]
     raw.append({"paper_id": "no-reviews", "pattern_id": "pattern_01", "problem": "p", "method": "m", "contrib": "c"})
     story, truth = make_story(6.5, seed=4)
-    judge = BlindJudge("reference", simulator=SimulatedJudge(pool.truth()).with_truth(truth))
+    judge = BlindJudge(simulator=SimulatedJudge(pool.truth()).with_truth(truth))
     from_stats = MultiAgentCritic(raw, judge, pool.exemplars, taus={r: 1.0 for r in ROLES})
     given = MultiAgentCritic(pool.papers, judge, pool.exemplars, taus={r: 1.0 for r in ROLES})
     ctx = {"pattern_id": "pattern_01"}

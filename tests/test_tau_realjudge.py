@@ -1,6 +1,6 @@
 """Chapter 08's real-judge branch (:func:`llm_tau_calibration`) against the fake Anthropic HTTP API:
-it completes, a second run sends nothing (answers from ``cache_dir``), replay reproduces it, and an
-invalid reply is excluded and counted."""
+it completes, a second run sends nothing (answers from the client's cache), replay reproduces it, and
+an invalid reply is excluded and counted."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import json
 import pytest
 from fake_anthropic import FAKE_KEY, FakeAnthropic, client_for
 
-from mechaudit.backends import BackendError
-from mechaudit.llm import ResponseCache
+from mechaudit.backends import Backend
+from mechaudit.llm import ResponseCache, get_client
 from mechaudit.tau import RUBRIC_VERSION, build_paper_card, llm_tau_calibration, make_pool
 from mechaudit.tau.realjudge import calibration_requests
 
@@ -56,7 +56,7 @@ def judge_client(fake, cache_dir):
 
 def test_runs_under_anthropic_then_from_the_cache_then_replay(pool, tmp_path, api_key):
     fake = score_aware_fake(pool)
-    first = llm_tau_calibration(pool, "anthropic", n_pairs=N_PAIRS, seed=1, client=judge_client(fake, tmp_path))
+    first = llm_tau_calibration(pool, judge_client(fake, tmp_path), n_pairs=N_PAIRS, seed=1)
     assert len(fake.message_bodies) == 3 * N_PAIRS and first.requests_sent == 3 * N_PAIRS
     fits = first.fits.set_index(["role", "method"])
     assert (fits["n_pairs"] == N_PAIRS).all() and (fits["n_excluded"] == 0).all()
@@ -68,40 +68,41 @@ def test_runs_under_anthropic_then_from_the_cache_then_replay(pool, tmp_path, ap
     assert sorted(r.key for r in planned) == sorted(ResponseCache(tmp_path).keys())
 
     again_fake = score_aware_fake(pool)
-    again = llm_tau_calibration(pool, "anthropic", n_pairs=N_PAIRS, seed=1, client=judge_client(again_fake, tmp_path))
+    again = llm_tau_calibration(pool, judge_client(again_fake, tmp_path), n_pairs=N_PAIRS, seed=1)
     assert again_fake.message_bodies == [] and again.requests_sent == 0 and again.served_from_cache == 3 * N_PAIRS
     assert again.fits.equals(first.fits)
 
-    replayed = llm_tau_calibration(pool, "replay", n_pairs=N_PAIRS, seed=1, cache_dir=tmp_path)
+    replayed = llm_tau_calibration(pool, get_client("replay", cache_dir=tmp_path), n_pairs=N_PAIRS, seed=1)
     assert replayed.requests_sent == 0 and replayed.fits.equals(first.fits)
+    assert (first.backend, replayed.backend) == (Backend.ANTHROPIC, Backend.REPLAY)
 
 
-def test_replay_honours_cache_dir(pool, tmp_path):
+def test_replay_answers_from_its_clients_cache_only(pool, tmp_path):
     from mechaudit.llm import ReplayMissError
 
     with pytest.raises(ReplayMissError):
-        llm_tau_calibration(pool, "replay", n_pairs=N_PAIRS, seed=1, cache_dir=tmp_path / "empty")
+        llm_tau_calibration(pool, get_client("replay", cache_dir=tmp_path / "empty"), n_pairs=N_PAIRS, seed=1)
 
 
 def test_invalid_reply_is_excluded_and_counted(pool, tmp_path, api_key):
     fake = score_aware_fake(pool)
-    first = llm_tau_calibration(pool, "anthropic", n_pairs=N_PAIRS, seed=1, roles=["Novelty"],
-                                client=judge_client(fake, tmp_path / "ok"))
+    first = llm_tau_calibration(pool, judge_client(fake, tmp_path / "ok"), n_pairs=N_PAIRS, seed=1,
+                                roles=["Novelty"])
     a = first.judged["a"].iloc[0]
     broken = build_paper_card(pool.by_id()[a]).render()
     bad = score_aware_fake(pool, broken=[broken])
-    out = llm_tau_calibration(pool, "anthropic", n_pairs=N_PAIRS, seed=1, roles=["Novelty"],
-                              client=judge_client(bad, tmp_path / "bad"))
+    out = llm_tau_calibration(pool, judge_client(bad, tmp_path / "bad"), n_pairs=N_PAIRS, seed=1,
+                              roles=["Novelty"])
     hit = int(first.judged["a"].eq(a).sum() + first.judged["b"].eq(a).sum())
     assert (out.fits["n_excluded"] == hit).all() and (out.fits["n_pairs"] == N_PAIRS - hit).all()
     assert len(bad.message_bodies) == N_PAIRS + 2 * hit  # each invalid reply got two repair requests
 
 
-def test_reference_backend_and_bad_sizes_are_refused(pool):
-    with pytest.raises(BackendError, match="not an LLM backend"):
-        llm_tau_calibration(pool, "reference")
+def test_no_client_and_bad_sizes_are_refused(pool, tmp_path):
+    with pytest.raises(ValueError, match=r"^llm_tau_calibration needs an LLM client \(mechaudit.llm.get_client\)$"):
+        llm_tau_calibration(pool, None)
     with pytest.raises(ValueError, match="llm_pairs"):
-        llm_tau_calibration(pool, "replay", n_pairs=0)
+        llm_tau_calibration(pool, get_client("replay", cache_dir=tmp_path), n_pairs=0)
 
 
 def test_estimate_counts_exactly_the_requests_the_chapter_sends(tmp_path, monkeypatch):
@@ -115,7 +116,7 @@ def test_estimate_counts_exactly_the_requests_the_chapter_sends(tmp_path, monkey
     monkeypatch.setenv("ANTHROPIC_API_KEY", FAKE_KEY)  # set only after the estimate
     pool = make_pool(n_patterns=2, papers_per_pattern=15, seed=0)
     fake = score_aware_fake(pool)
-    llm_tau_calibration(pool, "anthropic", n_pairs=5, seed=0, client=judge_client(fake, tmp_path))
+    llm_tau_calibration(pool, judge_client(fake, tmp_path), n_pairs=5, seed=0)
     plan = chapter_plan("08_tau_calibration")
     planned = plan({**params, "seed": 0, "review_noise": 0.8, "judge_model": "claude-opus-4-6"})
     assert sorted(p.request.key for p in planned) == sorted(ResponseCache(tmp_path).keys())

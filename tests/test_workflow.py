@@ -223,8 +223,9 @@ def test_real_workflow_path_with_faked_transport(bench, tmp_path, api_key):
         return json.dumps({"labels": [{"number": k, "label": "answered"} for k in range(1, n + 1)]})
 
     judge_fake = FakeAnthropic(judge)
-    labelled = label_demands([run], "anthropic", client_for(judge_fake, tmp_path / "cache2"))
+    labelled = label_demands([run], client_for(judge_fake, tmp_path / "cache2"))
     assert len(labelled) == 10 and (labelled.label == "answered").all() and judge_fake.errors == []
+    assert set(labelled.label_source) == {"LLM judge (claude-opus-4-6, anthropic)"}
 
 
 def test_real_workflow_rejects_unknown_step_ids(bench, tmp_path, api_key):
@@ -244,10 +245,55 @@ def test_real_workflow_rejects_unknown_step_ids(bench, tmp_path, api_key):
                              hypothesis_schema(bench.vocabulary, bench.instances[0].terminal_id))
 
 
-def test_rules_for_backend_drops_ground_truth_and_adds_the_llm_judge_for_llm_runs():
-    from mechaudit.workflow import rules_for_backend
+def test_rules_for_drops_ground_truth_and_adds_the_llm_judge_for_llm_runs():
+    from mechaudit.workflow import rules_for
 
     names = ["mechanism_key", "reference", "tfidf"]
-    assert rules_for_backend(names, "reference") == names
-    assert rules_for_backend(names, "replay") == ["reference", "tfidf", "llm"]
-    assert rules_for_backend(["llm", "tfidf"], "anthropic") == ["llm", "tfidf"]
+    assert rules_for(names, llm=False) == names and rules_for(names, False) is not names
+    assert rules_for(names, llm=True) == ["reference", "tfidf", "llm"]
+    assert rules_for(["llm", "tfidf"], llm=True) == ["llm", "tfidf"]
+
+
+def test_deliver_simulates_without_a_client_and_asks_the_client_otherwise(bench, params, tmp_path, api_key, capsys):
+    from mechaudit.workflow import deliver, report_dropped
+
+    design = Design(instances=("A",), depths=(0,), runs_per_depth=1)
+    with pytest.raises(ValueError, match=r"^offline delivery \(no LLM client\) needs simulator parameters"):
+        deliver(bench, design, None)
+    offline = deliver(bench, design, None, simulator=params, seed=3)
+    assert offline.client is None and offline.source == "simulator (backend reference)"
+    assert offline.runs == simulate(bench, design, params, seed=3) and all(r.simulated for r in offline.runs)
+    report_dropped(offline, json_retries=2)
+    assert capsys.readouterr().out == ""  # simulator runs drop nothing
+
+    out = {"statement": "s", "explanation": "e", "chain": [{"id": "NOT_AN_ID", "text": "x"}]}
+    client = client_for(FakeAnthropic(lambda body: json.dumps(out)), tmp_path / "c")
+    llm = deliver(bench, design, client, json_retries=1)
+    assert llm.client is client and llm.source == "LLM workflow (claude-sonnet-4-6, backend anthropic)"
+    assert not any(r.simulated for r in llm.runs) and len(llm.excluded) == len(bench.openings("A"))
+    report_dropped(llm, json_retries=1)
+    assert capsys.readouterr().out.startswith(
+        f"Excluded: {len(bench.openings('A'))} hypotheses whose reply stayed invalid after 1 JSON repair request(s);")
+
+
+@pytest.mark.parametrize(("backend", "rules", "n_requests"), [
+    ("reference", ["tfidf", "mechanism_key"], 0),  # simulator runs: no judge joins
+    ("replay", ["tfidf"], 3),  # LLM runs: the judge joins the rules, 3 calls per pair
+    ("anthropic", ["mechanism_key"], 3),
+])
+def test_the_judge_plan_follows_the_parsed_backend(bench, backend, rules, n_requests):
+    from mechaudit.backends import Backend
+    from mechaudit.workflow.plan import plan_delivered_judges, proxy_runs
+
+    design = Design(instances=("A",), depths=(0,), runs_per_depth=1)
+    runs = proxy_runs(bench, design)
+    first, second = runs[0].delivered[:2]
+
+    def pairs_of(runs, rule):
+        return rule.same([(first, second)])
+
+    p = {"rules": rules, "backend": Backend(backend)}
+    planned = plan_delivered_judges(p, bench, runs, True, pairs_of, ["claude-model-a"])
+    assert len(planned) == n_requests
+    assert {x.request.model for x in planned} <= {"claude-model-a"}
+    assert [x.stage for x in planned[:2]] == ["judge claude-model-a (delivered pairs)"] * min(n_requests, 2)

@@ -22,7 +22,6 @@ from typing import Literal
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, create_model, model_validator
 
-from mechaudit.backends import Backend
 from mechaudit.llm import LLMRequest
 from mechaudit.paper import reported
 from mechaudit.workflow.records import LABELS, Run, demands_frame
@@ -80,27 +79,25 @@ def judge_request(challenge: pd.DataFrame, model: str = JUDGE_MODEL) -> LLMReque
                       metadata={"task": "engagement", "run": rows.run_id.iloc[0]})
 
 
-def label_demands(runs: Sequence[Run], backend: str, client=None, model: str = JUDGE_MODEL,
+def label_demands(runs: Sequence[Run], client, model: str = JUDGE_MODEL,
                   progress: bool = False, json_retries: int = 2) -> pd.DataFrame:
     """``demands_frame(runs)`` with the engagement label per demand in column ``label``.
 
-    ``backend="reference"``: the simulator's own label (every run must be a simulator run);
-    ``"anthropic"``/``"replay"``: the LLM judge through ``client``. A judge reply still invalid
+    ``client`` None: the simulator's own label (every run must be a simulator run); else the LLM
+    judge through ``client`` (a ``mechaudit.llm.LLMClient``). A judge reply still invalid
     after ``json_retries`` repair requests leaves its challenge's demands unlabelled (``label``
     None) with the error in column ``excluded``: they are left out of every share and counted by
     :func:`excluded_challenges`; a larger ``json_retries`` asks again for exactly those. Column
     ``label_source`` says where the labels come from.
     """
     df = demands_frame(runs)
-    if not Backend.parse(backend).is_llm:
-        not_sim = sorted({r.run_id for r in runs if Backend.parse(r.backend).is_llm})
+    if client is None:
+        not_sim = sorted({r.run_id for r in runs if not r.simulated})
         if not_sim:
-            raise ValueError(f"backend='reference' labels only simulator runs; LLM runs: {not_sim[:3]}")
+            raise ValueError(f"without an LLM client only simulator runs have labels; LLM runs: {not_sim[:3]}")
         if df["label"].isna().any():
             raise ValueError("simulator log has demands without a reply label")
         return df.assign(label_source="simulator log")
-    if client is None:
-        raise ValueError(f"backend={backend!r} needs an LLM client (mechaudit.llm.get_client)")
     groups = [g for _, g in df.groupby(["run_id", "round", "hypothesis_id"], sort=False)]
     requests = [judge_request(g, model) for g in groups]
     results = client.complete_many(requests, schema=[labels_schema(len(g)) for g in groups], progress=progress,
@@ -113,7 +110,7 @@ def label_demands(runs: Sequence[Run], backend: str, client=None, model: str = J
         by_number = {x.number: x.label for x in res.value.labels}
         labelled.append(g.assign(label=g["number"].map(by_number), excluded=None))
     out_df = pd.concat(labelled, ignore_index=True) if labelled else df.assign(excluded=None)
-    return out_df.assign(label_source=f"LLM judge ({model}, {backend})")
+    return out_df.assign(label_source=f"LLM judge ({model}, {client.backend})")
 
 
 def excluded_challenges(labelled: pd.DataFrame) -> pd.DataFrame:

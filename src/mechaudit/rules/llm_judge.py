@@ -215,8 +215,11 @@ class UndecidedError(ValueError):
 class LLMJudge:
     """LLM judge: majority over ``orders`` of strict-JSON verdicts under ``rubric`` (module doc).
 
-    ``backend``: "replay" (recorded answers under ``cache_dir``, default ``data/llm_cache``) or
-    "anthropic" (needs ``ANTHROPIC_API_KEY`` in the environment); ``client`` overrides both.
+    ``client``: the :class:`mechaudit.llm.LLMClient` that answers. Without one, the shorthand
+    ``backend`` names a client to make: "replay" (recorded answers under ``cache_dir``, default
+    ``data/llm_cache``) or "anthropic" (needs ``ANTHROPIC_API_KEY`` in the environment);
+    ``backend=None`` makes none: the judge then only builds requests (``requests``, ``plan``) and
+    ``judge`` raises.
     ``instances``: the findings shown as context, as ``Instance`` objects or an
     ``{instance id: finding text}`` mapping; default ``data/instances.yaml``.
     """
@@ -226,7 +229,7 @@ class LLMJudge:
         rubric: str = "full",
         *,
         model: str = "claude-opus-4-6",
-        backend: str = "replay",
+        backend: str | None = "replay",
         orders: Sequence[str] = ("ab", "ab", "ba"),
         early_stop: bool = True,
         client=None,
@@ -239,12 +242,12 @@ class LLMJudge:
     ):
         if rubric not in RUBRICS:
             raise ValueError(f"rubric must be one of {RUBRICS}; got {rubric!r}")
-        Backend.llm(backend, field="backend")  # the offline stand-in is ReferenceJudge
+        if client is None and backend is not None:
+            Backend.llm(backend, field="backend")  # the offline stand-in is ReferenceJudge
         if not orders:
             raise ValueError("orders must list at least one presentation order")
         self.rubric = rubric
         self.model = model
-        self.backend = backend
         self.orders = tuple(orders)
         self.plan = call_plan(self.orders)
         self.early_stop = bool(early_stop)
@@ -252,13 +255,19 @@ class LLMJudge:
         self.max_tokens = int(max_tokens)
         self.json_retries = int(json_retries)
         self.schema = StepMechanismVerdict if rubric == "step" else MechanismVerdict
-        self.client = client if client is not None else get_client(
-            backend=backend, cache_dir=cache_dir, max_concurrency=max_concurrency
-        )
+        if client is None and backend is not None:
+            client = get_client(backend=backend, cache_dir=cache_dir, max_concurrency=max_concurrency)
+        self.client = client
         self._instances = instances
 
+    @property
+    def backend(self) -> Backend | None:
+        """The client's backend (None for a judge without a client)."""
+        return None if self.client is None else self.client.backend
+
     def __repr__(self) -> str:
-        return (f"LLMJudge(rubric={self.rubric!r}, model={self.model!r}, backend={self.backend!r}, "
+        backend = None if self.backend is None else str(self.backend)
+        return (f"LLMJudge(rubric={self.rubric!r}, model={self.model!r}, backend={backend!r}, "
                 f"orders={self.orders}, early_stop={self.early_stop})")
 
     def findings(self) -> dict[str, str]:
@@ -313,6 +322,8 @@ class LLMJudge:
         then second, ...), each round in parallel through ``client.complete_many``.
         """
         pairs = check_pairs(pairs)
+        if self.client is None:
+            raise ValueError("this LLMJudge has no client and only builds requests; pass client= or backend=")
         votes = np.zeros((len(pairs), 2), dtype=int)  # [same, different]
         rows: list[dict] = []
         for c, (order, repeat) in enumerate(self.plan):
@@ -370,30 +381,28 @@ class LLMJudge:
 def judge_each_model(
     pairs: Sequence[Pair],
     models: Sequence[str],
+    client,
     *,
-    backend: str = "replay",
-    client=None,
-    cache_dir=None,
     progress: bool = False,
     **judge_kwargs,
 ) -> dict[str, pd.DataFrame]:
     """The same pairs through several judge models: ``model -> judge(pairs)`` call table.
 
     Every model gets an :class:`LLMJudge` with the same rubric, orders and prompts
-    (``judge_kwargs``: rubric, orders, early_stop, instances, ...) over one shared ``client``
-    (default: ``get_client(backend, cache_dir)``), so all calls go through one cache, one ledger
-    and the same blindness guard. A model name may carry a provider prefix
-    (``mechaudit.llm.providers``). Duplicate names are judged once. Decisions per model:
-    ``majority(calls, len(pairs))``; agreement: ``mechaudit.agreement.model_agreement``.
+    (``judge_kwargs``: rubric, orders, early_stop, instances, ...) over the one LLM ``client``
+    (a ``mechaudit.llm.LLMClient``), so all calls go through one cache, one ledger and the same
+    blindness guard. A model name may carry a provider prefix (``mechaudit.llm.providers``).
+    Duplicate names are judged once. Decisions per model: ``majority(calls, len(pairs))``;
+    agreement: ``mechaudit.agreement.model_agreement``.
     """
     pairs = check_pairs(pairs)
     models = list(dict.fromkeys(models))
     if not models:
         raise ValueError("judge_each_model needs at least one model name")
     if client is None:
-        client = get_client(backend=backend, cache_dir=cache_dir)
+        raise ValueError("judge_each_model needs an LLM client (mechaudit.llm.get_client)")
     return {
-        model: LLMJudge(model=model, backend=backend, client=client, **judge_kwargs).judge(pairs, progress=progress)
+        model: LLMJudge(model=model, client=client, **judge_kwargs).judge(pairs, progress=progress)
         for model in models
     }
 
@@ -422,16 +431,9 @@ def stability_summary(calls: pd.DataFrame, n_pairs: int) -> Stability:
 
 # --------------------------------------------------------------------------- planning (no request sent)
 
-class _NoClient:
-    """Stands in for a client in planners: building requests never needs one."""
-
-    backend = "replay"
-
-
 def planning_judge(rubric: str, model: str, orders: Sequence[str], instances) -> LLMJudge:
     """An :class:`LLMJudge` that only builds requests (``requests``, ``plan``); it has no client."""
-    return LLMJudge(rubric=rubric, model=model, backend="replay", orders=orders, instances=instances,
-                    client=_NoClient())
+    return LLMJudge(rubric=rubric, model=model, backend=None, orders=orders, instances=instances)
 
 
 def judge_planned(judge: LLMJudge, pairs: Sequence[Pair], stage: str, early_stop: bool, exact: bool = True,

@@ -30,6 +30,8 @@ from mechaudit.tau.cards import CARD_VERSION, FORBIDDEN_TERMS, Card, build_paper
 from mechaudit.tau.rubric import RUBRIC_VERSION, get_rubric
 
 DEFAULT_JUDGE_MODEL = "claude-opus-4-6"
+JUDGE_TEMPERATURE = 0.0
+JUDGE_MAX_TOKENS = 2048
 MAX_RATIONALE_WORDS = 25
 
 
@@ -169,22 +171,38 @@ class JudgeOutcome:
     prompt: tuple[str, str] = field(default=("", ""), repr=False)
 
 
+def judge_request(system: str, user: str, version: str, model: str = DEFAULT_JUDGE_MODEL,
+                  temperature: float = JUDGE_TEMPERATURE, max_tokens: int = JUDGE_MAX_TOKENS):
+    """The :class:`mechaudit.llm.LLMRequest` of one blind call (``system`` and ``user`` prompts)."""
+    from mechaudit.llm import LLMRequest
+
+    return LLMRequest(model=model, system=system, messages=[{"role": "user", "content": user}],
+                      temperature=temperature, max_tokens=max_tokens, version=version)
+
+
+def pair_requests(role: str, pairs: list[tuple[Card, Card]], model: str = DEFAULT_JUDGE_MODEL,
+                  temperature: float = JUDGE_TEMPERATURE, max_tokens: int = JUDGE_MAX_TOKENS) -> list[Any]:
+    """The request of each pairwise call (X against Y) for ``role``, as :meth:`BlindJudge.judge_pairs`
+    sends them (for cost estimates and cache checks; nothing is sent, no client is needed)."""
+    version = f"{RUBRIC_VERSION}+{CARD_VERSION}+pair"
+    return [judge_request(s, u, version, model, temperature, max_tokens)
+            for s, u in (build_pair_prompt(role, x, y) for x, y in pairs)]
+
+
 @dataclass
 class BlindJudge:
-    """Blind judge over one backend (see module docstring).
-
-    ``client`` is a :class:`mechaudit.llm.LLMClient` (made with ``get_client(backend)`` if None)
-    for the LLM backends; ``simulator`` is required for ``reference``.
+    """Blind judge (see module docstring) over exactly one of: ``client``, a
+    :class:`mechaudit.llm.LLMClient` (backend ``anthropic`` or ``replay``), or ``simulator``, a
+    :class:`mechaudit.tau.simulate.SimulatedJudge` (offline, backend ``reference``).
     """
 
-    backend: Backend | str = Backend.REFERENCE  # parsed to a ``Backend`` on construction
+    client: Any = None
     simulator: Any = None
     model: str = DEFAULT_JUDGE_MODEL
-    client: Any = None
     json_retries: int = 2
     strict: bool = True
-    temperature: float = 0.0
-    max_tokens: int = 2048
+    temperature: float = JUDGE_TEMPERATURE
+    max_tokens: int = JUDGE_MAX_TOKENS
     #: Offline answers by (role, story card key, anchor card keys): the simulator answers an
     #: identical call identically, so a repeated call (another densify mode's first round) is
     #: answered from memory.
@@ -192,28 +210,26 @@ class BlindJudge:
         default_factory=dict, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        self.backend = Backend.parse(self.backend)
-        if not self.backend.is_llm and self.simulator is None:
-            raise ValueError("backend 'reference' needs a simulator (mechaudit.tau.simulate.SimulatedJudge)")
-        if self.backend.is_llm and self.client is None:
-            from mechaudit.llm import get_client
+        if (self.client is None) == (self.simulator is None):
+            raise ValueError("BlindJudge needs exactly one of client (an LLM client) or simulator "
+                             "(mechaudit.tau.simulate.SimulatedJudge)")
 
-            self.client = get_client(backend=self.backend)
+    @property
+    def backend(self) -> Backend:
+        """The client's backend, or ``Backend.REFERENCE`` for the simulator."""
+        return Backend.REFERENCE if self.client is None else self.client.backend
 
     @property
     def judge_model(self) -> str:
         """Name recorded in tau files: the LLM model or the simulator's name."""
-        return self.model if self.backend.is_llm else self.simulator.name
+        return self.simulator.name if self.client is None else self.model
 
     def _request(self, system: str, user: str, version: str):
-        from mechaudit.llm import LLMRequest
-
-        return LLMRequest(model=self.model, system=system, messages=[{"role": "user", "content": user}],
-                          temperature=self.temperature, max_tokens=self.max_tokens, version=version)
+        return judge_request(system, user, version, self.model, self.temperature, self.max_tokens)
 
     def judge_roles(self, roles: list[str], story: Card, anchors: list[Card]) -> list[JudgeOutcome]:
         """One call per role (in parallel through the LLM layer), in ``roles`` order."""
-        if not self.backend.is_llm:
+        if self.client is None:
             return [self._simulated(role, story, anchors) for role in roles]
         prompts = [build_prompt(role, story, anchors) for role in roles]
         schema = judge_schema(len(anchors))
@@ -246,13 +262,12 @@ class BlindJudge:
     def pair_requests(self, role: str, pairs: list[tuple[Card, Card]]) -> list[Any]:
         """The :class:`mechaudit.llm.LLMRequest` of each pairwise call (X against Y) for ``role``,
         as :meth:`judge_pairs` sends them (for cost estimates and cache checks; nothing is sent)."""
-        version = f"{RUBRIC_VERSION}+{CARD_VERSION}+pair"
-        return [self._request(s, u, version) for s, u in (build_pair_prompt(role, x, y) for x, y in pairs)]
+        return pair_requests(role, pairs, self.model, self.temperature, self.max_tokens)
 
     def judge_pairs(self, role: str, pairs: list[tuple[Card, Card]]) -> list[dict[str, Any] | None]:
         """Pairwise calls for tau fitting: ``{judgement, strength}`` of X against Y per pair, or
         None where the reply stayed invalid (such pairs are skipped, as in the original)."""
-        if not self.backend.is_llm:
+        if self.client is None:
             for x, y in pairs:
                 build_pair_prompt(role, x, y)  # the blindness check runs offline too
             return [PairReply.model_validate(self.simulator.pair_reply(role, x, y)).model_dump(

@@ -2,8 +2,8 @@
 
 :func:`llm_tau_calibration` samples stratified pairs from an anchor pool, has the blind judge
 (:class:`mechaudit.tau.judge.BlindJudge` over ``anthropic`` or ``replay``) answer every pair once per
-role, and fits tau per role from those verdicts (grid and mle). Everything goes through the cache
-in ``cache_dir``, so a second run sends no request, and ``replay`` answers from it alone.
+role, and fits tau per role from those verdicts (grid and mle). Everything goes through the client's
+response cache, so a second run sends no request, and ``replay`` answers from it alone.
 
 What it cannot do on the synthetic pool of :func:`mechaudit.tau.simulate.make_pool`: the pool's
 card texts are drawn from templates independently of the papers' scores, so a judge that reads
@@ -17,7 +17,6 @@ fields, ``score10`` and ``weight`` or ``review_stats``).
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -25,10 +24,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from mechaudit.backends import Backend
 from mechaudit.tau.anchors import anchor_papers, anchor_table
 from mechaudit.tau.fitting import fit_tau_detailed, sample_pairs
-from mechaudit.tau.judge import DEFAULT_JUDGE_MODEL, BlindJudge, judge_sampled_pairs
+from mechaudit.tau.judge import DEFAULT_JUDGE_MODEL, BlindJudge, judge_sampled_pairs, pair_requests
 from mechaudit.tau.rubric import ROLES
 from mechaudit.tau.simulate import SyntheticPool
 
@@ -41,7 +39,7 @@ class LLMCalibration:
     n_excluded (replies still invalid after repair, dropped), tie_share, sign_agreement.
     ``judged``: the verdicts (role, a, b, delta, weight, judgement, strength). ``ledger``: calls,
     tokens and estimated USD per (model, mode) of this run (mode ``api`` = requests sent,
-    ``cache`` = answered from ``cache_dir``).
+    ``cache`` = answered from the client's cache). ``backend``: the client's.
     """
 
     fits: pd.DataFrame
@@ -90,43 +88,29 @@ def calibration_requests(pool: SyntheticPool | Sequence[Mapping[str, Any]], mode
     papers, pairs = calibration_pairs(pool, n_pairs, seed)
     by_id = {p["paper_id"]: p for p in papers}
     cards = [(build_paper_card(by_id[a]), build_paper_card(by_id[b])) for a, b in zip(pairs["a"], pairs["b"])]
-    judge = BlindJudge(backend="replay", model=model, client=_NoClient())
-    return [r for role in roles for r in judge.pair_requests(role, cards)]
-
-
-class _NoClient:
-    """Stands in for a client when requests are only built, never sent."""
-
-    backend = "replay"
+    return [r for role in roles for r in pair_requests(role, cards, model)]
 
 
 def llm_tau_calibration(
     pool: SyntheticPool | Sequence[Mapping[str, Any]],
-    backend: str,
+    client: Any,
     model: str = DEFAULT_JUDGE_MODEL,
     n_pairs: int = 200,
     roles: Sequence[str] = ROLES,
     seed: int = 0,
-    cache_dir: str | os.PathLike[str] | None = None,
     methods: Sequence[str] = ("grid", "mle"),
-    client: Any = None,
 ) -> LLMCalibration:
     """Fit tau per role from a real blind judge's verdicts on ``n_pairs`` stratified pairs of ``pool``.
 
-    ``backend``: "anthropic" (needs ``ANTHROPIC_API_KEY``) or "replay" (recorded answers only);
-    ``cache_dir``: the response cache (default ``data/llm_cache``); ``client``: an
-    :class:`mechaudit.llm.LLMClient` to use instead (tests pass one on a fake transport; then
-    ``cache_dir`` is the client's). The same pairs (seeded by ``seed``) go to every role: one
-    request per pair and role, plus repair requests for invalid replies. See the module docstring
-    for what a fit on the synthetic pool can and cannot mean.
+    ``client``: the :class:`mechaudit.llm.LLMClient` that answers (backend "anthropic" or "replay",
+    over its response cache). The same pairs (seeded by ``seed``) go to every role: one request
+    per pair and role, plus repair requests for invalid replies. See the module docstring for what
+    a fit on the synthetic pool can and cannot mean.
     """
-    backend = Backend.llm(backend).value  # one-line error for 'reference' or a typo
-    papers, pairs = calibration_pairs(pool, n_pairs, seed)
     if client is None:
-        from mechaudit.llm import get_client
-
-        client = get_client(backend=backend, cache_dir=cache_dir)
-    judge = BlindJudge(backend=backend, model=model, client=client)
+        raise ValueError("llm_tau_calibration needs an LLM client (mechaudit.llm.get_client)")
+    papers, pairs = calibration_pairs(pool, n_pairs, seed)
+    judge = BlindJudge(client=client, model=model)
     by_id = {p["paper_id"]: p for p in papers}
     frames, rows = [], []
     for role in roles:
@@ -141,5 +125,5 @@ def llm_tau_calibration(
                          "at_bound": fit.at_bound if fit else False, "n_pairs": len(judged),
                          "n_excluded": len(pairs) - len(judged), **summary})
     judged_all = pd.concat(frames, ignore_index=True)[["role", "a", "b", "delta", "weight", "judgement", "strength"]]
-    return LLMCalibration(pd.DataFrame(rows), judged_all, client.ledger(), backend, model)
+    return LLMCalibration(pd.DataFrame(rows), judged_all, client.ledger(), client.backend, model)
 

@@ -302,7 +302,7 @@ def simulated_reviews(
     index and role of the final round (for re-analysis).
     """
     truths, patterns, stories, extra = _synthetic_stories(pool, n_stories, score_range, seed)
-    critic = MultiAgentCritic(pool.papers, BlindJudge("reference", simulator=judge.with_truth(extra)),
+    critic = MultiAgentCritic(pool.papers, BlindJudge(simulator=judge.with_truth(extra)),
                               pool.exemplars, taus=judge.taus, densify=densify, densify_mode=densify_mode)
     return _review_all(critic, stories, truths, patterns, progress)
 
@@ -324,7 +324,7 @@ def densify_comparison(
     and with each densify mode in ``modes``; each value is what :func:`simulated_reviews` returns
     for that setting. One blind judge serves every run, so each first round is judged once."""
     truths, patterns, stories, extra = _synthetic_stories(pool, n_stories, score_range, seed)
-    blind = BlindJudge("reference", simulator=judge.with_truth(extra))
+    blind = BlindJudge(simulator=judge.with_truth(extra))
     runs = {}
     for mode in (FIRST_ROUND, *modes):
         critic = MultiAgentCritic(pool.papers, blind, pool.exemplars, taus=judge.taus, densify=mode != FIRST_ROUND,

@@ -37,7 +37,7 @@ from mechaudit.workflow.records import (
     excluded_frame,
     run_id,
 )
-from mechaudit.workflow.rulesets import RULE_NAMES, build_rules, rules_for_backend
+from mechaudit.workflow.rulesets import RULE_NAMES, build_rules, rules_for
 from mechaudit.workflow.simulator import (
     SimulatorParams,
     instance_models,
@@ -55,7 +55,7 @@ __all__ = [
     "Revision", "Run", "SimulatorParams", "by_instance", "counts",
     "demands_frame", "depth_table", "instance_matrices", "instance_models", "key_matrix",
     "load_design", "load_simulator_params", "null_params", "per_instance_effects", "rule_tables",
-    "run_id", "simulate", "simulate_run", "build_rules", "rules_for_backend", "delivered_diversity",
+    "run_id", "simulate", "simulate_run", "build_rules", "rules_for", "delivered_diversity",
     "diversity_table", "set_matrices", "population_truth", "replicate", "replication_seed",
     "validity_summary",
 ]

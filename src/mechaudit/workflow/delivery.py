@@ -9,7 +9,6 @@ from typing import Any
 
 import pandas as pd
 
-from mechaudit.backends import Backend
 from mechaudit.paths import PARAMS_DIR
 from mechaudit.schema import Benchmark, load_benchmark
 from mechaudit.workflow.agents import GENERATOR, run_workflow
@@ -36,22 +35,18 @@ class Delivery:
         return excluded_frame(self.runs)
 
 
-def deliver(bench: Benchmark, design: Design, backend: str, *, simulator: SimulatorParams | None = None,
-            seed: int = 0, generator_model: str = GENERATOR, cache_dir: str | None = None,
-            json_retries: int = 2) -> Delivery:
-    """Run ``design``: with backend ``reference`` through the simulator (``simulator`` parameters,
-    ``seed``), with ``anthropic`` or ``replay`` through the real workflow and the LLM layer (answers
-    cached under ``cache_dir``; ``json_retries`` repair requests per invalid reply, see
-    ``run_workflow``)."""
-    if not Backend.parse(backend).is_llm:
+def deliver(bench: Benchmark, design: Design, client: Any | None, *, simulator: SimulatorParams | None = None,
+            seed: int = 0, generator_model: str = GENERATOR, json_retries: int = 2) -> Delivery:
+    """Run ``design``: offline (``client`` None) through the simulator (``simulator`` parameters,
+    ``seed``); else through the real workflow, asking the LLM ``client`` (a
+    ``mechaudit.llm.LLMClient``, which carries its cache; ``json_retries`` repair requests per
+    invalid reply, see ``run_workflow``)."""
+    if client is None:
         if simulator is None:
-            raise ValueError("backend 'reference' needs simulator parameters (load_simulator_params)")
+            raise ValueError("offline delivery (no LLM client) needs simulator parameters (load_simulator_params)")
         return Delivery(simulate(bench, design, simulator, seed=seed), None, "simulator (backend reference)")
-    from mechaudit.llm import get_client
-
-    client = get_client(backend=backend, cache_dir=cache_dir)
     runs = run_workflow(bench, design, client, model=generator_model, json_retries=json_retries)
-    return Delivery(runs, client, f"LLM workflow ({generator_model}, backend {backend})")
+    return Delivery(runs, client, f"LLM workflow ({generator_model}, backend {client.backend})")
 
 
 def excluded_note(n: int, json_retries: int, what: str = "hypotheses") -> str:
@@ -83,21 +78,22 @@ class WorkflowSetup:
     delivery: Delivery
 
 
-def workflow_setup(backend: str, *, data_dir: str | Path | None = None, design_file: str = "paper.yaml",
+def workflow_setup(client: Any | None, *, data_dir: str | Path | None = None, design_file: str = "paper.yaml",
                    simulator_file: str = "simulator.yaml", seed: int = 0, generator_model: str = GENERATOR,
-                   cache_dir: str | None = None, json_retries: int = 2) -> WorkflowSetup:
+                   json_retries: int = 2) -> WorkflowSetup:
     """Load the benchmark (``data_dir``, default the shipped data), the design and simulator parameter
-    files (names under ``params/``), and deliver the design's runs with ``backend`` (see ``deliver``)."""
+    files (names under ``params/``), and deliver the design's runs through ``client`` (None: the
+    simulator; see ``deliver``)."""
     bench = load_benchmark(data_dir)
     design = load_design(PARAMS_DIR / design_file, instances=[i.id for i in bench.instances])
     simulator = load_simulator_params(PARAMS_DIR / simulator_file)
-    delivery = deliver(bench, design, backend, simulator=simulator, seed=seed, generator_model=generator_model,
-                       cache_dir=cache_dir, json_retries=json_retries)
+    delivery = deliver(bench, design, client, simulator=simulator, seed=seed, generator_model=generator_model,
+                       json_retries=json_retries)
     return WorkflowSetup(bench, design, simulator, delivery)
 
 
-def report_dropped(delivery: Delivery, backend: str, json_retries: int) -> None:
-    """LLM backends only: show the hypotheses the workflow dropped because a reply stayed invalid
+def report_dropped(delivery: Delivery, json_retries: int) -> None:
+    """LLM deliveries only: show the hypotheses the workflow dropped because a reply stayed invalid
     after ``json_retries`` repairs. Simulator runs drop nothing: prints nothing."""
-    if Backend.parse(backend).is_llm:
+    if delivery.client is not None:
         show_excluded(delivery.excluded, json_retries)

@@ -31,7 +31,7 @@ from mechaudit.workflow.agents import (
 )
 from mechaudit.workflow.design import Design, load_design
 from mechaudit.workflow.records import Demand, Reply, Run, run_id
-from mechaudit.workflow.rulesets import rules_for_backend
+from mechaudit.workflow.rulesets import rules_for
 
 DEMANDS_PER_CRITIQUE = 3  # the critic is asked for one to four demands
 TYPICAL_DEMAND = ("Cite the evidence item that supports this step of the chain, or replace the step with "
@@ -143,10 +143,11 @@ class _PairRecorder:
 def plan_delivered_judges(p: Mapping[str, Any], bench: Benchmark, runs: Sequence[Run], exact: bool,
                           pairs_of: Callable, models: Sequence[str]) -> list[Planned]:
     """The LLM judge's requests on the pairs ``pairs_of(runs, recorder)`` asks a rule about, when
-    ``p["rules"]`` runs the ``llm`` rule: ``models[0]`` (stage "judge <model> (delivered pairs)"),
+    ``p["rules"]`` runs the ``llm`` rule on the runs of ``p["backend"]`` (a ``Backend`` member):
+    ``models[0]`` (stage "judge <model> (delivered pairs)"),
     then every further model (chapter 02's judge-model axis; stage "judge <model> (judge-model
     axis)"), each as ``build_rules`` builds it."""
-    if "llm" not in rules_for_backend(p["rules"], p["backend"]):
+    if "llm" not in rules_for(p["rules"], p["backend"].is_llm):
         return []
     recorder = _PairRecorder()
     pairs_of(runs, recorder)

@@ -14,6 +14,7 @@ from typing import Literal
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
+from mechaudit.backends import Backend
 from mechaudit.schema import Hypothesis, Step
 
 #: Engagement labels of one reply to one demand (paper App. E.1).
@@ -102,6 +103,11 @@ class Run(BaseModel):
     replies: list[Reply] = Field(default_factory=list)
     revisions: list[Revision] = Field(default_factory=list)
     excluded: list[Exclusion] = Field(default_factory=list)
+
+    @property
+    def simulated(self) -> bool:
+        """True for a run of the offline simulator (backend ``reference``), False for an LLM run."""
+        return Backend(self.backend) is Backend.REFERENCE
 
 
 def run_id(instance: str, depth: int, repetition: int) -> str:
