@@ -52,7 +52,7 @@ def run(pairs, q: float, early_stop: bool, seed: int) -> tuple[float, np.ndarray
     with tempfile.TemporaryDirectory() as cache:
         client = get_client("anthropic", cache_dir=cache, max_retries=0,
                             http_client=httpx.Client(transport=httpx.MockTransport(fake_api(q, seed))))
-        calls = LLMJudge(backend="anthropic", client=client, early_stop=early_stop).judge(pairs)
+        calls = LLMJudge(client=client, early_stop=early_stop).judge(pairs)
     first_two = calls[calls.call < 2].pivot(index="pair", columns="call", values="verdict")
     disagree = float((first_two[0] != first_two[1]).mean())
     return len(calls) / len(pairs), majority(calls, len(pairs))["same"].to_numpy(), disagree

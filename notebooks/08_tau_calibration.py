@@ -766,7 +766,7 @@ save("real_judge_fits", fits, out_dir)
 
 # %% [markdown]
 # The same code scores single stories with an LLM: `MultiAgentCritic` with
-# `BlindJudge(backend="anthropic")` builds the identical blind prompts and adds the separate coach
+# `BlindJudge(client=ctx.client)` builds the identical blind prompts and adds the separate coach
 # call. Fit τ per role from your own judged pairs with
 # `mechaudit fit-tau --pairs pairs.jsonl --method mle`, store it with `write_tau_file`, and pass it
 # to the critic explicitly, `taus=TauConfig(path="judge_tau.json")`: the critic refuses a τ file from

@@ -56,7 +56,7 @@ def test_max_gap_and_paper_rows():
 
 
 def test_label_runs_on_simulator_runs_keeps_every_demand():
-    setup = workflow_setup("reference")
+    setup = workflow_setup(None)
     labelled = ch.label_runs(setup.delivery, "unused-model", json_retries=2)
     assert len(labelled) > 0 and labelled["label"].notna().all()
     assert set(labelled["label"]) <= set(LABELS)

@@ -106,3 +106,30 @@ def test_the_parse_count_sees_a_planted_call(tmp_path):
     planted = tmp_path / "m.py"
     planted.write_text("x = Backend.parse(name)\ny = Backend.llm(name)\nz = other.parse(name)\n", encoding="utf-8")
     assert backend_parse_calls(planted) == [1]
+
+
+def test_a_backend_name_where_a_client_belongs_is_one_line(bench_and_design):
+    """The library takes a client: passing the old backend string fails at the entry, in one line."""
+    from mechaudit.engagement import label_demands
+    from mechaudit.rules import LLMJudge
+    from mechaudit.rules.llm_judge import judge_each_model
+    from mechaudit.tau.judge import BlindJudge
+    from mechaudit.workflow import build_rules, deliver
+
+    bench, design = bench_and_design
+    calls = [lambda: deliver(bench, design, "reference"), lambda: build_rules(["llm"], "replay"),
+             lambda: label_demands([], "replay"), lambda: judge_each_model([], ["m"], "anthropic"),
+             lambda: LLMJudge(client="replay"), lambda: BlindJudge(client="replay")]
+    for call in calls:
+        with pytest.raises(TypeError, match=r"^field 'client': got the name '\w+', not an LLM client; pass") as err:
+            call()
+        assert "\n" not in str(err.value)
+
+
+@pytest.fixture
+def bench_and_design():
+    from mechaudit.schema import load_benchmark
+    from mechaudit.workflow import load_design
+
+    bench = load_benchmark()
+    return bench, load_design()

@@ -66,7 +66,7 @@ def test_engagement_table_counts_and_shares():
 def test_paper_rows_use_reported_keys(runs):
     labelled = label_demands(runs, None)
     rows = paper_comparison(labelled)
-    table = compare(rows, backend="reference")
+    table = compare(rows, llm=False)
     assert table.paper.tolist() == ["332", "61", "27", "9", "3"]  # shown as the paper prints them
     assert table.index[1] == label("engagement.conceded_pct")
     assert sum(r[1] for r in rows[1:]) == pytest.approx(100.0, abs=0.3)

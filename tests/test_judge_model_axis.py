@@ -72,7 +72,7 @@ def test_two_judge_models_one_row_each_with_cache_reuse(tmp_path, api_key, desig
     expected = len({p.ident for p in planned if p.stage == "x"})
     assert after_main == Counter({A: expected}) and expected > 0
 
-    table = ch.judge_model_axis(runs, design, [A, B, A], backend="anthropic", client=client,
+    table = ch.judge_model_axis(runs, design, [A, B, A], client=client,
                                 instances=bench.instances)
     assert sent_per_model(fake) == Counter({A: expected, B: expected})  # A answered from the cache
     assert list(table.index) == [A, B] and list(table.columns) == COMPS
@@ -84,7 +84,7 @@ def test_two_judge_models_one_row_each_with_cache_reuse(tmp_path, api_key, desig
 
     second = FakeAnthropic(reply)  # a re-run over the same cache sends nothing
     again = client_for(second, tmp_path / "cache")
-    repeat = ch.judge_model_axis(runs, design, [A, B], backend="anthropic", client=again, instances=bench.instances)
+    repeat = ch.judge_model_axis(runs, design, [A, B], client=again, instances=bench.instances)
     assert second.message_bodies == [] and len(again.cache) == 2 * expected
     assert repeat.equals(table)
 
@@ -95,18 +95,18 @@ def test_two_judge_models_one_row_each_with_cache_reuse(tmp_path, api_key, desig
     rows = ch.judge_range_rows(ranges)
     assert len(rows) == 6 and rows[1] == ("critique_depth.judge_range_pp.k0_vs_k1_high",
                                           round(float(table.loc[A, "0 v 1"]), 1))
-    assert set(compare(rows, backend="anthropic")["provenance"]) == {INDEPENDENT}
+    assert set(compare(rows, llm=True)["provenance"]) == {INDEPENDENT}
     fig = judge_model_figure(table, caption="Backend: anthropic", paper=ch.paper_judge_ranges(COMPS))
     assert [line.get_label() for line in fig.axes[0].get_lines()][:2] == [A, B]
 
 
 def test_offline_the_axis_shows_no_numbers(design_runs):
     bench, design, runs = design_runs
-    assert ch.judge_model_axis(runs, design, [A, B], backend="reference", client=None,
+    assert ch.judge_model_axis(runs, design, [A, B], client=None,
                                instances=bench.instances) is None
     rows = ch.judge_range_rows(None)
     assert [r[1] for r in rows] == [None] * 6
-    assert set(compare(rows, backend="reference")["provenance"]) == {NOT_RUN}
+    assert set(compare(rows, llm=False)["provenance"]) == {NOT_RUN}
     assert ch.judge_axis_plan_models("claude-opus-4-6", []) == ["claude-sonnet-4-6", "gpt-5.5"]
     assert ch.judge_axis_plan_models("claude-opus-4-6", ["claude-opus-4-6", B]) == [B]
 

@@ -22,7 +22,7 @@ from typing import Literal
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, create_model, model_validator
 
-from mechaudit.llm import LLMRequest
+from mechaudit.llm import LLMRequest, check_client
 from mechaudit.paper import reported
 from mechaudit.workflow.records import LABELS, Run, demands_frame
 
@@ -91,7 +91,7 @@ def label_demands(runs: Sequence[Run], client, model: str = JUDGE_MODEL,
     ``label_source`` says where the labels come from.
     """
     df = demands_frame(runs)
-    if client is None:
+    if check_client(client) is None:
         not_sim = sorted({r.run_id for r in runs if not r.simulated})
         if not_sim:
             raise ValueError(f"without an LLM client only simulator runs have labels; LLM runs: {not_sim[:3]}")

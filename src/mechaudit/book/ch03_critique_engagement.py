@@ -125,7 +125,7 @@ def simulated_shares(bench, design, params, seed: int) -> tuple[int, float, pd.D
     the simulator's log: (number of demands, conceded %, per-round shares as ``round_shares``)."""
     from mechaudit.workflow import simulate
 
-    labelled = label_demands(simulate(bench, design, params, seed=seed), "reference")
+    labelled = label_demands(simulate(bench, design, params, seed=seed), None)
     shares = engagement_table(labelled).set_index("label").pct
     return len(labelled), float(shares["conceded"]), round_shares(labelled)
 

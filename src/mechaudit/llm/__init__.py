@@ -22,6 +22,7 @@ from mechaudit.llm.client import (
     LLMClient,
     MissingAPIKeyError,
     ReplayMissError,
+    check_client,
     default_cache_dir,
     get_client,
 )
@@ -58,6 +59,7 @@ __all__ = [
     "check_request_blind",
     "default_cache_dir",
     "extract_json",
+    "check_client",
     "get_client",
     "load_prices",
     "parse_reply",

@@ -473,6 +473,15 @@ def get_client(
     )
 
 
+def check_client(client: Any, field: str = "client") -> Any:
+    """``client`` unchanged when it is an LLM client or None (offline); a backend name given in its
+    place raises one line (library code takes a client, made once per chapter run)."""
+    if isinstance(client, str):
+        raise TypeError(f"field {field!r}: got the name {client!r}, not an LLM client; pass "
+                        "ChapterContext.open(params).client or mechaudit.llm.get_client(...), or None offline")
+    return client
+
+
 def _base_url(explicit: str | None) -> str | None:
     """The client's custom OpenAI-compatible server (normalised), or a one-line ``MechauditError``."""
     from mechaudit.errors import MechauditError

@@ -44,7 +44,7 @@ from pydantic import BaseModel, ConfigDict
 
 from mechaudit.agreement import flip_rate
 from mechaudit.backends import Backend
-from mechaudit.llm import LLMRequest, get_client
+from mechaudit.llm import LLMRequest, check_client, get_client
 from mechaudit.llm.pricing import Planned
 from mechaudit.rules.base import Pair, check_pairs
 from mechaudit.rules.reference import RUBRICS
@@ -242,7 +242,7 @@ class LLMJudge:
     ):
         if rubric not in RUBRICS:
             raise ValueError(f"rubric must be one of {RUBRICS}; got {rubric!r}")
-        if client is None and backend is not None:
+        if check_client(client) is None and backend is not None:
             Backend.llm(backend, field="backend")  # the offline stand-in is ReferenceJudge
         if not orders:
             raise ValueError("orders must list at least one presentation order")
@@ -399,7 +399,7 @@ def judge_each_model(
     models = list(dict.fromkeys(models))
     if not models:
         raise ValueError("judge_each_model needs at least one model name")
-    if client is None:
+    if check_client(client) is None:
         raise ValueError("judge_each_model needs an LLM client (mechaudit.llm.get_client)")
     return {
         model: LLMJudge(model=model, client=client, **judge_kwargs).judge(pairs, progress=progress)

@@ -26,6 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from mechaudit.backends import Backend
 from mechaudit.llm.blind import BlindnessError, check_blind
+from mechaudit.llm.client import check_client
 from mechaudit.tau.cards import CARD_VERSION, FORBIDDEN_TERMS, Card, build_paper_card
 from mechaudit.tau.rubric import RUBRIC_VERSION, get_rubric
 
@@ -210,7 +211,7 @@ class BlindJudge:
         default_factory=dict, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        if (self.client is None) == (self.simulator is None):
+        if (check_client(self.client) is None) == (self.simulator is None):
             raise ValueError("BlindJudge needs exactly one of client (an LLM client) or simulator "
                              "(mechaudit.tau.simulate.SimulatedJudge)")
 

@@ -9,6 +9,7 @@ from typing import Any
 
 import pandas as pd
 
+from mechaudit.llm.client import check_client
 from mechaudit.paths import PARAMS_DIR
 from mechaudit.schema import Benchmark, load_benchmark
 from mechaudit.workflow.agents import GENERATOR, run_workflow
@@ -41,7 +42,7 @@ def deliver(bench: Benchmark, design: Design, client: Any | None, *, simulator: 
     ``seed``); else through the real workflow, asking the LLM ``client`` (a
     ``mechaudit.llm.LLMClient``, which carries its cache; ``json_retries`` repair requests per
     invalid reply, see ``run_workflow``)."""
-    if client is None:
+    if check_client(client) is None:
         if simulator is None:
             raise ValueError("offline delivery (no LLM client) needs simulator parameters (load_simulator_params)")
         return Delivery(simulate(bench, design, simulator, seed=seed), None, "simulator (backend reference)")
