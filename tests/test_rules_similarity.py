@@ -68,7 +68,12 @@ def test_tfidf_fit_on_corpus_and_pair(hyps):
     C = cosine_similarity(paper_vectorizer(texts).transform(texts))
     expected = np.array([C[int(a.id[1:]), int(b.id[1:])] for a, b in pairs])
     np.testing.assert_allclose(corpus_rule.similarity(pairs), expected, atol=1e-9)
+    assert not hasattr(corpus_rule, "vectorizer_")  # computing similarities does not change the rule
+    assert corpus_rule.fit() is corpus_rule  # fit() learns the fit_on corpus's vocabulary once
     assert set(corpus_rule.vectorizer_.vocabulary_) == set(paper_vectorizer(texts).vocabulary_)
+    np.testing.assert_allclose(corpus_rule.similarity(pairs), expected, atol=1e-9)
+    with pytest.raises(MechauditError, match="field 'corpus': fit\\(\\) needs a corpus"):
+        TfidfRule().fit()
     # fit(corpus) on a "compared" rule: the same similarities as fit_on=corpus, and the rule is returned
     fitted = TfidfRule()
     assert fitted.fit(hyps) is fitted

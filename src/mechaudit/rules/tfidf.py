@@ -16,9 +16,10 @@ not say; here it is the parameter ``fit_on``:
   committed hypothesis), so a pair's similarity does not depend on which other pairs are compared.
 
 scikit-learn conventions: the constructor only stores ``threshold`` and ``fit_on``; ``fit(corpus)``
-fits the vectorizer once and stores it as ``vectorizer_`` (a rule given a corpus as ``fit_on`` calls
-it on first use). A fitted rule transforms every text with ``vectorizer_``; the per-call vectorizers
-of ``"compared"`` and ``"pair"`` are local to the call and never stored.
+(``fit()`` for a rule given a corpus as ``fit_on``) fits the vectorizer once and stores it as
+``vectorizer_``. A fitted rule transforms every text with ``vectorizer_``. An unfitted rule fits a
+vectorizer for each call (on the ``fit_on`` corpus, on the compared texts, or on each pair) and
+never stores it: computing similarities does not change the rule.
 """
 
 from __future__ import annotations
@@ -77,28 +78,32 @@ class TfidfRule:
             raise MechauditError(f"must be 'compared', 'pair' or a corpus; got {fit_on!r}", field="fit_on")
         if not isinstance(fit_on, str):
             fit_on = list(fit_on)
-            corpus_texts(fit_on)  # checked here, fitted on first use
+            corpus_texts(fit_on)  # checked here; fitted by fit() or per call
         self.fit_on = fit_on
 
     def __repr__(self) -> str:
         fit_on = repr(self.fit_on) if isinstance(self.fit_on, str) else f"<corpus of {len(self.fit_on)}>"
         return f"TfidfRule(threshold={self.threshold}, fit_on={fit_on})"
 
-    def fit(self, corpus: Sequence[Hypothesis | str]) -> TfidfRule:
-        """Fit the vectorizer on ``corpus`` (Hypotheses or texts) and store it as ``vectorizer_``;
-        returns the rule. Not defined for ``fit_on="pair"``, which fits every pair afresh."""
+    def fit(self, corpus: Sequence[Hypothesis | str] | None = None) -> TfidfRule:
+        """Fit the vectorizer on ``corpus`` (Hypotheses or texts; None: the ``fit_on`` corpus) and
+        store it as ``vectorizer_``; returns the rule. Not defined for ``fit_on="pair"``, which fits
+        every pair afresh."""
         if self.fit_on == "pair":
             raise MechauditError("fit_on='pair' fits each pair on its own: a fitted vocabulary would be ignored",
                                  field="fit_on")
-        self.vectorizer_ = fit_vectorizer(corpus_texts(corpus))
+        if corpus is None and isinstance(self.fit_on, str):
+            raise MechauditError("fit() needs a corpus when fit_on is 'compared'", field="corpus")
+        self.vectorizer_ = fit_vectorizer(corpus_texts(self.fit_on if corpus is None else corpus))
         return self
 
     def _vectors(self, texts: list[str]) -> sp.csr_matrix:
-        """Rows of ``texts``: from ``vectorizer_`` if fitted (a corpus ``fit_on`` fits it now),
-        else from a vectorizer fitted on ``texts`` for this call only."""
-        if not hasattr(self, "vectorizer_") and not isinstance(self.fit_on, str):
-            self.fit(self.fit_on)
-        vectorizer = self.vectorizer_ if hasattr(self, "vectorizer_") else fit_vectorizer(texts)
+        """Rows of ``texts``: from ``vectorizer_`` if fitted, else from a vectorizer fitted for this
+        call only (on the ``fit_on`` corpus, or on ``texts``)."""
+        if hasattr(self, "vectorizer_"):
+            vectorizer = self.vectorizer_
+        else:
+            vectorizer = fit_vectorizer(texts if isinstance(self.fit_on, str) else corpus_texts(self.fit_on))
         return sp.csr_matrix(vectorizer.transform(texts))
 
     def similarity(self, pairs: Sequence[Pair]) -> np.ndarray:
