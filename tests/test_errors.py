@@ -333,3 +333,24 @@ def test_divergence_matrix_takes_a_rule_object_or_its_same():
     runs = toy.toy_design(n_openings=4, n_runs=3, seed=1)
     D = divergence_matrix(runs, Exact())
     assert D.shape == (6, 6) and D.any() and (D == divergence_matrix(runs, toy.same_exact)).all()
+
+
+def test_warning_style_prints_own_warnings_once_and_passes_others_on(monkeypatch, capsys):
+    import warnings
+
+    from mechaudit.errors import use_warning_style
+    from mechaudit.llm.cache import CacheRecoveryWarning
+
+    seen = []
+    monkeypatch.setattr(warnings, "showwarning", lambda *args: seen.append(str(args[0])))
+    use_warning_style()
+    installed = warnings.showwarning
+    use_warning_style()  # a second chapter set-up in the same kernel does not wrap it again
+    assert warnings.showwarning is installed
+    with warnings.catch_warnings():
+        warnings.simplefilter("always")
+        for _ in range(3):
+            warnings.warn("torn   line\n in cache.jsonl", CacheRecoveryWarning, stacklevel=1)
+        warnings.warn("some library's own", UserWarning, stacklevel=1)
+    assert capsys.readouterr().err.count("mechaudit: warning: torn line in cache.jsonl\n") == 1
+    assert seen == ["some library's own"]  # handed to the hook that was there before

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -99,19 +100,21 @@ def warn(message: str, *, file: str | Path | None = None, line: int | None = Non
 _SHOWN: set[str] = set()
 
 
-def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
-    """``warnings.showwarning`` for ``use_warning_style``: the project's own warnings as one line
-    ``mechaudit: warning: ...``, each text once per process; other warnings as Python shows them."""
-    if not category.__module__.startswith(f"{PREFIX}."):
-        _PYTHON_SHOWWARNING(message, category, filename, lineno, file, line)
-        return
-    text = " ".join(str(message).split())
-    if text not in _SHOWN:
-        _SHOWN.add(text)
-        print(f"{PREFIX}: warning: {text}", file=file if file is not None else sys.stderr, flush=True)
+def _one_line_warnings(previous: Callable[..., None]) -> Callable[..., None]:
+    """A ``warnings.showwarning`` that prints the project's own warnings as one line
+    ``mechaudit: warning: ...``, each text once per process, and hands other warnings to ``previous``."""
 
+    def show(message, category, filename, lineno, file=None, line=None) -> None:
+        if not category.__module__.startswith(f"{PREFIX}."):
+            previous(message, category, filename, lineno, file, line)
+            return
+        text = " ".join(str(message).split())
+        if text not in _SHOWN:
+            _SHOWN.add(text)
+            print(f"{PREFIX}: warning: {text}", file=file if file is not None else sys.stderr, flush=True)
 
-_PYTHON_SHOWWARNING = None
+    show.mechaudit_style = True
+    return show
 
 
 def use_warning_style() -> None:
@@ -120,10 +123,8 @@ def use_warning_style() -> None:
     raised. The command line calls it, and so does every chapter's set-up (in its kernel)."""
     import warnings
 
-    global _PYTHON_SHOWWARNING
-    if warnings.showwarning is not _show_warning:
-        _PYTHON_SHOWWARNING = warnings.showwarning
-        warnings.showwarning = _show_warning
+    if not getattr(warnings.showwarning, "mechaudit_style", False):
+        warnings.showwarning = _one_line_warnings(warnings.showwarning)
 
 
 __all__ = ["MechauditError", "check_range", "describe", "error_line", "location", "warn", "use_warning_style"]
