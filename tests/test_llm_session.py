@@ -66,3 +66,11 @@ def test_leaving_the_session_closes_its_progress_stream(tmp_path):
     with LLMSession() as session:
         session._stream = stream  # what progress_stream opens inside a kernel
     assert stream.closed and session._stream is None
+
+
+def test_a_replay_client_never_builds_an_sdk(tmp_path):
+    client = get_client(backend="replay", cache_dir=tmp_path)
+    for make in (client.sdk, client.openai_sdk):
+        with pytest.raises(RuntimeError, match="^backend 'replay' never calls the API$"):
+            make()
+    assert client._sdk is None and client._openai is None

@@ -140,10 +140,14 @@ class LLMClient:
         self.session.add(self._ledger)
 
     # -- SDK ---------------------------------------------------------------------------------
-    def sdk(self) -> Any:
-        """The ``anthropic.Anthropic`` client, created on first use (needs ``ANTHROPIC_API_KEY``)."""
+    def _check_sends(self) -> None:
+        """``RuntimeError`` unless this client may send requests (backend anthropic; replay never does)."""
         if self.backend is not Backend.ANTHROPIC:
             raise RuntimeError(f"backend '{self.backend}' never calls the API")
+
+    def sdk(self) -> Any:
+        """The ``anthropic.Anthropic`` client, created on first use (needs ``ANTHROPIC_API_KEY``)."""
+        self._check_sends()
         with self._sdk_lock:
             if self._sdk is None:
                 import anthropic
@@ -198,8 +202,7 @@ class LLMClient:
     def openai_sdk(self) -> Any:
         """The ``openai.OpenAI`` client for models routed to OpenAI (see
         :mod:`mechaudit.llm.providers`), created on first use; needs ``OPENAI_API_KEY``."""
-        if self.backend is not Backend.ANTHROPIC:
-            raise RuntimeError(f"backend '{self.backend}' never calls the API")
+        self._check_sends()
         with self._sdk_lock:
             if self._openai is None:
                 import_openai()  # MissingProviderSDKError (names the pip extra) before the key check
