@@ -138,7 +138,8 @@ if not show_paper:
 # %%
 setup = workflow_setup(ctx.client, data_dir=data_dir, design_file=design_file,
                        simulator_file=simulator_file, seed=seed,
-                       generator_model=generator_model, json_retries=json_retries)
+                       generator_model=generator_model,
+                       json_retries=json_retries)
 bench, design, sim_params = setup.bench, setup.design, setup.simulator
 runs = setup.delivery.runs
 design_counts = counts(runs)
@@ -219,7 +220,8 @@ store = cache_path("embedding_cache") if embedding_cache else None
 rule_objects = build_rules(
     rules_for(rules, ctx.llm), ctx.client,
     tfidf_threshold=tfidf_threshold, embedding_threshold=embedding_threshold,
-    embedding_model=embedding_model, judge_model=judge_model, instances=bench.instances,
+    embedding_model=embedding_model, judge_model=judge_model,
+    instances=bench.instances,
     embedding_cache_dir=store)
 # an LLM judge leaves some pairs undecided: they are excluded
 judges = {name: getattr(rule, "same_or_undecided", rule)
@@ -507,7 +509,8 @@ for a, b in ch.PAPER_COMPARISONS:
 
 # %%
 axis_models = list(dict.fromkeys([judge_model, *judge_models]))
-per_model = ch.judge_model_axis(runs, design, axis_models, client=ctx.client, instances=bench.instances)
+per_model = ch.judge_model_axis(runs, design, axis_models, client=ctx.client,
+                                instances=bench.instances)
 
 # %% tags=["hide-input"]
 ranges = None if per_model is None else ch.judge_model_ranges(per_model)
