@@ -1,10 +1,11 @@
 """What the chapter modules (``mechaudit.book.ch*``) and notebooks share; no chapter module imports
 another.
 
-- :class:`ChapterSettings` and :class:`ChapterContext`: a chapter's run settings, parsed once from its
-  parameters (the only ``Backend.parse`` in the package), and what its cells use: the LLM client (or
-  None offline) with this chapter's own :class:`~mechaudit.llm.session.LLMSession` (budget, batch
-  mode, usage table), the status line, the figure caption and the usage table.
+- :class:`ChapterSettings` and :class:`ChapterContext`: a chapter's run settings, parsed once from
+  its parameters (:func:`backend_of` is the one place a backend name is parsed), and what its cells
+  use: the LLM client (or None offline) with this chapter's own
+  :class:`~mechaudit.llm.session.LLMSession` (budget, batch mode, usage table), the status line, the
+  figure caption and the usage table.
 - The status of a chapter's headline (where its numbers come from) and, beside it in the intro's
   results-at-a-glance table, the provenance (how they can relate to the paper's,
   ``mechaudit.provenance``) and the verdict; the placeholder a judge-model section shows when it did
