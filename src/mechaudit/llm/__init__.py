@@ -25,6 +25,7 @@ from mechaudit.llm.client import (
     check_client,
     default_cache_dir,
     get_client,
+    require_client,
 )
 from mechaudit.llm.jsonout import InvalidJSONError, JSONResult, extract_json, parse_reply
 from mechaudit.llm.ledger import load_prices
@@ -60,6 +61,7 @@ __all__ = [
     "default_cache_dir",
     "extract_json",
     "check_client",
+    "require_client",
     "get_client",
     "load_prices",
     "parse_reply",

@@ -485,6 +485,14 @@ def check_client(client: Any, field: str = "client") -> Any:
     return client
 
 
+def require_client(client: Any, who: str, hint: str = "") -> Any:
+    """``client`` for a step that runs only through an LLM (``who`` names it in the error); None
+    raises one line, with ``hint`` after it, and a backend name fails as in :func:`check_client`."""
+    if check_client(client) is None:
+        raise ValueError(f"{who} needs an LLM client (mechaudit.llm.get_client){hint}")
+    return client
+
+
 def _base_url(explicit: str | None) -> str | None:
     """The client's custom OpenAI-compatible server (normalised), or a one-line ``MechauditError``."""
     from mechaudit.errors import MechauditError

@@ -44,7 +44,7 @@ from pydantic import BaseModel, ConfigDict
 
 from mechaudit.agreement import flip_rate
 from mechaudit.backends import Backend
-from mechaudit.llm import LLMRequest, check_client, get_client
+from mechaudit.llm import LLMRequest, check_client, get_client, require_client
 from mechaudit.llm.pricing import Planned
 from mechaudit.rules.base import Pair, check_pairs
 from mechaudit.rules.reference import RUBRICS
@@ -399,8 +399,7 @@ def judge_each_model(
     models = list(dict.fromkeys(models))
     if not models:
         raise ValueError("judge_each_model needs at least one model name")
-    if check_client(client) is None:
-        raise ValueError("judge_each_model needs an LLM client (mechaudit.llm.get_client)")
+    require_client(client, "judge_each_model")
     return {
         model: LLMJudge(model=model, client=client, **judge_kwargs).judge(pairs, progress=progress)
         for model in models

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from mechaudit.llm.client import check_client
+from mechaudit.llm.client import require_client
 from mechaudit.tau.anchors import anchor_papers, anchor_table
 from mechaudit.tau.fitting import fit_tau_detailed, sample_pairs
 from mechaudit.tau.judge import DEFAULT_JUDGE_MODEL, BlindJudge, judge_sampled_pairs, pair_requests
@@ -108,8 +108,7 @@ def llm_tau_calibration(
     per pair and role, plus repair requests for invalid replies. See the module docstring for what
     a fit on the synthetic pool can and cannot mean.
     """
-    if check_client(client) is None:
-        raise ValueError("llm_tau_calibration needs an LLM client (mechaudit.llm.get_client)")
+    require_client(client, "llm_tau_calibration")
     papers, pairs = calibration_pairs(pool, n_pairs, seed)
     judge = BlindJudge(client=client, model=model)
     by_id = {p["paper_id"]: p for p in papers}

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from mechaudit.llm.client import check_client
+from mechaudit.llm.client import require_client
 from mechaudit.rules.registry import NAMES as RULE_NAMES
 from mechaudit.rules.registry import build
 
@@ -40,8 +40,8 @@ def build_rules(names: Sequence[str], client=None, tfidf_threshold: float = 0.25
     (None: none; see ``mechaudit.paths.cache_path("embedding_cache")``). An unknown name raises
     ``MechauditError`` listing the valid ones.
     """
-    if "llm" in names and check_client(client) is None:
-        raise ValueError("rule 'llm' needs an LLM client (mechaudit.llm.get_client); offline runs use the other rules")
+    if "llm" in names:
+        require_client(client, "rule 'llm'", "; offline runs use the other rules")
     config = {
         "reference": {"rubric": "full"},
         "tfidf": {"threshold": tfidf_threshold},
