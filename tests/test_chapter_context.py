@@ -133,3 +133,12 @@ def bench_and_design():
 
     bench = load_benchmark()
     return bench, load_design()
+
+
+def test_figure_caption_is_the_one_caption_format():
+    from mechaudit.book import ch08_tau_calibration as ch08
+    from mechaudit.book.chapter import figure_caption
+
+    assert figure_caption(Backend.REPLAY) == "Backend: replay"
+    assert figure_caption(Backend.REFERENCE, "x") == "Backend: reference. x"
+    assert ch08.SIMULATED_CAPTION == "Backend: reference"  # the simulated figures, under every backend

@@ -21,13 +21,14 @@ from typing import Any
 import pandas as pd
 
 from mechaudit.backends import Backend
+from mechaudit.book.chapter import figure_caption
 from mechaudit.llm.pricing import Planned
 from mechaudit.tau import CARD_VERSION, FIELD_CAPS, RUBRIC_VERSION, SyntheticPool, llm_tau_calibration, studies
 from mechaudit.tau.realjudge import ROLES, calibration_requests
 from mechaudit.tau.simulate import make_pool
 
 #: Caption of the simulated sections' figures: they run offline whatever ``backend`` is.
-SIMULATED_CAPTION = "Backend: reference"
+SIMULATED_CAPTION = figure_caption(Backend.REFERENCE)
 #: Status of the chapter's headline (intro's "results at a glance"): the judge is simulated.
 STATUS = "simulated (reference backend)"
 #: A fit counts as recovered when it is within this relative error of the true tau.

@@ -105,8 +105,8 @@ class ChapterContext:
         return headline_status(self.backend, model, offline)
 
     def caption(self, extra: str = "") -> str:
-        """A figure's caption: ``"Backend: <backend>"`` and ``extra`` after a full stop."""
-        return f"Backend: {self.backend.value}" + (f". {extra}" if extra else "")
+        """A figure's caption under this chapter's backend (:func:`figure_caption`)."""
+        return figure_caption(self.backend, extra)
 
     def usage(self, pairs: int | None = None) -> pd.DataFrame:
         """The chapter's LLM usage table (:meth:`LLMSession.usage_table`), to be its last cell's
@@ -127,6 +127,11 @@ class ChapterContext:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def figure_caption(backend: Backend, extra: str = "") -> str:
+    """The text under a figure: ``"Backend: <backend>"`` and ``extra`` after a full stop."""
+    return f"Backend: {backend.value}" + (f". {extra}" if extra else "")
 
 
 def headline_status(backend: Backend, model: str, offline: str) -> str:
