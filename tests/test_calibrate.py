@@ -5,6 +5,7 @@ from __future__ import annotations
 from itertools import combinations
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from mechaudit.divergence import comparison_matrix, extra_divergence
@@ -14,8 +15,12 @@ from mechaudit.workflow.calibrate import (
     EXTRA_KEY,
     Measured,
     calibrate,
+    closed_form_base,
+    committed_scan,
     comparison_of,
+    constrained_by_fit,
     expected_density,
+    expected_extras,
     fit_table,
     load_calibration,
     matches,
@@ -25,10 +30,12 @@ from mechaudit.workflow.calibrate import (
     paper_targets,
     project_simplex,
     round_shares,
+    score,
     solve_reply_sound,
 )
 from mechaudit.workflow.depth import InstanceMatrix, extra_ceiling
 from mechaudit.workflow.records import LABELS
+from mechaudit.workflow.validity import population_truth
 
 
 def test_p_extra_closed_form_matches_paper_density():
@@ -151,7 +158,8 @@ def test_fitted_section_must_name_what_is_fitted(tmp_path):
     from mechaudit.workflow.calibrate import SOLVED
 
     spec = load_calibration()
-    assert set(spec.fitted) == set(spec.grid) | set(SOLVED)
+    assert set(spec.fitted) == set(spec.grid) | set(SOLVED) | set(spec.chosen)
+    assert set(spec.chosen) == {"reply_weak"} and not set(spec.chosen) & set(spec.fixed)
     assert all(sorted(spec.fitted[k]) == sorted(spec.targets) for k in spec.grid)
     assert provenance.unlabelled(set(spec.grid) | set(SOLVED), paper.entries()) == []
     path = tmp_path / "cal.yaml"
@@ -167,58 +175,144 @@ def test_fitted_section_must_name_what_is_fitted(tmp_path):
     path.write_text(_spec_text("{p_find: [0.9]}", fitted).replace("fixed: {}", "fixed: {p_find: assumed}"))
     with pytest.raises(ValueError, match="both as fitted and as assumptions"):
         load_calibration(path)
+    path.write_text(_spec_text("{p_find: [0.9]}", fitted) + "  chosen: {reply_weak: by hand}\n")
+    with pytest.raises(ValueError, match="chosen explains \\['reply_weak'\\], which fitted does not list"):
+        load_calibration(path)
+    path.write_text(_spec_text("{p_find: [0.9]}", fitted) + "  untargeted_sd: {engagement.demands: 1}\n")
+    with pytest.raises(ValueError, match="extra-divergence key"):
+        load_calibration(path)
+    path.write_text(_spec_text("{p_find: [0.9]}", fitted) + "  target_correlation: 1.0\n")
+    with pytest.raises(ValueError, match="target_correlation"):
+        load_calibration(path)
 
 
-def test_scan_reproduces_committed_defaults(bench):
-    """Acceptance: the calibration, on a small grid around the defaults, finds params/simulator.yaml."""
+def _committed_inputs(bench):
     spec = load_calibration()
-    committed = load_simulator_params()
-    small = spec.model_copy(update={"grid": {"p_weak_supported": [0.8, 0.85, 0.9], "p_find": [0.95, 1.0]}})
-    cal = calibrate(bench, load_design(PARAMS_DIR / "paper.yaml", instances=[i.id for i in bench.instances]),
-                    committed, small)
-    assert matches(committed, cal.values()) == {k: True for k in cal.values()}
-    assert cal.scan.within_tolerance.any()
-    assert {"extra_0v1_pp", "extra_0v5_pp", "extra_1v5_pp"} <= set(cal.scan.columns)
+    design = load_design(PARAMS_DIR / "paper.yaml", instances=[i.id for i in bench.instances])
+    return spec, design, load_simulator_params()
+
+
+def test_committed_scan_matches_the_committed_settings(bench):
+    """data/computed/calibration_scan.csv was computed from today's calibration.yaml, design, data
+    and fixed simulator parameters; every expected value's Monte Carlo SE is within the limit."""
+    spec, design, base = _committed_inputs(bench)
+    table = committed_scan(design, base, spec)
+    assert table is not None, "stale data/computed/calibration_scan.csv: run `mechaudit calibrate --only scan`"
+    assert len(table) == np.prod([len(v) for v in spec.grid.values()]) and table.se_ok.all()
+    assert table.best.sum() == 1 and table.within_half_tolerance.any()
+    # another spec (one seed fewer) does not match the committed file
+    assert committed_scan(design, base, spec.model_copy(update={"n_seeds": spec.n_seeds - 1})) is None
+
+
+def test_committed_point_fits_the_targets_on_expected_values(bench):
+    """Acceptance: at params/simulator.yaml the expected 0 v 1 and 0 v 5 (population_truth under the
+    paper-rate measure, 200 runs per depth, several seeds) lie within half the tolerance of the paper's,
+    each with a Monte Carlo SE at most a tenth of it; and the re-evaluation equals the committed row."""
+    spec, design, base = _committed_inputs(bench)
+    assert spec.runs_per_depth >= 200 and spec.n_seeds >= 3
+    truth = population_truth(bench, design, base, runs_per_depth=spec.runs_per_depth, seed=spec.seed,
+                             measures=(spec.measure,), n_seeds=spec.n_seeds).set_index("label")
+    targets = paper_targets(list(spec.targets))
+    for key, tol in spec.targets.items():
+        a, b = comparison_of(key)
+        value, se = truth.truth_pp[f"{a} v {b}"], truth.truth_se_pp[f"{a} v {b}"]
+        assert abs(value - targets[key]) <= tol / 2, (key, value)
+        assert se <= spec.max_se_share * tol, (key, se)
+    best = committed_scan(design, base, spec).query("best").iloc[0]
+    assert {k: best[k] for k in spec.grid} == {k: getattr(base, k) for k in spec.grid}
+    for label in ("0 v 1", "0 v 5", "1 v 5"):
+        tag = label.replace(" ", "")
+        assert best[f"extra_{tag}_pp"] == pytest.approx(truth.truth_pp[label], abs=1e-9)
+        assert best[f"se_{tag}_pp"] == pytest.approx(truth.truth_se_pp[label], abs=1e-9)
+
+
+def test_another_committed_row_re_evaluates_exactly(bench):
+    """A point far from the best, simulated again, gives the committed row to the last digit."""
+    spec, design, base = _committed_inputs(bench)
+    row = committed_scan(design, base, spec).iloc[0]
+    params = closed_form_base(base, spec, paper_targets(list(spec.targets)))[0]
+    again = expected_extras(bench, design, params.model_copy(update={k: float(row[k]) for k in spec.grid}), spec)
+    for label, (value, se) in again.items():
+        tag = label.replace(" ", "")
+        assert (row[f"extra_{tag}_pp"], row[f"se_{tag}_pp"]) == (pytest.approx(value, abs=1e-9),
+                                                                   pytest.approx(se, abs=1e-9))
+
+
+def test_committed_values_are_the_calibration(bench):
+    """params/simulator.yaml holds exactly what the calibration gives from the committed scan (the
+    best point and the closed-form values), and the record of what the fit constrains re-derives."""
+    from mechaudit import provenance
+
+    spec, design, base = _committed_inputs(bench)
+    cal = calibrate(bench, design, base, spec, table=committed_scan(design, base, spec))
+    assert matches(base, cal.values()) == {k: True for k in cal.values()}
+    assert constrained_by_fit(cal.scan, spec) == provenance.constrained_keys()
 
 
 def test_scan_finds_a_planted_optimum(bench):
-    """Take the effects simulated at p_weak_supported = 0.7, p_find = 0.9 as the targets: the scan must
-    return that point, and the mixture must be the one solve_reply_sound gives there."""
-    spec = load_calibration().model_copy(update={"runs_per_depth": 10, "mixture_runs_per_depth": 10,
+    """Take the expected effects at p_weak_supported = 0.7, p_find = 0.9 (same seeds and sizes as the
+    scan) as the targets: the scan must return that point with objective 0, and the mixture must be
+    the one solve_reply_sound gives there."""
+    spec = load_calibration().model_copy(update={"runs_per_depth": 10, "n_seeds": 2, "mixture_runs_per_depth": 10,
                                                  "grid": {"p_weak_supported": [0.5, 0.7, 0.9],
                                                           "p_find": [0.6, 0.9]}})
     design = Design(instances=tuple(i.id for i in bench.instances), depths=(0, 1, 5), runs_per_depth=5)
     base = load_simulator_params()
     targets = paper_targets(list(spec.targets))
-    planted = measure(bench, design, base.model_copy(update={"p_weak_supported": 0.7, "p_find": 0.9}), 10,
-                      seed=spec.seed)
+    params, _ = closed_form_base(base, spec, targets)
+    planted = expected_extras(bench, design, params.model_copy(update={"p_weak_supported": 0.7, "p_find": 0.9}), spec)
     for key in spec.targets:
         a, b = comparison_of(key)
-        targets[key] = planted.extras_pp[f"{a} v {b}"]
-    cal = calibrate(bench, design, base, spec, targets)
+        targets[key] = planted[f"{a} v {b}"][0]
+    cal = calibrate(bench, design, base, spec, targets, n_jobs=2)
     assert cal.values()["p_weak_supported"] == 0.7 and cal.values()["p_find"] == 0.9
     assert cal.scan.objective.min() == pytest.approx(0.0, abs=1e-12)
+    best_row = cal.scan[cal.scan.best].iloc[0]
+    assert best_row.within_half_tolerance and best_row.consistent and best_row.distance == pytest.approx(0, abs=1e-9)
+    # re-scoring the same table (the committed-file path) gives the same result without simulating
+    again = calibrate(bench, design, base, spec, targets, table=cal.scan)
+    assert again.values() == cal.values()
+    with pytest.raises(ValueError, match="grid points"):
+        calibrate(bench, design, base, spec, targets, table=cal.scan.iloc[::-1])
     shares = cal.measured.shares(cal.params.reply_sound.as_array())
     best = solve_reply_sound(cal.measured, np.array([targets[f"{x}_pct"] for x in LABELS]), digits=6)
     np.testing.assert_allclose(shares, cal.measured.shares(best), atol=1.0)
-    # the fit table: fitted rows first (density, each grid parameter, the mixture), then each assumption
+    # the fit table: fitted rows first (density, each grid parameter, the mixture), then the values chosen
+    # by hand, then each assumption
     table = fit_table(cal, base, spec).set_index("parameter")
-    assert list(table.index) == ["p_extra_hypothesis", "p_weak_supported", "p_find", "reply_sound", *spec.fixed]
+    assert list(table.index) == ["p_extra_hypothesis", "p_weak_supported", "p_find", "reply_sound", *spec.chosen,
+                                 *spec.fixed]
     row = table.loc["p_find"]
     assert (row.calibrated, row.committed) == ("0.9", f"{base.p_find:g}")
     assert row["target value"] == " / ".join(f"{targets[k]:g}" for k in spec.targets)
-    best_row = cal.scan[cal.scan.best].iloc[0]
-    assert row.achieved == " / ".join(f"{best_row[f'extra_{comparison_of(k)[0]}v{comparison_of(k)[1]}_pp']:.1f}"
-                                      for k in spec.targets)
+    tags = [f"{comparison_of(k)[0]}v{comparison_of(k)[1]}" for k in spec.targets]
+    assert row.achieved == " / ".join(f"{best_row[f'extra_{t}_pp']:.1f} ± {best_row[f'se_{t}_pp']:.1f}" for t in tags)
     density = table.loc["p_extra_hypothesis"]
     assert density["target value"] == f"{targets['matched_pairs'] / targets['run_pairs']:.2f}"
     expected = expected_density(cal.params.p_extra_hypothesis, int(targets["openings"]),
                                 cal.params.extra_hypotheses_max)
     assert density.achieved.startswith(f"{expected:.2f} expected")
     assert table.loc["reply_sound", "achieved"] == " / ".join(f"{x:.1f}" for x in shares)
+    chosen = table.loc["reply_weak"]
+    assert chosen.calibrated == "(chosen)" and chosen.target.startswith("chosen: by hand")
+    assert chosen["target value"] == "61 / 27 / 9 / 3" and chosen.achieved == table.loc["reply_sound", "achieved"]
     assumed = table.loc[list(spec.fixed)]
     assert (assumed.calibrated == "(assumed)").all() and (assumed.achieved == "").all()
     assert [t.removeprefix("assumption: ") for t in assumed.target] == list(spec.fixed.values())
+
+
+def test_score_against_a_hand_computation():
+    """objective, max |z|, the half-tolerance flag and the SE check from their definitions."""
+    spec = load_calibration()
+    table = pd.DataFrame({"p_weak_supported": [0.8, 0.9], "p_find": [1.0, 1.0],
+                          "extra_0v1_pp": [34.5 + 1.5, 34.5 - 1.6], "extra_0v5_pp": [39.8, 39.8 + 3.0],
+                          "se_0v1_pp": [0.3, 0.31], "se_0v5_pp": [0.1, 0.1]})
+    out = score(table, spec, paper_targets(list(spec.targets)))
+    assert out.objective.tolist() == pytest.approx([0.25, (1.6 / 3) ** 2 + 1.0])
+    assert out.max_abs_z.tolist() == pytest.approx([0.5, 1.0])
+    assert out.within_half_tolerance.tolist() == [True, False]  # at exactly half a tolerance: inside
+    assert out.se_ok.tolist() == [True, False]  # 0.3 is a tenth of 3; 0.31 is not
+    assert out.best.tolist() == [True, False]
 
 
 # --------------------------------------------------------------------------- ceiling

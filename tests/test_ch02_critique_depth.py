@@ -158,10 +158,12 @@ def test_report_llm_judge_prints_only_with_the_llm_rule(capsys):
 
 def test_scan_view_indexes_the_grid():
     scan = pd.DataFrame({"p": [0.7, 0.8], "extra_0v1_pp": [30.123, 34.0], "extra_1v5_pp": [1.0, 2.0],
-                         "objective": [4.5, 0.01], "within_tolerance": [False, True], "best": [False, True]})
+                         "se_0v1_pp": [0.21, 0.2], "se_1v5_pp": [0.03, 0.04], "objective": [4.5, 0.01],
+                         "within_half_tolerance": [False, True], "consistent": [True, True], "best": [False, True]})
     view = ch.scan_view(scan, ["p"])
     assert view.index.name == "p"
-    assert list(view.columns) == ["0 v 1 (pp)", "1 v 5 (pp)", "objective", "within tolerance", "best"]
+    assert list(view.columns) == ["0 v 1 (pp)", "0 v 1 SE (pp)", "1 v 5 (pp)", "1 v 5 SE (pp)", "objective",
+                                  "within half a tolerance", "consistent", "best"]
     assert view.loc[0.7, "0 v 1 (pp)"] == 30.12
 
 
@@ -182,8 +184,34 @@ def test_exercise_values_follow_the_simulator(bench):
     assert out["ex3_strict_same_pct"][0] == pytest.approx(100 - out["ex3_strict_max_pp"][0])
 
 
-def test_plateau_sentence_reads_the_number_of_points():
-    assert ch.plateau_sentence([], ["p"]).startswith("no grid point")
-    assert ch.plateau_sentence(["(1)"], ["p"]).startswith("only the best point")
-    assert ch.plateau_sentence(["(0.8, 1)", "(0.85, 1)"], ["a", "b"]).startswith(
-        "the points within one tolerance of every target are (a, b) = (0.8, 1), (0.85, 1);")
+def test_fit_set_sentence_claims_pinning_only_for_one_point():
+    from mechaudit.workflow.calibrate import load_calibration
+
+    spec = load_calibration()
+    scan = pd.DataFrame({"p_weak_supported": [0.9, 0.9, 0.925], "p_find": [0.975, 1.0, 1.0],
+                         "within_half_tolerance": [False, False, False], "best": [False, True, False],
+                         "extra_0v1_pp": [33.2, 34.6, 35.8], "se_0v1_pp": 0.2, "extra_0v5_pp": [39.2, 39.2, 40.6],
+                         "se_0v5_pp": 0.21})
+    assert ch.fit_set_sentence(scan, spec).startswith("no grid point's expected values")
+    one = scan.assign(within_half_tolerance=[False, True, False])
+    assert ch.fit_set_sentence(one, spec).startswith("only the best point's expected values")
+    assert ch.fit_point_text(one, spec) == "(p_weak_supported 0.9, p_find 1): 34.6 ± 0.2 / 39.2 ± 0.2 pp"
+    many = scan.assign(within_half_tolerance=True)
+    text = ch.fit_set_sentence(many, spec)
+    assert text.startswith("3 grid points have expected values within half a tolerance")
+    assert "p_weak_supported 0.9 to 0.925, p_find 0.975 to 1" in text and "only to that set" in text
+    assert ch.fit_point_text(many, spec, best_only=True) == ch.fit_point_text(one, spec)
+
+
+def test_recheck_sentence_flags_a_stale_scan():
+    from mechaudit.workflow.calibrate import load_calibration
+
+    spec = load_calibration()
+    scan = pd.DataFrame({"best": [True], "extra_0v1_pp": [34.6], "se_0v1_pp": [0.2], "extra_0v5_pp": [39.2],
+                         "se_0v5_pp": [0.2]})
+    truth = pd.DataFrame({"measure": "paper_rates", "panel": "extra", "label": ["0 v 1", "0 v 5"],
+                          "truth_pp": [35.0, 38.9], "truth_se_pp": [0.6, 0.6]})
+    assert ch.recheck_sentence(scan, truth, spec).endswith("every difference is within 3 combined standard errors")
+    far = truth.assign(truth_pp=[37.0, 38.9])  # 2.4 pp off with a combined SE of 0.63
+    assert ch.recheck_sentence(scan, far, spec).endswith("the committed scan may be stale")
+    assert ch.recheck_sentence(scan, None, spec) == "(no simulator truth for LLM runs)"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -44,8 +45,22 @@ def test_coverage_rates_and_tolerance_readers():
     assert validity.coverage_verdict(bias, ["paper_rates"]).startswith("consistent with the nominal 95 %")
     assert "for mechanism_key 0 v 1" in validity.coverage_verdict(bias.assign(coverage=[0.80, 0.99, 0.97, 0.98]),
                                                                   ["mechanism_key", "paper_rates"])
-    check = validity.tolerance_check(bias, {"critique_depth.extra_divergence_pp.k0_vs_k5": 3.0}, "paper_rates")
-    assert check.loc["0 v 5"].tolist() == [3.0, 2.4]
+
+
+
+def test_sampling_check_sets_recorded_beside_measured():
+    from mechaudit.workflow.calibrate import load_calibration
+
+    spec = load_calibration()
+    rng = np.random.default_rng(3)
+    a, b, c = rng.normal(34, 3, 50), rng.normal(39, 2, 50), rng.normal(0.2, 1.3, 50)
+    reps = pd.concat([pd.DataFrame({"rep": range(50), "rule": rule, "comparison": comp, "extra_pp": x})
+                      for rule in ("paper_rates", "tfidf") for comp, x in (("0 v 1", a), ("0 v 5", b), ("1 v 5", c))])
+    check = validity.sampling_check(reps, spec)
+    assert list(check.index) == ["SD 0 v 1 (pp)", "SD 0 v 5 (pp)", "SD 1 v 5 (pp)", "correlation 0 v 1, 0 v 5"]
+    assert check.loc["SD 0 v 5 (pp)"].tolist() == [3.0, round(float(np.std(b, ddof=1)), 2)]
+    assert check.loc["correlation 0 v 1, 0 v 5", "measured"] == round(float(np.corrcoef(a, b)[0, 1]), 2)
+    assert check.loc["correlation 0 v 1, 0 v 5", "recorded"] == spec.target_correlation
 
 
 def test_size_verdict_flags_a_rate_far_from_alpha():

@@ -50,14 +50,16 @@ def test_grid_lookups():
     assert ch.peak_along(truths, FACTORS, AXES).p_find == 0.5  # weak_scale 1: 2.0, 5.0, 0.8
 
 
-def test_observed_value_and_its_sd_come_from_the_calibration():
+def test_observed_values_and_their_sds_come_from_the_calibration():
     from mechaudit.workflow.calibrate import load_calibration
 
     spec = load_calibration()
     observed, sd = ch.observed_and_sd(spec)
-    assert observed == 34.5 and sd == spec.targets["critique_depth.extra_divergence_pp.k0_vs_k1"]
-    with pytest.raises(MechauditError, match="not a calibration target"):
-        ch.observed_and_sd(spec, "critique_depth.extra_divergence_pp.k1_vs_k5")
+    assert observed == {"0 v 1": 34.5, "0 v 5": 39.8}
+    assert sd == {"0 v 1": spec.targets["critique_depth.extra_divergence_pp.k0_vs_k1"],
+                  "0 v 5": spec.targets["critique_depth.extra_divergence_pp.k0_vs_k5"]}
+    table = pd.DataFrame({"truth_0v1_pp": [34.5, 34.5], "truth_0v5_pp": [39.8, 51.0]})
+    assert ch.with_consistency(table, spec).consistent.tolist() == [True, False]  # 0 v 5 rules the second out
 
 
 def test_max_change_and_rule_summaries():
@@ -121,28 +123,28 @@ def test_alternatives_table_is_indexed_by_the_axes():
     assert table.loc[(0.3, 1.0), "0 v 1 (pp)"] == 8.6
 
 
-def test_power_settings_come_from_grid_points(monkeypatch):
-    calls = []
+def test_power_settings_come_from_the_map_rows():
+    from mechaudit.workflow import load_simulator_params
+    from mechaudit.workflow.robustness import vary
 
-    def fake(bench, instances, base, factors, target_pp, **kwargs):
-        calls.append((factors, target_pp, kwargs["check_runs_per_depth"]))
-        return SimpleNamespace(target_pp=target_pp, factors=factors)
-
-    monkeypatch.setattr(ch, "setting_at", fake)
-    picks = pd.DataFrame({"p_find": [0.85, 1.0], "conceded": [1.0, 0.7], "truth_1v5_pp": [1.234, 3.456]})
-    out = ch.power_settings(None, [], None, picks, ["p_find", "conceded"], check_runs_per_depth=7, seed=0)
-    assert [s.target_pp for s in out] == [1.23, 3.46]
-    assert calls[0] == ({"p_find": 0.85, "conceded": 1.0}, 1.23, 7)
+    base = load_simulator_params()
+    picks = pd.DataFrame({"p_find": [0.85, 1.0], "conceded": [1.0, 0.7], "truth_1v5_pp": [1.234, 3.456],
+                          "se_1v5_pp": [0.05, 0.07]})
+    out = ch.power_settings(base, picks, ["p_find", "conceded"])
+    assert [s.target_pp for s in out] == [1.23, 3.46] and [s.truth_pp for s in out] == [1.234, 3.456]
+    assert [s.truth_se_pp for s in out] == [0.05, 0.07]
+    assert out[0].factors == {"p_find": 0.85, "conceded": 1.0}
+    assert out[1].params == vary(base, p_find=1.0, conceded=0.7)
     with pytest.raises(MechauditError, match="no consistent grid setting"):
-        ch.power_settings(None, [], None, picks.iloc[:0], ["p_find"], check_runs_per_depth=1, seed=0)
+        ch.power_settings(base, picks.iloc[:0], ["p_find"])
 
 
 def test_choose_settings_falls_back_to_the_nearest(capsys):
-    truths = _truths().assign(distance_sd=[-9.0, -8.0, -1.5, -0.5, 0.5, 5.0])
+    truths = _truths().assign(distance=[9.0, 8.0, 1.5, 0.5, 0.5, 5.0])
     assert ch.choose_settings(truths, [0.0, 1.0]).truth_1v5_pp.tolist() == [0.5, 6.0]
     assert capsys.readouterr().out == ""
     none = ch.choose_settings(truths.assign(consistent=False), [0.0, 1.0])
-    assert sorted(none.distance_sd.tolist()) == [-0.5, 0.5]
+    assert sorted(none.distance.tolist()) == [0.5, 0.5]
     assert "no grid setting is consistent" in capsys.readouterr().out
 
 
@@ -153,3 +155,55 @@ def test_max_bias_text_in_standard_errors_or_says_there_are_none():
     single = bias.assign(bias_se_pp=[float("nan"), 0.5, 0.1])  # one replication: no standard error
     assert ch.max_bias_text(single).startswith("not measured in standard errors")
     assert ch.max_bias_text(bias.assign(bias_se_pp=0.0, bias_pp=0.0)).startswith("not measured")
+
+
+def test_outside_and_ceiling_sentences_follow_the_map():
+    truths = _truths()
+    assert ch.outside_sentence(truths) == (
+        "Conclusion (a) fails at 2 of the grid's 6 settings, none of them consistent with the paper's estimates "
+        "(their 0 v 1 truth is at most 6.0 pp): every point with p_find at or below 0.1 fails, because one round "
+        "leaves most weak links open and rounds two to five keep changing mechanisms.")
+    inside_fail = truths.assign(raw=["holds", "holds", "fails", "holds", "holds", "holds"])
+    assert "1 of them consistent with the paper's estimates (their 0 v 1 truth is at most 30.0 pp)" in (
+        ch.outside_sentence(inside_fail))
+    assert ch.outside_sentence(truths.assign(raw="holds")) == "Conclusion (a) fails at no setting of the grid."
+    norm = truths.assign(norm_1v5=[0.9, 0.9, 0.1, 0.2, 0.05, 0.9])  # the consistent rows: 0.1, 0.2, 0.05
+    assert ch.ceiling_sentence(norm).startswith("no 1 v 5 truth there uses more than 0.20 of its ceiling")
+    assert ch.ceiling_sentence(norm.assign(norm_1v5=0.3)).startswith("some 1 v 5 truths there use 0.30")
+    assert ch.ceiling_sentence(norm.assign(consistent=False)).startswith("no setting is consistent")
+
+
+def test_power_range_verdict_and_the_paper_value():
+    power = pd.DataFrame({"role": "design", "n_instances": [4, 4, 4, 8], "runs_per_depth": [5, 5, 10, 5],
+                          "target_pp": [0.2, 1.5, 1.5, 1.5], "truth_pp": [0.21, 1.48, 1.48, 1.48],
+                          "power": [0.06, 0.31, 0.55, 0.6]})
+    settings = [SimpleNamespace(target_pp=0.2, truth_pp=0.21), SimpleNamespace(target_pp=1.5, truth_pp=1.48)]
+    labels = ["S1 (p_find 1)", "S2 (p_find 0.85)"]
+    assert ch.power_range_text(power, settings, labels) == (
+        "from 0.06 at S1 (p_find 1; true 1 v 5 0.2 pp) to 0.31 at S2 (p_find 0.85; true 1 v 5 1.5 pp)")
+    assert ch.power_range_text(power, settings[:1], labels[:1]) == "0.06 at S1 (p_find 1; true 1 v 5 0.2 pp)"
+    assert ch.power_range_text(power, settings, labels, design=(6, 5)) == "not computed for this design"
+    assert ch.power_verdict(power).startswith("no 1 v 5 effect the consistent settings allow reaches power 0.8 "
+                                              "at that design (the highest is 0.31, at 1.5 pp)")
+    strong = power.assign(power=[0.06, 0.85, 0.9, 0.9])
+    assert ch.power_verdict(strong).startswith("the largest effect the consistent settings allow (1.5 pp) reaches "
+                                               "power 0.85, the smallest (0.2 pp) 0.06")
+    assert ch.paper_inside(1.3, settings) == "between the studied settings' 0.2 and 1.5 pp"
+    assert ch.paper_inside(2.0, settings).startswith("above") and ch.paper_inside(0.1, settings).startswith("below")
+
+
+def test_consistent_view_keeps_the_grid_values():
+    inside = pd.DataFrame({"p_find": [0.85], "weak_scale": [1.05], "truth_0v1_pp": [30.04], "truth_0v5_pp": [39.96],
+                           "truth_1v5_pp": [1.56], "max_1v5_pp": [40.0], "raw": ["holds"], "normalised": ["holds"]})
+    view = ch.consistent_view(inside, ["p_find", "weak_scale"])
+    assert view.index.tolist() == [(0.85, 1.05)]  # not rounded to 0.8 / 1.0
+    assert view.iloc[0].tolist() == [30.0, 40.0, 1.6, 40.0, "holds", "holds"]
+
+
+def test_texts_never_print_a_negative_zero():
+    table = pd.DataFrame({"x": [-0.02, 1.73]})
+    assert ch.span(table, "x", 1) == "0 to 1.7"
+    settings = [SimpleNamespace(target_pp=-0.02, truth_pp=-0.02), SimpleNamespace(target_pp=1.73, truth_pp=1.73)]
+    assert ch.paper_inside(1.3, settings) == "between the studied settings' -0.02 and 1.7 pp"
+    needed = pd.DataFrame({"truth_pp": [-0.02, 1.73], "runs_needed": [float("nan"), 10.0], "largest_tried": [20, 20]})
+    assert ch.needed_text(needed) == "-0.02 pp: more than 20; 1.7 pp: 10"

@@ -4,6 +4,7 @@ labelled; the intro's provenance and verdict cells."""
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
@@ -14,7 +15,7 @@ from mechaudit.backends import Backend, BackendError
 from mechaudit.book import chapter as status
 from mechaudit.errors import MechauditError
 from mechaudit.paths import PARAMS_DIR, REPO_ROOT
-from mechaudit.provenance import BY_CONSTRUCTION, FITTED, INDEPENDENT, NOT_RUN
+from mechaudit.provenance import BY_CONSTRUCTION, CONSTRAINED, FITTED, INDEPENDENT, NOT_RUN
 from mechaudit.workflow.calibrate import SOLVED, load_calibration
 from mechaudit.workflow.simulator import SimulatorParams
 
@@ -34,9 +35,21 @@ def calibration(tmp_path):
     return path
 
 
+P01 = "critique_depth.p_value_bound.k0_vs_k1"
+
+
+@pytest.fixture
+def constrained(tmp_path):
+    """A record of what the fit constrains that names only the 1 v 5 effect."""
+    path = tmp_path / "constrained_by_fit.json"
+    path.write_text(json.dumps({K15: "it barely moves over the consistent settings"}))
+    return path
+
+
 @pytest.mark.parametrize(("key", "offline", "llm"), [
     (K01, FITTED, INDEPENDENT),  # the simulator was set to match it; an LLM run measures it
-    (K15, INDEPENDENT, INDEPENDENT),
+    (K15, CONSTRAINED, INDEPENDENT),  # decided by the fit offline; an LLM run measures it
+    (P01, INDEPENDENT, INDEPENDENT),  # not in this test's record
     ("engagement.conceded_pct", FITTED, INDEPENDENT),
     ("engagement.demands", INDEPENDENT, INDEPENDENT),
     (f"{FSS}.llm", NOT_RUN, INDEPENDENT),
@@ -50,10 +63,27 @@ def calibration(tmp_path):
     ("sensitivity.kappa_low", INDEPENDENT, INDEPENDENT),
     ("book.tau.recovery", BY_CONSTRUCTION, BY_CONSTRUCTION),
 ])
-def test_provenance_per_key_and_backend(calibration, key, offline, llm):
-    assert provenance.of(key, False, calibration) == offline
-    assert provenance.of(key, True, calibration) == llm
-    assert provenance.of(key, True, calibration) == llm
+def test_provenance_per_key_and_backend(calibration, constrained, key, offline, llm):
+    assert provenance.of(key, False, calibration, constrained=constrained) == offline
+    assert provenance.of(key, True, calibration, constrained=constrained) == llm
+
+
+def test_the_committed_record_constrains_the_1v5_effect_and_the_exact_p():
+    """The committed data/computed/constrained_by_fit.json (re-derived by test_calibrate) names the
+    1 v 5 effect and both exact p-values; offline those rows read "constrained by the fit"."""
+    record = provenance.constrained_keys()
+    assert set(record) == {K15, P01, "critique_depth.p_value_bound.k0_vs_k5"}
+    assert all("consistent with the paper's 0 v 1 and 0 v 5" in reason for reason in record.values())
+    assert provenance.of(K15, False) == CONSTRAINED and provenance.of(K15, True) == INDEPENDENT
+    assert provenance.of(K01, False) == FITTED  # fitted wins over constrained
+    assert provenance.constrained_keys(REPO_ROOT / "no_such_file.json") == {}
+
+
+def test_a_bad_record_names_the_file(tmp_path):
+    path = tmp_path / "constrained_by_fit.json"
+    path.write_text('["critique_depth"]')
+    with pytest.raises(MechauditError, match="constrained_by_fit.json"):
+        provenance.of(K15, False, constrained=path)
 
 
 def test_text_rules_on_swaps_are_built_in_only_on_the_template_suite():
@@ -163,9 +193,11 @@ def test_compare_fills_the_provenance_column_from_the_backend():
         paper.compare(rows)  # llm is required: no silent default
 
 
-def test_summary_groups_values_in_vocabulary_order(calibration):
-    values = [(name, provenance.of(key, False, calibration)) for name, key in (("1 v 5", K15), ("0 v 1", K01))]
-    assert provenance.summary(values) == "fitted to the paper: 0 v 1; independent computation: 1 v 5"
+def test_summary_groups_values_in_vocabulary_order(calibration, constrained):
+    values = [(name, provenance.of(key, False, calibration, constrained=constrained))
+              for name, key in (("p", P01), ("1 v 5", K15), ("0 v 1", K01))]
+    assert provenance.summary(values) == ("fitted to the paper: 0 v 1; constrained by the fit: 1 v 5; "
+                                          "independent computation: p")
     assert provenance.summary([("a", INDEPENDENT), ("b", INDEPENDENT)]) == INDEPENDENT
     with pytest.raises(ValueError, match="among"):
         provenance.summary([("a", "simulated")])
@@ -173,6 +205,9 @@ def test_summary_groups_values_in_vocabulary_order(calibration):
 
 @pytest.mark.parametrize(("values", "llm", "agrees", "expected"), [
     ([FITTED, BY_CONSTRUCTION], False, None, "fitted, not a test"),
+    ([CONSTRAINED], False, None, "fitted, not a test"),
+    ([FITTED, CONSTRAINED], False, None, "fitted, not a test"),
+    ([CONSTRAINED, INDEPENDENT], False, None, "qualified"),
     ([BY_CONSTRUCTION], False, None, "built in, not a test"),
     ([NOT_RUN, BY_CONSTRUCTION], False, None, "not testable offline"),
     ([FITTED, INDEPENDENT], False, None, "qualified"),

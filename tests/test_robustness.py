@@ -140,16 +140,43 @@ def test_rule_grid_and_bias(setup) -> None:
 
 def test_consistent_marks_settings_near_the_observation() -> None:
     table = pd.DataFrame({"truth_0v1_pp": [10.0, 30.0, 34.5, 41.0], "truth_1v5_pp": [8.0, 2.0, 0.5, 0.1]})
-    out = consistent(table, observed_pp=34.5, sd_pp=3.0, z=2.0)
+    out = consistent(table, {"0 v 1": 34.5}, {"0 v 1": 3.0}, level=0.9545)  # one observation: |z| <= 2
     assert out.consistent.tolist() == [False, True, True, False]
-    assert out.distance_sd.tolist() == pytest.approx([-8.1666667, -1.5, 0.0, 2.1666667])
-    with pytest.raises(ValueError, match="must be > 0"):
-        consistent(table, 34.5, 0.0)
+    assert out.distance.tolist() == pytest.approx([8.1666667, 1.5, 0.0, 2.1666667])
+    with pytest.raises(ValueError, match="sd > 0"):
+        consistent(table, {"0 v 1": 34.5}, {"0 v 1": 0.0})
+    with pytest.raises(ValueError, match="at least one"):
+        consistent(table, {}, {})
     picked = pick(out[out.consistent], [0.0, 1.0])
     assert picked.truth_1v5_pp.tolist() == [0.5, 2.0]
     assert len(pick(out, [0.5, 0.5])) == 1
     with pytest.raises(ValueError, match="no rows"):
         pick(out.iloc[:0], [0.5])
+
+
+def test_joint_consistency_against_scipy_mahalanobis() -> None:
+    """Two correlated observations: the distance is scipy's Mahalanobis distance with the covariance
+    built from the SDs and the correlation, and the cut is the chi-square quantile with 2 df; a setting
+    inside both one-at-a-time windows can fail the joint test and vice versa."""
+    from scipy.spatial.distance import mahalanobis
+    from scipy.stats import chi2
+
+    rng = np.random.default_rng(8)
+    table = pd.DataFrame({"truth_0v1_pp": rng.normal(34.5, 6, 40), "truth_0v5_pp": rng.normal(39.8, 6, 40)})
+    observed, sd, rho = {"0 v 1": 34.5, "0 v 5": 39.8}, {"0 v 1": 3.0, "0 v 5": 2.0}, 0.6
+    out = consistent(table, observed, sd, correlation=rho, level=0.95)
+    cov = np.array([[9.0, rho * 6.0], [rho * 6.0, 4.0]])
+    vi = np.linalg.inv(cov)
+    expected = [mahalanobis([a, b], [34.5, 39.8], vi) for a, b in zip(table.truth_0v1_pp, table.truth_0v5_pp)]
+    assert out.distance.tolist() == pytest.approx(expected)
+    assert out.consistent.tolist() == [d**2 <= chi2.ppf(0.95, 2) for d in expected]
+    # both within 2 SDs one at a time, but in opposite directions against a positive correlation: not jointly
+    opposite = consistent(pd.DataFrame({"truth_0v1_pp": [34.5 + 5.5], "truth_0v5_pp": [39.8 - 3.6]}), observed, sd,
+                          correlation=rho)
+    assert not opposite.consistent.iloc[0]
+    same_side = consistent(pd.DataFrame({"truth_0v1_pp": [34.5 + 5.5], "truth_0v5_pp": [39.8 + 3.6]}), observed, sd,
+                           correlation=rho)
+    assert same_side.consistent.iloc[0]
 
 
 def test_results_do_not_depend_on_n_jobs(setup) -> None:

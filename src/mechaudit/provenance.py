@@ -1,7 +1,7 @@
 """How a number of this book can relate to the paper's: a closed vocabulary, derived in code.
 
 Every row of a "paper vs this run" table (``mechaudit.paper.compare``) and of the intro's results
-table carries one of four values (``VOCABULARY``), decided here from the row's key and the backend,
+table carries one of five values (``VOCABULARY``), decided here from the row's key and the backend,
 never typed per chapter. The rules, in this order:
 
 1. **not run offline (LLM only)** (``NOT_RUN``): the quantity needs an LLM (``LLM_ONLY``) and the
@@ -14,7 +14,14 @@ never typed per chapter. The rules, in this order:
    Which parameter targets which numbers is declared in ``params/calibration.yaml`` (section
    ``calibration.fitted``: parameter -> keys of ``data/paper_reported.yaml``). Offline only: an LLM
    backend runs no simulator.
-4. **independent computation** (``INDEPENDENT``): anything else; the number was computed without
+4. **constrained by the fit** (``CONSTRAINED``): not a target, but decided mostly by the fitted
+   parameters: over every simulator setting consistent with the fitted targets, the number's expected
+   value varies by less than one design's sampling SD, or (an exact p) the fitted effect is so large
+   that the test's p lies below the paper's bound at every such setting. Which keys qualify is
+   derived by ``mechaudit.workflow.robustness.constrained_by_fit`` from the committed robustness map
+   and recorded, with the reason, in ``data/computed/constrained_by_fit.json`` (``mechaudit
+   calibrate`` writes it; a test re-derives it). Offline only, like "fitted to the paper".
+5. **independent computation** (``INDEPENDENT``): anything else; the number was computed without
    reference to the paper's (offline by the simulator or a rule, which the row's status names).
 
 Keys are the dotted keys of ``data/paper_reported.yaml``, or ids of the book's own results that
@@ -24,6 +31,7 @@ have no paper counterpart (``BOOK_RESULTS``, prefix ``book.``). Patterns in ``LL
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable, Mapping
 from fnmatch import fnmatchcase
@@ -32,17 +40,20 @@ from pathlib import Path
 import yaml
 
 from mechaudit.errors import MechauditError
-from mechaudit.paths import PARAMS_DIR
+from mechaudit.paths import PARAMS_DIR, REPO_ROOT
 
 FITTED = "fitted to the paper"
+CONSTRAINED = "constrained by the fit"
 BY_CONSTRUCTION = "true by construction"
 INDEPENDENT = "independent computation"
 NOT_RUN = "not run offline (LLM only)"
 #: the closed vocabulary, in the order a reader should weigh agreement with the paper (least first)
-VOCABULARY = (FITTED, BY_CONSTRUCTION, NOT_RUN, INDEPENDENT)
+VOCABULARY = (FITTED, CONSTRAINED, BY_CONSTRUCTION, NOT_RUN, INDEPENDENT)
 
 CALIBRATION_PATH = PARAMS_DIR / "calibration.yaml"
 SIMULATOR_PATH = PARAMS_DIR / "simulator.yaml"
+#: the keys the fit constrains, with the reason (written by ``mechaudit calibrate``)
+CONSTRAINED_PATH = REPO_ROOT / "data" / "computed" / "constrained_by_fit.json"
 
 #: the book's own results without a paper number (rows of the intro's results table)
 BOOK_RESULTS = {
@@ -130,16 +141,30 @@ def fitted_keys(path: str | Path = CALIBRATION_PATH) -> set[str]:
     return {key for keys in _fitted(Path(path)).values() for key in keys}
 
 
-def of(key: str, llm: bool, calibration: str | Path = CALIBRATION_PATH, suite: str | None = None) -> str:
+def constrained_keys(path: str | Path = CONSTRAINED_PATH) -> dict[str, str]:
+    """Paper keys the fit constrains -> the reason (empty when the file is missing)."""
+    path = Path(path)
+    if not path.is_file():
+        return {}
+    found = json.loads(path.read_text(encoding="utf-8"))
+    if not isinstance(found, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in found.items()):
+        raise MechauditError("must map paper keys to reasons (text)", file=path)
+    return found
+
+
+def of(key: str, llm: bool, calibration: str | Path = CALIBRATION_PATH, suite: str | None = None,
+       constrained: str | Path = CONSTRAINED_PATH) -> str:
     """The provenance of the number under ``key`` produced with an LLM backend (``llm``) or offline
     (module docstring); ``suite``: the perturbation suite it was measured on (default
-    ``DEFAULT_SUITE``)."""
+    ``DEFAULT_SUITE``); ``calibration``, ``constrained``: the files rules 3 and 4 read."""
     if not llm and _matches(key, LLM_ONLY):
         return NOT_RUN
     if _matches(key, CONSTRUCTIONS) or _matches(key, SUITE_CONSTRUCTIONS.get(suite or DEFAULT_SUITE, {})):
         return BY_CONSTRUCTION
     if not llm and key in fitted_keys(calibration):
         return FITTED
+    if not llm and key in constrained_keys(constrained):
+        return CONSTRAINED
     return INDEPENDENT
 
 
@@ -170,7 +195,8 @@ def verdict(values: Iterable[str], llm: bool, agrees: bool | None = None) -> str
     """The verdict of a row whose numbers have the provenance ``values``.
 
     No independent number: "not testable offline" if some number needs an LLM the backend lacks,
-    else "fitted, not a test" if some number was fitted to the paper, else "built in, not a test"
+    else "fitted, not a test" if some number was fitted to the paper or is constrained by the fit,
+    else "built in, not a test"
     (every number agrees because the design or a setting makes it). With an
     independent number: "reproduced" only when every number is an independent computation under an
     LLM backend and ``agrees`` (each within tolerance of the paper's); otherwise "qualified" (offline
@@ -183,7 +209,7 @@ def verdict(values: Iterable[str], llm: bool, agrees: bool | None = None) -> str
     if INDEPENDENT not in found:
         if NOT_RUN in found:
             return NOT_TESTABLE
-        return FITTED_NOT_A_TEST if FITTED in found else BUILT_IN_NOT_A_TEST
+        return FITTED_NOT_A_TEST if found & {FITTED, CONSTRAINED} else BUILT_IN_NOT_A_TEST
     if found == {INDEPENDENT} and llm and agrees:
         return REPRODUCED
     return QUALIFIED
@@ -224,7 +250,7 @@ def unlabelled(fitted_params: Iterable[str], known_keys: Iterable[str],
     return sorted({p for p in fitted_params if p not in targets or not set(targets[p]) <= known})
 
 
-__all__ = ["FITTED", "BY_CONSTRUCTION", "INDEPENDENT", "NOT_RUN", "VOCABULARY", "BOOK_RESULTS", "LLM_ONLY",
-           "CONSTRUCTIONS", "SUITE_CONSTRUCTIONS", "DEFAULT_SUITE", "REPRODUCED", "FITTED_NOT_A_TEST",
+__all__ = ["FITTED", "CONSTRAINED", "BY_CONSTRUCTION", "INDEPENDENT", "NOT_RUN", "VOCABULARY", "BOOK_RESULTS",
+           "LLM_ONLY", "CONSTRUCTIONS", "SUITE_CONSTRUCTIONS", "DEFAULT_SUITE", "REPRODUCED", "FITTED_NOT_A_TEST",
            "BUILT_IN_NOT_A_TEST", "NOT_TESTABLE", "QUALIFIED", "VERDICTS", "verdict", "fitted_targets", "fitted_keys",
-           "of", "summary", "fitted_marks", "unlabelled"]
+           "constrained_keys", "of", "summary", "fitted_marks", "unlabelled"]

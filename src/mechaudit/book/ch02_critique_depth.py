@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -24,6 +25,7 @@ from mechaudit.errors import MechauditError
 from mechaudit.llm.pricing import Planned
 from mechaudit.model import Benchmark
 from mechaudit.paper import entries, format_p, power_of_ten, reported
+from mechaudit.paths import PARAMS_DIR
 from mechaudit.schema import load_benchmark
 from mechaudit.workflow import Design, SimulatorParams, instance_matrices, population_truth
 from mechaudit.workflow.depth import MEASURES
@@ -368,74 +370,198 @@ def exercise_values(bench: Benchmark, design: Design, simulator: SimulatorParams
     return out
 
 
-def plateau_sentence(points: Sequence[str], names: Sequence[str]) -> str:
-    """What the grid points within one tolerance of every target say about identification, e.g.
-    "the points within one tolerance of both targets are (p, q) = (0.8, 1), (0.85, 1); they fit ..."."""
-    if not points:
-        return "no grid point lies within one tolerance of every target: the fit is the least bad point"
-    if len(points) == 1:
-        return ("only the best point lies within one tolerance of every target, so on this grid the targets "
-                "pin the parameters down to it (a finer grid would show how far its neighbourhood reaches)")
-    return (f"the points within one tolerance of every target are ({', '.join(names)}) = {', '.join(points)}; "
-            "they fit the paper's single estimates about equally well, so the targets pin the parameters "
-            "down only to that set")
+@dataclass(frozen=True)
+class CalibrationRun:
+    """The calibration as the chapter shows it: the inputs (shipped benchmark, the paper's design,
+    ``params/simulator.yaml``, the spec), the result of ``calibrate`` and where its scan came from
+    ("committed": ``data/computed/calibration_scan.csv``; "computed now": settings differ from it)."""
+
+    bench: Benchmark
+    design: Design
+    committed: SimulatorParams
+    spec: Any
+    cal: Any
+    source: str
 
 
-def calibration_values(cal, fit: pd.DataFrame, spec, design: Design, committed: SimulatorParams
-                       ) -> dict[str, tuple[Any, int | None]]:
-    """What the calibration section's prose quotes: name -> (value, digits for ``glue``).
+def calibration_inputs(calibration_file: str = "calibration.yaml") -> tuple[Benchmark, Design, SimulatorParams, Any]:
+    """The shipped benchmark, the paper's design (``params/paper.yaml``), the committed simulator
+    parameters and the calibration spec (``params/<calibration_file>``)."""
+    from mechaudit.workflow import load_design, load_simulator_params
+    from mechaudit.workflow.calibrate import load_calibration
 
-    ``cal``: ``calibrate``'s result; ``fit``: its ``fit_table``; ``spec``: the ``CalibrationSpec``;
-    ``design``: the design it ran; ``committed``: the parameters in ``params/simulator.yaml``.
-    """
+    bench = load_benchmark()
+    design = load_design(PARAMS_DIR / "paper.yaml", instances=[i.id for i in bench.instances])
+    return bench, design, load_simulator_params(PARAMS_DIR / "simulator.yaml"), load_calibration(
+        PARAMS_DIR / calibration_file)
+
+
+def run_calibration(calibration_file: str = "calibration.yaml", n_jobs: int = 1) -> CalibrationRun:
+    """The calibration on the shipped benchmark: the committed scan when its settings match (re-scored,
+    then ``reply_sound`` solved at its best point), else the whole scan computed now (slow: prints a
+    note)."""
+    from mechaudit.workflow.calibrate import calibrate, committed_scan
+
+    bench, design, base, spec = calibration_inputs(calibration_file)
+    table = committed_scan(design, base, spec)
+    if table is None:
+        print("The committed calibration scan was computed with other settings: computing the scan now "
+              "(`mechaudit calibrate` writes it to data/computed/).")
+    cal = calibrate(bench, design, base, spec, table=table, n_jobs=n_jobs)
+    return CalibrationRun(bench, design, base, spec, cal, "committed" if table is not None else "computed now")
+
+
+def write_calibration(n_jobs: int = -1, force: bool = False) -> str:
+    """``mechaudit calibrate``'s scan part: compute the scan at the committed settings and write it to
+    ``data/computed/`` (``workflow.committed``) when the committed copy is stale (``force``: always), with
+    the record of what the fit constrains; return a summary: the best point, the points within half a
+    tolerance, the solved ``reply_sound`` and which committed values differ from them."""
+    from mechaudit.workflow import committed
+    from mechaudit.workflow.calibrate import (
+        CONSTRAINED_NAME,
+        SCAN_NAME,
+        calibrate,
+        closed_form_base,
+        constrained_by_fit,
+        matches,
+        paper_targets,
+        scan,
+        scan_settings,
+    )
+
+    bench, design, base, spec = calibration_inputs()
+    params, _ = closed_form_base(base, spec, paper_targets(list(spec.targets)))
+    table, source = committed.cached(SCAN_NAME, scan_settings(design, params, spec),
+                                     lambda: scan(bench, design, params, spec, n_jobs=n_jobs), write=True, force=force)
+    cal = calibrate(bench, design, base, spec, table=table)
+    found = constrained_by_fit(cal.scan, spec)
+    record = committed.COMPUTED_DIR / f"{CONSTRAINED_NAME}.json"
+    record.write_text(committed.canonical(found), encoding="utf-8")
+    differ = [k for k, ok in matches(base, cal.values()).items() if not ok]
+    state = "written" if source == "computed now" else "current, kept"
+    lines = [f"data/computed/{SCAN_NAME}.csv ({len(table)} points): {state}",
+             f"wrote {record.name}: {', '.join(found) or 'nothing'}",
+             "best point: " + fit_point_text(cal.scan, spec, best_only=True),
+             "within half a tolerance of every target: " + (fit_point_text(cal.scan, spec) or "no point"),
+             "calibrated values: " + ", ".join(f"{k} = {v}" for k, v in cal.values().items()),
+             "params/simulator.yaml " + ("holds every calibrated value" if not differ else
+                                         f"differs in {', '.join(differ)}: copy the values above into it")]
+    return "\n".join(lines)
+
+
+def fit_point_text(scan: pd.DataFrame, spec, best_only: bool = False) -> str:
+    """The scan's points within half a tolerance of every target (or only the best point), each as
+    "(p_weak_supported 0.9, p_find 1): 34.4 ± 0.2 / 38.9 ± 0.2 pp" (expected extra divergence of each
+    target comparison ± its Monte Carlo SE); "" when there is none."""
+    from mechaudit.workflow.calibrate import extra_column, label_of, se_column
+
+    rows = scan[scan.best] if best_only else scan[scan.within_half_tolerance]
+    labels = [label_of(k) for k in spec.targets]
+    return "; ".join("(" + ", ".join(f"{k} {r[k]:g}" for k in spec.grid) + "): "
+                     + " / ".join(f"{r[extra_column(lab)]:.1f} ± {r[se_column(lab)]:.1f}" for lab in labels) + " pp"
+                     for _, r in rows.iterrows())
+
+
+def fit_set_sentence(scan: pd.DataFrame, spec) -> str:
+    """What the expected values say about identification: how many grid points lie within half a
+    tolerance of every target and, when there are several, over what range of each parameter; a claim
+    that the targets pin the parameters down only when exactly one point does."""
+    names = list(spec.grid)
+    close = scan[scan.within_half_tolerance]
+    if close.empty:
+        return ("no grid point's expected values lie within half a tolerance of every target: the fit is the "
+                "least bad point")
+    if len(close) == 1:
+        return ("only the best point's expected values lie within half a tolerance of every target, so on this grid "
+                "the targets pin the fitted parameters down to it")
+    ranges = ", ".join(f"{k} {close[k].min():g} to {close[k].max():g}" for k in names)
+    return (f"{len(close)} grid points have expected values within half a tolerance of every target ({ranges}); "
+            "they fit the paper's two estimates about equally well, so the targets pin the fitted parameters down "
+            "only to that set, not to the best point")
+
+
+def calibration_values(run: CalibrationRun, fit: pd.DataFrame) -> dict[str, tuple[Any, int | None]]:
+    """What the calibration section's prose quotes: name -> (value, digits for ``glue``). ``fit``: the
+    ``fit_table`` of ``run.cal``."""
     from mechaudit.workflow.calibrate import SHARE_COLUMNS, extra_column, label_of, matches, mixture_reachable
 
+    cal, spec, design = run.cal, run.spec, run.design
     names = list(spec.grid)
-    within = cal.scan[cal.scan.within_tolerance]
     best = cal.scan[cal.scan.best].iloc[0]
     mix = fit.set_index("parameter").loc["reply_sound"]
     shares = cal.measured.shares(cal.params.reply_sound.as_array())
     gap = max(abs(x - cal.targets[c]) for x, c in zip(shares, SHARE_COLUMNS))
-    differ = [k for k, ok in matches(committed, cal.values()).items() if not ok]
+    differ = [k for k, ok in matches(run.committed, cal.values()).items() if not ok]
     labels = [label_of(k) for k in spec.targets]
     weak_pct = 100 * cal.measured.weak_share()
     reachable = mixture_reachable(cal.measured, np.array([cal.targets[c] for c in SHARE_COLUMNS]))
     mix_sentence = (f"a match up to the rounding of reply_sound (largest gap {gap:.1f} pp)" if reachable else
                     f"at the fitted point {weak_pct:.0f} % of the demands hit a weak link and are conceded at the "
-                    f"assumed rate, so no reply to sound links reaches the paper's shares: the closest mixture "
+                    f"chosen rate, so no reply to sound links reaches the paper's shares: the closest mixture "
                     f"misses a share by up to {gap:.1f} pp, a misfit")
-
-    def point(row) -> str:
-        return "(" + ", ".join(f"{row[k]:g}" for k in names) + ")"
-
+    se_cols = [c for c in cal.scan.columns if c.startswith("se_") and c.endswith("_pp")]
     return {
         "p_exact": (cal.p_extra_exact, 3), "p_extra": (cal.params.p_extra_hypothesis, None),
-        "grid_name": ("; ".join(f"{k} in {{{', '.join(f'{v:g}' for v in spec.grid[k])}}}" for k in names), None),
-        "grid_names": (" and ".join(names), None), "n_points": (len(cal.scan), None),
-        "runs": (spec.runs_per_depth, None),
+        "grid_name": ("; ".join(f"{k} from {min(spec.grid[k]):g} to {max(spec.grid[k]):g} in "
+                                f"{len(spec.grid[k])} steps" for k in names), None),
+        "n_points": (len(cal.scan), None), "runs": (spec.runs_per_depth, None), "seeds": (spec.n_seeds, None),
         "tol": (", ".join(f"{tol:g} pp for {label_of(k)}" for k, tol in spec.targets.items()), None),
+        "half_tol": (", ".join(f"{tol / 2:g} pp" for tol in spec.targets.values()), None),
+        "max_se": (float(cal.scan[se_cols].to_numpy().max()), 2),
+        "se_limit": (spec.max_se_share * min(spec.targets.values()), 2),
         "best": (", ".join(f"{k} = {best[k]:g}" for k in names), None),
         "best_pp": (", ".join(f"{best[extra_column(lab)]:.1f} pp ({lab})" for lab in labels), None),
-        "plateau": (plateau_sentence([point(r) for _, r in within.iterrows()], names), None),
+        "fit_set": (fit_set_sentence(cal.scan, spec), None),
+        "n_consistent": (int(cal.scan.consistent.sum()), None),
+        "level_pct": (f"{100 * spec.consistent_level:g}", None),
+        "source": ("read from the committed file data/computed/calibration_scan.csv, which `mechaudit calibrate` "
+                   "writes and the test suite re-checks" if run.source == "committed"
+                   else "computed in this run (its settings differ from the committed file's)", None),
         "mix_target": (mix["target value"], None), "mix_achieved": (mix["achieved"], None),
         "mix_gap_pp": (gap, 1), "weak_share_pct": (weak_pct, 0), "mix_sentence": (mix_sentence, None),
         "reply_sound": ("conceded / answered / partial / dropped = " + mix["calibrated"], None),
         "demands": (cal.measured.demands_per_runs(design.runs_per_depth), 0), "n_runs": (design.n_runs, None),
-        "verdict": ("the calibration reproduces every committed default" if not differ else
-                    f"the committed values of {' and '.join(differ)} differ from the scan's (the committed set "
-                    "predates this calibration; adopting the scan's values would change the simulated numbers "
-                    "of chapters 02-04)", None),
+        "verdict": ("the committed file holds every calibrated value" if not differ else
+                    f"the committed values of {' and '.join(differ)} differ from the calibration's", None),
     }
 
 
+def recheck_sentence(scan: pd.DataFrame, truth: pd.DataFrame | None, spec, z: float = 3.0) -> str:
+    """The chapter's own truth (``population_truth`` with its own seeds and runs) beside the committed
+    scan's expected values at the best point, for each target comparison: whether every difference lies
+    within ``z`` combined standard errors (an independent re-check of the committed point)."""
+    from mechaudit.workflow.calibrate import extra_column, label_of, se_column
+
+    if truth is None:
+        return "(no simulator truth for LLM runs)"
+    best = scan[scan.best].iloc[0]
+    own = truth[(truth.measure == spec.measure) & (truth.panel == "extra")].set_index("label")
+    parts, agree = [], True
+    for lab in (label_of(k) for k in spec.targets):
+        diff = own.truth_pp[lab] - best[extra_column(lab)]
+        se = float(np.hypot(own.truth_se_pp[lab], best[se_column(lab)]))
+        agree &= abs(diff) <= z * se
+        parts.append(f"{lab}: {own.truth_pp[lab]:.1f} ± {own.truth_se_pp[lab]:.1f} against "
+                     f"{best[extra_column(lab)]:.1f} ± {best[se_column(lab)]:.1f} pp")
+    verdict = (f"every difference is within {z:g} combined standard errors" if agree else
+               f"a difference exceeds {z:g} combined standard errors: the committed scan may be stale")
+    return "; ".join(parts) + f"; {verdict}"
+
+
 def scan_view(scan: pd.DataFrame, grid: Sequence[str]) -> pd.DataFrame:
-    """The calibration scan for reading: index the grid parameters; the extra divergence of every
-    comparison (pp), the objective (sum of squared distances to the targets in tolerances), whether
-    every target is within one tolerance, and whether the point is the best."""
+    """The calibration scan for reading: index the grid parameters; the expected extra divergence of
+    every comparison and its Monte Carlo SE (pp), the objective (sum of squared distances to the
+    targets in tolerances), whether every target is within half a tolerance, whether the point is
+    consistent with the paper's estimates (jointly), and whether it is the best."""
     extras = [c for c in scan.columns if c.startswith("extra_") and c.endswith("_pp")]
-    names = {c: c.removeprefix("extra_").removesuffix("_pp").replace("v", " v ") + " (pp)" for c in extras}
-    return (scan.set_index(list(grid))[[*extras, "objective", "within_tolerance", "best"]].round(2)
-            .rename(columns=names | {"within_tolerance": "within tolerance"}))
+    columns: dict[str, str] = {}
+    for c in extras:
+        label = c.removeprefix("extra_").removesuffix("_pp").replace("v", " v ")
+        columns[c] = f"{label} (pp)"
+        columns["se_" + c.removeprefix("extra_")] = f"{label} SE (pp)"
+    names = columns | {"objective": "objective", "within_half_tolerance": "within half a tolerance",
+                       "consistent": "consistent", "best": "best"}
+    return scan.set_index(list(grid))[list(names)].round(2).rename(columns=names)
 
 
 # --------------------------------------------------------------------------- judge-model axis (the paper's Figure 5)

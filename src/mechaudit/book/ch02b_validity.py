@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -49,6 +50,72 @@ def validity_setup(*, data_dir: str | Path | None = None, design_file: str = "pa
     return ValiditySetup(bench, design, default, null, truth)
 
 
+#: the rules read from the simulator's step ids (fast enough for hundreds of replications)
+FAST = ("mechanism_key", "paper_rates")
+
+
+@dataclass(frozen=True)
+class Replications:
+    """The chapter's replication tables (``validity.replicate`` rows, fast rules then TF-IDF) under the
+    default and the null simulator, and where each came from (name -> "committed" / "computed now")."""
+
+    default: pd.DataFrame
+    null: pd.DataFrame
+    sources: dict[str, str]
+
+
+def replications(s: ValiditySetup, *, n_replications: int, n_null_replications: int, n_text_replications: int,
+                 n_boot: int, level: float = 0.95, tfidf_threshold: float, seed: int, n_jobs: int = 1,
+                 parallel_backend: str | None = None, write: bool = False, force: bool = False) -> Replications:
+    """Replications of the design under the default simulator (``n_replications`` for the fast rules,
+    with bootstrap intervals of ``n_boot`` resamples; seed ``seed + 1``) and the null simulator
+    (``n_null_replications``, no intervals; seed ``seed + 2``), TF-IDF over ``n_text_replications`` of
+    each. Each table is read from ``data/computed/`` when it was computed with these settings
+    (``workflow.committed.cached``; ``write``: committed when computed, ``force``: computed even when
+    current, both for ``mechaudit calibrate``)."""
+    from mechaudit.workflow import build_rules, committed, replicate
+
+    fast = build_rules(list(FAST))
+    text = build_rules(["tfidf"], tfidf_threshold=tfidf_threshold)["tfidf"]
+    jobs = {"n_jobs": n_jobs, "parallel_backend": parallel_backend}
+
+    def run(simulator: SimulatorParams, n_fast: int, rep_seed: int, boot: int) -> pd.DataFrame:
+        return pd.concat([replicate(s.bench, s.design, simulator, fast, n_reps=n_fast, seed=rep_seed, n_boot=boot,
+                                    level=level, **jobs),
+                          replicate(s.bench, s.design, simulator, {"tfidf": text.same}, n_reps=n_text_replications,
+                                    seed=rep_seed, **jobs)], ignore_index=True)
+
+    tables, sources = {}, {}
+    for name, simulator, n_fast, rep_seed, boot in (("validity_default", s.default, n_replications, seed + 1, n_boot),
+                                                    ("validity_null", s.null, n_null_replications, seed + 2, 0)):
+        settings = committed.with_benchmark({
+            "design": s.design.model_dump(), "simulator": simulator.model_dump(), "fast_rules": list(FAST),
+            "tfidf_threshold": tfidf_threshold, "n_fast": n_fast, "n_text": n_text_replications, "seed": rep_seed,
+            "n_boot": boot, "level": level})
+        tables[name], sources[name] = committed.cached(name, settings, partial(run, simulator, n_fast, rep_seed, boot),
+                                                       write=write, force=force)
+    return Replications(tables["validity_default"], tables["validity_null"], sources)
+
+
+def write_replications(n_jobs: int = -1, force: bool = False) -> str:
+    """``mechaudit calibrate``'s validity part: the chapter's replications at its default parameters
+    (``notebooks/02b_validity.py``), computed and written to ``data/computed/`` when the committed copy
+    is stale (``force``: always); returns a summary."""
+    from mechaudit.book.params import notebook_parameters
+    from mechaudit.paths import NOTEBOOKS_DIR
+
+    p = notebook_parameters(NOTEBOOKS_DIR / "02b_validity.py")
+    s = validity_setup(design_file=p["design_file"], simulator_file=p["simulator_file"],
+                       null_simulator_file=p["null_simulator_file"], truth_runs_per_depth=p["truth_runs_per_depth"],
+                       seed=p["seed"])
+    r = replications(s, n_replications=p["n_replications"], n_null_replications=p["n_null_replications"],
+                     n_text_replications=p["n_text_replications"], n_boot=p["n_boot"],
+                     tfidf_threshold=p["tfidf_threshold"], seed=p["seed"], n_jobs=n_jobs, write=True, force=force)
+    return "\n".join(f"data/computed/{name}.csv ({len(t)} rows): "
+                     f"{'written' if r.sources[name] == 'computed now' else 'current, kept'}"
+                     for name, t in (("validity_default", r.default), ("validity_null", r.null)))
+
+
 def truth_view(truth: pd.DataFrame) -> pd.DataFrame:
     """The truth for reading: index (measure, quantity, depths); truth, its standard error and the
     ceiling (pp). The unit of truth and SE is the quantity's: % for same-depth divergence (a level),
@@ -69,16 +136,22 @@ def bias_view(bias: pd.DataFrame) -> pd.DataFrame:
     return view.astype({"replications": int})
 
 
-def tolerance_check(bias: pd.DataFrame, targets: dict[str, float], measure: str) -> pd.DataFrame:
-    """The calibration's tolerances (``CalibrationSpec.targets``: paper key -> pp) beside the sampling
-    SD these replications measured for the same comparison under ``measure`` (rule of that name).
-    Index: comparison; columns "tolerance (pp)", "measured SD (pp)"."""
+def sampling_check(reps: pd.DataFrame, spec) -> pd.DataFrame:
+    """The sampling SDs and the correlation ``params/calibration.yaml`` records (``spec``: its
+    ``CalibrationSpec``: the targets' tolerances, ``untargeted_sd``, ``target_correlation``) beside
+    what the replications ``reps`` (``validity.replicate`` output) measured for the same comparisons
+    under ``spec.measure`` (the rule of that name). Index: quantity ("SD 0 v 1 (pp)", ...,
+    "correlation 0 v 1, 0 v 5"); columns "recorded", "measured"."""
     from mechaudit.workflow.calibrate import label_of
 
-    sd = bias[bias.rule == measure].set_index("comparison").sd_pp
-    rows = {label_of(k): {"tolerance (pp)": tol, "measured SD (pp)": round(float(sd.get(label_of(k), np.nan)), 2)}
-            for k, tol in targets.items()}
-    return pd.DataFrame(rows).transpose().rename_axis("comparison")
+    wide = reps[reps.rule == spec.measure].pivot(index="rep", columns="comparison", values="extra_pp")
+    rows = {f"SD {label_of(k)} (pp)": {"recorded": sd, "measured": float(wide[label_of(k)].std(ddof=1))}
+            for k, sd in spec.sampling_sd().items() if label_of(k) in wide}
+    labels = [label_of(k) for k in spec.targets]
+    if len(labels) == 2 and set(labels) <= set(wide.columns):
+        rows[f"correlation {labels[0]}, {labels[1]}"] = {"recorded": spec.target_correlation,
+                                                         "measured": float(wide[labels].corr().iloc[0, 1])}
+    return pd.DataFrame(rows).transpose().rename_axis("quantity").round(2)
 
 
 def size_view(size: pd.DataFrame) -> pd.DataFrame:

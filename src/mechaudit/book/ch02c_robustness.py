@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -20,8 +21,9 @@ import pandas as pd
 from mechaudit.errors import MechauditError
 from mechaudit.paths import PARAMS_DIR
 from mechaudit.schema import Benchmark, load_benchmark
+from mechaudit.tables import format_number
 from mechaudit.workflow import Design, SimulatorParams, load_design, load_simulator_params
-from mechaudit.workflow.power import EffectSetting, setting_at
+from mechaudit.workflow.power import EffectSetting
 from mechaudit.workflow.robustness import pick
 
 #: conclusion statuses in display order
@@ -65,21 +67,133 @@ def grid_cell(table: pd.DataFrame, factors: Mapping[str, float], axes: Sequence[
     return rows.iloc[0] if len(rows) == 1 else None
 
 
-def observed_and_sd(spec, key: str = "critique_depth.extra_divergence_pp.k0_vs_k1") -> tuple[float, float]:
-    """The paper's observed extra divergence under ``key`` and its sampling SD: the calibration's
-    tolerance for that target (``CalibrationSpec.targets``, the SD chapter 02b measures)."""
-    from mechaudit.paper import reported
+def with_consistency(truths: pd.DataFrame, spec) -> pd.DataFrame:
+    """``truths`` (a ``truth_grid`` table) with ``distance`` and ``consistent``: the joint test of the
+    paper's target estimates (``observed_and_sd``) at the calibration's level and correlation."""
+    from mechaudit.workflow.robustness import consistent
 
-    if key not in spec.targets:
-        raise MechauditError(f"{key} is not a calibration target, so no sampling SD is recorded for it",
-                             field="calibration.targets")
-    return float(reported(key)), float(spec.targets[key])
+    observed, sd = observed_and_sd(spec)
+    return consistent(truths, observed, sd, spec.target_correlation, spec.consistent_level)
+
+
+def observed_and_sd(spec) -> tuple[dict[str, float], dict[str, float]]:
+    """The paper's observed extra divergences that the calibration targets (comparison label ->
+    pp) and the sampling SD of one design's estimate of each (the calibration's tolerances,
+    ``CalibrationSpec.targets``, which chapter 02b measures). The consistent set is defined by all of
+    them jointly (``robustness.consistent`` with ``spec.target_correlation``)."""
+    from mechaudit.paper import reported
+    from mechaudit.workflow.calibrate import label_of
+
+    return ({label_of(k): float(reported(k)) for k in spec.targets},
+            {label_of(k): float(tol) for k, tol in spec.targets.items()})
+
+
+#: names of the committed tables (``workflow.committed``): the grid over ``robust_axes``, the one over
+#: ``alternatives_axes``, and the truths of the chosen settings under each truth measure
+MAP_NAME, ALTERNATIVES_NAME, PICKS_NAME = "robustness_map", "robustness_alternatives", "robustness_picks_{measure}"
+
+
+def map_settings(design: Design, base: SimulatorParams, points: pd.DataFrame, *, runs_per_depth: int,
+                 n_seeds: int, seed: int, measure: str = "paper_rates") -> dict[str, Any]:
+    """Everything a ``truth_grid`` table depends on (``workflow.committed``)."""
+    from mechaudit.workflow import committed
+
+    return committed.with_benchmark({
+        "design": design.model_dump(), "simulator": base.model_dump(),
+        "points": [{k: float(v) for k, v in r.items()} for r in points.to_dict("records")],
+        "runs_per_depth": runs_per_depth, "n_seeds": n_seeds, "seed": seed, "measure": measure})
+
+
+def grid_truths(name: str, bench: Benchmark, design: Design, base: SimulatorParams, points: pd.DataFrame, *,
+                runs_per_depth: int, n_seeds: int, seed: int, measure: str = "paper_rates", n_jobs: int = 1,
+                parallel_backend: str | None = None, write: bool = False, force: bool = False
+                ) -> tuple[pd.DataFrame, str]:
+    """``robustness.truth_grid`` at ``points`` under ``measure``, and where it came from
+    (``workflow.committed.cached`` under ``name``: "committed" or "computed now")."""
+    from mechaudit.workflow import committed
+    from mechaudit.workflow.robustness import truth_grid
+
+    settings = map_settings(design, base, points, runs_per_depth=runs_per_depth, n_seeds=n_seeds, seed=seed,
+                            measure=measure)
+    return committed.cached(name, settings, lambda: truth_grid(
+        bench, design, base, points, runs_per_depth=runs_per_depth, seed=seed, n_jobs=n_jobs,
+        parallel_backend=parallel_backend, measure=measure, n_seeds=n_seeds), write=write, force=force)
+
+
+@dataclass(frozen=True)
+class Truths:
+    """The chapter's simulated truths: the map over ``robust_axes`` with consistency and conclusion
+    (a), the grid over ``alternatives_axes``, the settings chosen for the rule and power studies
+    (``picks``: map rows) and their truths under each measure (``pick_truths``: measure ->
+    ``truth_grid`` table), and where each came from (name -> "committed" / "computed now")."""
+
+    map: pd.DataFrame
+    alternatives: pd.DataFrame
+    picks: pd.DataFrame
+    pick_truths: dict[str, pd.DataFrame]
+    sources: dict[str, str]
+
+
+def chapter_truths(s: RobustnessSetup, spec, *, robust_axes: Mapping[str, Sequence[float]],
+                   alternatives_axes: Mapping[str, Sequence[float]], pick_quantiles: Sequence[float],
+                   runs_per_depth: int, n_seeds: int, seed: int, ratio: float, z: float, n_jobs: int = 1,
+                   parallel_backend: str | None = None, write: bool = False, force: bool = False) -> Truths:
+    """Every truth the chapter reads, each from its committed table when the settings match (else
+    computed now; ``write``: committed when computed, ``force``: computed even when current). The map
+    gets the joint consistency test (``with_consistency``) and conclusion (a)
+    (``robustness.diminishing_returns`` at ``ratio``, ``z``); the picks are ``choose_settings`` of the
+    map at ``pick_quantiles``."""
+    from mechaudit.workflow.robustness import diminishing_returns, grid
+
+    sizes = {"runs_per_depth": runs_per_depth, "n_seeds": n_seeds, "seed": seed, "n_jobs": n_jobs,
+             "parallel_backend": parallel_backend, "write": write, "force": force}
+    sources = {}
+    truths, sources[MAP_NAME] = grid_truths(MAP_NAME, s.bench, s.design, s.base, grid(robust_axes), **sizes)
+    truths = diminishing_returns(with_consistency(truths, spec), ratio=ratio, z=z)
+    alt, sources[ALTERNATIVES_NAME] = grid_truths(ALTERNATIVES_NAME, s.bench, s.design, s.base,
+                                                  grid(alternatives_axes), **sizes)
+    picks = choose_settings(truths, pick_quantiles)
+    points = picks[list(robust_axes)].reset_index(drop=True)
+    pick_truths = {}
+    for m in ("mechanism_key", "paper_rates"):
+        name = PICKS_NAME.format(measure=m)
+        pick_truths[m], sources[name] = grid_truths(name, s.bench, s.design, s.base, points, measure=m, **sizes)
+    return Truths(truths, alt, picks, pick_truths, sources)
+
+
+def write_maps(n_jobs: int = -1, force: bool = False) -> str:
+    """``mechaudit calibrate``'s robustness part: every fixed table of the chapter at its default
+    parameters (``notebooks/02c_robustness.py``), each computed and written to ``data/computed/`` when
+    its committed copy is stale (``force``: always); returns a summary."""
+    from mechaudit.book.params import notebook_parameters
+    from mechaudit.paths import NOTEBOOKS_DIR
+    from mechaudit.workflow.calibrate import load_calibration
+
+    p = notebook_parameters(NOTEBOOKS_DIR / "02c_robustness.py")
+    s = setup(None, p["design_file"], p["simulator_file"])
+    t = chapter_truths(s, load_calibration(PARAMS_DIR / p["calibration_file"]), robust_axes=p["robust_axes"],
+                       alternatives_axes=p["alternatives_axes"], pick_quantiles=p["pick_quantiles"],
+                       runs_per_depth=p["truth_runs_per_depth"], n_seeds=p["truth_seeds"], seed=p["seed"],
+                       ratio=p["diminishing_ratio"], z=p["z"], n_jobs=n_jobs, write=True, force=force)
+    st = chapter_studies(s, t, list(p["robust_axes"]), tfidf_threshold=p["tfidf_threshold"],
+                         n_text_replications=p["n_text_replications"], power_designs=p["power_designs"],
+                         n_power_replications=p["n_power_replications"], alpha=p["alpha"],
+                         power_ladder=p["power_ladder"], power_level=p["power_level"],
+                         pool_runs_per_depth=p["pool_runs_per_depth"], n_resamples=p["n_resamples"],
+                         n_pools=p["n_pools"], seed=p["seed"], n_jobs=n_jobs, write=True, force=force)
+    tables = {MAP_NAME: t.map, ALTERNATIVES_NAME: t.alternatives,
+              **{PICKS_NAME.format(measure=m): v for m, v in t.pick_truths.items()},
+              "robustness_rules": st.rule_reps, "robustness_power": st.power}
+    sources = {**t.sources, **st.sources}
+    return "\n".join(f"data/computed/{name}.csv ({len(table)} rows): "
+                     f"{'written' if sources[name] == 'computed now' else 'current, kept'}"
+                     for name, table in tables.items())
 
 
 def span(table: pd.DataFrame, column: str, digits: int = 2) -> str:
     """The range of ``column`` as text: "a" when constant, else "a to b" (values rounded to ``digits``)."""
-    lo, hi = round(float(table[column].min()), digits), round(float(table[column].max()), digits)
-    return f"{lo:g}" if lo == hi else f"{lo:g} to {hi:g}"
+    lo, hi = (round(float(table[column].min()), digits) + 0.0, round(float(table[column].max()), digits) + 0.0)
+    return f"{lo:g}" if lo == hi else f"{lo:g} to {hi:g}"  # + 0.0: a rounded -0.0 reads "0"
 
 
 def status_sentence(truths: pd.DataFrame, column: str = "raw") -> str:
@@ -102,14 +216,14 @@ def status_sentence(truths: pd.DataFrame, column: str = "raw") -> str:
 def choose_settings(truths: pd.DataFrame, quantiles: Sequence[float]) -> pd.DataFrame:
     """Grid points to study further: ``robustness.pick`` of the consistent points at ``quantiles`` of
     the 1 v 5 truth; when no point is consistent (another benchmark, a coarse grid), the points nearest
-    the observation (smallest ``|distance_sd|``), one per quantile, with a one-line note."""
+    the observation (smallest ``distance``), one per quantile, with a one-line note."""
     inside = truths[truths.consistent]
     if len(inside):
         return pick(inside, quantiles)
-    nearest = truths.assign(_d=truths.distance_sd.abs()).nsmallest(max(1, len(set(quantiles))), "_d")
-    print("no grid setting is consistent with the observed 0 v 1 effect; the settings nearest to it are "
+    nearest = truths.nsmallest(max(1, len(set(quantiles))), "distance")
+    print("no grid setting is consistent with the observed effects; the settings nearest to them are "
           "studied instead (their conclusions say little about the paper's workflow)")
-    return pick(nearest.drop(columns="_d"), quantiles)
+    return pick(nearest, quantiles)
 
 
 def fails_outside(truths: pd.DataFrame, column: str = "raw") -> float | None:
@@ -133,6 +247,33 @@ def fail_pfind_text(truths: pd.DataFrame) -> str:
         return "in this grid, though, no value of p_find makes conclusion (a) fail at every point"
     return (f"every point with p_find at or below {round(low, 2):g} fails, because one round leaves most weak "
             "links open and rounds two to five keep changing mechanisms")
+
+
+def outside_sentence(truths: pd.DataFrame) -> str:
+    """Where conclusion (a) fails on the raw criterion (``truths``: the map after ``consistent`` and
+    ``diminishing_returns``), as one or two sentences: how many settings, how many of them consistent
+    with the paper's estimates, their largest 0 v 1 truth, and the ``p_find`` pattern."""
+    fails = truths[truths.raw == "fails"]
+    if fails.empty:
+        return "Conclusion (a) fails at no setting of the grid."
+    inside = int(fails.consistent.sum())
+    which = ("none of them consistent with the paper's estimates" if inside == 0 else
+             f"{inside} of them consistent with the paper's estimates")
+    return (f"Conclusion (a) fails at {len(fails)} of the grid's {len(truths)} settings, {which} (their 0 v 1 "
+            f"truth is at most {fails.truth_0v1_pp.max():.1f} pp): {fail_pfind_text(truths)}.")
+
+
+def ceiling_sentence(truths: pd.DataFrame, share: float = 0.25) -> str:
+    """Whether the ceiling limits the 1 v 5 effect at the consistent settings: the largest share of its
+    ceiling a 1 v 5 truth reaches there, against ``share``."""
+    inside = truths[truths.consistent]
+    if inside.empty:
+        return "no setting is consistent, so there is nothing to read"
+    top = float(inside.norm_1v5.max())
+    if top <= share:
+        return (f"no 1 v 5 truth there uses more than {top:.2f} of its ceiling, so the ceiling is not what keeps "
+                "the effect small")
+    return f"some 1 v 5 truths there use {top:.2f} of their ceiling, so the ceiling limits the effect at those settings"
 
 
 def peak_along(truths: pd.DataFrame, factors: Mapping[str, float], axes: Sequence[str], along: str = "p_find",
@@ -182,6 +323,15 @@ def max_bias_text(bias: pd.DataFrame, rules: Sequence[str] = ("mechanism_key", "
     return f"{round(float(z.max()), 1):g} Monte Carlo standard errors"
 
 
+def consistent_view(inside: pd.DataFrame, axes: Sequence[str]) -> pd.DataFrame:
+    """The consistent settings for reading: index the factors (their grid values, unrounded); the 0 v 1,
+    0 v 5 and 1 v 5 truths and the 1 v 5 ceiling (pp, 0.1) and the status of conclusion (a) under both
+    criteria."""
+    names = {"truth_0v1_pp": "0 v 1 (pp)", "truth_0v5_pp": "0 v 5 (pp)", "truth_1v5_pp": "1 v 5 (pp)",
+             "max_1v5_pp": "1 v 5 ceiling (pp)", "raw": "(a) raw", "normalised": "(a) ceiling-aware"}
+    return inside.set_index(list(axes))[list(names)].rename(columns=names).round(1)
+
+
 def alternatives_table(alt: pd.DataFrame, axes: Sequence[str]) -> pd.DataFrame:
     """The evidence-weight grid, readable: index the ``axes``; the 0 v 1 and 1 v 5 truths and the 1 v 5
     ceiling in pp, the same-depth divergence at depth 1 (a level) in %."""
@@ -190,23 +340,80 @@ def alternatives_table(alt: pd.DataFrame, axes: Sequence[str]) -> pd.DataFrame:
     return alt.set_index(list(axes))[list(names)].rename(columns=names).round(1)
 
 
-def power_settings(bench: Benchmark, instances: Sequence[str], base: SimulatorParams, picks: pd.DataFrame,
-                   factors: Sequence[str], *, check_runs_per_depth: int, seed: int,
-                   measure: str = "paper_rates") -> list[EffectSetting]:
-    """``workflow.power.setting_at`` for each row of ``picks`` (grid points, e.g. consistent ones from
-    ``robustness.pick``): its ``factors`` set, its grid truth of 1 v 5 as the target, the truth
-    re-estimated with ``check_runs_per_depth`` runs per depth and seed ``seed``."""
+def power_settings(base: SimulatorParams, picks: pd.DataFrame, factors: Sequence[str]) -> list[EffectSetting]:
+    """One ``workflow.power.EffectSetting`` per row of ``picks`` (rows of the truth map, e.g. the ends of
+    the consistent set): its ``factors`` set on ``base`` (``robustness.vary``), its 1 v 5 truth and that
+    truth's Monte Carlo SE from the map (the target is the truth rounded to 0.01 pp)."""
+    from mechaudit.workflow.robustness import vary
+
     if picks.empty:
-        raise MechauditError("no consistent grid setting to study: widen robust_axes or consistent_z",
-                             field="robust_axes")
-    return [setting_at(bench, instances, base, {f: float(r[f]) for f in factors}, round(float(r.truth_1v5_pp), 2),
-                       check_runs_per_depth=check_runs_per_depth, seed=seed, measure=measure)
-            for _, r in picks.iterrows()]
+        raise MechauditError("no consistent grid setting to study: widen robust_axes", field="robust_axes")
+    out = []
+    for _, r in picks.iterrows():
+        factors_set = {f: float(r[f]) for f in factors}
+        out.append(EffectSetting(round(float(r.truth_1v5_pp), 2), factors_set, vary(base, **factors_set),
+                                 float(r.truth_1v5_pp), float(r.se_1v5_pp)))
+    return out
+
+
+@dataclass(frozen=True)
+class Studies:
+    """The rule and power studies at the chosen settings: the rule replications (``robustness.rule_grid``
+    rows), the power settings and the power table (``power.power_table``), and where each table came
+    from (name -> "committed" / "computed now")."""
+
+    rule_reps: pd.DataFrame
+    settings: list[EffectSetting]
+    power: pd.DataFrame
+    sources: dict[str, str]
+
+
+def chapter_studies(s: RobustnessSetup, truths: Truths, axes: Sequence[str], *, tfidf_threshold: float,
+                    n_text_replications: int, power_designs: Sequence[Sequence[int]], n_power_replications: int,
+                    alpha: float, power_ladder: Sequence[int], power_level: float, pool_runs_per_depth: int,
+                    n_resamples: int, n_pools: int, seed: int, n_jobs: int = 1, parallel_backend: str | None = None,
+                    write: bool = False, force: bool = False) -> Studies:
+    """The chapter's rule study (mechanism key, paper-rate judge and TF-IDF over ``n_text_replications``
+    replications of the design at each chosen setting, seed ``seed + 1``) and power study (the designs and
+    the ladder at each chosen setting, seed ``seed + 3``), each read from ``data/computed/`` when computed
+    with these settings (``workflow.committed.cached``; ``write``: committed when computed, ``force``:
+    computed even when current)."""
+    from mechaudit.workflow import build_rules, committed
+    from mechaudit.workflow.power import power_table
+    from mechaudit.workflow.robustness import rule_grid
+
+    jobs = {"n_jobs": n_jobs, "parallel_backend": parallel_backend}
+    points = truths.picks[list(axes)].reset_index(drop=True)
+    rules = {**build_rules(["mechanism_key", "paper_rates"]),
+             "tfidf": build_rules(["tfidf"], tfidf_threshold=tfidf_threshold)["tfidf"]}
+    base = {"design": s.design.model_dump(), "simulator": s.base.model_dump()}
+    sources = {}
+    reps, sources["robustness_rules"] = committed.cached(
+        "robustness_rules", committed.with_benchmark({
+            **base, "points": points.to_dict("records"), "rules": list(rules), "tfidf_threshold": tfidf_threshold,
+            "n_reps": n_text_replications, "seed": seed + 1}),
+        lambda: rule_grid(s.bench, s.design, s.base, points, rules, n_reps=n_text_replications, seed=seed + 1, **jobs),
+        write=write, force=force)
+    settings = power_settings(s.base, truths.picks, axes)
+    designs = [tuple(d) for d in power_designs]
+    power, sources["robustness_power"] = committed.cached(
+        "robustness_power", committed.with_benchmark({
+            "instances": s.instances, "settings": [{"target_pp": st.target_pp, "truth_pp": st.truth_pp,
+                                                     "truth_se_pp": st.truth_se_pp, "params": st.params.model_dump()}
+                                                    for st in settings],
+            "designs": designs, "n_reps": n_power_replications, "alpha": alpha, "ladder": list(power_ladder),
+            "level": power_level, "pool_runs_per_depth": pool_runs_per_depth, "seed": seed + 3,
+            "n_resamples": n_resamples, "n_pools": n_pools}),
+        lambda: power_table(s.bench, s.instances, settings, designs, n_reps=n_power_replications, alpha=alpha,
+                            ladder=power_ladder, level=power_level, pool_runs_per_depth=pool_runs_per_depth,
+                            seed=seed + 3, n_resamples=n_resamples, n_pools=n_pools, **jobs),
+        write=write, force=force)
+    return Studies(reps, settings, power, sources)
 
 
 def settings_table(settings: Sequence) -> pd.DataFrame:
     """One row per power setting (index "grid 1 v 5 (pp)": the truth on the grid): the factors set,
-    the re-estimated 1 v 5 truth and its standard error (pp)."""
+    its 1 v 5 truth and that truth's Monte Carlo standard error (pp)."""
     rows = [{"grid 1 v 5 (pp)": s.target_pp, "setting": ", ".join(f"{k} = {v:.3g}" for k, v in s.factors.items()),
              "true 1 v 5 (pp)": round(s.truth_pp, 2), "s.e. (pp)": round(s.truth_se_pp, 2)} for s in settings]
     return pd.DataFrame(rows).set_index("grid 1 v 5 (pp)")
@@ -222,6 +429,54 @@ def design_powers(power: pd.DataFrame) -> pd.DataFrame:
                           "power": d.power.round(2).to_numpy(), "MC s.e. (pools)": d.power_se.round(2).to_numpy(),
                           "binomial s.e.": d.binomial_se.round(2).to_numpy()})
     return table.set_index(["true 1 v 5 (pp)", "design"])
+
+
+def power_range_text(power: pd.DataFrame, settings: Sequence, labels: Sequence[str],
+                     design: tuple[int, int] = (4, 5)) -> str:
+    """The power of ``design`` (instances, runs per depth) over the studied settings (``settings``,
+    ``power_settings`` output, named by ``labels`` in the same order), as text from the lowest to the
+    highest: "0.06 at S1 (...; true 1 v 5 0.2 pp) to 0.31 at S2 (...; 1.5 pp)"; one value when a
+    single setting was studied."""
+    d = power[(power.role == "design") & (power.n_instances == design[0]) & (power.runs_per_depth == design[1])]
+    by_target = dict(zip(d.target_pp, d.power))
+    found = sorted((by_target[st.target_pp], label, st.truth_pp) for st, label in zip(settings, labels)
+                   if st.target_pp in by_target)
+    if not found:
+        return "not computed for this design"
+    parts = [f"{p:.2f} at {label.replace(')', f'; true 1 v 5 {format_number(t, 1)} pp)')}" for p, label, t in found]
+    return parts[0] if len(parts) == 1 else f"from {parts[0]} to {parts[-1]}"
+
+
+def power_verdict(power: pd.DataFrame, level: float = 0.8, design: tuple[int, int] = (4, 5)) -> str:
+    """What the power of ``design`` at the studied settings says about a non-significant 1 v 5 test:
+    whether any studied effect reaches power ``level``."""
+    d = power[(power.role == "design") & (power.n_instances == design[0]) & (power.runs_per_depth == design[1])]
+    if d.empty:
+        return "the design was not studied"
+    top = d.loc[d.power.idxmax()]
+    if top.power < level:
+        return (f"no 1 v 5 effect the consistent settings allow reaches power {level:g} at that design (the "
+                f"highest is {top.power:.2f}, at {top.truth_pp:.1f} pp), so a non-significant 1 v 5 test there "
+                "rules out none of them")
+    low = d.loc[d.power.idxmin()]
+    return (f"the largest effect the consistent settings allow ({top.truth_pp:.1f} pp) reaches power {top.power:.2f}, "
+            f"the smallest ({low.truth_pp:.1f} pp) {low.power:.2f}: a non-significant 1 v 5 test at that design "
+            "argues against the first, not the second")
+
+
+def paper_inside(value: float, settings: Sequence) -> str:
+    """Where the paper's 1 v 5 estimate ``value`` (pp) lies against the re-estimated 1 v 5 truths of the
+    studied settings: "between", "below" or "above" the range, with the range."""
+    low, high = min(st.truth_pp for st in settings), max(st.truth_pp for st in settings)
+    where = "between" if low <= value <= high else "below" if value < low else "above"
+    return f"{where} the studied settings' {format_number(low, 1)} and {format_number(high, 1)} pp"
+
+
+def needed_text(needed: pd.DataFrame) -> str:
+    """``power.runs_needed`` as text: "0.2 pp: more than 20; 1.7 pp: 10" (runs per depth per true effect)."""
+    return "; ".join(f"{format_number(r.truth_pp, 1)} pp: "
+                     f"{int(r.runs_needed) if np.isfinite(r.runs_needed) else f'more than {r.largest_tried}'}"
+                     for r in needed.itertuples())
 
 
 def runs_vs_instances(power: pd.DataFrame, target_pp: float, runs: tuple[int, int] = (4, 10),

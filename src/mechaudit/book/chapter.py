@@ -221,3 +221,15 @@ def headline_provenance(chapter: str, llm: bool, values: Mapping[str, Any] | Non
     checks = [agrees(p.key, values.get(p.name)) for p in parts] if values else [None]
     verdict = provenance.verdict([v for _, v in found], llm, all(c is True for c in checks))
     return provenance.summary(found), verdict
+
+
+def source_note(sources: Mapping[str, str]) -> str:
+    """One line for a chapter that reads expensive fixed computations (``workflow.committed.cached``):
+    which tables were read from ``data/computed/`` and which were computed now (their settings differ)."""
+    read = [n for n, v in sources.items() if v == "committed"]
+    now = [n for n, v in sources.items() if v != "committed"]
+    if not now:
+        return ("Read from data/computed/ (written by `mechaudit calibrate` with these settings; the "
+                "test suite re-checks them).")
+    return (f"Computed in this run (their settings differ from the committed ones): {', '.join(now)}"
+            + (f"; read from data/computed/: {', '.join(read)}." if read else "."))

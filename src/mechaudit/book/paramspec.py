@@ -121,9 +121,9 @@ CHAPTERS: dict[str, dict[str, Spec]] = {
     "02b_validity": {"n_replications": _int(1), "n_null_replications": _int(1), "n_boot": _int(1)},
     "02c_robustness": {
         "robust_axes": Spec("mapping"), "alternatives_axes": Spec("mapping"),
-        "truth_runs_per_depth": _int(1), "diminishing_ratio": _share(), "z": Spec("number", above=0.0),
-        "consistent_z": Spec("number", above=0.0), "pick_quantiles": _numbers(low=0.0, high=1.0),
-        "n_pools": _int(1), "power_check_runs_per_depth": _int(1),
+        "truth_runs_per_depth": _int(3), "truth_seeds": _int(1), "diminishing_ratio": _share(),
+        "z": Spec("number", above=0.0), "pick_quantiles": _numbers(low=0.0, high=1.0),
+        "n_pools": _int(1),
         "power_designs": Spec("list", item=Spec("list", item=_int(1), min_items=2), min_items=1),
         "power_ladder": Spec("list", item=_int(2), min_items=1), "power_level": Spec("number", above=0.0, high=1.0),
         "n_power_replications": _int(1), "pool_runs_per_depth": _int(1), "n_resamples": _int(1),

@@ -77,12 +77,13 @@ def _outline(ax, mask: np.ndarray) -> None:
             ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, edgecolor="black", linewidth=2.2))
 
 
-def consistency_figure(table: pd.DataFrame, x: str, y: str, facet: str, observed: float,
+def consistency_figure(table: pd.DataFrame, x: str, y: str, facet: str, observed: float | str,
                        column: str = "truth_0v1_pp", label: str = "true 0 v 1 extra divergence (pp)", *,
                        caption: str = ""):
     """Heatmaps of ``column`` over ``x`` and ``y``, one panel per ``facet`` value, the value written in
     each cell; cells with ``consistent`` true framed in black (legend: one entry). One colour bar
-    (viridis) for all panels. ``observed``: the paper's value, named in the legend."""
+    (viridis) for all panels. ``observed``: the paper's value, named in the legend ("consistent with the
+    paper's 34.5 pp"), or the legend's whole text."""
     xs, ys, fs, fig, axes = _panels(table, x, y, facet)
     lo, hi = float(table[column].min()), float(table[column].max())
     for c, (ax, f) in enumerate(zip(axes, fs)):
@@ -97,8 +98,8 @@ def consistency_figure(table: pd.DataFrame, x: str, y: str, facet: str, observed
         _outline(ax, _cell_grid(sub.assign(_c=sub.consistent.astype(float)), x, y, "_c", xs, ys) == 1)
         _ticks(ax, xs, ys, x, y, facet, f, c == 0)
     fig.colorbar(im, ax=list(axes), shrink=0.9, pad=0.02, label=label)
-    handle = Patch(facecolor="none", edgecolor="black", linewidth=2.2,
-                   label=f"consistent with the paper's {observed:g} pp")
+    text = observed if isinstance(observed, str) else f"consistent with the paper's {observed:g} pp"
+    handle = Patch(facecolor="none", edgecolor="black", linewidth=2.2, label=text)
     fig.legend(handles=[handle], loc="outside upper center", fontsize=8, frameon=False)
     draw_caption(fig, caption)
     return fig

@@ -46,19 +46,23 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from mechaudit.divergence import comparison_matrix, extra_divergence
-from mechaudit.paper import reported
+from mechaudit.paper import entries, reported
 from mechaudit.paramfile import load_section
 from mechaudit.paths import PARAMS_DIR
 from mechaudit.schema import Benchmark
+from mechaudit.workflow import committed
 from mechaudit.workflow.depth import MEASURES, outcome_matrices
 from mechaudit.workflow.design import Design
+from mechaudit.workflow.parallel import parallel_map
 from mechaudit.workflow.records import LABELS
+from mechaudit.workflow.robustness import consistent
 from mechaudit.workflow.simulator import (
     ReplyProbabilities,
     SimulatorParams,
     instance_models,
     simulate_outcomes,
 )
+from mechaudit.workflow.validity import population_truth
 
 SHARE_COLUMNS = tuple(f"{label}_pct" for label in LABELS)
 SOLVED = ("p_extra_hypothesis", "reply_sound")  # closed form, never scanned
@@ -98,24 +102,37 @@ class CalibrationSpec(BaseModel):
 
     ``measure``: the quantity the extra-divergence targets are compared with (``depth.MEASURES``);
     ``targets``: paper key of an extra divergence -> its tolerance (pp, the sampling SD of one 60-run
-    design's estimate); ``grid``: simulator parameter -> candidate values (scanned against the
-    targets); ``fixed``: parameter -> why it is an assumption; ``fitted``: every fitted parameter ->
-    the paper keys it was set to match (read by the book's provenance code, checked against what this
-    module fits); ``runs_per_depth`` / ``mixture_runs_per_depth``: runs per depth and instance of the
-    scan's designs / of the design that solves ``reply_sound``; ``digits``: decimals of the
-    closed-form values.
+    design's estimate); ``target_correlation``: the sampling correlation of the targets' estimates in
+    one design; ``untargeted_sd``: the sampling SD (pp) of extra divergences that are not targets
+    (chapter 02b measures every SD and the correlation and checks these values);
+    ``consistent_level``: the level of the joint consistency test (``robustness.consistent``);
+    ``grid``: simulator parameter -> candidate values (scanned against the targets);
+    ``runs_per_depth`` x ``n_seeds``: the simulated designs behind each point's expected values
+    (``seed``: their common seed); ``max_se_share``: the largest Monte Carlo SE allowed, as a share of
+    the tolerance; ``mixture_runs_per_depth``: runs per depth and instance of the design that solves
+    ``reply_sound``; ``digits``: decimals of the closed-form values; ``fixed``: parameter -> why it is
+    an assumption; ``fitted``: every fitted parameter -> the paper keys it was set to match (read by
+    the book's provenance code, checked against what this module fits); ``chosen``: fitted parameter ->
+    how it was chosen, for one that is not fitted by this module's code (set by hand with the paper's
+    numbers in view).
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     seed: int = 0
     measure: str = "paper_rates"
-    runs_per_depth: int = Field(ge=2)
+    runs_per_depth: int = Field(ge=3)
+    n_seeds: int = Field(default=1, ge=1)
     mixture_runs_per_depth: int = Field(ge=2)
     targets: dict[str, float]
+    target_correlation: float = Field(default=0.0, gt=-1, lt=1)
+    untargeted_sd: dict[str, float] = Field(default_factory=dict)
+    consistent_level: float = Field(default=0.95, gt=0, lt=1)
+    max_se_share: float = Field(default=0.1, gt=0)
     digits: int = Field(default=2, ge=1, le=6)
     grid: dict[str, list[float]]
     fixed: dict[str, str]
     fitted: dict[str, list[str]] = Field(default_factory=dict)
+    chosen: dict[str, str] = Field(default_factory=dict)
 
     @field_validator("measure")
     @classmethod
@@ -134,6 +151,15 @@ class CalibrationSpec(BaseModel):
             if not tol > 0:
                 raise ValueError(f"tolerance of {key} must be > 0, got {tol}")
         return targets
+
+    @field_validator("untargeted_sd")
+    @classmethod
+    def _untargeted_ok(cls, sds: dict[str, float]) -> dict[str, float]:
+        for key, sd in sds.items():
+            comparison_of(key)
+            if not sd > 0:
+                raise ValueError(f"sampling SD of {key} must be > 0, got {sd}")
+        return sds
 
     @field_validator("grid")
     @classmethod
@@ -171,7 +197,15 @@ class CalibrationSpec(BaseModel):
         clash = sorted(set(self.fitted) & set(self.fixed))
         if clash:
             raise ValueError(f"{clash} are listed both as fitted and as assumptions")
+        unexplained = sorted(set(self.chosen) - set(self.fitted))
+        if unexplained:
+            raise ValueError(f"chosen explains {unexplained}, which fitted does not list")
         return self
+
+    def sampling_sd(self) -> dict[str, float]:
+        """Sampling SD (pp) of one design's estimate per extra-divergence key: the targets'
+        tolerances and ``untargeted_sd``."""
+        return {**self.targets, **self.untargeted_sd}
 
 
 def load_calibration(path: str | Path | None = None) -> CalibrationSpec:
@@ -352,30 +386,68 @@ def grid_points(spec: CalibrationSpec) -> list[dict[str, float]]:
     return [dict(zip(names, combo)) for combo in itertools.product(*(spec.grid[n] for n in names))]
 
 
+def se_column(label: str) -> str:
+    """The scan's Monte Carlo standard-error column of a comparison label: ``"0 v 1"`` -> ``"se_0v1_pp"``."""
+    return f"se_{label.replace(' ', '')}_pp"
+
+
+def expected_extras(bench: Benchmark, design: Design, params: SimulatorParams, spec: CalibrationSpec
+                    ) -> dict[str, tuple[float, float]]:
+    """Expected extra divergence (pp) and its Monte Carlo standard error per comparison label of
+    ``design`` under ``spec.measure``: ``validity.population_truth`` over ``spec.n_seeds`` designs of
+    ``spec.runs_per_depth`` runs per depth, seeded by ``spec.seed`` (the same draws at every point)."""
+    truth = population_truth(bench, design, params, runs_per_depth=spec.runs_per_depth, seed=spec.seed,
+                             measures=(spec.measure,), n_seeds=spec.n_seeds)
+    extra = truth[truth.panel == "extra"]
+    return {r.label: (float(r.truth_pp), float(r.truth_se_pp)) for r in extra.itertuples()}
+
+
+def _scan_row(bench: Benchmark, design: Design, base: SimulatorParams, spec: CalibrationSpec,
+              values: dict[str, float]) -> dict[str, float]:
+    params = SimulatorParams.model_validate(base.model_dump() | values)
+    expected = expected_extras(bench, design, params, spec)
+    return {**values, **{extra_column(k): v for k, (v, _) in expected.items()},
+            **{se_column(k): se for k, (_, se) in expected.items()}}
+
+
+def score(table: pd.DataFrame, spec: CalibrationSpec, targets: Mapping[str, float]) -> pd.DataFrame:
+    """``table`` (expected values per point: ``extra_*_pp`` and ``se_*_pp`` columns) scored against the
+    spec's targets. Adds ``objective`` (sum over targets of ``((extra - target) / tolerance)^2``),
+    ``max_abs_z`` (the largest ``|extra - target| / tolerance``), ``within_half_tolerance`` (every
+    target within half its tolerance), ``consistent`` (the paper's estimates are a plausible draw of
+    one design at this point, all targets jointly: ``robustness.consistent`` at
+    ``spec.consistent_level`` with ``spec.target_correlation``), ``se_ok`` (every target's Monte Carlo
+    SE at most ``spec.max_se_share`` of its tolerance) and ``best`` (lowest objective; ties: first)."""
+    labels = {label_of(k): k for k in spec.targets}
+    z = np.column_stack([(table[extra_column(lab)] - targets[k]) / spec.targets[k] for lab, k in labels.items()])
+    se_share = np.column_stack([table[se_column(lab)] / spec.targets[k] for lab, k in labels.items()])
+    out = table.assign(objective=np.sum(z**2, axis=1), max_abs_z=np.max(np.abs(z), axis=1))
+    out["within_half_tolerance"] = out.max_abs_z <= 0.5
+    out = consistent(out, {lab: targets[k] for lab, k in labels.items()},
+                     {lab: spec.targets[k] for lab, k in labels.items()}, spec.target_correlation,
+                     spec.consistent_level, prefix="extra")
+    out["se_ok"] = np.max(se_share, axis=1) <= spec.max_se_share
+    out["best"] = np.arange(len(out)) == int(out.objective.to_numpy().argmin())
+    return out
+
+
 def scan(bench: Benchmark, design: Design, base: SimulatorParams, spec: CalibrationSpec,
-         targets: Mapping[str, float] | None = None) -> pd.DataFrame:
-    """Score every grid point against the spec's extra-divergence targets; one row per point in grid
-    order.
+         targets: Mapping[str, float] | None = None, n_jobs: int = 1,
+         parallel_backend: str | None = None) -> pd.DataFrame:
+    """Expected values at every grid point, scored against the spec's extra-divergence targets; one row
+    per point in grid order.
 
     ``base`` supplies every parameter not in the grid (``p_extra_hypothesis`` should already be the
     closed-form value); ``targets``: paper key -> value (default the paper's). Columns: the grid's
-    parameters, ``extra_{a}v{b}_pp`` for every comparison of ``design`` (under ``spec.measure``),
-    ``objective`` (sum over targets of ``((extra - target) / tolerance)^2``), ``within_tolerance``
-    (every target within one tolerance), ``best`` (lowest objective; ties: first).
+    parameters; ``extra_{a}v{b}_pp`` (expected extra divergence under ``spec.measure``, ``expected_extras``)
+    and ``se_{a}v{b}_pp`` (its Monte Carlo SE) for every comparison of ``design``; then the columns of
+    ``score``. Points fan out over ``n_jobs`` workers (``workflow.parallel``); the table does not depend
+    on them.
     """
     targets = paper_targets(list(spec.targets)) if targets is None else targets
-    models = instance_models(bench, base.evidence_weight)
-    big = design.model_copy(update={"runs_per_depth": spec.runs_per_depth})
-    rows = []
-    for values in grid_points(spec):
-        params = SimulatorParams.model_validate(base.model_dump() | values)
-        extras = _extras(simulate_outcomes(bench, big, params, seed=spec.seed, models=models), big, spec.measure)
-        z = [(extras[label_of(key)] - targets[key]) / tol for key, tol in spec.targets.items()]
-        rows.append({**values, **{extra_column(k): v for k, v in extras.items()},
-                     "objective": float(np.sum(np.square(z))), "within_tolerance": bool(np.max(np.abs(z)) <= 1.0)})
-    df = pd.DataFrame(rows)
-    df["best"] = np.arange(len(df)) == int(df.objective.to_numpy().argmin())
-    return df
+    rows = parallel_map(_scan_row, [(bench, design, base, spec, values) for values in grid_points(spec)],
+                        n_jobs, parallel_backend)
+    return score(pd.DataFrame(rows), spec, targets)
 
 
 @dataclass(frozen=True)
@@ -397,17 +469,45 @@ class Calibration:
         return out
 
 
-def calibrate(bench: Benchmark, design: Design, base: SimulatorParams, spec: CalibrationSpec,
-              targets: Mapping[str, float] | None = None) -> Calibration:
-    """The whole calibration: density -> ``p_extra_hypothesis`` (closed form, rounded to
-    ``spec.digits``), extra divergences -> the grid's parameters (``scan``), mixture ->
-    ``reply_sound`` (``solve_reply_sound`` at the best point). Every other parameter keeps ``base``'s
-    value. ``targets``: as ``paper_targets(list(spec.targets))`` (the default)."""
-    targets = dict(paper_targets(list(spec.targets)) if targets is None else targets)
+def scan_settings(design: Design, base: SimulatorParams, spec: CalibrationSpec) -> dict[str, Any]:
+    """Everything the scan's table depends on (``workflow.committed``): the spec's scan fields, the
+    design and every simulator parameter the scan does not set itself (not the grid's, not
+    ``reply_sound``, which changes no chain, not the name), with the shipped benchmark's manifest."""
+    scan_fields = ("seed", "measure", "runs_per_depth", "n_seeds", "targets", "target_correlation",
+                   "consistent_level", "max_se_share", "grid")
+    fixed = base.model_dump(exclude={"name", "reply_sound", *spec.grid})
+    return committed.with_benchmark({"spec": spec.model_dump(include=set(scan_fields)), "design": design.model_dump(),
+                                     "simulator": fixed})
+
+
+def closed_form_base(base: SimulatorParams, spec: CalibrationSpec, targets: Mapping[str, float]
+                     ) -> tuple[SimulatorParams, float]:
+    """``base`` with ``p_extra_hypothesis`` solved from the paper's matched-pair density (rounded to
+    ``spec.digits``), and the exact solution."""
     p_exact = p_extra_from_density(targets["matched_pairs"] / targets["run_pairs"], int(targets["openings"]),
                                    base.extra_hypotheses_max)
-    params = base.model_copy(update={"p_extra_hypothesis": round(p_exact, spec.digits)})
-    table = scan(bench, design, params, spec, targets)
+    return base.model_copy(update={"p_extra_hypothesis": round(p_exact, spec.digits)}), p_exact
+
+
+def calibrate(bench: Benchmark, design: Design, base: SimulatorParams, spec: CalibrationSpec,
+              targets: Mapping[str, float] | None = None, table: pd.DataFrame | None = None,
+              n_jobs: int = 1, parallel_backend: str | None = None) -> Calibration:
+    """The whole calibration: density -> ``p_extra_hypothesis`` (closed form, rounded to
+    ``spec.digits``), expected extra divergences -> the grid's parameters (``scan``), mixture ->
+    ``reply_sound`` (``solve_reply_sound`` at the best point). Every other parameter keeps ``base``'s
+    value. ``targets``: as ``paper_targets(list(spec.targets))`` (the default). ``table``: the scan
+    already computed with these settings (the committed one, ``committed_scan``); it is re-scored,
+    not re-simulated. ``n_jobs``, ``parallel_backend``: for ``scan``."""
+    targets = dict(paper_targets(list(spec.targets)) if targets is None else targets)
+    params, p_exact = closed_form_base(base, spec, targets)
+    if table is None:
+        table = scan(bench, design, params, spec, targets, n_jobs=n_jobs, parallel_backend=parallel_backend)
+    else:
+        expected = pd.DataFrame(grid_points(spec))
+        if not table[list(spec.grid)].reset_index(drop=True).equals(expected[list(spec.grid)]):
+            raise ValueError("the given scan table does not hold the spec's grid points in grid order")
+        table = score(table[[c for c in table.columns if c in spec.grid or c.startswith(("extra_", "se_"))]],
+                      spec, targets)
     best = table[table.best].iloc[0]
     params = params.model_copy(update={k: float(best[k]) for k in spec.grid})
     measured = measure(bench, design, params, spec.mixture_runs_per_depth, seed=spec.seed,
@@ -417,6 +517,17 @@ def calibrate(bench: Benchmark, design: Design, base: SimulatorParams, spec: Cal
     params = SimulatorParams.model_validate(
         params.model_dump() | {"reply_sound": dict(zip(LABELS, map(float, reply)))})
     return Calibration(params, table, measured, targets, p_exact)
+
+
+#: the name of the committed scan (``workflow.committed``)
+SCAN_NAME = "calibration_scan"
+
+
+def committed_scan(design: Design, base: SimulatorParams, spec: CalibrationSpec) -> pd.DataFrame | None:
+    """The committed scan (``data/computed/calibration_scan.csv``) if it was computed with exactly these
+    settings (``scan_settings`` of ``base`` with the closed-form ``p_extra_hypothesis``), else None."""
+    params, _ = closed_form_base(base, spec, paper_targets(list(spec.targets)))
+    return committed.load(SCAN_NAME, scan_settings(design, params, spec))
 
 
 def matches(params: SimulatorParams, values: Mapping[str, Any], atol: float = 1e-9) -> dict[str, bool]:
@@ -439,28 +550,90 @@ def _fmt(value: Any) -> str:
     return f"{value:g}" if isinstance(value, float) else str(value)
 
 
-def fit_table(cal: Calibration, committed: SimulatorParams, spec: CalibrationSpec) -> pd.DataFrame:
+def fit_table(cal: Calibration, committed_params: SimulatorParams, spec: CalibrationSpec) -> pd.DataFrame:
     """What was fitted to what. Columns: parameter, calibrated, committed (``params/simulator.yaml``),
-    target, target value, achieved (by the calibrated values: the scan's best point for the extra
-    divergences, ``cal.measured`` for the density and the mixture); assumptions last."""
+    target, target value, achieved (by the calibrated values: the scan's best point's expected extra
+    divergences with their Monte Carlo SE, ``cal.measured`` for the density and the mixture). Then the
+    values chosen by hand with the paper in view (``spec.chosen``; "calibrated" reads "(chosen)"), then
+    the assumptions."""
     t, m, p = cal.targets, cal.measured, cal.params
     best = cal.scan[cal.scan.best].iloc[0]
     expected = expected_density(p.p_extra_hypothesis, int(t["openings"]), p.extra_hypotheses_max)
     shares = m.shares(p.reply_sound.as_array())
     labels = [label_of(k) for k in spec.targets]
     extras = " and ".join(labels)
+    mix_target = " / ".join(f"{t[c]:g}" for c in SHARE_COLUMNS)
+    mix_achieved = " / ".join(f"{x:.1f}" for x in shares)
     rows = [("p_extra_hypothesis", "matched pairs per run pair (closed form)",
              f"{t['matched_pairs'] / t['run_pairs']:.2f}",
              f"{expected:.2f} expected ({m.pairs_per_run_pair:.2f} simulated)")]
-    rows += [(name, f"extra divergence {extras}, pp, {spec.measure} (grid scan)",
+    rows += [(name, f"expected extra divergence {extras}, pp, {spec.measure} (grid scan)",
               " / ".join(f"{t[k]:g}" for k in spec.targets),
-              " / ".join(f"{best[extra_column(lab)]:.1f}" for lab in labels)) for name in spec.grid]
-    rows.append(("reply_sound", "demand shares c / a / p / d, % (closed form)",
-                 " / ".join(f"{t[c]:g}" for c in SHARE_COLUMNS), " / ".join(f"{x:.1f}" for x in shares)))
-    out = [{"parameter": name, "calibrated": _fmt(getattr(p, name)), "committed": _fmt(getattr(committed, name)),
-            "target": target, "target value": value, "achieved": achieved}
-           for name, target, value, achieved in rows]
-    out += [{"parameter": name, "calibrated": "(assumed)", "committed": _fmt(getattr(committed, name)),
+              " / ".join(f"{best[extra_column(lab)]:.1f} ± {best[se_column(lab)]:.1f}" for lab in labels))
+             for name in spec.grid]
+    rows.append(("reply_sound", "demand shares c / a / p / d, % (closed form)", mix_target, mix_achieved))
+    out = [{"parameter": name, "calibrated": _fmt(getattr(p, name)),
+            "committed": _fmt(getattr(committed_params, name)), "target": target, "target value": value,
+            "achieved": achieved} for name, target, value, achieved in rows]
+    mixture_keys = sorted(SOLVED_TARGETS["reply_sound"])
+    out += [{"parameter": name, "calibrated": "(chosen)", "committed": _fmt(getattr(committed_params, name)),
+             "target": "chosen: " + how, "target value": " / ".join(f"{reported(k):g}" for k in spec.fitted[name]),
+             "achieved": mix_achieved if sorted(spec.fitted[name]) == mixture_keys else ""}
+            for name, how in spec.chosen.items()]
+    out += [{"parameter": name, "calibrated": "(assumed)", "committed": _fmt(getattr(committed_params, name)),
              "target": "assumption: " + reason, "target value": "", "achieved": ""}
             for name, reason in spec.fixed.items()]
     return pd.DataFrame(out, columns=["parameter", "calibrated", "committed", "target", "target value", "achieved"])
+
+
+#: prefix of the paper's bounds on the exact p-value; ``k{a}_vs_k{b}`` follows
+P_BOUND_KEY = "critique_depth.p_value_bound."
+#: the name of the committed record of what the fit constrains (``workflow.committed``'s folder)
+CONSTRAINED_NAME = "constrained_by_fit"
+
+
+def constrained_by_fit(table: pd.DataFrame, spec: CalibrationSpec, level: float | None = None,
+                       margin_sd: float = 2.0) -> dict[str, str]:
+    """Paper keys whose simulated value the fit decides, each with the reason, from the scored scan
+    ``table`` (``scan`` output: expected values per grid point of the fitted parameters, the other
+    parameters at their assumed values, and ``consistent``). Two criteria over the consistent points:
+
+    - an extra divergence that is not a target (``spec.untargeted_sd``): its expected values span less
+      than ``z`` sampling SDs of one design, ``z`` the two-sided normal quantile at ``level``
+      (default ``spec.consistent_level``): one design could not tell the consistent points apart on it;
+    - the exact p of a target comparison (a ``critique_depth.p_value_bound.*`` key the paper reports):
+      at every consistent point the expected effect exceeds, by ``margin_sd`` sampling SDs, the normal
+      quantile of the paper's bound (two-sided), so the test's p lies below the bound whichever
+      consistent point is true.
+
+    Empty when no point is consistent."""
+    from scipy.stats import norm
+
+    inside = table[table.consistent]
+    if inside.empty:
+        return {}
+    level = spec.consistent_level if level is None else level
+    z = float(norm.ppf(1 - (1 - level) / 2))
+    labels = " and ".join(label_of(k) for k in spec.targets)
+    where = f"over the {len(inside)} fitted settings consistent with the paper's {labels} estimates"
+    out: dict[str, str] = {}
+    for key, sd in spec.untargeted_sd.items():
+        column = extra_column(label_of(key))
+        low, high = float(inside[column].min()), float(inside[column].max())
+        if high - low < z * sd:
+            out[key] = (f"{where}, the simulator's expected {label_of(key)} effect ranges from {low:.1f} to "
+                        f"{high:.1f} pp, less than one design could tell apart ({z:.2f} sampling SDs of "
+                        f"{sd:g} pp)")
+    known = entries()
+    for key, sd in spec.targets.items():
+        a, b = comparison_of(key)
+        bound_key = f"{P_BOUND_KEY}k{a}_vs_k{b}"
+        if bound_key not in known:
+            continue
+        need = float(norm.ppf(1 - reported(bound_key) / 2)) + margin_sd
+        smallest = float((inside[extra_column(f"{a} v {b}")] / sd).min())
+        if smallest >= need:
+            out[bound_key] = (f"{where}, the expected {a} v {b} effect is at least {smallest:.1f} sampling SDs "
+                              f"({sd:g} pp each), so the exact p lies below the paper's bound of "
+                              f"{reported(bound_key):g} whichever of them is true")
+    return out

@@ -107,9 +107,9 @@ def _tag(a: int, b: int) -> str:
 
 
 def _truth_row(bench: Benchmark, design: Design, base: SimulatorParams, point: dict, runs_per_depth: int,
-               seed: int, measure: str = "paper_rates") -> dict:
+               seed: int, measure: str = "paper_rates", n_seeds: int = 1) -> dict:
     truth = population_truth(bench, design, vary(base, **point), runs_per_depth=runs_per_depth, seed=seed,
-                             measures=(measure,))
+                             measures=(measure,), n_seeds=n_seeds)
     same = {int(lbl[2:]): v for lbl, v in zip(truth.label, truth.truth_pp) if lbl.startswith("K=")}
     row = dict(point)
     for k, v in same.items():
@@ -126,31 +126,50 @@ def _truth_row(bench: Benchmark, design: Design, base: SimulatorParams, point: d
 
 def truth_grid(bench: Benchmark, design: Design, base: SimulatorParams, points: pd.DataFrame,
                runs_per_depth: int = 20, seed: int = 0, n_jobs: int = 1,
-               parallel_backend: str | None = None, measure: str = "paper_rates") -> pd.DataFrame:
+               parallel_backend: str | None = None, measure: str = "paper_rates", n_seeds: int = 1) -> pd.DataFrame:
     """Population truth under ``measure`` (``depth.MEASURES``) at every grid point (``points``: factor
-    columns, e.g. from ``grid``).
+    columns, e.g. from ``grid``), from ``n_seeds`` designs of ``runs_per_depth`` runs per depth each.
 
     Columns: the factors; ``same_K{k}_pp`` (same-depth divergence per depth); per comparison a v b
-    ``truth_{a}v{b}_pp``, ``se_{a}v{b}_pp`` (jackknife), ``max_{a}v{b}_pp`` (ceiling,
+    ``truth_{a}v{b}_pp``, ``se_{a}v{b}_pp`` (Monte Carlo SE: jackknife), ``max_{a}v{b}_pp`` (ceiling,
     ``100 - pooled same-depth divergence``) and ``norm_{a}v{b}`` (truth / ceiling). One
     ``population_truth`` call per point with the same ``seed`` (common random numbers); results do
     not depend on ``n_jobs``. ``design`` must have equal runs per depth (every ``Design`` has).
     """
-    rows = parallel_map(_truth_row, [(bench, design, base, dict(r), runs_per_depth, seed, measure)
+    rows = parallel_map(_truth_row, [(bench, design, base, dict(r), runs_per_depth, seed, measure, n_seeds)
                                      for r in points.to_dict("records")], n_jobs, parallel_backend)
     return pd.DataFrame(rows)
 
 
-def consistent(table: pd.DataFrame, observed_pp: float, sd_pp: float, z: float = 2.0,
-               comparison: tuple[int, int] = (0, 1)) -> pd.DataFrame:
-    """``table`` (``truth_grid`` output) with ``distance_sd`` (``(truth - observed) / sd``) and
-    ``consistent`` (``|distance_sd| <= z``) for ``comparison``: could a design with this true effect
-    have produced the observed estimate, given one estimate's sampling SD ``sd_pp``?"""
-    if not sd_pp > 0 or not z > 0:
-        raise ValueError(f"sd_pp and z must be > 0, got {sd_pp} and {z}")
+def consistent(table: pd.DataFrame, observed: Mapping[str, float], sd: Mapping[str, float],
+               correlation: float = 0.0, level: float = 0.95, prefix: str = "truth") -> pd.DataFrame:
+    """Could one design at each row's setting have produced every ``observed`` estimate at once?
+
+    ``table``: one row per setting with the true values in columns ``{prefix}_{a}v{b}_pp``;
+    ``observed``: comparison label ("0 v 1") -> observed estimate (pp); ``sd``: label -> the sampling
+    SD of one design's estimate (pp); ``correlation``: the sampling correlation between any two of the
+    estimates (one value for every pair). Adds ``distance`` (the Mahalanobis distance of the
+    observation from the row's truths, in SDs: ``sqrt(z' R^-1 z)`` with ``z = (truth - observed) / sd``
+    and ``R`` the correlation matrix) and ``consistent`` (``distance^2`` at most the chi-square
+    quantile at ``level`` with one degree of freedom per observation): a joint test, not one
+    comparison at a time.
+    """
+    from scipy.stats import chi2
+
+    labels = list(observed)
+    if not labels:
+        raise ValueError("observed: give at least one comparison")
+    if any(not sd[lab] > 0 for lab in labels) or not 0 < level < 1 or not -1 < correlation < 1:
+        raise ValueError(f"need sd > 0, 0 < level < 1 and -1 < correlation < 1, got {dict(sd)}, {level}, "
+                         f"{correlation}")
+    z = np.column_stack([(table[f"{prefix}_{lab.replace(' ', '')}_pp"] - observed[lab]) / sd[lab]
+                         for lab in labels])
+    R = np.full((len(labels), len(labels)), float(correlation))
+    np.fill_diagonal(R, 1.0)
+    d2 = np.einsum("ij,ij->i", z, np.linalg.solve(R, z.T).T)
     out = table.copy()
-    out["distance_sd"] = (out[f"truth_{_tag(*comparison)}_pp"] - observed_pp) / sd_pp
-    out["consistent"] = out.distance_sd.abs() <= z
+    out["distance"] = np.sqrt(d2)
+    out["consistent"] = d2 <= chi2.ppf(level, df=len(labels))
     return out
 
 

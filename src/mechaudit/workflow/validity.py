@@ -70,31 +70,46 @@ def jackknife_se(D: np.ndarray, n_a: int) -> float:
     return float(np.sqrt(var))
 
 
+def truth_seed(seed: int, index: int = 0) -> int:
+    """Seed of the ``index``-th large design of ``population_truth`` (independent of ``replicate``'s
+    replication seeds, which count up from 0)."""
+    return replication_seed(seed, 2**31 - 1 - index)
+
+
+def pooled_se(ses: Sequence[float]) -> float:
+    """Standard error of the mean of independent estimates with standard errors ``ses``."""
+    return float(ses[0]) if len(ses) == 1 else float(np.sqrt(np.sum(np.square(ses)))) / len(ses)
+
+
 def population_truth(bench: Benchmark, design: Design, params: SimulatorParams, runs_per_depth: int = 40,
-                     seed: int = 0, measures: Sequence[str] = ("mechanism_key",)) -> pd.DataFrame:
+                     seed: int = 0, measures: Sequence[str] = ("mechanism_key",), n_seeds: int = 1) -> pd.DataFrame:
     """True (population) divergences of the simulator under each of ``measures`` (``depth.MEASURES``), in pp.
 
-    Rows per measure: ``panel`` "extra" (label ``a v b``) and "same-depth" (label ``K=k``),
-    instance-averaged, from one large design with ``runs_per_depth`` runs per depth (seed independent
-    of ``replicate``'s; every measure reads the same runs). Columns: measure, panel, label, truth_pp,
-    truth_se_pp (jackknife over runs, instances independent; NaN for same-depth rows), max_extra_pp
-    (extra rows: the ceiling ``depth.extra_ceiling`` of the true same-depth divergence, instance mean;
-    NaN for same-depth rows).
+    Estimated from ``n_seeds`` independent large designs (``truth_seed(seed, i)``) of ``runs_per_depth``
+    runs per depth each; every measure reads the same runs. Rows per measure: ``panel`` "extra" (label
+    ``a v b``) and "same-depth" (label ``K=k``), instance-averaged, then averaged over the designs.
+    Columns: measure, panel, label, truth_pp, truth_se_pp (Monte Carlo standard error: jackknife over
+    runs, instances and designs independent; NaN for same-depth rows), max_extra_pp (extra rows: the
+    ceiling ``depth.extra_ceiling`` of the true same-depth divergence, instance mean; NaN for same-depth
+    rows). The same ``seed`` at two parameter sets gives common random numbers.
     """
+    if n_seeds < 1:
+        raise ValueError(f"n_seeds must be >= 1, got {n_seeds}")
     big = design.model_copy(update={"runs_per_depth": runs_per_depth})
-    outcomes = simulate_outcomes(bench, big, params, seed=replication_seed(seed, 2**31 - 1))
+    designs = [simulate_outcomes(bench, big, params, seed=truth_seed(seed, i)) for i in range(n_seeds)]
     rows = []
     for measure in measures:
-        mats = outcome_matrices(outcomes, measure)
+        mats = [outcome_matrices(outcomes, measure) for outcomes in designs]
         for a, b in design.comparisons():
-            subs = [comparison_matrix(m.D, m.depths, a, b) for m in mats]
-            vals = [extra_divergence(D, n_a) for D, n_a in subs]
-            se = np.sqrt(sum(jackknife_se(D, n_a) ** 2 for D, n_a in subs)) / len(subs)
+            subs = [[comparison_matrix(m.D, m.depths, a, b) for m in ms] for ms in mats]
+            vals = [np.mean([extra_divergence(D, n_a) for D, n_a in sub]) for sub in subs]
+            ses = [np.sqrt(sum(jackknife_se(D, n_a) ** 2 for D, n_a in sub)) / len(sub) for sub in subs]
+            ceilings = [np.mean([extra_ceiling(D, n_a) for D, n_a in sub]) for sub in subs]
             rows.append({"measure": measure, "panel": "extra", "label": f"{a} v {b}",
-                         "truth_pp": 100 * float(np.mean(vals)), "truth_se_pp": 100 * float(se),
-                         "max_extra_pp": 100 * float(np.mean([extra_ceiling(D, n_a) for D, n_a in subs]))})
+                         "truth_pp": 100 * float(np.mean(vals)), "truth_se_pp": 100 * pooled_se(ses),
+                         "max_extra_pp": 100 * float(np.mean(ceilings))})
         for k in design.depths:
-            vals = [same_depth_divergence(m.D, m.depths)[k] for m in mats]
+            vals = [np.mean([same_depth_divergence(m.D, m.depths)[k] for m in ms]) for ms in mats]
             rows.append({"measure": measure, "panel": "same-depth", "label": f"K={k}",
                          "truth_pp": 100 * float(np.mean(vals)), "truth_se_pp": np.nan, "max_extra_pp": np.nan})
     return pd.DataFrame(rows, columns=["measure", "panel", "label", "truth_pp", "truth_se_pp", "max_extra_pp"])

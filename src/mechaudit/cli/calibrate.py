@@ -1,0 +1,62 @@
+"""``mechaudit calibrate``: the expensive fixed computations behind chapters 02, 02b and 02c.
+
+Computes the calibration scan (expected values of every grid point of ``params/calibration.yaml``),
+chapter 02b's replications and chapter 02c's truth maps at the chapters' default parameters, and
+writes each to ``data/computed/NAME.csv`` with its settings (``mechaudit.workflow.committed``); a table
+whose committed copy was computed with today's settings is kept (``--force`` recomputes it). The
+chapters read these files when their settings match and compute the tables themselves otherwise;
+the test suite re-evaluates rows of each file. Run it after changing the simulator, the design, the
+calibration settings or those chapters' parameters, then commit the files (and, when the scan's best
+point moved, the new values in ``params/simulator.yaml``, which the command prints; then run it again
+so that the other parts follow the new defaults). Every part uses all cores by default.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+#: the parts the command can compute, in the order they run
+PARTS = ("scan", "validity", "robustness")
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("calibrate", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
+                       help="compute the calibration scan and chapters 02b-02c's fixed tables into data/computed/")
+    p.add_argument("--only", choices=PARTS, help="compute one part only (default: all, in order)")
+    p.add_argument("--n-jobs", type=int, default=-1, help="worker processes (default -1: every core)")
+    p.add_argument("--force", action="store_true",
+                   help="recompute every table, also those whose committed copy is current")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from mechaudit.errors import MechauditError
+    from mechaudit.paths import is_shipped_benchmark
+
+    if not is_shipped_benchmark(None):
+        raise MechauditError("the calibration targets the paper's numbers, which belong to the shipped benchmark; "
+                             "unset MECHAUDIT_DATA", field="MECHAUDIT_DATA")
+    for part in PARTS if args.only is None else (args.only,):
+        start = time.perf_counter()
+        print({"scan": _scan, "validity": _validity, "robustness": _robustness}[part](args.n_jobs, args.force))
+        print(f"{part}: {time.perf_counter() - start:.0f} s", flush=True)
+    return 0
+
+
+def _scan(n_jobs: int, force: bool) -> str:
+    from mechaudit.book import ch02_critique_depth as ch02
+
+    return ch02.write_calibration(n_jobs=n_jobs, force=force)
+
+
+def _validity(n_jobs: int, force: bool) -> str:
+    from mechaudit.book import ch02b_validity as ch02b
+
+    return ch02b.write_replications(n_jobs=n_jobs, force=force)
+
+
+def _robustness(n_jobs: int, force: bool) -> str:
+    from mechaudit.book import ch02c_robustness as ch02c
+
+    return ch02c.write_maps(n_jobs=n_jobs, force=force)

@@ -1,0 +1,81 @@
+"""Expensive fixed computations, committed with the settings that produced them.
+
+Some tables take minutes to compute and never change unless their inputs do: the calibration scan
+and the robustness maps, each hundreds of simulated designs. ``mechaudit calibrate`` computes them and
+writes ``data/computed/NAME.csv`` (every float at full precision) beside ``NAME.json``, the settings
+that produced it (simulator parameters, design, grid, runs, seeds, and the shipped benchmark's
+manifest). A chapter reads the table back (``load``) only when its own settings are exactly the
+recorded ones; otherwise it computes the table itself. The suite re-evaluates rows of every committed
+table and compares them with the file, so a stale file fails a test rather than a reader.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from mechaudit.paths import REPO_ROOT, SHIPPED_MANIFEST
+
+#: where the committed tables live (the shipped benchmark's results, whatever ``MECHAUDIT_DATA`` says)
+COMPUTED_DIR = REPO_ROOT / "data" / "computed"
+
+
+def with_benchmark(settings: Mapping[str, Any]) -> dict[str, Any]:
+    """``settings`` plus the shipped benchmark's manifest (``data/benchmark.sha256``): a table computed
+    on other data never matches."""
+    manifest = REPO_ROOT / "data" / SHIPPED_MANIFEST
+    return {**settings, "benchmark": manifest.read_text(encoding="utf-8").replace("\r\n", "\n")}
+
+
+def canonical(settings: Mapping[str, Any]) -> str:
+    """The settings as canonical JSON (sorted keys, tuples as lists): equal settings, equal text."""
+    return json.dumps(settings, sort_keys=True, indent=1, default=list) + "\n"
+
+
+def paths(name: str, folder: str | Path = COMPUTED_DIR) -> tuple[Path, Path]:
+    """``(NAME.csv, NAME.json)`` under ``folder``."""
+    folder = Path(folder)
+    return folder / f"{name}.csv", folder / f"{name}.json"
+
+
+def save(name: str, table: pd.DataFrame, settings: Mapping[str, Any], folder: str | Path = COMPUTED_DIR
+         ) -> Path:
+    """Write ``table`` (index dropped, floats at full precision) and its ``settings``; returns the CSV path."""
+    csv, meta = paths(name, folder)
+    csv.parent.mkdir(parents=True, exist_ok=True)
+    table.to_csv(csv, index=False, float_format="%.17g", lineterminator="\n")
+    meta.write_text(canonical(settings), encoding="utf-8")
+    return csv
+
+
+def recorded(name: str, folder: str | Path = COMPUTED_DIR) -> dict[str, Any] | None:
+    """The settings recorded beside ``name`` (None when there is no committed table)."""
+    _, meta = paths(name, folder)
+    return json.loads(meta.read_text(encoding="utf-8")) if meta.is_file() else None
+
+
+def load(name: str, settings: Mapping[str, Any], folder: str | Path = COMPUTED_DIR) -> pd.DataFrame | None:
+    """The committed table ``name`` if it was computed with exactly ``settings``, else None."""
+    csv, _ = paths(name, folder)
+    found = recorded(name, folder)
+    if found is None or not csv.is_file() or canonical(found) != canonical(settings):
+        return None
+    return pd.read_csv(csv)
+
+
+def cached(name: str, settings: Mapping[str, Any], compute: Callable[[], pd.DataFrame], *, write: bool = False,
+           force: bool = False, folder: str | Path = COMPUTED_DIR) -> tuple[pd.DataFrame, str]:
+    """The committed table ``name`` when it was computed with exactly ``settings`` ("committed"), else
+    ``compute()`` ("computed now"). ``write`` (``mechaudit calibrate``): commit a computed table with its
+    settings; ``force``: compute even when the committed table is current."""
+    found = None if force else load(name, settings, folder)
+    if found is not None:
+        return found, "committed"
+    table = compute()
+    if write:
+        save(name, table, settings, folder)
+    return table, "computed now"
