@@ -215,12 +215,13 @@ def _paper_traces(out: Path) -> list[str]:
     markers of the paper's reported values carry a legend entry starting with "paper" ("paper",
     "paper (LLM judge)", "paper's runs per depth"), which matplotlib's SVG keeps as a text comment;
     a threshold the run uses that the paper chose ("threshold 0.25 (paper)") and the name of the
-    paper-rate rule ("paper_rates", a rule the run applies) are settings, not paper numbers."""
+    paper-rate rule ("paper_rates", a rule the run applies; its legend label "paper-rate judge") are
+    settings, not paper numbers."""
     paper_tables = ("paper_comparison", "calibration_fit", "calibration_scan")
     found = [p.name for p in out.rglob("*.csv") if p.stem in paper_tables]
     for svg in out.rglob("*.svg"):
         found += [f"{svg.name}: {m}" for m in re.findall(r"<!-- (.*?) -->", svg.read_text())
-                  if re.match(r"paper\b", m.lower())]
+                  if re.match(r"paper\b(?!-rate judge)", m.lower())]
     for nb in out.glob("*.ipynb"):
         if "paper-compare" in nb.read_text():
             found.append(f"{nb.name}: a paper-vs-run table")
