@@ -101,9 +101,10 @@ def old_rows(section: str) -> tuple[dict[str, str], dict[str, str]]:
     return {m["what"]: m["s"] for m in found}, {m["what"]: m["when"] for m in found}
 
 
-def order(what: str) -> tuple[int, str]:
+def order(what: str) -> tuple[int, str, bool]:
+    """Table order: make test fresh, warm, make book, then per chapter the empty store first."""
     kinds = ("make test, fresh", "make test, venv", "make book", "chapter")
-    return next(i for i, k in enumerate(kinds + ("",)) if what.startswith(k)), what
+    return next(i for i, k in enumerate(kinds + ("",)) if what.startswith(k)), what.split(",")[0], "filled" in what
 
 
 def write(new: dict[str, float], note: str) -> str:
