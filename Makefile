@@ -71,9 +71,14 @@ chromium:
 lint: $(STAMP)
 	$(VENV)/bin/ruff check src tests benchmarks notebooks
 
+# Every core (pytest-xdist, at most 4 workers): whole files go to one worker, so a notebook's cells
+# share one kernel; the book and the shared fake-API run are made once (tests/conftest.py). The 15
+# slowest tests are listed at the end. TEST_WORKERS=0 runs everything in one process.
+TEST_WORKERS ?= auto
 test: $(STAMP) chromium lint
 	$(PY) -m pytest tests notebooks --nbval --nbval-current-env \
-		--nbval-sanitize-with tests/nbval_sanitize.cfg -p no:cacheprovider $(PYTEST_ARGS)
+		--nbval-sanitize-with tests/nbval_sanitize.cfg -p no:cacheprovider \
+		-n $(TEST_WORKERS) --maxprocesses 4 --dist loadfile --durations 15 $(PYTEST_ARGS)
 
 # Mutation testing of the core (mutmut from the [mutation] extra): one module at a time with its own
 # test files, then tests/MUTATION.md. MUTATION_MODULES="divergence llm" runs only those modules.

@@ -5,7 +5,8 @@ the same run (a ratio, so that the table travels between machines better than se
 where it matters, how the cost grows with n. This script only runs them one after another in
 fresh processes, on an otherwise idle machine, and collects what they print with the machine's
 core count and the command that produced each section. Some take minutes (the 1,000,000-record
-cache, 100,000-hypothesis grouping); ``--only NAME`` runs a subset and keeps the other sections.
+cache, 100,000-hypothesis grouping); ``--only NAME`` runs a subset and keeps the other sections,
+among them the wall-clock times that ``bench_wall.py`` writes itself.
 
     .venv/bin/python benchmarks/report.py [--only blind early_stop]
 """
@@ -67,6 +68,8 @@ def main() -> None:
             sections[name] = run(name)
         elif name in old:
             sections[name] = old[name].rstrip() + "\n\n"
+    for name in old.keys() - BENCHMARKS.keys():  # sections other scripts write (bench_wall.py: "wall")
+        sections[name] = old[name].rstrip() + "\n\n"
     head = (f"# Benchmark results\n\nWritten by `benchmarks/report.py` on a {os.cpu_count()}-core machine. "
             "Each section is one script's own output; ratios compare with a baseline measured in the same run.\n\n")
     RESULTS.write_text(head + "".join(sections.values()))

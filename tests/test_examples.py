@@ -1,9 +1,9 @@
 """A user's own data works for every chapter: the example set under ``data/examples/`` loads, its
-committed suite is reproducible, and each chapter with a ``data_dir`` parameter runs on it with
-``mechaudit execute --out`` and writes tables (CSV) and figures (SVG) that load.
-
-The chapter runs use small parameters (fewer replications, shorter sweeps), since the point is that
-they run and write their files on other data, not their numbers.
+committed suite is reproducible, and each chapter with a ``data_dir`` parameter ran on it in the
+session's shared run (``shared_run``: ``mechaudit execute --out``, small sizes) and wrote tables
+(CSV) and figures (SVG) that load. Chapter 01, which the shared run leaves to the wheel install
+test, and the simulator's workflow that the offline backend runs in chapters 02-04 (the shared run
+uses the LLM backend) run here in-process through their chapter modules on the example data.
 """
 
 from __future__ import annotations
@@ -14,32 +14,15 @@ import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+import nbformat
 import pandas as pd
 import pytest
-import yaml
+import shared_run as shared
 
 import mechaudit
-from mechaudit.book.params import notebook_parameters, toc_chapters
+from mechaudit.book.params import notebook_parameters, resolve_chapter, toc_chapters
+from mechaudit.outputs import save
 from mechaudit.paths import EXAMPLE_DIR, REPO_ROOT
-
-#: the example folder as a relative path (chapters read relative data_dir from the current folder)
-EXAMPLE_REL = EXAMPLE_DIR.relative_to(REPO_ROOT).as_posix()
-
-#: small settings per chapter (only names a chapter defines are passed on)
-SMALL: dict[str, dict] = {
-    "02_critique_depth": {"rules": ["mechanism_key", "reference", "tfidf"], "truth_runs_per_depth": 10},
-    "02b_validity": {"truth_runs_per_depth": 10, "n_replications": 4, "n_null_replications": 8,
-                     "n_text_replications": 2},
-    "02c_robustness": {
-        "robust_axes": {"p_find": [0.5, 1.0], "weak_scale": [1.0], "conceded": [0.85]},
-        "alternatives_axes": {"p_find": [1.0], "evidence_weight": [1.0, 8.0]},
-        "truth_runs_per_depth": 5, "pick_quantiles": [1.0], "n_text_replications": 2,
-        "power_check_runs_per_depth": 10, "power_designs": [[2, 5]], "power_ladder": [2, 3],
-        "n_power_replications": 4, "n_pools": 2, "pool_runs_per_depth": 10, "n_resamples": 9},
-    "04_equivalence_rules": {"rules": ["mechanism_key", "reference", "tfidf"]},
-    "05_perturbations": {"regenerate_suite": True},
-    "07_sensitivity": {"tfidf_sweep": [0.05, 0.95, 5], "embedding_sweep": [0.5, 0.98, 5], "stability_pairs": 20},
-}
 
 
 def _data_chapters() -> list[str]:
@@ -68,21 +51,10 @@ def test_example_suite_is_the_committed_one():
 def test_every_data_chapter_is_covered():
     chapters = _data_chapters()
     assert "09_your_data" in chapters and "05_perturbations" in chapters and len(chapters) >= 9
-    for stem, small in SMALL.items():
-        assert stem in chapters, stem
+    assert set(chapters) - set(shared.chapters()) == set(shared.NOT_RUN)  # 01: in-process below
+    for stem, small in shared.SMALL.items():
         unknown = set(small) - set(notebook_parameters(REPO_ROOT / "notebooks" / f"{stem}.py"))
         assert not unknown, f"{stem} has no parameters {sorted(unknown)}"
-
-
-def _run_chapter(stem: str, out: Path) -> subprocess.CompletedProcess:
-    defined = notebook_parameters(REPO_ROOT / "notebooks" / f"{stem}.py")
-    params = {"data_dir": EXAMPLE_REL, **SMALL.get(stem, {})}
-    if "compare_paper" in defined:
-        params["compare_paper"] = False
-    cmd = [sys.executable, "-m", "mechaudit.cli", "execute", stem, "--out", str(out)]
-    for name, value in params.items():
-        cmd += ["-p", name, yaml.safe_dump(value, default_flow_style=True).strip().removesuffix("...").strip()]
-    return subprocess.run(cmd, cwd=REPO_ROOT, capture_output=True, text=True, timeout=900)
 
 
 def _own_tracebacks(stderr: str) -> list[str]:
@@ -99,13 +71,23 @@ def test_kernel_shutdown_noise_is_told_apart_from_a_real_traceback():
     assert len(_own_tracebacks(noise + real)) == 1
 
 
-@pytest.mark.parametrize("stem", _data_chapters())
-def test_chapter_runs_on_the_example_data(stem, tmp_path):
-    proc = _run_chapter(stem, tmp_path)
-    assert proc.returncode == 0, f"{stem} failed on the example data:\n{proc.stderr[-3000:]}"
-    assert _own_tracebacks(proc.stderr) == []
-    folder = tmp_path / stem
-    assert (tmp_path / f"{stem}.ipynb").is_file()
+def _read_data_from(notebook: Path) -> str | None:
+    """The ``data_dir`` injected into an executed notebook (None: not injected)."""
+    for cell in nbformat.read(notebook, as_version=4).cells:
+        if "injected-parameters" in cell.metadata.get("tags", []):
+            for line in cell.source.splitlines():
+                if line.startswith("data_dir = "):
+                    return json.loads(line.removeprefix("data_dir = "))
+    return None
+
+
+@pytest.mark.parametrize("stem", [s for s in _data_chapters() if s not in shared.NOT_RUN])
+def test_chapter_runs_on_the_example_data(stem, shared_run):
+    assert _own_tracebacks(shared_run.stderr[stem]) == []
+    their = str(Path(shared_run.root) / shared.THEIR_DATA)
+    # the data is theirs: by data_dir (from the parameter file or -p, made absolute) or MECHAUDIT_DATA
+    assert _read_data_from(shared_run.notebook(stem)) == (None if stem in shared.MECHAUDIT_DATA_CHAPTERS else their)
+    folder = shared_run.folder(stem)
     tables, figures = sorted(folder.glob("*.csv")), sorted(folder.glob("*.svg"))
     assert tables, f"{stem} wrote no CSV under {folder}"
     assert figures, f"{stem} wrote no SVG under {folder}"
@@ -114,7 +96,7 @@ def test_chapter_runs_on_the_example_data(stem, tmp_path):
     for path in figures:
         assert ET.parse(path).getroot().tag.endswith("svg"), path.name
         assert path.with_suffix(".png").is_file(), f"{path.name} has no PNG beside it"
-    cells = json.loads((tmp_path / f"{stem}.ipynb").read_text(encoding="utf-8"))["cells"]
+    cells = json.loads(shared_run.notebook(stem).read_text(encoding="utf-8"))["cells"]
     errors = [o for c in cells for o in c.get("outputs", []) if o.get("output_type") == "error"]
     assert not errors
 
@@ -128,3 +110,38 @@ def test_make_suite_without_the_users_vocabulary_is_a_clear_error(tmp_path):
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 1 and "Traceback" not in proc.stderr
     assert proc.stderr.strip().endswith("hypotheses.jsonl:1: field 'chain[0].id': unknown vocabulary id 'URAT1'")
+
+
+def test_chapter_01_steps_run_on_the_example_data(tmp_path):
+    """Chapter 01's data steps (its toy part reads no data) with ``data_dir`` = the example data."""
+    from mechaudit.book import ch01_problem as problem
+
+    bench = mechaudit.load_benchmark(EXAMPLE_DIR)
+    instance = problem.pick_instance(bench, None)
+    assert instance.id == "U"
+    save("openings", problem.openings_table(bench, instance.id), tmp_path)
+    assert len(pd.read_csv(tmp_path / "openings.csv")) == 3
+    suite = problem.example_suite(bench, bench.openings(instance.id)[0], EXAMPLE_DIR, seed=0)
+    save("perturbation_example", problem.perturbation_table(suite), tmp_path)
+    assert len(pd.read_csv(tmp_path / "perturbation_example.csv")) >= len(suite) >= 4
+
+
+def test_the_simulated_workflow_runs_on_the_example_data(tmp_path):
+    """What the offline backend runs in chapters 02-04 on someone else's data: the simulator
+    delivers the design's runs, chapter 03 labels every demand, chapter 04 measures diversity."""
+    from mechaudit.book import ch03_critique_engagement as ch03
+    from mechaudit.book import ch04_equivalence_rules as ch04
+    from mechaudit.workflow import delivered_diversity, workflow_setup
+
+    p = {**notebook_parameters(resolve_chapter("04_equivalence_rules").source)}
+    setup = workflow_setup(None, data_dir=EXAMPLE_DIR, design_file=p["design_file"], seed=0)
+    assert {run.instance for run in setup.delivery.runs} == {"U", "N"}
+    labelled = ch03.label_runs(setup.delivery, p["judge_model"], p["json_retries"])
+    shares = ch03.shares_table(labelled, None)
+    assert len(labelled) > 0 and len(shares) >= 4
+    rules = ch04.chapter_rules(["mechanism_key", "reference", "tfidf"], None, tfidf_threshold=p["tfidf_threshold"],
+                               embedding_threshold=p["embedding_threshold"], embedding_model=None,
+                               judge_model=p["judge_model"], bench=setup.bench, embedding_cache=False)
+    div = delivered_diversity(setup.delivery.runs, rules)
+    save("mean_diversity", ch04.rule_summary(div), tmp_path)
+    assert len(pd.read_csv(tmp_path / "mean_diversity.csv")) == 3

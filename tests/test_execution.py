@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -11,7 +11,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from mechaudit.book.execute import NotebookExecutionError, execute_chapter
+from mechaudit.book.execute import NotebookExecutionError, execute_chapter, source_notebook
 from mechaudit.book.params import (
     Chapter,
     ParameterError,
@@ -155,23 +155,16 @@ def test_failing_cell_names_notebook_and_cell_and_keeps_target(tmp_path):
     assert ch.ipynb.read_text() == "previous", "a failed run must not overwrite the target"
 
 
-def _sha(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
-def test_cli_seed_override_goes_to_run_folder(tmp_path):
-    committed = REPO_ROOT / "notebooks" / "01_problem.ipynb"
-    before = _sha(committed)
-    proc = subprocess.run(
-        MECHAUDIT + ["execute", "notebooks/01_problem.py", "-p", "seed", "7", "--out", str(tmp_path)],
-        cwd=REPO_ROOT, capture_output=True, text=True, timeout=300,
-    )
-    assert proc.returncode == 0, proc.stderr
-    assert "[1/1] 01_problem" in proc.stderr
-    nb = nbformat.read(tmp_path / "01_problem.ipynb", as_version=4)
+def test_overrides_go_to_the_run_folder_and_leave_the_committed_notebooks_alone(shared_run):
+    """The shared run: one progress line per chapter, ``-p data_dir their_data`` (relative) read from
+    the caller's folder and injected as an absolute path, nothing written under notebooks/."""
+    for stem in shared_run.stems:
+        assert re.search(rf"^\[\d+/\d+\] {stem} \(", shared_run.stderr[stem], re.MULTILINE), stem
+    nb = nbformat.read(shared_run.notebook("05_perturbations"), as_version=4)
     injected = [c for c in nb.cells if "injected-parameters" in c.metadata.get("tags", [])]
-    assert len(injected) == 1 and "seed = 7" in injected[0].source
-    assert _sha(committed) == before, "the committed notebook must stay untouched"
+    assert len(injected) == 1
+    assert f'data_dir = "{Path(shared_run.root) / "their_data"}"' in injected[0].source
+    assert shared_run.committed_after == shared_run.committed_before, "the committed notebooks must stay untouched"
 
 
 def test_cli_unknown_parameter_fails_naming_it(tmp_path):
@@ -184,30 +177,21 @@ def test_cli_unknown_parameter_fails_naming_it(tmp_path):
     assert not (tmp_path / "01_problem.ipynb").exists()
 
 
-def _without_figure_bytes(path: Path) -> str:
-    """The notebook's text with every figure's bytes blanked: they differ between CPUs (``conftest.py``)."""
-    nb = json.loads(path.read_text())
-    for cell in nb["cells"]:
-        for output in cell.get("outputs", []):
-            for mime in output.get("data", {}):
-                if mime.startswith("image/") or "/image/" in mime:
-                    output["data"][mime] = "<figure bytes>"
-    return json.dumps(nb, indent=1)
+def _cells(nb) -> list[tuple]:
+    """Type, id, source and metadata of every cell (papermill adds empty tags to untagged ones)."""
+    return [(c.cell_type, c.id, c.source, {**c.metadata, "tags": c.metadata.get("tags", [])}) for c in nb.cells]
 
 
-@pytest.mark.parametrize("stem", ["01_problem", "03_critique_engagement"])
-def test_re_execution_reproduces_the_committed_file_byte_for_byte(tmp_path, stem):
-    """Same parameters, same seed: the executed notebook is identical to the committed one, except
-    for figure bytes (sub-pixel line positions vary with the CPU)."""
-    committed = REPO_ROOT / "notebooks" / f"{stem}.ipynb"
-    from mechaudit.book.execute import execute_chapters
-
-    # a chapter that writes its tables and figures would get out_dir injected by --out: keep it off
-    defined = notebook_parameters(REPO_ROOT / "notebooks" / f"{stem}.py")
-    overrides = {"out_dir": None} if "out_dir" in defined else {}
-    (path,) = execute_chapters([stem], overrides=overrides, out_dir=tmp_path, stream=open("/dev/null", "w"))
-    assert _without_figure_bytes(path) == _without_figure_bytes(committed), (
-        f"{stem}: re-execution differs from the committed notebook")
+@pytest.mark.parametrize("chapter", toc_chapters(), ids=lambda c: c.stem)
+def test_the_committed_notebook_is_what_execute_writes(chapter):
+    """Its cells and metadata are those ``execute_chapter`` gives papermill (jupytext's reading of the
+    source, stable ids); its outputs are nbval's to check, to the last digit for ``EXACT_NOTEBOOKS``
+    (conftest.py), and the installed wheel's 01_problem must equal it (test_install.py)."""
+    committed = nbformat.read(chapter.ipynb, as_version=4)
+    source = source_notebook(chapter)
+    assert _cells(committed) == _cells(source), f"{chapter.ipynb.name} is stale: re-execute {chapter.source.name}"
+    assert {k: v for k, v in committed.metadata.items() if k != "language_info"} == source.metadata
+    assert committed.metadata.language_info.name == "python"
 
 
 PARAMETER_SETS = [p for p in sorted((REPO_ROOT / "params").glob("*.yaml")) if "\ncommon:" in p.read_text()]
@@ -256,21 +240,3 @@ def test_relative_paths_resolve_against_the_caller_not_notebooks(tmp_path):
     params.parent.mkdir()
     params.write_text("common:\n  cache_dir: cache\n")
     assert resolve_parameters(chapter, params, cwd=REPO_ROOT)["cache_dir"] == str(params.parent / "cache")
-
-
-def test_a_relative_data_dir_given_with_p_is_read_from_the_callers_folder(tmp_path):
-    """Executed in notebooks/, the chapter still finds ``-p data_dir mydata`` under the caller's cwd."""
-    import shutil
-
-    from mechaudit.paths import DATA_DIR
-
-    shutil.copytree(DATA_DIR, tmp_path / "mydata", ignore=shutil.ignore_patterns("llm_cache", "embedding_cache"))
-    proc = subprocess.run(
-        MECHAUDIT + ["execute", str(REPO_ROOT / "notebooks" / "01_problem.py"), "-p", "data_dir", "mydata",
-                     "--out", "out"],
-        cwd=tmp_path, capture_output=True, text=True, timeout=300,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    nb = nbformat.read(tmp_path / "out" / "01_problem.ipynb", as_version=4)
-    injected = [c for c in nb.cells if "injected-parameters" in c.metadata.get("tags", [])]
-    assert f'data_dir = "{tmp_path / "mydata"}"' in injected[0].source

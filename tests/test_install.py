@@ -103,8 +103,8 @@ def test_chapter_runs_from_a_temporary_folder(installed, tmp_path):
     assert proc.returncode == 1 and "Traceback" not in proc.stderr
     assert proc.stderr.strip().splitlines()[-1].startswith("mechaudit: error: field '--out': ")
     assert not list((site / "mechaudit" / "_project" / "notebooks").glob("*.ipynb"))
-    # the installed package computes the committed chapter: same cells, same outputs
-    # (test_execution checks the checkout byte for byte)
+    # the installed package computes the committed chapter: same cells, same outputs. This is chapter
+    # 01's second kernel of the session (nbval's is the first; the shared fake-API run leaves 01 out)
     assert _content(tmp_path / "out" / "01_problem.ipynb") == _content(REPO_ROOT / "notebooks" / "01_problem.ipynb"), (
         "the installed package's 01_problem differs from the committed notebook (stale if "
         "test_execution's byte-for-byte check fails too)")

@@ -9,15 +9,12 @@ no key, its price is declared per endpoint in the price table, and the ledger la
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import nbformat
 import pytest
 import yaml
 from fake_openai import FakeOpenAIServer
+from shared_run import LOCAL_MODEL
 
 from mechaudit.llm import get_client
 from mechaudit.llm.errors import MissingAPIKeyError
@@ -25,9 +22,9 @@ from mechaudit.llm.ledger import load_prices
 from mechaudit.llm.providers import is_loopback, normalize_endpoint, openai_base_url
 from mechaudit.llm.request import LLMRequest
 from mechaudit.llm.session import LLMSession, UnpricedModelError
-from mechaudit.paths import EXAMPLE_DIR, REPO_ROOT
+from mechaudit.paths import REPO_ROOT
 
-MODEL = "openai:tiny-judge"
+MODEL = LOCAL_MODEL
 pytest.importorskip("openai")
 
 
@@ -109,37 +106,22 @@ def test_a_remote_server_still_needs_the_key(tmp_path, no_openai_env):
         client.complete(request())
 
 
-def test_a_chapter_judges_with_a_local_server_end_to_end(tmp_path, no_openai_env):
-    """Chapter 05 on the example data with an OpenAI-routed judge on a loopback server: no key, the
-    server answers every request the estimate counted, the ledger says "local" at 0 USD."""
-    import shutil
-
-    data = tmp_path / "data"
-    shutil.copytree(EXAMPLE_DIR, data)
-    prices = tmp_path / "prices.yaml"
-    with FakeOpenAIServer() as server:
-        prices.write_text(yaml.safe_dump(prices_for(server.base_url)))
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "ANTHROPIC_"))}
-        env.update(MECHAUDIT_CACHE=str(tmp_path / "store"), PYTHONPATH=str(REPO_ROOT / "src"))
-        args = ["05_perturbations", "-p", "backend", "anthropic", "-p", "judge_model", MODEL,
-                "-p", "llm_base_url", server.base_url, "-p", "data_dir", str(data),
-                "-p", "cache_dir", str(tmp_path / "cache"), "--prices", str(prices)]
-        estimate = subprocess.run([sys.executable, "-m", "mechaudit.cli", "estimate", *args], cwd=tmp_path, env=env,
-                                  capture_output=True, text=True, timeout=300)
-        assert estimate.returncode == 0, estimate.stderr[-2000:]
-        proc = subprocess.run([sys.executable, "-m", "mechaudit.cli", "execute", *args, "--out", "out"],
-                              cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900)
-        assert proc.returncode == 0, proc.stderr[-3000:]
-    total = [line for line in estimate.stdout.splitlines() if line.startswith("total:")][0]
+def test_a_chapter_judges_with_a_local_server_end_to_end(shared_run):
+    """Chapter 05 in the session's shared run (on the example data) judged with an OpenAI-routed model
+    on a loopback server (``-p llm_base_url``, price 0 from ``--prices``): no key, the server answered
+    at most the requests the estimate counted, the ledger says "local" at 0 USD."""
+    total = [line for line in shared_run.estimate.splitlines() if line.startswith("total:")][0]
     to_send = int(total.split(" cached, ")[1].split(" to send")[0])
-    assert 0 < len(server.bodies) <= to_send and "USD plain 0.00" in total
-    assert {b["model"] for b in server.bodies} == {"tiny-judge"}
-    assert f"LLM run total: {len(server.bodies)} requests sent" in proc.stderr and "0.00 USD" in proc.stderr
-    nb = nbformat.read(tmp_path / "out" / "05_perturbations.ipynb", as_version=4)
+    bodies = shared_run.openai_bodies
+    assert 0 < len(bodies) <= to_send and "USD plain 0.00" in total
+    assert {b["model"] for b in bodies} == {"tiny-judge"}
+    err = shared_run.stderr["05_perturbations"]
+    assert f"LLM run total: {len(bodies)} requests sent" in err and "0.00 USD" in err
+    nb = nbformat.read(shared_run.notebook("05_perturbations"), as_version=4)
     (cell,) = [c for c in nb.cells if c.cell_type == "code" and "ctx.usage(" in c.source]
     shown = "".join(o.get("data", {}).get("text/plain", "") for o in cell.outputs)
     assert "local" in shown and MODEL in shown and "unknown" not in shown
-    assert Path(tmp_path / "out" / "05_perturbations" / "percent_different.csv").exists()
+    assert (shared_run.folder("05_perturbations") / "percent_different.csv").exists()
 
 
 def test_an_endpoint_row_prices_cache_tokens_at_its_input_price():

@@ -53,6 +53,17 @@ def _strip_volatile_metadata(nb) -> None:
         cell.metadata.pop("execution", None)
 
 
+def source_notebook(chapter: Chapter):
+    """The notebook papermill executes for ``chapter``: jupytext's reading of its source, paired with
+    it, with stable cell ids (re-execution gives an identical file)."""
+    jupytext, _, _ = book_tools()
+    nb = jupytext.read(chapter.source)
+    nb.metadata.setdefault("jupytext", {})["formats"] = "ipynb,py:percent"
+    for i, cell in enumerate(nb.cells):
+        cell.id = f"cell-{i:03d}"
+    return nb
+
+
 def execute_chapter(
     chapter: Chapter,
     parameters: dict[str, Any] | None = None,
@@ -71,15 +82,12 @@ def execute_chapter(
     injected-parameters cell to the one the saved notebook shows (a staged output folder to its
     final name). Ctrl-C stops the kernel quietly and raises ``KeyboardInterrupt``.
     """
-    jupytext, nbformat, papermill = book_tools()
+    _, nbformat, papermill = book_tools()
     from mechaudit.book.kernel import EnvKernelManager, kernel_config
 
     target = (Path(out_dir) / chapter.ipynb.name) if out_dir else chapter.ipynb
     target.parent.mkdir(parents=True, exist_ok=True)
-    nb = jupytext.read(chapter.source)
-    nb.metadata.setdefault("jupytext", {})["formats"] = "ipynb,py:percent"
-    for i, cell in enumerate(nb.cells):  # stable ids: re-execution gives an identical file
-        cell.id = f"cell-{i:03d}"
+    nb = source_notebook(chapter)
     with tempfile.TemporaryDirectory(prefix="mechaudit-") as tmp:
         src = Path(tmp) / f"{chapter.stem}.in.ipynb"
         out = Path(tmp) / f"{chapter.stem}.ipynb"

@@ -17,9 +17,6 @@ import math
 from pathlib import Path
 from typing import Any
 
-from mechaudit.tau.fitting import fit_tau_detailed
-from mechaudit.tau.inference import infer_score
-
 
 def _emit(payload: dict[str, Any], out: str | None) -> None:
     clean = {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in payload.items()}
@@ -66,6 +63,7 @@ def read_pairs(path: str | Path) -> list[dict[str, Any]]:
 def run_infer(args: argparse.Namespace) -> int:
     """Errors (a bad file or value) reach the one handler in ``mechaudit.cli.main``: one line, exit 1."""
     from mechaudit.errors import MechauditError
+    from mechaudit.tau.inference import infer_score  # scipy: loaded by this command only
 
     raw = Path(args.input).read_bytes()
     try:
@@ -94,6 +92,8 @@ def run_infer(args: argparse.Namespace) -> int:
 
 def run_fit(args: argparse.Namespace) -> int:
     """Errors reach the one handler in ``mechaudit.cli.main``: one line ``FILE:LINE: field``, exit 1."""
+    from mechaudit.tau.fitting import fit_tau_detailed  # scipy.optimize: loaded by this command only
+
     pairs = read_pairs(args.pairs)
     fit = fit_tau_detailed(pairs, args.method)
     _emit(fit.to_dict(), args.out)

@@ -22,10 +22,8 @@ import sys
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-import httpx
-import httpx2
 import pandas as pd
 from pydantic import BaseModel
 from tqdm import tqdm
@@ -62,6 +60,10 @@ from mechaudit.llm.records import check_message, message_record, message_text  #
 from mechaudit.llm.request import LLMRequest, LLMResponse, Usage
 from mechaudit.llm.session import PROGRESS_MIN_REQUESTS, LLMSession
 
+if TYPE_CHECKING:
+    import httpx
+    import httpx2
+
 M = TypeVar("M", bound=BaseModel)
 
 BACKENDS = LLM_BACKENDS  # ("anthropic", "replay"); the names live in mechaudit.backends
@@ -69,35 +71,6 @@ BACKENDS = LLM_BACKENDS  # ("anthropic", "replay"); the names live in mechaudit.
 # setup (temperature 0) needs the version that still accepts them.
 SAMPLING_API_VERSION = "2023-06-01"
 FIRST_VERSION_WITHOUT_SAMPLING = "2026-10-21"
-
-
-class _HttpxBridge(httpx2.BaseTransport):
-    """Lets an ``httpx.Client`` (e.g. on ``httpx.MockTransport``) serve the SDK, which uses httpx2."""
-
-    def __init__(self, client: httpx.Client) -> None:
-        self._client = client
-
-    def handle_request(self, request: httpx2.Request) -> httpx2.Response:
-        sent = self._client.send(
-            httpx.Request(
-                request.method, str(request.url), headers=request.headers.raw, content=request.read()
-            )
-        )
-        # The body is already decoded: drop the headers that describe the wire encoding.
-        headers = [
-            (k, v)
-            for k, v in sent.headers.raw
-            if k.lower() not in (b"content-encoding", b"transfer-encoding", b"content-length")
-        ]
-        return httpx2.Response(sent.status_code, headers=headers, content=sent.read())
-
-
-def _as_httpx2(http_client: httpx.Client | httpx2.Client | None) -> httpx2.Client | None:
-    if http_client is None or isinstance(http_client, httpx2.Client):
-        return http_client
-    if isinstance(http_client, httpx.Client):
-        return httpx2.Client(transport=_HttpxBridge(http_client))
-    raise TypeError(f"http_client must be an httpx.Client or httpx2.Client, got {type(http_client)}")
 
 
 class LLMClient:
@@ -126,7 +99,11 @@ class LLMClient:
         self.max_retries = max_retries
         self.timeout = timeout
         self.api_version = api_version
-        self._http_client = _as_httpx2(http_client)
+        self._http_client = None
+        if http_client is not None:
+            from mechaudit.llm.http import as_httpx2
+
+            self._http_client = as_httpx2(http_client)
         self._sdk: Any = None
         self._openai: Any = None  # the OpenAI SDK client, for models routed to OpenAI
         self._sdk_lock = threading.Lock()
