@@ -423,10 +423,10 @@ book_table(settings.round(1), name="tbl-ch02-settings",
 # nothing about later rounds. Under the paper-rate judge the same-depth divergence is
 # {glue:text}`ch02_truth_rate_K1` % and {glue:text}`ch02_truth_rate_K5` %, which leaves room for
 # {glue:text}`ch02_truth_rate_max_1v5` pp; its 1 v 5 truth of {glue:text}`ch02_truth_rate_1v5` pp is
-# small because little changes after round one in this simulator, not because of the ceiling. In this
-# run, under the {glue:text}`ch02_main_rule_name`, 1 v 5 reached {glue:text}`ch02_norm_1v5` of its
-# ceiling of {glue:text}`ch02_max_1v5_pp` pp and 0 v 1 {glue:text}`ch02_norm_0v1` of
-# {glue:text}`ch02_max_0v1_pp` pp: {glue:text}`ch02_norm_verdict`.
+# {glue:text}`ch02_truth_rate_ceiling_reading`. In this run, under the
+# {glue:text}`ch02_main_rule_name`, 1 v 5 reached {glue:text}`ch02_norm_1v5` of its ceiling of
+# {glue:text}`ch02_max_1v5_pp` pp ({glue:text}`ch02_ceiling_reading`) and 0 v 1
+# {glue:text}`ch02_norm_0v1` of {glue:text}`ch02_max_0v1_pp` pp: {glue:text}`ch02_norm_verdict`.
 
 # %% tags=["hide-input"]
 for label in [lab for lab in ["0 v 1", "1 v 5"] if lab in main.index]:
@@ -434,6 +434,13 @@ for label in [lab for lab in ["0 v 1", "1 v 5"] if lab in main.index]:
     glue(f"ch02_max_{tag}_pp", main.loc[label, "max_extra_pp"], digits=1)
     glue(f"ch02_norm_{tag}", main.loc[label, "normalised"], digits=2)
 norm_verdict = glue("ch02_norm_verdict", ch.norm_verdict(main))
+glue("ch02_ceiling_reading", ch.ceiling_reading(main.loc["1 v 5", "extra_pp"], main.loc["1 v 5", "max_extra_pp"])
+     if "1 v 5" in main.index else "the design lacks 1 v 5")
+rate_truth = measure_truth.get("paper_rates") or {}
+glue("ch02_truth_rate_ceiling_reading",
+     ch.ceiling_reading(rate_truth["1 v 5"], float(truth[(truth.measure == "paper_rates") & (truth.label == "1 v 5")]
+                                                   .max_extra_pp.iloc[0]))
+     if "1 v 5" in rate_truth else "(no simulator truth for LLM runs)")
 
 # %% [markdown]
 # ## The same runs under other equivalence rules

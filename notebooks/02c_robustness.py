@@ -248,9 +248,9 @@ fig = glue_figure("ch02c_fig_conclusion", save("conclusion_map", fig, out_dir))
 # {doc}`02_critique_depth`.)
 #
 # {glue:text}`ch02c_outside_sentence` Within the simulator, then, whether later rounds add little is
-# decided by settings the paper's two estimates already pin down; it is not evidence about
-# self-critique in general, and a workflow that is not built like this simulator could behave
-# differently.
+# read at the settings the paper's two estimates allow, and there conclusion (a)
+# {glue:text}`ch02c_status_sentence`; that is not evidence about self-critique in general, and a
+# workflow that is not built like this simulator could behave differently.
 #
 # ## The number of alternatives
 #

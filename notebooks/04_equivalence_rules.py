@@ -89,7 +89,7 @@ from mechaudit.book import ch04_equivalence_rules as ch
 from mechaudit.book.chapter import SIMULATED, headline_provenance
 from mechaudit.glue import glue, glue_figure
 from mechaudit.outputs import save
-from mechaudit.paper import compare, compare_paper_default
+from mechaudit.paper import compare, compare_paper_default, reported
 from mechaudit.plots.workflow import cluster_count_figure
 from mechaudit.tables import book_table, use_book_tables
 from mechaudit.workflow import (
@@ -211,15 +211,17 @@ fig = glue_figure("ch04_fig_vendi", save("vendi_per_run", fig, out_dir))
 # definition: a complete-linkage group lies inside one component), and the gap between the two shows
 # how far a rule's verdicts are from transitive.
 #
-# The thresholds and the encoder used here beside the paper's (switched off with
-# `compare_paper = False`, the default on your own data):
+# The thresholds used here beside the paper's (switched off with `compare_paper = False`, the default
+# on your own data). {glue:text}`ch04_encoder_sentence`
 
 # %% tags=["hide-input"]
+glue("ch04_encoder_sentence", ch.encoder_sentence(list(rule_objects), embedding_model,
+                                                  reported("models.embedding") if show_paper else None))
 if show_paper:
     display(book_table(save("paper_comparison", compare(ch.paper_rows(rule_objects, tfidf_threshold,
-                                                                      embedding_threshold, embedding_model),
+                                                                      embedding_threshold),
                                                         llm=ctx.llm), out_dir), name="tbl-ch04-paper",
-                       caption="The thresholds and the encoder: the paper's and this run's."))
+                       caption="The thresholds: the paper's and this run's."))
 else:
     print("comparison with the paper is off (compare_paper is false or data_dir is your own data)")
 

@@ -224,8 +224,8 @@ save("order_reversal", effects.table, out_dir)
 # `gpt-5.5` routes to OpenAI with the optional extra `mechaudit[openai]`). The first table gives,
 # per rubric, raw agreement and {term}`Cohen's kappa <Cohen's kappa (κ)>` between the models'
 # decisions; the second, per rubric and swap kind, the "% judged different" range over the models.
-# The paper ran its rubric variants with one judge (Opus 4.6), so it has no figure to compare these
-# with. Offline nothing is judged, and the table says so.
+# The paper reports its rubric variants for one judge (Opus 4.6) only, so it gives no figure to compare
+# these with. Offline nothing is judged, and the table says so.
 
 # %%
 model_agree, model_ranges = rubric_model_axis(

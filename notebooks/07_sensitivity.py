@@ -278,7 +278,8 @@ save("judge_model_ranges", model_ranges(check, judge_models), out_dir)
 # The paper's agreement range is over TF-IDF, Titan embeddings and its LLM judge. With an LLM
 # backend the range below is over TF-IDF, all-MiniLM-L6-v2 embeddings ("MiniLM") and the first judge
 # model. Offline the third method is the reference judge, and the range is not an LLM result; the
-# stability rows then say "not run".
+# stability check's pairs are drawn and judged by the offline rules, and the rows that count an LLM
+# judge's changed decisions say "not run".
 
 # %% tags=["hide-input"]
 three = three_methods(fixed)

@@ -84,9 +84,17 @@ def test_demand_density_and_the_conceded_floor(bench):
     design = Design(instances=("A", "B", "C", "D"), depths=(0, 1, 5), runs_per_depth=5)
     assert ch.critique_rounds(design) == 120
     table = ch.density_table(1440, 332, design, hypotheses_per_run=8.0)
-    assert table.loc["demands per run and round of critique"].tolist() == [12.0, 2.77]
+    assert table.loc["demands per run and round of critique"].tolist() == [
+        12.0, 2.77, "derived here: 332 demands / 120 run-rounds"]  # the book's derivation, named as such
+    assert table.loc["demands in the design", "paper's value"] == "reported (§5.1)"
     assert table.loc["demands per hypothesis and round", "this run"] == 1.5
-    assert table.loc["demands per hypothesis and round", "paper"] == "not reported"
+    assert table.loc["demands per hypothesis and round", "paper's value"] == "not reported"
+    assert ch.demand_sentence(table) == ("This run raises 4.3 times the paper's demands: 12 demands per run and "
+                                         "round of critique, against the 2.77 this book derives from the "
+                                         "paper's 332 demands")
+    own = ch.density_table(1440, None, design, hypotheses_per_run=8.0)  # on other data: no paper column at all
+    assert list(own.columns) == ["this run"]
+    assert ch.demand_sentence(own) == "This run raises 12 demands per run and round of critique."
     labelled = _labelled()  # 4 of 10 demands are conceded weak-link demands: a floor of 40 %
     assert ch.conceded_floor_sentence(labelled, 30.0).startswith("they cannot come closer: the conceded demands on "
                                                                   "weak links alone are 40.0 %")

@@ -31,10 +31,18 @@ def test_depth_table_by_grouping_and_depth():
 
 def test_clusters_range_and_paper_rows():
     assert ch.clusters_range(ch.rule_summary(_div())) == "4.0-6.0 per run"
-    rows = ch.paper_rows(["mechanism_key", "tfidf"], 0.5, 0.77, None)
+    rows = ch.paper_rows(["mechanism_key", "tfidf"], 0.5, 0.77)
     assert rows == [("sensitivity.tfidf_threshold", 0.5, "threshold used here")]
-    both = ch.paper_rows(["tfidf", "embedding"], 0.25, 0.9, None)
-    assert ("models.embedding", "all-MiniLM-L6-v2", "a small local encoder") in both and len(both) == 3
+    both = ch.paper_rows(["tfidf", "embedding"], 0.25, 0.9)
+    assert both[1] == ("sensitivity.embedding_threshold", 0.9, "threshold used here") and len(both) == 2
+
+
+def test_encoder_sentence_names_both_models_only_beside_the_paper():
+    assert ch.encoder_sentence(["tfidf"], None, "Titan") == ""
+    assert ch.encoder_sentence(["embedding"], None, None) == (
+        "The embedding rule used all-MiniLM-L6-v2, a small local encoder.")
+    text = ch.encoder_sentence(["embedding"], "my-encoder", "Titan")
+    assert text.startswith("The embedding rule used my-encoder; the paper used Titan") and "not comparable" in text
 
 
 def test_chapter_rules_drop_the_key_for_llm_runs_only(bench):

@@ -66,6 +66,7 @@ def test_findings_and_headline_offline_and_with_an_llm_column():
     assert facts["tfidf_min_sim_swapped"] == pytest.approx(sims["tfidf"][2])
     top = ch.headline(facts)
     assert top == {"tfidf": 0, "embedding": 50, "matched": 50, "reference": 100, "llm": "not run offline"}
+    assert ch.headline({**facts, "fss_embedding": 100 * 6 / 80})["embedding"] == 7.5  # not 8, the paper's figure
     llm = pd.array([True, True, False, True] * 2, dtype="boolean")
     facts = ch.findings(ch.pooled_percent(decisions(llm), kinds=KINDS8), sims, NAMES, kinds=KINDS8)
     assert ch.headline(facts)["llm"] == 100

@@ -62,10 +62,13 @@ def test_three_methods_headline_and_offline_paper_rows():
     top = ch.headline(three)
     assert top["agreement"] == f"{top['agreement_low']:.1f} to {top['agreement_high']:.1f} %"
     assert top["agreement_low"] == pytest.approx(50.0) and top["agreement_high"] == pytest.approx(100 * 5 / 6)
-    check = ch.StabilityCheck(pd.DataFrame(), None, False)
+    offline = pd.DataFrame({"pairs": [180, 180], "repeat changed": [0, 0], "reversal changed": [0, 0]},
+                           index=pd.Index(["tfidf", "embedding"], name="rule"))
+    check = ch.StabilityCheck(offline, None, False)
     rows = ch.paper_rows(three, fixed, check, tfidf_threshold=0.25, embedding_threshold=0.77)
     assert len(rows) == 14 and all(len(r[2]) <= 40 for r in rows if len(r) == 3)
-    assert [r[1] for r in rows[6:]] == [None] * 8
+    assert rows[6] == ("sensitivity.stability_pairs", 180, "judged by the offline rules")  # drawn and judged
+    assert [r[1] for r in rows[7:]] == [None] * 7
     assert len(compare(rows, llm=False)) == 14
     assert ch.model_ranges(check, ["m"]).iloc[0, 0] == "not run: offline backend"
 

@@ -59,7 +59,7 @@ def constrained(tmp_path):
     ("critique_depth.judge_range_pp.k0_vs_k1_low", NOT_RUN, INDEPENDENT),
     ("design.runs", BY_CONSTRUCTION, BY_CONSTRUCTION),
     ("design.partitions_per_instance", BY_CONSTRUCTION, BY_CONSTRUCTION),
-    ("sensitivity.stability_pairs", NOT_RUN, BY_CONSTRUCTION),  # LLM only, and a setting when run
+    ("sensitivity.stability_pairs", BY_CONSTRUCTION, BY_CONSTRUCTION),  # a setting; the offline rules judge them
     ("sensitivity.kappa_low", INDEPENDENT, INDEPENDENT),
     ("book.tau.recovery", BY_CONSTRUCTION, BY_CONSTRUCTION),
 ])
@@ -261,3 +261,16 @@ def test_headline_status_uses_the_book_vocabulary():
     assert status.headline_status(Backend.ANTHROPIC, "m", status.LOCAL) == "LLM (m, anthropic)"
     with pytest.raises(BackendError, match="'refrence' is not a backend"):
         status.backend_of({"backend": "refrence"})
+
+
+def test_the_glossary_defines_every_class_and_verdict():
+    """Every provenance class and verdict is a term of book/glossary.md (a reader meets them in every
+    paper-vs-run table, whose caption links the glossary)."""
+    from mechaudit.tables import PROVENANCE_LEGEND
+
+    text = (REPO_ROOT / "book" / "glossary.md").read_text(encoding="utf-8")
+    terms = {line.strip().lower() for line in text.splitlines() if line and not line.startswith((" ", "#", "`", ":"))}
+    for name in (*provenance.VOCABULARY, *provenance.VERDICTS, "provenance", "verdict"):
+        assert name.lower() in terms, name
+    assert "{term}`" in PROVENANCE_LEGEND and "<Provenance>" in PROVENANCE_LEGEND
+    assert f"one of {len(provenance.VOCABULARY)} classes".replace("5", "five") in PROVENANCE_LEGEND

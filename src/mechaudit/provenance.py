@@ -70,7 +70,6 @@ LLM_ONLY = (
     "critique_depth.judge_range_pp.*",
     "perturbations.*.llm",
     "rubric.*",
-    "sensitivity.stability_pairs",
     "sensitivity.repeat_changed",
     "sensitivity.reversal_changed",
     "sensitivity.reversal_changed_pct",

@@ -190,6 +190,13 @@ def _index_cells(index: pd.Index) -> tuple[list[str], list[list[Cell]]]:
     return names, rows
 
 
+#: the caption's last sentence on a table with a provenance column (a "paper vs this run" table): in
+#: the book a link to the glossary's definitions of every class and verdict, elsewhere plain text
+PROVENANCE_LEGEND = ("Provenance: how each number relates to the paper's, one of five classes "
+                     "({term}`defined in the glossary <Provenance>`).")
+PROVENANCE_LEGEND_PLAIN = "Provenance: how each number relates to the paper's, one of five classes (see the glossary)."
+
+
 class BookTable:
     """A table as the book shows it (see the module docstring).
 
@@ -211,6 +218,7 @@ class BookTable:
         if caption and not name:
             raise ValueError("a table with a caption needs a name (e.g. 'tbl-ch02-extra') to be numbered")
         self.caption, self.name = caption, name
+        self.legend = caption is not None and "provenance" in map(str, frame.columns)
         self.classes = [*getattr(frame, "book_classes", ()), *classes]
         plain_index = isinstance(frame.index, pd.RangeIndex) and frame.index.name is None
         headers = [_header(c) for c in frame.columns]
@@ -239,7 +247,8 @@ class BookTable:
         fence = "`" * max(3, max((len(m) for m in re.findall(r"`+", body)), default=0) + 1)
         options = [f":class: {' '.join(self.classes)}"] if self.classes else []
         if self.caption:
-            options[:0] = [f":name: {self.name}", f":caption: {' '.join(self.caption.split())}"]
+            caption = " ".join(self.caption.split()) + (" " + PROVENANCE_LEGEND if self.legend else "")
+            options[:0] = [f":name: {self.name}", f":caption: {caption}"]
         return "\n".join([f"{fence}{{book-table}}", *options, "", body, fence]) + "\n"
 
     def _repr_html_(self) -> str:
@@ -247,7 +256,7 @@ class BookTable:
         cls = " ".join(["book-table", *self.classes])
         out = [f'<table class="{cls}">']
         if self.caption:
-            out.append(f"<caption>{esc(self.caption)}</caption>")
+            out.append(f"<caption>{esc(self._plain_caption())}</caption>")
         out.append("<thead><tr>" + "".join(f"<th>{esc(h)}</th>" for h in self.header) + "</tr></thead><tbody>")
         for row in self.rows:
             cells = [f'<{"th" if j < self.stub else "td"}{" class=num" if c.numeric else ""}>{esc(c.text)}'
@@ -260,7 +269,10 @@ class BookTable:
         widths = [max(len(r[j]) for r in grid) for j in range(len(self.header))]
         lines = ["  ".join(t.ljust(w) if j < self.stub or not (i and self.rows[i - 1][j].numeric) else t.rjust(w)
                            for j, (t, w) in enumerate(zip(r, widths))).rstrip() for i, r in enumerate(grid)]
-        return "\n".join(([self.caption] if self.caption else []) + lines)
+        return "\n".join(([self._plain_caption()] if self.caption else []) + lines)
+
+    def _plain_caption(self) -> str:
+        return self.caption + (" " + PROVENANCE_LEGEND_PLAIN if self.legend else "")
 
 
 def book_table(frame: pd.DataFrame | pd.Series, caption: str | None = None, name: str | None = None,

@@ -297,6 +297,16 @@ def norm_verdict(main: pd.DataFrame) -> str:
     return "the normalisation removes most of the contrast"
 
 
+def ceiling_reading(effect_pp: float, ceiling_pp: float, share: float = 0.25) -> str:
+    """Whether an extra divergence of ``effect_pp`` is small because of its ceiling ``ceiling_pp``
+    (both pp): far below it (at most ``share`` of it) or close to it."""
+    if not ceiling_pp > 0:
+        return "the ceiling leaves no room at all, so the ceiling alone keeps it small"
+    if effect_pp <= share * ceiling_pp:
+        return "far below its ceiling, so the ceiling is not what keeps it small"
+    return "a large share of its ceiling, so the ceiling limits it"
+
+
 def pattern_sentence(table: pd.DataFrame, alpha: float = 0.05) -> str:
     """Which rules show the paper's pattern: a 0 v 1 effect significant at ``alpha`` and at least four
     times the 1 v 5 effect (and 1 pp). A sentence opening, e.g. "Under the rules a and b the pattern of

@@ -109,15 +109,35 @@ def critique_rounds(design) -> int:
     return design.runs_per_depth * len(design.instances) * sum(design.depths)
 
 
-def density_table(n_demands: int, paper_demands: int, design, hypotheses_per_run: float) -> pd.DataFrame:
-    """Demands per design and per critiqued run-round, this run beside the paper (same design), and
-    per hypothesis and round for this run (the paper does not report its hypotheses per run).
-    Index: quantity; columns "this run", "paper"."""
+def density_table(n_demands: int, paper_demands: int | None, design, hypotheses_per_run: float) -> pd.DataFrame:
+    """Demands per design, per critiqued run-round and per hypothesis and round: this run's, and with
+    ``paper_demands`` (the paper's count; None: the comparison with the paper is off) the paper's
+    beside it, each with a note saying whether the paper reports it or this book derives it (the
+    per-round value divides the paper's count by the design's run-rounds). Index: quantity; columns
+    "this run" and, with the paper, "paper" and "paper's value"."""
     rounds = critique_rounds(design)
-    rows = {"demands in the design": (n_demands, paper_demands),
-            "demands per run and round of critique": (round(n_demands / rounds, 2), round(paper_demands / rounds, 2)),
-            "demands per hypothesis and round": (round(n_demands / rounds / hypotheses_per_run, 2), "not reported")}
-    return pd.DataFrame(rows, index=["this run", "paper"]).transpose().rename_axis("quantity")
+    names = ["demands in the design", "demands per run and round of critique", "demands per hypothesis and round"]
+    out = pd.DataFrame({"this run": [n_demands, round(n_demands / rounds, 2),
+                                     round(n_demands / rounds / hypotheses_per_run, 2)]},
+                       index=pd.Index(names, name="quantity"))
+    if paper_demands is None:
+        return out
+    return out.assign(paper=[paper_demands, round(paper_demands / rounds, 2), None],
+                      **{"paper's value": ["reported (§5.1)",
+                                           f"derived here: {paper_demands} demands / {rounds} run-rounds",
+                                           "not reported"]})
+
+
+def demand_sentence(density: pd.DataFrame) -> str:
+    """How many demands this run raised per run and round (``density_table``), beside the paper's count
+    where the table has it, with the per-round value named as this book's derivation."""
+    per_round = density.loc["demands per run and round of critique"]
+    own = f"{per_round['this run']:g} demands per run and round of critique"
+    if "paper" not in density:
+        return f"This run raises {own}."
+    total = density.loc["demands in the design"]
+    return (f"This run raises {total['this run'] / total['paper']:.1f} times the paper's demands: {own}, against "
+            f"the {per_round['paper']:g} this book derives from the paper's {total['paper']:g} demands")
 
 
 def simulated_shares(bench, design, params, seed: int) -> tuple[int, float, pd.DataFrame]:

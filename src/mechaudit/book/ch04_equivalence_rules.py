@@ -84,17 +84,28 @@ def clusters_range(summary: pd.DataFrame, column: str = "groups (complete)") -> 
     return f"{lo:.1f}-{hi:.1f} per run"
 
 
-def paper_rows(rules: Sequence[str], tfidf_threshold: float, embedding_threshold: float,
-               embedding_model: str | None) -> list[tuple]:
-    """Rows ``(key, ours, note)`` for ``mechaudit.paper.compare``: the TF-IDF threshold and the
-    embedding threshold and model used here beside the paper's, for the text rules among ``rules``."""
+def paper_rows(rules: Sequence[str], tfidf_threshold: float, embedding_threshold: float) -> list[tuple]:
+    """Rows ``(key, ours, note)`` for ``mechaudit.paper.compare``: the TF-IDF and embedding thresholds
+    used here beside the paper's, for the text rules among ``rules``. (The encoder is not a row: a
+    model chosen for this run is not a result; ``encoder_sentence`` names both.)"""
     rows = []
     if "tfidf" in rules:
         rows.append(("sensitivity.tfidf_threshold", tfidf_threshold, "threshold used here"))
     if "embedding" in rules:
-        rows += [("sensitivity.embedding_threshold", embedding_threshold, "threshold used here"),
-                 ("models.embedding", embedding_model or "all-MiniLM-L6-v2", "a small local encoder")]
+        rows.append(("sensitivity.embedding_threshold", embedding_threshold, "threshold used here"))
     return rows
+
+
+def encoder_sentence(rules: Sequence[str], embedding_model: str | None, paper_model: str | None) -> str:
+    """Which encoder the embedding rule used here, beside the paper's (``paper_model``; None: the
+    comparison with the paper is off); "" when the rule did not run."""
+    if "embedding" not in rules:
+        return ""
+    ours = embedding_model or "all-MiniLM-L6-v2, a small local encoder"
+    if paper_model is None:
+        return f"The embedding rule used {ours}."
+    return (f"The embedding rule used {ours}; the paper used {paper_model}, so the embedding numbers of the two "
+            "are not comparable one to one, even at the same threshold.")
 
 
 def by_depth_text(div: pd.DataFrame, rule: str, grouping: str = "complete") -> str:

@@ -228,17 +228,18 @@ def findings(pooled: pd.DataFrame, sims: pd.DataFrame, names: RuleSet, *, kinds:
     return out
 
 
-def headline(facts: dict[str, float | None]) -> dict[str, int | str]:
+def headline(facts: dict[str, float | None]) -> dict[str, float | str]:
     """The intro's values from ``findings``: % of first-step swaps judged different per rule (the
-    embedding rule at the paper's and at the matched threshold), whole numbers ("n/a" without such
+    embedding rule at the paper's and at the matched threshold), to one decimal, so that a rate such
+    as 6 of 80 pairs reads 7.5, not a whole number that could pass for the paper's ("n/a" without such
     pairs; the LLM's "not run offline" when it did not run)."""
-    out: dict[str, int | str] = {}
+    out: dict[str, float | str] = {}
     for rule in ("tfidf", "embedding", "matched", "reference", "llm"):
         value = facts[f"fss_{rule}"]
         if value is None:
             out[rule] = "not run offline"
         else:
-            out[rule] = "n/a" if np.isnan(value) else int(round(value))
+            out[rule] = "n/a" if np.isnan(value) else round(float(value), 1)
     return out
 
 

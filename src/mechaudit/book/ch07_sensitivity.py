@@ -304,13 +304,15 @@ def paper_rows(three: pd.DataFrame, fixed: FixedMethods, check: StabilityCheck, 
             ("sensitivity.kappa_high", round(three["kappa"].max(), 3), methods),
             ("sensitivity.tfidf_threshold", tfidf_threshold),
             ("sensitivity.embedding_threshold", embedding_threshold, "all-MiniLM-L6-v2, not Titan v2")]
-    stab_keys = ("stability_pairs", "repeat_changed", "reversal_changed", "reversal_changed_pct")
+    stab_keys = ("repeat_changed", "reversal_changed", "reversal_changed_pct")
+    first = check.table.iloc[0]
     if check.llm_run:
-        first, model = check.table.iloc[0], str(check.table.index[0])
-        values = (int(first["pairs"]), int(first["repeat changed"]), int(first["reversal changed"]),
-                  float(first["reversal changed %"]))
+        model = str(check.table.index[0])
+        values = (int(first["repeat changed"]), int(first["reversal changed"]), float(first["reversal changed %"]))
+        rows.append(("sensitivity.stability_pairs", int(first["pairs"]), model))
         rows += [(f"sensitivity.{k}", v, model) for k, v in zip(stab_keys, values)]
-    else:
+    else:  # the pairs were drawn and the offline rules judged them; no LLM judge's changes to count
+        rows.append(("sensitivity.stability_pairs", int(first["pairs"]), "judged by the offline rules"))
         rows += [(f"sensitivity.{k}", None, "no LLM judge offline") for k in stab_keys]
     model_keys = ("judge_models_agreement_pct_low", "judge_models_agreement_pct_high", "judge_models_kappa_low",
                   "judge_models_kappa_high")
