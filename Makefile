@@ -37,7 +37,7 @@ $(STAMP): pyproject.toml
 	@touch $(STAMP)
 
 notebooks: $(STAMP)
-	$(VENV)/bin/mechaudit execute --params params/default.yaml
+	$(VENV)/bin/mechaudit execute --params params/default.yaml --jobs 2
 
 html: $(STAMP)
 	$(VENV)/bin/jupyter-book build . -W --keep-going

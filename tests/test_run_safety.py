@@ -471,3 +471,21 @@ def test_the_executed_chapters_use_their_data_prose(tmp_path):
         assert word not in body, word
     nb = nbformat.read(REPO_ROOT / "notebooks" / "09_your_data.ipynb", as_version=4)
     assert any("ch09_instances" in json.dumps(c.get("outputs", [])) for c in nb.cells)
+
+
+def test_jobs_runs_chapters_at_once_in_order_and_stops_on_a_failure(tiny, tmp_path):
+    """Two copies of the tiny chapter, each waiting 3 s: with --jobs 2 both start before either ends
+    (the progress lines show it) and both are written; a failing one fails the run."""
+    other = tmp_path / "tiny2.py"
+    other.write_text(CHAPTER)
+    proc = run_cli(["execute", str(tiny), str(other), "-p", "wait", "3", "--out", "out", "--jobs", "2"], tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["tiny", "tiny.ipynb", "tiny2", "tiny2.ipynb"]
+    lines = proc.stderr.splitlines()
+    started = [i for i, line in enumerate(lines) if line.endswith(" ...")]
+    done = [i for i, line in enumerate(lines) if " done in " in line]
+    assert len(started) == 2 and len(done) == 2 and max(started) < min(done)  # they overlapped
+    proc = run_cli(["execute", str(tiny), str(other), "-p", "fail", "true", "--out", "out2", "-j", "2"], tmp_path)
+    assert proc.returncode == 1 and "RuntimeError: boom" in proc.stderr
+    proc = run_cli(["execute", str(tiny), "--jobs", "0"], tmp_path)
+    assert proc.returncode == 1 and "field '--jobs': expected a whole number >= 1, got 0" in proc.stderr

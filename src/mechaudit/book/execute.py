@@ -209,6 +209,7 @@ def execute_chapters(
     dry_run: bool = False,
     prices: Path | None = None,
     allow_unpriced: bool = False,
+    jobs: int = 1,
 ) -> list[Path]:
     """Execute the named chapters (default: every chapter in TOC order), one progress line each.
 
@@ -222,8 +223,12 @@ def execute_chapters(
     cost estimate is printed first; an estimate above the budget stops before the first request
     (``BudgetExceededError``), ``dry_run`` stops after the estimate, and ``confirm(text)`` returning
     False cancels. After the last chapter the run's LLM total is printed. Progress goes to
-    ``stream`` (default: ``sys.stderr`` at call time).
+    ``stream`` (default: ``sys.stderr`` at call time). ``jobs``: chapters executed at once (each in
+    its own kernel; >= 1); a run that would call an LLM runs one chapter at a time, so that its
+    budget is counted chapter by chapter. Results are in chapter order whatever ``jobs`` is.
     """
+    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
+        raise ParameterError(f"expected a whole number >= 1, got {jobs!r}", field="--jobs")
     stream = sys.stderr if stream is None else stream
     overrides = dict(overrides or {})
     if max_usd is None and overrides.get("max_usd") is not None:
@@ -248,9 +253,21 @@ def execute_chapters(
             raise ParameterError(f"cannot create the folder {out_dir}: {err.strerror or err}",
                                  field="--out") from None
     env = _kernel_env(prices, settings["llm_base_url"])
+    tasks = [(i, len(plans), chapter, params, run, out_dir, overrides, stream, env)
+             for i, (chapter, params) in enumerate(plans, start=1)]
     try:
-        return [_execute_one(i, len(plans), chapter, params, run, out_dir, overrides, stream, env)
-                for i, (chapter, params) in enumerate(plans, start=1)]
+        if jobs == 1 or run.llm or len(tasks) == 1:
+            return [_execute_one(*task) for task in tasks]
+        from concurrent.futures import ThreadPoolExecutor  # each task waits on its own kernel process
+
+        with ThreadPoolExecutor(max_workers=jobs) as pool:
+            futures = [pool.submit(_execute_one, *task) for task in tasks]
+            try:
+                return [f.result() for f in futures]
+            except BaseException:  # a chapter failed (or Ctrl-C): start no further chapter
+                for f in futures:
+                    f.cancel()
+                raise
     finally:
         if run.llm:
             print(run.total_line(), file=stream, flush=True)

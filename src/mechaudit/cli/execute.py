@@ -26,6 +26,9 @@ def register(subparsers) -> None:
         "and figures (PNG, SVG) under OUT/<chapter>/ (-p out_dir null: notebooks only)",
     )
     add_money_arguments(p)
+    p.add_argument("-j", "--jobs", type=int, default=1, metavar="N",
+                   help="execute N chapters at once, each in its own kernel (offline runs; a run that calls "
+                        "an LLM runs one chapter at a time) (default: 1)")
     p.add_argument("--confirm", action="store_true",
                    help="print the LLM cost estimate and ask before sending anything")
     p.add_argument("--dry-run", action="store_true",
@@ -74,5 +77,5 @@ def run(args: argparse.Namespace) -> int:
     execute_chapters(args.notebooks, params_file=args.params, overrides=overrides, out_dir=args.out,
                      max_usd=args.max_usd, batch=args.batch, dry_run=args.dry_run,
                      confirm=ask_terminal if args.confirm else None, prices=args.prices,
-                     allow_unpriced=args.allow_unpriced)
+                     allow_unpriced=args.allow_unpriced, jobs=args.jobs)
     return 0
