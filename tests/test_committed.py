@@ -29,3 +29,27 @@ def test_settings_carry_the_shipped_benchmark():
     with_bench = committed.with_benchmark({"a": 1})
     assert with_bench["a"] == 1 and "hypotheses.jsonl" in with_bench["benchmark"]
     assert committed.canonical({"b": [1, 2], "a": 1}) == committed.canonical({"a": 1, "b": (1, 2)})
+
+
+def test_calibrate_refuses_other_data_and_keeps_current_tables(monkeypatch, capsys):
+    """On other data the command stops in one line; on the shipped data a current table is kept, not
+    recomputed (the scan part's simulation is replaced by a function that fails if called)."""
+    import mechaudit.paths as paths
+    from mechaudit.cli import main
+    from mechaudit.workflow import calibrate
+
+    monkeypatch.setattr(paths, "is_shipped_benchmark", lambda data_dir=None: False)
+    assert main(["calibrate", "--only", "scan"]) == 1
+    assert "field 'MECHAUDIT_DATA'" in capsys.readouterr().err
+    monkeypatch.undo()
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the committed scan is current: nothing to simulate")
+
+    monkeypatch.setattr(calibrate, "scan", refuse)
+    before = (committed.COMPUTED_DIR / "calibration_scan.csv").read_bytes()
+    assert main(["calibrate", "--only", "scan"]) == 0
+    out = capsys.readouterr().out
+    assert "calibration_scan.csv (81 points): current, kept" in out
+    assert "params/simulator.yaml holds every calibrated value" in out
+    assert (committed.COMPUTED_DIR / "calibration_scan.csv").read_bytes() == before

@@ -445,12 +445,12 @@ def write_calibration(n_jobs: int = -1, force: bool = False) -> str:
                                      lambda: scan(bench, design, params, spec, n_jobs=n_jobs), write=True, force=force)
     cal = calibrate(bench, design, base, spec, table=table)
     found = constrained_by_fit(cal.scan, spec)
-    record = committed.COMPUTED_DIR / f"{CONSTRAINED_NAME}.json"
-    record.write_text(committed.canonical(found), encoding="utf-8")
+    changed = committed.write_record(CONSTRAINED_NAME, found)
     differ = [k for k, ok in matches(base, cal.values()).items() if not ok]
     state = "written" if source == "computed now" else "current, kept"
     lines = [f"data/computed/{SCAN_NAME}.csv ({len(table)} points): {state}",
-             f"wrote {record.name}: {', '.join(found) or 'nothing'}",
+             f"{CONSTRAINED_NAME}.json ({'written' if changed else 'current, kept'}): "
+             f"{', '.join(found) or 'nothing'}",
              "best point: " + fit_point_text(cal.scan, spec, best_only=True),
              "within half a tolerance of every target: " + (fit_point_text(cal.scan, spec) or "no point"),
              "calibrated values: " + ", ".join(f"{k} = {v}" for k, v in cal.values().items()),

@@ -52,6 +52,19 @@ def save(name: str, table: pd.DataFrame, settings: Mapping[str, Any], folder: st
     return csv
 
 
+def write_record(name: str, record: Mapping[str, Any], folder: str | Path = COMPUTED_DIR) -> bool:
+    """Write ``record`` as ``NAME.json`` (canonical JSON) when it differs from the file's content, by an
+    atomic replace (a reader never sees half a file); True when the file changed."""
+    path = Path(folder) / f"{name}.json"
+    text = canonical(record)
+    if path.is_file() and path.read_text(encoding="utf-8") == text:
+        return False
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(path)
+    return True
+
+
 def recorded(name: str, folder: str | Path = COMPUTED_DIR) -> dict[str, Any] | None:
     """The settings recorded beside ``name`` (None when there is no committed table)."""
     _, meta = paths(name, folder)
