@@ -146,9 +146,12 @@ truth_runs = glue("ch02b_truth_runs", truth_runs_per_depth)
 # interval) for the two fast rules.
 
 # %%
-runs = ch.replications(setup, n_replications=n_replications, n_null_replications=n_null_replications,
-                       n_text_replications=n_text_replications, n_boot=n_boot, tfidf_threshold=tfidf_threshold,
-                       seed=seed, n_jobs=n_jobs, parallel_backend=parallel_backend)
+runs = ch.replications(
+    setup, n_replications=n_replications,
+    n_null_replications=n_null_replications,
+    n_text_replications=n_text_replications, n_boot=n_boot,
+    tfidf_threshold=tfidf_threshold, seed=seed,
+    n_jobs=n_jobs, parallel_backend=parallel_backend)
 print(source_note(runs.sources))
 reps, null_reps = runs.default, runs.null
 bias = validity_summary(reps, truth, alpha=alpha)

@@ -168,7 +168,8 @@ else:
 runs = setup.delivery.runs
 # delivered hypotheses per run
 per_run = sum(len(r.delivered) for r in runs) / len(runs)
-density = ch.density_table(len(labelled), reported("engagement.demands") if show_paper else None,
+paper_demands = reported("engagement.demands") if show_paper else None
+density = ch.density_table(len(labelled), paper_demands,
                            setup.design, hypotheses_per_run=per_run)
 
 # %% tags=["hide-input"]

@@ -162,9 +162,11 @@ def test_scan_view_indexes_the_grid():
                          "within_half_tolerance": [False, True], "consistent": [True, True], "best": [False, True]})
     view = ch.scan_view(scan, ["p"])
     assert view.index.name == "p"
-    assert list(view.columns) == ["0 v 1 (pp)", "0 v 1 SE (pp)", "1 v 5 (pp)", "1 v 5 SE (pp)", "objective",
-                                  "within half a tolerance", "consistent", "best"]
-    assert view.loc[0.7, "0 v 1 (pp)"] == 30.12
+    assert list(view.columns) == ["0 v 1 (pp)", "1 v 5 (pp)", "objective", "within half a tolerance",
+                                  "consistent", "best"]
+    assert view.loc[0.7, "0 v 1 (pp)"] == "30.1 ± 0.2" and view.loc[0.8, "1 v 5 (pp)"] == "2.0 ± 0.0"
+    two = ch.scan_view(scan.assign(q=[1.0, 0.9]), ["p", "q"])
+    assert two.index.names == ["p", "q"] and two.loc[(0.8, 0.9), "objective"] == 0.01
 
 
 def test_exercise_values_follow_the_simulator(bench):

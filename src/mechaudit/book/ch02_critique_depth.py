@@ -27,6 +27,7 @@ from mechaudit.model import Benchmark
 from mechaudit.paper import entries, format_p, power_of_ten, reported
 from mechaudit.paths import PARAMS_DIR
 from mechaudit.schema import load_benchmark
+from mechaudit.tables import format_number
 from mechaudit.workflow import Design, SimulatorParams, instance_matrices, population_truth
 from mechaudit.workflow.depth import MEASURES
 from mechaudit.workflow.plan import design_for, plan_delivered_judges, plan_workflow
@@ -559,19 +560,22 @@ def recheck_sentence(scan: pd.DataFrame, truth: pd.DataFrame | None, spec, z: fl
 
 
 def scan_view(scan: pd.DataFrame, grid: Sequence[str]) -> pd.DataFrame:
-    """The calibration scan for reading: index the grid parameters; the expected extra divergence of
-    every comparison and its Monte Carlo SE (pp), the objective (sum of squared distances to the
-    targets in tolerances), whether every target is within half a tolerance, whether the point is
+    """The calibration scan for reading: index the grid parameters; per comparison the expected extra
+    divergence with its Monte Carlo SE ("34.6 ± 0.2", pp), the objective (sum of squared distances to
+    the targets in tolerances), whether every target is within half a tolerance, whether the point is
     consistent with the paper's estimates (jointly), and whether it is the best."""
     extras = [c for c in scan.columns if c.startswith("extra_") and c.endswith("_pp")]
-    columns: dict[str, str] = {}
+    view = pd.DataFrame(index=pd.MultiIndex.from_frame(scan[list(grid)]) if len(grid) > 1 else
+                        pd.Index(scan[grid[0]], name=grid[0]))
     for c in extras:
         label = c.removeprefix("extra_").removesuffix("_pp").replace("v", " v ")
-        columns[c] = f"{label} (pp)"
-        columns["se_" + c.removeprefix("extra_")] = f"{label} SE (pp)"
-    names = columns | {"objective": "objective", "within_half_tolerance": "within half a tolerance",
-                       "consistent": "consistent", "best": "best"}
-    return scan.set_index(list(grid))[list(names)].round(2).rename(columns=names)
+        se = scan["se_" + c.removeprefix("extra_")]
+        view[f"{label} (pp)"] = [f"{format_number(v, 1)} ± {e:.1f}" for v, e in zip(scan[c], se)]
+    view["objective"] = scan.objective.round(2).to_numpy()
+    for column, name in (("within_half_tolerance", "within half a tolerance"), ("consistent", "consistent"),
+                         ("best", "best")):
+        view[name] = scan[column].to_numpy()
+    return view
 
 
 # --------------------------------------------------------------------------- judge-model axis (the paper's Figure 5)

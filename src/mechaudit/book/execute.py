@@ -256,21 +256,27 @@ def execute_chapters(
     tasks = [(i, len(plans), chapter, params, run, out_dir, overrides, stream, env)
              for i, (chapter, params) in enumerate(plans, start=1)]
     try:
-        if jobs == 1 or run.llm or len(tasks) == 1:
-            return [_execute_one(*task) for task in tasks]
-        from concurrent.futures import ThreadPoolExecutor  # each task waits on its own kernel process
-
-        with ThreadPoolExecutor(max_workers=jobs) as pool:
-            futures = [pool.submit(_execute_one, *task) for task in tasks]
-            try:
-                return [f.result() for f in futures]
-            except BaseException:  # a chapter failed (or Ctrl-C): start no further chapter
-                for f in futures:
-                    f.cancel()
-                raise
+        return _execute_all(tasks, 1 if run.llm else jobs)
     finally:
         if run.llm:
             print(run.total_line(), file=stream, flush=True)
+
+
+def _execute_all(tasks: list[tuple], jobs: int) -> list[Path]:
+    """``_execute_one`` of every task, ``jobs`` at a time (threads: each waits on its own kernel
+    process), results in task order; after a failure (or Ctrl-C) no further chapter starts."""
+    if jobs == 1 or len(tasks) == 1:
+        return [_execute_one(*task) for task in tasks]
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        futures = [pool.submit(_execute_one, *task) for task in tasks]
+        try:
+            return [f.result() for f in futures]
+        except BaseException:
+            for f in futures:
+                f.cancel()
+            raise
 
 
 def _check_whole_file(params_file: Path, chapters: list[Chapter], stream) -> None:
