@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.patches import Patch, Rectangle
 
+from mechaudit.deprecation import backend_argument
 from mechaudit.plots.style import PALETTE, colour_of, legend_outside, new_figure
 from mechaudit.plots.style import caption as draw_caption
 
@@ -77,6 +78,7 @@ def _outline(ax, mask: np.ndarray) -> None:
             ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, edgecolor="black", linewidth=2.2))
 
 
+@backend_argument(4)  # the previous release's backend=, for one release
 def consistency_figure(table: pd.DataFrame, x: str, y: str, facet: str, observed: float,
                        column: str = "truth_0v1_pp", label: str = "true 0 v 1 extra divergence (pp)", *,
                        caption: str = ""):
@@ -104,6 +106,7 @@ def consistency_figure(table: pd.DataFrame, x: str, y: str, facet: str, observed
     return fig
 
 
+@backend_argument(4)  # the previous release's backend=, for one release
 def conclusion_figure(table: pd.DataFrame, x: str, y: str, facet: str, status: str = "raw",
                       annotate: str = "truth_1v5_pp", *, caption: str = ""):
     """Where conclusion (a) holds among the consistent settings: consistent cells coloured by
@@ -131,6 +134,7 @@ def conclusion_figure(table: pd.DataFrame, x: str, y: str, facet: str, status: s
     return fig
 
 
+@backend_argument(2)  # the previous release's backend=, for one release
 def rule_estimates_figure(bias: pd.DataFrame, labels: Sequence[str], rules: Mapping[str, str],
                           comparisons: Sequence[str] = ("0 v 1", "1 v 5"), *, caption: str = ""):
     """Each rule's mean estimate (pp; error bars 2 Monte Carlo SE) at each chosen setting, one panel per
@@ -159,6 +163,7 @@ def rule_estimates_figure(bias: pd.DataFrame, labels: Sequence[str], rules: Mapp
     return fig
 
 
+@backend_argument(1)  # the previous release's backend=, for one release
 def power_figure(table: pd.DataFrame, level: float = 0.8, paper_runs: int | None = None, *, caption: str = ""):
     """Power against runs per depth, one line per setting (ladder rows of ``power.power_table``), error
     bars 2 Monte Carlo SE (over independent pools); designs with more instances as open squares of the
