@@ -63,9 +63,10 @@ def save(name: str, obj: Any, out_dir: str | Path | None) -> Any:
     import matplotlib
     import matplotlib.pyplot as plt
 
+    from mechaudit.plots.style import PNG_METADATA, SVG_METADATA
+
     png, svg = folder / f"{name}.png", folder / f"{name}.svg"
-    for path, kwargs in ((png, {"dpi": FIGURE_DPI, "metadata": {"Software": None}}),
-                         (svg, {"metadata": {"Date": None, "Creator": None}})):
+    for path, kwargs in ((png, {"dpi": FIGURE_DPI, "metadata": PNG_METADATA}), (svg, {"metadata": SVG_METADATA})):
         # drawing lays the figure out again: draw a copy, so what the notebook shows is unchanged
         copy = pickle.loads(pickle.dumps(obj))
         with matplotlib.rc_context({"svg.hashsalt": name}):  # stable SVG element ids across runs
