@@ -36,6 +36,7 @@ BENCHMARKS: dict[str, tuple[str, list[str]]] = {
     "tau": ("tau fitting and score inference", ["bench_tau.py"]),
     "perturb": ("Perturbation suite", ["bench_perturb.py"]),
     "embedding_backends": ("Embedding backends (float32, int8, ONNX Runtime)", ["bench_embedding_backends.py"]),
+    "dask": ("A 10,000-replication power study: one process, loky, a Dask LocalCluster", ["bench_dask.py"]),
 }
 
 SECTION = re.compile(r"^## (?P<name>\w+): .*?(?=^## \w+: |\Z)", re.S | re.M)

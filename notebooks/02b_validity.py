@@ -81,6 +81,7 @@ truth_runs_per_depth = 100
 n_boot = 500
 n_jobs = -1
 parallel_backend = "loky"
+scheduler = None
 out_dir = None
 
 # %% tags=["parameters"]
@@ -104,6 +105,7 @@ from mechaudit.plots.workflow import validity_figure
 from mechaudit.tables import book_table, use_book_tables
 from mechaudit.workflow import validity_summary
 from mechaudit.workflow.calibrate import load_calibration
+from mechaudit.workflow.parallel import connect
 
 use_book_tables()  # every table below in the book's format: labels, units, rounding
 ctx = ChapterContext.open(globals())  # the backend, parsed once
@@ -111,6 +113,7 @@ simulation_only_note(ctx.backend)  # LLM backends: this chapter still runs the s
 if not compare_paper_default(compare_paper, data_dir):
     print("Comparison with the paper is off (this chapter shows no paper numbers in any case).")
 FAST = list(ch.FAST)  # rules read from the simulator's step ids
+cluster = connect(parallel_backend, scheduler)  # "dask": the client the loops use; None otherwise
 
 # %%
 setup = ch.validity_setup(data_dir=data_dir, design_file=design_file,

@@ -149,15 +149,20 @@ def test_kinds_is_keyword_only_everywhere():
     assert not positional, f"kinds is positional in: {positional}"
 
 
-def test_kinds_passed_positionally_is_a_type_error():
+def test_kinds_passed_positionally_is_deprecated():
+    """The previous release's positional kinds still work for one release, with a FutureWarning
+    (tests/test_deprecation.py checks the results and the messages)."""
     import numpy as np
     import pandas as pd
 
+    from mechaudit import deprecation
     from mechaudit.rules.audit import percent_different, suite_counts, sweep_percent_different
 
-    with pytest.raises(TypeError):
+    deprecation._warned.clear()
+    with pytest.warns(FutureWarning, match="call percent_different"):
         percent_different(pd.DataFrame({"r": [True]}), ["k"])
-    with pytest.raises(TypeError):
+    with pytest.warns(FutureWarning, match="call sweep_percent_different"):
         sweep_percent_different(np.array([0.5]), [0.4], ["k"])
-    with pytest.raises(TypeError):
+    with pytest.warns(FutureWarning, match="call suite_counts"):
         suite_counts(["k"], [True])
+    deprecation._warned.clear()

@@ -4,6 +4,9 @@ folder of its own, and run one chapter and two CLI commands from a temporary dir
 The wheel is installed with ``--no-deps --target`` and run by this venv's Python with that folder
 first on ``PYTHONPATH`` (torch and the other dependencies come from the venv; the editable
 checkout is shadowed, which the test checks), so no dependency is downloaded or reinstalled.
+The same wheel is also installed with its dependencies and no extras into a fresh virtual
+environment (``test_plain_install_estimates_from_an_empty_folder``): what ``pip install mechaudit``
+gives a user, without jupytext or torch.
 """
 
 from __future__ import annotations
@@ -60,7 +63,15 @@ def test_wheel_ships_data_params_and_chapters(installed):
                 "data/vocabulary.yaml", "data/instances.yaml", "data/paper_reported.yaml", "notebooks/01_problem.py"]:
         assert f"mechaudit/_project/{rel}" in names, rel
     chapters = {p.name for p in (REPO_ROOT / "notebooks").glob("*.py")}
-    assert chapters == {Path(n).name for n in names if n.startswith("mechaudit/_project/notebooks/")}
+    shipped = {Path(n).name for n in names if n.startswith("mechaudit/_project/notebooks/")}
+    assert shipped == chapters | {"parameters.json"}
+    # the parameter index the wheel's build wrote is what jupytext reads from each chapter here
+    from mechaudit.book.params import notebook_parameters
+
+    index = json.loads(zipfile.ZipFile(wheel).read("mechaudit/_project/notebooks/parameters.json"))
+    assert set(index) == {Path(c).stem for c in chapters}
+    for stem, entry in index.items():
+        assert entry["parameters"] == notebook_parameters(REPO_ROOT / "notebooks" / f"{stem}.py"), stem
     assert not [n for n in names if "embedding_cache" in n or "cache-index.sqlite" in n or n.endswith(".ipynb")]
 
 
@@ -166,3 +177,47 @@ def test_shipped_parameter_sets_and_reproduce_work_from_an_empty_folder(installe
     assert proc.stderr.strip().splitlines()[-1].startswith("mechaudit: error: BudgetExceededError: LLM budget "
                                                            "max_usd=0.01 is below the estimated")
     assert not (tmp_path / "out").exists()
+
+
+def test_plain_install_estimates_from_an_empty_folder(installed, tmp_path, monkeypatch):
+    """``pip install mechaudit`` alone (core dependencies, no extras) into a fresh venv without the
+    system's packages: ``mechaudit estimate --params paper`` and ``reproduce --dry-run`` work from an
+    empty folder, without jupytext or torch (the chapters' parameters come from the wheel's index),
+    and the estimate fits a terminal of 100 columns."""
+    from mechaudit.book.estimate import estimate_chapters
+    from mechaudit.llm.pricing import TERMINAL_WIDTH, format_estimate, totals
+    from mechaudit.paths import PARAMS_DIR
+
+    wheel, _, env = installed
+    venv = tmp_path / "venv"
+    proc = _run([sys.executable, "-m", "venv", "--without-pip", str(venv)])
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    python = venv / "bin" / "python"
+    # this venv's pip installs into the new one (--python): the wheel and its core dependencies only
+    proc = subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install", "-q", "--no-compile",
+                           str(wheel)], capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    env = {k: v for k, v in env.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    env["MECHAUDIT_CACHE"] = str(tmp_path / "cache")
+    probe = ("import importlib.util as u, json, sys; print(json.dumps([sys.prefix != sys.base_prefix, "
+             "[m for m in ('jupytext', 'papermill', 'torch', 'sentence_transformers') if u.find_spec(m)]]))")
+    proc = _run([str(python), "-c", probe], env=env, cwd=tmp_path)
+    assert json.loads(proc.stdout) == [True, []], proc.stdout + proc.stderr
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    cli = str(venv / "bin" / "mechaudit")
+    proc = _run([cli, "estimate", "--params", "paper"], cwd=empty, env=env)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    monkeypatch.setenv("MECHAUDIT_CACHE", env["MECHAUDIT_CACHE"])  # the same empty cache, here
+    table = estimate_chapters([], PARAMS_DIR / "paper.yaml")
+    assert proc.stdout.strip() == format_estimate(table)  # the installed estimate is the checkout's
+    assert max(map(len, proc.stdout.splitlines())) <= TERMINAL_WIDTH
+    assert f"total: {int(totals(table)['requests'])} requests, " in proc.stdout
+    proc = _run([cli, "reproduce", "--dry-run"], cwd=empty, env=env)
+    assert proc.returncode == 0 and format_estimate(table, batch=True) in proc.stderr, proc.stderr[-3000:]
+    assert not any(empty.iterdir())  # nothing written to the folder it ran in
+    # what still needs the book tools says so in one line
+    proc = _run([cli, "execute", "01_problem", "--out", "out"], cwd=empty, env=env)
+    line = proc.stderr.strip().splitlines()[-1]
+    assert proc.returncode == 1 and line.startswith("mechaudit: error: running chapters needs the book tools (")
+    assert line.endswith("is missing): pip install 'mechaudit[book]'") and "Traceback" not in proc.stderr

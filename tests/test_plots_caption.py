@@ -128,6 +128,9 @@ MAKERS = {
     "rubric_bars": (lambda c: plots.rubric_bars(
         pd.DataFrame({"reference full": [0.0, 100.0]}, index=["wording_only", "first_step_swapped"]), None,
         caption=c), ""),
+    "perturbation_bars": (lambda c: plots.perturbation_bars(
+        pd.DataFrame({"tfidf": [0.0, 0.0], "embedding": [0.0, 8.0]}, index=["wording_only", "first_step_swapped"]),
+        caption=c), ""),
     "cosine_strips": (lambda c: plots.cosine_strips(_sims(), {"tfidf": {"0.25": 0.25}}, caption=c), ""),
     "threshold_sweep_lines": (lambda c: plots.threshold_sweep_lines(
         pd.DataFrame({"rule": "tfidf", "threshold": [0.2, 0.3], "kind": "wording_only", "pct_different": [5, 9]}),

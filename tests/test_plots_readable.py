@@ -1,5 +1,6 @@
 """Figures read on a phone: text at least 8 px when the figure is 358 px wide, legends of at most
-four entries (``mechaudit.plots.style``), for the shared style and the figures of chapters 01 and 06."""
+four entries (``mechaudit.plots.style``), for the shared style, the figures of chapters 01 and 06
+and the per-kind bar chart of any rules (``perturbation_bars``)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from mechaudit.book.ch06_rubric_sensitivity import paper_figure_values  # noqa: 
 from mechaudit.perturb import KINDS  # noqa: E402
 from mechaudit.plots.problem import divergence_heatmaps  # noqa: E402
 from mechaudit.plots.rubric import rubric_bars  # noqa: E402
+from mechaudit.plots.rules import perturbation_bars  # noqa: E402
 from mechaudit.plots.style import (  # noqa: E402
     MIN_PHONE_TEXT_PX,
     PHONE_COLUMN_PX,
@@ -65,8 +67,16 @@ def _rubric(llm: bool):
     return rubric_bars(pct, paper_figure_values(["full", "step", "none"]), caption="Backend: reference. offline")
 
 
-@pytest.mark.parametrize("make", [_heatmaps, lambda: _rubric(False), lambda: _rubric(True)],
-                         ids=["ch01-heatmaps", "ch06-rubrics-offline", "ch06-rubrics-llm"])
+def _perturbation_bars():
+    pct = pd.DataFrame({"mechanism_key": [0.0, 0.0, 100.0, 100.0], "reference": [0.0, 0.0, 100.0, 100.0],
+                        "tfidf": [0.0] * 4, "embedding": [0.0, 2.0, 8.0, 0.0], "llm": [np.nan] * 4},
+                       index=list(KINDS))
+    paper = pd.DataFrame({"llm": [0.0, 0.0, 83.0, 13.0], "tfidf": [np.nan, np.nan, 0.0, 0.0]}, index=list(KINDS))
+    return perturbation_bars(pct, paper, caption="Backend: reference")
+
+
+@pytest.mark.parametrize("make", [_heatmaps, lambda: _rubric(False), lambda: _rubric(True), _perturbation_bars],
+                         ids=["ch01-heatmaps", "ch06-rubrics-offline", "ch06-rubrics-llm", "perturbation-bars"])
 def test_chapter_figures_read_on_a_phone(make):
     fig = make()
     assert readability_problems(fig) == []

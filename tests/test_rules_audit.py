@@ -40,8 +40,12 @@ def test_counts_and_sweep():
     assert got[(0.2, "a")] == 50.0 and got[(0.6, "a")] == 100.0 and got[(0.6, "b")] == 50.0
     with pytest.raises(ValueError, match="kinds"):
         sweep_percent_different(sim, [0.5], kinds=["a"])
-    with pytest.raises(TypeError, match="positional"):  # kinds are keyword-only
-        sweep_percent_different(sim, [0.2, 0.6], ["a", "a", "b", "b"])
+    from mechaudit import deprecation
+
+    deprecation._warned.clear()  # it warns once per process
+    with pytest.warns(FutureWarning, match="kinds=kinds"):  # kinds are keyword-only; positional is deprecated
+        old = sweep_percent_different(sim, [0.2, 0.6], ["a", "a", "b", "b"])
+    pd.testing.assert_frame_equal(old, sweep)
     with pytest.raises(TypeError, match="thresholds must be numbers"):  # kinds passed as thresholds
         sweep_percent_different(sim, ["a", "a", "b", "b"], kinds=[0.2, 0.6])
 

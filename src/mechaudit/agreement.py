@@ -66,6 +66,16 @@ def cohen_kappa(a, b) -> float:
     return float("nan") if np.isclose(p_e, 1.0) else float((p_o - p_e) / (1 - p_e))
 
 
+def kappa_undefined(pairs: int | None = None) -> str:
+    """Why :func:`cohen_kappa` gave NaN, in words: no pair decided by both raters (``pairs`` 0), or
+    both gave one and the same verdict for every pair (chance agreement 1); ``pairs`` None when the
+    count is not known."""
+    if pairs is not None and pairs == 0:
+        return "undefined: no pair was decided by both"
+    both = "both gave one and the same verdict for every pair (chance agreement 1)"
+    return f"undefined: {both}" if pairs is not None else f"undefined: no pair decided by both, or {both}"
+
+
 def agreement_table(decisions: Mapping[str, np.ndarray]) -> pd.DataFrame:
     """Raw agreement and kappa for every unordered pair of named decision arrays.
 
@@ -207,7 +217,7 @@ def estimate_range(estimates: pd.DataFrame) -> pd.DataFrame:
 
 
 __all__ = [
-    "paired_valid", "raw_agreement", "flip_rate", "cohen_kappa", "agreement_table",
+    "paired_valid", "raw_agreement", "flip_rate", "cohen_kappa", "kappa_undefined", "agreement_table",
     "threshold_sweep", "complete_agreement_interval", "verdict_matrix", "model_agreement",
     "agreement_range", "estimate_range",
 ]

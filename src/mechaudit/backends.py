@@ -57,3 +57,9 @@ class Backend(StrEnum):
 
 CHOICES: tuple[str, ...] = tuple(b.value for b in Backend)
 LLM_BACKENDS: tuple[str, ...] = tuple(b.value for b in Backend if b.is_llm)
+
+
+def caption_text(name: str, extra: str = "") -> str:
+    """The words under a figure that name the backend behind it: ``"Backend: <name>"``, then
+    ``extra`` after a full stop."""
+    return f"Backend: {name}" + (f". {extra}" if extra else "")

@@ -48,14 +48,35 @@ def glue_figure(name: str, fig: Any) -> Any:
     """Store a matplotlib figure under ``name`` for a numbered, captioned ``{glue:figure}`` and close it.
 
     The cell shows nothing (the figure appears once, where the chapter's markdown places it with
-    ``{glue:figure} name`` plus ``:name: fig-...`` and a caption). Returns ``fig`` (e.g. for ``save``).
+    ``{glue:figure} name`` plus ``:name: fig-...`` and a caption). The stored PNG is the notebook's
+    own rendering of the figure without its software stamp (:class:`StoredFigure`), so re-running a
+    chapter writes the same bytes. Returns ``fig`` (e.g. for ``save``).
     """
     import matplotlib.pyplot as plt
     from myst_nb import glue as _glue
 
-    _glue(name, fig, display=False)
+    _glue(name, StoredFigure(fig), display=False)
     plt.close(fig)
     return fig
+
+
+class StoredFigure:
+    """A figure as a notebook stores it: the figure's ``repr`` as its text, and the PNG IPython's inline
+    backend draws (``print_figure``: the figure's dpi, a tight bounding box) with
+    ``plots.style.PNG_METADATA``, i.e. without the matplotlib version stamped into the file."""
+
+    def __init__(self, figure: Any):
+        self.figure = figure
+
+    def __repr__(self) -> str:
+        return repr(self.figure)
+
+    def _repr_png_(self) -> bytes | None:
+        from IPython.core.pylabtools import print_figure
+
+        from mechaudit.plots.style import PNG_METADATA
+
+        return print_figure(self.figure, "png", metadata=PNG_METADATA)
 
 
 def span_text(low: float, high: float, digits: int = 2, unit: str = "") -> str:

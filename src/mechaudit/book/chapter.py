@@ -22,7 +22,7 @@ from typing import Any
 import pandas as pd
 
 from mechaudit import provenance
-from mechaudit.backends import Backend
+from mechaudit.backends import Backend, caption_text
 from mechaudit.llm import LLMClient, get_client
 from mechaudit.llm.session import LLMSession, check_max_usd
 from mechaudit.paper import entry
@@ -130,8 +130,9 @@ class ChapterContext:
 
 
 def figure_caption(backend: Backend, extra: str = "") -> str:
-    """The text under a figure: ``"Backend: <backend>"`` and ``extra`` after a full stop."""
-    return f"Backend: {backend.value}" + (f". {extra}" if extra else "")
+    """The text under a figure: ``"Backend: <backend>"`` and ``extra`` after a full stop
+    (``backends.caption_text``)."""
+    return caption_text(backend.value, extra)
 
 
 def headline_status(backend: Backend, model: str, offline: str) -> str:

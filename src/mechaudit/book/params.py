@@ -121,12 +121,57 @@ def notebook_parameters(source: Path) -> dict[str, Any]:
     """Names and default values of the cell tagged ``parameters`` in a py:percent source, and of
     the optional cell tagged ``more-parameters`` before it (see :data:`MORE_PARAMETERS`).
 
-    The cells may hold only assignments of literals (numbers, strings, None, lists, dicts).
+    The cells may hold only assignments of literals (numbers, strings, None, lists, dicts). They
+    are read with jupytext; an installed package also ships them, read at build time, in
+    :data:`PARAMETER_INDEX` beside the sources, which is used for a source whose content it lists
+    (so ``mechaudit estimate`` needs no book tools).
     """
     import copy
 
     source = Path(source)
+    indexed = _indexed_parameters(source)
+    if indexed is not None:
+        return indexed
     return copy.deepcopy(_notebook_parameters(source, source.stat().st_mtime_ns))
+
+
+#: The file beside the chapter sources of an installed package that holds every chapter's parameters,
+#: read by jupytext when the wheel was built: ``{stem: {"sha256": <source's>, "parameters": {...}}}``.
+PARAMETER_INDEX = "parameters.json"
+
+
+def write_parameter_index(folder: Path) -> Path:
+    """Write :data:`PARAMETER_INDEX` for the py:percent chapters in ``folder`` (the wheel's build
+    step, ``setup.py``); a value that JSON would not give back unchanged raises ``ParameterError``."""
+    import json
+
+    from mechaudit.paths import file_sha256
+
+    index = {}
+    for source in sorted(Path(folder).glob("*.py")):
+        params = notebook_parameters(source)
+        if json.loads(json.dumps(params)) != params:
+            raise ParameterError(f"{source.name}: a parameter value does not survive JSON (a tuple?): use lists")
+        index[source.stem] = {"sha256": file_sha256(source), "parameters": params}
+    path = Path(folder) / PARAMETER_INDEX
+    path.write_text(json.dumps(index, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    return path
+
+
+def _indexed_parameters(source: Path) -> dict[str, Any] | None:
+    """The parameters :data:`PARAMETER_INDEX` lists for ``source``, or None (no index, no entry,
+    or an entry for other content)."""
+    import json
+
+    from mechaudit.paths import file_sha256
+
+    index = source.parent / PARAMETER_INDEX
+    if not index.is_file():
+        return None
+    entry = json.loads(index.read_text(encoding="utf-8")).get(source.stem)
+    if entry is None or entry.get("sha256") != file_sha256(source):
+        return None
+    return entry["parameters"]
 
 
 def book_tools():

@@ -28,6 +28,8 @@ RUBRIC_NAMES = ("full", "step", "none")
 ORDER_NAMES = ("ab", "ba")
 #: the densify rules of ``mechaudit.tau.anchors.DENSIFY_MODES``
 DENSIFY_NAMES = ("original", "fill", "floor")
+#: the joblib backends of ``mechaudit.workflow.parallel.BACKENDS``
+PARALLEL_BACKENDS = ("loky", "multiprocessing", "threading", "sequential", "dask")
 
 #: what each type name reads as in an error message
 TYPE_WORDS = {"int": "an integer", "number": "a number", "str": "a string", "bool": "a boolean (true/false)",
@@ -107,7 +109,9 @@ SHARED: dict[str, Spec] = {
     "embedding_sweep": Spec("list", item=Spec("number", low=0.0), min_items=3),
     "stability_pairs": _int(1),
     "n_jobs": _int(-1),
-    "parallel_backend": Spec("str", nullable=True),
+    "parallel_backend": Spec("str", nullable=True, choices=PARALLEL_BACKENDS),
+    # a Dask scheduler address (tcp://host:8786); its form and its backend: mechaudit.book.preflight
+    "scheduler": Spec("str", nullable=True, nonempty=True),
 }
 
 #: names a chapter defines with a meaning of its own (looked up before ``SHARED``)

@@ -1,5 +1,5 @@
-"""Checks of a chapter run that need no kernel: the data each chapter reads, the paper switch and
-the run folders. ``mechaudit execute`` calls :func:`check_plans` after the parameters are resolved
+"""Checks of a chapter run that need no kernel: the data each chapter reads, the paper switch, the
+parallel engine and the run folders. ``mechaudit execute`` calls :func:`check_plans` after the parameters are resolved
 and before the first kernel starts, so a wrong folder, a missing or empty file, or a request for the
 paper's numbers on other data is one line naming the field and the command that fixes it.
 """
@@ -105,6 +105,20 @@ def check_compare_paper(values: dict[str, Any]) -> None:
         compare_paper_default(True, values.get("data_dir"))
 
 
+def check_parallel(values: dict[str, Any]) -> None:
+    """``parallel_backend`` and ``scheduler`` together (``workflow.parallel.check_engine``: a scheduler
+    is a Dask address and goes only with ``dask``), and ``dask`` needs ``dask.distributed`` installed."""
+    import importlib.util
+
+    if "parallel_backend" not in values and "scheduler" not in values:
+        return
+    from mechaudit.workflow.parallel import NEEDS_DASK, check_engine
+
+    check_engine(values.get("parallel_backend"), values.get("scheduler"))
+    if values.get("parallel_backend") == "dask" and importlib.util.find_spec("distributed") is None:
+        raise MechauditError(NEEDS_DASK, field="parallel_backend")
+
+
 def check_out_folder(folder: Path, field: str) -> None:
     """A chapter's output folder is replaced whole after a successful run, so it must be new, empty
     or one ``mechaudit execute`` wrote (it holds ``RUN_MARK``); anything else is refused."""
@@ -121,7 +135,8 @@ def check_plans(plans: Iterable[tuple[Any, dict[str, Any]]], full: dict[str, dic
         values = full[chapter.stem]
         check_data(chapter.stem, values, checked)
         check_compare_paper(values)
+        check_parallel(values)
 
 
-__all__ = ["check_plans", "check_data", "check_compare_paper", "check_out_folder", "needed_files", "fix_for",
-           "RUN_MARK"]
+__all__ = ["check_plans", "check_data", "check_compare_paper", "check_parallel", "check_out_folder", "needed_files",
+           "fix_for", "RUN_MARK"]

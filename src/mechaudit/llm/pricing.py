@@ -174,25 +174,48 @@ def totals(estimate: pd.DataFrame) -> dict[str, float]:
     return out
 
 
+#: the widest line :func:`format_estimate` writes (a terminal of 100 columns shows it unwrapped)
+TERMINAL_WIDTH = 100
+#: column widths of the terminal estimate: stage (indented under its chapter), model, to send/requests,
+#: tokens in+out, USD plain, USD batch (single spaces between them: 100 characters in all)
+_WIDTHS = (38, 17, 11, 13, 9, 7)
+
+
+def _tokens(n: float) -> str:
+    return f"{round(n / 1000):,}k"
+
+
 def format_estimate(estimate: pd.DataFrame, batch: bool = False) -> str:
-    """The estimate as text for the terminal, with the total line."""
+    """The estimate as text for a terminal of :data:`TERMINAL_WIDTH` columns: one block per chapter,
+    a row per stage (long stage names wrap), then the total. The full table, every column, is what
+    ``mechaudit estimate --csv`` writes."""
+    import textwrap
+
     if estimate.empty:
         return "LLM cost estimate: no LLM requests (every chapter runs offline or everything is cached)."
-    shown = estimate.copy()
-    for col in ("usd_plain", "usd_batch", "usd_prompt_cached"):
-        shown[col] = shown[col].map(format_usd)
+    w_stage, w_model, w_send, w_tok, w_plain, w_batch = _WIDTHS
     t = totals(estimate)
     mode = "batch" if batch else "plain"
+    lines = textwrap.wrap("LLM cost estimate (prices from the price table; tokens = characters / 3.5; ~: tokens "
+                          "sized from proxies, see book/rerun.md; prompt-cached prices in --csv):", TERMINAL_WIDTH)
+    lines.append(f"{'chapter, stage':{w_stage}} {'model':{w_model}} {'to send/all':>{w_send}} "
+                 f"{'tokens in+out':>{w_tok}} {'USD plain':>{w_plain}} {'batch':>{w_batch}}")
+    for chapter, rows in estimate.groupby("chapter", sort=False):
+        lines.append(str(chapter))
+        for row in rows.itertuples(index=False):
+            stage = textwrap.wrap(str(row.stage), w_stage - 2) or [""]
+            tokens = ("" if row.exact else "~") + f"{_tokens(row.input_tokens)}+{_tokens(row.output_tokens)}"
+            lines.append(f"  {stage[0]:{w_stage - 2}} {str(row.model):{w_model}} "
+                         f"{f'{int(row.to_send)}/{int(row.requests)}':>{w_send}} {tokens:>{w_tok}} "
+                         f"{format_usd(row.usd_plain):>{w_plain}} {format_usd(row.usd_batch):>{w_batch}}")
+            lines += [f"    {more}" for more in stage[1:]]
+    lines.append(f"total: {int(t['requests'])} requests, {int(t['cached'])} cached, {int(t['to_send'])} to send; "
+                 f"USD plain {format_usd(t['usd_plain'])}, batch {format_usd(t['usd_batch'])}")
+    lines += textwrap.wrap(f"prompt-cached {format_usd(t['usd_prompt_cached'])} USD; "
+                           f"{int(t['input_tokens']):,} input + {int(t['output_tokens']):,} output tokens "
+                           f"(this run: {mode})", TERMINAL_WIDTH, initial_indent="  ", subsequent_indent="  ")
     unpriced = sorted(set(estimate.loc[estimate["usd_plain"].isna(), "model"]))
-    lines = [
-        ("LLM cost estimate (prices from the price table; tokens = characters / 3.5; "
-         "exact=False rows are sized from proxies, see book/rerun.md):"),
-        shown.to_string(index=False),
-        (f"total: {int(t['requests'])} requests, {int(t['cached'])} cached, {int(t['to_send'])} to send; "
-         f"{int(t['input_tokens']):,} input + {int(t['output_tokens']):,} output tokens; "
-         f"USD plain {format_usd(t['usd_plain'])}, batch {format_usd(t['usd_batch'])}, "
-         f"prompt-cached {format_usd(t['usd_prompt_cached'])} (this run: {mode})"),
-    ]
     if unpriced:
-        lines.append(f"no price for: {', '.join(unpriced)} (its cost is unknown: add a row to the price table)")
+        lines += textwrap.wrap(f"no price for: {', '.join(unpriced)} (its cost is unknown: add a row to the "
+                               "price table)", TERMINAL_WIDTH)
     return "\n".join(lines)

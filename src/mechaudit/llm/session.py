@@ -13,9 +13,7 @@ paid for is in the response cache, so re-running with a larger budget continues 
 
 from __future__ import annotations
 
-import io
 import math
-import os
 import sys
 import threading
 from collections.abc import Sequence
@@ -27,6 +25,7 @@ import pandas as pd
 from mechaudit.llm.ledger import TOKEN_COLUMNS, UsageLedger, total_usd
 from mechaudit.llm.pricing import request_cost
 from mechaudit.llm.request import LLMRequest
+from mechaudit.terminal import in_kernel, terminal_copy
 
 #: ``complete_many`` shows a progress bar when at least this many requests are not cached.
 PROGRESS_MIN_REQUESTS = 20
@@ -177,19 +176,14 @@ class LLMSession:
     def progress_stream(self) -> IO[str]:
         """Where progress bars go: the terminal, never a notebook's output.
 
-        In a Jupyter kernel ``sys.stderr`` is a stream whose writes become notebook output; its
-        ``fileno()`` is a copy of the kernel process's original stderr (the terminal that started
-        ``mechaudit execute`` or Jupyter). Bars are written to a duplicate of it, opened once per
-        session and closed by :meth:`close`; outside a kernel to ``sys.stderr``.
+        In a Jupyter kernel bars are written to a duplicate of the kernel process's original stderr
+        (``mechaudit.terminal``), opened once per session and closed by :meth:`close`; outside a
+        kernel to ``sys.stderr``.
         """
-        stream = sys.stderr
-        if not type(stream).__module__.startswith("ipykernel"):
-            return stream
+        if not in_kernel():
+            return sys.stderr
         if self._stream is None:
-            try:
-                self._stream = os.fdopen(os.dup(stream.fileno()), "w", encoding="utf-8", buffering=1)
-            except (OSError, io.UnsupportedOperation, ValueError):
-                self._stream = open(os.devnull, "w", encoding="utf-8")
+            self._stream = terminal_copy()
         return self._stream
 
     def close(self) -> None:

@@ -7,7 +7,7 @@ Figure with ``caption`` under it, followed by the figure's own fixed note where 
 
 from mechaudit.plots.problem import divergence_heatmaps
 from mechaudit.plots.rubric import rubric_bars
-from mechaudit.plots.rules import agreement_vs_threshold, cosine_strips, threshold_sweep_lines
+from mechaudit.plots.rules import agreement_vs_threshold, cosine_strips, perturbation_bars, threshold_sweep_lines
 from mechaudit.plots.style import PALETTE, caption, new_figure
 from mechaudit.plots.tau import (
     loss_band_plot,
@@ -35,6 +35,7 @@ __all__ = [
     "engagement_figure",
     "loss_band_plot",
     "new_figure",
+    "perturbation_bars",
     "rubric_bars",
     "rule_comparison_figure",
     "score_recovery_plot",

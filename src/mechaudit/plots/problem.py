@@ -6,11 +6,13 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from mechaudit.deprecation import backend_argument
 from mechaudit.labels import label
 from mechaudit.plots.style import caption as draw_caption
 from mechaudit.plots.style import new_figure
 
 
+@backend_argument(3)  # the previous release's backend=, for one release
 def divergence_heatmaps(matrices: Mapping[str, np.ndarray], labels: Sequence[str], n_a: int,
                         width: float = 6.0, height: float = 3.5, *, caption: str = ""):
     """One heatmap per equivalence rule of a run-by-run divergence matrix (values 0..1).

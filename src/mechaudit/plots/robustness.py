@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.patches import Patch, Rectangle
 
+from mechaudit.deprecation import backend_argument
 from mechaudit.plots.style import PALETTE, colour_of, legend_outside, new_figure
 from mechaudit.plots.style import caption as draw_caption
 
@@ -77,13 +78,15 @@ def _outline(ax, mask: np.ndarray) -> None:
             ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, edgecolor="black", linewidth=2.2))
 
 
-def consistency_figure(table: pd.DataFrame, x: str, y: str, facet: str, observed: float | str,
+@backend_argument(4)  # the previous release's backend=, for one release
+def consistency_figure(table: pd.DataFrame, x: str, y: str, facet: str, observed: float,
                        column: str = "truth_0v1_pp", label: str = "true 0 v 1 extra divergence (pp)", *,
-                       caption: str = ""):
+                       caption: str = "", legend: str | None = None):
     """Heatmaps of ``column`` over ``x`` and ``y``, one panel per ``facet`` value, the value written in
     each cell; cells with ``consistent`` true framed in black (legend: one entry). One colour bar
     (viridis) for all panels. ``observed``: the paper's value, named in the legend ("consistent with the
-    paper's 34.5 pp"), or the legend's whole text."""
+    paper's 34.5 pp"); ``legend``: the legend's whole text instead (e.g. for a joint test of several
+    values)."""
     xs, ys, fs, fig, axes = _panels(table, x, y, facet)
     lo, hi = float(table[column].min()), float(table[column].max())
     for c, (ax, f) in enumerate(zip(axes, fs)):
@@ -98,13 +101,14 @@ def consistency_figure(table: pd.DataFrame, x: str, y: str, facet: str, observed
         _outline(ax, _cell_grid(sub.assign(_c=sub.consistent.astype(float)), x, y, "_c", xs, ys) == 1)
         _ticks(ax, xs, ys, x, y, facet, f, c == 0)
     fig.colorbar(im, ax=list(axes), shrink=0.9, pad=0.02, label=label)
-    text = observed if isinstance(observed, str) else f"consistent with the paper's {observed:g} pp"
+    text = legend if legend is not None else f"consistent with the paper's {observed:g} pp"
     handle = Patch(facecolor="none", edgecolor="black", linewidth=2.2, label=text)
     fig.legend(handles=[handle], loc="outside upper center", fontsize=8, frameon=False)
     draw_caption(fig, caption)
     return fig
 
 
+@backend_argument(4)  # the previous release's backend=, for one release
 def conclusion_figure(table: pd.DataFrame, x: str, y: str, facet: str, status: str = "raw",
                       annotate: str = "truth_1v5_pp", *, caption: str = ""):
     """Where conclusion (a) holds among the consistent settings: consistent cells coloured by
@@ -132,6 +136,7 @@ def conclusion_figure(table: pd.DataFrame, x: str, y: str, facet: str, status: s
     return fig
 
 
+@backend_argument(2)  # the previous release's backend=, for one release
 def rule_estimates_figure(bias: pd.DataFrame, labels: Sequence[str], rules: Mapping[str, str],
                           comparisons: Sequence[str] = ("0 v 1", "1 v 5"), *, caption: str = ""):
     """Each rule's mean estimate (pp; error bars 2 Monte Carlo SE) at each chosen setting, one panel per
@@ -160,6 +165,7 @@ def rule_estimates_figure(bias: pd.DataFrame, labels: Sequence[str], rules: Mapp
     return fig
 
 
+@backend_argument(1)  # the previous release's backend=, for one release
 def power_figure(table: pd.DataFrame, level: float = 0.8, paper_runs: int | None = None, *, caption: str = ""):
     """Power against runs per depth, one line per setting (ladder rows of ``power.power_table``), error
     bars 2 Monte Carlo SE (over independent pools); designs with more instances as open squares of the

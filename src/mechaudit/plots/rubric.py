@@ -7,6 +7,8 @@ import pandas as pd
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
+from mechaudit.deprecation import backend_argument
+from mechaudit.errors import MechauditError
 from mechaudit.labels import label
 from mechaudit.plots.style import PALETTE, new_figure
 from mechaudit.plots.style import caption as draw_caption
@@ -23,16 +25,30 @@ def _split(column: str) -> tuple[str, str]:
     return judge, rubric
 
 
+def _check_columns(columns) -> None:
+    """A one-line ``MechauditError`` for the first column that is not ``"<judge> <rubric>"`` with a
+    judge of :data:`JUDGE_NAMES` and a rubric of :data:`RUBRIC_NAMES` (it has no panel or bar)."""
+    for column in columns:
+        judge, rubric = _split(str(column))
+        if judge not in JUDGE_NAMES or rubric not in RUBRIC_NAMES:
+            raise MechauditError(f"rubric_bars cannot place column {column!r}: its columns are '<judge> <rubric>' "
+                                 f"with judge {' or '.join(JUDGE_NAMES)} and rubric {', '.join(RUBRIC_NAMES)}; "
+                                 "draw other rules with perturbation_bars", field="pct")
+
+
+@backend_argument(2, extra=True)  # the previous release's backend=, for one release
 def rubric_bars(pct: pd.DataFrame, paper: pd.DataFrame | None, *, caption: str = ""):
     """% of valid pairs judged different, per perturbation kind (rows of ``pct``) and rubric.
 
     ``pct`` columns are ``"<judge> <rubric>"`` (``reference full``, ``llm none``, ...; NaN: not
-    run). One panel per judge that ran, one horizontal bar per kind and rubric with its value
-    written at its end (a 0 % bar is a visible "0"). ``paper`` (same column names, NaN where the
-    paper reports nothing) is drawn as diamonds: on the LLM panel, or on the first panel when the
-    LLM judge did not run. The legend has one entry per rubric and one for the paper (at most four).
-    ``caption``: the caller's words under the figure.
+    run); any other column (``tfidf``, ``embedding``) is refused with a one-line ``MechauditError``
+    (``perturbation_bars`` draws any rules). One panel per judge that ran, one horizontal bar per
+    kind and rubric with its value written at its end (a 0 % bar is a visible "0"). ``paper`` (same
+    column names, NaN where the paper reports nothing) is drawn as diamonds: on the LLM panel, or on
+    the first panel when the LLM judge did not run. The legend has one entry per rubric and one for
+    the paper (at most four). ``caption``: the caller's words under the figure.
     """
+    _check_columns(pct.columns)
     judges = [j for j in dict.fromkeys(_split(c)[0] for c in pct.columns)
               if pct[[c for c in pct.columns if _split(c)[0] == j]].notna().any().any()]
     judges = judges or [_split(pct.columns[0])[0]]

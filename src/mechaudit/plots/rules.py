@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import textwrap
-
 import numpy as np
 import pandas as pd
-from matplotlib.patches import Patch
 
+from mechaudit.deprecation import backend_argument
+from mechaudit.labels import label as label_of
 from mechaudit.plots.style import PALETTE, colour_of, legend_outside, new_figure
 from mechaudit.plots.style import caption as draw_caption
 
@@ -18,45 +17,46 @@ KIND_COLOURS = ["#009E73", "#56B4E9", "#D55E00", "#CC79A7", "#E69F00", "#0072B2"
 SERIES_STYLES = [("o", "-", 7), ("s", "--", 5.5), ("^", "-.", 4.5), ("v", ":", 3.5), ("D", "-", 3), ("x", "--", 3)]
 
 
-def _grouped_bars(ax, pct: pd.DataFrame, paper: pd.DataFrame | None, hatch_of=None) -> list:
-    """Bars of ``pct`` (rows = groups on x, columns = methods, values in %; NaN = not run, drawn
-    as a "not run" label), paper values as diamonds over the column of the same name. Returns the
-    legend handles (including one "not run" patch per method without values)."""
-    n_groups, n_methods = pct.shape
-    width = 0.8 / max(n_methods, 1)
-    x = np.arange(n_groups)
-    paper_labelled = False
-    not_run = []
-    for k, method in enumerate(pct.columns):
-        pos = x - 0.4 + width * (k + 0.5)
-        values = pct[method].to_numpy(dtype=float)
-        colour = colour_of(method, k)
-        hatch = hatch_of(method) if hatch_of else None
-        run = ~np.isnan(values)
-        if run.any():
-            ax.bar(pos[run], values[run], width=width * 0.95, color=colour, label=method,
-                   hatch=hatch, edgecolor="white" if hatch else None, alpha=0.9)
-            zero = run & (values == 0)  # a 0 % bar has no height: mark it with a tick at 0
-            ax.scatter(pos[zero], values[zero], marker="_", s=(60 * width) ** 2 / 4, color=colour,
-                       linewidths=2.5, zorder=4, clip_on=False)  # above a paper diamond at 0
-        else:
-            not_run.append(Patch(facecolor="white", edgecolor=colour, hatch=hatch, label=f"{method}: not run"))
-        for p in pos[~run]:  # a method that was not run gets no bar (a 0 bar would read as 0 %)
-            ax.text(p, 2, "not run", rotation=90, ha="center", va="bottom", fontsize=7,
-                    color=PALETTE["muted"])
-        if paper is not None and method in paper.columns:
-            ref = paper[method].reindex(pct.index).to_numpy(dtype=float)
+@backend_argument(2, extra=True)  # the previous release's backend=, for one release
+def perturbation_bars(pct: pd.DataFrame, paper: pd.DataFrame | None = None, *, caption: str = ""):
+    """% of valid pairs judged different, per perturbation kind (rows of ``pct``) and rule (its
+    columns: any rules, text rules and judges alike, e.g. ``tfidf``, ``embedding``, ``reference``,
+    ``llm``).
+
+    One group of horizontal bars per kind, one bar per rule in the rule's colour, each labelled at
+    its end with the rule and its value (so any number of rules needs no legend); a NaN value is a
+    rule that was not run there and is written as "not run", with no bar. ``paper`` (the paper's
+    values, same layout, NaN where it reports nothing) is drawn as diamonds on the bars of the same
+    column. ``caption``: the caller's words under the figure.
+    """
+    kinds, rules = list(pct.index), list(pct.columns)
+    height = 0.8 / max(len(rules), 1)
+    fig, ax = new_figure(width=6.0, height=1.0 + 0.28 * len(kinds) * max(len(rules), 2))
+    y = np.arange(len(kinds))[::-1]
+    paper_label = "Paper"  # one legend entry, on the first diamonds drawn
+    for k, rule in enumerate(rules):
+        values = pct[rule].to_numpy(dtype=float)
+        pos = y + 0.4 - height * (k + 0.5)
+        ax.barh(pos, np.nan_to_num(values), height=height * 0.9, color=colour_of(str(rule), k))
+        for p, v in zip(pos, values):
+            ax.text(1.5 if np.isnan(v) else v + 1.5, p, f"{label_of(rule)}: {'not run' if np.isnan(v) else f'{v:.0f}'}",
+                    va="center", ha="left", fontsize=10, color="#333333")
+        if paper is not None and rule in paper.columns:
+            ref = paper[rule].reindex(kinds).to_numpy(dtype=float)
             keep = ~np.isnan(ref)
             if keep.any():
-                ax.scatter(pos[keep], ref[keep], marker="D", s=28, color=PALETTE["paper"],
-                           edgecolor="black", linewidth=0.6, zorder=3,
-                           label=None if paper_labelled else "paper")
-                paper_labelled = True
-    ax.set_xticks(x, [textwrap.fill(str(i).replace("_", " "), 12) for i in pct.index])
-    ax.set_xlim(-0.5, n_groups - 0.5)
-    ax.set_ylim(-3, 105)
-    ax.set_ylabel("% of valid pairs judged different")
-    return ax.get_legend_handles_labels()[0] + not_run
+                ax.scatter(ref[keep], pos[keep], marker="D", s=40, color=PALETTE["paper"], edgecolor="black",
+                           linewidth=0.6, zorder=3, label=paper_label)
+                paper_label = None
+    ax.set_yticks(y, [label_of(k) for k in kinds])
+    ax.set_xlim(0, 160)  # room for the labels right of a 100 % bar
+    ax.set_xticks([0, 25, 50, 75, 100])
+    ax.set_xlabel("Pairs judged different (%)")
+    ax.grid(axis="y", visible=False)
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(loc="lower right", frameon=False)
+    draw_caption(fig, caption)
+    return fig
 
 
 #: Kinds of perturbation in words, for axis labels (the first two keep the mechanism).
@@ -70,6 +70,7 @@ SUITE_STYLES = [("#0072B2", "o"), ("#D55E00", "D")]
 THRESHOLD_STYLES = ["--", ":"]
 
 
+@backend_argument(2, extra=True)  # the previous release's backend=, for one release
 def cosine_strips(sims: pd.DataFrame, thresholds: dict[str, dict[str, float]], seed: int = 0, *,
                   caption: str = ""):
     """Cosine of every perturbation pair, per kind (rows) and suite (colour), one panel per rule,
@@ -117,6 +118,7 @@ def cosine_strips(sims: pd.DataFrame, thresholds: dict[str, dict[str, float]], s
     return fig
 
 
+@backend_argument(2, extra=True)  # the previous release's backend=, for one release
 def threshold_sweep_lines(sweep: pd.DataFrame, paper_thresholds: dict[str, float], *, caption: str = ""):
     """% judged different vs threshold: one panel per rule (columns) and, when ``sweep`` has a
     ``suite`` column, per perturbation suite (rows); one line per perturbation kind.
@@ -152,6 +154,7 @@ def threshold_sweep_lines(sweep: pd.DataFrame, paper_thresholds: dict[str, float
     return fig
 
 
+@backend_argument(2, extra=True)  # the previous release's backend=, for one release
 def agreement_vs_threshold(sweep: pd.DataFrame, paper_thresholds: dict[str, float], *, caption: str = ""):
     """Raw agreement and Cohen's kappa with each other method vs threshold.
 

@@ -36,7 +36,15 @@ MAX_LEGEND_ENTRIES = 4
 #: default figure width (inches): wide enough for two panels, narrow enough for phone-size text
 WIDTH = 6.0
 
+#: file metadata that would change between runs or machines, left out: a PNG's software stamp (the
+#: matplotlib version), an SVG's date and creator. With :data:`RC`'s fixed font and SVG hash salt, the
+#: same figure gives the same bytes at every run (``outputs.save``, ``glue.glue_figure``).
+PNG_METADATA = {"Software": None}
+SVG_METADATA = {"Date": None, "Creator": None}
+
 RC = {
+    "font.family": ["DejaVu Sans"],  # matplotlib's own font: the same on every machine, whatever it has installed
+    "svg.hashsalt": "mechaudit",  # SVG element ids from a fixed salt, not a random one
     "figure.dpi": 150,  # sharp on high-DPI screens; the book scales figures to the text column
     "savefig.dpi": 150,
     "font.size": 11,
@@ -56,11 +64,13 @@ RC = {
 def new_figure(ncols: int = 1, nrows: int = 1, width: float = WIDTH, height: float = 3.6, **kwargs):
     """A figure of ``width`` x ``height`` inches with the book's style; returns ``(fig, axes)``.
 
-    Titles, labels, ticks and legends added after this call take their size when they are created,
-    from ``matplotlib.rcParams``: so this call also sets the book's font sizes there (the ``*size``
-    entries of :data:`RC`) for the rest of the session, which in a chapter holds only book figures.
+    Titles, labels, ticks and legends added after this call take their font when they are created,
+    from ``matplotlib.rcParams``: so this call also sets the book's font and its sizes there (the
+    ``font.family`` and ``*size`` entries of :data:`RC`) and the SVG hash salt, for the rest of the
+    session, which in a chapter holds only book figures.
     """
-    plt.rcParams.update({name: value for name, value in RC.items() if name.endswith("size")})
+    plt.rcParams.update({name: value for name, value in RC.items()
+                         if name.endswith("size") or name in ("font.family", "svg.hashsalt")})
     with plt.rc_context(RC):
         fig, axes = plt.subplots(nrows, ncols, figsize=(width, height), layout="constrained", **kwargs)
     for ax in np.atleast_1d(axes).ravel():

@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from mechaudit.deprecation import backend_argument
 from mechaudit.plots.style import PALETTE, legend_outside, new_figure
 from mechaudit.plots.style import caption as draw_caption
 
@@ -17,6 +18,7 @@ METHOD_COLOURS = {"grid": PALETTE["reference"], "mle": PALETTE["llm"]}
 SIM_NOTE = "Simulated judge with known tau on a synthetic pool; not an LLM"
 
 
+@backend_argument(1)  # the previous release's backend=, for one release
 def tau_recovery_plot(recovery: pd.DataFrame, width: float = 6.4, height: float = 3.6, *, caption: str = ""):
     """Fitted vs true tau per method (one dot per repetition), with the identity and a +-10% band.
 
@@ -38,6 +40,7 @@ def tau_recovery_plot(recovery: pd.DataFrame, width: float = 6.4, height: float 
     return fig
 
 
+@backend_argument(1)  # the previous release's backend=, for one release
 def score_recovery_plot(reviews: pd.DataFrame, width: float = 6.4, height: float = 4.0, *, caption: str = ""):
     """Inferred vs true score with the loss + 1.92 band as error bars; saturated scores marked."""
     fig, ax = new_figure(width=width, height=height)
@@ -62,6 +65,7 @@ def _cut_at(values: np.ndarray, top: float) -> np.ndarray:
     return np.where(values <= top, values, np.nan)
 
 
+@backend_argument(1)  # the previous release's backend=, for one release
 def loss_band_plot(profile: pd.DataFrame, width: float = 6.4, height: float = 3.8, *, caption: str = ""):
     """Excess loss over the score grid for several weight scales, with the 1.92 threshold and the
     scale-free (Kish-rescaled) curve. Curves stop at a loss of 8; each weight scale is labelled
@@ -96,6 +100,7 @@ def loss_band_plot(profile: pd.DataFrame, width: float = 6.4, height: float = 3.
     return fig
 
 
+@backend_argument(1)  # the previous release's backend=, for one release
 def weight_scale_plot(scale_effect: pd.DataFrame, width: float = 7.0, height: float = 3.6, *, caption: str = ""):
     """Interval width and empirical coverage vs the factor applied to all weights (log x axis)."""
     fig, (left, right) = new_figure(ncols=2, width=width, height=height)
@@ -116,6 +121,7 @@ def weight_scale_plot(scale_effect: pd.DataFrame, width: float = 7.0, height: fl
     return fig
 
 
+@backend_argument(1)  # the previous release's backend=, for one release
 def tie_effect_plot(ties: pd.DataFrame, width: float = 6.4, height: float = 3.4, *, caption: str = ""):
     """Fitted tau (mle) vs the observed share of ties, per tie mode of the simulated judge."""
     fig, ax = new_figure(width=width, height=height)
@@ -145,6 +151,7 @@ def _misspec_legend(fig) -> None:
     fig.legend(handles=handles, loc="outside upper center", ncols=2, fontsize=9, frameon=False)
 
 
+@backend_argument(1)  # the previous release's backend=, for one release
 def misspecified_tau_plot(mis: pd.DataFrame, width: float = 7.0, height: float = 3.8, *, caption: str = ""):
     """Mean fitted tau vs the judge's perception noise, one panel per true tau: mle for each
     perception source, the mle that ignores strengths, and the noise-only approximation. The legend
@@ -177,6 +184,7 @@ def misspecified_tau_plot(mis: pd.DataFrame, width: float = 7.0, height: float =
     return fig
 
 
+@backend_argument(1)  # the previous release's backend=, for one release
 def misspecified_score_plot(table: pd.DataFrame, width: float = 7.0, height: float = 3.4, *, caption: str = ""):
     """Score error (MAE) and the mean move from the well-specified scores vs perception noise, per
     perception source. ``table`` from :func:`mechaudit.tau.studies.score_misspecification_table`."""
@@ -206,6 +214,7 @@ DENSIFY_STYLES = {"first round only": (PALETTE["muted"], "--", "first round only
                   "floor": (PALETTE["paper"], ":", "floor (book's first version)")}
 
 
+@backend_argument(1)  # the previous release's backend=, for one release
 def densify_plot(by_hint: pd.DataFrame, width: float = 7.0, height: float = 3.4, *, caption: str = ""):
     """Anchors densify adds per story (left) and % of scores on a grid end (right) against the band
     of the first round's mean score, one line per run (four legend entries).

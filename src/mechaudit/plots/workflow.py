@@ -11,10 +11,12 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from mechaudit.deprecation import backend_argument
 from mechaudit.plots.style import PALETTE, colour_of, legend_outside, new_figure
 from mechaudit.plots.style import caption as draw_caption
 
 
+@backend_argument(1)  # the previous release's backend=, for one release
 def critique_depth_figure(points: pd.DataFrame, title: str = "",
                           truth: Mapping[str, float] | None = None,
                           paper: Mapping[str, float] | None = None,
@@ -67,6 +69,7 @@ def critique_depth_figure(points: pd.DataFrame, title: str = "",
     return fig
 
 
+@backend_argument(1)  # the previous release's backend=, for one release
 def rule_comparison_figure(table: pd.DataFrame,
                            truth: Mapping[str, Mapping[str, float]] | None = None,
                            paper: Mapping[str, float] | None = None, level: float = 0.95, *,
@@ -105,6 +108,7 @@ def rule_comparison_figure(table: pd.DataFrame,
     return fig
 
 
+@backend_argument(2)  # the previous release's backend=, for one release
 def validity_figure(summary: pd.DataFrame, null_summary: pd.DataFrame, alpha: float = 0.05, *,
                     caption: str = ""):
     """Left: estimator bias per rule and comparison (pp). Right: rejection rate at ``alpha`` under the
@@ -136,6 +140,7 @@ _LABEL_STYLE = {"conceded": ("#0072B2", "o", "-"), "answered": ("#E69F00", "s", 
                 "partial": ("#009E73", "^", "-."), "dropped": ("#999999", "D", ":")}
 
 
+@backend_argument(2)  # the previous release's backend=, for one release
 def engagement_figure(table: pd.DataFrame, paper: Mapping[str, float] | None,
                       by_round: pd.DataFrame | None = None, ours_label: str = "this run", *,
                       caption: str = ""):
@@ -176,6 +181,7 @@ _RULE_MARKERS = {"mechanism_key": ("o", "-", 7.5), "reference": ("x", "--", 6.0)
                  "embedding": ("^", "-.", 5.5), "llm": ("D", ":", 5.0)}
 
 
+@backend_argument(1)  # the previous release's backend=, for one release
 def cluster_count_figure(counts: pd.DataFrame, value: str = "n_groups",
                          ylabel: str = "measured diversity (clusters)", rules: Sequence[str] | None = None, *,
                          caption: str = ""):
@@ -215,6 +221,7 @@ def cluster_count_figure(counts: pd.DataFrame, value: str = "n_groups",
     return fig
 
 
+@backend_argument(1)  # the previous release's backend=, for one release
 def judge_model_figure(per_model: pd.DataFrame, paper: Mapping[str, tuple[float, float]] | None = None, *,
                        caption: str = ""):
     """Extra divergence (pp) per depth comparison, one series (line and markers) per judge model, in

@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 
 from mechaudit.agreement import complete_agreement_interval
+from mechaudit.deprecation import keywords_were_positional, reordered
 from mechaudit.rules.base import Pair, Rule, check_hypotheses, check_pairs
 from mechaudit.schema import Hypothesis
 
@@ -25,6 +26,7 @@ def not_run(n: int) -> pd.arrays.BooleanArray:
     return pd.array([pd.NA] * n, dtype="boolean")
 
 
+@keywords_were_positional("kinds", "order")
 def percent_different(
     decisions: pd.DataFrame, *, kinds: Sequence[str], order: Sequence[str] | None = None
 ) -> pd.DataFrame:
@@ -44,6 +46,14 @@ def percent_different(
     return table.reindex(list(order)) if order is not None else table
 
 
+def _old_suite_counts(args: tuple, kwargs: dict) -> tuple[tuple, dict] | None:
+    """``suite_counts(kinds, valid[, order])`` (the previous release) in the new order, else None."""
+    if len(args) < 2:
+        return None
+    return (args[1],), {**kwargs, "kinds": args[0], **({"order": args[2]} if len(args) > 2 else {})}
+
+
+@reordered("suite_counts(kinds, valid, order)", "suite_counts(valid, kinds=kinds, order=order)", _old_suite_counts)
 def suite_counts(valid: Sequence[bool], *, kinds: Sequence[str], order: Sequence[str] | None = None) -> pd.DataFrame:
     """Per kind: pairs built, kept (passed the validity check) and excluded."""
     df = pd.DataFrame({"kind": list(kinds), "valid": np.asarray(valid, dtype=bool)})
@@ -53,6 +63,19 @@ def suite_counts(valid: Sequence[bool], *, kinds: Sequence[str], order: Sequence
     return out.reindex(list(order)).fillna(0).astype(int) if order is not None else out
 
 
+def _old_sweep(args: tuple, kwargs: dict) -> tuple[tuple, dict] | None:
+    """A sweep call of the previous releases, ``(similarity, kinds, thresholds)`` or ``(similarity,
+    thresholds, kinds)`` (the kinds are the argument holding strings), in the new form; else None."""
+    if len(args) != 3 or "kinds" in kwargs:
+        return None
+    similarity, second, third = args[0], list(args[1]), list(args[2])
+    kinds_first = any(isinstance(v, str) for v in second)
+    thresholds, kinds = (third, second) if kinds_first else (second, third)
+    return (similarity, thresholds), {**kwargs, "kinds": kinds}
+
+
+@reordered("sweep_percent_different(similarity, kinds, thresholds) or (similarity, thresholds, kinds)",
+           "sweep_percent_different(similarity, thresholds, kinds=kinds)", _old_sweep)
 def sweep_percent_different(similarity: np.ndarray, thresholds: Iterable[float], *, kinds: Sequence[str]
                             ) -> pd.DataFrame:
     """% judged different (similarity < threshold) per kind and threshold.
@@ -134,6 +157,7 @@ PAPER_KIND_KEYS = {
 }
 
 
+@keywords_were_positional("kinds")
 def paper_percent_different(columns: Mapping[str, str], *, kinds: Sequence[str] = tuple(PAPER_KIND_KEYS)
                             ) -> pd.DataFrame:
     """The paper's % judged different per kind (rows) for our columns.

@@ -1,0 +1,182 @@
+"""The previous release's calls still work for one release, each warning once with the new call
+(``mechaudit.deprecation``); the API page lists every deprecated call; the per-kind bar chart of
+any rules is back and ``rubric_bars`` refuses columns it cannot place."""
+
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import inspect  # noqa: E402
+import re  # noqa: E402
+import warnings  # noqa: E402
+
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+import pytest  # noqa: E402
+from matplotlib.patches import Rectangle  # noqa: E402
+
+import mechaudit.plots as plots  # noqa: E402
+from mechaudit import deprecation  # noqa: E402
+from mechaudit.errors import MechauditError  # noqa: E402
+from mechaudit.paths import REPO_ROOT  # noqa: E402
+from mechaudit.plots import problem, robustness, rubric, rules, tau, workflow  # noqa: E402
+from mechaudit.rules.audit import (  # noqa: E402
+    paper_percent_different,
+    percent_different,
+    suite_counts,
+    sweep_percent_different,
+)
+
+KINDS = ["wording_only", "wording_only", "first_step_swapped", "first_step_swapped", "first_step_swapped"]
+DECISIONS = pd.DataFrame({"tfidf": [True, True, True, False, True], "reference": [True, True, False, False, False]})
+
+
+@pytest.fixture(autouse=True)
+def fresh_warnings():
+    deprecation._warned.clear()
+    yield
+    deprecation._warned.clear()
+
+
+def _future(fn, *args, **kwargs):
+    """``fn(*args, **kwargs)`` and the FutureWarning messages it raised."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        out = fn(*args, **kwargs)
+    return out, [str(w.message) for w in caught if issubclass(w.category, FutureWarning)]
+
+
+def test_percent_different_with_positional_kinds_warns_once_and_agrees():
+    new = percent_different(DECISIONS, kinds=KINDS, order=["first_step_swapped", "wording_only"])
+    old, messages = _future(percent_different, DECISIONS, KINDS, ["first_step_swapped", "wording_only"])
+    pd.testing.assert_frame_equal(old, new)
+    assert messages == ["percent_different: passing kinds, order by position is deprecated and will be removed in "
+                        "the next release; call percent_different(decisions, kinds=kinds, order=order)"]
+    assert new.loc["first_step_swapped", "reference"] == 100.0
+    assert new.loc["first_step_swapped", "tfidf"] == pytest.approx(100 / 3)
+    again, messages = _future(percent_different, DECISIONS, KINDS)
+    assert messages == []  # once per process
+    with pytest.raises(TypeError, match="multiple values for 'kinds'"):
+        percent_different(DECISIONS, KINDS, kinds=KINDS)
+
+
+def test_suite_counts_and_paper_percent_different_in_the_old_order():
+    valid = [True, False, True, True, True]
+    new = suite_counts(valid, kinds=KINDS)
+    old, messages = _future(suite_counts, KINDS, valid)
+    pd.testing.assert_frame_equal(old, new)
+    assert new.loc["wording_only"].tolist() == [2, 1, 1]
+    assert messages and "call suite_counts(valid, kinds=kinds, order=order)" in messages[0]
+    cols = {"TF-IDF": "tfidf"}
+    old, messages = _future(paper_percent_different, cols, ["first_step_swapped"])
+    pd.testing.assert_frame_equal(old, paper_percent_different(cols, kinds=["first_step_swapped"]))
+    assert "call paper_percent_different(columns, kinds=kinds)" in messages[0]
+
+
+def test_sweep_percent_different_in_both_old_orders():
+    sim = np.array([0.9, 0.8, 0.2, 0.5, 0.1])
+    new = sweep_percent_different(sim, [0.3, 0.6], kinds=KINDS)
+    first, messages = _future(sweep_percent_different, sim, KINDS, [0.3, 0.6])  # kinds before thresholds
+    second, _ = _future(sweep_percent_different, sim, [0.3, 0.6], KINDS)  # kinds last, by position
+    pd.testing.assert_frame_equal(first, new)
+    pd.testing.assert_frame_equal(second, new)
+    assert messages == ["sweep_percent_different: sweep_percent_different(similarity, kinds, thresholds) or "
+                        "(similarity, thresholds, kinds) is deprecated and will be removed in the next release; "
+                        "call sweep_percent_different(similarity, thresholds, kinds=kinds)"]
+    swapped = new.set_index(["threshold", "kind"])["pct_different"]
+    assert swapped[(0.3, "first_step_swapped")] == pytest.approx(200 / 3)
+    assert swapped[(0.6, "first_step_swapped")] == 100.0 and swapped[(0.6, "wording_only")] == 0.0
+
+
+def _pct():
+    return pd.DataFrame({"reference full": [0.0, 100.0], "llm full": [0.0, 83.0]},
+                        index=["wording_only", "first_step_swapped"])
+
+
+@pytest.mark.parametrize("call", ["keyword", "positional"])
+def test_a_figure_called_with_a_backend_draws_the_old_caption(call):
+    if call == "keyword":
+        fig, messages = _future(plots.rubric_bars, _pct(), None, backend="replay", extra="judge claude")
+    else:
+        fig, messages = _future(plots.rubric_bars, _pct(), None, "replay", "judge claude")
+    assert fig.get_supxlabel() == "Backend: replay. judge claude"
+    assert messages == ["rubric_bars: the backend argument is deprecated and will be removed in the next release; "
+                        "call rubric_bars(pct, paper, ..., caption='Backend: replay. judge claude')"]
+    plt.close(fig)
+
+
+def test_the_old_positional_backend_keeps_the_other_arguments_in_place():
+    table = pd.DataFrame([{"target_pp": 2.0, "truth_pp": 2.1, "n_instances": 4, "role": "ladder",
+                           "runs_per_depth": r, "power": 0.1 * r, "power_se": 0.02} for r in (2, 4, 8)])
+    old, messages = _future(robustness.power_figure, table, "reference", 0.5)  # (table, backend, level)
+    new = robustness.power_figure(table, 0.5, caption="Backend: reference")
+    caption = "Backend: reference. open squares: twice the instances"
+    assert messages and old.get_supxlabel() == new.get_supxlabel() == caption
+    levels = [[tuple(line.get_ydata()) for line in ax.get_lines()] for ax in (old.axes[0], new.axes[0])]
+    assert levels[0] == levels[1] and (0.5, 0.5) in levels[0]  # the level line at 0.5 in both
+    keyword, _ = _future(robustness.power_figure, table, 0.5, backend="reference")
+    assert keyword.get_supxlabel() == new.get_supxlabel()
+    with pytest.raises(TypeError, match="caption or the deprecated backend"):
+        robustness.power_figure(table, backend="reference", caption="x")
+    for fig in (old, new, keyword):
+        plt.close(fig)
+
+
+def test_a_text_parameter_in_the_old_position_keeps_its_new_meaning():
+    points = pd.DataFrame({"panel": ["same-depth", "extra"], "label": ["0", "0 v 1"], "instance": ["A"] * 2,
+                           "value": [10.0, 30.0]})
+    fig, messages = _future(plots.critique_depth_figure, points, "a title")
+    assert messages == [] and fig.get_supxlabel() == ""
+    plt.close(fig)
+
+
+def _figure_functions():
+    """Every public function of the figure modules but ``factor_label`` (which draws nothing)."""
+    modules = (problem, robustness, rubric, rules, tau, workflow)
+    return {f"{m.__name__}.{name}" for m in modules for name, fn in vars(m).items()
+            if inspect.isfunction(fn) and fn.__module__ == m.__name__ and not name.startswith("_")
+            and name != "factor_label"}
+
+
+def test_every_figure_that_took_a_backend_has_a_deprecated_path():
+    figures = _figure_functions()
+    assert len(figures) == 24
+    assert {k for k in deprecation.DEPRECATED if k.startswith("mechaudit.plots.")} == figures
+
+
+def test_the_api_page_lists_every_deprecated_call():
+    import mechaudit.rules.audit  # noqa: F401 - registers its deprecated calls
+
+    page = (REPO_ROOT / "book" / "api.md").read_text(encoding="utf-8")
+    section = page.split("### Deprecated calls", 1)[1].split("\n## ", 1)[0]
+    listed = set(re.findall(r"`(?:mechaudit\.[\w.]+\.)?(\w+)`", section))
+    names = {key.rsplit(".", 1)[1] for key in deprecation.DEPRECATED}
+    assert names <= listed, f"book/api.md does not list: {sorted(names - listed)}"
+    assert len(names) == 28
+
+
+def test_perturbation_bars_draws_any_rules_per_kind():
+    pct = pd.DataFrame({"tfidf": [0.0, 0.0], "embedding": [2.0, 8.0], "reference": [0.0, 100.0],
+                        "llm": [np.nan, np.nan]}, index=["wording_only", "first_step_swapped"])
+    fig = plots.perturbation_bars(pct, pd.DataFrame({"llm": [0.0, 83.0]}, index=pct.index))
+    ax = fig.axes[0]
+    bars = [p for p in ax.patches if isinstance(p, Rectangle)]
+    assert sorted(round(b.get_width(), 6) for b in bars) == sorted([0.0, 0.0, 2.0, 8.0, 0.0, 100.0, 0.0, 0.0])
+    texts = {t.get_text() for t in ax.texts}
+    assert {"TF-IDF: 0", "Embedding (MiniLM): 8", "Reference judge: 100", "LLM judge: not run"} <= texts
+    diamonds = ax.collections[0].get_offsets()
+    assert sorted(np.asarray(diamonds)[:, 0].tolist()) == [0.0, 83.0]
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["Wording only", "First step swapped"]
+    plt.close(fig)
+
+
+@pytest.mark.parametrize("column", ["tfidf", "embedding", "reference", "llm fuller", "judge full"])
+def test_rubric_bars_refuses_a_column_it_cannot_place(column):
+    pct = _pct().assign(**{column: [0.0, 8.0]})
+    with pytest.raises(MechauditError) as info:
+        plots.rubric_bars(pct, None)
+    assert str(info.value).startswith(f"field 'pct': rubric_bars cannot place column {column!r}: ")
+    assert str(info.value).endswith("draw other rules with perturbation_bars")
