@@ -42,7 +42,8 @@ def _signature(obj: Any) -> str:
         text = str(inspect.signature(obj))
     except (TypeError, ValueError):
         return "(signature not available)"
-    return re.sub(r" at 0x[0-9a-f]+", "", text)  # default values that print their address
+    text = re.sub(r" at 0x[0-9a-f]+", "", text)  # default values that print their address
+    return text.replace(str(ROOT), "<project>")  # a default path inside the checkout, wherever it is
 
 
 def describe(obj: Any) -> dict[str, Any] | str:
