@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from pydantic import ValidationError
+from test_tau_anchors import ids, table
 
 from mechaudit.tau.anchors import (
     PASS_MIN_PATTERN_PAPERS,
@@ -30,16 +31,6 @@ from mechaudit.tau.fitting import DELTA_BINS, sample_pairs
 from mechaudit.tau.inference import CI_DELTA, band, infer_score, monotonic_violations
 from mechaudit.tau.judge import MAX_RATIONALE_WORDS, Comparison, judge_schema, valid_rationale
 from mechaudit.tau.rubric import RUBRIC_VERSION
-
-
-def table(*rows):
-    """An anchor table from ``(paper_id, pattern_id, score10, weight)`` tuples."""
-    return pd.DataFrame(rows, columns=["paper_id", "pattern_id", "score10", "weight"])
-
-
-def ids(frame):
-    return list(frame["paper_id"])
-
 
 # ---------------------------------------------------------------- pass rule: 2 of 3 >= q75, mean >= q50
 

@@ -91,7 +91,7 @@ def test_a_lone_carriage_return_is_content_not_a_line_ending(tmp_path):
 
 # ---------------------------------------------------------------- provenance: one class per row
 
-B, F, I, N = provenance.BY_CONSTRUCTION, provenance.FITTED, provenance.INDEPENDENT, provenance.NOT_RUN
+B, F, I, N = provenance.BY_CONSTRUCTION, provenance.FITTED, provenance.INDEPENDENT, provenance.NOT_RUN  # noqa: E741
 #: the paper numbers the simulator was set to match (a calibration file of this test, not the shipped one)
 FITTED_KEYS = ["critique_depth.extra_divergence_pp.k0_vs_k1", "critique_depth.extra_divergence_pp.k0_vs_k5",
                "design.matched_pairs", "engagement.answered_pct", "engagement.conceded_pct",

@@ -165,9 +165,9 @@ def test_paper_rate_judge_rates_at_their_bounds():
     assert PaperRateJudge(first_step=1.0, middle_step=0.0).rates_ == {"first_step": 1.0, "middle_step": 0.0,
                                                                       "terminal_step": 1.0}
     with pytest.raises(ValueError, match=r"first_step must be in \[0, 1\]"):
-        PaperRateJudge(first_step=float(np.nextafter(1.0, 2.0))).rates_
+        _ = PaperRateJudge(first_step=float(np.nextafter(1.0, 2.0))).rates_
     with pytest.raises(ValueError, match=r"middle_step must be in \[0, 1\]"):
-        PaperRateJudge(middle_step=-1e-12).rates_
+        _ = PaperRateJudge(middle_step=-1e-12).rates_
 
 
 # ---------------------------------------------------------------- agreement interval (max different, min same]

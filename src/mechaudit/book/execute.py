@@ -157,13 +157,13 @@ def inject_out_dir(chapter: Chapter, params: dict[str, Any], out_dir: Path | Non
 def run_settings(overrides: dict[str, Any], params_file: Path | None) -> dict[str, Any]:
     """Pop the run parameters (``RUN_PARAMETERS``) from ``overrides`` (they win) and read them from
     ``common`` of ``params_file``; a value that is not an http(s) URL is a ``ParameterError``."""
-    from mechaudit.llm.providers import normalize_endpoint
-
     common = (read_param_file(params_file)[0].get("common") or {}) if params_file else {}
     settings = {}
     for name in RUN_PARAMETERS:
         value = overrides.pop(name, common.get(name))
         if value is not None:
+            from mechaudit.llm.providers import normalize_endpoint
+
             try:
                 value = normalize_endpoint(value) if isinstance(value, str) else normalize_endpoint(repr(value))
             except ValueError as err:
@@ -201,6 +201,7 @@ def execute_chapters(
     dry_run: bool = False,
     prices: Path | None = None,
     allow_unpriced: bool = False,
+    timeout: float | None = None,
 ) -> list[Path]:
     """Execute the named chapters (default: every chapter in TOC order), one progress line each.
 
@@ -213,8 +214,9 @@ def execute_chapters(
     for the estimate, the ledgers and the kernels. With a budget, ``confirm`` or ``dry_run`` the
     cost estimate is printed first; an estimate above the budget stops before the first request
     (``BudgetExceededError``), ``dry_run`` stops after the estimate, and ``confirm(text)`` returning
-    False cancels. After the last chapter the run's LLM total is printed. Progress goes to
-    ``stream`` (default: ``sys.stderr`` at call time).
+    False cancels. ``timeout``: seconds one LLM request may take (set for the chapters' kernels as
+    ``MECHAUDIT_LLM_TIMEOUT``; default 600). After the last chapter the run's LLM total is printed.
+    Progress goes to ``stream`` (default: ``sys.stderr`` at call time).
     """
     stream = sys.stderr if stream is None else stream
     overrides = dict(overrides or {})
@@ -224,6 +226,7 @@ def execute_chapters(
     paths.require_root()  # no project folder: one line naming MECHAUDIT_ROOT
     params_file = resolve_params_file(params_file)
     settings = run_settings(overrides, params_file)
+    env = _kernel_env(prices, settings["llm_base_url"], timeout)  # a bad --timeout fails here
     chapters = [resolve_chapter(n) for n in names] or toc_chapters()
     _check_out_dir(out_dir, chapters)
     if params_file:
@@ -231,21 +234,32 @@ def execute_chapters(
     plans = [(c, resolve_parameters(c, params_file, overrides)) for c in chapters]  # fail before running
     run = _plan_run(plans, params_file, overrides, out_dir, max_usd=max_usd, batch=batch, prices=prices,
                     base_url=settings["llm_base_url"])
+    plans = [(c, _with_data_env(c, params)) for c, params in plans]
     if not _check_money(run, stream, confirm=confirm, dry_run=dry_run, allow_unpriced=allow_unpriced):
         return []
     if out_dir is not None:
-        try:
-            Path(out_dir).mkdir(parents=True, exist_ok=True)
-        except OSError as err:
-            raise ParameterError(f"cannot create the folder {out_dir}: {err.strerror or err}",
-                                 field="--out") from None
-    env = _kernel_env(prices, settings["llm_base_url"])
+        _make_out_dir(Path(out_dir))
     try:
         return [_execute_one(i, len(plans), chapter, params, run, out_dir, overrides, stream, env)
                 for i, (chapter, params) in enumerate(plans, start=1)]
     finally:
         if run.llm:
             print(run.total_line(), file=stream, flush=True)
+
+
+def _make_out_dir(out_dir: Path) -> None:
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise ParameterError(f"cannot create the folder {out_dir}: {err.strerror or err}", field="--out") from None
+
+
+def _with_data_env(chapter: Chapter, params: dict[str, Any]) -> dict[str, Any]:
+    """``params`` plus the ``data_dir`` that makes a chapter whose default is its own folder (chapter
+    09's example set) read ``MECHAUDIT_DATA`` like every other chapter (``preflight.env_data_dir``)."""
+    from mechaudit.book.preflight import env_data_dir
+
+    return {**params, **env_data_dir(chapter.stem, {**notebook_parameters(chapter.source), **params})}
 
 
 def _check_whole_file(params_file: Path, chapters: list[Chapter], stream) -> None:
@@ -303,15 +317,18 @@ def _check_money(run, stream, *, confirm, dry_run: bool, allow_unpriced: bool) -
     return True
 
 
-def _kernel_env(prices: Path | None, base_url: str | None) -> dict[str, str]:
-    """Environment for the kernels besides ``KERNEL_ENV``: the price table and the custom server."""
-    from mechaudit.llm.providers import OPENAI_BASE_URL_ENV
+def _kernel_env(prices: Path | None, base_url: str | None, timeout: float | None = None) -> dict[str, str]:
+    """Environment for the kernels besides ``KERNEL_ENV``: the price table, the custom server and the
+    request timeout (``--timeout``: a ``MechauditError`` unless a number of seconds > 0)."""
+    from mechaudit.llm.providers import OPENAI_BASE_URL_ENV, TIMEOUT_ENV, request_timeout
 
     env = {}
     if prices is not None:
         env[paths.PRICES_ENV] = str(Path(prices).expanduser().resolve())
     if base_url is not None:
         env[OPENAI_BASE_URL_ENV] = base_url
+    if timeout is not None:
+        env[TIMEOUT_ENV] = repr(request_timeout(timeout, field="--timeout"))
     return env
 
 

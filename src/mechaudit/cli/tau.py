@@ -17,9 +17,6 @@ import math
 from pathlib import Path
 from typing import Any
 
-from mechaudit.tau.fitting import fit_tau_detailed
-from mechaudit.tau.inference import infer_score
-
 
 def _emit(payload: dict[str, Any], out: str | None) -> None:
     clean = {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in payload.items()}
@@ -85,6 +82,8 @@ def run_infer(args: argparse.Namespace) -> int:
     if not (_is_number(grid_step) and grid_step > 0):
         raise MechauditError(f"must be a positive number, got {grid_step!r}", file=args.input, field="grid_step")
     try:
+        from mechaudit.tau.inference import infer_score
+
         score, diag = infer_score(data["anchors"], data["comparisons"], data.get("tau"), float(grid_step))
     except MechauditError as err:
         raise MechauditError(err.message, file=args.input, field=err.field) from None
@@ -95,6 +94,8 @@ def run_infer(args: argparse.Namespace) -> int:
 def run_fit(args: argparse.Namespace) -> int:
     """Errors reach the one handler in ``mechaudit.cli.main``: one line ``FILE:LINE: field``, exit 1."""
     pairs = read_pairs(args.pairs)
+    from mechaudit.tau.fitting import fit_tau_detailed
+
     fit = fit_tau_detailed(pairs, args.method)
     _emit(fit.to_dict(), args.out)
     return 0
