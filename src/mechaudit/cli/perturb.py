@@ -39,8 +39,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--vocabulary", type=Path, default=None,
                    help="vocabulary YAML (default: vocabulary.yaml beside --hypotheses, else data/vocabulary.yaml)")
     p.add_argument("--kinds", nargs="+", type=_kind, default=None, metavar="KIND",
-                   help="perturbation kinds: wording_only, wording_chain, first_step_swapped, middle_step_swapped "
-                        "(default: all four)")
+                   help="perturbation kinds (default: all four of mechaudit.perturb.KINDS; a wrong name lists them)")
     p.add_argument("--seed", type=int, default=0, help="random seed (default: %(default)s)")
     p.add_argument("--reworded", type=Path, default=None, metavar="FILE",
                    help="authoring file (YAML) of rewritten variants: build the reworded suite from it")
