@@ -49,15 +49,10 @@ class RunAccount:
     @classmethod
     def plan(cls, plans, params_file, overrides, max_usd=None, batch=None, prices=None, base_url=None) -> RunAccount:
         """Account for ``plans`` (``[(chapter, injected parameters)]``) of an execute run."""
-        from mechaudit.book.params import notebook_parameters
+        from mechaudit.book.params import full_parameters
 
-        full = {}
-        for chapter, params in plans:
-            values = dict(notebook_parameters(chapter.source))
-            values.update(params)
-            full[chapter.stem] = values
-        return cls(plans, params_file, overrides, full, max_usd=max_usd, batch=batch, prices=prices,
-                   base_url=base_url)
+        return cls(plans, params_file, overrides, full_parameters(plans), max_usd=max_usd, batch=batch,
+                   prices=prices, base_url=base_url)
 
     def _cost_column(self) -> str:
         return "usd_batch" if self.batch else "usd_plain"

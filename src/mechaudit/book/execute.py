@@ -26,6 +26,7 @@ from mechaudit.book.params import (
     ParameterError,
     book_tools,
     check_param_file,
+    full_parameters,
     notebook_parameters,
     read_param_file,
     resolve_chapter,
@@ -229,11 +230,11 @@ def execute_chapters(
     env = _kernel_env(prices, settings["llm_base_url"], timeout)  # a bad --timeout fails here
     chapters = [resolve_chapter(n) for n in names] or toc_chapters()
     _check_out_dir(out_dir, chapters)
-    if params_file:
-        _check_whole_file(params_file, chapters, stream)
     plans = [(c, resolve_parameters(c, params_file, overrides)) for c in chapters]  # fail before running
     run = _plan_run(plans, params_file, overrides, out_dir, max_usd=max_usd, batch=batch, prices=prices,
                     base_url=settings["llm_base_url"])
+    if params_file:  # the sections of the chapters not run, after the run's own inputs
+        _check_whole_file(params_file, chapters, stream)
     plans = [(c, _with_data_env(c, params)) for c, params in plans]
     if not _check_money(run, stream, confirm=confirm, dry_run=dry_run, allow_unpriced=allow_unpriced):
         return []
@@ -273,12 +274,14 @@ def _check_whole_file(params_file: Path, chapters: list[Chapter], stream) -> Non
 
 
 def _plan_run(plans, params_file, overrides, out_dir, **account):
-    """The run's ``RunAccount`` after every check that needs no kernel (``mechaudit.book.preflight``)."""
+    """The run's ``RunAccount`` after every check that needs no kernel (``mechaudit.book.preflight``),
+    the data and files first (before the LLM side is even imported)."""
     from mechaudit.book import preflight
+
+    preflight.check_plans(plans, full_parameters(plans))
     from mechaudit.book.account import RunAccount
 
     run = RunAccount.plan(plans, params_file, overrides, **account)
-    preflight.check_plans(plans, run.full)
     owners: dict[Path, str] = {}
     for chapter, params in plans:
         target = inject_out_dir(chapter, params, out_dir, overrides).get("out_dir")
@@ -320,11 +323,13 @@ def _check_money(run, stream, *, confirm, dry_run: bool, allow_unpriced: bool) -
 def _kernel_env(prices: Path | None, base_url: str | None, timeout: float | None = None) -> dict[str, str]:
     """Environment for the kernels besides ``KERNEL_ENV``: the price table, the custom server and the
     request timeout (``--timeout``: a ``MechauditError`` unless a number of seconds > 0)."""
-    from mechaudit.llm.providers import OPENAI_BASE_URL_ENV, TIMEOUT_ENV, request_timeout
-
     env = {}
     if prices is not None:
         env[paths.PRICES_ENV] = str(Path(prices).expanduser().resolve())
+    if base_url is None and timeout is None:
+        return env  # the LLM layer is not imported for nothing: this runs before the parameter checks
+    from mechaudit.llm.providers import OPENAI_BASE_URL_ENV, TIMEOUT_ENV, request_timeout
+
     if base_url is not None:
         env[OPENAI_BASE_URL_ENV] = base_url
     if timeout is not None:

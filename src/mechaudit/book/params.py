@@ -441,6 +441,12 @@ def resolve_parameters(
     return {k: v for k, v in values.items() if not (defined[k] == v and type(defined[k]) is type(v))}
 
 
+def full_parameters(plans: Iterable[tuple[Chapter, dict[str, Any]]]) -> dict[str, dict[str, Any]]:
+    """Every parameter of each planned chapter by stem: its notebook defaults with the injected
+    values (``plans``: ``[(chapter, injected parameters)]``) over them."""
+    return {chapter.stem: {**notebook_parameters(chapter.source), **params} for chapter, params in plans}
+
+
 #: parameters of the whole run, accepted by ``-p`` (and under ``common`` in a parameter file) for
 #: every chapter: ``llm_base_url`` names an OpenAI-compatible server (set as ``OPENAI_BASE_URL`` in
 #: the chapters' kernels)
