@@ -35,6 +35,7 @@ BENCHMARKS: dict[str, tuple[str, list[str]]] = {
     "tau": ("tau fitting and score inference", ["bench_tau.py"]),
     "perturb": ("Perturbation suite", ["bench_perturb.py"]),
     "embedding_backends": ("Embedding backends (float32, int8, ONNX Runtime)", ["bench_embedding_backends.py"]),
+    "preflight": ("Bad inputs refused before any kernel", ["bench_preflight.py"]),
 }
 
 SECTION = re.compile(r"^## (?P<name>\w+): .*?(?=^## \w+: |\Z)", re.S | re.M)
