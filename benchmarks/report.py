@@ -37,6 +37,7 @@ BENCHMARKS: dict[str, tuple[str, list[str]]] = {
     "perturb": ("Perturbation suite", ["bench_perturb.py"]),
     "embedding_backends": ("Embedding backends (float32, int8, ONNX Runtime)", ["bench_embedding_backends.py"]),
     "dask": ("A 10,000-replication power study: one process, loky, a Dask LocalCluster", ["bench_dask.py"]),
+    "preflight": ("Bad inputs refused before any kernel", ["bench_preflight.py"]),
 }
 
 SECTION = re.compile(r"^## (?P<name>\w+): .*?(?=^## \w+: |\Z)", re.S | re.M)

@@ -47,8 +47,8 @@ def test_choice_lists_are_the_libraries_own():
 
 
 @pytest.mark.parametrize(("stem", "name", "value", "expected"), [
-    ("01_problem", "n_runs", 0, "must be an integer in [2, inf], got 0"),
-    ("01_problem", "n_runs", 1, "must be an integer in [2, inf], got 1"),
+    ("01_problem", "n_runs", 0, "must be an integer in [2, 1000], got 0"),
+    ("01_problem", "n_runs", 1, "must be an integer in [2, 1000], got 1"),
     ("09_your_data", "reference_rubric", "ful",
      "must be one of 'full', 'step', 'none', got 'ful'; did you mean 'full'?"),
     ("06_rubric_sensitivity", "rubrics", ["full", "stepp"], "item 1: must be one of 'full', 'step', 'none'"),

@@ -93,7 +93,12 @@ def require_root() -> Path:
 
 
 def data_path(*parts: str) -> Path:
-    """Path of a file under the data folder (``DATA_DIR``)."""
+    """Path of a file under the data folder (``DATA_DIR``). A folder that ``MECHAUDIT_DATA`` names
+    but that does not exist is a ``MechauditError`` naming the variable (not a missing file in it)."""
+    if os.environ.get(DATA_ENV) and not DATA_DIR.is_dir():
+        what = "is not a folder" if DATA_DIR.exists() else "does not exist"
+        raise MechauditError(f"{DATA_DIR} {what}: point it at a benchmark folder (book/data.md) or unset it",
+                             field=DATA_ENV)
     return DATA_DIR.joinpath(*parts)
 
 

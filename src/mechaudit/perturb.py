@@ -20,12 +20,16 @@ generator (for example an LLM at temperature 0.3) pass through the same gate; a 
 is kept in the suite with ``valid: false`` and excluded from rule audits.
 
 Suite files are JSONL, one pair a line with keys ``kind``, ``original`` (without its template),
-``variant``, ``valid``, ``reason`` (why ``check`` failed, else null) and ``swap``
-(``{position, from, to}`` for swap kinds, else null).
+``variant``, ``valid``, ``reason`` (why ``check`` failed, else null), ``swap`` (``{position, from,
+to}`` for swap kinds, else null) and ``hypotheses_sha256`` (``hypotheses_sha256`` of the hypotheses
+the suite was built from). A suite read from a benchmark folder is checked against that folder's
+``hypotheses.jsonl`` (:func:`stale_reason`): a suite built from other hypotheses is refused with the
+command that rebuilds it (:func:`rebuild_command`).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import zlib
 from collections.abc import Collection, Iterable, Sequence
@@ -375,8 +379,8 @@ def make_suite(hypotheses: Sequence[Hypothesis], *, kinds: Sequence[str] = KINDS
                ) -> list[dict[str, Any]]:
     """Every hypothesis perturbed once per kind (kind-major order), checked and labelled.
 
-    Each pair: ``{"kind", "original", "variant", "valid", "reason", "swap"}`` with Hypothesis
-    objects; ``variant`` is ``None`` when the kind is impossible for that hypothesis (then
+    Each pair: ``{"kind", "original", "variant", "valid", "reason", "swap", "hypotheses_sha256"}``
+    with Hypothesis objects; ``variant`` is ``None`` when the kind is impossible for that hypothesis (then
     ``valid`` is False and ``reason`` says why). Swaps prefer replacements that other
     hypotheses of the same instance use (``instance_entities``). Same seed and input -> identical
     suite.
@@ -389,6 +393,7 @@ def make_suite(hypotheses: Sequence[Hypothesis], *, kinds: Sequence[str] = KINDS
     vocab = _vocab(vocabulary)
     _check_entities(hypotheses, vocab, "given" if vocabulary is not None else "shipped (default)")
     context = instance_entities(hypotheses, vocab)
+    source = hypotheses_sha256(hypotheses)
     pairs = []
     jobs = [(k, h) for k in kinds for h in hypotheses]
     for kind, h in tqdm(jobs, disable=not progress, desc="perturb"):
@@ -399,8 +404,15 @@ def make_suite(hypotheses: Sequence[Hypothesis], *, kinds: Sequence[str] = KINDS
             variant, reason = None, str(exc)
         pairs.append({"kind": kind, "original": h, "variant": variant, "valid": reason is None,
                       "reason": reason,
-                      "swap": swap_info(h, variant) if kind in SWAP_KINDS else None})
+                      "swap": swap_info(h, variant) if kind in SWAP_KINDS else None, "hypotheses_sha256": source})
     return pairs
+
+
+def hypotheses_sha256(hypotheses: Iterable[Hypothesis]) -> str:
+    """sha256 of the hypotheses a suite is built from: every field (template included), in the
+    given order, as canonical JSON; independent of how the file is laid out or its line endings."""
+    text = "\n".join(json.dumps(h.model_dump(mode="json"), sort_keys=True, ensure_ascii=False) for h in hypotheses)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def write_suite(pairs: Iterable[dict[str, Any]], path: str | Path) -> None:
@@ -413,8 +425,42 @@ def write_suite(pairs: Iterable[dict[str, Any]], path: str | Path) -> None:
             row = {"kind": p["kind"],
                    "original": p["original"].model_dump(mode="json", exclude={"template"}),
                    "variant": None if p["variant"] is None else p["variant"].model_dump(mode="json"),
-                   "valid": bool(p["valid"]), "reason": p.get("reason"), "swap": p.get("swap")}
+                   "valid": bool(p["valid"]), "reason": p.get("reason"), "swap": p.get("swap"),
+                   "hypotheses_sha256": p.get("hypotheses_sha256")}
             fh.write(json.dumps(row, ensure_ascii=False) + "\n")
+
+
+def stale_reason(pairs: Sequence[dict[str, Any]], hypotheses: Sequence[Hypothesis]) -> tuple[int, str] | None:
+    """Why a suite does not belong to ``hypotheses`` (the hypotheses file it sits beside), or None:
+    ``(index of the first pair concerned, reason)``. A pair's original that is no longer among the
+    hypotheses or differs from the one of its id (the template aside) makes it stale; so does a
+    recorded ``hypotheses_sha256`` other than theirs (a hypothesis added, or a template changed)."""
+    current = {h.id: h for h in hypotheses}
+    for i, p in enumerate(pairs):
+        original = p["original"]
+        now = current.get(original.id)
+        if now is None:
+            return i, f"hypothesis {original.id!r} is no longer in the hypotheses file"
+        if now.model_copy(update={"template": None}) != original.model_copy(update={"template": None}):
+            return i, f"hypothesis {original.id!r} was edited after the suite was built"
+    source = hypotheses_sha256(hypotheses)
+    for i, p in enumerate(pairs):
+        if p.get("hypotheses_sha256") not in (None, source):
+            return i, ("it was built from other hypotheses (hypotheses_sha256 differs: one was added, dropped or "
+                       "re-templated)")
+    return None
+
+
+def rebuild_command(path: str | Path) -> str:
+    """The ``mechaudit perturb`` command that rebuilds the suite file ``path`` from the hypotheses and
+    vocabulary beside it (the reworded suite from its authoring file
+    ``perturbations_reworded.yaml``)."""
+    path = Path(path)
+    folder = path.parent
+    reworded = (f" --reworded {folder / SUITE_FILES['reworded'].replace('.jsonl', '.yaml')}"
+                if path.name == SUITE_FILES["reworded"] else "")
+    return (f"mechaudit perturb --hypotheses {folder / 'hypotheses.jsonl'} --vocabulary {folder / 'vocabulary.yaml'}"
+            f"{reworded} --out {path}")
 
 
 def suite_path(data_dir: str | Path | None = None, suite: str = "template") -> Path:
@@ -444,14 +490,16 @@ def load_suite(path: str | Path | None = None, valid_only: bool = False) -> list
     """Read a suite JSONL (default: the committed ``data/perturbations.jsonl``).
 
     Returns pairs as in ``make_suite`` (Hypothesis objects). ``valid_only`` drops excluded pairs.
-    Errors name file, line and field.
+    Errors name file, line and field. A suite beside a ``hypotheses.jsonl`` (in a benchmark
+    folder) must have been built from it (:func:`stale_reason`); a stale one raises
+    ``MechauditError`` naming the command that rebuilds it.
     """
     if path is None:
         from mechaudit.paths import data_path
 
         path = data_path("perturbations.jsonl")
     path = Path(path)
-    pairs = []
+    pairs, lines = [], []
     for lineno, raw in read_jsonl(path):
         for key in ("kind", "original", "variant", "valid"):
             if key not in raw:
@@ -461,15 +509,25 @@ def load_suite(path: str | Path | None = None, valid_only: bool = False) -> list
         if not isinstance(raw["valid"], bool):
             raise DataError(path, lineno, "valid", f"must be true or false (a JSON boolean), got {raw['valid']!r}")
         pair = {"kind": raw["kind"], "valid": raw["valid"],
-                "reason": raw.get("reason"), "swap": raw.get("swap")}
+                "reason": raw.get("reason"), "swap": raw.get("swap"), "hypotheses_sha256": raw.get("hypotheses_sha256")}
         for side in ("original", "variant"):
             if raw[side] is None and side == "variant":
                 pair[side] = None
             else:
                 pair[side] = validate_record(Hypothesis, raw[side], path, lineno, prefix=f"{side}.")
-        if not valid_only or pair["valid"]:
-            pairs.append(pair)
-    return pairs
+        pairs.append(pair)
+        lines.append(lineno)
+    beside = path.parent / "hypotheses.jsonl"
+    if beside.is_file():
+        from mechaudit.errors import MechauditError
+        from mechaudit.schema import load_hypotheses
+
+        stale = stale_reason(pairs, load_hypotheses(beside))
+        if stale is not None:
+            i, reason = stale
+            raise MechauditError(f"stale perturbation suite: {reason} ({beside}); rebuild it with "
+                                 f"`{rebuild_command(path)}`", file=path, line=lines[i], field="original")
+    return [p for p in pairs if p["valid"]] if valid_only else pairs
 
 
 def phrasing_similarity(hypotheses: Sequence[Hypothesis], vocabulary: Vocabulary | None = None
@@ -567,4 +625,4 @@ __all__ = ["KINDS", "MEANING_PRESERVING", "SWAP_KINDS", "PerturbationError", "al
            "make_suite", "masked", "pair_rng", "perturb", "phrasing_similarity", "rerender_share",
            "rerendered_fields", "swap_candidates", "swap_info", "swapped_chain", "template_of", "text_changes",
            "variant_hypothesis", "write_suite", "SUITE_FILES", "SUITE_LABELS", "suite_path", "available_suites",
-           "load_pairs"]
+           "load_pairs", "hypotheses_sha256", "stale_reason", "rebuild_command"]

@@ -38,6 +38,7 @@ from mechaudit.perturb import (
     alias_chain,
     check_reason,
     default_vocabulary,
+    hypotheses_sha256,
     pair_rng,
     swap_info,
     swapped_chain,
@@ -118,7 +119,7 @@ def reworded_suite(hypotheses: Sequence[Hypothesis], rewrites: dict[str, dict[st
                    vocabulary: Vocabulary | None = None, seed: int = 0) -> list[dict[str, Any]]:
     """The reworded suite: per kind (kind-major order, as ``make_suite``), every hypothesis with an
     authored rewrite of that kind, checked by ``check_reason`` and labelled like ``make_suite``'s
-    pairs (``kind``, ``original``, ``variant``, ``valid``, ``reason``, ``swap``).
+    pairs (``kind``, ``original``, ``variant``, ``valid``, ``reason``, ``swap``, ``hypotheses_sha256``).
 
     A rewrite for an unknown hypothesis id raises ``DataError``."""
     vocab = vocabulary if vocabulary is not None else default_vocabulary()
@@ -126,6 +127,7 @@ def reworded_suite(hypotheses: Sequence[Hypothesis], rewrites: dict[str, dict[st
     unknown = sorted(set(rewrites) - set(by_id))
     if unknown:
         raise DataError(None, None, unknown[0], "no hypothesis with this id")
+    source = hypotheses_sha256(hypotheses)
     pairs = []
     for kind in KINDS:
         for h in hypotheses:
@@ -135,7 +137,8 @@ def reworded_suite(hypotheses: Sequence[Hypothesis], rewrites: dict[str, dict[st
             variant = variant_of(h, kind, rw, vocab, seed)
             reason = check_reason(h, variant, kind, vocab)
             pairs.append({"kind": kind, "original": h, "variant": variant, "valid": reason is None,
-                          "reason": reason, "swap": None if kind in MEANING_PRESERVING else swap_info(h, variant)})
+                          "reason": reason, "swap": None if kind in MEANING_PRESERVING else swap_info(h, variant),
+                          "hypotheses_sha256": source})
     return pairs
 
 

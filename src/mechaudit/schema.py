@@ -15,7 +15,6 @@ Every loader raises ``DataError`` (a ``ValueError``) whose message starts with
 from __future__ import annotations
 
 import json
-from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -42,25 +41,61 @@ from mechaudit.render import PLACEHOLDER, placeholders, render
 # YAML with line numbers
 
 
-class _LineLoader(yaml.SafeLoader):
-    """Safe loader that records each mapping's line in ``__line__`` and rejects duplicate keys."""
+def repeated_key(node: yaml.Node) -> tuple[str, int, yaml.Node] | None:
+    """The first key written twice in a YAML mapping anywhere under ``node``: ``(key, line of its
+    first appearance (1-based), the repeated key's node)``, or None. Keys are compared as written."""
+    if isinstance(node, yaml.MappingNode):
+        seen: dict[str, int] = {}
+        for key, _ in node.value:
+            text = str(getattr(key, "value", key))
+            if text in seen:
+                return text, seen[text], key
+            seen[text] = key.start_mark.line + 1
+        children = [n for pair in node.value for n in pair]
+    elif isinstance(node, yaml.SequenceNode):
+        children = node.value
+    else:
+        return None
+    return next((found for child in children if (found := repeated_key(child)) is not None), None)
+
+
+class _Lines:
+    """Safe-loader mixin that records each mapping's line in ``__line__`` and rejects duplicate keys."""
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
-        keys = [self.construct_object(k, deep=deep) for k, _ in node.value]
-        dup = [k for k, n in Counter(keys).items() if n > 1]
-        if dup:
+        repeated = repeated_key(node)
+        if repeated is not None:
+            key, first, again = repeated
             raise yaml.constructor.ConstructorError(
-                None, None, f"duplicate key {dup[0]!r}", node.start_mark
-            )
+                None, None, f"duplicate key {key!r} (first on line {first})", again.start_mark)
         mapping = super().construct_mapping(node, deep=True)
         mapping["__line__"] = node.start_mark.line + 1
         return mapping
 
 
-def _decode(path: Path, raw: bytes, line_offset: int = 0) -> str:
-    """``raw`` as UTF-8; invalid bytes raise :class:`DataError` naming the file and line."""
+class _LineLoader(_Lines, yaml.SafeLoader):
+    """The pure-Python line loader (its messages name what is malformed)."""
+
+
+#: the same loader on libyaml when PyYAML has it (several times faster)
+_FastLineLoader = type("_FastLineLoader", (_Lines, getattr(yaml, "CSafeLoader", yaml.SafeLoader)), {})
+
+
+def load_yaml(text: str, fast: type = _FastLineLoader, slow: type = _LineLoader) -> Any:
+    """``text`` read by the ``fast`` (libyaml) loader; a malformed text is read again by the ``slow``
+    (pure-Python) one, whose message names the problem the same way on every machine."""
     try:
-        return raw.decode("utf-8")
+        return yaml.load(text, Loader=fast)  # noqa: S506 (safe loaders)
+    except yaml.YAMLError:
+        yaml.load(text, Loader=slow)  # noqa: S506
+        raise
+
+
+def _decode(path: Path, raw: bytes, line_offset: int = 0) -> str:
+    """``raw`` as UTF-8 (a byte-order mark at the start of the file is dropped, as editors on Windows
+    write one); invalid bytes raise :class:`DataError` naming the file and line."""
+    try:
+        return raw.decode("utf-8-sig" if line_offset == 0 else "utf-8")
     except UnicodeDecodeError as exc:
         line = line_offset + raw.count(b"\n", 0, exc.start) + 1
         column = exc.start - raw.rfind(b"\n", 0, exc.start)  # 1-based byte in the line
@@ -72,7 +107,7 @@ def read_yaml(path: Path) -> Any:
     """The YAML file ``path`` with each mapping's line in ``__line__``; malformed or non-UTF-8 text
     raises :class:`DataError` naming the file and line."""
     try:
-        return yaml.load(_decode(path, Path(path).read_bytes()), Loader=_LineLoader)  # noqa: S506 (SafeLoader subclass)
+        return load_yaml(_decode(path, Path(path).read_bytes()))
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
         line = mark.line + 1 if mark is not None else None

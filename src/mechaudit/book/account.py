@@ -11,9 +11,9 @@ from typing import Any
 
 from mechaudit.backends import Backend, BackendError
 from mechaudit.book.chapter import backend_of
-from mechaudit.llm.cache import default_cache_dir
+from mechaudit.llm.cache import ResponseCache, default_cache_dir
 from mechaudit.llm.errors import API_KEY_ENV, MissingAPIKeyError
-from mechaudit.llm.ledger import TOKEN_COLUMNS, cache_spend, cache_state, format_usd, load_prices
+from mechaudit.llm.ledger import TOKEN_COLUMNS, cache_spend, cache_state, format_usd, load_prices, sent_mark, unanswered
 from mechaudit.llm.pricing import format_estimate, totals
 from mechaudit.llm.providers import OPENAI_API_KEY_ENV, endpoint_for, is_anthropic, is_loopback, openai_base_url
 from mechaudit.llm.session import BudgetExceededError, UnpricedModelError
@@ -43,21 +43,16 @@ class RunAccount:
         self.live = any(_backend(p) is Backend.ANTHROPIC for p in full.values())
         self.estimate = None
         self.totals: dict[str, Any] = {"calls": 0, "batch_calls": 0, **dict.fromkeys(TOKEN_COLUMNS, 0),
-                                       "cost_usd": 0.0, "unpriced": set()}
+                                       "cost_usd": 0.0, "unpriced": set(), "resent": 0, "unanswered": 0}
         self.chapters_run = 0
 
     @classmethod
     def plan(cls, plans, params_file, overrides, max_usd=None, batch=None, prices=None, base_url=None) -> RunAccount:
         """Account for ``plans`` (``[(chapter, injected parameters)]``) of an execute run."""
-        from mechaudit.book.params import notebook_parameters
+        from mechaudit.book.params import full_parameters
 
-        full = {}
-        for chapter, params in plans:
-            values = dict(notebook_parameters(chapter.source))
-            values.update(params)
-            full[chapter.stem] = values
-        return cls(plans, params_file, overrides, full, max_usd=max_usd, batch=batch, prices=prices,
-                   base_url=base_url)
+        return cls(plans, params_file, overrides, full_parameters(plans), max_usd=max_usd, batch=batch,
+                   prices=prices, base_url=base_url)
 
     def _cost_column(self) -> str:
         return "usd_batch" if self.batch else "usd_plain"
@@ -148,14 +143,18 @@ class RunAccount:
         return Path(folder) if folder else default_cache_dir()
 
     def chapter(self, chapter):
-        """Context manager around one chapter's execution: adds what it paid to the run total."""
+        """Context manager around one chapter's execution: adds what it paid to the run total, and
+        counts the requests it sent again that an earlier run had sent without getting an answer
+        (``resent``: likely paid twice, when that run was stopped with them in flight) and the ones
+        it sent without getting an answer itself (``unanswered``: an error, or in flight when it
+        was stopped)."""
         @contextlib.contextmanager
         def _cm():
             if not _is_llm(self.full[chapter.stem]):
                 yield
                 return
             folder = self.cache_dir(chapter)
-            before = cache_state(folder)
+            before, sent_before, waiting = cache_state(folder), sent_mark(folder), unanswered(folder)
             try:
                 yield
             finally:
@@ -163,6 +162,9 @@ class RunAccount:
                 self.totals["unpriced"] |= spent.pop("unpriced")
                 for k, v in spent.items():
                     self.totals[k] += v
+                if waiting:
+                    self.totals["resent"] += len(waiting & set(ResponseCache(folder).keys(since=before)))
+                self.totals["unanswered"] += len(unanswered(folder, since=sent_before))
                 self.chapters_run += 1
 
         return _cm()
@@ -174,10 +176,14 @@ class RunAccount:
         budget = "" if self.max_usd is None else f" of max_usd {self.max_usd:.2f}"
         unpriced = f" (no price for: {', '.join(sorted(t['unpriced']))})" if t["unpriced"] else ""
         source = "params/prices.yaml" if self.prices_file is None else str(self.prices_file)
+        resent = (f"; {t['resent']} of them had been sent by an earlier run that got no answer for them (stopped "
+                  "while they were in flight): those were likely paid twice" if t["resent"] else "")
+        lost = (f"; {t['unanswered']} request(s) sent got no answer (an error, or in flight when the run stopped; "
+                "they may have been paid for): a re-run sends them again" if t["unanswered"] else "")
         return (f"LLM run total: {t['calls']} requests sent ({t['batch_calls']} by batch) in "
                 f"{self.chapters_run} LLM chapter(s), {t['input_tokens']:,} input + {t['output_tokens']:,} output "
                 f"tokens, {t['cache_read_input_tokens']:,} cache-read, {format_usd(t['cost_usd'])} USD{budget}"
-                f"{unpriced} (prices from {source}; answers are cached: a re-run sends nothing again)")
+                f"{unpriced}{resent}{lost} (prices from {source}; answers are cached: a re-run sends nothing again)")
 
 
 def _backend(params: dict[str, Any]) -> Backend | None:

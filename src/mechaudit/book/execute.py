@@ -26,6 +26,7 @@ from mechaudit.book.params import (
     ParameterError,
     book_tools,
     check_param_file,
+    full_parameters,
     notebook_parameters,
     read_param_file,
     resolve_chapter,
@@ -165,13 +166,13 @@ def inject_out_dir(chapter: Chapter, params: dict[str, Any], out_dir: Path | Non
 def run_settings(overrides: dict[str, Any], params_file: Path | None) -> dict[str, Any]:
     """Pop the run parameters (``RUN_PARAMETERS``) from ``overrides`` (they win) and read them from
     ``common`` of ``params_file``; a value that is not an http(s) URL is a ``ParameterError``."""
-    from mechaudit.llm.providers import normalize_endpoint
-
     common = (read_param_file(params_file)[0].get("common") or {}) if params_file else {}
     settings = {}
     for name in RUN_PARAMETERS:
         value = overrides.pop(name, common.get(name))
         if value is not None:
+            from mechaudit.llm.providers import normalize_endpoint
+
             try:
                 value = normalize_endpoint(value) if isinstance(value, str) else normalize_endpoint(repr(value))
             except ValueError as err:
@@ -209,6 +210,7 @@ def execute_chapters(
     dry_run: bool = False,
     prices: Path | None = None,
     allow_unpriced: bool = False,
+    timeout: float | None = None,
     jobs: int = 1,
 ) -> list[Path]:
     """Execute the named chapters (default: every chapter in TOC order), one progress line each.
@@ -222,10 +224,11 @@ def execute_chapters(
     for the estimate, the ledgers and the kernels. With a budget, ``confirm`` or ``dry_run`` the
     cost estimate is printed first; an estimate above the budget stops before the first request
     (``BudgetExceededError``), ``dry_run`` stops after the estimate, and ``confirm(text)`` returning
-    False cancels. After the last chapter the run's LLM total is printed. Progress goes to
-    ``stream`` (default: ``sys.stderr`` at call time). ``jobs``: chapters executed at once (each in
-    its own kernel; >= 1); a run that would call an LLM runs one chapter at a time, so that its
-    budget is counted chapter by chapter. Results are in chapter order whatever ``jobs`` is.
+    False cancels. ``timeout``: seconds one LLM request may take (set for the chapters' kernels as
+    ``MECHAUDIT_LLM_TIMEOUT``; default 600). After the last chapter the run's LLM total is printed.
+    Progress goes to ``stream`` (default: ``sys.stderr`` at call time). ``jobs``: chapters executed at
+    once (each in its own kernel; >= 1); a run that would call an LLM runs one chapter at a time, so
+    that its budget is counted chapter by chapter. Results are in chapter order whatever ``jobs`` is.
     """
     if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
         raise ParameterError(f"expected a whole number >= 1, got {jobs!r}", field="--jobs")
@@ -237,22 +240,19 @@ def execute_chapters(
     paths.require_root()  # no project folder: one line naming MECHAUDIT_ROOT
     params_file = resolve_params_file(params_file)
     settings = run_settings(overrides, params_file)
+    env = _kernel_env(prices, settings["llm_base_url"], timeout)  # a bad --timeout fails here
     chapters = [resolve_chapter(n) for n in names] or toc_chapters()
     _check_out_dir(out_dir, chapters)
-    if params_file:
-        _check_whole_file(params_file, chapters, stream)
     plans = [(c, resolve_parameters(c, params_file, overrides)) for c in chapters]  # fail before running
     run = _plan_run(plans, params_file, overrides, out_dir, max_usd=max_usd, batch=batch, prices=prices,
                     base_url=settings["llm_base_url"])
+    if params_file:  # the sections of the chapters not run, after the run's own inputs
+        _check_whole_file(params_file, chapters, stream)
+    plans = [(c, _with_data_env(c, params)) for c, params in plans]
     if not _check_money(run, stream, confirm=confirm, dry_run=dry_run, allow_unpriced=allow_unpriced):
         return []
     if out_dir is not None:
-        try:
-            Path(out_dir).mkdir(parents=True, exist_ok=True)
-        except OSError as err:
-            raise ParameterError(f"cannot create the folder {out_dir}: {err.strerror or err}",
-                                 field="--out") from None
-    env = _kernel_env(prices, settings["llm_base_url"])
+        _make_out_dir(Path(out_dir))
     tasks = [(i, len(plans), chapter, params, run, out_dir, overrides, stream, env)
              for i, (chapter, params) in enumerate(plans, start=1)]
     try:
@@ -279,6 +279,21 @@ def _execute_all(tasks: list[tuple], jobs: int) -> list[Path]:
             raise
 
 
+def _make_out_dir(out_dir: Path) -> None:
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise ParameterError(f"cannot create the folder {out_dir}: {err.strerror or err}", field="--out") from None
+
+
+def _with_data_env(chapter: Chapter, params: dict[str, Any]) -> dict[str, Any]:
+    """``params`` plus the ``data_dir`` that makes a chapter whose default is its own folder (chapter
+    09's example set) read ``MECHAUDIT_DATA`` like every other chapter (``preflight.env_data_dir``)."""
+    from mechaudit.book.preflight import env_data_dir
+
+    return {**params, **env_data_dir(chapter.stem, {**notebook_parameters(chapter.source), **params})}
+
+
 def _check_whole_file(params_file: Path, chapters: list[Chapter], stream) -> None:
     """``check_param_file`` over the book's chapters (and any others run); an empty file warns."""
     from mechaudit.errors import warn
@@ -290,12 +305,14 @@ def _check_whole_file(params_file: Path, chapters: list[Chapter], stream) -> Non
 
 
 def _plan_run(plans, params_file, overrides, out_dir, **account):
-    """The run's ``RunAccount`` after every check that needs no kernel (``mechaudit.book.preflight``)."""
+    """The run's ``RunAccount`` after every check that needs no kernel (``mechaudit.book.preflight``),
+    the data and files first (before the LLM side is even imported)."""
     from mechaudit.book import preflight
+
+    preflight.check_plans(plans, full_parameters(plans))
     from mechaudit.book.account import RunAccount
 
     run = RunAccount.plan(plans, params_file, overrides, **account)
-    preflight.check_plans(plans, run.full)
     owners: dict[Path, str] = {}
     for chapter, params in plans:
         target = inject_out_dir(chapter, params, out_dir, overrides).get("out_dir")
@@ -334,15 +351,20 @@ def _check_money(run, stream, *, confirm, dry_run: bool, allow_unpriced: bool) -
     return True
 
 
-def _kernel_env(prices: Path | None, base_url: str | None) -> dict[str, str]:
-    """Environment for the kernels besides ``KERNEL_ENV``: the price table and the custom server."""
-    from mechaudit.llm.providers import OPENAI_BASE_URL_ENV
-
+def _kernel_env(prices: Path | None, base_url: str | None, timeout: float | None = None) -> dict[str, str]:
+    """Environment for the kernels besides ``KERNEL_ENV``: the price table, the custom server and the
+    request timeout (``--timeout``: a ``MechauditError`` unless a number of seconds > 0)."""
     env = {}
     if prices is not None:
         env[paths.PRICES_ENV] = str(Path(prices).expanduser().resolve())
+    if base_url is None and timeout is None:
+        return env  # the LLM layer is not imported for nothing: this runs before the parameter checks
+    from mechaudit.llm.providers import OPENAI_BASE_URL_ENV, TIMEOUT_ENV, request_timeout
+
     if base_url is not None:
         env[OPENAI_BASE_URL_ENV] = base_url
+    if timeout is not None:
+        env[TIMEOUT_ENV] = repr(request_timeout(timeout, field="--timeout"))
     return env
 
 

@@ -174,17 +174,17 @@ def _indexed_parameters(source: Path) -> dict[str, Any] | None:
     return entry["parameters"]
 
 
-def book_tools():
-    """The notebook tools chapter execution needs (``jupytext``, ``nbformat``, ``papermill``), or a
-    one-line ``MechauditError`` naming the extra that installs them (``mechaudit[book]``)."""
+def book_tools(names: tuple[str, ...] = ("jupytext", "nbformat", "papermill")) -> tuple[Any, ...]:
+    """The notebook tools chapter execution needs (``jupytext``, ``nbformat``, ``papermill``; or only
+    ``names``), or a one-line ``MechauditError`` naming the extra that installs them
+    (``mechaudit[book]``)."""
+    import importlib
+
     try:
-        import jupytext
-        import nbformat
-        import papermill
+        return tuple(importlib.import_module(name) for name in names)
     except ImportError as err:
         raise MechauditError(f"running chapters needs the book tools ({err.name} is missing): "
                              "pip install 'mechaudit[book]'") from None
-    return jupytext, nbformat, papermill
 
 
 #: Tag of an optional second parameters cell: the defaults a reader rarely changes (backend, cache and
@@ -214,7 +214,7 @@ def _literal_assignments(source_name: str, cell_source: str, tag: str) -> dict[s
 
 @functools.lru_cache(maxsize=64)
 def _notebook_parameters(source: Path, mtime_ns: int) -> dict[str, Any]:
-    jupytext, _, _ = book_tools()
+    (jupytext,) = book_tools(("jupytext",))  # papermill is imported only to execute
 
     nb = jupytext.read(source)
     tagged = [(i, c) for i, c in enumerate(nb.cells) if "parameters" in c.metadata.get("tags", [])]
@@ -244,19 +244,35 @@ def _yaml_problem(err: yaml.YAMLError) -> tuple[int | None, str]:
 
 def read_param_file(path: Path) -> tuple[dict[str, Any], dict[Any, int]]:
     """``(sections, lines)`` of a parameter-set file; ``lines`` maps a section name and a
-    ``(section, name)`` pair to its 1-based line. Malformed YAML, a file that is not a mapping of
-    sections, or a section that is not a mapping raise ``ParameterError`` with file and line."""
+    ``(section, name)`` pair to its 1-based line. Malformed YAML, a key written twice, a file that
+    is not a mapping of sections, or a section that is not a mapping raise ``ParameterError`` with
+    file and line. A run reads the file several times: it is parsed once per version on disk."""
+    import copy
+
     path = Path(path)
+    stat = path.stat()
+    return copy.deepcopy(_read_param_file(path.resolve(), stat.st_mtime_ns, stat.st_size, path))
+
+
+@functools.lru_cache(maxsize=16)
+def _read_param_file(resolved: Path, mtime_ns: int, size: int, path: Path) -> tuple[dict[str, Any], dict[Any, int]]:
     raw = path.read_bytes()
     try:
-        text = raw.decode("utf-8")
+        text = raw.decode("utf-8-sig")  # a byte-order mark (Windows editors) is not part of the text
     except UnicodeDecodeError as err:
         raise ParameterError("not UTF-8 text", file=path, line=raw[:err.start].count(b"\n") + 1) from None
     try:
-        tree, node = yaml.safe_load(text), yaml.compose(text)
+        tree, node = _tree_and_node(text)
     except yaml.YAMLError as err:
         line, problem = _yaml_problem(err)
         raise ParameterError(f"malformed YAML: {problem}", file=path, line=line) from None
+    from mechaudit.schema import repeated_key
+
+    repeated = repeated_key(node) if node is not None else None
+    if repeated is not None:
+        key, first, again = repeated
+        raise ParameterError(f"duplicate key {key!r}: first on line {first}, again on line {again.start_mark.line + 1} "
+                             "(YAML would keep only the last)", file=path, line=again.start_mark.line + 1, field=key)
     lines: dict[Any, int] = {}
     if isinstance(node, yaml.MappingNode):
         for key, value in node.value:
@@ -273,6 +289,20 @@ def read_param_file(path: Path) -> tuple[dict[str, Any], dict[Any, int]]:
             raise ParameterError(f"a section must map parameter names to values, got {section!r}",
                                  file=path, line=lines.get(name), field=name)
     return tree, lines
+
+
+def _tree_and_node(text: str) -> tuple[Any, yaml.Node | None]:
+    """The value and the node tree of one YAML document, parsed once (by libyaml when PyYAML has
+    it); a malformed text raises the pure-Python parser's error, worded the same on every machine."""
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)(text)
+    try:
+        node = loader.get_single_node()
+        return (None if node is None else loader.construct_document(node)), node
+    except yaml.YAMLError:
+        yaml.safe_load(text)
+        raise
+    finally:
+        loader.dispose()
 
 
 #: Python types in the order ``_kind`` tests them (a bool is an int; an int is not a float)
@@ -392,8 +422,12 @@ def load_param_set(path: Path, stem: str, defined: dict[str, Any]) -> dict[str, 
 def parse_override(value: str, name: str | None = None) -> Any:
     """A ``-p NAME VALUE`` value: YAML scalar/list syntax (``7`` -> 7, ``0.3``, ``[1, 2]``, ``anthropic``).
 
-    Malformed YAML raises ``ParameterError`` naming the parameter.
+    An empty or blank value (``-p judge_model ''``) is that string, not None (write ``null`` for
+    None), so its check reports what was given. Malformed YAML raises ``ParameterError`` naming the
+    parameter.
     """
+    if not value.strip():
+        return value
     try:
         return yaml.safe_load(value)
     except yaml.YAMLError as err:
@@ -450,6 +484,12 @@ def resolve_parameters(
         check_value(name, value, defined[name], file="-p", stem=chapter.stem)
     values.update(absolutize_paths(overrides, Path(cwd) if cwd is not None else Path.cwd()))
     return {k: v for k, v in values.items() if not (defined[k] == v and type(defined[k]) is type(v))}
+
+
+def full_parameters(plans: Iterable[tuple[Chapter, dict[str, Any]]]) -> dict[str, dict[str, Any]]:
+    """Every parameter of each planned chapter by stem: its notebook defaults with the injected
+    values (``plans``: ``[(chapter, injected parameters)]``) over them."""
+    return {chapter.stem: {**notebook_parameters(chapter.source), **params} for chapter, params in plans}
 
 
 #: parameters of the whole run, accepted by ``-p`` (and under ``common`` in a parameter file) for

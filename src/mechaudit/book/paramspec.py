@@ -1,5 +1,9 @@
 """What each chapter's parameters may hold: type, range and choices, declared in one place.
 
+Every size (replications, resamples, runs, pairs) has an upper bound: far above what any chapter
+needs for its error to stop mattering, and far below what would exhaust a machine's memory, so a
+mistyped ``-p n_boot 1000000000000`` is one line before any kernel starts.
+
 ``mechaudit execute`` checks every value from a parameter file or ``-p`` against these
 declarations before any kernel starts (``mechaudit.book.params.check_value``), so a bad value is one
 line naming the field instead of a failure inside a cell. ``SHARED`` declares the names that mean
@@ -40,8 +44,9 @@ TYPE_WORDS = {"int": "an integer", "number": "a number", "str": "a string", "boo
 class Spec:
     """One parameter: its type (``int``, ``number``, ``str``, ``bool``, ``list``, ``mapping``),
     whether None is allowed, a closed range ``[low, high]`` (``above``: an open lower bound, the
-    value must be greater), choices for a string, and ``item``, the spec of each list item
-    (``min_items``: the shortest list allowed)."""
+    value must be greater), choices for a string (``nonempty``: not blank), and for a list ``item``,
+    the spec of each item (``min_items``: the shortest list allowed), or ``items``, one spec per
+    position of a list of exactly that length."""
 
     type: str
     nullable: bool = False
@@ -52,10 +57,11 @@ class Spec:
     item: Spec | None = None
     min_items: int = 0
     nonempty: bool = False
+    items: tuple[Spec, ...] | None = None
 
 
-def _int(low: int | None = 0) -> Spec:
-    return Spec("int", low=low)
+def _int(low: int | None = 0, high: int | None = None) -> Spec:
+    return Spec("int", low=low, high=high)
 
 
 def _share(low: float = 0.0, high: float = 1.0) -> Spec:
@@ -66,9 +72,20 @@ def _numbers(**kw: Any) -> Spec:
     return Spec("list", item=Spec("number", **kw), min_items=1)
 
 
+#: upper bounds of sizes: runs per depth and instance, replications, resamples, pairs, papers
+MAX_RUNS = 2000
+MAX_REPLICATIONS = 100_000
+MAX_RESAMPLES = 1_000_000
+MAX_PAIRS = 100_000
+MAX_SWEEP_POINTS = 10_000
+
 _STR = Spec("str")
-_PATH = Spec("str", nullable=True)
+_FILE = Spec("str", nonempty=True)
+_PATH = Spec("str", nullable=True, nonempty=True)
 _MODEL = Spec("str", nonempty=True)
+#: a threshold sweep ``[start, stop, count]``
+_SWEEP = Spec("list", items=(Spec("number", low=0.0, high=1.0), Spec("number", low=0.0, high=1.0),
+                             _int(2, MAX_SWEEP_POINTS)))
 
 #: names with the same meaning in every chapter that defines them
 SHARED: dict[str, Spec] = {
@@ -78,25 +95,25 @@ SHARED: dict[str, Spec] = {
     "compare_paper": Spec("bool", nullable=True),
     "out_dir": _PATH,
     "cache_dir": _PATH,
-    "design_file": _STR,
-    "simulator_file": _STR,
-    "null_simulator_file": _STR,
-    "calibration_file": _STR,
+    "design_file": _FILE,
+    "simulator_file": _FILE,
+    "null_simulator_file": _FILE,
+    "calibration_file": _FILE,
     "rules": Spec("list", item=Spec("str", choices=RULE_NAMES), min_items=1),
     "main_rule": Spec("str", choices=RULE_NAMES),
     "tfidf_threshold": _share(),
     "embedding_threshold": _share(),
     "jaccard_threshold": _share(),
-    "embedding_model": Spec("str", nullable=True),
+    "embedding_model": Spec("str", nullable=True, nonempty=True),
     "embedding_cache": Spec("bool"),
     "generator_model": _MODEL,
     "judge_model": _MODEL,
     "judge_models": Spec("list", item=_MODEL),
-    "json_retries": _int(0),
+    "json_retries": _int(0, 20),
     "max_usd": Spec("number", nullable=True, above=0.0),
     "llm_batch": Spec("bool"),
-    "truth_runs_per_depth": _int(1),
-    "n_text_replications": _int(1),
+    "truth_runs_per_depth": _int(1, MAX_RUNS),
+    "n_text_replications": _int(1, MAX_REPLICATIONS),
     "tfidf_fit_on": Spec("str", choices=("compared", "pair")),
     "reference_rubric": Spec("str", choices=RUBRIC_NAMES),
     "judge_rubric": Spec("str", choices=RUBRIC_NAMES),
@@ -105,10 +122,10 @@ SHARED: dict[str, Spec] = {
     "judge_early_stop": Spec("bool"),
     "regenerate_suite": Spec("bool"),
     "alpha": Spec("number", above=0.0, high=1.0),
-    "tfidf_sweep": Spec("list", item=Spec("number", low=0.0), min_items=3),
-    "embedding_sweep": Spec("list", item=Spec("number", low=0.0), min_items=3),
-    "stability_pairs": _int(1),
-    "n_jobs": _int(-1),
+    "tfidf_sweep": _SWEEP,
+    "embedding_sweep": _SWEEP,
+    "stability_pairs": _int(1, MAX_PAIRS),
+    "n_jobs": _int(-1, 1024),
     "parallel_backend": Spec("str", nullable=True, choices=PARALLEL_BACKENDS),
     # a Dask scheduler address (tcp://host:8786); its form and its backend: mechaudit.book.preflight
     "scheduler": Spec("str", nullable=True, nonempty=True),
@@ -117,28 +134,34 @@ SHARED: dict[str, Spec] = {
 #: names a chapter defines with a meaning of its own (looked up before ``SHARED``)
 CHAPTERS: dict[str, dict[str, Spec]] = {
     "01_problem": {
-        "n_openings": _int(1), "n_runs": _int(2), "rerun_noise": _share(), "critique_change": _share(),
-        "initiator_change": _share(), "instance_id": Spec("str", nullable=True),
+        "n_openings": _int(1, 1000), "n_runs": _int(2, 1000), "rerun_noise": _share(), "critique_change": _share(),
+        "initiator_change": _share(), "instance_id": Spec("str", nullable=True, nonempty=True),
     },
     "02_critique_depth": {"contrast_p_find": _share(), "interval_level": Spec("number", above=0.0, high=1.0),
-                          "compare_runs_per_depth": _int(2)},
-    "02b_validity": {"n_replications": _int(1), "n_null_replications": _int(1), "n_boot": _int(1)},
+                          "compare_runs_per_depth": _int(2, MAX_RUNS)},
+    "02b_validity": {"n_replications": _int(1, MAX_REPLICATIONS), "n_null_replications": _int(1, MAX_REPLICATIONS),
+                     "n_boot": _int(1, MAX_REPLICATIONS)},
     "02c_robustness": {
         "robust_axes": Spec("mapping"), "alternatives_axes": Spec("mapping"),
-        "truth_runs_per_depth": _int(3), "truth_seeds": _int(1), "diminishing_ratio": _share(),
+        "truth_runs_per_depth": _int(3, MAX_RUNS), "truth_seeds": _int(1, 100), "diminishing_ratio": _share(),
         "z": Spec("number", above=0.0), "pick_quantiles": _numbers(low=0.0, high=1.0),
-        "n_pools": _int(1),
-        "power_designs": Spec("list", item=Spec("list", item=_int(1), min_items=2), min_items=1),
-        "power_ladder": Spec("list", item=_int(2), min_items=1), "power_level": Spec("number", above=0.0, high=1.0),
-        "n_power_replications": _int(1), "pool_runs_per_depth": _int(1), "n_resamples": _int(1),
+        "n_pools": _int(1, 1000),
+        # each design: (instances, runs per depth)
+        "power_designs": Spec("list", item=Spec("list", items=(_int(1, 1000), _int(2, MAX_RUNS))), min_items=1),
+        "power_ladder": Spec("list", item=_int(2, MAX_RUNS), min_items=1),
+        "power_level": Spec("number", above=0.0, high=1.0),
+        "n_power_replications": _int(1, MAX_REPLICATIONS), "pool_runs_per_depth": _int(1, MAX_RUNS),
+        "n_resamples": _int(1, MAX_RESAMPLES),
     },
     "08_tau_calibration": {
-        "n_patterns": _int(1), "papers_per_pattern": _int(2), "review_noise": Spec("number", low=0.0),
-        "true_taus": _numbers(above=0.0), "n_pairs": _int(1), "n_reps": _int(1), "role_taus": Spec("mapping"),
-        "tie_rate": _share(), "tie_width": Spec("number", low=0.0), "n_stories": _int(1),
+        "n_patterns": _int(1, 1000), "papers_per_pattern": _int(2, 1000), "review_noise": Spec("number", low=0.0),
+        "true_taus": _numbers(above=0.0), "n_pairs": _int(1, MAX_PAIRS), "n_reps": _int(1, MAX_REPLICATIONS),
+        "role_taus": Spec("mapping"), "tie_rate": _share(), "tie_width": Spec("number", low=0.0),
+        "n_stories": _int(1, MAX_PAIRS),
         "weight_scales": _numbers(above=0.0), "loss_thresholds": _numbers(low=0.0),
         "heavy_tie_rates": _numbers(low=0.0, high=1.0), "heavy_tie_width": Spec("number", low=0.0),
-        "perception_noises": _numbers(low=0.0), "misspec_reps": _int(1), "llm_pairs": _int(1),
+        "perception_noises": _numbers(low=0.0), "misspec_reps": _int(1, MAX_REPLICATIONS),
+        "llm_pairs": _int(1, MAX_PAIRS),
         "densify_mode": Spec("str", choices=DENSIFY_NAMES),
     },
 }
@@ -200,13 +223,26 @@ def _range_problem(value: float, spec: Spec) -> str | None:
         return f"must be {what} > {spec.above:g}{upper}, got {value!r}"
     low = spec.low if spec.above is None else None
     if (low is not None and value < low) or (spec.high is not None and value > spec.high):
-        lo = "-inf" if low is None else f"{low:g}"
-        hi = "inf" if spec.high is None else f"{spec.high:g}"
+        lo = "-inf" if low is None else _bound(low)
+        hi = "inf" if spec.high is None else _bound(spec.high)
         return f"must be {what} in [{lo}, {hi}], got {value!r}"
     return None
 
 
+def _bound(x: float) -> str:
+    """A range's end as written in a message: whole numbers in full (100000, not 1e+05)."""
+    return str(int(x)) if float(x).is_integer() else f"{x:g}"
+
+
 def _list_problem(value: list, spec: Spec) -> str | None:
+    if spec.items is not None:
+        if len(value) != len(spec.items):
+            return f"must be a list of exactly {len(spec.items)} items, got {value!r}"
+        for i, (item, item_spec) in enumerate(zip(value, spec.items)):
+            why = problem(item, item_spec)
+            if why is not None:
+                return f"item {i}: {why}"
+        return None
     if len(value) < spec.min_items:
         return f"must be a list of at least {spec.min_items} item{'s' if spec.min_items > 1 else ''}, got {value!r}"
     if spec.item is None:

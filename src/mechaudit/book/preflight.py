@@ -1,7 +1,9 @@
-"""Checks of a chapter run that need no kernel: the data each chapter reads, the paper switch, the
-parallel engine and the run folders. ``mechaudit execute`` calls :func:`check_plans` after the parameters are resolved
-and before the first kernel starts, so a wrong folder, a missing or empty file, or a request for the
-paper's numbers on other data is one line naming the field and the command that fixes it.
+"""Checks of a chapter run that need no kernel: the data each chapter reads, the files its
+``*_file`` parameters name (design, simulator and calibration settings), the paper switch, the
+parallel engine and the run folders. ``mechaudit execute`` calls :func:`check_plans` after the
+parameters are resolved and before the first kernel starts, so a wrong folder, a missing, empty,
+malformed or stale file, a design the chapter cannot analyse, or a request for the paper's numbers on
+other data is one line naming the file, the line and the field, and the command that fixes it.
 """
 
 from __future__ import annotations
@@ -19,23 +21,38 @@ SOURCE_FILES = ("vocabulary.yaml", "instances.yaml", "hypotheses.jsonl")
 SUITE_FILE = "perturbations.jsonl"
 #: chapters that read the perturbation suite from their data folder (05 unless it rebuilds it)
 SUITE_CHAPTERS = ("05_perturbations", "06_rubric_sensitivity", "07_sensitivity")
-#: chapters whose ``data_dir = None`` means a folder other than the data folder
+#: chapters whose ``data_dir = None`` means a folder other than the data folder (unless
+#: ``MECHAUDIT_DATA`` names one: the variable sets the data folder of every chapter)
 DEFAULT_DATA = {"09_your_data": paths.EXAMPLE_DIR}
 #: a file in a chapter's output folder that marks it as written by ``mechaudit execute``
 RUN_MARK = ".mechaudit-run"
+#: parameters naming a settings file under ``params/`` (or a path), as the chapters read them
+FILE_PARAMETERS = ("design_file", "simulator_file", "null_simulator_file", "calibration_file")
+#: chapters that compare runs within a depth (extra divergence, its interval and test): their
+#: design needs two depths and at least two runs per depth
+WITHIN_DEPTH_CHAPTERS = ("02_critique_depth", "02b_validity", "02c_robustness")
 
 
 def data_folder(stem: str, values: dict[str, Any]) -> tuple[Path, str] | None:
     """``(folder, field)`` of the benchmark chapter ``stem`` reads with parameters ``values``: its
-    ``data_dir``, else its default folder (``MECHAUDIT_DATA`` or the shipped data; the example set
-    for chapter 09). None for a chapter without a ``data_dir`` parameter."""
+    ``data_dir``, else ``MECHAUDIT_DATA`` if set, else its default folder (the shipped data; the
+    example set for chapter 09). None for a chapter without a ``data_dir`` parameter."""
     if "data_dir" not in values:
         return None
     if values["data_dir"] is not None:
         return Path(values["data_dir"]).expanduser(), "data_dir"
-    if stem in DEFAULT_DATA:
-        return DEFAULT_DATA[stem], "data_dir"
-    return paths.DATA_DIR, paths.DATA_ENV if os.environ.get(paths.DATA_ENV) else "data_dir"
+    if os.environ.get(paths.DATA_ENV):
+        return paths.DATA_DIR, paths.DATA_ENV
+    return DEFAULT_DATA.get(stem, paths.DATA_DIR), "data_dir"
+
+
+def env_data_dir(stem: str, values: dict[str, Any]) -> dict[str, Any]:
+    """The ``data_dir`` to inject so that chapter ``stem`` reads ``MECHAUDIT_DATA`` although its own
+    default is another folder (chapter 09's example set); ``{}`` when nothing needs injecting."""
+    where = data_folder(stem, values)
+    if stem in DEFAULT_DATA and where is not None and where[1] == paths.DATA_ENV:
+        return {"data_dir": str(where[0].resolve())}
+    return {}
 
 
 def needed_files(stem: str, values: dict[str, Any], folder: Path | None = None) -> tuple[str, ...]:
@@ -55,9 +72,9 @@ def fix_for(folder: Path, name: str) -> str:
     """What makes file ``name`` of a benchmark folder: ``mechaudit perturb`` for a suite (with
     ``--reworded`` for the reworded one), the data format page for the sources."""
     if name.endswith(".jsonl") and name != SOURCE_FILES[-1]:
-        reworded = f" --reworded {folder / name.replace('.jsonl', '.yaml')}" if name != SUITE_FILE else ""
-        return (f"make it with `mechaudit perturb --hypotheses {folder / 'hypotheses.jsonl'} --vocabulary "
-                f"{folder / 'vocabulary.yaml'}{reworded} --out {folder / name}`")
+        from mechaudit.perturb import rebuild_command
+
+        return f"make it with `{rebuild_command(folder / name)}`"
     return "write it as book/data.md describes"
 
 
@@ -97,6 +114,78 @@ def _check_file(folder: Path, name: str, field: str) -> bool:
     return True
 
 
+def param_file(value: str) -> Path:
+    """The file a ``*_file`` parameter names, as the chapters read it: ``params/<value>`` (an absolute
+    value as given)."""
+    return paths.PARAMS_DIR / value
+
+
+def check_files(stem: str, values: dict[str, Any], checked: dict | None = None) -> None:
+    """Raise ``MechauditError`` unless every ``*_file`` parameter of chapter ``stem``
+    (``FILE_PARAMETERS``) names a readable, valid settings file: the design's instances among the
+    benchmark's, and for ``WITHIN_DEPTH_CHAPTERS`` two depths and two runs per depth or more.
+    ``checked`` memoises files already checked in this run."""
+    checked = {} if checked is None else checked
+    for name in FILE_PARAMETERS:
+        if name not in values:
+            continue
+        path = param_file(values[name])
+        if not path.is_file():
+            what = "is a folder" if path.is_dir() else "does not exist"
+            shipped = ", ".join(sorted(p.name for p in paths.PARAMS_DIR.glob("*.yaml")))
+            raise MechauditError(f"{path} {what}: name a file in params/ ({shipped}) or give the path of one",
+                                 field=name)
+        key = (name, path, stem in WITHIN_DEPTH_CHAPTERS, data_folder(stem, values))
+        if key not in checked:
+            checked[key] = _check_param_file(stem, name, path, values)
+
+
+def _check_param_file(stem: str, name: str, path: Path, values: dict[str, Any]) -> bool:
+    """Load one settings file with the loader the chapter uses (one ``DataError`` naming file, line and
+    field if it is malformed) and check a design against the chapter's benchmark and analysis."""
+    if name == "calibration_file":
+        from mechaudit.workflow.calibrate import load_calibration
+
+        load_calibration(path)
+    elif name.endswith("simulator_file"):
+        from mechaudit.workflow.simulator import load_simulator_params
+
+        load_simulator_params(path)
+    else:
+        _check_design(stem, path, values)
+    return True
+
+
+def _check_design(stem: str, path: Path, values: dict[str, Any]) -> None:
+    from mechaudit.book.paramspec import MAX_RUNS
+    from mechaudit.schema import load_instances, read_yaml
+    from mechaudit.workflow.design import load_design
+
+    where = data_folder(stem, values)
+    folder = where[0] if where is not None else paths.DATA_DIR
+    design = load_design(path, instances=[i.id for i in load_instances(folder / "instances.yaml")])
+    line = read_yaml(path)["design"].get("__line__")
+    if design.runs_per_depth > MAX_RUNS:
+        raise MechauditError(f"must be at most {MAX_RUNS}, got {design.runs_per_depth}", file=path, line=line,
+                             field="design.runs_per_depth")
+    if stem not in WITHIN_DEPTH_CHAPTERS:
+        return
+    if design.runs_per_depth < 2:
+        raise MechauditError(f"is {design.runs_per_depth}: {stem} compares runs within a depth, which needs at least "
+                             "2 runs per depth", file=path, line=line, field="design.runs_per_depth")
+    if len(design.depths) < 2:
+        raise MechauditError(f"{list(design.depths)}: {stem} compares depths, which needs at least two",
+                             file=path, line=line, field="design.depths")
+
+
+def check_cache_dir(values: dict[str, Any]) -> None:
+    """A ``cache_dir`` (the LLM response cache, created on first use) must not be an existing file."""
+    folder = values.get("cache_dir")
+    if folder is not None and Path(folder).expanduser().exists() and not Path(folder).expanduser().is_dir():
+        raise MechauditError(f"{folder} is a file: give the folder of the LLM response cache (made if missing)",
+                             field="cache_dir")
+
+
 def check_compare_paper(values: dict[str, Any]) -> None:
     """``compare_paper: true`` only on the shipped benchmark (``paper.compare_paper_default``)."""
     if values.get("compare_paper") is True:
@@ -134,9 +223,11 @@ def check_plans(plans: Iterable[tuple[Any, dict[str, Any]]], full: dict[str, dic
     for chapter, _ in plans:
         values = full[chapter.stem]
         check_data(chapter.stem, values, checked)
+        check_files(chapter.stem, values, checked)
+        check_cache_dir(values)
         check_compare_paper(values)
         check_parallel(values)
 
 
-__all__ = ["check_plans", "check_data", "check_compare_paper", "check_parallel", "check_out_folder", "needed_files",
-           "fix_for", "RUN_MARK"]
+__all__ = ["check_plans", "check_data", "check_files", "check_cache_dir", "check_compare_paper", "check_parallel",
+           "check_out_folder", "needed_files", "fix_for", "env_data_dir", "param_file", "RUN_MARK", "FILE_PARAMETERS"]

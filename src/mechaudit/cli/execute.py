@@ -60,6 +60,14 @@ def add_money_arguments(p) -> None:
     p.add_argument("--allow-unpriced", action="store_true",
                    help="send requests to a model the price table lacks, at an unknown cost (refused with "
                         "--max-usd); without it such a run is refused before anything is sent")
+    add_timeout_argument(p)
+
+
+def add_timeout_argument(p) -> None:
+    """``--timeout SECONDS``: how long one LLM request may take before it fails and is retried."""
+    p.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
+                   help="seconds one LLM request may take before it fails (the SDK then retries it); a hung "
+                        "request no longer holds up its stage for the default 600 s")
 
 
 def ask_terminal(question: str) -> bool:
@@ -77,5 +85,5 @@ def run(args: argparse.Namespace) -> int:
     execute_chapters(args.notebooks, params_file=args.params, overrides=overrides, out_dir=args.out,
                      max_usd=args.max_usd, batch=args.batch, dry_run=args.dry_run,
                      confirm=ask_terminal if args.confirm else None, prices=args.prices,
-                     allow_unpriced=args.allow_unpriced, jobs=args.jobs)
+                     allow_unpriced=args.allow_unpriced, timeout=args.timeout, jobs=args.jobs)
     return 0

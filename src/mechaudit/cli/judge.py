@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from mechaudit.backends import LLM_BACKENDS
-from mechaudit.rules.registry import NAMES as RULES
+from mechaudit.book.paramspec import RULE_NAMES as RULES  # the registry's names, without importing the rules
+from mechaudit.cli.execute import add_timeout_argument
 
 RUBRIC_CHOICES = ("full", "step", "none")
 DEFAULT_JUDGE_MODEL = "claude-opus-4-6"
@@ -62,6 +63,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--no-embedding-cache", action="store_true",
                    help="--rule embedding: compute every embedding afresh and store none")
     p.add_argument("--max-concurrency", type=int, default=4, help="parallel LLM calls (default: %(default)s)")
+    add_timeout_argument(p)
     p.add_argument("--include-invalid", action="store_true", help="also judge pairs marked \"valid\": false")
     p.add_argument("--out", type=Path, default=None, help="output JSONL (default: stdout)")
     p.add_argument("--quiet", action="store_true", help="no progress bar and no usage summary")
@@ -173,8 +175,11 @@ def run(args: argparse.Namespace) -> int:
 
     from mechaudit.errors import check_range, error_line, warn
     from mechaudit.llm import get_client
+    from mechaudit.llm.providers import request_timeout
 
     check_range(args.max_concurrency, "--max-concurrency", 1, integer=True)
+    if args.timeout is not None:
+        request_timeout(args.timeout, field="--timeout")
     check_range(args.poll_interval, "--poll-interval", 0)
     check_range(args.jaccard_threshold, "--jaccard-threshold", 0, 1)
     if args.threshold is not None:
@@ -188,7 +193,8 @@ def run(args: argparse.Namespace) -> int:
     progress = not args.quiet
     client = None
     if args.rule == "llm":
-        client = get_client(args.backend, cache_dir=args.cache_dir, max_concurrency=args.max_concurrency)
+        client = get_client(args.backend, cache_dir=args.cache_dir, max_concurrency=args.max_concurrency,
+                            timeout=args.timeout)
     try:
         rule = build_rule(args, client)
         if args.batch and client is not None:

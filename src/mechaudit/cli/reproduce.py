@@ -38,7 +38,7 @@ def run(args: argparse.Namespace) -> int:
     # errors (no key, no price, over budget, cancelled) reach the one handler: one line, exit 1
     execute_chapters(args.notebooks, params_file=args.params, out_dir=args.out, max_usd=args.max_usd,
                      batch=args.batch, dry_run=args.dry_run, confirm=None if args.yes else ask_terminal,
-                     prices=args.prices, allow_unpriced=args.allow_unpriced)
+                     prices=args.prices, allow_unpriced=args.allow_unpriced, timeout=args.timeout)
     if not args.dry_run:
         print(f"done: {args.out}. Re-run from the cached answers, with no call: mechaudit execute --params "
               f"{args.params} -p backend replay --out runs/replay")

@@ -83,6 +83,8 @@ def run_infer(args: argparse.Namespace) -> int:
     if not (_is_number(grid_step) and grid_step > 0):
         raise MechauditError(f"must be a positive number, got {grid_step!r}", file=args.input, field="grid_step")
     try:
+        from mechaudit.tau.inference import infer_score
+
         score, diag = infer_score(data["anchors"], data["comparisons"], data.get("tau"), float(grid_step))
     except MechauditError as err:
         raise MechauditError(err.message, file=args.input, field=err.field) from None
@@ -95,6 +97,7 @@ def run_fit(args: argparse.Namespace) -> int:
     from mechaudit.tau.fitting import fit_tau_detailed  # scipy.optimize: loaded by this command only
 
     pairs = read_pairs(args.pairs)
+
     fit = fit_tau_detailed(pairs, args.method)
     _emit(fit.to_dict(), args.out)
     return 0

@@ -44,7 +44,7 @@ from mechaudit.llm.jsonout import (
     parse_reply,
     repair_request,
 )
-from mechaudit.llm.ledger import UsageLedger, load_prices
+from mechaudit.llm.ledger import UsageLedger, load_prices, record_sent
 from mechaudit.llm.providers import (
     LOCAL_PLACEHOLDER_KEY,
     OPENAI_API_KEY_ENV,
@@ -53,6 +53,7 @@ from mechaudit.llm.providers import (
     openai_base_url,
     openai_sdk,
     openai_send,
+    request_timeout,
     route_model,
     with_endpoint,
 )
@@ -84,7 +85,7 @@ class LLMClient:
         http_client: httpx.Client | httpx2.Client | None = None,
         max_concurrency: int = 4,
         max_retries: int = 4,
-        timeout: float = 600.0,
+        timeout: float | None = None,
         api_version: str | None = SAMPLING_API_VERSION,
         prices: Mapping[str, Any] | str | os.PathLike[str] | None = None,
         openai_base_url: str | None = None,
@@ -97,7 +98,7 @@ class LLMClient:
         self.cache = cache
         self.max_concurrency = max_concurrency
         self.max_retries = max_retries
-        self.timeout = timeout
+        self.timeout = request_timeout(timeout)  # seconds per request (None: MECHAUDIT_LLM_TIMEOUT or 600)
         self.api_version = api_version
         self._http_client = None
         if http_client is not None:
@@ -261,6 +262,7 @@ class LLMClient:
                 return self._response(request, hit, cached=True)
             reserved = self.session.reserve([request], self._ledger.prices)  # BudgetExceededError
             try:
+                record_sent(self.cache.directory, key)  # a run stopped mid-request can tell it was paid for
                 record, fields = self._send_record(request)
                 self.cache.put(key, record, request, **fields)
                 mode = "local" if request.endpoint is not None else "api"
@@ -421,7 +423,7 @@ def get_client(
     max_concurrency: int = 4,
     *,
     max_retries: int = 4,
-    timeout: float = 600.0,
+    timeout: float | None = None,
     api_version: str | None = SAMPLING_API_VERSION,
     prices: Mapping[str, Any] | str | os.PathLike[str] | None = None,
     openai_base_url: str | None = None,
@@ -431,7 +433,9 @@ def get_client(
     ``cache_dir`` (default ``data/llm_cache``).
 
     ``http_client``: the HTTP client the SDK uses (tests pass one built on a mock transport);
-    ``max_retries``: SDK retries for 429/5xx/timeouts/connection errors; ``api_version``: the
+    ``max_retries``: SDK retries for 429/5xx/timeouts/connection errors; ``timeout``: seconds one
+    request may take before it fails and is retried (None: ``MECHAUDIT_LLM_TIMEOUT`` from the
+    environment, which ``mechaudit execute --timeout`` sets for the chapters, else 600); ``api_version``: the
     ``anthropic-version`` header (the default accepts ``temperature``); ``prices``: price table
     (mapping or YAML path; default ``params/prices.yaml``); ``openai_base_url``: an OpenAI-compatible
     server for the OpenAI-routed models (default: ``OPENAI_BASE_URL`` from the environment, if set);

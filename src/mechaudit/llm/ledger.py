@@ -184,6 +184,40 @@ class UsageLedger:
 
 # --------------------------------------------------------------------------- spending read from the cache
 
+#: the cache folder's log of Messages API requests sent (one key a line, written before each request
+#: goes out): a key without an answer in the cache was lost in flight (an error, or an interrupted run)
+SENT_LOG = "sent.log"
+
+
+def record_sent(cache_dir: str | os.PathLike[str], key: str) -> None:
+    """Append ``key`` to the folder's :data:`SENT_LOG` (one short appended line: safe across threads
+    and processes)."""
+    path = Path(cache_dir) / SENT_LOG
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a", encoding="ascii") as fh:
+        fh.write(key + "\n")
+
+
+def sent_mark(cache_dir: str | os.PathLike[str]) -> int:
+    """The current end of the folder's :data:`SENT_LOG` in bytes (0 if there is none)."""
+    path = Path(cache_dir) / SENT_LOG
+    return path.stat().st_size if path.is_file() else 0
+
+
+def unanswered(cache_dir: str | os.PathLike[str], since: int = 0) -> set[str]:
+    """Keys sent (logged after byte ``since`` of :data:`SENT_LOG`) whose answer is not in the cache:
+    requests that failed, or were in flight when their run stopped (then the API likely charged
+    them, and a re-run pays for them again)."""
+    path = Path(cache_dir) / SENT_LOG
+    if not path.is_file():
+        return set()
+    with open(path, "rb") as fh:
+        fh.seek(since)
+        keys = {line.strip().decode("ascii") for line in fh if line.strip()}
+    cache = ResponseCache(cache_dir)
+    return {k for k in keys if k not in cache}
+
+
 
 def cache_state(cache_dir: str | os.PathLike[str]) -> int:
     """A mark of the cache folder's current end (``ResponseCache.mark``; 0 if there is no folder):

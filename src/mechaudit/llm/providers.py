@@ -34,6 +34,7 @@ if replies come back empty with ``stop_reason`` "length".
 from __future__ import annotations
 
 import ipaddress
+import math
 import os
 import re
 from typing import TYPE_CHECKING, Any
@@ -108,6 +109,33 @@ def openai_base_url(explicit: str | None = None, environ: Any = None) -> str | N
         return None
     url = normalize_endpoint(value)
     return None if url == OPENAI_DEFAULT_URL else url
+
+
+#: environment variable with the request timeout in seconds (``mechaudit execute --timeout`` sets it
+#: for the chapters' kernels)
+TIMEOUT_ENV = "MECHAUDIT_LLM_TIMEOUT"
+#: seconds a request may take (the SDKs' own default)
+DEFAULT_TIMEOUT = 600.0
+
+
+def request_timeout(explicit: float | None = None, environ: Any = None, field: str = "timeout") -> float:
+    """Seconds one API request may take before it fails (and is retried by the SDK): ``explicit``,
+    else ``MECHAUDIT_LLM_TIMEOUT`` from the environment, else ``DEFAULT_TIMEOUT``. A value that is not
+    a finite number > 0 raises ``MechauditError`` naming where it came from (``field`` for
+    ``explicit``)."""
+    environ = os.environ if environ is None else environ
+    where, value = (field, explicit) if explicit is not None else (TIMEOUT_ENV, environ.get(TIMEOUT_ENV, "").strip())
+    if value in (None, ""):
+        return DEFAULT_TIMEOUT
+    try:
+        seconds = float(value)
+    except (TypeError, ValueError):
+        seconds = math.nan
+    if isinstance(value, bool) or not (math.isfinite(seconds) and seconds > 0):
+        from mechaudit.errors import MechauditError
+
+        raise MechauditError(f"must be a number of seconds > 0, got {value!r}", field=where)
+    return seconds
 
 
 def is_loopback(url: str) -> bool:

@@ -2,51 +2,34 @@
 
 See ``mechaudit.workflow.simulator`` for the documented stochastic model and
 ``mechaudit.workflow.llm`` for the real workflow's prompts and steps.
+
+The names below are imported from their home modules on first use, so reading a design or a
+simulator parameter file (``mechaudit.workflow.design``, ``...simulator``) does not load the rules,
+the LLM layer and the analyses: ``mechaudit execute`` checks those files before any kernel starts.
 """
 
-from mechaudit.workflow.delivery import (
-    Delivery,
-    WorkflowSetup,
-    deliver,
-    excluded_note,
-    report_dropped,
-    show_excluded,
-    workflow_setup,
-)
-from mechaudit.workflow.depth import (
-    InstanceMatrix,
-    MechanismKeyRule,  # noqa: F401 - re-exported for the chapters; documented in its home, mechaudit.rules
-    by_instance,
-    counts,
-    depth_table,
-    instance_matrices,
-    key_matrix,
-    per_instance_effects,
-    rule_tables,
-)
-from mechaudit.workflow.design import Design, load_design
-from mechaudit.workflow.measured import delivered_diversity, diversity_table, set_matrices
-from mechaudit.workflow.records import (
-    LABELS,
-    Demand,
-    Exclusion,
-    Reply,
-    Revision,
-    Run,
-    demands_frame,
-    excluded_frame,
-    run_id,
-)
-from mechaudit.workflow.rulesets import RULE_NAMES, build_rules, rules_for
-from mechaudit.workflow.simulator import (
-    SimulatorParams,
-    instance_models,
-    load_simulator_params,
-    null_params,
-    simulate,
-    simulate_run,
-)
-from mechaudit.workflow.validity import population_truth, replicate, replication_seed, validity_summary
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+#: public name -> home module
+_EXPORTS: dict[str, str] = {
+    **dict.fromkeys(("Delivery", "WorkflowSetup", "deliver", "excluded_note", "report_dropped", "show_excluded",
+                     "workflow_setup"), "delivery"),
+    **dict.fromkeys(("InstanceMatrix", "by_instance", "counts", "depth_table", "instance_matrices", "key_matrix",
+                     "per_instance_effects", "rule_tables"), "depth"),
+    **dict.fromkeys(("Design", "load_design"), "design"),
+    **dict.fromkeys(("delivered_diversity", "diversity_table", "set_matrices"), "measured"),
+    **dict.fromkeys(("LABELS", "Demand", "Exclusion", "Reply", "Revision", "Run", "demands_frame", "excluded_frame",
+                     "run_id"), "records"),
+    **dict.fromkeys(("RULE_NAMES", "build_rules", "rules_for"), "rulesets"),
+    **dict.fromkeys(("SimulatorParams", "instance_models", "load_simulator_params", "null_params", "simulate",
+                     "simulate_run"), "simulator"),
+    **dict.fromkeys(("population_truth", "replicate", "replication_seed", "validity_summary"), "validity"),
+}
+#: re-exported for the chapters, documented in its home (``mechaudit.rules``)
+_ALIASES = {"MechanismKeyRule": "depth"}
 
 __all__ = [
     "Delivery", "deliver", "WorkflowSetup", "workflow_setup", "report_dropped",
@@ -59,3 +42,17 @@ __all__ = [
     "diversity_table", "set_matrices", "population_truth", "replicate", "replication_seed",
     "validity_summary",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """Import a public name from its home module on first access and keep it on the package."""
+    home = _EXPORTS.get(name) or _ALIASES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{home}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_EXPORTS) | set(_ALIASES))

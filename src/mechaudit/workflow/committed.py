@@ -18,17 +18,21 @@ from typing import Any
 
 import pandas as pd
 
-from mechaudit.paths import REPO_ROOT, SHIPPED_MANIFEST
+from mechaudit.paths import REPO_ROOT, file_sha256
 
 #: where the committed tables live (the shipped benchmark's results, whatever ``MECHAUDIT_DATA`` says)
 COMPUTED_DIR = REPO_ROOT / "data" / "computed"
 
 
+#: the benchmark files a simulation reads (the perturbation suites are not among them)
+SIMULATED_FILES = ("vocabulary.yaml", "instances.yaml", "hypotheses.jsonl")
+
+
 def with_benchmark(settings: Mapping[str, Any]) -> dict[str, Any]:
-    """``settings`` plus the shipped benchmark's manifest (``data/benchmark.sha256``): a table computed
-    on other data never matches."""
-    manifest = REPO_ROOT / "data" / SHIPPED_MANIFEST
-    return {**settings, "benchmark": manifest.read_text(encoding="utf-8").replace("\r\n", "\n")}
+    """``settings`` plus the sha256 of each shipped benchmark file a simulation reads
+    (``SIMULATED_FILES``; line endings normalised): a table computed from other data never matches."""
+    folder = REPO_ROOT / "data"
+    return {**settings, "benchmark": {name: file_sha256(folder / name) for name in SIMULATED_FILES}}
 
 
 def canonical(settings: Mapping[str, Any]) -> str:

@@ -69,9 +69,11 @@ def load_design(path: str | Path | None = None, key: str = "design",
     """Read a design from a parameter file (default ``params/paper.yaml``, section ``design``).
 
     ``instances: all`` (or no ``instances`` entry) in the file means every benchmark instance:
-    ``instances`` if given, else the ids in the committed ``instances.yaml``. Bad content raises
-    ``DataError`` naming the file, line and field.
+    ``instances`` if given, else the ids in the committed ``instances.yaml``; instances the file
+    names must be among them. Bad content raises ``DataError`` naming the file, line and field.
     """
+    from mechaudit.schema import DataError, read_yaml
+
     path = Path(path) if path is not None else PARAMS_DIR / "paper.yaml"
     if instances is None:
         from mechaudit.schema import load_instances
@@ -79,4 +81,8 @@ def load_design(path: str | Path | None = None, key: str = "design",
         instances = [i.id for i in load_instances()]
     design = load_section(_DesignFile, path, key, "a mapping with instances, depths, runs_per_depth")
     chosen = tuple(instances) if design.instances == "all" else design.instances
+    unknown = [i for i in chosen if i not in set(instances)]
+    if unknown:
+        raise DataError(path, read_yaml(path)[key].get("__line__"), f"{key}.instances",
+                        f"unknown instance {unknown[0]!r}; the benchmark's instances are {', '.join(instances)}")
     return Design(**{**design.model_dump(), "instances": chosen})

@@ -1,0 +1,186 @@
+"""The LLM layer's branches at their boundaries: cache hit or miss, one uncached request or more in
+batch mode, a budget that is exactly spent, an unpriced model in every price column, and the run's
+remaining budget handed to the next chapter.
+
+The real SDK talks to an in-memory HTTP handler (``httpx.MockTransport``); nothing of ours is mocked.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import threading
+from types import SimpleNamespace
+
+import httpx
+import pytest
+from fake_anthropic import FakeAnthropic, client_for, message_response
+
+from mechaudit.book.account import RunAccount
+from mechaudit.book.chapter import ChapterContext
+from mechaudit.llm import LLMRequest
+from mechaudit.llm.ledger import load_prices
+from mechaudit.llm.pricing import Planned, format_estimate, price_plan, totals
+from mechaudit.llm.session import BudgetExceededError, LLMSession
+
+MODEL = "claude-sonnet-4-6"
+
+
+def req(i: int, model: str = MODEL) -> LLMRequest:
+    return LLMRequest(model=model, system="boundary tests", messages=[{"role": "user", "content": f"question {i}"}],
+                      max_tokens=16)
+
+
+class Recorder:
+    """An HTTP handler that answers every Messages call, recording the calling thread and the body;
+    with ``barrier`` every call waits there first (so calls that run one after another fail)."""
+
+    def __init__(self, barrier: threading.Barrier | None = None) -> None:
+        self.barrier, self.threads, self.bodies = barrier, [], []
+        self._lock = threading.Lock()
+
+    def __call__(self, request: httpx.Request) -> httpx.Response:
+        body = json.loads(request.content)
+        with self._lock:
+            self.threads.append(threading.current_thread().name)
+            self.bodies.append(body)
+        if self.barrier is not None:
+            self.barrier.wait(timeout=20)  # BrokenBarrierError if the calls do not overlap
+        return message_response("answer to " + body["messages"][-1]["content"], body["model"])
+
+
+def _fill(tmp_path, api_key, *indices: int) -> None:
+    """Put the answers of ``req(i)`` into the response cache under ``tmp_path``."""
+    client_for(Recorder(), tmp_path).complete_many([req(i) for i in indices])
+
+
+# ---------------------------------------------------------------- cache hit or miss
+
+
+def test_hits_are_answered_inline_and_misses_in_parallel_through_the_api(tmp_path, api_key):
+    _fill(tmp_path, api_key, 0, 1)
+    handler = Recorder(barrier=threading.Barrier(2))
+    client = client_for(handler, tmp_path, max_concurrency=2)
+    out = client.complete_many([req(0), req(2), req(1), req(3)])
+    assert [r.text for r in out] == [f"answer to question {i}" for i in (0, 2, 1, 3)]
+    assert [r.cached for r in out] == [True, False, True, False]
+    # only the two misses reached the API, both from the worker pool and at the same time
+    assert sorted(b["messages"][-1]["content"] for b in handler.bodies) == ["question 2", "question 3"]
+    assert all(name.startswith("mechaudit-llm") for name in handler.threads), handler.threads
+    table = client.ledger().set_index("mode")
+    assert table.loc["cache", "calls"] == 2 and table.loc["api", "calls"] == 2
+
+
+def test_a_single_complete_reads_the_cache_before_sending(tmp_path, api_key):
+    _fill(tmp_path, api_key, 0)
+    handler = Recorder()
+    client = client_for(handler, tmp_path)
+    assert client.complete(req(0)).cached and handler.bodies == []
+    miss = client.complete(req(1))
+    assert not miss.cached and len(handler.bodies) == 1
+    assert client.complete(req(1)).cached and len(handler.bodies) == 1  # recorded on the way back
+
+
+# ---------------------------------------------------------------- batch mode: one uncached request is not a batch
+
+
+@pytest.mark.parametrize(("cached", "asked", "batches", "messages"), [
+    ((), (0,), 0, 1),          # one uncached request: a plain call
+    ((0,), (0, 1), 0, 1),      # two asked, one cached: still a plain call
+    ((), (0, 1), 1, 0),        # two uncached: one batch
+    ((0,), (0, 1, 2), 1, 0),   # two of three uncached: one batch of two
+])
+def test_batch_mode_sends_a_batch_only_for_two_or_more_uncached_requests(tmp_path, api_key, cached, asked,
+                                                                         batches, messages):
+    if cached:
+        _fill(tmp_path, api_key, *cached)
+    fake = FakeAnthropic()
+    client = client_for(fake, tmp_path, session=LLMSession(batch=True))
+    out = client.complete_many([req(i) for i in asked], poll_interval=0.0)
+    assert len(out) == len(asked)
+    assert fake.batch_creates == batches
+    assert len(fake.message_bodies) == messages
+    if batches:
+        sent = fake.batches["msgbatch_0"]["requests"]
+        assert len(sent) == len(asked) - len(cached)
+
+
+# ---------------------------------------------------------------- budget: exactly spent
+
+
+def test_a_budget_of_zero_answers_from_the_cache_and_sends_nothing(tmp_path, api_key):
+    _fill(tmp_path, api_key, 0, 1)
+    handler = Recorder()
+    client = client_for(handler, tmp_path, session=LLMSession(max_usd=0.0))
+    assert [r.cached for r in client.complete_many([req(0), req(1)])] == [True, True]
+    with pytest.raises(BudgetExceededError, match="max_usd=0.00 reached"):
+        client.complete_many([req(0), req(2)])
+    assert handler.bodies == []
+
+
+def test_a_reservation_that_reaches_the_budget_exactly_is_allowed():
+    prices = load_prices()
+    from mechaudit.llm.pricing import request_cost
+
+    cost = request_cost(req(0), prices, output="max")
+    assert cost > 0
+    at = LLMSession(max_usd=cost)
+    assert at.reserve([req(0)], prices) == pytest.approx(cost)
+    with pytest.raises(BudgetExceededError):
+        LLMSession(max_usd=cost * (1 - 1e-6)).reserve([req(0)], prices)
+    with pytest.raises(BudgetExceededError):  # the reservation held counts against the next one
+        at.reserve([req(0)], prices)
+
+
+def _account(max_usd: float) -> RunAccount:
+    full = {"x": {"backend": "replay", "max_usd": None, "llm_batch": False}}
+    return RunAccount(plans=[], params_file=None, overrides={}, full=full, max_usd=max_usd)
+
+
+@pytest.mark.parametrize(("spent", "left"), [
+    (0.0, 1.0), (0.4, 0.6), (1.0, 0.0), (1.0 + 1e-9, 0.0), (1.7, 0.0), (math.nan, 0.0),
+])
+def test_the_next_chapter_gets_what_is_left_of_the_run_budget_never_less_than_zero(spent, left):
+    run = _account(1.0)
+    run.totals["cost_usd"] = spent
+    injected = run.inject(SimpleNamespace(stem="x"), {})
+    assert injected["max_usd"] == pytest.approx(left, abs=1e-6)
+    assert injected["max_usd"] >= 0
+    # the chapter opens with it: a spent budget is a chapter that answers from the cache only
+    ctx = ChapterContext.open({"backend": "replay", **injected})
+    assert ctx.session.max_usd == pytest.approx(left, abs=1e-6)
+
+
+def test_an_overspent_run_lets_the_next_chapter_read_its_cached_answers(tmp_path, api_key):
+    _fill(tmp_path, api_key, 0)
+    run = _account(0.5)
+    run.totals["cost_usd"] = 0.75  # estimates and real costs differ a little: the run went over
+    params = run.inject(SimpleNamespace(stem="x"), {})
+    ctx = ChapterContext.open({"backend": "anthropic", "cache_dir": str(tmp_path), **params})
+    assert ctx.client.complete(req(0)).cached
+
+
+# ---------------------------------------------------------------- unpriced models: unknown in every column
+
+
+def test_an_unpriced_model_makes_every_usd_column_and_total_unknown():
+    prices = load_prices()
+    planned = [Planned("judge", req(0)), Planned("judge", req(1, "no-such-model")),
+               Planned("judge", req(2, "no-such-model"))]
+    table = price_plan("ch", planned, prices, cached=lambda key: False)
+    row = table.set_index("model").loc["no-such-model"]
+    for col in ("usd_plain", "usd_batch", "usd_prompt_cached"):
+        assert math.isnan(row[col]), col
+        assert math.isnan(totals(table)[col]), col
+    priced = table.set_index("model").loc[MODEL]
+    assert priced.usd_batch == pytest.approx(priced.usd_plain * prices["batch_discount"])
+    text = format_estimate(table, batch=True)
+    assert "USD plain unknown, batch unknown, prompt-cached unknown" in text
+    assert "no price for: no-such-model" in text
+
+
+def test_a_cached_request_of_an_unpriced_model_costs_nothing_and_keeps_totals_known():
+    prices = load_prices()
+    table = price_plan("ch", [Planned("judge", req(0)), Planned("judge", req(1, "no-such-model"))], prices,
+                       cached=lambda key: key == req(1, "no-such-model").key)
+    assert not math.isnan(totals(table)["usd_batch"])

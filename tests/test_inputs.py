@@ -1,0 +1,394 @@
+"""Every input of ``mechaudit execute`` is checked before a kernel starts: design, simulator and
+calibration files, sizes with upper bounds, backend names, empty strings, parameter files with
+repeated keys or a byte-order mark, the data folder (``MECHAUDIT_DATA`` too, chapter 09 included).
+
+No chapter runs here: the function that would start a kernel (``book.execute.execute_chapter``) is
+replaced by one that records its call, so each test proves either that nothing started (a bad input:
+one error line, exit 1) or that the chapter would have started with the parameters it shows.
+How long each refusal takes is measured by ``benchmarks/bench_preflight.py``, not here.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+
+from mechaudit import paths
+from mechaudit.book import execute as book_execute
+from mechaudit.cli import main
+from mechaudit.paths import REPO_ROOT
+
+
+@pytest.fixture
+def kernels(monkeypatch, tmp_path):
+    """The chapters that would have started a kernel: ``[(stem, parameters)]``."""
+    started: list[tuple[str, dict]] = []
+
+    def fake(chapter, parameters=None, out_dir=None, **_):
+        started.append((chapter.stem, dict(parameters or {})))
+        return tmp_path / f"{chapter.stem}.ipynb"
+
+    monkeypatch.setattr(book_execute, "execute_chapter", fake)
+    return started
+
+
+def one_error(capsys, argv, *expected):
+    """``main(argv)`` exits 1 with one stderr line holding every ``expected`` text."""
+    code = main(argv)
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert code == 1 and len(lines) == 1 and lines[0].startswith("mechaudit: error: "), lines
+    for text in expected:
+        assert text in lines[0], lines[0]
+    return lines[0]
+
+
+def write(path: Path, text: str, encoding: str = "utf-8") -> Path:
+    path.write_text(text, encoding=encoding)
+    return path
+
+
+DESIGN = "design:\n  instances: {instances}\n  depths: {depths}\n  runs_per_depth: {runs}\n"
+
+
+def design(tmp_path, instances="all", depths="[0, 1, 5]", runs=5) -> str:
+    return str(write(tmp_path / "design.yaml", DESIGN.format(instances=instances, depths=depths, runs=runs)))
+
+
+# ---------------------------------------------------------------- design, simulator and calibration files
+
+
+def test_a_missing_design_file(capsys, kernels):
+    one_error(capsys, ["execute", "02b_validity", "-p", "design_file", "missing.yaml"],
+              "field 'design_file'", "params/missing.yaml does not exist", "paper.yaml")
+    assert kernels == []
+
+
+def test_a_malformed_design_file(capsys, kernels, tmp_path):
+    bad = write(tmp_path / "d.yaml", "design: [\n")
+    one_error(capsys, ["execute", "02_critique_depth", "-p", "design_file", str(bad)], f"{bad}:", "malformed YAML")
+    assert kernels == []
+
+
+def test_a_design_naming_an_unknown_instance(capsys, kernels, tmp_path):
+    path = design(tmp_path, instances="[nope]")
+    one_error(capsys, ["execute", "03_critique_engagement", "-p", "design_file", path],
+              f"{path}:2: field 'design.instances': unknown instance 'nope'; the benchmark's instances are")
+    assert kernels == []
+
+
+@pytest.mark.parametrize("stem", ["02_critique_depth", "02b_validity", "02c_robustness"])
+def test_one_run_per_depth_is_refused_where_runs_of_a_depth_are_compared(capsys, kernels, tmp_path, stem):
+    path = design(tmp_path, runs=1)
+    one_error(capsys, ["execute", stem, "-p", "design_file", path],
+              f"{path}:2: field 'design.runs_per_depth': is 1: {stem} compares runs within a depth")
+    assert kernels == []
+
+
+def test_one_depth_is_refused_where_depths_are_compared(capsys, kernels, tmp_path):
+    path = design(tmp_path, depths="[1]")
+    one_error(capsys, ["execute", "02b_validity", "-p", "design_file", path], "field 'design.depths': [1]")
+
+
+@pytest.mark.parametrize(("runs", "ok"), [(2, True), (1, False), (0, False), (2000, True), (2001, False)])
+def test_design_runs_per_depth_bounds(capsys, kernels, tmp_path, runs, ok):
+    path = design(tmp_path, runs=runs)
+    argv = ["execute", "02_critique_depth", "-p", "design_file", path]
+    if ok:
+        assert main(argv) == 0 and [s for s, _ in kernels] == ["02_critique_depth"]
+    else:
+        one_error(capsys, argv, "field 'design.runs_per_depth'")
+        assert kernels == []
+
+
+def test_one_run_per_depth_is_fine_where_no_runs_are_compared(kernels, tmp_path):
+    path = design(tmp_path, runs=1)
+    assert main(["execute", "03_critique_engagement", "-p", "design_file", path]) == 0
+    assert kernels == [("03_critique_engagement", {"design_file": path})]
+
+
+def test_a_bad_simulator_file_names_its_field(capsys, kernels, tmp_path):
+    doc = yaml.safe_load((REPO_ROOT / "params" / "simulator.yaml").read_text(encoding="utf-8"))
+    doc["simulator"]["p_find"] = 2.0
+    bad = write(tmp_path / "sim.yaml", yaml.safe_dump(doc))
+    one_error(capsys, ["execute", "02b_validity", "-p", "null_simulator_file", str(bad)],
+              f"{bad}:", "field 'simulator.p_find'")
+    assert kernels == []
+
+
+def test_a_missing_calibration_file(capsys, kernels):
+    one_error(capsys, ["execute", "02c_robustness", "-p", "calibration_file", "nope.yaml"],
+              "field 'calibration_file'", "does not exist")
+
+
+@pytest.mark.parametrize("name", ["design_file", "simulator_file", "calibration_file"])
+def test_an_empty_file_name(capsys, kernels, name):
+    one_error(capsys, ["execute", "02_critique_depth", "-p", name, ""], f"field '{name}': must not be empty")
+
+
+def test_a_cache_dir_that_is_a_file(capsys, kernels, tmp_path):
+    cache = tmp_path / "cache"
+    cache.write_text("not a folder", encoding="utf-8")
+    one_error(capsys, ["execute", "05_perturbations", "-p", "cache_dir", str(cache)],
+              f"field 'cache_dir': {cache} is a file")
+    assert kernels == []
+    assert main(["execute", "05_perturbations", "-p", "cache_dir", str(tmp_path / "new")]) == 0  # made later
+
+
+# ---------------------------------------------------------------- sizes, names, empty strings
+
+
+@pytest.mark.parametrize(("stem", "name", "value", "expected"), [
+    ("02b_validity", "n_boot", "1000000000000", "field 'n_boot': must be an integer in [1, 100000], got 1000000000000"),
+    ("02b_validity", "n_boot", "100001", "in [1, 100000]"),
+    ("02b_validity", "n_replications", "0", "in [1, 100000], got 0"),
+    ("02_critique_depth", "truth_runs_per_depth", "5000", "in [1, 2000]"),
+    ("02c_robustness", "n_resamples", "10000000", "in [1, 1000000]"),
+    ("02c_robustness", "power_ladder", "[3, 5, 1000000]", "item 2: must be an integer in [2, 2000]"),
+    ("02c_robustness", "power_designs", "[[4, 5], [4, 1]]", "item 1: item 1: must be an integer in [2, 2000]"),
+    ("02c_robustness", "power_designs", "[[4, 5, 6]]", "item 0: must be a list of exactly 2 items"),
+    ("07_sensitivity", "tfidf_sweep", "[0.05, 0.95, 1000000000]", "item 2: must be an integer in [2, 10000]"),
+    ("07_sensitivity", "embedding_sweep", "[0.5, 0.98, 25, 4]", "must be a list of exactly 3 items"),
+    ("07_sensitivity", "embedding_sweep", "[0.5, 1.5, 25]", "item 1: must be a number in [0, 1]"),
+    ("08_tau_calibration", "n_pairs", "1e9", "field 'n_pairs'"),
+    ("08_tau_calibration", "papers_per_pattern", "100000", "in [2, 1000]"),
+    ("05_perturbations", "backend", "antropic", "did you mean 'anthropic'?"),
+    ("05_perturbations", "judge_model", "", "field 'judge_model': must not be empty"),
+    ("05_perturbations", "judge_model", "  ", "field 'judge_model': must not be empty"),
+    ("05_perturbations", "data_dir", "", "field 'data_dir': must not be empty"),
+    ("05_perturbations", "embedding_model", "", "field 'embedding_model': must not be empty"),
+    ("02_critique_depth", "json_retries", "50", "in [0, 20]"),
+])
+def test_bad_values_fail_in_one_line_before_any_kernel(capsys, kernels, stem, name, value, expected):
+    line = one_error(capsys, ["execute", stem, "-p", name, value], "-p: ", expected)
+    assert "got None" not in line
+    assert kernels == []
+
+
+@pytest.mark.parametrize(("stem", "name", "value"), [
+    ("02b_validity", "n_boot", "100000"),
+    ("02c_robustness", "power_designs", "[[2, 2000]]"),
+    ("07_sensitivity", "tfidf_sweep", "[0.0, 1.0, 2]"),
+    ("05_perturbations", "data_dir", "null"),
+])
+def test_values_at_the_bounds_pass(kernels, stem, name, value):
+    assert main(["execute", stem, "-p", name, value]) == 0
+    assert [s for s, _ in kernels] == [stem]
+
+
+# ---------------------------------------------------------------- parameter files
+
+
+def test_a_repeated_key_names_both_lines(capsys, kernels, tmp_path):
+    params = write(tmp_path / "p.yaml", "common:\n  seed: 1\n  backend: reference\n  seed: 2\n")
+    one_error(capsys, ["execute", "01_problem", "--params", str(params)],
+              f"{params}:4: field 'seed': duplicate key 'seed': first on line 2, again on line 4")
+    assert kernels == []
+
+
+def test_a_repeated_key_inside_a_value(capsys, kernels, tmp_path):
+    params = write(tmp_path / "p.yaml", "02c_robustness:\n  robust_axes:\n    p_find: [0.5]\n    p_find: [0.7]\n")
+    one_error(capsys, ["execute", "02c_robustness", "--params", str(params)],
+              f"{params}:4: field 'p_find': duplicate key 'p_find': first on line 3, again on line 4")
+
+
+def test_repeated_sections_are_refused_too(capsys, kernels, tmp_path):
+    params = write(tmp_path / "p.yaml", "common:\n  seed: 1\n01_problem:\n  n_runs: 3\ncommon:\n  seed: 2\n")
+    one_error(capsys, ["execute", "01_problem", "--params", str(params)], "duplicate key 'common'",
+              "first on line 1, again on line 5")
+
+
+def test_a_parameter_file_with_a_byte_order_mark_is_read(kernels, tmp_path):
+    params = tmp_path / "p.yaml"
+    params.write_bytes(b"\xef\xbb\xbf" + b"01_problem:\n  n_runs: 3\n")
+    assert main(["execute", "01_problem", "--params", str(params)]) == 0
+    assert kernels == [("01_problem", {"n_runs": 3})]
+
+
+def test_data_files_with_a_byte_order_mark_are_read(tmp_path):
+    from mechaudit.schema import load_benchmark
+
+    folder = tmp_path / "bom"
+    shutil.copytree(paths.EXAMPLE_DIR, folder, ignore=shutil.ignore_patterns("embedding_cache"))
+    for name in ("vocabulary.yaml", "instances.yaml", "hypotheses.jsonl"):
+        (folder / name).write_bytes(b"\xef\xbb\xbf" + (folder / name).read_bytes())
+    reference = load_benchmark(paths.EXAMPLE_DIR)
+    bench = load_benchmark(folder)
+    assert [h.id for h in bench.hypotheses] == [h.id for h in reference.hypotheses]
+    assert bench.hypotheses[0] == reference.hypotheses[0]
+
+
+def test_a_byte_order_mark_only_at_the_start(tmp_path):
+    from mechaudit.schema import DataError, read_jsonl
+
+    path = tmp_path / "x.jsonl"
+    path.write_bytes(b'{"a": 1}\n\xef\xbb\xbf{"b": 2}\n')
+    with pytest.raises(DataError, match=r"x\.jsonl:2: field '<json>': malformed JSON"):
+        list(read_jsonl(path))
+
+
+# ---------------------------------------------------------------- the data folder and MECHAUDIT_DATA
+
+
+@pytest.fixture
+def data_env(monkeypatch, tmp_path):
+    """Point ``MECHAUDIT_DATA`` at ``folder`` (as a new process would read it)."""
+
+    def point(folder: Path) -> Path:
+        monkeypatch.setenv(paths.DATA_ENV, str(folder))
+        monkeypatch.setattr(paths, "DATA_DIR", folder)
+        return folder
+
+    return point
+
+
+@pytest.mark.parametrize("stem", ["01_problem", "05_perturbations", "09_your_data"])
+def test_a_missing_data_env_folder_is_named_as_such(capsys, kernels, data_env, tmp_path, stem):
+    missing = data_env(tmp_path / "nowhere")
+    line = one_error(capsys, ["execute", stem], f"field '{paths.DATA_ENV}': {missing} does not exist")
+    assert "vocabulary.yaml" not in line
+    assert kernels == []
+
+
+def test_chapter_09_reads_the_data_env_folder(kernels, data_env, tmp_path):
+    folder = tmp_path / "mine"
+    shutil.copytree(paths.EXAMPLE_DIR, folder, ignore=shutil.ignore_patterns("embedding_cache"))
+    data_env(folder)
+    assert main(["execute", "09_your_data", "01_problem"]) == 0
+    assert kernels == [("09_your_data", {"data_dir": str(folder.resolve())}), ("01_problem", {})]
+
+
+def test_chapter_09_keeps_an_explicit_data_dir(kernels, data_env, tmp_path):
+    data_env(tmp_path / "nowhere")
+    assert main(["execute", "09_your_data", "-p", "data_dir", str(paths.EXAMPLE_DIR)]) == 0
+    assert kernels == [("09_your_data", {"data_dir": str(paths.EXAMPLE_DIR)})]
+
+
+def test_chapter_09_without_the_variable_audits_the_example(kernels, monkeypatch):
+    monkeypatch.delenv(paths.DATA_ENV, raising=False)
+    assert main(["execute", "09_your_data"]) == 0
+    assert kernels == [("09_your_data", {})]
+
+
+def test_a_data_env_folder_without_a_benchmark_names_the_missing_file(capsys, kernels, data_env, tmp_path):
+    folder = tmp_path / "empty"
+    folder.mkdir()
+    data_env(folder)
+    one_error(capsys, ["execute", "09_your_data"], f"{folder / 'vocabulary.yaml'}: field '{paths.DATA_ENV}': missing")
+
+
+def test_a_missing_data_env_folder_in_the_other_commands(capsys, data_env, tmp_path):
+    missing = data_env(tmp_path / "nowhere")
+    one_error(capsys, ["perturb", "--out", str(tmp_path / "s.jsonl")],
+              f"field '{paths.DATA_ENV}': {missing} does not exist")
+
+
+# ---------------------------------------------------------------- perturbation suites: built from these hypotheses
+
+
+@pytest.fixture
+def mine(tmp_path) -> Path:
+    """A copy of the example benchmark with both of its suites."""
+    folder = tmp_path / "mine"
+    shutil.copytree(paths.EXAMPLE_DIR, folder, ignore=shutil.ignore_patterns("embedding_cache"))
+    return folder
+
+
+def _edit_first_statement(folder: Path) -> str:
+    from mechaudit.schema import dump_hypotheses, load_hypotheses
+
+    hyps = load_hypotheses(folder / "hypotheses.jsonl")
+    h = hyps[0]
+    template = h.template.model_copy(update={"statement": h.template.statement + " Edited."})
+    hyps[0] = h.model_copy(update={"statement": h.statement + " Edited.", "template": template})
+    dump_hypotheses(hyps, folder / "hypotheses.jsonl")
+    return hyps[0].id
+
+
+def test_the_shipped_suites_record_the_hypotheses_they_were_built_from():
+    from mechaudit.perturb import hypotheses_sha256, load_suite
+    from mechaudit.schema import load_hypotheses
+
+    for folder in (REPO_ROOT / "data", paths.EXAMPLE_DIR):
+        source = hypotheses_sha256(load_hypotheses(folder / "hypotheses.jsonl"))
+        for name in ("perturbations.jsonl", "perturbations_reworded.jsonl"):
+            assert {p["hypotheses_sha256"] for p in load_suite(folder / name)} == {source}, folder / name
+
+
+@pytest.mark.parametrize(("name", "reworded"), [("perturbations.jsonl", False),
+                                                ("perturbations_reworded.jsonl", True)])
+def test_a_suite_of_edited_hypotheses_is_refused_with_the_command_that_rebuilds_it(mine, name, reworded):
+    from mechaudit.errors import MechauditError
+    from mechaudit.perturb import load_suite, rebuild_command
+
+    hid = _edit_first_statement(mine)
+    with pytest.raises(MechauditError, match=f"stale perturbation suite: hypothesis '{hid}' was edited") as info:
+        load_suite(mine / name)
+    command = rebuild_command(mine / name)
+    assert f"`{command}`" in str(info.value) and str(mine / name) in str(info.value)
+    assert ("--reworded " + str(mine / "perturbations_reworded.yaml") in command) is reworded
+    # the command does rebuild it
+    assert main(command.split()[1:]) == 0
+    assert load_suite(mine / name)
+
+
+def test_a_stale_suite_stops_execute_before_any_kernel(capsys, kernels, mine):
+    _edit_first_statement(mine)
+    for stem in ("05_perturbations", "06_rubric_sensitivity", "07_sensitivity"):
+        one_error(capsys, ["execute", stem, "-p", "data_dir", str(mine)],
+                  f"{mine / 'perturbations.jsonl'}:1: field 'original': stale perturbation suite",
+                  "rebuild it with `mechaudit perturb --hypotheses")
+    assert kernels == []
+
+
+def test_an_added_hypothesis_makes_the_suite_stale_by_its_hash(mine):
+    from mechaudit.errors import MechauditError
+    from mechaudit.perturb import load_suite
+    from mechaudit.schema import dump_hypotheses, load_hypotheses
+
+    hyps = load_hypotheses(mine / "hypotheses.jsonl")
+    dump_hypotheses([*hyps, hyps[-1].model_copy(update={"id": hyps[-1].id + "_copy"})], mine / "hypotheses.jsonl")
+    with pytest.raises(MechauditError, match="hypotheses_sha256 differs"):
+        load_suite(mine / "perturbations.jsonl")
+
+
+def test_a_suite_without_a_record_is_checked_pair_by_pair(mine):
+    import json
+
+    from mechaudit.errors import MechauditError
+    from mechaudit.perturb import load_suite
+
+    path = mine / "perturbations.jsonl"
+    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    path.write_text("".join(json.dumps({k: v for k, v in r.items() if k != "hypotheses_sha256"}) + "\n"
+                            for r in rows), encoding="utf-8")
+    assert len(load_suite(path)) == len(rows)  # an older or hand-made suite of these hypotheses: fine
+    hid = _edit_first_statement(mine)
+    with pytest.raises(MechauditError, match=f"hypothesis '{hid}' was edited"):
+        load_suite(path)
+
+
+def test_a_suite_outside_a_benchmark_folder_is_read_as_it_is(mine, tmp_path):
+    from mechaudit.perturb import load_suite
+
+    alone = tmp_path / "alone" / "suite.jsonl"
+    alone.parent.mkdir()
+    shutil.copy(mine / "perturbations.jsonl", alone)
+    _edit_first_statement(mine)
+    assert len(load_suite(alone)) == len(load_suite(alone, valid_only=False))
+
+
+# ---------------------------------------------------------------- mechaudit perturb: the hypotheses' own vocabulary
+
+
+def test_perturb_checks_hypotheses_against_their_folders_vocabulary(capsys, mine, tmp_path):
+    out = tmp_path / "suite.jsonl"
+    assert main(["perturb", "--hypotheses", str(mine / "hypotheses.jsonl"), "--out", str(out)]) == 0
+    capsys.readouterr()
+    (mine / "vocabulary.yaml").rename(tmp_path / "elsewhere.yaml")
+    one_error(capsys, ["perturb", "--hypotheses", str(mine / "hypotheses.jsonl"), "--out", str(out)],
+              "unknown vocabulary id", "checked against the shipped vocabulary", "--vocabulary FILE")
+    assert main(["perturb", "--hypotheses", str(mine / "hypotheses.jsonl"), "--vocabulary",
+                 str(tmp_path / "elsewhere.yaml"), "--out", str(out)]) == 0
