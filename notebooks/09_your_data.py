@@ -88,12 +88,12 @@ import pandas as pd
 
 import mechaudit as ma
 from mechaudit.glue import glue, glue_figure
-from mechaudit.paths import EXAMPLE_DIR, cache_path
+from mechaudit.paths import EXAMPLE_DIR, cache_path, data_folder_or
 from mechaudit.plots import cosine_strips
 from mechaudit.tables import book_table, use_book_tables
 
 use_book_tables()  # every table below in the book's format: labels, units, rounding
-folder = Path(data_dir) if data_dir is not None else EXAMPLE_DIR
+folder = data_folder_or(data_dir, EXAMPLE_DIR)  # data_dir, else MECHAUDIT_DATA, else the example set
 llm_run = ctx.llm
 store = cache_path("embedding_cache") if embedding_cache else None  # data/embedding_cache in a clone
 

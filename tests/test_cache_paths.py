@@ -41,3 +41,14 @@ def test_llm_cache_default_follows_the_installed_layout(monkeypatch, tmp_path):
     assert cache.default_cache_dir() == paths.data_path("llm_cache")
     monkeypatch.setenv(paths.CACHE_ENV, str(tmp_path / "mine"))
     assert cache.default_cache_dir() == tmp_path / "mine" / "llm_cache"
+
+
+def test_a_chapter_with_its_own_default_folder_reads_mechaudit_data(tmp_path):
+    """Chapter 09 defaults to the example set; MECHAUDIT_DATA overrides that default, data_dir overrides both."""
+    from mechaudit.paths import DATA_ENV, data_folder_or
+
+    default = tmp_path / "example"
+    assert data_folder_or(None, default, environ={}) == default
+    assert data_folder_or(None, default, environ={DATA_ENV: str(tmp_path / "mine")}) == tmp_path / "mine"
+    assert data_folder_or(tmp_path / "given", default, environ={DATA_ENV: "x"}) == tmp_path / "given"
+    assert data_folder_or(None, default, environ={DATA_ENV: ""}) == default  # an empty variable is unset

@@ -168,3 +168,13 @@ def is_shipped_benchmark(data_dir: str | Path | None = None) -> bool:
 
 #: the example data set the tutorial chapter (``notebooks/09_your_data.py``) audits by default
 EXAMPLE_DIR = REPO_ROOT / "data" / "examples" / "urate_nitrate"
+
+
+def data_folder_or(data_dir: str | Path | None, default: Path,
+                   environ: os._Environ | dict[str, str] | None = None) -> Path:
+    """The data folder a chapter with a default folder of its own reads (chapter 09's example set):
+    ``data_dir`` if given, else ``MECHAUDIT_DATA`` if set, else ``default``."""
+    environ = os.environ if environ is None else environ
+    if data_dir is not None:
+        return Path(data_dir)
+    return Path(environ[DATA_ENV]).expanduser() if environ.get(DATA_ENV) else default
