@@ -48,7 +48,7 @@ def test_round_shares_is_largest_remainder(shares, digits, expected):
     assert np.all(np.abs(got - np.array(shares)) < 10.0 ** -digits)  # never more than one unit off
 
 
-# ---------------------------------------------------------------- calibration scan: every target within half a tolerance
+# ------------------------------------------------------------ calibration scan: every target within half a tolerance
 
 
 @pytest.fixture(scope="module")
