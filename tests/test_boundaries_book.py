@@ -92,6 +92,7 @@ def test_a_lone_carriage_return_is_content_not_a_line_ending(tmp_path):
 # ---------------------------------------------------------------- provenance: one class per row
 
 B, F, I, N = provenance.BY_CONSTRUCTION, provenance.FITTED, provenance.INDEPENDENT, provenance.NOT_RUN  # noqa: E741
+C = provenance.CONSTRAINED
 #: the paper numbers the simulator was set to match (a calibration file of this test, not the shipped one)
 FITTED_KEYS = ["critique_depth.extra_divergence_pp.k0_vs_k1", "critique_depth.extra_divergence_pp.k0_vs_k5",
                "design.matched_pairs", "engagement.answered_pct", "engagement.conceded_pct",
@@ -104,11 +105,11 @@ ROWS = {
     "design.matched_pairs": (F, I, F, I),
     "critique_depth.extra_divergence_pp.k0_vs_k1": (F, I, F, I),
     "critique_depth.extra_divergence_pp.k0_vs_k5": (F, I, F, I),
-    "critique_depth.extra_divergence_pp.k1_vs_k5": (I, I, I, I),
+    "critique_depth.extra_divergence_pp.k1_vs_k5": (C, I, C, I),  # offline the fit decides it
     **{f"critique_depth.judge_range_pp.{c}_{e}": (N, I, N, I)
        for c in ("k0_vs_k1", "k0_vs_k5", "k1_vs_k5") for e in ("low", "high")},
-    "critique_depth.p_value_bound.k0_vs_k1": (I, I, I, I),
-    "critique_depth.p_value_bound.k0_vs_k5": (I, I, I, I),
+    "critique_depth.p_value_bound.k0_vs_k1": (C, I, C, I),
+    "critique_depth.p_value_bound.k0_vs_k5": (C, I, C, I),
     "engagement.demands": (I, I, I, I),
     **{f"engagement.{k}_pct": (F, I, F, I) for k in ("conceded", "answered", "partial", "dropped")},
     **{f"perturbations.{k}_pct_different.llm": (N, I, N, I)
@@ -123,7 +124,7 @@ ROWS = {
     **{f"sensitivity.{k}": (I, I, I, I) for k in ("raw_agreement_pct_low", "raw_agreement_pct_high", "kappa_low",
                                                   "kappa_high")},
     **{f"sensitivity.{k}": (B, B, B, B) for k in ("tfidf_threshold", "embedding_threshold", "judge_orders")},
-    "sensitivity.stability_pairs": (N, B, N, B),  # needs an LLM; a setting when one runs
+    "sensitivity.stability_pairs": (B, B, B, B),  # a setting; offline the rules judge those pairs
     **{f"sensitivity.{k}": (N, I, N, I) for k in ("repeat_changed", "reversal_changed", "reversal_changed_pct",
                                                   "judge_models_agreement_pct_low", "judge_models_agreement_pct_high",
                                                   "judge_models_kappa_low", "judge_models_kappa_high")},

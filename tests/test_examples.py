@@ -105,11 +105,21 @@ def test_make_suite_without_the_users_vocabulary_is_a_clear_error(tmp_path):
     bench = mechaudit.load_benchmark(EXAMPLE_DIR)
     with pytest.raises(mechaudit.MechauditError, match=r"'U-01' names entity 'URAT1'.*pass your vocabulary"):
         mechaudit.make_suite(bench.hypotheses, seed=0)
+    # the command reads the vocabulary beside the hypotheses: their own folder's
     cmd = [sys.executable, "-m", "mechaudit.cli", "perturb", "--hypotheses", str(EXAMPLE_DIR / "hypotheses.jsonl"),
            "--out", str(tmp_path / "suite.jsonl")]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert mechaudit.load_suite(tmp_path / "suite.jsonl")  # the suite was written
+    # a copy of the hypotheses without a vocabulary beside them: checked against the shipped one, with the hint
+    alone = tmp_path / "alone"
+    alone.mkdir()
+    (alone / "hypotheses.jsonl").write_bytes((EXAMPLE_DIR / "hypotheses.jsonl").read_bytes())
+    cmd[5] = str(alone / "hypotheses.jsonl")
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 1 and "Traceback" not in proc.stderr
-    assert proc.stderr.strip().endswith("hypotheses.jsonl:1: field 'chain[0].id': unknown vocabulary id 'URAT1'")
+    assert "hypotheses.jsonl:1: field 'chain[0].id': unknown vocabulary id 'URAT1'" in proc.stderr
+    assert "--vocabulary FILE" in proc.stderr
 
 
 def test_chapter_01_steps_run_on_the_example_data(tmp_path):

@@ -302,7 +302,7 @@ def test_a_wrong_data_folder_through_either_route(capsys, tmp_path, monkeypatch)
 
 
 @pytest.mark.parametrize(("argv", "expected"), [
-    (["01_problem", "-p", "n_runs", "0"], "-p: field 'n_runs': must be an integer in [2, inf], got 0"),
+    (["01_problem", "-p", "n_runs", "0"], "-p: field 'n_runs': must be an integer in [2, 1000], got 0"),
     (["09_your_data", "-p", "reference_rubric", "ful"], "did you mean 'full'?"),
     (["05_perturbations", "-p", "judge_models", "[claude-opus-4-6, 3]"],
      "-p: field 'judge_models': must be a list of strings, got 3 at position 1"),

@@ -227,11 +227,9 @@ def execute_chapters(
     False cancels. ``timeout``: seconds one LLM request may take (set for the chapters' kernels as
     ``MECHAUDIT_LLM_TIMEOUT``; default 600). After the last chapter the run's LLM total is printed.
     Progress goes to ``stream`` (default: ``sys.stderr`` at call time). ``jobs``: chapters executed at
-    once (each in its own kernel; >= 1); a run that would call an LLM runs one chapter at a time, so
-    that its budget is counted chapter by chapter. Results are in chapter order whatever ``jobs`` is.
+    once (each in its own kernel; results in chapter order); an LLM run runs one at a time (its budget).
     """
-    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
-        raise ParameterError(f"expected a whole number >= 1, got {jobs!r}", field="--jobs")
+    _check_jobs(jobs)
     stream = sys.stderr if stream is None else stream
     overrides = dict(overrides or {})
     if max_usd is None and overrides.get("max_usd") is not None:
@@ -253,13 +251,17 @@ def execute_chapters(
         return []
     if out_dir is not None:
         _make_out_dir(Path(out_dir))
-    tasks = [(i, len(plans), chapter, params, run, out_dir, overrides, stream, env)
-             for i, (chapter, params) in enumerate(plans, start=1)]
+    tasks = [(i, len(plans), c, params, run, out_dir, overrides, stream, env) for i, (c, params) in enumerate(plans, 1)]
     try:
         return _execute_all(tasks, 1 if run.llm else jobs)
     finally:
         if run.llm:
             print(run.total_line(), file=stream, flush=True)
+
+
+def _check_jobs(jobs: Any) -> None:
+    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
+        raise ParameterError(f"expected a whole number >= 1, got {jobs!r}", field="--jobs")
 
 
 def _execute_all(tasks: list[tuple], jobs: int) -> list[Path]:
