@@ -83,6 +83,47 @@ def test_saving_does_not_change_the_shown_figure(tmp_path):
     plt.close("all")
 
 
+def _draw_in_a_new_process(folder):
+    """``python -m mechaudit.outputs FOLDER`` as ``mechaudit execute`` runs it, standard input closed."""
+    import os
+    import subprocess
+    import sys
+
+    return subprocess.run([sys.executable, "-m", "mechaudit.outputs", str(folder)], input="", capture_output=True,
+                          text=True, timeout=120, env={**os.environ, "MPLBACKEND": "Agg"})
+
+
+def test_stored_figures_are_drawn_elsewhere_into_the_same_files(tmp_path):
+    """In a folder marked DEFER_MARK, ``save`` only stores the figure; another process draws it, under
+    the settings in force when it was saved (here a tick size no fresh process has), to the bytes
+    ``save`` itself writes."""
+    from mechaudit.outputs import DEFER_MARK
+
+    with matplotlib.rc_context({"xtick.labelsize": 15, "ytick.labelsize": 6}):
+        fig = _figure()
+        (tmp_path / "deferred").mkdir()
+        (tmp_path / "deferred" / DEFER_MARK).touch()
+        assert save("fig", fig, tmp_path / "deferred") is fig
+        save("fig", fig, tmp_path / "direct")
+    assert sorted(p.name for p in (tmp_path / "deferred").iterdir()) == sorted([DEFER_MARK, ".fig.figure"])
+    proc = _draw_in_a_new_process(tmp_path / "deferred")
+    assert proc.returncode == 0, proc.stderr
+    assert sorted(p.name for p in (tmp_path / "deferred").iterdir()) == sorted([DEFER_MARK, "fig.png", "fig.svg"])
+    for name in ("fig.png", "fig.svg"):
+        assert (tmp_path / "deferred" / name).read_bytes() == (tmp_path / "direct" / name).read_bytes(), name
+    plain = tmp_path / "plain"
+    save("fig", _figure(), plain)  # the same figure under the default tick sizes: other bytes
+    assert (plain / "fig.png").read_bytes() != (tmp_path / "direct" / "fig.png").read_bytes()
+    plt.close("all")
+
+
+def test_a_stored_figure_that_cannot_be_drawn_is_one_line_and_status_1(tmp_path):
+    (tmp_path / ".broken.figure").write_bytes(b"not a pickle")
+    proc = _draw_in_a_new_process(tmp_path)
+    assert proc.returncode == 1 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert "UnpicklingError" in proc.stderr and not (tmp_path / "broken.png").exists()
+
+
 def test_no_out_dir_writes_nothing(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     table, fig = pd.DataFrame({"a": [1]}), _figure()

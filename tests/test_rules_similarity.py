@@ -339,3 +339,28 @@ def test_model_cache_is_explicit_and_writes_no_environment(monkeypatch):
     np.testing.assert_array_equal(rule.embed(["a", "b", "a"]), np.eye(4, dtype=np.float32)[[0, 1, 0]])
     assert len(opened) == 4 and ("some/model", "cpu") not in emb.DEFAULT_MODELS._models
     assert dict(os.environ) == env  # no environment variable written
+
+
+def test_set_matrices_computes_a_similarity_rule_once(hyps, monkeypatch):
+    """A set's verdicts and similarities come from one similarity computation (one TF-IDF fit), and
+    the verdicts are those of ``same``; ``same_from_similarity`` is ``same`` on known similarities."""
+    import mechaudit.rules.tfidf as tfidf_module
+    from mechaudit.workflow import set_matrices
+
+    rule = TfidfRule(threshold=0.3)
+    pairs = all_pairs(hyps)
+    np.testing.assert_array_equal(rule.same_from_similarity(rule.similarity(pairs)), rule.same(pairs))
+    fits = []
+    fit = tfidf_module.fit_vectorizer
+    monkeypatch.setattr(tfidf_module, "fit_vectorizer", lambda texts: fits.append(1) or fit(texts))
+    same, sim = set_matrices(hyps, rule)
+    assert len(fits) == 1
+    iu = np.triu_indices(len(hyps), 1)
+    np.testing.assert_array_equal(same[iu], rule.same(pairs))
+    np.testing.assert_array_equal(sim[iu], np.clip(rule.similarity(pairs), 0, 1))
+    assert np.diag(same).all() and (np.diag(sim) == 1).all() and (same == same.T).all()
+    emb = EmbeddingRule(threshold=0.5, model_cache=ModelCache())
+    emb._vectors = {hypothesis_text(h): np.eye(4, dtype=np.float32)[i % 4] for i, h in enumerate(hyps)}
+    np.testing.assert_array_equal(emb.same_from_similarity(emb.similarity(pairs)), emb.same(pairs))
+    with pytest.raises(MechauditError, match="not fitted"):
+        EmbeddingRule(threshold="match_rate").same_from_similarity(np.zeros(2))

@@ -222,3 +222,93 @@ def test_tau_grid_and_bounds_flags():
         assert not fit_tau_detailed(simulate_pairs(sample_pairs(make_pool(seed=0).table(), 400, seed=2), 0.8,
                                                    seed=2), method).at_bound
     assert fit_tau_detailed([{"delta": 2.0, "y": 0.5}, {"delta": -2.0, "y": 0.5}], "mle").at_bound
+
+
+def _sample_pairs_one_by_one(papers, n_pairs=2000, seed=42, same_pattern_share=0.8, bins=(0.0, 0.25, 0.75, 1.5, 3.0),
+                             max_rounds=200):
+    """The sampler as the original draws it: every candidate looked at in turn (reference for the batches)."""
+    from mechaudit.tau.fitting import _quotas
+
+    rng = np.random.default_rng(seed)
+    ids, pattern = papers["paper_id"].to_numpy(), papers["pattern_id"].to_numpy()
+    score, weight = papers["score10"].to_numpy(dtype=float), papers["weight"].to_numpy(dtype=float)
+    multi = [m for m in (np.flatnonzero(pattern == p) for p in pd.unique(pattern)) if len(m) > 1]
+    edges = np.asarray(bins, dtype=float)
+    quota = _quotas(n_pairs, len(edges) - 1, same_pattern_share)
+    taken, seen = {k: [] for k in quota}, set()
+    batch = max(4 * n_pairs, 1000)
+    for _ in range(max_rounds):
+        if all(len(taken[k]) >= quota[k] for k in quota):
+            break
+        candidates = []
+        if multi:
+            pick = rng.integers(len(multi), size=batch)
+            sizes = np.array([len(multi[k]) for k in pick])
+            i1 = rng.integers(sizes)
+            i2 = (i1 + 1 + rng.integers(sizes - 1)) % sizes
+            candidates += [(multi[k][j1], multi[k][j2]) for k, j1, j2 in zip(pick, i1, i2)]
+        candidates += list(zip(rng.integers(len(ids), size=batch), rng.integers(len(ids), size=batch)))
+        for a, b in candidates:
+            k = int(np.searchsorted(edges, abs(score[a] - score[b]), side="right")) - 1
+            if a == b or k < 0 or k >= len(edges) - 1:
+                continue
+            key, pair = (k, bool(pattern[a] == pattern[b])), (min(a, b), max(a, b))
+            if len(taken[key]) < quota[key] and pair not in seen:
+                seen.add(pair)
+                taken[key].append((int(a), int(b)))
+    rows = []
+    for (k, same), chosen in taken.items():
+        for a, b in chosen:
+            if rng.random() < 0.5:
+                a, b = b, a
+            rows.append({"a": ids[a], "b": ids[b], "delta": score[a] - score[b], "bin": k, "same_pattern": same,
+                         "weight": (weight[a] + weight[b]) / 2})
+    return pd.DataFrame(rows, columns=["a", "b", "delta", "bin", "same_pattern", "weight"])
+
+
+@pytest.mark.parametrize("kw", [{}, {"n_pairs": 37, "max_rounds": 5}, {"n_pairs": 500, "same_pattern_share": 0.0},
+                                {"n_pairs": 3000, "max_rounds": 2}, {"n_pairs": 100, "bins": (0.5, 1.0, 9.0)}])
+def test_sampler_takes_the_pairs_a_one_by_one_loop_takes(kw):
+    tables = [make_pool(n_patterns=8, papers_per_pattern=40, seed=0).table()]
+    if kw.get("max_rounds"):  # pools too small to fill the quotas draw every round
+        tables += [make_pool(n_patterns=1, papers_per_pattern=5, seed=3).table(),
+                   make_pool(n_patterns=3, papers_per_pattern=1, seed=2).table()]  # no pattern with two papers
+    for table in tables:
+        for seed in range(2):
+            got, want = sample_pairs(table, seed=seed, **kw), _sample_pairs_one_by_one(table, seed=seed, **kw)
+            assert got.equals(want) and list(got.dtypes) == list(want.dtypes), (kw, seed)
+
+
+def test_fit_taus_equals_one_fit_at_a_time(pool):
+    from mechaudit.tau.fitting import fit_taus
+
+    first, second = sample_pairs(pool.table(), 300, seed=1), sample_pairs(pool.table(), 300, seed=2)
+    sets = [simulate_pairs(first, 0.5, seed=1), simulate_pairs(first, 1.5, seed=2, tie_rate=0.6),
+            simulate_pairs(second, 0.8, seed=3), simulate_pairs(first, 0.8, seed=4).drop(columns="strength")]
+    fits = fit_taus(sets, ("grid", "mle"))
+    assert len(fits) == len(sets)
+    for answers, both in zip(sets, fits):
+        for method in ("grid", "mle"):
+            assert repr(both[method]) == repr(fit_tau_detailed(answers, method)), method  # NaN se of the grid too
+    with pytest.raises(ValueError, match="unknown method"):
+        fit_taus(sets, ("grid", "newton"))
+
+
+def test_grid_loss_is_the_clipped_cross_entropy_and_each_tau_alone(pool):
+    """The grid's loss is clipped_ce summed row by row, the same at a tau whether or not others are
+    computed with it, and does not depend on the grid's neighbours (no BLAS sum over rows)."""
+    from scipy.special import expit
+
+    from mechaudit.tau.fitting import pair_nll, tau_grid
+    from mechaudit.tau.inference import clipped_ce
+
+    rng = np.random.default_rng(3)
+    delta = rng.uniform(-3, 3, 700)
+    y = rng.choice([0.0, 0.5, 1.0, 0.25], size=700)
+    w = rng.uniform(0, 3, 700)
+    grid = tau_grid()
+    want = np.array([clipped_ce(y, expit(delta / t)) @ w for t in grid])
+    got = pair_nll(grid, delta, y, w)
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+    assert np.array_equal(got[::7], pair_nll(grid[::7], delta, y, w))
+    assert np.array_equal(got, np.einsum("ij,j->i", clipped_ce(y[None, :], expit(delta[None, :] / grid[:, None])), w))

@@ -158,3 +158,20 @@ def test_matches_loop_on_random_cases(data, tau, drop):
     assert diag["ci_low"] == pytest.approx(ref["ci_low"], abs=0.01 + 1e-9)
     assert diag["ci_high"] == pytest.approx(ref["ci_high"], abs=0.01 + 1e-9)
     assert diag["monotonic_violations"] == ref["monotonic_violations"]
+
+
+def test_cached_grid_columns_give_loss_curve_to_the_last_bit():
+    """infer_score assembles its loss from cached per-anchor columns: the same numbers as
+    loss_curve's matrix, on a first call and on a repeated one, for any answer and tau."""
+    from mechaudit.tau.inference import _grid_loss, loss_curve
+
+    rng = np.random.default_rng(4)
+    for trial in range(30):
+        n = int(rng.integers(1, 25))
+        score10 = np.round(rng.uniform(1, 10, n), int(rng.integers(0, 3)))
+        y = rng.choice([0.0, 0.5, 1.0], size=n)
+        w = rng.uniform(0, 4, n)
+        tau, step = float(rng.choice([0.3, 0.8, 1.0, 2.5])), float(rng.choice([0.01, 0.05, 0.5]))
+        want = loss_curve(score10, y, w, tau, score_grid(step))
+        assert np.array_equal(_grid_loss(score10, y, w, tau, step), want), trial
+        assert np.array_equal(_grid_loss(score10, y, w, tau, step), want), trial

@@ -9,6 +9,13 @@ Files are reproducible and read by scripts: a CSV is the table as :func:`csv_tab
 column named, numeric columns holding numbers or empty cells, a status column saying why a value is
 missing; floats as computed, index kept when it carries labels); figures are written at a fixed dpi
 with no creation date or software stamp, from a copy, so saving never changes what the notebook shows.
+
+Drawing a figure twice (PNG and SVG) costs more than most computations of a chapter, so
+``mechaudit execute`` has it done beside the chapter, on another core: it marks the chapter's output
+folder with :data:`DEFER_MARK`, and ``save`` then only stores the figure (pickled, with the
+matplotlib settings in force) as ``.NAME.figure``; a process the runner starts
+(``python -m mechaudit.outputs FOLDER``, :func:`write_pending_figures`) draws each into ``NAME.png``
+and ``NAME.svg`` with the same code, so the files are the same bytes either way.
 """
 
 from __future__ import annotations
@@ -19,7 +26,7 @@ from typing import Any
 
 from mechaudit.errors import MechauditError
 
-__all__ = ["FIGURE_DPI", "save", "csv_table", "STATUS_SUFFIX"]
+__all__ = ["DEFER_MARK", "FIGURE_DPI", "save", "csv_table", "STATUS_SUFFIX", "write_pending_figures"]
 
 #: resolution of the PNG copy of a figure (dots per inch)
 FIGURE_DPI = 150
@@ -36,6 +43,12 @@ _NUMBER = re.compile(r"^[-+]?(\d{1,3}(,\d{3})+|\d+)?(\.\d+)?([eE][-+]?\d+)?$")
 STATUS_SUFFIX = " status"
 #: the name an unnamed index level gets in a CSV
 INDEX_NAME = "label"
+#: a file in an output folder asking ``save`` to store figures for :func:`write_pending_figures`
+DEFER_MARK = ".mechaudit-defer-figures"
+#: suffix of a stored figure (``.NAME.figure``) and of one claimed for drawing
+_PENDING, _CLAIMED = ".figure", ".figure-drawing"
+#: matplotlib settings that are not drawing settings (a stored figure is drawn under the others)
+_NOT_DRAWING = ("backend", "backend_fallback")
 
 
 def _cell(value: Any) -> tuple[str, Any]:
@@ -149,15 +162,80 @@ def save(name: str, obj: Any, out_dir: str | Path | None) -> Any:
     import pickle
 
     import matplotlib
+
+    stored = pickle.dumps(obj)
+    if (folder / DEFER_MARK).exists():
+        settings = {k: v for k, v in matplotlib.rcParams.items() if k not in _NOT_DRAWING}
+        part = folder / f".{name}{_PENDING}.part"
+        part.write_bytes(pickle.dumps((stored, settings)))
+        part.replace(folder / f".{name}{_PENDING}")  # whole or not at all for the process that draws it
+        return obj
+    _draw(folder, name, stored)
+    return obj
+
+
+def _draw(folder: Path, name: str, stored: bytes) -> None:
+    """``name.png`` and ``name.svg`` from a pickled figure, each drawn from its own copy (drawing
+    lays a figure out again: a copy keeps the figure a notebook shows, and each file, as if drawn
+    first)."""
+    import pickle
+
+    import matplotlib
     import matplotlib.pyplot as plt
 
     from mechaudit.plots.style import PNG_METADATA, SVG_METADATA
 
-    png, svg = folder / f"{name}.png", folder / f"{name}.svg"
-    for path, kwargs in ((png, {"dpi": FIGURE_DPI, "metadata": PNG_METADATA}), (svg, {"metadata": SVG_METADATA})):
-        # drawing lays the figure out again: draw a copy, so what the notebook shows is unchanged
-        copy = pickle.loads(pickle.dumps(obj))
+    for path, kwargs in ((folder / f"{name}.png", {"dpi": FIGURE_DPI, "metadata": PNG_METADATA}),
+                         (folder / f"{name}.svg", {"metadata": SVG_METADATA})):
+        copy = pickle.loads(stored)
         with matplotlib.rc_context({"svg.hashsalt": name}):  # stable SVG element ids across runs
             copy.savefig(path, **kwargs)
         plt.close(copy)
-    return obj
+
+
+def write_pending_figures(folder: str | Path) -> list[str]:
+    """Draw every figure ``save`` stored in ``folder`` (see :data:`DEFER_MARK`) into its PNG and SVG,
+    under the matplotlib settings it was saved with, and remove the stored file; returns the names
+    drawn. A figure stored again under the same name meanwhile is drawn on the next call."""
+    import pickle
+
+    import matplotlib
+
+    folder = Path(folder)
+    drawn = []
+    for pending in sorted(folder.glob(f".*{_PENDING}")):
+        name = pending.name[1:-len(_PENDING)]
+        claimed = pending.with_suffix(_CLAIMED)
+        pending.replace(claimed)
+        stored, settings = pickle.loads(claimed.read_bytes())
+        with matplotlib.rc_context(settings):
+            _draw(folder, name, stored)
+        claimed.unlink()
+        drawn.append(name)
+    return drawn
+
+
+def _serve(folder: Path) -> int:
+    """Draw the figures stored in ``folder`` as they come until standard input closes, then the rest:
+    the loop of ``python -m mechaudit.outputs FOLDER``. On a failure: one line on stderr, status 1."""
+    import sys
+    import threading
+
+    closed = threading.Event()
+    threading.Thread(target=lambda: (sys.stdin.read(), closed.set()), daemon=True).start()
+    try:
+        while True:
+            last = closed.is_set()
+            write_pending_figures(folder)
+            if last:
+                return 0
+            closed.wait(0.05)
+    except Exception as err:  # noqa: BLE001 - reported to the runner in one line
+        print(f"{type(err).__name__}: {err}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    import sys
+
+    sys.exit(_serve(Path(sys.argv[1])))

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -101,6 +102,9 @@ def execute_chapter(
                     config=kernel_config(Path(tmp), {**KERNEL_ENV, **(env or {})}),
                     kernel_manager_class=EnvKernelManager,
                     shutdown_kernel="immediate",  # no graceful shutdown to print ZMQ errors after Ctrl-C
+                    # the notebook is written once, at the end: papermill's default rewrites the whole file
+                    # before and after every cell, which the next cell waits for (seconds per chapter)
+                    request_save_on_cell_execute=False,
                 )
             except papermill.PapermillExecutionError as err:
                 raise NotebookExecutionError(
@@ -393,12 +397,18 @@ def _execute_one(i: int, n: int, chapter: Chapter, params: dict[str, Any], run, 
     start = time.perf_counter()
     final = Path(params["out_dir"]) if params.get("out_dir") else None
     stage = _stage_folder(final) if final is not None else None
+    drawer = _start_drawing(stage) if stage is not None else None
     try:
         with run.chapter(chapter):
             staged = {**params, "out_dir": str(stage)} if stage is not None else params
             path = execute_chapter(chapter, staged, out_dir, env=env,
                                    rename={str(stage): str(final)} if stage is not None else None)
+        if drawer is not None:
+            _finish_drawing(drawer, stage, chapter)
     except BaseException:
+        if drawer is not None and drawer.poll() is None:
+            drawer.kill()
+            drawer.wait()
         if stage is not None:
             shutil.rmtree(stage, ignore_errors=True)
         raise
@@ -408,6 +418,28 @@ def _execute_one(i: int, n: int, chapter: Chapter, params: dict[str, Any], run, 
     print(f"[{i}/{n}] {chapter.stem} done in {time.perf_counter() - start:.1f} s -> {_display_path(path)}",
           file=stream, flush=True)
     return path
+
+
+def _start_drawing(stage: Path) -> subprocess.Popen:
+    """The process that draws the chapter's figures into ``stage`` while the chapter runs, on another
+    core (:mod:`mechaudit.outputs`: ``save`` only stores them in a folder marked ``DEFER_MARK``)."""
+    from mechaudit.outputs import DEFER_MARK
+
+    (stage / DEFER_MARK).touch()
+    return subprocess.Popen([sys.executable, "-m", "mechaudit.outputs", str(stage)], stdin=subprocess.PIPE,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "MPLBACKEND": "Agg"})
+
+
+def _finish_drawing(drawer: subprocess.Popen, stage: Path, chapter: Chapter) -> None:
+    """Let ``drawer`` draw the figures still stored and stop; a figure it could not draw fails the chapter."""
+    from mechaudit.outputs import DEFER_MARK
+
+    _, err = drawer.communicate()
+    if drawer.returncode != 0:
+        why = err.strip().splitlines()[-1] if err.strip() else f"status {drawer.returncode}"
+        raise NotebookExecutionError(f"{chapter.source.name}: a saved figure could not be drawn: {why}")
+    (stage / DEFER_MARK).unlink()
 
 
 def _stage_folder(final: Path) -> Path:

@@ -174,7 +174,13 @@ def store_path(cache_dir: str | os.PathLike[str], model: str | None) -> Path:
 
 def text_key(model: str | None, text: str) -> str:
     """sha256 hex key of one text's embedding under one model."""
-    return hashlib.sha256(f"{model_id(model)}\n{text}".encode()).hexdigest()
+    return _text_key(model_id(model), text)
+
+
+def _text_key(ident: str, text: str) -> str:
+    """:func:`text_key` under the model whose :func:`model_id` is ``ident`` (looking the id up, a
+    package-metadata search, once per store access instead of once per text)."""
+    return hashlib.sha256(f"{ident}\n{text}".encode()).hexdigest()
 
 
 def read_store(path: Path) -> dict[str, np.ndarray]:
@@ -327,9 +333,10 @@ class EmbeddingRule:
         if not path.exists():
             return texts
         store = read_store(path)
+        ident = model_id(self.model)
         left = []
         for t in texts:
-            vector = store.get(text_key(self.model, t))
+            vector = store.get(_text_key(ident, t))
             if vector is None:
                 left.append(t)
             else:
@@ -339,7 +346,8 @@ class EmbeddingRule:
     def _to_store(self, texts: list[str]) -> None:
         path = store_path(self.cache_dir, self.model)
         store = read_store(path)
-        store.update((text_key(self.model, t), self._vectors[t]) for t in texts)
+        ident = model_id(self.model)
+        store.update((_text_key(ident, t), self._vectors[t]) for t in texts)
         write_store(path, store)
 
     def similarity(self, pairs: Sequence[Pair], progress: bool = False) -> np.ndarray:
@@ -354,6 +362,11 @@ class EmbeddingRule:
         """``similarity(pairs) >= threshold_``, bool array of shape ``(len(pairs),)``."""
         threshold = self.threshold_
         return self.similarity(pairs, progress=progress) >= threshold
+
+    def same_from_similarity(self, similarity: np.ndarray) -> np.ndarray:
+        """The verdicts of pairs whose ``similarity`` is already computed: ``similarity >= threshold_``
+        (``same`` without computing it again)."""
+        return np.asarray(similarity, dtype=float) >= self.threshold_
 
     def same_blocks(self, hypotheses: Sequence[Hypothesis], block_size: int = 1024, progress: bool = False):
         """Yield ``(first row, sparse bool block)``: the "same" edges of each row block of the set.

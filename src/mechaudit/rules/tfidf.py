@@ -121,7 +121,12 @@ class TfidfRule:
 
     def same(self, pairs: Sequence[Pair]) -> np.ndarray:
         """``similarity(pairs) >= threshold``, bool array of shape ``(len(pairs),)``."""
-        return self.similarity(pairs) >= self.threshold
+        return self.same_from_similarity(self.similarity(pairs))
+
+    def same_from_similarity(self, similarity: np.ndarray) -> np.ndarray:
+        """The verdicts of pairs whose ``similarity`` is already computed: ``similarity >= threshold``
+        (``same`` without computing it again)."""
+        return np.asarray(similarity, dtype=float) >= self.threshold
 
     def similarity_graph(
         self, hypotheses: Sequence[Hypothesis], block_size: int = 512, progress: bool = False

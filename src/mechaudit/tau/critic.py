@@ -152,7 +152,8 @@ class MultiAgentCritic:
     ``taus``: role -> tau, or a :class:`mechaudit.tau.taufile.TauConfig` (tau file, per-role values,
     default). The default config gives every role tau 1.0; nothing is read from the environment.
     ``densify_mode``: "original" (default), "fill" or "floor" (see
-    :func:`mechaudit.tau.anchors.select_bucket_anchors`); original selections are cached per critic.
+    :func:`mechaudit.tau.anchors.select_bucket_anchors`); original selections, and each pattern's
+    initial anchors and pass thresholds, are cached per critic.
     """
 
     papers: Sequence[Mapping[str, Any]]
@@ -176,6 +177,7 @@ class MultiAgentCritic:
         self._bucket_cache: dict[tuple[Any, ...], list[str]] = {}
         self._cards: dict[str, Card] = {}
         self._thresholds: dict[Any, dict[str, Any]] = {}
+        self._initial: dict[Any, list[str]] = {}
         usable = anchor_papers(self.papers)
         self._by_id = {p["paper_id"]: p for p in usable}
         self._table = anchor_table(usable)
@@ -242,8 +244,10 @@ class MultiAgentCritic:
             if unknown:
                 raise MechauditError(f"context anchors not in the pool: {unknown}", field="anchors")
         elif pattern_id is not None:
-            chosen = select_initial_anchors(self._table, pattern_id, self.exemplars.get(pattern_id, ()))
-            anchor_ids = list(chosen["paper_id"])
+            if pattern_id not in self._initial:  # the same for every story of the pattern
+                chosen = select_initial_anchors(self._table, pattern_id, self.exemplars.get(pattern_id, ()))
+                self._initial[pattern_id] = list(chosen["paper_id"])
+            anchor_ids = list(self._initial[pattern_id])
         else:
             raise MechauditError("review needs context['pattern_id'] or context['anchors']")
         story_card = build_story_card(story)

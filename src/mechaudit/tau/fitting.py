@@ -21,7 +21,7 @@ import pandas as pd
 from scipy.optimize import minimize_scalar
 from scipy.special import expit
 
-from mechaudit.tau.inference import clipped_ce, label_of, strength_weight
+from mechaudit.tau.inference import EPS, clipped_ce, label_of, strength_weight
 
 TAU_LOW, TAU_HIGH, TAU_STEP = 0.10, 3.00, 0.01
 #: |delta| bins of the original sampler; pairs with |delta| >= 3 are dropped.
@@ -125,9 +125,26 @@ def _mapped(values: np.ndarray, fn: Any) -> np.ndarray:
 def pair_nll(tau: float | np.ndarray, delta: np.ndarray, y: np.ndarray, w: np.ndarray) -> np.ndarray:
     """Weighted clipped NLL at each tau; shape ``np.shape(tau)``."""
     taus = np.atleast_1d(np.asarray(tau, dtype=float))
-    p = expit(delta[None, :] / taus[:, None])
-    out = clipped_ce(y[None, :], p) @ w
-    return out.reshape(np.shape(tau))
+    if len(taus) == 1:  # the mle's objective
+        return (clipped_ce(y[None, :], expit(delta[None, :] / taus[:, None])) @ w).reshape(np.shape(tau))
+    return _grid_nll(_logistic_logs(delta, taus), y, w).reshape(np.shape(tau))
+
+
+def _logistic_logs(delta: np.ndarray, taus: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(log p, log1p(-p))`` for ``p = expit(delta / tau)`` clipped as :func:`clipped_ce` clips it,
+    at every tau (rows) and pair (columns). They depend on the pairs, not on the answers: answer
+    sets of the same pairs share them (:func:`fit_taus`)."""
+    p = np.clip(expit(delta[None, :] / taus[:, None]), EPS, 1.0 - EPS)
+    return np.log(p), np.log1p(-p)
+
+
+def _grid_nll(logs: tuple[np.ndarray, np.ndarray], y: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """Weighted clipped NLL per row of :func:`_logistic_logs`, each term :func:`clipped_ce`'s own
+    expression (the same numbers to the last bit). The rows are summed by numpy (``einsum``), not
+    by a BLAS matrix product, whose sums over many rows change with the number of BLAS threads
+    (so with the machine) and which waits on its threads on a busy machine."""
+    log_p, log_q = logs
+    return np.einsum("ij,j->i", -(y * log_p + (1.0 - y) * log_q), w)
 
 
 def _derivatives(tau: float, delta: np.ndarray, y: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, float]:
@@ -138,6 +155,66 @@ def _derivatives(tau: float, delta: np.ndarray, y: np.ndarray, w: np.ndarray) ->
     return g, h
 
 
+def _grid_fit(grid: np.ndarray, logs: tuple[np.ndarray, np.ndarray], n: int, y: np.ndarray,
+              w: np.ndarray) -> TauFit:
+    losses = _grid_nll(logs, y, w)
+    best = int(np.argmin(losses))
+    return TauFit(float(grid[best]), "grid", float(losses[best]), n, float("nan"), float("nan"),
+                  best in (0, len(grid) - 1))
+
+
+def _mle_fit(delta: np.ndarray, y: np.ndarray, w: np.ndarray, low: float, high: float) -> TauFit:
+    res = minimize_scalar(lambda t: float(pair_nll(t, delta, y, w)), bounds=(low, high),
+                          method="bounded", options={"xatol": 1e-9})
+    tau = float(res.x)
+    g, h = _derivatives(tau, delta, y, w)
+    se = float(1 / np.sqrt(h)) if h > 0 else float("nan")
+    se_robust = float(np.sqrt(np.sum(g**2)) / h) if h > 0 else float("nan")
+    at_bound = bool(min(tau - low, high - tau) < 1e-4)
+    return TauFit(tau, "mle", float(res.fun), len(delta), se, se_robust, at_bound)
+
+
+def _check_methods(methods: Sequence[str]) -> None:
+    for method in methods:
+        if method not in ("grid", "mle"):
+            raise ValueError(f"unknown method {method!r}; use 'grid' or 'mle'")
+
+
+def _fit_arrays(delta: np.ndarray, y: np.ndarray, w: np.ndarray, methods: Sequence[str],
+                bounds: tuple[float, float], logs: tuple[np.ndarray, np.ndarray] | None = None) -> dict[str, TauFit]:
+    """``{method: TauFit}`` of one answer set; ``logs``: its pairs' :func:`_logistic_logs` on the
+    bounds' grid, when already known."""
+    low, high = bounds
+    grid = tau_grid(low, high)
+    fits = {}
+    for method in methods:
+        if method == "grid":
+            fits[method] = _grid_fit(grid, _logistic_logs(delta, grid) if logs is None else logs, len(delta), y, w)
+        else:
+            fits[method] = _mle_fit(delta, y, w, low, high)
+    return fits
+
+
+def fit_taus(
+    pair_sets: Iterable[pd.DataFrame | Iterable[Mapping[str, Any]]],
+    methods: Sequence[str] = ("grid",),
+    bounds: tuple[float, float] = (TAU_LOW, TAU_HIGH),
+) -> list[dict[str, TauFit]]:
+    """:func:`fit_tau_detailed` of every pair set by every method: ``[{method: TauFit}, ...]`` in
+    the sets' order, the same fits. Faster for answer sets of the same pairs (the same ``delta``,
+    e.g. one pair sample judged at several taus) given one after another: they share the grid's
+    logarithms, which are most of a grid fit's time."""
+    _check_methods(methods)
+    shared: tuple[bytes, tuple[np.ndarray, np.ndarray]] | None = None
+    out = []
+    for pairs in pair_sets:
+        delta, y, w = pair_arrays(pairs)
+        if "grid" in methods and (shared is None or shared[0] != delta.tobytes()):
+            shared = (delta.tobytes(), _logistic_logs(delta, tau_grid(*bounds)))
+        out.append(_fit_arrays(delta, y, w, methods, bounds, shared[1] if shared else None))
+    return out
+
+
 def fit_tau_detailed(
     pairs: pd.DataFrame | Iterable[Mapping[str, Any]],
     method: str = "grid",
@@ -145,23 +222,8 @@ def fit_tau_detailed(
 ) -> TauFit:
     """Fit tau by ``method`` ("grid" or "mle") and return a :class:`TauFit`."""
     delta, y, w = pair_arrays(pairs)
-    low, high = bounds
-    if method == "grid":
-        grid = tau_grid(low, high)
-        losses = pair_nll(grid, delta, y, w)
-        best = int(np.argmin(losses))
-        return TauFit(float(grid[best]), "grid", float(losses[best]), len(delta), float("nan"),
-                      float("nan"), best in (0, len(grid) - 1))
-    if method == "mle":
-        res = minimize_scalar(lambda t: float(pair_nll(t, delta, y, w)), bounds=(low, high),
-                              method="bounded", options={"xatol": 1e-9})
-        tau = float(res.x)
-        g, h = _derivatives(tau, delta, y, w)
-        se = float(1 / np.sqrt(h)) if h > 0 else float("nan")
-        se_robust = float(np.sqrt(np.sum(g**2)) / h) if h > 0 else float("nan")
-        at_bound = bool(min(tau - low, high - tau) < 1e-4)
-        return TauFit(tau, "mle", float(res.fun), len(delta), se, se_robust, at_bound)
-    raise ValueError(f"unknown method {method!r}; use 'grid' or 'mle'")
+    _check_methods((method,))
+    return _fit_arrays(delta, y, w, (method,), bounds)[method]
 
 
 def fit_tau(pairs: pd.DataFrame | Iterable[Mapping[str, Any]], method: str = "grid") -> float:
@@ -182,18 +244,35 @@ def _quotas(n_pairs: int, n_bins: int, same_pattern_share: float) -> dict[tuple[
 
 
 def _candidates(rng: np.random.Generator, multi: list[np.ndarray], n: int,
-                batch: int) -> list[tuple[np.ndarray, np.ndarray]]:
-    """One batch of candidate index pairs: ``batch`` within a random multi-paper pattern (none if
-    there is no such pattern), then ``batch`` drawn uniformly from all ``n`` papers."""
+                batch: int) -> tuple[np.ndarray, np.ndarray]:
+    """One batch of candidate index pairs ``(a, b)``: ``batch`` within a random multi-paper pattern
+    (none if there is no such pattern), then ``batch`` drawn uniformly from all ``n`` papers."""
     if multi:
         pick = rng.integers(len(multi), size=batch)
-        sizes = np.array([len(multi[k]) for k in pick])
+        sizes = np.array([len(m) for m in multi])[pick]
         i1 = rng.integers(sizes)
         i2 = (i1 + 1 + rng.integers(sizes - 1)) % sizes
-        same = (np.array([multi[k][j] for k, j in zip(pick, i1)]), np.array([multi[k][j] for k, j in zip(pick, i2)]))
+        members = np.zeros((len(multi), max(len(m) for m in multi)), dtype=int)
+        for k, m in enumerate(multi):
+            members[k, :len(m)] = m
+        same = (members[pick, i1], members[pick, i2])
     else:
         same = (np.empty(0, dtype=int), np.empty(0, dtype=int))
-    return [same, (rng.integers(n, size=batch), rng.integers(n, size=batch))]
+    return (np.concatenate([same[0], rng.integers(n, size=batch)]),
+            np.concatenate([same[1], rng.integers(n, size=batch)]))
+
+
+def _accepted(code: np.ndarray, stratum: np.ndarray, usable: np.ndarray, left: np.ndarray,
+              seen: np.ndarray) -> list[np.ndarray]:
+    """Per stratum, the candidates (indices, in order) that go through one by one would take:
+    usable, a pair not taken before (``seen``, nor earlier in the batch), while the stratum still
+    has room (``left``). A pair's stratum is fixed, and a full stratum stays full, so a repeat of a
+    pair refused for lack of room would be refused too: taking the first occurrence of each new
+    pair and then the first ``left`` of them per stratum is the same choice."""
+    idx = np.flatnonzero(usable & ~np.isin(code, seen))
+    _, first = np.unique(code[idx], return_index=True)
+    idx = np.sort(idx[first])
+    return [idx[stratum[idx] == s][:room] for s, room in enumerate(left)]
 
 
 def sample_pairs(
@@ -212,6 +291,9 @@ def sample_pairs(
     ``|delta|`` outside the bins are dropped. Returns columns ``a``, ``b``, ``delta``, ``bin``,
     ``same_pattern``, ``weight`` (mean of the two weights); fewer rows if the pool cannot fill a
     quota within ``max_rounds`` batches.
+
+    Candidates are drawn in batches and taken in order, the first that fit each stratum (bin, same
+    pattern or not) until it is full, skipping a pair already taken.
     """
     for col in ("paper_id", "pattern_id", "score10", "weight"):
         if col not in papers.columns:
@@ -223,26 +305,28 @@ def sample_pairs(
     pattern = papers["pattern_id"].to_numpy()
     multi = [m for m in (np.flatnonzero(pattern == p) for p in pd.unique(pattern)) if len(m) > 1]
     edges = np.asarray(bins, dtype=float)
-    quota = _quotas(n_pairs, len(edges) - 1, same_pattern_share)
-    taken: dict[tuple[int, bool], list[tuple[int, int]]] = {k: [] for k in quota}
-    seen: set[tuple[int, int]] = set()
+    n_bins = len(edges) - 1
+    quota = _quotas(n_pairs, n_bins, same_pattern_share)  # strata in order: (bin 0, same), (bin 0, other), ...
+    left = np.array(list(quota.values()))
+    taken: list[list[np.ndarray]] = [[] for _ in quota]
+    seen = np.empty(0, dtype=np.int64)
     for _ in range(max_rounds):
-        if all(len(taken[k]) >= quota[k] for k in quota):
+        if not left.any():
             break
-        for a_idx, b_idx in _candidates(rng, multi, len(ids), max(4 * n_pairs, 1000)):
-            which = np.searchsorted(edges, np.abs(score[a_idx] - score[b_idx]), side="right") - 1
-            for a, b, k in zip(a_idx, b_idx, which):
-                if a == b or k < 0 or k >= len(edges) - 1:
-                    continue
-                key, pair = (int(k), bool(pattern[a] == pattern[b])), (min(a, b), max(a, b))
-                if len(taken[key]) < quota[key] and pair not in seen:
-                    seen.add(pair)
-                    taken[key].append((int(a), int(b)))
-    rows = []
-    for (k, same), chosen in taken.items():
-        for a, b in chosen:
-            if rng.random() < 0.5:
-                a, b = b, a
-            rows.append({"a": ids[a], "b": ids[b], "delta": score[a] - score[b], "bin": k,
-                         "same_pattern": same, "weight": (weight[a] + weight[b]) / 2})
-    return pd.DataFrame(rows, columns=["a", "b", "delta", "bin", "same_pattern", "weight"])
+        a, b = _candidates(rng, multi, len(ids), max(4 * n_pairs, 1000))
+        which = np.searchsorted(edges, np.abs(score[a] - score[b]), side="right") - 1
+        code = np.minimum(a, b).astype(np.int64) * len(ids) + np.maximum(a, b)
+        stratum = 2 * which + ~(pattern[a] == pattern[b])
+        for s, chosen in enumerate(_accepted(code, stratum, (a != b) & (which >= 0) & (which < n_bins), left, seen)):
+            taken[s].append(np.stack([a[chosen], b[chosen]]))
+            left[s] -= len(chosen)
+            seen = np.concatenate([seen, code[chosen]])
+    chosen = [np.concatenate(parts, axis=1) if parts else np.empty((2, 0), dtype=int) for parts in taken]
+    if not any(c.shape[1] for c in chosen):
+        return pd.DataFrame([], columns=["a", "b", "delta", "bin", "same_pattern", "weight"])
+    a, b = np.concatenate(chosen, axis=1)
+    stratum = np.repeat(np.arange(len(chosen)), [c.shape[1] for c in chosen])
+    flip = rng.random(len(a)) < 0.5  # each pair's order, drawn in the order the pairs were taken
+    a, b = np.where(flip, b, a), np.where(flip, a, b)
+    return pd.DataFrame({"a": ids[a], "b": ids[b], "delta": score[a] - score[b], "bin": stratum // 2,
+                         "same_pattern": stratum % 2 == 0, "weight": (weight[a] + weight[b]) / 2})

@@ -14,7 +14,7 @@ from tqdm import tqdm
 
 from mechaudit.tau.anchors import DENSIFY_MODES
 from mechaudit.tau.critic import MultiAgentCritic, densify_reasons
-from mechaudit.tau.fitting import fit_tau_detailed, sample_pairs
+from mechaudit.tau.fitting import fit_tau_detailed, fit_taus, sample_pairs
 from mechaudit.tau.inference import effective_tau, infer_score, kish_scale, loss_curve, observations, score_grid
 from mechaudit.tau.judge import BlindJudge
 from mechaudit.tau.simulate import (
@@ -47,10 +47,11 @@ def tau_recovery(
     table = pool.table()
     for rep in tqdm(range(n_reps), disable=not progress, desc="tau recovery"):
         pairs = sample_pairs(table, n_pairs, seed=seed + rep)
-        for k, tau in enumerate(true_taus):
-            judged = simulate_pairs(pairs, tau, seed=seed + 1000 * (k + 1) + rep, **judge_model)
+        judged = [simulate_pairs(pairs, tau, seed=seed + 1000 * (k + 1) + rep, **judge_model)
+                  for k, tau in enumerate(true_taus)]
+        for tau, fits in zip(true_taus, fit_taus(judged, methods)):
             for method in methods:
-                fit = fit_tau_detailed(judged, method)
+                fit = fits[method]
                 rows.append({"true_tau": tau, "rep": rep, "method": method, "tau_hat": fit.tau,
                              "se": fit.se, "se_robust": fit.se_robust,
                              "rel_error": fit.tau / tau - 1, "n_pairs": fit.n_pairs})
@@ -71,14 +72,13 @@ def tie_effect(
     Columns: tie_mode, tie_rate, tie_share (observed share of ties), tau_grid, tau_mle, true_tau.
     """
     pairs = sample_pairs(pool.table(), n_pairs, seed=seed)
-    rows = []
-    for mode in tie_modes:
-        for rate in tie_rates:
-            judged = simulate_pairs(pairs, tau, seed=seed + 7, tie_rate=rate, tie_width=tie_width, tie_mode=mode)
-            rows.append({"tie_mode": mode, "tie_rate": rate, "tie_share": float((judged["judgement"] == "tie").mean()),
-                         "tau_grid": fit_tau_detailed(judged, "grid").tau,
-                         "tau_mle": fit_tau_detailed(judged, "mle").tau, "true_tau": tau})
-    return pd.DataFrame(rows)
+    settings = [(mode, rate) for mode in tie_modes for rate in tie_rates]
+    judged = [simulate_pairs(pairs, tau, seed=seed + 7, tie_rate=rate, tie_width=tie_width, tie_mode=mode)
+              for mode, rate in settings]
+    return pd.DataFrame([{"tie_mode": mode, "tie_rate": rate,
+                          "tie_share": float((answers["judgement"] == "tie").mean()),
+                          "tau_grid": fits["grid"].tau, "tau_mle": fits["mle"].tau, "true_tau": tau}
+                         for (mode, rate), answers, fits in zip(settings, judged, fit_taus(judged, ("grid", "mle")))])
 
 
 #: Method label of the misspecification study for an mle fit that ignores the strengths.
@@ -133,23 +133,27 @@ def tau_misspecification(
         raise ValueError(f"sources must be among {PERCEPTION_SOURCES}, got {bad}")
     rows = []
     table = pool.table()
+    fitted = [m for m in methods if m != NO_STRENGTH]
     for rep in tqdm(range(n_reps), disable=not progress, desc="tau misspecification"):
         pairs = sample_pairs(table, n_pairs, seed=seed + rep)
+        conditions, judged = [], []
         for source in sources:
             for noise in perception_noises:
                 perceived = perceived_values(pool, role, source, noise, seed=seed + rep)
                 for k, tau in enumerate(true_taus):
-                    judged = simulate_pairs(pairs, tau, seed=seed + 1000 * (k + 1) + rep, perceived=perceived,
-                                            **judge_model)
-                    approx = noisy_judge_tau(tau, noise) if source == "score10" else float("nan")
-                    for method in methods:
-                        if method == NO_STRENGTH:  # the same answers, every strength weighing 1
-                            fit = fit_tau_detailed(judged.drop(columns="strength"), "mle")
-                        else:
-                            fit = fit_tau_detailed(judged, method)
-                        rows.append({"source": source, "perception_noise": noise, "true_tau": tau, "rep": rep,
-                                     "method": method, "tau_hat": fit.tau, "rel_error": fit.tau / tau - 1,
-                                     "approx_tau": approx})
+                    conditions.append((source, noise, tau))
+                    judged.append(simulate_pairs(pairs, tau, seed=seed + 1000 * (k + 1) + rep, perceived=perceived,
+                                                 **judge_model))
+        fits = fit_taus(judged, fitted)
+        if NO_STRENGTH in methods:  # the same answers, every strength weighing 1
+            for f, plain in zip(fits, fit_taus([j.drop(columns="strength") for j in judged], ("mle",))):
+                f[NO_STRENGTH] = plain["mle"]
+        for (source, noise, tau), f in zip(conditions, fits):
+            approx = noisy_judge_tau(tau, noise) if source == "score10" else float("nan")
+            for method in methods:
+                rows.append({"source": source, "perception_noise": noise, "true_tau": tau, "rep": rep,
+                             "method": method, "tau_hat": f[method].tau, "rel_error": f[method].tau / tau - 1,
+                             "approx_tau": approx})
     return pd.DataFrame(rows)
 
 
@@ -369,10 +373,10 @@ def weight_scale_effect(rounds: Sequence[Mapping[str, Any]], scales: Sequence[fl
     of rounds whose score moved; it never should, the optimum is scale-free).
     """
     rows = []
+    bases = [infer_score(r["anchors"], r["comparisons"], r["tau"], grid_step)[0] for r in rounds]
     for scale in scales:
         widths, covered, pwidths, pcovered, changed = [], [], [], [], []
-        for r in rounds:
-            base, _ = infer_score(r["anchors"], r["comparisons"], r["tau"], grid_step)
+        for r, base in zip(rounds, bases):
             anchors = [{**a, "weight": a["weight"] * scale} for a in r["anchors"]]
             score, d = infer_score(anchors, r["comparisons"], r["tau"], grid_step)
             true = r["true_score"]
@@ -426,11 +430,9 @@ def densify_trigger_rates(
     stored round is the first round). Columns: loss_threshold, loss, monotonic, strength, any.
     """
     rows = []
+    diags = [infer_score(r["anchors"], r["comparisons"], r["tau"])[1] for r in reviews_rounds]
     for threshold in loss_thresholds:
-        fired = []
-        for r in reviews_rounds:
-            _, diag = infer_score(r["anchors"], r["comparisons"], r["tau"])
-            fired.append(densify_reasons(diag, loss_threshold=threshold))
+        fired = [densify_reasons(diag, loss_threshold=threshold) for diag in diags]
         rows.append({"loss_threshold": threshold,
                      "loss": np.mean(["loss" in f for f in fired]),
                      "monotonic": np.mean(["monotonic" in f for f in fired]),

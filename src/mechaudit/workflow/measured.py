@@ -32,13 +32,17 @@ def set_matrices(hyps: Sequence[Hypothesis], rule) -> tuple[np.ndarray, np.ndarr
     n = len(hyps)
     pairs, i, j = _pairs(hyps)
     same = np.eye(n, dtype=bool)
-    sim = None
-    if pairs:
-        same[i, j] = same[j, i] = np.asarray(rule.same(pairs), dtype=bool)
-    if hasattr(rule, "similarity"):
-        sim = np.eye(n)
-        if pairs:
-            sim[i, j] = sim[j, i] = np.clip(np.asarray(rule.similarity(pairs), dtype=float), 0.0, 1.0)
+    sim = np.eye(n) if hasattr(rule, "similarity") else None
+    if not pairs:
+        return same, sim
+    if sim is not None:
+        raw = np.asarray(rule.similarity(pairs), dtype=float)
+        # a similarity rule's verdicts from the same similarities (TF-IDF would refit its vectorizer)
+        verdicts = rule.same_from_similarity(raw) if hasattr(rule, "same_from_similarity") else rule.same(pairs)
+        sim[i, j] = sim[j, i] = np.clip(raw, 0.0, 1.0)
+    else:
+        verdicts = rule.same(pairs)
+    same[i, j] = same[j, i] = np.asarray(verdicts, dtype=bool)
     return same, sim
 
 
