@@ -18,11 +18,12 @@ export TOKENIZERS_PARALLELISM := false
 export PYTHONHASHSEED := 0
 PYTEST_ARGS ?=
 
-.PHONY: book test install notebooks html chromium clean help reproduce lint mutation
+.PHONY: book test install notebooks html chromium clean help reproduce lint mutation screenshots
 
 help:
 	@echo "make book   - install, execute every notebook, build the book into _build/html"
 	@echo "make test   - install, run the whole test suite"
+	@echo "make screenshots - the browser check over the built book, saving every page at 1280 and 390 px in _build/screenshots"
 	@echo "make mutation - mutation testing of the core modules, writes tests/MUTATION.md (not part of make test)"
 	@echo "make reproduce - the real-LLM run of params/paper.yaml (needs ANTHROPIC_API_KEY; shows the cost first)"
 
@@ -44,6 +45,12 @@ html: $(STAMP)
 	@echo "The book is built: open _build/html/index.html"
 
 book: notebooks html
+
+# Every page of the built book at both widths, for a reader of the pages (make test checks the same
+# pages without saving pictures).
+screenshots: $(STAMP) chromium
+	MECHAUDIT_SCREENSHOTS=1 $(PY) -m pytest tests/test_browser.py -p no:cacheprovider -q
+	@echo "Screenshots: _build/screenshots"
 
 # The real-LLM reproduction (book/rerun.md): `mechaudit reproduce` runs params/paper.yaml through the
 # Message Batches API. It prints the cost estimate and asks before sending (YES=1: no question).
@@ -72,13 +79,14 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check src tests benchmarks notebooks
 
 # Every core (pytest-xdist, at most 4 workers): whole files go to one worker, so a notebook's cells
-# share one kernel; the book and the shared fake-API run are made once (tests/conftest.py). The 15
+# share one kernel; the book and the shared fake-API run are made once, in processes of their own
+# started with the session (--start-steps, tests/session_steps.py), beside the other tests. The 15
 # slowest tests are listed at the end. TEST_WORKERS=0 runs everything in one process.
 TEST_WORKERS ?= auto
 test: $(STAMP) chromium lint
 	$(PY) -m pytest tests notebooks --nbval --nbval-current-env \
 		--nbval-sanitize-with tests/nbval_sanitize.cfg -p no:cacheprovider \
-		-n $(TEST_WORKERS) --maxprocesses 4 --dist loadfile --durations 15 $(PYTEST_ARGS)
+		-n $(TEST_WORKERS) --maxprocesses 4 --dist loadfile --durations 15 --start-steps $(PYTEST_ARGS)
 
 # Mutation testing of the core (mutmut from the [mutation] extra): one module at a time with its own
 # test files, then tests/MUTATION.md. MUTATION_MODULES="divergence llm" runs only those modules.

@@ -1,18 +1,18 @@
 """Shared fixtures: the repository layout, the fake Anthropic API, one book build and one shared
-fake-API run of the chapters per test session (each computed once even under pytest-xdist), and
-the count of kernels per chapter (``kernel_count``)."""
+fake-API run of the chapters per test session (each made once even under pytest-xdist, see
+``session_steps``; with ``--start-steps`` both from the session's start), and the count of kernels
+per chapter (``kernel_count``)."""
 
 from __future__ import annotations
 
 import os
 import shutil
-import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
 import kernel_count
 import pytest
+import session_steps
 from fake_anthropic import FAKE_KEY, FakeAnthropic
 
 from mechaudit.book.params import toc_chapters
@@ -53,63 +53,62 @@ def chapters():
     return toc_chapters()
 
 
-def once_per_session(tmp_path_factory, name: str, make) -> Path:
-    """The folder in which ``make(folder)`` ran, once per test session: under pytest-xdist the first
-    worker to ask runs it while the others wait on a file lock, then every worker reads the
-    folder (xdist's documented recipe). If ``make`` failed, every later ask fails with its message
-    instead of running it again."""
-    from filelock import FileLock
-
-    workers = os.environ.get("PYTEST_XDIST_WORKER")
-    base = tmp_path_factory.getbasetemp()
-    folder = (base.parent if workers else base) / name  # the parent is this session's, shared by its workers
-    with FileLock(str(folder) + ".lock"):
-        failed = folder.with_name(name + ".failed")
-        if failed.exists():
-            pytest.fail(f"{name} failed earlier in this session:\n{failed.read_text()}")
-        if not (folder / ".done").exists():
-            shutil.rmtree(folder, ignore_errors=True)
-            folder.mkdir()
-            try:
-                make(folder)
-            except BaseException as err:
-                failed.write_text(f"{type(err).__name__}: {err}")
-                raise
-            (folder / ".done").write_text("")
-    return folder
+def session_base(config) -> Path:
+    """The folder the session's steps are made in: the controlling process's base temporary folder,
+    which is the parent of every xdist worker's."""
+    base = config._tmp_path_factory.getbasetemp()
+    return base.parent if hasattr(config, "workerinput") else base
 
 
-def _build_book(folder: Path) -> None:
-    src = folder / "src"
-    ignore = shutil.ignore_patterns(".venv", "_build", ".git", "__pycache__", ".pytest_cache", "runs")
-    shutil.copytree(REPO_ROOT, src, ignore=ignore)
-    jb = Path(sys.executable).with_name("jupyter-book")
-    proc = subprocess.run(
-        [str(jb), "build", str(src), "-W", "--keep-going"],
-        capture_output=True, text=True, timeout=1200,
-    )
-    if proc.returncode != 0:
-        raise RuntimeError(
-            f"jupyter-book build failed (exit {proc.returncode}):\n{proc.stdout[-6000:]}\n{proc.stderr[-6000:]}"
-        )
+def once_per_session(config, name: str) -> Path:
+    """The folder in which the session step ``name`` (``session_steps.STEPS``) was made, made now if
+    no process has yet; a step that failed fails the test with its message."""
+    try:
+        return session_steps.made(session_base(config), name)
+    except session_steps.StepFailed as err:
+        pytest.fail(str(err))
 
 
 @pytest.fixture(scope="session")
-def built_book(tmp_path_factory) -> Path:
+def built_book(request) -> Path:
     """Build the book once (warnings are errors) into a temporary folder; return its html dir.
 
     The sources are copied (without the venv and build output) so the build cannot touch the
     working tree.
     """
-    return once_per_session(tmp_path_factory, "book", _build_book) / "src" / "_build" / "html"
+    return once_per_session(request.config, "book") / "src" / "_build" / "html"
 
 
 @pytest.fixture(scope="session")
-def shared_run(tmp_path_factory):
+def shared_run(request):
     """The session's one fake-API run of the chapters (``shared_run.SharedRun``)."""
     import shared_run as module
 
-    return module.SharedRun.load(once_per_session(tmp_path_factory, "shared-run", module.run))
+    return module.SharedRun.load(once_per_session(request.config, "shared-run"))
+
+
+STARTED = pytest.StashKey[list]()
+
+
+def pytest_addoption(parser) -> None:
+    parser.addoption("--start-steps", action="store_true",
+                     help="make the book and the shared fake-API run in processes of their own from the start "
+                          "of the session (make test), instead of in the first test worker that needs them")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionstart(session) -> None:
+    """With ``--start-steps``, in the controlling process: start both session steps before any
+    worker does, so they run beside the unit tests instead of keeping a worker waiting."""
+    config = session.config
+    if config.getoption("--start-steps") and not hasattr(config, "workerinput"):
+        config.stash[STARTED] = [session_steps.start(session_base(config), name) for name in session_steps.STEPS]
+
+
+def _stop_steps(config) -> None:
+    """Stop the steps still running (a session that ended before its tests needed them)."""
+    for proc in config.stash.get(STARTED, []):
+        session_steps.stop(proc)
 
 
 # ------------------------------------------------------------------------------ kernel count
@@ -131,6 +130,7 @@ def pytest_configure(config) -> None:
 
 def pytest_sessionfinish(session) -> None:
     """No chapter ran in more than ``MAX_KERNELS_PER_CHAPTER`` kernels, or the session fails."""
+    _stop_steps(session.config)
     if KERNEL_LOG not in session.config.stash:
         return
     folder, _ = session.config.stash[KERNEL_LOG]
