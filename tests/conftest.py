@@ -101,8 +101,18 @@ def pytest_sessionstart(session) -> None:
     """With ``--start-steps``, in the controlling process: start both session steps before any
     worker does, so they run beside the unit tests instead of keeping a worker waiting."""
     config = session.config
-    if config.getoption("--start-steps") and not hasattr(config, "workerinput"):
+    if config.getoption("--start-steps") and not config.option.collectonly and not hasattr(config, "workerinput"):
         config.stash[STARTED] = [session_steps.start(session_base(config), name) for name in session_steps.STEPS]
+
+
+def pytest_collection_modifyitems(session, config, items) -> None:
+    """With ``--start-steps``: the files whose tests read a session step run last (their order kept),
+    by which time the step is made, so no worker waits for it (xdist hands out whole files in this
+    order). Every worker sorts its collection the same way."""
+    if not config.getoption("--start-steps"):
+        return
+    needs = {item.path for item in items if {"built_book", "shared_run"} & set(getattr(item, "fixturenames", ()))}
+    items.sort(key=lambda item: item.path in needs)  # stable: the order within each part is kept
 
 
 def _stop_steps(config) -> None:
