@@ -86,7 +86,7 @@ TEST_WORKERS ?= auto
 test: $(STAMP) chromium lint
 	$(PY) -m pytest tests notebooks --nbval --nbval-current-env \
 		--nbval-sanitize-with tests/nbval_sanitize.cfg -p no:cacheprovider \
-		-n $(TEST_WORKERS) --maxprocesses 4 --dist loadfile --durations 15 --start-steps $(PYTEST_ARGS)
+		-n $(TEST_WORKERS) --maxprocesses 4 --dist loadfile --durations 15 --start-steps --no-loadscope-reorder $(PYTEST_ARGS)
 
 # Mutation testing of the core (mutmut from the [mutation] extra): one module at a time with its own
 # test files, then tests/MUTATION.md. MUTATION_MODULES="divergence llm" runs only those modules.

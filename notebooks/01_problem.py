@@ -61,7 +61,7 @@ critique_change = 0.5
 initiator_change = 0.5
 instance_id = None
 
-# %% tags=["hide-input"]
+# %% tags=["remove-cell"]
 import textwrap
 
 from IPython.display import display
@@ -164,7 +164,7 @@ book_table(save("matched_pairs", verdicts, out_dir), name="tbl-ch01-pairs",
 # Every pair of the {glue:text}`ch01_n_runs_total` runs gives one run divergence
 # ({numref}`fig-ch01-heatmaps`).
 
-# %% tags=["hide-input"]
+# %% tags=["remove-cell"]
 matrices = problem.divergence_matrices(runs)
 fig = divergence_heatmaps(matrices, [run[0].run for run in runs], n_a=n_runs, caption=ctx.caption())
 fig = glue_figure("ch01_fig_heatmaps", save("divergence_heatmaps", fig, out_dir))

@@ -97,7 +97,7 @@ from mechaudit.book.chapter import ChapterContext
 
 ctx = ChapterContext.open(globals())  # the backend, parsed once; this chapter's LLM client, budget and batch mode
 
-# %% tags=["hide-input"]
+# %% tags=["remove-cell"]
 import math
 
 import pandas as pd
@@ -148,7 +148,7 @@ report_dropped(setup.delivery, json_retries)  # LLM runs: hypotheses dropped for
 display(book_table(pd.DataFrame([design_counts], index=pd.Index([setup.delivery.source], name="runs from")),
                    name="tbl-ch02-design", caption="The size of this run's design."))
 
-# %% tags=["hide-input"]
+# %% tags=["remove-cell"]
 glue("ch02_n_runs", design.n_runs)
 glue("ch02_run_pairs_per_instance", design.n_run_pairs // len(design.instances))
 glue("ch02_paper_density", reported("design.matched_pairs") / reported("design.run_pairs"), digits=1)
@@ -237,7 +237,7 @@ book_table(ch.table1(table, interval_level), name="tbl-ch02-extra",
            caption="Extra divergence per equivalence rule and depth comparison, with its bootstrap interval, "
                    "its exact p-value, its ceiling and, for simulator runs, the simulator's truth.")
 
-# %% tags=["hide-input"]
+# %% tags=["remove-cell"]
 main = ch.main_table(table, main_rule)
 paper_map = ch.paper_values(design.comparisons()) if show_paper else None
 rule_truth = {r: ch.truth_map(truth, ch.measure_of(r), "extra") for r in dict.fromkeys(table.rule)}
@@ -302,7 +302,7 @@ else:
                        caption="The simulator's truths under both measures: extra divergence (pp) and "
                                "same-depth divergence (%)."))
 
-# %% tags=["hide-input"]
+# %% tags=["remove-cell"]
 measure_truth = {m: ch.truth_map(truth, m) for m in ("mechanism_key", "paper_rates")} if truth is not None else {}
 for m, tag in (("mechanism_key", "key"), ("paper_rates", "rate")):
     for label, value in (measure_truth.get(m) or {}).items():
@@ -321,7 +321,7 @@ truth_runs = glue("ch02_truth_runs", truth_runs_per_depth)
 # depth (the rerun noise, in %) and, on the right, the extra divergence of each depth comparison
 # (pp) with its interval.
 
-# %% tags=["hide-input"]
+# %% tags=["remove-cell"]
 intervals = {lab: (main.loc[lab, "ci_low_pp"], main.loc[lab, "ci_high_pp"]) for lab in main.index}
 fig = critique_depth_figure(points[points.rule == main_rule], caption=ctx.caption(), title=f"Rule: {main_rule}",
                             truth=ch.truth_map(truth, ch.measure_of(main_rule)), paper=paper_map,
@@ -341,7 +341,7 @@ fig = glue_figure("ch02_fig_depth", save("critique_depth", fig, out_dir))
 # is on.
 # ```
 
-# %% tags=["hide-input"]
+# %% tags=["remove-cell"]
 compare_settings = {
     "p_develop_swap = 0.02": {"p_develop_swap": 0.02},
     "p_weak_unsupported = 0.9": {"p_weak_unsupported": 0.9},
@@ -428,7 +428,7 @@ book_table(settings.round(1), name="tbl-ch02-settings",
 # {glue:text}`ch02_max_1v5_pp` pp ({glue:text}`ch02_ceiling_reading`) and 0 v 1
 # {glue:text}`ch02_norm_0v1` of {glue:text}`ch02_max_0v1_pp` pp: {glue:text}`ch02_norm_verdict`.
 
-# %% tags=["hide-input"]
+# %% tags=["remove-cell"]
 for label in [lab for lab in ["0 v 1", "1 v 5"] if lab in main.index]:
     tag = label.replace(" v ", "v")
     glue(f"ch02_max_{tag}_pp", main.loc[label, "max_extra_pp"], digits=1)
@@ -445,7 +445,7 @@ glue("ch02_truth_rate_ceiling_reading",
 # %% [markdown]
 # ## The same runs under other equivalence rules
 
-# %% tags=["hide-input"]
+# %% tags=["remove-cell"]
 text_rules = [r for r in ("tfidf", "embedding") if r in set(table.rule)]
 glue("ch02_rate_vs_key", ch.rule_pair_text(table, "paper_rates", "mechanism_key"))
 glue("ch02_text_0v1",
@@ -507,7 +507,7 @@ if show_paper:
 # judge-model numbers, only what running it would ask of the API (the same count as
 # `mechaudit estimate 02_critique_depth -p backend anthropic -p judge_models "[...]"`).
 
-# %% tags=["hide-input"]
+# %% tags=["remove-cell"]
 for a, b in ch.PAPER_COMPARISONS:
     low, high = (reported(ch.judge_range_key(f"{a} v {b}", end)) for end in ("low", "high"))
     glue(f"ch02_paper_judges_{a}v{b}", f"{low:g} to {high:g}")

@@ -92,7 +92,7 @@ n_text_replications = 20
 tfidf_threshold = 0.25
 alpha = 0.05
 
-# %% tags=["hide-input"]
+# %% tags=["remove-cell"]
 from IPython.display import display
 
 from mechaudit.book import ch02b_validity as ch
@@ -189,7 +189,7 @@ book_table(ch.size_view(size), name="tbl-ch02b-size",
            caption="Rejection rate of the exact test at alpha under the null simulator, with its Monte "
                    "Carlo standard error (MC SE).")
 
-# %% tags=["hide-input"]
+# %% tags=["remove-cell"]
 fig = validity_figure(bias, size, caption="Backend: reference (simulator replications)", alpha=alpha)
 fig = glue_figure("ch02b_fig_validity", save("validity", fig, out_dir))
 
@@ -206,7 +206,7 @@ fig = glue_figure("ch02b_fig_validity", save("validity", fig, out_dir))
 # {glue:text}`ch02b_n_text_reps` each. Simulated, no LLM.
 # ```
 
-# %% tags=["hide-input"]
+# %% tags=["remove-cell"]
 key_size = size[size.rule == "mechanism_key"].set_index("comparison")
 glue("ch02b_key_max_bias_z", ch.max_bias_z(bias, FAST), digits=1)
 glue("ch02b_alpha", alpha)
@@ -277,11 +277,11 @@ cal_spec = load_calibration(PARAMS_DIR / calibration_file)
 sampling = ch.sampling_check(reps, cal_spec)
 
 # %% tags=["hide-input"]
+glue("ch02b_tolerance_text", "; ".join(f"{q}: recorded {r.recorded:g}, measured {r.measured:.2f}"
+                                        for q, r in sampling.iterrows()))
 display(book_table(save("sampling_check", sampling, out_dir), name="tbl-ch02b-tolerance",
                    caption="The sampling SDs and correlation recorded in params/calibration.yaml beside those "
                            "the replications measured."))
-glue("ch02b_tolerance_text", "; ".join(f"{q}: recorded {r.recorded:g}, measured {r.measured:.2f}"
-                                        for q, r in sampling.iterrows()))
 
 # %% [markdown]
 # ({glue:text}`ch02b_tolerance_text`.) The SDs are those of one design's estimate around the truth at

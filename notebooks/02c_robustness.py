@@ -77,7 +77,7 @@
 # take minutes). The grids, replication counts and pools are parameters: the cell below shows the ones
 # the exercises change, the folded cell before it all the others.
 
-# %% tags=["more-parameters", "hide-input"]
+# %% tags=["more-parameters", "remove-cell"]
 backend = "reference"
 data_dir = None
 compare_paper = None
@@ -110,7 +110,7 @@ tfidf_threshold = 0.25
 alpha = 0.05
 n_jobs = -1
 
-# %% tags=["hide-input"]
+# %% tags=["remove-cell"]
 from IPython.display import display
 
 from mechaudit.book import ch02c_robustness as ch
@@ -227,7 +227,7 @@ fig = glue_figure("ch02c_fig_consistent", save("consistent_settings", fig, out_d
 #
 # ## Conclusion (a) at the consistent settings
 
-# %% tags=["hide-input"]
+# %% tags=["remove-cell"]
 fig = conclusion_figure(truths, x="p_find", y="weak_scale", facet="conceded", caption=fig_caption)
 fig = glue_figure("ch02c_fig_conclusion", save("conclusion_map", fig, out_dir))
 
@@ -270,7 +270,7 @@ display(book_table(save("alternatives", ch.alternatives_table(alt, alternatives_
                    name="tbl-ch02c-alternatives",
                    caption="Truths as the repair's concentration on named entities changes."))
 
-# %% tags=["hide-input"]
+# %% tags=["remove-cell"]
 glue("ch02c_ew_truth_change_pp", ch.max_change_pp(alt, "p_find", ["truth_0v1_pp", "truth_1v5_pp"]), digits=1)
 glue("ch02c_ew_same_change_pct", ch.max_change_pp(alt, "p_find", ["same_K1_pp"]), digits=1)
 glue("ch02c_ew_ceiling_change_pp", ch.max_change_pp(alt, "p_find", ["max_1v5_pp"]), digits=1)
@@ -310,7 +310,7 @@ save("rule_bias", bias.round(2), out_dir)
 display(book_table(ch.rule_view(bias[bias.comparison.isin(["0 v 1", "1 v 5"])], labels), name="tbl-ch02c-rules",
                    caption="Each rule's mean estimate against the truth of its quantity at the chosen settings."))
 
-# %% tags=["hide-input"]
+# %% tags=["remove-cell"]
 glue("ch02c_n_text_reps", n_text_replications)
 low, high = ch.rule_gap(bias, "0 v 1", "tfidf", "paper_rates")
 glue("ch02c_tfidf_minus_rate_0v1", f"{low:+.1f} to {high:+.1f}" if round(low, 1) != round(high, 1) else f"{low:+.1f}")
@@ -375,7 +375,7 @@ display(book_table(save("power_by_design", ch.design_powers(power), out_dir), na
                    caption="Power of the permutation test at alpha per design (instances x runs per depth) "
                            "and setting."))
 
-# %% tags=["hide-input"]
+# %% tags=["remove-cell"]
 glue("ch02c_n_power_reps", n_power_replications)
 glue("ch02c_n_pools", n_pools)
 top = max(settings, key=lambda st: st.target_pp)
@@ -419,7 +419,7 @@ needed = runs_needed(power, level=power_level)
 display(book_table(save("runs_needed", ch.needed_table(needed), out_dir), name="tbl-ch02c-needed",
                    caption="Runs per depth a four-instance study needs for the target power, per setting."))
 
-# %% tags=["hide-input"]
+# %% tags=["remove-cell"]
 glue("ch02c_paper_1v5_pp", reported("critique_depth.extra_divergence_pp.k1_vs_k5"), digits=1)
 glue("ch02c_needed_text", ch.needed_text(needed))
 glue("ch02c_ladder_max", max(power_ladder))

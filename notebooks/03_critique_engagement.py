@@ -84,7 +84,7 @@ from mechaudit.book.chapter import ChapterContext
 
 ctx = ChapterContext.open(globals())  # the backend, parsed once; this chapter's LLM client, budget and batch mode
 
-# %% tags=["hide-input"]
+# %% tags=["remove-cell"]
 from IPython.display import display
 
 from mechaudit.book import ch03_critique_engagement as ch
@@ -122,7 +122,7 @@ print(f"{len(labelled)} demands in {labelled.run_id.nunique()} runs; labels from
 display(book_table(save("engagement", shares, out_dir), name="tbl-ch03-shares",
                    caption="Share of all critic demands per engagement label, this run beside the paper."))
 
-# %% tags=["hide-input"]
+# %% tags=["remove-cell"]
 glue("ch03_n_demands", len(labelled))
 glue("ch03_n_runs", labelled.run_id.nunique())
 glue("ch03_headline_conceded", shares.loc["conceded", "this run (%)"], digits=1)
@@ -177,7 +177,7 @@ book_table(save("demand_density", density, out_dir), name="tbl-ch03-density",
            caption="How many demands: this run's count per design, per run and round and per hypothesis "
                    "and round, beside the paper's where the comparison is on.")
 
-# %% tags=["hide-input"]
+# %% tags=["remove-cell"]
 glue("ch03_critique_rounds", ch.critique_rounds(setup.design))
 glue("ch03_demand_sentence", ch.demand_sentence(density))
 glue("ch03_per_hyp_round", density.loc["demands per hypothesis and round", "this run"])
@@ -232,7 +232,7 @@ by_round = ch.round_shares(labelled)
 display(book_table(save("engagement_by_round", by_round, out_dir), name="tbl-ch03-rounds", unit="%",
                    caption="Share of demands per engagement label (%) in each critique round."))
 
-# %% tags=["hide-input"]
+# %% tags=["remove-cell"]
 glue("ch03_first_round", int(by_round.index.min()))
 glue("ch03_last_round", int(by_round.index.max()))
 glue("ch03_first_round_conceded_pct", by_round["conceded"].iloc[0], digits=1)

@@ -82,7 +82,7 @@ from mechaudit.book.chapter import ChapterContext
 
 ctx = ChapterContext.open(globals())  # the backend, parsed once; this chapter's LLM client, budget and batch mode
 
-# %% tags=["hide-input"]
+# %% tags=["remove-cell"]
 from IPython.display import display
 
 from mechaudit.book import ch04_equivalence_rules as ch
@@ -127,7 +127,7 @@ div = delivered_diversity(setup.delivery.runs, rule_objects)
 print(f"{div.groupby(['instance', 'depth', 'repetition']).ngroups} runs, "
       f"{div.groupby('rule').n_hypotheses.sum().iloc[0]} delivered hypotheses, rules: {', '.join(rule_objects)}")
 
-# %% tags=["hide-input"]
+# %% tags=["remove-cell"]
 glue("ch04_hypotheses_per_run", div.groupby("rule").n_hypotheses.mean().iloc[0], digits=2)
 save("diversity_complete", diversity_table(div, "complete").round(2), out_dir)
 save("diversity_components", diversity_table(div, "components").round(2), out_dir)
@@ -169,7 +169,7 @@ display(book_table(save("mean_diversity", summary, out_dir), name="tbl-ch04-summ
                    caption="Delivered hypotheses, groups under each grouping and the Vendi score per run, "
                            "averaged over all runs, per rule."))
 
-# %% tags=["hide-input"]
+# %% tags=["remove-cell"]
 glue("ch04_headline_clusters", ch.clusters_range(summary))
 row_provenance, row_verdict = headline_provenance("ch04", ctx.llm)
 glue("ch04_headline_provenance", row_provenance)

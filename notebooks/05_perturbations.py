@@ -110,7 +110,7 @@ from mechaudit.book.chapter import ChapterContext
 
 ctx = ChapterContext.open(globals())  # the backend, parsed once; this chapter's LLM client, budget and batch mode
 
-# %% tags=["hide-input"]
+# %% tags=["remove-cell"]
 from IPython.display import display
 
 from mechaudit.book.ch05_perturbations import (
@@ -234,7 +234,7 @@ book_table(save("similarity_by_kind", stack_suites({n: similarity_summary(a.sims
            name="tbl-ch05-similarity",
            caption="Cosine similarity per suite and kind for the two similarity rules: mean, lowest and highest.")
 
-# %% tags=["hide-input"]
+# %% tags=["remove-cell"]
 fig = cosine_strips(sims_long, thresholds_in_use(names),
                     caption=ctx.caption("TF-IDF and all-MiniLM-L6-v2 embeddings computed locally"))
 save("cosine_by_kind", fig, out_dir)
@@ -324,7 +324,7 @@ if show_paper:
 else:
     print("Comparison with the paper is off (compare_paper is false, or this is not the shipped data).")
 
-# %% tags=["remove-input"]
+# %% tags=["remove-cell"]
 facts = {name: findings(a.pooled, a.sims, names, kinds=a.setup.kinds) for name, a in audits.items()}
 for prefix, name in (("ch05", "template"), ("ch05_rw", "reworded")):
     if name not in facts:

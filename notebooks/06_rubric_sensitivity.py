@@ -84,7 +84,7 @@ from mechaudit.book.chapter import ChapterContext
 
 ctx = ChapterContext.open(globals())  # the backend, parsed once; this chapter's LLM client, budget and batch mode
 
-# %% tags=["hide-input"]
+# %% tags=["remove-cell"]
 import pandas as pd
 from IPython.display import display
 
@@ -148,7 +148,7 @@ book_table(save("percent_different", pct.astype(object).where(pct.notna(), "unde
                 out_dir), name="tbl-ch06-percent", unit="%",
            caption="Valid pairs judged \"different mechanism\" (%), per perturbation kind, judge and rubric.")
 
-# %% tags=["hide-input"]
+# %% tags=["remove-cell"]
 fig = rubric_bars(pct, paper_figure_values(rubrics) if show_paper else None,
                   caption=ctx.caption("reference judges read the structured chain"
                                       + ("" if llm_run else "; LLM judge not run (offline)")))
@@ -253,7 +253,7 @@ if show_paper:
 else:
     print("Comparison with the paper is off (compare_paper is false, or this is not the shipped data).")
 
-# %% tags=["remove-input"]
+# %% tags=["remove-cell"]
 facts = findings(pct, components, s.pairs, rubrics, kinds=s.kinds)
 glue("ch06_jaccard_threshold", jaccard_threshold)
 for r in rubrics:

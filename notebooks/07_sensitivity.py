@@ -89,7 +89,7 @@ from mechaudit.book.chapter import ChapterContext
 
 ctx = ChapterContext.open(globals())  # the backend, parsed once; this chapter's LLM client, budget and batch mode
 
-# %% tags=["hide-input"]
+# %% tags=["remove-cell"]
 from IPython.display import display
 
 from mechaudit.book.ch07_sensitivity import (
@@ -154,7 +154,7 @@ wide = sweep.pivot_table(index=["suite", "rule", "threshold"], columns="kind", v
 save("percent_different_by_threshold", wide.reindex(columns=[k for k in KINDS if k in wide.columns]), out_dir)
 print(f"{len(wide)} (suite, rule, threshold) rows x {wide.shape[1]} kinds; the figure below shows them")
 
-# %% tags=["hide-input"]
+# %% tags=["remove-cell"]
 fig = threshold_sweep_lines(sweep, thresholds,
                             caption=ctx.caption("TF-IDF and all-MiniLM-L6-v2 embeddings computed locally"))
 save("threshold_sweep", fig, out_dir)
@@ -204,7 +204,7 @@ fixed = fixed_decisions(s, set_sim, client=ctx.client, model=judge_models[0],
                         rubric=judge_rubric, orders=judge_orders)
 agree = agreement_sweep(set_sim, s.grids, fixed)
 
-# %% tags=["hide-input"]
+# %% tags=["remove-cell"]
 fig = agreement_vs_threshold(agree, thresholds,
                              caption=ctx.caption("committed-set pairs"))
 save("agreement_vs_threshold", fig, out_dir)
@@ -290,7 +290,7 @@ if show_paper:
 else:
     print("Comparison with the paper is off (compare_paper is false, or this is not the shipped data).")
 
-# %% tags=["remove-input"]
+# %% tags=["remove-cell"]
 top = headline(three)
 glue("ch07_agreement_pct_low", top["agreement_low"], digits=1)
 glue("ch07_agreement_pct_high", top["agreement_high"], digits=1)

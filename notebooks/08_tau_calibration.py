@@ -210,7 +210,7 @@ row_provenance, row_verdict = headline_provenance("ch08", llm=False)  # the simu
 glue("ch08_headline_provenance", row_provenance)
 glue("ch08_headline_verdict", row_verdict)
 
-# %% tags=["hide-input"]
+# %% tags=["remove-cell"]
 fig = tau_recovery_plot(recovery, caption=SIM)
 save("tau_recovery", fig, out_dir)
 fig = glue_figure("ch08_fig_tau_recovery", fig)
@@ -281,7 +281,7 @@ glue("ch08_saturated_low_n", review_facts["saturated_low_n"])
 glue("ch08_n_scores", len(reviews))
 glue("ch08_n_stories", n_stories)
 
-# %% tags=["hide-input"]
+# %% tags=["remove-cell"]
 fig = score_recovery_plot(reviews, caption=SIM)
 save("score_recovery", fig, out_dir)
 fig = glue_figure("ch08_fig_score_recovery", fig)
@@ -336,7 +336,7 @@ glue("ch08_sat_sentence", sat["sentence"])
 # $(\sum w)^2 / \sum w^2$, which does not change when all weights are multiplied by a constant
 # (below: "Kish interval").
 
-# %% tags=["hide-input"]
+# %% tags=["remove-cell"]
 example = rounds[0]
 profile = studies.loss_profile(example["anchors"], example["comparisons"], example["tau"], scales=weight_scales)
 fig = loss_band_plot(profile, caption=SIM)
@@ -380,7 +380,7 @@ glue("ch08_band_cov_last", 100 * sf["band_cov_last"], digits=0)
 glue("ch08_profile_cov", 100 * sf["profile_cov"], digits=0)
 glue("ch08_n_rounds", len(rounds))
 
-# %% tags=["hide-input"]
+# %% tags=["remove-cell"]
 fig = weight_scale_plot(scale_effect, caption=SIM)
 save("weight_scale", fig, out_dir)
 fig = glue_figure("ch08_fig_weight_scale", fig)
@@ -484,7 +484,7 @@ for key, value in df.items():
 glue("ch08_dens_top_n", df["top_n"])
 glue("ch08_dens_top_hint", f"{df['top_hint']:g}")
 
-# %% tags=["hide-input"]
+# %% tags=["remove-cell"]
 by_hint = studies.densify_by_hint({name: table for name, (table, _) in runs.items()})
 save("densify_by_hint", by_hint.round(3), out_dir)
 fig = glue_figure("ch08_fig_densify", save("densify", densify_plot(by_hint, caption=SIM), out_dir))
@@ -560,7 +560,7 @@ glue("ch08_ties_cal_span", span_text(tie_facts["cal_min"], tie_facts["cal_max"],
 glue("ch08_ties_abstain_share_pct", tie_facts["abstain_share_pct"], digits=0)
 glue("ch08_ties_abstain_tau", tie_facts["abstain_tau"], digits=2)
 
-# %% tags=["hide-input"]
+# %% tags=["remove-cell"]
 fig = tie_effect_plot(ties, caption=SIM)
 save("tie_effect", fig, out_dir)
 fig = glue_figure("ch08_fig_tie_effect", fig)
@@ -628,7 +628,7 @@ glue("ch08_ms_tau_hi", ms["tau_hi"])
 glue("ch08_ms_grid_mle_maxdiff", ms["grid_mle_maxdiff"], digits=3)
 glue("ch08_misspec_reps", misspec_reps)
 
-# %% tags=["hide-input"]
+# %% tags=["remove-cell"]
 fig = misspecified_tau_plot(misspec, caption=SIM)
 save("misspecified_tau", fig, out_dir)
 fig = glue_figure("ch08_fig_misspecified_tau", fig)
@@ -694,7 +694,7 @@ for name in ("mae_base", "mae_quality", "moved_quality", "mae_noisy", "moved_noi
 for name in ("cov_base", "cov_noisy", "cov_worst"):
     glue(f"ch08_ms_{name}", 100 * smf[name], digits=0)
 
-# %% tags=["hide-input"]
+# %% tags=["remove-cell"]
 fig = misspecified_score_plot(score_table, caption=SIM)
 save("misspecified_score", fig, out_dir)
 fig = glue_figure("ch08_fig_misspecified_score", fig)

@@ -78,7 +78,7 @@ from mechaudit.book.chapter import ChapterContext
 
 ctx = ChapterContext.open(globals())  # the backend, parsed once; this chapter's LLM client and budget
 
-# %% tags=["hide-input"]
+# %% tags=["remove-cell"]
 import json
 import shutil
 import tempfile
@@ -144,7 +144,7 @@ rows = [{"hypothesis": h.id, "opening": h.opening_id, "steps": len(h.chain),
         for h in bench.hypotheses]
 pd.DataFrame(rows).set_index("hypothesis")
 
-# %% tags=["hide-input"]
+# %% tags=["remove-cell"]
 glue("ch09_n_hypotheses", len(bench.hypotheses))
 glue("ch09_data", "the example set" if data_dir is None else f"the folder {folder.name}")
 glue("ch09_n_instances", len(bench.instances))
@@ -202,7 +202,7 @@ excluded = [(p["original"].id, p["kind"], p["reason"])
 (pd.DataFrame(excluded, columns=["hypothesis", "kind", "reason"])
  .set_index("hypothesis"))
 
-# %% tags=["hide-input"]
+# %% tags=["remove-cell"]
 glue("ch09_n_excluded", len(excluded))
 glue("ch09_excluded_first", f"the first: {excluded[0][0]}, {excluded[0][1]}" if excluded else "none")
 
@@ -293,7 +293,7 @@ book_table(pct, name="tbl-ch09-percent", unit="%",
 # Where the pairs sit on each similarity rule's scale explains those rows: a rule calls a pair
 # different when its cosine is below the threshold.
 
-# %% tags=["hide-input"]
+# %% tags=["remove-cell"]
 sims = pd.concat([pd.DataFrame({"suite": name, "kind": kinds[name], "rule": rule,
                                 "cosine": rules[column].similarity(pairs[name])})
                   for name in suites for rule, column in (("tfidf", "TF-IDF"), ("embedding", "embeddings"))],

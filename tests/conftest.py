@@ -105,14 +105,23 @@ def pytest_sessionstart(session) -> None:
         config.stash[STARTED] = [session_steps.start(session_base(config), name) for name in session_steps.STEPS]
 
 
+#: how much lower a test worker's priority is than the session steps' with ``--start-steps``
+STEP_PRIORITY = 10
+
+
 def pytest_collection_modifyitems(session, config, items) -> None:
-    """With ``--start-steps``: the files whose tests read a session step run last (their order kept),
-    by which time the step is made, so no worker waits for it (xdist hands out whole files in this
-    order). Every worker sorts its collection the same way."""
+    """With ``--start-steps``: the files whose tests read a session step run last, those reading the
+    book (the shorter step) before those reading the shared run, by which time the step is made, so
+    no worker waits for it. xdist hands out whole files in this order (``--no-loadscope-reorder``);
+    every worker sorts its collection the same way, and the order within each part is kept."""
     if not config.getoption("--start-steps"):
         return
-    needs = {item.path for item in items if {"built_book", "shared_run"} & set(getattr(item, "fixturenames", ()))}
-    items.sort(key=lambda item: item.path in needs)  # stable: the order within each part is kept
+    rank: dict[Path, int] = {}
+    for item in items:
+        names = set(getattr(item, "fixturenames", ()))
+        need = 2 if "shared_run" in names else 1 if "built_book" in names else 0
+        rank[item.path] = max(rank.get(item.path, 0), need)
+    items.sort(key=lambda item: rank[item.path])
 
 
 def _stop_steps(config) -> None:
@@ -129,8 +138,12 @@ KERNEL_COUNTS = pytest.StashKey[dict]()
 
 def pytest_configure(config) -> None:
     """In the controlling process (not an xdist worker, which inherits the environment): every
-    kernel of the session logs the cells it runs (``kernel_count``)."""
+    kernel of the session logs the cells it runs (``kernel_count``). With ``--start-steps`` a worker
+    yields the CPU to the session steps (``nice``): they are the session's longest chain, and the
+    workers' tests fill the time they leave."""
     if hasattr(config, "workerinput"):
+        if config.getoption("--start-steps"):
+            os.nice(STEP_PRIORITY)
         return
     folder = Path(tempfile.mkdtemp(prefix="mechaudit-kernels-"))
     kernel_count.install(folder / "ipython", folder / "log")

@@ -6,7 +6,8 @@ visible parameters cell to the parameters its exercises change (at most 8 lines;
 box named ``chNN-answer`` followed by its learning objectives, has an ``## Exercises`` section of at
 least two exercises with matching solutions, ends with three key takeaways, and gives every glued
 figure a name and a caption. Headings name no paper figure or table by number (the book numbers its
-own), and glossary links name existing terms.
+own), and glossary links name existing terms. In every executed notebook, no cell whose code the book
+hides shows a bare value (a ``glue()`` return on its last line) and no folded cell shows nothing.
 """
 
 from __future__ import annotations
@@ -242,3 +243,59 @@ def test_the_checks_can_fail(tmp_path):
         test_chapter_has_exercises_with_solutions(bad)
     with pytest.raises(AssertionError, match="no :name:"):
         test_glued_figures_have_name_and_caption(bad)
+
+
+# ------------------------------------------------------------------------------ executed outputs
+
+def _glued(output: dict) -> bool:
+    """A myst-nb ``glue`` output: stored for the prose, never shown where the cell is."""
+    return "scrapbook" in output.get("metadata", {})
+
+
+def _stray(output: dict) -> bool:
+    """A bare return value (an execute result that is only plain text), e.g. a ``glue()`` call's value
+    on a cell's last line; tables and figures carry HTML or an image beside their plain text."""
+    return output.get("output_type") == "execute_result" and set(output.get("data", {})) == {"text/plain"}
+
+
+def output_problems(notebook: dict) -> list[str]:
+    """In an executed notebook: a cell whose code the book hides that shows a bare value, and a cell
+    whose code is folded (``hide-input``) that shows nothing, so its toggle opens onto nothing (a
+    glue-only cell is tagged ``remove-cell``)."""
+    problems = []
+    code = [c for c in notebook["cells"] if c["cell_type"] == "code"]
+    for n, cell in enumerate(code, 1):
+        tags = set(cell.get("metadata", {}).get("tags", []))
+        if "remove-cell" in tags or not tags & HIDDEN_TAGS:
+            continue
+        shown = [o for o in cell.get("outputs", []) if not _glued(o)]
+        if any(_stray(o) for o in shown):
+            problems.append(f"code cell {n}: a bare value is shown: "
+                            f"{''.join(next(o for o in shown if _stray(o))['data']['text/plain'])[:60]!r}")
+        if "hide-input" in tags and not [o for o in shown if not _stray(o)]:
+            problems.append(f"code cell {n}: its code toggle opens onto nothing (tag a glue-only cell remove-cell)")
+    return problems
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=_ids(CHAPTERS))
+def test_no_stray_value_and_no_empty_toggle(path):
+    import json
+
+    problems = output_problems(json.loads(path.with_suffix(".ipynb").read_text(encoding="utf-8")))
+    assert not problems, f"{path.with_suffix('.ipynb').name}:\n  " + "\n  ".join(problems)
+
+
+def test_the_output_checks_can_fail():
+    glue = {"output_type": "display_data", "data": {"text/plain": "1"}, "metadata": {"scrapbook": {"name": "x"}}}
+    bare = {"output_type": "execute_result", "data": {"text/plain": "0.35"}, "metadata": {}}
+    table = {"output_type": "display_data", "data": {"text/html": "<table/>", "text/plain": "t"}, "metadata": {}}
+
+    def notebook(*cells):
+        return {"cells": [{"cell_type": "code", "metadata": {"tags": tags}, "outputs": outs} for tags, outs in cells]}
+
+    assert output_problems(notebook((["hide-input"], [table, glue]), (["remove-cell"], [glue, bare]),
+                                    ([], [bare]))) == []
+    found = output_problems(notebook((["hide-input"], [glue]), (["remove-input"], [table, bare]),
+                                     (["hide-input"], [glue, bare])))
+    assert [p.split(":")[0] for p in found] == ["code cell 1", "code cell 2", "code cell 3", "code cell 3"]
+    assert "opens onto nothing" in found[0] and "'0.35'" in found[1]
