@@ -115,8 +115,8 @@ store = cache_path("embedding_cache") if embedding_cache else None  # data/embed
 #   ending at the finding; optionally a `template` that marks every entity as `{ID}` and gives a
 #   second phrasing of the explanation, needed for the two wording perturbations).
 #
-# The folder this run audits, {glue:text}`ch09_data`, asks {glue:text}`ch09_n_instances`
-# question(s), one per instance: {glue:text}`ch09_instances`.
+# The folder this run audits, {glue:text}`ch09_data`, asks {glue:text}`ch09_questions`, one per
+# instance: {glue:text}`ch09_instances`.
 
 # %%
 sorted(path.name for path in folder.iterdir())
@@ -147,7 +147,7 @@ pd.DataFrame(rows).set_index("hypothesis")
 # %% tags=["remove-cell"]
 glue("ch09_n_hypotheses", len(bench.hypotheses))
 glue("ch09_data", "the example set" if data_dir is None else f"the folder {folder.name}")
-glue("ch09_n_instances", len(bench.instances))
+glue("ch09_questions", f"{len(bench.instances)} question{'' if len(bench.instances) == 1 else 's'}")
 glue("ch09_instances", "; ".join(f"{i.id}, {i.title}" for i in bench.instances))
 broken = Path(tempfile.mkdtemp()) / "broken"  # a copy whose first hypothesis has a misspelt step id
 shutil.copytree(folder, broken)
