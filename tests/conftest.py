@@ -105,10 +105,6 @@ def pytest_sessionstart(session) -> None:
         config.stash[STARTED] = [session_steps.start(session_base(config), name) for name in session_steps.STEPS]
 
 
-#: how much lower a test worker's priority is than the session steps' with ``--start-steps``
-STEP_PRIORITY = 10
-
-
 def pytest_collection_modifyitems(session, config, items) -> None:
     """With ``--start-steps``: the files whose tests read a session step run last, those reading the
     book (the shorter step) before those reading the shared run, by which time the step is made, so
@@ -138,12 +134,8 @@ KERNEL_COUNTS = pytest.StashKey[dict]()
 
 def pytest_configure(config) -> None:
     """In the controlling process (not an xdist worker, which inherits the environment): every
-    kernel of the session logs the cells it runs (``kernel_count``). With ``--start-steps`` a worker
-    yields the CPU to the session steps (``nice``): they are the session's longest chain, and the
-    workers' tests fill the time they leave."""
+    kernel of the session logs the cells it runs (``kernel_count``)."""
     if hasattr(config, "workerinput"):
-        if config.getoption("--start-steps"):
-            os.nice(STEP_PRIORITY)
         return
     folder = Path(tempfile.mkdtemp(prefix="mechaudit-kernels-"))
     kernel_count.install(folder / "ipython", folder / "log")

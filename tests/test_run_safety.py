@@ -417,7 +417,8 @@ def test_two_chapters_never_share_one_output_folder(capsys, tmp_path):
 
 def test_ctrl_c_exits_130_with_one_line_and_keeps_nothing(tiny, tmp_path):
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT / "src")}
-    proc = subprocess.Popen(CLI + ["execute", str(tiny), "-p", "wait", "60", "--out", "out"], cwd=tmp_path, env=env,
+    # the cell sleeps 600 s, far longer than a loaded machine needs to reach it: the interrupt lands inside it
+    proc = subprocess.Popen(CLI + ["execute", str(tiny), "-p", "wait", "600", "--out", "out"], cwd=tmp_path, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.time() + 120
     while time.time() < deadline and not list((tmp_path / "out").glob(".tiny.partial-*/table.csv")):
