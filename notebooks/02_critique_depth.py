@@ -275,7 +275,7 @@ for label in [lab for lab in ("0 v 1", "0 v 5", "1 v 5") if lab in main.index]:
     glue(f"ch02_p_{tag}", format_p(float(main.loc[label, "p_value"])))
 
 # %% [markdown]
-# ## Which numbers agree with the paper because they were set to
+# ## Which numbers agree with the paper because they were set to match it
 #
 # Three of the simulator's numbers were chosen to match the paper (last section; `params/calibration.yaml`
 # lists them with their targets): the matched-pair density, the demand mixture of chapter 03, and the

@@ -417,9 +417,12 @@ def test_two_chapters_never_share_one_output_folder(capsys, tmp_path):
 
 def test_ctrl_c_exits_130_with_one_line_and_keeps_nothing(tiny, tmp_path):
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT / "src")}
-    # the cell sleeps 600 s, far longer than a loaded machine needs to reach it: the interrupt lands inside it
+    # the cell sleeps 600 s, far longer than a loaded machine needs to reach it: the interrupt lands inside
+    # it. Ctrl-C is restored in the child: a suite started in the background (``make test &``) passes on
+    # an ignored SIGINT, which the command would rightly keep ignoring.
     proc = subprocess.Popen(CLI + ["execute", str(tiny), "-p", "wait", "600", "--out", "out"], cwd=tmp_path, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.time() + 120
     while time.time() < deadline and not list((tmp_path / "out").glob(".tiny.partial-*/table.csv")):
         time.sleep(0.5)  # the kernel is inside the cell that sleeps

@@ -14,6 +14,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -393,7 +394,7 @@ def _execute_one(i: int, n: int, chapter: Chapter, params: dict[str, Any], run, 
     params = run.inject(chapter, params)
     params = inject_out_dir(chapter, params, out_dir, overrides)
     shown = ", ".join(f"{k}={v!r}" for k, v in params.items()) or "defaults"
-    print(f"[{i}/{n}] {chapter.stem} ({shown}) ...", file=stream, flush=True)
+    _progress(stream, f"[{i}/{n}] {chapter.stem} ({shown}) ...")
     start = time.perf_counter()
     final = Path(params["out_dir"]) if params.get("out_dir") else None
     stage = _stage_folder(final) if final is not None else None
@@ -413,11 +414,20 @@ def _execute_one(i: int, n: int, chapter: Chapter, params: dict[str, Any], run, 
             shutil.rmtree(stage, ignore_errors=True)
         raise
     if final is not None and _place(stage, final):
-        print(f"[{i}/{n}] {chapter.stem}: {_display_path(final)} held an earlier run: replaced whole",
-              file=stream, flush=True)
-    print(f"[{i}/{n}] {chapter.stem} done in {time.perf_counter() - start:.1f} s -> {_display_path(path)}",
-          file=stream, flush=True)
+        _progress(stream, f"[{i}/{n}] {chapter.stem}: {_display_path(final)} held an earlier run: replaced whole")
+    _progress(stream, f"[{i}/{n}] {chapter.stem} done in {time.perf_counter() - start:.1f} s -> {_display_path(path)}")
     return path
+
+
+_PROGRESS = threading.Lock()
+
+
+def _progress(stream, line: str) -> None:
+    """Write one progress line whole (``--jobs`` runs chapters in threads: ``print`` writes a line and
+    its newline separately, so two threads' lines could run together)."""
+    with _PROGRESS:
+        stream.write(line + "\n")
+        stream.flush()
 
 
 def _start_drawing(stage: Path) -> subprocess.Popen:
