@@ -150,9 +150,10 @@ else:
 # shares come from the simulator, whose reply probabilities were set so that the mixture lands near
 # the paper's shares: in `params/simulator.yaml`, `reply_weak` was set by hand with the paper's mixture
 # in view and `reply_sound` was solved for it (both are listed as fitted in `params/calibration.yaml`,
-# and the calibration is run in the last section of {doc}`02_critique_depth`). This run's shares ({glue:text}`ch03_conceded_pct` %
-# conceded, {glue:text}`ch03_answered_pct` % answered, {glue:text}`ch03_partial_pct` % partial,
-# {glue:text}`ch03_dropped_pct` % dropped) sit within {glue:text}`ch03_max_gap_pp`
+# and the calibration is run in the last section of {doc}`02_critique_depth`). This run's shares
+# ({glue:text}`ch03_conceded_pct` % conceded, {glue:text}`ch03_answered_pct` % answered,
+# {glue:text}`ch03_partial_pct` % partial, {glue:text}`ch03_dropped_pct` % dropped) sit within
+# {glue:text}`ch03_max_gap_pp`
 # {term}`percentage points <Percentage point (pp)>` of the paper's because they were set to match them;
 # {glue:text}`ch03_floor_sentence`. The match says the simulator was set up as intended, not that the
 # workflow behaves like the paper's.
