@@ -1,14 +1,16 @@
-"""The simulator's fast path (``simulate_outcomes``) against the full simulator, draw for draw."""
+"""The simulator's model (``simulate_outcome``, ids only) and the text-level runs rendered from its events."""
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 import numpy as np
 import pytest
 
 from mechaudit.workflow import Design, MechanismKeyRule, instance_matrices, load_simulator_params, null_params, simulate
 from mechaudit.workflow.depth import outcome_matrices
-from mechaudit.workflow.records import LABELS
-from mechaudit.workflow.simulator import simulate_outcomes
+from mechaudit.workflow.records import LABELS, run_id
+from mechaudit.workflow.simulator import instance_models, render_run, simulate_outcome, simulate_outcomes
 
 
 @pytest.mark.parametrize("seed", [0, 7])
@@ -46,10 +48,10 @@ def test_outcomes_change_with_seed(bench):
 
 
 @pytest.mark.parametrize("p_repair, repaired", [(0.0, False), (1.0, True)])
-def test_a_partial_reply_repairs_with_probability_p_repair_partial_in_both_paths(bench, p_repair, repaired):
+def test_a_partial_reply_repairs_with_probability_p_repair_partial(bench, p_repair, repaired):
     """Every link weak, every demand answered "partial": with p_repair_partial = 1 every non-terminal
-    step of every opening is replaced after one round, with 0 none is (fast and full path alike).
-    The two paths only cross-check each other above, so this pins the direction of the test."""
+    step of every opening is replaced after one round, with 0 none is (outcomes and rendered runs
+    alike). The check above only compares the two, so this pins the direction of the rule."""
     partial = {"conceded": 0.0, "answered": 0.0, "partial": 1.0, "dropped": 0.0}
     params = load_simulator_params().model_copy(update={
         "extra_hypotheses_max": 0, "p_develop_swap": 0.0, "p_weak_supported": 1.0, "p_weak_unsupported": 1.0,
@@ -89,6 +91,63 @@ def test_a_conceded_sound_link_is_hedged_and_links_are_worded_in_several_ways(be
     verbs = {v for run in runs for h in run.delivered for v in ("activates", "leads to", "promotes", "triggers",
                                                                  "results in") if v in h.explanation}
     assert len(verbs) >= 3
+
+
+@pytest.mark.parametrize("null", [False, True])
+def test_a_rendered_run_is_its_outcome_events_in_text_and_draws_nothing(bench, monkeypatch, null):
+    """Every record of a rendered run matches an event of its outcome (hypotheses, demands, replies,
+    revisions, label counts, delivered ids); rendering draws no random number (numpy's generators
+    are disabled while it runs) and gives the same run twice; the events carry the wording."""
+    base = load_simulator_params()
+    sound = type(base.reply_sound)(conceded=0.5, answered=0.3, partial=0.1, dropped=0.1)
+    params = base.model_copy(update={"p_find": 1.0, "p_challenge_sound": 0.5, "p_develop_swap": 0.5,
+                                     "reply_sound": sound})
+    params = null_params(params) if null else params
+    vocab, model = bench.vocabulary, instance_models(bench, params.evidence_weight)[bench.instances[0].id]
+    outcome = simulate_outcome(model, vocab, 3, 1, params, seed=4, events=True)
+    bare = simulate_outcome(model, vocab, 3, 1, params, seed=4)
+    assert (bare.keys, bare.labels.tolist(), bare.exchanges) == (outcome.keys, outcome.labels.tolist(), ())
+
+    def no_draws(*args, **kwargs):
+        raise AssertionError("render_run drew a random number")
+
+    with monkeypatch.context() as m:
+        for name in ("default_rng", "Generator", "random", "choice", "RandomState"):
+            m.setattr(np.random, name, no_draws)
+        run, again = render_run(outcome, vocab), render_run(outcome, vocab)
+    assert run == again and run.run_id == run_id(model.instance, 3, 1)
+
+    assert [(h.opening_id, [s.id for s in h.chain], [s.text for s in h.chain]) for h in run.developed] == [
+        (e.opening, list(e.ids), [vocab[i].names[k] for i, k in zip(e.ids, e.names)]) for e in outcome.developments]
+    assert [h.id for h in run.developed] == [f"{run.run_id}-{e.opening}-{e.index}" for e in outcome.developments]
+    assert tuple((h.opening_id, tuple(s.id for s in h.chain)) for h in run.delivered) == outcome.keys
+    assert [r.label for r in run.replies] == [x.label for x in outcome.exchanges]
+    assert outcome.labels.tolist() == [[x.label for x in outcome.exchanges].count(lab) for lab in LABELS]
+    assert len(run.demands) == len(outcome.exchanges) > 0
+    ids = {h.id: [s.id for s in h.chain] for h in run.developed}  # chain ids, followed event by event
+    for demand, x in zip(run.demands, outcome.exchanges):
+        assert (demand.round, demand.hypothesis_id, demand.weak_link) == (x.round, run.developed[x.draft].id, x.weak)
+        assert demand.target_step == ids[demand.hypothesis_id][x.position]
+        if x.replacement:
+            ids[demand.hypothesis_id][x.position] = x.replacement[0]
+    assert any(x.replacement for x in outcome.exchanges) != null
+    assert any(x.hedged for x in outcome.exchanges)
+    for rev in run.revisions:
+        mine = [x for x in outcome.exchanges if (x.round, run.developed[x.draft].id) == (rev.round, rev.hypothesis_id)]
+        assert mine and rev.changed == [x.position for x in mine if x.replacement]
+        for x in mine:  # a replaced step is worded as its event says; a downgraded link is hedged
+            if x.replacement:
+                assert rev.chain[x.position].text == vocab[x.replacement[0]].names[x.replacement[1]]
+            if x.hedged and x.position:
+                assert f"The link to {rev.chain[x.position].text} is stated with reduced" in rev.explanation
+    assert {h.id: [s.id for s in h.chain] for h in run.delivered} == ids
+
+    # the wording comes from the events: another statement form, another statement, nothing else
+    first = outcome.developments[0]
+    other = replace(first, statement_form=(first.statement_form + 1) % 3)
+    reworded = render_run(replace(outcome, developments=(other, *outcome.developments[1:])), vocab)
+    assert reworded.developed[0].statement != run.developed[0].statement
+    assert reworded.developed[1:] == run.developed[1:] and reworded.demands == run.demands
 
 
 def test_per_instance_effects_by_hand():

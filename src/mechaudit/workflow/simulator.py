@@ -28,13 +28,16 @@ Diminishing returns follow from the finite set of weak links: once a link is rep
 the critic no longer finds it, so after the first round there is little left to change.
 Ground truth: the simulator's step ids are canonical, so ``mechaudit.schema.mechanism_key`` of a
 delivered hypothesis is its true mechanism.
+
+``simulate_outcome`` is the model: every random draw is made there, on ids. ``render_run`` writes
+the text-level run (wording, demands, replies, revisions) from the outcome's events, drawing nothing.
 """
 
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import groupby
 from pathlib import Path
 
 import numpy as np
@@ -111,15 +114,15 @@ def null_params(params: SimulatorParams) -> SimulatorParams:
 class InstanceModel:
     """What the simulator needs of one instance: opening chains and weighted swap pools.
 
-    ``pools[type]``: same-type entity ids; ``weights[type]``: their draw weights (evidence-named
-    entities ``evidence_weight``, others 1); ``named``: entity ids the evidence pack names.
+    ``pools[type] = (entity ids, draw weights)``, same-type entities in vocabulary order, weighing
+    ``evidence_weight`` if the evidence pack names them and 1 otherwise; ``named``: entity ids the
+    evidence pack names.
     """
 
     instance: str
     named: frozenset[str]
     openings: tuple[tuple[str, tuple[str, ...]], ...]  # (opening id, chain ids)
-    pools: dict[str, np.ndarray]
-    weights: dict[str, np.ndarray]
+    pools: dict[str, tuple[list[str], list[float]]]
 
 
 def instance_models(bench: Benchmark, evidence_weight: float) -> dict[str, InstanceModel]:
@@ -128,36 +131,84 @@ def instance_models(bench: Benchmark, evidence_weight: float) -> dict[str, Insta
     out: dict[str, InstanceModel] = {}
     for inst in bench.instances:
         named = {i for text in inst.evidence for i in vocab.mentions(text)}
-        pools, weights = {}, {}
-        for type_ in vocab.types:
-            ids = np.array(vocab.of_type(type_))
-            pools[type_] = ids
-            weights[type_] = np.array([evidence_weight if i in named else 1.0 for i in ids])
+        pools = {t: (ids, [evidence_weight if i in named else 1.0 for i in ids])
+                 for t in vocab.types for ids in [vocab.of_type(t)]}
         openings = tuple((h.id, tuple(s.id for s in h.chain)) for h in bench.openings(inst.id))
-        out[inst.id] = InstanceModel(inst.id, frozenset(named), openings, pools, weights)
+        out[inst.id] = InstanceModel(inst.id, frozenset(named), openings, pools)
     return out
 
 
-def _alternative(model: InstanceModel, vocab: Vocabulary, current: str, exclude: set[str], u: float) -> str:
+def _alternative(model: InstanceModel, vocab: Vocabulary, current: str, exclude: list[str], u: float) -> str:
     """A same-type entity other than ``current`` and ``exclude``, drawn by evidence weight.
 
     ``u``: one uniform(0, 1) number (inverse-CDF draw; plain Python for speed).
     """
-    type_ = vocab[current].type
-    w = [0.0 if i in exclude or i == current else float(x)
-         for i, x in zip(model.pools[type_], model.weights[type_])]
+    ids, weights = model.pools[vocab[current].type]
+    w = [0.0 if i == current or i in exclude else x for i, x in zip(ids, weights)]
     target = u * sum(w)
     if target == 0:
         return current
     acc = 0.0
-    for i, x in zip(model.pools[type_], w):
+    for i, x in zip(ids, w):
         acc += x
         if x > 0 and acc > target:
-            return str(i)
-    return str(next(i for i, x in zip(model.pools[type_], w) if x > 0))
+            return i
+    return next(i for i, x in zip(ids, w) if x > 0)
 
 
-# --------------------------------------------------------------------------- wording
+def _index(n: int, u: float) -> int:
+    """The option among ``n`` at uniform(0, 1) position ``u``."""
+    return min(int(u * n), n - 1)
+
+
+# --------------------------------------------------------------------------- the model: every draw
+
+
+@dataclass(frozen=True)
+class Development:
+    """Event: the proposer developed hypothesis ``index`` of ``opening`` with chain ``ids``, worded
+    with name ``names[j]`` of step j's entity, statement form ``statement_form`` and link phrasing
+    ``link_forms[j]`` for the link from step j to j + 1."""
+
+    opening: str
+    index: int
+    ids: tuple[str, ...]
+    names: tuple[int, ...]
+    statement_form: int
+    link_forms: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class Exchange:
+    """Event: in ``round`` the critic raised a demand against chain position ``position`` of the
+    ``draft``-th developed hypothesis (``weak``: the link was weak) and the reply was ``label``;
+    ``replacement``: the new step's (entity id, name index) if the link was repaired by a new step,
+    else None; ``hedged``: the claim on the link was downgraded."""
+
+    round: int
+    draft: int
+    position: int
+    weak: bool
+    label: str
+    replacement: tuple[str, int] | None
+    hedged: bool
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    """What a run delivers, reduced to ids: ``keys[h] = (opening id, chain ids)`` per delivered
+    hypothesis and ``labels``, the count of demands per engagement label (``records.LABELS`` order),
+    shape ``(4,)``. ``developments`` and ``exchanges``: the run's events in order (empty unless
+    recorded); ``render_run`` writes the text-level run from them."""
+
+    instance: str
+    depth: int
+    repetition: int
+    keys: tuple[tuple[str, tuple[str, ...]], ...]
+    labels: np.ndarray
+    developments: tuple[Development, ...] = ()
+    exchanges: tuple[Exchange, ...] = ()
+
 
 _STATEMENTS = (
     "{init} drives {terminal} through {route}.",
@@ -166,19 +217,108 @@ _STATEMENTS = (
 )
 _LINKS = ("{a} activates {b}", "{a} leads to {b}", "{a} promotes {b}", "{a} triggers {b}",
           "{a} results in {b}")
+
+
+def simulate_outcome(model: InstanceModel, vocab: Vocabulary, depth: int, repetition: int,
+                     params: SimulatorParams, seed: int, events: bool = False) -> RunOutcome:
+    """One run of ``depth`` critique rounds as ids: the simulator's model, where every random draw is made.
+
+    ``events=True`` also records the run's events with their wording choices (for ``render_run``);
+    without them the outcome is the same and replication studies run faster. The random stream is
+    ``default_rng([seed, *codepoints(instance id), depth, repetition])``: it depends only on these,
+    never on other runs or on the order of simulation.
+    """
+    rng = np.random.default_rng([seed, *map(ord, model.instance), depth, repetition])
+    cum_weak = np.cumsum(params.reply_weak.as_array()).tolist()
+    cum_sound = np.cumsum(params.reply_sound.as_array()).tolist()
+    counts = [0] * len(LABELS)
+    drafts: list[tuple[str, list[str], list[bool]]] = []
+    developments: list[Development] = []
+    exchanges: list[Exchange] = []
+    for opening, chain in model.openings:
+        for index in range(1 + int(rng.binomial(params.extra_hypotheses_max, params.p_extra_hypothesis))):
+            n = len(chain)
+            u = rng.random((n, 6)).tolist()  # per step: swap?, alternative, surface, weak?, link form; + statement
+            ids = list(chain)
+            for j in range(n - 1):  # the terminal finding is fixed by the instance
+                if u[j][0] < params.p_develop_swap:
+                    ids[j] = _alternative(model, vocab, ids[j], ids, u[j][1])
+            weak = [u[j][3] < (params.p_weak_supported if ids[j] in model.named else params.p_weak_unsupported)
+                    for j in range(n - 1)] + [False]
+            drafts.append((opening, ids, weak))
+            if events:
+                developments.append(Development(
+                    opening, index, tuple(ids), tuple(_index(len(vocab[i].names), u[j][2]) for j, i in enumerate(ids)),
+                    int(u[0][5] * len(_STATEMENTS)), tuple(int(u[j][4] * len(_LINKS)) for j in range(n - 1))))
+    for rnd in range(1, depth + 1):
+        for h, (_, ids, weak) in enumerate(drafts):
+            u = rng.random((len(ids), 5)).tolist()  # per step: found?, label, partial repair?, alternative, surface
+            for j in range(len(ids) - 1):
+                is_weak, uj = weak[j], u[j]
+                if not uj[0] < (params.p_find if is_weak else params.p_challenge_sound):
+                    continue
+                cum = cum_weak if is_weak else cum_sound
+                k = min(bisect_right(cum, uj[1] * cum[-1]), len(LABELS) - 1)
+                counts[k] += 1
+                label, replaced, hedged = LABELS[k], False, False
+                if is_weak and (label == "conceded" or (label == "partial" and uj[2] < params.p_repair_partial)):
+                    weak[j] = False
+                    replaced = params.critique_changes_mechanism
+                    hedged = not replaced
+                    if replaced:
+                        ids[j] = _alternative(model, vocab, ids[j], ids, uj[3])
+                elif is_weak and label == "answered":
+                    weak[j] = False
+                elif label == "conceded":
+                    hedged = True
+                if events:
+                    new = (ids[j], _index(len(vocab[ids[j]].names), uj[4])) if replaced else None
+                    exchanges.append(Exchange(rnd, h, j, is_weak, label, new, hedged))
+    return RunOutcome(model.instance, depth, repetition, tuple((opening, tuple(ids)) for opening, ids, _ in drafts),
+                      np.array(counts), tuple(developments), tuple(exchanges))
+
+
+def simulate_outcomes(bench: Benchmark, design: Design, params: SimulatorParams, seed: int = 0,
+                      models: dict[str, InstanceModel] | None = None) -> list[RunOutcome]:
+    """``simulate_outcome`` for every run of ``design``, in ``simulate``'s order."""
+    models = _design_models(bench, design, params, models)
+    return [simulate_outcome(models[i], bench.vocabulary, k, r, params, seed) for i, k, r in design.cells()]
+
+
+def _design_models(bench: Benchmark, design: Design, params: SimulatorParams,
+                   models: dict[str, InstanceModel] | None) -> dict[str, InstanceModel]:
+    """``models`` (default ``instance_models(bench, params.evidence_weight)``); raises ValueError
+    naming any instance of ``design`` it lacks."""
+    models = instance_models(bench, params.evidence_weight) if models is None else models
+    unknown = [i for i in design.instances if i not in models]
+    if unknown:
+        raise ValueError(f"design.instances: unknown instance ids {unknown}; known {sorted(models)}")
+    return models
+
+
+# --------------------------------------------------------------------------- the text: no draws
+
 _HEDGE = " The link to {b} is stated with reduced confidence."
+_DEMAND_WEAK = "Nothing in the evidence pack supports '{step}' as a step of this chain: cite support or replace it."
+_DEMAND_SOUND = "Justify the link from '{prev}' to '{step}' with the evidence."
+_DEMAND_SOUND_FIRST = "Justify '{step}' as the initiating event with the evidence."
+_REPLIES = {
+    "conceded": "Accepted: '{step}' is withdrawn from this link{new}.",
+    "answered": "The evidence pack supports '{step}' directly; the link stands.",
+    "partial": "Some support exists for '{step}'; the link is kept in part{new}.",
+    "dropped": "(no response to this point)",
+}
 
 
 @dataclass
 class _Draft:
-    """A hypothesis being worked on: chain ids, surface texts, link phrasings, open weak links,
+    """A hypothesis as worded so far: chain ids, surface texts, statement form, link phrasings and
     chain positions whose claim was downgraded (hedged)."""
 
     ids: list[str]
     texts: list[str]
     statement_form: int
-    link_forms: list[int]
-    weak: list[bool]
+    link_forms: tuple[int, ...]
     hedged: set[int]
 
     def statement(self) -> str:
@@ -198,159 +338,63 @@ class _Draft:
     def chain(self) -> list[Step]:
         return [Step(id=i, text=t) for i, t in zip(self.ids, self.texts)]
 
-
-def _pick(options: Sequence, u: float):
-    """The option at uniform(0, 1) position ``u``."""
-    return options[min(int(u * len(options)), len(options) - 1)]
-
-
-def _surface(vocab: Vocabulary, ident: str, u: float) -> str:
-    return _pick(vocab[ident].names, u)
+    def hypothesis(self, hid: str, instance: str, rid: str, depth: int, opening: str) -> Hypothesis:
+        return Hypothesis(id=hid, instance=instance, statement=self.statement(), explanation=self.explanation(),
+                          chain=self.chain(), run=rid, depth=depth, opening_id=opening)
 
 
-def _develop(model: InstanceModel, vocab: Vocabulary, chain: Sequence[str], params: SimulatorParams,
-             rng: np.random.Generator) -> _Draft:
-    n = len(chain)
-    u = rng.random((n, 6)).tolist()  # per step: swap?, alternative, surface, weak?, link form; + statement
-    ids = list(chain)
-    for j in range(n - 1):  # the terminal finding is fixed by the instance
-        if u[j][0] < params.p_develop_swap:
-            ids[j] = _alternative(model, vocab, ids[j], set(ids), u[j][1])
-    return _Draft(
-        ids=ids,
-        texts=[_surface(vocab, i, u[j][2]) for j, i in enumerate(ids)],
-        statement_form=int(u[0][5] * len(_STATEMENTS)),
-        link_forms=[int(u[j][4] * len(_LINKS)) for j in range(n - 1)],
-        weak=[u[j][3] < (params.p_weak_supported if ids[j] in model.named else params.p_weak_unsupported)
-              for j in range(n - 1)] + [False],
-        hedged=set(),
-    )
-
-
-def _hypothesis(d: _Draft, hid: str, instance: str, rid: str, depth: int, opening: str) -> Hypothesis:
-    return Hypothesis(id=hid, instance=instance, statement=d.statement(), explanation=d.explanation(),
-                      chain=d.chain(), run=rid, depth=depth, opening_id=opening)
-
-
-_DEMAND_WEAK = "Nothing in the evidence pack supports '{step}' as a step of this chain: cite support or replace it."
-_DEMAND_SOUND = "Justify the link from '{prev}' to '{step}' with the evidence."
-_DEMAND_SOUND_FIRST = "Justify '{step}' as the initiating event with the evidence."
-_REPLIES = {
-    "conceded": "Accepted: '{step}' is withdrawn from this link{new}.",
-    "answered": "The evidence pack supports '{step}' directly; the link stands.",
-    "partial": "Some support exists for '{step}'; the link is kept in part{new}.",
-    "dropped": "(no response to this point)",
-}
-
-
-# --------------------------------------------------------------------------- one run
-
-
-@dataclass(frozen=True)
-class _Exchange:
-    """One demand of a critique round and its reply: the step's id and text when the demand was
-    raised, the demand text, whether the link was weak, the reply label, and the replacement note
-    (``"; replaced by '...'"`` or ``""``)."""
-
-    target: str
-    step: str
-    demand: str
-    weak: bool
-    label: str
-    new: str
-
-
-def _critique_round(model: InstanceModel, vocab: Vocabulary, d: _Draft, params: SimulatorParams,
-                    u: list[list[float]], cums: tuple[np.ndarray, np.ndarray]) -> tuple[list[_Exchange], list[int]]:
-    """One critique round on draft ``d`` (updated in place: closed links, replaced steps, hedges).
-
-    ``u``: uniform draws, per chain step (found?, label, partial repair?, alternative, surface);
-    ``cums``: cumulative reply probabilities for weak and sound links. Returns the exchanges in
-    demand order and the chain positions whose id changed.
-    """
-    exchanges: list[_Exchange] = []
-    changed: list[int] = []
-    for j in range(len(d.ids) - 1):
-        is_weak = d.weak[j]
-        if not u[j][0] < (params.p_find if is_weak else params.p_challenge_sound):
-            continue
-        target, step = d.ids[j], d.texts[j]
-        text = (_DEMAND_WEAK.format(step=step) if is_weak else
-                _DEMAND_SOUND.format(prev=d.texts[j - 1], step=step) if j else
-                _DEMAND_SOUND_FIRST.format(step=step))
-        cum = cums[0] if is_weak else cums[1]
-        label = LABELS[min(int(np.searchsorted(cum, u[j][1] * cum[-1], side="right")), len(LABELS) - 1)]
-        repair = is_weak and (label == "conceded" or (label == "partial" and u[j][2] < params.p_repair_partial))
-        new = ""
-        if repair:
-            d.weak[j] = False
-            if params.critique_changes_mechanism:
-                d.ids[j] = _alternative(model, vocab, d.ids[j], set(d.ids), u[j][3])
-                d.texts[j] = _surface(vocab, d.ids[j], u[j][4])
-                new = f"; replaced by '{d.texts[j]}'"
-                changed.append(j)
-            else:
-                d.hedged.add(j)
-        elif is_weak and label == "answered":
-            d.weak[j] = False
-        elif label == "conceded":
-            d.hedged.add(j)
-        exchanges.append(_Exchange(target, step, text, is_weak, label, new))
-    return exchanges, changed
-
-
-def simulate_run(model: InstanceModel, vocab: Vocabulary, depth: int, repetition: int,
-                 params: SimulatorParams, seed: int, log: bool = True) -> Run:
-    """Simulate one workflow run of ``depth`` critique rounds; same arguments -> identical Run.
-
-    ``log=False`` leaves out the developed hypotheses and the demand/reply/revision records (the
-    delivered hypotheses are identical; replication studies use it for speed).
-
-    The random stream is ``default_rng([seed, *codepoints(instance id), depth, repetition])``: it
-    depends only on these, never on other runs or on the order of simulation.
-    """
-    rid, instance = run_id(model.instance, depth, repetition), model.instance
-    rng = np.random.default_rng([seed, *map(ord, instance), depth, repetition])
-    drafts: list[tuple[str, str, _Draft]] = []
-    for opening, chain in model.openings:
-        n = 1 + int(rng.binomial(params.extra_hypotheses_max, params.p_extra_hypothesis))
-        for j in range(n):
-            drafts.append((f"{rid}-{opening}-{j}", opening, _develop(model, vocab, chain, params, rng)))
-    developed = [_hypothesis(d, hid, instance, rid, depth, op) for hid, op, d in drafts] if log else []
+def render_run(outcome: RunOutcome, vocab: Vocabulary, log: bool = True) -> Run:
+    """The text-level run of an outcome simulated with ``events=True``: a pure function of its events
+    and the vocabulary (no random draws). ``log=False`` leaves out the developed hypotheses and the
+    demand/reply/revision records; the delivered hypotheses are the same."""
+    instance, depth = outcome.instance, outcome.depth
+    rid = run_id(instance, depth, outcome.repetition)
+    drafts = [(f"{rid}-{e.opening}-{e.index}", e.opening,
+               _Draft(list(e.ids), [vocab[i].names[k] for i, k in zip(e.ids, e.names)], e.statement_form,
+                      e.link_forms, set()))
+              for e in outcome.developments]
+    developed = [d.hypothesis(hid, instance, rid, depth, op) for hid, op, d in drafts] if log else []
     demands: list[Demand] = []
     replies: list[Reply] = []
     revisions: list[Revision] = []
-    cums = (np.cumsum(params.reply_weak.as_array()), np.cumsum(params.reply_sound.as_array()))
-    for rnd in range(1, depth + 1):
-        for hid, opening, d in drafts:
-            u = rng.random((len(d.ids), 5)).tolist()
-            exchanges, changed = _critique_round(model, vocab, d, params, u, cums)
-            if not (log and exchanges):
-                continue
-            for number, x in enumerate(exchanges, start=1):
+    for (rnd, h), group in groupby(outcome.exchanges, key=lambda x: (x.round, x.draft)):
+        hid, opening, d = drafts[h]
+        changed = []
+        for number, x in enumerate(group, start=1):
+            j = x.position
+            target, step = d.ids[j], d.texts[j]
+            text = (_DEMAND_WEAK.format(step=step) if x.weak else
+                    _DEMAND_SOUND.format(prev=d.texts[j - 1], step=step) if j else
+                    _DEMAND_SOUND_FIRST.format(step=step))
+            new = ""
+            if x.replacement:
+                d.ids[j], name = x.replacement
+                d.texts[j] = vocab[d.ids[j]].names[name]
+                new = f"; replaced by '{d.texts[j]}'"
+                changed.append(j)
+            if x.hedged:
+                d.hedged.add(j)
+            if log:
                 demands.append(Demand(run_id=rid, instance=instance, depth=depth, round=rnd, hypothesis_id=hid,
-                                      opening_id=opening, number=number, target_step=x.target, text=x.demand,
+                                      opening_id=opening, number=number, target_step=target, text=text,
                                       weak_link=x.weak))
                 replies.append(Reply(run_id=rid, round=rnd, hypothesis_id=hid, number=number,
-                                     text=_REPLIES[x.label].format(step=x.step, new=x.new), label=x.label))
+                                     text=_REPLIES[x.label].format(step=step, new=new), label=x.label))
+        if log:
             revisions.append(Revision(run_id=rid, round=rnd, hypothesis_id=hid, opening_id=opening,
                                       statement=d.statement(), explanation=d.explanation(),
                                       chain=d.chain(), changed=changed))
-    delivered = [_hypothesis(d, hid, instance, rid, depth, op) for hid, op, d in drafts]
-    return Run(run_id=rid, instance=instance, depth=depth, repetition=repetition, backend=BACKEND,
+    delivered = [d.hypothesis(hid, instance, rid, depth, op) for hid, op, d in drafts]
+    return Run(run_id=rid, instance=instance, depth=depth, repetition=outcome.repetition, backend=BACKEND,
                developed=developed, delivered=delivered, demands=demands, replies=replies,
                revisions=revisions)
 
 
-def _design_models(bench: Benchmark, design: Design, params: SimulatorParams,
-                   models: dict[str, InstanceModel] | None) -> dict[str, InstanceModel]:
-    """``models`` (default ``instance_models(bench, params.evidence_weight)``); raises ValueError
-    naming any instance of ``design`` it lacks."""
-    models = instance_models(bench, params.evidence_weight) if models is None else models
-    unknown = [i for i in design.instances if i not in models]
-    if unknown:
-        raise ValueError(f"design.instances: unknown instance ids {unknown}; known {sorted(models)}")
-    return models
+def simulate_run(model: InstanceModel, vocab: Vocabulary, depth: int, repetition: int,
+                 params: SimulatorParams, seed: int, log: bool = True) -> Run:
+    """One workflow run of ``depth`` critique rounds as text: ``render_run`` of ``simulate_outcome``'s
+    events (same arguments -> identical Run; ``log`` as in ``render_run``)."""
+    return render_run(simulate_outcome(model, vocab, depth, repetition, params, seed, events=True), vocab, log)
 
 
 def simulate(bench: Benchmark, design: Design, params: SimulatorParams, seed: int = 0,
@@ -358,116 +402,9 @@ def simulate(bench: Benchmark, design: Design, params: SimulatorParams, seed: in
              models: dict[str, InstanceModel] | None = None) -> list[Run]:
     """Every run of ``design`` (instance-major, then depth, then repetition).
 
-    ``log``: as in ``simulate_run``. ``models``: ``instance_models(bench, params.evidence_weight)``
+    ``log``: as in ``render_run``. ``models``: ``instance_models(bench, params.evidence_weight)``
     computed once by a caller that simulates many replications.
     """
     models = _design_models(bench, design, params, models)
-    cells = design.cells()
     return [simulate_run(models[i], bench.vocabulary, k, r, params, seed, log=log)
-            for i, k, r in tqdm(cells, disable=not progress, desc="simulating runs")]
-
-
-# --------------------------------------------------------------------------- fast path: ids only
-
-
-@dataclass(frozen=True)
-class RunOutcome:
-    """What a run delivers, reduced to ids: ``keys[h] = (opening id, chain ids)`` per delivered
-    hypothesis and ``labels``, the count of demands per engagement label (``records.LABELS`` order),
-    shape ``(4,)``."""
-
-    instance: str
-    depth: int
-    repetition: int
-    keys: tuple[tuple[str, tuple[str, ...]], ...]
-    labels: np.ndarray
-
-
-def _pick_alternative(pools: dict[str, tuple[list[str], list[float]]], type_of: dict[str, str],
-                      current: str, exclude: list[str], u: float) -> str:
-    """``_alternative`` over pre-extracted Python lists (identical draw for identical ``u``)."""
-    ids, weights = pools[type_of[current]]
-    w = [0.0 if i == current or i in exclude else x for i, x in zip(ids, weights)]
-    target = u * sum(w)
-    if target == 0:
-        return current
-    acc = 0.0
-    for i, x in zip(ids, w):
-        acc += x
-        if x > 0 and acc > target:
-            return i
-    return next(i for i, x in zip(ids, w) if x > 0)
-
-
-@dataclass(frozen=True)
-class _IdTables:
-    """An ``InstanceModel`` as plain Python lists, for the fast path."""
-
-    pools: dict[str, tuple[list[str], list[float]]]
-    type_of: dict[str, str]
-
-
-def _id_tables(model: InstanceModel, vocab: Vocabulary) -> _IdTables:
-    pools = {t: ([str(i) for i in model.pools[t]], [float(x) for x in model.weights[t]]) for t in model.pools}
-    return _IdTables(pools, {i: t for t, (ids, _) in pools.items() for i in ids})
-
-
-def simulate_outcome(model: InstanceModel, vocab: Vocabulary, depth: int, repetition: int,
-                     params: SimulatorParams, seed: int, tables: _IdTables | None = None) -> RunOutcome:
-    """The ids and engagement counts of ``simulate_run(model, vocab, depth, repetition, params, seed)``.
-
-    Draws the same random numbers in the same order as ``simulate_run`` and applies the same rules,
-    but builds no text and no records: the delivered chains and the demand labels are identical
-    (a test checks this), many times faster. Replication studies use it. ``tables``: from
-    ``_id_tables(model, vocab)``, computed once by callers that simulate many runs.
-    """
-    rng = np.random.default_rng([seed, *map(ord, model.instance), depth, repetition])
-    tables = _id_tables(model, vocab) if tables is None else tables
-    pools, type_of = tables.pools, tables.type_of
-    named = model.named
-    cum_weak = np.cumsum(params.reply_weak.as_array()).tolist()
-    cum_sound = np.cumsum(params.reply_sound.as_array()).tolist()
-    n_labels = len(LABELS)
-    counts = [0] * n_labels
-    drafts: list[tuple[str, list[str], list[bool]]] = []
-    for opening, chain in model.openings:
-        n_h = 1 + int(rng.binomial(params.extra_hypotheses_max, params.p_extra_hypothesis))
-        for _ in range(n_h):
-            n = len(chain)
-            u = rng.random((n, 6)).tolist()
-            ids = list(chain)
-            for j in range(n - 1):
-                if u[j][0] < params.p_develop_swap:
-                    ids[j] = _pick_alternative(pools, type_of, ids[j], ids, u[j][1])
-            weak = [u[j][3] < (params.p_weak_supported if ids[j] in named else params.p_weak_unsupported)
-                    for j in range(n - 1)] + [False]
-            drafts.append((opening, ids, weak))
-    for _ in range(depth):
-        for _, ids, weak in drafts:
-            u = rng.random((len(ids), 5)).tolist()
-            for j in range(len(ids) - 1):
-                is_weak = weak[j]
-                uj = u[j]
-                if not uj[0] < (params.p_find if is_weak else params.p_challenge_sound):
-                    continue
-                cum = cum_weak if is_weak else cum_sound
-                k = min(bisect_right(cum, uj[1] * cum[-1]), n_labels - 1)
-                counts[k] += 1
-                label = LABELS[k]
-                if is_weak and (label == "conceded" or (label == "partial" and uj[2] < params.p_repair_partial)):
-                    weak[j] = False
-                    if params.critique_changes_mechanism:
-                        ids[j] = _pick_alternative(pools, type_of, ids[j], ids, uj[3])
-                elif is_weak and label == "answered":
-                    weak[j] = False
-    return RunOutcome(model.instance, depth, repetition,
-                      tuple((opening, tuple(ids)) for opening, ids, _ in drafts), np.array(counts))
-
-
-def simulate_outcomes(bench: Benchmark, design: Design, params: SimulatorParams, seed: int = 0,
-                      models: dict[str, InstanceModel] | None = None) -> list[RunOutcome]:
-    """``simulate_outcome`` for every run of ``design``, in ``simulate``'s order."""
-    models = _design_models(bench, design, params, models)
-    tables = {i: _id_tables(models[i], bench.vocabulary) for i in design.instances}
-    return [simulate_outcome(models[i], bench.vocabulary, k, r, params, seed, tables[i])
-            for i, k, r in design.cells()]
+            for i, k, r in tqdm(design.cells(), disable=not progress, desc="simulating runs")]
