@@ -106,6 +106,7 @@ from IPython.display import display
 from mechaudit import labels
 from mechaudit.book import ch02_critique_depth as ch
 from mechaudit.book.chapter import SIMULATED, headline_provenance
+from mechaudit.book.estimate import judge_estimate
 from mechaudit.glue import glue, glue_figure
 from mechaudit.outputs import save
 from mechaudit.paper import compare, compare_paper_default, format_p, power_of_ten, reported
@@ -521,9 +522,9 @@ per_model = ch.judge_model_axis(runs, design, axis_models, client=ctx.client,
 ranges = None if per_model is None else ch.judge_model_ranges(per_model)
 if per_model is None:
     plan_models = ch.judge_axis_plan_models(judge_model, judge_models)
-    plan = ch.judge_axis_estimate(plan_models, {"judge_model": judge_model, "generator_model": generator_model,
-                                                "design_file": design_file, "rules": rules, "data_dir": data_dir,
-                                                "cache_dir": cache_dir})
+    plan = judge_estimate("02_critique_depth", {
+        "judge_model": judge_model, "judge_models": plan_models, "generator_model": generator_model,
+        "design_file": design_file, "rules": rules, "data_dir": data_dir, "cache_dir": cache_dir})
     print(ch.judge_axis_note(plan, plan_models))
     display(book_table(plan, name="tbl-ch02-judge-plan",
                        caption="What the judge-model axis would ask of the API with an LLM backend."))

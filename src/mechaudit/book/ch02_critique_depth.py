@@ -646,20 +646,6 @@ def paper_judge_ranges(comparisons: Sequence[str]) -> dict[str, tuple[float, flo
             for c in comparisons if judge_range_key(c, "low") in known}
 
 
-def judge_axis_estimate(models: Sequence[str], parameters: Mapping[str, Any]) -> pd.DataFrame:
-    """What running the judge-model axis would ask of the API: the judge rows of ``mechaudit
-    estimate`` for this chapter under ``backend = "anthropic"`` with ``judge_models = models``
-    (``parameters``: the chapter's other parameters that shape the requests, e.g. ``design_file``,
-    ``rules``, ``judge_model``). Columns: stage, model, requests, cached, to_send, usd_plain,
-    usd_batch (USD NaN for a model ``params/prices.yaml`` does not price)."""
-    from mechaudit.book.estimate import estimate_chapters
-
-    table = estimate_chapters(["02_critique_depth"],
-                              overrides={**parameters, "backend": "anthropic", "judge_models": list(models)})
-    judge = table[table.stage.str.startswith("judge ")]
-    return judge[["stage", "model", "requests", "cached", "to_send", "usd_plain", "usd_batch"]].reset_index(drop=True)
-
-
 def judge_axis_plan_models(judge_model: str, judge_models: Sequence[str]) -> list[str]:
     """The further judge models an offline estimate plans for: ``judge_models`` if given, else the
     paper's other two judges (``PAPER_JUDGE_MODELS``), never ``judge_model`` itself."""
