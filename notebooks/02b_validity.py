@@ -105,8 +105,8 @@ from mechaudit.plots.workflow import validity_figure
 from mechaudit.tables import book_table, use_book_tables
 from mechaudit.workflow import validity_summary
 from mechaudit.workflow.calibrate import load_calibration
-from mechaudit.workflow.validity import coverage_range, max_bias_z, mc_se, size_z
 from mechaudit.workflow.parallel import connect
+from mechaudit.workflow.validity import coverage_range, max_bias_z, mc_se, size_z
 
 use_book_tables()  # every table below in the book's format: labels, units, rounding
 ctx = ChapterContext.open(globals())  # the backend, parsed once

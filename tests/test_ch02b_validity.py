@@ -6,7 +6,6 @@ import math
 
 import numpy as np
 import pandas as pd
-import pytest
 
 from mechaudit.backends import Backend
 from mechaudit.book import ch02b_validity as validity
