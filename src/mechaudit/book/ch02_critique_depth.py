@@ -29,7 +29,7 @@ from mechaudit.paths import PARAMS_DIR
 from mechaudit.schema import load_benchmark
 from mechaudit.tables import format_number
 from mechaudit.workflow import Design, SimulatorParams, instance_matrices, population_truth
-from mechaudit.workflow.depth import MEASURES
+from mechaudit.workflow.depth import MEASURES, judge_model_table
 from mechaudit.workflow.plan import design_for, plan_delivered_judges, plan_workflow
 
 #: the comparisons the paper reports, as (a, b) depth pairs
@@ -595,22 +595,11 @@ def judge_range_key(label: str, end: str) -> str:
 
 
 def judge_model_axis(runs, design: Design, models: Sequence[str], *, client, instances) -> pd.DataFrame | None:
-    """Extra divergence (pp) of every design comparison per judge model: one row per model (in the
-    order given, each name once), one column per comparison label ("0 v 1", ...). Every model judges
-    every matched pair of ``runs`` exactly as the chapter's ``llm`` rule does (``build_rules``: full
-    rubric, the same orders and early stop) through ``client``, so the main judge's calls are
-    answered from the cache. Offline (``client`` None): None (no judge model runs, and nothing stands
-    in for one)."""
-    from mechaudit.workflow import build_rules, rule_tables
-
-    if client is None:
-        return None
-    rules = {m: build_rules(["llm"], client, judge_model=m, instances=instances)["llm"]
-             .same_or_undecided for m in dict.fromkeys(models)}
-    _, table = rule_tables(runs, rules, design.comparisons())
-    labels = [f"{a} v {b}" for a, b in design.comparisons()]
-    return (table.pivot(index="rule", columns="comparison", values="extra_pp")
-            .reindex(index=list(rules), columns=labels).rename_axis(index="judge model", columns=None))
+    """Extra divergence (pp) of every design comparison per judge model (``workflow.depth.
+    judge_model_table``; the main judge's calls are answered from the cache). Offline (``client``
+    None): None (no judge model runs, and nothing stands in for one)."""
+    return None if client is None else judge_model_table(runs, design.comparisons(), models, client,
+                                                         instances=instances)
 
 
 def judge_model_ranges(per_model: pd.DataFrame) -> pd.DataFrame:

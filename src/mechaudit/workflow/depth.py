@@ -27,6 +27,7 @@ from mechaudit.divergence import (
 )
 from mechaudit.errors import MechauditError
 from mechaudit.rules.base import Rule
+from mechaudit.rules.llm_judge import model_verdicts
 from mechaudit.rules.mechanism_key import MechanismKeyRule, keys_divergence_matrix
 from mechaudit.rules.registry import build as build_rule
 from mechaudit.schema import Hypothesis
@@ -198,3 +199,23 @@ def rule_tables(runs: Sequence[Run], rules: Mapping[str, RuleLike],
         points.append(per_instance_effects(mats, comparisons).assign(rule=name))
         tables.append(depth_table(mats, comparisons, seed=seed).assign(rule=name))
     return pd.concat(points, ignore_index=True), pd.concat(tables, ignore_index=True)
+
+
+def judge_model_table(runs: Sequence[Run], comparisons: Sequence[tuple[int, int]], models: Sequence[str], client, *,
+                      instances) -> pd.DataFrame:
+    """The judge-model axis over runs: extra divergence (pp) of every comparison per judge model, one
+    row per model (index "judge model"; the order given, each name once) and one column per
+    comparison label ("0 v 1", ...). Every model judges every matched pair of ``runs`` through
+    ``client`` as the ``llm`` rule does (``model_verdicts``: full rubric, default orders and early
+    stop; undecided pairs left out of the divergence); ``instances``: the findings the prompts quote."""
+    def rule(model: str):
+        def same(pairs) -> np.ndarray:
+            verdicts, _ = model_verdicts(pairs, [model], client, rubric="full", instances=instances)
+            return verdicts.loc[model].to_numpy(dtype=float, na_value=np.nan)
+        return same
+
+    rules = {m: rule(m) for m in dict.fromkeys(models)}
+    _, table = rule_tables(runs, rules, comparisons)
+    labels = [f"{a} v {b}" for a, b in comparisons]
+    return (table.pivot(index="rule", columns="comparison", values="extra_pp")
+            .reindex(index=list(rules), columns=labels).rename_axis(index="judge model", columns=None))
