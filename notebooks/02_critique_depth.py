@@ -123,6 +123,7 @@ from mechaudit.workflow import (
     workflow_setup,
 )
 from mechaudit.workflow.calibrate import fit_table, load_calibration
+from mechaudit.workflow.depth import change_profile, measure_of
 
 use_book_tables()  # every table below in the book's format: labels, units, rounding
 main_rule = ch.resolve_main_rule(main_rule, ctx.backend, rules)
@@ -241,7 +242,7 @@ book_table(ch.table1(table, interval_level), name="tbl-ch02-extra",
 # %% tags=["remove-cell"]
 main = ch.main_table(table, main_rule)
 paper_map = ch.paper_values(design.comparisons()) if show_paper else None
-rule_truth = {r: ch.truth_map(truth, ch.measure_of(r), "extra") for r in dict.fromkeys(table.rule)}
+rule_truth = {r: ch.truth_map(truth, measure_of(r), "extra") for r in dict.fromkeys(table.rule)}
 glue("ch02_rate_first", round(100 * paper_rates()["first_step"]))
 glue("ch02_rate_middle", round(100 * paper_rates()["middle_step"]))
 glue("ch02_level_pct", f"{100 * interval_level:g}")
@@ -268,7 +269,7 @@ glue("ch02_unfitted_labels", " and ".join(unfitted_labels) or "no comparison")
 key_rows = table[table.rule == "mechanism_key"].set_index("comparison")
 glue("ch02_key_0v1_pp", key_rows.extra_pp.get("0 v 1", "not run"),
      digits=1 if "0 v 1" in key_rows.index else None)
-glue("ch02_1v5_note", ch.test_note(main, ch.truth_map(truth, ch.measure_of(main_rule), "extra"), "1 v 5"))
+glue("ch02_1v5_note", ch.test_note(main, ch.truth_map(truth, measure_of(main_rule), "extra"), "1 v 5"))
 for label in [lab for lab in ("0 v 1", "0 v 5", "1 v 5") if lab in main.index]:
     tag = label.replace(" v ", "v")
     glue(f"ch02_extra_{tag}_pp", main.loc[label, "extra_pp"], digits=1)
@@ -325,7 +326,7 @@ truth_runs = glue("ch02_truth_runs", truth_runs_per_depth)
 # %% tags=["remove-cell"]
 intervals = {lab: (main.loc[lab, "ci_low_pp"], main.loc[lab, "ci_high_pp"]) for lab in main.index}
 fig = critique_depth_figure(points[points.rule == main_rule], caption=ctx.caption(), title=f"Rule: {main_rule}",
-                            truth=ch.truth_map(truth, ch.measure_of(main_rule)), paper=paper_map,
+                            truth=ch.truth_map(truth, measure_of(main_rule)), paper=paper_map,
                             intervals=intervals, level=interval_level)
 fig = glue_figure("ch02_fig_depth", save("critique_depth", fig, out_dir))
 
@@ -362,7 +363,7 @@ glue("ch02_p_find", sim_params.p_find)
 glue("ch02_compare_runs", compare_runs_per_depth)
 glue("ch02_shape_verdict", ch.shape_verdict(settings, f"p_find = {contrast_p_find:g}"))
 glue("ch02_pattern", ch.pattern_sentence(table))
-profile = ch.change_profile(runs, bench) if truth is not None else None
+profile = change_profile(runs, bench) if truth is not None else None
 for column, tag in (("initiating event changed (%)", "first"), ("middle steps changed (%)", "middle")):
     known = profile is not None and 1 in profile.index
     glue(f"ch02_{tag}_changed_k1", profile.loc[1, column] if known else "(not known for LLM runs)",

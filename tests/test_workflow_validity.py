@@ -178,3 +178,35 @@ def test_coverage_range_and_low_coverage():
     low = low_coverage(bias, ["mechanism_key", "paper_rates", "tfidf"])
     assert list(zip(low.rule, low.comparison)) == [("mechanism_key", "0 v 1")]
     assert low_coverage(bias, ["paper_rates"]).empty
+
+
+def test_change_profile_counts_changed_steps(bench, params):
+    from mechaudit.workflow.depth import change_profile
+
+    design = Design(instances=("A",), depths=(0, 1), runs_per_depth=2)
+    runs = simulate(bench, design, params, seed=1, log=False)
+    profile = change_profile(runs, bench)
+    assert list(profile.index) == [0, 1] and (profile.hypotheses > 0).all()
+    # the first-step share at depth 1, counted by hand from the openings' chains
+    opening = {h.id: [s.id for s in h.chain] for h in bench.openings("A")}
+    firsts = [[s.id for s in h.chain][0] != opening[h.opening_id][0] for r in runs if r.depth == 1 for h in r.delivered
+              if len(h.chain) == len(opening[h.opening_id])]
+    assert profile.loc[1, "initiating event changed (%)"] == pytest.approx(100 * np.mean(firsts))
+    assert profile.loc[1, "hypotheses"] == len(firsts)
+    nothing = params.model_copy(update={"p_develop_swap": 0.0, "critique_changes_mechanism": False})
+    still = change_profile(simulate(bench, design, nothing, seed=1, log=False), bench)
+    assert (still["initiating event changed (%)"] == 0).all() and (still["middle steps changed (%)"] == 0).all()
+    assert profile.loc[1, "initiating event changed (%)"] > 0
+
+
+def test_measure_of_names_the_truth_a_rule_is_compared_with():
+    from mechaudit.workflow.depth import MEASURES, measure_of
+
+    assert [measure_of(m) for m in MEASURES] == list(MEASURES)
+    assert measure_of("tfidf") == measure_of("llm") == "mechanism_key"
+
+
+def test_max_bias_z_is_nan_without_a_standard_error():
+    single = _summary("mechanism_key", [0.9, 0.9]).assign(bias_se_pp=[0.5, np.nan])
+    assert math.isnan(max_bias_z(single)) and math.isnan(max_bias_z(single, "absent"))
+

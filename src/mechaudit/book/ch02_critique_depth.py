@@ -29,7 +29,7 @@ from mechaudit.paths import PARAMS_DIR
 from mechaudit.schema import load_benchmark
 from mechaudit.tables import format_number
 from mechaudit.workflow import Design, SimulatorParams, instance_matrices, population_truth
-from mechaudit.workflow.depth import MEASURES, judge_model_table
+from mechaudit.workflow.depth import MEASURES, judge_model_table, measure_of
 from mechaudit.workflow.plan import design_for, plan_delivered_judges, plan_workflow
 
 #: the comparisons the paper reports, as (a, b) depth pairs
@@ -57,12 +57,6 @@ def simulator_truth(bench: Benchmark, design: Design, simulator: SimulatorParams
     if llm:
         return None
     return population_truth(bench, design, simulator, runs_per_depth=runs_per_depth, seed=seed, measures=MEASURES)
-
-
-def measure_of(rule: str) -> str:
-    """The truth measure a rule's estimate is compared with: its own for a rule named like a measure
-    (the mechanism key, the paper-rate judge), the mechanism key's for every other rule."""
-    return rule if rule in MEASURES else "mechanism_key"
 
 
 def truth_map(truth: pd.DataFrame | None, measure: str, panel: str | None = None) -> dict[str, float] | None:
@@ -238,27 +232,6 @@ def test_note(main: pd.DataFrame, truth: Mapping[str, float] | None, label: str,
         return (f"the exact test rejects at {alpha:g} although the simulator's truth is only {t:.1f} pp, a false "
                 "alarm of the kind the test's size allows (the next chapter counts how often)")
     return f"the exact test rejects at {alpha:g}"
-
-
-def change_profile(runs: Sequence, bench: Benchmark) -> pd.DataFrame:
-    """How far the delivered chains moved from their opening's chain, per depth (simulator runs:
-    canonical step ids). Index: depth; columns: hypotheses, "initiating event changed (%)" (share of
-    delivered hypotheses whose first step differs from the opening's) and "middle steps changed (%)"
-    (share of their intermediate steps that differ)."""
-    chains = {(i.id, h.id): [s.id for s in h.chain] for i in bench.instances for h in bench.openings(i.id)}
-    rows = []
-    for run in runs:
-        for h in run.delivered:
-            ref = chains.get((run.instance, h.opening_id))
-            ids = [s.id for s in h.chain]
-            if ref is None or len(ref) != len(ids):
-                continue
-            middle = [a != b for a, b in zip(ids[1:-1], ref[1:-1])]
-            rows.append({"depth": run.depth, "first": ids[0] != ref[0], "middle": np.mean(middle) if middle else 0.0})
-    df = pd.DataFrame(rows, columns=["depth", "first", "middle"])
-    out = df.groupby("depth").agg(hypotheses=("first", "size"), first=("first", "mean"), middle=("middle", "mean"))
-    out[["first", "middle"]] *= 100
-    return out.rename(columns={"first": "initiating event changed (%)", "middle": "middle steps changed (%)"})
 
 
 def fitted_comparisons(spec) -> tuple[list[str], list[str]]:

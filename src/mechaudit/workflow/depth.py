@@ -73,6 +73,12 @@ def key_matrix(runs: Sequence[Run]) -> np.ndarray:
 #: that calls each kind of change different at the paper's LLM-judge rates (``rules.paper_rates``).
 MEASURES = ("mechanism_key", "paper_rates")
 
+
+def measure_of(rule: str) -> str:
+    """The truth measure a rule's estimate is compared with: its own for a rule named like a measure
+    (the mechanism key, the paper-rate judge), the mechanism key's for every other rule."""
+    return rule if rule in MEASURES else "mechanism_key"
+
 KeysMatrix = Callable[[Sequence[Sequence[tuple[str, Any]]]], np.ndarray]
 
 
@@ -219,3 +225,25 @@ def judge_model_table(runs: Sequence[Run], comparisons: Sequence[tuple[int, int]
     labels = [f"{a} v {b}" for a, b in comparisons]
     return (table.pivot(index="rule", columns="comparison", values="extra_pp")
             .reindex(index=list(rules), columns=labels).rename_axis(index="judge model", columns=None))
+
+
+def change_profile(runs: Sequence[Run], bench) -> pd.DataFrame:
+    """How far the delivered chains moved from their opening's chain, per depth (simulator runs:
+    canonical step ids). Index: depth; columns: hypotheses, "initiating event changed (%)" (share of
+    delivered hypotheses whose first step differs from the opening's) and "middle steps changed (%)"
+    (share of their intermediate steps that differ); ``bench``: the ``Benchmark`` the runs opened from.
+    A delivered chain of another length than its opening's is left out."""
+    chains = {(i.id, h.id): [s.id for s in h.chain] for i in bench.instances for h in bench.openings(i.id)}
+    rows = []
+    for run in runs:
+        for h in run.delivered:
+            ref = chains.get((run.instance, h.opening_id))
+            ids = [s.id for s in h.chain]
+            if ref is None or len(ref) != len(ids):
+                continue
+            middle = [a != b for a, b in zip(ids[1:-1], ref[1:-1])]
+            rows.append({"depth": run.depth, "first": ids[0] != ref[0], "middle": np.mean(middle) if middle else 0.0})
+    df = pd.DataFrame(rows, columns=["depth", "first", "middle"])
+    out = df.groupby("depth").agg(hypotheses=("first", "size"), first=("first", "mean"), middle=("middle", "mean"))
+    out[["first", "middle"]] *= 100
+    return out.rename(columns={"first": "initiating event changed (%)", "middle": "middle steps changed (%)"})

@@ -26,12 +26,12 @@ from tqdm import tqdm
 from mechaudit.divergence import comparison_matrix, extra_divergence, same_depth_divergence
 from mechaudit.schema import Benchmark
 from mechaudit.workflow.depth import (
-    MEASURES,
     RuleLike,
     depth_table,
     extra_ceiling,
     instance_matrices,
     keys_function,
+    measure_of,
     outcome_matrices,
 )
 from mechaudit.workflow.design import Design
@@ -86,10 +86,13 @@ def mc_se(rate, n):
 
 
 def max_bias_z(summary: pd.DataFrame, rule: str | Sequence[str] = "mechanism_key") -> float:
-    """The largest ``|bias| / bias SE`` (``validity_summary`` columns bias_pp, bias_se_pp) of ``rule``
-    (one name or several) over its comparisons: how many Monte Carlo SEs the worst bias lies from 0."""
+    """The largest ``|bias| / bias SE`` (``validity_summary`` or ``robustness.rule_bias`` columns
+    bias_pp, bias_se_pp) of ``rule`` (one name or several) over its rows: how many Monte Carlo SEs
+    the worst bias lies from 0. NaN when no row has it or a row has no finite ratio (one replication
+    has no SE)."""
     sub = summary[summary.rule.isin([rule] if isinstance(rule, str) else list(rule))]
-    return float((sub.bias_pp.abs() / sub.bias_se_pp).max())
+    z = sub.bias_pp.abs() / sub.bias_se_pp
+    return float(z.max()) if len(z) and np.isfinite(z).all() else float("nan")
 
 
 def size_z(summary: pd.DataFrame, alpha: float, rule: str | Sequence[str] = "mechanism_key") -> pd.Series:
@@ -219,7 +222,7 @@ def validity_summary(reps: pd.DataFrame, truth: pd.DataFrame | Mapping[str, floa
     """
     rows = []
     for (rule, comp), g in reps.groupby(["rule", "comparison"], sort=False):
-        measure = rule if rule in MEASURES else "mechanism_key"
+        measure = measure_of(rule)
         truths, truth_se = _truth_maps(truth, measure)
         est = g.extra_pp.to_numpy()
         t = float(truths[comp])
