@@ -106,9 +106,8 @@ def paper_figure_values(rubrics: Sequence[str]) -> pd.DataFrame:
 
 def component_percent(components: pd.DataFrame, *, kinds: Sequence[str]) -> pd.DataFrame:
     """% of pairs whose component (initiating, route, terminal) the step judge calls different, per kind."""
-    different = 100 * (1 - components[COMPONENTS].astype(float))
-    table = different.groupby(pd.Series(list(kinds), name="kind")).mean()
-    return table.reindex([k for k in KINDS if k in table.index]).round(1)
+    present = set(kinds)
+    return percent_different(components[COMPONENTS], kinds=kinds, order=[k for k in KINDS if k in present]).round(1)
 
 
 def examples(pairs: Sequence[Pair], components: pd.DataFrame, *, kinds: Sequence[str], seed: int = 0) -> pd.DataFrame:
