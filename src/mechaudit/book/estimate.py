@@ -1,9 +1,10 @@
 """Cost before calls: the requests a chapter would send, their tokens and their price.
 
 Each LLM chapter's module (``mechaudit.book.ch<stem>``) has a ``plan(params)`` beside the steps it
-plans, listed in ``PLANS``: it builds the chapter's requests from its parameters without sending anything, with the same
-request builders the chapter uses (``LLMJudge.requests``, ``mechaudit.workflow.agents``,
-``mechaudit.engagement.judge_request``; the workflow's in ``mechaudit.workflow.plan``).
+plans, listed in ``PLANS``: it builds the chapter's requests from its parameters without sending
+anything, with the same request builders the chapter uses (``LLMJudge.requests``,
+``mechaudit.workflow.agents``, ``mechaudit.engagement.judge_request``; the workflow's in
+``mechaudit.workflow.plan``).
 
 Counting rules (documented in ``book/rerun.md``):
 
@@ -111,7 +112,6 @@ def estimate_chapters(names: Sequence[str] = (), params_file=None, overrides: Ma
     if not frames:
         return pd.DataFrame(columns=ESTIMATE_COLUMNS)
     return pd.concat(frames, ignore_index=True)
-
 
 
 def judge_estimate(stem: str, parameters: Mapping[str, Any]) -> pd.DataFrame:

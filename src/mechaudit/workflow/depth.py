@@ -30,7 +30,7 @@ from mechaudit.rules.base import Rule
 from mechaudit.rules.llm_judge import model_verdicts
 from mechaudit.rules.mechanism_key import MechanismKeyRule, keys_divergence_matrix
 from mechaudit.rules.registry import build as build_rule
-from mechaudit.schema import Hypothesis
+from mechaudit.schema import Benchmark, Hypothesis
 from mechaudit.workflow.intervals import bootstrap_interval
 from mechaudit.workflow.records import Run
 
@@ -78,6 +78,7 @@ def measure_of(rule: str) -> str:
     """The truth measure a rule's estimate is compared with: its own for a rule named like a measure
     (the mechanism key, the paper-rate judge), the mechanism key's for every other rule."""
     return rule if rule in MEASURES else "mechanism_key"
+
 
 KeysMatrix = Callable[[Sequence[Sequence[tuple[str, Any]]]], np.ndarray]
 
@@ -227,11 +228,11 @@ def judge_model_table(runs: Sequence[Run], comparisons: Sequence[tuple[int, int]
             .reindex(index=list(rules), columns=labels).rename_axis(index="judge model", columns=None))
 
 
-def change_profile(runs: Sequence[Run], bench) -> pd.DataFrame:
+def change_profile(runs: Sequence[Run], bench: Benchmark) -> pd.DataFrame:
     """How far the delivered chains moved from their opening's chain, per depth (simulator runs:
     canonical step ids). Index: depth; columns: hypotheses, "initiating event changed (%)" (share of
     delivered hypotheses whose first step differs from the opening's) and "middle steps changed (%)"
-    (share of their intermediate steps that differ); ``bench``: the ``Benchmark`` the runs opened from.
+    (share of their intermediate steps that differ); ``bench``: the benchmark the runs opened from.
     A delivered chain of another length than its opening's is left out."""
     chains = {(i.id, h.id): [s.id for s in h.chain] for i in bench.instances for h in bench.openings(i.id)}
     rows = []

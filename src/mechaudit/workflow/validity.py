@@ -77,7 +77,8 @@ def truth_seed(seed: int, index: int = 0) -> int:
     return replication_seed(seed, 2**31 - 1 - index)
 
 
-def mc_se(rate, n):
+def mc_se(rate: float | np.ndarray | pd.Series, n: int | np.ndarray | pd.Series
+          ) -> float | np.ndarray | pd.Series:
     """Monte Carlo (binomial) standard error ``sqrt(rate (1 - rate) / n)`` of a rate estimated from
     ``n`` independent replications. ``rate``: a fraction in [0, 1]; scalars give a float, arrays or
     Series (broadcast against ``n``) an array or Series of the same shape."""
