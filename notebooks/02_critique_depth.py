@@ -106,6 +106,7 @@ from IPython.display import display
 from mechaudit import labels
 from mechaudit.book import ch02_critique_depth as ch
 from mechaudit.book.chapter import SIMULATED, headline_provenance
+from mechaudit.book.estimate import judge_estimate
 from mechaudit.glue import glue, glue_figure
 from mechaudit.outputs import save
 from mechaudit.paper import compare, compare_paper_default, format_p, power_of_ten, reported
@@ -122,6 +123,7 @@ from mechaudit.workflow import (
     workflow_setup,
 )
 from mechaudit.workflow.calibrate import fit_table, load_calibration
+from mechaudit.workflow.depth import change_profile, measure_of
 
 use_book_tables()  # every table below in the book's format: labels, units, rounding
 main_rule = ch.resolve_main_rule(main_rule, ctx.backend, rules)
@@ -240,7 +242,7 @@ book_table(ch.table1(table, interval_level), name="tbl-ch02-extra",
 # %% tags=["remove-cell"]
 main = ch.main_table(table, main_rule)
 paper_map = ch.paper_values(design.comparisons()) if show_paper else None
-rule_truth = {r: ch.truth_map(truth, ch.measure_of(r), "extra") for r in dict.fromkeys(table.rule)}
+rule_truth = {r: ch.truth_map(truth, measure_of(r), "extra") for r in dict.fromkeys(table.rule)}
 glue("ch02_rate_first", round(100 * paper_rates()["first_step"]))
 glue("ch02_rate_middle", round(100 * paper_rates()["middle_step"]))
 glue("ch02_level_pct", f"{100 * interval_level:g}")
@@ -267,7 +269,7 @@ glue("ch02_unfitted_labels", " and ".join(unfitted_labels) or "no comparison")
 key_rows = table[table.rule == "mechanism_key"].set_index("comparison")
 glue("ch02_key_0v1_pp", key_rows.extra_pp.get("0 v 1", "not run"),
      digits=1 if "0 v 1" in key_rows.index else None)
-glue("ch02_1v5_note", ch.test_note(main, ch.truth_map(truth, ch.measure_of(main_rule), "extra"), "1 v 5"))
+glue("ch02_1v5_note", ch.test_note(main, ch.truth_map(truth, measure_of(main_rule), "extra"), "1 v 5"))
 for label in [lab for lab in ("0 v 1", "0 v 5", "1 v 5") if lab in main.index]:
     tag = label.replace(" v ", "v")
     glue(f"ch02_extra_{tag}_pp", main.loc[label, "extra_pp"], digits=1)
@@ -324,7 +326,7 @@ truth_runs = glue("ch02_truth_runs", truth_runs_per_depth)
 # %% tags=["remove-cell"]
 intervals = {lab: (main.loc[lab, "ci_low_pp"], main.loc[lab, "ci_high_pp"]) for lab in main.index}
 fig = critique_depth_figure(points[points.rule == main_rule], caption=ctx.caption(), title=f"Rule: {main_rule}",
-                            truth=ch.truth_map(truth, ch.measure_of(main_rule)), paper=paper_map,
+                            truth=ch.truth_map(truth, measure_of(main_rule)), paper=paper_map,
                             intervals=intervals, level=interval_level)
 fig = glue_figure("ch02_fig_depth", save("critique_depth", fig, out_dir))
 
@@ -361,7 +363,7 @@ glue("ch02_p_find", sim_params.p_find)
 glue("ch02_compare_runs", compare_runs_per_depth)
 glue("ch02_shape_verdict", ch.shape_verdict(settings, f"p_find = {contrast_p_find:g}"))
 glue("ch02_pattern", ch.pattern_sentence(table))
-profile = ch.change_profile(runs, bench) if truth is not None else None
+profile = change_profile(runs, bench) if truth is not None else None
 for column, tag in (("initiating event changed (%)", "first"), ("middle steps changed (%)", "middle")):
     known = profile is not None and 1 in profile.index
     glue(f"ch02_{tag}_changed_k1", profile.loc[1, column] if known else "(not known for LLM runs)",
@@ -521,9 +523,9 @@ per_model = ch.judge_model_axis(runs, design, axis_models, client=ctx.client,
 ranges = None if per_model is None else ch.judge_model_ranges(per_model)
 if per_model is None:
     plan_models = ch.judge_axis_plan_models(judge_model, judge_models)
-    plan = ch.judge_axis_estimate(plan_models, {"judge_model": judge_model, "generator_model": generator_model,
-                                                "design_file": design_file, "rules": rules, "data_dir": data_dir,
-                                                "cache_dir": cache_dir})
+    plan = judge_estimate("02_critique_depth", {
+        "judge_model": judge_model, "judge_models": plan_models, "generator_model": generator_model,
+        "design_file": design_file, "rules": rules, "data_dir": data_dir, "cache_dir": cache_dir})
     print(ch.judge_axis_note(plan, plan_models))
     display(book_table(plan, name="tbl-ch02-judge-plan",
                        caption="What the judge-model axis would ask of the API with an LLM backend."))

@@ -106,6 +106,7 @@ from mechaudit.tables import book_table, use_book_tables
 from mechaudit.workflow import validity_summary
 from mechaudit.workflow.calibrate import load_calibration
 from mechaudit.workflow.parallel import connect
+from mechaudit.workflow.validity import coverage_range, max_bias_z, mc_se, size_z
 
 use_book_tables()  # every table below in the book's format: labels, units, rounding
 ctx = ChapterContext.open(globals())  # the backend, parsed once
@@ -208,17 +209,17 @@ fig = glue_figure("ch02b_fig_validity", save("validity", fig, out_dir))
 
 # %% tags=["remove-cell"]
 key_size = size[size.rule == "mechanism_key"].set_index("comparison")
-glue("ch02b_key_max_bias_z", ch.max_bias_z(bias, FAST), digits=1)
+glue("ch02b_key_max_bias_z", max_bias_z(bias, FAST), digits=1)
 glue("ch02b_alpha", alpha)
 glue("ch02b_n_boot", n_boot)
-low, high = ch.coverage_range(bias, FAST)
+low, high = coverage_range(bias, FAST)
 glue("ch02b_coverage", f"{low:.2f} to {high:.2f}" if low != high else f"{low:.2f}")
 glue("ch02b_coverage_verdict", ch.coverage_verdict(bias, FAST))
 glue("ch02b_size_rates", ch.rates_text(size, "mechanism_key"))
 glue("ch02b_rate_size_rates", ch.rates_text(size, "paper_rates"))
 glue("ch02b_size_se", key_size.rejection_se.max(), digits=3)
 glue("ch02b_size_mean", key_size.rejection_rate.mean(), digits=3)
-glue("ch02b_size_verdict", ch.size_verdict(ch.size_z(size, alpha, FAST)))
+glue("ch02b_size_verdict", ch.size_verdict(size_z(size, alpha, FAST)))
 glue("ch02b_headline_status", SIMULATED)
 # the intro's provenance and verdict (a simulation-only chapter)
 row_provenance, row_verdict = headline_provenance("ch02b", llm=False)  # simulated under every backend
@@ -231,9 +232,9 @@ text_size = size[size.rule == "tfidf"]
 glue("ch02b_tfidf_null_max", text_size.rejection_rate.max() if len(text_size) else float("nan"), digits=2)
 glue("ch02b_tfidf_null_mean_0v1", text_size.mean_pp.iloc[0] if len(text_size) else float("nan"), digits=1)
 glue("ch02b_tfidf_null_n", int(text_size.n_reps.iloc[0]) if len(text_size) else 0)
-glue("ch02b_se_1000", ch.mc_se(alpha, 1000), digits=3)
-glue("ch02b_se_alpha", ch.mc_se(alpha, n_null_replications), digits=3)
-se_01 = glue("ch02b_se_01", ch.mc_se(0.01, n_null_replications), digits=3)
+glue("ch02b_se_1000", mc_se(alpha, 1000), digits=3)
+glue("ch02b_se_alpha", mc_se(alpha, n_null_replications), digits=3)
+se_01 = glue("ch02b_se_01", mc_se(0.01, n_null_replications), digits=3)
 strict = validity_summary(null_reps, {c: 0.0 for c in bias.comparison.unique()}, alpha=0.01)
 glue("ch02b_size_rates_01", ch.rates_text(strict, "mechanism_key"))
 glue("ch02b_tfidf_null_max_01", strict[strict.rule == "tfidf"].rejection_rate.max(), digits=2)

@@ -129,7 +129,7 @@ from mechaudit.tables import book_table, use_book_tables
 from mechaudit.workflow.calibrate import load_calibration
 from mechaudit.workflow.parallel import connect
 from mechaudit.workflow.power import runs_needed
-from mechaudit.workflow.robustness import diminishing_returns, rule_bias
+from mechaudit.workflow.robustness import diminishing_returns, max_change_pp, rule_bias, rule_gap
 
 ctx = ChapterContext.open(globals())  # the backend, parsed once
 simulation_only_note(ctx.backend)  # LLM backends: this chapter still runs the simulator only
@@ -271,9 +271,9 @@ display(book_table(save("alternatives", ch.alternatives_table(alt, alternatives_
                    caption="Truths as the repair's concentration on named entities changes."))
 
 # %% tags=["remove-cell"]
-glue("ch02c_ew_truth_change_pp", ch.max_change_pp(alt, "p_find", ["truth_0v1_pp", "truth_1v5_pp"]), digits=1)
-glue("ch02c_ew_same_change_pct", ch.max_change_pp(alt, "p_find", ["same_K1_pp"]), digits=1)
-glue("ch02c_ew_ceiling_change_pp", ch.max_change_pp(alt, "p_find", ["max_1v5_pp"]), digits=1)
+glue("ch02c_ew_truth_change_pp", max_change_pp(alt, "p_find", ["truth_0v1_pp", "truth_1v5_pp"]), digits=1)
+glue("ch02c_ew_same_change_pct", max_change_pp(alt, "p_find", ["same_K1_pp"]), digits=1)
+glue("ch02c_ew_ceiling_change_pp", max_change_pp(alt, "p_find", ["max_1v5_pp"]), digits=1)
 
 # %% [markdown]
 # Across `evidence_weight` from 1 to 1000, at each `p_find` of the table, the 0 v 1 and 1 v 5 truths move by at most
@@ -312,9 +312,9 @@ display(book_table(ch.rule_view(bias[bias.comparison.isin(["0 v 1", "1 v 5"])], 
 
 # %% tags=["remove-cell"]
 glue("ch02c_n_text_reps", n_text_replications)
-low, high = ch.rule_gap(bias, "0 v 1", "tfidf", "paper_rates")
+low, high = rule_gap(bias, "0 v 1", "tfidf", "paper_rates")
 glue("ch02c_tfidf_minus_rate_0v1", f"{low:+.1f} to {high:+.1f}" if round(low, 1) != round(high, 1) else f"{low:+.1f}")
-low, high = ch.rule_gap(bias, "0 v 1", "mechanism_key", "paper_rates")
+low, high = rule_gap(bias, "0 v 1", "mechanism_key", "paper_rates")
 glue("ch02c_key_minus_rate_0v1", f"{low:+.1f} to {high:+.1f}")
 glue("ch02c_max_bias", ch.max_bias_text(bias))
 fig = rule_estimates_figure(bias, labels, caption=fig_caption,

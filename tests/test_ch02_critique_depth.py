@@ -94,19 +94,6 @@ def test_fitted_comparisons_read_the_calibration_targets():
     assert ch.fitted_comparisons(load_calibration()) == (["0 v 1", "0 v 5"], ["1 v 5"])
 
 
-def test_change_profile_counts_changed_steps(bench):
-    from mechaudit.workflow import Design, load_simulator_params, simulate
-
-    params = load_simulator_params()
-    design = Design(instances=("A",), depths=(0, 1), runs_per_depth=2)
-    profile = ch.change_profile(simulate(bench, design, params, seed=1), bench)
-    assert list(profile.index) == [0, 1] and (profile.hypotheses > 0).all()
-    nothing = params.model_copy(update={"p_develop_swap": 0.0, "critique_changes_mechanism": False})
-    still = ch.change_profile(simulate(bench, design, nothing, seed=1), bench)
-    assert (still["initiating event changed (%)"] == 0).all() and (still["middle steps changed (%)"] == 0).all()
-    assert profile.loc[1, "initiating event changed (%)"] > 0
-
-
 def test_main_table_names_a_rule_that_was_not_run():
     table = _table("tfidf")
     assert list(ch.main_table(table, "tfidf").index) == ["0 v 1", "0 v 5", "1 v 5"]

@@ -10,6 +10,7 @@ import pytest
 from mechaudit.backends import Backend
 from mechaudit.book import ch06_rubric_sensitivity as ch
 from mechaudit.paper import compare
+from mechaudit.perturb import KINDS
 from mechaudit.rules.audit import percent_different
 
 RUBRICS = ["full", "step", "none"]
@@ -50,6 +51,11 @@ def test_components_examples_and_findings(shipped):
     table = ch.component_percent(components, kinds=s.kinds)
     assert table.loc["first_step_swapped"].tolist() == [100.0, 0.0, 0.0]
     assert table.loc["middle_step_swapped", "route"] == 100.0
+    assert list(table.index) == [k for k in KINDS if k in set(s.kinds)]  # the kinds present, in KINDS order
+    for kind in table.index:  # each cell: % of that kind's pairs whose component is called different
+        rows = [i for i, k in enumerate(s.kinds) if k == kind]
+        assert table.loc[kind].tolist() == [round(100 * (1 - components.loc[rows, c].astype(float).mean()), 1)
+                                            for c in ch.COMPONENTS]
     ex = ch.examples(s.pairs, components, kinds=s.kinds, seed=0)
     assert list(ex.index) == ["wording_only", "wording_chain", "first_step_swapped", "middle_step_swapped"]
     assert ex.loc["first_step_swapped", "step judge: different"] == "initiating"

@@ -14,8 +14,7 @@ from mechaudit.paths import REPO_ROOT
 HEAVY = ("torch", "sentence_transformers", "transformers", "anthropic", "openai", "httpx", "httpx2")
 
 OFFLINE = """
-import json, sys
-from mechaudit.book import chapter_module
+import importlib, json, sys
 from mechaudit.book.chapter import ChapterContext
 from mechaudit.book.params import toc_chapters
 from mechaudit.cli import build_parser
@@ -25,7 +24,7 @@ from mechaudit.schema import load_benchmark
 ctx = ChapterContext.open({"backend": "reference"})
 for chapter in toc_chapters():
     try:
-        chapter_module(chapter.stem)
+        importlib.import_module(f"mechaudit.book.ch{chapter.stem}")
     except ModuleNotFoundError:
         pass  # a chapter without a module of its own
 build_parser()

@@ -13,6 +13,7 @@ import yaml
 from fake_anthropic import FakeAnthropic, client_for, workflow_reply
 
 from mechaudit.book import ch02_critique_depth as ch
+from mechaudit.book.estimate import judge_estimate
 from mechaudit.paper import compare
 from mechaudit.paths import PARAMS_DIR
 from mechaudit.plots.workflow import judge_model_figure
@@ -114,7 +115,8 @@ def test_offline_the_axis_shows_no_numbers(design_runs):
 def test_the_estimate_counts_the_axis(tmp_path):
     design = tmp_path / "design.yaml"
     design.write_text(yaml.safe_dump({"design": {"instances": ["A"], "depths": [0, 1, 5], "runs_per_depth": 2}}))
-    plan = ch.judge_axis_estimate([B], {"design_file": str(design), "judge_model": A, "cache_dir": str(tmp_path)})
+    settings = {"design_file": str(design), "judge_model": A, "cache_dir": str(tmp_path)}
+    plan = judge_estimate("02_critique_depth", {**settings, "judge_models": [B]})
     by_stage = plan.set_index("stage")
     main, axis = f"judge {A} (delivered pairs)", f"judge {B} ({ch.AXIS_STAGE})"
     # the LLM workflow delivers one hypothesis per opening: 5 matched pairs per run pair, 15 run pairs
@@ -124,5 +126,5 @@ def test_the_estimate_counts_the_axis(tmp_path):
     note = ch.judge_axis_note(plan, [B])
     assert "adds at most 225 judge requests" in note
     assert f"about 0.00 USD at plain prices plus the requests to {B}, which params/prices.yaml does not price" in note
-    without = ch.judge_axis_estimate([], {"design_file": str(design), "judge_model": A, "cache_dir": str(tmp_path)})
+    without = judge_estimate("02_critique_depth", {**settings, "judge_models": []})
     assert not without.stage.str.contains(ch.AXIS_STAGE, regex=False).any()

@@ -40,7 +40,7 @@ from mechaudit.llm.providers import (
     route_model,
 )
 from mechaudit.rules.audit import percent_different
-from mechaudit.rules.llm_judge import judge_each_model, majority
+from mechaudit.rules.llm_judge import judge_each_model, majority, model_verdicts
 
 HAS_OPENAI = importlib.util.find_spec("openai") is not None
 needs_openai = pytest.mark.skipif(
@@ -159,6 +159,28 @@ def test_two_models_known_disagreements_end_to_end(tmp_path, keys):
     judge_each_model(pairs, ["claude-model-a", "claude-model-b"], client,
                      instances=FINDINGS, orders=("ab", "ab", "ba"), early_stop=False)
     assert fake.count("/v1/messages") == 120  # all from the cache
+
+
+def test_model_verdicts_reuse_the_first_models_decisions(tmp_path, keys):
+    """The axis's verdict table on a hand-made case: each model's row is its known verdicts; with the
+    first model's decisions given, only the others are asked (and an undecided pair stays NA)."""
+    pairs = pair_list()
+    fake = FakeProviders({"claude-model-a": VERDICTS_A, "claude-model-b": VERDICTS_B})
+    client = client_for(fake, tmp_path / "cache")
+    settings = {"instances": FINDINGS, "orders": ("ab", "ab", "ba"), "early_stop": False}
+    verdicts, calls = model_verdicts(pairs, ["claude-model-a", "claude-model-b", "claude-model-a"], client, **settings)
+    assert list(verdicts.index) == list(calls) == ["claude-model-a", "claude-model-b"]
+    assert verdicts.loc["claude-model-a"].tolist() == VERDICTS_A
+    assert verdicts.loc["claude-model-b"].tolist() == VERDICTS_B
+    assert fake.count("/v1/messages") == 2 * 20 * 3
+    first = pd.array([None, *VERDICTS_A[1:]], dtype="boolean")  # the main judge left pair 0 undecided
+    fresh = FakeProviders(fake.verdicts)
+    reused, asked = model_verdicts(pairs, ["claude-model-a", "claude-model-b"], client_for(fresh, tmp_path / "fresh"),
+                                   first=first, **settings)
+    assert list(asked) == ["claude-model-b"] and {body["model"] for _, body in fresh.bodies} == {"claude-model-b"}
+    assert pd.isna(reused.loc["claude-model-a", 0])
+    assert reused.loc["claude-model-a"].tolist()[1:] == VERDICTS_A[1:]
+    assert reused.loc["claude-model-b"].tolist() == VERDICTS_B
 
 
 def test_judge_each_model_needs_a_model_and_a_client(tmp_path):

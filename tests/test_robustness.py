@@ -12,8 +12,10 @@ from mechaudit.workflow.robustness import (
     consistent,
     diminishing_returns,
     grid,
+    max_change_pp,
     pick,
     rule_bias,
+    rule_gap,
     rule_grid,
     truth_grid,
     vary,
@@ -186,3 +188,16 @@ def test_results_do_not_depend_on_n_jobs(setup) -> None:
     two = truth_grid(bench, design, base, points, runs_per_depth=6, seed=5, n_jobs=2)
     pd.testing.assert_frame_equal(one, two)
     assert not np.isnan(one.to_numpy(dtype=float)).any()
+
+
+def test_max_change_and_rule_gap_on_hand_made_tables():
+    alt = pd.DataFrame({"p_find": [0.3, 0.3, 0.9, 0.9], "a": [1.0, 1.5, 4.0, 4.1], "b": [0.0, 0.2, 9.0, 9.0]})
+    # ranges within p_find 0.3: a 0.5, b 0.2; within 0.9: a 0.1, b 0
+    assert max_change_pp(alt, "p_find", ["a", "b"]) == pytest.approx(0.5)
+    assert max_change_pp(alt, "p_find", ["b"]) == pytest.approx(0.2)
+    bias = pd.DataFrame({"point": [0, 0, 1, 1, 0, 0], "rule": ["tfidf", "paper_rates"] * 3,
+                         "comparison": ["0 v 1"] * 4 + ["1 v 5"] * 2, "mean_pp": [25.0, 32.0, 21.0, 29.0, 0.0, 9.0]})
+    assert rule_gap(bias, "0 v 1", "tfidf", "paper_rates") == (-8.0, -7.0)  # 25 - 32 and 21 - 29
+    assert rule_gap(bias, "0 v 1", "paper_rates", "tfidf") == (7.0, 8.0)
+    assert rule_gap(bias, "1 v 5", "tfidf", "paper_rates") == (-9.0, -9.0)
+

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -22,7 +24,7 @@ from mechaudit.workflow import (
     simulate,
     validity_summary,
 )
-from mechaudit.workflow.validity import jackknife_se
+from mechaudit.workflow.validity import coverage_range, jackknife_se, low_coverage, max_bias_z, mc_se, size_z
 
 
 @pytest.fixture(scope="module")
@@ -132,3 +134,79 @@ def test_replications_carry_intervals_that_cover_the_truth(bench, params):
     assert reps.ci_low_pp.notna().all() and (reps.ci_low_pp <= reps.ci_high_pp).all()
     cover = validity_summary(reps, truth).coverage
     assert (cover >= 0.95 - 3 * np.sqrt(0.95 * 0.05 / 40)).all()
+
+
+def _summary(rule: str, rates: list[float], n: int = 300, **columns) -> pd.DataFrame:
+    """A hand-made ``validity_summary``: one row per rate, comparisons 0 v 1, 0 v 5, 1 v 5."""
+    k = len(rates)
+    return pd.DataFrame({"rule": rule, "comparison": ["0 v 1", "0 v 5", "1 v 5"][:k], "n_reps": n,
+                         "bias_pp": [1.0, -2.0, 0.5][:k], "bias_se_pp": 0.5, "rejection_rate": rates, **columns})
+
+
+def test_mc_se_is_the_binomial_formula_for_scalars_and_series():
+    assert mc_se(0.05, 1900) == pytest.approx(math.sqrt(0.05 * 0.95 / 1900)) and isinstance(mc_se(0.5, 4), float)
+    assert mc_se(0.5, 4) == 0.25 and mc_se(0.0, 10) == 0.0 and mc_se(1.0, 10) == 0.0
+    # against the spread of simulated rates: the SD of many rates of n Bernoulli(p) draws
+    rates = np.random.default_rng(0).binomial(200, 0.3, size=20000) / 200
+    assert mc_se(0.3, 200) == pytest.approx(rates.std(), rel=0.02)
+    n = pd.Series([100, 400], index=["a", "b"])
+    se = mc_se(0.2, n)
+    assert list(se.index) == ["a", "b"] and se.tolist() == pytest.approx([0.04, 0.02])
+
+
+def test_summary_readers_in_monte_carlo_standard_errors():
+    one = _summary("mechanism_key", [0.05, 0.12, 0.02])
+    assert max_bias_z(one) == pytest.approx(4.0)  # |-2| / 0.5
+    both = pd.concat([_summary("mechanism_key", [0.9]), _summary("paper_rates", [0.9, 0.9])])
+    assert max_bias_z(both, ["mechanism_key", "paper_rates"]) == pytest.approx(4.0)
+    assert max_bias_z(both, "mechanism_key") == pytest.approx(2.0)
+    z = size_z(one, alpha=0.05)
+    assert z.to_dict() == pytest.approx({c: (r - 0.05) / math.sqrt(0.05 * 0.95 / 300)
+                                         for c, r in zip(["0 v 1", "0 v 5", "1 v 5"], [0.05, 0.12, 0.02])})
+    two = size_z(pd.concat([_summary("a", [0.05, 0.06]), _summary("b", [0.04, 0.05])]), 0.05, ["a", "b"])
+    assert two.index.names == ["rule", "comparison"] and len(two) == 4
+
+
+def test_coverage_range_and_low_coverage():
+    floor = 0.95 - 2 * math.sqrt(0.95 * 0.05 / 300)  # about 0.925
+    bias = pd.concat([_summary("mechanism_key", [0.9, 0.9], coverage=[floor - 0.001, 0.99]),
+                      _summary("paper_rates", [0.9, 0.9], coverage=[0.97, floor + 0.001]),
+                      _summary("tfidf", [0.9], coverage=[np.nan])])
+    assert coverage_range(bias, ["paper_rates"]) == (floor + 0.001, 0.97)
+    assert coverage_range(bias, ["mechanism_key", "paper_rates"]) == (floor - 0.001, 0.99)
+    assert all(math.isnan(x) for x in coverage_range(bias, ["tfidf"]))
+    low = low_coverage(bias, ["mechanism_key", "paper_rates", "tfidf"])
+    assert list(zip(low.rule, low.comparison)) == [("mechanism_key", "0 v 1")]
+    assert low_coverage(bias, ["paper_rates"]).empty
+
+
+def test_change_profile_counts_changed_steps(bench, params):
+    from mechaudit.workflow.depth import change_profile
+
+    design = Design(instances=("A",), depths=(0, 1), runs_per_depth=2)
+    runs = simulate(bench, design, params, seed=1, log=False)
+    profile = change_profile(runs, bench)
+    assert list(profile.index) == [0, 1] and (profile.hypotheses > 0).all()
+    # the first-step share at depth 1, counted by hand from the openings' chains
+    opening = {h.id: [s.id for s in h.chain] for h in bench.openings("A")}
+    firsts = [[s.id for s in h.chain][0] != opening[h.opening_id][0] for r in runs if r.depth == 1 for h in r.delivered
+              if len(h.chain) == len(opening[h.opening_id])]
+    assert profile.loc[1, "initiating event changed (%)"] == pytest.approx(100 * np.mean(firsts))
+    assert profile.loc[1, "hypotheses"] == len(firsts)
+    nothing = params.model_copy(update={"p_develop_swap": 0.0, "critique_changes_mechanism": False})
+    still = change_profile(simulate(bench, design, nothing, seed=1, log=False), bench)
+    assert (still["initiating event changed (%)"] == 0).all() and (still["middle steps changed (%)"] == 0).all()
+    assert profile.loc[1, "initiating event changed (%)"] > 0
+
+
+def test_measure_of_names_the_truth_a_rule_is_compared_with():
+    from mechaudit.workflow.depth import MEASURES, measure_of
+
+    assert [measure_of(m) for m in MEASURES] == list(MEASURES)
+    assert measure_of("tfidf") == measure_of("llm") == "mechanism_key"
+
+
+def test_max_bias_z_is_nan_without_a_standard_error():
+    single = _summary("mechanism_key", [0.9, 0.9]).assign(bias_se_pp=[0.5, np.nan])
+    assert math.isnan(max_bias_z(single)) and math.isnan(max_bias_z(single, "absent"))
+

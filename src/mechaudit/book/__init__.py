@@ -6,18 +6,7 @@ chapter parameter's declaration), ``preflight`` (data and run-folder checks befo
 estimate, money and key checks, budget per chapter, run total) and ``execute`` (papermill).
 
 One module per chapter, named after its notebook: ``ch01_problem`` ... ``ch08_tau_calibration``
-hold a chapter's steps and, for a chapter that sends LLM requests, its cost plan ``plan(params)``.
-What they share is in ``chapter``; no chapter module imports another. Nothing below this package
-imports it.
+hold a chapter's steps and, for a chapter that sends LLM requests, its cost plan ``plan(params)``
+(listed in ``estimate.PLANS``). What they share is in ``chapter``; no chapter module imports
+another. Nothing below this package imports it.
 """
-
-from __future__ import annotations
-
-import importlib
-from types import ModuleType
-
-
-def chapter_module(stem: str) -> ModuleType:
-    """The module of chapter ``stem`` ("05_perturbations"): ``mechaudit.book.ch05_perturbations``
-    (ModuleNotFoundError for a chapter without one, e.g. 09)."""
-    return importlib.import_module(f"{__name__}.ch{stem}")

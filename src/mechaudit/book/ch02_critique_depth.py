@@ -29,7 +29,7 @@ from mechaudit.paths import PARAMS_DIR
 from mechaudit.schema import load_benchmark
 from mechaudit.tables import format_number
 from mechaudit.workflow import Design, SimulatorParams, instance_matrices, population_truth
-from mechaudit.workflow.depth import MEASURES
+from mechaudit.workflow.depth import MEASURES, judge_model_table, measure_of
 from mechaudit.workflow.plan import design_for, plan_delivered_judges, plan_workflow
 
 #: the comparisons the paper reports, as (a, b) depth pairs
@@ -57,12 +57,6 @@ def simulator_truth(bench: Benchmark, design: Design, simulator: SimulatorParams
     if llm:
         return None
     return population_truth(bench, design, simulator, runs_per_depth=runs_per_depth, seed=seed, measures=MEASURES)
-
-
-def measure_of(rule: str) -> str:
-    """The truth measure a rule's estimate is compared with: its own for a rule named like a measure
-    (the mechanism key, the paper-rate judge), the mechanism key's for every other rule."""
-    return rule if rule in MEASURES else "mechanism_key"
 
 
 def truth_map(truth: pd.DataFrame | None, measure: str, panel: str | None = None) -> dict[str, float] | None:
@@ -238,27 +232,6 @@ def test_note(main: pd.DataFrame, truth: Mapping[str, float] | None, label: str,
         return (f"the exact test rejects at {alpha:g} although the simulator's truth is only {t:.1f} pp, a false "
                 "alarm of the kind the test's size allows (the next chapter counts how often)")
     return f"the exact test rejects at {alpha:g}"
-
-
-def change_profile(runs: Sequence, bench: Benchmark) -> pd.DataFrame:
-    """How far the delivered chains moved from their opening's chain, per depth (simulator runs:
-    canonical step ids). Index: depth; columns: hypotheses, "initiating event changed (%)" (share of
-    delivered hypotheses whose first step differs from the opening's) and "middle steps changed (%)"
-    (share of their intermediate steps that differ)."""
-    chains = {(i.id, h.id): [s.id for s in h.chain] for i in bench.instances for h in bench.openings(i.id)}
-    rows = []
-    for run in runs:
-        for h in run.delivered:
-            ref = chains.get((run.instance, h.opening_id))
-            ids = [s.id for s in h.chain]
-            if ref is None or len(ref) != len(ids):
-                continue
-            middle = [a != b for a, b in zip(ids[1:-1], ref[1:-1])]
-            rows.append({"depth": run.depth, "first": ids[0] != ref[0], "middle": np.mean(middle) if middle else 0.0})
-    df = pd.DataFrame(rows, columns=["depth", "first", "middle"])
-    out = df.groupby("depth").agg(hypotheses=("first", "size"), first=("first", "mean"), middle=("middle", "mean"))
-    out[["first", "middle"]] *= 100
-    return out.rename(columns={"first": "initiating event changed (%)", "middle": "middle steps changed (%)"})
 
 
 def fitted_comparisons(spec) -> tuple[list[str], list[str]]:
@@ -595,22 +568,11 @@ def judge_range_key(label: str, end: str) -> str:
 
 
 def judge_model_axis(runs, design: Design, models: Sequence[str], *, client, instances) -> pd.DataFrame | None:
-    """Extra divergence (pp) of every design comparison per judge model: one row per model (in the
-    order given, each name once), one column per comparison label ("0 v 1", ...). Every model judges
-    every matched pair of ``runs`` exactly as the chapter's ``llm`` rule does (``build_rules``: full
-    rubric, the same orders and early stop) through ``client``, so the main judge's calls are
-    answered from the cache. Offline (``client`` None): None (no judge model runs, and nothing stands
-    in for one)."""
-    from mechaudit.workflow import build_rules, rule_tables
-
-    if client is None:
-        return None
-    rules = {m: build_rules(["llm"], client, judge_model=m, instances=instances)["llm"]
-             .same_or_undecided for m in dict.fromkeys(models)}
-    _, table = rule_tables(runs, rules, design.comparisons())
-    labels = [f"{a} v {b}" for a, b in design.comparisons()]
-    return (table.pivot(index="rule", columns="comparison", values="extra_pp")
-            .reindex(index=list(rules), columns=labels).rename_axis(index="judge model", columns=None))
+    """Extra divergence (pp) of every design comparison per judge model (``workflow.depth.
+    judge_model_table``; the main judge's calls are answered from the cache). Offline (``client``
+    None): None (no judge model runs, and nothing stands in for one)."""
+    return None if client is None else judge_model_table(runs, design.comparisons(), models, client,
+                                                         instances=instances)
 
 
 def judge_model_ranges(per_model: pd.DataFrame) -> pd.DataFrame:
@@ -644,20 +606,6 @@ def paper_judge_ranges(comparisons: Sequence[str]) -> dict[str, tuple[float, flo
     known = entries()
     return {c: (reported(judge_range_key(c, "low")), reported(judge_range_key(c, "high")))
             for c in comparisons if judge_range_key(c, "low") in known}
-
-
-def judge_axis_estimate(models: Sequence[str], parameters: Mapping[str, Any]) -> pd.DataFrame:
-    """What running the judge-model axis would ask of the API: the judge rows of ``mechaudit
-    estimate`` for this chapter under ``backend = "anthropic"`` with ``judge_models = models``
-    (``parameters``: the chapter's other parameters that shape the requests, e.g. ``design_file``,
-    ``rules``, ``judge_model``). Columns: stage, model, requests, cached, to_send, usd_plain,
-    usd_batch (USD NaN for a model ``params/prices.yaml`` does not price)."""
-    from mechaudit.book.estimate import estimate_chapters
-
-    table = estimate_chapters(["02_critique_depth"],
-                              overrides={**parameters, "backend": "anthropic", "judge_models": list(models)})
-    judge = table[table.stage.str.startswith("judge ")]
-    return judge[["stage", "model", "requests", "cached", "to_send", "usd_plain", "usd_batch"]].reset_index(drop=True)
 
 
 def judge_axis_plan_models(judge_model: str, judge_models: Sequence[str]) -> list[str]:

@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
 from mechaudit.model import Benchmark
@@ -21,6 +20,7 @@ from mechaudit.paths import PARAMS_DIR
 from mechaudit.schema import load_benchmark
 from mechaudit.workflow import Design, SimulatorParams, load_design, load_simulator_params, population_truth
 from mechaudit.workflow.depth import MEASURES
+from mechaudit.workflow.validity import low_coverage
 
 
 @dataclass(frozen=True)
@@ -163,24 +163,10 @@ def size_view(size: pd.DataFrame) -> pd.DataFrame:
     return view.astype({"replications": int})
 
 
-def max_bias_z(bias: pd.DataFrame, rule: str | Sequence[str] = "mechanism_key") -> float:
-    """The largest ``|bias| / bias SE`` of ``rule`` (one name or several) over its comparisons."""
-    sub = bias[bias.rule.isin([rule] if isinstance(rule, str) else list(rule))]
-    return float((sub.bias_pp.abs() / sub.bias_se_pp).max())
-
-
-def size_z(size: pd.DataFrame, alpha: float, rule: str | Sequence[str] = "mechanism_key") -> pd.Series:
-    """Per comparison (and rule, when several are named) of ``rule``: (rejection rate - alpha) in
-    units of the rate's Monte Carlo SE under a test of exact size alpha, sqrt(alpha (1 - alpha) / n)."""
-    names = [rule] if isinstance(rule, str) else list(rule)
-    sub = size[size.rule.isin(names)].set_index("comparison" if len(names) == 1 else ["rule", "comparison"])
-    return (sub.rejection_rate - alpha) / np.sqrt(alpha * (1 - alpha) / sub.n_reps)
-
-
 def size_verdict(z: pd.Series) -> str:
-    """What the rejection rates say about the test's size (``size_z`` output): all within two Monte
-    Carlo SEs of alpha; none more than two above but some more than two below (conservative); or some
-    more than two above."""
+    """What the rejection rates say about the test's size (``validity.size_z`` output): all within
+    two Monte Carlo SEs of alpha; none more than two above but some more than two below
+    (conservative); or some more than two above."""
     if (z.abs() <= 2).all():
         return ("every rate lies within two Monte Carlo standard errors of alpha, consistent with a test "
                 "whose size is at most alpha")
@@ -188,17 +174,6 @@ def size_verdict(z: pd.Series) -> str:
         return ("no rate lies more than two Monte Carlo standard errors above alpha and some lie more than two "
                 "below it: the test holds its size and is conservative here")
     return "at least one rate lies more than two Monte Carlo standard errors above alpha"
-
-
-def mc_se(rate: float, n: int) -> float:
-    """Monte Carlo standard error of a rejection rate ``rate`` over ``n`` replications."""
-    return float(np.sqrt(rate * (1 - rate) / n))
-
-
-def coverage_range(bias: pd.DataFrame, rules: Sequence[str]) -> tuple[float, float]:
-    """Smallest and largest interval coverage (fractions) of ``rules`` over their comparisons."""
-    cov = bias[bias.rule.isin(list(rules))].coverage.dropna()
-    return (float(cov.min()), float(cov.max())) if len(cov) else (float("nan"), float("nan"))
 
 
 def rates_text(size: pd.DataFrame, rule: str) -> str:
@@ -209,13 +184,11 @@ def rates_text(size: pd.DataFrame, rule: str) -> str:
 
 def coverage_verdict(bias: pd.DataFrame, rules: Sequence[str], level: float = 0.95) -> str:
     """Whether the intervals' coverage of ``rules`` is consistent with ``level``: every coverage
-    within two Monte Carlo SEs (sqrt(level (1 - level) / n)) of it or above it ("at or above the
+    within two Monte Carlo SEs (``validity.low_coverage``) of it or above it ("at or above the
     nominal ..."), or some below ("below the nominal ... for ...")."""
-    sub = bias[bias.rule.isin(list(rules))].dropna(subset=["coverage"])
-    if sub.empty:
+    if bias[bias.rule.isin(list(rules))].coverage.dropna().empty:
         return "not computed"
-    floor = level - 2 * np.sqrt(level * (1 - level) / sub.n_reps)
-    low = sub[sub.coverage < floor]
+    low = low_coverage(bias, rules, level)
     if low.empty:
         return f"consistent with the nominal {100 * level:g} % or above it"
     names = ", ".join(f"{r.rule} {r.comparison}" for r in low.itertuples())

@@ -10,6 +10,7 @@ summary here describes the simulator, not the paper's workflow.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +26,7 @@ from mechaudit.tables import format_number
 from mechaudit.workflow import Design, SimulatorParams, load_design, load_simulator_params
 from mechaudit.workflow.power import EffectSetting
 from mechaudit.workflow.robustness import pick
+from mechaudit.workflow.validity import max_bias_z
 
 #: conclusion statuses in display order
 STATUSES = ("holds", "unclear", "fails")
@@ -276,19 +278,6 @@ def ceiling_sentence(truths: pd.DataFrame, share: float = 0.25) -> str:
     return f"some 1 v 5 truths there use {top:.2f} of their ceiling, so the ceiling limits the effect at those settings"
 
 
-def peak_along(truths: pd.DataFrame, factors: Mapping[str, float], axes: Sequence[str], along: str = "p_find",
-               column: str = "truth_1v5_pp") -> pd.Series:
-    """The row with the largest ``column`` along the ``along`` axis, the other ``axes`` at ``factors``."""
-    line = truths.loc[np.logical_and.reduce([np.isclose(truths[k], factors[k]) for k in axes if k != along])]
-    return line.loc[line[column].idxmax()]
-
-
-def max_change_pp(alt: pd.DataFrame, by: str, columns: Sequence[str]) -> float:
-    """Largest range (max - min, pp) of any of ``columns`` within a group of ``by``."""
-    spread = alt.groupby(by)[list(columns)].agg(lambda s: s.max() - s.min())
-    return float(spread.to_numpy().max())
-
-
 def setting_labels(points: pd.DataFrame, factors: Sequence[str]) -> list[str]:
     """A short label per row of ``points``: "S1 (p_find 0.9, weak_scale 1, conceded 1)"."""
     return [f"S{i + 1} (" + ", ".join(f"{f} {r[f]:g}" for f in factors) + ")"
@@ -305,22 +294,13 @@ def rule_view(bias: pd.DataFrame, labels: Sequence[str]) -> pd.DataFrame:
         {"replications": int})
 
 
-def rule_gap(bias: pd.DataFrame, comparison: str, a: str, b: str) -> tuple[float, float]:
-    """Smallest and largest difference of mean estimates, rule ``a`` minus rule ``b`` (pp), over the
-    points of ``bias`` for ``comparison``."""
-    sub = bias[bias.comparison == comparison].pivot_table(index="point", columns="rule", values="mean_pp")
-    diff = sub[a] - sub[b]
-    return float(diff.min()), float(diff.max())
-
-
 def max_bias_text(bias: pd.DataFrame, rules: Sequence[str] = ("mechanism_key", "paper_rates")) -> str:
     """The largest |bias| of ``rules`` in Monte Carlo standard errors, as the clause "the largest bias
     is ...". A single replication per setting has no standard error: the clause says so."""
-    sub = bias[bias.rule.isin(list(rules))]
-    z = (sub.bias_pp.abs() / sub.bias_se_pp).replace([np.inf, -np.inf], np.nan)
-    if sub.empty or z.isna().any():
+    z = max_bias_z(bias, rules)
+    if math.isnan(z):
         return "not measured in standard errors: a single replication per setting has none"
-    return f"{round(float(z.max()), 1):g} Monte Carlo standard errors"
+    return f"{round(z, 1):g} Monte Carlo standard errors"
 
 
 def consistent_view(inside: pd.DataFrame, axes: Sequence[str]) -> pd.DataFrame:

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from mechaudit.agreement import estimate_range, model_agreement, verdict_matrix
+from mechaudit.agreement import estimate_range, model_agreement
 from mechaudit.backends import Backend
 from mechaudit.book.chapter import axis_placeholder, judge_models
 from mechaudit.llm.pricing import Planned
@@ -51,7 +51,7 @@ from mechaudit.rules.audit import (
     within_instance_pairs,
 )
 from mechaudit.rules.base import Pair, Rule
-from mechaudit.rules.llm_judge import judge_each_model, judge_planned, majority, planning_judge
+from mechaudit.rules.llm_judge import judge_planned, model_verdicts, planning_judge
 from mechaudit.schema import Benchmark, load_benchmark
 
 #: The column of the LLM judge in the decisions table.
@@ -156,9 +156,8 @@ def judge_model_axis(pairs: Sequence[Pair], first: LLMDecisions, models: Sequenc
     models = list(dict.fromkeys(models))
     if first.client is None or len(models) < 2:
         return None, None, axis_placeholder(first.client is not None, models)
-    more = judge_each_model(pairs, models[1:], first.client, rubric=rubric,
-                            orders=orders, early_stop=early_stop, instances=instances)
-    verdicts = verdict_matrix({models[0]: first.same, **{m: majority(c, len(pairs))["same"] for m, c in more.items()}})
+    verdicts, _ = model_verdicts(pairs, models, first.client, first=first.same, rubric=rubric, orders=orders,
+                                 early_stop=early_stop, instances=instances)
     per_model = percent_different(verdicts.T, kinds=kinds, order=KINDS).T  # models x kinds
     agreement = model_agreement(verdicts).set_index(["model_a", "model_b"]).round(3)
     return agreement, per_model.round(1), estimate_range(per_model).round(1)

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from mechaudit.agreement import estimate_range, model_agreement, raw_agreement, verdict_matrix
+from mechaudit.agreement import estimate_range, model_agreement, raw_agreement
 from mechaudit.backends import Backend
 from mechaudit.book.chapter import axis_placeholder, judge_models
 from mechaudit.llm.pricing import Planned
@@ -30,9 +30,9 @@ from mechaudit.rules.audit import not_run, percent_different
 from mechaudit.rules.base import Pair
 from mechaudit.rules.llm_judge import (
     Stability,
-    judge_each_model,
     judge_planned,
     majority,
+    model_verdicts,
     planning_judge,
     stability_summary,
 )
@@ -106,9 +106,8 @@ def paper_figure_values(rubrics: Sequence[str]) -> pd.DataFrame:
 
 def component_percent(components: pd.DataFrame, *, kinds: Sequence[str]) -> pd.DataFrame:
     """% of pairs whose component (initiating, route, terminal) the step judge calls different, per kind."""
-    different = 100 * (1 - components[COMPONENTS].astype(float))
-    table = different.groupby(pd.Series(list(kinds), name="kind")).mean()
-    return table.reindex([k for k in KINDS if k in table.index]).round(1)
+    present = set(kinds)
+    return percent_different(components[COMPONENTS], kinds=kinds, order=[k for k in KINDS if k in present]).round(1)
 
 
 def examples(pairs: Sequence[Pair], components: pd.DataFrame, *, kinds: Sequence[str], seed: int = 0) -> pd.DataFrame:
@@ -175,10 +174,8 @@ def rubric_model_axis(pairs: Sequence[Pair], llm: RubricLLM, rubrics: Sequence[s
         return None, axis_placeholder(llm.client is not None, models)
     agree, estimates = [], {}
     for r in rubrics:
-        more = judge_each_model(pairs, models[1:], llm.client, rubric=r, orders=orders,
-                                early_stop=True, instances=instances)
-        verdicts = verdict_matrix({models[0]: llm.decisions[f"llm {r}"],
-                                   **{m: majority(c, len(pairs))["same"] for m, c in more.items()}})
+        verdicts, _ = model_verdicts(pairs, models, llm.client, first=llm.decisions[f"llm {r}"], rubric=r,
+                                     orders=orders, early_stop=True, instances=instances)
         agree.append(model_agreement(verdicts).assign(rubric=r))
         per_kind = percent_different(verdicts.T, kinds=kinds, order=KINDS).T  # models x kinds
         for kind in ("first_step_swapped", "middle_step_swapped"):

@@ -29,7 +29,6 @@ from mechaudit.agreement import (
     estimate_range,
     model_agreement,
     threshold_sweep,
-    verdict_matrix,
 )
 from mechaudit.book.chapter import axis_placeholder, judge_models
 from mechaudit.llm.pricing import Planned
@@ -44,7 +43,7 @@ from mechaudit.rules.audit import (
     within_instance_pairs,
 )
 from mechaudit.rules.base import Pair
-from mechaudit.rules.llm_judge import judge_each_model, judge_planned, majority, planning_judge, stability_summary
+from mechaudit.rules.llm_judge import judge_planned, model_verdicts, planning_judge, stability_summary
 from mechaudit.schema import Benchmark, load_benchmark
 
 RULES = ("tfidf", "embedding")
@@ -237,13 +236,11 @@ def stability_check(s: SensitivitySetup, pairs: Sequence[Pair], *, client, model
                        "reversal changed": int(np.sum(rule.same(pairs) != rule.same(reversed_pairs)))}
                 for name, rule in rules.items()}
         return StabilityCheck(pd.DataFrame.from_dict(rows, orient="index").rename_axis("rule"), None, False)
-    calls = judge_each_model(pairs, models, client, rubric=rubric, orders=orders,
-                             instances=s.bench.instances, early_stop=False)  # stability needs every call
+    verdicts, calls = model_verdicts(pairs, models, client, rubric=rubric, orders=orders,
+                                     instances=s.bench.instances, early_stop=False)  # stability needs every call
     table = pd.DataFrame.from_dict({m: stability_summary(c, len(pairs)).row for m, c in calls.items()},
                                    orient="index").rename_axis("model")
-    decisions = {m: majority(c, len(pairs))["same"] for m, c in calls.items()}
-    agreement = (model_agreement(verdict_matrix(decisions)).set_index(["model_a", "model_b"]).round(3)
-                 if len(decisions) > 1 else None)
+    agreement = model_agreement(verdicts).set_index(["model_a", "model_b"]).round(3) if len(verdicts) > 1 else None
     return StabilityCheck(table, agreement, True)
 
 

@@ -1,9 +1,10 @@
 """Cost before calls: the requests a chapter would send, their tokens and their price.
 
 Each LLM chapter's module (``mechaudit.book.ch<stem>``) has a ``plan(params)`` beside the steps it
-plans: it builds the chapter's requests from its parameters without sending anything, with the same
-request builders the chapter uses (``LLMJudge.requests``, ``mechaudit.workflow.agents``,
-``mechaudit.engagement.judge_request``; the workflow's in ``mechaudit.workflow.plan``).
+plans, listed in ``PLANS``: it builds the chapter's requests from its parameters without sending
+anything, with the same request builders the chapter uses (``LLMJudge.requests``,
+``mechaudit.workflow.agents``, ``mechaudit.engagement.judge_request``; the workflow's in
+``mechaudit.workflow.plan``).
 
 Counting rules (documented in ``book/rerun.md``):
 
@@ -32,21 +33,34 @@ from typing import Any
 
 import pandas as pd
 
-from mechaudit.book import chapter_module
+from mechaudit.book import (
+    ch02_critique_depth,
+    ch03_critique_engagement,
+    ch04_equivalence_rules,
+    ch05_perturbations,
+    ch06_rubric_sensitivity,
+    ch07_sensitivity,
+    ch08_tau_calibration,
+)
 from mechaudit.llm.pricing import ESTIMATE_COLUMNS, Planned, load_min_cache_tokens, price_plan
+
+#: chapter stem -> its cost plan ``plan(params) -> list[Planned]``: every chapter that sends LLM
+#: requests (01, 02b, 02c and 09 send none)
+PLANS: dict[str, Callable[[Mapping[str, Any]], list[Planned]]] = {
+    "02_critique_depth": ch02_critique_depth.plan,
+    "03_critique_engagement": ch03_critique_engagement.plan,
+    "04_equivalence_rules": ch04_equivalence_rules.plan,
+    "05_perturbations": ch05_perturbations.plan,
+    "06_rubric_sensitivity": ch06_rubric_sensitivity.plan,
+    "07_sensitivity": ch07_sensitivity.plan,
+    "08_tau_calibration": ch08_tau_calibration.plan,
+}
 
 
 def chapter_plan(stem: str) -> Callable[[Mapping[str, Any]], list[Planned]] | None:
-    """The cost plan of chapter ``stem`` ("05_perturbations"): ``plan(params) -> list[Planned]`` of
-    its module ``mechaudit.book.ch<stem>``; None for a chapter that sends no LLM request (no module,
-    or a module without ``plan``). A module that exists but fails to import raises."""
-    try:
-        module = chapter_module(stem)
-    except ModuleNotFoundError as err:
-        if err.name != f"mechaudit.book.ch{stem}":
-            raise
-        return None
-    return getattr(module, "plan", None)
+    """The cost plan of chapter ``stem`` ("05_perturbations", ``PLANS``); None for a chapter that
+    sends no LLM request."""
+    return PLANS.get(stem)
 
 
 def chapter_params(chapter, params_file=None, overrides: Mapping[str, Any] | None = None) -> dict[str, Any]:
@@ -99,3 +113,13 @@ def estimate_chapters(names: Sequence[str] = (), params_file=None, overrides: Ma
         return pd.DataFrame(columns=ESTIMATE_COLUMNS)
     return pd.concat(frames, ignore_index=True)
 
+
+def judge_estimate(stem: str, parameters: Mapping[str, Any]) -> pd.DataFrame:
+    """The judge rows of ``mechaudit estimate`` for chapter ``stem`` as it would run with backend
+    "anthropic" and ``parameters`` (e.g. chapter 02's ``judge_model``, ``judge_models``,
+    ``design_file``), as the offline section of a judge-model axis shows them. Columns: stage, model,
+    requests, cached, to_send, usd_plain, usd_batch (USD NaN for a model ``params/prices.yaml`` does
+    not price)."""
+    table = estimate_chapters([stem], overrides={**parameters, "backend": "anthropic"})
+    judge = table[table.stage.str.startswith("judge ")]
+    return judge[["stage", "model", "requests", "cached", "to_send", "usd_plain", "usd_batch"]].reset_index(drop=True)

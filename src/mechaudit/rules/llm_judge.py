@@ -42,7 +42,7 @@ import numpy as np
 import pandas as pd
 from pydantic import BaseModel, ConfigDict
 
-from mechaudit.agreement import flip_rate
+from mechaudit.agreement import flip_rate, verdict_matrix
 from mechaudit.backends import Backend
 from mechaudit.llm import LLMRequest, check_client, get_client, require_client
 from mechaudit.llm.pricing import Planned
@@ -404,6 +404,29 @@ def judge_each_model(
         model: LLMJudge(model=model, client=client, **judge_kwargs).judge(pairs, progress=progress)
         for model in models
     }
+
+
+def model_verdicts(
+    pairs: Sequence[Pair],
+    models: Sequence[str],
+    client,
+    *,
+    first=None,
+    **judge_kwargs,
+) -> tuple[pd.DataFrame, dict[str, pd.DataFrame]]:
+    """The judge-model axis on ``pairs``: every model of ``models`` (each name once) judges them
+    through ``client`` with the same settings (``judge_each_model``; ``judge_kwargs``: rubric, orders,
+    early_stop, instances) and its majority (``majority``) decides each pair.
+
+    ``first``: the per-pair decisions ``models[0]`` already made (True = same, NA undecided); that
+    model is then not asked again. Returns the models x pairs verdict table (``models`` order;
+    ``agreement.verdict_matrix``: nullable booleans, NA undecided) and the call table of each model
+    asked (model -> ``LLMJudge.judge`` output).
+    """
+    models = list(dict.fromkeys(models))
+    calls = judge_each_model(pairs, models if first is None else models[1:], client, **judge_kwargs)
+    decided = {} if first is None else {models[0]: first}
+    return verdict_matrix({**decided, **{m: majority(c, len(pairs))["same"] for m, c in calls.items()}}), calls
 
 
 @dataclass(frozen=True)

@@ -27,9 +27,10 @@ from mechaudit.divergence import (
 )
 from mechaudit.errors import MechauditError
 from mechaudit.rules.base import Rule
+from mechaudit.rules.llm_judge import model_verdicts
 from mechaudit.rules.mechanism_key import MechanismKeyRule, keys_divergence_matrix
 from mechaudit.rules.registry import build as build_rule
-from mechaudit.schema import Hypothesis
+from mechaudit.schema import Benchmark, Hypothesis
 from mechaudit.workflow.intervals import bootstrap_interval
 from mechaudit.workflow.records import Run
 
@@ -71,6 +72,13 @@ def key_matrix(runs: Sequence[Run]) -> np.ndarray:
 #: counts every changed chain id as a new mechanism; ``paper_rates`` is the expected verdict of a judge
 #: that calls each kind of change different at the paper's LLM-judge rates (``rules.paper_rates``).
 MEASURES = ("mechanism_key", "paper_rates")
+
+
+def measure_of(rule: str) -> str:
+    """The truth measure a rule's estimate is compared with: its own for a rule named like a measure
+    (the mechanism key, the paper-rate judge), the mechanism key's for every other rule."""
+    return rule if rule in MEASURES else "mechanism_key"
+
 
 KeysMatrix = Callable[[Sequence[Sequence[tuple[str, Any]]]], np.ndarray]
 
@@ -198,3 +206,45 @@ def rule_tables(runs: Sequence[Run], rules: Mapping[str, RuleLike],
         points.append(per_instance_effects(mats, comparisons).assign(rule=name))
         tables.append(depth_table(mats, comparisons, seed=seed).assign(rule=name))
     return pd.concat(points, ignore_index=True), pd.concat(tables, ignore_index=True)
+
+
+def judge_model_table(runs: Sequence[Run], comparisons: Sequence[tuple[int, int]], models: Sequence[str], client, *,
+                      instances) -> pd.DataFrame:
+    """The judge-model axis over runs: extra divergence (pp) of every comparison per judge model, one
+    row per model (index "judge model"; the order given, each name once) and one column per
+    comparison label ("0 v 1", ...). Every model judges every matched pair of ``runs`` through
+    ``client`` as the ``llm`` rule does (``model_verdicts``: full rubric, default orders and early
+    stop; undecided pairs left out of the divergence); ``instances``: the findings the prompts quote."""
+    def rule(model: str):
+        def same(pairs) -> np.ndarray:
+            verdicts, _ = model_verdicts(pairs, [model], client, rubric="full", instances=instances)
+            return verdicts.loc[model].to_numpy(dtype=float, na_value=np.nan)
+        return same
+
+    rules = {m: rule(m) for m in dict.fromkeys(models)}
+    _, table = rule_tables(runs, rules, comparisons)
+    labels = [f"{a} v {b}" for a, b in comparisons]
+    return (table.pivot(index="rule", columns="comparison", values="extra_pp")
+            .reindex(index=list(rules), columns=labels).rename_axis(index="judge model", columns=None))
+
+
+def change_profile(runs: Sequence[Run], bench: Benchmark) -> pd.DataFrame:
+    """How far the delivered chains moved from their opening's chain, per depth (simulator runs:
+    canonical step ids). Index: depth; columns: hypotheses, "initiating event changed (%)" (share of
+    delivered hypotheses whose first step differs from the opening's) and "middle steps changed (%)"
+    (share of their intermediate steps that differ); ``bench``: the benchmark the runs opened from.
+    A delivered chain of another length than its opening's is left out."""
+    chains = {(i.id, h.id): [s.id for s in h.chain] for i in bench.instances for h in bench.openings(i.id)}
+    rows = []
+    for run in runs:
+        for h in run.delivered:
+            ref = chains.get((run.instance, h.opening_id))
+            ids = [s.id for s in h.chain]
+            if ref is None or len(ref) != len(ids):
+                continue
+            middle = [a != b for a, b in zip(ids[1:-1], ref[1:-1])]
+            rows.append({"depth": run.depth, "first": ids[0] != ref[0], "middle": np.mean(middle) if middle else 0.0})
+    df = pd.DataFrame(rows, columns=["depth", "first", "middle"])
+    out = df.groupby("depth").agg(hypotheses=("first", "size"), first=("first", "mean"), middle=("middle", "mean"))
+    out[["first", "middle"]] *= 100
+    return out.rename(columns={"first": "initiating event changed (%)", "middle": "middle steps changed (%)"})

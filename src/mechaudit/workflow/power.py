@@ -43,7 +43,7 @@ from mechaudit.workflow.design import Design
 from mechaudit.workflow.parallel import chunks, parallel_map
 from mechaudit.workflow.robustness import vary
 from mechaudit.workflow.simulator import SimulatorParams, instance_models, simulate_outcomes
-from mechaudit.workflow.validity import population_truth, replication_seed
+from mechaudit.workflow.validity import mc_se, population_truth, replication_seed
 
 
 @dataclass(frozen=True)
@@ -153,7 +153,7 @@ def power_summary(reps: pd.DataFrame, alpha: float = 0.05) -> dict:
     """
     reject = reps.p_value.to_numpy() <= alpha
     rate, n = float(np.mean(reject)), len(reps)
-    binomial = float(np.sqrt(rate * (1 - rate) / n))
+    binomial = mc_se(rate, n)
     pools = reps["pool"].nunique() if "pool" in reps else 1
     se = (float(pd.Series(reject).groupby(reps["pool"].to_numpy()).mean().std(ddof=1) / np.sqrt(pools))
           if pools > 1 else binomial)

@@ -272,3 +272,18 @@ def rule_bias(reps: pd.DataFrame, truths: pd.DataFrame | Mapping[str, pd.DataFra
                      "mean_pp": est.mean(), "truth_pp": t, "bias_pp": bias, "bias_se_pp": bias_se,
                      "direction": direction})
     return pd.DataFrame(rows)
+
+
+def max_change_pp(alt: pd.DataFrame, by: str, columns: Sequence[str]) -> float:
+    """Largest range (max - min, in the columns' unit, pp) of any of ``columns`` of ``alt`` within a
+    group of equal ``by`` (e.g. how far a truth moves along the other factors at one ``p_find``)."""
+    spread = alt.groupby(by)[list(columns)].agg(lambda s: s.max() - s.min())
+    return float(spread.to_numpy().max())
+
+
+def rule_gap(bias: pd.DataFrame, comparison: str, a: str, b: str) -> tuple[float, float]:
+    """Smallest and largest difference of mean estimates, rule ``a`` minus rule ``b`` (pp), over the
+    points of ``bias`` (``rule_bias`` output) for ``comparison`` ("0 v 1")."""
+    sub = bias[bias.comparison == comparison].pivot_table(index="point", columns="rule", values="mean_pp")
+    diff = sub[a] - sub[b]
+    return float(diff.min()), float(diff.max())

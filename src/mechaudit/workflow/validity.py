@@ -9,9 +9,10 @@
   instance-averaged extra divergence and its exact permutation p-value.
 - ``validity_summary``: per rule and comparison the estimator's bias against the truth (with its
   Monte Carlo standard error), its sampling SD, RMSE, the coverage of its bootstrap interval, and the
-  rejection rate at ``alpha`` with its Monte Carlo error
-  ``sqrt(r (1 - r) / n)``. Under the null simulator the truth is 0 and the rejection rate is the
-  test's size.
+  rejection rate at ``alpha`` with its Monte Carlo error ``mc_se``. Under the null simulator the
+  truth is 0 and the rejection rate is the test's size.
+- ``max_bias_z``, ``size_z``, ``coverage_range``, ``low_coverage``: what a summary says about bias,
+  size and coverage, in Monte Carlo SEs.
 """
 
 from __future__ import annotations
@@ -25,12 +26,12 @@ from tqdm import tqdm
 from mechaudit.divergence import comparison_matrix, extra_divergence, same_depth_divergence
 from mechaudit.schema import Benchmark
 from mechaudit.workflow.depth import (
-    MEASURES,
     RuleLike,
     depth_table,
     extra_ceiling,
     instance_matrices,
     keys_function,
+    measure_of,
     outcome_matrices,
 )
 from mechaudit.workflow.design import Design
@@ -74,6 +75,48 @@ def truth_seed(seed: int, index: int = 0) -> int:
     """Seed of the ``index``-th large design of ``population_truth`` (independent of ``replicate``'s
     replication seeds, which count up from 0)."""
     return replication_seed(seed, 2**31 - 1 - index)
+
+
+def mc_se(rate: float | np.ndarray | pd.Series, n: int | np.ndarray | pd.Series
+          ) -> float | np.ndarray | pd.Series:
+    """Monte Carlo (binomial) standard error ``sqrt(rate (1 - rate) / n)`` of a rate estimated from
+    ``n`` independent replications. ``rate``: a fraction in [0, 1]; scalars give a float, arrays or
+    Series (broadcast against ``n``) an array or Series of the same shape."""
+    se = np.sqrt(rate * (1 - rate) / n)
+    return float(se) if np.ndim(se) == 0 else se
+
+
+def max_bias_z(summary: pd.DataFrame, rule: str | Sequence[str] = "mechanism_key") -> float:
+    """The largest ``|bias| / bias SE`` (``validity_summary`` or ``robustness.rule_bias`` columns
+    bias_pp, bias_se_pp) of ``rule`` (one name or several) over its rows: how many Monte Carlo SEs
+    the worst bias lies from 0. NaN when no row has it or a row has no finite ratio (one replication
+    has no SE)."""
+    sub = summary[summary.rule.isin([rule] if isinstance(rule, str) else list(rule))]
+    z = sub.bias_pp.abs() / sub.bias_se_pp
+    return float(z.max()) if len(z) and np.isfinite(z).all() else float("nan")
+
+
+def size_z(summary: pd.DataFrame, alpha: float, rule: str | Sequence[str] = "mechanism_key") -> pd.Series:
+    """Per comparison (index; (rule, comparison) when several rules are named) of ``rule``:
+    (rejection rate - alpha) in units of the rate's Monte Carlo SE under a test of exact size alpha,
+    ``mc_se(alpha, n_reps)``. ``summary``: ``validity_summary`` under the null simulator."""
+    names = [rule] if isinstance(rule, str) else list(rule)
+    sub = summary[summary.rule.isin(names)].set_index("comparison" if len(names) == 1 else ["rule", "comparison"])
+    return (sub.rejection_rate - alpha) / mc_se(alpha, sub.n_reps)
+
+
+def coverage_range(summary: pd.DataFrame, rules: Sequence[str]) -> tuple[float, float]:
+    """Smallest and largest interval coverage (fractions; ``validity_summary`` column coverage) of
+    ``rules`` over their comparisons; (nan, nan) when no coverage was computed."""
+    cov = summary[summary.rule.isin(list(rules))].coverage.dropna()
+    return (float(cov.min()), float(cov.max())) if len(cov) else (float("nan"), float("nan"))
+
+
+def low_coverage(summary: pd.DataFrame, rules: Sequence[str], level: float = 0.95) -> pd.DataFrame:
+    """The ``validity_summary`` rows of ``rules`` whose interval coverage lies more than two Monte
+    Carlo SEs (``mc_se(level, n_reps)``) below the nominal ``level`` (rows without coverage left out)."""
+    sub = summary[summary.rule.isin(list(rules))].dropna(subset=["coverage"])
+    return sub[sub.coverage < level - 2 * mc_se(level, sub.n_reps)]
 
 
 def pooled_se(ses: Sequence[float]) -> float:
@@ -180,7 +223,7 @@ def validity_summary(reps: pd.DataFrame, truth: pd.DataFrame | Mapping[str, floa
     """
     rows = []
     for (rule, comp), g in reps.groupby(["rule", "comparison"], sort=False):
-        measure = rule if rule in MEASURES else "mechanism_key"
+        measure = measure_of(rule)
         truths, truth_se = _truth_maps(truth, measure)
         est = g.extra_pp.to_numpy()
         t = float(truths[comp])
@@ -194,5 +237,5 @@ def validity_summary(reps: pd.DataFrame, truth: pd.DataFrame | Mapping[str, floa
                      if n > 1 else np.nan,
                      "sd_pp": float(est.std(ddof=1)) if n > 1 else np.nan,
                      "rmse_pp": float(np.sqrt(np.mean((est - t) ** 2))), "coverage": covered,
-                     "rejection_rate": rate, "rejection_se": float(np.sqrt(rate * (1 - rate) / n))})
+                     "rejection_rate": rate, "rejection_se": mc_se(rate, n)})
     return pd.DataFrame(rows)
