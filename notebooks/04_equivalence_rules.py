@@ -87,6 +87,7 @@ from IPython.display import display
 
 from mechaudit.book import ch04_equivalence_rules as ch
 from mechaudit.book.chapter import SIMULATED, headline_provenance
+from mechaudit.facts import glue_facts
 from mechaudit.glue import glue, glue_figure
 from mechaudit.outputs import save
 from mechaudit.paper import compare, compare_paper_default, reported
@@ -175,9 +176,7 @@ row_provenance, row_verdict = headline_provenance("ch04", ctx.llm)
 glue("ch04_headline_provenance", row_provenance)
 glue("ch04_headline_verdict", row_verdict)
 glue("ch04_key_vs_reference", ch.key_vs_reference(summary))
-for rule, row in summary.iterrows():
-    glue(f"ch04_{rule}_complete", row["groups (complete)"], digits=2)
-    glue(f"ch04_{rule}_components", row["groups (components)"], digits=2)
+glue_facts("ch04", ch.rule_groups(summary))
 fig = cluster_count_figure(div, caption=ctx.caption(), value="vendi", ylabel="Vendi score per run")
 fig = glue_figure("ch04_fig_vendi", save("vendi_per_run", fig, out_dir))
 

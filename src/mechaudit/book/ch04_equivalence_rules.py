@@ -11,11 +11,13 @@ output (one row per run and rule: instance, depth, rule, n_hypotheses, component
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, fields
 from typing import Any
 
 import pandas as pd
 
 from mechaudit.book.chapter import judge_models
+from mechaudit.facts import fact
 from mechaudit.llm.pricing import Planned
 from mechaudit.paths import cache_path
 from mechaudit.schema import Benchmark, load_benchmark
@@ -118,6 +120,34 @@ def by_depth_text(div: pd.DataFrame, rule: str, grouping: str = "complete") -> s
         return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
     return f"{join(values)} at K = {join(depths)}"
+
+
+@dataclass(frozen=True)
+class RuleGroups:
+    """Mean groups per run (all runs) under the groupings the prose quotes (glued under ``ch04``);
+    ``None`` for a rule this run did not apply."""
+
+    mechanism_key_complete: float | None = fact(unit="groups per run", digits=2, missing="not run",
+                                                doc="mechanism key, complete linkage")
+    tfidf_complete: float | None = fact(unit="groups per run", digits=2, missing="not run",
+                                        doc="TF-IDF rule, complete linkage")
+    tfidf_components: float | None = fact(unit="groups per run", digits=2, missing="not run",
+                                          doc="TF-IDF rule, connected components")
+    embedding_complete: float | None = fact(unit="groups per run", digits=2, missing="not run",
+                                            doc="embedding rule, complete linkage")
+    embedding_components: float | None = fact(unit="groups per run", digits=2, missing="not run",
+                                              doc="embedding rule, connected components")
+
+
+def rule_groups(summary: pd.DataFrame) -> RuleGroups:
+    """:class:`RuleGroups` from :func:`rule_summary`."""
+    column = {"complete": "groups (complete)", "components": "groups (components)"}
+
+    def mean(name: str) -> float | None:
+        rule, _, grouping = name.rpartition("_")
+        return float(summary.loc[rule, column[grouping]]) if rule in summary.index else None
+
+    return RuleGroups(**{f.name: mean(f.name) for f in fields(RuleGroups)})
 
 
 # --------------------------------------------------------------------------- cost plan
