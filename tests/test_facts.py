@@ -98,3 +98,16 @@ def test_what_is_not_a_frozen_record_of_facts_is_refused(monkeypatch):
     for digits in (-1, 1.5, True):
         with pytest.raises(ValueError, match="digits"):
             fact(digits=digits)
+
+
+def test_chapter_09_swap_shares_per_suite_and_not_run_for_a_missing_suite(glued):
+    import pandas as pd
+
+    from mechaudit.book.chapter import swap_shares
+
+    index = pd.MultiIndex.from_tuples([("reworded suite", "first_step_swapped"), ("reworded suite", "wording_only")])
+    pct = pd.DataFrame({"TF-IDF": [12.5, 0.0], "embeddings": [37.5, 0.0], "reference judge": [100.0, 0.0]}, index)
+    glue_facts("ch09_rw", swap_shares(pct, "reworded suite"))
+    glue_facts("ch09", swap_shares(pct, "template-built suite"))
+    assert glued == {"ch09_rw_fss_tfidf": 12, "ch09_rw_fss_embedding": 38, "ch09_rw_fss_reference": 100,
+                     "ch09_fss_tfidf": "not run", "ch09_fss_embedding": "not run", "ch09_fss_reference": "not run"}
