@@ -114,6 +114,7 @@ ctx = ChapterContext.open(globals())  # the backend, parsed once; this chapter's
 
 from mechaudit.book import ch08_tau_calibration as ch
 from mechaudit.book.chapter import headline_provenance
+from mechaudit.facts import glue_facts
 from mechaudit.glue import at_most_text, glue, glue_figure, span_text
 from mechaudit.outputs import save
 from mechaudit.plots.tau import (
@@ -193,7 +194,6 @@ book_table(ch.recovery_display(recovery), name="tbl-ch08-recovery",
 rf = ch.recovery_facts(recovery)
 glue("ch08_within10_pct", rf["within_pct"], digits=0)
 glue("ch08_n_fits", rf["n_fits"])
-glue("ch08_grid_mle_maxdiff", rf["grid_mle_maxdiff"], digits=3)
 glue("ch08_grid_mle_differ", at_most_text(rf["grid_mle_maxdiff"], digits=3))
 glue("ch08_tau_small", rf["tau_small"])
 glue("ch08_tau_large", rf["tau_large"])
@@ -475,14 +475,7 @@ book_table(ch.densify_display(densify_effect), name="tbl-ch08-densify",
            caption="Scores under each densify rule and with the first round only.")
 
 # %% tags=["remove-cell"]
-df = ch.densify_facts(densify_effect, {name: table for name, (table, _) in runs.items()})
-for key, value in df.items():
-    if key.startswith(("mae_", "added_", "top_added_")):
-        glue(f"ch08_dens_{key}", value, digits=2)
-    elif key.startswith(("sat_pct_", "top_sat_pct_")):
-        glue(f"ch08_dens_{key}", value, digits=1)
-glue("ch08_dens_top_n", df["top_n"])
-glue("ch08_dens_top_hint", f"{df['top_hint']:g}")
+glue_facts("ch08_dens", ch.densify_facts(densify_effect, tables))
 
 # %% tags=["remove-cell"]
 by_hint = studies.densify_by_hint({name: table for name, (table, _) in runs.items()})
@@ -554,8 +547,6 @@ book_table(ch.tie_display(ties), name="tbl-ch08-ties",
 # %% tags=["remove-cell"]
 tie_facts = ch.tie_facts(ties)
 glue("ch08_ties_true_tau", tie_facts["true_tau"])
-glue("ch08_ties_cal_min", tie_facts["cal_min"], digits=2)
-glue("ch08_ties_cal_max", tie_facts["cal_max"], digits=2)
 glue("ch08_ties_cal_span", span_text(tie_facts["cal_min"], tie_facts["cal_max"], digits=2))
 glue("ch08_ties_abstain_share_pct", tie_facts["abstain_share_pct"], digits=0)
 glue("ch08_ties_abstain_tau", tie_facts["abstain_tau"], digits=2)
@@ -611,21 +602,7 @@ book_table(ch.misspec_display(misspec), name="tbl-ch08-misspec",
            caption="Mean fitted τ (mle) by what the judge sees and its perception noise, per true τ.")
 
 # %% tags=["remove-cell"]
-ms = ch.misspec_facts(misspec)
-for name in ("lo", "mid"):
-    glue(f"ch08_ms_tau_{name}", ms[f"tau_{name}"])
-    glue(f"ch08_ms_quality_{name}", ms[f"quality_{name}"], digits=2)
-    glue(f"ch08_ms_quality_{name}_min", ms[f"quality_{name}_min"], digits=2)
-    glue(f"ch08_ms_quality_{name}_max", ms[f"quality_{name}_max"], digits=2)
-for name in ("lo", "mid", "hi"):
-    glue(f"ch08_ms_base_{name}", ms[f"base_{name}"], digits=2)
-for name in ("lo", "hi"):
-    glue(f"ch08_ms_noisy_{name}", ms[f"noisy_{name}"], digits=2)
-    glue(f"ch08_ms_noisy_{name}_plain", ms[f"noisy_{name}_plain"], digits=2)
-    glue(f"ch08_ms_approx_{name}", ms[f"approx_{name}"], digits=2)
-glue("ch08_ms_noise_max", f"{ms['noise_max']:g}")
-glue("ch08_ms_tau_hi", ms["tau_hi"])
-glue("ch08_ms_grid_mle_maxdiff", ms["grid_mle_maxdiff"], digits=3)
+glue_facts("ch08_ms", ch.misspec_facts(misspec))
 glue("ch08_misspec_reps", misspec_reps)
 
 # %% tags=["remove-cell"]
@@ -688,11 +665,7 @@ book_table(ch.score_misspec_display(score_table), name="tbl-ch08-score-misspec",
            caption="Scores under a misspecified judge: τ ratio, error, movement, coverage and saturation.")
 
 # %% tags=["remove-cell"]
-smf = ch.score_misspec_facts(score_table)
-for name in ("mae_base", "mae_quality", "moved_quality", "mae_noisy", "moved_noisy"):
-    glue(f"ch08_ms_{name}", smf[name], digits=2)
-for name in ("cov_base", "cov_noisy", "cov_worst"):
-    glue(f"ch08_ms_{name}", 100 * smf[name], digits=0)
+glue_facts("ch08_ms", ch.score_misspec_facts(score_table))
 
 # %% tags=["remove-cell"]
 fig = misspecified_score_plot(score_table, caption=SIM)

@@ -104,14 +104,14 @@ def _misspec_frame():
 
 def test_misspec_facts_pick_the_right_conditions():
     facts = ch.misspec_facts(_misspec_frame())
-    assert (facts["tau_lo"], facts["tau_mid"], facts["tau_hi"], facts["noise_max"]) == (0.5, 0.8, 1.5, 1.0)
-    assert facts["base_lo"] == pytest.approx(0.51)  # mean of reps 0 and 1: shift 0 and 0.02
-    assert facts["quality_mid"] == pytest.approx(0.91)
-    assert (facts["quality_lo_min"], facts["quality_lo_max"]) == pytest.approx((0.6, 0.62))
-    assert facts["noisy_hi"] == pytest.approx(1.71)
-    assert facts["noisy_hi_plain"] == pytest.approx(2.01)
-    assert facts["approx_lo"] == pytest.approx(studies.noisy_judge_tau(0.5, 1.0))
-    assert facts["grid_mle_maxdiff"] == pytest.approx(0.001)
+    assert (facts.tau_lo, facts.tau_mid, facts.tau_hi, facts.noise_max) == (0.5, 0.8, 1.5, "1")
+    assert facts.base_lo == pytest.approx(0.51)  # mean of reps 0 and 1: shift 0 and 0.02
+    assert facts.quality_mid == pytest.approx(0.91)
+    assert (facts.quality_lo_min, facts.quality_lo_max) == pytest.approx((0.6, 0.62))
+    assert facts.noisy_hi == pytest.approx(1.71)
+    assert facts.noisy_hi_plain == pytest.approx(2.01)
+    assert facts.approx_lo == pytest.approx(studies.noisy_judge_tau(0.5, 1.0))
+    assert facts.grid_mle_maxdiff == pytest.approx(0.001)
     table = ch.misspec_display(_misspec_frame())
     assert list(table.columns) == ["true τ 0.5", "true τ 0.8", "true τ 1.5"]
     assert table.loc[("quality", 1.0), "true τ 0.5"] == pytest.approx(0.81)
@@ -124,8 +124,8 @@ def test_score_misspec_facts():
                           "rmse": 1.0, "moved": [0.0, 0.9, 0.3], "profile_coverage": [0.96, 0.8, 0.9],
                           "saturated_share": 0.2}, index=index)
     facts = ch.score_misspec_facts(table)
-    assert facts == {"mae_base": 0.6, "mae_quality": 0.65, "moved_quality": 0.3, "mae_noisy": 1.0,
-                     "moved_noisy": 0.9, "cov_base": 0.96, "cov_noisy": 0.8, "cov_worst": 0.8}
+    assert facts == ch.ScoreMisspecFacts(mae_base=0.6, mae_quality=0.65, moved_quality=0.3, mae_noisy=1.0,
+                                         moved_noisy=0.9, cov_base=96.0, cov_noisy=80.0, cov_worst=80.0)
     assert ch.score_misspec_display(table).loc[("score10", 1.0), "% saturated"] == 20.0
 
 
@@ -193,8 +193,8 @@ def test_densify_effect_and_facts(densify_runs):
     assert effect.loc["anchors added, first round ≥ 9.75", "original (default)"] == 2
     assert effect.loc["% saturated, first round ≥ 9.75", "floor (book's first version)"] == 100
     facts = ch.densify_facts(effect, densify_runs)
-    assert facts["top_n"] == 1 and facts["mae_floor"] == pytest.approx(1.0) and facts["top_added_floor"] == 0
-    assert "mae_fill" not in facts
+    assert facts.top_n == 1 and facts.mae_floor == pytest.approx(1.0) and facts.top_added_floor == 0
+    assert facts.mae_fill is None and facts.top_hint == "9.75"  # no fill run
     display = ch.densify_display(effect)
     assert display.loc["% saturated", "first round only"] == "50.0"
     assert display.loc["MAE (score points)", "original (default)"] == "0.75"

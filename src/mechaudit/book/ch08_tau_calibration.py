@@ -16,12 +16,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, fields
 from typing import Any
 
 import pandas as pd
 
 from mechaudit.backends import Backend
 from mechaudit.book.chapter import figure_caption
+from mechaudit.facts import fact
 from mechaudit.llm.pricing import Planned
 from mechaudit.tau import CARD_VERSION, FIELD_CAPS, RUBRIC_VERSION, SyntheticPool, llm_tau_calibration, studies
 from mechaudit.tau.realjudge import ROLES, calibration_requests
@@ -245,20 +247,53 @@ def densify_display(effect: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
+def _score(doc: str) -> Any:
+    return fact(unit="score points", digits=2, missing="not run", doc=doc)
+
+
+def _pct(doc: str) -> Any:
+    return fact(unit="%", digits=1, missing="not run", doc=doc)
+
+
+@dataclass(frozen=True)
+class DensifyFacts:
+    """What the densify section quotes of :func:`densify_effect` (glued under ``ch08_dens``):
+    ``<measure>_<run>``, run ``first`` (first round only), ``original``, ``fill`` or ``floor``;
+    ``top_*`` over the stories whose first-round mean is at least ``top_hint``; ``None``: the run
+    was not made."""
+
+    mae_first: float | None = _score("MAE of the scores, first round only")
+    sat_pct_first: float | None = _pct("scores saturated at 10, first round only")
+    top_sat_pct_first: float | None = _pct("saturated among the top stories, first round only")
+    mae_original: float | None = _score("MAE, original densify rule")
+    sat_pct_original: float | None = _pct("saturated, original rule")
+    added_original: float | None = _score("anchors added per story, original rule")
+    top_sat_pct_original: float | None = _pct("saturated among the top stories, original rule")
+    top_added_original: float | None = _score("anchors added per top story, original rule")
+    mae_fill: float | None = _score("MAE, fill rule")
+    sat_pct_fill: float | None = _pct("saturated, fill rule")
+    added_fill: float | None = _score("anchors added per story, fill rule")
+    mae_floor: float | None = _score("MAE, floor rule")
+    sat_pct_floor: float | None = _pct("saturated, floor rule")
+    top_sat_pct_floor: float | None = _pct("saturated among the top stories, floor rule")
+    top_added_floor: float | None = _score("anchors added per top story, floor rule")
+    top_n: int = fact(unit="stories", doc="stories with a first-round mean of at least top_hint")
+    top_hint: str = fact(unit="score points", doc="that first-round mean, as written (9.75)")
+
+
 def densify_facts(effect: pd.DataFrame, runs: Mapping[str, pd.DataFrame],
-                  top_hint: float = TOP_HINT) -> dict[str, float]:
-    """Numbers of :func:`densify_effect` for the prose, keyed ``<measure>_<run>`` with measure
-    ``mae``, ``sat_pct``, ``added``, ``top_sat_pct`` or ``top_added`` and run ``first``,
-    ``original``, ``fill`` or ``floor``; plus ``top_n`` (stories with a first-round mean of at least
-    ``top_hint``) and ``top_hint``."""
+                  top_hint: float = TOP_HINT) -> DensifyFacts:
+    """:class:`DensifyFacts` of :func:`densify_effect` for the densify ``runs`` made (first round
+    included)."""
     rows = {"mae": "MAE (score points)", "sat_pct": "% saturated", "added": "anchors added per story",
             "top_sat_pct": f"% saturated, first round ≥ {top_hint:g}",
             "top_added": f"anchors added, first round ≥ {top_hint:g}"}
     names = {studies.FIRST_ROUND: "first", "original": "original", "fill": "fill", "floor": "floor"}
-    facts = {f"{measure}_{names[run]}": float(effect.loc[row, DENSIFY_LABELS[run]])
-             for run in runs if run in names for measure, row in rows.items()}
+    made = {f"{measure}_{names[run]}": float(effect.loc[row, DENSIFY_LABELS[run]])
+            for run in runs if run in names for measure, row in rows.items()}
     hints = studies.first_round_hints(runs[studies.FIRST_ROUND])
-    return facts | {"top_n": int((hints >= top_hint).sum()), "top_hint": top_hint}
+    quoted = {f.name: made.get(f.name) for f in fields(DensifyFacts) if f.name not in ("top_n", "top_hint")}
+    return DensifyFacts(**quoted, top_n=int((hints >= top_hint).sum()), top_hint=f"{top_hint:g}")
 
 
 def tie_facts(ties: pd.DataFrame) -> dict[str, float]:
@@ -280,20 +315,48 @@ def tie_display(ties: pd.DataFrame) -> pd.DataFrame:
     return out.round(2)
 
 
-def misspec_facts(misspec: pd.DataFrame) -> dict[str, float]:
-    """Numbers of :func:`mechaudit.tau.studies.tau_misspecification` (mean fitted tau, mle unless
-    ``_plain`` = strengths ignored): for the smallest (``lo``), middle (``mid``) and largest (``hi``)
-    true tau, the judge that sees latent quality (``quality_*``, with the range over repetitions),
-    the well-specified judge (``base_*``), and the judge with the largest perception noise
-    ``noise_max`` (``noisy_*``) beside the noise-only approximation (``approx_*``); and the largest
-    |grid - mle| over all conditions. Needs perception noise 0 among the conditions."""
+def _tau(doc: str) -> Any:
+    return fact(unit="tau", digits=2, doc=doc)
+
+
+@dataclass(frozen=True)
+class MisspecFacts:
+    """Mean fitted tau (mle unless ``_plain``: strengths ignored) of
+    :func:`mechaudit.tau.studies.tau_misspecification` at the smallest (``lo``), middle (``mid``) and
+    largest (``hi``) true tau (glued under ``ch08_ms``)."""
+
+    tau_lo: float = fact(unit="tau", doc="the smallest true tau")
+    quality_lo: float = _tau("judge that sees latent quality, smallest tau")
+    quality_lo_min: float = _tau("its lowest fit over the repetitions")
+    quality_lo_max: float = _tau("its highest fit over the repetitions")
+    tau_mid: float = fact(unit="tau", doc="the middle true tau")
+    quality_mid: float = _tau("judge that sees latent quality, middle tau")
+    quality_mid_min: float = _tau("its lowest fit over the repetitions")
+    quality_mid_max: float = _tau("its highest fit over the repetitions")
+    base_lo: float = _tau("well-specified judge, smallest tau")
+    base_mid: float = _tau("well-specified judge, middle tau")
+    base_hi: float = _tau("well-specified judge, largest tau")
+    noisy_lo: float = _tau("judge with the largest perception noise, smallest tau")
+    noisy_lo_plain: float = _tau("the same, strengths ignored")
+    approx_lo: float = _tau("the noise-only approximation for it")
+    noisy_hi: float = _tau("judge with the largest perception noise, largest tau")
+    noisy_hi_plain: float = _tau("the same, strengths ignored")
+    approx_hi: float = _tau("the noise-only approximation for it")
+    noise_max: str = fact(unit="score points", doc="that largest perception noise, as written")
+    tau_hi: float = fact(unit="tau", doc="the largest true tau")
+    grid_mle_maxdiff: float = fact(unit="tau", digits=3, doc="largest |grid - mle| over all conditions")
+
+
+def misspec_facts(misspec: pd.DataFrame) -> MisspecFacts:
+    """:class:`MisspecFacts` of a :func:`mechaudit.tau.studies.tau_misspecification` frame. Needs
+    perception noise 0 among the conditions."""
     mean_tau = studies.misspecification_table(misspec)["mean_tau"]
     taus = sorted(misspec["true_tau"].unique())
     t = {"lo": taus[0], "mid": taus[len(taus) // 2], "hi": taus[-1]}
     noise_max = float(misspec["perception_noise"].max())
     q_runs = misspec[(misspec["source"] == "quality") & (misspec["perception_noise"] == 0)
                      & (misspec["method"] == "mle")]
-    facts: dict[str, float] = {"noise_max": noise_max, "tau_hi": float(t["hi"])}
+    facts: dict[str, Any] = {"noise_max": f"{noise_max:g}", "tau_hi": float(t["hi"])}
     for name in ("lo", "mid"):
         runs = q_runs.loc[q_runs["true_tau"] == t[name], "tau_hat"]
         facts |= {f"tau_{name}": float(t[name]), f"quality_{name}": float(mean_tau[("quality", 0.0, t[name], "mle")]),
@@ -307,7 +370,7 @@ def misspec_facts(misspec: pd.DataFrame) -> dict[str, float]:
     both = misspec.pivot_table(index=["source", "perception_noise", "true_tau", "rep"], columns="method",
                                values="tau_hat")
     facts["grid_mle_maxdiff"] = float((both["grid"] - both["mle"]).abs().max())
-    return facts
+    return MisspecFacts(**facts)
 
 
 def misspec_display(misspec: pd.DataFrame) -> pd.DataFrame:
@@ -319,17 +382,31 @@ def misspec_display(misspec: pd.DataFrame) -> pd.DataFrame:
     return out.round(2)
 
 
-def score_misspec_facts(score_table: pd.DataFrame) -> dict[str, float]:
-    """MAE, mean move from the well-specified scores and Kish coverage for the well-specified judge
-    (``base``), the judge that sees latent quality and the noisiest judge (``noisy``), and the lowest
-    coverage over all conditions. ``score_table`` from
-    :func:`mechaudit.tau.studies.score_misspecification_table`."""
+@dataclass(frozen=True)
+class ScoreMisspecFacts:
+    """Scores under a misspecified judge (glued under ``ch08_ms``): MAE and mean move from the
+    well-specified scores, and Kish coverage (%), for the well-specified judge (``base``), the judge
+    that sees latent quality and the noisiest judge (``noisy``); the lowest coverage over all."""
+
+    mae_base: float = fact(unit="score points", digits=2, doc="MAE, well-specified judge")
+    mae_quality: float = fact(unit="score points", digits=2, doc="MAE, judge that sees latent quality")
+    moved_quality: float = fact(unit="score points", digits=2, doc="its mean move from the well-specified scores")
+    mae_noisy: float = fact(unit="score points", digits=2, doc="MAE, noisiest judge")
+    moved_noisy: float = fact(unit="score points", digits=2, doc="its mean move from the well-specified scores")
+    cov_base: float = fact(unit="%", digits=0, doc="Kish coverage, well-specified judge")
+    cov_noisy: float = fact(unit="%", digits=0, doc="Kish coverage, noisiest judge")
+    cov_worst: float = fact(unit="%", digits=0, doc="lowest Kish coverage over all conditions")
+
+
+def score_misspec_facts(score_table: pd.DataFrame) -> ScoreMisspecFacts:
+    """:class:`ScoreMisspecFacts` of a :func:`mechaudit.tau.studies.score_misspecification_table`."""
     noise_max = float(score_table.index.get_level_values("perception_noise").max())
     base, quality, noisy = (score_table.loc[k] for k in (("score10", 0.0), ("quality", 0.0), ("score10", noise_max)))
-    return {"mae_base": float(base["mae"]), "mae_quality": float(quality["mae"]),
-            "moved_quality": float(quality["moved"]), "mae_noisy": float(noisy["mae"]),
-            "moved_noisy": float(noisy["moved"]), "cov_base": float(base["profile_coverage"]),
-            "cov_noisy": float(noisy["profile_coverage"]), "cov_worst": float(score_table["profile_coverage"].min())}
+    return ScoreMisspecFacts(
+        mae_base=float(base["mae"]), mae_quality=float(quality["mae"]), moved_quality=float(quality["moved"]),
+        mae_noisy=float(noisy["mae"]), moved_noisy=float(noisy["moved"]),
+        cov_base=100 * float(base["profile_coverage"]), cov_noisy=100 * float(noisy["profile_coverage"]),
+        cov_worst=100 * float(score_table["profile_coverage"].min()))
 
 
 def score_misspec_display(score_table: pd.DataFrame) -> pd.DataFrame:
