@@ -24,6 +24,7 @@ import pandas as pd
 from mechaudit.backends import Backend
 from mechaudit.book.chapter import figure_caption
 from mechaudit.facts import fact
+from mechaudit.glue import at_most_text, span_text
 from mechaudit.llm.pricing import Planned
 from mechaudit.tau import CARD_VERSION, FIELD_CAPS, RUBRIC_VERSION, SyntheticPool, llm_tau_calibration, studies
 from mechaudit.tau.realjudge import ROLES, calibration_requests
@@ -37,12 +38,20 @@ STATUS = "simulated (reference backend)"
 TOLERANCE = 0.10
 
 
-def pool_facts(pool: SyntheticPool) -> dict[str, float]:
-    """``n_papers`` and ``score10_quality_rmse`` (root-mean-square gap between the anchor score
-    and the latent quality, in score points)."""
+@dataclass(frozen=True)
+class PoolFacts:
+    """The synthetic pool (glued under ``ch08``)."""
+
+    n_papers: int = fact(unit="papers", doc="papers in the pool")
+    score10_quality_rmse: float = fact(unit="score points", digits=2,
+                                       doc="root-mean-square gap between anchor score and latent quality")
+
+
+def pool_facts(pool: SyntheticPool) -> PoolFacts:
+    """:class:`PoolFacts` of ``pool``."""
     table = pool.table()
-    return {"n_papers": len(table),
-            "score10_quality_rmse": float(((table["score10"] - table["quality"]) ** 2).mean() ** 0.5)}
+    return PoolFacts(n_papers=len(table),
+                     score10_quality_rmse=float(((table["score10"] - table["quality"]) ** 2).mean() ** 0.5))
 
 
 def pool_display(pool: SyntheticPool) -> pd.DataFrame:
@@ -55,35 +64,45 @@ def pool_display(pool: SyntheticPool) -> pd.DataFrame:
     return out
 
 
-def recovery_facts(recovery: pd.DataFrame, tolerance: float = TOLERANCE) -> dict[str, float]:
-    """Numbers of the tau-recovery study (:func:`mechaudit.tau.studies.tau_recovery`).
+@dataclass(frozen=True)
+class RecoveryFacts:
+    """The tau-recovery study (:func:`mechaudit.tau.studies.tau_recovery`; glued under ``ch08``)."""
 
-    ``within_pct``: % of all fits within ``tolerance``; ``n_fits``; ``grid_mle_maxdiff``: largest
-    |grid - mle| on the same answers; ``tau_small``/``tau_large`` and ``sd_small``/``sd_large``: the
-    extreme true taus and the mle's spread there; ``se_over_sd``/``se_robust_over_sd``: mean
-    reported standard error over the observed spread (mle, averaged over true taus);
-    ``mean_error_pct``: mean |fitted / true - 1| of the mle fits, in %.
-    """
+    within10_pct: float = fact(unit="%", digits=0, doc="fits within the tolerance (10 %) of the true tau")
+    n_fits: int = fact(unit="fits", doc="fits, both fitters")
+    grid_mle_differ: str = fact(doc='grid and mle on the same answers: "differ by at most x" or "do not differ"')
+    tau_small: float = fact(unit="tau", doc="smallest true tau")
+    tau_large: float = fact(unit="tau", doc="largest true tau")
+    sd_small: float = fact(unit="tau", digits=3, doc="sd of the mle at the smallest true tau")
+    sd_large: float = fact(unit="tau", digits=3, doc="sd of the mle at the largest true tau")
+    se_over_sd: float = fact(unit="ratio", digits=2, doc="mean reported SE over the observed sd (mle)")
+    se_robust_over_sd: float = fact(unit="ratio", digits=2, doc="the same for the robust SE")
+    mean_error_pct: float = fact(unit="%", digits=1, doc="mean |fitted / true - 1| of the mle fits")
+    headline_tau_error: str = fact(doc="the intro's one-line answer (:func:`headline_tau_error`)")
+
+
+def recovery_facts(recovery: pd.DataFrame, tolerance: float = TOLERANCE) -> RecoveryFacts:
+    """:class:`RecoveryFacts` of a :func:`mechaudit.tau.studies.tau_recovery` frame; the mle's spread
+    and the SE ratios are averaged over the true taus."""
     table = studies.recovery_table(recovery, tolerance)
     mle = table.xs("mle", level="method")
     wide = recovery.pivot_table(index=["true_tau", "rep"], columns="method", values="tau_hat")
     mle_fits = recovery[recovery["method"] == "mle"]
-    return {
-        "within_pct": 100 * float((recovery["rel_error"].abs() < tolerance).mean()),
-        "n_fits": len(recovery),
-        "grid_mle_maxdiff": float((wide["grid"] - wide["mle"]).abs().max()),
-        "tau_small": float(mle.index.min()), "tau_large": float(mle.index.max()),
-        "sd_small": float(mle["sd_tau"].iloc[0]), "sd_large": float(mle["sd_tau"].iloc[-1]),
-        "se_over_sd": float((mle["mean_se"] / mle["sd_tau"]).mean()),
-        "se_robust_over_sd": float((mle["mean_se_robust"] / mle["sd_tau"]).mean()),
-        "mean_error_pct": 100 * float(mle_fits["rel_error"].abs().mean()),
-    }
+    within_pct = 100 * float((recovery["rel_error"].abs() < tolerance).mean())
+    mean_error_pct = 100 * float(mle_fits["rel_error"].abs().mean())
+    return RecoveryFacts(
+        within10_pct=within_pct, n_fits=len(recovery),
+        grid_mle_differ=at_most_text(float((wide["grid"] - wide["mle"]).abs().max()), digits=3),
+        tau_small=float(mle.index.min()), tau_large=float(mle.index.max()),
+        sd_small=float(mle["sd_tau"].iloc[0]), sd_large=float(mle["sd_tau"].iloc[-1]),
+        se_over_sd=float((mle["mean_se"] / mle["sd_tau"]).mean()),
+        se_robust_over_sd=float((mle["mean_se_robust"] / mle["sd_tau"]).mean()),
+        mean_error_pct=mean_error_pct, headline_tau_error=headline_tau_error(mean_error_pct, within_pct))
 
 
-def headline_tau_error(facts: Mapping[str, float]) -> str:
-    """The intro's one-line answer from :func:`recovery_facts`, e.g. "2.9 % mean error; 90 % of fits
-    within 10 %"."""
-    return (f"{facts['mean_error_pct']:.1f} % mean error (mle); {facts['within_pct']:.0f} % of fits "
+def headline_tau_error(mean_error_pct: float, within_pct: float) -> str:
+    """The intro's one-line answer, e.g. "2.9 % mean error (mle); 90 % of fits within 10 %"."""
+    return (f"{mean_error_pct:.1f} % mean error (mle); {within_pct:.0f} % of fits "
             f"within {100 * TOLERANCE:.0f} %")
 
 
@@ -101,13 +120,23 @@ def recovery_display(recovery: pd.DataFrame, tolerance: float = TOLERANCE) -> pd
     return out.astype(object).where(out.notna(), "")  # the grid has no standard error: a blank cell
 
 
-def review_facts(reviews: pd.DataFrame) -> dict[str, float]:
-    """Scores with an interior optimum (``interior_n``, their ``interior_mae``), the share on a grid
-    end (``saturated_pct``) and the count stuck at 1 (``saturated_low_n``)."""
+@dataclass(frozen=True)
+class ReviewFacts:
+    """The inferred scores of one densify run (glued under ``ch08``)."""
+
+    interior_mae: float = fact(unit="score points", digits=2, doc="MAE of the scores with an interior optimum")
+    interior_n: int = fact(unit="scores", doc="scores with an interior optimum")
+    saturated_pct: float = fact(unit="%", digits=1, doc="scores on a grid end")
+    saturated_low_n: int = fact(unit="scores", doc="scores stuck at 1")
+    n_scores: int = fact(unit="scores", doc="all inferred scores")
+
+
+def review_facts(reviews: pd.DataFrame) -> ReviewFacts:
+    """:class:`ReviewFacts` of a reviews frame (``error``, ``saturated``, ``saturated_at``)."""
     interior = reviews[~reviews["saturated"]]
-    return {"interior_mae": float(interior["error"].abs().mean()), "interior_n": len(interior),
-            "saturated_pct": 100 * float(reviews["saturated"].mean()),
-            "saturated_low_n": int((reviews["saturated_at"] == "low").sum())}
+    return ReviewFacts(interior_mae=float(interior["error"].abs().mean()), interior_n=len(interior),
+                       saturated_pct=100 * float(reviews["saturated"].mean()),
+                       saturated_low_n=int((reviews["saturated_at"] == "low").sum()), n_scores=len(reviews))
 
 
 def summary_display(summary: pd.DataFrame) -> pd.DataFrame:
@@ -156,21 +185,38 @@ def saturation_display(saturation: pd.DataFrame) -> pd.DataFrame:
     return out.round(2)
 
 
-def scale_facts(scale_effect: pd.DataFrame) -> dict[str, float]:
-    """Band width and coverage at the first and last weight factor, the Kish interval's width range
-    and coverage, and the largest share of scores that moved (it should be 0)."""
+@dataclass(frozen=True)
+class ScaleFacts:
+    """Every anchor weight multiplied by one factor (glued under ``ch08``): the first and last factor,
+    the 1.92 band's width and coverage there, the Kish interval's coverage, and two sentences."""
+
+    scale_moved_sentence: str = fact(doc="whether any score moves (:func:`scale_sentences`)")
+    kish_width_phrase: str = fact(doc="the Kish interval's width over the factors")
+    scale_first: str = fact(unit="factor", doc="the first factor, as written")
+    scale_last: str = fact(unit="factor", doc="the last factor, as written")
+    band_width_first: float = fact(unit="score points", digits=2, doc="band width at the first factor")
+    band_width_last: float = fact(unit="score points", digits=2, doc="band width at the last factor")
+    band_cov_first: float = fact(unit="%", digits=0, doc="band coverage at the first factor")
+    band_cov_last: float = fact(unit="%", digits=0, doc="band coverage at the last factor")
+    profile_cov: float = fact(unit="%", digits=0, doc="Kish coverage (the same at every factor)")
+
+
+def scale_facts(scale_effect: pd.DataFrame) -> ScaleFacts:
+    """:class:`ScaleFacts` of a :func:`mechaudit.tau.studies.weight_scale_effect` table."""
     first, last = scale_effect.iloc[0], scale_effect.iloc[-1]
-    return {"score_changed_max": float(scale_effect["score_changed"].max()),
-            "scale_first": float(first["scale"]), "scale_last": float(last["scale"]),
-            "band_width_first": float(first["band_width"]), "band_width_last": float(last["band_width"]),
-            "band_cov_first": float(first["band_coverage"]), "band_cov_last": float(last["band_coverage"]),
-            "profile_width_min": float(scale_effect["profile_width"].min()),
-            "profile_width_max": float(scale_effect["profile_width"].max()),
-            "profile_cov": float(scale_effect["profile_coverage"].iloc[0])}
+    text = scale_sentences({"score_changed_max": float(scale_effect["score_changed"].max()),
+                            "profile_width_min": float(scale_effect["profile_width"].min()),
+                            "profile_width_max": float(scale_effect["profile_width"].max())})
+    return ScaleFacts(scale_moved_sentence=text["moved"], kish_width_phrase=text["kish_width"],
+                      scale_first=f"{float(first['scale']):g}", scale_last=f"{float(last['scale']):g}",
+                      band_width_first=float(first["band_width"]), band_width_last=float(last["band_width"]),
+                      band_cov_first=100 * float(first["band_coverage"]),
+                      band_cov_last=100 * float(last["band_coverage"]),
+                      profile_cov=100 * float(scale_effect["profile_coverage"].iloc[0]))
 
 
 def scale_sentences(facts: Mapping[str, float]) -> dict[str, str]:
-    """Two sentences from :func:`scale_facts` in words: whether any score moves under rescaling
+    """Two sentences for :func:`scale_facts` in words: whether any score moves under rescaling
     (``moved``), and the Kish interval's width, one value when it does not change (``kish_width``)."""
     changed = facts["score_changed_max"]
     moved = ("No score moves when all weights are multiplied by the same factor" if changed == 0 else
@@ -190,13 +236,25 @@ def scale_display(scale_effect: pd.DataFrame) -> pd.DataFrame:
     return out.round(2)
 
 
-def trigger_facts(triggers: pd.DataFrame) -> dict[str, float]:
-    """The first row of :func:`mechaudit.tau.studies.densify_trigger_rates` (the original threshold),
-    in %: loss and strength trigger, and reviews only the monotonic trigger sends to round two."""
+@dataclass(frozen=True)
+class TriggerFacts:
+    """The densify triggers at the original loss threshold (the first row of
+    :func:`mechaudit.tau.studies.densify_trigger_rates`; glued under ``ch08``)."""
+
+    loss_threshold: float = fact(unit="loss", doc="the original loss threshold")
+    loss_trigger_pct: float = fact(unit="%", digits=1, doc="first-round reviews the loss trigger sends on")
+    strength_trigger_share: str = fact(doc='the same for the strength trigger ("none" or "x %")')
+    monotonic_extra_share: str = fact(doc="reviews only the monotonic trigger sends on")
+
+
+def trigger_facts(triggers: pd.DataFrame) -> TriggerFacts:
+    """:class:`TriggerFacts` of a :func:`mechaudit.tau.studies.densify_trigger_rates` table."""
     original = triggers.iloc[0]
-    return {"loss_threshold": float(original["loss_threshold"]), "loss_pct": 100 * float(original["loss"]),
-            "strength_pct": 100 * float(original["strength"]),
-            "monotonic_extra_pct": 100 * float(original["any"] - original["loss"])}
+    return TriggerFacts(loss_threshold=float(original["loss_threshold"]),
+                        loss_trigger_pct=100 * float(original["loss"]),
+                        strength_trigger_share=percent_or_none(100 * float(original["strength"]), digits=1),
+                        monotonic_extra_share=percent_or_none(100 * float(original["any"] - original["loss"]),
+                                                              digits=1))
 
 
 def trigger_display(triggers: pd.DataFrame) -> pd.DataFrame:
@@ -296,14 +354,24 @@ def densify_facts(effect: pd.DataFrame, runs: Mapping[str, pd.DataFrame],
     return DensifyFacts(**quoted, top_n=int((hints >= top_hint).sum()), top_hint=f"{top_hint:g}")
 
 
-def tie_facts(ties: pd.DataFrame) -> dict[str, float]:
-    """Range of the mle under calibrated ties, and the abstaining judge's tie share (%) and tau at
-    its highest tie rate."""
+@dataclass(frozen=True)
+class TieFacts:
+    """Heavy ties (glued under ``ch08_ties``): the mle's range under calibrated ties, and the
+    abstaining judge's tie share and tau at its highest tie rate."""
+
+    true_tau: float = fact(unit="tau", doc="the true tau of the tie study")
+    cal_span: str = fact(unit="tau", doc='the mle under calibrated ties: "between a and b" or "at a"')
+    abstain_share_pct: float = fact(unit="%", digits=0, doc="ties of the abstaining judge, highest tie rate")
+    abstain_tau: float = fact(unit="tau", digits=2, doc="its fitted tau (mle)")
+
+
+def tie_facts(ties: pd.DataFrame) -> TieFacts:
+    """:class:`TieFacts` of a :func:`mechaudit.tau.studies.tie_effect` table."""
     calibrated, abstain = ties[ties["tie_mode"] == "calibrated"], ties[ties["tie_mode"] == "abstain"]
-    return {"true_tau": float(ties["true_tau"].iloc[0]),
-            "cal_min": float(calibrated["tau_mle"].min()), "cal_max": float(calibrated["tau_mle"].max()),
-            "abstain_share_pct": 100 * float(abstain["tie_share"].iloc[-1]),
-            "abstain_tau": float(abstain["tau_mle"].iloc[-1])}
+    return TieFacts(true_tau=float(ties["true_tau"].iloc[0]),
+                    cal_span=span_text(calibrated["tau_mle"].min(), calibrated["tau_mle"].max(), digits=2),
+                    abstain_share_pct=100 * float(abstain["tie_share"].iloc[-1]),
+                    abstain_tau=float(abstain["tau_mle"].iloc[-1]))
 
 
 def tie_display(ties: pd.DataFrame) -> pd.DataFrame:
