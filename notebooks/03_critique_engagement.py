@@ -229,11 +229,7 @@ display(book_table(save("engagement_by_round", by_round, out_dir), name="tbl-ch0
                    caption="Share of demands per engagement label (%) in each critique round."))
 
 # %% tags=["remove-cell"]
-glue("ch03_first_round", int(by_round.index.min()))
-glue("ch03_last_round", int(by_round.index.max()))
-glue("ch03_first_round_conceded_pct", by_round["conceded"].iloc[0], digits=1)
-glue("ch03_last_round_conceded_pct", by_round["conceded"].iloc[-1], digits=1)
-glue("ch03_last_round_answered_pct", by_round["answered"].iloc[-1], digits=1)
+glue_facts("ch03", ch.round_facts(by_round))
 fig = engagement_figure(engagement_table(labelled), paper, caption=ctx.caption(),
                         by_round=engagement_table(labelled, by="round"),
                         ours_label=f"this run ({ch.label_source(ctx.backend)})")

@@ -229,6 +229,25 @@ def simulator_setting(params) -> SimulatorSetting:
                             p_find=params.p_find, reply_sound_conceded=params.reply_sound.conceded)
 
 
+@dataclass(frozen=True)
+class RoundFacts:
+    """How the shares move over the critique rounds (glued under ``ch03``)."""
+
+    first_round: int = fact(unit="round", doc="the first critique round")
+    last_round: int = fact(unit="round", doc="the last critique round")
+    first_round_conceded_pct: float = fact(unit="%", digits=1, doc="demands conceded in the first round")
+    last_round_conceded_pct: float = fact(unit="%", digits=1, doc="demands conceded in the last round")
+    last_round_answered_pct: float = fact(unit="%", digits=1, doc="demands answered in the last round")
+
+
+def round_facts(by_round: pd.DataFrame) -> RoundFacts:
+    """:class:`RoundFacts` of :func:`round_shares`."""
+    return RoundFacts(first_round=int(by_round.index.min()), last_round=int(by_round.index.max()),
+                      first_round_conceded_pct=float(by_round["conceded"].iloc[0]),
+                      last_round_conceded_pct=float(by_round["conceded"].iloc[-1]),
+                      last_round_answered_pct=float(by_round["answered"].iloc[-1]))
+
+
 # --------------------------------------------------------------------------- cost plan
 
 def plan(p: Mapping[str, Any]) -> list[Planned]:
