@@ -241,14 +241,9 @@ if "mechanism_key" in rule_objects and "tfidf" in rule_objects:
                               embedding_model=embedding_model, judge_model=judge_model,
                               bench=setup.bench, embedding_cache=False)
     div_strict = delivered_diversity(setup.delivery.runs, strict)
-    glue("ch04_ex1_complete", div_strict.complete.mean(), digits=2)
-    glue("ch04_ex1_components", div_strict.components.mean(), digits=2)
-    glue("ch04_ex1_by_depth", ch.by_depth_text(div_strict, "tfidf"))
-    glue("ch04_ex1_key_by_depth", ch.by_depth_text(div, "mechanism_key"))
     null_runs = simulate(setup.bench, setup.design, null_params(setup.simulator), seed=seed, log=False)
     div_null = delivered_diversity(null_runs, {k: rule_objects[k] for k in ("mechanism_key", "tfidf")})
-    glue("ch04_ex2_key_by_depth", ch.by_depth_text(div_null, "mechanism_key"))
-    glue("ch04_ex2_tfidf_by_depth", ch.by_depth_text(div_null, "tfidf"))
+    glue_facts("ch04", ch.exercise_facts(div_strict, div, div_null))
 
 # %% [markdown]
 # ## Exercises

@@ -150,6 +150,30 @@ def rule_groups(summary: pd.DataFrame) -> RuleGroups:
     return RuleGroups(**{f.name: mean(f.name) for f in fields(RuleGroups)})
 
 
+@dataclass(frozen=True)
+class ExerciseFacts:
+    """Numbers the exercise solutions quote (glued under ``ch04``): the TF-IDF rule at threshold 0.5
+    (exercise 1) and both rules on the null simulator's runs (exercise 2)."""
+
+    ex1_complete: float = fact(unit="groups per run", digits=2, doc="strict TF-IDF, complete linkage")
+    ex1_components: float = fact(unit="groups per run", digits=2, doc="strict TF-IDF, connected components")
+    ex1_by_depth: str = fact(unit="groups per run", doc="strict TF-IDF per depth (:func:`by_depth_text`)")
+    ex1_key_by_depth: str = fact(unit="groups per run", doc="the mechanism key per depth, this run")
+    ex2_key_by_depth: str = fact(unit="groups per run", doc="the mechanism key per depth, null runs")
+    ex2_tfidf_by_depth: str = fact(unit="groups per run", doc="the TF-IDF rule per depth, null runs")
+
+
+def exercise_facts(div_strict: pd.DataFrame, div: pd.DataFrame, div_null: pd.DataFrame) -> ExerciseFacts:
+    """:class:`ExerciseFacts` from ``delivered_diversity`` frames: the strict TF-IDF rule on this run
+    (``div_strict``), this run's rules (``div``) and the null runs' (``div_null``)."""
+    return ExerciseFacts(ex1_complete=float(div_strict.complete.mean()),
+                         ex1_components=float(div_strict.components.mean()),
+                         ex1_by_depth=by_depth_text(div_strict, "tfidf"),
+                         ex1_key_by_depth=by_depth_text(div, "mechanism_key"),
+                         ex2_key_by_depth=by_depth_text(div_null, "mechanism_key"),
+                         ex2_tfidf_by_depth=by_depth_text(div_null, "tfidf"))
+
+
 # --------------------------------------------------------------------------- cost plan
 
 def plan(p: Mapping[str, Any]) -> list[Planned]:
