@@ -483,22 +483,21 @@ def design_powers(power: pd.DataFrame) -> pd.DataFrame:
     return table.set_index(["true 1 v 5 (pp)", "design"])
 
 
+def _power(doc: str) -> Any:
+    return fact(unit="probability", digits=2, missing="not in this design", doc=doc)
+
+
 @dataclass(frozen=True)
 class TopPower:
     """Power of the 1 v 5 test at the largest true effect the consistent settings allow, per design
     instances x runs per depth (glued under ``ch02c_top``); ``None``: the design was not studied."""
 
     truth: float = fact(unit="pp", digits=1, doc="that largest true 1 v 5 effect")
-    power_4x5: float | None = fact(unit="probability", digits=2, missing="not in this design",
-                                   doc="4 instances x 5 runs (the paper's design)")
-    power_4x10: float | None = fact(unit="probability", digits=2, missing="not in this design",
-                                    doc="4 instances x 10 runs")
-    power_se_4x10: float | None = fact(unit="probability", digits=2, missing="not in this design",
-                                       doc="its Monte Carlo SE over the pools")
-    power_8x5: float | None = fact(unit="probability", digits=2, missing="not in this design",
-                                   doc="8 instances x 5 runs")
-    power_se_8x5: float | None = fact(unit="probability", digits=2, missing="not in this design",
-                                      doc="its Monte Carlo SE over the pools")
+    power_4x5: float | None = _power("4 instances x 5 runs (the paper's design)")
+    power_4x10: float | None = _power("4 instances x 10 runs")
+    power_se_4x10: float | None = _power("its Monte Carlo SE over the pools")
+    power_8x5: float | None = _power("8 instances x 5 runs")
+    power_se_8x5: float | None = _power("its Monte Carlo SE over the pools")
 
 
 def top_power(power: pd.DataFrame, top) -> TopPower:

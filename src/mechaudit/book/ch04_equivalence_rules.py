@@ -122,21 +122,20 @@ def by_depth_text(div: pd.DataFrame, rule: str, grouping: str = "complete") -> s
     return f"{join(values)} at K = {join(depths)}"
 
 
+def _groups(doc: str) -> Any:
+    return fact(unit="groups per run", digits=2, missing="not run", doc=doc)
+
+
 @dataclass(frozen=True)
 class RuleGroups:
     """Mean groups per run (all runs) under the groupings the prose quotes (glued under ``ch04``);
     ``None`` for a rule this run did not apply."""
 
-    mechanism_key_complete: float | None = fact(unit="groups per run", digits=2, missing="not run",
-                                                doc="mechanism key, complete linkage")
-    tfidf_complete: float | None = fact(unit="groups per run", digits=2, missing="not run",
-                                        doc="TF-IDF rule, complete linkage")
-    tfidf_components: float | None = fact(unit="groups per run", digits=2, missing="not run",
-                                          doc="TF-IDF rule, connected components")
-    embedding_complete: float | None = fact(unit="groups per run", digits=2, missing="not run",
-                                            doc="embedding rule, complete linkage")
-    embedding_components: float | None = fact(unit="groups per run", digits=2, missing="not run",
-                                              doc="embedding rule, connected components")
+    mechanism_key_complete: float | None = _groups("mechanism key, complete linkage")
+    tfidf_complete: float | None = _groups("TF-IDF rule, complete linkage")
+    tfidf_components: float | None = _groups("TF-IDF rule, connected components")
+    embedding_complete: float | None = _groups("embedding rule, complete linkage")
+    embedding_components: float | None = _groups("embedding rule, connected components")
 
 
 def rule_groups(summary: pd.DataFrame) -> RuleGroups:
