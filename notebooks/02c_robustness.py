@@ -115,6 +115,7 @@ from IPython.display import display
 
 from mechaudit.book import ch02c_robustness as ch
 from mechaudit.book.chapter import SIMULATED, ChapterContext, headline_provenance, simulation_only_note, source_note
+from mechaudit.facts import glue_facts
 from mechaudit.glue import glue, glue_figure
 from mechaudit.outputs import save
 from mechaudit.paper import compare_paper_default, reported
@@ -180,7 +181,6 @@ display(book_table(ch.consistent_view(inside, list(robust_axes)), name="tbl-ch02
 
 # %% tags=["remove-cell"]
 glue("ch02c_observed_text", " and ".join(f"{v:g} pp for {k}" for k, v in observed.items()))
-glue("ch02c_observed_pp", observed["0 v 1"], digits=1)
 glue("ch02c_sd_text", " and ".join(f"{v:g} pp" for v in sd.values()))
 glue("ch02c_correlation", spec.target_correlation)
 glue("ch02c_level_pct", f"{100 * spec.consistent_level:g}")
@@ -193,11 +193,7 @@ glue("ch02c_n_consistent", int(truths.consistent.sum()))
 glue("ch02c_n_points", len(truths))
 glue("ch02c_status_sentence", ch.status_sentence(truths))
 glue("ch02c_status_sentence_norm", ch.status_sentence(truths, "normalised"))
-for factor in robust_axes:
-    glue(f"ch02c_consistent_{factor}", ch.span(inside, factor) if len(inside) else "none")
-for column, tag in (("truth_0v1_pp", "0v1"), ("truth_1v5_pp", "1v5"), ("max_1v5_pp", "max_1v5"),
-                    ("truth_0v5_pp", "0v5"), ("same_K1_pp", "same_K1")):
-    glue(f"ch02c_consistent_{tag}", ch.span(inside, column, 1) if len(inside) else "none")
+glue_facts("ch02c", ch.consistent_spans(inside, list(robust_axes)))
 glue("ch02c_outside_sentence", ch.outside_sentence(truths))
 glue("ch02c_ceiling_sentence", ch.ceiling_sentence(truths))
 fig = consistency_figure(truths, x="p_find", y="weak_scale", facet="conceded", caption=fig_caption,
@@ -379,14 +375,9 @@ display(book_table(save("power_by_design", ch.design_powers(power), out_dir), na
 glue("ch02c_n_power_reps", n_power_replications)
 glue("ch02c_n_pools", n_pools)
 top = max(settings, key=lambda st: st.target_pp)
-glue("ch02c_top_truth", top.truth_pp, digits=1)
+glue_facts("ch02c_top", ch.top_power(power, top))
 glue("ch02c_runs_vs_instances", ch.runs_vs_instances(power, top.target_pp))
 by_design = power[power.role == "design"].set_index(["target_pp", "n_instances", "runs_per_depth"])
-for k, r in ((4, 5), (4, 10), (8, 5)):
-    if (top.target_pp, k, r) in by_design.index:
-        row = by_design.loc[(top.target_pp, k, r)]
-        glue(f"ch02c_top_power_{k}x{r}", row.power, digits=2)
-        glue(f"ch02c_top_power_se_{k}x{r}", row.power_se, digits=2)
 glue("ch02c_power_range", ch.power_range_text(power, settings, labels))
 glue("ch02c_headline_truth", top.truth_pp, digits=1)
 glue("ch02c_headline_power", by_design.loc[(top.target_pp, 4, 5)].power if (top.target_pp, 4, 5) in by_design.index
@@ -455,10 +446,7 @@ fig = glue_figure("ch02c_fig_power", save("power", fig, out_dir))
 strict = diminishing_returns(truths, ratio=0.1, z=z)
 glue("ch02c_ex1_status", ch.status_sentence(strict))
 glue("ch02c_ex1_fails_0v1_max", ch.fails_outside(strict) or 0.0, digits=1)
-at_default = ch.grid_cell(truths, defaults, list(robust_axes))
-for column, digits in {"truth_1v5_pp": 1, "max_1v5_pp": 1, "norm_1v5": 2}.items():
-    glue(f"ch02c_default_{column}", at_default[column] if at_default is not None else "n/a",
-         digits=digits if at_default is not None else None)
+glue_facts("ch02c_default", ch.default_cell(truths, defaults, list(robust_axes)))
 
 # %% [markdown]
 # ## Exercises

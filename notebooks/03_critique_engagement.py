@@ -89,7 +89,8 @@ from IPython.display import display
 
 from mechaudit.book import ch03_critique_engagement as ch
 from mechaudit.book.chapter import SIMULATED, headline_provenance
-from mechaudit.engagement import LABELS, engagement_table, paper_shares
+from mechaudit.engagement import engagement_table, paper_shares
+from mechaudit.facts import glue_facts
 from mechaudit.glue import glue, glue_figure
 from mechaudit.outputs import save
 from mechaudit.paper import compare, compare_paper_default, reported
@@ -103,9 +104,7 @@ show_paper = compare_paper_default(compare_paper, data_dir)
 paper = paper_shares() if show_paper else None
 setup = workflow_setup(ctx.client, data_dir=data_dir, design_file=design_file, simulator_file=simulator_file,
                        seed=seed, generator_model=generator_model, json_retries=json_retries)
-glue("ch03_paper_demands", reported("engagement.demands"))
-for label in LABELS:
-    glue(f"ch03_paper_{label}_pct", reported(f"engagement.{label}_pct"))
+glue_facts("ch03_paper", ch.paper_engagement())
 
 # %% [markdown]
 # ## Labels of all demands, this run beside the paper
@@ -124,15 +123,13 @@ display(book_table(save("engagement", shares, out_dir), name="tbl-ch03-shares",
 
 # %% tags=["remove-cell"]
 glue("ch03_n_demands", len(labelled))
-glue("ch03_n_runs", labelled.run_id.nunique())
 glue("ch03_headline_conceded", shares.loc["conceded", "this run (%)"], digits=1)
 row_provenance, row_verdict = headline_provenance("ch03", ctx.llm, {"conceded": shares.loc["conceded", "this run (%)"]})
 glue("ch03_headline_provenance", row_provenance)
 glue("ch03_headline_verdict", row_verdict)
 glue("ch03_max_gap_pp", ch.max_gap_pp(shares["this run (%)"], paper_shares()), digits=1)
 glue("ch03_floor_sentence", ch.conceded_floor_sentence(labelled, reported("engagement.conceded_pct")))
-for label in LABELS:
-    glue(f"ch03_{label}_pct", shares.loc[label, "this run (%)"], digits=1)
+glue_facts("ch03", ch.run_shares(shares))
 
 # %% [markdown]
 # The "paper vs this run" table (switched off with `compare_paper = False`, the default on your own
@@ -187,9 +184,7 @@ glue("ch03_weak_share_pct", ch.weak_share_text(labelled))
 glue("ch03_misfit_scope", "This run's workflow is the simulator's, so the explanation below describes it"
      if simulated else f"This run's workflow is an LLM's (backend {ctx.backend}): the table counts its demands, and "
      "the explanation below, which is about the simulator, does not describe them")
-for name in ("p_weak_supported", "p_weak_unsupported", "p_find"):
-    glue(f"ch03_{name}", getattr(setup.simulator, name))
-glue("ch03_reply_sound_conceded", setup.simulator.reply_sound.conceded)
+glue_facts("ch03", ch.simulator_setting(setup.simulator))
 
 # %% [markdown]
 # {glue:text}`ch03_misfit_scope`. {glue:text}`ch03_demand_sentence`. The simulator's critic
@@ -234,11 +229,7 @@ display(book_table(save("engagement_by_round", by_round, out_dir), name="tbl-ch0
                    caption="Share of demands per engagement label (%) in each critique round."))
 
 # %% tags=["remove-cell"]
-glue("ch03_first_round", int(by_round.index.min()))
-glue("ch03_last_round", int(by_round.index.max()))
-glue("ch03_first_round_conceded_pct", by_round["conceded"].iloc[0], digits=1)
-glue("ch03_last_round_conceded_pct", by_round["conceded"].iloc[-1], digits=1)
-glue("ch03_last_round_answered_pct", by_round["answered"].iloc[-1], digits=1)
+glue_facts("ch03", ch.round_facts(by_round))
 fig = engagement_figure(engagement_table(labelled), paper, caption=ctx.caption(),
                         by_round=engagement_table(labelled, by="round"),
                         ours_label=f"this run ({ch.label_source(ctx.backend)})")

@@ -87,6 +87,7 @@ from IPython.display import display
 
 from mechaudit.book import ch04_equivalence_rules as ch
 from mechaudit.book.chapter import SIMULATED, headline_provenance
+from mechaudit.facts import glue_facts
 from mechaudit.glue import glue, glue_figure
 from mechaudit.outputs import save
 from mechaudit.paper import compare, compare_paper_default, reported
@@ -175,9 +176,7 @@ row_provenance, row_verdict = headline_provenance("ch04", ctx.llm)
 glue("ch04_headline_provenance", row_provenance)
 glue("ch04_headline_verdict", row_verdict)
 glue("ch04_key_vs_reference", ch.key_vs_reference(summary))
-for rule, row in summary.iterrows():
-    glue(f"ch04_{rule}_complete", row["groups (complete)"], digits=2)
-    glue(f"ch04_{rule}_components", row["groups (components)"], digits=2)
+glue_facts("ch04", ch.rule_groups(summary))
 fig = cluster_count_figure(div, caption=ctx.caption(), value="vendi", ylabel="Vendi score per run")
 fig = glue_figure("ch04_fig_vendi", save("vendi_per_run", fig, out_dir))
 
@@ -242,14 +241,9 @@ if "mechanism_key" in rule_objects and "tfidf" in rule_objects:
                               embedding_model=embedding_model, judge_model=judge_model,
                               bench=setup.bench, embedding_cache=False)
     div_strict = delivered_diversity(setup.delivery.runs, strict)
-    glue("ch04_ex1_complete", div_strict.complete.mean(), digits=2)
-    glue("ch04_ex1_components", div_strict.components.mean(), digits=2)
-    glue("ch04_ex1_by_depth", ch.by_depth_text(div_strict, "tfidf"))
-    glue("ch04_ex1_key_by_depth", ch.by_depth_text(div, "mechanism_key"))
     null_runs = simulate(setup.bench, setup.design, null_params(setup.simulator), seed=seed, log=False)
     div_null = delivered_diversity(null_runs, {k: rule_objects[k] for k in ("mechanism_key", "tfidf")})
-    glue("ch04_ex2_key_by_depth", ch.by_depth_text(div_null, "mechanism_key"))
-    glue("ch04_ex2_tfidf_by_depth", ch.by_depth_text(div_null, "tfidf"))
+    glue_facts("ch04", ch.exercise_facts(div_strict, div, div_null))
 
 # %% [markdown]
 # ## Exercises

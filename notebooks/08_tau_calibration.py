@@ -114,7 +114,8 @@ ctx = ChapterContext.open(globals())  # the backend, parsed once; this chapter's
 
 from mechaudit.book import ch08_tau_calibration as ch
 from mechaudit.book.chapter import headline_provenance
-from mechaudit.glue import at_most_text, glue, glue_figure, span_text
+from mechaudit.facts import glue_facts
+from mechaudit.glue import glue, glue_figure
 from mechaudit.outputs import save
 from mechaudit.plots.tau import (
     densify_plot,
@@ -161,9 +162,7 @@ book_table(save("pool_summary", ch.pool_display(pool), out_dir), name="tbl-ch08-
            caption="The synthetic pool: latent quality, anchor score, anchor weight and reviews per paper.")
 
 # %% tags=["remove-cell"]
-pool_facts = ch.pool_facts(pool)
-glue("ch08_n_papers", pool_facts["n_papers"])
-glue("ch08_score10_quality_rmse", pool_facts["score10_quality_rmse"], digits=2)
+glue_facts("ch08", ch.pool_facts(pool))
 
 # %% [markdown]
 # The pool has {glue:text}`ch08_n_papers` papers. Their anchor scores measure the latent quality
@@ -190,20 +189,8 @@ book_table(ch.recovery_display(recovery), name="tbl-ch08-recovery",
            caption="Fitted τ per true τ and fitter: mean, SD, share within 10 % and the mle's two standard errors.")
 
 # %% tags=["remove-cell"]
-rf = ch.recovery_facts(recovery)
-glue("ch08_within10_pct", rf["within_pct"], digits=0)
-glue("ch08_n_fits", rf["n_fits"])
-glue("ch08_grid_mle_maxdiff", rf["grid_mle_maxdiff"], digits=3)
-glue("ch08_grid_mle_differ", at_most_text(rf["grid_mle_maxdiff"], digits=3))
-glue("ch08_tau_small", rf["tau_small"])
-glue("ch08_tau_large", rf["tau_large"])
-glue("ch08_sd_small", rf["sd_small"], digits=3)
-glue("ch08_sd_large", rf["sd_large"], digits=3)
-glue("ch08_se_over_sd", rf["se_over_sd"], digits=2)
-glue("ch08_se_robust_over_sd", rf["se_robust_over_sd"], digits=2)
-glue("ch08_mean_error_pct", rf["mean_error_pct"], digits=1)
+glue_facts("ch08", ch.recovery_facts(recovery))
 glue("ch08_n_reps", n_reps)
-glue("ch08_headline_tau_error", ch.headline_tau_error(rf))
 glue("ch08_headline_status", ch.STATUS)
 # the intro's provenance and verdict: the simulated judge, whatever the backend
 row_provenance, row_verdict = headline_provenance("ch08", llm=False)  # the simulated judge, under every backend
@@ -273,12 +260,7 @@ book_table(ch.summary_display(summary), name="tbl-ch08-scores",
            caption="Inferred scores per reviewer role: error, coverage and width of the intervals, saturation.")
 
 # %% tags=["remove-cell"]
-review_facts = ch.review_facts(reviews)
-glue("ch08_interior_mae", review_facts["interior_mae"], digits=2)
-glue("ch08_interior_n", review_facts["interior_n"])
-glue("ch08_saturated_pct", review_facts["saturated_pct"], digits=1)
-glue("ch08_saturated_low_n", review_facts["saturated_low_n"])
-glue("ch08_n_scores", len(reviews))
+glue_facts("ch08", ch.review_facts(reviews))
 glue("ch08_n_stories", n_stories)
 
 # %% tags=["remove-cell"]
@@ -367,17 +349,7 @@ book_table(ch.scale_display(scale_effect), name="tbl-ch08-scale",
            caption="Width and coverage of both intervals when every anchor weight is multiplied by a factor.")
 
 # %% tags=["remove-cell"]
-sf = ch.scale_facts(scale_effect)
-scale_text = ch.scale_sentences(sf)
-glue("ch08_scale_moved_sentence", scale_text["moved"])
-glue("ch08_kish_width_phrase", scale_text["kish_width"])
-glue("ch08_scale_first", f"{sf['scale_first']:g}")
-glue("ch08_scale_last", f"{sf['scale_last']:g}")
-glue("ch08_band_width_first", sf["band_width_first"], digits=2)
-glue("ch08_band_width_last", sf["band_width_last"], digits=2)
-glue("ch08_band_cov_first", 100 * sf["band_cov_first"], digits=0)
-glue("ch08_band_cov_last", 100 * sf["band_cov_last"], digits=0)
-glue("ch08_profile_cov", 100 * sf["profile_cov"], digits=0)
+glue_facts("ch08", ch.scale_facts(scale_effect))
 glue("ch08_n_rounds", len(rounds))
 
 # %% tags=["remove-cell"]
@@ -424,11 +396,7 @@ book_table(ch.trigger_display(triggers), name="tbl-ch08-triggers",
            caption="First-round reviews each densify trigger sends to a second round, per loss threshold.")
 
 # %% tags=["remove-cell"]
-tf = ch.trigger_facts(triggers)
-glue("ch08_loss_threshold", tf["loss_threshold"])
-glue("ch08_loss_trigger_pct", tf["loss_pct"], digits=1)
-glue("ch08_strength_trigger_share", ch.percent_or_none(tf["strength_pct"], digits=1))
-glue("ch08_monotonic_extra_share", ch.percent_or_none(tf["monotonic_extra_pct"], digits=1))
+glue_facts("ch08", ch.trigger_facts(triggers))
 
 # %% [markdown]
 # The strength trigger can never fire (here it fired for {glue:text}`ch08_strength_trigger_share`
@@ -475,14 +443,7 @@ book_table(ch.densify_display(densify_effect), name="tbl-ch08-densify",
            caption="Scores under each densify rule and with the first round only.")
 
 # %% tags=["remove-cell"]
-df = ch.densify_facts(densify_effect, {name: table for name, (table, _) in runs.items()})
-for key, value in df.items():
-    if key.startswith(("mae_", "added_", "top_added_")):
-        glue(f"ch08_dens_{key}", value, digits=2)
-    elif key.startswith(("sat_pct_", "top_sat_pct_")):
-        glue(f"ch08_dens_{key}", value, digits=1)
-glue("ch08_dens_top_n", df["top_n"])
-glue("ch08_dens_top_hint", f"{df['top_hint']:g}")
+glue_facts("ch08_dens", ch.densify_facts(densify_effect, tables))
 
 # %% tags=["remove-cell"]
 by_hint = studies.densify_by_hint({name: table for name, (table, _) in runs.items()})
@@ -552,13 +513,7 @@ book_table(ch.tie_display(ties), name="tbl-ch08-ties",
            caption="Observed ties and fitted τ (grid and mle) per tie mode and tie rate.")
 
 # %% tags=["remove-cell"]
-tie_facts = ch.tie_facts(ties)
-glue("ch08_ties_true_tau", tie_facts["true_tau"])
-glue("ch08_ties_cal_min", tie_facts["cal_min"], digits=2)
-glue("ch08_ties_cal_max", tie_facts["cal_max"], digits=2)
-glue("ch08_ties_cal_span", span_text(tie_facts["cal_min"], tie_facts["cal_max"], digits=2))
-glue("ch08_ties_abstain_share_pct", tie_facts["abstain_share_pct"], digits=0)
-glue("ch08_ties_abstain_tau", tie_facts["abstain_tau"], digits=2)
+glue_facts("ch08_ties", ch.tie_facts(ties))
 
 # %% tags=["remove-cell"]
 fig = tie_effect_plot(ties, caption=SIM)
@@ -611,21 +566,7 @@ book_table(ch.misspec_display(misspec), name="tbl-ch08-misspec",
            caption="Mean fitted τ (mle) by what the judge sees and its perception noise, per true τ.")
 
 # %% tags=["remove-cell"]
-ms = ch.misspec_facts(misspec)
-for name in ("lo", "mid"):
-    glue(f"ch08_ms_tau_{name}", ms[f"tau_{name}"])
-    glue(f"ch08_ms_quality_{name}", ms[f"quality_{name}"], digits=2)
-    glue(f"ch08_ms_quality_{name}_min", ms[f"quality_{name}_min"], digits=2)
-    glue(f"ch08_ms_quality_{name}_max", ms[f"quality_{name}_max"], digits=2)
-for name in ("lo", "mid", "hi"):
-    glue(f"ch08_ms_base_{name}", ms[f"base_{name}"], digits=2)
-for name in ("lo", "hi"):
-    glue(f"ch08_ms_noisy_{name}", ms[f"noisy_{name}"], digits=2)
-    glue(f"ch08_ms_noisy_{name}_plain", ms[f"noisy_{name}_plain"], digits=2)
-    glue(f"ch08_ms_approx_{name}", ms[f"approx_{name}"], digits=2)
-glue("ch08_ms_noise_max", f"{ms['noise_max']:g}")
-glue("ch08_ms_tau_hi", ms["tau_hi"])
-glue("ch08_ms_grid_mle_maxdiff", ms["grid_mle_maxdiff"], digits=3)
+glue_facts("ch08_ms", ch.misspec_facts(misspec))
 glue("ch08_misspec_reps", misspec_reps)
 
 # %% tags=["remove-cell"]
@@ -688,11 +629,7 @@ book_table(ch.score_misspec_display(score_table), name="tbl-ch08-score-misspec",
            caption="Scores under a misspecified judge: τ ratio, error, movement, coverage and saturation.")
 
 # %% tags=["remove-cell"]
-smf = ch.score_misspec_facts(score_table)
-for name in ("mae_base", "mae_quality", "moved_quality", "mae_noisy", "moved_noisy"):
-    glue(f"ch08_ms_{name}", smf[name], digits=2)
-for name in ("cov_base", "cov_noisy", "cov_worst"):
-    glue(f"ch08_ms_{name}", 100 * smf[name], digits=0)
+glue_facts("ch08_ms", ch.score_misspec_facts(score_table))
 
 # %% tags=["remove-cell"]
 fig = misspecified_score_plot(score_table, caption=SIM)

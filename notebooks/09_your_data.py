@@ -87,6 +87,8 @@ from pathlib import Path
 import pandas as pd
 
 import mechaudit as ma
+from mechaudit.book.chapter import swap_shares
+from mechaudit.facts import glue_facts
 from mechaudit.glue import glue, glue_figure
 from mechaudit.paths import EXAMPLE_DIR, cache_path, data_folder_or
 from mechaudit.plots import cosine_strips
@@ -300,12 +302,8 @@ sims = pd.concat([pd.DataFrame({"suite": name, "kind": kinds[name], "rule": rule
                  ignore_index=True)
 glue("ch09_n_pairs", len(suite))
 glue("ch09_n_valid", len(valid["template-built suite"]))
-for prefix, name in (("ch09", "template-built suite"), ("ch09_rw", "reworded suite")):
-    if name in suites:
-        fss = pct.loc[(name, "first_step_swapped")]
-        glue(f"{prefix}_fss_tfidf", float(fss["TF-IDF"]), digits=0)
-        glue(f"{prefix}_fss_embedding", float(fss["embeddings"]), digits=0)
-        glue(f"{prefix}_fss_reference", float(fss["reference judge"]), digits=0)
+glue_facts("ch09", swap_shares(pct, "template-built suite"))
+glue_facts("ch09_rw", swap_shares(pct, "reworded suite"))
 glue("ch09_status", ctx.status(judge_model, "computed locally (no LLM)"))
 fig = cosine_strips(sims, {"tfidf": {f"threshold {tfidf_threshold:g}": tfidf_threshold},
                            "embedding": {f"threshold {embedding_threshold:g}": embedding_threshold}},

@@ -35,6 +35,9 @@ def test_round_shares_per_round():
     assert by_round["demands"].tolist() == [5, 5]
     assert by_round.loc[1, "conceded"] == 80.0 and by_round.loc[2, "answered"] == 60.0
     assert list(by_round.columns) == ["demands", *LABELS]
+    assert ch.round_facts(by_round) == ch.RoundFacts(first_round=1, last_round=2, first_round_conceded_pct=80.0,
+                                                     last_round_conceded_pct=by_round.loc[2, "conceded"],
+                                                     last_round_answered_pct=60.0)
 
 
 def test_target_table_splits_weak_and_sound_links():

@@ -22,6 +22,16 @@ def test_rule_summary_has_human_columns_in_rule_order():
     assert summary.loc["tfidf", "groups (complete)"] == 4.0 and summary.loc["key", "Vendi score"] == 5.5
 
 
+def test_rule_groups_reads_the_summary_and_marks_rules_not_run():
+    groups = ch.rule_groups(ch.rule_summary(_div()))
+    assert (groups.tfidf_complete, groups.tfidf_components) == (4.0, 3.0)
+    assert groups.mechanism_key_complete is None and groups.embedding_components is None  # not in this run
+    ex = ch.exercise_facts(_div()[lambda d: d.rule == "tfidf"], _div().replace({"rule": {"key": "mechanism_key"}}),
+                           _div().replace({"rule": {"key": "mechanism_key"}}))
+    assert (ex.ex1_complete, ex.ex1_components) == (4.0, 3.0)
+    assert ex.ex1_by_depth == "3.0 and 5.0 at K = 0 and 1" and ex.ex2_key_by_depth == "5.0 and 7.0 at K = 0 and 1"
+
+
 def test_depth_table_by_grouping_and_depth():
     table = ch.depth_table(_div())
     assert table.index.names == ["grouping", "depth"]

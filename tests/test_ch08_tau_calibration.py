@@ -26,18 +26,18 @@ def recovery():
 def test_recovery_facts_and_headline(recovery):
     facts = ch.recovery_facts(recovery)
     # strictly within 10 %: 0.50, 0.51, 0.54 and 1.50, 1.52 (not 0.55, 1.20, 1.21): 5 of 8
-    assert facts["within_pct"] == pytest.approx(62.5)
-    assert facts["n_fits"] == 8
-    assert facts["grid_mle_maxdiff"] == pytest.approx(0.02)
-    assert (facts["tau_small"], facts["tau_large"]) == (0.5, 1.5)
-    assert facts["sd_small"] == pytest.approx(pd.Series([0.51, 0.55]).std())
+    assert facts.within10_pct == pytest.approx(62.5)
+    assert facts.n_fits == 8
+    assert facts.grid_mle_differ == "differ by at most 0.020"
+    assert (facts.tau_small, facts.tau_large) == (0.5, 1.5)
+    assert facts.sd_small == pytest.approx(pd.Series([0.51, 0.55]).std())
     mle_errors = [0.51 / 0.5 - 1, 0.55 / 0.5 - 1, 1 - 1.21 / 1.5, 1.52 / 1.5 - 1]
-    assert facts["mean_error_pct"] == pytest.approx(100 * sum(mle_errors) / 4)
+    assert facts.mean_error_pct == pytest.approx(100 * sum(mle_errors) / 4)
     sd = {0.5: pd.Series([0.51, 0.55]).std(), 1.5: pd.Series([1.21, 1.52]).std()}
-    assert facts["se_over_sd"] == pytest.approx((0.005 / sd[0.5] + 0.015 / sd[1.5]) / 2)
-    assert facts["se_robust_over_sd"] == pytest.approx(2 * facts["se_over_sd"])
-    assert ch.headline_tau_error({"mean_error_pct": 8.1667, "within_pct": 90.0}) == (
-        "8.2 % mean error (mle); 90 % of fits within 10 %")
+    assert facts.se_over_sd == pytest.approx((0.005 / sd[0.5] + 0.015 / sd[1.5]) / 2)
+    assert facts.se_robust_over_sd == pytest.approx(2 * facts.se_over_sd)
+    assert facts.headline_tau_error == ch.headline_tau_error(facts.mean_error_pct, 62.5)
+    assert ch.headline_tau_error(8.1667, 90.0) == "8.2 % mean error (mle); 90 % of fits within 10 %"
 
 
 def test_recovery_display_is_narrow_and_readable(recovery):
@@ -52,8 +52,8 @@ def test_recovery_display_is_narrow_and_readable(recovery):
 def test_review_saturation_and_scale_facts():
     reviews = pd.DataFrame({"error": [0.5, -1.0, 3.0, -2.0], "saturated": [False, False, True, True],
                             "saturated_at": [None, None, "high", "low"]})
-    assert ch.review_facts(reviews) == {"interior_mae": 0.75, "interior_n": 2, "saturated_pct": 50.0,
-                                        "saturated_low_n": 1}
+    assert ch.review_facts(reviews) == ch.ReviewFacts(interior_mae=0.75, interior_n=2, saturated_pct=50.0,
+                                                      saturated_low_n=1, n_scores=4)
     saturation = pd.DataFrame({"saturated_high": [0.0, 0.5, 0.8]}, index=["(-10, -1]", "(-1, 1]", "(1, 10]"])
     facts = ch.saturation_facts(saturation)
     assert {k: v for k, v in facts.items() if k != "sentence"} == {
@@ -63,8 +63,9 @@ def test_review_saturation_and_scale_facts():
                           "profile_width": [3.0, 3.0, 3.0], "profile_coverage": [0.95, 0.96, 0.97],
                           "score_changed": [0.0, 0.0, 0.0]})
     facts = ch.scale_facts(scale)
-    assert (facts["scale_first"], facts["scale_last"], facts["band_cov_last"], facts["profile_cov"]) == (
-        0.5, 2.0, 0.6, 0.95)
+    assert (facts.scale_first, facts.scale_last, facts.band_cov_last, facts.profile_cov) == ("0.5", "2", 60.0, 95.0)
+    assert facts.band_width_first == 4.0 and facts.kish_width_phrase == "is 3.00 points whatever the factor"
+    assert facts.scale_moved_sentence.startswith("No score moves")
     display = ch.scale_display(scale)
     assert display.index.name == "factor on weights" and display.loc[2.0, "band width"] == 1.0
 
@@ -73,7 +74,8 @@ def test_trigger_facts_count_only_what_the_loss_trigger_misses():
     triggers = pd.DataFrame({"loss_threshold": [0.05, 1.0], "loss": [0.9, 0.2], "monotonic": [0.1, 0.1],
                              "strength": [0.0, 0.0], "any": [0.95, 0.3]})
     facts = ch.trigger_facts(triggers)
-    assert facts["loss_pct"] == pytest.approx(90) and facts["monotonic_extra_pct"] == pytest.approx(5)
+    assert facts.loss_trigger_pct == pytest.approx(90) and facts.monotonic_extra_share == "5.0 %"
+    assert facts.strength_trigger_share == "none" and facts.loss_threshold == 0.05
     assert list(ch.trigger_display(triggers).columns) == ["% loss", "% monotonic", "% strength", "% any"]
 
 
@@ -81,8 +83,8 @@ def test_tie_facts_and_display():
     ties = pd.DataFrame({"tie_mode": ["calibrated"] * 2 + ["abstain"] * 2, "tie_rate": [0.0, 0.9] * 2,
                          "tie_share": [0.0, 0.4, 0.0, 0.5], "tau_grid": [0.8, 0.81, 0.8, 1.2],
                          "tau_mle": [0.79, 0.82, 0.79, 1.25], "true_tau": 0.8})
-    assert ch.tie_facts(ties) == {"true_tau": 0.8, "cal_min": 0.79, "cal_max": 0.82, "abstain_share_pct": 50.0,
-                                  "abstain_tau": 1.25}
+    assert ch.tie_facts(ties) == ch.TieFacts(true_tau=0.8, cal_span="between 0.79 and 0.82", abstain_share_pct=50.0,
+                                             abstain_tau=1.25)
     table = ch.tie_display(ties)
     assert table.loc[("abstain", 0.9), "% ties"] == 50 and table["% ties"].dtype.kind == "i"
 
@@ -104,14 +106,14 @@ def _misspec_frame():
 
 def test_misspec_facts_pick_the_right_conditions():
     facts = ch.misspec_facts(_misspec_frame())
-    assert (facts["tau_lo"], facts["tau_mid"], facts["tau_hi"], facts["noise_max"]) == (0.5, 0.8, 1.5, 1.0)
-    assert facts["base_lo"] == pytest.approx(0.51)  # mean of reps 0 and 1: shift 0 and 0.02
-    assert facts["quality_mid"] == pytest.approx(0.91)
-    assert (facts["quality_lo_min"], facts["quality_lo_max"]) == pytest.approx((0.6, 0.62))
-    assert facts["noisy_hi"] == pytest.approx(1.71)
-    assert facts["noisy_hi_plain"] == pytest.approx(2.01)
-    assert facts["approx_lo"] == pytest.approx(studies.noisy_judge_tau(0.5, 1.0))
-    assert facts["grid_mle_maxdiff"] == pytest.approx(0.001)
+    assert (facts.tau_lo, facts.tau_mid, facts.tau_hi, facts.noise_max) == (0.5, 0.8, 1.5, "1")
+    assert facts.base_lo == pytest.approx(0.51)  # mean of reps 0 and 1: shift 0 and 0.02
+    assert facts.quality_mid == pytest.approx(0.91)
+    assert (facts.quality_lo_min, facts.quality_lo_max) == pytest.approx((0.6, 0.62))
+    assert facts.noisy_hi == pytest.approx(1.71)
+    assert facts.noisy_hi_plain == pytest.approx(2.01)
+    assert facts.approx_lo == pytest.approx(studies.noisy_judge_tau(0.5, 1.0))
+    assert facts.grid_mle_maxdiff == pytest.approx(0.001)
     table = ch.misspec_display(_misspec_frame())
     assert list(table.columns) == ["true τ 0.5", "true τ 0.8", "true τ 1.5"]
     assert table.loc[("quality", 1.0), "true τ 0.5"] == pytest.approx(0.81)
@@ -124,8 +126,8 @@ def test_score_misspec_facts():
                           "rmse": 1.0, "moved": [0.0, 0.9, 0.3], "profile_coverage": [0.96, 0.8, 0.9],
                           "saturated_share": 0.2}, index=index)
     facts = ch.score_misspec_facts(table)
-    assert facts == {"mae_base": 0.6, "mae_quality": 0.65, "moved_quality": 0.3, "mae_noisy": 1.0,
-                     "moved_noisy": 0.9, "cov_base": 0.96, "cov_noisy": 0.8, "cov_worst": 0.8}
+    assert facts == ch.ScoreMisspecFacts(mae_base=0.6, mae_quality=0.65, moved_quality=0.3, mae_noisy=1.0,
+                                         moved_noisy=0.9, cov_base=96.0, cov_noisy=80.0, cov_worst=80.0)
     assert ch.score_misspec_display(table).loc[("score10", 1.0), "% saturated"] == 20.0
 
 
@@ -133,8 +135,8 @@ def test_pool_facts_and_display():
     pool = make_pool(n_patterns=2, papers_per_pattern=10, seed=1)
     facts = ch.pool_facts(pool)
     table = pool.table()
-    assert facts["n_papers"] == 20
-    assert facts["score10_quality_rmse"] == pytest.approx(((table["score10"] - table["quality"]) ** 2).mean() ** 0.5)
+    assert facts.n_papers == 20
+    assert facts.score10_quality_rmse == pytest.approx(((table["score10"] - table["quality"]) ** 2).mean() ** 0.5)
     display = ch.pool_display(pool)
     assert list(display.index) == ["mean", "sd", "min", "max"] and display.shape == (4, 4)
     assert display.loc["max", "reviews"] == table["review_count"].max()
@@ -193,8 +195,8 @@ def test_densify_effect_and_facts(densify_runs):
     assert effect.loc["anchors added, first round ≥ 9.75", "original (default)"] == 2
     assert effect.loc["% saturated, first round ≥ 9.75", "floor (book's first version)"] == 100
     facts = ch.densify_facts(effect, densify_runs)
-    assert facts["top_n"] == 1 and facts["mae_floor"] == pytest.approx(1.0) and facts["top_added_floor"] == 0
-    assert "mae_fill" not in facts
+    assert facts.top_n == 1 and facts.mae_floor == pytest.approx(1.0) and facts.top_added_floor == 0
+    assert facts.mae_fill is None and facts.top_hint == "9.75"  # no fill run
     display = ch.densify_display(effect)
     assert display.loc["% saturated", "first round only"] == "50.0"
     assert display.loc["MAE (score points)", "original (default)"] == "0.75"

@@ -11,7 +11,10 @@ against the named chapter.
 from __future__ import annotations
 
 import ast
+import dataclasses
+import importlib
 import re
+import typing
 from dataclasses import dataclass, field
 from pathlib import Path
 from unittest import mock
@@ -67,13 +70,73 @@ def _parse(code: str) -> ast.Module:
     return ast.parse("\n".join(lines))
 
 
+def _imported(tree: ast.Module) -> dict[str, str]:
+    """Local name -> dotted path of what it names, for the imports of a code text."""
+    names = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            names |= {a.asname or a.name: f"{node.module}.{a.name}" for a in node.names}
+        elif isinstance(node, ast.Import):
+            names |= {a.asname or a.name.split(".")[0]: a.name if a.asname else a.name.split(".")[0]
+                      for a in node.names}
+    return names
+
+
+def _named(expr: ast.expr, imported: dict[str, str]):
+    """The object an imported name or an attribute of one refers to (modules are imported, not run)."""
+    if isinstance(expr, ast.Attribute):
+        return getattr(_named(expr.value, imported), expr.attr)
+    if isinstance(expr, ast.Name) and expr.id in imported:
+        path = imported[expr.id]
+        try:
+            return importlib.import_module(path)
+        except ImportError:
+            module, _, name = path.rpartition(".")
+            return getattr(importlib.import_module(module), name)
+    raise LookupError(f"{ast.unparse(expr)} is not an imported name")
+
+
+def record_class(expr: ast.expr, tree: ast.Module) -> type:
+    """The facts record class an expression of a code text evaluates to, read without running it: a
+    record class called, a function called (its return annotation), or a name assigned one of these."""
+    if isinstance(expr, ast.Name):
+        values = [n.value for n in ast.walk(tree) if isinstance(n, ast.Assign) and len(n.targets) == 1
+                  and isinstance(n.targets[0], ast.Name) and n.targets[0].id == expr.id]
+        if len(values) != 1:
+            raise LookupError(f"{expr.id} is assigned {len(values)} times, not once")
+        return record_class(values[0], tree)
+    if isinstance(expr, ast.Call):
+        made = _named(expr.func, _imported(tree))
+        if isinstance(made, type) and dataclasses.is_dataclass(made):
+            return made
+        record = typing.get_type_hints(made).get("return")
+        if isinstance(record, type) and dataclasses.is_dataclass(record):
+            return record
+        raise LookupError(f"{ast.unparse(expr.func)} is annotated to return {record!r}, not a facts record")
+    raise LookupError(f"{ast.unparse(expr)} is neither a call nor a name")
+
+
 def glued_names(code: str) -> Glued:
-    """Names glued by ``glue(...)`` and ``glue_figure(...)`` calls (any ``*.glue`` too) in a code text."""
+    """Names glued by ``glue(...)`` and ``glue_figure(...)`` calls (any ``*.glue`` too) in a code text,
+    and the keys of the records ``glue_facts(prefix, record)`` glues (``fact_keys`` of their class)."""
+    from mechaudit.facts import fact_keys
+
     found = Glued()
-    for node in ast.walk(_parse(code)):
+    tree = _parse(code)
+    for node in ast.walk(tree):
         if not isinstance(node, ast.Call):
             continue
         func = node.func
+        if (func.id if isinstance(func, ast.Name) else getattr(func, "attr", None)) == "glue_facts":
+            prefix_arg = node.args[0] if node.args else None
+            if not (isinstance(prefix_arg, ast.Constant) and isinstance(prefix_arg.value, str)) or len(node.args) != 2:
+                found.problems.append(f"line {node.lineno}: glue_facts needs a literal prefix and a record")
+                continue
+            try:
+                found.names |= set(fact_keys(prefix_arg.value, record_class(node.args[1], tree)))
+            except (LookupError, AttributeError, TypeError) as err:
+                found.problems.append(f"line {node.lineno}: the record glue_facts glues is unknown: {err}")
+            continue
         if not (isinstance(func, ast.Name) and func.id in ("glue", "glue_figure")) and not (
             isinstance(func, ast.Attribute) and func.attr in ("glue", "glue_figure")
         ):
@@ -95,13 +158,8 @@ def glued_names(code: str) -> Glued:
 def notebook_refs_and_glue(source: Path) -> tuple[list[Reference], Glued]:
     nb = jupytext.read(source)
     refs = [r for c in nb.cells if c.cell_type == "markdown" for r in references(c.source)]
-    glued = Glued()
-    for cell in nb.cells:
-        if cell.cell_type == "code":
-            one = glued_names(cell.source)
-            glued.names |= one.names
-            glued.patterns += one.patterns
-            glued.problems += one.problems
+    # one text: a glue_facts call may glue a record a cell above made
+    glued = glued_names("\n\n".join(c.source for c in nb.cells if c.cell_type == "code"))
     return refs, glued
 
 

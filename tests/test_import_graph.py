@@ -173,8 +173,9 @@ def test_llm_imports_only_llm_and_leaves(tmp_path):
 #: stay on their floor. 1 leaves, 2 ``llm``, 3 the domain, 4 the book runner, 5 the command line
 LAYERS = {
     **dict.fromkeys(("errors", "paths", "backends", "deprecation", "terminal", "model", "schema", "divergence",
-                     "diversity", "agreement", "plots", "render", "toy", "paramfile", "glue", "outputs", "paper",
-                     "provenance", "tables", "labels", "book_offline", "book_api", "book_table", "book_figure"), 1),
+                     "diversity", "agreement", "plots", "render", "toy", "paramfile", "glue", "facts", "outputs",
+                     "paper", "provenance", "tables", "labels", "book_offline", "book_api", "book_table",
+                     "book_figure"), 1),
     "llm": 2,
     **dict.fromkeys(("rules", "perturb", "reworded", "workflow", "engagement", "tau"), 3),
     "book": 4,

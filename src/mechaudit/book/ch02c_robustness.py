@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from mechaudit.errors import MechauditError
+from mechaudit.facts import fact
 from mechaudit.paths import PARAMS_DIR
 from mechaudit.schema import Benchmark, load_benchmark
 from mechaudit.tables import format_number
@@ -320,6 +321,57 @@ def alternatives_table(alt: pd.DataFrame, axes: Sequence[str]) -> pd.DataFrame:
     return alt.set_index(list(axes))[list(names)].rename(columns=names).round(1)
 
 
+@dataclass(frozen=True)
+class ConsistentSpans:
+    """The range of each grid factor and truth over the grid's consistent settings (glued under
+    ``ch02c``): text, "a" or "a to b" (:func:`span`); "none" when no setting is consistent, "not
+    varied" for a factor the grid does not vary."""
+
+    consistent_p_find: str = fact(unit="probability", doc="the critic's p_find")
+    consistent_weak_scale: str = fact(unit="factor", doc="scale of the weak-step probabilities")
+    consistent_conceded: str = fact(unit="probability", doc="reply_weak.conceded")
+    consistent_0v1: str = fact(unit="pp", doc="true 0 v 1 extra divergence")
+    consistent_1v5: str = fact(unit="pp", doc="true 1 v 5 extra divergence")
+    consistent_max_1v5: str = fact(unit="pp", doc="ceiling of the 1 v 5 effect")
+    consistent_0v5: str = fact(unit="pp", doc="true 0 v 5 extra divergence")
+    consistent_same_K1: str = fact(unit="pp", doc="share judged the same at depth 1")
+
+
+#: the factors and the truth columns (tag -> map column) whose spans ConsistentSpans holds
+_SPAN_FACTORS = ("p_find", "weak_scale", "conceded")
+_SPAN_TRUTHS = {"0v1": "truth_0v1_pp", "1v5": "truth_1v5_pp", "max_1v5": "max_1v5_pp", "0v5": "truth_0v5_pp",
+                "same_K1": "same_K1_pp"}
+
+
+def consistent_spans(inside: pd.DataFrame, axes: Sequence[str]) -> ConsistentSpans:
+    """:class:`ConsistentSpans` of the consistent rows ``inside`` of a map over the factors ``axes``
+    (factor spans to 2 decimals, truths to 1)."""
+    def text(column: str, digits: int) -> str:
+        return span(inside, column, digits) if len(inside) else "none"
+
+    factors = {f"consistent_{a}": text(a, 2) if a in axes else "not varied" for a in _SPAN_FACTORS}
+    truths = {f"consistent_{tag}": text(column, 1) for tag, column in _SPAN_TRUTHS.items()}
+    return ConsistentSpans(**factors, **truths)
+
+
+@dataclass(frozen=True)
+class DefaultCell:
+    """The map's truths at the default simulator (exercise 1; glued under ``ch02c_default``);
+    ``None``: the grid has no row at the defaults."""
+
+    truth_1v5_pp: float | None = fact(unit="pp", digits=1, missing="n/a", doc="true 1 v 5 extra divergence")
+    max_1v5_pp: float | None = fact(unit="pp", digits=1, missing="n/a", doc="ceiling of the 1 v 5 effect")
+    norm_1v5: float | None = fact(unit="ratio", digits=2, missing="n/a", doc="1 v 5 over 0 v 1")
+
+
+def default_cell(truths: pd.DataFrame, factors: Mapping[str, float], axes: Sequence[str]) -> DefaultCell:
+    """:class:`DefaultCell` of the map ``truths`` at ``factors`` (:func:`grid_cell`)."""
+    row = grid_cell(truths, factors, axes)
+    if row is None:
+        return DefaultCell(None, None, None)
+    return DefaultCell(float(row.truth_1v5_pp), float(row.max_1v5_pp), float(row.norm_1v5))
+
+
 def power_settings(base: SimulatorParams, picks: pd.DataFrame, factors: Sequence[str]) -> list[EffectSetting]:
     """One ``workflow.power.EffectSetting`` per row of ``picks`` (rows of the truth map, e.g. the ends of
     the consistent set): its ``factors`` set on ``base`` (``robustness.vary``), its 1 v 5 truth and that
@@ -409,6 +461,36 @@ def design_powers(power: pd.DataFrame) -> pd.DataFrame:
                           "power": d.power.round(2).to_numpy(), "MC s.e. (pools)": d.power_se.round(2).to_numpy(),
                           "binomial s.e.": d.binomial_se.round(2).to_numpy()})
     return table.set_index(["true 1 v 5 (pp)", "design"])
+
+
+def _power(doc: str) -> Any:
+    return fact(unit="probability", digits=2, missing="not in this design", doc=doc)
+
+
+@dataclass(frozen=True)
+class TopPower:
+    """Power of the 1 v 5 test at the largest true effect the consistent settings allow, per design
+    instances x runs per depth (glued under ``ch02c_top``); ``None``: the design was not studied."""
+
+    truth: float = fact(unit="pp", digits=1, doc="that largest true 1 v 5 effect")
+    power_4x5: float | None = _power("4 instances x 5 runs (the paper's design)")
+    power_4x10: float | None = _power("4 instances x 10 runs")
+    power_se_4x10: float | None = _power("its Monte Carlo SE over the pools")
+    power_8x5: float | None = _power("8 instances x 5 runs")
+    power_se_8x5: float | None = _power("its Monte Carlo SE over the pools")
+
+
+def top_power(power: pd.DataFrame, top) -> TopPower:
+    """:class:`TopPower` from a ``workflow.power`` table (rows ``role == "design"``) at the setting
+    ``top`` (an ``EffectSetting``: its ``target_pp`` and ``truth_pp``)."""
+    d = power[power.role == "design"].set_index(["target_pp", "n_instances", "runs_per_depth"])
+
+    def at(k: int, r: int, column: str) -> float | None:
+        return float(d.loc[(top.target_pp, k, r), column]) if (top.target_pp, k, r) in d.index else None
+
+    return TopPower(truth=top.truth_pp, power_4x5=at(4, 5, "power"), power_4x10=at(4, 10, "power"),
+                    power_se_4x10=at(4, 10, "power_se"), power_8x5=at(8, 5, "power"),
+                    power_se_8x5=at(8, 5, "power_se"))
 
 
 def power_range_text(power: pd.DataFrame, settings: Sequence, labels: Sequence[str],

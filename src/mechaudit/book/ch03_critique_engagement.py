@@ -11,6 +11,7 @@ and :func:`judged_only` is the one LLM-only step.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
@@ -24,7 +25,9 @@ from mechaudit.engagement import (
     label_demands,
     paper_comparison,
 )
+from mechaudit.facts import fact
 from mechaudit.llm.pricing import Planned
+from mechaudit.paper import reported
 from mechaudit.schema import load_benchmark
 from mechaudit.workflow import report_dropped, show_excluded
 from mechaudit.workflow.delivery import Delivery
@@ -174,6 +177,75 @@ def conceded_floor_sentence(labelled: pd.DataFrame, paper_conceded_pct: float) -
                 f"demands, above the paper's {paper_conceded_pct:g} %, whatever the replies to sound links")
     return (f"the conceded demands on weak links alone are {floor:.1f} % of all demands, below the paper's "
             f"{paper_conceded_pct:g} %, so the replies to sound links can close the gap")
+
+
+# --------------------------------------------------------------------------- facts
+
+@dataclass(frozen=True)
+class PaperEngagement:
+    """The paper's engagement counts, as reported (glued under ``ch03_paper``)."""
+
+    demands: int = fact(unit="demands", doc="critic demands the paper's judge labelled")
+    conceded_pct: float = fact(unit="%", doc="share of the paper's demands conceded")
+    answered_pct: float = fact(unit="%", doc="share answered")
+    partial_pct: float = fact(unit="%", doc="share partially addressed")
+    dropped_pct: float = fact(unit="%", doc="share dropped")
+
+
+def paper_engagement() -> PaperEngagement:
+    """The paper's demand count and label shares (%), from ``params/paper.yaml``."""
+    return PaperEngagement(demands=reported("engagement.demands"),
+                           **{f"{label}_pct": reported(f"engagement.{label}_pct") for label in LABELS})
+
+
+@dataclass(frozen=True)
+class RunShares:
+    """This run's share of all demands per label (glued under ``ch03``)."""
+
+    conceded_pct: float = fact(unit="%", digits=1, doc="share of this run's demands conceded")
+    answered_pct: float = fact(unit="%", digits=1, doc="share answered")
+    partial_pct: float = fact(unit="%", digits=1, doc="share partially addressed")
+    dropped_pct: float = fact(unit="%", digits=1, doc="share dropped")
+
+
+def run_shares(shares: pd.DataFrame) -> RunShares:
+    """The "this run (%)" column of :func:`shares_table` as a record."""
+    return RunShares(**{f"{label}_pct": float(shares.loc[label, "this run (%)"]) for label in LABELS})
+
+
+@dataclass(frozen=True)
+class SimulatorSetting:
+    """The simulator probabilities the misfit section quotes (glued under ``ch03``)."""
+
+    p_weak_supported: float = fact(unit="probability", doc="a step the evidence pack names is weak")
+    p_weak_unsupported: float = fact(unit="probability", doc="a step it does not name is weak")
+    p_find: float = fact(unit="probability", doc="the critic finds an open weak link, per round")
+    reply_sound_conceded: float = fact(unit="probability", doc="a demand on a sound link is conceded")
+
+
+def simulator_setting(params) -> SimulatorSetting:
+    """:class:`SimulatorSetting` of ``params`` (``workflow.SimulatorParams``)."""
+    return SimulatorSetting(p_weak_supported=params.p_weak_supported, p_weak_unsupported=params.p_weak_unsupported,
+                            p_find=params.p_find, reply_sound_conceded=params.reply_sound.conceded)
+
+
+@dataclass(frozen=True)
+class RoundFacts:
+    """How the shares move over the critique rounds (glued under ``ch03``)."""
+
+    first_round: int = fact(unit="round", doc="the first critique round")
+    last_round: int = fact(unit="round", doc="the last critique round")
+    first_round_conceded_pct: float = fact(unit="%", digits=1, doc="demands conceded in the first round")
+    last_round_conceded_pct: float = fact(unit="%", digits=1, doc="demands conceded in the last round")
+    last_round_answered_pct: float = fact(unit="%", digits=1, doc="demands answered in the last round")
+
+
+def round_facts(by_round: pd.DataFrame) -> RoundFacts:
+    """:class:`RoundFacts` of :func:`round_shares`."""
+    return RoundFacts(first_round=int(by_round.index.min()), last_round=int(by_round.index.max()),
+                      first_round_conceded_pct=float(by_round["conceded"].iloc[0]),
+                      last_round_conceded_pct=float(by_round["conceded"].iloc[-1]),
+                      last_round_answered_pct=float(by_round["answered"].iloc[-1]))
 
 
 # --------------------------------------------------------------------------- cost plan

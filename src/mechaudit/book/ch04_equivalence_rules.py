@@ -11,11 +11,13 @@ output (one row per run and rule: instance, depth, rule, n_hypotheses, component
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, fields
 from typing import Any
 
 import pandas as pd
 
 from mechaudit.book.chapter import judge_models
+from mechaudit.facts import fact
 from mechaudit.llm.pricing import Planned
 from mechaudit.paths import cache_path
 from mechaudit.schema import Benchmark, load_benchmark
@@ -118,6 +120,57 @@ def by_depth_text(div: pd.DataFrame, rule: str, grouping: str = "complete") -> s
         return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
     return f"{join(values)} at K = {join(depths)}"
+
+
+def _groups(doc: str) -> Any:
+    return fact(unit="groups per run", digits=2, missing="not run", doc=doc)
+
+
+@dataclass(frozen=True)
+class RuleGroups:
+    """Mean groups per run (all runs) under the groupings the prose quotes (glued under ``ch04``);
+    ``None`` for a rule this run did not apply."""
+
+    mechanism_key_complete: float | None = _groups("mechanism key, complete linkage")
+    tfidf_complete: float | None = _groups("TF-IDF rule, complete linkage")
+    tfidf_components: float | None = _groups("TF-IDF rule, connected components")
+    embedding_complete: float | None = _groups("embedding rule, complete linkage")
+    embedding_components: float | None = _groups("embedding rule, connected components")
+
+
+def rule_groups(summary: pd.DataFrame) -> RuleGroups:
+    """:class:`RuleGroups` from :func:`rule_summary`."""
+    column = {"complete": "groups (complete)", "components": "groups (components)"}
+
+    def mean(name: str) -> float | None:
+        rule, _, grouping = name.rpartition("_")
+        return float(summary.loc[rule, column[grouping]]) if rule in summary.index else None
+
+    return RuleGroups(**{f.name: mean(f.name) for f in fields(RuleGroups)})
+
+
+@dataclass(frozen=True)
+class ExerciseFacts:
+    """Numbers the exercise solutions quote (glued under ``ch04``): the TF-IDF rule at threshold 0.5
+    (exercise 1) and both rules on the null simulator's runs (exercise 2)."""
+
+    ex1_complete: float = fact(unit="groups per run", digits=2, doc="strict TF-IDF, complete linkage")
+    ex1_components: float = fact(unit="groups per run", digits=2, doc="strict TF-IDF, connected components")
+    ex1_by_depth: str = fact(unit="groups per run", doc="strict TF-IDF per depth (:func:`by_depth_text`)")
+    ex1_key_by_depth: str = fact(unit="groups per run", doc="the mechanism key per depth, this run")
+    ex2_key_by_depth: str = fact(unit="groups per run", doc="the mechanism key per depth, null runs")
+    ex2_tfidf_by_depth: str = fact(unit="groups per run", doc="the TF-IDF rule per depth, null runs")
+
+
+def exercise_facts(div_strict: pd.DataFrame, div: pd.DataFrame, div_null: pd.DataFrame) -> ExerciseFacts:
+    """:class:`ExerciseFacts` from ``delivered_diversity`` frames: the strict TF-IDF rule on this run
+    (``div_strict``), this run's rules (``div``) and the null runs' (``div_null``)."""
+    return ExerciseFacts(ex1_complete=float(div_strict.complete.mean()),
+                         ex1_components=float(div_strict.components.mean()),
+                         ex1_by_depth=by_depth_text(div_strict, "tfidf"),
+                         ex1_key_by_depth=by_depth_text(div, "mechanism_key"),
+                         ex2_key_by_depth=by_depth_text(div_null, "mechanism_key"),
+                         ex2_tfidf_by_depth=by_depth_text(div_null, "tfidf"))
 
 
 # --------------------------------------------------------------------------- cost plan

@@ -16,12 +16,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, fields
 from typing import Any
 
 import pandas as pd
 
 from mechaudit.backends import Backend
 from mechaudit.book.chapter import figure_caption
+from mechaudit.facts import fact
+from mechaudit.glue import at_most_text, span_text
 from mechaudit.llm.pricing import Planned
 from mechaudit.tau import CARD_VERSION, FIELD_CAPS, RUBRIC_VERSION, SyntheticPool, llm_tau_calibration, studies
 from mechaudit.tau.realjudge import ROLES, calibration_requests
@@ -35,12 +38,20 @@ STATUS = "simulated (reference backend)"
 TOLERANCE = 0.10
 
 
-def pool_facts(pool: SyntheticPool) -> dict[str, float]:
-    """``n_papers`` and ``score10_quality_rmse`` (root-mean-square gap between the anchor score
-    and the latent quality, in score points)."""
+@dataclass(frozen=True)
+class PoolFacts:
+    """The synthetic pool (glued under ``ch08``)."""
+
+    n_papers: int = fact(unit="papers", doc="papers in the pool")
+    score10_quality_rmse: float = fact(unit="score points", digits=2,
+                                       doc="root-mean-square gap between anchor score and latent quality")
+
+
+def pool_facts(pool: SyntheticPool) -> PoolFacts:
+    """:class:`PoolFacts` of ``pool``."""
     table = pool.table()
-    return {"n_papers": len(table),
-            "score10_quality_rmse": float(((table["score10"] - table["quality"]) ** 2).mean() ** 0.5)}
+    return PoolFacts(n_papers=len(table),
+                     score10_quality_rmse=float(((table["score10"] - table["quality"]) ** 2).mean() ** 0.5))
 
 
 def pool_display(pool: SyntheticPool) -> pd.DataFrame:
@@ -53,35 +64,45 @@ def pool_display(pool: SyntheticPool) -> pd.DataFrame:
     return out
 
 
-def recovery_facts(recovery: pd.DataFrame, tolerance: float = TOLERANCE) -> dict[str, float]:
-    """Numbers of the tau-recovery study (:func:`mechaudit.tau.studies.tau_recovery`).
+@dataclass(frozen=True)
+class RecoveryFacts:
+    """The tau-recovery study (:func:`mechaudit.tau.studies.tau_recovery`; glued under ``ch08``)."""
 
-    ``within_pct``: % of all fits within ``tolerance``; ``n_fits``; ``grid_mle_maxdiff``: largest
-    |grid - mle| on the same answers; ``tau_small``/``tau_large`` and ``sd_small``/``sd_large``: the
-    extreme true taus and the mle's spread there; ``se_over_sd``/``se_robust_over_sd``: mean
-    reported standard error over the observed spread (mle, averaged over true taus);
-    ``mean_error_pct``: mean |fitted / true - 1| of the mle fits, in %.
-    """
+    within10_pct: float = fact(unit="%", digits=0, doc="fits within the tolerance (10 %) of the true tau")
+    n_fits: int = fact(unit="fits", doc="fits, both fitters")
+    grid_mle_differ: str = fact(doc='grid and mle on the same answers: "differ by at most x" or "do not differ"')
+    tau_small: float = fact(unit="tau", doc="smallest true tau")
+    tau_large: float = fact(unit="tau", doc="largest true tau")
+    sd_small: float = fact(unit="tau", digits=3, doc="sd of the mle at the smallest true tau")
+    sd_large: float = fact(unit="tau", digits=3, doc="sd of the mle at the largest true tau")
+    se_over_sd: float = fact(unit="ratio", digits=2, doc="mean reported SE over the observed sd (mle)")
+    se_robust_over_sd: float = fact(unit="ratio", digits=2, doc="the same for the robust SE")
+    mean_error_pct: float = fact(unit="%", digits=1, doc="mean |fitted / true - 1| of the mle fits")
+    headline_tau_error: str = fact(doc="the intro's one-line answer (:func:`headline_tau_error`)")
+
+
+def recovery_facts(recovery: pd.DataFrame, tolerance: float = TOLERANCE) -> RecoveryFacts:
+    """:class:`RecoveryFacts` of a :func:`mechaudit.tau.studies.tau_recovery` frame; the mle's spread
+    and the SE ratios are averaged over the true taus."""
     table = studies.recovery_table(recovery, tolerance)
     mle = table.xs("mle", level="method")
     wide = recovery.pivot_table(index=["true_tau", "rep"], columns="method", values="tau_hat")
     mle_fits = recovery[recovery["method"] == "mle"]
-    return {
-        "within_pct": 100 * float((recovery["rel_error"].abs() < tolerance).mean()),
-        "n_fits": len(recovery),
-        "grid_mle_maxdiff": float((wide["grid"] - wide["mle"]).abs().max()),
-        "tau_small": float(mle.index.min()), "tau_large": float(mle.index.max()),
-        "sd_small": float(mle["sd_tau"].iloc[0]), "sd_large": float(mle["sd_tau"].iloc[-1]),
-        "se_over_sd": float((mle["mean_se"] / mle["sd_tau"]).mean()),
-        "se_robust_over_sd": float((mle["mean_se_robust"] / mle["sd_tau"]).mean()),
-        "mean_error_pct": 100 * float(mle_fits["rel_error"].abs().mean()),
-    }
+    within_pct = 100 * float((recovery["rel_error"].abs() < tolerance).mean())
+    mean_error_pct = 100 * float(mle_fits["rel_error"].abs().mean())
+    return RecoveryFacts(
+        within10_pct=within_pct, n_fits=len(recovery),
+        grid_mle_differ=at_most_text(float((wide["grid"] - wide["mle"]).abs().max()), digits=3),
+        tau_small=float(mle.index.min()), tau_large=float(mle.index.max()),
+        sd_small=float(mle["sd_tau"].iloc[0]), sd_large=float(mle["sd_tau"].iloc[-1]),
+        se_over_sd=float((mle["mean_se"] / mle["sd_tau"]).mean()),
+        se_robust_over_sd=float((mle["mean_se_robust"] / mle["sd_tau"]).mean()),
+        mean_error_pct=mean_error_pct, headline_tau_error=headline_tau_error(mean_error_pct, within_pct))
 
 
-def headline_tau_error(facts: Mapping[str, float]) -> str:
-    """The intro's one-line answer from :func:`recovery_facts`, e.g. "2.9 % mean error; 90 % of fits
-    within 10 %"."""
-    return (f"{facts['mean_error_pct']:.1f} % mean error (mle); {facts['within_pct']:.0f} % of fits "
+def headline_tau_error(mean_error_pct: float, within_pct: float) -> str:
+    """The intro's one-line answer, e.g. "2.9 % mean error (mle); 90 % of fits within 10 %"."""
+    return (f"{mean_error_pct:.1f} % mean error (mle); {within_pct:.0f} % of fits "
             f"within {100 * TOLERANCE:.0f} %")
 
 
@@ -99,13 +120,23 @@ def recovery_display(recovery: pd.DataFrame, tolerance: float = TOLERANCE) -> pd
     return out.astype(object).where(out.notna(), "")  # the grid has no standard error: a blank cell
 
 
-def review_facts(reviews: pd.DataFrame) -> dict[str, float]:
-    """Scores with an interior optimum (``interior_n``, their ``interior_mae``), the share on a grid
-    end (``saturated_pct``) and the count stuck at 1 (``saturated_low_n``)."""
+@dataclass(frozen=True)
+class ReviewFacts:
+    """The inferred scores of one densify run (glued under ``ch08``)."""
+
+    interior_mae: float = fact(unit="score points", digits=2, doc="MAE of the scores with an interior optimum")
+    interior_n: int = fact(unit="scores", doc="scores with an interior optimum")
+    saturated_pct: float = fact(unit="%", digits=1, doc="scores on a grid end")
+    saturated_low_n: int = fact(unit="scores", doc="scores stuck at 1")
+    n_scores: int = fact(unit="scores", doc="all inferred scores")
+
+
+def review_facts(reviews: pd.DataFrame) -> ReviewFacts:
+    """:class:`ReviewFacts` of a reviews frame (``error``, ``saturated``, ``saturated_at``)."""
     interior = reviews[~reviews["saturated"]]
-    return {"interior_mae": float(interior["error"].abs().mean()), "interior_n": len(interior),
-            "saturated_pct": 100 * float(reviews["saturated"].mean()),
-            "saturated_low_n": int((reviews["saturated_at"] == "low").sum())}
+    return ReviewFacts(interior_mae=float(interior["error"].abs().mean()), interior_n=len(interior),
+                       saturated_pct=100 * float(reviews["saturated"].mean()),
+                       saturated_low_n=int((reviews["saturated_at"] == "low").sum()), n_scores=len(reviews))
 
 
 def summary_display(summary: pd.DataFrame) -> pd.DataFrame:
@@ -154,21 +185,38 @@ def saturation_display(saturation: pd.DataFrame) -> pd.DataFrame:
     return out.round(2)
 
 
-def scale_facts(scale_effect: pd.DataFrame) -> dict[str, float]:
-    """Band width and coverage at the first and last weight factor, the Kish interval's width range
-    and coverage, and the largest share of scores that moved (it should be 0)."""
+@dataclass(frozen=True)
+class ScaleFacts:
+    """Every anchor weight multiplied by one factor (glued under ``ch08``): the first and last factor,
+    the 1.92 band's width and coverage there, the Kish interval's coverage, and two sentences."""
+
+    scale_moved_sentence: str = fact(doc="whether any score moves (:func:`scale_sentences`)")
+    kish_width_phrase: str = fact(doc="the Kish interval's width over the factors")
+    scale_first: str = fact(unit="factor", doc="the first factor, as written")
+    scale_last: str = fact(unit="factor", doc="the last factor, as written")
+    band_width_first: float = fact(unit="score points", digits=2, doc="band width at the first factor")
+    band_width_last: float = fact(unit="score points", digits=2, doc="band width at the last factor")
+    band_cov_first: float = fact(unit="%", digits=0, doc="band coverage at the first factor")
+    band_cov_last: float = fact(unit="%", digits=0, doc="band coverage at the last factor")
+    profile_cov: float = fact(unit="%", digits=0, doc="Kish coverage (the same at every factor)")
+
+
+def scale_facts(scale_effect: pd.DataFrame) -> ScaleFacts:
+    """:class:`ScaleFacts` of a :func:`mechaudit.tau.studies.weight_scale_effect` table."""
     first, last = scale_effect.iloc[0], scale_effect.iloc[-1]
-    return {"score_changed_max": float(scale_effect["score_changed"].max()),
-            "scale_first": float(first["scale"]), "scale_last": float(last["scale"]),
-            "band_width_first": float(first["band_width"]), "band_width_last": float(last["band_width"]),
-            "band_cov_first": float(first["band_coverage"]), "band_cov_last": float(last["band_coverage"]),
-            "profile_width_min": float(scale_effect["profile_width"].min()),
-            "profile_width_max": float(scale_effect["profile_width"].max()),
-            "profile_cov": float(scale_effect["profile_coverage"].iloc[0])}
+    text = scale_sentences({"score_changed_max": float(scale_effect["score_changed"].max()),
+                            "profile_width_min": float(scale_effect["profile_width"].min()),
+                            "profile_width_max": float(scale_effect["profile_width"].max())})
+    return ScaleFacts(scale_moved_sentence=text["moved"], kish_width_phrase=text["kish_width"],
+                      scale_first=f"{float(first['scale']):g}", scale_last=f"{float(last['scale']):g}",
+                      band_width_first=float(first["band_width"]), band_width_last=float(last["band_width"]),
+                      band_cov_first=100 * float(first["band_coverage"]),
+                      band_cov_last=100 * float(last["band_coverage"]),
+                      profile_cov=100 * float(scale_effect["profile_coverage"].iloc[0]))
 
 
 def scale_sentences(facts: Mapping[str, float]) -> dict[str, str]:
-    """Two sentences from :func:`scale_facts` in words: whether any score moves under rescaling
+    """Two sentences for :func:`scale_facts` in words: whether any score moves under rescaling
     (``moved``), and the Kish interval's width, one value when it does not change (``kish_width``)."""
     changed = facts["score_changed_max"]
     moved = ("No score moves when all weights are multiplied by the same factor" if changed == 0 else
@@ -188,13 +236,25 @@ def scale_display(scale_effect: pd.DataFrame) -> pd.DataFrame:
     return out.round(2)
 
 
-def trigger_facts(triggers: pd.DataFrame) -> dict[str, float]:
-    """The first row of :func:`mechaudit.tau.studies.densify_trigger_rates` (the original threshold),
-    in %: loss and strength trigger, and reviews only the monotonic trigger sends to round two."""
+@dataclass(frozen=True)
+class TriggerFacts:
+    """The densify triggers at the original loss threshold (the first row of
+    :func:`mechaudit.tau.studies.densify_trigger_rates`; glued under ``ch08``)."""
+
+    loss_threshold: float = fact(unit="loss", doc="the original loss threshold")
+    loss_trigger_pct: float = fact(unit="%", digits=1, doc="first-round reviews the loss trigger sends on")
+    strength_trigger_share: str = fact(doc='the same for the strength trigger ("none" or "x %")')
+    monotonic_extra_share: str = fact(doc="reviews only the monotonic trigger sends on")
+
+
+def trigger_facts(triggers: pd.DataFrame) -> TriggerFacts:
+    """:class:`TriggerFacts` of a :func:`mechaudit.tau.studies.densify_trigger_rates` table."""
     original = triggers.iloc[0]
-    return {"loss_threshold": float(original["loss_threshold"]), "loss_pct": 100 * float(original["loss"]),
-            "strength_pct": 100 * float(original["strength"]),
-            "monotonic_extra_pct": 100 * float(original["any"] - original["loss"])}
+    return TriggerFacts(loss_threshold=float(original["loss_threshold"]),
+                        loss_trigger_pct=100 * float(original["loss"]),
+                        strength_trigger_share=percent_or_none(100 * float(original["strength"]), digits=1),
+                        monotonic_extra_share=percent_or_none(100 * float(original["any"] - original["loss"]),
+                                                              digits=1))
 
 
 def trigger_display(triggers: pd.DataFrame) -> pd.DataFrame:
@@ -245,30 +305,73 @@ def densify_display(effect: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
+def _score(doc: str) -> Any:
+    return fact(unit="score points", digits=2, missing="not run", doc=doc)
+
+
+def _pct(doc: str) -> Any:
+    return fact(unit="%", digits=1, missing="not run", doc=doc)
+
+
+@dataclass(frozen=True)
+class DensifyFacts:
+    """What the densify section quotes of :func:`densify_effect` (glued under ``ch08_dens``):
+    ``<measure>_<run>``, run ``first`` (first round only), ``original``, ``fill`` or ``floor``;
+    ``top_*`` over the stories whose first-round mean is at least ``top_hint``; ``None``: the run
+    was not made."""
+
+    mae_first: float | None = _score("MAE of the scores, first round only")
+    sat_pct_first: float | None = _pct("scores saturated at 10, first round only")
+    top_sat_pct_first: float | None = _pct("saturated among the top stories, first round only")
+    mae_original: float | None = _score("MAE, original densify rule")
+    sat_pct_original: float | None = _pct("saturated, original rule")
+    added_original: float | None = _score("anchors added per story, original rule")
+    top_sat_pct_original: float | None = _pct("saturated among the top stories, original rule")
+    top_added_original: float | None = _score("anchors added per top story, original rule")
+    mae_fill: float | None = _score("MAE, fill rule")
+    sat_pct_fill: float | None = _pct("saturated, fill rule")
+    added_fill: float | None = _score("anchors added per story, fill rule")
+    mae_floor: float | None = _score("MAE, floor rule")
+    sat_pct_floor: float | None = _pct("saturated, floor rule")
+    top_sat_pct_floor: float | None = _pct("saturated among the top stories, floor rule")
+    top_added_floor: float | None = _score("anchors added per top story, floor rule")
+    top_n: int = fact(unit="stories", doc="stories with a first-round mean of at least top_hint")
+    top_hint: str = fact(unit="score points", doc="that first-round mean, as written (9.75)")
+
+
 def densify_facts(effect: pd.DataFrame, runs: Mapping[str, pd.DataFrame],
-                  top_hint: float = TOP_HINT) -> dict[str, float]:
-    """Numbers of :func:`densify_effect` for the prose, keyed ``<measure>_<run>`` with measure
-    ``mae``, ``sat_pct``, ``added``, ``top_sat_pct`` or ``top_added`` and run ``first``,
-    ``original``, ``fill`` or ``floor``; plus ``top_n`` (stories with a first-round mean of at least
-    ``top_hint``) and ``top_hint``."""
+                  top_hint: float = TOP_HINT) -> DensifyFacts:
+    """:class:`DensifyFacts` of :func:`densify_effect` for the densify ``runs`` made (first round
+    included)."""
     rows = {"mae": "MAE (score points)", "sat_pct": "% saturated", "added": "anchors added per story",
             "top_sat_pct": f"% saturated, first round ≥ {top_hint:g}",
             "top_added": f"anchors added, first round ≥ {top_hint:g}"}
     names = {studies.FIRST_ROUND: "first", "original": "original", "fill": "fill", "floor": "floor"}
-    facts = {f"{measure}_{names[run]}": float(effect.loc[row, DENSIFY_LABELS[run]])
-             for run in runs if run in names for measure, row in rows.items()}
+    made = {f"{measure}_{names[run]}": float(effect.loc[row, DENSIFY_LABELS[run]])
+            for run in runs if run in names for measure, row in rows.items()}
     hints = studies.first_round_hints(runs[studies.FIRST_ROUND])
-    return facts | {"top_n": int((hints >= top_hint).sum()), "top_hint": top_hint}
+    quoted = {f.name: made.get(f.name) for f in fields(DensifyFacts) if f.name not in ("top_n", "top_hint")}
+    return DensifyFacts(**quoted, top_n=int((hints >= top_hint).sum()), top_hint=f"{top_hint:g}")
 
 
-def tie_facts(ties: pd.DataFrame) -> dict[str, float]:
-    """Range of the mle under calibrated ties, and the abstaining judge's tie share (%) and tau at
-    its highest tie rate."""
+@dataclass(frozen=True)
+class TieFacts:
+    """Heavy ties (glued under ``ch08_ties``): the mle's range under calibrated ties, and the
+    abstaining judge's tie share and tau at its highest tie rate."""
+
+    true_tau: float = fact(unit="tau", doc="the true tau of the tie study")
+    cal_span: str = fact(unit="tau", doc='the mle under calibrated ties: "between a and b" or "at a"')
+    abstain_share_pct: float = fact(unit="%", digits=0, doc="ties of the abstaining judge, highest tie rate")
+    abstain_tau: float = fact(unit="tau", digits=2, doc="its fitted tau (mle)")
+
+
+def tie_facts(ties: pd.DataFrame) -> TieFacts:
+    """:class:`TieFacts` of a :func:`mechaudit.tau.studies.tie_effect` table."""
     calibrated, abstain = ties[ties["tie_mode"] == "calibrated"], ties[ties["tie_mode"] == "abstain"]
-    return {"true_tau": float(ties["true_tau"].iloc[0]),
-            "cal_min": float(calibrated["tau_mle"].min()), "cal_max": float(calibrated["tau_mle"].max()),
-            "abstain_share_pct": 100 * float(abstain["tie_share"].iloc[-1]),
-            "abstain_tau": float(abstain["tau_mle"].iloc[-1])}
+    return TieFacts(true_tau=float(ties["true_tau"].iloc[0]),
+                    cal_span=span_text(calibrated["tau_mle"].min(), calibrated["tau_mle"].max(), digits=2),
+                    abstain_share_pct=100 * float(abstain["tie_share"].iloc[-1]),
+                    abstain_tau=float(abstain["tau_mle"].iloc[-1]))
 
 
 def tie_display(ties: pd.DataFrame) -> pd.DataFrame:
@@ -280,20 +383,48 @@ def tie_display(ties: pd.DataFrame) -> pd.DataFrame:
     return out.round(2)
 
 
-def misspec_facts(misspec: pd.DataFrame) -> dict[str, float]:
-    """Numbers of :func:`mechaudit.tau.studies.tau_misspecification` (mean fitted tau, mle unless
-    ``_plain`` = strengths ignored): for the smallest (``lo``), middle (``mid``) and largest (``hi``)
-    true tau, the judge that sees latent quality (``quality_*``, with the range over repetitions),
-    the well-specified judge (``base_*``), and the judge with the largest perception noise
-    ``noise_max`` (``noisy_*``) beside the noise-only approximation (``approx_*``); and the largest
-    |grid - mle| over all conditions. Needs perception noise 0 among the conditions."""
+def _tau(doc: str) -> Any:
+    return fact(unit="tau", digits=2, doc=doc)
+
+
+@dataclass(frozen=True)
+class MisspecFacts:
+    """Mean fitted tau (mle unless ``_plain``: strengths ignored) of
+    :func:`mechaudit.tau.studies.tau_misspecification` at the smallest (``lo``), middle (``mid``) and
+    largest (``hi``) true tau (glued under ``ch08_ms``)."""
+
+    tau_lo: float = fact(unit="tau", doc="the smallest true tau")
+    quality_lo: float = _tau("judge that sees latent quality, smallest tau")
+    quality_lo_min: float = _tau("its lowest fit over the repetitions")
+    quality_lo_max: float = _tau("its highest fit over the repetitions")
+    tau_mid: float = fact(unit="tau", doc="the middle true tau")
+    quality_mid: float = _tau("judge that sees latent quality, middle tau")
+    quality_mid_min: float = _tau("its lowest fit over the repetitions")
+    quality_mid_max: float = _tau("its highest fit over the repetitions")
+    base_lo: float = _tau("well-specified judge, smallest tau")
+    base_mid: float = _tau("well-specified judge, middle tau")
+    base_hi: float = _tau("well-specified judge, largest tau")
+    noisy_lo: float = _tau("judge with the largest perception noise, smallest tau")
+    noisy_lo_plain: float = _tau("the same, strengths ignored")
+    approx_lo: float = _tau("the noise-only approximation for it")
+    noisy_hi: float = _tau("judge with the largest perception noise, largest tau")
+    noisy_hi_plain: float = _tau("the same, strengths ignored")
+    approx_hi: float = _tau("the noise-only approximation for it")
+    noise_max: str = fact(unit="score points", doc="that largest perception noise, as written")
+    tau_hi: float = fact(unit="tau", doc="the largest true tau")
+    grid_mle_maxdiff: float = fact(unit="tau", digits=3, doc="largest |grid - mle| over all conditions")
+
+
+def misspec_facts(misspec: pd.DataFrame) -> MisspecFacts:
+    """:class:`MisspecFacts` of a :func:`mechaudit.tau.studies.tau_misspecification` frame. Needs
+    perception noise 0 among the conditions."""
     mean_tau = studies.misspecification_table(misspec)["mean_tau"]
     taus = sorted(misspec["true_tau"].unique())
     t = {"lo": taus[0], "mid": taus[len(taus) // 2], "hi": taus[-1]}
     noise_max = float(misspec["perception_noise"].max())
     q_runs = misspec[(misspec["source"] == "quality") & (misspec["perception_noise"] == 0)
                      & (misspec["method"] == "mle")]
-    facts: dict[str, float] = {"noise_max": noise_max, "tau_hi": float(t["hi"])}
+    facts: dict[str, Any] = {"noise_max": f"{noise_max:g}", "tau_hi": float(t["hi"])}
     for name in ("lo", "mid"):
         runs = q_runs.loc[q_runs["true_tau"] == t[name], "tau_hat"]
         facts |= {f"tau_{name}": float(t[name]), f"quality_{name}": float(mean_tau[("quality", 0.0, t[name], "mle")]),
@@ -307,7 +438,7 @@ def misspec_facts(misspec: pd.DataFrame) -> dict[str, float]:
     both = misspec.pivot_table(index=["source", "perception_noise", "true_tau", "rep"], columns="method",
                                values="tau_hat")
     facts["grid_mle_maxdiff"] = float((both["grid"] - both["mle"]).abs().max())
-    return facts
+    return MisspecFacts(**facts)
 
 
 def misspec_display(misspec: pd.DataFrame) -> pd.DataFrame:
@@ -319,17 +450,31 @@ def misspec_display(misspec: pd.DataFrame) -> pd.DataFrame:
     return out.round(2)
 
 
-def score_misspec_facts(score_table: pd.DataFrame) -> dict[str, float]:
-    """MAE, mean move from the well-specified scores and Kish coverage for the well-specified judge
-    (``base``), the judge that sees latent quality and the noisiest judge (``noisy``), and the lowest
-    coverage over all conditions. ``score_table`` from
-    :func:`mechaudit.tau.studies.score_misspecification_table`."""
+@dataclass(frozen=True)
+class ScoreMisspecFacts:
+    """Scores under a misspecified judge (glued under ``ch08_ms``): MAE and mean move from the
+    well-specified scores, and Kish coverage (%), for the well-specified judge (``base``), the judge
+    that sees latent quality and the noisiest judge (``noisy``); the lowest coverage over all."""
+
+    mae_base: float = fact(unit="score points", digits=2, doc="MAE, well-specified judge")
+    mae_quality: float = fact(unit="score points", digits=2, doc="MAE, judge that sees latent quality")
+    moved_quality: float = fact(unit="score points", digits=2, doc="its mean move from the well-specified scores")
+    mae_noisy: float = fact(unit="score points", digits=2, doc="MAE, noisiest judge")
+    moved_noisy: float = fact(unit="score points", digits=2, doc="its mean move from the well-specified scores")
+    cov_base: float = fact(unit="%", digits=0, doc="Kish coverage, well-specified judge")
+    cov_noisy: float = fact(unit="%", digits=0, doc="Kish coverage, noisiest judge")
+    cov_worst: float = fact(unit="%", digits=0, doc="lowest Kish coverage over all conditions")
+
+
+def score_misspec_facts(score_table: pd.DataFrame) -> ScoreMisspecFacts:
+    """:class:`ScoreMisspecFacts` of a :func:`mechaudit.tau.studies.score_misspecification_table`."""
     noise_max = float(score_table.index.get_level_values("perception_noise").max())
     base, quality, noisy = (score_table.loc[k] for k in (("score10", 0.0), ("quality", 0.0), ("score10", noise_max)))
-    return {"mae_base": float(base["mae"]), "mae_quality": float(quality["mae"]),
-            "moved_quality": float(quality["moved"]), "mae_noisy": float(noisy["mae"]),
-            "moved_noisy": float(noisy["moved"]), "cov_base": float(base["profile_coverage"]),
-            "cov_noisy": float(noisy["profile_coverage"]), "cov_worst": float(score_table["profile_coverage"].min())}
+    return ScoreMisspecFacts(
+        mae_base=float(base["mae"]), mae_quality=float(quality["mae"]), moved_quality=float(quality["moved"]),
+        mae_noisy=float(noisy["mae"]), moved_noisy=float(noisy["moved"]),
+        cov_base=100 * float(base["profile_coverage"]), cov_noisy=100 * float(noisy["profile_coverage"]),
+        cov_worst=100 * float(score_table["profile_coverage"].min()))
 
 
 def score_misspec_display(score_table: pd.DataFrame) -> pd.DataFrame:

@@ -23,6 +23,7 @@ import pandas as pd
 
 from mechaudit import provenance
 from mechaudit.backends import Backend, caption_text
+from mechaudit.facts import fact
 from mechaudit.llm import LLMClient, get_client
 from mechaudit.llm.session import LLMSession, check_max_usd
 from mechaudit.paper import entry
@@ -234,3 +235,23 @@ def source_note(sources: Mapping[str, str]) -> str:
                 "test suite re-checks them).")
     return (f"Computed in this run (their settings differ from the committed ones): {', '.join(now)}"
             + (f"; read from data/computed/: {', '.join(read)}." if read else "."))
+
+
+@dataclass(frozen=True)
+class SwapShares:
+    """% of a suite's valid first-step swaps each rule calls "different mechanism" (chapter 09 glues
+    one per suite: ``ch09_fss_*`` template-built, ``ch09_rw_fss_*`` reworded); ``None``: no such suite."""
+
+    fss_tfidf: float | None = fact(unit="%", digits=0, missing="not run", doc="TF-IDF rule")
+    fss_embedding: float | None = fact(unit="%", digits=0, missing="not run", doc="embedding rule")
+    fss_reference: float | None = fact(unit="%", digits=0, missing="not run", doc="reference judge")
+
+
+def swap_shares(pct: pd.DataFrame, suite: str) -> SwapShares:
+    """:class:`SwapShares` of ``suite`` from a percent-different table indexed (suite, kind) with the
+    rule columns "TF-IDF", "embeddings" and "reference judge" (``rules.percent_different`` per suite)."""
+    if (suite, "first_step_swapped") not in pct.index:
+        return SwapShares(None, None, None)
+    row = pct.loc[(suite, "first_step_swapped")]
+    return SwapShares(fss_tfidf=float(row["TF-IDF"]), fss_embedding=float(row["embeddings"]),
+                      fss_reference=float(row["reference judge"]))
