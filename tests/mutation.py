@@ -84,8 +84,8 @@ MODULES: dict[str, Target] = {
     "tau": Target(_src("tau/inference.py", "tau/fitting.py", "tau/anchors.py", "tau/cards.py", "tau/judge.py"),
                   _tests("tau_inference", "tau_fitting", "tau_anchors", "tau_judge", "tau_misspec",
                          "tau_mutation_guards"), sample=SMALL_SAMPLE),
-    "llm": Target(_src("llm/cache.py", "llm/client.py", "llm/ledger.py", "llm/session.py",
-                       "book/account.py", "llm/jsonout.py",
+    "llm": Target(_src("llm/cache.py", "llm/cachelog.py", "llm/cacheindex.py", "llm/batchstate.py",
+                       "llm/client.py", "llm/ledger.py", "llm/session.py", "book/account.py", "llm/jsonout.py",
                        "llm/blind.py"),
                   _tests("llm", "llm_cache_store", "llm_budget_stress", "llm_recovery", "blind_prefilter",
                          "llm_secrets", "cache_paths", "judge_models") + tuple(

@@ -147,15 +147,29 @@ def test_every_figure_that_took_a_backend_has_a_deprecated_path():
     assert {k for k in deprecation.DEPRECATED if k.startswith("mechaudit.plots.")} == figures
 
 
+def test_get_client_with_positional_options_warns_once_and_keeps_them(tmp_path):
+    from mechaudit.llm import get_client
+
+    client, messages = _future(get_client, "replay", tmp_path, None, 3)
+    assert (client.max_concurrency, client.cache.directory, client.send) == (3, tmp_path, False)
+    assert messages == ["get_client: passing http_client, max_concurrency by position is deprecated and will be "
+                        "removed in the next release; call get_client(backend, cache_dir, http_client=http_client, "
+                        "max_concurrency=max_concurrency)"]
+    with pytest.raises(TypeError, match="got multiple values for 'max_concurrency'"):
+        get_client("replay", tmp_path, None, 3, max_concurrency=2)
+
+
 def test_the_api_page_lists_every_deprecated_call():
-    import mechaudit.rules.audit  # noqa: F401 - registers its deprecated calls
+    import mechaudit.llm.client  # noqa: F401 - each registers its deprecated calls
+    import mechaudit.rules.audit  # noqa: F401
+    import mechaudit.rules.llm_judge  # noqa: F401
 
     page = (REPO_ROOT / "book" / "api.md").read_text(encoding="utf-8")
     section = page.split("### Deprecated calls", 1)[1].split("\n## ", 1)[0]
     listed = set(re.findall(r"`(?:mechaudit\.[\w.]+\.)?(\w+)`", section))
     names = {key.rsplit(".", 1)[1] for key in deprecation.DEPRECATED}
     assert names <= listed, f"book/api.md does not list: {sorted(names - listed)}"
-    assert len(names) == 28
+    assert len(names) == 30
 
 
 def test_perturbation_bars_draws_any_rules_per_kind():

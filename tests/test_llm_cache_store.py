@@ -449,7 +449,7 @@ def test_invalid_records_and_batch_events_name_the_missing_field(tmp_path):
 
 def test_a_large_first_index_restores_the_page_cache_size(tmp_path, monkeypatch):
     """Indexing a large file raises the index connection's page cache for the run and sets it back."""
-    from mechaudit.llm import cache as store
+    from mechaudit.llm import cachelog as store
 
     writer = ResponseCache(tmp_path)
     for i in range(3):
@@ -463,13 +463,13 @@ def test_a_large_first_index_restores_the_page_cache_size(tmp_path, monkeypatch)
         p.unlink()  # a first index of the whole file, as on a fresh clone
     monkeypatch.setattr(store, "_BIG_BYTES", 0)  # every first index counts as large
     sizes = []
-    index_rest = store._IndexedLog._index_rest
+    index_rest = store.IndexedLog._index_rest
 
     def spy(self, conn, *args):
         sizes.append(conn.execute("PRAGMA cache_size").fetchone()[0])
         return index_rest(self, conn, *args)
 
-    monkeypatch.setattr(store._IndexedLog, "_index_rest", spy)
+    monkeypatch.setattr(store.IndexedLog, "_index_rest", spy)
     fresh = ResponseCache(tmp_path)
     assert len(fresh) == 3 and fresh.get(req(2).key)["text"] == "a2"
     assert sizes[0] == -store._BIG_CACHE_KIB  # larger while indexing

@@ -113,7 +113,7 @@ def test_backend_names_are_validated_in_one_place():
     with pytest.raises(BackendError, match="not an LLM backend"):
         get_client("reference")
     with pytest.raises(BackendError, match="'antropic' is not a backend"):
-        LLMJudge(backend="antropic")  # the one shorthand that takes a name
+        LLMJudge(backend="antropic")  # the deprecated shorthand still checks the name
 
 
 def test_the_llm_rule_answers_through_the_given_client_and_needs_one(tmp_path):

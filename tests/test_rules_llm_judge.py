@@ -13,6 +13,7 @@ import pytest
 from fake_anthropic import FakeAnthropic
 from rule_hypotheses import hyp
 
+from mechaudit import deprecation
 from mechaudit.agreement import flip_rate
 from mechaudit.backends import Backend
 from mechaudit.llm import BlindnessError
@@ -79,7 +80,7 @@ def make_judge(tmp_path, api, **kw):
 
 
 def test_early_stop_is_the_default():
-    assert LLMJudge(backend=None).early_stop is True
+    assert LLMJudge().early_stop is True
 
 
 def test_a_judge_without_a_client_builds_requests_and_refuses_to_judge(pairs):
@@ -94,9 +95,11 @@ def test_a_judge_without_a_client_builds_requests_and_refuses_to_judge(pairs):
         judge.judge(pairs)
 
 
-def test_a_given_client_wins_over_the_backend_name(tmp_path, scripted_api):
+def test_a_given_client_wins_over_the_deprecated_backend_name(tmp_path, scripted_api):
     client = fake_anthropic.client_for(scripted_api(lambda first, k, user: verdict("same")), tmp_path / "cache")
-    judge = LLMJudge(backend="replay", client=client)
+    deprecation._warned.clear()
+    with pytest.warns(FutureWarning):
+        judge = LLMJudge(backend="replay", client=client)
     assert judge.client is client and judge.backend is Backend.ANTHROPIC
     assert "backend='anthropic'" in repr(judge)
 
@@ -271,10 +274,16 @@ def test_stability_and_requests(tmp_path, scripted_api, pairs):
     assert stability(stop.judge(pairs), 3)["order_changed"].isna().all()
 
 
-def test_a_judge_without_a_client_builds_one_with_its_concurrency(tmp_path):
-    judge = LLMJudge(rubric="full", backend="replay", cache_dir=tmp_path, max_concurrency=3)
-    assert judge.backend is judge.client.backend is Backend.REPLAY and judge.client.max_concurrency == 3
-    assert judge.client.cache.directory == tmp_path
+def test_a_judge_makes_no_client_of_its_own_and_the_old_shorthand_still_does(tmp_path, pairs):
+    judge = LLMJudge(rubric="full", instances=FINDINGS)
+    assert judge.client is None and judge.backend is None  # no replay client behind the caller's back
+    with pytest.raises(ValueError, match=r"^this LLMJudge has no client .*client=mechaudit.llm.get_client"):
+        judge.judge(pairs)
+    deprecation._warned.clear()
+    with pytest.warns(FutureWarning, match=r"^LLMJudge: LLMJudge\(backend=\.\.\., cache_dir=.*is deprecated"):
+        old = LLMJudge(rubric="full", backend="replay", cache_dir=tmp_path, max_concurrency=3)
+    assert old.backend is old.client.backend is Backend.REPLAY and old.client.max_concurrency == 3
+    assert old.client.cache.directory == tmp_path
 
 
 def test_stability_summary_counts_repeat_and_reversal_changes():

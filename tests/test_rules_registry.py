@@ -34,7 +34,7 @@ def test_build_makes_each_registered_rule_with_its_config():
     assert type(rules.build("mechanism_key")) is rules.MechanismKeyRule
     emb = rules.build("embedding", threshold="match_rate")
     assert type(emb) is rules.EmbeddingRule and emb.threshold == "match_rate"
-    llm = rules.build("llm", rubric="step", backend="replay", client=object())
+    llm = rules.build("llm", rubric="step", client=object())
     assert type(llm) is rules.LLMJudge and llm.rubric == "step"
 
 

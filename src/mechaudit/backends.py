@@ -6,7 +6,8 @@
 
 A name becomes a member once, where it enters: a chapter's parameters are parsed by
 ``mechaudit.book.chapter.backend_of`` (``mechaudit execute`` checks them against ``CHOICES`` before
-any cell runs); ``get_client`` and ``LLMJudge(backend=...)`` take a name through :meth:`Backend.llm`.
+any cell runs); ``get_client`` takes a name through :meth:`Backend.llm` and turns it into the client's
+cache policy.
 Library code below the book takes an LLM client (or None offline), not a backend.
 This module imports nothing heavy, so validating a name never loads the SDK.
 """

@@ -36,7 +36,7 @@ def warn_once(key: str, message: str, stacklevel: int = 3) -> None:
 
 
 def _register(fn: Callable, old: str, new: str) -> str:
-    key = f"{fn.__module__}.{fn.__qualname__}"
+    key = f"{fn.__module__}.{fn.__qualname__.removesuffix('.__init__')}"  # a class by its own name
     DEPRECATED[key] = (old, new)
     return key
 
@@ -93,7 +93,7 @@ def reordered(old: str, new: str, convert: Callable[[tuple, dict], tuple[tuple, 
         def wrapper(*args, **kwargs):
             converted = convert(args, kwargs)
             if converted is not None:
-                warn_once(key, _message(fn.__name__, old, new))
+                warn_once(key, _message(key.rsplit(".", 1)[1], old, new))
                 args, kwargs = converted
             return fn(*args, **kwargs)
 

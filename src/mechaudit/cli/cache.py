@@ -57,7 +57,7 @@ def run_import(args: argparse.Namespace) -> int:
 
 
 def run_info(args: argparse.Namespace) -> int:
-    from mechaudit.llm.cache import BatchState
+    from mechaudit.llm.batchstate import BatchState
 
     cache = _cache(args, must_exist=True)
     try:

@@ -122,7 +122,7 @@ def _llm_config(args: argparse.Namespace, client: Any) -> dict[str, Any]:
 
         instances = load_instances(args.instances)
     orders = tuple(o.strip() for o in args.orders.split(",") if o.strip())
-    return {"rubric": args.rubric, "model": args.model, "backend": args.backend, "client": client,
+    return {"rubric": args.rubric, "model": args.model, "client": client,
             "instances": instances, "orders": orders, "early_stop": args.early_stop}
 
 

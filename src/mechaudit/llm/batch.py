@@ -16,8 +16,9 @@ from typing import Any
 
 from tqdm import tqdm
 
+from mechaudit.llm.batchstate import BatchState
 from mechaudit.llm.blind import check_request_blind
-from mechaudit.llm.cache import STATE_FILENAME, BatchState, ResponseCache  # noqa: F401 - the log lives with the cache index
+from mechaudit.llm.cache import ResponseCache
 from mechaudit.llm.errors import BatchError, ReplayMissError
 from mechaudit.llm.ledger import UsageLedger
 from mechaudit.llm.providers import is_anthropic

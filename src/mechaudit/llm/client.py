@@ -1,14 +1,16 @@
 """The LLM client: cache-first ``complete``, structured ``complete_json``, bounded-parallel
 ``complete_many``, Message Batches prefetch, and a usage ledger.
 
-Backends:
+The backend name sets the client's cache policy (:attr:`LLMClient.send`):
 
-- ``anthropic``: the official ``anthropic`` SDK (Messages API). The key is read only from the
-  ``ANTHROPIC_API_KEY`` environment variable, when the first uncached request needs it.
-- ``replay``: the cache only; a miss raises :class:`ReplayMissError` naming the request.
+- ``anthropic``: send what the cache lacks through the official ``anthropic`` SDK (Messages API) and
+  record the answer. The key is read only from the ``ANTHROPIC_API_KEY`` environment variable, when
+  the first uncached request needs it.
+- ``replay``: the cache only; the client never sends, and a miss raises :class:`ReplayMissError`
+  naming the request.
 
-Both answer from the cache first, so re-running finished work makes no HTTP call. With the live
-backend each request goes to its model's provider (:mod:`mechaudit.llm.providers`): OpenAI models
+Both answer from the cache first, so re-running finished work makes no HTTP call. A sending client
+sends each request to its model's provider (:mod:`mechaudit.llm.providers`): OpenAI models
 through the optional ``openai`` SDK (key from ``OPENAI_API_KEY``), everything else through Anthropic.
 With ``openai_base_url`` (or ``OPENAI_BASE_URL`` in the environment) the OpenAI-routed requests go
 to that OpenAI-compatible server instead (vLLM, Ollama, llama.cpp's server): the endpoint is part of
@@ -29,6 +31,7 @@ from pydantic import BaseModel
 from tqdm import tqdm
 
 from mechaudit.backends import LLM_BACKENDS, Backend
+from mechaudit.deprecation import keywords_were_positional
 from mechaudit.llm.blind import check_request_blind
 from mechaudit.llm.cache import ResponseCache, default_cache_dir  # noqa: F401 - re-exported
 from mechaudit.llm.errors import (  # noqa: F401 - re-exported: the names' public home stays here
@@ -75,7 +78,20 @@ FIRST_VERSION_WITHOUT_SAMPLING = "2026-10-21"
 
 
 class LLMClient:
-    """Cache-first client over one backend; see :func:`get_client`."""
+    """Cache-first client over ``cache``; :func:`get_client` makes one over a cache folder.
+
+    ``backend``: 'anthropic' sends what the cache lacks, 'replay' answers from the cache only
+    (:attr:`send`); ``http_client``: the HTTP client the SDK uses (tests pass one built on a mock
+    transport); ``max_concurrency``: calls in flight in :meth:`complete_many`; ``max_retries``: SDK
+    retries for 429/5xx/timeouts/connection errors; ``timeout``: seconds one request may take before
+    it fails and is retried (None: ``MECHAUDIT_LLM_TIMEOUT`` from the environment, which
+    ``mechaudit execute --timeout`` sets for the chapters, else 600); ``api_version``: the
+    ``anthropic-version`` header (the default accepts ``temperature``); ``prices``: price table
+    (mapping or YAML path; default ``params/prices.yaml``); ``openai_base_url``: an OpenAI-compatible
+    server for the OpenAI-routed models (default: ``OPENAI_BASE_URL`` from the environment, if set);
+    ``session``: the :class:`~mechaudit.llm.session.LLMSession` whose budget the client spends
+    (default: a private, unlimited session that counts this client only).
+    """
 
     def __init__(
         self,
@@ -91,10 +107,11 @@ class LLMClient:
         openai_base_url: str | None = None,
         session: LLMSession | None = None,
     ) -> None:
-        backend = Backend.llm(backend)  # one-line BackendError for anything else
+        #: the cache policy: True sends what the cache lacks (backend 'anthropic'); False answers from
+        #: the cache only and refuses to send (backend 'replay')
+        self.send = Backend.llm(backend) is Backend.ANTHROPIC  # one-line BackendError for anything else
         if max_concurrency < 1:
             raise ValueError(f"max_concurrency must be >= 1, got {max_concurrency}")
-        self.backend = backend
         self.cache = cache
         self.max_concurrency = max_concurrency
         self.max_retries = max_retries
@@ -117,10 +134,15 @@ class LLMClient:
         self.session = LLMSession() if session is None else session
         self.session.add(self._ledger)
 
+    @property
+    def backend(self) -> Backend:
+        """The backend name of the cache policy: 'anthropic' if the client sends, else 'replay'."""
+        return Backend.ANTHROPIC if self.send else Backend.REPLAY
+
     # -- SDK ---------------------------------------------------------------------------------
     def _check_sends(self) -> None:
-        """``RuntimeError`` unless this client may send requests (backend anthropic; replay never does)."""
-        if self.backend is not Backend.ANTHROPIC:
+        """``RuntimeError`` unless this client may send requests (a replay client never does)."""
+        if not self.send:
             raise RuntimeError(f"backend '{self.backend}' never calls the API")
 
     def sdk(self) -> Any:
@@ -251,7 +273,7 @@ class LLMClient:
         if hit is not None:
             self._ledger.add(request.model, "cache", key=key)
             return self._response(request, hit, cached=True)
-        if self.backend is Backend.REPLAY:
+        if not self.send:
             raise ReplayMissError(request, self.cache.path)
         with self._inflight_lock:
             lock = self._inflight.setdefault(key, threading.Lock())
@@ -332,7 +354,7 @@ class LLMClient:
         session = self.session
         uncached = sum(r.key not in self.cache for r in requests)
         progress = progress or uncached >= PROGRESS_MIN_REQUESTS  # long phases: a bar on the terminal
-        if batch or (session.batch and self.backend is Backend.ANTHROPIC and uncached > 1):
+        if batch or (session.batch and self.send and uncached > 1):
             self.prefetch_batch(requests, poll_interval=poll_interval, progress=progress)
 
         def one(i: int) -> Any:
@@ -396,7 +418,7 @@ class LLMClient:
             requests,
             cache=self.cache,
             ledger=self._ledger,
-            sdk=self.sdk if self.backend is Backend.ANTHROPIC else None,
+            sdk=self.sdk if self.send else None,
             message_params=self.message_params,
             api_version=self.api_version,
             poll_interval=poll_interval,
@@ -416,45 +438,12 @@ class LLMClient:
         return self._ledger.summary()
 
 
-def get_client(
-    backend: str = "replay",
-    cache_dir: str | os.PathLike[str] | None = None,
-    http_client: httpx.Client | httpx2.Client | None = None,
-    max_concurrency: int = 4,
-    *,
-    max_retries: int = 4,
-    timeout: float | None = None,
-    api_version: str | None = SAMPLING_API_VERSION,
-    prices: Mapping[str, Any] | str | os.PathLike[str] | None = None,
-    openai_base_url: str | None = None,
-    session: LLMSession | None = None,
-) -> LLMClient:
-    """An :class:`LLMClient` for ``backend`` ('anthropic' or 'replay') over the cache in
-    ``cache_dir`` (default ``data/llm_cache``).
-
-    ``http_client``: the HTTP client the SDK uses (tests pass one built on a mock transport);
-    ``max_retries``: SDK retries for 429/5xx/timeouts/connection errors; ``timeout``: seconds one
-    request may take before it fails and is retried (None: ``MECHAUDIT_LLM_TIMEOUT`` from the
-    environment, which ``mechaudit execute --timeout`` sets for the chapters, else 600); ``api_version``: the
-    ``anthropic-version`` header (the default accepts ``temperature``); ``prices``: price table
-    (mapping or YAML path; default ``params/prices.yaml``); ``openai_base_url``: an OpenAI-compatible
-    server for the OpenAI-routed models (default: ``OPENAI_BASE_URL`` from the environment, if set);
-    ``session``: the :class:`~mechaudit.llm.session.LLMSession` whose budget the client spends
-    (default: a private, unlimited session that counts this client only).
-    """
-    cache = ResponseCache(default_cache_dir() if cache_dir is None else cache_dir)
-    return LLMClient(
-        backend,
-        cache,
-        http_client=http_client,
-        max_concurrency=max_concurrency,
-        max_retries=max_retries,
-        timeout=timeout,
-        api_version=api_version,
-        prices=prices,
-        openai_base_url=openai_base_url,
-        session=session,
-    )
+@keywords_were_positional("http_client", "max_concurrency")
+def get_client(backend: str = "replay", cache_dir: str | os.PathLike[str] | None = None, **options: Any) -> LLMClient:
+    """An :class:`LLMClient` for ``backend`` ('anthropic' or 'replay') over the cache in ``cache_dir``
+    (default ``data/llm_cache``); ``options`` are the client's keywords (``http_client``,
+    ``max_concurrency``, ``session``, ...: see :class:`LLMClient`)."""
+    return LLMClient(backend, ResponseCache(default_cache_dir() if cache_dir is None else cache_dir), **options)
 
 
 def check_client(client: Any, field: str = "client") -> Any:

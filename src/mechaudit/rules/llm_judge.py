@@ -44,6 +44,7 @@ from pydantic import BaseModel, ConfigDict
 
 from mechaudit.agreement import flip_rate, verdict_matrix
 from mechaudit.backends import Backend
+from mechaudit.deprecation import reordered
 from mechaudit.llm import LLMRequest, check_client, get_client, require_client
 from mechaudit.llm.pricing import Planned
 from mechaudit.rules.base import Pair, check_pairs
@@ -212,38 +213,46 @@ class UndecidedError(ValueError):
     """``same()`` was asked for pairs whose majority is a tie or has no valid verdict."""
 
 
+def _client_from_backend(args: tuple, kwargs: dict) -> tuple[tuple, dict] | None:
+    """The previous release's ``LLMJudge(backend=..., cache_dir=..., max_concurrency=...)`` as
+    ``LLMJudge(client=get_client(...))`` (None for a call without those keywords)."""
+    if not {"backend", "cache_dir", "max_concurrency"} & kwargs.keys():
+        return None
+    kwargs = dict(kwargs)
+    backend, cache_dir = kwargs.pop("backend", "replay"), kwargs.pop("cache_dir", None)
+    max_concurrency = kwargs.pop("max_concurrency", 4)
+    if check_client(kwargs.get("client")) is None and backend is not None:
+        kwargs["client"] = get_client(backend, cache_dir=cache_dir, max_concurrency=max_concurrency)
+    return args, kwargs
+
+
 class LLMJudge:
     """LLM judge: majority over ``orders`` of strict-JSON verdicts under ``rubric`` (module doc).
 
-    ``client``: the :class:`mechaudit.llm.LLMClient` that answers. Without one, the shorthand
-    ``backend`` names a client to make: "replay" (recorded answers under ``cache_dir``, default
-    ``data/llm_cache``) or "anthropic" (needs ``ANTHROPIC_API_KEY`` in the environment);
-    ``backend=None`` makes none: the judge then only builds requests (``requests``, ``plan``) and
-    ``judge`` raises.
+    ``client``: the :class:`mechaudit.llm.LLMClient` that answers (``mechaudit.llm.get_client(...)``;
+    the offline stand-in is ``ReferenceJudge``). Without one the judge only builds requests
+    (``requests``, ``plan``) and ``judge`` raises.
     ``instances``: the findings shown as context, as ``Instance`` objects or an
     ``{instance id: finding text}`` mapping; default ``data/instances.yaml``.
     """
 
+    @reordered("LLMJudge(backend=..., cache_dir=..., max_concurrency=...)",
+               "LLMJudge(client=get_client(backend, cache_dir=..., max_concurrency=...))", _client_from_backend)
     def __init__(
         self,
         rubric: str = "full",
         *,
         model: str = "claude-opus-4-6",
-        backend: str | None = "replay",
         orders: Sequence[str] = ("ab", "ab", "ba"),
         early_stop: bool = True,
         client=None,
         instances: Sequence[Instance] | Mapping[str, str] | None = None,
-        cache_dir=None,
         temperature: float = 0.0,
         max_tokens: int = 400,
         json_retries: int = 2,
-        max_concurrency: int = 4,
     ):
         if rubric not in RUBRICS:
             raise ValueError(f"rubric must be one of {RUBRICS}; got {rubric!r}")
-        if check_client(client) is None and backend is not None:
-            Backend.llm(backend, field="backend")  # the offline stand-in is ReferenceJudge
         if not orders:
             raise ValueError("orders must list at least one presentation order")
         self.rubric = rubric
@@ -255,9 +264,7 @@ class LLMJudge:
         self.max_tokens = int(max_tokens)
         self.json_retries = int(json_retries)
         self.schema = StepMechanismVerdict if rubric == "step" else MechanismVerdict
-        if client is None and backend is not None:
-            client = get_client(backend=backend, cache_dir=cache_dir, max_concurrency=max_concurrency)
-        self.client = client
+        self.client = check_client(client)
         self._instances = instances
 
     @property
@@ -323,7 +330,8 @@ class LLMJudge:
         """
         pairs = check_pairs(pairs)
         if self.client is None:
-            raise ValueError("this LLMJudge has no client and only builds requests; pass client= or backend=")
+            raise ValueError("this LLMJudge has no client and only builds requests; pass "
+                             "client=mechaudit.llm.get_client(...)")
         votes = np.zeros((len(pairs), 2), dtype=int)  # [same, different]
         rows: list[dict] = []
         for c, (order, repeat) in enumerate(self.plan):
@@ -455,7 +463,7 @@ def stability_summary(calls: pd.DataFrame, n_pairs: int) -> Stability:
 
 def planning_judge(rubric: str, model: str, orders: Sequence[str], instances) -> LLMJudge:
     """An :class:`LLMJudge` that only builds requests (``requests``, ``plan``); it has no client."""
-    return LLMJudge(rubric=rubric, model=model, backend=None, orders=orders, instances=instances)
+    return LLMJudge(rubric=rubric, model=model, orders=orders, instances=instances)
 
 
 def judge_planned(judge: LLMJudge, pairs: Sequence[Pair], stage: str, early_stop: bool, exact: bool = True,
