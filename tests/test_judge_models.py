@@ -31,14 +31,8 @@ from mechaudit.llm import (
     ResponseCache,
     get_client,
 )
-from mechaudit.llm.providers import (
-    OPENAI_EXTRA,
-    MissingProviderSDKError,
-    canonical_model,
-    import_openai,
-    openai_params,
-    route_model,
-)
+from mechaudit.llm.providers import OPENAI_EXTRA, MissingProviderSDKError, import_openai, openai_params
+from mechaudit.llm.routing import canonical_model, route_model
 from mechaudit.rules.audit import percent_different
 from mechaudit.rules.llm_judge import judge_each_model, majority, model_verdicts
 

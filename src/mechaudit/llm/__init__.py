@@ -29,8 +29,9 @@ from mechaudit.llm.client import (
 )
 from mechaudit.llm.jsonout import InvalidJSONError, JSONResult, extract_json, parse_reply
 from mechaudit.llm.ledger import load_prices
-from mechaudit.llm.providers import PROVIDERS, MissingProviderSDKError, route_model
+from mechaudit.llm.providers import MissingProviderSDKError
 from mechaudit.llm.request import LLMRequest, LLMResponse, Message, Usage
+from mechaudit.llm.routing import PROVIDERS, route_model
 from mechaudit.llm.session import BudgetExceededError, LLMSession
 
 __all__ = [

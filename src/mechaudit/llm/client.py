@@ -57,11 +57,11 @@ from mechaudit.llm.providers import (
     openai_sdk,
     openai_send,
     request_timeout,
-    route_model,
     with_endpoint,
 )
 from mechaudit.llm.records import check_message, message_record, message_text  # noqa: F401 - re-exported
 from mechaudit.llm.request import LLMRequest, LLMResponse, Usage
+from mechaudit.llm.routing import route_model
 from mechaudit.llm.session import PROGRESS_MIN_REQUESTS, LLMSession
 
 if TYPE_CHECKING:

@@ -1,10 +1,8 @@
-"""Which API a model name goes to, and the OpenAI chat-completions adapter.
+"""The OpenAI chat-completions adapter and the OpenAI-compatible endpoints.
 
-Routing (:func:`route_model`): an explicit ``"<provider>:"`` prefix wins (``"anthropic:..."``,
-``"openai:..."``); otherwise a name starting with ``gpt-``, ``chatgpt-`` or ``o<digit>`` goes to
-OpenAI and every other name to Anthropic, so any Anthropic model can be named as the API spells
-it. :func:`canonical_model` drops a prefix that routing would infer anyway (``"openai:gpt-5.5"`` ->
-``"gpt-5.5"``), so both spellings share one cache key and one ledger row.
+Routing a model name to its provider is :mod:`mechaudit.llm.routing` (``route_model``,
+``canonical_model``: ``"openai:gpt-5.5"`` and ``"gpt-5.5"`` share one cache key and one ledger row);
+its names are importable from here too.
 
 The OpenAI path is an optional extra (``pip install 'mechaudit[openai]'``): the ``openai`` SDK is
 imported only when the first uncached OpenAI request is sent, and the key only ever comes from the
@@ -40,12 +38,11 @@ import re
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+from mechaudit.llm.routing import ANTHROPIC, route_model
+
 if TYPE_CHECKING:
     from mechaudit.llm.request import LLMRequest
 
-ANTHROPIC, OPENAI = "anthropic", "openai"  # provider names (not backends: see mechaudit.backends)
-PROVIDERS = (ANTHROPIC, OPENAI)
-DEFAULT_PROVIDER = ANTHROPIC
 OPENAI_API_KEY_ENV = "OPENAI_API_KEY"
 #: environment variable naming an OpenAI-compatible server (the OpenAI SDK reads it too)
 OPENAI_BASE_URL_ENV = "OPENAI_BASE_URL"
@@ -54,36 +51,12 @@ OPENAI_DEFAULT_URL = "https://api.openai.com/v1"
 #: the key sent to a loopback server when no OPENAI_API_KEY is set (such servers ignore it)
 LOCAL_PLACEHOLDER_KEY = "local-no-key"
 OPENAI_EXTRA = "pip install 'mechaudit[openai]'"
-#: model names routed to OpenAI without a prefix
-OPENAI_NAME = re.compile(r"^(gpt-|chatgpt-|o\d)")
 #: OpenAI models that reject any temperature but their default (temperature is then not sent)
 OPENAI_FIXED_TEMPERATURE = re.compile(r"^(o\d|gpt-5)")
 
 
 class MissingProviderSDKError(ImportError):
     """The SDK of a model's provider is not installed (the message names the pip extra)."""
-
-
-def route_model(model: str) -> tuple[str, str]:
-    """``(provider, model name sent to that provider's API)`` for a model name.
-
-    >>> route_model("claude-opus-4-6"), route_model("gpt-5.5"), route_model("openai:ft:my-judge")
-    (('anthropic', 'claude-opus-4-6'), ('openai', 'gpt-5.5'), ('openai', 'ft:my-judge'))
-    """
-    model = str(model).strip()
-    prefix, sep, rest = model.partition(":")
-    if sep and prefix in PROVIDERS:
-        if not rest:
-            raise ValueError(f"model {model!r}: no model name after the provider prefix")
-        return prefix, rest
-    return ("openai" if OPENAI_NAME.match(model) else DEFAULT_PROVIDER), model
-
-
-def canonical_model(model: str) -> str:
-    """``model`` without a provider prefix that routing would infer anyway (cache keys, ledger)."""
-    provider, name = route_model(model)
-    inferred = "openai" if OPENAI_NAME.match(name) else DEFAULT_PROVIDER
-    return name if provider == inferred else f"{provider}:{name}"
 
 
 def normalize_endpoint(url: str) -> str:

@@ -17,6 +17,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from mechaudit.llm.routing import canonical_model
+
 SUMMARY_CHARS = 200
 
 
@@ -63,8 +65,6 @@ class LLMRequest(BaseModel):
     @classmethod
     def _canonical_model(cls, value: str) -> str:
         """Drop a provider prefix that routing infers anyway (one cache key per model)."""
-        from mechaudit.llm.providers import canonical_model
-
         return canonical_model(value)
 
     def hashed_fields(self) -> dict[str, Any]:
