@@ -99,15 +99,19 @@ def test_an_undeclared_notebook_falls_back_to_its_default_type():
 
 
 def test_the_parameter_tables_show_each_models_defaults_ranges_and_meaning():
-    rows = {row[0]: row[1:] for row in settings.parameter_rows("01_problem")}
+    from mechaudit.book.parameter_table import parameter_rows
+
+    rows = {row[0]: row[1:] for row in parameter_rows("01_problem")}
     assert list(rows) == list(settings.CHAPTERS["01_problem"].model_fields)
     assert rows["n_runs"] == ["5", "an integer in [2, 1000]", "re-runs of the toy workflow"]
     assert rows["instance_id"][:2] == ["null", "a string or null"]
-    sweep = {row[0]: row for row in settings.parameter_rows("07_sensitivity")}["tfidf_sweep"]
+    sweep = {row[0]: row for row in parameter_rows("07_sensitivity")}["tfidf_sweep"]
     assert sweep[1:3] == ["[0.05, 0.95, 19]",
                           "a list [a number in [0, 1], a number in [0, 1], an integer in [2, 10000]]"]
-    budget = {row[0]: row for row in settings.parameter_rows("05_perturbations")}["max_usd"]
+    budget = {row[0]: row for row in parameter_rows("05_perturbations")}["max_usd"]
     assert budget[2] == "a number > 0 or null"
+    judges = {row[0]: row for row in parameter_rows("05_perturbations")}["judge_orders"]
+    assert judges[1] == "[ab, ab, ba]"  # as written after -p
 
 
 def test_the_rerun_page_has_a_parameter_table_for_every_chapter():

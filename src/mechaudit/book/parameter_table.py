@@ -8,13 +8,29 @@ Enabled from ``_config.yml`` (``sphinx.extra_extensions``); the table is built b
 
 from __future__ import annotations
 
+from typing import Any
+
+import yaml
 from docutils import nodes
 from sphinx.util.docutils import SphinxDirective
 
-from mechaudit.book.settings import CHAPTERS, parameter_rows
+from mechaudit.book.settings import CHAPTERS, allowed, defaults
 from mechaudit.book_table import build_table
 
 HEADER = ["parameter", "default", "allowed", "meaning"]
+
+
+def as_yaml(value: Any) -> str:
+    """``value`` as one would write it after ``-p NAME`` (YAML flow style: ``[ab, ab, ba]``, ``null``)."""
+    return yaml.safe_dump(value, default_flow_style=True, width=10_000).removesuffix("...\n").strip()
+
+
+def parameter_rows(stem: str) -> list[list[str]]:
+    """One row per parameter of chapter ``stem``: name, default, what is allowed, meaning."""
+    model = CHAPTERS[stem]
+    props = model.model_json_schema()["properties"]
+    return [[name, as_yaml(value), allowed(props[name]), model.model_fields[name].description or ""]
+            for name, value in defaults(stem).items()]
 
 
 class ParameterTableDirective(SphinxDirective):
@@ -27,8 +43,12 @@ class ParameterTableDirective(SphinxDirective):
         if stem not in CHAPTERS:
             raise self.error(f"parameter-table: no chapter {stem!r} (one of {', '.join(CHAPTERS)})")
         rows = parameter_rows(stem)
-        data = {"stub": 1, "header": HEADER, "rows": rows, "numeric": [[0] * len(HEADER)] * len(rows)}
-        return [build_table(data, ["parameter-table"])]
+        table = build_table({"header": HEADER, "rows": rows, "numeric": [[0] * len(HEADER)] * len(rows)},
+                            ["parameter-table", "stack-on-phone"])
+        for row, entries in zip(rows, list(table.findall(nodes.row))[1:]):
+            if " " not in row[1]:  # one token ("claude-opus-4-6"): never broken at a hyphen
+                entries.children[1]["classes"].append("nowrap")
+        return [table]
 
 
 def setup(app):

@@ -18,7 +18,6 @@ modules (``mechaudit.rules``, ``mechaudit.backends``, ...) by the tests.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Sequence
 from typing import Annotated, Any, Literal
@@ -333,13 +332,4 @@ def schema_at(schema: dict[str, Any], steps: Sequence[int | str]) -> dict[str, A
     return schema_at(schema.get("items", schema.get("additionalProperties", {})), steps[1:])
 
 
-def parameter_rows(stem: str) -> list[list[str]]:
-    """One row per parameter of chapter ``stem``: name, default, what is allowed, meaning (the
-    re-run page's tables)."""
-    model = CHAPTERS[stem]
-    props = model.model_json_schema()["properties"]
-    return [[name, json.dumps(value), allowed(props[name]), model.model_fields[name].description or ""]
-            for name, value in defaults(stem).items()]
-
-
-__all__ = ["RunSettings", "DataSettings", "CHAPTERS", "defaults", "allowed", "schema_at", "parameter_rows", "MAX_RUNS"]
+__all__ = ["RunSettings", "DataSettings", "CHAPTERS", "defaults", "allowed", "schema_at", "MAX_RUNS"]
