@@ -104,7 +104,7 @@ MODULES: dict[str, Target] = {
     "schema": Target(_src("schema.py", "model.py"), _tests("schema", "data"), sample=SMALL_SAMPLE),
     "params": Target(_src("book/params.py"), _tests("execution_params"),
                         mutants=tuple(f"mechaudit.book.params.x_{f}__mutmut_*" for f in (
-                            "_kind", "_fits", "check_value", "_hint", "check_param_file", "load_param_set",
+                            "_type_of", "error_clause", "check_value", "_hint", "check_param_file", "load_param_set",
                             "parse_override", "absolutize_paths", "read_param_file", "_yaml_problem"))),
 }
 

@@ -144,7 +144,7 @@ def test_instance_docstring_and_data_md_agree_with_the_loader(data):
     ("common:\n  backend: antropic\n", "p.yaml:2: field 'backend': must be one of 'reference', 'anthropic', 'replay', "
                                        "got 'antropic'; did you mean 'anthropic'?"),
     ("01_problem:\n  n_runs: five\n", "p.yaml:2: field 'n_runs': must be an integer like the default 5, got 'five'"),
-    ("04_equivalence_rules:\n  rules: tfidf\n", "p.yaml:2: field 'rules': must be a list of strings"),
+    ("04_equivalence_rules:\n  rules: tfidf\n", "p.yaml:2: field 'rules': must be a list like the default"),
     ("01_problem:\n  n_run: 3\n", "p.yaml:2: field 'n_run': unknown parameter: 01_problem does not define it; "
                                   "did you mean 'n_runs'?"),
     (b"common:\n  seed: 0 # caf\xe9\n", "p.yaml:2: not UTF-8 text"),
@@ -161,7 +161,7 @@ def test_bad_parameter_files(tmp_path, capsys, content, expected):
     ("tfidf_threshold", "2", "-p: field 'tfidf_threshold': must be a number in [0, 1], got 2"),
     ("seed", "-1", "-p: field 'seed': must be an integer in [0, inf], got -1"),
     ("seed", "[1", "-p: field 'seed': malformed value '[1'"),
-    ("rules", "[tfidf, 3]", "-p: field 'rules': must be a list of strings"),
+    ("rules", "[tfidf, 3]", "-p: field 'rules': item 1: must be a string, got 3"),
     ("llm_batch", "1", "-p: field 'llm_batch': must be a boolean"),
     ("tfidf_treshold", "0.3", "-p: field 'tfidf_treshold': unknown parameter: 04_equivalence_rules does not "
                               "define it; did you mean 'tfidf_threshold'?"),

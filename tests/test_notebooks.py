@@ -10,7 +10,7 @@ import nbformat
 import pytest
 import yaml
 
-from mechaudit.book.params import notebook_parameters
+from mechaudit.book.settings import CHAPTERS, defaults
 from mechaudit.paths import PARAMS_DIR, REPO_ROOT
 
 SOURCES = sorted((REPO_ROOT / "notebooks").glob("*.py"))
@@ -75,18 +75,11 @@ def test_committed_notebook_is_executed_and_clean(source):
         assert not leaked, f"environment variable value in the notebook: {leaked[0][:20]}..."
 
 
-@pytest.mark.parametrize("source", SOURCES, ids=lambda p: p.stem)
-def test_default_params_match_the_notebook(source):
-    """params/default.yaml sets only defined names, to the notebook's own defaults."""
-    defaults = notebook_parameters(source)
+def test_default_params_hold_only_overrides_of_the_models():
+    """params/default.yaml repeats no default of mechaudit.book.settings: it holds overrides only."""
     tree = yaml.safe_load((PARAMS_DIR / "default.yaml").read_text())
-    assert source.stem in tree, f"params/default.yaml has no section {source.stem!r}"
-    section = tree[source.stem] or {}
-    for name, value in section.items():
-        assert name in defaults, f"{source.stem}: default.yaml sets {name!r}, not a parameter"
-        assert defaults[name] == value, f"{source.stem}.{name}: default.yaml {value!r} != notebook {defaults[name]!r}"
-    for name, value in (tree.get("common") or {}).items():
-        if name in defaults:
-            assert defaults[name] == value, f"{source.stem}.{name}: common {value!r} != notebook {defaults[name]!r}"
-    assert defaults.get("backend") == "reference", "the committed chapters run offline"
-    assert "seed" in defaults, "every chapter takes a seed"
+    for section, values in tree.items():
+        stems = list(CHAPTERS) if section == "common" else [section]
+        for stem, (name, value) in ((s, item) for s in stems for item in (values or {}).items()):
+            assert defaults(stem).get(name, value) != value, f"default.yaml repeats {stem}.{name} = {value!r}"
+    assert all(defaults(stem)["backend"] == "reference" for stem in CHAPTERS), "the committed chapters run offline"

@@ -8,10 +8,11 @@ chapter carries), so the checks are tested on the parameters cell a real chapter
 from __future__ import annotations
 
 import shutil
+from typing import get_args
 
 import pytest
 
-from mechaudit.book import paramspec
+from mechaudit.book import settings
 from mechaudit.book.execute import execute_chapters
 from mechaudit.book.params import Chapter, ParameterError, resolve_parameters
 from mechaudit.cli import main
@@ -35,8 +36,7 @@ def chapter(tmp_path):
 
 
 def test_backend_names_are_the_librarys_own():
-    assert paramspec.PARALLEL_BACKENDS == parallel.BACKENDS
-    assert paramspec.SHARED["parallel_backend"].choices == parallel.BACKENDS
+    assert get_args(settings.ParallelBackend) == parallel.BACKENDS
 
 
 @pytest.mark.parametrize("value, expected", [

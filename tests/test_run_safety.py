@@ -305,7 +305,7 @@ def test_a_wrong_data_folder_through_either_route(capsys, tmp_path, monkeypatch)
     (["01_problem", "-p", "n_runs", "0"], "-p: field 'n_runs': must be an integer in [2, 1000], got 0"),
     (["09_your_data", "-p", "reference_rubric", "ful"], "did you mean 'full'?"),
     (["05_perturbations", "-p", "judge_models", "[claude-opus-4-6, 3]"],
-     "-p: field 'judge_models': must be a list of strings, got 3 at position 1"),
+     "-p: field 'judge_models': item 1: must be a string, got 3"),
     (["05_perturbatoins"], "field 'notebooks': no chapter '05_perturbatoins'; did you mean '05_perturbations'?"),
     (["--params", "papr", "01_problem"], "field '--params': papr does not exist: give a parameter-set file or the "
                                          "name of a shipped set"),
@@ -317,7 +317,7 @@ def test_bad_names_and_values_are_one_line(capsys, tmp_path, argv, expected):
 
 def test_estimate_checks_judge_models_too(capsys):
     one_error(capsys, ["estimate", "05_perturbations", "-p", "backend", "anthropic", "-p", "judge_models",
-                       "[claude-opus-4-6, 3]"], "field 'judge_models': must be a list of strings")
+                       "[claude-opus-4-6, 3]"], "field 'judge_models': item 1: must be a string, got 3")
 
 
 def test_an_empty_parameter_file_warns(capsys, tmp_path):

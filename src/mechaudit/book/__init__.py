@@ -1,7 +1,8 @@
 """The book runner: the layer above the library that executes chapters.
 
-``params`` (the table of contents, parameter cells and parameter-set files), ``paramspec`` (every
-chapter parameter's declaration), ``preflight`` (data and run-folder checks before a kernel starts),
+``params`` (the table of contents, parameter cells and parameter-set files), ``settings`` (every
+chapter's parameters, one pydantic model per chapter), ``preflight`` (data and run-folder checks
+before a kernel starts),
 ``estimate`` (the cost estimate over the chapters' plans), ``account`` (the LLM side of a run:
 estimate, money and key checks, budget per chapter, run total) and ``execute`` (papermill).
 

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from mechaudit.book.settings import defaults
 from mechaudit.model import Benchmark
 from mechaudit.paths import PARAMS_DIR
 from mechaudit.schema import load_benchmark
@@ -99,12 +100,10 @@ def replications(s: ValiditySetup, *, n_replications: int, n_null_replications: 
 
 def write_replications(n_jobs: int = -1, force: bool = False) -> str:
     """``mechaudit calibrate``'s validity part: the chapter's replications at its default parameters
-    (``notebooks/02b_validity.py``), computed and written to ``data/computed/`` when the committed copy
-    is stale (``force``: always); returns a summary."""
-    from mechaudit.book.params import notebook_parameters
-    from mechaudit.paths import NOTEBOOKS_DIR
+    (its model in ``mechaudit.book.settings``), computed and written to ``data/computed/`` when the
+    committed copy is stale (``force``: always); returns a summary."""
 
-    p = notebook_parameters(NOTEBOOKS_DIR / "02b_validity.py")
+    p = defaults("02b_validity")
     s = validity_setup(design_file=p["design_file"], simulator_file=p["simulator_file"],
                        null_simulator_file=p["null_simulator_file"], truth_runs_per_depth=p["truth_runs_per_depth"],
                        seed=p["seed"])

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from mechaudit.book.settings import defaults as chapter_defaults
 from mechaudit.errors import MechauditError
 from mechaudit.facts import fact
 from mechaudit.paths import PARAMS_DIR
@@ -166,13 +167,11 @@ def chapter_truths(s: RobustnessSetup, spec, *, robust_axes: Mapping[str, Sequen
 
 def write_maps(n_jobs: int = -1, force: bool = False) -> str:
     """``mechaudit calibrate``'s robustness part: every fixed table of the chapter at its default
-    parameters (``notebooks/02c_robustness.py``), each computed and written to ``data/computed/`` when
-    its committed copy is stale (``force``: always); returns a summary."""
-    from mechaudit.book.params import notebook_parameters
-    from mechaudit.paths import NOTEBOOKS_DIR
+    parameters (its model in ``mechaudit.book.settings``), each computed and written to
+    ``data/computed/`` when its committed copy is stale (``force``: always); returns a summary."""
     from mechaudit.workflow.calibrate import load_calibration
 
-    p = notebook_parameters(NOTEBOOKS_DIR / "02c_robustness.py")
+    p = chapter_defaults("02c_robustness")
     s = setup(None, p["design_file"], p["simulator_file"])
     t = chapter_truths(s, load_calibration(PARAMS_DIR / p["calibration_file"]), robust_axes=p["robust_axes"],
                        alternatives_axes=p["alternatives_axes"], pick_quantiles=p["pick_quantiles"],

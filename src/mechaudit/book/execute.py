@@ -20,6 +20,8 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+from pydantic import TypeAdapter, ValidationError
+
 from mechaudit import paths
 from mechaudit.book.params import (
     DEFAULT_PARAMS,
@@ -28,6 +30,7 @@ from mechaudit.book.params import (
     ParameterError,
     book_tools,
     check_param_file,
+    error_clause,
     full_parameters,
     notebook_parameters,
     read_param_file,
@@ -36,6 +39,7 @@ from mechaudit.book.params import (
     resolve_params_file,
     toc_chapters,
 )
+from mechaudit.book.settings import Budget, RunSettings
 from mechaudit.paths import REPO_ROOT
 
 KERNEL = "python3"
@@ -188,13 +192,13 @@ def run_settings(overrides: dict[str, Any], params_file: Path | None) -> dict[st
 
 def check_budget_args(max_usd: Any, allow_unpriced: bool) -> float | None:
     """``max_usd`` as a float: a finite number > 0 (or None); ``--allow-unpriced`` never with it."""
-    from mechaudit.book import paramspec
-
     if max_usd is None:
         return None
-    why = paramspec.problem(max_usd, paramspec.SHARED["max_usd"])
-    if why is not None:
-        raise ParameterError(why, field="--max-usd")
+    try:
+        budget = TypeAdapter(Budget, config=RunSettings.model_config)
+        budget.validate_python(max_usd)
+    except ValidationError as err:
+        raise ParameterError(error_clause(err.errors()[0], None, budget.json_schema()), field="--max-usd") from None
     if allow_unpriced:
         raise ParameterError("cannot be combined with --max-usd: a budget cannot be kept for a model without a "
                              "price; give the model a price (params/prices.yaml or --prices) instead",
@@ -220,7 +224,7 @@ def execute_chapters(
 ) -> list[Path]:
     """Execute the named chapters (default: every chapter in TOC order), one progress line each.
 
-    Everything is checked before the first kernel starts: parameters (``mechaudit.book.paramspec``),
+    Everything is checked before the first kernel starts: parameters (``mechaudit.book.settings``),
     data folders and files, the paper switch and run folders (``mechaudit.book.preflight``), and for a
     run that would send LLM requests the prices and API keys (``RunAccount``): a model without a
     price is refused unless ``allow_unpriced`` (never with a budget). ``max_usd`` (a finite number
@@ -302,11 +306,12 @@ def _with_data_env(chapter: Chapter, params: dict[str, Any]) -> dict[str, Any]:
 
 
 def _check_whole_file(params_file: Path, chapters: list[Chapter], stream) -> None:
-    """``check_param_file`` over the book's chapters (and any others run); an empty file warns."""
+    """``check_param_file`` over the book's chapters (and any others run); a file without sections
+    warns (``common: {}`` says "no overrides" on purpose)."""
     from mechaudit.errors import warn
 
     check_param_file(params_file, {**{c.stem: c for c in toc_chapters()}, **{c.stem: c for c in chapters}}.values())
-    if not any(read_param_file(params_file)[0].values()):
+    if not read_param_file(params_file)[0]:
         warn("the parameter file sets nothing: every chapter runs with its own defaults", file=params_file,
              stream=stream)
 

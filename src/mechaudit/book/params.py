@@ -16,14 +16,15 @@ from __future__ import annotations
 
 import ast
 import functools
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import yaml
+from pydantic import ValidationError, create_model
 
-from mechaudit.book.paramspec import TYPE_WORDS
+from mechaudit.book.settings import CHAPTERS, RunSettings, allowed, schema_at
 from mechaudit.errors import MechauditError
 from mechaudit.paths import PARAMS_DIR, REPO_ROOT
 
@@ -305,59 +306,72 @@ def _tree_and_node(text: str) -> tuple[Any, yaml.Node | None]:
         loader.dispose()
 
 
-#: Python types in the order ``_kind`` tests them (a bool is an int; an int is not a float)
-_TYPE_NAMES = ((bool, "bool"), (int, "int"), (float, "number"), (str, "str"), (list, "list"), (dict, "mapping"))
-
-
-def _kind(value: Any) -> str:
-    """What ``value`` is, in the words of an error message (``paramspec.TYPE_WORDS``)."""
-    name = next((n for kind, n in _TYPE_NAMES if isinstance(value, kind)), None)
-    return TYPE_WORDS[name] if name else type(value).__name__
-
-
-def _fits(value: Any, default: Any) -> bool:
-    """``value`` has the type of ``default`` (an int is a number; list items like the default's)."""
+def _type_of(default: Any) -> Any:
+    """The type a notebook outside the book asks for with ``default``: its own; a list's items like
+    the default's (ints and floats mixed: numbers; other mixes: anything); anything for None."""
     if default is None:
-        return True
-    if isinstance(default, bool) or isinstance(value, bool):
-        return isinstance(value, bool) and isinstance(default, bool)
-    if isinstance(default, int):
-        return isinstance(value, int)
-    if isinstance(default, float):
-        return isinstance(value, (int, float))
+        return Any
     if isinstance(default, list):
-        if not isinstance(value, list):
-            return False
-        kinds = {_kind(d) for d in default}
-        if kinds <= {"a number", "an integer"} and len(kinds) == 2:
-            kinds = {"a number"}  # a mixed list of ints and floats: numbers
-        if len(kinds) != 1:
-            return True
-        model = 0.0 if kinds == {"a number"} else default[0]
-        return all(_fits(v, model) for v in value)
-    return isinstance(value, type(default))
+        kinds = {type(d) for d in default}
+        kind = float if kinds == {int, float} else (kinds.pop() if len(kinds) == 1 else Any)
+        return list[kind]
+    return type(default)
+
+
+#: a pydantic error type as a clause: what the value must be
+_MUST = {"int_type": "an integer", "float_type": "a number", "bool_type": "a boolean (true/false)",
+         "string_type": "a string", "list_type": "a list", "tuple_type": "a list", "dict_type": "a mapping",
+         "finite_number": "a finite number"}
+#: the pydantic errors of a value out of range
+_BOUNDS = ("greater_than_equal", "less_than_equal", "greater_than", "less_than")
+
+
+def error_clause(err: Mapping[str, Any], default: Any, schema: Mapping[str, Any]) -> str:
+    """One pydantic error of a value of the JSON ``schema`` (a field's) as one clause without the
+    field name: ``item 1: must be an integer in [2, 2000], got 1``; ``default`` is quoted when the
+    type is wrong."""
+    import re
+
+    kind, ctx, got = err["type"], err.get("ctx") or {}, err["input"]
+    got = list(got) if isinstance(got, tuple) else got  # a YAML list made a tuple
+    where = "".join(f"item {step}: " for step in err["loc"][1:])
+    if kind == "literal_error" and not isinstance(got, str):
+        kind = "string_type"  # every choice is a string
+    if kind in _MUST:
+        like = f" like the default {default!r}" if default is not None and not where and kind != "finite_number" else ""
+        return f"{where}must be {_MUST[kind]}{like}, got {got!r}"
+    if kind in _BOUNDS:
+        return f"{where}must be {allowed(schema_at(dict(schema), err['loc'][1:]))}, got {got!r}"
+    if kind == "literal_error":
+        choices = re.findall(r"'([^']*)'", ctx["expected"])
+        return f"{where}must be one of {', '.join(map(repr, choices))}, got {got!r}{_hint(str(got), choices)}"
+    if kind == "too_short":
+        n = ctx["min_length"]
+        return f"{where}must be a list of at least {n} item{'s' if n != 1 else ''}, got {got!r}"
+    if kind == "too_long":
+        fixed = "exactly" if ctx.get("field_type") == "Tuple" else "at most"
+        return f"{where}must be a list of {fixed} {ctx['max_length']} items, got {got!r}"
+    if kind == "string_pattern_mismatch":
+        return f"{where}must not be empty"
+    if kind == "missing":
+        return f"{where}is missing"
+    return f"{where}{err['msg'][0].lower()}{err['msg'][1:]}, got {got!r}"
 
 
 def check_value(name: str, value: Any, default: Any, *, file: str | Path | None = None,
                 line: int | None = None, field: str | None = None, stem: str | None = None) -> None:
     """Raise ``ParameterError`` unless ``value`` suits parameter ``name`` of chapter ``stem``: its
-    declaration in ``mechaudit.book.paramspec`` (type, range, choices, list items), or, for a name
-    declared nowhere (a notebook outside the book), the type of its notebook ``default`` (an int
-    counts as a number; lists item by item; anything when the default is None)."""
-    from mechaudit.book import paramspec
-
-    field = field or name
-    spec = paramspec.spec_for(stem, name)
-    if spec is not None:
-        why = paramspec.problem(value, spec, default)
-        if why is not None:
-            raise ParameterError(why, file=file, line=line, field=field)
-        return
-    if not _fits(value, default):
-        want = _kind(default) + (f" of {_kind(default[0]).split(' ', 1)[1]}s" if isinstance(default, list)
-                                 and default and len({_kind(d) for d in default}) == 1 else "")
-        raise ParameterError(f"must be {want} like the default {default!r}, got {value!r}",
-                             file=file, line=line, field=field)
+    field in the chapter's model (``mechaudit.book.settings``: type, range, choices, list items). A
+    notebook outside the book has the run settings of ``RunSettings`` (backend, seed, out_dir); any
+    other value must have the type of its notebook ``default`` (``_type_of``; an int is a number)."""
+    model = CHAPTERS.get(stem, RunSettings) if stem is not None else RunSettings
+    if name not in model.model_fields:
+        model = create_model("Notebook", __base__=RunSettings, **{name: (_type_of(default), default)})
+    try:
+        model.__pydantic_validator__.validate_assignment(model.model_construct(), name, value)
+    except ValidationError as err:
+        why = error_clause(err.errors()[0], default, model.model_json_schema()["properties"][name])
+        raise ParameterError(why, file=file, line=line, field=field or name) from None
 
 
 def _hint(name: str, known: Iterable[str]) -> str:

@@ -157,7 +157,7 @@ def _check_param_file(stem: str, name: str, path: Path, values: dict[str, Any]) 
 
 
 def _check_design(stem: str, path: Path, values: dict[str, Any]) -> None:
-    from mechaudit.book.paramspec import MAX_RUNS
+    from mechaudit.book.settings import MAX_RUNS
     from mechaudit.schema import load_instances, read_yaml
     from mechaudit.workflow.design import load_design
 

@@ -16,11 +16,13 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 from mechaudit.backends import LLM_BACKENDS
-from mechaudit.book.paramspec import RULE_NAMES as RULES  # the registry's names, without importing the rules
+from mechaudit.book.settings import RuleName
 from mechaudit.cli.execute import add_timeout_argument
+
+RULES = get_args(RuleName)  # the registry's names, without importing the rules
 
 RUBRIC_CHOICES = ("full", "step", "none")
 DEFAULT_JUDGE_MODEL = "claude-opus-4-6"

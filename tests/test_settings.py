@@ -1,0 +1,122 @@
+"""Every chapter parameter is declared once (``mechaudit.book.settings``), the notebooks' parameters
+cells hold its defaults, and a bad value is one clause naming what is allowed, before a kernel starts."""
+
+from __future__ import annotations
+
+import math
+from typing import get_args
+
+import pytest
+
+from mechaudit.book import settings
+from mechaudit.book.params import ParameterError, check_value, notebook_parameters, toc_chapters
+
+CHAPTERS = {c.stem: notebook_parameters(c.source) for c in toc_chapters()}
+
+
+def test_every_chapter_has_a_model_and_its_parameters_cells_hold_the_models_defaults():
+    assert set(settings.CHAPTERS) == set(CHAPTERS)
+    for stem, cell in CHAPTERS.items():
+        model = settings.defaults(stem)
+        assert list(model) == list(settings.CHAPTERS[stem].model_fields)
+        assert set(cell) == set(model), f"{stem}: only in the cell {set(cell) - set(model)}, only in the model " \
+                                        f"{set(model) - set(cell)}"
+        differ = {name: (cell[name], model[name]) for name in cell
+                  if cell[name] != model[name] or type(cell[name]) is not type(model[name])}
+        assert not differ, f"{stem}: notebook cell != model default (cell, model): {differ}"
+
+
+def test_every_field_has_a_description_and_run_settings_are_shared():
+    for stem, model in settings.CHAPTERS.items():
+        assert issubclass(model, settings.RunSettings)
+        blank = [name for name, f in model.model_fields.items() if not (f.description or "").strip()]
+        assert not blank, f"{stem}: no description for {blank}"
+
+
+def test_choice_lists_are_the_libraries_own():
+    from mechaudit.backends import CHOICES
+    from mechaudit.rules import NAMES, RUBRICS
+    from mechaudit.rules.llm_judge import ORDERS
+    from mechaudit.tau.anchors import DENSIFY_MODES
+
+    assert get_args(settings.RuleName) == NAMES and get_args(settings.Rubric) == RUBRICS
+    assert get_args(settings.Order) == ORDERS and get_args(settings.Backend) == CHOICES
+    densify = settings.TauSettings.model_fields["densify_mode"].annotation
+    assert get_args(densify) == DENSIFY_MODES
+
+
+@pytest.mark.parametrize(("stem", "name", "value", "expected"), [
+    ("01_problem", "n_runs", 0, "must be an integer in [2, 1000], got 0"),
+    ("01_problem", "n_runs", 1001, "must be an integer in [2, 1000], got 1001"),
+    ("01_problem", "seed", -1, "must be an integer in [0, inf], got -1"),
+    ("09_your_data", "reference_rubric", "ful",
+     "must be one of 'full', 'step', 'none', got 'ful'; did you mean 'full'?"),
+    ("06_rubric_sensitivity", "rubrics", ["full", "stepp"], "item 1: must be one of 'full', 'step', 'none'"),
+    ("05_perturbations", "judge_models", ["claude-opus-4-6", 3], "item 1: must be a string, got 3"),
+    ("05_perturbations", "judge_model", " ", "must not be empty"),
+    ("05_perturbations", "judge_orders", [], "must be a list of at least 1 item, got []"),
+    ("05_perturbations", "max_usd", -1, "must be a number > 0, got -1"),
+    ("05_perturbations", "max_usd", 0, "must be a number > 0, got 0"),
+    ("05_perturbations", "max_usd", math.nan, "must be a finite number, got nan"),
+    ("05_perturbations", "max_usd", math.inf, "must be a finite number, got inf"),
+    ("05_perturbations", "backend", "antropic", "did you mean 'anthropic'?"),
+    ("05_perturbations", "tfidf_threshold", 2, "must be a number in [0, 1], got 2"),
+    ("04_equivalence_rules", "rules", ["tfidf", "cosine"], "item 1: must be one of 'mechanism_key'"),
+    ("04_equivalence_rules", "rules", "tfidf", "must be a list like the default"),
+    ("02b_validity", "alpha", 0, "must be a number > 0 and <= 1, got 0"),
+    ("02b_validity", "n_boot", 10**12, "must be an integer in [1, 100000], got 1000000000000"),
+    ("02c_robustness", "power_designs", [[4, 5], [4, 1]], "item 1: item 1: must be an integer in [2, 2000], got 1"),
+    ("02c_robustness", "power_designs", [[4, 5, 6]], "item 0: must be a list of exactly 2 items, got [4, 5, 6]"),
+    ("07_sensitivity", "embedding_sweep", [0.5, 0.98], "item 2: is missing"),
+    ("07_sensitivity", "embedding_sweep", [0.5, 1.5, 25], "item 1: must be a number in [0, 1], got 1.5"),
+    ("08_tau_calibration", "true_taus", [0.5, -1], "item 1: must be a number > 0, got -1"),
+    ("08_tau_calibration", "role_taus", {"Novelty": "x"}, "item Novelty: must be a number, got 'x'"),
+    ("07_sensitivity", "stability_pairs", True, "must be an integer like the default 180, got True"),
+    ("07_sensitivity", "stability_pairs", 2.0, "must be an integer like the default 180, got 2.0"),
+    ("01_problem", "compare_paper", "yes", "must be a boolean (true/false), got 'yes'"),
+])
+def test_bad_values_are_one_clause_naming_what_is_allowed(stem, name, value, expected):
+    with pytest.raises(ParameterError) as info:
+        check_value(name, value, CHAPTERS[stem][name], file="-p", stem=stem)
+    assert expected in str(info.value)
+    assert str(info.value).startswith(f"-p: field '{name}': ")
+
+
+def test_good_values_pass():
+    check_value("max_usd", 2, None, stem="05_perturbations")
+    check_value("max_usd", None, None, stem="05_perturbations")
+    check_value("judge_models", ["claude-opus-4-6", "openai:qwen2.5:7b"], [], stem="05_perturbations")
+    check_value("compare_paper", False, None, stem="05_perturbations")
+    check_value("tfidf_threshold", 1, 0.25, stem="05_perturbations")  # an int is a number
+    check_value("tfidf_sweep", [0.1, 0.9, 9], None, stem="07_sensitivity")  # YAML lists for fixed-length items
+    check_value("power_designs", [[2, 3]], None, stem="02c_robustness")
+
+
+def test_an_undeclared_notebook_falls_back_to_its_default_type():
+    check_value("my_own", 3, 1, stem="my_notebook")
+    with pytest.raises(ParameterError, match="must be an integer like the default 1"):
+        check_value("my_own", "x", 1, stem="my_notebook")
+
+
+def test_the_parameter_tables_show_each_models_defaults_ranges_and_meaning():
+    from mechaudit.book.parameter_table import parameter_rows
+
+    rows = {row[0]: row[1:] for row in parameter_rows("01_problem")}
+    assert list(rows) == list(settings.CHAPTERS["01_problem"].model_fields)
+    assert rows["n_runs"] == ["5", "an integer in [2, 1000]", "re-runs of the toy workflow"]
+    assert rows["instance_id"][:2] == ["null", "a string or null"]
+    sweep = {row[0]: row for row in parameter_rows("07_sensitivity")}["tfidf_sweep"]
+    assert sweep[1:3] == ["[0.05, 0.95, 19]",
+                          "a list [a number in [0, 1], a number in [0, 1], an integer in [2, 10000]]"]
+    budget = {row[0]: row for row in parameter_rows("05_perturbations")}["max_usd"]
+    assert budget[2] == "a number > 0 or null"
+    judges = {row[0]: row for row in parameter_rows("05_perturbations")}["judge_orders"]
+    assert judges[1] == "[ab, ab, ba]"  # as written after -p
+
+
+def test_the_rerun_page_has_a_parameter_table_for_every_chapter():
+    from mechaudit.paths import REPO_ROOT
+
+    page = (REPO_ROOT / "book" / "rerun.md").read_text(encoding="utf-8")
+    assert [line.split()[-1] for line in page.splitlines() if line.startswith("```{parameter-table}")] == \
+        list(settings.CHAPTERS)
