@@ -12,7 +12,11 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+from mechaudit.deprecation import install_moved_modules
+
 __version__ = "0.1.0"
+
+install_moved_modules()  # the old paths of modules that moved into packages import for one release
 
 #: Public name -> home module. The book's API reference lists the same names.
 _EXPORTS: dict[str, str] = {
@@ -76,8 +80,8 @@ _EXPORTS: dict[str, str] = {
 
 #: Modules and subpackages reachable as attributes (``mechaudit.rules``) without an explicit import.
 _SUBMODULES = frozenset({
-    "agreement", "backends", "book", "divergence", "diversity", "engagement", "errors", "glue", "llm",
-    "outputs", "paper", "paths", "perturb", "plots", "render", "reworded", "rules", "schema", "tau", "toy", "workflow",
+    "agreement", "backends", "book", "divergence", "diversity", "engagement", "errors", "llm", "paper", "paths",
+    "perturb", "plots", "render", "report", "reworded", "rules", "schema", "tau", "workflow",
 })
 
 __all__ = ["__version__", *_EXPORTS]

@@ -16,7 +16,12 @@ removed in the release after the next.
 from __future__ import annotations
 
 import functools
+import importlib
+import importlib.abc
+import importlib.machinery
 import inspect
+import sys
+import types
 import warnings
 from collections.abc import Callable
 
@@ -145,4 +150,67 @@ def backend_argument(position: int, extra: bool = False):
     return wrap
 
 
-__all__ = ["DEPRECATED", "warn_once", "keywords_were_positional", "reordered", "backend_argument"]
+def moved_names(module: str, homes: dict[str, str]) -> Callable[[str], object]:
+    """A module ``__getattr__`` for names that moved to another module: ``homes`` maps each old name
+    to its new module; the first use of each warns and names the new import."""
+    for name, home in homes.items():
+        DEPRECATED[f"{module}.{name}"] = (f"from {module} import {name}", f"from {home} import {name}")
+
+    def __getattr__(name: str) -> object:
+        if name not in homes:
+            raise AttributeError(f"module {module!r} has no attribute {name!r}")
+        warn_once(f"{module}.{name}", _message(name, f"importing it from {module}", f"from {homes[name]} import "
+                                                                                     f"{name}"))
+        return getattr(importlib.import_module(homes[name]), name)
+
+    return __getattr__
+
+
+#: old module path -> new one, for every module that moved into a package (issue 32's layout)
+MOVED_MODULES: dict[str, str] = {
+    "mechaudit.tables": "mechaudit.report.tables",
+    "mechaudit.labels": "mechaudit.report.labels",
+    "mechaudit.glue": "mechaudit.report.glue",
+    "mechaudit.outputs": "mechaudit.report.outputs",
+    "mechaudit.provenance": "mechaudit.report.provenance",
+    "mechaudit.terminal": "mechaudit.report.terminal",
+    "mechaudit.paramfile": "mechaudit.workflow.paramfile",
+    "mechaudit.toy": "mechaudit.workflow.toy",
+    "mechaudit.book_api": "mechaudit.sphinxext.api",
+    "mechaudit.book_figure": "mechaudit.sphinxext.figure",
+    "mechaudit.book_offline": "mechaudit.sphinxext.offline",
+    "mechaudit.book_table": "mechaudit.sphinxext.table",
+}
+
+
+class _MovedModules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Imports a moved module's old path as a stand-in that forwards every name to the new module
+    and warns once; the new module itself is not touched."""
+
+    def find_spec(self, fullname: str, path: object, target: object = None) -> importlib.machinery.ModuleSpec | None:
+        if fullname not in MOVED_MODULES:
+            return None
+        return importlib.machinery.ModuleSpec(fullname, self)
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> None:
+        return None  # the default: a fresh, empty module
+
+    def exec_module(self, module: types.ModuleType) -> None:
+        old, new = module.__name__, MOVED_MODULES[module.__name__]
+        warn_once(old, f"{old} is deprecated and will be removed in the next release; import {new}", stacklevel=4)
+        target = importlib.import_module(new)
+        module.__getattr__ = lambda name: getattr(target, name)
+        module.__dir__ = lambda: dir(target)
+        module.__doc__ = f"Moved to :mod:`{new}` (this path works for one release)."
+
+
+def install_moved_modules() -> None:
+    """Let the old paths of :data:`MOVED_MODULES` import, once per process."""
+    if not any(isinstance(f, _MovedModules) for f in sys.meta_path):
+        sys.meta_path.append(_MovedModules())
+    for old, new in MOVED_MODULES.items():
+        DEPRECATED.setdefault(old, (f"import {old}", f"import {new}"))
+
+
+__all__ = ["DEPRECATED", "MOVED_MODULES", "warn_once", "keywords_were_positional", "reordered", "backend_argument",
+           "moved_names", "install_moved_modules"]
