@@ -23,7 +23,7 @@
 # {glue:text}`ch01_groups_exact` distinct mechanisms under the first rule and
 # {glue:text}`ch01_groups_initiator` under the second.
 #
-# **How we know.** Simulated: a documented toy design (`mechaudit.toy`, one instance, a fixed seed),
+# **How we know.** Simulated: a documented toy design (`mechaudit.workflow.toy`, one instance, a fixed seed),
 # no language model. The rules read the toy's known labels, so every verdict is true by construction;
 # the gap between the rules depends on the toy's settings, which the exercises change.
 # ````
@@ -66,15 +66,16 @@ import textwrap
 
 from IPython.display import display
 
-from mechaudit import divergence, toy
+from mechaudit import divergence
 from mechaudit.book import ch01_problem as problem
 from mechaudit.book.chapter import ChapterContext
-from mechaudit.glue import glue, glue_figure
-from mechaudit.outputs import save
-from mechaudit.paper import compare_paper_default
 from mechaudit.plots.problem import divergence_heatmaps
+from mechaudit.report.comparison import compare_paper_default
+from mechaudit.report.glue import glue, glue_figure
+from mechaudit.report.outputs import save
+from mechaudit.report.tables import book_table, use_book_tables
 from mechaudit.schema import load_benchmark
-from mechaudit.tables import book_table, use_book_tables
+from mechaudit.workflow import toy
 
 use_book_tables()  # every table below in the book's format: labels, units, rounding
 ctx = ChapterContext.open(globals())  # the backend, parsed once
@@ -116,7 +117,7 @@ if not compare_paper_default(compare_paper, data_dir):
 #
 # ## A toy instance
 #
-# The toy design (documented in `mechaudit.toy`) has one instance with `n_openings` opening
+# The toy design (documented in `mechaudit.workflow.toy`) has one instance with `n_openings` opening
 # hypotheses (here {glue:text}`ch01_n_openings`), re-run `n_runs` times (here {glue:text}`ch01_n_runs`)
 # without critique (depth 0) and as often with one critique round (depth 1).
 # A rerun sometimes develops its own route (probability `rerun_noise`); a critique round replaces

@@ -103,17 +103,18 @@ import math
 import pandas as pd
 from IPython.display import display
 
-from mechaudit import labels
 from mechaudit.book import ch02_critique_depth as ch
 from mechaudit.book.chapter import SIMULATED, headline_provenance
 from mechaudit.book.estimate import judge_estimate
-from mechaudit.glue import glue, glue_figure
-from mechaudit.outputs import save
-from mechaudit.paper import compare, compare_paper_default, format_p, power_of_ten, reported
+from mechaudit.paper import reported
 from mechaudit.paths import PARAMS_DIR, cache_path
 from mechaudit.plots.workflow import critique_depth_figure, judge_model_figure, rule_comparison_figure
+from mechaudit.report import labels
+from mechaudit.report.comparison import compare, compare_paper_default, format_p, power_of_ten
+from mechaudit.report.glue import glue, glue_figure
+from mechaudit.report.outputs import save
+from mechaudit.report.tables import book_table, use_book_tables
 from mechaudit.rules.paper_rates import paper_rates
-from mechaudit.tables import book_table, use_book_tables
 from mechaudit.workflow import (
     build_rules,
     counts,

@@ -97,12 +97,12 @@ from IPython.display import display
 
 from mechaudit.book import ch02b_validity as ch
 from mechaudit.book.chapter import SIMULATED, ChapterContext, headline_provenance, simulation_only_note, source_note
-from mechaudit.glue import glue, glue_figure
-from mechaudit.outputs import save
-from mechaudit.paper import compare_paper_default
 from mechaudit.paths import PARAMS_DIR
 from mechaudit.plots.workflow import validity_figure
-from mechaudit.tables import book_table, use_book_tables
+from mechaudit.report.comparison import compare_paper_default
+from mechaudit.report.glue import glue, glue_figure
+from mechaudit.report.outputs import save
+from mechaudit.report.tables import book_table, use_book_tables
 from mechaudit.workflow import validity_summary
 from mechaudit.workflow.calibrate import load_calibration
 from mechaudit.workflow.parallel import connect

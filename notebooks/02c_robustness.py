@@ -115,18 +115,19 @@ from IPython.display import display
 
 from mechaudit.book import ch02c_robustness as ch
 from mechaudit.book.chapter import SIMULATED, ChapterContext, headline_provenance, simulation_only_note, source_note
-from mechaudit.facts import glue_facts
-from mechaudit.glue import glue, glue_figure
-from mechaudit.outputs import save
-from mechaudit.paper import compare_paper_default, reported
+from mechaudit.paper import reported
 from mechaudit.paths import PARAMS_DIR
 from mechaudit.plots.robustness import (
-    conclusion_figure,
-    consistency_figure,
-    power_figure,
-    rule_estimates_figure,
+               conclusion_figure,
+               consistency_figure,
+               power_figure,
+               rule_estimates_figure,
 )
-from mechaudit.tables import book_table, use_book_tables
+from mechaudit.report.comparison import compare_paper_default
+from mechaudit.report.facts import glue_facts
+from mechaudit.report.glue import glue, glue_figure
+from mechaudit.report.outputs import save
+from mechaudit.report.tables import book_table, use_book_tables
 from mechaudit.workflow.calibrate import load_calibration
 from mechaudit.workflow.parallel import connect
 from mechaudit.workflow.power import runs_needed

@@ -87,12 +87,13 @@ from IPython.display import display
 
 from mechaudit.book import ch04_equivalence_rules as ch
 from mechaudit.book.chapter import SIMULATED, headline_provenance
-from mechaudit.facts import glue_facts
-from mechaudit.glue import glue, glue_figure
-from mechaudit.outputs import save
-from mechaudit.paper import compare, compare_paper_default, reported
+from mechaudit.paper import reported
 from mechaudit.plots.workflow import cluster_count_figure
-from mechaudit.tables import book_table, use_book_tables
+from mechaudit.report.comparison import compare, compare_paper_default
+from mechaudit.report.facts import glue_facts
+from mechaudit.report.glue import glue, glue_figure
+from mechaudit.report.outputs import save
+from mechaudit.report.tables import book_table, use_book_tables
 from mechaudit.workflow import (
     delivered_diversity,
     diversity_table,

@@ -130,13 +130,14 @@ from mechaudit.book.ch05_perturbations import (
     thresholds_in_use,
 )
 from mechaudit.book.chapter import LOCAL, headline_provenance
-from mechaudit.glue import glue, glue_figure
-from mechaudit.outputs import save
-from mechaudit.paper import compare_paper_default, reported
+from mechaudit.paper import reported
 from mechaudit.perturb import SUITE_LABELS, available_suites, rerender_share
 from mechaudit.plots.rules import cosine_strips
+from mechaudit.report.comparison import compare_paper_default
+from mechaudit.report.glue import glue, glue_figure
+from mechaudit.report.outputs import save
+from mechaudit.report.tables import book_table, use_book_tables
 from mechaudit.rules.audit import stack_suites
-from mechaudit.tables import book_table, use_book_tables
 
 use_book_tables()  # every table below in the book's format: labels, units, rounding
 show_paper = compare_paper_default(compare_paper, data_dir)

@@ -106,13 +106,14 @@ from mechaudit.book.ch06_rubric_sensitivity import (
     setup,
 )
 from mechaudit.book.chapter import REFERENCE_JUDGE, headline_provenance
-from mechaudit.glue import glue, glue_figure
-from mechaudit.outputs import save
-from mechaudit.paper import compare, compare_paper_default, reported
+from mechaudit.paper import reported
 from mechaudit.perturb import KINDS
 from mechaudit.plots.rubric import rubric_bars
+from mechaudit.report.comparison import compare, compare_paper_default
+from mechaudit.report.glue import glue, glue_figure
+from mechaudit.report.outputs import save
+from mechaudit.report.tables import book_table, use_book_tables
 from mechaudit.rules.audit import percent_different
-from mechaudit.tables import book_table, use_book_tables
 
 use_book_tables()  # every table below in the book's format: labels, units, rounding
 show_paper = compare_paper_default(compare_paper, data_dir)

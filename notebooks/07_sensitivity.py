@@ -112,12 +112,13 @@ from mechaudit.book.ch07_sensitivity import (
     three_methods,
 )
 from mechaudit.book.chapter import REFERENCE_JUDGE, headline_provenance
-from mechaudit.glue import glue, glue_figure
-from mechaudit.outputs import save
-from mechaudit.paper import compare, compare_paper_default, reported
+from mechaudit.paper import reported
 from mechaudit.perturb import KINDS, SUITE_LABELS
 from mechaudit.plots.rules import agreement_vs_threshold, threshold_sweep_lines
-from mechaudit.tables import book_table, use_book_tables
+from mechaudit.report.comparison import compare, compare_paper_default
+from mechaudit.report.glue import glue, glue_figure
+from mechaudit.report.outputs import save
+from mechaudit.report.tables import book_table, use_book_tables
 
 use_book_tables()  # every table below in the book's format: labels, units, rounding
 show_paper = compare_paper_default(compare_paper, data_dir)

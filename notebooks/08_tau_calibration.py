@@ -114,9 +114,6 @@ ctx = ChapterContext.open(globals())  # the backend, parsed once; this chapter's
 
 from mechaudit.book import ch08_tau_calibration as ch
 from mechaudit.book.chapter import headline_provenance
-from mechaudit.facts import glue_facts
-from mechaudit.glue import glue, glue_figure
-from mechaudit.outputs import save
 from mechaudit.plots.tau import (
     densify_plot,
     loss_band_plot,
@@ -127,7 +124,10 @@ from mechaudit.plots.tau import (
     tie_effect_plot,
     weight_scale_plot,
 )
-from mechaudit.tables import book_table, use_book_tables
+from mechaudit.report.facts import glue_facts
+from mechaudit.report.glue import glue, glue_figure
+from mechaudit.report.outputs import save
+from mechaudit.report.tables import book_table, use_book_tables
 from mechaudit.tau import SimulatedJudge, make_pool, studies
 
 use_book_tables()  # every table below in the book's format: labels, units, rounding

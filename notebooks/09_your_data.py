@@ -55,7 +55,7 @@
 # 4. **Audit** with `mechaudit.decisions_table(pairs, rules)`: one same/different column per rule.
 # 5. **Compare** the rules with `mechaudit.agreement_table(decisions)`: raw agreement and kappa per
 #    pair of rules.
-# 6. **Report** with `mechaudit.outputs.save(name, table, out_dir)`: CSV, PNG and SVG files.
+# 6. **Report** with `mechaudit.report.outputs.save(name, table, out_dir)`: CSV, PNG and SVG files.
 
 # %% tags=["more-parameters", "remove-cell"]
 backend = "reference"
@@ -88,11 +88,12 @@ import pandas as pd
 
 import mechaudit as ma
 from mechaudit.book.chapter import swap_shares
-from mechaudit.facts import glue_facts
-from mechaudit.glue import glue, glue_figure
 from mechaudit.paths import EXAMPLE_DIR, cache_path, data_folder_or
 from mechaudit.plots import cosine_strips
-from mechaudit.tables import book_table, use_book_tables
+from mechaudit.report.facts import glue_facts
+from mechaudit.report.glue import glue, glue_figure
+from mechaudit.report.outputs import save
+from mechaudit.report.tables import book_table, use_book_tables
 
 use_book_tables()  # every table below in the book's format: labels, units, rounding
 folder = data_folder_or(data_dir, EXAMPLE_DIR)  # data_dir, else MECHAUDIT_DATA, else the example set
@@ -308,7 +309,7 @@ glue("ch09_status", ctx.status(judge_model, "computed locally (no LLM)"))
 fig = cosine_strips(sims, {"tfidf": {f"threshold {tfidf_threshold:g}": tfidf_threshold},
                            "embedding": {f"threshold {embedding_threshold:g}": embedding_threshold}},
                     caption=ctx.caption("TF-IDF and embeddings computed locally"))
-ma.outputs.save("cosine_by_kind", fig, out_dir)
+save("cosine_by_kind", fig, out_dir)
 fig = glue_figure("ch09_fig_cosines", fig)
 
 # %% [markdown]
@@ -345,7 +346,7 @@ pd.DataFrame({"rules": agreement.method_a + " v " + agreement.method_b,
 # %% [markdown]
 # ## 6. Report: files on disk
 #
-# `mechaudit.outputs.save(name, table_or_figure, out_dir)` writes a table as `name.csv` and a figure
+# `mechaudit.report.outputs.save(name, table_or_figure, out_dir)` writes a table as `name.csv` and a figure
 # as `name.png` and `name.svg` under `out_dir` (created if needed), and does nothing when `out_dir`
 # is None. `write_suite` stores the suite in the data format, so other chapters (and
 # `mechaudit judge`) can read it.
@@ -355,7 +356,7 @@ tables = {"suite_counts": counts,
           "decisions": pd.concat(decisions, names=["suite"]),
           "percent_different": pct, "agreement": agreement}
 for name, table in tables.items():
-    ma.outputs.save(name, table, out_dir)
+    save(name, table, out_dir)
 files = {"template-built suite": "perturbations.jsonl",
          "reworded suite": "perturbations_reworded.jsonl"}
 if out_dir is not None:

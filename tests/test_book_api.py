@@ -1,11 +1,11 @@
-"""Readable API signatures (``mechaudit.book_api``): pydantic's ``Annotated`` metadata and module
+"""Readable API signatures (``mechaudit.sphinxext.api``): pydantic's ``Annotated`` metadata and module
 paths are dropped, quoted defaults are kept."""
 
 from __future__ import annotations
 
 import pytest
 
-from mechaudit.book_api import readable_signature, strip_annotated
+from mechaudit.sphinxext.api import readable_signature, strip_annotated
 
 
 @pytest.mark.parametrize(("raw", "shown"), [

@@ -7,7 +7,7 @@ from types import SimpleNamespace
 from pybtex.database import parse_string
 from pybtex.plugin import find_plugin
 
-from mechaudit import book_offline
+from mechaudit.sphinxext import offline
 
 BIB = r"""
 @misc{one, author = {Good, Phillip}, title = {B}, year = {2005}}
@@ -20,7 +20,7 @@ BIB = r"""
 
 
 def _labels():
-    book_offline.setup(SimpleNamespace(connect=lambda *a: None))
+    offline.setup(SimpleNamespace(connect=lambda *a: None))
     style = find_plugin("pybtex.style.formatting", "authoryear")()
     entries = parse_string(BIB, "bibtex").entries.values()
     return [(e.key, e.label) for e in style.format_entries(style.sort(entries))]
@@ -35,8 +35,8 @@ def test_labels_are_author_year_sorted_and_disambiguated():
 
 def test_theme_mode_defaults_to_light_but_keeps_a_chosen_mode():
     config = SimpleNamespace(html_context={})
-    book_offline._set_theme_mode(None, config)
+    offline._set_theme_mode(None, config)
     assert config.html_context == {"default_mode": "light"}
     config = SimpleNamespace(html_context={"default_mode": "dark", "x": 1})
-    book_offline._set_theme_mode(None, config)
+    offline._set_theme_mode(None, config)
     assert config.html_context == {"default_mode": "dark", "x": 1}

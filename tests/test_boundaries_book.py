@@ -12,11 +12,12 @@ import pandas as pd
 import pytest
 import yaml
 
-from mechaudit import paper, paths, provenance
+from mechaudit import paper, paths
 from mechaudit.book import ch05_perturbations as ch05
 from mechaudit.paths import PARAMS_DIR, REPO_ROOT
 from mechaudit.perturb import load_suite, suite_path
-from mechaudit.tables import format_column, format_number
+from mechaudit.report import provenance
+from mechaudit.report.tables import format_column, format_number
 
 
 def texts(cells):

@@ -153,8 +153,9 @@ def test_bad_calibration_file(tmp_path):
 def test_fitted_section_must_name_what_is_fitted(tmp_path):
     """The provenance section ``fitted`` lists every fitted parameter with its targets: the committed
     file does; a grid parameter listed with other targets, or a parameter both fitted and assumed, is
-    an error (a missing one is reported by mechaudit.provenance.unlabelled, tested there)."""
-    from mechaudit import paper, provenance
+    an error (a missing one is reported by mechaudit.report.provenance.unlabelled, tested there)."""
+    from mechaudit import paper
+    from mechaudit.report import provenance
     from mechaudit.workflow.calibrate import SOLVED
 
     spec = load_calibration()
@@ -241,7 +242,7 @@ def test_another_committed_row_re_evaluates_exactly(bench):
 def test_committed_values_are_the_calibration(bench):
     """params/simulator.yaml holds exactly what the calibration gives from the committed scan (the
     best point and the closed-form values), and the record of what the fit constrains re-derives."""
-    from mechaudit import provenance
+    from mechaudit.report import provenance
 
     spec, design, base = _committed_inputs(bench)
     cal = calibrate(bench, design, base, spec, table=committed_scan(design, base, spec))

@@ -5,11 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from mechaudit import toy
 from mechaudit.book import ch01_problem as problem
 from mechaudit.errors import MechauditError
 from mechaudit.schema import load_benchmark
-from mechaudit.toy import ToyHypothesis
+from mechaudit.workflow import toy
+from mechaudit.workflow.toy import ToyHypothesis
 
 
 def _h(opening: str, run: str, initiator: str, route: str, depth: int = 0) -> ToyHypothesis:

@@ -8,7 +8,7 @@ import pytest
 from mechaudit.backends import Backend
 from mechaudit.book import ch02_critique_depth as ch
 from mechaudit.errors import MechauditError
-from mechaudit.paper import compare
+from mechaudit.report.comparison import compare
 
 
 def _table(rule: str = "reference", extra=(30.0, 35.0, 1.5), p=(1 / 126**4, 0.002, 0.4)) -> pd.DataFrame:
@@ -52,7 +52,7 @@ def test_add_truth_and_table1_view():
     view = ch.table1(with_truth)
     assert view.index.names == ["rule", "comparison"] and len(view.columns) == 7
     assert view.loc[("paper_rates", "0 v 1"), "exact p"] == pytest.approx(1 / 126**4)
-    from mechaudit.tables import BookTable
+    from mechaudit.report.tables import BookTable
 
     shown = BookTable(view)
     p_column = shown.header.index("Exact p")

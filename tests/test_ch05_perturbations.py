@@ -9,8 +9,8 @@ import pytest
 from mechaudit.backends import Backend
 from mechaudit.book import ch05_perturbations as ch
 from mechaudit.book.chapter import axis_placeholder
-from mechaudit.paper import compare
 from mechaudit.perturb import KINDS, load_suite
+from mechaudit.report.comparison import compare
 from mechaudit.rules.audit import not_run
 
 NAMES = ch.RuleSet(rules={}, tfidf="tfidf", embedding="embedding 0.77", matched="embedding matched 0.80",

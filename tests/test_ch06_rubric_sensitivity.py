@@ -9,8 +9,8 @@ import pytest
 
 from mechaudit.backends import Backend
 from mechaudit.book import ch06_rubric_sensitivity as ch
-from mechaudit.paper import compare
 from mechaudit.perturb import KINDS
+from mechaudit.report.comparison import compare
 from mechaudit.rules.audit import percent_different
 
 RUBRICS = ["full", "step", "none"]

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from mechaudit.book import ch07_sensitivity as ch
-from mechaudit.paper import compare
+from mechaudit.report.comparison import compare
 from mechaudit.rules import TfidfRule
 
 

@@ -1,4 +1,4 @@
-"""CSV files for scripts (``mechaudit.outputs.csv_table``, what ``save`` writes): every column named,
+"""CSV files for scripts (``mechaudit.report.outputs.csv_table``, what ``save`` writes): every column named,
 numeric columns hold numbers or empty cells with a ``<column> status`` column saying why a value is
 missing, and an empty kappa cell says why kappa is undefined. The shown table is never changed."""
 
@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from mechaudit.agreement import agreement_table, cohen_kappa, kappa_undefined
-from mechaudit.outputs import csv_table, save
+from mechaudit.report.outputs import csv_table, save
 
 
 def test_a_not_run_column_of_a_numeric_table_is_split_into_numbers_and_status(tmp_path):

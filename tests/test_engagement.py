@@ -15,7 +15,8 @@ from mechaudit.engagement import (
     paper_comparison,
     paper_shares,
 )
-from mechaudit.paper import compare, label
+from mechaudit.paper import label
+from mechaudit.report.comparison import compare
 from mechaudit.schema import load_benchmark
 from mechaudit.workflow import LABELS, Design, demands_frame, load_simulator_params, simulate
 

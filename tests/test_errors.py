@@ -323,8 +323,8 @@ def test_process_exit_codes_and_debug(tmp_path):
 
 
 def test_divergence_matrix_takes_a_rule_object_or_its_same():
-    from mechaudit import toy
     from mechaudit.divergence import divergence_matrix
+    from mechaudit.workflow import toy
 
     class Exact:
         def same(self, pairs):

@@ -21,8 +21,8 @@ import shared_run as shared
 
 import mechaudit
 from mechaudit.book.params import notebook_parameters, resolve_chapter, toc_chapters
-from mechaudit.outputs import save
 from mechaudit.paths import EXAMPLE_DIR, REPO_ROOT
+from mechaudit.report.outputs import save
 
 
 def _data_chapters() -> list[str]:

@@ -1,4 +1,4 @@
-"""Typed facts (``mechaudit.facts``): rounding per field, nested keys, keys from the class equal to the
+"""Typed facts (``mechaudit.report.facts``): rounding per field, nested keys, keys from the class equal to the
 keys glued, and records the helpers refuse."""
 
 from __future__ import annotations
@@ -8,9 +8,9 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 
-from mechaudit import facts as facts_module
 from mechaudit.errors import MechauditError
-from mechaudit.facts import fact, fact_keys, glue_facts
+from mechaudit.report import facts as facts_module
+from mechaudit.report.facts import fact, fact_keys, glue_facts
 
 
 @dataclass(frozen=True)

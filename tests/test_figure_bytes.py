@@ -17,10 +17,10 @@ import sys  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402
 from IPython.core.pylabtools import print_figure  # noqa: E402
 
-from mechaudit.glue import StoredFigure  # noqa: E402
-from mechaudit.outputs import save  # noqa: E402
 from mechaudit.paths import REPO_ROOT  # noqa: E402
 from mechaudit.plots.style import RC, caption, new_figure  # noqa: E402
+from mechaudit.report.glue import StoredFigure  # noqa: E402
+from mechaudit.report.outputs import save  # noqa: E402
 
 
 def _chunks(png: bytes) -> list[tuple[bytes, bytes]]:
@@ -68,7 +68,7 @@ def test_rendering_twice_gives_the_same_bytes(tmp_path):
 def test_the_same_figure_in_another_process_gives_the_same_bytes():
     """Two fresh processes with different hash seeds draw the bytes this one draws."""
     code = ("import matplotlib; matplotlib.use('Agg'); import sys, hashlib; sys.path.insert(0, 'tests'); "
-            "from test_figure_bytes import _figure; from mechaudit.glue import StoredFigure; "
+            "from test_figure_bytes import _figure; from mechaudit.report.glue import StoredFigure; "
             "print(hashlib.sha256(StoredFigure(_figure())._repr_png_()).hexdigest())")
     runs = [subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True,
                            cwd=REPO_ROOT, env={**os.environ, "PYTHONHASHSEED": seed}).stdout.strip()

@@ -119,7 +119,7 @@ def record_class(expr: ast.expr, tree: ast.Module) -> type:
 def glued_names(code: str) -> Glued:
     """Names glued by ``glue(...)`` and ``glue_figure(...)`` calls (any ``*.glue`` too) in a code text,
     and the keys of the records ``glue_facts(prefix, record)`` glues (``fact_keys`` of their class)."""
-    from mechaudit.facts import fact_keys
+    from mechaudit.report.facts import fact_keys
 
     found = Glued()
     tree = _parse(code)
@@ -212,8 +212,8 @@ def test_checker_reads_roles_directives_and_calls():
         ("ch05_fig", "../notebooks/05_perturbations.ipynb"),
     ]
     code = (
-        "%matplotlib inline\nfrom mechaudit.glue import glue\nglue('ch09_a', 1)\n"
-        "mechaudit.glue.glue(name='ch09_b', value=2.0, digits=1)\n"
+        "%matplotlib inline\nfrom mechaudit.report.glue import glue\nglue('ch09_a', 1)\n"
+        "mechaudit.report.glue.glue(name='ch09_b', value=2.0, digits=1)\n"
         "for r in rules:\n    glue(f'ch09_extra_{r}', 3)\nglue(name_var, 4)\n"
     )
     found = glued_names(code)
@@ -226,7 +226,7 @@ def test_checker_finds_a_key_that_no_cell_glues(tmp_path):
     source = tmp_path / "09_x.py"
     source.write_text(
         "# %% [markdown]\n# It is {glue:text}`ch09_missing` and {glue:text}`ch09_there`.\n\n"
-        "# %%\nfrom mechaudit.glue import glue\nglue('ch09_there', 1)\n"
+        "# %%\nfrom mechaudit.report.glue import glue\nglue('ch09_there', 1)\n"
     )
     refs, glued = notebook_refs_and_glue(source)
     assert [r.key for r in refs if not glued.covers(r.key)] == ["ch09_missing"]
@@ -323,13 +323,13 @@ def looks_wrong(text: str) -> str | None:
 
 
 def stored_text(value) -> str:
-    """The ``text/plain`` that :func:`mechaudit.glue.glue` stores for ``value`` (myst-nb glue is
+    """The ``text/plain`` that :func:`mechaudit.report.glue.glue` stores for ``value`` (myst-nb glue is
     replaced by a recorder; IPython's formatter makes the text, as in a kernel)."""
     from unittest import mock
 
     from IPython.core.formatters import format_display_data
 
-    from mechaudit.glue import glue
+    from mechaudit.report.glue import glue
 
     seen = {}
     with mock.patch("myst_nb.glue", lambda name, v, display=False: seen.setdefault("v", v)):
@@ -362,7 +362,7 @@ def test_no_committed_glue_renders_as_a_tuple_or_a_quoted_string(source):
 
 
 def test_span_and_at_most_texts_never_read_as_templates():
-    from mechaudit.glue import at_most_text, span_text
+    from mechaudit.report.glue import at_most_text, span_text
 
     assert span_text(3.041, 3.039) == "at 3.04"
     assert span_text(3.1, 2.98) == "between 2.98 and 3.10"
@@ -374,7 +374,7 @@ def test_span_and_at_most_texts_never_read_as_templates():
 @pytest.mark.parametrize("digits", [0, 1])
 def test_glue_refuses_to_round_a_value_that_is_not_finite(value, digits):
     from mechaudit.errors import MechauditError
-    from mechaudit.glue import glue
+    from mechaudit.report.glue import glue
 
     with mock.patch("myst_nb.glue") as stored, pytest.raises(MechauditError, match=r"^glue 'ch00_x': .*unknown"):
         glue("ch00_x", value, digits=digits)
@@ -382,7 +382,7 @@ def test_glue_refuses_to_round_a_value_that_is_not_finite(value, digits):
 
 
 def test_glue_rounds_a_finite_number_before_storing_it():
-    from mechaudit.glue import glue
+    from mechaudit.report.glue import glue
 
     with mock.patch("myst_nb.glue") as stored:
         assert glue("ch00_x", 2.345, digits=1) == 2.3 and glue("ch00_y", 7.6, digits=0) == 8

@@ -1,6 +1,6 @@
 """Every glued key is cited, every cited key is glued: a static check (nothing is executed).
 
-For each chapter in ``CONVERTED`` (those whose glued values are typed facts, ``mechaudit.facts``) the
+For each chapter in ``CONVERTED`` (those whose glued values are typed facts, ``mechaudit.report.facts``) the
 keys it produces are the literal first arguments of its ``glue``/``glue_figure`` calls plus
 ``fact_keys`` of the records its ``glue_facts`` calls glue (the record class read from the code,
 modules imported but nothing run); the keys cited are the ``{glue:...}`` roles and directives of its
@@ -74,8 +74,9 @@ def test_the_check_finds_a_planted_key_in_either_direction(tmp_path):
     source.write_text(
         "# %% [markdown]\n# {glue:text}`ch09_there` and {glue:text}`ch09_planted`; the record's "
         "{glue:text}`ch09_paper_conceded_pct`.\n\n"
-        "# %%\nfrom mechaudit.book import ch03_critique_engagement as ch\nfrom mechaudit.facts import glue_facts\n"
-        "from mechaudit.glue import glue\nglue('ch09_there', 1)\nglue('ch09_unread', 2)\n"
+        "# %%\nfrom mechaudit.book import ch03_critique_engagement as ch\n"
+        "from mechaudit.report.facts import glue_facts\n"
+        "from mechaudit.report.glue import glue\nglue('ch09_there', 1)\nglue('ch09_unread', 2)\n"
         "paper = ch.paper_engagement()\nglue_facts('ch09_paper', paper)\n"
     )
     page = tmp_path / "book" / "page.md"

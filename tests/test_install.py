@@ -103,7 +103,7 @@ def test_chapter_runs_from_a_temporary_folder(installed, tmp_path):
     cli = [str(site / "bin" / "mechaudit")]
     proc = _run(cli + ["execute", "01_problem", "--out", "out"], cwd=tmp_path, env=env)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    # --out also writes the chapter's tables and figures (mechaudit.outputs) beside the notebook
+    # --out also writes the chapter's tables and figures (mechaudit.report.outputs) beside the notebook
     tables = tmp_path / "out" / "01_problem"
     summary = pd.read_csv(tables / "extra_divergence.csv")
     assert list(summary["rule"]) == ["exact", "initiator"] and summary["splits"].eq(126).all()

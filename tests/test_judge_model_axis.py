@@ -14,10 +14,10 @@ from fake_anthropic import FakeAnthropic, client_for, workflow_reply
 
 from mechaudit.book import ch02_critique_depth as ch
 from mechaudit.book.estimate import judge_estimate
-from mechaudit.paper import compare
 from mechaudit.paths import PARAMS_DIR
 from mechaudit.plots.workflow import judge_model_figure
-from mechaudit.provenance import INDEPENDENT, NOT_RUN
+from mechaudit.report.comparison import compare
+from mechaudit.report.provenance import INDEPENDENT, NOT_RUN
 from mechaudit.rules import LLMJudge
 from mechaudit.rules.llm_judge import judge_planned
 from mechaudit.schema import load_benchmark

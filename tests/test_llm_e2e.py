@@ -23,7 +23,7 @@ from test_glue import glued_texts
 
 from mechaudit.book.estimate import chapter_params, estimate_chapters
 from mechaudit.book.params import notebook_parameters, resolve_chapter
-from mechaudit.outputs import save
+from mechaudit.report.outputs import save
 
 pytestmark = pytest.mark.e2e
 

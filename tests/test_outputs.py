@@ -1,4 +1,4 @@
-"""Tables and figures to disk: ``mechaudit.outputs.save`` and ``execute --out`` setting ``out_dir``."""
+"""Tables and figures to disk: ``mechaudit.report.outputs.save`` and ``execute --out`` setting ``out_dir``."""
 
 from __future__ import annotations
 
@@ -17,8 +17,8 @@ import pytest  # noqa: E402
 from mechaudit.book.execute import execute_chapters, inject_out_dir
 from mechaudit.book.params import Chapter, notebook_parameters  # noqa: E402
 from mechaudit.errors import MechauditError  # noqa: E402
-from mechaudit.outputs import save  # noqa: E402
 from mechaudit.paths import REPO_ROOT  # noqa: E402
+from mechaudit.report.outputs import save  # noqa: E402
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -84,20 +84,20 @@ def test_saving_does_not_change_the_shown_figure(tmp_path):
 
 
 def _draw_in_a_new_process(folder):
-    """``python -m mechaudit.outputs FOLDER`` as ``mechaudit execute`` runs it, standard input closed."""
+    """``python -m mechaudit.report.outputs FOLDER`` as ``mechaudit execute`` runs it, standard input closed."""
     import os
     import subprocess
     import sys
 
-    return subprocess.run([sys.executable, "-m", "mechaudit.outputs", str(folder)], input="", capture_output=True,
-                          text=True, timeout=120, env={**os.environ, "MPLBACKEND": "Agg"})
+    return subprocess.run([sys.executable, "-m", "mechaudit.report.outputs", str(folder)], input="",
+                          capture_output=True, text=True, timeout=120, env={**os.environ, "MPLBACKEND": "Agg"})
 
 
 def test_stored_figures_are_drawn_elsewhere_into_the_same_files(tmp_path):
     """In a folder marked DEFER_MARK, ``save`` only stores the figure; another process draws it, under
     the settings in force when it was saved (here a tick size no fresh process has), to the bytes
     ``save`` itself writes."""
-    from mechaudit.outputs import DEFER_MARK
+    from mechaudit.report.outputs import DEFER_MARK
 
     with matplotlib.rc_context({"xtick.labelsize": 15, "ytick.labelsize": 6}):
         fig = _figure()
@@ -157,7 +157,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import pandas as pd
-from mechaudit.outputs import save
+from mechaudit.report.outputs import save
 
 table = pd.DataFrame({"x": [1, 2, 3], "y": [seed, 2.5, 3.5]})
 save("table", table, out_dir)

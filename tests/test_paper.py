@@ -8,6 +8,7 @@ import pytest
 from mechaudit import paper
 from mechaudit.errors import MechauditError
 from mechaudit.paths import REPO_ROOT
+from mechaudit.report import comparison
 
 
 def test_headline_numbers():
@@ -27,7 +28,7 @@ def test_every_entry_names_a_section_and_an_existing_chapter():
 
 
 def test_compare_table_is_narrow_labelled_text():
-    table = paper.compare([
+    table = comparison.compare([
         ("critique_depth.extra_divergence_pp.k0_vs_k1", 12.34567, "simulator"),
         ("rubric.first_step_swapped_pct_different.step", None),
         ("design.runs", 60.0),
@@ -50,17 +51,17 @@ def test_compare_table_is_narrow_labelled_text():
 
 def test_compare_shows_long_text_in_full_and_drops_an_empty_note():
     note = "offline; reference judge (not an LLM): 100.0, a note longer than fifty characters"
-    table = paper.compare([("rubric.first_step_swapped_pct_different.step", None, note)], llm=False)
+    table = comparison.compare([("rubric.first_step_swapped_pct_different.step", None, note)], llm=False)
     assert note in table._repr_html_() and "paper-compare" in table._repr_html_()
     assert "step-by-step rubric (%)" in repr(table)
-    assert "note" not in paper.compare([("design.runs", 60)], llm=False).columns
-    assert isinstance(table.drop(columns="note"), paper.ComparisonTable)
+    assert "note" not in comparison.compare([("design.runs", 60)], llm=False).columns
+    assert isinstance(table.drop(columns="note"), comparison.ComparisonTable)
 
 
 def test_compare_formats_p_values():
     smallest = 1 / 126**4
-    table = paper.compare([
-        ("critique_depth.p_value_bound.k0_vs_k1", paper.format_p(smallest, smallest=smallest)),
+    table = comparison.compare([
+        ("critique_depth.p_value_bound.k0_vs_k1", comparison.format_p(smallest, smallest=smallest)),
         ("critique_depth.p_value_bound.k0_vs_k5", "4e-09"),
     ], llm=False)
     assert list(table["paper"]) == ["<\u00a010⁻⁴", "<\u00a010⁻⁴"]
@@ -74,13 +75,13 @@ def test_compare_formats_p_values():
     (0.02, 1 / 126**4, "0.02"),
 ])
 def test_format_p(p, smallest, text):
-    assert paper.format_p(p, smallest=smallest) == text
+    assert comparison.format_p(p, smallest=smallest) == text
 
 
 @pytest.mark.parametrize("bad", [-0.1, 1.5, "0.3", True, None])
 def test_format_p_rejects_non_probabilities(bad):
     with pytest.raises(MechauditError, match="p-value"):
-        paper.format_p(bad)
+        comparison.format_p(bad)
 
 
 def test_every_entry_has_a_label_with_its_unit():
@@ -106,4 +107,4 @@ def test_unknown_key_names_close_keys():
 
 def test_bad_row_shape():
     with pytest.raises(ValueError, match="expected"):
-        paper.compare([("design.runs", 60, "a", "b")], llm=False)
+        comparison.compare([("design.runs", 60, "a", "b")], llm=False)

@@ -1,6 +1,6 @@
 """Long steps show progress on the terminal, never in a notebook: the embedding pass draws a bar by
 itself from ``PROGRESS_MIN_TEXTS`` uncached texts, and inside a kernel the bar goes to the kernel
-process's original stderr (``mechaudit.terminal``), not to ``sys.stderr`` (the notebook's output)."""
+process's original stderr (``mechaudit.report.terminal``), not to ``sys.stderr`` (the notebook's output)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import mechaudit.rules.embedding as emb
-from mechaudit import terminal
+from mechaudit.report import terminal
 from mechaudit.rules import EmbeddingRule
 
 

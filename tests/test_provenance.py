@@ -10,12 +10,13 @@ import re
 import pytest
 import yaml
 
-from mechaudit import paper, provenance
+from mechaudit import paper
 from mechaudit.backends import Backend, BackendError
 from mechaudit.book import chapter as status
 from mechaudit.errors import MechauditError
 from mechaudit.paths import PARAMS_DIR, REPO_ROOT
-from mechaudit.provenance import BY_CONSTRUCTION, CONSTRAINED, FITTED, INDEPENDENT, NOT_RUN
+from mechaudit.report import comparison, provenance
+from mechaudit.report.provenance import BY_CONSTRUCTION, CONSTRAINED, FITTED, INDEPENDENT, NOT_RUN
 from mechaudit.workflow.calibrate import SOLVED, load_calibration
 from mechaudit.workflow.simulator import SimulatorParams
 
@@ -184,13 +185,13 @@ def test_bad_fitted_section_names_the_field(tmp_path):
 
 def test_compare_fills_the_provenance_column_from_the_backend():
     rows = [(K01, 37.7), (f"{FSS}.llm", None, "reference judge: 100"), (f"{FSS}.tfidf", 0.0), ("design.runs", 60)]
-    offline = paper.compare(rows, llm=False)
+    offline = comparison.compare(rows, llm=False)
     assert list(offline.columns) == ["paper", "this run", "provenance", "source", "note"]
     assert offline["provenance"].tolist() == [FITTED, NOT_RUN, BY_CONSTRUCTION, BY_CONSTRUCTION]
-    online = paper.compare(rows, llm=True)
+    online = comparison.compare(rows, llm=True)
     assert online["provenance"].tolist() == [INDEPENDENT, INDEPENDENT, BY_CONSTRUCTION, BY_CONSTRUCTION]
     with pytest.raises(TypeError):
-        paper.compare(rows)  # llm is required: no silent default
+        comparison.compare(rows)  # llm is required: no silent default
 
 
 def test_summary_groups_values_in_vocabulary_order(calibration, constrained):
@@ -266,7 +267,7 @@ def test_headline_status_uses_the_book_vocabulary():
 def test_the_glossary_defines_every_class_and_verdict():
     """Every provenance class and verdict is a term of book/glossary.md (a reader meets them in every
     paper-vs-run table, whose caption links the glossary)."""
-    from mechaudit.tables import PROVENANCE_LEGEND
+    from mechaudit.report.tables import PROVENANCE_LEGEND
 
     text = (REPO_ROOT / "book" / "glossary.md").read_text(encoding="utf-8")
     terms = {line.strip().lower() for line in text.splitlines() if line and not line.startswith((" ", "#", "`", ":"))}

@@ -23,8 +23,8 @@ from fake_anthropic import FAKE_KEY, FakeAnthropicServer
 from mechaudit import paths
 from mechaudit.cli import main
 from mechaudit.errors import MechauditError
-from mechaudit.paper import compare_paper_default
 from mechaudit.paths import EXAMPLE_DIR, REPO_ROOT
+from mechaudit.report.comparison import compare_paper_default
 
 CLI = [sys.executable, "-m", "mechaudit.cli"]
 
@@ -233,8 +233,8 @@ def test_the_trace_finder_sees_paper_markers_and_tables(tmp_path):
     import pandas as pd
 
     from mechaudit.book.ch02_critique_depth import paper_values
-    from mechaudit.outputs import save
     from mechaudit.plots.workflow import critique_depth_figure
+    from mechaudit.report.outputs import save
 
     points = pd.DataFrame({"panel": ["same-depth", "extra"], "label": ["0", "0 v 1"], "instance": ["A", "A"],
                            "value": [10.0, 30.0]})

@@ -99,7 +99,7 @@ def test_an_undeclared_notebook_falls_back_to_its_default_type():
 
 
 def test_the_parameter_tables_show_each_models_defaults_ranges_and_meaning():
-    from mechaudit.book.parameter_table import parameter_rows
+    from mechaudit.sphinxext.parameter_table import parameter_rows
 
     rows = {row[0]: row[1:] for row in parameter_rows("01_problem")}
     assert list(rows) == list(settings.CHAPTERS["01_problem"].model_fields)

@@ -1,5 +1,5 @@
-"""The book's table formatter (``mechaudit.tables``), its label map (``mechaudit.labels``) and the
-``{book-table}`` directive that renders it (``mechaudit.book_table``)."""
+"""The book's table formatter (``mechaudit.report.tables``), its label map (``mechaudit.report.labels``) and the
+``{book-table}`` directive that renders it (``mechaudit.sphinxext.table``)."""
 
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from mechaudit.book_table import build_table
-from mechaudit.labels import LABELS, humanise, label, relabel_words
-from mechaudit.paper import compare
-from mechaudit.tables import DASH, BookTable, book_table, format_column, format_number
+from mechaudit.report.comparison import compare
+from mechaudit.report.labels import LABELS, humanise, label, relabel_words
+from mechaudit.report.tables import DASH, BookTable, book_table, format_column, format_number
+from mechaudit.sphinxext.table import build_table
 
 
 def texts(cells):
@@ -27,7 +27,7 @@ def test_labels_have_words_and_units():
     assert relabel_words("tfidf 0.25") == "TF-IDF 0.25"
     assert relabel_words("U-02 wording_only") == "U-02 wording only"
     assert humanise("MAE_of_x") == "MAE of x" and label(0.5) == "0.5"
-    from mechaudit.labels import in_sentence
+    from mechaudit.report.labels import in_sentence
 
     assert in_sentence("paper_rates") == "paper-rate judge" and in_sentence("tfidf") == "TF-IDF"
     assert not [v for v in LABELS.values() if "_" in v], "a label in the map carries an underscore"

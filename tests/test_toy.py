@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from mechaudit import divergence, toy
+from mechaudit import divergence
+from mechaudit.workflow import toy
 
 
 def test_same_seed_same_runs_other_seed_differs():

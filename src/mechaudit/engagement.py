@@ -142,7 +142,7 @@ def engagement_table(labelled: pd.DataFrame, by: str | None = None) -> pd.DataFr
 
 
 def paper_comparison(labelled: pd.DataFrame) -> list[tuple]:
-    """Rows for ``mechaudit.paper.compare``: number of demands and the four label shares (%)."""
+    """Rows for ``mechaudit.report.comparison.compare``: number of demands and the four label shares (%)."""
     table = engagement_table(labelled).set_index("label")
     rows: list[tuple] = [("engagement.demands", int(labelled["label"].notna().sum()))]
     rows += [(f"engagement.{label}_pct", round(float(table.loc[label, "pct"]), 1)) for label in LABELS]

@@ -1,6 +1,6 @@
 """Chapter 01 (the problem): the toy design's tables and one benchmark instance, one call per step.
 
-The toy part reads ``mechaudit.toy`` runs (``2 * n_runs`` runs, depth 0 first); the benchmark part
+The toy part reads ``mechaudit.workflow.toy`` runs (``2 * n_runs`` runs, depth 0 first); the benchmark part
 reads a loaded ``Benchmark`` and its perturbation suite.
 """
 
@@ -16,7 +16,7 @@ from mechaudit import divergence, diversity
 from mechaudit.errors import MechauditError
 from mechaudit.model import Benchmark, Hypothesis, Instance, mechanism_key
 from mechaudit.perturb import describe_change, load_suite, make_suite
-from mechaudit.toy import TOY_RULES, ToyHypothesis
+from mechaudit.workflow.toy import TOY_RULES, ToyHypothesis
 
 ToyRule = Callable[[list[tuple[ToyHypothesis, ToyHypothesis]]], np.ndarray]
 

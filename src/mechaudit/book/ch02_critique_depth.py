@@ -24,10 +24,11 @@ from mechaudit.book.chapter import judge_models
 from mechaudit.errors import MechauditError
 from mechaudit.llm.pricing import Planned
 from mechaudit.model import Benchmark
-from mechaudit.paper import entries, format_p, power_of_ten, reported
+from mechaudit.paper import entries, reported
 from mechaudit.paths import PARAMS_DIR
+from mechaudit.report.comparison import format_p, power_of_ten
+from mechaudit.report.tables import format_number
 from mechaudit.schema import load_benchmark
-from mechaudit.tables import format_number
 from mechaudit.workflow import Design, SimulatorParams, instance_matrices, population_truth
 from mechaudit.workflow.depth import MEASURES, judge_model_table, measure_of
 from mechaudit.workflow.plan import design_for, plan_delivered_judges, plan_workflow
@@ -138,7 +139,7 @@ def table1(table: pd.DataFrame, level: float = 0.95) -> pd.DataFrame:
     """Table 1 for reading: index (rule, comparison); extra divergence with its bootstrap interval at
     ``level``, exact p, its ceiling, the share of the ceiling reached and, for simulator runs, the
     truth (of ``measure_of(rule)``) and its standard error. Numbers unrounded:
-    :class:`mechaudit.tables.BookTable` writes them (p-values in the book's style)."""
+    :class:`mechaudit.report.tables.BookTable` writes them (p-values in the book's style)."""
     interval = f"{100 * level:g} % interval (pp)"
     names = {"extra_pp": "extra (pp)", "interval": interval, "p_value": "exact p", "max_extra_pp": "ceiling (pp)",
              "normalised": "share of ceiling", "truth_pp": "truth (pp)", "truth_se_pp": "truth SE (pp)"}

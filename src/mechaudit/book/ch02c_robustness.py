@@ -21,10 +21,10 @@ import pandas as pd
 
 from mechaudit.book.settings import defaults as chapter_defaults
 from mechaudit.errors import MechauditError
-from mechaudit.facts import fact
 from mechaudit.paths import PARAMS_DIR
+from mechaudit.report.facts import fact
+from mechaudit.report.tables import format_number
 from mechaudit.schema import Benchmark, load_benchmark
-from mechaudit.tables import format_number
 from mechaudit.workflow import Design, SimulatorParams, load_design, load_simulator_params
 from mechaudit.workflow.power import EffectSetting
 from mechaudit.workflow.robustness import pick

@@ -25,9 +25,9 @@ from mechaudit.engagement import (
     label_demands,
     paper_comparison,
 )
-from mechaudit.facts import fact
 from mechaudit.llm.pricing import Planned
 from mechaudit.paper import reported
+from mechaudit.report.facts import fact
 from mechaudit.schema import load_benchmark
 from mechaudit.workflow import report_dropped, show_excluded
 from mechaudit.workflow.delivery import Delivery
@@ -100,7 +100,7 @@ def max_gap_pp(shares: pd.Series, paper: dict[str, float]) -> float:
 
 
 def paper_rows(labelled: pd.DataFrame, backend: Backend) -> list[tuple]:
-    """Rows ``(key, ours, note)`` for ``mechaudit.paper.compare``: the number of demands and the four
+    """Rows ``(key, ours, note)`` for ``mechaudit.report.comparison.compare``: the number of demands and the four
     label shares, noted with where the labels come from."""
     note = label_source(backend)
     return [(key, value, note) for key, value in paper_comparison(labelled)]

@@ -17,9 +17,9 @@ from typing import Any
 import pandas as pd
 
 from mechaudit.book.chapter import judge_models
-from mechaudit.facts import fact
 from mechaudit.llm.pricing import Planned
 from mechaudit.paths import cache_path
+from mechaudit.report.facts import fact
 from mechaudit.schema import Benchmark, load_benchmark
 from mechaudit.workflow import build_rules, delivered_diversity, rules_for
 from mechaudit.workflow.plan import design_for, plan_delivered_judges, plan_workflow
@@ -87,7 +87,7 @@ def clusters_range(summary: pd.DataFrame, column: str = "groups (complete)") -> 
 
 
 def paper_rows(rules: Sequence[str], tfidf_threshold: float, embedding_threshold: float) -> list[tuple]:
-    """Rows ``(key, ours, note)`` for ``mechaudit.paper.compare``: the TF-IDF and embedding thresholds
+    """Rows ``(key, ours, note)`` for ``mechaudit.report.comparison.compare``: the TF-IDF and embedding thresholds
     used here beside the paper's, for the text rules among ``rules``. (The encoder is not a row: a
     model chosen for this run is not a result; ``encoder_sentence`` names both.)"""
     rows = []

@@ -190,7 +190,7 @@ def _value(table: pd.DataFrame, row: str, column: str) -> float | None:
 
 
 def paper_rows(pooled: pd.DataFrame, names: RuleSet, *, backend: Backend, model: str) -> list[tuple]:
-    """Rows ``(key, ours, note)`` for ``mechaudit.paper.compare``: % judged different per kind the
+    """Rows ``(key, ours, note)`` for ``mechaudit.report.comparison.compare``: % judged different per kind the
     paper reports, for TF-IDF, embeddings and the LLM judge (offline: "not run", with the reference
     judge's value in the note for orientation only)."""
     llm_run = backend.is_llm
@@ -351,10 +351,10 @@ def conclusions(audits: Mapping[str, SuiteAudit], names: RuleSet, separation: pd
 
 
 def paper_table(audits: Mapping[str, SuiteAudit], names: RuleSet, *, backend: Backend, model: str) -> pd.DataFrame:
-    """The paper-vs-run table (``paper.compare`` of ``paper_rows``) with one column per suite in
+    """The paper-vs-run table (``comparison.compare`` of ``paper_rows``) with one column per suite in
     place of "this run"; a row's provenance differs between suites only for the text rules on
     swaps (true by construction on the template-built suite), and then names each suite's."""
-    from mechaudit.paper import compare
+    from mechaudit.report.comparison import compare
 
     tables = {n: compare(paper_rows(a.pooled, names, backend=backend, model=model), llm=backend.is_llm, suite=n)
               for n, a in audits.items()}

@@ -191,7 +191,7 @@ def _fss(pct: pd.DataFrame, column: str) -> float | None:
 
 def paper_rows(pct: pd.DataFrame, effects: OrderEffects, rubrics: Sequence[str], *, backend: Backend,
                model: str) -> list[tuple]:
-    """Rows ``(key, ours, note)`` for ``mechaudit.paper.compare``: % of first-step swaps judged
+    """Rows ``(key, ours, note)`` for ``mechaudit.report.comparison.compare``: % of first-step swaps judged
     different per rubric and the order and repetition effects (offline: "not run"; the note gives
     the reference judge's value for orientation only)."""
     llm_note = f"{model}, {backend.value}"
@@ -250,7 +250,7 @@ def _joined(values: dict[str, float | None], sep: str) -> str:
 def headline(pct: pd.DataFrame, llm_run: bool) -> str:
     """The intro's "this book" cell: the LLM's % of first-step swaps judged different (none; full;
     step) if it ran; offline "not measured offline" with the reference judges' values, which are
-    true by construction (``mechaudit.provenance``, ``book.rubric.reference_judges``)."""
+    true by construction (``mechaudit.report.provenance``, ``book.rubric.reference_judges``)."""
     if llm_run:
         return _joined(fss_by_rubric(pct, "llm"), "; ")
     reference = _joined(fss_by_rubric(pct, "reference"), "; ")

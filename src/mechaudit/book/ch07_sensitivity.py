@@ -293,7 +293,7 @@ def headline(three: pd.DataFrame) -> dict[str, str | float]:
 
 def paper_rows(three: pd.DataFrame, fixed: FixedMethods, check: StabilityCheck, *, tfidf_threshold: float,
                embedding_threshold: float) -> list[tuple]:
-    """Rows ``(key, ours, note)`` for ``mechaudit.paper.compare`` (notes <= 40 characters)."""
+    """Rows ``(key, ours, note)`` for ``mechaudit.report.comparison.compare`` (notes <= 40 characters)."""
     methods = f"TF-IDF, MiniLM, {fixed.third}"[:40]
     rows = [("sensitivity.raw_agreement_pct_low", round(100 * three["raw_agreement"].min(), 1), methods),
             ("sensitivity.raw_agreement_pct_high", round(100 * three["raw_agreement"].max(), 1), methods),

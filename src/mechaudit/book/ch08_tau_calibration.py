@@ -23,9 +23,9 @@ import pandas as pd
 
 from mechaudit.backends import Backend
 from mechaudit.book.chapter import figure_caption
-from mechaudit.facts import fact
-from mechaudit.glue import at_most_text, span_text
 from mechaudit.llm.pricing import Planned
+from mechaudit.report.facts import fact
+from mechaudit.report.glue import at_most_text, span_text
 from mechaudit.tau import CARD_VERSION, FIELD_CAPS, RUBRIC_VERSION, SyntheticPool, llm_tau_calibration, studies
 from mechaudit.tau.realjudge import ROLES, calibration_requests
 from mechaudit.tau.simulate import make_pool

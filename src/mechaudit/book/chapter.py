@@ -8,7 +8,7 @@ another.
   figure caption and the usage table.
 - The status of a chapter's headline (where its numbers come from) and, beside it in the intro's
   results-at-a-glance table, the provenance (how they can relate to the paper's,
-  ``mechaudit.provenance``) and the verdict; the placeholder a judge-model section shows when it did
+  ``mechaudit.report.provenance``) and the verdict; the placeholder a judge-model section shows when it did
   not run; and the judge models a chapter's parameters ask for (its cost plan and its steps agree).
 """
 
@@ -21,12 +21,12 @@ from typing import Any
 
 import pandas as pd
 
-from mechaudit import provenance
 from mechaudit.backends import Backend, caption_text
-from mechaudit.facts import fact
 from mechaudit.llm import LLMClient, get_client
 from mechaudit.llm.session import LLMSession, check_max_usd
 from mechaudit.paper import entry
+from mechaudit.report import provenance
+from mechaudit.report.facts import fact
 
 #: what the offline (``reference`` backend) numbers are, per kind of chapter
 SIMULATED = "simulated (reference backend)"
@@ -167,7 +167,7 @@ def simulation_only_note(backend: Backend) -> None:
 @dataclass(frozen=True)
 class Part:
     """One number of a row of the intro's results table: its name in the provenance cell, its key
-    (``mechaudit.provenance``), the perturbation suite it was measured on (None: not a suite result)
+    (``mechaudit.report.provenance``), the perturbation suite it was measured on (None: not a suite result)
     and whether the row shows it only offline."""
 
     name: str

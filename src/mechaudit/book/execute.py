@@ -162,7 +162,7 @@ def _rename_injected(nb, rename: dict[str, str]) -> None:
 def inject_out_dir(chapter: Chapter, params: dict[str, Any], out_dir: Path | None,
                    overrides: dict[str, Any] | None = None) -> dict[str, Any]:
     """With ``--out DIR``, ``out_dir = DIR/<chapter>`` for a chapter that defines an ``out_dir``
-    parameter (its tables and figures go there, ``mechaudit.outputs.save``), unless the parameter
+    parameter (its tables and figures go there, ``mechaudit.report.outputs.save``), unless the parameter
     file or ``-p out_dir ...`` set it (``-p out_dir null`` keeps it off)."""
     if out_dir is None or "out_dir" in params or "out_dir" in (overrides or {}):
         return params
@@ -437,18 +437,18 @@ def _progress(stream, line: str) -> None:
 
 def _start_drawing(stage: Path) -> subprocess.Popen:
     """The process that draws the chapter's figures into ``stage`` while the chapter runs, on another
-    core (:mod:`mechaudit.outputs`: ``save`` only stores them in a folder marked ``DEFER_MARK``)."""
-    from mechaudit.outputs import DEFER_MARK
+    core (:mod:`mechaudit.report.outputs`: ``save`` only stores them in a folder marked ``DEFER_MARK``)."""
+    from mechaudit.report.outputs import DEFER_MARK
 
     (stage / DEFER_MARK).touch()
-    return subprocess.Popen([sys.executable, "-m", "mechaudit.outputs", str(stage)], stdin=subprocess.PIPE,
+    return subprocess.Popen([sys.executable, "-m", "mechaudit.report.outputs", str(stage)], stdin=subprocess.PIPE,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                             env={**os.environ, "MPLBACKEND": "Agg"})
 
 
 def _finish_drawing(drawer: subprocess.Popen, stage: Path, chapter: Chapter) -> None:
     """Let ``drawer`` draw the figures still stored and stop; a figure it could not draw fails the chapter."""
-    from mechaudit.outputs import DEFER_MARK
+    from mechaudit.report.outputs import DEFER_MARK
 
     _, err = drawer.communicate()
     if drawer.returncode != 0:

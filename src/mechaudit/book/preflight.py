@@ -187,9 +187,9 @@ def check_cache_dir(values: dict[str, Any]) -> None:
 
 
 def check_compare_paper(values: dict[str, Any]) -> None:
-    """``compare_paper: true`` only on the shipped benchmark (``paper.compare_paper_default``)."""
+    """``compare_paper: true`` only on the shipped benchmark (``comparison.compare_paper_default``)."""
     if values.get("compare_paper") is True:
-        from mechaudit.paper import compare_paper_default
+        from mechaudit.report.comparison import compare_paper_default
 
         compare_paper_default(True, values.get("data_dir"))
 

@@ -7,7 +7,7 @@ execute`` and ``mechaudit estimate`` check every value from a parameter file or 
 chapter's model before any kernel starts (``mechaudit.book.params.check_value``), so the cost
 plans (``plan(p)``) see only checked values; ``mechaudit calibrate`` computes the committed tables
 at the models' defaults; the re-run page shows each model as a table (``{parameter-table}``,
-``mechaudit.book.parameter_table``). A notebook's parameters cells, which papermill needs, hold
+``mechaudit.sphinxext.parameter_table``). A notebook's parameters cells, which papermill needs, hold
 these defaults: ``tests/test_settings.py`` fails on any difference. Sizes have upper bounds far
 above what any chapter needs and far below what would exhaust a machine's memory, so a mistyped
 ``-p n_boot 1000000000000`` is one line.

@@ -25,7 +25,7 @@ import pandas as pd
 from mechaudit.llm.ledger import TOKEN_COLUMNS, UsageLedger, total_usd
 from mechaudit.llm.pricing import request_cost
 from mechaudit.llm.request import LLMRequest
-from mechaudit.terminal import in_kernel, terminal_copy
+from mechaudit.report.terminal import in_kernel, terminal_copy
 
 #: ``complete_many`` shows a progress bar when at least this many requests are not cached.
 PROGRESS_MIN_REQUESTS = 20
@@ -177,7 +177,7 @@ class LLMSession:
         """Where progress bars go: the terminal, never a notebook's output.
 
         In a Jupyter kernel bars are written to a duplicate of the kernel process's original stderr
-        (``mechaudit.terminal``), opened once per session and closed by :meth:`close`; outside a
+        (``mechaudit.report.terminal``), opened once per session and closed by :meth:`close`; outside a
         kernel to ``sys.stderr``.
         """
         if not in_kernel():

@@ -7,9 +7,9 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from mechaudit.deprecation import backend_argument
-from mechaudit.labels import label
 from mechaudit.plots.style import caption as draw_caption
 from mechaudit.plots.style import new_figure
+from mechaudit.report.labels import label
 
 
 @backend_argument(3)  # the previous release's backend=, for one release

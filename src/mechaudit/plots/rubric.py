@@ -9,9 +9,9 @@ from matplotlib.patches import Patch
 
 from mechaudit.deprecation import backend_argument
 from mechaudit.errors import MechauditError
-from mechaudit.labels import label
 from mechaudit.plots.style import PALETTE, new_figure
 from mechaudit.plots.style import caption as draw_caption
+from mechaudit.report.labels import label
 
 #: colour per rubric: the two that define "same mechanism" in blues, the one without a definition grey
 RUBRIC_COLOURS = {"full": "#0072B2", "step": "#56B4E9", "none": "#999999"}

@@ -6,9 +6,9 @@ import numpy as np
 import pandas as pd
 
 from mechaudit.deprecation import backend_argument
-from mechaudit.labels import label as label_of
 from mechaudit.plots.style import PALETTE, colour_of, legend_outside, new_figure
 from mechaudit.plots.style import caption as draw_caption
+from mechaudit.report.labels import label as label_of
 
 #: Colour per kind of perturbation (Okabe-Ito, distinct from the method colours' meaning).
 KIND_COLOURS = ["#009E73", "#56B4E9", "#D55E00", "#CC79A7", "#E69F00", "#0072B2"]

@@ -49,9 +49,9 @@ import scipy.sparse as sp
 from tqdm import TqdmWarning
 
 from mechaudit.errors import MechauditError, check_range
+from mechaudit.report.terminal import in_kernel, terminal_copy
 from mechaudit.rules.base import Pair, Rule, check_hypotheses, check_pairs, check_threshold, unique_pair_texts
 from mechaudit.schema import Hypothesis, hypothesis_text
-from mechaudit.terminal import in_kernel, terminal_copy
 
 #: the ``threshold`` that ``fit`` learns from a target "same" rate (module docstring)
 MATCH_RATE = "match_rate"
@@ -66,7 +66,7 @@ PROGRESS_MIN_TEXTS = 100
 @contextlib.contextmanager
 def _progress_to_terminal(show: bool, what: str):
     """Yield ``show``; when True, first write ``what`` as a line, and send the bars written to
-    ``sys.stderr`` inside the block to the terminal (``mechaudit.terminal``) rather than to a
+    ``sys.stderr`` inside the block to the terminal (``mechaudit.report.terminal``) rather than to a
     notebook's output."""
     if not show:
         yield False
@@ -303,7 +303,7 @@ class EmbeddingRule:
     def embed(self, texts: Sequence[str], progress: bool = False) -> np.ndarray:
         """Normalised embeddings, float32 array ``(len(texts), dim)``; each distinct text encoded once.
 
-        A progress bar goes to the terminal (``mechaudit.terminal``; never into a notebook) with
+        A progress bar goes to the terminal (``mechaudit.report.terminal``; never into a notebook) with
         ``progress``, or by itself when at least :data:`PROGRESS_MIN_TEXTS` texts are not cached
         (a pass of more than a few seconds on a CPU)."""
         texts = list(texts)

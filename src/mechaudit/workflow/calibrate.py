@@ -47,13 +47,13 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from mechaudit.divergence import comparison_matrix, extra_divergence
 from mechaudit.paper import entries, reported
-from mechaudit.paramfile import load_section
 from mechaudit.paths import PARAMS_DIR
 from mechaudit.schema import Benchmark
 from mechaudit.workflow import committed
 from mechaudit.workflow.depth import MEASURES, outcome_matrices
 from mechaudit.workflow.design import Design
 from mechaudit.workflow.parallel import parallel_map
+from mechaudit.workflow.paramfile import load_section
 from mechaudit.workflow.records import LABELS
 from mechaudit.workflow.robustness import consistent
 from mechaudit.workflow.simulator import (
@@ -186,7 +186,7 @@ class CalibrationSpec(BaseModel):
         """``fitted`` lists each parameter it names with exactly the targets this spec fits it to (a
         grid parameter: the extra-divergence targets; a closed-form one: ``SOLVED_TARGETS``), and no
         parameter is both fitted and assumed. A fitted parameter missing from ``fitted`` is caught by
-        ``mechaudit.provenance.unlabelled``."""
+        ``mechaudit.report.provenance.unlabelled``."""
         expected = {name: sorted(self.targets) for name in self.grid} | {
             name: sorted(keys) for name, keys in SOLVED_TARGETS.items()}
         wrong = {name: keys for name, keys in self.fitted.items()

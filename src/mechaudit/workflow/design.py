@@ -10,8 +10,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from mechaudit.paramfile import load_section
 from mechaudit.paths import PARAMS_DIR
+from mechaudit.workflow.paramfile import load_section
 
 
 class Design(BaseModel):

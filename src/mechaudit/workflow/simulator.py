@@ -44,10 +44,10 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from tqdm import tqdm
 
-from mechaudit.paramfile import load_section
 from mechaudit.paths import PARAMS_DIR
 from mechaudit.schema import Benchmark, Hypothesis, Step, Vocabulary
 from mechaudit.workflow.design import Design
+from mechaudit.workflow.paramfile import load_section
 from mechaudit.workflow.records import LABELS, Demand, Reply, Revision, Run, run_id
 
 BACKEND = "reference"

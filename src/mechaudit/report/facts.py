@@ -18,7 +18,7 @@ import dataclasses
 import typing
 from typing import Any
 
-from mechaudit.glue import glue
+from mechaudit.report.glue import glue
 
 _META = "mechaudit.fact"
 

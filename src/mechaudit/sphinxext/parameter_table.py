@@ -3,7 +3,7 @@
 chapter's this way, so the book's tables cannot drift from the checks ``mechaudit execute`` makes.
 
 Enabled from ``_config.yml`` (``sphinx.extra_extensions``); the table is built by
-``mechaudit.book_table.build_table``.
+``mechaudit.sphinxext.table.build_table``.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from docutils import nodes
 from sphinx.util.docutils import SphinxDirective
 
 from mechaudit.book.settings import CHAPTERS, allowed, defaults
-from mechaudit.book_table import build_table
+from mechaudit.sphinxext.table import build_table
 
 HEADER = ["parameter", "default", "allowed", "meaning"]
 

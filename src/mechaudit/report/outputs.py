@@ -14,7 +14,7 @@ Drawing a figure twice (PNG and SVG) costs more than most computations of a chap
 ``mechaudit execute`` has it done beside the chapter, on another core: it marks the chapter's output
 folder with :data:`DEFER_MARK`, and ``save`` then only stores the figure (pickled, with the
 matplotlib settings in force) as ``.NAME.figure``; a process the runner starts
-(``python -m mechaudit.outputs FOLDER``, :func:`write_pending_figures`) draws each into ``NAME.png``
+(``python -m mechaudit.report.outputs FOLDER``, :func:`write_pending_figures`) draws each into ``NAME.png``
 and ``NAME.svg`` with the same code, so the files are the same bytes either way.
 """
 
@@ -217,7 +217,7 @@ def write_pending_figures(folder: str | Path) -> list[str]:
 
 def _serve(folder: Path) -> int:
     """Draw the figures stored in ``folder`` as they come until standard input closes, then the rest:
-    the loop of ``python -m mechaudit.outputs FOLDER``. On a failure: one line on stderr, status 1."""
+    the loop of ``python -m mechaudit.report.outputs FOLDER``. On a failure: one line on stderr, status 1."""
     import sys
     import threading
 

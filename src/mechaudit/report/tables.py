@@ -2,14 +2,14 @@
 
 A pandas DataFrame holds code names (``tfidf``, ``extra_pp``), full-precision floats and an index
 whose name pandas prints on a row of its own. :class:`BookTable` turns it into what a reader should
-see: human labels from :mod:`mechaudit.labels` (units in the headers), numbers rounded by what they
+see: human labels from :mod:`mechaudit.report.labels` (units in the headers), numbers rounded by what they
 are (whole percents unless a decimal matters, pp to one decimal, p-values in the book's one style,
 counts with thousands separators), the index as the first column(s) with no extra header row and no
 ``0, 1, 2`` index, and every cell as text marked numeric or not.
 
 It renders three ways from the same cells:
 
-* ``text/markdown``: a MyST ``{book-table}`` directive (:mod:`mechaudit.book_table`) that the book
+* ``text/markdown``: a MyST ``{book-table}`` directive (:mod:`mechaudit.sphinxext.table`) that the book
   turns into a real table, numbered per chapter ("Table 2.1") when it has a caption and a name,
   with numeric cells that never wrap;
 * ``text/html``: a plain HTML table for Jupyter;
@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from mechaudit.labels import LABELS, label, relabel_words
+from mechaudit.report.labels import LABELS, label, relabel_words
 
 __all__ = ["Cell", "BookTable", "book_table", "use_book_tables", "format_column", "format_number", "DASH"]
 
@@ -102,11 +102,11 @@ def _column_decimals(values: np.ndarray, kind: str) -> int:
 
 
 def format_number(value: Any, decimals: int = 2, kind: str = "plain", tiny: bool = True) -> str:
-    """One number as the book writes it: ``kind`` "p" through :func:`mechaudit.paper.format_p`,
+    """One number as the book writes it: ``kind`` "p" through :func:`mechaudit.report.comparison.format_p`,
     integers with thousands separators, floats to ``decimals``; missing values are :data:`DASH`.
     ``tiny``: a nonzero value that would read as 0 gets two significant digits (a column of
     numbers keeps its decimals instead, so -0.02 stands as -0.0 beside 34.5)."""
-    from mechaudit.paper import format_p
+    from mechaudit.report.comparison import format_p
 
     if _is_missing(value):
         return DASH

@@ -1,6 +1,6 @@
 """How a number of this book can relate to the paper's: a closed vocabulary, derived in code.
 
-Every row of a "paper vs this run" table (``mechaudit.paper.compare``) and of the intro's results
+Every row of a "paper vs this run" table (``mechaudit.report.comparison.compare``) and of the intro's results
 table carries one of five values (``VOCABULARY``), decided here from the row's key and the backend,
 never typed per chapter. The rules, in this order:
 

@@ -1,4 +1,4 @@
-"""Sphinx extension: the ``{book-table}`` directive that renders a :class:`mechaudit.tables.BookTable`.
+"""Sphinx extension: the ``{book-table}`` directive that renders a :class:`mechaudit.report.tables.BookTable`.
 
 A chapter's table reaches the book as the ``text/markdown`` output of its cell (myst-nb parses
 it as MyST, ``nb_render_markdown_format: myst``)::
@@ -60,7 +60,7 @@ def _row(cells: list[str], numeric: list[int], header: list[str] | None = None) 
 
 
 def build_table(data: dict, classes: list[str]) -> nodes.table:
-    """A docutils table from a :meth:`mechaudit.tables.BookTable.payload`."""
+    """A docutils table from a :meth:`mechaudit.report.tables.BookTable.payload`."""
     header, rows, numeric, stub = data["header"], data["rows"], data["numeric"], int(data.get("stub", 0))
     if any(len(r) != len(header) for r in rows) or len(numeric) != len(rows):
         raise MechauditError(f"book-table: rows do not match the {len(header)} header cells", field="rows")

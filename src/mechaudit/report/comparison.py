@@ -1,0 +1,179 @@
+"""The "paper vs this run" table and the book's number formats for it: every compared row gets
+the paper's value, this run's, and its provenance; ``compare_paper_default`` decides whether a
+chapter compares at all (only on the shipped benchmark)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from mechaudit.errors import MechauditError
+from mechaudit.paper import REPORTED_PATH, entry
+from mechaudit.report import provenance
+
+COMPARE_COLUMNS = ["paper", "this run", "provenance", "source", "note"]
+
+
+class ComparisonTable(pd.DataFrame):
+    """A "paper vs this run" table: shown in full (pandas would cut labels and notes after 50
+    characters with "..."), and in HTML with the class ``paper-compare`` for the book's style sheet.
+    In the book (:mod:`mechaudit.report.tables`) it also gets ``stack-on-phone``: one block per row on a
+    narrow screen."""
+
+    #: CSS classes :class:`mechaudit.report.tables.BookTable` gives this table
+    book_classes = ("paper-compare", "stack-on-phone")
+
+    @property
+    def _constructor(self):
+        return ComparisonTable
+
+    def __repr__(self) -> str:
+        with pd.option_context("display.max_colwidth", None):
+            return super().__repr__()
+
+    def _repr_html_(self) -> str | None:
+        with pd.option_context("display.max_colwidth", None):
+            html = super()._repr_html_()
+        return None if html is None else html.replace('class="dataframe"', 'class="dataframe paper-compare"', 1)
+
+
+def compare(rows: Iterable[tuple], *, llm: bool, suite: str | None = None,
+            path: Path = REPORTED_PATH) -> ComparisonTable:
+    """The "paper vs this run" table, narrow enough for the book's text column.
+
+    ``rows`` holds ``(key, ours)`` or ``(key, ours, note)``; ``ours`` is ``None`` when this run did
+    not measure the quantity (shown as "not run"). ``llm``: whether an LLM backend produced ``ours``;
+    ``suite``: the perturbation suite the rows were measured on, if any (``provenance.of``).
+    Index: the entry's label (unit included). Columns: paper, this run, provenance (how this run's
+    number can relate to the paper's, from ``mechaudit.report.provenance.of``), source (the paper's
+    section), and note (left out when no row has one). Every cell is text: integers without ".0",
+    other numbers rounded to the paper's decimals (at least one), p-values through
+    :func:`format_p` (the paper's bounds as "< 10⁻⁴"); thousands separated by commas ("4,863").
+    """
+    labels, out = [], []
+    for row in rows:
+        key, ours, *rest = row
+        if len(rest) > 1:
+            raise ValueError(f"row for {key!r} has {len(row)} items; expected (key, ours[, note])")
+        meta = entry(key, path)
+        is_p = meta.get("unit") == "p <"
+        labels.append(meta["label"])
+        out.append({
+            "paper": f"<{NBSP}{_power_of_ten(meta['value'])}" if is_p else _fmt(meta["value"], meta["value"]),
+            "this run": _fmt_p(ours) if is_p else _fmt(ours, meta["value"]),
+            "provenance": provenance.of(key, llm, suite=suite),
+            "source": meta.get("section", ""),
+            "note": str(rest[0]) if rest and rest[0] is not None else "",
+        })
+    table = ComparisonTable(out, index=labels, columns=COMPARE_COLUMNS, dtype=object)
+    if not table["note"].astype(bool).any():
+        table = table.drop(columns="note")
+    return table
+
+
+#: superscript digits for powers of ten ("10⁻⁸")
+_SUPERSCRIPT = str.maketrans("0123456789-", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻")
+#: a no-break space: "< 10⁻⁸" never breaks after "<"
+NBSP = "\u00a0"
+
+
+def power_of_ten(exponent: int) -> str:
+    """``10⁻⁸`` for -8: a power of ten as a reader writes it."""
+    return "10" + str(exponent).translate(_SUPERSCRIPT)
+
+
+def format_p(p: float, smallest: float | None = None) -> str:
+    """A p-value in the book's one style, such as 0.032 or < 10⁻⁸.
+
+    Two significant digits from 0.001 up ("0.032"), below that an upper bound by a power of ten
+    ("< 10⁻⁸" for 3.9e-09, a no-break space after "<"), "0" for 0.
+
+    ``smallest``: the smallest p the test can give (an exact test over 126 splits per instance on
+    four instances: ``1 / 126**4``). When ``p`` equals it the text says so, "< 10⁻⁸, the smallest
+    possible": no split of the data is more extreme under the design.
+    """
+    if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0 <= p <= 1:
+        raise MechauditError(f"a p-value is a number in [0, 1], not {p!r}", field="p")
+    if p == 0:
+        text = "0"
+    elif p >= 1e-3:
+        text = f"{p:.2g}"
+    else:
+        text = f"<{NBSP}{power_of_ten(math.floor(math.log10(p)) + 1)}"
+    if smallest is not None and p > 0 and math.isclose(p, smallest, rel_tol=1e-6):
+        text += ", the smallest possible"
+    return text
+
+
+def _power_of_ten(x: float) -> str:
+    """``10⁻⁴`` for 0.0001; any other number with two significant digits."""
+    exponent = round(math.log10(x)) if x > 0 else None
+    return power_of_ten(exponent) if exponent is not None and math.isclose(x, 10.0 ** exponent) else f"{x:.2g}"
+
+
+def _fmt_p(ours: Any) -> str:
+    """This run's p: a number (or its text) through ``format_p``; other text (already formatted) as is."""
+    if ours is None:
+        return "not run"
+    try:
+        return format_p(float(ours))
+    except (TypeError, ValueError):
+        return str(ours)
+
+
+def _fmt(value: Any, paper_value: Any) -> str:
+    """One cell as text: ints as ints, floats to the paper's decimals (>= 1), lists joined."""
+    if value is None:
+        return "not run"
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, (list, tuple)):
+        return ", ".join(_fmt(v, v) for v in value)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return str(value)
+    if isinstance(value, float) and math.isnan(value):
+        return "n/a"
+    digits = _decimals(paper_value)
+    rounded = round(float(value), digits)
+    if value != 0 and rounded == 0:  # too small for the paper's decimals: keep two digits
+        return f"{value:.2g}"
+    return f"{int(rounded):,}" if rounded.is_integer() else f"{rounded:,.{digits}f}"
+
+
+def _decimals(paper_value: Any) -> int:
+    """Decimals the paper prints for ``paper_value`` (1 to 3; 1 for integers and text)."""
+    if isinstance(paper_value, float) and not paper_value.is_integer():
+        return min(max(len(repr(paper_value).split(".")[-1]), 1), 3)
+    return 1
+
+
+def compare_paper_default(compare_paper: bool | None, data_dir: Any) -> bool:
+    """Whether a chapter shows the paper's numbers (comparison tables, markers, calibration):
+    only on the shipped benchmark, recognised by content (``paths.is_shipped_benchmark``), whatever
+    route selected the data (``data_dir``, ``MECHAUDIT_DATA``). ``compare_paper`` None follows the
+    data; false switches the comparison off; true on other data raises ``MechauditError``, since
+    the paper's numbers mean nothing there."""
+    from mechaudit.paths import is_shipped_benchmark
+
+    if compare_paper is not None and not isinstance(compare_paper, bool):
+        raise TypeError(f"compare_paper must be true, false or null, not {compare_paper!r}")
+    shipped = is_shipped_benchmark(data_dir)
+    if compare_paper and not shipped:
+        raise MechauditError(f"compare_paper is true, but {_data_name(data_dir)} is not the shipped benchmark "
+                             "(its files differ from data/benchmark.sha256): the paper's numbers belong to the "
+                             "shipped data only; leave compare_paper unset or false", field="compare_paper")
+    return shipped if compare_paper is None else compare_paper
+
+
+def _data_name(data_dir: Any) -> str:
+    from mechaudit.paths import DATA_DIR
+
+    return f"the data folder {data_dir if data_dir is not None else DATA_DIR}"
+
+
+__all__ = ["ComparisonTable", "compare", "format_p", "power_of_ten", "compare_paper_default"]
