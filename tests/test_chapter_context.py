@@ -142,3 +142,38 @@ def test_figure_caption_is_the_one_caption_format():
     assert figure_caption(Backend.REPLAY) == "Backend: replay"
     assert figure_caption(Backend.REFERENCE, "x") == "Backend: reference. x"
     assert ch08.SIMULATED_CAPTION == "Backend: reference"  # the simulated figures, under every backend
+
+
+def test_the_context_saves_numbers_and_shows_tables_and_figures(tmp_path, capsys):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import pandas as pd
+
+    from mechaudit.report.tables import BookTable
+
+    ctx = ChapterContext.open({"out_dir": str(tmp_path), "compare_paper": None, "data_dir": None})
+    assert ctx.out_dir == str(tmp_path) and ctx.show_paper  # the shipped data: the paper is shown
+    shown = ctx.table("rates", pd.DataFrame({"x (%)": [12.345]}), caption="Rates.", label="tbl-x")
+    assert isinstance(shown, BookTable) and "tbl-x" in shown._repr_markdown_()
+    assert pd.read_csv(tmp_path / "rates.csv")["x (%)"].tolist() == [12.345]
+    fig, _ = plt.subplots()
+    assert ctx.figure("curve", fig) is fig
+    assert (tmp_path / "curve.png").stat().st_size > 0 and (tmp_path / "curve.svg").exists()
+    paper = ctx.paper_table([("design.runs", 60)], caption="Paper and run.", label="tbl-paper")
+    assert paper is not None and "tbl-paper" in paper._repr_markdown_()
+    saved = pd.read_csv(tmp_path / "paper_comparison.csv", index_col=0)
+    assert saved["this run"].tolist() == [60] and saved["provenance"].notna().all()
+
+
+def test_the_context_keeps_the_paper_off_other_data(tmp_path, capsys):
+    from mechaudit.book.chapter import PAPER_OFF
+
+    other = tmp_path / "mine"
+    other.mkdir()
+    for params in ({"compare_paper": False}, {"compare_paper": None, "data_dir": str(other)}, {}):
+        ctx = ChapterContext.open(params)
+        assert not ctx.show_paper
+        assert ctx.paper_table([("design.runs", 60)], caption="c", label="tbl-c") is None
+        assert capsys.readouterr().out.strip() == PAPER_OFF

@@ -14,7 +14,7 @@ another.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
@@ -26,7 +26,11 @@ from mechaudit.llm import LLMClient, get_client
 from mechaudit.llm.session import LLMSession, check_max_usd
 from mechaudit.paper import entry
 from mechaudit.report import provenance
+from mechaudit.report.comparison import compare, compare_paper_default
 from mechaudit.report.facts import fact
+from mechaudit.report.glue import glue_figure
+from mechaudit.report.outputs import save
+from mechaudit.report.tables import BookTable, book_table, use_book_tables
 
 #: what the offline (``reference`` backend) numbers are, per kind of chapter
 SIMULATED = "simulated (reference backend)"
@@ -66,19 +70,29 @@ class ChapterSettings:
         return self.backend.is_llm
 
 
+#: what a chapter prints in place of its "paper vs this run" table when it does not compare
+PAPER_OFF = "Comparison with the paper is off (compare_paper is false, or this is not the shipped data)."
+
+
 class ChapterContext:
     """What a chapter's cells share, opened once in its set-up cell:
     ``ctx = ChapterContext.open(globals())``.
 
     ``settings``: :class:`ChapterSettings`; ``session``: this chapter's LLM session (budget and batch
     mode of every request it sends; its usage table); ``client``: the chapter's LLM client over that
-    session, or None with the offline backend. Library steps take ``ctx.client``.
+    session, or None with the offline backend. Library steps take ``ctx.client``. ``out_dir``: the
+    run folder of the chapter's tables and figures (None: nothing written); ``show_paper``: whether
+    the chapter shows the paper's numbers (only on the shipped benchmark). :meth:`table`,
+    :meth:`figure` and :meth:`paper_table` save, number, caption and show in one call each.
     """
 
-    def __init__(self, settings: ChapterSettings) -> None:
+    def __init__(self, settings: ChapterSettings, out_dir: str | Path | None = None,
+                 show_paper: bool = False) -> None:
         self.settings = settings
         self.session = LLMSession(max_usd=settings.max_usd, batch=settings.llm_batch)
         self.client: LLMClient | None = None
+        self.out_dir = out_dir
+        self.show_paper = show_paper
 
     @classmethod
     def open(cls, params: Mapping[str, Any]) -> ChapterContext:
@@ -87,8 +101,11 @@ class ChapterContext:
         from mechaudit.errors import use_warning_style
 
         use_warning_style()  # a torn cache line is reported once, as one line
+        use_book_tables()  # every table in the book's format: labels, units, rounding
         settings = ChapterSettings.from_params(params)
-        ctx = cls(settings)
+        show_paper = "compare_paper" in params and compare_paper_default(params["compare_paper"],
+                                                                          params.get("data_dir"))
+        ctx = cls(settings, out_dir=params.get("out_dir"), show_paper=show_paper)
         if settings.llm:
             ctx.client = get_client(settings.backend, cache_dir=settings.cache_dir, session=ctx.session)
         return ctx
@@ -108,6 +125,31 @@ class ChapterContext:
     def caption(self, extra: str = "") -> str:
         """A figure's caption under this chapter's backend (:func:`figure_caption`)."""
         return figure_caption(self.backend, extra)
+
+    def table(self, name: str, frame: pd.DataFrame | pd.Series, caption: str | None = None,
+              label: str | None = None, **style: Any) -> BookTable:
+        """``frame`` written to ``<out_dir>/<name>.csv`` (nothing without a run folder) and returned
+        as the book shows it: numbered and captioned with ``caption`` and ``label`` (a ``tbl-...``
+        name the prose cites); ``style``: ``unit``, ``by_row``, ``classes`` of :func:`book_table`."""
+        return book_table(save(name, frame, self.out_dir), caption=caption, name=label, **style)
+
+    def figure(self, name: str, fig: Any, glue_as: str | None = None) -> Any:
+        """``fig`` written to ``<out_dir>/<name>.png`` and ``.svg``; with ``glue_as``, glued for the
+        page under that key (shown, numbered and captioned where the page places it) and closed.
+        Returns ``fig``."""
+        save(name, fig, self.out_dir)
+        return glue_figure(glue_as, fig) if glue_as else fig
+
+    def paper_table(self, rows: Iterable[tuple] | pd.DataFrame, caption: str, label: str,
+                    name: str = "paper_comparison", suite: str | None = None) -> BookTable | None:
+        """The "paper vs this run" table (:func:`~mechaudit.report.comparison.compare` of ``rows``,
+        or a comparison table already built) saved, numbered and captioned, when the chapter shows the
+        paper's numbers; otherwise one printed line (:data:`PAPER_OFF`) and None."""
+        if not self.show_paper:
+            print(PAPER_OFF)
+            return None
+        table = rows if isinstance(rows, pd.DataFrame) else compare(rows, llm=self.llm, suite=suite)
+        return self.table(name, table, caption=caption, label=label)
 
     def usage(self, pairs: int | None = None) -> pd.DataFrame:
         """The chapter's LLM usage table (:meth:`LLMSession.usage_table`), to be its last cell's

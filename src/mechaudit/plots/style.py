@@ -36,15 +36,10 @@ MAX_LEGEND_ENTRIES = 4
 #: default figure width (inches): wide enough for two panels, narrow enough for phone-size text
 WIDTH = 6.0
 
-#: file metadata that would change between runs or machines, left out: a PNG's software stamp (the
-#: matplotlib version), an SVG's date and creator. With :data:`RC`'s fixed font and SVG hash salt, the
-#: same figure gives the same bytes at every run (``outputs.save``, ``glue.glue_figure``).
-PNG_METADATA = {"Software": None}
-SVG_METADATA = {"Date": None, "Creator": None}
-
 RC = {
     "font.family": ["DejaVu Sans"],  # matplotlib's own font: the same on every machine, whatever it has installed
-    "svg.hashsalt": "mechaudit",  # SVG element ids from a fixed salt, not a random one
+    "svg.hashsalt": "mechaudit",  # SVG element ids from a fixed salt, not a random one (byte-stable files,
+    # with ``report.outputs.PNG_METADATA`` / ``SVG_METADATA``)
     "figure.dpi": 150,  # sharp on high-DPI screens; the book scales figures to the text column
     "savefig.dpi": 150,
     "font.size": 11,

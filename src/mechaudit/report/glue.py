@@ -63,7 +63,7 @@ def glue_figure(name: str, fig: Any) -> Any:
 class StoredFigure:
     """A figure as a notebook stores it: the figure's ``repr`` as its text, and the PNG IPython's inline
     backend draws (``print_figure``: the figure's dpi, a tight bounding box) with
-    ``plots.style.PNG_METADATA``, i.e. without the matplotlib version stamped into the file."""
+    ``report.outputs.PNG_METADATA``, i.e. without the matplotlib version stamped into the file."""
 
     def __init__(self, figure: Any):
         self.figure = figure
@@ -74,7 +74,7 @@ class StoredFigure:
     def _repr_png_(self) -> bytes | None:
         from IPython.core.pylabtools import print_figure
 
-        from mechaudit.plots.style import PNG_METADATA
+        from mechaudit.report.outputs import PNG_METADATA
 
         return print_figure(self.figure, "png", metadata=PNG_METADATA)
 

@@ -30,6 +30,12 @@ __all__ = ["DEFER_MARK", "FIGURE_DPI", "save", "csv_table", "STATUS_SUFFIX", "wr
 
 #: resolution of the PNG copy of a figure (dots per inch)
 FIGURE_DPI = 150
+#: file metadata that would change between runs or machines, left out: a PNG's software stamp (the
+#: matplotlib version), an SVG's date and creator. With the figure style's fixed font and SVG hash
+#: salt (``plots.style.RC``), the same figure gives the same bytes at every run (:func:`save`,
+#: ``glue.glue_figure``).
+PNG_METADATA = {"Software": None}
+SVG_METADATA = {"Date": None, "Creator": None}
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 #: a cell that says why a value is missing rather than being one ("not run", "not run offline",
 #: "undecided", "unknown (no price)")
@@ -183,7 +189,6 @@ def _draw(folder: Path, name: str, stored: bytes) -> None:
     import matplotlib
     import matplotlib.pyplot as plt
 
-    from mechaudit.plots.style import PNG_METADATA, SVG_METADATA
 
     for path, kwargs in ((folder / f"{name}.png", {"dpi": FIGURE_DPI, "metadata": PNG_METADATA}),
                          (folder / f"{name}.svg", {"metadata": SVG_METADATA})):
