@@ -168,18 +168,18 @@ def moved_names(module: str, homes: dict[str, str]) -> Callable[[str], object]:
 
 #: old module path -> new one, for every module that moved into a package (issue 32's layout)
 MOVED_MODULES: dict[str, str] = {
-    "mechaudit.report.tables": "mechaudit.report.tables",
-    "mechaudit.report.labels": "mechaudit.report.labels",
-    "mechaudit.report.glue": "mechaudit.report.glue",
-    "mechaudit.report.outputs": "mechaudit.report.outputs",
-    "mechaudit.report.provenance": "mechaudit.report.provenance",
-    "mechaudit.report.terminal": "mechaudit.report.terminal",
-    "mechaudit.workflow.paramfile": "mechaudit.workflow.paramfile",
-    "mechaudit.workflow.toy": "mechaudit.workflow.toy",
-    "mechaudit.sphinxext.api": "mechaudit.sphinxext.api",
-    "mechaudit.sphinxext.figure": "mechaudit.sphinxext.figure",
-    "mechaudit.sphinxext.offline": "mechaudit.sphinxext.offline",
-    "mechaudit.sphinxext.table": "mechaudit.sphinxext.table",
+    "mechaudit.tables": "mechaudit.report.tables",
+    "mechaudit.labels": "mechaudit.report.labels",
+    "mechaudit.glue": "mechaudit.report.glue",
+    "mechaudit.outputs": "mechaudit.report.outputs",
+    "mechaudit.provenance": "mechaudit.report.provenance",
+    "mechaudit.terminal": "mechaudit.report.terminal",
+    "mechaudit.paramfile": "mechaudit.workflow.paramfile",
+    "mechaudit.toy": "mechaudit.workflow.toy",
+    "mechaudit.book_api": "mechaudit.sphinxext.api",
+    "mechaudit.book_figure": "mechaudit.sphinxext.figure",
+    "mechaudit.book_offline": "mechaudit.sphinxext.offline",
+    "mechaudit.book_table": "mechaudit.sphinxext.table",
 }
 
 
