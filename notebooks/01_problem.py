@@ -62,24 +62,20 @@ initiator_change = 0.5
 instance_id = None
 
 # %% tags=["remove-cell"]
-import textwrap
-
 from IPython.display import display
 
 from mechaudit import divergence
 from mechaudit.book import ch01_problem as problem
 from mechaudit.book.chapter import ChapterContext
 from mechaudit.plots.problem import divergence_heatmaps
-from mechaudit.report.comparison import compare_paper_default
-from mechaudit.report.glue import glue, glue_figure
+from mechaudit.report.facts import glue_facts
 from mechaudit.report.outputs import save
-from mechaudit.report.tables import book_table, use_book_tables
+from mechaudit.report.tables import book_table
 from mechaudit.schema import load_benchmark
 from mechaudit.workflow import toy
 
-use_book_tables()  # every table below in the book's format: labels, units, rounding
-ctx = ChapterContext.open(globals())  # the backend, parsed once
-if not compare_paper_default(compare_paper, data_dir):
+ctx = ChapterContext.open(globals())  # the backend, parsed once; the book's table format
+if not ctx.show_paper:
     print("Comparison with the paper is off (this chapter shows no paper numbers in any case).")
 
 # %% [markdown]
@@ -127,14 +123,11 @@ if not compare_paper_default(compare_paper, data_dir):
 # critique's replacement and `~` a rerun's own route).
 
 # %%
-runs = toy.toy_design(n_openings, n_runs, rerun_noise, critique_change,
-                      initiator_change, seed=seed)
+runs = toy.toy_design(n_openings, n_runs, rerun_noise, critique_change, initiator_change, seed=seed)
 
 # %% tags=["hide-input"]
-glue("ch01_n_openings", n_openings)
-glue("ch01_n_runs", n_runs)
-book_table(save("toy_runs", toy.toy_table(runs), out_dir), name="tbl-ch01-runs",
-           caption="The delivered mechanism of every toy run (rows) for each opening hypothesis (columns).")
+ctx.table("toy_runs", toy.toy_table(runs), label="tbl-ch01-runs",
+          caption="The delivered mechanism of every toy run (rows) for each opening hypothesis (columns).")
 
 # %% [markdown]
 # ## Run divergence of one pair of runs
@@ -145,15 +138,11 @@ book_table(save("toy_runs", toy.toy_table(runs), out_dir), name="tbl-ch01-runs",
 # %%
 pairs = divergence.matched_pairs(runs[0], runs[n_runs])
 verdicts = problem.verdict_table(pairs)
-run_div = {rule: divergence.run_divergence(verdicts[f"same ({rule})"])
-           for rule in toy.TOY_RULES}
+run_div = {rule: divergence.run_divergence(verdicts[f"same ({rule})"]) for rule in toy.TOY_RULES}
 
 # %% tags=["hide-input"]
-glue("ch01_n_matched", len(pairs))
-glue("ch01_run_div_exact", run_div["exact"], digits=2)
-glue("ch01_run_div_initiator", run_div["initiator"], digits=2)
-book_table(save("matched_pairs", verdicts, out_dir), name="tbl-ch01-pairs",
-           caption="The matched pairs of the first depth-0 and the first depth-1 run, with each rule's verdict.")
+ctx.table("matched_pairs", verdicts, label="tbl-ch01-pairs",
+          caption="The matched pairs of the first depth-0 and the first depth-1 run, with each rule's verdict.")
 
 # %% [markdown]
 # The run divergence of this pair is the share of "no" in a rule's column:
@@ -168,7 +157,7 @@ book_table(save("matched_pairs", verdicts, out_dir), name="tbl-ch01-pairs",
 # %% tags=["remove-cell"]
 matrices = problem.divergence_matrices(runs)
 fig = divergence_heatmaps(matrices, [run[0].run for run in runs], n_a=n_runs, caption=ctx.caption())
-fig = glue_figure("ch01_fig_heatmaps", save("divergence_heatmaps", fig, out_dir))
+fig = ctx.figure("divergence_heatmaps", fig, glue_as="ch01_fig_heatmaps")
 
 # %% [markdown]
 # ```{glue:figure} ch01_fig_heatmaps
@@ -186,12 +175,7 @@ fig = glue_figure("ch01_fig_heatmaps", save("divergence_heatmaps", fig, out_dir)
 summary, n_splits = problem.extra_summary(matrices, n_runs)
 
 # %% tags=["hide-input"]
-glue("ch01_extra_pp_exact", summary.loc["exact", "extra (pp)"], digits=1)
-glue("ch01_extra_pp_initiator", summary.loc["initiator", "extra (pp)"], digits=1)
-glue("ch01_n_runs_total", 2 * n_runs)
-glue("ch01_n_splits", n_splits)
-glue("ch01_min_p", 1 / n_splits, digits=4)
-save("extra_divergence", summary.assign(splits=n_splits), out_dir)
+save("extra_divergence", summary.assign(splits=n_splits), ctx.out_dir)
 book_table(summary, name="tbl-ch01-extra",
            caption="Same-depth, cross-depth and extra divergence of the toy runs under each rule.")
 
@@ -224,11 +208,8 @@ book_table(summary, name="tbl-ch01-extra",
 groups = problem.group_counts(runs)
 
 # %% tags=["hide-input"]
-glue("ch01_n_pool", sum(len(run) for run in runs))
-glue("ch01_groups_exact", int(groups.loc["exact", "complete"]))
-glue("ch01_groups_initiator", int(groups.loc["initiator", "complete"]))
-book_table(save("group_counts", groups, out_dir), name="tbl-ch01-groups",
-           caption="Distinct mechanisms among the pooled toy hypotheses, per rule and grouping.")
+ctx.table("group_counts", groups, label="tbl-ch01-groups",
+          caption="Distinct mechanisms among the pooled toy hypotheses, per rule and grouping.")
 
 # %% [markdown]
 # The same {glue:text}`ch01_n_pool` hypotheses hold {glue:text}`ch01_groups_exact` distinct mechanisms
@@ -248,14 +229,12 @@ book_table(save("group_counts", groups, out_dir), name="tbl-ch01-groups",
 bench = load_benchmark(data_dir)
 instance = problem.pick_instance(bench, instance_id)
 print(f"{instance.id}: {instance.title}\nfinding: {instance.finding}")
-print(f"evidence facts: {len(instance.evidence)}; "
-      f"hypotheses: {len(bench.by_instance(instance.id))}")
+print(f"evidence facts: {len(instance.evidence)}; hypotheses: {len(bench.by_instance(instance.id))}")
 
 # %% tags=["hide-input"]
-glue("ch01_n_instances", len(bench.instances))
-glue("ch01_n_bench_openings", len(bench.openings(instance.id)))
-book_table(save("openings", problem.openings_table(bench, instance.id), out_dir), name="tbl-ch01-openings",
-           caption=f"The opening hypotheses of instance {instance.id}, written as causal chains.")
+glue_facts("ch01", problem.chapter_facts(runs, verdicts, run_div, summary, n_splits, groups, bench, instance))
+ctx.table("openings", problem.openings_table(bench, instance.id), label="tbl-ch01-openings",
+          caption=f"The opening hypotheses of instance {instance.id}, written as causal chains.")
 
 # %% [markdown]
 # The controlled {term}`perturbations <Perturbation>` of the paper's Appendix C edit one of these
@@ -273,12 +252,9 @@ suite = problem.example_suite(bench, opening, data_dir, seed=seed)
 variants = problem.perturbation_table(suite)
 
 # %% tags=["hide-input"]
-display(book_table(save("perturbation_example", variants, out_dir), name="tbl-ch01-perturbations",
-                   caption="One opening hypothesis and its four controlled perturbations."))
-original = suite[0]["original"]
-reworded = next(p["variant"] for p in suite if p["kind"] == "wording_only")
-for label, h in (("original", original), ("wording only", reworded)):
-    print(textwrap.fill(h.explanation, 76, initial_indent=f"{label + ':':14}", subsequent_indent=" " * 14))
+display(ctx.table("perturbation_example", variants, label="tbl-ch01-perturbations",
+                  caption="One opening hypothesis and its four controlled perturbations."))
+print(problem.explanations(suite))
 
 # %% [markdown]
 # ## Exercises

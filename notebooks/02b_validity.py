@@ -96,45 +96,32 @@ alpha = 0.05
 from IPython.display import display
 
 from mechaudit.book import ch02b_validity as ch
-from mechaudit.book.chapter import SIMULATED, ChapterContext, headline_provenance, simulation_only_note, source_note
+from mechaudit.book.chapter import ChapterContext, simulation_only_note, source_note
 from mechaudit.paths import PARAMS_DIR
 from mechaudit.plots.workflow import validity_figure
-from mechaudit.report.comparison import compare_paper_default
-from mechaudit.report.glue import glue, glue_figure
+from mechaudit.report.facts import glue_facts
 from mechaudit.report.outputs import save
-from mechaudit.report.tables import book_table, use_book_tables
+from mechaudit.report.tables import book_table
 from mechaudit.workflow import validity_summary
 from mechaudit.workflow.calibrate import load_calibration
 from mechaudit.workflow.parallel import connect
-from mechaudit.workflow.validity import coverage_range, max_bias_z, mc_se, size_z
 
-use_book_tables()  # every table below in the book's format: labels, units, rounding
-ctx = ChapterContext.open(globals())  # the backend, parsed once
+ctx = ChapterContext.open(globals())  # the backend, parsed once; the book's table format
 simulation_only_note(ctx.backend)  # LLM backends: this chapter still runs the simulator only
-if not compare_paper_default(compare_paper, data_dir):
+if not ctx.show_paper:
     print("Comparison with the paper is off (this chapter shows no paper numbers in any case).")
-FAST = list(ch.FAST)  # rules read from the simulator's step ids
 cluster = connect(parallel_backend, scheduler)  # "dask": the client the loops use; None otherwise
 
 # %%
-setup = ch.validity_setup(data_dir=data_dir, design_file=design_file,
-                          simulator_file=simulator_file,
-                          null_simulator_file=null_simulator_file,
-                          truth_runs_per_depth=truth_runs_per_depth,
+setup = ch.validity_setup(data_dir=data_dir, design_file=design_file, simulator_file=simulator_file,
+                          null_simulator_file=null_simulator_file, truth_runs_per_depth=truth_runs_per_depth,
                           seed=seed)
-bench, design, truth = setup.bench, setup.design, setup.truth
-sim_default, sim_null = setup.default, setup.null
 
 # %% tags=["hide-input"]
-save("truth", truth.round(2), out_dir)
-display(book_table(ch.truth_view(truth), name="tbl-ch02b-truth",
+save("truth", setup.truth.round(2), out_dir)
+display(book_table(ch.truth_view(setup.truth), name="tbl-ch02b-truth",
                    caption="The simulator's truths under each measure: same-depth divergence per depth (%) "
                            "and extra divergence per depth comparison (pp), with its ceiling."))
-glue("ch02b_n_runs", design.n_runs)
-glue("ch02b_n_reps", n_replications)
-glue("ch02b_n_null_reps", n_null_replications)
-glue("ch02b_n_text_reps", n_text_replications)
-truth_runs = glue("ch02b_truth_runs", truth_runs_per_depth)
 
 # %% [markdown]
 # The truth ({numref}`tbl-ch02b-truth`) is the instance-averaged population value under each measure,
@@ -150,17 +137,12 @@ truth_runs = glue("ch02b_truth_runs", truth_runs_per_depth)
 # interval) for the two fast rules.
 
 # %%
-runs = ch.replications(
-    setup, n_replications=n_replications,
-    n_null_replications=n_null_replications,
-    n_text_replications=n_text_replications, n_boot=n_boot,
-    tfidf_threshold=tfidf_threshold, seed=seed,
-    n_jobs=n_jobs, parallel_backend=parallel_backend)
+runs = ch.replications(setup, n_replications=n_replications, n_null_replications=n_null_replications,
+                       n_text_replications=n_text_replications, n_boot=n_boot, tfidf_threshold=tfidf_threshold,
+                       seed=seed, n_jobs=n_jobs, parallel_backend=parallel_backend)
 print(source_note(runs.sources))
-reps, null_reps = runs.default, runs.null
-bias = validity_summary(reps, truth, alpha=alpha)
-zero = {c: 0.0 for c in bias.comparison.unique()}
-size = validity_summary(null_reps, zero, alpha=alpha)
+bias = validity_summary(runs.default, setup.truth, alpha=alpha)
+size = validity_summary(runs.null, {c: 0.0 for c in bias.comparison.unique()}, alpha=alpha)
 
 # %% [markdown]
 # ## Bias, spread and interval coverage (default simulator)
@@ -192,7 +174,7 @@ book_table(ch.size_view(size), name="tbl-ch02b-size",
 
 # %% tags=["remove-cell"]
 fig = validity_figure(bias, size, caption="Backend: reference (simulator replications)", alpha=alpha)
-fig = glue_figure("ch02b_fig_validity", save("validity", fig, out_dir))
+fig = ctx.figure("validity", fig, glue_as="ch02b_fig_validity")
 
 # %% [markdown]
 # ```{glue:figure} ch02b_fig_validity
@@ -208,36 +190,9 @@ fig = glue_figure("ch02b_fig_validity", save("validity", fig, out_dir))
 # ```
 
 # %% tags=["remove-cell"]
-key_size = size[size.rule == "mechanism_key"].set_index("comparison")
-glue("ch02b_key_max_bias_z", max_bias_z(bias, FAST), digits=1)
-glue("ch02b_alpha", alpha)
-glue("ch02b_n_boot", n_boot)
-low, high = coverage_range(bias, FAST)
-glue("ch02b_coverage", f"{low:.2f} to {high:.2f}" if low != high else f"{low:.2f}")
-glue("ch02b_coverage_verdict", ch.coverage_verdict(bias, FAST))
-glue("ch02b_size_rates", ch.rates_text(size, "mechanism_key"))
-glue("ch02b_rate_size_rates", ch.rates_text(size, "paper_rates"))
-glue("ch02b_size_se", key_size.rejection_se.max(), digits=3)
-glue("ch02b_size_mean", key_size.rejection_rate.mean(), digits=3)
-glue("ch02b_size_verdict", ch.size_verdict(size_z(size, alpha, FAST)))
-glue("ch02b_headline_status", SIMULATED)
-# the intro's provenance and verdict (a simulation-only chapter)
-row_provenance, row_verdict = headline_provenance("ch02b", llm=False)  # simulated under every backend
-glue("ch02b_headline_provenance", row_provenance)
-glue("ch02b_headline_verdict", row_verdict)
-text_bias = bias[(bias.rule == "tfidf") & (bias.comparison == "0 v 1")]
-glue("ch02b_tfidf_bias_0v1_pp", text_bias.bias_pp.iloc[0] if len(text_bias) else float("nan"), digits=1)
-glue("ch02b_tfidf_bias_se_0v1_pp", text_bias.bias_se_pp.iloc[0] if len(text_bias) else float("nan"), digits=1)
-text_size = size[size.rule == "tfidf"]
-glue("ch02b_tfidf_null_max", text_size.rejection_rate.max() if len(text_size) else float("nan"), digits=2)
-glue("ch02b_tfidf_null_mean_0v1", text_size.mean_pp.iloc[0] if len(text_size) else float("nan"), digits=1)
-glue("ch02b_tfidf_null_n", int(text_size.n_reps.iloc[0]) if len(text_size) else 0)
-glue("ch02b_se_1000", mc_se(alpha, 1000), digits=3)
-glue("ch02b_se_alpha", mc_se(alpha, n_null_replications), digits=3)
-se_01 = glue("ch02b_se_01", mc_se(0.01, n_null_replications), digits=3)
-strict = validity_summary(null_reps, {c: 0.0 for c in bias.comparison.unique()}, alpha=0.01)
-glue("ch02b_size_rates_01", ch.rates_text(strict, "mechanism_key"))
-glue("ch02b_tfidf_null_max_01", strict[strict.rule == "tfidf"].rejection_rate.max(), digits=2)
+glue_facts("ch02b", ch.validity_facts(setup.design, bias, size, runs.null, alpha=alpha, n_boot=n_boot,
+                                      n_reps=n_replications, n_null_reps=n_null_replications,
+                                      n_text_reps=n_text_replications, truth_runs=truth_runs_per_depth))
 
 # %% [markdown]
 # In {numref}`fig-ch02b-validity` the mechanism-key and paper-rate estimates are unbiased up to Monte
@@ -275,13 +230,12 @@ glue("ch02b_tfidf_null_max_01", strict[strict.rule == "tfidf"].rejection_rate.ma
 
 # %%
 cal_spec = load_calibration(PARAMS_DIR / calibration_file)
-sampling = ch.sampling_check(reps, cal_spec)
+sampling = ch.sampling_check(runs.default, cal_spec)
 
 # %% tags=["hide-input"]
-glue("ch02b_tolerance_text", "; ".join(f"{q}: recorded {r.recorded:g}, measured {r.measured:.2f}"
-                                        for q, r in sampling.iterrows()))
-display(book_table(save("sampling_check", sampling, out_dir), name="tbl-ch02b-tolerance",
-                   caption="The sampling SDs and correlation recorded in params/calibration.yaml beside those "
+glue_facts("ch02b", ch.sampling_facts(sampling))
+display(ctx.table("sampling_check", sampling, label="tbl-ch02b-tolerance",
+                  caption="The sampling SDs and correlation recorded in params/calibration.yaml beside those "
                            "the replications measured."))
 
 # %% [markdown]

@@ -82,3 +82,22 @@ def test_example_suite_is_made_for_a_data_folder_without_a_suite(tmp_path):
     bench = load_benchmark(tmp_path)
     suite = problem.example_suite(bench, bench.openings("B")[0], tmp_path)
     assert suite and {p["original"].id for p in suite} == {bench.openings("B")[0].id}
+
+
+def test_chapter_facts_count_the_toy_design_and_the_instance_shown():
+    runs = toy.toy_design(4, 3, seed=2)
+    pairs = problem.verdict_table(list(zip(runs[0], runs[3], strict=True)))
+    summary, n_splits = problem.extra_summary(problem.divergence_matrices(runs), n_runs=3)
+    bench = load_benchmark()
+    facts = problem.chapter_facts(runs, pairs, {"exact": 0.5, "initiator": 0.25}, summary, n_splits,
+                                  problem.group_counts(runs), bench, bench.instances[1])
+    assert (facts.n_openings, facts.n_runs, facts.n_runs_total, facts.n_matched, facts.n_pool) == (4, 3, 6, 4, 24)
+    assert facts.min_p == pytest.approx(1 / 10) and facts.run_div_initiator == 0.25
+    assert facts.n_bench_openings == len(bench.openings(bench.instances[1].id))
+
+
+def test_explanations_wrap_the_original_and_the_reworded_one_under_their_labels():
+    bench = load_benchmark()
+    lines = problem.explanations(problem.example_suite(bench, bench.openings("A")[0])).splitlines()
+    assert lines[0].startswith("original:     ") and max(map(len, lines)) <= 76
+    assert sum(line.startswith("wording only: ") for line in lines) == 1

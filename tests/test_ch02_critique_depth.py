@@ -156,21 +156,53 @@ def test_scan_view_indexes_the_grid():
     assert two.index.names == ["p", "q"] and two.loc[(0.8, 0.9), "objective"] == 0.01
 
 
-def test_exercise_values_follow_the_simulator(bench):
+def test_exercise_facts_follow_the_simulator(bench):
     from mechaudit.workflow import Design, build_rules, load_simulator_params, null_params, rule_tables, simulate
 
     params = load_simulator_params()
     design = Design(instances=("A", "B"), depths=(0, 1), runs_per_depth=3)
-    placeholders = ch.exercise_values(bench, design, params, [], pd.DataFrame(), False, 0.25)
-    assert set(v for v, _ in placeholders.values()) == {"(simulator runs only)"}
+    placeholders = ch.exercise_facts(bench, design, params, [], pd.DataFrame(), False, 0.25)
+    assert set(vars(placeholders).values()) == {None}
     runs = simulate(bench, design, params, seed=2)
     _, table = rule_tables(runs, build_rules(["tfidf"]), [(0, 1)], seed=2)
-    out = ch.exercise_values(bench, design, params, runs, table, True, 0.25, seed=2)
+    out = ch.exercise_facts(bench, design, params, runs, table, True, 0.25, seed=2)
     _, null = rule_tables(simulate(bench, design, null_params(params), seed=2, log=False),
                           build_rules(["mechanism_key"]), [(0, 1)], seed=2)
-    assert out["ex1_mechanism_key_pp"] == (null.extra_pp.iloc[0], 1)
-    assert out["ex3_default_pp"] == (table.extra_pp.iloc[0], 1)
-    assert out["ex3_strict_same_pct"][0] == pytest.approx(100 - out["ex3_strict_max_pp"][0])
+    assert out.ex1_mechanism_key_pp == null.extra_pp.iloc[0]
+    assert out.ex3_default_pp == table.extra_pp.iloc[0]
+    assert out.ex3_strict_same_pct == pytest.approx(100 - out.ex3_strict_max_pp)
+
+
+def test_table1_facts_quote_the_main_rule_and_mark_a_missing_comparison():
+    from mechaudit.workflow import Design
+    from mechaudit.workflow.calibrate import load_calibration
+
+    table = pd.concat([_table("paper_rates"), _table("mechanism_key", extra=(33.0, 36.0, 2.0)),
+                       _table("tfidf", extra=(20.0, 22.0, 1.0))], ignore_index=True)
+    design = Design(instances=("A", "B", "C", "D"), depths=(0, 1, 5), runs_per_depth=5)
+    kw = {"level": 0.95, "status": "simulated", "llm": False, "show_paper": False}
+    facts = ch.table1_facts(table, "paper_rates", design, load_calibration(), **kw)
+    assert (facts.extra_0v1_pp, facts.ci_1v5, facts.key_0v1_pp, facts.partitions) == (30.0, "-2.5 to 5.5", 33.0, 126)
+    assert facts.text_0v1 == "TF-IDF 20.0 pp" and facts.inside == "the comparison with the paper is off"
+    assert facts.norm_1v5 == pytest.approx(1.5 / 20.0) and facts.headline_0v1.startswith("30.0 (95 % interval")
+    short = ch.table1_facts(table[table.comparison != "1 v 5"], "paper_rates", design, load_calibration(), **kw)
+    assert short.extra_1v5_pp is None and short.p_1v5 == "not in this design"
+    assert short.ceiling_reading == "the design lacks 1 v 5"
+
+
+def test_truth_and_settings_facts_read_their_tables():
+    from mechaudit.workflow import load_simulator_params
+
+    truth = ch.truth_facts(_truth(), 7)
+    assert (truth.key_K1, truth.rate_1v5, truth.rate_max_1v5, truth.runs) == (None, 1.0, 60.0, 7)
+    assert ch.truth_facts(None, 7).rate_ceiling_reading == "(no simulator truth for LLM runs)"
+    index = pd.MultiIndex.from_product([["mechanism_key", "paper_rates"], ["0 v 1", "0 v 5", "1 v 5"]])
+    settings = pd.DataFrame({tag: [10.0 * i + j for j in range(6)] for i, tag in enumerate(ch.SETTING_TAGS)},
+                            index=index)
+    settings.columns = ["committed", "a", "b", "p_find = 0.5", "c"]
+    facts = ch.settings_facts(settings, load_simulator_params(), contrast_p_find=0.5, compare_runs=40, profile=None)
+    assert facts.set.committed_key_0v1 == 0.0 and facts.set.contrast_rate_1v5 == 35.0
+    assert facts.set.keyfit_rate_0v1 == 43.0 and facts.first_changed_k1 is None
 
 
 def test_fit_set_sentence_claims_pinning_only_for_one_point():

@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 import pandas as pd
+import pytest
 
 from mechaudit.backends import Backend
 from mechaudit.book import ch02b_validity as validity
@@ -76,3 +77,25 @@ def test_validity_setup_loads_both_simulators_and_the_truth():
     view = validity.truth_view(setup.truth)
     assert list(view.columns) == ["truth", "SE", "ceiling (pp)"]
     assert view.index.names == ["measure", "quantity", "depths"]
+
+
+def test_validity_facts_read_the_summaries_and_say_not_run_without_tfidf():
+    from mechaudit.workflow import Design, validity_summary
+
+    rng = np.random.default_rng(0)
+    reps = pd.concat([pd.DataFrame({"rep": range(40), "rule": rule, "comparison": comp,
+                                    "extra_pp": rng.normal(0, 2, 40), "p_value": rng.uniform(0, 1, 40)})
+                      for rule in ("mechanism_key", "paper_rates") for comp in ("0 v 1", "1 v 5")])
+    zero = {"0 v 1": 0.0, "1 v 5": 0.0}
+    bias = validity_summary(reps, zero).assign(coverage=[0.9, 0.95, 0.96, 0.97])
+    size = validity_summary(reps, zero, alpha=0.05)
+    design = Design(instances=["A"], depths=[0, 1, 5], runs_per_depth=2)
+    facts = validity.validity_facts(design, bias, size, reps, alpha=0.05, n_boot=9, n_reps=40, n_null_reps=40,
+                                    n_text_reps=0, truth_runs=3)
+    assert facts.coverage == "0.90 to 0.97" and facts.n_runs == design.n_runs
+    assert facts.size_mean == pytest.approx(size[size.rule == "mechanism_key"].rejection_rate.mean())
+    assert facts.se_01 == pytest.approx(math.sqrt(0.01 * 0.99 / 40))
+    assert facts.size_rates_01 == validity.rates_text(validity_summary(reps, zero, alpha=0.01), "mechanism_key")
+    assert facts.tfidf_bias_0v1_pp is None and facts.tfidf_null_n == 0
+    assert validity.sampling_facts(pd.DataFrame({"recorded": [3.0], "measured": [2.694]}, index=["SD 0 v 1 (pp)"])
+                                   ).tolerance_text == "SD 0 v 1 (pp): recorded 3, measured 2.69"

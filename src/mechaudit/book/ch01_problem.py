@@ -6,7 +6,9 @@ reads a loaded ``Benchmark`` and its perturbation suite.
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -16,6 +18,7 @@ from mechaudit import divergence, diversity
 from mechaudit.errors import MechauditError
 from mechaudit.model import Benchmark, Hypothesis, Instance, mechanism_key
 from mechaudit.perturb import describe_change, load_suite, make_suite
+from mechaudit.report.facts import fact
 from mechaudit.workflow.toy import TOY_RULES, ToyHypothesis
 
 ToyRule = Callable[[list[tuple[ToyHypothesis, ToyHypothesis]]], np.ndarray]
@@ -124,3 +127,47 @@ def perturbation_table(suite: Sequence[dict]) -> pd.DataFrame:
                               "chain as written": " > ".join(s.text for s in variant.chain),
                               "same mechanism": mechanism_key(variant) == mechanism_key(original)}
     return pd.DataFrame.from_dict(rows, orient="index").rename_axis("kind")
+
+
+def explanations(suite: Sequence[dict]) -> str:
+    """The explanation of the original and of its ``wording_only`` variant, each wrapped at 76
+    characters under its label."""
+    reworded = next(p["variant"] for p in suite if p["kind"] == "wording_only")
+    return "\n".join(textwrap.fill(h.explanation, 76, initial_indent=f"{label + ':':14}", subsequent_indent=" " * 14)
+                     for label, h in (("original", suite[0]["original"]), ("wording only", reworded)))
+
+
+@dataclass(frozen=True)
+class ProblemFacts:
+    """The numbers chapter 01's prose quotes (glued under ``ch01``)."""
+
+    n_openings: int = fact(unit="openings", doc="opening hypotheses of the toy instance")
+    n_runs: int = fact(unit="runs", doc="toy runs per depth")
+    n_runs_total: int = fact(unit="runs", doc="toy runs at both depths")
+    n_matched: int = fact(unit="pairs", doc="matched pairs of the first depth-0 and the first depth-1 run")
+    run_div_exact: float = fact(digits=2, doc="their run divergence under the exact rule (fraction)")
+    run_div_initiator: float = fact(digits=2, doc="their run divergence under the initiator rule (fraction)")
+    extra_pp_exact: float = fact(unit="pp", digits=1, doc="extra divergence under the exact rule")
+    extra_pp_initiator: float = fact(unit="pp", digits=1, doc="extra divergence under the initiator rule")
+    n_splits: int = fact(unit="splits", doc="unordered splits of the runs into two depth groups")
+    min_p: float = fact(digits=4, doc="the smallest attainable exact p-value, one over the splits")
+    n_pool: int = fact(unit="hypotheses", doc="hypotheses delivered by all toy runs")
+    groups_exact: int = fact(unit="mechanisms", doc="distinct mechanisms in the pool, exact rule, complete linkage")
+    groups_initiator: int = fact(unit="mechanisms", doc="the same under the initiator rule")
+    n_instances: int = fact(unit="instances", doc="instances of the benchmark")
+    n_bench_openings: int = fact(unit="openings", doc="opening hypotheses of the instance shown")
+
+
+def chapter_facts(runs: Sequence[Sequence[ToyHypothesis]], verdicts: pd.DataFrame, run_div: Mapping[str, float],
+                  summary: pd.DataFrame, n_splits: int, groups: pd.DataFrame, bench: Benchmark,
+                  instance: Instance) -> ProblemFacts:
+    """:class:`ProblemFacts` of the toy ``runs`` (depth 0 first), the first pair's ``verdicts`` and
+    ``run_div`` (per rule), :func:`extra_summary` and :func:`group_counts`, and the benchmark
+    ``instance`` shown."""
+    return ProblemFacts(
+        n_openings=len(runs[0]), n_runs=len(runs) // 2, n_runs_total=len(runs), n_matched=len(verdicts),
+        run_div_exact=run_div["exact"], run_div_initiator=run_div["initiator"],
+        extra_pp_exact=summary.loc["exact", "extra (pp)"], extra_pp_initiator=summary.loc["initiator", "extra (pp)"],
+        n_splits=n_splits, min_p=1 / n_splits, n_pool=sum(len(run) for run in runs),
+        groups_exact=int(groups.loc["exact", "complete"]), groups_initiator=int(groups.loc["initiator", "complete"]),
+        n_instances=len(bench.instances), n_bench_openings=len(bench.openings(instance.id)))

@@ -13,21 +13,24 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from mechaudit.backends import Backend
-from mechaudit.book.chapter import judge_models
+from mechaudit.book.chapter import headline_provenance, judge_models
 from mechaudit.errors import MechauditError
 from mechaudit.llm.pricing import Planned
 from mechaudit.model import Benchmark
 from mechaudit.paper import entries, reported
 from mechaudit.paths import PARAMS_DIR
+from mechaudit.report import labels
 from mechaudit.report.comparison import format_p, power_of_ten
+from mechaudit.report.facts import fact
 from mechaudit.report.tables import format_number
+from mechaudit.rules.paper_rates import paper_rates
 from mechaudit.schema import load_benchmark
 from mechaudit.workflow import Design, SimulatorParams, instance_matrices, population_truth
 from mechaudit.workflow.depth import MEASURES, judge_model_table, measure_of
@@ -318,41 +321,55 @@ def paper_rows(main: pd.DataFrame, main_rule: str, source: str) -> list[tuple]:
     return rows
 
 
-def exercise_values(bench: Benchmark, design: Design, simulator: SimulatorParams, runs: Sequence,
-                    table: pd.DataFrame, simulated: bool, tfidf_threshold: float, seed: int = 0
-                    ) -> dict[str, tuple[Any, int | None]]:
-    """What the exercise solutions quote, computed from the parameter files: name -> (value, digits).
+_SIM_ONLY = "(simulator runs only)"
 
-    ``ex1_<rule>_pp`` / ``ex1_<rule>_p``: 0 v 1 under the null simulator (same design and seed) for
-    the mechanism key, the paper-rate judge and TF-IDF at ``tfidf_threshold``; ``ex3_*``: TF-IDF at
-    0.5 on ``runs`` beside the default threshold's row of ``table`` (extra divergence, and the pooled
-    same-depth divergence = 100 - ceiling). With ``simulated`` false (LLM runs) every value is a
-    placeholder text.
+
+@dataclass(frozen=True)
+class ExerciseFacts:
+    """What the exercise solutions quote (glued under ``ch02``); ``None``: not computed (LLM runs)."""
+
+    ex1_mechanism_key_pp: float | None = fact(unit="pp", digits=1, missing=_SIM_ONLY, doc="0 v 1, null simulator")
+    ex1_mechanism_key_p: str | None = fact(missing=_SIM_ONLY, doc="its exact p")
+    ex1_paper_rates_pp: float | None = fact(unit="pp", digits=1, missing=_SIM_ONLY, doc="the same, paper rates")
+    ex1_paper_rates_p: str | None = fact(missing=_SIM_ONLY, doc="its exact p")
+    ex1_tfidf_pp: float | None = fact(unit="pp", digits=1, missing=_SIM_ONLY, doc="the same, TF-IDF")
+    ex1_tfidf_p: str | None = fact(missing=_SIM_ONLY, doc="its exact p")
+    ex3_strict_pp: float | None = fact(unit="pp", digits=1, missing=_SIM_ONLY, doc="0 v 1, TF-IDF at 0.5")
+    ex3_strict_same_pct: float | None = fact(unit="%", digits=0, missing=_SIM_ONLY, doc="its same-depth divergence")
+    ex3_strict_max_pp: float | None = fact(unit="pp", digits=1, missing=_SIM_ONLY, doc="its ceiling")
+    ex3_default_pp: float | None = fact(unit="pp", digits=1, missing=_SIM_ONLY, doc="0 v 1, TF-IDF, default")
+    ex3_default_same_pct: float | None = fact(unit="%", digits=0, missing=_SIM_ONLY, doc="its same-depth divergence")
+
+
+def exercise_facts(bench: Benchmark, design: Design, simulator: SimulatorParams, runs: Sequence,
+                   table: pd.DataFrame, simulated: bool, tfidf_threshold: float, seed: int = 0) -> ExerciseFacts:
+    """What the exercise solutions quote, computed from the parameter files.
+
+    ``ex1_*``: 0 v 1 under the null simulator (same design and seed) for the mechanism key, the
+    paper-rate judge and TF-IDF at ``tfidf_threshold``; ``ex3_*``: TF-IDF at 0.5 on ``runs`` beside
+    the default threshold's row of ``table`` (extra divergence, and the pooled same-depth divergence
+    = 100 - ceiling). With ``simulated`` false (LLM runs) nothing is computed.
     """
     from mechaudit.workflow import null_params, rule_tables, simulate
     from mechaudit.workflow.rulesets import build_rules
 
-    names = [f"ex1_{r}_{q}" for r in ("mechanism_key", "paper_rates", "tfidf") for q in ("pp", "p")]
-    names += [f"ex3_{w}_{q}" for w in ("strict", "default") for q in ("pp", "same_pct")] + ["ex3_strict_max_pp"]
-    out: dict[str, tuple[Any, int | None]] = {n: ("(simulator runs only)", None) for n in names}
     if not simulated:
-        return out
+        return ExerciseFacts(*[None] * 11)
+    out: dict[str, Any] = {}
     rules = build_rules(["mechanism_key", "paper_rates", "tfidf"], tfidf_threshold=tfidf_threshold)
     _, null_table = rule_tables(simulate(bench, design, null_params(simulator), seed=seed, log=False), rules,
                                 [(0, 1)], seed=seed)
     for r in null_table.itertuples():
-        out[f"ex1_{r.rule}_pp"], out[f"ex1_{r.rule}_p"] = (r.extra_pp, 1), (f"{r.p_value:.2g}", None)
-    strict = build_rules(["tfidf"], tfidf_threshold=0.5)
-    _, strict_table = rule_tables(runs, strict, [(0, 1)], seed=seed)
+        out[f"ex1_{r.rule}_pp"], out[f"ex1_{r.rule}_p"] = r.extra_pp, f"{r.p_value:.2g}"
+    _, strict_table = rule_tables(runs, build_rules(["tfidf"], tfidf_threshold=0.5), [(0, 1)], seed=seed)
     rows = {"strict": strict_table.iloc[0]}
     default = table[(table.rule == "tfidf") & (table.comparison == "0 v 1")]
     if len(default):
         rows["default"] = default.iloc[0]
     for which, row in rows.items():
-        out[f"ex3_{which}_pp"] = (row.extra_pp, 1)
-        out[f"ex3_{which}_same_pct"] = (100 - row.max_extra_pp, 0)
-    out["ex3_strict_max_pp"] = (rows["strict"].max_extra_pp, 1)
-    return out
+        out[f"ex3_{which}_pp"], out[f"ex3_{which}_same_pct"] = row.extra_pp, 100 - row.max_extra_pp
+    out["ex3_strict_max_pp"] = rows["strict"].max_extra_pp
+    return ExerciseFacts(**{f.name: out.get(f.name) for f in fields(ExerciseFacts)})
 
 
 @dataclass(frozen=True)
@@ -465,9 +482,41 @@ def fit_set_sentence(scan: pd.DataFrame, spec) -> str:
             "only to that set, not to the best point")
 
 
-def calibration_values(run: CalibrationRun, fit: pd.DataFrame) -> dict[str, tuple[Any, int | None]]:
-    """What the calibration section's prose quotes: name -> (value, digits for ``glue``). ``fit``: the
-    ``fit_table`` of ``run.cal``."""
+@dataclass(frozen=True)
+class CalibrationFacts:
+    """What the calibration section's prose quotes (glued under ``ch02_cal``)."""
+
+    p_exact: float = fact(digits=3, doc="p_extra_hypothesis solved exactly")
+    p_extra: float = fact(doc="the calibrated p_extra_hypothesis")
+    grid_name: str = fact(doc="the grid, per parameter: range and steps")
+    n_points: int = fact(unit="points", doc="grid points scanned")
+    runs: int = fact(unit="runs", doc="runs per depth of each scan point")
+    seeds: int = fact(unit="seeds", doc="seeds per scan point")
+    tol: str = fact(doc="each target's tolerance")
+    half_tol: str = fact(doc="half of each tolerance")
+    max_se: float = fact(unit="pp", digits=2, doc="largest Monte Carlo SE of the scan")
+    se_limit: float = fact(unit="pp", digits=2, doc="the largest SE the spec allows")
+    best: str = fact(doc="the best point's parameters")
+    best_pp: str = fact(doc="its expected extra divergences")
+    fit_set: str = fact(doc="what the points near every target say (:func:`fit_set_sentence`)")
+    n_consistent: int = fact(unit="points", doc="points consistent with the targets")
+    level_pct: str = fact(unit="%", doc="the level of that consistency")
+    source: str = fact(doc="where the scan came from")
+    mix_target: str = fact(doc="the paper's engagement shares")
+    mix_achieved: str = fact(doc="the shares at the fitted point")
+    mix_sentence: str = fact(doc="whether reply_sound can reach the paper's shares")
+    reply_sound: str = fact(doc="the calibrated reply_sound")
+    demands: float = fact(unit="demands", digits=0, doc="critic demands per design")
+    n_runs: int = fact(unit="runs", doc="runs of the paper's design")
+    verdict: str = fact(doc="whether params/simulator.yaml holds every calibrated value")
+    fit_points: str = fact(doc="the points within half a tolerance of every target (:func:`fit_point_text`)")
+    recheck: str = fact(doc="this chapter's truth beside the scan's best point (:func:`recheck_sentence`)")
+    targets: str = fact(doc="the paper's values the fit targets")
+
+
+def calibration_facts(run: CalibrationRun, fit: pd.DataFrame, truth: pd.DataFrame | None) -> CalibrationFacts:
+    """:class:`CalibrationFacts` of a calibration; ``fit``: the ``fit_table`` of ``run.cal``; ``truth``:
+    the chapter's own simulator truth (None for LLM runs)."""
     from mechaudit.workflow.calibrate import SHARE_COLUMNS, extra_column, label_of, matches, mixture_reachable
 
     cal, spec, design = run.cal, run.spec, run.design
@@ -485,30 +534,28 @@ def calibration_values(run: CalibrationRun, fit: pd.DataFrame) -> dict[str, tupl
                     f"chosen rate, so no reply to sound links reaches the paper's shares: the closest mixture "
                     f"misses a share by up to {gap:.1f} pp, a misfit")
     se_cols = [c for c in cal.scan.columns if c.startswith("se_") and c.endswith("_pp")]
-    return {
-        "p_exact": (cal.p_extra_exact, 3), "p_extra": (cal.params.p_extra_hypothesis, None),
-        "grid_name": ("; ".join(f"{k} from {min(spec.grid[k]):g} to {max(spec.grid[k]):g} in "
-                                f"{len(spec.grid[k])} steps" for k in names), None),
-        "n_points": (len(cal.scan), None), "runs": (spec.runs_per_depth, None), "seeds": (spec.n_seeds, None),
-        "tol": (", ".join(f"{tol:g} pp for {label_of(k)}" for k, tol in spec.targets.items()), None),
-        "half_tol": (", ".join(f"{tol / 2:g} pp" for tol in spec.targets.values()), None),
-        "max_se": (float(cal.scan[se_cols].to_numpy().max()), 2),
-        "se_limit": (spec.max_se_share * min(spec.targets.values()), 2),
-        "best": (", ".join(f"{k} = {best[k]:g}" for k in names), None),
-        "best_pp": (", ".join(f"{best[extra_column(lab)]:.1f} pp ({lab})" for lab in labels), None),
-        "fit_set": (fit_set_sentence(cal.scan, spec), None),
-        "n_consistent": (int(cal.scan.consistent.sum()), None),
-        "level_pct": (f"{100 * spec.consistent_level:g}", None),
-        "source": ("read from the committed file data/computed/calibration_scan.csv, which `mechaudit calibrate` "
-                   "writes and the test suite re-checks" if run.source == "committed"
-                   else "computed in this run (its settings differ from the committed file's)", None),
-        "mix_target": (mix["target value"], None), "mix_achieved": (mix["achieved"], None),
-        "mix_gap_pp": (gap, 1), "weak_share_pct": (weak_pct, 0), "mix_sentence": (mix_sentence, None),
-        "reply_sound": ("conceded / answered / partial / dropped = " + mix["calibrated"], None),
-        "demands": (cal.measured.demands_per_runs(design.runs_per_depth), 0), "n_runs": (design.n_runs, None),
-        "verdict": ("the committed file holds every calibrated value" if not differ else
-                    f"the committed values of {' and '.join(differ)} differ from the calibration's", None),
-    }
+    return CalibrationFacts(
+        p_exact=cal.p_extra_exact, p_extra=cal.params.p_extra_hypothesis,
+        grid_name="; ".join(f"{k} from {min(spec.grid[k]):g} to {max(spec.grid[k]):g} in "
+                            f"{len(spec.grid[k])} steps" for k in names),
+        n_points=len(cal.scan), runs=spec.runs_per_depth, seeds=spec.n_seeds,
+        tol=", ".join(f"{tol:g} pp for {label_of(k)}" for k, tol in spec.targets.items()),
+        half_tol=", ".join(f"{tol / 2:g} pp" for tol in spec.targets.values()),
+        max_se=float(cal.scan[se_cols].to_numpy().max()), se_limit=spec.max_se_share * min(spec.targets.values()),
+        best=", ".join(f"{k} = {best[k]:g}" for k in names),
+        best_pp=", ".join(f"{best[extra_column(lab)]:.1f} pp ({lab})" for lab in labels),
+        fit_set=fit_set_sentence(cal.scan, spec), n_consistent=int(cal.scan.consistent.sum()),
+        level_pct=f"{100 * spec.consistent_level:g}",
+        source=("read from the committed file data/computed/calibration_scan.csv, which `mechaudit calibrate` "
+                "writes and the test suite re-checks" if run.source == "committed"
+                else "computed in this run (its settings differ from the committed file's)"),
+        mix_target=mix["target value"], mix_achieved=mix["achieved"], mix_sentence=mix_sentence,
+        reply_sound="conceded / answered / partial / dropped = " + mix["calibrated"],
+        demands=cal.measured.demands_per_runs(design.runs_per_depth), n_runs=design.n_runs,
+        verdict=("the committed file holds every calibrated value" if not differ else
+                 f"the committed values of {' and '.join(differ)} differ from the calibration's"),
+        fit_points=fit_point_text(cal.scan, spec), recheck=recheck_sentence(cal.scan, truth, spec),
+        targets=", ".join(f"{reported(k):g} pp for {lab}" for k, lab in zip(spec.targets, fitted_comparisons(spec)[0])))
 
 
 def recheck_sentence(scan: pd.DataFrame, truth: pd.DataFrame | None, spec, z: float = 3.0) -> str:
@@ -639,3 +686,219 @@ def plan(p: Mapping[str, Any]) -> list[Planned]:
     work, runs, exact = plan_workflow(p, bench, design_for(p, bench))
     return work + plan_delivered_judges(p, bench, runs, exact, lambda rs, rec: instance_matrices(rs, rec.same),
                                         judge_models(p))
+
+
+# --------------------------------------------------------------------------- facts the prose quotes
+
+_NOT_IN = "not in this design"
+_NO_TRUTH = "(no simulator truth for LLM runs)"
+
+
+def _tag(label: str) -> str:
+    """A comparison or depth label as a key part: "0 v 1" -> "0v1", "K=1" -> "K1"."""
+    return label.replace(" v ", "v").replace("=", "")
+
+
+@dataclass(frozen=True)
+class DesignFacts:
+    """The design's size, the simulator's extra hypotheses and the paper's numbers (under ``ch02``)."""
+
+    run_pairs_per_instance: int = fact(unit="run pairs", doc="run pairs per instance")
+    matched_pairs: str = fact(unit="pairs", doc="matched pairs of this run, with thousands separators")
+    extra_max: int = fact(unit="hypotheses", doc="most extra hypotheses a run delivers")
+    p_extra: float = fact(doc="probability of one more extra hypothesis")
+    paper_density: float = fact(unit="pairs", digits=1, doc="the paper's matched pairs per run pair")
+    paper_matched_pairs: str = fact(unit="pairs", doc="the paper's matched pairs")
+    paper_0v1_pp: float = fact(unit="pp", digits=1, doc="the paper's extra divergence, 0 v 1")
+    paper_0v5_pp: float = fact(unit="pp", digits=1, doc="the same, 0 v 5")
+    paper_1v5_pp: float = fact(unit="pp", digits=1, doc="the same, 1 v 5")
+    paper_judges_0v1: str = fact(unit="pp", doc="the paper's range over its three judges, 0 v 1")
+    paper_judges_0v5: str = fact(unit="pp", doc="the same, 0 v 5")
+    paper_judges_1v5: str = fact(unit="pp", doc="the same, 1 v 5")
+    paper_demands: int = fact(unit="demands", doc="critic demands the paper labelled")
+
+
+def design_facts(design: Design, design_counts: Mapping[str, int], simulator: SimulatorParams) -> DesignFacts:
+    """:class:`DesignFacts` of ``design`` (``design_counts``: ``workflow.counts`` of its runs)."""
+    paper = {f"paper_{a}v{b}_pp": reported(paper_key(a, b)) for a, b in PAPER_COMPARISONS}
+    judges = {f"paper_judges_{a}v{b}": f"{reported(judge_range_key(f'{a} v {b}', 'low')):g} to "
+              f"{reported(judge_range_key(f'{a} v {b}', 'high')):g}" for a, b in PAPER_COMPARISONS}
+    return DesignFacts(
+        run_pairs_per_instance=design.n_run_pairs // len(design.instances),
+        matched_pairs=f'{design_counts["matched_pairs"]:,}', extra_max=simulator.extra_hypotheses_max,
+        p_extra=simulator.p_extra_hypothesis,
+        paper_density=reported("design.matched_pairs") / reported("design.run_pairs"),
+        paper_matched_pairs=f'{reported("design.matched_pairs"):,}', paper_demands=reported("engagement.demands"),
+        **paper, **judges)
+
+
+@dataclass(frozen=True)
+class Table1Facts:
+    """Table 1 under the main rule and beside the other rules, as the prose quotes it (under ``ch02``)."""
+
+    rate_first: int = fact(unit="%", doc="the paper-rate judge's rate for a changed initiating event")
+    rate_middle: int = fact(unit="%", doc="its rate for a changed middle step")
+    level_pct: str = fact(unit="%", doc="the intervals' level")
+    partitions: int = fact(unit="splits", doc="splits per instance of the exact test")
+    n_instances: int = fact(unit="instances", doc="instances of the design")
+    p_floor: str = fact(doc="the smallest attainable p, as text")
+    paper_p_bound: str = fact(doc="the paper's bound on the 0 v 1 p, a power of ten")
+    headline_0v1: str = fact(doc="the intro's 0 v 1 with its interval")
+    headline_1v5: str = fact(doc="the intro's 1 v 5 with its interval")
+    headline_p_0v1: str = fact(doc="the intro's 0 v 1 p")
+    headline_status: str = fact(doc="where the headline's numbers come from")
+    headline_provenance: str = fact(doc="the intro's provenance cell")
+    headline_verdict: str = fact(doc="the intro's verdict")
+    main_rule_name: str = fact(doc="the main rule, as a sentence names it")
+    inside: str = fact(doc="whether the paper's values lie inside this run's intervals")
+    fitted_labels: str = fact(doc="the comparisons the calibration fitted")
+    unfitted_labels: str = fact(doc="those it did not")
+    key_0v1_pp: float | None = fact(unit="pp", digits=1, missing="not run", doc="the mechanism key's 0 v 1")
+    extra_0v1_pp: float | None = fact(unit="pp", digits=1, missing=_NOT_IN, doc="extra divergence, 0 v 1")
+    extra_0v5_pp: float | None = fact(unit="pp", digits=1, missing=_NOT_IN, doc="the same, 0 v 5")
+    extra_1v5_pp: float | None = fact(unit="pp", digits=1, missing=_NOT_IN, doc="the same, 1 v 5")
+    ci_0v1: str = fact(unit="pp", doc="its interval, 0 v 1")
+    ci_0v5: str = fact(unit="pp", doc="its interval, 0 v 5")
+    ci_1v5: str = fact(unit="pp", doc="its interval, 1 v 5")
+    p_1v5: str = fact(doc="the exact p of 1 v 5")
+    max_0v1_pp: float | None = fact(unit="pp", digits=1, missing=_NOT_IN, doc="the ceiling of 0 v 1")
+    max_1v5_pp: float | None = fact(unit="pp", digits=1, missing=_NOT_IN, doc="the ceiling of 1 v 5")
+    norm_0v1: float | None = fact(digits=2, missing=_NOT_IN, doc="0 v 1 over its ceiling")
+    norm_1v5: float | None = fact(digits=2, missing=_NOT_IN, doc="1 v 5 over its ceiling")
+    norm_verdict: str = fact(doc="whether the contrast survives the normalisation (:func:`norm_verdict`)")
+    ceiling_reading: str = fact(doc="what the ceiling says about 1 v 5 (:func:`ceiling_reading`)")
+    rate_vs_key: str = fact(doc="the paper-rate judge beside the mechanism key (:func:`rule_pair_text`)")
+    text_0v1: str = fact(doc="the text rules' 0 v 1")
+    pattern: str = fact(doc="the pattern over the rules (:func:`pattern_sentence`)")
+
+
+def table1_facts(table: pd.DataFrame, main_rule: str, design: Design, spec, *, level: float, status: str,
+                 llm: bool, show_paper: bool) -> Table1Facts:
+    """:class:`Table1Facts` of Table 1 (``table``) under ``main_rule``; ``spec``: the calibration spec;
+    ``status``: the headline's status; ``llm``: an LLM backend; ``show_paper``: the comparison is on."""
+    main = main_table(table, main_rule)
+    head = headline(main, level)
+    partitions, n_instances = int(main.n_partitions.iloc[0]), int(main.n_instances.iloc[0])
+    provenance, verdict = headline_provenance("ch02", llm, head)
+    fitted, unfitted = fitted_comparisons(spec)
+    key_rows = table[table.rule == "mechanism_key"].set_index("comparison")
+    per: dict[str, Any] = {}
+    for label in ("0 v 1", "0 v 5", "1 v 5"):
+        row = main.loc[label] if label in main.index else None
+        per[f"extra_{_tag(label)}_pp"] = None if row is None else row.extra_pp
+        per[f"ci_{_tag(label)}"] = _NOT_IN if row is None else interval_text(row.ci_low_pp, row.ci_high_pp)
+        if label != "0 v 5":
+            per[f"max_{_tag(label)}_pp"] = None if row is None else row.max_extra_pp
+            per[f"norm_{_tag(label)}"] = None if row is None else row.normalised
+    first = table[table.comparison == "0 v 1"].set_index("rule").extra_pp
+    text_0v1 = ", ".join(f"{labels.label(r)} {first[r]:.1f} pp" for r in ("tfidf", "embedding")
+                         if r in first.index and "0 v 1" in main.index)
+    return Table1Facts(
+        rate_first=round(100 * paper_rates()["first_step"]), rate_middle=round(100 * paper_rates()["middle_step"]),
+        level_pct=f"{100 * level:g}", partitions=partitions, n_instances=n_instances,
+        p_floor=p_floor_text(partitions, n_instances),
+        paper_p_bound=power_of_ten(round(math.log10(reported("critique_depth.p_value_bound.k0_vs_k1")))),
+        headline_0v1=head["0 v 1 text"], headline_1v5=head["1 v 5 text"], headline_p_0v1=head["p 0 v 1"],
+        headline_status=status, headline_provenance=provenance, headline_verdict=verdict,
+        main_rule_name=labels.in_sentence(main_rule),
+        inside=inside_sentence(main, paper_values(design.comparisons()), level) if show_paper
+        else "the comparison with the paper is off",
+        fitted_labels=" and ".join(fitted), unfitted_labels=" and ".join(unfitted) or "no comparison",
+        key_0v1_pp=key_rows.extra_pp.get("0 v 1"),
+        p_1v5=format_p(float(main.loc["1 v 5", "p_value"])) if "1 v 5" in main.index else _NOT_IN,
+        norm_verdict=norm_verdict(main),
+        ceiling_reading=ceiling_reading(main.loc["1 v 5", "extra_pp"], main.loc["1 v 5", "max_extra_pp"])
+        if "1 v 5" in main.index else "the design lacks 1 v 5",
+        rate_vs_key=rule_pair_text(table, "paper_rates", "mechanism_key"), text_0v1=text_0v1 or "not run",
+        pattern=pattern_sentence(table), **per)
+
+
+@dataclass(frozen=True)
+class TruthFacts:
+    """The simulator's truths the prose quotes (under ``ch02_truth``; pp, same-depth values in %)."""
+
+    key_K1: float | None = fact(unit="%", digits=1, missing=_NO_TRUTH, doc="same-depth divergence at K=1, key")
+    key_K5: float | None = fact(unit="%", digits=1, missing=_NO_TRUTH, doc="the same at K=5")
+    key_max_1v5: float | None = fact(unit="pp", digits=1, missing=_NO_TRUTH, doc="ceiling of 1 v 5, key")
+    rate_K1: float | None = fact(unit="%", digits=1, missing=_NO_TRUTH, doc="same-depth divergence at K=1, rates")
+    rate_K5: float | None = fact(unit="%", digits=1, missing=_NO_TRUTH, doc="the same at K=5")
+    rate_1v5: float | None = fact(unit="pp", digits=1, missing=_NO_TRUTH, doc="extra divergence 1 v 5, rates")
+    rate_max_1v5: float | None = fact(unit="pp", digits=1, missing=_NO_TRUTH, doc="its ceiling")
+    rate_ceiling_reading: str = fact(doc="what that ceiling says (:func:`ceiling_reading`)")
+    runs: int = fact(unit="runs", doc="runs per depth that estimate the truth")
+
+
+def truth_facts(truth: pd.DataFrame | None, runs_per_depth: int) -> TruthFacts:
+    """:class:`TruthFacts` of :func:`simulator_truth` (None for LLM runs: every value missing)."""
+    if truth is None:
+        return TruthFacts(*[None] * 7, rate_ceiling_reading=_NO_TRUTH, runs=runs_per_depth)
+    values = {}
+    for measure, tag in (("mechanism_key", "key"), ("paper_rates", "rate")):
+        rows = truth[truth.measure == measure].set_index("label")
+        values |= {f"{tag}_K1": rows.truth_pp.get("K=1"), f"{tag}_K5": rows.truth_pp.get("K=5"),
+                   f"{tag}_1v5": rows.truth_pp.get("1 v 5"), f"{tag}_max_1v5": rows.max_extra_pp.get("1 v 5")}
+    reading = ("the design lacks 1 v 5" if values["rate_1v5"] is None
+               else ceiling_reading(values["rate_1v5"], float(values["rate_max_1v5"])))
+    return TruthFacts(**{k: v for k, v in values.items() if k != "key_1v5"}, runs=runs_per_depth,
+                      rate_ceiling_reading=reading)
+
+
+def _truth_pp(doc: str) -> Any:
+    """A truth in pp of :class:`SettingTruths` (missing: the design lacks its comparison)."""
+    return fact(unit="pp", digits=1, missing=_NOT_IN, doc=doc)
+
+
+#: the settings table's columns (:func:`settings_table`: the committed setting first), as key parts
+SETTING_TAGS = ("committed", "dev", "unsup", "contrast", "keyfit")
+
+
+@dataclass(frozen=True)
+class SettingTruths:
+    """The truths at other simulator settings the prose quotes (under ``ch02_set``; pp): the column
+    (:data:`SETTING_TAGS`), the measure (key: mechanism key, rate: paper rates) and the comparison."""
+
+    committed_key_0v1: float | None = _truth_pp("committed setting, mechanism key, 0 v 1")
+    committed_rate_0v1: float | None = _truth_pp("committed setting, paper rates, 0 v 1")
+    committed_rate_1v5: float | None = _truth_pp("committed setting, paper rates, 1 v 5")
+    dev_rate_0v1: float | None = _truth_pp("p_develop_swap changed, paper rates, 0 v 1")
+    dev_rate_1v5: float | None = _truth_pp("the same, 1 v 5")
+    unsup_rate_0v1: float | None = _truth_pp("p_weak_unsupported changed, paper rates, 0 v 1")
+    unsup_rate_1v5: float | None = _truth_pp("the same, 1 v 5")
+    contrast_rate_0v1: float | None = _truth_pp("p_find changed, paper rates, 0 v 1")
+    contrast_rate_0v5: float | None = _truth_pp("the same, 0 v 5")
+    contrast_rate_1v5: float | None = _truth_pp("the same, 1 v 5")
+    keyfit_key_0v1: float | None = _truth_pp("fitted to the mechanism key, mechanism key, 0 v 1")
+    keyfit_rate_0v1: float | None = _truth_pp("the same, paper rates")
+
+
+@dataclass(frozen=True)
+class SettingsFacts:
+    """The section on the simulator's settings (under ``ch02``)."""
+
+    set: SettingTruths
+    contrast_p_find: float = fact(doc="the contrasting p_find")
+    p_find: float = fact(doc="the committed p_find")
+    compare_runs: int = fact(unit="runs", doc="runs per depth at each other setting")
+    shape_verdict: str = fact(doc="what the contrasting p_find does to the shape (:func:`shape_verdict`)")
+    first_changed_k1: float | None = fact(unit="%", digits=0, missing="(not known for LLM runs)",
+                                          doc="depth-1 hypotheses whose initiating event changed")
+    middle_changed_k1: float | None = fact(unit="%", digits=0, missing="(not known for LLM runs)",
+                                           doc="depth-1 hypotheses whose middle steps changed")
+
+
+def settings_facts(settings: pd.DataFrame, simulator: SimulatorParams, *, contrast_p_find: float, compare_runs: int,
+                   profile: pd.DataFrame | None) -> SettingsFacts:
+    """:class:`SettingsFacts` of :func:`settings_table` (columns in :data:`SETTING_TAGS` order) and the
+    change profile of the runs (``workflow.depth.change_profile``; None for LLM runs)."""
+    def value(name: str) -> float:
+        tag, measure, label = name.split("_")
+        column = settings.iloc[:, SETTING_TAGS.index(tag)]
+        return column.get(("mechanism_key" if measure == "key" else "paper_rates", label.replace("v", " v ")))
+
+    known = profile is not None and 1 in profile.index
+    return SettingsFacts(
+        set=SettingTruths(**{f.name: value(f.name) for f in fields(SettingTruths)}), contrast_p_find=contrast_p_find,
+        p_find=simulator.p_find, compare_runs=compare_runs,
+        shape_verdict=shape_verdict(settings, f"p_find = {contrast_p_find:g}"),
+        first_changed_k1=profile.loc[1, "initiating event changed (%)"] if known else None,
+        middle_changed_k1=profile.loc[1, "middle steps changed (%)"] if known else None)

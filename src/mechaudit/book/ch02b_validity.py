@@ -15,13 +15,22 @@ from pathlib import Path
 
 import pandas as pd
 
+from mechaudit.book.chapter import SIMULATED, headline_provenance
 from mechaudit.book.settings import defaults
 from mechaudit.model import Benchmark
 from mechaudit.paths import PARAMS_DIR
+from mechaudit.report.facts import fact
 from mechaudit.schema import load_benchmark
-from mechaudit.workflow import Design, SimulatorParams, load_design, load_simulator_params, population_truth
+from mechaudit.workflow import (
+    Design,
+    SimulatorParams,
+    load_design,
+    load_simulator_params,
+    population_truth,
+    validity_summary,
+)
 from mechaudit.workflow.depth import MEASURES
-from mechaudit.workflow.validity import low_coverage
+from mechaudit.workflow.validity import coverage_range, low_coverage, max_bias_z, mc_se, size_z
 
 
 @dataclass(frozen=True)
@@ -192,3 +201,82 @@ def coverage_verdict(bias: pd.DataFrame, rules: Sequence[str], level: float = 0.
         return f"consistent with the nominal {100 * level:g} % or above it"
     names = ", ".join(f"{r.rule} {r.comparison}" for r in low.itertuples())
     return f"below the nominal {100 * level:g} % by more than two Monte Carlo standard errors for {names}"
+
+
+@dataclass(frozen=True)
+class ValidityFacts:
+    """The numbers chapter 02b's prose quotes (glued under ``ch02b``); rates are fractions."""
+
+    n_runs: int = fact(unit="runs", doc="runs of the design")
+    n_reps: int = fact(unit="replications", doc="replications under the default simulator (fast rules)")
+    n_null_reps: int = fact(unit="replications", doc="replications under the null simulator (fast rules)")
+    n_text_reps: int = fact(unit="replications", doc="TF-IDF replications under each simulator")
+    truth_runs: int = fact(unit="runs", doc="runs per depth that estimate the truth")
+    alpha: float = fact(doc="level of the exact test")
+    n_boot: int = fact(unit="resamples", doc="bootstrap resamples per interval")
+    key_max_bias_z: float = fact(unit="MC SE", digits=1, doc="largest |bias| / its SE of the fast rules")
+    coverage: str = fact(doc='coverage of the fast rules\' intervals: "a to b" or one value')
+    coverage_verdict: str = fact(doc="whether that coverage is consistent with 95 % (:func:`coverage_verdict`)")
+    size_rates: str = fact(doc="the mechanism key's rejection rates under the null (:func:`rates_text`)")
+    rate_size_rates: str = fact(doc="the same for the paper-rates measure")
+    size_se: float = fact(digits=3, doc="largest MC SE of the mechanism key's rejection rates")
+    size_mean: float = fact(digits=3, doc="mean of the mechanism key's rejection rates")
+    size_verdict: str = fact(doc="what the fast rules' rejection rates say about the size (:func:`size_verdict`)")
+    headline_status: str = fact(doc="the intro's status: simulated under every backend")
+    headline_provenance: str = fact(doc="the intro's provenance cell")
+    headline_verdict: str = fact(doc="the intro's verdict")
+    tfidf_bias_0v1_pp: float | None = fact(unit="pp", digits=1, missing="not run", doc="TF-IDF bias, 0 v 1")
+    tfidf_bias_se_0v1_pp: float | None = fact(unit="pp", digits=1, missing="not run", doc="its MC SE")
+    tfidf_null_max: float | None = fact(digits=2, missing="not run", doc="TF-IDF's largest rejection rate, null")
+    tfidf_null_mean_0v1: float | None = fact(unit="pp", digits=1, missing="not run",
+                                             doc="TF-IDF's mean estimate under the null, first comparison")
+    tfidf_null_n: int = fact(unit="replications", doc="TF-IDF replications under the null (0: not run)")
+    se_1000: float = fact(digits=3, doc="MC SE of a rate alpha over 1000 replications")
+    se_alpha: float = fact(digits=3, doc="MC SE of a rate alpha over the null replications")
+    se_01: float = fact(digits=3, doc="MC SE of a rate 0.01 over the null replications")
+    size_rates_01: str = fact(doc="the mechanism key's rejection rates at alpha 0.01")
+    tfidf_null_max_01: float = fact(digits=2, doc="TF-IDF's largest rejection rate at alpha 0.01")
+
+
+def validity_facts(design: Design, bias: pd.DataFrame, size: pd.DataFrame, null_reps: pd.DataFrame, *,
+                   alpha: float, n_boot: int, n_reps: int, n_null_reps: int, n_text_reps: int,
+                   truth_runs: int) -> ValidityFacts:
+    """:class:`ValidityFacts` of the ``bias`` and ``size`` tables (``validity_summary`` at ``alpha``
+    of the default and the null replications; ``null_reps``: the null replications, summarised
+    again at alpha 0.01) and the chapter's settings."""
+    fast = list(FAST)
+    key_size = size[size.rule == "mechanism_key"]
+    low, high = coverage_range(bias, fast)
+    text_bias = bias[(bias.rule == "tfidf") & (bias.comparison == "0 v 1")]
+    text_size = size[size.rule == "tfidf"]
+    strict = validity_summary(null_reps, {c: 0.0 for c in bias.comparison.unique()}, alpha=0.01)
+    provenance, verdict = headline_provenance("ch02b", llm=False)  # simulated under every backend
+    return ValidityFacts(
+        n_runs=design.n_runs, n_reps=n_reps, n_null_reps=n_null_reps, n_text_reps=n_text_reps, truth_runs=truth_runs,
+        alpha=alpha, n_boot=n_boot, key_max_bias_z=max_bias_z(bias, fast),
+        coverage=f"{low:.2f} to {high:.2f}" if low != high else f"{low:.2f}",
+        coverage_verdict=coverage_verdict(bias, fast), size_rates=rates_text(size, "mechanism_key"),
+        rate_size_rates=rates_text(size, "paper_rates"), size_se=key_size.rejection_se.max(),
+        size_mean=key_size.rejection_rate.mean(), size_verdict=size_verdict(size_z(size, alpha, fast)),
+        headline_status=SIMULATED, headline_provenance=provenance, headline_verdict=verdict,
+        tfidf_bias_0v1_pp=text_bias.bias_pp.iloc[0] if len(text_bias) else None,
+        tfidf_bias_se_0v1_pp=text_bias.bias_se_pp.iloc[0] if len(text_bias) else None,
+        tfidf_null_max=text_size.rejection_rate.max() if len(text_size) else None,
+        tfidf_null_mean_0v1=text_size.mean_pp.iloc[0] if len(text_size) else None,
+        tfidf_null_n=int(text_size.n_reps.iloc[0]) if len(text_size) else 0,
+        se_1000=mc_se(alpha, 1000), se_alpha=mc_se(alpha, n_null_reps), se_01=mc_se(0.01, n_null_reps),
+        size_rates_01=rates_text(strict, "mechanism_key"),
+        tfidf_null_max_01=strict[strict.rule == "tfidf"].rejection_rate.max())
+
+
+@dataclass(frozen=True)
+class SamplingFacts:
+    """The sampling check in one sentence (glued under ``ch02b``)."""
+
+    tolerance_text: str = fact(doc='per quantity of :func:`sampling_check`: "q: recorded r, measured m"')
+
+
+def sampling_facts(sampling: pd.DataFrame) -> SamplingFacts:
+    """:class:`SamplingFacts` of a :func:`sampling_check` table."""
+    return SamplingFacts("; ".join(f"{q}: recorded {r.recorded:g}, measured {r.measured:.2f}"
+                                   for q, r in sampling.iterrows()))
