@@ -137,11 +137,15 @@ def glued_names(code: str) -> Glued:
             except (LookupError, AttributeError, TypeError) as err:
                 found.problems.append(f"line {node.lineno}: the record glue_facts glues is unknown: {err}")
             continue
-        if not (isinstance(func, ast.Name) and func.id in ("glue", "glue_figure")) and not (
+        glue_as = next((k.value for k in node.keywords if k.arg == "glue_as"), None)
+        if isinstance(func, ast.Attribute) and func.attr == "figure" and glue_as is not None:
+            arg = glue_as  # ctx.figure(name, fig, glue_as="key")
+        elif (isinstance(func, ast.Name) and func.id in ("glue", "glue_figure")) or (
             isinstance(func, ast.Attribute) and func.attr in ("glue", "glue_figure")
         ):
+            arg = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "name"), None)
+        else:
             continue
-        arg = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "name"), None)
         if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
             found.names.add(arg.value)
         elif isinstance(arg, ast.JoinedStr):
@@ -215,9 +219,10 @@ def test_checker_reads_roles_directives_and_calls():
         "%matplotlib inline\nfrom mechaudit.report.glue import glue\nglue('ch09_a', 1)\n"
         "mechaudit.report.glue.glue(name='ch09_b', value=2.0, digits=1)\n"
         "for r in rules:\n    glue(f'ch09_extra_{r}', 3)\nglue(name_var, 4)\n"
+        "fig = ctx.figure('bars', fig, glue_as='ch09_fig')\nctx.figure('unglued', fig)\n"
     )
     found = glued_names(code)
-    assert found.names == {"ch09_a", "ch09_b"}
+    assert found.names == {"ch09_a", "ch09_b", "ch09_fig"}
     assert found.covers("ch09_extra_tfidf") and not found.covers("ch09_c") and not found.covers("ch09_extra_")
     assert len(found.problems) == 1 and "name_var" in found.problems[0]
 
