@@ -30,13 +30,18 @@ def test_separation_finds_the_exact_interval_and_the_half_threshold():
     preserving = np.array([True, True, False, False])
     sims = {"tfidf": np.array([0.9, 0.8, 0.5, 0.6]), "embedding": np.array([0.9, 0.5, 0.8, 0.6])}
     grids = {"tfidf": np.array([0.55, 0.65, 0.85]), "embedding": np.array([0.55, 0.65, 0.85])}
-    table, facts = ch.separation(sims, preserving, grids)
+    table, sep = ch.separation(sims, preserving, grids)
     assert table.loc["tfidf", "separating thresholds"] == "(0.600, 0.800]"
     assert table.loc["embedding", "separating thresholds"] == "none"
-    assert facts["n_separating"] == 1
-    assert facts["tfidf_half_threshold"] == 0.55 and facts["tfidf_half_mp_pct"] == 0.0
-    assert facts["embedding_half_threshold"] == 0.65 and facts["embedding_half_mp_pct"] == 50.0
-    assert facts["tfidf_max_sim_swapped"] == 0.6
+    assert sep.separating_sentence == "one of the 2 rules has one"
+    assert sep.tfidf.half_threshold == 0.55 and sep.tfidf.half_mp_pct == 0.0
+    assert sep.embedding.half_threshold == 0.65 and sep.embedding.half_mp_pct == 50.0
+    assert sep.tfidf.max_sim_swapped == 0.6 and sep.tfidf.mean_sim_mp == pytest.approx(0.85)
+    shape = ch.SuiteShape.of(sep)  # the template-built suite's prose quotes the means only
+    assert shape.tfidf == ch.RuleShape(sep.tfidf.mean_sim_mp, sep.tfidf.mean_sim_swapped,
+                                       sep.tfidf.rewording_more_similar_pct)
+    _, none = ch.separation(sims, preserving, {"tfidf": np.array([0.1]), "embedding": np.array([0.1])})
+    assert none.tfidf.half_threshold == "none on the grid" and none.tfidf.half_mp_pct is None  # glued "n/a"
 
 
 def test_agreement_tables_at_the_thresholds_and_best_over_the_grid():
