@@ -5,7 +5,7 @@ and ``separation_by_suite`` (every perturbation suite of the data folder, side b
 ``suite_sweep`` and ``separation`` do one), ``fixed_decisions`` (the methods at the paper's thresholds; with an LLM
 backend the judge joins), ``agreement_sweep``, ``agreement_at_thresholds`` and ``best_agreement``
 (the committed-set pairs), ``stability_check`` and ``model_ranges`` (the judge's stability; offline
-the deterministic rules' check), ``three_methods``, ``headline``, ``paper_rows`` and ``chapter_facts``
+the deterministic rules' check), ``three_methods``, ``paper_rows`` and ``chapter_facts``
 (the numbers the prose quotes).
 Each judge's stability row is ``mechaudit.rules.llm_judge.stability_summary`` (chapter 06 uses it too).
 
@@ -135,20 +135,6 @@ class SuiteSeparation:
     tfidf: RuleSeparation
     embedding: RuleSeparation
     separating_sentence: str = fact(doc="how many rules have a separating threshold (:func:`separating_sentence`)")
-
-
-@dataclass(frozen=True)
-class SuiteShape:
-    """A suite's :class:`SuiteSeparation` without the extremes (the template-built suite's prose needs no more)."""
-
-    tfidf: RuleShape
-    embedding: RuleShape
-    separating_sentence: str = fact(doc="how many rules have a separating threshold (:func:`separating_sentence`)")
-
-    @classmethod
-    def of(cls, sep: SuiteSeparation) -> SuiteShape:
-        names = [f.name for f in fields(RuleShape)]
-        return cls(*(RuleShape(*(getattr(getattr(sep, r), n) for n in names)) for r in RULES), sep.separating_sentence)
 
 
 #: what a suite missing from the data folder glues
@@ -330,16 +316,6 @@ def complete_agreement_sentence(n_possible: int, n_combinations: int) -> str:
     return f"Some threshold gives complete agreement for {n_possible} of the {n_combinations} {what}."
 
 
-def headline(three: pd.DataFrame) -> dict[str, str | float]:
-    """The intro's values: raw agreement range ("a to b %" text) and kappa range ("a to b": words, so
-    a narrow table cell breaks the range at a space, never inside a number), plus the ends."""
-    low, high = 100 * three["raw_agreement"].min(), 100 * three["raw_agreement"].max()
-    klow, khigh = three["kappa"].min(), three["kappa"].max()
-    return {"agreement": f"{low:.1f} to {high:.1f} %", "kappa": f"{klow:.2f} to {khigh:.2f}",
-            "agreement_low": float(low), "agreement_high": float(high),
-            "kappa_low": float(klow), "kappa_high": float(khigh)}
-
-
 @dataclass(frozen=True)
 class SensitivityFacts:
     """What chapter 07's prose and the intro quote (glued under ``ch07``): the three methods' agreement
@@ -350,12 +326,12 @@ class SensitivityFacts:
     agreement_pct_high: float = fact(unit="%", digits=1, doc="highest raw agreement of the three methods")
     kappa_low: float = fact(unit="kappa", digits=2, doc="lowest kappa of the three methods")
     kappa_high: float = fact(unit="kappa", digits=2, doc="highest kappa of the three methods")
-    headline_agreement: str = fact(doc="the raw agreement range as text (:func:`headline`)")
-    headline_kappa: str = fact(doc="the kappa range as text (:func:`headline`)")
+    headline_agreement: str = fact(doc="the raw agreement range, as words: a narrow cell breaks it at a space")
+    headline_kappa: str = fact(doc="the kappa range, as words")
     headline_status: str = fact(doc="where the headline comes from")
     headline_provenance: str = fact(doc="the intro's provenance cell")
     headline_verdict: str = fact(doc="the intro's verdict")
-    tfidf: RuleShape
+    tfidf: RuleShape  # the template-built suite
     embedding: RuleShape
     separating_sentence: str = fact(doc="template-built suite: how many rules can separate the kinds")
     rw: SuiteSeparation
@@ -380,17 +356,18 @@ def chapter_facts(ctx: ChapterContext, model: str, s: SensitivitySetup, fixed: F
     """:class:`SensitivityFacts` of a run: ``model`` the first judge model, ``three`` from
     :func:`three_methods`, ``at_thresholds`` from :func:`agreement_at_thresholds`, ``best`` from
     :func:`best_agreement`, ``seps`` from :func:`separation_by_suite` (a missing suite: :data:`NO_SUITE`)."""
-    top = headline(three)
-    provenance, verdict = headline_provenance("ch07", ctx.llm, {"agreement": top["agreement_low"],
-                                                                "κ": top["kappa_low"]})
+    low, high = 100 * float(three["raw_agreement"].min()), 100 * float(three["raw_agreement"].max())
+    klow, khigh = float(three["kappa"].min()), float(three["kappa"].max())
+    provenance, verdict = headline_provenance("ch07", ctx.llm, {"agreement": low, "κ": klow})
     reference = f"reference ({s.reference.rubric})"
     ref_tfidf = at_thresholds.loc[(reference, fixed.tfidf)]
-    template = SuiteShape.of(seps.get("template", NO_SUITE))
+    template = seps.get("template", NO_SUITE)  # its prose quotes the means only, not the extremes
+    shape = [RuleShape(*(getattr(getattr(template, r), f.name) for f in fields(RuleShape))) for r in RULES]
     possible = int(best["complete agreement possible"].sum())
     return SensitivityFacts(
-        top["agreement_low"], top["agreement_high"], top["kappa_low"], top["kappa_high"], top["agreement"],
-        top["kappa"], ctx.status(model, REFERENCE_JUDGE), provenance, verdict, template.tfidf, template.embedding,
-        template.separating_sentence, seps.get("reworded", NO_SUITE),
+        low, high, klow, khigh, f"{low:.1f} to {high:.1f} %", f"{klow:.2f} to {khigh:.2f}",
+        ctx.status(model, REFERENCE_JUDGE), provenance, verdict, *shape, template.separating_sentence,
+        seps.get("reworded", NO_SUITE),
         ref_tfidf_agreement=f"{100 * ref_tfidf['raw agreement']:.1f} %", ref_tfidf_kappa=float(ref_tfidf["kappa"]),
         ref_same_pct=100 * float(ref_tfidf["same rate a"]), tfidf_same_pct=100 * float(ref_tfidf["same rate b"]),
         **{f"{r}_best_kappa_reference": float(best.loc[(r, reference), "kappa"]) for r in RULES},
