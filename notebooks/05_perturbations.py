@@ -161,8 +161,7 @@ ctx.table("suite_counts", ch.counts_by_suite(suites), label="tbl-ch05-suite",
 #   `judge_orders`, on every pair of every suite.
 
 # %%
-bench = next(iter(suites.values())).bench
-names = ch.build_rules(bench, tfidf_threshold=tfidf_threshold, tfidf_fit_on=tfidf_fit_on,
+names = ch.build_rules(next(iter(suites.values())).bench, tfidf_threshold=tfidf_threshold, tfidf_fit_on=tfidf_fit_on,
                        embedding_model=embedding_model, embedding_threshold=embedding_threshold,
                        embedding_cache=embedding_cache, reference_rubric=reference_rubric)
 audits = {name: ch.audit_suite(s, names, client=ctx.client, model=judge_model, rubric=judge_rubric, orders=judge_orders,

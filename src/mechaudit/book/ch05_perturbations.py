@@ -396,16 +396,14 @@ def suite_facts(a: SuiteAudit | None, names: RuleSet, sep: pd.DataFrame | None) 
     (None: the suite is not in the data folder, and every value is None)."""
     if sep is None:
         return RewordedFacts(*[None] * len(fields(RewordedFacts)))
-    pooled, swapped = a.pooled, np.array([k not in MEANING_PRESERVING for k in a.setup.kinds])
-    fss = {rule: _share(pooled, "first_step_swapped", column) for rule, column in
-           (("tfidf", names.tfidf), ("embedding", names.embedding), ("matched", names.matched),
-            ("reference", names.reference))}
+    pooled, mp, swapped = a.pooled, "meaning_preserving", np.array([k not in MEANING_PRESERVING for k in a.setup.kinds])
     more = sep["rewording more similar (%)"].astype(float)
     rerendered = rerender_share(a.setup.suite, a.setup.bench.vocabulary).get("first_step_swapped")
     return RewordedFacts(
-        _share(pooled, "meaning_preserving", names.tfidf), _share(pooled, "meaning_preserving", names.embedding),
-        *fss.values(), _share(pooled, "swapped", names.reference),
-        _share(pooled, "meaning_preserving", names.reference),
+        _share(pooled, mp, names.tfidf), _share(pooled, mp, names.embedding),
+        *(_share(pooled, "first_step_swapped", c) for c in (names.tfidf, names.embedding, names.matched,
+                                                            names.reference)),
+        _share(pooled, "swapped", names.reference), _share(pooled, mp, names.reference),
         float(a.sims["tfidf"][swapped].min()), float(more["tfidf"]), None if rerendered is None else float(rerendered),
         float(a.sims["embedding"][swapped].mean()), float(more["embedding"]),
         str(sep.loc["tfidf", "separating thresholds"]), str(sep.loc["embedding", "separating thresholds"]))

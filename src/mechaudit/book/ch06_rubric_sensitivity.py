@@ -289,7 +289,6 @@ def chapter_facts(ctx: ChapterContext, model: str, pct: pd.DataFrame, components
         return float(pct.loc[kind, column]) if column in pct.columns and kind in pct.index else None
 
     swap = np.array([k.endswith("_swapped") for k in s.kinds])
-    paper = {r: reported(f"rubric.first_step_swapped_pct_different.{r}") for r in HEADLINE_RUBRICS}
     provenance, verdict = headline_provenance("ch06", ctx.llm, fss_by_rubric(pct, "llm") if ctx.llm else None)
     return RubricFacts(
         jaccard_threshold=jaccard_threshold,
@@ -300,7 +299,7 @@ def chapter_facts(ctx: ChapterContext, model: str, pct: pd.DataFrame, components
         min_chain_swapped=min((len(a.chain) for (a, _), sw in zip(s.pairs, swap) if sw), default=None),
         paper_reversal_pct=reported("rubric.order_reversal_changed_pct"),
         headline_status=ctx.status(model, REFERENCE_JUDGE),
-        **{f"paper_{r}_fss_pct": v for r, v in paper.items()},
+        **{f"paper_{r}_fss_pct": reported(f"rubric.first_step_swapped_pct_different.{r}") for r in HEADLINE_RUBRICS},
         answer=answer(pct, ctx.llm), headline=headline(pct, ctx.llm),
         headline_provenance=provenance, headline_verdict=verdict)
 

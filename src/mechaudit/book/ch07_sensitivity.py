@@ -363,7 +363,6 @@ def chapter_facts(ctx: ChapterContext, model: str, s: SensitivitySetup, fixed: F
     ref_tfidf = at_thresholds.loc[(reference, fixed.tfidf)]
     template = seps.get("template", NO_SUITE)  # its prose quotes the means only, not the extremes
     shape = [RuleShape(*(getattr(getattr(template, r), f.name) for f in fields(RuleShape))) for r in RULES]
-    possible = int(best["complete agreement possible"].sum())
     return SensitivityFacts(
         low, high, klow, khigh, f"{low:.1f} to {high:.1f} %", f"{klow:.2f} to {khigh:.2f}",
         ctx.status(model, REFERENCE_JUDGE), provenance, verdict, *shape, template.separating_sentence,
@@ -371,7 +370,7 @@ def chapter_facts(ctx: ChapterContext, model: str, s: SensitivitySetup, fixed: F
         ref_tfidf_agreement=f"{100 * ref_tfidf['raw agreement']:.1f} %", ref_tfidf_kappa=float(ref_tfidf["kappa"]),
         ref_same_pct=100 * float(ref_tfidf["same rate a"]), tfidf_same_pct=100 * float(ref_tfidf["same rate b"]),
         **{f"{r}_best_kappa_reference": float(best.loc[(r, reference), "kappa"]) for r in RULES},
-        complete_sentence=complete_agreement_sentence(possible, len(best)),
+        complete_sentence=complete_agreement_sentence(int(best["complete agreement possible"].sum()), len(best)),
         **{f"paper_{k}": reported(f"sensitivity.{k}") for k in ("raw_agreement_pct_low", "raw_agreement_pct_high",
                                                                "kappa_low", "kappa_high", "tfidf_threshold",
                                                                "embedding_threshold")})
