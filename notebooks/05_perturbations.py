@@ -106,42 +106,17 @@ embedding_threshold = 0.77
 reference_rubric = "full"
 
 # %% tags=["remove-cell"]
-from mechaudit.book.chapter import ChapterContext
-
-ctx = ChapterContext.open(globals())  # the backend, parsed once; this chapter's LLM client, budget and batch mode
-
-# %% tags=["remove-cell"]
 from IPython.display import display
 
-from mechaudit.book.ch05_perturbations import (
-    audit_suite,
-    build_rules,
-    conclusions,
-    counts_by_suite,
-    findings,
-    headline,
-    judge_model_axis,
-    paper_table,
-    percent_by_suite,
-    separation_by_suite,
-    setup,
-    similarity_long,
-    similarity_summary,
-    thresholds_in_use,
-)
-from mechaudit.book.chapter import LOCAL, headline_provenance
-from mechaudit.paper import reported
-from mechaudit.perturb import SUITE_LABELS, available_suites, rerender_share
+from mechaudit.book import ch05_perturbations as ch
+from mechaudit.book.chapter import ChapterContext
+from mechaudit.perturb import SUITE_LABELS, available_suites
 from mechaudit.plots.rules import cosine_strips
-from mechaudit.report.comparison import compare_paper_default
-from mechaudit.report.glue import glue, glue_figure
+from mechaudit.report.facts import glue_facts
 from mechaudit.report.outputs import save
-from mechaudit.report.tables import book_table, use_book_tables
 from mechaudit.rules.audit import stack_suites
 
-use_book_tables()  # every table below in the book's format: labels, units, rounding
-show_paper = compare_paper_default(compare_paper, data_dir)
-llm_run = ctx.llm
+ctx = ChapterContext.open(globals())  # the backend, parsed once; this chapter's LLM client, budget and batch mode
 
 # %% [markdown]
 # ## The suites
@@ -153,13 +128,12 @@ llm_run = ctx.llm
 # is masked: a template rendered again with another name.
 
 # %%
-suites = {name: setup(data_dir, regenerate_suite=regenerate_suite, seed=seed,
-                      suite=name)
+suites = {name: ch.setup(data_dir, regenerate_suite=regenerate_suite, seed=seed, suite=name)
           for name in available_suites(data_dir)}
 
 # %% tags=["hide-input"]
-book_table(save("suite_counts", counts_by_suite(suites), out_dir), name="tbl-ch05-suite",
-           caption="Perturbation pairs built and kept by the validity check, per suite and kind.")
+ctx.table("suite_counts", ch.counts_by_suite(suites), label="tbl-ch05-suite",
+          caption="Perturbation pairs built and kept by the validity check, per suite and kind.")
 
 # %% [markdown]
 # ## The rules
@@ -187,20 +161,11 @@ book_table(save("suite_counts", counts_by_suite(suites), out_dir), name="tbl-ch0
 #   `judge_orders`, on every pair of every suite.
 
 # %%
-bench = next(iter(suites.values())).bench
-names = build_rules(
-    bench, tfidf_threshold=tfidf_threshold, tfidf_fit_on=tfidf_fit_on,
-    embedding_model=embedding_model,
-    embedding_threshold=embedding_threshold,
-    embedding_cache=embedding_cache, reference_rubric=reference_rubric
-)
-audits = {
-    name: audit_suite(
-        s, names, client=ctx.client, model=judge_model, rubric=judge_rubric,
-        orders=judge_orders, early_stop=judge_early_stop
-    )
-    for name, s in suites.items()
-}
+names = ch.build_rules(next(iter(suites.values())).bench, tfidf_threshold=tfidf_threshold, tfidf_fit_on=tfidf_fit_on,
+                       embedding_model=embedding_model, embedding_threshold=embedding_threshold,
+                       embedding_cache=embedding_cache, reference_rubric=reference_rubric)
+audits = {name: ch.audit_suite(s, names, client=ctx.client, model=judge_model, rubric=judge_rubric, orders=judge_orders,
+                               early_stop=judge_early_stop) for name, s in suites.items()}
 
 # %% tags=["hide-input"]
 print(f"threshold matching on {names.n_matching_pairs} same-instance pairs of committed hypotheses: "
@@ -216,8 +181,8 @@ for name, a in audits.items():
 # committed book).
 
 # %% tags=["hide-input"]
-book_table(save("percent_different", percent_by_suite(audits, llm_run), out_dir), name="tbl-ch05-percent",
-           unit="%", caption="Valid pairs judged \"different mechanism\" (%), per suite, kind and rule.")
+ctx.table("percent_different", ch.percent_by_suite(audits, ctx.llm), label="tbl-ch05-percent",
+          unit="%", caption="Valid pairs judged \"different mechanism\" (%), per suite, kind and rule.")
 
 # %% [markdown]
 # ## Where each pair sits on the similarity scale
@@ -227,19 +192,17 @@ book_table(save("percent_different", percent_by_suite(audits, llm_run), out_dir)
 # thresholds is visible, and the table gives the mean, lowest and highest cosine per suite and kind.
 
 # %%
-sims_long = similarity_long(audits)
+sims_long = ch.similarity_long(audits)
 
 # %% tags=["hide-input"]
-book_table(save("similarity_by_kind", stack_suites({n: similarity_summary(a.sims, kinds=a.setup.kinds)
-                                                     for n, a in audits.items()}, SUITE_LABELS), out_dir),
-           name="tbl-ch05-similarity",
-           caption="Cosine similarity per suite and kind for the two similarity rules: mean, lowest and highest.")
+ctx.table("similarity_by_kind", stack_suites({n: ch.similarity_summary(a.sims, kinds=a.setup.kinds)
+                                             for n, a in audits.items()}, SUITE_LABELS), label="tbl-ch05-similarity",
+          caption="Cosine similarity per suite and kind for the two similarity rules: mean, lowest and highest.")
 
 # %% tags=["remove-cell"]
-fig = cosine_strips(sims_long, thresholds_in_use(names),
+fig = cosine_strips(sims_long, ch.thresholds_in_use(names),
                     caption=ctx.caption("TF-IDF and all-MiniLM-L6-v2 embeddings computed locally"))
-save("cosine_by_kind", fig, out_dir)
-fig = glue_figure("ch05_fig_cosines", fig)
+fig = ctx.figure("cosine_by_kind", fig, glue_as="ch05_fig_cosines")
 
 # %% [markdown]
 # ```{glue:figure} ch05_fig_cosines
@@ -265,12 +228,12 @@ fig = glue_figure("ch05_fig_cosines", fig)
 # rewordings). Chapter 07 sweeps the thresholds.
 
 # %%
-separation = separation_by_suite(audits)
+separation = ch.separation_by_suite(audits)
 
 # %% tags=["hide-input"]
-book_table(save("separation", separation, out_dir), name="tbl-ch05-separation",
-           caption="Per suite and similarity rule: thresholds that separate swaps from rewordings, if any, "
-                   "and how often a rewording is the more similar.")
+ctx.table("separation", separation, label="tbl-ch05-separation",
+          caption="Per suite and similarity rule: thresholds that separate swaps from rewordings, if any, "
+                  "and how often a rewording is the more similar.")
 
 # %% [markdown]
 # ## What changes with the suite
@@ -279,8 +242,8 @@ book_table(save("separation", separation, out_dir), name="tbl-ch05-separation",
 # (the rules at their thresholds in use).
 
 # %% tags=["hide-input"]
-book_table(save("conclusions", conclusions(audits, names, separation), out_dir), name="tbl-ch05-conclusions",
-           caption="The chapter's statements on each suite, and whether they change with the suite.")
+ctx.table("conclusions", ch.conclusions(audits, names, separation), label="tbl-ch05-conclusions",
+          caption="The chapter's statements on each suite, and whether they change with the suite.")
 
 # %% [markdown]
 # ## Judge models
@@ -296,14 +259,14 @@ book_table(save("conclusions", conclusions(audits, names, separation), out_dir),
 
 # %% tags=["hide-input"]
 for name, a in audits.items():
-    agreement, per_model, model_ranges = judge_model_axis(
+    agreement, per_model, model_ranges = ch.judge_model_axis(
         a.setup.pairs, a.llm, [judge_model, *judge_models], kinds=a.setup.kinds, rubric=judge_rubric,
         orders=judge_orders, early_stop=judge_early_stop, instances=a.setup.bench.instances)
     for table in (agreement, per_model):
         if table is not None:
             display(table)
-    display(save(f"judge_model_ranges_{name}", model_ranges, out_dir))
-    if not llm_run:
+    display(save(f"judge_model_ranges_{name}", model_ranges, ctx.out_dir))
+    if not ctx.llm:
         break  # offline the placeholder is the same for every suite
 
 # %% [markdown]
@@ -318,55 +281,14 @@ for name, a in audits.items():
 # and the note gives the reference judge's value for orientation: it is not an LLM result.
 
 # %% tags=["hide-input"]
-if show_paper:
-    display(book_table(save("paper_comparison", paper_table(audits, names, backend=ctx.backend, model=judge_model),
-                            out_dir), name="tbl-ch05-paper",
-                       caption="The paper's shares of pairs judged different and this run's, per suite."))
-else:
-    print("Comparison with the paper is off (compare_paper is false, or this is not the shipped data).")
+paper = ctx.paper_table(ch.paper_table(audits, names, backend=ctx.backend, model=judge_model),
+                        caption="The paper's shares of pairs judged different and this run's, per suite.",
+                        label="tbl-ch05-paper")
+if paper is not None:
+    display(paper)
 
 # %% tags=["remove-cell"]
-facts = {name: findings(a.pooled, a.sims, names, kinds=a.setup.kinds) for name, a in audits.items()}
-for prefix, name in (("ch05", "template"), ("ch05_rw", "reworded")):
-    if name not in facts:
-        continue
-    for kind in ("mp", "fss", "mss"):
-        for rule in ("tfidf", "embedding", "matched"):
-            glue(f"{prefix}_{kind}_{rule}_pct", facts[name][f"{kind}_{rule}"], digits=1)
-    glue(f"{prefix}_ref_swapped_pct", facts[name]["ref_swapped"], digits=1)
-    glue(f"{prefix}_ref_mp_pct", facts[name]["mp_reference"], digits=1)
-    for key in ("tfidf_min_sim_swapped", "embedding_min_sim_swapped", "embedding_mean_sim_swapped"):
-        glue(f"{prefix}_{key}", facts[name][key], digits=3)
-    top = headline(facts[name])
-    for rule in ("tfidf", "embedding", "matched", "reference", "llm"):
-        glue(f"{prefix}_headline_fss_{rule}", top[rule])
-    sep = separation.loc[SUITE_LABELS[name]]
-    for rule in ("tfidf", "embedding"):
-        glue(f"{prefix}_{rule}_rewording_more_similar_pct", float(sep.loc[rule, "rewording more similar (%)"]),
-             digits=1)
-        glue(f"{prefix}_{rule}_separating", sep.loc[rule, "separating thresholds"])
-    shares = rerender_share(suites[name].suite, suites[name].bench.vocabulary)
-    glue(f"{prefix}_fss_rerendered_pct", float(shares.get("first_step_swapped", float("nan"))), digits=0)
-verdicts = conclusions(audits, names, separation)
-if "changes with the suite" in verdicts.columns:
-    changed = verdicts.index[verdicts["changes with the suite"] == "yes"].tolist()
-    kept = verdicts.index[verdicts["changes with the suite"] == "no"].tolist()
-    glue("ch05_changed_statements", "; ".join(changed) or "none of the four statements")
-    glue("ch05_kept_statements", "; ".join(kept) or "none of them")
-glue("ch05_tfidf_threshold", tfidf_threshold)
-glue("ch05_embedding_threshold", embedding_threshold)
-glue("ch05_matched_threshold", names.rules[names.matched].threshold_, digits=2)
-glue("ch05_matched_target_rate", 100 * names.target_rate, digits=1)
-glue("ch05_headline_status", ctx.status(judge_model, LOCAL))
-llm_share = facts["template"]["fss_llm"] if "template" in facts else None
-glue("ch05_llm_answer", "The LLM judge is not run offline." if llm_share is None
-     else f"The LLM judge ({judge_model}) calls {llm_share:.0f} % of template-built first-step swaps different.")
-row_provenance, row_verdict = headline_provenance("ch05", ctx.llm)
-glue("ch05_headline_provenance", row_provenance)
-glue("ch05_headline_verdict", row_verdict)
-for kind in ("first_step_swapped", "meaning_preserving"):
-    for rule in ("tfidf", "embedding", "llm"):
-        glue(f"ch05_paper_{kind}_{rule}", reported(f"perturbations.{kind}_pct_different.{rule}"))
+glue_facts("ch05", ch.chapter_facts(ctx, judge_model, audits, names, separation))
 
 # %% [markdown]
 # ## LLM usage
@@ -394,16 +316,16 @@ ctx.usage(pairs=sum(len(a.setup.pairs) for a in audits.values()))
 # changed. A text rule can hardly tell such a pair apart: every swapped pair has a TF-IDF cosine of
 # at least {glue:text}`ch05_tfidf_min_sim_swapped`, and when one rewording and one swap are compared,
 # the rewording is the more similar in only {glue:text}`ch05_tfidf_rewording_more_similar_pct` % of
-# cases. The template suite's text-rule results for swaps ({glue:text}`ch05_fss_tfidf_pct` % for
-# TF-IDF, {glue:text}`ch05_fss_embedding_pct` % and {glue:text}`ch05_fss_matched_pct` % for the two
+# cases. The template suite's text-rule results for swaps ({glue:text}`ch05_headline_fss_tfidf` % for
+# TF-IDF, {glue:text}`ch05_headline_fss_embedding` % and {glue:text}`ch05_headline_fss_matched` % for the two
 # embedding thresholds) therefore follow from how the suite was built; they are not measurements of
 # the rules.
 #
 # **Swaps in the reworded suite: a measurement.** Here {glue:text}`ch05_rw_fss_rerendered_pct` % of
 # first-step swaps keep the original's wording once names are masked. TF-IDF calls
-# {glue:text}`ch05_rw_fss_tfidf_pct` % of them different (lowest TF-IDF cosine of a swapped pair:
-# {glue:text}`ch05_rw_tfidf_min_sim_swapped`), and embeddings {glue:text}`ch05_rw_fss_embedding_pct` %
-# at {glue:text}`ch05_embedding_threshold` and {glue:text}`ch05_rw_fss_matched_pct` % at the
+# {glue:text}`ch05_rw_headline_fss_tfidf` % of them different (lowest TF-IDF cosine of a swapped pair:
+# {glue:text}`ch05_rw_tfidf_min_sim_swapped`), and embeddings {glue:text}`ch05_rw_headline_fss_embedding` %
+# at {glue:text}`ch05_embedding_threshold` and {glue:text}`ch05_rw_headline_fss_matched` % at the
 # rate-matched {glue:text}`ch05_matched_threshold:.2f` (mean embedding cosine of swapped pairs
 # {glue:text}`ch05_rw_embedding_mean_sim_swapped`), against the paper's
 # {glue:text}`ch05_paper_first_step_swapped_tfidf` % and {glue:text}`ch05_paper_first_step_swapped_embedding` %.
@@ -424,9 +346,9 @@ ctx.usage(pairs=sum(len(a.setup.pairs) for a in audits.values()))
 # for choosing a threshold (match the overall rate of "same" decisions of the other methods, here
 # {glue:text}`ch05_matched_target_rate` % on the committed same-instance pairs) gives
 # {glue:text}`ch05_matched_threshold:.2f` for MiniLM. The figure shows both lines; the two thresholds
-# call {glue:text}`ch05_fss_embedding_pct` % and {glue:text}`ch05_fss_matched_pct` % of template
-# first-step swaps different, and {glue:text}`ch05_rw_fss_embedding_pct` % and
-# {glue:text}`ch05_rw_fss_matched_pct` % of reworded ones (the paper, with Titan at 0.77:
+# call {glue:text}`ch05_headline_fss_embedding` % and {glue:text}`ch05_headline_fss_matched` % of template
+# first-step swaps different, and {glue:text}`ch05_rw_headline_fss_embedding` % and
+# {glue:text}`ch05_rw_headline_fss_matched` % of reworded ones (the paper, with Titan at 0.77:
 # {glue:text}`ch05_paper_first_step_swapped_embedding` %).
 #
 # **The reference judge.** It calls {glue:text}`ch05_ref_swapped_pct` % of swapped pairs and

@@ -80,44 +80,18 @@ rubrics = ["full", "step", "none"]
 jaccard_threshold = 0.5
 
 # %% tags=["remove-cell"]
-from mechaudit.book.chapter import ChapterContext
-
-ctx = ChapterContext.open(globals())  # the backend, parsed once; this chapter's LLM client, budget and batch mode
-
-# %% tags=["remove-cell"]
 import pandas as pd
 from IPython.display import display
 
-from mechaudit.book.ch06_rubric_sensitivity import (
-    answer,
-    component_percent,
-    examples,
-    findings,
-    fss_by_rubric,
-    headline,
-    judge_rubrics_with_llm,
-    order_effects,
-    paper_figure_values,
-    paper_rows,
-    reference_decisions,
-    reference_judges,
-    reversal_check,
-    rubric_model_axis,
-    setup,
-)
-from mechaudit.book.chapter import REFERENCE_JUDGE, headline_provenance
-from mechaudit.paper import reported
+from mechaudit.book import ch06_rubric_sensitivity as ch
+from mechaudit.book.chapter import ChapterContext
 from mechaudit.perturb import KINDS
 from mechaudit.plots.rubric import rubric_bars
-from mechaudit.report.comparison import compare, compare_paper_default
-from mechaudit.report.glue import glue, glue_figure
+from mechaudit.report.facts import glue_facts
 from mechaudit.report.outputs import save
-from mechaudit.report.tables import book_table, use_book_tables
 from mechaudit.rules.audit import percent_different
 
-use_book_tables()  # every table below in the book's format: labels, units, rounding
-show_paper = compare_paper_default(compare_paper, data_dir)
-llm_run = ctx.llm
+ctx = ChapterContext.open(globals())  # the backend, parsed once; this chapter's LLM client, budget and batch mode
 
 # %% [markdown]
 # ## Reference judges: each rubric read literally
@@ -132,29 +106,24 @@ llm_run = ctx.llm
 # every rubric too (its columns say "not run" offline).
 
 # %%
-s = setup(data_dir)
-judges = reference_judges(rubrics, jaccard_threshold)
-llm = judge_rubrics_with_llm(
-    s.pairs, rubrics, s.instances, client=ctx.client, model=judge_model,
-    orders=judge_orders
-)
-decisions = pd.concat(
-    [reference_decisions(s.pairs, judges), llm.decisions], axis=1
-)
+s = ch.setup(data_dir)
+judges = ch.reference_judges(rubrics, jaccard_threshold)
+llm = ch.judge_rubrics_with_llm(s.pairs, rubrics, s.instances, client=ctx.client, model=judge_model,
+                                orders=judge_orders)
+decisions = pd.concat([ch.reference_decisions(s.pairs, judges), llm.decisions], axis=1)
 pct = percent_different(decisions, kinds=s.kinds, order=KINDS)
 
 # %% tags=["hide-input"]
 print(f"{len(s.pairs)} valid perturbation pairs; rubrics: {', '.join(rubrics)}")
-book_table(save("percent_different", pct.astype(object).where(pct.notna(), "undecided" if llm_run else "not run"),
-                out_dir), name="tbl-ch06-percent", unit="%",
-           caption="Valid pairs judged \"different mechanism\" (%), per perturbation kind, judge and rubric.")
+ctx.table("percent_different", pct.astype(object).where(pct.notna(), "undecided" if ctx.llm else "not run"),
+          label="tbl-ch06-percent", unit="%",
+          caption="Valid pairs judged \"different mechanism\" (%), per perturbation kind, judge and rubric.")
 
 # %% tags=["remove-cell"]
-fig = rubric_bars(pct, paper_figure_values(rubrics) if show_paper else None,
-                  caption=ctx.caption("reference judges read the structured chain"
-                                      + ("" if llm_run else "; LLM judge not run (offline)")))
-save("rubric_bars", fig, out_dir)
-fig = glue_figure("ch06_fig_bars", fig)
+caption = ctx.caption("reference judges read the structured chain"
+                      + ("" if ctx.llm else "; LLM judge not run (offline)"))
+fig = rubric_bars(pct, ch.paper_figure_values(rubrics) if ctx.show_paper else None, caption=caption)
+fig = ctx.figure("rubric_bars", fig, glue_as="ch06_fig_bars")
 
 # %% [markdown]
 # ```{glue:figure} ch06_fig_bars
@@ -174,13 +143,12 @@ fig = glue_figure("ch06_fig_bars", fig)
 # Numbers are % of pairs whose component the step reference judge calls *different*.
 
 # %%
-step_judge = judges.get("step", reference_judges(["step"])["step"])
-components = step_judge.components(s.pairs)
+components = judges.get("step", ch.reference_judges(["step"])["step"]).components(s.pairs)
 
 # %% tags=["hide-input"]
-book_table(save("components_percent_different", component_percent(components, kinds=s.kinds), out_dir),
-           name="tbl-ch06-components", unit="%",
-           caption="Pairs whose component the step reference judge calls different (%), per perturbation kind.")
+ctx.table("components_percent_different", ch.component_percent(components, kinds=s.kinds),
+          label="tbl-ch06-components", unit="%",
+          caption="Pairs whose component the step reference judge calls different (%), per perturbation kind.")
 
 # %% [markdown]
 # One pair of each kind, drawn with `seed`: the text the perturbation changed (for `wording_only`
@@ -188,8 +156,8 @@ book_table(save("components_percent_different", component_percent(components, ki
 # side (step texts) and the components the step reference judge calls different.
 
 # %% tags=["hide-input"]
-book_table(examples(s.pairs, components, kinds=s.kinds, seed=seed), name="tbl-ch06-examples",
-           caption="One pair of each kind: the changed text, both chains and the components judged different.")
+ctx.table("examples", ch.examples(s.pairs, components, kinds=s.kinds, seed=seed), label="tbl-ch06-examples",
+          caption="One pair of each kind: the changed text, both chains and the components judged different.")
 
 # %% [markdown]
 # ## Presentation order
@@ -199,7 +167,7 @@ book_table(examples(s.pairs, components, kinds=s.kinds, seed=seed), name="tbl-ch
 # hypotheses swapped and counts changed decisions.
 
 # %%
-reversal_check(s.pairs, judges)
+ch.reversal_check(s.pairs, judges)
 
 # %% [markdown]
 # With an LLM backend the judge sees each pair in the orders `judge_orders` (by default A-B twice
@@ -208,7 +176,7 @@ reversal_check(s.pairs, judges)
 # agreement with the reference judge of the same rubric. Offline it says "not run".
 
 # %%
-effects = order_effects(llm, decisions, rubrics, len(s.pairs))
+effects = ch.order_effects(llm, decisions, rubrics, len(s.pairs))
 
 # %% tags=["hide-input"]
 for extra in (effects.shared, effects.vs_reference):
@@ -229,10 +197,8 @@ save("order_reversal", effects.table, out_dir)
 # these with. Offline nothing is judged, and the table says so.
 
 # %%
-model_agree, model_ranges = rubric_model_axis(
-    s.pairs, llm, rubrics, [judge_model, *judge_models], kinds=s.kinds,
-    orders=judge_orders, instances=s.instances
-)
+model_agree, model_ranges = ch.rubric_model_axis(s.pairs, llm, rubrics, [judge_model, *judge_models], kinds=s.kinds,
+                                                 orders=judge_orders, instances=s.instances)
 
 # %% tags=["hide-input"]
 if model_agree is not None:
@@ -247,30 +213,13 @@ save("judge_model_ranges", model_ranges, out_dir)
 # it is true by construction, not an LLM result.
 
 # %% tags=["hide-input"]
-rows = paper_rows(pct, effects, rubrics, backend=ctx.backend, model=judge_model)
-if show_paper:
-    display(book_table(save("paper_comparison", compare(rows, llm=ctx.llm), out_dir), name="tbl-ch06-paper",
-                       caption="The paper's rubric effects and this run's."))
-else:
-    print("Comparison with the paper is off (compare_paper is false, or this is not the shipped data).")
+paper = ctx.paper_table(ch.paper_rows(pct, effects, rubrics, backend=ctx.backend, model=judge_model),
+                        caption="The paper's rubric effects and this run's.", label="tbl-ch06-paper")
+if paper is not None:
+    display(paper)
 
 # %% tags=["remove-cell"]
-facts = findings(pct, components, s.pairs, rubrics, kinds=s.kinds)
-glue("ch06_jaccard_threshold", jaccard_threshold)
-for r in rubrics:
-    glue(f"ch06_ref_{r}_fss_pct", facts[f"ref_{r}_fss"], digits=1)
-    glue(f"ch06_ref_{r}_mss_pct", facts[f"ref_{r}_mss"], digits=1)
-glue("ch06_min_jaccard_swapped", facts["min_jaccard_swapped"], digits=3)
-glue("ch06_min_chain_swapped", facts["min_chain_swapped"])
-glue("ch06_paper_reversal_pct", reported("rubric.order_reversal_changed_pct"))
-glue("ch06_headline_status", ctx.status(judge_model, REFERENCE_JUDGE))
-for r in ("none", "full", "step"):
-    glue(f"ch06_paper_{r}_fss_pct", reported(f"rubric.first_step_swapped_pct_different.{r}"))
-glue("ch06_answer", answer(pct, llm_run))
-glue("ch06_headline", headline(pct, llm_run))
-row_provenance, row_verdict = headline_provenance("ch06", ctx.llm, fss_by_rubric(pct, "llm") if llm_run else None)
-glue("ch06_headline_provenance", row_provenance)
-glue("ch06_headline_verdict", row_verdict)
+glue_facts("ch06", ch.chapter_facts(ctx, judge_model, pct, components, s, jaccard_threshold))
 
 # %% [markdown]
 # ## LLM usage

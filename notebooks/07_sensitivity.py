@@ -85,54 +85,23 @@ embedding_model = None
 reference_rubric = "full"
 
 # %% tags=["remove-cell"]
-from mechaudit.book.chapter import ChapterContext
-
-ctx = ChapterContext.open(globals())  # the backend, parsed once; this chapter's LLM client, budget and batch mode
-
-# %% tags=["remove-cell"]
 from IPython.display import display
 
-from mechaudit.book.ch07_sensitivity import (
-    agreement_at_thresholds,
-    agreement_sweep,
-    best_agreement,
-    complete_agreement_sentence,
-    fixed_decisions,
-    headline,
-    model_ranges,
-    paper_rows,
-    separating_sentence,
-    separation_by_suite,
-    setup,
-    similarities,
-    stability_check,
-    stability_sample,
-    suites_of,
-    sweep_by_suite,
-    three_methods,
-)
-from mechaudit.book.chapter import REFERENCE_JUDGE, headline_provenance
-from mechaudit.paper import reported
+from mechaudit.book import ch07_sensitivity as ch
+from mechaudit.book.chapter import ChapterContext
 from mechaudit.perturb import KINDS, SUITE_LABELS
 from mechaudit.plots.rules import agreement_vs_threshold, threshold_sweep_lines
-from mechaudit.report.comparison import compare, compare_paper_default
-from mechaudit.report.glue import glue, glue_figure
+from mechaudit.report.facts import glue_facts
 from mechaudit.report.outputs import save
-from mechaudit.report.tables import book_table, use_book_tables
 
-use_book_tables()  # every table below in the book's format: labels, units, rounding
-show_paper = compare_paper_default(compare_paper, data_dir)
+ctx = ChapterContext.open(globals())  # the backend, parsed once; this chapter's LLM client, budget and batch mode
 thresholds = {"tfidf": tfidf_threshold, "embedding": embedding_threshold}
 
 # %%
-s = setup(
-    data_dir, tfidf_sweep=tfidf_sweep, embedding_sweep=embedding_sweep,
-    tfidf_threshold=tfidf_threshold,
-    embedding_threshold=embedding_threshold,
-    embedding_model=embedding_model, embedding_cache=embedding_cache,
-    reference_rubric=reference_rubric
-)
-suites = suites_of(data_dir)
+s = ch.setup(data_dir, tfidf_sweep=tfidf_sweep, embedding_sweep=embedding_sweep, tfidf_threshold=tfidf_threshold,
+             embedding_threshold=embedding_threshold, embedding_model=embedding_model,
+             embedding_cache=embedding_cache, reference_rubric=reference_rubric)
+suites = ch.suites_of(data_dir)
 
 # %% tags=["hide-input"]
 print("; ".join(f"{SUITE_LABELS[n]}: {len(pairs)} valid pairs" for n, (pairs, _) in suites.items())
@@ -146,20 +115,19 @@ print("; ".join(f"{SUITE_LABELS[n]}: {len(pairs)} valid pairs" for n, (pairs, _)
 # towards 100 %.
 
 # %%
-suite_sim = {n: similarities(s, pairs) for n, (pairs, _) in suites.items()}
+suite_sim = {n: ch.similarities(s, pairs) for n, (pairs, _) in suites.items()}
 suite_kinds = {n: kinds for n, (_, kinds) in suites.items()}
-sweep = sweep_by_suite(suite_sim, s.grids, kinds=suite_kinds)
+sweep = ch.sweep_by_suite(suite_sim, s.grids, kinds=suite_kinds)
 
 # %% tags=["hide-input"]
 wide = sweep.pivot_table(index=["suite", "rule", "threshold"], columns="kind", values="pct_different").round(1)
-save("percent_different_by_threshold", wide.reindex(columns=[k for k in KINDS if k in wide.columns]), out_dir)
+save("percent_different_by_threshold", wide.reindex(columns=[k for k in KINDS if k in wide.columns]), ctx.out_dir)
 print(f"{len(wide)} (suite, rule, threshold) rows x {wide.shape[1]} kinds; the figure below shows them")
 
 # %% tags=["remove-cell"]
 fig = threshold_sweep_lines(sweep, thresholds,
                             caption=ctx.caption("TF-IDF and all-MiniLM-L6-v2 embeddings computed locally"))
-save("threshold_sweep", fig, out_dir)
-fig = glue_figure("ch07_fig_sweep", fig)
+fig = ctx.figure("threshold_sweep", fig, glue_as="ch07_fig_sweep")
 
 # %% [markdown]
 # ```{glue:figure} ch07_fig_sweep
@@ -183,13 +151,12 @@ fig = glue_figure("ch07_fig_sweep", fig)
 # alike than rewordings).
 
 # %%
-separating, sweep_facts = separation_by_suite(
-    suite_sim, s.grids, kinds=suite_kinds)
+separating, seps = ch.separation_by_suite(suite_sim, s.grids, kinds=suite_kinds)
 
 # %% tags=["hide-input"]
-book_table(save("separating_thresholds", separating, out_dir), name="tbl-ch07-separating",
-           caption="Per suite and similarity rule: the threshold range that would separate meaning-preserving "
-                   "from swapped pairs, if any.")
+ctx.table("separating_thresholds", separating, label="tbl-ch07-separating",
+          caption="Per suite and similarity rule: the threshold range that would separate meaning-preserving "
+                  "from swapped pairs, if any.")
 
 # %% [markdown]
 # ## Agreement between rules on the committed-set pairs
@@ -200,16 +167,14 @@ book_table(save("separating_thresholds", separating, out_dir), name="tbl-ch07-se
 # paper's threshold. With an LLM backend the first of `judge_models` joins as a fourth method.
 
 # %%
-set_sim = similarities(s, s.set_pairs)
-fixed = fixed_decisions(s, set_sim, client=ctx.client, model=judge_models[0],
-                        rubric=judge_rubric, orders=judge_orders)
-agree = agreement_sweep(set_sim, s.grids, fixed)
+set_sim = ch.similarities(s, s.set_pairs)
+fixed = ch.fixed_decisions(s, set_sim, client=ctx.client, model=judge_models[0], rubric=judge_rubric,
+                           orders=judge_orders)
+agree = ch.agreement_sweep(set_sim, s.grids, fixed)
 
 # %% tags=["remove-cell"]
-fig = agreement_vs_threshold(agree, thresholds,
-                             caption=ctx.caption("committed-set pairs"))
-save("agreement_vs_threshold", fig, out_dir)
-fig = glue_figure("ch07_fig_agreement", fig)
+fig = agreement_vs_threshold(agree, thresholds, caption=ctx.caption("committed-set pairs"))
+fig = ctx.figure("agreement_vs_threshold", fig, glue_as="ch07_fig_agreement")
 
 # %% [markdown]
 # ```{glue:figure} ch07_fig_agreement
@@ -227,23 +192,23 @@ fig = glue_figure("ch07_fig_agreement", fig)
 # of methods, with each method's rate of "same" decisions:
 
 # %%
-at_thresholds = agreement_at_thresholds(fixed)
+at_thresholds = ch.agreement_at_thresholds(fixed)
 
 # %% tags=["hide-input"]
-book_table(save("agreement_at_thresholds", at_thresholds, out_dir), name="tbl-ch07-agreement",
-           caption="Raw agreement and Cohen's κ between the rules at the paper's thresholds, committed-set pairs.")
+ctx.table("agreement_at_thresholds", at_thresholds, label="tbl-ch07-agreement",
+          caption="Raw agreement and Cohen's κ between the rules at the paper's thresholds, committed-set pairs.")
 
 # %% [markdown]
 # The best each similarity rule can do on the grid, and whether any real threshold gives complete
 # agreement with each other method (exact, as above):
 
 # %%
-best = best_agreement(agree, set_sim, fixed)
+best = ch.best_agreement(agree, set_sim, fixed)
 
 # %% tags=["hide-input"]
-book_table(save("best_kappa", best, out_dir), name="tbl-ch07-best",
-           caption="The threshold of highest κ for each similarity rule and other method, and whether any "
-                   "threshold gives complete agreement.")
+ctx.table("best_kappa", best, label="tbl-ch07-best",
+          caption="The threshold of highest κ for each similarity rule and other method, and whether any "
+                  "threshold gives complete agreement.")
 
 # %% [markdown]
 # ## Stability of the LLM judge
@@ -262,16 +227,15 @@ book_table(save("best_kappa", best, out_dir), name="tbl-ch07-best",
 # offline this section shows only that, and the judge-model table says it was not run.
 
 # %%
-sample = stability_sample(s, stability_pairs, seed)
-check = stability_check(s, sample, client=ctx.client, models=judge_models,
-                        rubric=judge_rubric, orders=judge_orders)
+check = ch.stability_check(s, ch.stability_sample(s, stability_pairs, seed), client=ctx.client, models=judge_models,
+                           rubric=judge_rubric, orders=judge_orders)
 
 # %% tags=["hide-input"]
 if check.agreement is not None:
     display(check.agreement)
-display(book_table(save("stability", check.table, out_dir), name="tbl-ch07-stability",
-                   caption="Stability of the judges: decisions changed by repeating and by reversing the order."))
-save("judge_model_ranges", model_ranges(check, judge_models), out_dir)
+display(ctx.table("stability", check.table, label="tbl-ch07-stability",
+                  caption="Stability of the judges: decisions changed by repeating and by reversing the order."))
+save("judge_model_ranges", ch.model_ranges(check, judge_models), ctx.out_dir)
 
 # %% [markdown]
 # ## Paper vs this run
@@ -283,53 +247,15 @@ save("judge_model_ranges", model_ranges(check, judge_models), out_dir)
 # judge's changed decisions say "not run".
 
 # %% tags=["hide-input"]
-three = three_methods(fixed)
-rows = paper_rows(three, fixed, check, tfidf_threshold=tfidf_threshold, embedding_threshold=embedding_threshold)
-if show_paper:
-    display(book_table(save("paper_comparison", compare(rows, llm=ctx.llm), out_dir), name="tbl-ch07-paper",
-                       caption="The paper's agreement and stability numbers and this run's."))
-else:
-    print("Comparison with the paper is off (compare_paper is false, or this is not the shipped data).")
+three = ch.three_methods(fixed)
+paper = ctx.paper_table(ch.paper_rows(three, fixed, check, tfidf_threshold=tfidf_threshold,
+                                      embedding_threshold=embedding_threshold),
+                        caption="The paper's agreement and stability numbers and this run's.", label="tbl-ch07-paper")
+if paper is not None:
+    display(paper)
 
 # %% tags=["remove-cell"]
-top = headline(three)
-glue("ch07_agreement_pct_low", top["agreement_low"], digits=1)
-glue("ch07_agreement_pct_high", top["agreement_high"], digits=1)
-glue("ch07_kappa_low", top["kappa_low"], digits=2)
-glue("ch07_kappa_high", top["kappa_high"], digits=2)
-glue("ch07_headline_agreement", top["agreement"])
-glue("ch07_headline_kappa", top["kappa"])
-glue("ch07_headline_status", ctx.status(judge_models[0], REFERENCE_JUDGE))
-row_provenance, row_verdict = headline_provenance("ch07", ctx.llm,
-                                                  {"agreement": top["agreement_low"], "κ": top["kappa_low"]})
-glue("ch07_headline_provenance", row_provenance)
-glue("ch07_headline_verdict", row_verdict)
-for prefix, name in (("ch07", "template"), ("ch07_rw", "reworded")):
-    if name not in sweep_facts:
-        continue
-    facts = sweep_facts[name]
-    for rule in ("tfidf", "embedding"):
-        for key in ("mean_sim_mp", "mean_sim_swapped", "min_sim_mp", "max_sim_swapped"):
-            glue(f"{prefix}_{rule}_{key}", facts[f"{rule}_{key}"], digits=3)
-        glue(f"{prefix}_{rule}_rewording_more_similar_pct", facts[f"{rule}_rewording_more_similar_pct"], digits=1)
-        glue(f"{prefix}_{rule}_half_threshold", facts[f"{rule}_half_threshold"])
-        glue(f"{prefix}_{rule}_half_mp_pct", facts[f"{rule}_half_mp_pct"], digits=1)
-    glue(f"{prefix}_n_separating", facts["n_separating"])
-    glue(f"{prefix}_separating_sentence", separating_sentence(facts["n_separating"]))
-ref_tfidf = at_thresholds.loc[(f"reference ({reference_rubric})", fixed.tfidf)]
-glue("ch07_ref_tfidf_agreement", f"{100 * ref_tfidf['raw agreement']:.1f} %")
-glue("ch07_ref_tfidf_kappa", float(ref_tfidf["kappa"]), digits=2)
-glue("ch07_ref_same_pct", 100 * float(ref_tfidf["same rate a"]), digits=1)
-glue("ch07_tfidf_same_pct", 100 * float(ref_tfidf["same rate b"]), digits=1)
-for rule in ("tfidf", "embedding"):
-    glue(f"ch07_{rule}_best_kappa_reference", best.loc[(rule, f"reference ({reference_rubric})"), "kappa"], digits=2)
-glue("ch07_n_complete_possible", int(best["complete agreement possible"].sum()))
-glue("ch07_n_best_rows", len(best))
-glue("ch07_complete_sentence",
-     complete_agreement_sentence(int(best["complete agreement possible"].sum()), len(best)))
-for key in ("raw_agreement_pct_low", "raw_agreement_pct_high", "kappa_low", "kappa_high", "tfidf_threshold",
-            "embedding_threshold"):
-    glue(f"ch07_paper_{key}", reported(f"sensitivity.{key}"))
+glue_facts("ch07", ch.chapter_facts(ctx, judge_models[0], s, fixed, three, at_thresholds, best, seps))
 
 # %% [markdown]
 # ## LLM usage

@@ -9,7 +9,7 @@ import pytest
 from mechaudit.backends import Backend
 from mechaudit.book import ch05_perturbations as ch
 from mechaudit.book.chapter import axis_placeholder
-from mechaudit.perturb import KINDS, load_suite
+from mechaudit.perturb import KINDS, SUITE_LABELS, load_suite, rerender_share
 from mechaudit.report.comparison import compare
 from mechaudit.rules.audit import not_run
 
@@ -58,27 +58,26 @@ def test_pooled_percent_pools_meaning_preserving_and_swapped_kinds():
     assert pooled.loc["swapped", "embedding 0.77"] == 25.0
 
 
-def test_findings_and_headline_offline_and_with_an_llm_column():
-    sims = pd.DataFrame({"tfidf": np.linspace(0.5, 0.9, 8), "embedding": np.linspace(0.7, 0.98, 8)})
-    facts = ch.findings(ch.pooled_percent(decisions(), kinds=KINDS8), sims, NAMES, kinds=KINDS8)
-    assert facts["fss_embedding"] == 50.0 and facts["fss_reference"] == 100.0 and facts["mp_tfidf"] == 0.0
-    assert facts["fss_llm"] is None and facts["ref_swapped"] == 100.0
-    assert facts["tfidf_min_sim_swapped"] == pytest.approx(sims["tfidf"][2])
-    top = ch.headline(facts)
-    assert top == {"tfidf": 0, "embedding": 50, "matched": 50, "reference": 100, "llm": "not run offline"}
-    assert ch.headline({**facts, "fss_embedding": 100 * 6 / 80})["embedding"] == 7.5  # not 8, the paper's figure
-    llm = pd.array([True, True, False, True] * 2, dtype="boolean")
-    facts = ch.findings(ch.pooled_percent(decisions(llm), kinds=KINDS8), sims, NAMES, kinds=KINDS8)
-    assert ch.headline(facts)["llm"] == 100
-
-
-def test_findings_gives_nan_for_a_kind_the_suite_lacks():
-    kinds = ["wording_only", "first_step_swapped"]
-    d = decisions().iloc[[0, 2]].reset_index(drop=True)
-    sims = pd.DataFrame({"tfidf": [0.8, 0.9], "embedding": [0.9, 0.95]})
-    facts = ch.findings(ch.pooled_percent(d, kinds=kinds), sims, NAMES, kinds=kinds)
-    assert np.isnan(facts["mss_tfidf"]) and facts["fss_tfidf"] == 0.0
-    assert ch.headline(facts)["tfidf"] == 0
+def test_suite_facts_quote_each_share_unrounded_and_none_where_missing():
+    s = ch.setup()
+    n, swap = len(s.kinds), np.array([k.endswith("swapped") for k in s.kinds])
+    tfidf = np.arange(n) % 3 != 0  # a third of every kind called different
+    d = pd.DataFrame({"tfidf": tfidf, "embedding 0.77": ~swap, "embedding matched 0.80": np.ones(n, dtype=bool),
+                      "reference (full)": ~swap, ch.LLM_COLUMN: not_run(n)})
+    sims = pd.DataFrame({"tfidf": np.linspace(0.1, 0.9, n), "embedding": np.linspace(0.5, 0.99, n)})
+    audit = ch.SuiteAudit(s, d, None, sims)
+    sep = ch.separation_by_suite({"template": audit}).loc[SUITE_LABELS["template"]]
+    f = ch.suite_facts(audit, NAMES, sep)
+    fss = np.array([k == "first_step_swapped" for k in s.kinds])
+    assert f.headline_fss_tfidf == pytest.approx(100 * np.mean(~tfidf[fss]))
+    assert f.mp_tfidf_pct == pytest.approx(100 * np.mean(~tfidf[~swap])) != round(f.mp_tfidf_pct, 1)  # glue rounds
+    assert (f.headline_fss_embedding, f.headline_fss_matched, f.headline_fss_reference) == (100.0, 0.0, 100.0)
+    assert (f.ref_swapped_pct, f.ref_mp_pct, f.mp_embedding_pct) == (100.0, 0.0, 0.0)
+    assert f.tfidf_min_sim_swapped == pytest.approx(sims["tfidf"][swap].min())
+    assert f.embedding_mean_sim_swapped == pytest.approx(sims["embedding"][swap].mean())
+    assert f.tfidf_separating == sep.loc["tfidf", "separating thresholds"]
+    assert f.fss_rerendered_pct == float(rerender_share(s.suite, s.bench.vocabulary)["first_step_swapped"])
+    assert ch.suite_facts(None, NAMES, None) == ch.RewordedFacts(*[None] * 15)  # glued as "n/a"
 
 
 def test_paper_rows_offline_say_not_run_and_name_the_reference_judge():

@@ -9,6 +9,7 @@ import pytest
 
 from mechaudit.backends import Backend
 from mechaudit.book import ch06_rubric_sensitivity as ch
+from mechaudit.book.chapter import ChapterContext, ChapterSettings
 from mechaudit.perturb import KINDS
 from mechaudit.report.comparison import compare
 from mechaudit.rules.audit import percent_different
@@ -61,9 +62,13 @@ def test_components_examples_and_findings(shipped):
     assert ex.loc["first_step_swapped", "step judge: different"] == "initiating"
     assert ex.loc["wording_only", "step judge: different"] == "nothing"
     assert ex.loc["wording_only", "what changed"] != ""
-    facts = ch.findings(pct, components, s.pairs, RUBRICS, kinds=s.kinds)
-    assert facts["ref_full_fss"] == 100.0 and facts["ref_none_fss"] == 0.0
-    assert facts["min_chain_swapped"] >= 3 and facts["min_jaccard_swapped"] >= 0.5
+    ctx = ChapterContext(ChapterSettings())
+    facts = ch.chapter_facts(ctx, "m", pct, components, s, 0.5)
+    assert facts.ref_full_fss_pct == 100.0 and facts.ref_none_fss_pct == 0.0 and facts.ref_step_mss_pct == 100.0
+    assert facts.min_chain_swapped >= 3 and facts.min_jaccard_swapped >= 0.5
+    assert facts.paper_none_fss_pct == 38 and facts.headline == ch.headline(pct, llm_run=False)
+    only_full = ch.chapter_facts(ctx, "m", pct.drop(columns=["reference step", "reference none"]), components, s, 0.5)
+    assert only_full.ref_step_fss_pct is None and only_full.ref_none_fss_pct is None  # glued as "not run"
     assert ch.fss_by_rubric(pct, "reference") == {"none": 0.0, "full": 100.0, "step": 100.0}
     assert ch.fss_by_rubric(pct, "llm") == {"none": None, "full": None, "step": None}
     assert ch.headline(pct, llm_run=False) == (

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import dataclasses
+from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
 import pytest
 
 from mechaudit.book import ch07_sensitivity as ch
+from mechaudit.book.chapter import ChapterContext, ChapterSettings
 from mechaudit.report.comparison import compare
 from mechaudit.rules import TfidfRule
 
@@ -30,13 +32,15 @@ def test_separation_finds_the_exact_interval_and_the_half_threshold():
     preserving = np.array([True, True, False, False])
     sims = {"tfidf": np.array([0.9, 0.8, 0.5, 0.6]), "embedding": np.array([0.9, 0.5, 0.8, 0.6])}
     grids = {"tfidf": np.array([0.55, 0.65, 0.85]), "embedding": np.array([0.55, 0.65, 0.85])}
-    table, facts = ch.separation(sims, preserving, grids)
+    table, sep = ch.separation(sims, preserving, grids)
     assert table.loc["tfidf", "separating thresholds"] == "(0.600, 0.800]"
     assert table.loc["embedding", "separating thresholds"] == "none"
-    assert facts["n_separating"] == 1
-    assert facts["tfidf_half_threshold"] == 0.55 and facts["tfidf_half_mp_pct"] == 0.0
-    assert facts["embedding_half_threshold"] == 0.65 and facts["embedding_half_mp_pct"] == 50.0
-    assert facts["tfidf_max_sim_swapped"] == 0.6
+    assert sep.separating_sentence == "one of the 2 rules has one"
+    assert sep.tfidf.half_threshold == 0.55 and sep.tfidf.half_mp_pct == 0.0
+    assert sep.embedding.half_threshold == 0.65 and sep.embedding.half_mp_pct == 50.0
+    assert sep.tfidf.max_sim_swapped == 0.6 and sep.tfidf.mean_sim_mp == pytest.approx(0.85)
+    _, none = ch.separation(sims, preserving, {"tfidf": np.array([0.1]), "embedding": np.array([0.1])})
+    assert none.tfidf.half_threshold == "none on the grid" and none.tfidf.half_mp_pct is None  # glued "n/a"
 
 
 def test_agreement_tables_at_the_thresholds_and_best_over_the_grid():
@@ -59,9 +63,18 @@ def test_three_methods_headline_and_offline_paper_rows():
     fixed = fixed_methods()
     three = ch.three_methods(fixed)
     assert len(three) == 3
-    top = ch.headline(three)
-    assert top["agreement"] == f"{top['agreement_low']:.1f} to {top['agreement_high']:.1f} %"
-    assert top["agreement_low"] == pytest.approx(50.0) and top["agreement_high"] == pytest.approx(100 * 5 / 6)
+    sims = {"tfidf": np.array([0.9, 0.8, 0.3, 0.2, 0.1, 0.05]), "embedding": np.linspace(0.9, 0.4, 6)}
+    grids = {"tfidf": np.array([0.25, 0.5]), "embedding": np.array([0.5, 0.7])}
+    best = ch.best_agreement(ch.agreement_sweep(sims, grids, fixed), sims, fixed)
+    _, sep = ch.separation(sims, np.array([True] * 3 + [False] * 3), grids)
+    s = SimpleNamespace(reference=SimpleNamespace(rubric="full"))
+    facts = ch.chapter_facts(ChapterContext(ChapterSettings()), "m", s, fixed, three, ch.agreement_at_thresholds(fixed),
+                             best, {"template": sep})
+    assert facts.headline_agreement == f"{facts.agreement_pct_low:.1f} to {facts.agreement_pct_high:.1f} %"
+    assert facts.agreement_pct_low == pytest.approx(50.0) and facts.agreement_pct_high == pytest.approx(100 * 5 / 6)
+    assert facts.tfidf == ch.RuleShape(sep.tfidf.mean_sim_mp, sep.tfidf.mean_sim_swapped,
+                                       sep.tfidf.rewording_more_similar_pct)  # the template suite: means only
+    assert facts.rw == ch.NO_SUITE and facts.ref_tfidf_agreement == "83.3 %" and facts.tfidf_best_kappa_reference == 1.0
     offline = pd.DataFrame({"pairs": [180, 180], "repeat changed": [0, 0], "reversal changed": [0, 0]},
                            index=pd.Index(["tfidf", "embedding"], name="rule"))
     check = ch.StabilityCheck(offline, None, False)

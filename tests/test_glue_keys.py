@@ -23,7 +23,8 @@ from mechaudit.paths import REPO_ROOT
 
 #: chapters whose glued values are typed facts: no f-string keys, and every produced key is cited
 CONVERTED = ("01_problem", "02_critique_depth", "02b_validity", "02c_robustness", "03_critique_engagement",
-             "04_equivalence_rules", "08_tau_calibration", "09_your_data")
+             "04_equivalence_rules", "05_perturbations", "06_rubric_sensitivity", "07_sensitivity",
+             "08_tau_calibration", "09_your_data")
 
 # ```{glue-figure-from} key   (+ a ":doc: path" option line): book_figure.py's directive
 FIGURE_FROM = re.compile(r"^[ \t]*(?:`{3,}|:{3,})\{glue-figure-from\}[ \t]+(\S+)(?:\n[ \t]*:doc:[ \t]*(\S+))?",

@@ -4,7 +4,7 @@ One call per step of the chapter: ``setup`` (the benchmark and the valid pairs o
 suite), ``build_rules`` (TF-IDF, embeddings at the paper's and at a matched threshold, the
 reference judge), ``audit_suite`` (every rule on one suite; the LLM judge through
 ``judge_with_llm``, offline a "not run" placeholder), ``judge_model_axis`` (LLM only),
-``percent_table``, ``findings`` (the numbers the prose quotes) and ``paper_rows``. The chapter runs
+``percent_table``, ``chapter_facts`` (the numbers the prose quotes) and ``paper_rows``. The chapter runs
 every suite of the data folder (``perturb.available_suites``: the template-built suite and, where
 it exists, the reworded one) and shows them side by side: ``percent_by_suite``,
 ``similarity_long`` (for the figure), ``separation_by_suite``, ``conclusions`` and ``paper_table``.
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -26,8 +26,9 @@ import pandas as pd
 
 from mechaudit.agreement import estimate_range, model_agreement
 from mechaudit.backends import Backend
-from mechaudit.book.chapter import axis_placeholder, judge_models
+from mechaudit.book.chapter import LOCAL, ChapterContext, axis_placeholder, headline_provenance, judge_models
 from mechaudit.llm.pricing import Planned
+from mechaudit.paper import reported
 from mechaudit.paths import cache_path
 from mechaudit.perturb import (
     KINDS,
@@ -40,6 +41,7 @@ from mechaudit.perturb import (
     rerender_share,
     suite_path,
 )
+from mechaudit.report.facts import fact
 from mechaudit.rules import EmbeddingRule, LLMJudge, ReferenceJudge, TfidfRule, marginal_same_rate
 from mechaudit.rules.audit import (
     decisions_table,
@@ -183,10 +185,17 @@ def pooled_percent(decisions: pd.DataFrame, *, kinds: Sequence[str]) -> pd.DataF
     return pd.concat([pct.loc[["first_step_swapped", "middle_step_swapped"]], *rows])
 
 
-def _value(table: pd.DataFrame, row: str, column: str) -> float | None:
-    if row not in table.index or pd.isna(table.loc[row, column]):
+def _share(table: pd.DataFrame, row: str, column: str) -> float | None:
+    """``table.loc[row, column]`` as a float; None where the table has no such row or value."""
+    if row not in table.index or column not in table.columns or pd.isna(table.loc[row, column]):
         return None
-    return round(float(table.loc[row, column]), 1)
+    return float(table.loc[row, column])
+
+
+def _value(table: pd.DataFrame, row: str, column: str) -> float | None:
+    """:func:`_share` to one decimal, as the comparison table's notes show it."""
+    value = _share(table, row, column)
+    return None if value is None else round(value, 1)
 
 
 def paper_rows(pooled: pd.DataFrame, names: RuleSet, *, backend: Backend, model: str) -> list[tuple]:
@@ -203,43 +212,6 @@ def paper_rows(pooled: pd.DataFrame, names: RuleSet, *, backend: Backend, model:
         note = f"{model}, {backend.value}" if llm_run else f"reference judge: {_value(pooled, kind, names.reference)}"
         rows.append((f"{key}.llm", _value(pooled, kind, LLM_COLUMN), note))
     return rows
-
-
-def findings(pooled: pd.DataFrame, sims: pd.DataFrame, names: RuleSet, *, kinds: Sequence[str]) -> dict[str, float]:
-    """The numbers the chapter's prose quotes: % different per rule and pooled kind (``fss_tfidf``,
-    ``mp_embedding``, ``ref_swapped``, ...; NaN for a kind the suite lacks, None for an LLM that did
-    not run) and similarity extremes of swapped pairs.
-
-    ``sims``: one row per pair, columns ``tfidf`` and ``embedding`` (cosines)."""
-    out: dict[str, float] = {}
-    short = {"fss": "first_step_swapped", "mss": "middle_step_swapped", "mp": "meaning_preserving"}
-    for prefix, kind in short.items():
-        for name, column in (("tfidf", names.tfidf), ("embedding", names.embedding), ("matched", names.matched),
-                             ("reference", names.reference), ("llm", LLM_COLUMN)):
-            value = _value(pooled, kind, column)
-            out[f"{prefix}_{name}"] = float("nan") if value is None and name != "llm" else value
-    ref_swapped = _value(pooled, "swapped", names.reference)
-    out["ref_swapped"] = float("nan") if ref_swapped is None else ref_swapped
-    swapped = np.array([k not in MEANING_PRESERVING for k in kinds])
-    out["tfidf_min_sim_swapped"] = float(sims["tfidf"][swapped].min())
-    out["embedding_min_sim_swapped"] = float(sims["embedding"][swapped].min())
-    out["embedding_mean_sim_swapped"] = float(sims["embedding"][swapped].mean())
-    return out
-
-
-def headline(facts: dict[str, float | None]) -> dict[str, float | str]:
-    """The intro's values from ``findings``: % of first-step swaps judged different per rule (the
-    embedding rule at the paper's and at the matched threshold), to one decimal, so that a rate such
-    as 6 of 80 pairs reads 7.5, not a whole number that could pass for the paper's ("n/a" without such
-    pairs; the LLM's "not run offline" when it did not run)."""
-    out: dict[str, float | str] = {}
-    for rule in ("tfidf", "embedding", "matched", "reference", "llm"):
-        value = facts[f"fss_{rule}"]
-        if value is None:
-            out[rule] = "not run offline"
-        else:
-            out[rule] = "n/a" if np.isnan(value) else round(float(value), 1)
-    return out
 
 
 def similarity_summary(sims: pd.DataFrame, *, kinds: Sequence[str]) -> pd.DataFrame:
@@ -378,6 +350,113 @@ def _joined(notes: list[str]) -> str:
     head = os.path.commonprefix(notes)
     head = head[:head.rfind(" ") + 1]
     return head + " / ".join(n[len(head):] for n in notes)
+
+
+# ----------------------------------------------------------------------------------------------
+# the numbers the prose quotes
+
+
+def _pct(doc: str, missing: str = "n/a") -> Any:
+    return fact(unit="%", digits=1, missing=missing, doc=doc)
+
+
+@dataclass(frozen=True)
+class SuiteFacts:
+    """What the prose quotes of one suite: % judged different per rule and pooled kind (None: the
+    suite has no such pair; ``headline_fss_*`` are the first-step swaps, to one decimal so that 6 of
+    80 pairs reads 7.5, not a whole number that could pass for the paper's), and how close swaps sit."""
+
+    mp_tfidf_pct: float | None = _pct("TF-IDF, meaning-preserving pairs")
+    mp_embedding_pct: float | None = _pct("embeddings at the paper's threshold, meaning-preserving pairs")
+    headline_fss_tfidf: float | None = _pct("TF-IDF, first-step swaps")
+    headline_fss_embedding: float | None = _pct("embeddings at the paper's threshold, first-step swaps")
+    headline_fss_matched: float | None = _pct("embeddings at the rate-matched threshold, first-step swaps")
+    headline_fss_reference: float | None = _pct("reference judge, first-step swaps")
+    ref_swapped_pct: float | None = _pct("reference judge, both swap kinds")
+    ref_mp_pct: float | None = _pct("reference judge, meaning-preserving pairs")
+    tfidf_min_sim_swapped: float | None = fact(unit="cosine", digits=3, missing="n/a", doc="lowest, swapped pairs")
+    tfidf_rewording_more_similar_pct: float | None = _pct("(rewording, swap) comparisons the rewording wins")
+    fss_rerendered_pct: float | None = fact(unit="%", digits=0, missing="n/a",
+                                            doc="first-step swaps that re-render the original's wording")
+
+
+@dataclass(frozen=True)
+class RewordedFacts(SuiteFacts):
+    """:class:`SuiteFacts` and what the reworded suite's prose adds: the embedding rule's closeness of
+    swaps and each similarity rule's separating thresholds ("none" when there are none)."""
+
+    embedding_mean_sim_swapped: float | None = fact(unit="cosine", digits=3, missing="n/a", doc="mean, swapped")
+    embedding_rewording_more_similar_pct: float | None = _pct("comparisons the rewording wins, embeddings")
+    tfidf_separating: str | None = fact(missing="n/a", doc="TF-IDF thresholds separating swaps from rewordings")
+    embedding_separating: str | None = fact(missing="n/a", doc="embedding thresholds separating them")
+
+
+def suite_facts(a: SuiteAudit | None, names: RuleSet, sep: pd.DataFrame | None) -> RewordedFacts:
+    """:class:`RewordedFacts` of one suite's audit; ``sep``: its rows of :func:`separation_by_suite`
+    (None: the suite is not in the data folder, and every value is None)."""
+    if sep is None:
+        return RewordedFacts(*[None] * len(fields(RewordedFacts)))
+    pooled, mp, swapped = a.pooled, "meaning_preserving", np.array([k not in MEANING_PRESERVING for k in a.setup.kinds])
+    more = sep["rewording more similar (%)"].astype(float)
+    rerendered = rerender_share(a.setup.suite, a.setup.bench.vocabulary).get("first_step_swapped")
+    return RewordedFacts(
+        _share(pooled, mp, names.tfidf), _share(pooled, mp, names.embedding),
+        *(_share(pooled, "first_step_swapped", c) for c in (names.tfidf, names.embedding, names.matched,
+                                                            names.reference)),
+        _share(pooled, "swapped", names.reference), _share(pooled, mp, names.reference),
+        float(a.sims["tfidf"][swapped].min()), float(more["tfidf"]), None if rerendered is None else float(rerendered),
+        float(a.sims["embedding"][swapped].mean()), float(more["embedding"]),
+        str(sep.loc["tfidf", "separating thresholds"]), str(sep.loc["embedding", "separating thresholds"]))
+
+
+@dataclass(frozen=True)
+class PerturbationFacts(SuiteFacts):
+    """What chapter 05's prose and the intro quote (glued under ``ch05``): the template-built suite's
+    :class:`SuiteFacts` at the top level, the reworded suite's under ``rw``, and the chapter's own."""
+
+    rw: RewordedFacts
+    headline_fss_llm: float | None = _pct("LLM judge, template-built first-step swaps", missing="not run offline")
+    changed_statements: str | None = fact(missing="n/a (one suite)", doc="statements that change with the suite")
+    kept_statements: str | None = fact(missing="n/a (one suite)", doc="statements that do not")
+    tfidf_threshold: float = fact(unit="cosine", doc="TF-IDF threshold")
+    embedding_threshold: float = fact(unit="cosine", doc="embedding threshold (the paper's)")
+    matched_threshold: float = fact(unit="cosine", digits=2, doc="rate-matched embedding threshold")
+    matched_target_rate: float = fact(unit="%", digits=1, doc="the 'same' rate it reproduces")
+    headline_status: str = fact(doc="where the headline comes from")
+    llm_answer: str = fact(doc="the LLM judge's sentence in the answer")
+    headline_provenance: str = fact(doc="the intro's provenance cell")
+    headline_verdict: str = fact(doc="the intro's verdict")
+    paper_first_step_swapped_tfidf: float = fact(unit="%", doc="paper")
+    paper_first_step_swapped_embedding: float = fact(unit="%", doc="paper (Titan v2)")
+    paper_first_step_swapped_llm: float = fact(unit="%", doc="paper")
+    paper_meaning_preserving_tfidf: float = fact(unit="%", doc="paper")
+    paper_meaning_preserving_embedding: float = fact(unit="%", doc="paper (Titan v2)")
+
+
+def chapter_facts(ctx: ChapterContext, model: str, audits: Mapping[str, SuiteAudit], names: RuleSet,
+                  separation: pd.DataFrame) -> PerturbationFacts:
+    """:class:`PerturbationFacts` of a run: ``model`` the judge model, ``separation`` from
+    :func:`separation_by_suite`."""
+    by_suite = {n: suite_facts(audits[n], names, separation.loc[SUITE_LABELS[n]]) if n in audits
+                else suite_facts(None, names, None) for n in ("template", "reworded")}
+    verdicts = conclusions(audits, names, separation)
+    said = verdicts.get("changes with the suite")
+    llm = _share(audits["template"].pooled, "first_step_swapped", LLM_COLUMN) if "template" in audits else None
+    provenance, verdict = headline_provenance("ch05", ctx.llm)
+    paper = {f.name: reported("perturbations.{}_pct_different.{}".format(*f.name.removeprefix("paper_").rsplit("_", 1)))
+             for f in fields(PerturbationFacts) if f.name.startswith("paper_")}
+    return PerturbationFacts(
+        **{f.name: getattr(by_suite["template"], f.name) for f in fields(SuiteFacts)}, rw=by_suite["reworded"],
+        headline_fss_llm=llm,
+        changed_statements=None if said is None else "; ".join(verdicts.index[said == "yes"]) or
+        "none of the four statements",
+        kept_statements=None if said is None else "; ".join(verdicts.index[said == "no"]) or "none of them",
+        tfidf_threshold=names.rules[names.tfidf].threshold, embedding_threshold=names.rules[names.embedding].threshold,
+        matched_threshold=names.rules[names.matched].threshold_, matched_target_rate=100 * names.target_rate,
+        headline_status=ctx.status(model, LOCAL),
+        llm_answer="The LLM judge is not run offline." if llm is None else
+        f"The LLM judge ({model}) calls {llm:.0f} % of template-built first-step swaps different.",
+        headline_provenance=provenance, headline_verdict=verdict, **paper)
 
 
 # --------------------------------------------------------------------------- cost plan

@@ -3,7 +3,7 @@
 One call per step: ``setup`` (the valid perturbation pairs), ``reference_decisions`` (each rubric
 read literally), ``judge_rubrics_with_llm``, ``order_effects`` and ``rubric_model_axis`` (the LLM-only
 steps; offline they return "not run" placeholders), ``examples``, ``component_percent``,
-``findings``, ``headline``, ``answer`` and ``paper_rows``.
+``headline``, ``answer``, ``paper_rows`` and ``chapter_facts`` (the numbers the prose quotes).
 
 :func:`plan` lists the requests the chapter sends with an LLM backend, without sending them
 (``mechaudit estimate``).
@@ -21,10 +21,11 @@ import pandas as pd
 
 from mechaudit.agreement import estimate_range, model_agreement, raw_agreement
 from mechaudit.backends import Backend
-from mechaudit.book.chapter import axis_placeholder, judge_models
+from mechaudit.book.chapter import REFERENCE_JUDGE, ChapterContext, axis_placeholder, headline_provenance, judge_models
 from mechaudit.llm.pricing import Planned
 from mechaudit.paper import reported
 from mechaudit.perturb import KINDS, describe_change, load_pairs, load_suite
+from mechaudit.report.facts import fact
 from mechaudit.rules import LLMJudge, ReferenceJudge
 from mechaudit.rules.audit import not_run, percent_different
 from mechaudit.rules.base import Pair
@@ -217,22 +218,6 @@ def paper_rows(pct: pd.DataFrame, effects: OrderEffects, rubrics: Sequence[str],
     return rows + [("rubric.repetition_changed", int(t["repeat changed"].sum()), "all prompts")]
 
 
-def findings(pct: pd.DataFrame, components: pd.DataFrame, pairs: Sequence[Pair], rubrics: Sequence[str], *,
-             kinds: Sequence[str]) -> dict[str, float | None]:
-    """Numbers the prose quotes: per rubric the reference judge's % different for first- and
-    middle-step swaps (``ref_full_fss``, ...), and the shortest swapped chain and lowest step-overlap
-    (Jaccard) index of a swapped pair (NaN or None when the suite has no pair of that kind)."""
-    out: dict[str, float | None] = {}
-    for r in rubrics:
-        for short, kind in (("fss", "first_step_swapped"), ("mss", "middle_step_swapped")):
-            value = pct.loc[kind, f"reference {r}"] if kind in pct.index else np.nan
-            out[f"ref_{r}_{short}"] = float(value)
-    swap = np.array([k.endswith("_swapped") for k in kinds])
-    out["min_jaccard_swapped"] = float(components["jaccard"][swap].min()) if swap.any() else float("nan")
-    out["min_chain_swapped"] = min((len(a.chain) for (a, _), s in zip(pairs, swap) if s), default=None)
-    return out
-
-
 #: the rubrics of the intro's row and the chapter's answer, in the paper's order (38 / 83 / 96 %)
 HEADLINE_RUBRICS = ("none", "full", "step")
 
@@ -264,6 +249,59 @@ def answer(pct: pd.DataFrame, llm_run: bool) -> str:
     if not llm_run:
         return f"not measured offline (paper: {paper} %)"
     return f"{_joined(fss_by_rubric(pct, 'llm'), ' / ')} % (paper: {paper} %)"
+
+
+def _pct(doc: str) -> Any:
+    return fact(unit="%", digits=1, missing="not run", doc=doc)
+
+
+@dataclass(frozen=True)
+class RubricFacts:
+    """What chapter 06's prose and the intro quote (glued under ``ch06``): the reference judges' %
+    of first- and middle-step swaps judged different per rubric (None: rubric not run), the chain
+    facts behind the overlap rule, the paper's figures and the headline texts."""
+
+    jaccard_threshold: float = fact(doc="step-overlap threshold of the no-rubric reference judge")
+    ref_full_fss_pct: float | None = _pct("full rubric, first-step swaps")
+    ref_full_mss_pct: float | None = _pct("full rubric, middle-step swaps")
+    ref_step_fss_pct: float | None = _pct("step rubric, first-step swaps")
+    ref_step_mss_pct: float | None = _pct("step rubric, middle-step swaps")
+    ref_none_fss_pct: float | None = _pct("no rubric (step overlap), first-step swaps")
+    min_jaccard_swapped: float | None = fact(digits=3, missing="n/a", doc="lowest Jaccard index of a swapped pair")
+    min_chain_swapped: int | None = fact(unit="steps", missing="n/a", doc="shortest chain of a swapped pair")
+    paper_reversal_pct: float = fact(unit="%", doc="paper: decisions changed by order reversal")
+    headline_status: str = fact(doc="where the headline comes from")
+    paper_none_fss_pct: float = fact(unit="%", doc="paper's LLM, no rubric, first-step swaps")
+    paper_full_fss_pct: float = fact(unit="%", doc="paper's LLM, full rubric, first-step swaps")
+    paper_step_fss_pct: float = fact(unit="%", doc="paper's LLM, step rubric, first-step swaps")
+    answer: str = fact(doc="the chapter's answer (:func:`answer`)")
+    headline: str = fact(doc="the intro's cell (:func:`headline`)")
+    headline_provenance: str = fact(doc="the intro's provenance cell")
+    headline_verdict: str = fact(doc="the intro's verdict")
+
+
+def chapter_facts(ctx: ChapterContext, model: str, pct: pd.DataFrame, components: pd.DataFrame, s: RubricSetup,
+                  jaccard_threshold: float) -> RubricFacts:
+    """:class:`RubricFacts` of a run: ``pct`` (kinds x judges, % different), the step judge's
+    ``components`` of the pairs of ``s``; ``model`` the main judge model."""
+    def ref(rubric: str, kind: str) -> float | None:
+        column = f"reference {rubric}"
+        return float(pct.loc[kind, column]) if column in pct.columns and kind in pct.index else None
+
+    swap = np.array([k.endswith("_swapped") for k in s.kinds])
+    provenance, verdict = headline_provenance("ch06", ctx.llm, fss_by_rubric(pct, "llm") if ctx.llm else None)
+    return RubricFacts(
+        jaccard_threshold=jaccard_threshold,
+        **{f"ref_{r}_{short}_pct": ref(r, kind) for r in ("full", "step", "none")
+           for short, kind in (("fss", "first_step_swapped"), ("mss", "middle_step_swapped"))
+           if (r, short) != ("none", "mss")},
+        min_jaccard_swapped=float(components["jaccard"][swap].min()) if swap.any() else None,
+        min_chain_swapped=min((len(a.chain) for (a, _), sw in zip(s.pairs, swap) if sw), default=None),
+        paper_reversal_pct=reported("rubric.order_reversal_changed_pct"),
+        headline_status=ctx.status(model, REFERENCE_JUDGE),
+        **{f"paper_{r}_fss_pct": reported(f"rubric.first_step_swapped_pct_different.{r}") for r in HEADLINE_RUBRICS},
+        answer=answer(pct, ctx.llm), headline=headline(pct, ctx.llm),
+        headline_provenance=provenance, headline_verdict=verdict)
 
 
 # --------------------------------------------------------------------------- cost plan

@@ -5,7 +5,8 @@ and ``separation_by_suite`` (every perturbation suite of the data folder, side b
 ``suite_sweep`` and ``separation`` do one), ``fixed_decisions`` (the methods at the paper's thresholds; with an LLM
 backend the judge joins), ``agreement_sweep``, ``agreement_at_thresholds`` and ``best_agreement``
 (the committed-set pairs), ``stability_check`` and ``model_ranges`` (the judge's stability; offline
-the deterministic rules' check), ``three_methods``, ``headline`` and ``paper_rows``.
+the deterministic rules' check), ``three_methods``, ``paper_rows`` and ``chapter_facts``
+(the numbers the prose quotes).
 Each judge's stability row is ``mechaudit.rules.llm_judge.stability_summary`` (chapter 06 uses it too).
 
 :func:`plan` lists the requests the chapter sends with an LLM backend, without sending them
@@ -15,7 +16,7 @@ Each judge's stability row is ``mechaudit.rules.llm_judge.stability_summary`` (c
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -30,10 +31,12 @@ from mechaudit.agreement import (
     model_agreement,
     threshold_sweep,
 )
-from mechaudit.book.chapter import axis_placeholder, judge_models
+from mechaudit.book.chapter import REFERENCE_JUDGE, ChapterContext, axis_placeholder, headline_provenance, judge_models
 from mechaudit.llm.pricing import Planned
+from mechaudit.paper import reported
 from mechaudit.paths import cache_path
 from mechaudit.perturb import MEANING_PRESERVING, SUITE_LABELS, available_suites, load_pairs
+from mechaudit.report.facts import fact
 from mechaudit.rules import EmbeddingRule, LLMJudge, ReferenceJudge, TfidfRule
 from mechaudit.rules.audit import (
     separation_table,
@@ -102,27 +105,59 @@ def suite_sweep(sims: Mapping[str, np.ndarray], grids: Mapping[str, np.ndarray],
                      ignore_index=True)
 
 
-def separation(sims: Mapping[str, np.ndarray], preserving: np.ndarray, grids: Mapping[str, np.ndarray]
-               ) -> tuple[pd.DataFrame, dict[str, float | str]]:
-    """Per rule: the thresholds (if any) that call every meaning-preserving pair same and every
-    swapped pair different (exact, not only on the grid), with the similarities that decide it.
+@dataclass(frozen=True)
+class RuleShape:
+    """Where one similarity rule's cosines of a suite lie: the mean per group and the % of (rewording,
+    swap) comparisons in which the rewording is the more similar."""
 
-    Returns the table (indexed by rule) and facts for the prose per rule: mean and extreme
-    similarities, and the lowest grid threshold calling half the swaps different (``half_threshold``,
-    or "none on the grid") with the % of meaning-preserving pairs it calls different (``half_mp_pct``)."""
+    mean_sim_mp: float | None = fact(unit="cosine", digits=3, missing="n/a", doc="mean, meaning-preserving pairs")
+    mean_sim_swapped: float | None = fact(unit="cosine", digits=3, missing="n/a", doc="mean, swapped pairs")
+    rewording_more_similar_pct: float | None = fact(unit="%", digits=1, missing="n/a",
+                                                    doc="comparisons the rewording wins")
+
+
+@dataclass(frozen=True)
+class RuleSeparation(RuleShape):
+    """:class:`RuleShape` and what decides a separating threshold: the least similar meaning-preserving
+    and most similar swapped pair, and the lowest grid threshold calling half the swaps different
+    ("none on the grid") with the % of meaning-preserving pairs it calls different."""
+
+    min_sim_mp: float | None = fact(unit="cosine", digits=3, missing="n/a", doc="lowest, meaning-preserving pairs")
+    max_sim_swapped: float | None = fact(unit="cosine", digits=3, missing="n/a", doc="highest, swapped pairs")
+    half_threshold: float | str | None = fact(unit="cosine", missing="n/a", doc="lowest grid threshold, half the swaps")
+    half_mp_pct: float | None = fact(unit="%", digits=1, missing="n/a", doc="meaning-preserving pairs called different")
+
+
+@dataclass(frozen=True)
+class SuiteSeparation:
+    """:class:`RuleSeparation` per similarity rule of one suite, and how many rules can separate its kinds."""
+
+    tfidf: RuleSeparation
+    embedding: RuleSeparation
+    separating_sentence: str = fact(doc="how many rules have a separating threshold (:func:`separating_sentence`)")
+
+
+#: what a suite missing from the data folder glues
+NO_SUITE = SuiteSeparation(*[RuleSeparation(*[None] * 7)] * 2, separating_sentence="this suite is not in the data")
+
+
+def separation(sims: Mapping[str, np.ndarray], preserving: np.ndarray, grids: Mapping[str, np.ndarray]
+               ) -> tuple[pd.DataFrame, SuiteSeparation]:
+    """Per rule: the thresholds (if any) that call every meaning-preserving pair same and every
+    swapped pair different (exact, not only on the grid), with the similarities that decide it;
+    returns the table (indexed by rule) and its :class:`SuiteSeparation`."""
     table = separation_table(sims, preserving)
-    facts: dict[str, float | str] = {}
-    for rule, sim in sims.items():
+    rules = {}
+    for rule in RULES:
+        sim = sims[rule]
         half = [t for t in grids[rule] if (sim[~preserving] < t).mean() >= 0.5]
-        facts.update({f"{rule}_mean_sim_mp": float(sim[preserving].mean()),
-                      f"{rule}_mean_sim_swapped": float(sim[~preserving].mean()),
-                      f"{rule}_min_sim_mp": float(sim[preserving].min()),
-                      f"{rule}_max_sim_swapped": float(sim[~preserving].max()),
-                      f"{rule}_rewording_more_similar_pct": float(table.loc[rule, "rewording more similar (%)"]),
-                      f"{rule}_half_threshold": float(half[0]) if half else "none on the grid",
-                      f"{rule}_half_mp_pct": 100 * float((sim[preserving] < half[0]).mean()) if half else float("nan")})
-    facts["n_separating"] = int((table["separating thresholds"] != "none").sum())
-    return table, facts
+        rules[rule] = RuleSeparation(
+            float(sim[preserving].mean()), float(sim[~preserving].mean()),
+            float(table.loc[rule, "rewording more similar (%)"]), float(sim[preserving].min()),
+            float(sim[~preserving].max()), float(half[0]) if half else "none on the grid",
+            100 * float((sim[preserving] < half[0]).mean()) if half else None)
+    n_separating = int((table["separating thresholds"] != "none").sum())
+    return table, SuiteSeparation(**rules, separating_sentence=separating_sentence(n_separating))
 
 
 def suites_of(data_dir: str | Path | None = None) -> dict[str, tuple[list[Pair], list[str]]]:
@@ -140,9 +175,9 @@ def sweep_by_suite(sims: Mapping[str, Mapping[str, np.ndarray]], grids: Mapping[
 
 
 def separation_by_suite(sims: Mapping[str, Mapping[str, np.ndarray]], grids: Mapping[str, np.ndarray], *,
-                        kinds: Mapping[str, Sequence[str]]
-                        ) -> tuple[pd.DataFrame, dict[str, dict[str, float | str]]]:
-    """``separation`` of every suite: the tables stacked (rows: suite label, rule) and the facts per suite name."""
+                        kinds: Mapping[str, Sequence[str]]) -> tuple[pd.DataFrame, dict[str, SuiteSeparation]]:
+    """``separation`` of every suite: the tables stacked (rows: suite label, rule) and each suite's
+    :class:`SuiteSeparation` by suite name."""
     out = {n: separation(sims[n], np.array([k in MEANING_PRESERVING for k in kinds[n]]), grids) for n in sims}
     return stack_suites({n: table for n, (table, _) in out.items()}, SUITE_LABELS), {n: f for n, (_, f) in out.items()}
 
@@ -281,14 +316,64 @@ def complete_agreement_sentence(n_possible: int, n_combinations: int) -> str:
     return f"Some threshold gives complete agreement for {n_possible} of the {n_combinations} {what}."
 
 
-def headline(three: pd.DataFrame) -> dict[str, str | float]:
-    """The intro's values: raw agreement range ("a to b %" text) and kappa range ("a to b": words, so
-    a narrow table cell breaks the range at a space, never inside a number), plus the ends."""
-    low, high = 100 * three["raw_agreement"].min(), 100 * three["raw_agreement"].max()
-    klow, khigh = three["kappa"].min(), three["kappa"].max()
-    return {"agreement": f"{low:.1f} to {high:.1f} %", "kappa": f"{klow:.2f} to {khigh:.2f}",
-            "agreement_low": float(low), "agreement_high": float(high),
-            "kappa_low": float(klow), "kappa_high": float(khigh)}
+@dataclass(frozen=True)
+class SensitivityFacts:
+    """What chapter 07's prose and the intro quote (glued under ``ch07``): the three methods' agreement
+    range at the paper's thresholds, each suite's separation (template-built suite at the top level,
+    reworded under ``rw``), the reference judge beside TF-IDF, the best kappas and the paper's figures."""
+
+    agreement_pct_low: float = fact(unit="%", digits=1, doc="lowest raw agreement of the three methods")
+    agreement_pct_high: float = fact(unit="%", digits=1, doc="highest raw agreement of the three methods")
+    kappa_low: float = fact(unit="kappa", digits=2, doc="lowest kappa of the three methods")
+    kappa_high: float = fact(unit="kappa", digits=2, doc="highest kappa of the three methods")
+    headline_agreement: str = fact(doc="the raw agreement range, as words: a narrow cell breaks it at a space")
+    headline_kappa: str = fact(doc="the kappa range, as words")
+    headline_status: str = fact(doc="where the headline comes from")
+    headline_provenance: str = fact(doc="the intro's provenance cell")
+    headline_verdict: str = fact(doc="the intro's verdict")
+    tfidf: RuleShape  # the template-built suite
+    embedding: RuleShape
+    separating_sentence: str = fact(doc="template-built suite: how many rules can separate the kinds")
+    rw: SuiteSeparation
+    ref_tfidf_agreement: str = fact(doc="raw agreement of the reference judge and TF-IDF, with its %")
+    ref_tfidf_kappa: float = fact(unit="kappa", digits=2, doc="their kappa")
+    ref_same_pct: float = fact(unit="%", digits=1, doc="pairs the reference judge calls the same")
+    tfidf_same_pct: float = fact(unit="%", digits=1, doc="pairs TF-IDF calls the same")
+    tfidf_best_kappa_reference: float = fact(unit="kappa", digits=2, doc="TF-IDF's best kappa with the reference")
+    embedding_best_kappa_reference: float = fact(unit="kappa", digits=2, doc="embeddings' best kappa with it")
+    complete_sentence: str = fact(doc=":func:`complete_agreement_sentence` of the best table")
+    paper_raw_agreement_pct_low: float = fact(unit="%", doc="paper")
+    paper_raw_agreement_pct_high: float = fact(unit="%", doc="paper")
+    paper_kappa_low: float = fact(unit="kappa", doc="paper")
+    paper_kappa_high: float = fact(unit="kappa", doc="paper")
+    paper_tfidf_threshold: float = fact(unit="cosine", doc="paper")
+    paper_embedding_threshold: float = fact(unit="cosine", doc="paper (Titan v2)")
+
+
+def chapter_facts(ctx: ChapterContext, model: str, s: SensitivitySetup, fixed: FixedMethods, three: pd.DataFrame,
+                  at_thresholds: pd.DataFrame, best: pd.DataFrame, seps: Mapping[str, SuiteSeparation]
+                  ) -> SensitivityFacts:
+    """:class:`SensitivityFacts` of a run: ``model`` the first judge model, ``three`` from
+    :func:`three_methods`, ``at_thresholds`` from :func:`agreement_at_thresholds`, ``best`` from
+    :func:`best_agreement`, ``seps`` from :func:`separation_by_suite` (a missing suite: :data:`NO_SUITE`)."""
+    low, high = 100 * float(three["raw_agreement"].min()), 100 * float(three["raw_agreement"].max())
+    klow, khigh = float(three["kappa"].min()), float(three["kappa"].max())
+    provenance, verdict = headline_provenance("ch07", ctx.llm, {"agreement": low, "κ": klow})
+    reference = f"reference ({s.reference.rubric})"
+    ref_tfidf = at_thresholds.loc[(reference, fixed.tfidf)]
+    template = seps.get("template", NO_SUITE)  # its prose quotes the means only, not the extremes
+    shape = [RuleShape(*(getattr(getattr(template, r), f.name) for f in fields(RuleShape))) for r in RULES]
+    return SensitivityFacts(
+        low, high, klow, khigh, f"{low:.1f} to {high:.1f} %", f"{klow:.2f} to {khigh:.2f}",
+        ctx.status(model, REFERENCE_JUDGE), provenance, verdict, *shape, template.separating_sentence,
+        seps.get("reworded", NO_SUITE),
+        ref_tfidf_agreement=f"{100 * ref_tfidf['raw agreement']:.1f} %", ref_tfidf_kappa=float(ref_tfidf["kappa"]),
+        ref_same_pct=100 * float(ref_tfidf["same rate a"]), tfidf_same_pct=100 * float(ref_tfidf["same rate b"]),
+        **{f"{r}_best_kappa_reference": float(best.loc[(r, reference), "kappa"]) for r in RULES},
+        complete_sentence=complete_agreement_sentence(int(best["complete agreement possible"].sum()), len(best)),
+        **{f"paper_{k}": reported(f"sensitivity.{k}") for k in ("raw_agreement_pct_low", "raw_agreement_pct_high",
+                                                               "kappa_low", "kappa_high", "tfidf_threshold",
+                                                               "embedding_threshold")})
 
 
 def paper_rows(three: pd.DataFrame, fixed: FixedMethods, check: StabilityCheck, *, tfidf_threshold: float,
