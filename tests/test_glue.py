@@ -117,8 +117,9 @@ def record_class(expr: ast.expr, tree: ast.Module) -> type:
 
 
 def glued_names(code: str) -> Glued:
-    """Names glued by ``glue(...)`` and ``glue_figure(...)`` calls (any ``*.glue`` too) in a code text,
-    and the keys of the records ``glue_facts(prefix, record)`` glues (``fact_keys`` of their class)."""
+    """Names glued by ``glue(...)`` and ``glue_figure(...)`` calls (any ``*.glue`` too) and by a
+    ``glue_as="..."`` argument (``ctx.figure``) in a code text, and the keys of the records
+    ``glue_facts(prefix, record)`` glues (``fact_keys`` of their class)."""
     from mechaudit.report.facts import fact_keys
 
     found = Glued()
@@ -136,6 +137,10 @@ def glued_names(code: str) -> Glued:
                 found.names |= set(fact_keys(prefix_arg.value, record_class(node.args[1], tree)))
             except (LookupError, AttributeError, TypeError) as err:
                 found.problems.append(f"line {node.lineno}: the record glue_facts glues is unknown: {err}")
+            continue
+        glue_as = next((k.value for k in node.keywords if k.arg == "glue_as"), None)
+        if isinstance(glue_as, ast.Constant) and isinstance(glue_as.value, str):
+            found.names.add(glue_as.value)
             continue
         if not (isinstance(func, ast.Name) and func.id in ("glue", "glue_figure")) and not (
             isinstance(func, ast.Attribute) and func.attr in ("glue", "glue_figure")
@@ -215,9 +220,10 @@ def test_checker_reads_roles_directives_and_calls():
         "%matplotlib inline\nfrom mechaudit.report.glue import glue\nglue('ch09_a', 1)\n"
         "mechaudit.report.glue.glue(name='ch09_b', value=2.0, digits=1)\n"
         "for r in rules:\n    glue(f'ch09_extra_{r}', 3)\nglue(name_var, 4)\n"
+        "ctx.figure('x', fig, glue_as='ch09_fig')\nctx.figure('y', fig)\n"
     )
     found = glued_names(code)
-    assert found.names == {"ch09_a", "ch09_b"}
+    assert found.names == {"ch09_a", "ch09_b", "ch09_fig"}
     assert found.covers("ch09_extra_tfidf") and not found.covers("ch09_c") and not found.covers("ch09_extra_")
     assert len(found.problems) == 1 and "name_var" in found.problems[0]
 
