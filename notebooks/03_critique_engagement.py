@@ -88,13 +88,16 @@ ctx = ChapterContext.open(globals())  # the backend, parsed once; this chapter's
 from IPython.display import display
 
 from mechaudit.book import ch03_critique_engagement as ch
+from mechaudit.book.chapter import SIMULATED
 from mechaudit.engagement import engagement_table
 from mechaudit.plots.workflow import engagement_figure
 from mechaudit.report.facts import glue_facts
+from mechaudit.report.glue import glue
 from mechaudit.workflow import workflow_setup
 
-facts = ch.opening(ctx, judge_model)
-glue_facts("ch03", facts)
+glue("ch03_headline_status", ctx.status(judge_model, SIMULATED))
+paper_counts = ch.paper_engagement()
+glue_facts("ch03_paper", paper_counts)
 paper = ch.paper_shares() if ctx.show_paper else None
 setup = workflow_setup(ctx.client, data_dir=data_dir, design_file=design_file, simulator_file=simulator_file,
                        seed=seed, generator_model=generator_model, json_retries=json_retries)
@@ -148,7 +151,7 @@ if (table := ctx.paper_table(ch.paper_rows(labelled, ctx.backend), label="tbl-ch
 
 # %%
 per_run = sum(len(r.delivered) for r in setup.delivery.runs) / len(setup.delivery.runs)  # delivered hypotheses
-density = ch.density_table(len(labelled), facts.paper.demands if ctx.show_paper else None, setup.design, per_run)
+density = ch.density_table(len(labelled), paper_counts.demands if ctx.show_paper else None, setup.design, per_run)
 
 # %% tags=["hide-input"]
 ctx.table("demand_density", density, label="tbl-ch03-density",

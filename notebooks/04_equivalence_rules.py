@@ -86,6 +86,7 @@ ctx = ChapterContext.open(globals())  # the backend, parsed once; this chapter's
 from IPython.display import display
 
 from mechaudit.book import ch04_equivalence_rules as ch
+from mechaudit.book.chapter import SIMULATED
 from mechaudit.paper import reported
 from mechaudit.plots.workflow import cluster_count_figure
 from mechaudit.report.facts import glue_facts
@@ -94,7 +95,8 @@ from mechaudit.workflow import delivered_diversity, diversity_table, report_drop
 
 setup = workflow_setup(ctx.client, data_dir=data_dir, design_file=design_file, simulator_file=simulator_file,
                        seed=seed, generator_model=generator_model, json_retries=json_retries)
-glue_facts("ch04", ch.opening(setup.bench, ctx, judge_model))
+glue("ch04_openings", ch.openings_label(setup.bench))
+glue("ch04_headline_status", ctx.status(judge_model, SIMULATED))
 report_dropped(setup.delivery, json_retries)
 
 # %% [markdown]

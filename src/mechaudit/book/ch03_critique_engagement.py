@@ -17,7 +17,7 @@ from typing import Any
 import pandas as pd
 
 from mechaudit.backends import Backend
-from mechaudit.book.chapter import SIMULATED, ChapterContext, headline_provenance
+from mechaudit.book.chapter import headline_provenance
 from mechaudit.engagement import (
     LABELS,
     engagement_table,
@@ -198,19 +198,6 @@ def paper_engagement() -> PaperEngagement:
     """The paper's demand count and label shares (%), from ``params/paper.yaml``."""
     return PaperEngagement(demands=reported("engagement.demands"),
                            **{f"{label}_pct": reported(f"engagement.{label}_pct") for label in LABELS})
-
-
-@dataclass(frozen=True)
-class Opening:
-    """What the set-up cell glues under ``ch03``: the headline's status and the paper's counts."""
-
-    headline_status: str = fact(doc="where the headline's numbers come from")
-    paper: PaperEngagement
-
-
-def opening(ctx: ChapterContext, judge_model: str) -> Opening:
-    """:class:`Opening` of a chapter run with ``ctx`` and ``judge_model``."""
-    return Opening(headline_status=ctx.status(judge_model, SIMULATED), paper=paper_engagement())
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from typing import Any
 
 import pandas as pd
 
-from mechaudit.book.chapter import SIMULATED, ChapterContext, headline_provenance, judge_models
+from mechaudit.book.chapter import headline_provenance, judge_models
 from mechaudit.llm.pricing import Planned
 from mechaudit.paths import cache_path
 from mechaudit.report.facts import fact
@@ -120,19 +120,6 @@ def by_depth_text(div: pd.DataFrame, rule: str, grouping: str = "complete") -> s
         return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
     return f"{join(values)} at K = {join(depths)}"
-
-
-@dataclass(frozen=True)
-class Opening:
-    """What the set-up cell glues under ``ch04``."""
-
-    openings: int | str = fact(unit="hypotheses", doc="opening hypotheses per instance (:func:`openings_label`)")
-    headline_status: str = fact(doc="where the headline's numbers come from")
-
-
-def opening(bench: Benchmark, ctx: ChapterContext, judge_model: str) -> Opening:
-    """:class:`Opening` of a chapter run with ``ctx`` and ``judge_model`` on ``bench``."""
-    return Opening(openings=openings_label(bench), headline_status=ctx.status(judge_model, SIMULATED))
 
 
 def _groups(doc: str) -> Any:
