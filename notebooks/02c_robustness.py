@@ -114,37 +114,22 @@ n_jobs = -1
 from IPython.display import display
 
 from mechaudit.book import ch02c_robustness as ch
-from mechaudit.book.chapter import SIMULATED, ChapterContext, headline_provenance, simulation_only_note, source_note
+from mechaudit.book.chapter import ChapterContext, simulation_only_note, source_note
 from mechaudit.paper import reported
-from mechaudit.paths import PARAMS_DIR
-from mechaudit.plots.robustness import (
-               conclusion_figure,
-               consistency_figure,
-               power_figure,
-               rule_estimates_figure,
-)
-from mechaudit.report.comparison import compare_paper_default
+from mechaudit.plots import robustness as plots
 from mechaudit.report.facts import glue_facts
-from mechaudit.report.glue import glue, glue_figure
-from mechaudit.report.outputs import save
-from mechaudit.report.tables import book_table, use_book_tables
-from mechaudit.workflow.calibrate import load_calibration
+from mechaudit.report.tables import book_table
 from mechaudit.workflow.parallel import connect
 from mechaudit.workflow.power import runs_needed
-from mechaudit.workflow.robustness import diminishing_returns, max_change_pp, rule_bias, rule_gap
+from mechaudit.workflow.robustness import rule_bias
 
 ctx = ChapterContext.open(globals())  # the backend, parsed once
 simulation_only_note(ctx.backend)  # LLM backends: this chapter still runs the simulator only
-use_book_tables()  # every table below in the book's format: labels, units, rounding
-show_paper = compare_paper_default(compare_paper, data_dir)
-s = ch.setup(data_dir, design_file, simulator_file)
-bench, instances, design, base = s.bench, s.instances, s.design, s.base
-defaults = ch.defaults(base)
+s = ch.setup(data_dir, design_file, simulator_file, calibration_file)
+defaults = ch.defaults(s.base)
 jobs = {"n_jobs": n_jobs, "parallel_backend": parallel_backend}
 cluster = connect(parallel_backend, scheduler)  # "dask": the client the loops use; None otherwise
 fig_caption = "Backend: reference (simulator)"  # every figure here is simulated, under every backend
-spec = load_calibration(PARAMS_DIR / calibration_file)
-observed, sd = ch.observed_and_sd(spec)
 
 # %% [markdown]
 # ## The grid and the settings consistent with the paper
@@ -167,40 +152,25 @@ observed, sd = ch.observed_and_sd(spec)
 # outside the consistent set says little about the paper's workflow; the full grid is context only.
 
 # %% tags=["hide-input"]
-truths_all = ch.chapter_truths(s, spec, robust_axes=robust_axes, alternatives_axes=alternatives_axes,
+truths_all = ch.chapter_truths(s, s.spec, robust_axes=robust_axes, alternatives_axes=alternatives_axes,
                                pick_quantiles=pick_quantiles, runs_per_depth=truth_runs_per_depth,
                                n_seeds=truth_seeds, seed=seed, ratio=diminishing_ratio, z=z, **jobs)
 print(source_note(truths_all.sources))
 truths = truths_all.map
 
 # %% tags=["hide-input"]
-save("truth_grid", truths.round(2), out_dir)
-inside = truths[truths.consistent]
-display(book_table(ch.consistent_view(inside, list(robust_axes)), name="tbl-ch02c-consistent",
+ctx.table("truth_grid", truths.round(2))  # the whole grid, to the run folder
+display(book_table(ch.consistent_view(truths[truths.consistent], list(robust_axes)), name="tbl-ch02c-consistent",
                    caption="The grid's settings consistent with the paper's 0 v 1 and 0 v 5 effects jointly: "
                            "truths (pp) and the status of conclusion (a) under both criteria."))
 
 # %% tags=["remove-cell"]
-glue("ch02c_observed_text", " and ".join(f"{v:g} pp for {k}" for k, v in observed.items()))
-glue("ch02c_sd_text", " and ".join(f"{v:g} pp" for v in sd.values()))
-glue("ch02c_correlation", spec.target_correlation)
-glue("ch02c_level_pct", f"{100 * spec.consistent_level:g}")
-glue("ch02c_default_p_find", defaults["p_find"])
-glue("ch02c_default_conceded", defaults["conceded"])
-glue("ch02c_truth_runs", truth_runs_per_depth)
-glue("ch02c_truth_seeds", truth_seeds)
-glue("ch02c_max_se", float(truths.filter(like="se_").to_numpy().max()), digits=2)
-glue("ch02c_n_consistent", int(truths.consistent.sum()))
-glue("ch02c_n_points", len(truths))
-glue("ch02c_status_sentence", ch.status_sentence(truths))
-glue("ch02c_status_sentence_norm", ch.status_sentence(truths, "normalised"))
-glue_facts("ch02c", ch.consistent_spans(inside, list(robust_axes)))
-glue("ch02c_outside_sentence", ch.outside_sentence(truths))
-glue("ch02c_ceiling_sentence", ch.ceiling_sentence(truths))
-fig = consistency_figure(truths, x="p_find", y="weak_scale", facet="conceded", caption=fig_caption,
-                         observed=observed["0 v 1"],
-                         legend="consistent with the paper's 0 v 1 and 0 v 5 jointly")
-fig = glue_figure("ch02c_fig_consistent", save("consistent_settings", fig, out_dir))
+glue_facts("ch02c", ch.grid_facts(truths, s.spec, defaults, truth_runs_per_depth, truth_seeds))
+glue_facts("ch02c", ch.consistent_spans(truths, list(robust_axes)))
+fig = plots.consistency_figure(truths, x="p_find", y="weak_scale", facet="conceded", caption=fig_caption,
+                               observed=ch.observed_and_sd(s.spec)[0]["0 v 1"],
+                               legend="consistent with the paper's 0 v 1 and 0 v 5 jointly")
+fig = ctx.figure("consistent_settings", fig, glue_as="ch02c_fig_consistent")
 
 # %% [markdown]
 # {numref}`tbl-ch02c-consistent` lists the {glue:text}`ch02c_n_consistent` consistent settings of the
@@ -225,8 +195,8 @@ fig = glue_figure("ch02c_fig_consistent", save("consistent_settings", fig, out_d
 # ## Conclusion (a) at the consistent settings
 
 # %% tags=["remove-cell"]
-fig = conclusion_figure(truths, x="p_find", y="weak_scale", facet="conceded", caption=fig_caption)
-fig = glue_figure("ch02c_fig_conclusion", save("conclusion_map", fig, out_dir))
+fig = plots.conclusion_figure(truths, x="p_find", y="weak_scale", facet="conceded", caption=fig_caption)
+fig = ctx.figure("conclusion_map", fig, glue_as="ch02c_fig_conclusion")
 
 # %% [markdown]
 # ```{glue:figure} ch02c_fig_conclusion
@@ -263,14 +233,11 @@ fig = glue_figure("ch02c_fig_conclusion", save("conclusion_map", fig, out_dir))
 alt = truths_all.alternatives
 
 # %% tags=["hide-input"]
-display(book_table(save("alternatives", ch.alternatives_table(alt, alternatives_axes), out_dir),
-                   name="tbl-ch02c-alternatives",
-                   caption="Truths as the repair's concentration on named entities changes."))
+display(ctx.table("alternatives", ch.alternatives_table(alt, alternatives_axes), label="tbl-ch02c-alternatives",
+                  caption="Truths as the repair's concentration on named entities changes."))
 
 # %% tags=["remove-cell"]
-glue("ch02c_ew_truth_change_pp", max_change_pp(alt, "p_find", ["truth_0v1_pp", "truth_1v5_pp"]), digits=1)
-glue("ch02c_ew_same_change_pct", max_change_pp(alt, "p_find", ["same_K1_pp"]), digits=1)
-glue("ch02c_ew_ceiling_change_pp", max_change_pp(alt, "p_find", ["max_1v5_pp"]), digits=1)
+glue_facts("ch02c", ch.alternatives_facts(alt))
 
 # %% [markdown]
 # Across `evidence_weight` from 1 to 1000, at each `p_find` of the table, the 0 v 1 and 1 v 5 truths move by at most
@@ -290,34 +257,25 @@ glue("ch02c_ew_ceiling_change_pp", max_change_pp(alt, "p_find", ["max_1v5_pp"]),
 # with its own, the mechanism key and TF-IDF with the mechanism key's.
 
 # %%
-studies = ch.chapter_studies(
-    s, truths_all, list(robust_axes), tfidf_threshold=tfidf_threshold,
-    n_text_replications=n_text_replications,
-    power_designs=power_designs,
-    n_power_replications=n_power_replications, alpha=alpha,
-    power_ladder=power_ladder, power_level=power_level,
-    pool_runs_per_depth=pool_runs_per_depth,
-    n_resamples=n_resamples, n_pools=n_pools, seed=seed, **jobs)
+studies = ch.chapter_studies(s, truths_all, list(robust_axes), tfidf_threshold=tfidf_threshold,
+                             n_text_replications=n_text_replications, power_designs=power_designs,
+                             n_power_replications=n_power_replications, alpha=alpha, power_ladder=power_ladder,
+                             power_level=power_level, pool_runs_per_depth=pool_runs_per_depth,
+                             n_resamples=n_resamples, n_pools=n_pools, seed=seed, **jobs)
 print(source_note(studies.sources))
 labels = ch.setting_labels(truths_all.picks, list(robust_axes))
 bias = rule_bias(studies.rule_reps, truths_all.pick_truths, z=z)
 
 # %% tags=["hide-input"]
-save("rule_bias", bias.round(2), out_dir)
+ctx.table("rule_bias", bias.round(2))  # every comparison, to the run folder
 display(book_table(ch.rule_view(bias[bias.comparison.isin(["0 v 1", "1 v 5"])], labels), name="tbl-ch02c-rules",
                    caption="Each rule's mean estimate against the truth of its quantity at the chosen settings."))
 
 # %% tags=["remove-cell"]
-glue("ch02c_n_text_reps", n_text_replications)
-low, high = rule_gap(bias, "0 v 1", "tfidf", "paper_rates")
-glue("ch02c_tfidf_minus_rate_0v1", f"{low:+.1f} to {high:+.1f}" if round(low, 1) != round(high, 1) else f"{low:+.1f}")
-low, high = rule_gap(bias, "0 v 1", "mechanism_key", "paper_rates")
-glue("ch02c_key_minus_rate_0v1", f"{low:+.1f} to {high:+.1f}")
-glue("ch02c_max_bias", ch.max_bias_text(bias))
-fig = rule_estimates_figure(bias, labels, caption=fig_caption,
-                            rules={"mechanism_key": "mechanism key", "paper_rates": "paper-rate judge",
-                                   "tfidf": "TF-IDF"})
-fig = glue_figure("ch02c_fig_rules", save("rule_estimates", fig, out_dir))
+glue_facts("ch02c", ch.rule_facts(bias, n_text_replications))
+fig = plots.rule_estimates_figure(bias, labels, caption=fig_caption, rules={
+    "mechanism_key": "mechanism key", "paper_rates": "paper-rate judge", "tfidf": "TF-IDF"})
+fig = ctx.figure("rule_estimates", fig, glue_as="ch02c_fig_rules")
 
 # %% [markdown]
 # ```{glue:figure} ch02c_fig_rules
@@ -349,8 +307,8 @@ fig = glue_figure("ch02c_fig_rules", save("rule_estimates", fig, out_dir))
 
 # %% tags=["hide-input"]
 settings, power = studies.settings, studies.power
-book_table(save("power_settings", ch.settings_table(settings), out_dir), name="tbl-ch02c-settings",
-           caption="The settings of the power study and their 1 v 5 truth.")
+ctx.table("power_settings", ch.settings_table(settings), label="tbl-ch02c-settings",
+          caption="The settings of the power study and their 1 v 5 truth.")
 
 # %% [markdown]
 # Each replication draws its runs without replacement from a pool of `pool_runs_per_depth` simulated
@@ -368,26 +326,12 @@ book_table(save("power_settings", ch.settings_table(settings), out_dir), name="t
 # p = (1 + hits) / (R + 1)). Power of each named design (instances x runs per depth):
 
 # %% tags=["hide-input"]
-display(book_table(save("power_by_design", ch.design_powers(power), out_dir), name="tbl-ch02c-power",
-                   caption="Power of the permutation test at alpha per design (instances x runs per depth) "
-                           "and setting."))
+display(ctx.table("power_by_design", ch.design_powers(power), label="tbl-ch02c-power",
+                  caption="Power of the permutation test at alpha per design (instances x runs per depth) "
+                          "and setting."))
 
 # %% tags=["remove-cell"]
-glue("ch02c_n_power_reps", n_power_replications)
-glue("ch02c_n_pools", n_pools)
-top = max(settings, key=lambda st: st.target_pp)
-glue_facts("ch02c_top", ch.top_power(power, top))
-glue("ch02c_runs_vs_instances", ch.runs_vs_instances(power, top.target_pp))
-by_design = power[power.role == "design"].set_index(["target_pp", "n_instances", "runs_per_depth"])
-glue("ch02c_power_range", ch.power_range_text(power, settings, labels))
-glue("ch02c_headline_truth", top.truth_pp, digits=1)
-glue("ch02c_headline_power", by_design.loc[(top.target_pp, 4, 5)].power if (top.target_pp, 4, 5) in by_design.index
-     else "not in this design", digits=2 if (top.target_pp, 4, 5) in by_design.index else None)
-glue("ch02c_headline_status", SIMULATED)
-# the intro's provenance and verdict (a simulation-only chapter)
-row_provenance, row_verdict = headline_provenance("ch02c", llm=False)  # simulated under every backend
-glue("ch02c_headline_provenance", row_provenance)
-glue("ch02c_headline_verdict", row_verdict)
+glue_facts("ch02c", ch.power_facts(power, settings, labels, n_power_replications, n_pools))
 
 # %% [markdown]
 # For the paper's design (4 instances, 5 runs per depth) the power at alpha 0.05 ranges
@@ -408,18 +352,14 @@ glue("ch02c_headline_verdict", row_verdict)
 needed = runs_needed(power, level=power_level)
 
 # %% tags=["hide-input"]
-display(book_table(save("runs_needed", ch.needed_table(needed), out_dir), name="tbl-ch02c-needed",
-                   caption="Runs per depth a four-instance study needs for the target power, per setting."))
+display(ctx.table("runs_needed", ch.needed_table(needed), label="tbl-ch02c-needed",
+                  caption="Runs per depth a four-instance study needs for the target power, per setting."))
 
 # %% tags=["remove-cell"]
-glue("ch02c_paper_1v5_pp", reported("critique_depth.extra_divergence_pp.k1_vs_k5"), digits=1)
-glue("ch02c_needed_text", ch.needed_text(needed))
-glue("ch02c_ladder_max", max(power_ladder))
-glue("ch02c_paper_1v5_where", ch.paper_inside(reported("critique_depth.extra_divergence_pp.k1_vs_k5"), settings))
-glue("ch02c_power_verdict", ch.power_verdict(power, power_level))
-fig = power_figure(power, caption=fig_caption, level=power_level,
-                   paper_runs=reported("design.runs_per_depth") if show_paper else None)
-fig = glue_figure("ch02c_fig_power", save("power", fig, out_dir))
+glue_facts("ch02c", ch.needed_facts(needed, power, settings, power_ladder, power_level))
+fig = plots.power_figure(power, caption=fig_caption, level=power_level,
+                         paper_runs=reported("design.runs_per_depth") if ctx.show_paper else None)
+fig = ctx.figure("power", fig, glue_as="ch02c_fig_power")
 
 # %% [markdown]
 # With four instances, the runs per depth needed for 80 % power, per true 1 v 5 effect, are
@@ -443,11 +383,7 @@ fig = glue_figure("ch02c_fig_power", save("power", fig, out_dir))
 # ```
 
 # %% tags=["remove-cell"]
-# numbers the exercise solutions quote, computed from this chapter's grid (no new simulation)
-strict = diminishing_returns(truths, ratio=0.1, z=z)
-glue("ch02c_ex1_status", ch.status_sentence(strict))
-glue("ch02c_ex1_fails_0v1_max", ch.fails_outside(strict) or 0.0, digits=1)
-glue_facts("ch02c_default", ch.default_cell(truths, defaults, list(robust_axes)))
+glue_facts("ch02c", ch.exercise_facts(truths, defaults, list(robust_axes), z))
 
 # %% [markdown]
 # ## Exercises

@@ -88,24 +88,19 @@ ctx = ChapterContext.open(globals())  # the backend, parsed once; this chapter's
 from IPython.display import display
 
 from mechaudit.book import ch03_critique_engagement as ch
-from mechaudit.book.chapter import SIMULATED, headline_provenance
-from mechaudit.engagement import engagement_table, paper_shares
-from mechaudit.paper import reported
+from mechaudit.book.chapter import SIMULATED
+from mechaudit.engagement import engagement_table
 from mechaudit.plots.workflow import engagement_figure
-from mechaudit.report.comparison import compare, compare_paper_default
 from mechaudit.report.facts import glue_facts
-from mechaudit.report.glue import glue, glue_figure
-from mechaudit.report.outputs import save
-from mechaudit.report.tables import book_table, use_book_tables
-from mechaudit.workflow import null_params, workflow_setup
+from mechaudit.report.glue import glue
+from mechaudit.workflow import workflow_setup
 
-use_book_tables()  # every table below in the book's format: labels, units, rounding
 glue("ch03_headline_status", ctx.status(judge_model, SIMULATED))
-show_paper = compare_paper_default(compare_paper, data_dir)
-paper = paper_shares() if show_paper else None
+paper_counts = ch.paper_engagement()
+glue_facts("ch03_paper", paper_counts)
+paper = ch.paper_shares() if ctx.show_paper else None
 setup = workflow_setup(ctx.client, data_dir=data_dir, design_file=design_file, simulator_file=simulator_file,
                        seed=seed, generator_model=generator_model, json_retries=json_retries)
-glue_facts("ch03_paper", ch.paper_engagement())
 
 # %% [markdown]
 # ## Labels of all demands, this run beside the paper
@@ -119,29 +114,20 @@ shares = ch.shares_table(labelled, paper)
 
 # %% tags=["hide-input"]
 print(f"{len(labelled)} demands in {labelled.run_id.nunique()} runs; labels from: {ch.label_source(ctx.backend)}")
-display(book_table(save("engagement", shares, out_dir), name="tbl-ch03-shares",
-                   caption="Share of all critic demands per engagement label, this run beside the paper."))
+display(ctx.table("engagement", shares, label="tbl-ch03-shares",
+                  caption="Share of all critic demands per engagement label, this run beside the paper."))
 
 # %% tags=["remove-cell"]
-glue("ch03_n_demands", len(labelled))
-glue("ch03_headline_conceded", shares.loc["conceded", "this run (%)"], digits=1)
-row_provenance, row_verdict = headline_provenance("ch03", ctx.llm, {"conceded": shares.loc["conceded", "this run (%)"]})
-glue("ch03_headline_provenance", row_provenance)
-glue("ch03_headline_verdict", row_verdict)
-glue("ch03_max_gap_pp", ch.max_gap_pp(shares["this run (%)"], paper_shares()), digits=1)
-glue("ch03_floor_sentence", ch.conceded_floor_sentence(labelled, reported("engagement.conceded_pct")))
-glue_facts("ch03", ch.run_shares(shares))
+glue_facts("ch03", ch.run_shares(labelled, shares, ctx.llm))
 
 # %% [markdown]
 # The "paper vs this run" table (switched off with `compare_paper = False`, the default on your own
 # data):
 
 # %% tags=["hide-input"]
-if show_paper:
-    display(book_table(save("paper_comparison", compare(ch.paper_rows(labelled, ctx.backend), llm=ctx.llm),
-                            out_dir), name="tbl-ch03-paper", caption="The paper's engagement shares and this run's."))
-else:
-    print("comparison with the paper is off (compare_paper is false or data_dir is your own data)")
+if (table := ctx.paper_table(ch.paper_rows(labelled, ctx.backend), label="tbl-ch03-paper",
+                             caption="The paper's engagement shares and this run's.")) is not None:
+    display(table)
 
 # %% [markdown]
 # **Read this comparison as a calibration, not a reproduction.** With `backend = "reference"` the
@@ -164,28 +150,16 @@ else:
 # each at depth 5 has five).
 
 # %%
-runs = setup.delivery.runs
-# delivered hypotheses per run
-per_run = sum(len(r.delivered) for r in runs) / len(runs)
-paper_demands = reported("engagement.demands") if show_paper else None
-density = ch.density_table(len(labelled), paper_demands,
-                           setup.design, hypotheses_per_run=per_run)
+per_run = sum(len(r.delivered) for r in setup.delivery.runs) / len(setup.delivery.runs)  # delivered hypotheses
+density = ch.density_table(len(labelled), paper_counts.demands if ctx.show_paper else None, setup.design, per_run)
 
 # %% tags=["hide-input"]
-book_table(save("demand_density", density, out_dir), name="tbl-ch03-density",
-           caption="How many demands: this run's count per design, per run and round and per hypothesis "
-                   "and round, beside the paper's where the comparison is on.")
+ctx.table("demand_density", density, label="tbl-ch03-density",
+          caption="How many demands: this run's count per design, per run and round and per hypothesis "
+                  "and round, beside the paper's where the comparison is on.")
 
 # %% tags=["remove-cell"]
-glue("ch03_critique_rounds", ch.critique_rounds(setup.design))
-glue("ch03_demand_sentence", ch.demand_sentence(density))
-glue("ch03_per_hyp_round", density.loc["demands per hypothesis and round", "this run"])
-simulated = ch.knows_weak_links(labelled)  # only the simulator's critic knows which links are weak
-glue("ch03_weak_share_pct", ch.weak_share_text(labelled))
-glue("ch03_misfit_scope", "This run's workflow is the simulator's, so the explanation below describes it"
-     if simulated else f"This run's workflow is an LLM's (backend {ctx.backend}): the table counts its demands, and "
-     "the explanation below, which is about the simulator, does not describe them")
-glue_facts("ch03", ch.simulator_setting(setup.simulator))
+glue_facts("ch03", ch.misfit(labelled, density, setup, ctx.backend))
 
 # %% [markdown]
 # {glue:text}`ch03_misfit_scope`. {glue:text}`ch03_demand_sentence`. The simulator's critic
@@ -226,15 +200,15 @@ glue_facts("ch03", ch.simulator_setting(setup.simulator))
 by_round = ch.round_shares(labelled)
 
 # %% tags=["hide-input"]
-display(book_table(save("engagement_by_round", by_round, out_dir), name="tbl-ch03-rounds", unit="%",
-                   caption="Share of demands per engagement label (%) in each critique round."))
+display(ctx.table("engagement_by_round", by_round, label="tbl-ch03-rounds", unit="%",
+                  caption="Share of demands per engagement label (%) in each critique round."))
 
 # %% tags=["remove-cell"]
 glue_facts("ch03", ch.round_facts(by_round))
 fig = engagement_figure(engagement_table(labelled), paper, caption=ctx.caption(),
                         by_round=engagement_table(labelled, by="round"),
                         ours_label=f"this run ({ch.label_source(ctx.backend)})")
-fig = glue_figure("ch03_fig_engagement", save("engagement", fig, out_dir))
+fig = ctx.figure("engagement", fig, glue_as="ch03_fig_engagement")
 
 # %% [markdown]
 # ```{glue:figure} ch03_fig_engagement
@@ -260,9 +234,8 @@ fig = glue_figure("ch03_fig_engagement", save("engagement", fig, out_dir))
 # demands per depth and label):
 
 # %% tags=["hide-input"]
-book_table(save("engagement_by_target", ch.target_table(labelled), out_dir),
-           name="tbl-ch03-target", unit="%",
-           caption="Engagement labels of demands on weak links and on sound links.")
+ctx.table("engagement_by_target", ch.target_table(labelled), label="tbl-ch03-target", unit="%",
+          caption="Engagement labels of demands on weak links and on sound links.")
 
 # %% [markdown]
 # ## LLM usage
@@ -276,18 +249,7 @@ ctx.usage()
 
 # %% tags=["remove-cell"]
 # numbers the exercise solutions quote, simulated here so that they follow the parameter files
-if ch.label_source(ctx.backend) == "simulator log":
-    n_null, conceded_null, rounds_null = ch.simulated_shares(setup.bench, setup.design, null_params(setup.simulator),
-                                                             seed)
-    glue("ch03_ex1_n", n_null)
-    glue("ch03_ex1_conceded", conceded_null, digits=1)
-    glue("ch03_ex1_same_rounds", "the same" if rounds_null.equals(by_round) else "different")
-    n_other, conceded_other, _ = ch.simulated_shares(setup.bench, setup.design, setup.simulator, seed + 1)
-    glue("ch03_ex2_seed", seed + 1)
-    glue("ch03_ex2_n", n_other)
-    glue("ch03_ex2_conceded", conceded_other, digits=1)
-p_conceded = shares.loc["conceded", "this run (%)"] / 100
-glue("ch03_binomial_se_pp", 100 * (p_conceded * (1 - p_conceded) / len(labelled)) ** 0.5, digits=1)
+glue_facts("ch03", ch.exercises(setup, seed, labelled, shares, by_round, ctx.llm))
 
 # %% [markdown]
 # ## Exercises

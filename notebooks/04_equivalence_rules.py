@@ -86,25 +86,13 @@ ctx = ChapterContext.open(globals())  # the backend, parsed once; this chapter's
 from IPython.display import display
 
 from mechaudit.book import ch04_equivalence_rules as ch
-from mechaudit.book.chapter import SIMULATED, headline_provenance
+from mechaudit.book.chapter import SIMULATED
 from mechaudit.paper import reported
 from mechaudit.plots.workflow import cluster_count_figure
-from mechaudit.report.comparison import compare, compare_paper_default
 from mechaudit.report.facts import glue_facts
-from mechaudit.report.glue import glue, glue_figure
-from mechaudit.report.outputs import save
-from mechaudit.report.tables import book_table, use_book_tables
-from mechaudit.workflow import (
-    delivered_diversity,
-    diversity_table,
-    null_params,
-    report_dropped,
-    simulate,
-    workflow_setup,
-)
+from mechaudit.report.glue import glue
+from mechaudit.workflow import delivered_diversity, diversity_table, report_dropped, workflow_setup
 
-use_book_tables()  # every table below in the book's format: labels, units, rounding
-show_paper = compare_paper_default(compare_paper, data_dir)
 setup = workflow_setup(ctx.client, data_dir=data_dir, design_file=design_file, simulator_file=simulator_file,
                        seed=seed, generator_model=generator_model, json_retries=json_retries)
 glue("ch04_openings", ch.openings_label(setup.bench))
@@ -118,11 +106,9 @@ report_dropped(setup.delivery, json_retries)
 # with the hypotheses, the group counts under both groupings and the Vendi score.
 
 # %%
-rule_objects = ch.chapter_rules(
-    rules, ctx.client, tfidf_threshold=tfidf_threshold,
-    embedding_threshold=embedding_threshold, embedding_model=embedding_model,
-    judge_model=judge_model, bench=setup.bench,
-    embedding_cache=embedding_cache)
+rule_objects = ch.chapter_rules(rules, ctx.client, tfidf_threshold=tfidf_threshold, judge_model=judge_model,
+                                embedding_threshold=embedding_threshold, embedding_model=embedding_model,
+                                bench=setup.bench, embedding_cache=embedding_cache)
 div = delivered_diversity(setup.delivery.runs, rule_objects)
 
 # %% tags=["hide-input"]
@@ -131,10 +117,10 @@ print(f"{div.groupby(['instance', 'depth', 'repetition']).ngroups} runs, "
 
 # %% tags=["remove-cell"]
 glue("ch04_hypotheses_per_run", div.groupby("rule").n_hypotheses.mean().iloc[0], digits=2)
-save("diversity_complete", diversity_table(div, "complete").round(2), out_dir)
-save("diversity_components", diversity_table(div, "components").round(2), out_dir)
+for grouping in ("complete", "components"):  # the CSV files of the run folder only
+    ctx.table(f"diversity_{grouping}", diversity_table(div, grouping).round(2))
 fig = cluster_count_figure(div, caption=ctx.caption(), value="complete", ylabel="groups per run\n(complete linkage)")
-fig = glue_figure("ch04_fig_groups", save("groups_per_run", fig, out_dir))
+fig = ctx.figure("groups_per_run", fig, glue_as="ch04_fig_groups")
 
 # %% [markdown]
 # ```{glue:figure} ch04_fig_groups
@@ -153,8 +139,8 @@ fig = glue_figure("ch04_fig_groups", save("groups_per_run", fig, out_dir))
 # instances, by grouping and depth ({numref}`fig-ch04-groups` shows complete linkage per instance):
 
 # %% tags=["hide-input"]
-book_table(ch.depth_table(div), name="tbl-ch04-depth",
-           caption="Groups per run, averaged over the instances, by rule, grouping and critique depth.")
+ctx.table("groups_by_depth", ch.depth_table(div), label="tbl-ch04-depth",
+          caption="Groups per run, averaged over the instances, by rule, grouping and critique depth.")
 
 # %% [markdown]
 # ## How much the rule and the grouping move the count
@@ -167,19 +153,14 @@ book_table(ch.depth_table(div), name="tbl-ch04-depth",
 summary = ch.rule_summary(div)
 
 # %% tags=["hide-input"]
-display(book_table(save("mean_diversity", summary, out_dir), name="tbl-ch04-summary",
-                   caption="Delivered hypotheses, groups under each grouping and the Vendi score per run, "
-                           "averaged over all runs, per rule."))
+display(ctx.table("mean_diversity", summary, label="tbl-ch04-summary",
+                  caption="Delivered hypotheses, groups under each grouping and the Vendi score per run, "
+                          "averaged over all runs, per rule."))
 
 # %% tags=["remove-cell"]
-glue("ch04_headline_clusters", ch.clusters_range(summary))
-row_provenance, row_verdict = headline_provenance("ch04", ctx.llm)
-glue("ch04_headline_provenance", row_provenance)
-glue("ch04_headline_verdict", row_verdict)
-glue("ch04_key_vs_reference", ch.key_vs_reference(summary))
-glue_facts("ch04", ch.rule_groups(summary))
+glue_facts("ch04", ch.rule_groups(summary, ctx.llm))
 fig = cluster_count_figure(div, caption=ctx.caption(), value="vendi", ylabel="Vendi score per run")
-fig = glue_figure("ch04_fig_vendi", save("vendi_per_run", fig, out_dir))
+fig = ctx.figure("vendi_per_run", fig, glue_as="ch04_fig_vendi")
 
 # %% [markdown]
 # ```{glue:figure} ch04_fig_vendi
@@ -216,14 +197,10 @@ fig = glue_figure("ch04_fig_vendi", save("vendi_per_run", fig, out_dir))
 
 # %% tags=["hide-input"]
 glue("ch04_encoder_sentence", ch.encoder_sentence(list(rule_objects), embedding_model,
-                                                  reported("models.embedding") if show_paper else None))
-if show_paper:
-    display(book_table(save("paper_comparison", compare(ch.paper_rows(rule_objects, tfidf_threshold,
-                                                                      embedding_threshold),
-                                                        llm=ctx.llm), out_dir), name="tbl-ch04-paper",
-                       caption="The thresholds: the paper's and this run's."))
-else:
-    print("comparison with the paper is off (compare_paper is false or data_dir is your own data)")
+                                                  reported("models.embedding") if ctx.show_paper else None))
+if (table := ctx.paper_table(ch.paper_rows(rule_objects, tfidf_threshold, embedding_threshold), label="tbl-ch04-paper",
+                             caption="The thresholds: the paper's and this run's.")) is not None:
+    display(table)
 
 # %% [markdown]
 # ## LLM usage
@@ -236,15 +213,7 @@ else:
 ctx.usage()
 
 # %% tags=["remove-cell"]
-# numbers the exercise solutions quote, computed here so that they follow the parameter files
-if "mechanism_key" in rule_objects and "tfidf" in rule_objects:
-    strict = ch.chapter_rules(["tfidf"], None, tfidf_threshold=0.5, embedding_threshold=embedding_threshold,
-                              embedding_model=embedding_model, judge_model=judge_model,
-                              bench=setup.bench, embedding_cache=False)
-    div_strict = delivered_diversity(setup.delivery.runs, strict)
-    null_runs = simulate(setup.bench, setup.design, null_params(setup.simulator), seed=seed, log=False)
-    div_null = delivered_diversity(null_runs, {k: rule_objects[k] for k in ("mechanism_key", "tfidf")})
-    glue_facts("ch04", ch.exercise_facts(div_strict, div, div_null))
+glue_facts("ch04", ch.exercises(setup, rule_objects, div, seed))
 
 # %% [markdown]
 # ## Exercises

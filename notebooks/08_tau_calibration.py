@@ -111,30 +111,16 @@ from mechaudit.book.chapter import ChapterContext
 ctx = ChapterContext.open(globals())  # the backend, parsed once; this chapter's LLM client, budget and batch mode
 
 # %% tags=["hide-input"]
-
 from mechaudit.book import ch08_tau_calibration as ch
-from mechaudit.book.chapter import headline_provenance
-from mechaudit.plots.tau import (
-    densify_plot,
-    loss_band_plot,
-    misspecified_score_plot,
-    misspecified_tau_plot,
-    score_recovery_plot,
-    tau_recovery_plot,
-    tie_effect_plot,
-    weight_scale_plot,
-)
+from mechaudit.plots import tau as plots
 from mechaudit.report.facts import glue_facts
-from mechaudit.report.glue import glue, glue_figure
+from mechaudit.report.glue import glue
 from mechaudit.report.outputs import save
-from mechaudit.report.tables import book_table, use_book_tables
 from mechaudit.tau import SimulatedJudge, make_pool, studies
 
-use_book_tables()  # every table below in the book's format: labels, units, rounding
 SIM = ch.SIMULATED_CAPTION  # the simulated sections run offline under every backend; their figures say so
-llm_run = ctx.llm
 print("simulated sections: offline simulated judge (not an LLM), with every backend\n"
-      f"real-judge section: {f'run with backend {ctx.backend.value!r}' if llm_run else 'not run (offline backend)'}")
+      f"real-judge section: {f'run with backend {ctx.backend.value!r}' if ctx.llm else 'not run (offline backend)'}")
 
 # %% [markdown]
 # ## The synthetic pool and the simulated judge
@@ -152,14 +138,12 @@ print("simulated sections: offline simulated judge (not an LLM), with every back
 # grows with $|d|/\tau$. The model is documented in `mechaudit.tau.simulate`.
 
 # %%
-pool = make_pool(
-    n_patterns=n_patterns, papers_per_pattern=papers_per_pattern, seed=seed,
-    review_noise=review_noise
-)
+pool = make_pool(n_patterns=n_patterns, papers_per_pattern=papers_per_pattern, seed=seed,
+                 review_noise=review_noise)
 
 # %% tags=["hide-input"]
-book_table(save("pool_summary", ch.pool_display(pool), out_dir), name="tbl-ch08-pool",
-           caption="The synthetic pool: latent quality, anchor score, anchor weight and reviews per paper.")
+ctx.table("pool_summary", ch.pool_display(pool), label="tbl-ch08-pool",
+          caption="The synthetic pool: latent quality, anchor score, anchor weight and reviews per paper.")
 
 # %% tags=["remove-cell"]
 glue_facts("ch08", ch.pool_facts(pool))
@@ -178,29 +162,19 @@ glue_facts("ch08", ch.pool_facts(pool))
 # likelihood ("mle"), which also gives a standard error from the observed information.
 
 # %%
-recovery = studies.tau_recovery(
-    pool, true_taus, n_pairs=n_pairs, n_reps=n_reps, seed=seed,
-    tie_rate=tie_rate, tie_width=tie_width
-)
+recovery = studies.tau_recovery(pool, true_taus, n_pairs=n_pairs, n_reps=n_reps, seed=seed,
+                                tie_rate=tie_rate, tie_width=tie_width)
 
 # %% tags=["hide-input"]
-save("tau_recovery", studies.recovery_table(recovery).round(3), out_dir)
-book_table(ch.recovery_display(recovery), name="tbl-ch08-recovery",
-           caption="Fitted τ per true τ and fitter: mean, SD, share within 10 % and the mle's two standard errors.")
+ch.table(ctx, "tau_recovery", studies.recovery_table(recovery), ch.recovery_display(recovery), "tbl-ch08-recovery",
+         "Fitted τ per true τ and fitter: mean, SD, share within 10 % and the mle's two standard errors.")
 
 # %% tags=["remove-cell"]
 glue_facts("ch08", ch.recovery_facts(recovery))
-glue("ch08_n_reps", n_reps)
-glue("ch08_headline_status", ch.STATUS)
-# the intro's provenance and verdict: the simulated judge, whatever the backend
-row_provenance, row_verdict = headline_provenance("ch08", llm=False)  # the simulated judge, under every backend
-glue("ch08_headline_provenance", row_provenance)
-glue("ch08_headline_verdict", row_verdict)
+glue_facts("ch08", ch.headline(n_reps))
 
 # %% tags=["remove-cell"]
-fig = tau_recovery_plot(recovery, caption=SIM)
-save("tau_recovery", fig, out_dir)
-fig = glue_figure("ch08_fig_tau_recovery", fig)
+fig = ctx.figure("tau_recovery", plots.tau_recovery_plot(recovery, caption=SIM), glue_as="ch08_fig_tau_recovery")
 
 # %% [markdown]
 # ```{glue:figure} ch08_fig_tau_recovery
@@ -244,29 +218,20 @@ fig = glue_figure("ch08_fig_tau_recovery", fig)
 # without a second round and with each alternative; the sections below use those runs.
 
 # %%
-judge = SimulatedJudge(
-    pool.truth(), taus=role_taus, seed=seed, tie_rate=tie_rate,
-    tie_width=tie_width
-)
-runs = studies.densify_comparison(
-    pool, judge, n_stories=n_stories, seed=seed
-)
+judge = SimulatedJudge(pool.truth(), taus=role_taus, seed=seed, tie_rate=tie_rate, tie_width=tie_width)
+runs = studies.densify_comparison(pool, judge, n_stories=n_stories, seed=seed)
 reviews, rounds = runs[densify_mode]
 summary = studies.recovery_summary(reviews)
 
 # %% tags=["hide-input"]
-save("score_recovery", summary.round(3), out_dir)
-book_table(ch.summary_display(summary), name="tbl-ch08-scores",
-           caption="Inferred scores per reviewer role: error, coverage and width of the intervals, saturation.")
+ch.table(ctx, "score_recovery", summary, ch.summary_display(summary), "tbl-ch08-scores",
+         "Inferred scores per reviewer role: error, coverage and width of the intervals, saturation.")
 
 # %% tags=["remove-cell"]
-glue_facts("ch08", ch.review_facts(reviews))
-glue("ch08_n_stories", n_stories)
+glue_facts("ch08", ch.review_facts(reviews, n_stories))
 
 # %% tags=["remove-cell"]
-fig = score_recovery_plot(reviews, caption=SIM)
-save("score_recovery", fig, out_dir)
-fig = glue_figure("ch08_fig_score_recovery", fig)
+fig = ctx.figure("score_recovery", plots.score_recovery_plot(reviews, caption=SIM), glue_as="ch08_fig_score_recovery")
 
 # %% [markdown]
 # ```{glue:figure} ch08_fig_score_recovery
@@ -292,13 +257,11 @@ fig = glue_figure("ch08_fig_score_recovery", fig)
 saturation = studies.saturation_table(reviews)
 
 # %% tags=["hide-input"]
-save("saturation", saturation.round(3), out_dir)
-book_table(ch.saturation_display(saturation), name="tbl-ch08-saturation",
-           caption="Scores stuck at 10, by the gap between the true score and the highest anchor.")
+ch.table(ctx, "saturation", saturation, ch.saturation_display(saturation), "tbl-ch08-saturation",
+         "Scores stuck at 10, by the gap between the true score and the highest anchor.")
 
 # %% tags=["remove-cell"]
-sat = ch.saturation_facts(saturation)
-glue("ch08_sat_sentence", sat["sentence"])
+glue("ch08_sat_sentence", ch.saturation_facts(saturation)["sentence"])
 
 # %% [markdown]
 # Saturation is not the judge "giving a 10": it is the inference running out of anchors.
@@ -321,9 +284,7 @@ glue("ch08_sat_sentence", sat["sentence"])
 # %% tags=["remove-cell"]
 example = rounds[0]
 profile = studies.loss_profile(example["anchors"], example["comparisons"], example["tau"], scales=weight_scales)
-fig = loss_band_plot(profile, caption=SIM)
-save("loss_band", fig, out_dir)
-fig = glue_figure("ch08_fig_loss_band", fig)
+fig = ctx.figure("loss_band", plots.loss_band_plot(profile, caption=SIM), glue_as="ch08_fig_loss_band")
 
 # %% [markdown]
 # ```{glue:figure} ch08_fig_loss_band
@@ -344,18 +305,14 @@ fig = glue_figure("ch08_fig_loss_band", fig)
 scale_effect = studies.weight_scale_effect(rounds, scales=weight_scales)
 
 # %% tags=["hide-input"]
-save("scale_effect", scale_effect.round(3), out_dir)
-book_table(ch.scale_display(scale_effect), name="tbl-ch08-scale",
-           caption="Width and coverage of both intervals when every anchor weight is multiplied by a factor.")
+ch.table(ctx, "scale_effect", scale_effect, ch.scale_display(scale_effect), "tbl-ch08-scale",
+         "Width and coverage of both intervals when every anchor weight is multiplied by a factor.")
 
 # %% tags=["remove-cell"]
-glue_facts("ch08", ch.scale_facts(scale_effect))
-glue("ch08_n_rounds", len(rounds))
+glue_facts("ch08", ch.scale_facts(scale_effect, len(rounds)))
 
 # %% tags=["remove-cell"]
-fig = weight_scale_plot(scale_effect, caption=SIM)
-save("weight_scale", fig, out_dir)
-fig = glue_figure("ch08_fig_weight_scale", fig)
+fig = ctx.figure("weight_scale", plots.weight_scale_plot(scale_effect, caption=SIM), glue_as="ch08_fig_weight_scale")
 
 # %% [markdown]
 # ```{glue:figure} ch08_fig_weight_scale
@@ -391,9 +348,8 @@ reviews_first, rounds_first = runs[studies.FIRST_ROUND]
 triggers = studies.densify_trigger_rates(rounds_first, loss_thresholds)
 
 # %% tags=["hide-input"]
-save("triggers", triggers.round(3), out_dir)
-book_table(ch.trigger_display(triggers), name="tbl-ch08-triggers",
-           caption="First-round reviews each densify trigger sends to a second round, per loss threshold.")
+ch.table(ctx, "triggers", triggers, ch.trigger_display(triggers), "tbl-ch08-triggers",
+         "First-round reviews each densify trigger sends to a second round, per loss threshold.")
 
 # %% tags=["remove-cell"]
 glue_facts("ch08", ch.trigger_facts(triggers))
@@ -438,17 +394,16 @@ tables = {name: table for name, (table, _) in runs.items()}
 densify_effect = ch.densify_effect(tables)
 
 # %% tags=["hide-input"]
-save("densify_effect", densify_effect.round(3), out_dir)
-book_table(ch.densify_display(densify_effect), name="tbl-ch08-densify",
-           caption="Scores under each densify rule and with the first round only.")
+ch.table(ctx, "densify_effect", densify_effect, ch.densify_display(densify_effect), "tbl-ch08-densify",
+         "Scores under each densify rule and with the first round only.")
 
 # %% tags=["remove-cell"]
 glue_facts("ch08_dens", ch.densify_facts(densify_effect, tables))
 
 # %% tags=["remove-cell"]
-by_hint = studies.densify_by_hint({name: table for name, (table, _) in runs.items()})
-save("densify_by_hint", by_hint.round(3), out_dir)
-fig = glue_figure("ch08_fig_densify", save("densify", densify_plot(by_hint, caption=SIM), out_dir))
+by_hint = studies.densify_by_hint(tables)
+save("densify_by_hint", by_hint.round(3), ctx.out_dir)
+fig = ctx.figure("densify", plots.densify_plot(by_hint, caption=SIM), glue_as="ch08_fig_densify")
 
 # %% [markdown]
 # ```{glue:figure} ch08_fig_densify
@@ -502,23 +457,18 @@ fig = glue_figure("ch08_fig_densify", save("densify", densify_plot(by_hint, capt
 # near-equal pairs here (`heavy_tie_width`) makes the effect visible.
 
 # %%
-ties = studies.tie_effect(
-    pool, tau=0.8, tie_rates=heavy_tie_rates, tie_width=heavy_tie_width,
-    n_pairs=n_pairs, seed=seed
-)
+ties = studies.tie_effect(pool, tau=0.8, tie_rates=heavy_tie_rates, tie_width=heavy_tie_width,
+                          n_pairs=n_pairs, seed=seed)
 
 # %% tags=["hide-input"]
-save("ties", ties.round(3), out_dir)
-book_table(ch.tie_display(ties), name="tbl-ch08-ties",
-           caption="Observed ties and fitted τ (grid and mle) per tie mode and tie rate.")
+ch.table(ctx, "ties", ties, ch.tie_display(ties), "tbl-ch08-ties",
+         "Observed ties and fitted τ (grid and mle) per tie mode and tie rate.")
 
 # %% tags=["remove-cell"]
 glue_facts("ch08_ties", ch.tie_facts(ties))
 
 # %% tags=["remove-cell"]
-fig = tie_effect_plot(ties, caption=SIM)
-save("tie_effect", fig, out_dir)
-fig = glue_figure("ch08_fig_tie_effect", fig)
+fig = ctx.figure("tie_effect", plots.tie_effect_plot(ties, caption=SIM), glue_as="ch08_fig_tie_effect")
 
 # %% [markdown]
 # ```{glue:figure} ch08_fig_tie_effect
@@ -561,18 +511,16 @@ misspec = studies.tau_misspecification(
     n_reps=misspec_reps, seed=seed, tie_rate=tie_rate, tie_width=tie_width)
 
 # %% tags=["hide-input"]
-save("mean_tau", studies.misspecification_table(misspec).round(3), out_dir)
-book_table(ch.misspec_display(misspec), name="tbl-ch08-misspec",
-           caption="Mean fitted τ (mle) by what the judge sees and its perception noise, per true τ.")
+ch.table(ctx, "mean_tau", studies.misspecification_table(misspec), ch.misspec_display(misspec), "tbl-ch08-misspec",
+         "Mean fitted τ (mle) by what the judge sees and its perception noise, per true τ.")
 
 # %% tags=["remove-cell"]
 glue_facts("ch08_ms", ch.misspec_facts(misspec))
 glue("ch08_misspec_reps", misspec_reps)
 
 # %% tags=["remove-cell"]
-fig = misspecified_tau_plot(misspec, caption=SIM)
-save("misspecified_tau", fig, out_dir)
-fig = glue_figure("ch08_fig_misspecified_tau", fig)
+fig = ctx.figure("misspecified_tau", plots.misspecified_tau_plot(misspec, caption=SIM),
+                 glue_as="ch08_fig_misspecified_tau")
 
 # %% [markdown]
 # ```{glue:figure} ch08_fig_misspecified_tau
@@ -617,24 +565,20 @@ fig = glue_figure("ch08_fig_misspecified_tau", fig)
 # scored with the fitted τ.
 
 # %%
-misspec_scores = studies.score_misspecification(
-    pool, rounds, role_taus, perception_noises=perception_noises,
-    n_pairs=n_pairs, seed=seed, tie_rate=tie_rate, tie_width=tie_width
-)
+misspec_scores = studies.score_misspecification(pool, rounds, role_taus, perception_noises=perception_noises,
+                                                n_pairs=n_pairs, seed=seed, tie_rate=tie_rate, tie_width=tie_width)
 score_table = studies.score_misspecification_table(misspec_scores)
 
 # %% tags=["hide-input"]
-save("score_table", score_table.round(3), out_dir)
-book_table(ch.score_misspec_display(score_table), name="tbl-ch08-score-misspec",
-           caption="Scores under a misspecified judge: τ ratio, error, movement, coverage and saturation.")
+ch.table(ctx, "score_table", score_table, ch.score_misspec_display(score_table), "tbl-ch08-score-misspec",
+         "Scores under a misspecified judge: τ ratio, error, movement, coverage and saturation.")
 
 # %% tags=["remove-cell"]
 glue_facts("ch08_ms", ch.score_misspec_facts(score_table))
 
 # %% tags=["remove-cell"]
-fig = misspecified_score_plot(score_table, caption=SIM)
-save("misspecified_score", fig, out_dir)
-fig = glue_figure("ch08_fig_misspecified_score", fig)
+fig = ctx.figure("misspecified_score", plots.misspecified_score_plot(score_table, caption=SIM),
+                 glue_as="ch08_fig_misspecified_score")
 
 # %% [markdown]
 # ```{glue:figure} ch08_fig_misspecified_score
@@ -669,9 +613,8 @@ fig = glue_figure("ch08_fig_misspecified_score", fig)
 # original gives no number).
 
 # %% tags=["hide-input"]
-book_table(save("original_vs_this_run", ch.original_settings(recovery, misspec, rounds_first, n_pairs,
-                                                               densify_mode), out_dir),
-           name="tbl-ch08-original", caption="The original method's settings and results beside this run's.")
+ctx.table("original_vs_this_run", ch.original_settings(recovery, misspec, rounds_first, n_pairs, densify_mode),
+          label="tbl-ch08-original", caption="The original method's settings and results beside this run's.")
 
 # %% [markdown]
 # ## Calibrating with a real judge
@@ -694,12 +637,10 @@ book_table(save("original_vs_this_run", ch.original_settings(recovery, misspec, 
 # `pattern_id`, the card fields and `score10`/`weight` or `review_stats`).
 
 # %%
-fits = ch.calibrate_with_llm(
-    pool, ctx.client, model=judge_model, n_pairs=llm_pairs, seed=seed
-)
+fits = ch.calibrate_with_llm(pool, ctx.client, model=judge_model, n_pairs=llm_pairs, seed=seed)
 
 # %% tags=["hide-input"]
-save("real_judge_fits", fits, out_dir)
+save("real_judge_fits", fits, ctx.out_dir)
 
 # %% [markdown]
 # The same code scores single stories with an LLM: `MultiAgentCritic` with

@@ -79,25 +79,20 @@ from mechaudit.book.chapter import ChapterContext
 ctx = ChapterContext.open(globals())  # the backend, parsed once; this chapter's LLM client and budget
 
 # %% tags=["remove-cell"]
-import json
 import shutil
-import tempfile
 from pathlib import Path
 
 import pandas as pd
 
 import mechaudit as ma
-from mechaudit.book.chapter import swap_shares
+from mechaudit.book.chapter import broken_copy, swap_shares, your_data
 from mechaudit.paths import EXAMPLE_DIR, cache_path, data_folder_or
 from mechaudit.plots import cosine_strips
 from mechaudit.report.facts import glue_facts
-from mechaudit.report.glue import glue, glue_figure
+from mechaudit.report.glue import glue
 from mechaudit.report.outputs import save
-from mechaudit.report.tables import book_table, use_book_tables
 
-use_book_tables()  # every table below in the book's format: labels, units, rounding
 folder = data_folder_or(data_dir, EXAMPLE_DIR)  # data_dir, else MECHAUDIT_DATA, else the example set
-llm_run = ctx.llm
 store = cache_path("embedding_cache") if embedding_cache else None  # data/embedding_cache in a clone
 
 # %% [markdown]
@@ -148,16 +143,8 @@ rows = [{"hypothesis": h.id, "opening": h.opening_id, "steps": len(h.chain),
 pd.DataFrame(rows).set_index("hypothesis")
 
 # %% tags=["remove-cell"]
-glue("ch09_n_hypotheses", len(bench.hypotheses))
-glue("ch09_data", "the example set" if data_dir is None else f"the folder {folder.name}")
-glue("ch09_questions", f"{len(bench.instances)} question{'' if len(bench.instances) == 1 else 's'}")
-glue("ch09_instances", "; ".join(f"{i.id}, {i.title}" for i in bench.instances))
-broken = Path(tempfile.mkdtemp()) / "broken"  # a copy whose first hypothesis has a misspelt step id
-shutil.copytree(folder, broken)
-records = [h.model_dump(mode="json") for h in bench.hypotheses]
-records[0]["chain"][0]["id"] += "X"
-with open(broken / "hypotheses.jsonl", "w", encoding="utf-8") as fh:
-    fh.writelines(json.dumps(record) + "\n" for record in records)
+glue_facts("ch09", your_data(bench, folder, own=data_dir is not None))
+broken = broken_copy(folder, bench)  # its first hypothesis has a misspelt step id
 
 # %% [markdown]
 # Anything wrong is one `MechauditError` whose message names the file, the line and the field to
@@ -185,12 +172,9 @@ shutil.rmtree(broken.parent)
 # is a dict with `kind`, `original`, `variant`, `valid` and, when the check fails, its `reason`.
 
 # %%
-suite = ma.make_suite(bench.hypotheses, seed=seed,
-                      vocabulary=bench.vocabulary)
-built = pd.DataFrame({"kind": [p["kind"] for p in suite],
-                      "valid": [p["valid"] for p in suite]})
-counts = (built.groupby("kind", sort=False).valid
-          .agg(pairs="size", kept="sum").astype(int))
+suite = ma.make_suite(bench.hypotheses, seed=seed, vocabulary=bench.vocabulary)
+built = pd.DataFrame({"kind": [p["kind"] for p in suite], "valid": [p["valid"] for p in suite]})
+counts = built.groupby("kind", sort=False).valid.agg(pairs="size", kept="sum").astype(int)
 counts
 
 # %% [markdown]
@@ -200,10 +184,8 @@ counts
 # explanation names.
 
 # %%
-excluded = [(p["original"].id, p["kind"], p["reason"])
-            for p in suite if not p["valid"]]
-(pd.DataFrame(excluded, columns=["hypothesis", "kind", "reason"])
- .set_index("hypothesis"))
+excluded = [(p["original"].id, p["kind"], p["reason"]) for p in suite if not p["valid"]]
+pd.DataFrame(excluded, columns=["hypothesis", "kind", "reason"]).set_index("hypothesis")
 
 # %% tags=["remove-cell"]
 glue("ch09_n_excluded", len(excluded))
@@ -263,11 +245,9 @@ rules = {
                                    threshold=embedding_threshold),
     "reference judge": ma.ReferenceJudge(rubric=reference_rubric),
 }
-if llm_run:
-    rules["LLM judge"] = ma.LLMJudge(
-        model=judge_model, client=ctx.client, instances=bench.instances)
-decisions = {name: ma.decisions_table(pairs[name], rules)
-             for name in suites}
+if ctx.llm:
+    rules["LLM judge"] = ma.LLMJudge(model=judge_model, client=ctx.client, instances=bench.instances)
+decisions = {name: ma.decisions_table(pairs[name], rules) for name in suites}
 for name, table in decisions.items():
     table.index = [f"{p['original'].id} {p['kind']}" for p in valid[name]]
 decisions["template-built suite"].head(3)
@@ -278,19 +258,12 @@ decisions["template-built suite"].head(3)
 # swap rows of each suite.
 
 # %%
-pct = pd.concat(
-    {
-        name: ma.percent_different(
-            decisions[name], kinds=kinds[name], order=ma.KINDS
-        )
-        for name in suites
-    },
-    names=["suite"],
-)
+pct = pd.concat({name: ma.percent_different(decisions[name], kinds=kinds[name], order=ma.KINDS)
+                 for name in suites}, names=["suite"])
 
 # %% tags=["hide-input"]
-book_table(pct, name="tbl-ch09-percent", unit="%",
-           caption="Valid pairs of the example set judged \"different mechanism\" (%), per suite, kind and rule.")
+ctx.table("percent_different", pct, label="tbl-ch09-percent", unit="%",
+          caption="Valid pairs of the example set judged \"different mechanism\" (%), per suite, kind and rule.")
 
 # %% [markdown]
 # Where the pairs sit on each similarity rule's scale explains those rows: a rule calls a pair
@@ -309,8 +282,7 @@ glue("ch09_status", ctx.status(judge_model, "computed locally (no LLM)"))
 fig = cosine_strips(sims, {"tfidf": {f"threshold {tfidf_threshold:g}": tfidf_threshold},
                            "embedding": {f"threshold {embedding_threshold:g}": embedding_threshold}},
                     caption=ctx.caption("TF-IDF and embeddings computed locally"))
-save("cosine_by_kind", fig, out_dir)
-fig = glue_figure("ch09_fig_cosines", fig)
+fig = ctx.figure("cosine_by_kind", fig, glue_as="ch09_fig_cosines")
 
 # %% [markdown]
 # ```{glue:figure} ch09_fig_cosines
@@ -336,8 +308,7 @@ fig = glue_figure("ch09_fig_cosines", fig)
 
 # %%
 first = decisions["template-built suite"]
-agreement = ma.agreement_table(
-    {name: first[name].to_numpy() for name in rules})
+agreement = ma.agreement_table({name: first[name].to_numpy() for name in rules})
 pd.DataFrame({"rules": agreement.method_a + " v " + agreement.method_b,
               "pairs": agreement.n,
               "% agreement": 100 * agreement.raw_agreement,

@@ -95,11 +95,12 @@ def test_power_tables():
 
 def test_facts_records_read_the_map_and_the_power_table():
     truths = _truths().assign(max_1v5_pp=9.0, truth_0v5_pp=40.0, same_K1_pp=66.0, norm_1v5=0.0237)
-    spans = ch.consistent_spans(truths[truths.consistent], AXES)
+    spans = ch.consistent_spans(truths, AXES)
     assert (spans.consistent_p_find, spans.consistent_weak_scale) == ("0.5 to 0.9", "0.5 to 1")
     assert spans.consistent_1v5 == "0.5 to 6" and spans.consistent_0v1 == "30 to 36"
     assert spans.consistent_conceded == "not varied"  # not an axis of this grid
-    assert ch.consistent_spans(truths[truths.consistent & False], AXES).consistent_0v5 == "none"
+    assert spans.outside_sentence == ch.outside_sentence(truths) and spans.ceiling_sentence
+    assert ch.consistent_spans(truths.assign(consistent=False), AXES).consistent_0v5 == "none"
     cell = ch.default_cell(truths, FACTORS, AXES)
     assert (cell.truth_1v5_pp, cell.max_1v5_pp, cell.norm_1v5) == (0.8, 9.0, 0.0237)
     assert ch.default_cell(truths, {"p_find": 0.3, "weak_scale": 1.0}, AXES) == ch.DefaultCell(None, None, None)
@@ -107,6 +108,9 @@ def test_facts_records_read_the_map_and_the_power_table():
     top = ch.top_power(_power(), at)
     assert (top.truth, top.power_4x5, top.power_4x10, top.power_se_4x10, top.power_8x5) == (2.1, 0.3, 0.9, 0.02, 0.6)
     assert ch.top_power(_power()[lambda d: d.n_instances == 4], at).power_8x5 is None  # a design not studied
+    facts = ch.power_facts(_power(), [at], ["p_find = 0.71"], 200, 4)
+    assert facts.top == top and (facts.headline_truth, facts.headline_power) == (2.1, 0.3)
+    assert (facts.n_power_reps, facts.n_pools, facts.headline_status) == (200, 4, "simulated (reference backend)")
 
 
 def test_needed_table_writes_runs_as_ints_or_text():

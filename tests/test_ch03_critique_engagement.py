@@ -111,3 +111,10 @@ def test_demand_density_and_the_conceded_floor(bench):
     small = Design(instances=("A",), depths=(0, 1), runs_per_depth=2)
     n, conceded, rounds = ch.simulated_shares(bench, small, load_simulator_params(), seed=3)
     assert n > 0 and 0 <= conceded <= 100 and rounds.index.tolist() == [1]
+
+
+def test_exercises_simulate_nothing_with_llm_labels():
+    labelled = _labelled()
+    ex = ch.exercises(None, 0, labelled, ch.shares_table(labelled, None), None, llm=True)
+    assert (ex.ex1_n, ex.ex2_seed, ex.ex2_conceded) == (None, None, None)
+    assert ex.binomial_se_pp == pytest.approx(100 * (0.5 * 0.5 / 10) ** 0.5)  # 5 of 10 demands conceded

@@ -23,7 +23,7 @@ def test_rule_summary_has_human_columns_in_rule_order():
 
 
 def test_rule_groups_reads_the_summary_and_marks_rules_not_run():
-    groups = ch.rule_groups(ch.rule_summary(_div()))
+    groups = ch.rule_groups(ch.rule_summary(_div()), llm=False)
     assert (groups.tfidf_complete, groups.tfidf_components) == (4.0, 3.0)
     assert groups.mechanism_key_complete is None and groups.embedding_components is None  # not in this run
     ex = ch.exercise_facts(_div()[lambda d: d.rule == "tfidf"], _div().replace({"rule": {"key": "mechanism_key"}}),

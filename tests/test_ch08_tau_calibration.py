@@ -7,6 +7,7 @@ import pandas as pd
 import pytest
 
 from mechaudit.book import ch08_tau_calibration as ch
+from mechaudit.book.chapter import ChapterContext, ChapterSettings
 from mechaudit.tau import make_pool, studies
 
 
@@ -52,8 +53,8 @@ def test_recovery_display_is_narrow_and_readable(recovery):
 def test_review_saturation_and_scale_facts():
     reviews = pd.DataFrame({"error": [0.5, -1.0, 3.0, -2.0], "saturated": [False, False, True, True],
                             "saturated_at": [None, None, "high", "low"]})
-    assert ch.review_facts(reviews) == ch.ReviewFacts(interior_mae=0.75, interior_n=2, saturated_pct=50.0,
-                                                      saturated_low_n=1, n_scores=4)
+    assert ch.review_facts(reviews, 3) == ch.ReviewFacts(interior_mae=0.75, interior_n=2, saturated_pct=50.0,
+                                                         saturated_low_n=1, n_scores=4, n_stories=3)
     saturation = pd.DataFrame({"saturated_high": [0.0, 0.5, 0.8]}, index=["(-10, -1]", "(-1, 1]", "(1, 10]"])
     facts = ch.saturation_facts(saturation)
     assert {k: v for k, v in facts.items() if k != "sentence"} == {
@@ -62,10 +63,10 @@ def test_review_saturation_and_scale_facts():
     scale = pd.DataFrame({"scale": [0.5, 1.0, 2.0], "band_width": [4.0, 2.0, 1.0], "band_coverage": [1.0, 0.9, 0.6],
                           "profile_width": [3.0, 3.0, 3.0], "profile_coverage": [0.95, 0.96, 0.97],
                           "score_changed": [0.0, 0.0, 0.0]})
-    facts = ch.scale_facts(scale)
+    facts = ch.scale_facts(scale, 7)
     assert (facts.scale_first, facts.scale_last, facts.band_cov_last, facts.profile_cov) == ("0.5", "2", 60.0, 95.0)
     assert facts.band_width_first == 4.0 and facts.kish_width_phrase == "is 3.00 points whatever the factor"
-    assert facts.scale_moved_sentence.startswith("No score moves")
+    assert facts.scale_moved_sentence.startswith("No score moves") and facts.n_rounds == 7
     display = ch.scale_display(scale)
     assert display.index.name == "factor on weights" and display.loc[2.0, "band width"] == 1.0
 
@@ -252,3 +253,12 @@ def test_chapter_figures_have_short_legends_and_worded_axes(densify_runs):
     # the loss band names each weight factor on its curve instead of in the legend
     texts = [t.get_text() for t in figures["loss_band"].axes[0].texts]
     assert texts == ["×0.25", "×0.5", "×1", "×2", "×4"]
+
+
+def test_table_writes_the_raw_numbers_and_shows_the_reading_form(tmp_path):
+    ctx = ChapterContext(ChapterSettings(), out_dir=tmp_path)
+    raw = pd.DataFrame({"tau": [0.81234, 1.5]})
+    shown = ch.table(ctx, "fits", raw, raw.assign(tau=["0.81", "1.50"]), "tbl-x", "Fits.")
+    assert pd.read_csv(tmp_path / "fits.csv")["tau"].tolist() == [0.812, 1.5]
+    assert "0.81" in shown._repr_html_() and "Fits." in shown._repr_html_()
+    assert ch.headline(7).n_reps == 7 and ch.headline(7).headline_status == ch.STATUS

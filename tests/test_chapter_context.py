@@ -7,6 +7,7 @@ from __future__ import annotations
 import ast
 import importlib
 import pkgutil
+import shutil
 from pathlib import Path
 
 import pytest
@@ -19,9 +20,14 @@ from mechaudit.book.chapter import (
     ChapterContext,
     ChapterSettings,
     backend_of,
+    broken_copy,
+    your_data,
 )
+from mechaudit.errors import MechauditError
 from mechaudit.llm import LLMClient
 from mechaudit.llm.session import LLMSession
+from mechaudit.paths import EXAMPLE_DIR
+from mechaudit.schema import load_benchmark
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "mechaudit"
 
@@ -177,3 +183,18 @@ def test_the_context_keeps_the_paper_off_other_data(tmp_path, capsys):
         assert not ctx.show_paper
         assert ctx.paper_table([("design.runs", 60)], caption="c", label="tbl-c") is None
         assert capsys.readouterr().out.strip() == PAPER_OFF
+
+
+def test_chapter_09_broken_copy_fails_to_load_and_names_the_data():
+    bench = load_benchmark(EXAMPLE_DIR)
+    broken = broken_copy(EXAMPLE_DIR, bench)
+    try:
+        with pytest.raises(MechauditError) as err:
+            load_benchmark(broken)
+        assert Path(err.value.file).name == "hypotheses.jsonl" and err.value.line == 1
+    finally:
+        shutil.rmtree(broken.parent)
+    facts = your_data(bench, EXAMPLE_DIR, own=False)
+    assert facts.data == "the example set" and facts.n_hypotheses == len(bench.hypotheses)
+    assert your_data(bench, EXAMPLE_DIR, own=True).data == f"the folder {EXAMPLE_DIR.name}"
+    assert facts.questions.startswith(f"{len(bench.instances)} question")

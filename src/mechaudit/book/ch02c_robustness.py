@@ -19,15 +19,18 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from mechaudit.book.chapter import SIMULATED, headline_provenance
 from mechaudit.book.settings import defaults as chapter_defaults
 from mechaudit.errors import MechauditError
+from mechaudit.paper import reported
 from mechaudit.paths import PARAMS_DIR
 from mechaudit.report.facts import fact
 from mechaudit.report.tables import format_number
 from mechaudit.schema import Benchmark, load_benchmark
 from mechaudit.workflow import Design, SimulatorParams, load_design, load_simulator_params
+from mechaudit.workflow.calibrate import CalibrationSpec, load_calibration
 from mechaudit.workflow.power import EffectSetting
-from mechaudit.workflow.robustness import pick
+from mechaudit.workflow.robustness import diminishing_returns, max_change_pp, pick, rule_gap
 from mechaudit.workflow.validity import max_bias_z
 
 #: conclusion statuses in display order
@@ -38,22 +41,25 @@ COMPARISONS = {"0 v 1": "0v1", "0 v 5": "0v5", "1 v 5": "1v5"}
 
 @dataclass(frozen=True)
 class RobustnessSetup:
-    """The benchmark, its instance ids, the design and the default simulator parameters."""
+    """The benchmark, its instance ids, the design, the default simulator parameters and the
+    calibration (its targets define the consistent settings)."""
 
     bench: Benchmark
     instances: list[str]
     design: Design
     base: SimulatorParams
+    spec: CalibrationSpec
 
 
 def setup(data_dir: str | Path | None = None, design_file: str = "paper.yaml",
-          simulator_file: str = "simulator.yaml") -> RobustnessSetup:
-    """Load the benchmark (``data_dir``, default the shipped data) and the design and simulator
-    files (names under ``params/``). No runs are delivered: every grid point simulates its own."""
+          simulator_file: str = "simulator.yaml", calibration_file: str = "calibration.yaml") -> RobustnessSetup:
+    """Load the benchmark (``data_dir``, default the shipped data) and the design, simulator and
+    calibration files (names under ``params/``). No runs are delivered: every grid point simulates its own."""
     bench = load_benchmark(data_dir)
     instances = [i.id for i in bench.instances]
     return RobustnessSetup(bench, instances, load_design(PARAMS_DIR / design_file, instances=instances),
-                           load_simulator_params(PARAMS_DIR / simulator_file))
+                           load_simulator_params(PARAMS_DIR / simulator_file),
+                           load_calibration(PARAMS_DIR / calibration_file))
 
 
 def defaults(base: SimulatorParams) -> dict[str, float]:
@@ -334,6 +340,8 @@ class ConsistentSpans:
     consistent_max_1v5: str = fact(unit="pp", doc="ceiling of the 1 v 5 effect")
     consistent_0v5: str = fact(unit="pp", doc="true 0 v 5 extra divergence")
     consistent_same_K1: str = fact(unit="pp", doc="share judged the same at depth 1")
+    outside_sentence: str = fact(doc="where the conclusion fails outside the consistent set (:func:`outside_sentence`)")
+    ceiling_sentence: str = fact(doc="how the 1 v 5 ceiling limits the effect (:func:`ceiling_sentence`)")
 
 
 #: the factors and the truth columns (tag -> map column) whose spans ConsistentSpans holds
@@ -342,15 +350,18 @@ _SPAN_TRUTHS = {"0v1": "truth_0v1_pp", "1v5": "truth_1v5_pp", "max_1v5": "max_1v
                 "same_K1": "same_K1_pp"}
 
 
-def consistent_spans(inside: pd.DataFrame, axes: Sequence[str]) -> ConsistentSpans:
-    """:class:`ConsistentSpans` of the consistent rows ``inside`` of a map over the factors ``axes``
-    (factor spans to 2 decimals, truths to 1)."""
+def consistent_spans(truths: pd.DataFrame, axes: Sequence[str]) -> ConsistentSpans:
+    """:class:`ConsistentSpans` of the consistent rows of the map ``truths`` over the factors ``axes``
+    (factor spans to 2 decimals, truths to 1), and the map's two sentences."""
+    inside = truths[truths.consistent]
+
     def text(column: str, digits: int) -> str:
         return span(inside, column, digits) if len(inside) else "none"
 
     factors = {f"consistent_{a}": text(a, 2) if a in axes else "not varied" for a in _SPAN_FACTORS}
-    truths = {f"consistent_{tag}": text(column, 1) for tag, column in _SPAN_TRUTHS.items()}
-    return ConsistentSpans(**factors, **truths)
+    levels = {f"consistent_{tag}": text(column, 1) for tag, column in _SPAN_TRUTHS.items()}
+    return ConsistentSpans(**factors, **levels, outside_sentence=outside_sentence(truths),
+                           ceiling_sentence=ceiling_sentence(truths))
 
 
 @dataclass(frozen=True)
@@ -369,6 +380,87 @@ def default_cell(truths: pd.DataFrame, factors: Mapping[str, float], axes: Seque
     if row is None:
         return DefaultCell(None, None, None)
     return DefaultCell(float(row.truth_1v5_pp), float(row.max_1v5_pp), float(row.norm_1v5))
+
+
+@dataclass(frozen=True)
+class GridFacts:
+    """The truth map and the joint test it is read with (glued under ``ch02c``)."""
+
+    observed_text: str = fact(doc="the paper's effects the calibration targets, in pp")
+    sd_text: str = fact(doc="the sampling SD of one design's estimate of each, in pp")
+    correlation: float = fact(unit="correlation", doc="assumed correlation of the two estimates")
+    level_pct: str = fact(unit="%", doc="level of the joint consistency test")
+    default_p_find: float = fact(unit="probability", doc="the simulator's default p_find")
+    default_conceded: float = fact(unit="probability", doc="its default reply_weak.conceded")
+    truth_runs: int = fact(unit="runs per depth", doc="runs per depth behind each grid truth")
+    truth_seeds: int = fact(unit="seeds", doc="seeds behind each grid truth")
+    max_se: float = fact(unit="pp", digits=2, doc="largest Monte Carlo SE of a grid truth")
+    n_consistent: int = fact(unit="settings", doc="grid settings consistent with the paper")
+    n_points: int = fact(unit="settings", doc="grid settings")
+    status_sentence: str = fact(doc="conclusion (a) over the grid, raw criterion (:func:`status_sentence`)")
+    status_sentence_norm: str = fact(doc="the same under the normalised criterion")
+
+
+def grid_facts(truths: pd.DataFrame, spec, factors: Mapping[str, float], runs_per_depth: int,
+               n_seeds: int) -> GridFacts:
+    """:class:`GridFacts` of the map ``truths`` (``runs_per_depth`` x ``n_seeds`` per point) read
+    with the calibration ``spec``, the default simulator at ``factors`` (:func:`defaults`)."""
+    observed, sd = observed_and_sd(spec)
+    return GridFacts(" and ".join(f"{v:g} pp for {k}" for k, v in observed.items()),
+                     " and ".join(f"{v:g} pp" for v in sd.values()), spec.target_correlation,
+                     f"{100 * spec.consistent_level:g}", factors["p_find"], factors["conceded"], runs_per_depth,
+                     n_seeds, float(truths.filter(like="se_").to_numpy().max()), int(truths.consistent.sum()),
+                     len(truths), status_sentence(truths), status_sentence(truths, "normalised"))
+
+
+@dataclass(frozen=True)
+class AlternativesFacts:
+    """How far the truths move with the repair's concentration at one ``p_find`` (glued under ``ch02c``)."""
+
+    ew_truth_change_pp: float = fact(unit="pp", digits=1, doc="largest move of the 0 v 1 and 1 v 5 truths")
+    ew_same_change_pct: float = fact(unit="%", digits=1, doc="largest move of the same-depth share at depth 1")
+    ew_ceiling_change_pp: float = fact(unit="pp", digits=1, doc="largest move of the 1 v 5 ceiling")
+
+
+def alternatives_facts(alt: pd.DataFrame) -> AlternativesFacts:
+    """:class:`AlternativesFacts` of the alternatives map ``alt`` (``robustness.max_change_pp``)."""
+    return AlternativesFacts(max_change_pp(alt, "p_find", ["truth_0v1_pp", "truth_1v5_pp"]),
+                             max_change_pp(alt, "p_find", ["same_K1_pp"]),
+                             max_change_pp(alt, "p_find", ["max_1v5_pp"]))
+
+
+@dataclass(frozen=True)
+class RuleFacts:
+    """The rules' estimates against the truth at the chosen settings (glued under ``ch02c``)."""
+
+    n_text_reps: int = fact(unit="replications", doc="text-level replications per setting")
+    tfidf_minus_rate_0v1: str = fact(unit="pp", doc="TF-IDF minus the paper-rate judge, 0 v 1, over the settings")
+    key_minus_rate_0v1: str = fact(unit="pp", doc="mechanism key minus the paper-rate judge, 0 v 1")
+    max_bias: str = fact(doc="the largest bias of the key and the paper-rate judge (:func:`max_bias_text`)")
+
+
+def rule_facts(bias: pd.DataFrame, n_text_reps: int) -> RuleFacts:
+    """:class:`RuleFacts` of a ``robustness.rule_bias`` table over ``n_text_reps`` replications."""
+    low, high = rule_gap(bias, "0 v 1", "tfidf", "paper_rates")
+    tfidf = f"{low:+.1f} to {high:+.1f}" if round(low, 1) != round(high, 1) else f"{low:+.1f}"
+    low, high = rule_gap(bias, "0 v 1", "mechanism_key", "paper_rates")
+    return RuleFacts(n_text_reps, tfidf, f"{low:+.1f} to {high:+.1f}", max_bias_text(bias))
+
+
+@dataclass(frozen=True)
+class ExerciseFacts:
+    """Exercise 1: conclusion (a) under the stricter ratio 0.1, and the map at the default simulator
+    (glued under ``ch02c``)."""
+
+    ex1_status: str = fact(doc="conclusion (a) over the grid at ratio 0.1")
+    ex1_fails_0v1_max: float = fact(unit="pp", digits=1, doc="largest 0 v 1 truth where it fails outside")
+    default: DefaultCell
+
+
+def exercise_facts(truths: pd.DataFrame, factors: Mapping[str, float], axes: Sequence[str], z: float) -> ExerciseFacts:
+    """:class:`ExerciseFacts` of the map ``truths`` (``z``: its criterion's SEs) at ``factors``."""
+    strict = diminishing_returns(truths, ratio=0.1, z=z)
+    return ExerciseFacts(status_sentence(strict), fails_outside(strict) or 0.0, default_cell(truths, factors, axes))
 
 
 def power_settings(base: SimulatorParams, picks: pd.DataFrame, factors: Sequence[str]) -> list[EffectSetting]:
@@ -490,6 +582,53 @@ def top_power(power: pd.DataFrame, top) -> TopPower:
     return TopPower(truth=top.truth_pp, power_4x5=at(4, 5, "power"), power_4x10=at(4, 10, "power"),
                     power_se_4x10=at(4, 10, "power_se"), power_8x5=at(8, 5, "power"),
                     power_se_8x5=at(8, 5, "power_se"))
+
+
+@dataclass(frozen=True)
+class PowerFacts:
+    """The power study and the intro's row (glued under ``ch02c``; the largest effect's powers under
+    ``ch02c_top``). The chapter is simulated under every backend."""
+
+    n_power_reps: int = fact(unit="replications", doc="replications per design and setting")
+    n_pools: int = fact(unit="pools", doc="run pools the replications draw from")
+    top: TopPower
+    runs_vs_instances: str = fact(doc="more runs or more instances (:func:`runs_vs_instances`)")
+    power_range: str = fact(doc="power over the settings (:func:`power_range_text`)")
+    headline_truth: float = fact(unit="pp", digits=1, doc="the largest true 1 v 5 effect the settings allow")
+    headline_power: float | None = _power("its power in the paper's design (4 instances x 5 runs)")
+    headline_status: str = fact(doc="where the headline's numbers come from")
+    headline_provenance: str = fact(doc="the intro row's provenance")
+    headline_verdict: str = fact(doc="the intro row's verdict")
+
+
+def power_facts(power: pd.DataFrame, settings: Sequence, labels: Sequence[str], n_power_reps: int,
+                n_pools: int) -> PowerFacts:
+    """:class:`PowerFacts` of a ``workflow.power`` table over ``settings`` (named ``labels``)."""
+    top = max(settings, key=lambda st: st.target_pp)
+    at_top = top_power(power, top)
+    provenance, verdict = headline_provenance("ch02c", llm=False)
+    return PowerFacts(n_power_reps, n_pools, at_top, runs_vs_instances(power, top.target_pp),
+                      power_range_text(power, settings, labels), at_top.truth, at_top.power_4x5, SIMULATED,
+                      provenance, verdict)
+
+
+@dataclass(frozen=True)
+class NeededFacts:
+    """The runs a study needs, beside the paper's 1 v 5 effect (glued under ``ch02c``)."""
+
+    paper_1v5_pp: float = fact(unit="pp", digits=1, doc="the paper's 1 v 5 extra divergence")
+    needed_text: str = fact(doc="runs per depth needed per setting (:func:`needed_text`)")
+    ladder_max: int = fact(unit="runs per depth", doc="the largest design the ladder tries")
+    paper_1v5_where: str = fact(doc="where the paper's effect lies among the settings (:func:`paper_inside`)")
+    power_verdict: str = fact(doc="the paper's design's power in words (:func:`power_verdict`)")
+
+
+def needed_facts(needed: pd.DataFrame, power: pd.DataFrame, settings: Sequence, ladder: Sequence[int],
+                 level: float) -> NeededFacts:
+    """:class:`NeededFacts` of ``workflow.power.runs_needed`` and the power table at ``level``."""
+    paper = reported("critique_depth.extra_divergence_pp.k1_vs_k5")
+    return NeededFacts(paper, needed_text(needed), max(ladder), paper_inside(paper, settings),
+                       power_verdict(power, level))
 
 
 def power_range_text(power: pd.DataFrame, settings: Sequence, labels: Sequence[str],

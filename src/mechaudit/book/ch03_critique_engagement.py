@@ -17,6 +17,7 @@ from typing import Any
 import pandas as pd
 
 from mechaudit.backends import Backend
+from mechaudit.book.chapter import headline_provenance
 from mechaudit.engagement import (
     LABELS,
     engagement_table,
@@ -24,12 +25,13 @@ from mechaudit.engagement import (
     judge_request,
     label_demands,
     paper_comparison,
+    paper_shares,
 )
 from mechaudit.llm.pricing import Planned
 from mechaudit.paper import reported
 from mechaudit.report.facts import fact
 from mechaudit.schema import load_benchmark
-from mechaudit.workflow import report_dropped, show_excluded
+from mechaudit.workflow import WorkflowSetup, null_params, report_dropped, show_excluded
 from mechaudit.workflow.delivery import Delivery
 from mechaudit.workflow.plan import design_for, plan_workflow
 from mechaudit.workflow.records import demands_frame
@@ -200,33 +202,59 @@ def paper_engagement() -> PaperEngagement:
 
 @dataclass(frozen=True)
 class RunShares:
-    """This run's share of all demands per label (glued under ``ch03``)."""
+    """This run's demands, its share of them per label and the headline row (glued under ``ch03``)."""
 
+    n_demands: int = fact(unit="demands", doc="labelled demands of this run")
+    headline_conceded: float = fact(unit="%", digits=1, doc="share conceded, as the intro's table shows it")
+    headline_provenance: str = fact(doc="the intro row's provenance")
+    headline_verdict: str = fact(doc="the intro row's verdict")
+    max_gap_pp: float = fact(unit="pp", digits=1, doc="largest gap between this run's shares and the paper's")
+    floor_sentence: str = fact(doc="whether the conceded share could come closer to the paper's")
     conceded_pct: float = fact(unit="%", digits=1, doc="share of this run's demands conceded")
     answered_pct: float = fact(unit="%", digits=1, doc="share answered")
     partial_pct: float = fact(unit="%", digits=1, doc="share partially addressed")
     dropped_pct: float = fact(unit="%", digits=1, doc="share dropped")
 
 
-def run_shares(shares: pd.DataFrame) -> RunShares:
-    """The "this run (%)" column of :func:`shares_table` as a record."""
-    return RunShares(**{f"{label}_pct": float(shares.loc[label, "this run (%)"]) for label in LABELS})
+def run_shares(labelled: pd.DataFrame, shares: pd.DataFrame, llm: bool) -> RunShares:
+    """:class:`RunShares` of the labelled demands and their :func:`shares_table`; ``llm``: whether
+    the labels came from an LLM backend."""
+    pct = shares["this run (%)"]
+    provenance, verdict = headline_provenance("ch03", llm, {"conceded": pct["conceded"]})
+    return RunShares(n_demands=len(labelled), headline_conceded=pct["conceded"], headline_provenance=provenance,
+                     headline_verdict=verdict, max_gap_pp=max_gap_pp(pct, paper_shares()),
+                     floor_sentence=conceded_floor_sentence(labelled, reported("engagement.conceded_pct")),
+                     **{f"{label}_pct": float(pct[label]) for label in LABELS})
 
 
 @dataclass(frozen=True)
-class SimulatorSetting:
-    """The simulator probabilities the misfit section quotes (glued under ``ch03``)."""
+class Misfit:
+    """What the misfit section quotes: the demand density and the simulator probabilities behind it
+    (glued under ``ch03``)."""
 
+    critique_rounds: int = fact(unit="run-rounds", doc="run-rounds of critique in the design")
+    demand_sentence: str = fact(doc="this run's demands per run and round, beside the paper's")
+    per_hyp_round: float = fact(unit="demands", doc="demands per hypothesis and round in this run")
+    weak_share_pct: str = fact(doc="share of demands that hit a weak link, as text")
+    misfit_scope: str = fact(doc="whether the simulator's explanation describes this run's workflow")
     p_weak_supported: float = fact(unit="probability", doc="a step the evidence pack names is weak")
     p_weak_unsupported: float = fact(unit="probability", doc="a step it does not name is weak")
     p_find: float = fact(unit="probability", doc="the critic finds an open weak link, per round")
     reply_sound_conceded: float = fact(unit="probability", doc="a demand on a sound link is conceded")
 
 
-def simulator_setting(params) -> SimulatorSetting:
-    """:class:`SimulatorSetting` of ``params`` (``workflow.SimulatorParams``)."""
-    return SimulatorSetting(p_weak_supported=params.p_weak_supported, p_weak_unsupported=params.p_weak_unsupported,
-                            p_find=params.p_find, reply_sound_conceded=params.reply_sound.conceded)
+def misfit(labelled: pd.DataFrame, density: pd.DataFrame, setup: WorkflowSetup, backend: Backend) -> Misfit:
+    """:class:`Misfit` of the labelled demands, their :func:`density_table` and the run's set-up."""
+    scope = ("This run's workflow is the simulator's, so the explanation below describes it"
+             if knows_weak_links(labelled) else  # only the simulator's critic knows which links are weak
+             f"This run's workflow is an LLM's (backend {backend}): the table counts its demands, and "
+             "the explanation below, which is about the simulator, does not describe them")
+    sim = setup.simulator
+    return Misfit(critique_rounds=critique_rounds(setup.design), demand_sentence=demand_sentence(density),
+                  per_hyp_round=density.loc["demands per hypothesis and round", "this run"],
+                  weak_share_pct=weak_share_text(labelled), misfit_scope=scope,
+                  p_weak_supported=sim.p_weak_supported, p_weak_unsupported=sim.p_weak_unsupported,
+                  p_find=sim.p_find, reply_sound_conceded=sim.reply_sound.conceded)
 
 
 @dataclass(frozen=True)
@@ -246,6 +274,35 @@ def round_facts(by_round: pd.DataFrame) -> RoundFacts:
                       first_round_conceded_pct=float(by_round["conceded"].iloc[0]),
                       last_round_conceded_pct=float(by_round["conceded"].iloc[-1]),
                       last_round_answered_pct=float(by_round["answered"].iloc[-1]))
+
+
+@dataclass(frozen=True)
+class Exercises:
+    """The numbers the exercise solutions quote, simulated so that they follow the parameter files
+    (glued under ``ch03``; the simulations only with the simulator's labels)."""
+
+    ex1_n: int | None = fact(unit="demands", missing="not simulated", doc="demands under the null simulator")
+    ex1_conceded: float | None = fact(unit="%", digits=1, missing="not simulated", doc="conceded under it")
+    ex1_same_rounds: str | None = fact(missing="not simulated", doc="whether its per-round shares are the same")
+    ex2_seed: int | None = fact(missing="not simulated", doc="the other seed")
+    ex2_n: int | None = fact(unit="demands", missing="not simulated", doc="demands with the other seed")
+    ex2_conceded: float | None = fact(unit="%", digits=1, missing="not simulated", doc="conceded with it")
+    binomial_se_pp: float = fact(unit="pp", digits=1, doc="binomial standard error of the conceded share")
+
+
+def exercises(setup: WorkflowSetup, seed: int, labelled: pd.DataFrame, shares: pd.DataFrame,
+              by_round: pd.DataFrame, llm: bool) -> Exercises:
+    """:class:`Exercises` of this run (its ``seed``, labelled demands, :func:`shares_table` and
+    :func:`round_shares`); ``llm``: labels from an LLM judge, nothing simulated."""
+    p = shares.loc["conceded", "this run (%)"] / 100
+    se = 100 * (p * (1 - p) / len(labelled)) ** 0.5
+    if llm:
+        return Exercises(None, None, None, None, None, None, se)
+    n_null, conceded_null, rounds_null = simulated_shares(setup.bench, setup.design, null_params(setup.simulator),
+                                                          seed)
+    n_other, conceded_other, _ = simulated_shares(setup.bench, setup.design, setup.simulator, seed + 1)
+    return Exercises(n_null, conceded_null, "the same" if rounds_null.equals(by_round) else "different",
+                     seed + 1, n_other, conceded_other, se)
 
 
 # --------------------------------------------------------------------------- cost plan

@@ -16,12 +16,12 @@ from typing import Any
 
 import pandas as pd
 
-from mechaudit.book.chapter import judge_models
+from mechaudit.book.chapter import headline_provenance, judge_models
 from mechaudit.llm.pricing import Planned
 from mechaudit.paths import cache_path
 from mechaudit.report.facts import fact
 from mechaudit.schema import Benchmark, load_benchmark
-from mechaudit.workflow import build_rules, delivered_diversity, rules_for
+from mechaudit.workflow import WorkflowSetup, build_rules, delivered_diversity, null_params, rules_for, simulate
 from mechaudit.workflow.plan import design_for, plan_delivered_judges, plan_workflow
 
 #: human column names of the per-rule summary
@@ -128,8 +128,13 @@ def _groups(doc: str) -> Any:
 
 @dataclass(frozen=True)
 class RuleGroups:
-    """Mean groups per run (all runs) under the groupings the prose quotes (glued under ``ch04``);
-    ``None`` for a rule this run did not apply."""
+    """The headline row and the mean groups per run (all runs) under the groupings the prose quotes
+    (glued under ``ch04``); ``None`` for a rule this run did not apply."""
+
+    headline_clusters: str = fact(doc="lowest and highest mean group count over the rules (:func:`clusters_range`)")
+    headline_provenance: str = fact(doc="the intro row's provenance")
+    headline_verdict: str = fact(doc="the intro row's verdict")
+    key_vs_reference: str = fact(doc="whether the reference judge counts as the mechanism key does")
 
     mechanism_key_complete: float | None = _groups("mechanism key, complete linkage")
     tfidf_complete: float | None = _groups("TF-IDF rule, complete linkage")
@@ -138,28 +143,35 @@ class RuleGroups:
     embedding_components: float | None = _groups("embedding rule, connected components")
 
 
-def rule_groups(summary: pd.DataFrame) -> RuleGroups:
-    """:class:`RuleGroups` from :func:`rule_summary`."""
+def rule_groups(summary: pd.DataFrame, llm: bool) -> RuleGroups:
+    """:class:`RuleGroups` from :func:`rule_summary`; ``llm``: whether the runs came from an LLM backend."""
     column = {"complete": "groups (complete)", "components": "groups (components)"}
 
     def mean(name: str) -> float | None:
         rule, _, grouping = name.rpartition("_")
         return float(summary.loc[rule, column[grouping]]) if rule in summary.index else None
 
-    return RuleGroups(**{f.name: mean(f.name) for f in fields(RuleGroups)})
+    provenance, verdict = headline_provenance("ch04", llm)
+    return RuleGroups(clusters_range(summary), provenance, verdict, key_vs_reference(summary),
+                      **{f.name: mean(f.name) for f in fields(RuleGroups)[4:]})
+
+
+def _per_depth(doc: str) -> Any:
+    return fact(unit="groups per run", missing="not run", doc=doc)
 
 
 @dataclass(frozen=True)
 class ExerciseFacts:
     """Numbers the exercise solutions quote (glued under ``ch04``): the TF-IDF rule at threshold 0.5
-    (exercise 1) and both rules on the null simulator's runs (exercise 2)."""
+    (exercise 1) and both rules on the null simulator's runs (exercise 2); "not run" without the
+    mechanism key or the TF-IDF rule (LLM runs)."""
 
-    ex1_complete: float = fact(unit="groups per run", digits=2, doc="strict TF-IDF, complete linkage")
-    ex1_components: float = fact(unit="groups per run", digits=2, doc="strict TF-IDF, connected components")
-    ex1_by_depth: str = fact(unit="groups per run", doc="strict TF-IDF per depth (:func:`by_depth_text`)")
-    ex1_key_by_depth: str = fact(unit="groups per run", doc="the mechanism key per depth, this run")
-    ex2_key_by_depth: str = fact(unit="groups per run", doc="the mechanism key per depth, null runs")
-    ex2_tfidf_by_depth: str = fact(unit="groups per run", doc="the TF-IDF rule per depth, null runs")
+    ex1_complete: float | None = _groups("strict TF-IDF, complete linkage")
+    ex1_components: float | None = _groups("strict TF-IDF, connected components")
+    ex1_by_depth: str | None = _per_depth("strict TF-IDF per depth (:func:`by_depth_text`)")
+    ex1_key_by_depth: str | None = _per_depth("the mechanism key per depth, this run")
+    ex2_key_by_depth: str | None = _per_depth("the mechanism key per depth, null runs")
+    ex2_tfidf_by_depth: str | None = _per_depth("the TF-IDF rule per depth, null runs")
 
 
 def exercise_facts(div_strict: pd.DataFrame, div: pd.DataFrame, div_null: pd.DataFrame) -> ExerciseFacts:
@@ -171,6 +183,17 @@ def exercise_facts(div_strict: pd.DataFrame, div: pd.DataFrame, div_null: pd.Dat
                          ex1_key_by_depth=by_depth_text(div, "mechanism_key"),
                          ex2_key_by_depth=by_depth_text(div_null, "mechanism_key"),
                          ex2_tfidf_by_depth=by_depth_text(div_null, "tfidf"))
+
+
+def exercises(setup: WorkflowSetup, rules: Mapping[str, object], div: pd.DataFrame, seed: int) -> ExerciseFacts:
+    """:class:`ExerciseFacts` of this run (its ``rules`` by name and their ``div``): the TF-IDF rule at
+    threshold 0.5 on its runs, and the key and TF-IDF rules on the null simulator's runs with ``seed``."""
+    if not {"mechanism_key", "tfidf"} <= set(rules):
+        return ExerciseFacts(None, None, None, None, None, None)
+    div_strict = delivered_diversity(setup.delivery.runs, build_rules(["tfidf"], tfidf_threshold=0.5))
+    null_runs = simulate(setup.bench, setup.design, null_params(setup.simulator), seed=seed, log=False)
+    return exercise_facts(div_strict, div, delivered_diversity(null_runs, {k: rules[k] for k in ("mechanism_key",
+                                                                                                 "tfidf")}))
 
 
 # --------------------------------------------------------------------------- cost plan

@@ -22,10 +22,11 @@ from typing import Any
 import pandas as pd
 
 from mechaudit.backends import Backend
-from mechaudit.book.chapter import figure_caption
+from mechaudit.book.chapter import ChapterContext, figure_caption, headline_provenance
 from mechaudit.llm.pricing import Planned
 from mechaudit.report.facts import fact
 from mechaudit.report.glue import at_most_text, span_text
+from mechaudit.report.tables import BookTable, book_table
 from mechaudit.tau import CARD_VERSION, FIELD_CAPS, RUBRIC_VERSION, SyntheticPool, llm_tau_calibration, studies
 from mechaudit.tau.realjudge import ROLES, calibration_requests
 from mechaudit.tau.simulate import make_pool
@@ -100,6 +101,31 @@ def recovery_facts(recovery: pd.DataFrame, tolerance: float = TOLERANCE) -> Reco
         mean_error_pct=mean_error_pct, headline_tau_error=headline_tau_error(mean_error_pct, within_pct))
 
 
+@dataclass(frozen=True)
+class Headline:
+    """The intro row and the repetitions behind it (glued under ``ch08``); the simulated judge runs
+    under every backend, so the row is never an LLM's."""
+
+    n_reps: int = fact(unit="repetitions", doc="fits per true tau and fitter")
+    headline_status: str = fact(doc="where the headline's numbers come from")
+    headline_provenance: str = fact(doc="the intro row's provenance")
+    headline_verdict: str = fact(doc="the intro row's verdict")
+
+
+def headline(n_reps: int) -> Headline:
+    """:class:`Headline` of a run with ``n_reps`` repetitions."""
+    return Headline(n_reps, STATUS, *headline_provenance("ch08", llm=False))
+
+
+def table(ctx: ChapterContext, name: str, raw: pd.DataFrame, shown: pd.DataFrame, label: str,
+          caption: str) -> BookTable:
+    """A study's table twice: ``raw`` (its numbers, rounded to 3 decimals) written to the run folder
+    as ``<name>.csv``, and ``shown`` (the same numbers for reading) returned as the book's numbered
+    table ``label`` with ``caption``."""
+    ctx.table(name, raw.round(3))
+    return book_table(shown, caption=caption, name=label)
+
+
 def headline_tau_error(mean_error_pct: float, within_pct: float) -> str:
     """The intro's one-line answer, e.g. "2.9 % mean error (mle); 90 % of fits within 10 %"."""
     return (f"{mean_error_pct:.1f} % mean error (mle); {within_pct:.0f} % of fits "
@@ -129,14 +155,17 @@ class ReviewFacts:
     saturated_pct: float = fact(unit="%", digits=1, doc="scores on a grid end")
     saturated_low_n: int = fact(unit="scores", doc="scores stuck at 1")
     n_scores: int = fact(unit="scores", doc="all inferred scores")
+    n_stories: int = fact(unit="stories", doc="stories per reviewer role")
 
 
-def review_facts(reviews: pd.DataFrame) -> ReviewFacts:
-    """:class:`ReviewFacts` of a reviews frame (``error``, ``saturated``, ``saturated_at``)."""
+def review_facts(reviews: pd.DataFrame, n_stories: int) -> ReviewFacts:
+    """:class:`ReviewFacts` of a reviews frame (``error``, ``saturated``, ``saturated_at``) of a run
+    with ``n_stories`` stories per role."""
     interior = reviews[~reviews["saturated"]]
     return ReviewFacts(interior_mae=float(interior["error"].abs().mean()), interior_n=len(interior),
                        saturated_pct=100 * float(reviews["saturated"].mean()),
-                       saturated_low_n=int((reviews["saturated_at"] == "low").sum()), n_scores=len(reviews))
+                       saturated_low_n=int((reviews["saturated_at"] == "low").sum()), n_scores=len(reviews),
+                       n_stories=n_stories)
 
 
 def summary_display(summary: pd.DataFrame) -> pd.DataFrame:
@@ -199,10 +228,12 @@ class ScaleFacts:
     band_cov_first: float = fact(unit="%", digits=0, doc="band coverage at the first factor")
     band_cov_last: float = fact(unit="%", digits=0, doc="band coverage at the last factor")
     profile_cov: float = fact(unit="%", digits=0, doc="Kish coverage (the same at every factor)")
+    n_rounds: int = fact(unit="reviews", doc="stored reviews the factors were applied to")
 
 
-def scale_facts(scale_effect: pd.DataFrame) -> ScaleFacts:
-    """:class:`ScaleFacts` of a :func:`mechaudit.tau.studies.weight_scale_effect` table."""
+def scale_facts(scale_effect: pd.DataFrame, n_rounds: int) -> ScaleFacts:
+    """:class:`ScaleFacts` of a :func:`mechaudit.tau.studies.weight_scale_effect` table over
+    ``n_rounds`` stored reviews."""
     first, last = scale_effect.iloc[0], scale_effect.iloc[-1]
     text = scale_sentences({"score_changed_max": float(scale_effect["score_changed"].max()),
                             "profile_width_min": float(scale_effect["profile_width"].min()),
@@ -212,7 +243,7 @@ def scale_facts(scale_effect: pd.DataFrame) -> ScaleFacts:
                       band_width_first=float(first["band_width"]), band_width_last=float(last["band_width"]),
                       band_cov_first=100 * float(first["band_coverage"]),
                       band_cov_last=100 * float(last["band_coverage"]),
-                      profile_cov=100 * float(scale_effect["profile_coverage"].iloc[0]))
+                      profile_cov=100 * float(scale_effect["profile_coverage"].iloc[0]), n_rounds=n_rounds)
 
 
 def scale_sentences(facts: Mapping[str, float]) -> dict[str, str]:

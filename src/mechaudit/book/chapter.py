@@ -14,6 +14,9 @@ another.
 
 from __future__ import annotations
 
+import json
+import shutil
+import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -31,6 +34,7 @@ from mechaudit.report.facts import fact
 from mechaudit.report.glue import glue_figure
 from mechaudit.report.outputs import save
 from mechaudit.report.tables import BookTable, book_table, use_book_tables
+from mechaudit.schema import Benchmark
 
 #: what the offline (``reference`` backend) numbers are, per kind of chapter
 SIMULATED = "simulated (reference backend)"
@@ -297,3 +301,32 @@ def swap_shares(pct: pd.DataFrame, suite: str) -> SwapShares:
     row = pct.loc[(suite, "first_step_swapped")]
     return SwapShares(fss_tfidf=float(row["TF-IDF"]), fss_embedding=float(row["embeddings"]),
                       fss_reference=float(row["reference judge"]))
+
+
+@dataclass(frozen=True)
+class YourData:
+    """What chapter 09 says about the folder it audits (glued under ``ch09``)."""
+
+    n_hypotheses: int = fact(unit="hypotheses", doc="hypotheses in the folder")
+    data: str = fact(doc='"the example set" or "the folder <name>"')
+    questions: str = fact(doc='"<n> question(s)"')
+    instances: str = fact(doc="each instance's id and title")
+
+
+def your_data(bench: Benchmark, folder: Path, own: bool) -> YourData:
+    """:class:`YourData` of ``bench``, loaded from ``folder`` (``own``: a folder the reader gave)."""
+    n = len(bench.instances)
+    return YourData(n_hypotheses=len(bench.hypotheses), data=f"the folder {folder.name}" if own else "the example set",
+                    questions=f"{n} question{'' if n == 1 else 's'}",
+                    instances="; ".join(f"{i.id}, {i.title}" for i in bench.instances))
+
+
+def broken_copy(folder: Path, bench: Benchmark) -> Path:
+    """A copy of ``folder`` in a new temporary directory (its parent; the caller removes it) whose
+    first hypothesis names a misspelt first step: a file that must fail to load."""
+    broken = Path(tempfile.mkdtemp()) / "broken"
+    shutil.copytree(folder, broken)
+    records = [h.model_dump(mode="json") for h in bench.hypotheses]
+    records[0]["chain"][0]["id"] += "X"
+    (broken / "hypotheses.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    return broken
