@@ -12,7 +12,9 @@ deliberate but unusual choices (duplicate pairs, empty inputs).
 from __future__ import annotations
 
 import math
+import numbers
 import sys
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -49,8 +51,6 @@ def check_range(value: Any, name: str, low: float | None = None, high: float | N
                 integer: bool = False, where: str | Path | None = None, line: int | None = None) -> None:
     """Raise ``MechauditError`` unless ``value`` is a number (an int with ``integer``) in
     ``[low, high]`` (either bound may be None); booleans are not numbers here."""
-    import numbers
-
     kind = numbers.Integral if integer else numbers.Real
     ok = isinstance(value, kind) and not isinstance(value, bool)
     if ok and math.isnan(value):
@@ -121,8 +121,6 @@ def use_warning_style() -> None:
     """Show the warnings of mechaudit's own classes (a torn cache line, a vanished batch) once each,
     in the one-line ``mechaudit: warning:`` style, however many times and from wherever they are
     raised. The command line calls it, and so does every chapter's set-up (in its kernel)."""
-    import warnings
-
     if not getattr(warnings.showwarning, "mechaudit_style", False):
         warnings.showwarning = _one_line_warnings(warnings.showwarning)
 

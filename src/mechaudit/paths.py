@@ -23,6 +23,7 @@ for an installed package (the shipped copy, which must stay read-only) the user 
 
 from __future__ import annotations
 
+import hashlib
 import os
 from importlib import resources
 from pathlib import Path
@@ -141,8 +142,6 @@ SHIPPED_MANIFEST = "benchmark.sha256"
 def file_sha256(path: Path) -> str:
     """sha256 of a text file with line endings normalised to ``\\n`` (a checkout with CRLF endings
     has the same identity)."""
-    import hashlib
-
     return hashlib.sha256(Path(path).read_bytes().replace(b"\r\n", b"\n")).hexdigest()
 
 

@@ -29,8 +29,10 @@ command that rebuilds it (:func:`rebuild_command`).
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import json
+import textwrap
 import zlib
 from collections.abc import Collection, Iterable, Sequence
 from functools import lru_cache
@@ -41,6 +43,8 @@ import numpy as np
 import pandas as pd
 from tqdm import tqdm
 
+from mechaudit.errors import MechauditError, check_range
+from mechaudit.paths import data_path
 from mechaudit.render import PLACEHOLDER, placeholders, render, swap_ids, templatize
 from mechaudit.schema import (
     DataError,
@@ -48,6 +52,7 @@ from mechaudit.schema import (
     Step,
     Template,
     Vocabulary,
+    load_hypotheses,
     load_vocabulary,
     read_jsonl,
     validate_record,
@@ -364,8 +369,6 @@ def pair_rng(seed: int, kind: str, hypothesis_id: str) -> np.random.Generator:
 
 def _check_entities(hypotheses: Sequence[Hypothesis], vocab: Vocabulary, which: str) -> None:
     """Raise ``MechauditError`` for the first chain or template entity id not in ``vocab``."""
-    from mechaudit.errors import MechauditError
-
     for h in hypotheses:
         texts = [] if h.template is None else [h.template.statement, *h.template.explanations, *h.template.chain]
         for ident in [s.id for s in h.chain] + [i for t in texts for i in placeholders(t)]:
@@ -387,7 +390,6 @@ def make_suite(hypotheses: Sequence[Hypothesis], *, kinds: Sequence[str] = KINDS
     """
     for kind in kinds:
         _check_kind(kind)
-    from mechaudit.errors import check_range
 
     check_range(seed, "seed", 0, integer=True)
     vocab = _vocab(vocabulary)
@@ -468,8 +470,6 @@ def suite_path(data_dir: str | Path | None = None, suite: str = "template") -> P
     if suite not in SUITE_FILES:
         raise ValueError(f"unknown suite {suite!r}; expected one of {tuple(SUITE_FILES)}")
     if data_dir is None:
-        from mechaudit.paths import data_path
-
         return data_path(SUITE_FILES[suite])
     return Path(data_dir) / SUITE_FILES[suite]
 
@@ -495,8 +495,6 @@ def load_suite(path: str | Path | None = None, valid_only: bool = False) -> list
     ``MechauditError`` naming the command that rebuilds it.
     """
     if path is None:
-        from mechaudit.paths import data_path
-
         path = data_path("perturbations.jsonl")
     path = Path(path)
     pairs, lines = [], []
@@ -519,9 +517,6 @@ def load_suite(path: str | Path | None = None, valid_only: bool = False) -> list
         lines.append(lineno)
     beside = path.parent / "hypotheses.jsonl"
     if beside.is_file():
-        from mechaudit.errors import MechauditError
-        from mechaudit.schema import load_hypotheses
-
         stale = stale_reason(pairs, load_hypotheses(beside))
         if stale is not None:
             i, reason = stale
@@ -538,7 +533,7 @@ def phrasing_similarity(hypotheses: Sequence[Hypothesis], vocabulary: Vocabulary
     stop_words="english")`` is fitted on all phrasings of all ``hypotheses``. Returns a 1-D array
     with one value per (hypothesis, further phrasing); hypotheses without a template are skipped.
     """
-    from mechaudit.rules.tfidf import new_vectorizer, rowwise_cosine
+    from mechaudit.rules.tfidf import new_vectorizer, rowwise_cosine  # defers scikit-learn
 
     names = _vocab(vocabulary).canonical_names()
     texts: list[str] = []
@@ -569,8 +564,6 @@ def text_changes(original: Hypothesis, variant: Hypothesis) -> list[tuple[str, s
     insertion keeps the word before it; a span repeating one word replacement is split word
     by word; surrounding ``.,;:`` stripped). Chains of different length compare only their common prefix.
     """
-    import difflib
-
     out = []
     for (name, a_text), (_, b_text) in zip(_fields(original), _fields(variant)):
         a, b = a_text.split(), b_text.split()
@@ -594,8 +587,6 @@ def describe_change(original: Hypothesis, variant: Hypothesis, width: int = 110)
     other changes are grouped as "before -> after (fields)", identical replacements listed once.
     The result is cut to ``width`` characters (``textwrap.shorten``); "" when nothing changed.
     """
-    import textwrap
-
     reworded: list[str] = []
     groups: dict[tuple[str, str], list[str]] = {}
     by_field: dict[str, list[tuple[str, str]]] = {}

@@ -31,6 +31,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from mechaudit.model import DataError, Hypothesis, Vocabulary
+from mechaudit.paths import data_path
 from mechaudit.perturb import (
     KINDS,
     MEANING_PRESERVING,
@@ -84,8 +85,6 @@ def load_rewrites(path: str | Path | None = None) -> dict[str, dict[str, Rewrite
     """Read an authoring file (default: the shipped ``data/perturbations_reworded.yaml``):
     hypothesis id -> kind -> ``Rewrite``. Errors name file, line and field."""
     if path is None:
-        from mechaudit.paths import data_path
-
         path = data_path(SOURCE_FILE)
     path = Path(path)
     doc = read_yaml(path)

@@ -35,6 +35,7 @@ from mechaudit.model import (
     hypothesis_text,
     mechanism_key,
 )
+from mechaudit.paths import data_path
 from mechaudit.render import PLACEHOLDER, placeholders, render
 
 # ----------------------------------------------------------------------------------------------
@@ -170,8 +171,6 @@ def validate_record(model: type[BaseModel], raw: Any, path: str | Path, line: in
 
 
 def _default(name: str) -> Path:
-    from mechaudit.paths import data_path
-
     return data_path(name)
 
 

@@ -11,6 +11,7 @@ from typing import Any
 
 from mechaudit.backends import Backend, BackendError
 from mechaudit.book.chapter import backend_of
+from mechaudit.book.params import full_parameters
 from mechaudit.llm.cache import ResponseCache, default_cache_dir
 from mechaudit.llm.errors import API_KEY_ENV, MissingAPIKeyError
 from mechaudit.llm.ledger import TOKEN_COLUMNS, cache_spend, cache_state, format_usd, load_prices, sent_mark, unanswered
@@ -49,8 +50,6 @@ class RunAccount:
     @classmethod
     def plan(cls, plans, params_file, overrides, max_usd=None, batch=None, prices=None, base_url=None) -> RunAccount:
         """Account for ``plans`` (``[(chapter, injected parameters)]``) of an execute run."""
-        from mechaudit.book.params import full_parameters
-
         return cls(plans, params_file, overrides, full_parameters(plans), max_usd=max_usd, batch=batch,
                    prices=prices, base_url=base_url)
 
@@ -59,6 +58,7 @@ class RunAccount:
 
     def make_estimate(self):
         """The estimate table of the run's LLM chapters (``mechaudit.book.estimate``), computed once."""
+        # defers scikit-learn and scipy: only an LLM run's estimate needs the chapter plans
         from mechaudit.book.estimate import estimate_chapters
 
         if self.estimate is None:

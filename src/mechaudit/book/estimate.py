@@ -42,7 +42,12 @@ from mechaudit.book import (
     ch07_sensitivity,
     ch08_tau_calibration,
 )
+from mechaudit.book.chapter import backend_of
+from mechaudit.book.params import DEFAULT_PARAMS, notebook_parameters, resolve_chapter, resolve_parameters, toc_chapters
+from mechaudit.llm.cache import ResponseCache, default_cache_dir
+from mechaudit.llm.ledger import load_prices
 from mechaudit.llm.pricing import ESTIMATE_COLUMNS, Planned, load_min_cache_tokens, price_plan
+from mechaudit.llm.providers import openai_base_url, with_endpoint
 
 #: chapter stem -> its cost plan ``plan(params) -> list[Planned]``: every chapter that sends LLM
 #: requests (01, 02b, 02c and 09 send none)
@@ -66,9 +71,6 @@ def chapter_plan(stem: str) -> Callable[[Mapping[str, Any]], list[Planned]] | No
 def chapter_params(chapter, params_file=None, overrides: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """Every parameter of ``chapter`` as it would run: the notebook's defaults, the parameter file
     and the overrides (relative ``data_dir``/``cache_dir`` resolve against the working directory)."""
-    from mechaudit.book.chapter import backend_of
-    from mechaudit.book.params import notebook_parameters, resolve_parameters
-
     params = dict(notebook_parameters(chapter.source))
     params.update(resolve_parameters(chapter, params_file, dict(overrides or {})))
     for name in ("data_dir", "cache_dir"):
@@ -84,11 +86,6 @@ def estimate_chapters(names: Sequence[str] = (), params_file=None, overrides: Ma
     as ``mechaudit execute`` would run them; chapters with an offline backend contribute no row.
     ``base_url``: the custom OpenAI-compatible server the run's OpenAI-routed requests go to (None:
     ``OPENAI_BASE_URL``, if set), which prices them by endpoint."""
-    from mechaudit.book.params import DEFAULT_PARAMS, resolve_chapter, toc_chapters
-    from mechaudit.llm.cache import ResponseCache, default_cache_dir
-    from mechaudit.llm.ledger import load_prices
-    from mechaudit.llm.providers import openai_base_url, with_endpoint
-
     table = load_prices(prices)
     min_cache = load_min_cache_tokens(prices if isinstance(prices, (str, Path)) else None)
     chapters = [resolve_chapter(n) for n in names] or toc_chapters()

@@ -9,6 +9,7 @@ parameters come from :mod:`mechaudit.book.params`.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import shutil
 import subprocess
@@ -16,13 +17,16 @@ import sys
 import tempfile
 import threading
 import time
+import uuid
 from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
 from mechaudit import paths
+from mechaudit.book import preflight
 from mechaudit.book.params import (
     DEFAULT_PARAMS,
     RUN_PARAMETERS,
@@ -39,8 +43,11 @@ from mechaudit.book.params import (
     resolve_params_file,
     toc_chapters,
 )
+from mechaudit.book.preflight import RUN_MARK, env_data_dir
 from mechaudit.book.settings import Budget, RunSettings
+from mechaudit.errors import warn
 from mechaudit.paths import REPO_ROOT
+from mechaudit.report.outputs import DEFER_MARK
 
 KERNEL = "python3"
 #: Environment given to every executed notebook: no hub access, deterministic hashing.
@@ -90,7 +97,7 @@ def execute_chapter(
     final name). Ctrl-C stops the kernel quietly and raises ``KeyboardInterrupt``.
     """
     _, nbformat, papermill = book_tools()
-    from mechaudit.book.kernel import EnvKernelManager, kernel_config
+    from mechaudit.book.kernel import EnvKernelManager, kernel_config  # defers jupyter_client: fast `mechaudit --help`
 
     target = (Path(out_dir) / chapter.ipynb.name) if out_dir else chapter.ipynb
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -133,9 +140,6 @@ CLIENT_LOGGERS = ("papermill", "nbclient", "traitlets", "asyncio")
 def _quiet_interrupt():
     """Run the block with the kernel client's loggers silenced; on Ctrl-C also silence what its
     threads and sockets print while they shut down, then re-raise ``KeyboardInterrupt``."""
-    import logging
-    import threading
-
     levels = {name: logging.getLogger(name).level for name in CLIENT_LOGGERS}
     for name in CLIENT_LOGGERS:
         logging.getLogger(name).setLevel(logging.CRITICAL + 1)
@@ -180,7 +184,7 @@ def run_settings(overrides: dict[str, Any], params_file: Path | None) -> dict[st
     for name in RUN_PARAMETERS:
         value = overrides.pop(name, common.get(name))
         if value is not None:
-            from mechaudit.llm.providers import normalize_endpoint
+            from mechaudit.llm.providers import normalize_endpoint  # defers pandas: fast `mechaudit --help`
 
             try:
                 value = normalize_endpoint(value) if isinstance(value, str) else normalize_endpoint(repr(value))
@@ -278,7 +282,6 @@ def _execute_all(tasks: list[tuple], jobs: int) -> list[Path]:
     process), results in task order; after a failure (or Ctrl-C) no further chapter starts."""
     if jobs == 1 or len(tasks) == 1:
         return [_execute_one(*task) for task in tasks]
-    from concurrent.futures import ThreadPoolExecutor
 
     with ThreadPoolExecutor(max_workers=jobs) as pool:
         futures = [pool.submit(_execute_one, *task) for task in tasks]
@@ -300,16 +303,12 @@ def _make_out_dir(out_dir: Path) -> None:
 def _with_data_env(chapter: Chapter, params: dict[str, Any]) -> dict[str, Any]:
     """``params`` plus the ``data_dir`` that makes a chapter whose default is its own folder (chapter
     09's example set) read ``MECHAUDIT_DATA`` like every other chapter (``preflight.env_data_dir``)."""
-    from mechaudit.book.preflight import env_data_dir
-
     return {**params, **env_data_dir(chapter.stem, {**notebook_parameters(chapter.source), **params})}
 
 
 def _check_whole_file(params_file: Path, chapters: list[Chapter], stream) -> None:
     """``check_param_file`` over the book's chapters (and any others run); a file without sections
     warns (``common: {}`` says "no overrides" on purpose)."""
-    from mechaudit.errors import warn
-
     check_param_file(params_file, {**{c.stem: c for c in toc_chapters()}, **{c.stem: c for c in chapters}}.values())
     if not read_param_file(params_file)[0]:
         warn("the parameter file sets nothing: every chapter runs with its own defaults", file=params_file,
@@ -319,10 +318,8 @@ def _check_whole_file(params_file: Path, chapters: list[Chapter], stream) -> Non
 def _plan_run(plans, params_file, overrides, out_dir, **account):
     """The run's ``RunAccount`` after every check that needs no kernel (``mechaudit.book.preflight``),
     the data and files first (before the LLM side is even imported)."""
-    from mechaudit.book import preflight
-
     preflight.check_plans(plans, full_parameters(plans))
-    from mechaudit.book.account import RunAccount
+    from mechaudit.book.account import RunAccount  # defers pandas: fast `mechaudit --help`
 
     run = RunAccount.plan(plans, params_file, overrides, **account)
     owners: dict[Path, str] = {}
@@ -342,7 +339,7 @@ def _plan_run(plans, params_file, overrides, out_dir, **account):
 def _check_money(run, stream, *, confirm, dry_run: bool, allow_unpriced: bool) -> bool:
     """The LLM checks before sending: estimate (printed with a budget, ``confirm`` or ``dry_run``),
     prices, keys, budget and the question. False when the run stops here (``dry_run``)."""
-    from mechaudit.book.account import RunCancelled
+    from mechaudit.book.account import RunCancelled  # defers pandas: fast `mechaudit --help`
 
     shown = run.max_usd is not None or confirm is not None or dry_run
     if not run.llm:
@@ -371,6 +368,7 @@ def _kernel_env(prices: Path | None, base_url: str | None, timeout: float | None
         env[paths.PRICES_ENV] = str(Path(prices).expanduser().resolve())
     if base_url is None and timeout is None:
         return env  # the LLM layer is not imported for nothing: this runs before the parameter checks
+    # defers pandas: fast `mechaudit --help`
     from mechaudit.llm.providers import OPENAI_BASE_URL_ENV, TIMEOUT_ENV, request_timeout
 
     if base_url is not None:
@@ -438,8 +436,6 @@ def _progress(stream, line: str) -> None:
 def _start_drawing(stage: Path) -> subprocess.Popen:
     """The process that draws the chapter's figures into ``stage`` while the chapter runs, on another
     core (:mod:`mechaudit.report.outputs`: ``save`` only stores them in a folder marked ``DEFER_MARK``)."""
-    from mechaudit.report.outputs import DEFER_MARK
-
     (stage / DEFER_MARK).touch()
     return subprocess.Popen([sys.executable, "-m", "mechaudit.report.outputs", str(stage)], stdin=subprocess.PIPE,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
@@ -448,8 +444,6 @@ def _start_drawing(stage: Path) -> subprocess.Popen:
 
 def _finish_drawing(drawer: subprocess.Popen, stage: Path, chapter: Chapter) -> None:
     """Let ``drawer`` draw the figures still stored and stop; a figure it could not draw fails the chapter."""
-    from mechaudit.report.outputs import DEFER_MARK
-
     _, err = drawer.communicate()
     if drawer.returncode != 0:
         why = err.strip().splitlines()[-1] if err.strip() else f"status {drawer.returncode}"
@@ -459,8 +453,6 @@ def _finish_drawing(drawer: subprocess.Popen, stage: Path, chapter: Chapter) -> 
 
 def _stage_folder(final: Path) -> Path:
     """A new empty folder beside ``final`` (same file system, so the final move is a rename)."""
-    import uuid
-
     final.parent.mkdir(parents=True, exist_ok=True)
     stage = final.parent / f".{final.name}.partial-{uuid.uuid4().hex[:12]}"
     stage.mkdir()
@@ -470,8 +462,6 @@ def _stage_folder(final: Path) -> Path:
 def _place(stage: Path, final: Path) -> bool:
     """Move the finished ``stage`` folder to ``final``, marked as a run folder (``RUN_MARK``);
     True if an earlier ``final`` was replaced."""
-    from mechaudit.book.preflight import RUN_MARK
-
     (stage / RUN_MARK).write_text("written by mechaudit execute; replaced whole by the next run\n",
                                   encoding="utf-8")
     replaced = final.exists()

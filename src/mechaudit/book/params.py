@@ -15,7 +15,12 @@ the defaults leaves the notebook's cells exactly those of its source.
 from __future__ import annotations
 
 import ast
+import copy
+import difflib
 import functools
+import importlib
+import json
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,7 +31,7 @@ from pydantic import ValidationError, create_model
 
 from mechaudit.book.settings import CHAPTERS, RunSettings, allowed, schema_at
 from mechaudit.errors import MechauditError
-from mechaudit.paths import PARAMS_DIR, REPO_ROOT
+from mechaudit.paths import PARAMS_DIR, REPO_ROOT, file_sha256
 
 DEFAULT_PARAMS = PARAMS_DIR / "default.yaml"
 
@@ -127,8 +132,6 @@ def notebook_parameters(source: Path) -> dict[str, Any]:
     :data:`PARAMETER_INDEX` beside the sources, which is used for a source whose content it lists
     (so ``mechaudit estimate`` needs no book tools).
     """
-    import copy
-
     source = Path(source)
     indexed = _indexed_parameters(source)
     if indexed is not None:
@@ -144,10 +147,6 @@ PARAMETER_INDEX = "parameters.json"
 def write_parameter_index(folder: Path) -> Path:
     """Write :data:`PARAMETER_INDEX` for the py:percent chapters in ``folder`` (the wheel's build
     step, ``setup.py``); a value that JSON would not give back unchanged raises ``ParameterError``."""
-    import json
-
-    from mechaudit.paths import file_sha256
-
     index = {}
     for source in sorted(Path(folder).glob("*.py")):
         params = notebook_parameters(source)
@@ -162,10 +161,6 @@ def write_parameter_index(folder: Path) -> Path:
 def _indexed_parameters(source: Path) -> dict[str, Any] | None:
     """The parameters :data:`PARAMETER_INDEX` lists for ``source``, or None (no index, no entry,
     or an entry for other content)."""
-    import json
-
-    from mechaudit.paths import file_sha256
-
     index = source.parent / PARAMETER_INDEX
     if not index.is_file():
         return None
@@ -179,8 +174,6 @@ def book_tools(names: tuple[str, ...] = ("jupytext", "nbformat", "papermill")) -
     """The notebook tools chapter execution needs (``jupytext``, ``nbformat``, ``papermill``; or only
     ``names``), or a one-line ``MechauditError`` naming the extra that installs them
     (``mechaudit[book]``)."""
-    import importlib
-
     try:
         return tuple(importlib.import_module(name) for name in names)
     except ImportError as err:
@@ -248,8 +241,6 @@ def read_param_file(path: Path) -> tuple[dict[str, Any], dict[Any, int]]:
     ``(section, name)`` pair to its 1-based line. Malformed YAML, a key written twice, a file that
     is not a mapping of sections, or a section that is not a mapping raise ``ParameterError`` with
     file and line. A run reads the file several times: it is parsed once per version on disk."""
-    import copy
-
     path = Path(path)
     stat = path.stat()
     return copy.deepcopy(_read_param_file(path.resolve(), stat.st_mtime_ns, stat.st_size, path))
@@ -267,7 +258,7 @@ def _read_param_file(resolved: Path, mtime_ns: int, size: int, path: Path) -> tu
     except yaml.YAMLError as err:
         line, problem = _yaml_problem(err)
         raise ParameterError(f"malformed YAML: {problem}", file=path, line=line) from None
-    from mechaudit.schema import repeated_key
+    from mechaudit.schema import repeated_key  # defers the pydantic data model: fast `mechaudit --help`
 
     repeated = repeated_key(node) if node is not None else None
     if repeated is not None:
@@ -330,8 +321,6 @@ def error_clause(err: Mapping[str, Any], default: Any, schema: Mapping[str, Any]
     """One pydantic error of a value of the JSON ``schema`` (a field's) as one clause without the
     field name: ``item 1: must be an integer in [2, 2000], got 1``; ``default`` is quoted when the
     type is wrong."""
-    import re
-
     kind, ctx, got = err["type"], err.get("ctx") or {}, err["input"]
     got = list(got) if isinstance(got, tuple) else got  # a YAML list made a tuple
     where = "".join(f"item {step}: " for step in err["loc"][1:])
@@ -375,8 +364,6 @@ def check_value(name: str, value: Any, default: Any, *, file: str | Path | None 
 
 
 def _hint(name: str, known: Iterable[str]) -> str:
-    import difflib
-
     close = difflib.get_close_matches(name, list(known), n=1)
     return f"; did you mean {close[0]!r}?" if close else ""
 

@@ -8,13 +8,16 @@ other data is one line naming the file, the line and the field, and the command 
 
 from __future__ import annotations
 
+import importlib.util
 import os
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from mechaudit import paths
+from mechaudit.book.settings import MAX_RUNS
 from mechaudit.errors import MechauditError
+from mechaudit.workflow.parallel import NEEDS_DASK, check_engine
 
 #: the benchmark's source files, which every chapter with a ``data_dir`` reads
 SOURCE_FILES = ("vocabulary.yaml", "instances.yaml", "hypotheses.jsonl")
@@ -58,7 +61,7 @@ def env_data_dir(stem: str, values: dict[str, Any]) -> dict[str, Any]:
 def needed_files(stem: str, values: dict[str, Any], folder: Path | None = None) -> tuple[str, ...]:
     """The files chapter ``stem`` reads from its data folder: the sources, and for the suite
     chapters the template-built suite and any other suite file present in ``folder``."""
-    from mechaudit.perturb import SUITE_FILES
+    from mechaudit.perturb import SUITE_FILES  # defers pandas: fast `mechaudit --help`
 
     if stem not in SUITE_CHAPTERS:
         return SOURCE_FILES
@@ -72,7 +75,7 @@ def fix_for(folder: Path, name: str) -> str:
     """What makes file ``name`` of a benchmark folder: ``mechaudit perturb`` for a suite (with
     ``--reworded`` for the reworded one), the data format page for the sources."""
     if name.endswith(".jsonl") and name != SOURCE_FILES[-1]:
-        from mechaudit.perturb import rebuild_command
+        from mechaudit.perturb import rebuild_command  # defers pandas: fast `mechaudit --help`
 
         return f"make it with `{rebuild_command(folder / name)}`"
     return "write it as book/data.md describes"
@@ -102,13 +105,13 @@ def _check_file(folder: Path, name: str, field: str) -> bool:
     if not path.read_bytes().strip():
         raise MechauditError(f"empty: {fix_for(folder, name)}", file=path, field=field)
     if name.endswith(".jsonl") and name != SOURCE_FILES[-1]:  # a perturbation suite
-        from mechaudit.perturb import load_suite
+        from mechaudit.perturb import load_suite  # defers pandas: fast `mechaudit --help`
 
         if not load_suite(path, valid_only=True):
             raise MechauditError(f"no valid perturbation pair (every pair was excluded): {fix_for(folder, name)}",
                                  file=path, field=field)
     elif name == SOURCE_FILES[-1]:
-        from mechaudit.schema import load_benchmark
+        from mechaudit.schema import load_benchmark  # defers the pydantic data model: fast `mechaudit --help`
 
         load_benchmark(folder)  # the three sources checked against each other (file, line, field)
     return True
@@ -144,11 +147,11 @@ def _check_param_file(stem: str, name: str, path: Path, values: dict[str, Any]) 
     """Load one settings file with the loader the chapter uses (one ``DataError`` naming file, line and
     field if it is malformed) and check a design against the chapter's benchmark and analysis."""
     if name == "calibration_file":
-        from mechaudit.workflow.calibrate import load_calibration
+        from mechaudit.workflow.calibrate import load_calibration  # defers pandas: fast `mechaudit --help`
 
         load_calibration(path)
     elif name.endswith("simulator_file"):
-        from mechaudit.workflow.simulator import load_simulator_params
+        from mechaudit.workflow.simulator import load_simulator_params  # defers pandas: fast `mechaudit --help`
 
         load_simulator_params(path)
     else:
@@ -157,9 +160,8 @@ def _check_param_file(stem: str, name: str, path: Path, values: dict[str, Any]) 
 
 
 def _check_design(stem: str, path: Path, values: dict[str, Any]) -> None:
-    from mechaudit.book.settings import MAX_RUNS
-    from mechaudit.schema import load_instances, read_yaml
-    from mechaudit.workflow.design import load_design
+    from mechaudit.schema import load_instances, read_yaml  # defers the pydantic data model: fast `mechaudit --help`
+    from mechaudit.workflow.design import load_design  # defers the pydantic data model: fast `mechaudit --help`
 
     where = data_folder(stem, values)
     folder = where[0] if where is not None else paths.DATA_DIR
@@ -189,7 +191,7 @@ def check_cache_dir(values: dict[str, Any]) -> None:
 def check_compare_paper(values: dict[str, Any]) -> None:
     """``compare_paper: true`` only on the shipped benchmark (``comparison.compare_paper_default``)."""
     if values.get("compare_paper") is True:
-        from mechaudit.report.comparison import compare_paper_default
+        from mechaudit.report.comparison import compare_paper_default  # defers pandas: fast `mechaudit --help`
 
         compare_paper_default(True, values.get("data_dir"))
 
@@ -197,11 +199,8 @@ def check_compare_paper(values: dict[str, Any]) -> None:
 def check_parallel(values: dict[str, Any]) -> None:
     """``parallel_backend`` and ``scheduler`` together (``workflow.parallel.check_engine``: a scheduler
     is a Dask address and goes only with ``dask``), and ``dask`` needs ``dask.distributed`` installed."""
-    import importlib.util
-
     if "parallel_backend" not in values and "scheduler" not in values:
         return
-    from mechaudit.workflow.parallel import NEEDS_DASK, check_engine
 
     check_engine(values.get("parallel_backend"), values.get("scheduler"))
     if values.get("parallel_backend") == "dask" and importlib.util.find_spec("distributed") is None:

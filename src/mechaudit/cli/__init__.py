@@ -11,6 +11,8 @@ import importlib
 import pkgutil
 import sys
 
+from mechaudit.errors import error_line, use_warning_style
+
 
 def build_parser() -> argparse.ArgumentParser:
     """The full argument parser with every discovered subcommand."""
@@ -38,8 +40,6 @@ def main(argv: list[str] | None = None) -> int:
     on stderr (``mechaudit.errors.describe``); with ``--debug`` (before the command) the
     traceback is shown instead.
     """
-    from mechaudit.errors import error_line, use_warning_style
-
     debug = False
     try:
         use_warning_style()

@@ -15,13 +15,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from mechaudit.errors import MechauditError
+
 
 def _cache(args: argparse.Namespace, *, must_exist: bool = False):
     """The response cache of ``--cache-dir`` (default ``data/llm_cache``); with ``must_exist`` a
     missing folder is a one-line error instead of an empty cache."""
-    from mechaudit.errors import MechauditError
-    from mechaudit.llm.cache import ResponseCache
-    from mechaudit.llm.client import default_cache_dir
+    from mechaudit.llm.cache import ResponseCache  # defers pandas: fast `mechaudit --help`
+    from mechaudit.llm.client import default_cache_dir  # defers pandas: fast `mechaudit --help`
 
     folder = Path(args.cache_dir) if args.cache_dir is not None else default_cache_dir()
     if must_exist and not folder.is_dir():
@@ -57,7 +58,7 @@ def run_import(args: argparse.Namespace) -> int:
 
 
 def run_info(args: argparse.Namespace) -> int:
-    from mechaudit.llm.batchstate import BatchState
+    from mechaudit.llm.batchstate import BatchState  # defers pandas: fast `mechaudit --help`
 
     cache = _cache(args, must_exist=True)
     try:

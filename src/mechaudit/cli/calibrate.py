@@ -16,6 +16,9 @@ from __future__ import annotations
 import argparse
 import time
 
+from mechaudit import paths
+from mechaudit.errors import MechauditError
+
 #: the parts the command can compute, in the order they run
 PARTS = ("scan", "validity", "robustness")
 
@@ -31,10 +34,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from mechaudit.errors import MechauditError
-    from mechaudit.paths import is_shipped_benchmark
-
-    if not is_shipped_benchmark(None):
+    if not paths.is_shipped_benchmark(None):
         raise MechauditError("the calibration targets the paper's numbers, which belong to the shipped benchmark; "
                              "unset MECHAUDIT_DATA", field="MECHAUDIT_DATA")
     for part in PARTS if args.only is None else (args.only,):
@@ -45,18 +45,18 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _scan(n_jobs: int, force: bool) -> str:
-    from mechaudit.book import ch02_critique_depth as ch02
+    from mechaudit.book import ch02_critique_depth as ch02  # defers pandas: fast `mechaudit --help`
 
     return ch02.write_calibration(n_jobs=n_jobs, force=force)
 
 
 def _validity(n_jobs: int, force: bool) -> str:
-    from mechaudit.book import ch02b_validity as ch02b
+    from mechaudit.book import ch02b_validity as ch02b  # defers pandas: fast `mechaudit --help`
 
     return ch02b.write_replications(n_jobs=n_jobs, force=force)
 
 
 def _robustness(n_jobs: int, force: bool) -> str:
-    from mechaudit.book import ch02c_robustness as ch02c
+    from mechaudit.book import ch02c_robustness as ch02c  # defers pandas: fast `mechaudit --help`
 
     return ch02c.write_maps(n_jobs=n_jobs, force=force)

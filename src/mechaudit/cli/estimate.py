@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from mechaudit.book.params import parse_override
+from mechaudit.book.execute import run_settings
+from mechaudit.book.params import parse_override, resolve_params_file
 from mechaudit.cli.execute import add_params_arguments
 
 
@@ -26,10 +27,8 @@ def register(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from mechaudit.book.estimate import estimate_chapters
-    from mechaudit.book.execute import run_settings
-    from mechaudit.book.params import resolve_params_file
-    from mechaudit.llm.pricing import format_estimate
+    from mechaudit.book.estimate import estimate_chapters  # defers scikit-learn and scipy: fast `mechaudit --help`
+    from mechaudit.llm.pricing import format_estimate  # defers pandas: fast `mechaudit --help`
 
     overrides = {name: parse_override(value, name) for name, value in args.parameter}
     overrides.pop("max_usd", None)

@@ -21,6 +21,9 @@ from typing import Any, get_args
 from mechaudit.backends import LLM_BACKENDS
 from mechaudit.book.settings import RuleName
 from mechaudit.cli.execute import add_timeout_argument
+from mechaudit.errors import check_range, error_line, warn
+from mechaudit.paths import cache_path
+from mechaudit.rules.registry import build
 
 RULES = get_args(RuleName)  # the registry's names, without importing the rules
 
@@ -77,6 +80,7 @@ def read_pairs(path: Path, include_invalid: bool = False) -> tuple[list[tuple[An
 
     Raises ``ValueError`` naming the file, line and field of the first bad line.
     """
+    # defers the pydantic data model: fast `mechaudit --help`
     from mechaudit.schema import DataError, Hypothesis, read_jsonl, validate_record
 
     pairs, info, skipped = [], [], 0
@@ -104,8 +108,6 @@ def rule_config(args: argparse.Namespace, client: Any = None) -> dict[str, Any]:
         case "tfidf":
             return threshold
         case "embedding":
-            from mechaudit.paths import cache_path
-
             store = None if args.no_embedding_cache else (args.embedding_cache or cache_path("embedding_cache"))
             return {"cache_dir": store, **threshold}
         case "reference":
@@ -120,7 +122,7 @@ def _llm_config(args: argparse.Namespace, client: Any) -> dict[str, Any]:
     """The ``LLMJudge`` configuration from the command line."""
     instances = None
     if args.instances is not None:
-        from mechaudit.schema import load_instances
+        from mechaudit.schema import load_instances  # defers the pydantic data model: fast `mechaudit --help`
 
         instances = load_instances(args.instances)
     orders = tuple(o.strip() for o in args.orders.split(",") if o.strip())
@@ -130,8 +132,6 @@ def _llm_config(args: argparse.Namespace, client: Any) -> dict[str, Any]:
 
 def build_rule(args: argparse.Namespace, client: Any = None) -> Any:
     """The rule named by ``args.rule``, built through the registry ``mechaudit.rules.build``."""
-    from mechaudit.rules.registry import build
-
     return build(args.rule, **rule_config(args, client))
 
 
@@ -142,8 +142,6 @@ def backend_label(args: argparse.Namespace) -> str:
 
 def _warn_repeats(pairs: list, info: list[dict], path) -> None:
     """Warn (naming the first repeat's lines) when pairs repeat an earlier line; each is judged again."""
-    from mechaudit.errors import warn
-
     first_line: dict[tuple[str, str], int] = {}
     repeats = []
     for (a, b), row in zip(pairs, info):
@@ -173,11 +171,10 @@ def _verdict_lines(args: argparse.Namespace, info: list[dict], same: list, votes
 
 
 def run(args: argparse.Namespace) -> int:
-    import pandas as pd
+    import pandas as pd  # defers pandas: fast `mechaudit --help`
 
-    from mechaudit.errors import check_range, error_line, warn
-    from mechaudit.llm import get_client
-    from mechaudit.llm.providers import request_timeout
+    from mechaudit.llm import get_client  # defers pandas: fast `mechaudit --help`
+    from mechaudit.llm.providers import request_timeout  # defers pandas: fast `mechaudit --help`
 
     check_range(args.max_concurrency, "--max-concurrency", 1, integer=True)
     if args.timeout is not None:

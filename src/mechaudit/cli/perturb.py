@@ -17,10 +17,13 @@ import json
 from pathlib import Path
 from typing import Any
 
+from mechaudit.errors import MechauditError, check_range, warn
+from mechaudit.paths import data_path
+
 
 def _kind(value: str) -> str:
     """One ``--kinds`` value, checked against ``mechaudit.perturb.KINDS`` (imported only when given)."""
-    from mechaudit.perturb import KINDS
+    from mechaudit.perturb import KINDS  # defers pandas: fast `mechaudit --help`
 
     if value not in KINDS:
         raise argparse.ArgumentTypeError(f"invalid choice: {value!r} (choose from {', '.join(KINDS)})")
@@ -48,10 +51,10 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from mechaudit.errors import MechauditError, check_range, warn
-    from mechaudit.paths import data_path
-    from mechaudit.perturb import KINDS, make_suite, write_suite
-    from mechaudit.rules.audit import suite_counts
+    from mechaudit.perturb import KINDS, make_suite, write_suite  # defers pandas: fast `mechaudit --help`
+    from mechaudit.rules.audit import suite_counts  # defers pandas: fast `mechaudit --help`
+
+    # defers the pydantic data model: fast `mechaudit --help`
     from mechaudit.schema import DataError, load_hypotheses, load_vocabulary
 
     check_range(args.seed, "--seed", 0, integer=True)
@@ -70,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
     if not hyps:
         warn("no hypotheses: the suite is empty", file=args.hypotheses or data_path("hypotheses.jsonl"))
     if args.reworded is not None:
-        from mechaudit.reworded import load_rewrites, reworded_suite
+        from mechaudit.reworded import load_rewrites, reworded_suite  # defers pandas: fast `mechaudit --help`
 
         pairs = [p for p in reworded_suite(hyps, load_rewrites(args.reworded), vocab, seed=args.seed)
                  if p["kind"] in kinds]

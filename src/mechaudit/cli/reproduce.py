@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from mechaudit.book.execute import execute_chapters
 from mechaudit.cli.execute import add_money_arguments, ask_terminal
 
 
@@ -33,8 +34,6 @@ def register(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from mechaudit.book.execute import execute_chapters
-
     # errors (no key, no price, over budget, cancelled) reach the one handler: one line, exit 1
     execute_chapters(args.notebooks, params_file=args.params, out_dir=args.out, max_usd=args.max_usd,
                      batch=args.batch, dry_run=args.dry_run, confirm=None if args.yes else ask_terminal,

@@ -17,6 +17,8 @@ import math
 from pathlib import Path
 from typing import Any
 
+from mechaudit.errors import MechauditError
+
 
 def _emit(payload: dict[str, Any], out: str | None) -> None:
     clean = {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in payload.items()}
@@ -36,8 +38,8 @@ def read_pairs(path: str | Path) -> list[dict[str, Any]]:
     line and field: ``delta`` a finite number; ``y`` a number in [0, 1] or else ``judgement`` one
     of better/tie/worse; ``weight`` (optional) a number >= 0; ``strength`` (optional)
     weak/medium/strong."""
-    from mechaudit.schema import DataError, read_jsonl
-    from mechaudit.tau.inference import LABELS, STRENGTH_WEIGHTS
+    from mechaudit.schema import DataError, read_jsonl  # defers the pydantic data model: fast `mechaudit --help`
+    from mechaudit.tau.inference import LABELS, STRENGTH_WEIGHTS  # defers scipy: fast `mechaudit --help`
 
     pairs = []
     for lineno, row in read_jsonl(path):
@@ -62,8 +64,7 @@ def read_pairs(path: str | Path) -> list[dict[str, Any]]:
 
 def run_infer(args: argparse.Namespace) -> int:
     """Errors (a bad file or value) reach the one handler in ``mechaudit.cli.main``: one line, exit 1."""
-    from mechaudit.errors import MechauditError
-    from mechaudit.tau.inference import infer_score  # scipy: loaded by this command only
+    from mechaudit.tau.inference import infer_score  # defers scipy: fast `mechaudit --help`
 
     raw = Path(args.input).read_bytes()
     try:
@@ -83,8 +84,6 @@ def run_infer(args: argparse.Namespace) -> int:
     if not (_is_number(grid_step) and grid_step > 0):
         raise MechauditError(f"must be a positive number, got {grid_step!r}", file=args.input, field="grid_step")
     try:
-        from mechaudit.tau.inference import infer_score
-
         score, diag = infer_score(data["anchors"], data["comparisons"], data.get("tau"), float(grid_step))
     except MechauditError as err:
         raise MechauditError(err.message, file=args.input, field=err.field) from None
@@ -94,7 +93,7 @@ def run_infer(args: argparse.Namespace) -> int:
 
 def run_fit(args: argparse.Namespace) -> int:
     """Errors reach the one handler in ``mechaudit.cli.main``: one line ``FILE:LINE: field``, exit 1."""
-    from mechaudit.tau.fitting import fit_tau_detailed  # scipy.optimize: loaded by this command only
+    from mechaudit.tau.fitting import fit_tau_detailed  # defers scipy: fast `mechaudit --help`
 
     pairs = read_pairs(args.pairs)
 

@@ -100,7 +100,7 @@ def _resume(api, batch_id: str, cache: ResponseCache, ledger: UsageLedger, state
             todo: dict, bar, poll_interval: float, max_wait: float | None, failed: dict[str, str]) -> bool:
     """Wait for and collect a batch a previous process submitted (failures added to ``failed``);
     False if the batch no longer exists (its uncached requests are then submitted again)."""
-    import anthropic
+    import anthropic  # defers the anthropic SDK: an offline run never loads it
 
     try:
         _wait_until_ended(api, batch_id, poll_interval, max_wait, bar)

@@ -32,6 +32,8 @@ from tqdm import tqdm
 
 from mechaudit.backends import LLM_BACKENDS, Backend
 from mechaudit.deprecation import keywords_were_positional
+from mechaudit.errors import MechauditError
+from mechaudit.llm.batch import run_batches
 from mechaudit.llm.blind import check_request_blind
 from mechaudit.llm.cache import ResponseCache, default_cache_dir  # noqa: F401 - re-exported
 from mechaudit.llm.errors import (  # noqa: F401 - re-exported: the names' public home stays here
@@ -119,7 +121,7 @@ class LLMClient:
         self.api_version = api_version
         self._http_client = None
         if http_client is not None:
-            from mechaudit.llm.http import as_httpx2
+            from mechaudit.llm.http import as_httpx2  # defers httpx: an offline run never loads it
 
             self._http_client = as_httpx2(http_client)
         self._sdk: Any = None
@@ -150,7 +152,7 @@ class LLMClient:
         self._check_sends()
         with self._sdk_lock:
             if self._sdk is None:
-                import anthropic
+                import anthropic  # defers the anthropic SDK: an offline run never loads it
 
                 key = os.environ.get(API_KEY_ENV, "").strip()
                 if not key:
@@ -412,8 +414,6 @@ class LLMClient:
     ) -> list[str]:
         """Put the answers of all uncached ``requests`` into the cache via the Message Batches API;
         returns the batch ids used. See :mod:`mechaudit.llm.batch`."""
-        from mechaudit.llm.batch import run_batches
-
         return run_batches(
             requests,
             cache=self.cache,
@@ -465,8 +465,6 @@ def require_client(client: Any, who: str, hint: str = "") -> Any:
 
 def _base_url(explicit: str | None) -> str | None:
     """The client's custom OpenAI-compatible server (normalised), or a one-line ``MechauditError``."""
-    from mechaudit.errors import MechauditError
-
     try:
         return openai_base_url(explicit)
     except ValueError as err:

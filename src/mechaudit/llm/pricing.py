@@ -22,14 +22,17 @@ rules (documented in ``book/rerun.md``):
 from __future__ import annotations
 
 import math
+import textwrap
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
+import yaml
 
 from mechaudit.llm.ledger import format_usd, price_row, total_usd
 from mechaudit.llm.request import LLMRequest
+from mechaudit.paths import prices_path
 
 CHARS_PER_TOKEN = 3.5
 MESSAGE_OVERHEAD = 5  # tokens per turn (role markers) and for the system block
@@ -154,10 +157,6 @@ def price_plan(chapter: str, planned: Sequence[Planned], prices: Mapping[str, An
 
 def load_min_cache_tokens(path=None) -> dict[str, int]:
     """``min_cache_tokens`` per model from the price table (default ``DEFAULT_MIN_CACHE_TOKENS``)."""
-    import yaml
-
-    from mechaudit.paths import prices_path
-
     with open(path or prices_path(), encoding="utf-8") as fh:
         doc = yaml.safe_load(fh) or {}
     return {str(m): int(row.get("min_cache_tokens", DEFAULT_MIN_CACHE_TOKENS))
@@ -189,8 +188,6 @@ def format_estimate(estimate: pd.DataFrame, batch: bool = False) -> str:
     """The estimate as text for a terminal of :data:`TERMINAL_WIDTH` columns: one block per chapter,
     a row per stage (long stage names wrap), then the total. The full table, every column, is what
     ``mechaudit estimate --csv`` writes."""
-    import textwrap
-
     if estimate.empty:
         return "LLM cost estimate: no LLM requests (every chapter runs offline or everything is cached)."
     w_stage, w_model, w_send, w_tok, w_plain, w_batch = _WIDTHS

@@ -38,6 +38,7 @@ import re
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+from mechaudit.errors import MechauditError
 from mechaudit.llm.routing import ANTHROPIC, route_model
 
 if TYPE_CHECKING:
@@ -105,8 +106,6 @@ def request_timeout(explicit: float | None = None, environ: Any = None, field: s
     except (TypeError, ValueError):
         seconds = math.nan
     if isinstance(value, bool) or not (math.isfinite(seconds) and seconds > 0):
-        from mechaudit.errors import MechauditError
-
         raise MechauditError(f"must be a number of seconds > 0, got {value!r}", field=where)
     return seconds
 
@@ -150,7 +149,7 @@ def is_anthropic(model: str) -> bool:
 def import_openai() -> Any:
     """The ``openai`` module, or :class:`MissingProviderSDKError` naming the extra to install."""
     try:
-        import openai
+        import openai  # defers the openai SDK: an offline run never loads it
     except ImportError as exc:
         raise MissingProviderSDKError(
             f"OpenAI models need the optional OpenAI SDK: {OPENAI_EXTRA}"

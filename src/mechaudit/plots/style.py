@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import matplotlib.pyplot as plt
 import numpy as np
+from matplotlib.text import Text
 
 #: Colour per role in the book, colour-blind safe (Okabe-Ito).
 PALETTE = {
@@ -125,8 +126,6 @@ def colour_of(name: str, k: int = 0) -> str:
 def phone_text_px(fig, display_px: float = PHONE_COLUMN_PX) -> float:
     """The smallest height (px) of any visible text of ``fig`` when the figure is shown
     ``display_px`` wide (the phone column by default); ``inf`` for a figure without text."""
-    from matplotlib.text import Text
-
     sizes = [t.get_fontsize() for t in fig.findobj(Text) if t.get_visible() and t.get_text().strip()]
     return min(sizes) * display_px / (72 * fig.get_figwidth()) if sizes else float("inf")
 

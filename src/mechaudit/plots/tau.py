@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+from matplotlib.lines import Line2D
 
 from mechaudit.deprecation import backend_argument
 from mechaudit.plots.style import PALETTE, legend_outside, new_figure
@@ -144,8 +145,6 @@ MISSPEC_METHODS = {"mle": (PALETTE["llm"], "mle, strength weights"),
 
 def _misspec_legend(fig) -> None:
     """Four legend entries for the whole figure: colour = fit, line style = what the judge sees."""
-    from matplotlib.lines import Line2D
-
     handles = [Line2D([], [], color=c, marker="o", ms=3, label=label) for c, label in MISSPEC_METHODS.values()]
     handles += [Line2D([], [], color=PALETTE["muted"], ls=ls, label=label) for ls, label in SOURCE_STYLES.values()]
     fig.legend(handles=handles, loc="outside upper center", ncols=2, fontsize=9, frameon=False)

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from mechaudit import paths
 from mechaudit.errors import MechauditError
 from mechaudit.paper import REPORTED_PATH, entry
 from mechaudit.report import provenance
@@ -158,11 +159,9 @@ def compare_paper_default(compare_paper: bool | None, data_dir: Any) -> bool:
     route selected the data (``data_dir``, ``MECHAUDIT_DATA``). ``compare_paper`` None follows the
     data; false switches the comparison off; true on other data raises ``MechauditError``, since
     the paper's numbers mean nothing there."""
-    from mechaudit.paths import is_shipped_benchmark
-
     if compare_paper is not None and not isinstance(compare_paper, bool):
         raise TypeError(f"compare_paper must be true, false or null, not {compare_paper!r}")
-    shipped = is_shipped_benchmark(data_dir)
+    shipped = paths.is_shipped_benchmark(data_dir)
     if compare_paper and not shipped:
         raise MechauditError(f"compare_paper is true, but {_data_name(data_dir)} is not the shipped benchmark "
                              "(its files differ from data/benchmark.sha256): the paper's numbers belong to the "
@@ -171,9 +170,7 @@ def compare_paper_default(compare_paper: bool | None, data_dir: Any) -> bool:
 
 
 def _data_name(data_dir: Any) -> str:
-    from mechaudit.paths import DATA_DIR
-
-    return f"the data folder {data_dir if data_dir is not None else DATA_DIR}"
+    return f"the data folder {data_dir if data_dir is not None else paths.DATA_DIR}"
 
 
 __all__ = ["ComparisonTable", "compare", "format_p", "power_of_ten", "compare_paper_default"]

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from mechaudit.errors import MechauditError
+from mechaudit.report.outputs import PNG_METADATA
 
 
 def glue(name: str, value: Any, digits: int | None = None) -> Any:
@@ -52,8 +53,8 @@ def glue_figure(name: str, fig: Any) -> Any:
     own rendering of the figure without its software stamp (:class:`StoredFigure`), so re-running a
     chapter writes the same bytes. Returns ``fig`` (e.g. for ``save``).
     """
-    import matplotlib.pyplot as plt
-    from myst_nb import glue as _glue
+    import matplotlib.pyplot as plt  # defers matplotlib
+    from myst_nb import glue as _glue  # defers myst_nb: imported only where a chapter runs
 
     _glue(name, StoredFigure(fig), display=False)
     plt.close(fig)
@@ -72,9 +73,7 @@ class StoredFigure:
         return repr(self.figure)
 
     def _repr_png_(self) -> bytes | None:
-        from IPython.core.pylabtools import print_figure
-
-        from mechaudit.report.outputs import PNG_METADATA
+        from IPython.core.pylabtools import print_figure  # defers IPython
 
         return print_figure(self.figure, "png", metadata=PNG_METADATA)
 

@@ -20,7 +20,11 @@ and ``NAME.svg`` with the same code, so the files are the same bytes either way.
 
 from __future__ import annotations
 
+import numbers
+import pickle
 import re
+import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -59,8 +63,6 @@ _NOT_DRAWING = ("backend", "backend_fallback")
 
 def _cell(value: Any) -> tuple[str, Any]:
     """``("number", float)``, ``("status", text)``, ``("empty", None)`` or ``("other", value)``."""
-    import numbers
-
     if value is None or (isinstance(value, float) and value != value):
         return "empty", None
     if isinstance(value, numbers.Real) and not isinstance(value, bool):
@@ -75,7 +77,7 @@ def _cell(value: Any) -> tuple[str, Any]:
 
 
 def _is_numeric(column) -> bool:
-    import pandas as pd
+    import pandas as pd  # defers pandas: fast `mechaudit --help`
 
     return pd.api.types.is_numeric_dtype(column) and not pd.api.types.is_bool_dtype(column)
 
@@ -95,9 +97,9 @@ def csv_table(table) -> Any:
       as "not run offline (LLM only)" among them), are left as they are;
     - an empty kappa cell gets its reason in ``kappa status`` (``agreement.kappa_undefined``).
     """
-    import pandas as pd
+    import pandas as pd  # defers pandas: fast `mechaudit --help`
 
-    from mechaudit.agreement import kappa_undefined
+    from mechaudit.agreement import kappa_undefined  # defers pandas: fast `mechaudit --help`
 
     frame = table.to_frame("value" if table.name is None else table.name) if isinstance(table, pd.Series) else table
     frame = frame.copy()
@@ -135,7 +137,7 @@ def csv_table(table) -> Any:
 
 
 def _is_figure(obj: Any) -> bool:
-    from matplotlib.figure import Figure
+    from matplotlib.figure import Figure  # defers matplotlib: fast `mechaudit --help`
 
     return isinstance(obj, Figure)
 
@@ -150,7 +152,7 @@ def save(name: str, obj: Any, out_dir: str | Path | None) -> Any:
     """
     if not isinstance(name, str) or not _NAME.match(name):
         raise MechauditError(f"{name!r} is not a file stem (letters, digits, _ . -)", field="name")
-    import pandas as pd
+    import pandas as pd  # defers pandas: fast `mechaudit --help`
 
     if not isinstance(obj, (pd.DataFrame, pd.Series)) and not _is_figure(obj):
         raise MechauditError(f"cannot save a {type(obj).__name__}: expected a pandas DataFrame or Series "
@@ -165,9 +167,8 @@ def save(name: str, obj: Any, out_dir: str | Path | None) -> Any:
     if isinstance(obj, (pd.DataFrame, pd.Series)):
         csv_table(obj).to_csv(folder / f"{name}.csv", index=False)
         return obj
-    import pickle
 
-    import matplotlib
+    import matplotlib  # defers matplotlib: fast `mechaudit --help`
 
     stored = pickle.dumps(obj)
     if (folder / DEFER_MARK).exists():
@@ -184,11 +185,8 @@ def _draw(folder: Path, name: str, stored: bytes) -> None:
     """``name.png`` and ``name.svg`` from a pickled figure, each drawn from its own copy (drawing
     lays a figure out again: a copy keeps the figure a notebook shows, and each file, as if drawn
     first)."""
-    import pickle
-
-    import matplotlib
-    import matplotlib.pyplot as plt
-
+    import matplotlib  # defers matplotlib: fast `mechaudit --help`
+    import matplotlib.pyplot as plt  # defers matplotlib: fast `mechaudit --help`
 
     for path, kwargs in ((folder / f"{name}.png", {"dpi": FIGURE_DPI, "metadata": PNG_METADATA}),
                          (folder / f"{name}.svg", {"metadata": SVG_METADATA})):
@@ -202,9 +200,7 @@ def write_pending_figures(folder: str | Path) -> list[str]:
     """Draw every figure ``save`` stored in ``folder`` (see :data:`DEFER_MARK`) into its PNG and SVG,
     under the matplotlib settings it was saved with, and remove the stored file; returns the names
     drawn. A figure stored again under the same name meanwhile is drawn on the next call."""
-    import pickle
-
-    import matplotlib
+    import matplotlib  # defers matplotlib: fast `mechaudit --help`
 
     folder = Path(folder)
     drawn = []
@@ -223,9 +219,6 @@ def write_pending_figures(folder: str | Path) -> list[str]:
 def _serve(folder: Path) -> int:
     """Draw the figures stored in ``folder`` as they come until standard input closes, then the rest:
     the loop of ``python -m mechaudit.report.outputs FOLDER``. On a failure: one line on stderr, status 1."""
-    import sys
-    import threading
-
     closed = threading.Event()
     threading.Thread(target=lambda: (sys.stdin.read(), closed.set()), daemon=True).start()
     try:
@@ -241,6 +234,4 @@ def _serve(folder: Path) -> int:
 
 
 if __name__ == "__main__":
-    import sys
-
     sys.exit(_serve(Path(sys.argv[1])))

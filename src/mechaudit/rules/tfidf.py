@@ -31,6 +31,7 @@ import scipy.sparse as sp
 from sklearn.feature_extraction.text import TfidfVectorizer
 from tqdm import tqdm
 
+from mechaudit.diversity import components_from_blocks
 from mechaudit.errors import MechauditError
 from mechaudit.rules.base import Pair, check_hypotheses, check_threshold, unique_pair_texts
 from mechaudit.schema import Hypothesis, hypothesis_text
@@ -195,8 +196,6 @@ class TfidfRule:
         Streams ``same_blocks`` through ``components_from_blocks``: the same labels as
         ``group(same_graph(hypotheses))`` without holding the edge list (memory: one block + O(n)).
         """
-        from mechaudit.diversity import components_from_blocks
-
         return components_from_blocks(self.same_blocks(hypotheses, block_size, progress), len(hypotheses))
 
     def _thresholded_blocks(self, hypotheses: Sequence[Hypothesis], block_size: int, progress: bool):

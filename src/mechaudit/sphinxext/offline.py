@@ -34,7 +34,7 @@ FONTS = Path("output") / "chtml" / "fonts" / "woff-v2"
 
 def mathjax_es5_dir() -> Path:
     """Folder of the packaged MathJax 3 ``es5`` build."""
-    import mathjax
+    import mathjax  # the book extra (django-static-mathjax): only the offline book build needs it
 
     return Path(mathjax.__file__).parent / "static" / "mathjax" / "es5"
 

@@ -25,6 +25,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 from mechaudit.errors import MechauditError
+from mechaudit.llm import LLMRequest
 from mechaudit.tau.anchors import (
     BUCKET_COUNT,
     BUCKET_SIZE,
@@ -124,8 +125,6 @@ class CoachReviewer:
     def review(
         self, story: Mapping[str, Any], weakest_first: Sequence[str], rationales: Mapping[str, list[str]]
     ) -> dict[str, Any]:
-        from mechaudit.llm import LLMRequest
-
         system, user = self.prompt(story, weakest_first, rationales)
         request = LLMRequest(model=self.model, system=system, messages=[{"role": "user", "content": user}],
                              temperature=self.temperature, max_tokens=self.max_tokens, version="coach-v1")

@@ -25,6 +25,7 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from mechaudit.backends import Backend
+from mechaudit.llm import LLMRequest
 from mechaudit.llm.blind import BlindnessError, check_blind
 from mechaudit.llm.client import check_client
 from mechaudit.tau.cards import CARD_VERSION, FORBIDDEN_TERMS, Card, build_paper_card
@@ -175,8 +176,6 @@ class JudgeOutcome:
 def judge_request(system: str, user: str, version: str, model: str = DEFAULT_JUDGE_MODEL,
                   temperature: float = JUDGE_TEMPERATURE, max_tokens: int = JUDGE_MAX_TOKENS):
     """The :class:`mechaudit.llm.LLMRequest` of one blind call (``system`` and ``user`` prompts)."""
-    from mechaudit.llm import LLMRequest
-
     return LLMRequest(model=model, system=system, messages=[{"role": "user", "content": user}],
                       temperature=temperature, max_tokens=max_tokens, version=version)
 

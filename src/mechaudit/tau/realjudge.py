@@ -26,6 +26,7 @@ import pandas as pd
 
 from mechaudit.llm.client import require_client
 from mechaudit.tau.anchors import anchor_papers, anchor_table
+from mechaudit.tau.cards import build_paper_card
 from mechaudit.tau.fitting import fit_tau_detailed, sample_pairs
 from mechaudit.tau.judge import DEFAULT_JUDGE_MODEL, BlindJudge, judge_sampled_pairs, pair_requests
 from mechaudit.tau.rubric import ROLES
@@ -84,8 +85,6 @@ def calibration_requests(pool: SyntheticPool | Sequence[Mapping[str, Any]], mode
                          n_pairs: int = 200, roles: Sequence[str] = ROLES, seed: int = 0) -> list[Any]:
     """The requests :func:`llm_tau_calibration` sends first (one per role and pair, before any
     repair), without sending them: for cost estimates and cache checks."""
-    from mechaudit.tau.cards import build_paper_card
-
     papers, pairs = calibration_pairs(pool, n_pairs, seed)
     by_id = {p["paper_id"]: p for p in papers}
     cards = [(build_paper_card(by_id[a]), build_paper_card(by_id[b])) for a, b in zip(pairs["a"], pairs["b"])]

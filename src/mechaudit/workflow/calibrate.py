@@ -607,7 +607,7 @@ def constrained_by_fit(table: pd.DataFrame, spec: CalibrationSpec, level: float 
       consistent point is true.
 
     Empty when no point is consistent."""
-    from scipy.stats import norm
+    from scipy.stats import norm  # defers scipy
 
     inside = table[table.consistent]
     if inside.empty:

@@ -64,7 +64,7 @@ def show_excluded(excluded: pd.DataFrame, json_retries: int, what: str = "hypoth
     """Print :func:`excluded_note` and, when something was excluded, display the table."""
     print(excluded_note(len(excluded), json_retries, what))
     if len(excluded):
-        from IPython.display import display
+        from IPython.display import display  # defers IPython
 
         display(excluded)
 

@@ -11,6 +11,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from mechaudit.paths import PARAMS_DIR
+from mechaudit.schema import DataError, load_instances, read_yaml
 from mechaudit.workflow.paramfile import load_section
 
 
@@ -72,12 +73,8 @@ def load_design(path: str | Path | None = None, key: str = "design",
     ``instances`` if given, else the ids in the committed ``instances.yaml``; instances the file
     names must be among them. Bad content raises ``DataError`` naming the file, line and field.
     """
-    from mechaudit.schema import DataError, read_yaml
-
     path = Path(path) if path is not None else PARAMS_DIR / "paper.yaml"
     if instances is None:
-        from mechaudit.schema import load_instances
-
         instances = [i.id for i in load_instances()]
     design = load_section(_DesignFile, path, key, "a mapping with instances, depths, runs_per_depth")
     chosen = tuple(instances) if design.instances == "all" else design.instances

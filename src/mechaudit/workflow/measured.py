@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from mechaudit.diversity import group, n_groups, vendi_score, vendi_score_from_labels
-from mechaudit.schema import Hypothesis
+from mechaudit.schema import Hypothesis, hypothesis_text
 from mechaudit.workflow.records import Run
 
 
@@ -49,8 +49,6 @@ def set_matrices(hyps: Sequence[Hypothesis], rule) -> tuple[np.ndarray, np.ndarr
 def delivered_diversity(runs: Sequence[Run], rules: Mapping[str, object]) -> pd.DataFrame:
     """One row per run and rule: instance, depth, repetition, rule, n_hypotheses, components,
     complete (group counts) and vendi (see module docstring)."""
-    from mechaudit.schema import hypothesis_text
-
     texts = list(dict.fromkeys(hypothesis_text(h) for run in runs for h in run.delivered))
     for rule in rules.values():  # embedding rules: every text in one batched encode, not one per run
         if hasattr(rule, "embed") and texts:

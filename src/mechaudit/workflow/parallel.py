@@ -18,8 +18,10 @@ See ``book/rerun.md``.
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Callable, Iterable
 from typing import Any
+from urllib.parse import urlsplit
 
 from mechaudit.errors import MechauditError
 
@@ -33,8 +35,6 @@ def check_backend(parallel_backend: str | None) -> None:
     """Raise ``MechauditError`` (one line, field ``parallel_backend``) unless the name is one of
     :data:`BACKENDS` or None (joblib's default, or the backend of an enclosing ``parallel_config``)."""
     if parallel_backend is not None and parallel_backend not in BACKENDS:
-        import difflib
-
         near = difflib.get_close_matches(str(parallel_backend), BACKENDS, n=1)
         hint = f"; did you mean {near[0]!r}?" if near else ""
         raise MechauditError(f"must be one of {', '.join(map(repr, BACKENDS))}, got {parallel_backend!r}{hint}",
@@ -57,7 +57,7 @@ def parallel_map(fn: Callable[..., Any], tasks: Iterable[tuple], n_jobs: int = 1
     tasks = list(tasks)
     if n_jobs == 1 and parallel_backend != "dask":
         return [fn(*task) for task in tasks]
-    from joblib import Parallel, delayed, parallel_config
+    from joblib import Parallel, delayed, parallel_config  # defers joblib: fast `mechaudit --help`
 
     if parallel_backend is None:
         return list(Parallel(n_jobs=n_jobs)(delayed(fn)(*task) for task in tasks))
@@ -69,7 +69,7 @@ def parallel_map(fn: Callable[..., Any], tasks: Iterable[tuple], n_jobs: int = 1
 
 def _distributed():
     try:
-        import distributed
+        import distributed  # defers dask (the optional cluster extra)
     except ImportError:
         raise MechauditError(NEEDS_DASK, field="parallel_backend") from None
     return distributed
@@ -111,7 +111,6 @@ def scheduler_problem(scheduler: str | None) -> str | None:
     """Why ``scheduler`` is not a Dask scheduler address (``scheme://host:port``; one clause), or None."""
     if scheduler is None:
         return None
-    from urllib.parse import urlsplit
 
     parts = urlsplit(scheduler)
     try:

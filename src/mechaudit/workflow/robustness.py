@@ -154,7 +154,7 @@ def consistent(table: pd.DataFrame, observed: Mapping[str, float], sd: Mapping[s
     quantile at ``level`` with one degree of freedom per observation): a joint test, not one
     comparison at a time.
     """
-    from scipy.stats import chi2
+    from scipy.stats import chi2  # defers scipy
 
     labels = list(observed)
     if not labels:
