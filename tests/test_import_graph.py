@@ -230,12 +230,9 @@ def test_chapter_modules_stand_alone(tmp_path):
 def unexplained_lazy_imports(src: Path = SRC, package: str = PACKAGE) -> list[str]:
     """``module:line`` of every function-level import of a ``package`` module that carries no comment
     saying why (what heavy dependency it defers, or which cycle it breaks) on its last line or the
-    line above. ``book/ch*.py`` (the chapter modules and ``book.chapter``) is not checked yet: issue 32's
-    chapter work edits it."""
+    line above."""
     found = []
     for name, path in module_names(src, package).items():
-        if name.startswith(f"{package}.book.ch"):
-            continue
         text = path.read_text(encoding="utf-8")
         lines = text.splitlines()
         for node, lazy in _runtime_imports(ast.parse(text, filename=str(path))):

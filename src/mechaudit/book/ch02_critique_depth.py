@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from mechaudit.agreement import estimate_range
 from mechaudit.backends import Backend
 from mechaudit.book.chapter import headline_provenance, judge_models
 from mechaudit.errors import MechauditError
@@ -32,9 +33,39 @@ from mechaudit.report.facts import fact
 from mechaudit.report.tables import format_number
 from mechaudit.rules.paper_rates import paper_rates
 from mechaudit.schema import load_benchmark
-from mechaudit.workflow import Design, SimulatorParams, instance_matrices, population_truth
+from mechaudit.workflow import (
+    Design,
+    SimulatorParams,
+    committed,
+    instance_matrices,
+    load_design,
+    load_simulator_params,
+    null_params,
+    population_truth,
+    rule_tables,
+    simulate,
+)
+from mechaudit.workflow.calibrate import (
+    CONSTRAINED_NAME,
+    SCAN_NAME,
+    SHARE_COLUMNS,
+    calibrate,
+    closed_form_base,
+    committed_scan,
+    constrained_by_fit,
+    extra_column,
+    label_of,
+    load_calibration,
+    matches,
+    mixture_reachable,
+    paper_targets,
+    scan,
+    scan_settings,
+    se_column,
+)
 from mechaudit.workflow.depth import MEASURES, judge_model_table, measure_of
 from mechaudit.workflow.plan import design_for, plan_delivered_judges, plan_workflow
+from mechaudit.workflow.rulesets import build_rules, rules_for
 
 #: the comparisons the paper reports, as (a, b) depth pairs
 PAPER_COMPARISONS = ((0, 1), (0, 5), (1, 5))
@@ -89,7 +120,6 @@ def resolve_main_rule(main_rule: str, backend: Backend, rules: Sequence[str]) ->
     ``rules``; else the LLM judge on LLM runs (a rule that reads the simulator's step ids as truth,
     ``workflow.rulesets.SIMULATOR_ONLY``, is not defined there), else the first of ``rules``. Prints a
     note when it changes the choice."""
-    from mechaudit.workflow.rulesets import rules_for
 
     run = rules_for(rules, backend.is_llm)
     if main_rule in run:
@@ -241,7 +271,6 @@ def test_note(main: pd.DataFrame, truth: Mapping[str, float] | None, label: str,
 def fitted_comparisons(spec) -> tuple[list[str], list[str]]:
     """The paper's extra-divergence comparisons the calibration ``spec`` fitted and those it did not
     (labels such as "0 v 1"), from its ``targets``."""
-    from mechaudit.workflow.calibrate import label_of
 
     fitted = [label_of(k) for k in spec.targets]
     return fitted, [f"{a} v {b}" for a, b in PAPER_COMPARISONS if f"{a} v {b}" not in fitted]
@@ -350,8 +379,6 @@ def exercise_facts(bench: Benchmark, design: Design, simulator: SimulatorParams,
     the default threshold's row of ``table`` (extra divergence, and the pooled same-depth divergence
     = 100 - ceiling). With ``simulated`` false (LLM runs) nothing is computed.
     """
-    from mechaudit.workflow import null_params, rule_tables, simulate
-    from mechaudit.workflow.rulesets import build_rules
 
     if not simulated:
         return ExerciseFacts(*[None] * 11)
@@ -389,8 +416,6 @@ class CalibrationRun:
 def calibration_inputs(calibration_file: str = "calibration.yaml") -> tuple[Benchmark, Design, SimulatorParams, Any]:
     """The shipped benchmark, the paper's design (``params/paper.yaml``), the committed simulator
     parameters and the calibration spec (``params/<calibration_file>``)."""
-    from mechaudit.workflow import load_design, load_simulator_params
-    from mechaudit.workflow.calibrate import load_calibration
 
     bench = load_benchmark()
     design = load_design(PARAMS_DIR / "paper.yaml", instances=[i.id for i in bench.instances])
@@ -402,7 +427,6 @@ def run_calibration(calibration_file: str = "calibration.yaml", n_jobs: int = 1)
     """The calibration on the shipped benchmark: the committed scan when its settings match (re-scored,
     then ``reply_sound`` solved at its best point), else the whole scan computed now (slow: prints a
     note)."""
-    from mechaudit.workflow.calibrate import calibrate, committed_scan
 
     bench, design, base, spec = calibration_inputs(calibration_file)
     table = committed_scan(design, base, spec)
@@ -418,18 +442,6 @@ def write_calibration(n_jobs: int = -1, force: bool = False) -> str:
     ``data/computed/`` (``workflow.committed``) when the committed copy is stale (``force``: always), with
     the record of what the fit constrains; return a summary: the best point, the points within half a
     tolerance, the solved ``reply_sound`` and which committed values differ from them."""
-    from mechaudit.workflow import committed
-    from mechaudit.workflow.calibrate import (
-        CONSTRAINED_NAME,
-        SCAN_NAME,
-        calibrate,
-        closed_form_base,
-        constrained_by_fit,
-        matches,
-        paper_targets,
-        scan,
-        scan_settings,
-    )
 
     bench, design, base, spec = calibration_inputs()
     params, _ = closed_form_base(base, spec, paper_targets(list(spec.targets)))
@@ -455,7 +467,6 @@ def fit_point_text(scan: pd.DataFrame, spec, best_only: bool = False) -> str:
     """The scan's points within half a tolerance of every target (or only the best point), each as
     "(p_weak_supported 0.9, p_find 1): 34.4 ± 0.2 / 38.9 ± 0.2 pp" (expected extra divergence of each
     target comparison ± its Monte Carlo SE); "" when there is none."""
-    from mechaudit.workflow.calibrate import extra_column, label_of, se_column
 
     rows = scan[scan.best] if best_only else scan[scan.within_half_tolerance]
     labels = [label_of(k) for k in spec.targets]
@@ -517,7 +528,6 @@ class CalibrationFacts:
 def calibration_facts(run: CalibrationRun, fit: pd.DataFrame, truth: pd.DataFrame | None) -> CalibrationFacts:
     """:class:`CalibrationFacts` of a calibration; ``fit``: the ``fit_table`` of ``run.cal``; ``truth``:
     the chapter's own simulator truth (None for LLM runs)."""
-    from mechaudit.workflow.calibrate import SHARE_COLUMNS, extra_column, label_of, matches, mixture_reachable
 
     cal, spec, design = run.cal, run.spec, run.design
     names = list(spec.grid)
@@ -562,7 +572,6 @@ def recheck_sentence(scan: pd.DataFrame, truth: pd.DataFrame | None, spec, z: fl
     """The chapter's own truth (``population_truth`` with its own seeds and runs) beside the committed
     scan's expected values at the best point, for each target comparison: whether every difference lies
     within ``z`` combined standard errors (an independent re-check of the committed point)."""
-    from mechaudit.workflow.calibrate import extra_column, label_of, se_column
 
     if truth is None:
         return "(no simulator truth for LLM runs)"
@@ -627,7 +636,6 @@ def judge_model_ranges(per_model: pd.DataFrame) -> pd.DataFrame:
     """Per comparison the range of extra divergence over the judge models (pp; columns of
     ``agreement.estimate_range``) beside the paper's range over its three judges (``paper low``,
     ``paper high``; NaN for a comparison it does not report)."""
-    from mechaudit.agreement import estimate_range
 
     ranges = estimate_range(per_model)
     known = entries()

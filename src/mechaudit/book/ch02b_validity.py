@@ -24,11 +24,15 @@ from mechaudit.schema import load_benchmark
 from mechaudit.workflow import (
     Design,
     SimulatorParams,
+    build_rules,
+    committed,
     load_design,
     load_simulator_params,
     population_truth,
+    replicate,
     validity_summary,
 )
+from mechaudit.workflow.calibrate import label_of
 from mechaudit.workflow.depth import MEASURES
 from mechaudit.workflow.validity import coverage_range, low_coverage, max_bias_z, mc_se, size_z
 
@@ -83,7 +87,6 @@ def replications(s: ValiditySetup, *, n_replications: int, n_null_replications: 
     each. Each table is read from ``data/computed/`` when it was computed with these settings
     (``workflow.committed.cached``; ``write``: committed when computed, ``force``: computed even when
     current, both for ``mechaudit calibrate``)."""
-    from mechaudit.workflow import build_rules, committed, replicate
 
     fast = build_rules(list(FAST))
     text = build_rules(["tfidf"], tfidf_threshold=tfidf_threshold)["tfidf"]
@@ -150,7 +153,6 @@ def sampling_check(reps: pd.DataFrame, spec) -> pd.DataFrame:
     what the replications ``reps`` (``validity.replicate`` output) measured for the same comparisons
     under ``spec.measure`` (the rule of that name). Index: quantity ("SD 0 v 1 (pp)", ...,
     "correlation 0 v 1, 0 v 5"); columns "recorded", "measured"."""
-    from mechaudit.workflow.calibrate import label_of
 
     wide = reps[reps.rule == spec.measure].pivot(index="rep", columns="comparison", values="extra_pp")
     rows = {f"SD {label_of(k)} (pp)": {"recorded": sd, "measured": float(wide[label_of(k)].std(ddof=1))}

@@ -27,10 +27,20 @@ from mechaudit.paths import PARAMS_DIR
 from mechaudit.report.facts import fact
 from mechaudit.report.tables import format_number
 from mechaudit.schema import Benchmark, load_benchmark
-from mechaudit.workflow import Design, SimulatorParams, load_design, load_simulator_params
-from mechaudit.workflow.calibrate import CalibrationSpec, load_calibration
-from mechaudit.workflow.power import EffectSetting
-from mechaudit.workflow.robustness import diminishing_returns, max_change_pp, pick, rule_gap
+from mechaudit.workflow import Design, SimulatorParams, build_rules, committed, load_design, load_simulator_params
+from mechaudit.workflow.calibrate import CalibrationSpec, label_of, load_calibration
+from mechaudit.workflow.power import EffectSetting, power_table
+from mechaudit.workflow.robustness import (
+    consistent,
+    diminishing_returns,
+    grid,
+    max_change_pp,
+    pick,
+    rule_gap,
+    rule_grid,
+    truth_grid,
+    vary,
+)
 from mechaudit.workflow.validity import max_bias_z
 
 #: conclusion statuses in display order
@@ -80,7 +90,6 @@ def grid_cell(table: pd.DataFrame, factors: Mapping[str, float], axes: Sequence[
 def with_consistency(truths: pd.DataFrame, spec) -> pd.DataFrame:
     """``truths`` (a ``truth_grid`` table) with ``distance`` and ``consistent``: the joint test of the
     paper's target estimates (``observed_and_sd``) at the calibration's level and correlation."""
-    from mechaudit.workflow.robustness import consistent
 
     observed, sd = observed_and_sd(spec)
     return consistent(truths, observed, sd, spec.target_correlation, spec.consistent_level)
@@ -91,8 +100,6 @@ def observed_and_sd(spec) -> tuple[dict[str, float], dict[str, float]]:
     pp) and the sampling SD of one design's estimate of each (the calibration's tolerances,
     ``CalibrationSpec.targets``, which chapter 02b measures). The consistent set is defined by all of
     them jointly (``robustness.consistent`` with ``spec.target_correlation``)."""
-    from mechaudit.paper import reported
-    from mechaudit.workflow.calibrate import label_of
 
     return ({label_of(k): float(reported(k)) for k in spec.targets},
             {label_of(k): float(tol) for k, tol in spec.targets.items()})
@@ -106,7 +113,6 @@ MAP_NAME, ALTERNATIVES_NAME, PICKS_NAME = "robustness_map", "robustness_alternat
 def map_settings(design: Design, base: SimulatorParams, points: pd.DataFrame, *, runs_per_depth: int,
                  n_seeds: int, seed: int, measure: str = "paper_rates") -> dict[str, Any]:
     """Everything a ``truth_grid`` table depends on (``workflow.committed``)."""
-    from mechaudit.workflow import committed
 
     return committed.with_benchmark({
         "design": design.model_dump(), "simulator": base.model_dump(),
@@ -120,8 +126,6 @@ def grid_truths(name: str, bench: Benchmark, design: Design, base: SimulatorPara
                 ) -> tuple[pd.DataFrame, str]:
     """``robustness.truth_grid`` at ``points`` under ``measure``, and where it came from
     (``workflow.committed.cached`` under ``name``: "committed" or "computed now")."""
-    from mechaudit.workflow import committed
-    from mechaudit.workflow.robustness import truth_grid
 
     settings = map_settings(design, base, points, runs_per_depth=runs_per_depth, n_seeds=n_seeds, seed=seed,
                             measure=measure)
@@ -153,7 +157,6 @@ def chapter_truths(s: RobustnessSetup, spec, *, robust_axes: Mapping[str, Sequen
     gets the joint consistency test (``with_consistency``) and conclusion (a)
     (``robustness.diminishing_returns`` at ``ratio``, ``z``); the picks are ``choose_settings`` of the
     map at ``pick_quantiles``."""
-    from mechaudit.workflow.robustness import diminishing_returns, grid
 
     sizes = {"runs_per_depth": runs_per_depth, "n_seeds": n_seeds, "seed": seed, "n_jobs": n_jobs,
              "parallel_backend": parallel_backend, "write": write, "force": force}
@@ -175,7 +178,6 @@ def write_maps(n_jobs: int = -1, force: bool = False) -> str:
     """``mechaudit calibrate``'s robustness part: every fixed table of the chapter at its default
     parameters (its model in ``mechaudit.book.settings``), each computed and written to
     ``data/computed/`` when its committed copy is stale (``force``: always); returns a summary."""
-    from mechaudit.workflow.calibrate import load_calibration
 
     p = chapter_defaults("02c_robustness")
     s = setup(None, p["design_file"], p["simulator_file"])
@@ -467,7 +469,6 @@ def power_settings(base: SimulatorParams, picks: pd.DataFrame, factors: Sequence
     """One ``workflow.power.EffectSetting`` per row of ``picks`` (rows of the truth map, e.g. the ends of
     the consistent set): its ``factors`` set on ``base`` (``robustness.vary``), its 1 v 5 truth and that
     truth's Monte Carlo SE from the map (the target is the truth rounded to 0.01 pp)."""
-    from mechaudit.workflow.robustness import vary
 
     if picks.empty:
         raise MechauditError("no consistent grid setting to study: widen robust_axes", field="robust_axes")
@@ -501,9 +502,6 @@ def chapter_studies(s: RobustnessSetup, truths: Truths, axes: Sequence[str], *, 
     the ladder at each chosen setting, seed ``seed + 3``), each read from ``data/computed/`` when computed
     with these settings (``workflow.committed.cached``; ``write``: committed when computed, ``force``:
     computed even when current)."""
-    from mechaudit.workflow import build_rules, committed
-    from mechaudit.workflow.power import power_table
-    from mechaudit.workflow.robustness import rule_grid
 
     jobs = {"n_jobs": n_jobs, "parallel_backend": parallel_backend}
     points = truths.picks[list(axes)].reset_index(drop=True)

@@ -31,7 +31,7 @@ from mechaudit.llm.pricing import Planned
 from mechaudit.paper import reported
 from mechaudit.report.facts import fact
 from mechaudit.schema import load_benchmark
-from mechaudit.workflow import WorkflowSetup, null_params, report_dropped, show_excluded
+from mechaudit.workflow import WorkflowSetup, null_params, report_dropped, show_excluded, simulate
 from mechaudit.workflow.delivery import Delivery
 from mechaudit.workflow.plan import design_for, plan_workflow
 from mechaudit.workflow.records import demands_frame
@@ -148,7 +148,6 @@ def demand_sentence(density: pd.DataFrame) -> str:
 def simulated_shares(bench, design, params, seed: int) -> tuple[int, float, pd.DataFrame]:
     """Simulate ``design`` with ``params`` and ``seed`` (reference backend) and label its demands from
     the simulator's log: (number of demands, conceded %, per-round shares as ``round_shares``)."""
-    from mechaudit.workflow import simulate
 
     labelled = label_demands(simulate(bench, design, params, seed=seed), None)
     shares = engagement_table(labelled).set_index("label").pct

@@ -41,6 +41,7 @@ from mechaudit.perturb import (
     rerender_share,
     suite_path,
 )
+from mechaudit.report.comparison import compare
 from mechaudit.report.facts import fact
 from mechaudit.rules import EmbeddingRule, LLMJudge, ReferenceJudge, TfidfRule, marginal_same_rate
 from mechaudit.rules.audit import (
@@ -326,7 +327,6 @@ def paper_table(audits: Mapping[str, SuiteAudit], names: RuleSet, *, backend: Ba
     """The paper-vs-run table (``comparison.compare`` of ``paper_rows``) with one column per suite in
     place of "this run"; a row's provenance differs between suites only for the text rules on
     swaps (true by construction on the template-built suite), and then names each suite's."""
-    from mechaudit.report.comparison import compare
 
     tables = {n: compare(paper_rows(a.pooled, names, backend=backend, model=model), llm=backend.is_llm, suite=n)
               for n, a in audits.items()}

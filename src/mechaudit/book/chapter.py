@@ -25,6 +25,7 @@ from typing import Any
 import pandas as pd
 
 from mechaudit.backends import Backend, caption_text
+from mechaudit.errors import use_warning_style
 from mechaudit.llm import LLMClient, get_client
 from mechaudit.llm.session import LLMSession, check_max_usd
 from mechaudit.paper import entry
@@ -102,7 +103,6 @@ class ChapterContext:
     def open(cls, params: Mapping[str, Any]) -> ChapterContext:
         """The context of a chapter run with ``params``: an LLM backend gets a client over the
         response cache in ``cache_dir``, spending from the chapter's own session."""
-        from mechaudit.errors import use_warning_style
 
         use_warning_style()  # a torn cache line is reported once, as one line
         use_book_tables()  # every table in the book's format: labels, units, rounding
