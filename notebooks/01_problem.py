@@ -123,7 +123,8 @@ if not ctx.show_paper:
 # critique's replacement and `~` a rerun's own route).
 
 # %%
-runs = toy.toy_design(n_openings, n_runs, rerun_noise, critique_change, initiator_change, seed=seed)
+runs = toy.toy_design(n_openings, n_runs, rerun_noise, critique_change,
+                      initiator_change, seed=seed)
 
 # %% tags=["hide-input"]
 ctx.table("toy_runs", toy.toy_table(runs), label="tbl-ch01-runs",
@@ -138,7 +139,8 @@ ctx.table("toy_runs", toy.toy_table(runs), label="tbl-ch01-runs",
 # %%
 pairs = divergence.matched_pairs(runs[0], runs[n_runs])
 verdicts = problem.verdict_table(pairs)
-run_div = {rule: divergence.run_divergence(verdicts[f"same ({rule})"]) for rule in toy.TOY_RULES}
+run_div = {rule: divergence.run_divergence(verdicts[f"same ({rule})"])
+           for rule in toy.TOY_RULES}
 
 # %% tags=["hide-input"]
 ctx.table("matched_pairs", verdicts, label="tbl-ch01-pairs",

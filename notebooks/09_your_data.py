@@ -91,6 +91,7 @@ from mechaudit.plots import cosine_strips
 from mechaudit.report.facts import glue_facts
 from mechaudit.report.glue import glue
 from mechaudit.report.outputs import save
+from mechaudit.report.tables import book_table
 
 folder = data_folder_or(data_dir, EXAMPLE_DIR)  # data_dir, else MECHAUDIT_DATA, else the example set
 store = cache_path("embedding_cache") if embedding_cache else None  # data/embedding_cache in a clone
@@ -262,8 +263,8 @@ pct = pd.concat({name: ma.percent_different(decisions[name], kinds=kinds[name], 
                  for name in suites}, names=["suite"])
 
 # %% tags=["hide-input"]
-ctx.table("percent_different", pct, label="tbl-ch09-percent", unit="%",
-          caption="Valid pairs of the example set judged \"different mechanism\" (%), per suite, kind and rule.")
+book_table(pct, name="tbl-ch09-percent", unit="%",
+           caption="Valid pairs of the example set judged \"different mechanism\" (%), per suite, kind and rule.")
 
 # %% [markdown]
 # Where the pairs sit on each similarity rule's scale explains those rows: a rule calls a pair

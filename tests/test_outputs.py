@@ -214,6 +214,16 @@ def test_out_dir_can_be_kept_off_and_is_only_given_to_chapters_that_define_it(tm
 CHAPTERS = sorted((REPO_ROOT / "notebooks").glob("*.py"))
 
 
+def paper_table_names(code: str) -> list[str]:
+    """The file stem of every ``ctx.paper_table(...)`` call in ``code``: its ``name=`` or the default."""
+    import ast
+
+    return [next((k.value.value for k in node.keywords if k.arg == "name"), "paper_comparison")
+            for node in ast.walk(ast.parse(code)) if isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute) and node.func.attr == "paper_table"
+            and isinstance(node.func.value, ast.Name) and node.func.value.id == "ctx"]
+
+
 @pytest.mark.parametrize("source", CHAPTERS, ids=lambda p: p.stem)
 def test_every_chapter_saves_its_figures_and_tables(source):
     """Each chapter takes ``out_dir`` (default None) and saves every figure it shows, under unique names."""
@@ -222,7 +232,11 @@ def test_every_chapter_saves_its_figures_and_tables(source):
     unsaved = [i + 1 for i, line in enumerate(lines) if line == "plt.show()"
                and not re.fullmatch(r'save\("[\w.-]+", fig, out_dir\)', lines[i - 1])]
     assert not unsaved, f"{source.name}: plt.show() without save(..., fig, out_dir) before it, lines {unsaved}"
-    calls = re.findall(r'save\("([\w.-]+)", (fig, )?', "\n".join(lines))
+    text = "\n".join(lines)
+    calls = re.findall(r'save\("([\w.-]+)", (fig, )?', text)  # outputs.save: a figure or a table
+    calls += [(name, "fig, ") for name in re.findall(r'ctx\.figure\("([\w.-]+)"', text)]
+    calls += [(name, "") for name in re.findall(r'ctx\.table\("([\w.-]+)"', text)]
+    calls += [(name, "") for name in paper_table_names(text)]
     assert calls, f"{source.stem} saves nothing"
     for kind in ("fig, ", ""):
         names = [name for name, is_fig in calls if is_fig == kind]
