@@ -231,7 +231,9 @@ ctx.table("group_counts", groups, label="tbl-ch01-groups",
 bench = load_benchmark(data_dir)
 instance = problem.pick_instance(bench, instance_id)
 print(f"{instance.id}: {instance.title}\nfinding: {instance.finding}")
-print(f"evidence facts: {len(instance.evidence)}; hypotheses: {len(bench.by_instance(instance.id))}")
+n_hypotheses = len(bench.by_instance(instance.id))
+print(f"evidence facts: {len(instance.evidence)};",
+      f"hypotheses: {n_hypotheses}")
 
 # %% tags=["hide-input"]
 glue_facts("ch01", problem.chapter_facts(runs, verdicts, run_div, summary, n_splits, groups, bench, instance))

@@ -113,8 +113,10 @@ if not ctx.show_paper:
 cluster = connect(parallel_backend, scheduler)  # "dask": the client the loops use; None otherwise
 
 # %%
-setup = ch.validity_setup(data_dir=data_dir, design_file=design_file, simulator_file=simulator_file,
-                          null_simulator_file=null_simulator_file, truth_runs_per_depth=truth_runs_per_depth,
+setup = ch.validity_setup(data_dir=data_dir, design_file=design_file,
+                          simulator_file=simulator_file,
+                          null_simulator_file=null_simulator_file,
+                          truth_runs_per_depth=truth_runs_per_depth,
                           seed=seed)
 
 # %% tags=["hide-input"]
@@ -137,12 +139,17 @@ display(book_table(ch.truth_view(setup.truth), name="tbl-ch02b-truth",
 # interval) for the two fast rules.
 
 # %%
-runs = ch.replications(setup, n_replications=n_replications, n_null_replications=n_null_replications,
-                       n_text_replications=n_text_replications, n_boot=n_boot, tfidf_threshold=tfidf_threshold,
-                       seed=seed, n_jobs=n_jobs, parallel_backend=parallel_backend)
+runs = ch.replications(setup, n_replications=n_replications,
+                       n_null_replications=n_null_replications,
+                       n_text_replications=n_text_replications,
+                       n_boot=n_boot, tfidf_threshold=tfidf_threshold,
+                       seed=seed, n_jobs=n_jobs,
+                       parallel_backend=parallel_backend)
 print(source_note(runs.sources))
 bias = validity_summary(runs.default, setup.truth, alpha=alpha)
-size = validity_summary(runs.null, {c: 0.0 for c in bias.comparison.unique()}, alpha=alpha)
+size = validity_summary(runs.null,
+                        {c: 0.0 for c in bias.comparison.unique()},
+                        alpha=alpha)
 
 # %% [markdown]
 # ## Bias, spread and interval coverage (default simulator)

@@ -257,11 +257,16 @@ glue_facts("ch02c", ch.alternatives_facts(alt))
 # with its own, the mechanism key and TF-IDF with the mechanism key's.
 
 # %%
-studies = ch.chapter_studies(s, truths_all, list(robust_axes), tfidf_threshold=tfidf_threshold,
-                             n_text_replications=n_text_replications, power_designs=power_designs,
-                             n_power_replications=n_power_replications, alpha=alpha, power_ladder=power_ladder,
-                             power_level=power_level, pool_runs_per_depth=pool_runs_per_depth,
-                             n_resamples=n_resamples, n_pools=n_pools, seed=seed, **jobs)
+studies = ch.chapter_studies(s, truths_all, list(robust_axes),
+                             tfidf_threshold=tfidf_threshold,
+                             n_text_replications=n_text_replications,
+                             power_designs=power_designs,
+                             n_power_replications=n_power_replications,
+                             alpha=alpha, power_ladder=power_ladder,
+                             power_level=power_level,
+                             pool_runs_per_depth=pool_runs_per_depth,
+                             n_resamples=n_resamples, n_pools=n_pools,
+                             seed=seed, **jobs)
 print(source_note(studies.sources))
 labels = ch.setting_labels(truths_all.picks, list(robust_axes))
 bias = rule_bias(studies.rule_reps, truths_all.pick_truths, z=z)

@@ -150,8 +150,12 @@ if (table := ctx.paper_table(ch.paper_rows(labelled, ctx.backend), label="tbl-ch
 # each at depth 5 has five).
 
 # %%
-per_run = sum(len(r.delivered) for r in setup.delivery.runs) / len(setup.delivery.runs)  # delivered hypotheses
-density = ch.density_table(len(labelled), paper_counts.demands if ctx.show_paper else None, setup.design, per_run)
+runs = setup.delivery.runs
+# delivered hypotheses per run
+per_run = sum(len(r.delivered) for r in runs) / len(runs)
+density = ch.density_table(len(labelled),
+                           paper_counts.demands if ctx.show_paper else None,
+                           setup.design, per_run)
 
 # %% tags=["hide-input"]
 ctx.table("demand_density", density, label="tbl-ch03-density",

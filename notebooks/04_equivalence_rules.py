@@ -106,9 +106,13 @@ report_dropped(setup.delivery, json_retries)
 # with the hypotheses, the group counts under both groupings and the Vendi score.
 
 # %%
-rule_objects = ch.chapter_rules(rules, ctx.client, tfidf_threshold=tfidf_threshold, judge_model=judge_model,
-                                embedding_threshold=embedding_threshold, embedding_model=embedding_model,
-                                bench=setup.bench, embedding_cache=embedding_cache)
+rule_objects = ch.chapter_rules(rules, ctx.client,
+                                tfidf_threshold=tfidf_threshold,
+                                judge_model=judge_model,
+                                embedding_threshold=embedding_threshold,
+                                embedding_model=embedding_model,
+                                bench=setup.bench,
+                                embedding_cache=embedding_cache)
 div = delivered_diversity(setup.delivery.runs, rule_objects)
 
 # %% tags=["hide-input"]

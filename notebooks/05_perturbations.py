@@ -128,7 +128,8 @@ ctx = ChapterContext.open(globals())  # the backend, parsed once; this chapter's
 # is masked: a template rendered again with another name.
 
 # %%
-suites = {name: ch.setup(data_dir, regenerate_suite=regenerate_suite, seed=seed, suite=name)
+suites = {name: ch.setup(data_dir, regenerate_suite=regenerate_suite,
+                         seed=seed, suite=name)
           for name in available_suites(data_dir)}
 
 # %% tags=["hide-input"]
@@ -161,11 +162,18 @@ ctx.table("suite_counts", ch.counts_by_suite(suites), label="tbl-ch05-suite",
 #   `judge_orders`, on every pair of every suite.
 
 # %%
-names = ch.build_rules(next(iter(suites.values())).bench, tfidf_threshold=tfidf_threshold, tfidf_fit_on=tfidf_fit_on,
-                       embedding_model=embedding_model, embedding_threshold=embedding_threshold,
-                       embedding_cache=embedding_cache, reference_rubric=reference_rubric)
-audits = {name: ch.audit_suite(s, names, client=ctx.client, model=judge_model, rubric=judge_rubric, orders=judge_orders,
-                               early_stop=judge_early_stop) for name, s in suites.items()}
+names = ch.build_rules(next(iter(suites.values())).bench,
+                       tfidf_threshold=tfidf_threshold,
+                       tfidf_fit_on=tfidf_fit_on,
+                       embedding_model=embedding_model,
+                       embedding_threshold=embedding_threshold,
+                       embedding_cache=embedding_cache,
+                       reference_rubric=reference_rubric)
+audits = {name: ch.audit_suite(s, names, client=ctx.client,
+                               model=judge_model, rubric=judge_rubric,
+                               orders=judge_orders,
+                               early_stop=judge_early_stop)
+          for name, s in suites.items()}
 
 # %% tags=["hide-input"]
 print(f"threshold matching on {names.n_matching_pairs} same-instance pairs of committed hypotheses: "

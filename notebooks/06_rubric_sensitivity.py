@@ -108,9 +108,11 @@ ctx = ChapterContext.open(globals())  # the backend, parsed once; this chapter's
 # %%
 s = ch.setup(data_dir)
 judges = ch.reference_judges(rubrics, jaccard_threshold)
-llm = ch.judge_rubrics_with_llm(s.pairs, rubrics, s.instances, client=ctx.client, model=judge_model,
+llm = ch.judge_rubrics_with_llm(s.pairs, rubrics, s.instances,
+                                client=ctx.client, model=judge_model,
                                 orders=judge_orders)
-decisions = pd.concat([ch.reference_decisions(s.pairs, judges), llm.decisions], axis=1)
+decisions = pd.concat([ch.reference_decisions(s.pairs, judges),
+                       llm.decisions], axis=1)
 pct = percent_different(decisions, kinds=s.kinds, order=KINDS)
 
 # %% tags=["hide-input"]
@@ -143,7 +145,8 @@ fig = ctx.figure("rubric_bars", fig, glue_as="ch06_fig_bars")
 # Numbers are % of pairs whose component the step reference judge calls *different*.
 
 # %%
-components = judges.get("step", ch.reference_judges(["step"])["step"]).components(s.pairs)
+step_judge = judges.get("step") or ch.reference_judges(["step"])["step"]
+components = step_judge.components(s.pairs)
 
 # %% tags=["hide-input"]
 ctx.table("components_percent_different", ch.component_percent(components, kinds=s.kinds),
@@ -197,8 +200,9 @@ save("order_reversal", effects.table, out_dir)
 # these with. Offline nothing is judged, and the table says so.
 
 # %%
-model_agree, model_ranges = ch.rubric_model_axis(s.pairs, llm, rubrics, [judge_model, *judge_models], kinds=s.kinds,
-                                                 orders=judge_orders, instances=s.instances)
+model_agree, model_ranges = ch.rubric_model_axis(
+    s.pairs, llm, rubrics, [judge_model, *judge_models], kinds=s.kinds,
+    orders=judge_orders, instances=s.instances)
 
 # %% tags=["hide-input"]
 if model_agree is not None:

@@ -98,9 +98,13 @@ ctx = ChapterContext.open(globals())  # the backend, parsed once; this chapter's
 thresholds = {"tfidf": tfidf_threshold, "embedding": embedding_threshold}
 
 # %%
-s = ch.setup(data_dir, tfidf_sweep=tfidf_sweep, embedding_sweep=embedding_sweep, tfidf_threshold=tfidf_threshold,
-             embedding_threshold=embedding_threshold, embedding_model=embedding_model,
-             embedding_cache=embedding_cache, reference_rubric=reference_rubric)
+s = ch.setup(data_dir, tfidf_sweep=tfidf_sweep,
+             embedding_sweep=embedding_sweep,
+             tfidf_threshold=tfidf_threshold,
+             embedding_threshold=embedding_threshold,
+             embedding_model=embedding_model,
+             embedding_cache=embedding_cache,
+             reference_rubric=reference_rubric)
 suites = ch.suites_of(data_dir)
 
 # %% tags=["hide-input"]
@@ -115,7 +119,8 @@ print("; ".join(f"{SUITE_LABELS[n]}: {len(pairs)} valid pairs" for n, (pairs, _)
 # towards 100 %.
 
 # %%
-suite_sim = {n: ch.similarities(s, pairs) for n, (pairs, _) in suites.items()}
+suite_sim = {n: ch.similarities(s, pairs) for n,
+             (pairs, _) in suites.items()}
 suite_kinds = {n: kinds for n, (_, kinds) in suites.items()}
 sweep = ch.sweep_by_suite(suite_sim, s.grids, kinds=suite_kinds)
 
@@ -151,7 +156,8 @@ fig = ctx.figure("threshold_sweep", fig, glue_as="ch07_fig_sweep")
 # alike than rewordings).
 
 # %%
-separating, seps = ch.separation_by_suite(suite_sim, s.grids, kinds=suite_kinds)
+separating, seps = ch.separation_by_suite(
+    suite_sim, s.grids, kinds=suite_kinds)
 
 # %% tags=["hide-input"]
 ctx.table("separating_thresholds", separating, label="tbl-ch07-separating",
@@ -168,7 +174,8 @@ ctx.table("separating_thresholds", separating, label="tbl-ch07-separating",
 
 # %%
 set_sim = ch.similarities(s, s.set_pairs)
-fixed = ch.fixed_decisions(s, set_sim, client=ctx.client, model=judge_models[0], rubric=judge_rubric,
+fixed = ch.fixed_decisions(s, set_sim, client=ctx.client,
+                           model=judge_models[0], rubric=judge_rubric,
                            orders=judge_orders)
 agree = ch.agreement_sweep(set_sim, s.grids, fixed)
 
@@ -227,7 +234,8 @@ ctx.table("best_kappa", best, label="tbl-ch07-best",
 # offline this section shows only that, and the judge-model table says it was not run.
 
 # %%
-check = ch.stability_check(s, ch.stability_sample(s, stability_pairs, seed), client=ctx.client, models=judge_models,
+check = ch.stability_check(s, ch.stability_sample(s, stability_pairs, seed),
+                           client=ctx.client, models=judge_models,
                            rubric=judge_rubric, orders=judge_orders)
 
 # %% tags=["hide-input"]

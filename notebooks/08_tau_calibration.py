@@ -138,7 +138,8 @@ print("simulated sections: offline simulated judge (not an LLM), with every back
 # grows with $|d|/\tau$. The model is documented in `mechaudit.tau.simulate`.
 
 # %%
-pool = make_pool(n_patterns=n_patterns, papers_per_pattern=papers_per_pattern, seed=seed,
+pool = make_pool(n_patterns=n_patterns,
+                 papers_per_pattern=papers_per_pattern, seed=seed,
                  review_noise=review_noise)
 
 # %% tags=["hide-input"]
@@ -162,8 +163,9 @@ glue_facts("ch08", ch.pool_facts(pool))
 # likelihood ("mle"), which also gives a standard error from the observed information.
 
 # %%
-recovery = studies.tau_recovery(pool, true_taus, n_pairs=n_pairs, n_reps=n_reps, seed=seed,
-                                tie_rate=tie_rate, tie_width=tie_width)
+recovery = studies.tau_recovery(pool, true_taus, n_pairs=n_pairs,
+                                n_reps=n_reps, seed=seed, tie_rate=tie_rate,
+                                tie_width=tie_width)
 
 # %% tags=["hide-input"]
 ch.table(ctx, "tau_recovery", studies.recovery_table(recovery), ch.recovery_display(recovery), "tbl-ch08-recovery",
@@ -218,8 +220,10 @@ fig = ctx.figure("tau_recovery", plots.tau_recovery_plot(recovery, caption=SIM),
 # without a second round and with each alternative; the sections below use those runs.
 
 # %%
-judge = SimulatedJudge(pool.truth(), taus=role_taus, seed=seed, tie_rate=tie_rate, tie_width=tie_width)
-runs = studies.densify_comparison(pool, judge, n_stories=n_stories, seed=seed)
+judge = SimulatedJudge(pool.truth(), taus=role_taus, seed=seed,
+                       tie_rate=tie_rate, tie_width=tie_width)
+runs = studies.densify_comparison(pool, judge, n_stories=n_stories,
+                                  seed=seed)
 reviews, rounds = runs[densify_mode]
 summary = studies.recovery_summary(reviews)
 
@@ -457,8 +461,9 @@ fig = ctx.figure("densify", plots.densify_plot(by_hint, caption=SIM), glue_as="c
 # near-equal pairs here (`heavy_tie_width`) makes the effect visible.
 
 # %%
-ties = studies.tie_effect(pool, tau=0.8, tie_rates=heavy_tie_rates, tie_width=heavy_tie_width,
-                          n_pairs=n_pairs, seed=seed)
+ties = studies.tie_effect(pool, tau=0.8, tie_rates=heavy_tie_rates,
+                          tie_width=heavy_tie_width, n_pairs=n_pairs,
+                          seed=seed)
 
 # %% tags=["hide-input"]
 ch.table(ctx, "ties", ties, ch.tie_display(ties), "tbl-ch08-ties",
@@ -565,8 +570,9 @@ fig = ctx.figure("misspecified_tau", plots.misspecified_tau_plot(misspec, captio
 # scored with the fitted τ.
 
 # %%
-misspec_scores = studies.score_misspecification(pool, rounds, role_taus, perception_noises=perception_noises,
-                                                n_pairs=n_pairs, seed=seed, tie_rate=tie_rate, tie_width=tie_width)
+misspec_scores = studies.score_misspecification(
+    pool, rounds, role_taus, perception_noises=perception_noises,
+    n_pairs=n_pairs, seed=seed, tie_rate=tie_rate, tie_width=tie_width)
 score_table = studies.score_misspecification_table(misspec_scores)
 
 # %% tags=["hide-input"]
@@ -637,7 +643,8 @@ ctx.table("original_vs_this_run", ch.original_settings(recovery, misspec, rounds
 # `pattern_id`, the card fields and `score10`/`weight` or `review_stats`).
 
 # %%
-fits = ch.calibrate_with_llm(pool, ctx.client, model=judge_model, n_pairs=llm_pairs, seed=seed)
+fits = ch.calibrate_with_llm(pool, ctx.client, model=judge_model,
+                             n_pairs=llm_pairs, seed=seed)
 
 # %% tags=["hide-input"]
 save("real_judge_fits", fits, ctx.out_dir)

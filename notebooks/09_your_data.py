@@ -173,9 +173,12 @@ shutil.rmtree(broken.parent)
 # is a dict with `kind`, `original`, `variant`, `valid` and, when the check fails, its `reason`.
 
 # %%
-suite = ma.make_suite(bench.hypotheses, seed=seed, vocabulary=bench.vocabulary)
-built = pd.DataFrame({"kind": [p["kind"] for p in suite], "valid": [p["valid"] for p in suite]})
-counts = built.groupby("kind", sort=False).valid.agg(pairs="size", kept="sum").astype(int)
+suite = ma.make_suite(bench.hypotheses, seed=seed,
+                      vocabulary=bench.vocabulary)
+built = pd.DataFrame({"kind": [p["kind"] for p in suite],
+                      "valid": [p["valid"] for p in suite]})
+counts = (built.groupby("kind", sort=False).valid
+          .agg(pairs="size", kept="sum").astype(int))
 counts
 
 # %% [markdown]
@@ -185,8 +188,10 @@ counts
 # explanation names.
 
 # %%
-excluded = [(p["original"].id, p["kind"], p["reason"]) for p in suite if not p["valid"]]
-pd.DataFrame(excluded, columns=["hypothesis", "kind", "reason"]).set_index("hypothesis")
+excluded = [(p["original"].id, p["kind"], p["reason"])
+            for p in suite if not p["valid"]]
+columns = ["hypothesis", "kind", "reason"]
+pd.DataFrame(excluded, columns=columns).set_index("hypothesis")
 
 # %% tags=["remove-cell"]
 glue("ch09_n_excluded", len(excluded))
@@ -247,8 +252,10 @@ rules = {
     "reference judge": ma.ReferenceJudge(rubric=reference_rubric),
 }
 if ctx.llm:
-    rules["LLM judge"] = ma.LLMJudge(model=judge_model, client=ctx.client, instances=bench.instances)
-decisions = {name: ma.decisions_table(pairs[name], rules) for name in suites}
+    rules["LLM judge"] = ma.LLMJudge(model=judge_model, client=ctx.client,
+                                     instances=bench.instances)
+decisions = {name: ma.decisions_table(pairs[name], rules)
+             for name in suites}
 for name, table in decisions.items():
     table.index = [f"{p['original'].id} {p['kind']}" for p in valid[name]]
 decisions["template-built suite"].head(3)
@@ -259,7 +266,9 @@ decisions["template-built suite"].head(3)
 # swap rows of each suite.
 
 # %%
-pct = pd.concat({name: ma.percent_different(decisions[name], kinds=kinds[name], order=ma.KINDS)
+pct = pd.concat({name: ma.percent_different(decisions[name],
+                                            kinds=kinds[name],
+                                            order=ma.KINDS)
                  for name in suites}, names=["suite"])
 
 # %% tags=["hide-input"]
@@ -309,7 +318,8 @@ fig = ctx.figure("cosine_by_kind", fig, glue_as="ch09_fig_cosines")
 
 # %%
 first = decisions["template-built suite"]
-agreement = ma.agreement_table({name: first[name].to_numpy() for name in rules})
+agreement = ma.agreement_table({name: first[name].to_numpy()
+                                for name in rules})
 pd.DataFrame({"rules": agreement.method_a + " v " + agreement.method_b,
               "pairs": agreement.n,
               "% agreement": 100 * agreement.raw_agreement,
