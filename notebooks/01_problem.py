@@ -69,8 +69,6 @@ from mechaudit.book import ch01_problem as problem
 from mechaudit.book.chapter import ChapterContext
 from mechaudit.plots.problem import divergence_heatmaps
 from mechaudit.report.facts import glue_facts
-from mechaudit.report.outputs import save
-from mechaudit.report.tables import book_table
 from mechaudit.schema import load_benchmark
 from mechaudit.workflow import toy
 
@@ -177,9 +175,8 @@ fig = ctx.figure("divergence_heatmaps", fig, glue_as="ch01_fig_heatmaps")
 summary, n_splits = problem.extra_summary(matrices, n_runs)
 
 # %% tags=["hide-input"]
-save("extra_divergence", summary.assign(splits=n_splits), ctx.out_dir)
-book_table(summary, name="tbl-ch01-extra",
-           caption="Same-depth, cross-depth and extra divergence of the toy runs under each rule.")
+ctx.table("extra_divergence", summary.assign(splits=n_splits), shown=summary, label="tbl-ch01-extra",
+          caption="Same-depth, cross-depth and extra divergence of the toy runs under each rule.")
 
 # %% [markdown]
 # {numref}`tbl-ch01-extra` gives, per rule, the mean same-depth divergence at each depth, the mean

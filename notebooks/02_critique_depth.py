@@ -214,10 +214,9 @@ table = ch.add_truth(table, truth)
 
 # %% tags=["hide-input"]
 ch.report_llm_judge(rule_objects)
-save("extra_divergence", table.round(3), out_dir)
-book_table(ch.table1(table, interval_level), name="tbl-ch02-extra",
-           caption="Extra divergence per equivalence rule and depth comparison, with its bootstrap interval, "
-                   "its exact p-value, its ceiling and, for simulator runs, the simulator's truth.")
+ctx.table("extra_divergence", table.round(3), shown=ch.table1(table, interval_level), label="tbl-ch02-extra",
+          caption="Extra divergence per equivalence rule and depth comparison, with its bootstrap interval, "
+                  "its exact p-value, its ceiling and, for simulator runs, the simulator's truth.")
 
 # %% tags=["remove-cell"]
 main = ch.main_table(table, main_rule)

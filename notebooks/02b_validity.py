@@ -100,8 +100,6 @@ from mechaudit.book.chapter import ChapterContext, simulation_only_note, source_
 from mechaudit.paths import PARAMS_DIR
 from mechaudit.plots.workflow import validity_figure
 from mechaudit.report.facts import glue_facts
-from mechaudit.report.outputs import save
-from mechaudit.report.tables import book_table
 from mechaudit.workflow import validity_summary
 from mechaudit.workflow.calibrate import load_calibration
 from mechaudit.workflow.parallel import connect
@@ -120,10 +118,9 @@ setup = ch.validity_setup(data_dir=data_dir, design_file=design_file,
                           seed=seed)
 
 # %% tags=["hide-input"]
-save("truth", setup.truth.round(2), out_dir)
-display(book_table(ch.truth_view(setup.truth), name="tbl-ch02b-truth",
-                   caption="The simulator's truths under each measure: same-depth divergence per depth (%) "
-                           "and extra divergence per depth comparison (pp), with its ceiling."))
+display(ctx.table("truth", setup.truth.round(2), shown=ch.truth_view(setup.truth), label="tbl-ch02b-truth",
+                  caption="The simulator's truths under each measure: same-depth divergence per depth (%) "
+                          "and extra divergence per depth comparison (pp), with its ceiling."))
 
 # %% [markdown]
 # The truth ({numref}`tbl-ch02b-truth`) is the instance-averaged population value under each measure,
@@ -162,10 +159,9 @@ size = validity_summary(runs.null,
 # "Coverage" is the share of replications whose 95 % bootstrap interval holds the truth.
 
 # %% tags=["hide-input"]
-save("bias", bias.round(3), out_dir)
-book_table(ch.bias_view(bias).drop(columns="truth of"), name="tbl-ch02b-bias",
-           caption="Bias, spread and interval coverage of each rule's extra-divergence estimate against the "
-                   "truth of the quantity it targets (TF-IDF: the mechanism key's), default simulator.")
+ctx.table("bias", bias.round(3), shown=ch.bias_view(bias).drop(columns="truth of"), label="tbl-ch02b-bias",
+          caption="Bias, spread and interval coverage of each rule's extra-divergence estimate against the "
+                  "truth of the quantity it targets (TF-IDF: the mechanism key's), default simulator.")
 
 # %% [markdown]
 # ## Size of the test (null simulator)
@@ -174,10 +170,9 @@ book_table(ch.bias_view(bias).drop(columns="truth of"), name="tbl-ch02b-bias",
 # extra divergence is zero.
 
 # %% tags=["hide-input"]
-save("size", size.round(3), out_dir)
-book_table(ch.size_view(size), name="tbl-ch02b-size",
-           caption="Rejection rate of the exact test at alpha under the null simulator, with its Monte "
-                   "Carlo standard error (MC SE).")
+ctx.table("size", size.round(3), shown=ch.size_view(size), label="tbl-ch02b-size",
+          caption="Rejection rate of the exact test at alpha under the null simulator, with its Monte "
+                  "Carlo standard error (MC SE).")
 
 # %% tags=["remove-cell"]
 fig = validity_figure(bias, size, caption="Backend: reference (simulator replications)", alpha=alpha)

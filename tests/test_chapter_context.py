@@ -164,6 +164,9 @@ def test_the_context_saves_numbers_and_shows_tables_and_figures(tmp_path, capsys
     shown = ctx.table("rates", pd.DataFrame({"x (%)": [12.345]}), caption="Rates.", label="tbl-x")
     assert isinstance(shown, BookTable) and "tbl-x" in shown._repr_markdown_()
     assert pd.read_csv(tmp_path / "rates.csv")["x (%)"].tolist() == [12.345]
+    view = ctx.table("raw", pd.DataFrame({"tau": [0.81234]}), shown=pd.DataFrame({"tau": ["0.81"]}))
+    assert "0.81" in view._repr_html_() and "0.81234" not in view._repr_html_()
+    assert pd.read_csv(tmp_path / "raw.csv")["tau"].tolist() == [0.81234]  # the numbers, not the view
     fig, _ = plt.subplots()
     assert ctx.figure("curve", fig) is fig
     assert (tmp_path / "curve.png").stat().st_size > 0 and (tmp_path / "curve.svg").exists()

@@ -26,7 +26,7 @@ from mechaudit.book.chapter import ChapterContext, figure_caption, headline_prov
 from mechaudit.llm.pricing import Planned
 from mechaudit.report.facts import fact
 from mechaudit.report.glue import at_most_text, span_text
-from mechaudit.report.tables import BookTable, book_table
+from mechaudit.report.tables import BookTable
 from mechaudit.tau import CARD_VERSION, FIELD_CAPS, RUBRIC_VERSION, SyntheticPool, llm_tau_calibration, studies
 from mechaudit.tau.realjudge import ROLES, calibration_requests
 from mechaudit.tau.simulate import make_pool
@@ -122,8 +122,7 @@ def table(ctx: ChapterContext, name: str, raw: pd.DataFrame, shown: pd.DataFrame
     """A study's table twice: ``raw`` (its numbers, rounded to 3 decimals) written to the run folder
     as ``<name>.csv``, and ``shown`` (the same numbers for reading) returned as the book's numbered
     table ``label`` with ``caption``."""
-    ctx.table(name, raw.round(3))
-    return book_table(shown, caption=caption, name=label)
+    return ctx.table(name, raw.round(3), caption=caption, label=label, shown=shown)
 
 
 def headline_tau_error(mean_error_pct: float, within_pct: float) -> str:

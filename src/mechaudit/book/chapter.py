@@ -131,11 +131,14 @@ class ChapterContext:
         return figure_caption(self.backend, extra)
 
     def table(self, name: str, frame: pd.DataFrame | pd.Series, caption: str | None = None,
-              label: str | None = None, **style: Any) -> BookTable:
+              label: str | None = None, shown: pd.DataFrame | pd.Series | None = None,
+              **style: Any) -> BookTable:
         """``frame`` written to ``<out_dir>/<name>.csv`` (nothing without a run folder) and returned
         as the book shows it: numbered and captioned with ``caption`` and ``label`` (a ``tbl-...``
-        name the prose cites); ``style``: ``unit``, ``by_row``, ``classes`` of :func:`book_table`."""
-        return book_table(save(name, frame, self.out_dir), caption=caption, name=label, **style)
+        name the prose cites); ``shown``: a reading view of the same numbers to show instead of
+        ``frame``; ``style``: ``unit``, ``by_row``, ``classes`` of :func:`book_table`."""
+        save(name, frame, self.out_dir)
+        return book_table(frame if shown is None else shown, caption=caption, name=label, **style)
 
     def figure(self, name: str, fig: Any, glue_as: str | None = None) -> Any:
         """``fig`` written to ``<out_dir>/<name>.png`` and ``.svg``; with ``glue_as``, glued for the
