@@ -72,12 +72,13 @@ def test_engagement_figure_without_the_paper_draws_this_run_only():
 
     from mechaudit.engagement import engagement_table
     from mechaudit.plots.workflow import engagement_figure
+    from mechaudit.report.labels import label
 
     labelled = _labelled()
     fig = engagement_figure(engagement_table(labelled), None, caption="Backend: reference",
                             by_round=engagement_table(labelled, by="round"))
     labels = [t.get_text() for t in fig.legends[0].get_texts()]
-    assert labels == ["this run", *LABELS] and fig.get_size_inches()[0] <= 7.0
+    assert labels == ["this run", *(label(lbl) for lbl in LABELS)] and fig.get_size_inches()[0] <= 7.0
     plt.close(fig)
 
 

@@ -77,7 +77,7 @@ def test_cluster_count_figure_shows_every_rule_within_the_text_width():
 
     fig = cluster_count_figure(_div(), value="complete", caption="Backend: reference")
     assert fig.get_size_inches()[0] <= 7.0
-    assert [t.get_text() for t in fig.legends[0].get_texts()] == ["key", "tfidf"]
+    assert [t.get_text() for t in fig.legends[0].get_texts()] == ["Key", "TF-IDF"]  # reader labels
     plt.close(fig)
 
 

@@ -1,6 +1,7 @@
-"""Re-running a chapter writes the same figure bytes: the PNG a chapter glues into its notebook is
-IPython's inline rendering without the software stamp (which names the matplotlib version), fonts
-are matplotlib's own, and the bytes do not change from one rendering to the next."""
+"""Re-running a chapter writes the same figure bytes: the SVG a chapter glues into its notebook is
+IPython's inline rendering without the date and software stamp (which names the matplotlib version),
+fonts are matplotlib's own, drawn as outlines, and the bytes do not change from one rendering to the
+next."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ matplotlib.use("Agg")
 
 import hashlib  # noqa: E402
 import os  # noqa: E402
-import struct  # noqa: E402
+import re  # noqa: E402
 import subprocess  # noqa: E402
 import sys  # noqa: E402
 
@@ -23,17 +24,6 @@ from mechaudit.report.glue import StoredFigure  # noqa: E402
 from mechaudit.report.outputs import save  # noqa: E402
 
 
-def _chunks(png: bytes) -> list[tuple[bytes, bytes]]:
-    """``(type, data)`` of every chunk of a PNG file."""
-    assert png[:8] == b"\x89PNG\r\n\x1a\n"
-    out, i = [], 8
-    while i < len(png):
-        (n,) = struct.unpack(">I", png[i:i + 4])
-        out.append((png[i + 4:i + 8], png[i + 8:i + 8 + n]))
-        i += 12 + n
-    return out
-
-
 def _figure():
     fig, ax = new_figure()
     ax.plot([0, 1, 2], [0.1, 0.7, 0.4], label="τ and κ")
@@ -43,20 +33,22 @@ def _figure():
     return fig
 
 
-def test_the_glued_png_is_the_inline_rendering_without_the_software_stamp():
+def test_the_glued_svg_is_the_inline_rendering_without_date_or_software_stamp():
     fig = _figure()
-    stored = StoredFigure(fig)._repr_png_()
-    inline = print_figure(fig, "png")  # what IPython's inline backend would store
-    assert [t for t, _ in _chunks(inline) if t == b"tEXt"] == [b"tEXt"]
-    assert b"Matplotlib version" in dict(_chunks(inline))[b"tEXt"]
-    assert [c for c in _chunks(inline) if c[0] != b"tEXt"] == _chunks(stored)  # same pixels, no stamp
+    stored = StoredFigure(fig)._repr_svg_()
+    inline = print_figure(fig, "svg")  # what IPython's inline backend would store
+    assert "<dc:date>" in inline and "Matplotlib v" in inline
+    assert "<dc:date>" not in stored and "Matplotlib v" not in stored
+    strip = re.compile(r"\s*<metadata>.*?</metadata>", re.S)
+    assert strip.sub("", inline) == strip.sub("", stored)  # the same drawing, no stamp
+    assert "<text" not in stored and "scale(0.11 -0.11)" in stored  # 11 pt text as glyph outlines
     assert repr(StoredFigure(fig)) == repr(fig) and repr(fig).startswith("<Figure size 900x540")
     plt.close(fig)
 
 
 def test_rendering_twice_gives_the_same_bytes(tmp_path):
     fig = _figure()
-    assert StoredFigure(fig)._repr_png_() == StoredFigure(fig)._repr_png_()
+    assert StoredFigure(fig)._repr_svg_() == StoredFigure(fig)._repr_svg_()
     save("a", fig, tmp_path / "one")
     save("a", fig, tmp_path / "two")
     for suffix in ("png", "svg"):
@@ -69,12 +61,12 @@ def test_the_same_figure_in_another_process_gives_the_same_bytes():
     """Two fresh processes with different hash seeds draw the bytes this one draws."""
     code = ("import matplotlib; matplotlib.use('Agg'); import sys, hashlib; sys.path.insert(0, 'tests'); "
             "from test_figure_bytes import _figure; from mechaudit.report.glue import StoredFigure; "
-            "print(hashlib.sha256(StoredFigure(_figure())._repr_png_()).hexdigest())")
+            "print(hashlib.sha256(StoredFigure(_figure())._repr_svg_().encode()).hexdigest())")
     runs = [subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True,
                            cwd=REPO_ROOT, env={**os.environ, "PYTHONHASHSEED": seed}).stdout.strip()
             for seed in ("1", "2")]
     fig = _figure()
-    assert runs[0] == runs[1] == hashlib.sha256(StoredFigure(fig)._repr_png_()).hexdigest()
+    assert runs[0] == runs[1] == hashlib.sha256(StoredFigure(fig)._repr_svg_().encode()).hexdigest()
     plt.close(fig)
 
 

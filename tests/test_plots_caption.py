@@ -136,7 +136,7 @@ MAKERS = {
         pd.DataFrame({"rule": "tfidf", "threshold": [0.2, 0.3], "kind": "wording_only", "pct_different": [5, 9]}),
         {"tfidf": 0.25}, caption=c), ""),
     "agreement_vs_threshold": (lambda c: plots.agreement_vs_threshold(
-        pd.DataFrame({"rule": "tfidf", "threshold": [0.2, 0.3], "other": "llm", "raw_agreement": [0.8, 0.9],
+        pd.DataFrame({"rule": "tfidf", "threshold": [0.2, 0.3], "other": "embedding", "raw_agreement": [0.8, 0.9],
                       "kappa": [0.4, 0.5]}), {"tfidf": 0.25}, caption=c), ""),
     "consistency_figure": (lambda c: robustness.consistency_figure(_grid(), "p_find", "weak_scale", "conceded",
                                                                    observed=36.0, caption=c), ""),

@@ -1,8 +1,8 @@
 """Figures of the robustness and power chapter (02c): maps over simulator factors, rule estimates, power.
 
 Axis names come from ``FACTOR_LABELS`` (words with units, not parameter names); every legend has at
-most four entries; cell text is 8 pt on panels at least 2.2 inches wide. Each takes the caller's
-``caption`` (words under the figure); ``conclusion_figure`` adds what its cell text is and
+most four entries; the panels of a map are stacked, one per row, so each is the figure's full width.
+Each takes the caller's ``caption`` (words under the figure); ``conclusion_figure`` adds what its cell text is and
 ``power_figure`` what its open squares are.
 """
 
@@ -53,22 +53,21 @@ def _cell_grid(sub: pd.DataFrame, x: str, y: str, column: str, xs: list, ys: lis
 
 
 def _panels(table: pd.DataFrame, x: str, y: str, facet: str):
-    """Axis values and a row of panels (one per ``facet`` value) wide enough for 8 pt cell text."""
+    """Axis values and a column of panels (one per ``facet`` value, stacked), each the figure's width."""
     xs, ys, fs = _axis_values(table, x), _axis_values(table, y), _axis_values(table, facet)
-    width = max(2.2, 0.5 * len(xs)) * len(fs) + 1.3
-    fig, axes = new_figure(ncols=len(fs), width=width, height=0.45 * len(ys) + 2.0, squeeze=False,
-                           sharey=True)
-    return xs, ys, fs, fig, axes[0]
+    fig, axes = new_figure(nrows=len(fs), width=6.0, height=(0.4 * len(ys) + 0.9) * len(fs) + 1.6, squeeze=False,
+                           sharex=True)
+    return xs, ys, fs, fig, axes[:, 0]
 
 
-def _ticks(ax, xs, ys, x: str, y: str, facet: str, f: float, first: bool) -> None:
-    ax.set_xticks(range(len(xs)), [f"{v:g}" for v in xs], fontsize=8)
-    ax.set_yticks(range(len(ys)), [f"{v:g}" for v in ys], fontsize=8)
+def _ticks(ax, xs, ys, x: str, y: str, facet: str, f: float, last: bool) -> None:
+    ax.set_xticks(range(len(xs)), [f"{v:g}" for v in xs])
+    ax.set_yticks(range(len(ys)), [f"{v:g}" for v in ys])
     ax.grid(False)
-    ax.set_title(f"{FACTOR_SHORT.get(facet, facet)} {f:g}", fontsize=9)
-    ax.set_xlabel(factor_label(x), fontsize=8)
-    if first:
-        ax.set_ylabel(factor_label(y), fontsize=8)
+    ax.set_title(f"{FACTOR_SHORT.get(facet, facet)} {f:g}")
+    ax.set_ylabel(factor_label(y))
+    if last:
+        ax.set_xlabel(factor_label(x))
 
 
 def _outline(ax, mask: np.ndarray) -> None:
@@ -96,14 +95,14 @@ def consistency_figure(table: pd.DataFrame, x: str, y: str, facet: str, observed
         for (i, j), v in np.ndenumerate(Z):
             if np.isfinite(v):
                 shade = (v - lo) / (hi - lo) if hi > lo else 0.5
-                ax.text(j, i, f"{v:.0f}", ha="center", va="center", fontsize=8,
+                ax.text(j, i, f"{v:.0f}", ha="center", va="center",
                         color="black" if shade > 0.55 else "white")
         _outline(ax, _cell_grid(sub.assign(_c=sub.consistent.astype(float)), x, y, "_c", xs, ys) == 1)
-        _ticks(ax, xs, ys, x, y, facet, f, c == 0)
-    fig.colorbar(im, ax=list(axes), shrink=0.9, pad=0.02, label=label)
+        _ticks(ax, xs, ys, x, y, facet, f, c == len(fs) - 1)
+    fig.colorbar(im, ax=list(axes), shrink=0.9, pad=0.02, label=label, location="bottom")
     text = legend if legend is not None else f"consistent with the paper's {observed:g} pp"
     handle = Patch(facecolor="none", edgecolor="black", linewidth=2.2, label=text)
-    fig.legend(handles=[handle], loc="outside upper center", fontsize=8, frameon=False)
+    fig.legend(handles=[handle], loc="outside upper center", frameon=False)
     draw_caption(fig, caption)
     return fig
 
@@ -126,12 +125,12 @@ def conclusion_figure(table: pd.DataFrame, x: str, y: str, facet: str, status: s
         for (i, j), v in np.ndenumerate(A):
             if np.isfinite(v):
                 dark = Z[i, j] in (names.index("holds"), names.index("fails"))
-                ax.text(j, i, f"{v:.1f}", ha="center", va="center", fontsize=8,
+                ax.text(j, i, f"{v:.1f}", ha="center", va="center",
                         color="white" if dark else "#555555")
-        _ticks(ax, xs, ys, x, y, facet, f, c == 0)
+        _ticks(ax, xs, ys, x, y, facet, f, c == len(fs) - 1)
     handles = [Patch(facecolor=col, edgecolor="#999999", label=name)
                for name, col in zip(names, [*STATUS_COLOURS.values(), OUTSIDE_COLOUR])]
-    fig.legend(handles=handles, loc="outside upper center", ncols=4, fontsize=8, frameon=False)
+    fig.legend(handles=handles, loc="outside upper center", ncols=2, frameon=False)
     draw_caption(fig, caption, "cell text: true 1 v 5 extra divergence (pp)")
     return fig
 
@@ -141,11 +140,11 @@ def rule_estimates_figure(bias: pd.DataFrame, labels: Sequence[str], rules: Mapp
                           comparisons: Sequence[str] = ("0 v 1", "1 v 5"), *, caption: str = ""):
     """Each rule's mean estimate (pp; error bars 2 Monte Carlo SE) at each chosen setting, one panel per
     comparison; the truth of the quantity each rule estimates as a black tick at the rule's position.
-    ``rules``: rule name -> its label (at most three, so the legend keeps four entries)."""
-    fig, axes = new_figure(ncols=len(comparisons), width=7.0, height=3.4, squeeze=False)
+    ``rules``: rule name -> its label (at most three, so the legend keeps four entries). Panels stacked."""
+    fig, axes = new_figure(nrows=len(comparisons), width=6.0, height=2.8 * len(comparisons) + 1.2, squeeze=False)
     names = list(rules)
     x = np.arange(len(labels))
-    for ax, comp in zip(axes[0], comparisons):
+    for ax, comp in zip(axes[:, 0], comparisons):
         sub = bias[bias.comparison == comp]
         for k, rule in enumerate(names):
             g = sub[sub.rule == rule].sort_values("point")
@@ -155,12 +154,12 @@ def rule_estimates_figure(bias: pd.DataFrame, labels: Sequence[str], rules: Mapp
             ax.scatter(xs, g.truth_pp, marker="_", s=220, color=PALETTE["truth"], linewidths=2, zorder=4,
                        label="truth of the rule's quantity" if k == 0 else None)
         ax.set_xticks(x, [lab.split(" ")[0] for lab in labels])
-        ax.set_xlabel("setting consistent with the paper")
         ax.set_title(comp)
+        ax.set_ylabel("extra divergence (pp)")
         ax.axhline(0, color=PALETTE["muted"], linewidth=0.8)
-    axes[0, 0].set_ylabel("extra divergence (pp)")
+    axes[-1, 0].set_xlabel("setting consistent with the paper")
     handles, names_ = axes[0, 0].get_legend_handles_labels()
-    fig.legend(handles, names_, loc="outside upper center", ncols=4, fontsize=8, frameon=False)
+    fig.legend(handles, names_, loc="outside upper center", ncols=2, frameon=False)
     draw_caption(fig, caption)
     return fig
 
@@ -170,8 +169,8 @@ def power_figure(table: pd.DataFrame, level: float = 0.8, paper_runs: int | None
     """Power against runs per depth, one line per setting (ladder rows of ``power.power_table``), error
     bars 2 Monte Carlo SE (over independent pools); designs with more instances as open squares of the
     same colour (not in the legend); the ``level`` as a dashed line; ``paper_runs``: a dotted vertical
-    line labelled on the plot. Legend below the axes, at most four entries."""
-    fig, ax = new_figure(width=6.4, height=4.0)
+    line labelled on the plot. Legend above the axes, at most four entries."""
+    fig, ax = new_figure(width=6.0, height=4.4)
     for i, (_, g) in enumerate(table.groupby("target_pp", sort=True)):
         colour = _EFFECT_COLOURS[i % len(_EFFECT_COLOURS)]
         k0 = int(g.n_instances.min())
@@ -185,10 +184,10 @@ def power_figure(table: pd.DataFrame, level: float = 0.8, paper_runs: int | None
     ax.axhline(level, color=PALETTE["muted"], linestyle="--", linewidth=1, label=f"{level:.0%} power")
     if paper_runs is not None:
         ax.axvline(paper_runs, color=PALETTE["paper"], linestyle=":", linewidth=1.5)
-        ax.text(paper_runs, 1.02, " paper's design", color=PALETTE["paper"], fontsize=8, va="bottom")
+        ax.text(paper_runs, 1.02, " paper's design", color=PALETTE["paper"], va="bottom")
     ax.set_xlabel("runs per depth and instance")
     ax.set_ylabel("power of the 1 v 5 test")
     ax.set_ylim(0, 1.1)
-    legend_outside(ax, where="below", fontsize=8, ncols=2)
+    legend_outside(ax, where="above", ncols=1)
     draw_caption(fig, caption, "open squares: twice the instances")
     return fig

@@ -65,7 +65,7 @@ def rubric_bars(pct: pd.DataFrame, paper: pd.DataFrame | None, *, caption: str =
             ax.barh(pos, np.nan_to_num(values), height=height * 0.9, color=RUBRIC_COLOURS.get(rubric, "#000000"))
             for p, v in zip(pos, values):
                 ax.text(1.5 if np.isnan(v) else v + 1.5, p, "not run" if np.isnan(v) else f"{v:.0f}",
-                        va="center", ha="left", fontsize=10, color="#333333")
+                        va="center", ha="left", color="#333333")
             if paper is not None and judge == paper_judge and f"llm {rubric}" in paper.columns:
                 ref = paper[f"llm {rubric}"].reindex(kinds).to_numpy(dtype=float)
                 keep = ~np.isnan(ref)

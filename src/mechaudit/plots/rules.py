@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 
 from mechaudit.deprecation import backend_argument
-from mechaudit.plots.style import PALETTE, colour_of, legend_outside, new_figure
+from mechaudit.plots.style import PALETTE, colour_of, new_figure
 from mechaudit.plots.style import caption as draw_caption
 from mechaudit.report.labels import label as label_of
 
@@ -40,7 +40,7 @@ def perturbation_bars(pct: pd.DataFrame, paper: pd.DataFrame | None = None, *, c
         ax.barh(pos, np.nan_to_num(values), height=height * 0.9, color=colour_of(str(rule), k))
         for p, v in zip(pos, values):
             ax.text(1.5 if np.isnan(v) else v + 1.5, p, f"{label_of(rule)}: {'not run' if np.isnan(v) else f'{v:.0f}'}",
-                    va="center", ha="left", fontsize=10, color="#333333")
+                    va="center", ha="left", color="#333333")
         if paper is not None and rule in paper.columns:
             ref = paper[rule].reindex(kinds).to_numpy(dtype=float)
             keep = ~np.isnan(ref)
@@ -73,9 +73,9 @@ THRESHOLD_STYLES = ["--", ":"]
 @backend_argument(2, extra=True)  # the previous release's backend=, for one release
 def cosine_strips(sims: pd.DataFrame, thresholds: dict[str, dict[str, float]], seed: int = 0, *,
                   caption: str = ""):
-    """Cosine of every perturbation pair, per kind (rows) and suite (colour), one panel per rule,
-    with each rule's thresholds as vertical lines labelled above the panel; a short black bar marks
-    each strip's median. Pairs left of a threshold are the ones that rule calls different.
+    """Cosine of every perturbation pair, per kind (rows) and suite (colour), one panel per rule
+    (stacked), with each rule's thresholds as vertical lines labelled above the panel; a short black
+    bar marks each strip's median. Pairs left of a threshold are the ones that rule calls different.
 
     ``sims``: long DataFrame with columns suite (label), kind, rule (``tfidf``/``embedding``),
     cosine. ``thresholds``: rule -> {label: threshold}, at most two per rule. Points are jittered
@@ -85,7 +85,7 @@ def cosine_strips(sims: pd.DataFrame, thresholds: dict[str, dict[str, float]], s
     rules = [r for r in RULE_LABELS if r in set(sims["rule"])]
     suites = list(dict.fromkeys(sims["suite"]))[:len(SUITE_STYLES)]
     kinds = [k for k in KIND_LABELS if k in set(sims["kind"])]
-    fig, axes = new_figure(ncols=len(rules), width=7.0, height=1.4 + 0.75 * len(kinds), sharey=True)
+    fig, axes = new_figure(nrows=len(rules), width=6.0, height=1.2 + (0.6 * len(kinds) + 1.1) * len(rules))
     axes = np.atleast_1d(axes)
     rng = np.random.default_rng(seed)
     offsets = np.linspace(-0.18, 0.18, len(suites)) if len(suites) > 1 else np.zeros(1)
@@ -102,18 +102,18 @@ def cosine_strips(sims: pd.DataFrame, thresholds: dict[str, dict[str, float]], s
         for k, (style, (label, value)) in enumerate(zip(THRESHOLD_STYLES, lines.items())):
             ax.axvline(value, color=PALETTE["paper"], ls=style, lw=1.2)
             ax.annotate(label, xy=(value, 1.0), xycoords=("data", "axes fraction"), xytext=(-3 if k == 0 else 3, 2),
-                        textcoords="offset points", ha="right" if k == 0 else "left", va="bottom", fontsize=7,
+                        textcoords="offset points", ha="right" if k == 0 else "left", va="bottom",
                         color=PALETTE["paper"])
         n_kept = sum(k in ("wording_only", "wording_chain") for k in kinds)
         if 0 < n_kept < len(kinds):  # a line between the kinds that keep and those that change the mechanism
             ax.axhline(n_kept - 0.5, color=PALETTE["muted"], lw=0.8)
         low = min([float(part["cosine"].min()), *lines.values()])
         ax.set_xlim(max(0.0, low - 0.05) if rule == "embedding" else 0.0, 1.0)
-        ax.set_title(RULE_LABELS[rule], pad=14)
-        ax.set_xlabel("cosine similarity to the original")
-    axes[0].set_yticks(range(len(kinds)), [KIND_LABELS[k] for k in kinds])
-    axes[0].set_ylim(len(kinds) - 0.5, -0.5)
-    fig.legend(loc="outside upper center", ncols=len(suites), fontsize=8, markerscale=2)
+        ax.set_title(RULE_LABELS[rule], pad=16)
+        ax.set_yticks(range(len(kinds)), [KIND_LABELS[k] for k in kinds])
+        ax.set_ylim(len(kinds) - 0.5, -0.5)
+    axes[-1].set_xlabel("cosine similarity to the original")
+    fig.legend(loc="outside upper center", ncols=len(suites), markerscale=2)
     draw_caption(fig, caption)
     return fig
 
@@ -132,8 +132,8 @@ def threshold_sweep_lines(sweep: pd.DataFrame, paper_thresholds: dict[str, float
         sweep = sweep.assign(suite="")
     rules = list(dict.fromkeys(sweep["rule"]))
     suites = list(dict.fromkeys(sweep["suite"]))
-    fig, axes = new_figure(ncols=len(rules), nrows=len(suites), width=min(7.0, 3.0 * len(rules) + 1.4),
-                           height=0.8 + 2.6 * len(suites), sharey=True, squeeze=False)
+    fig, axes = new_figure(ncols=len(rules), nrows=len(suites), width=6.0,
+                           height=1.6 + 2.8 * len(suites), sharey=True, squeeze=False)
     for row, suite in zip(axes, suites):
         for ax, rule in zip(row, rules):
             part = sweep[(sweep["rule"] == rule) & (sweep["suite"] == suite)]
@@ -145,11 +145,11 @@ def threshold_sweep_lines(sweep: pd.DataFrame, paper_thresholds: dict[str, float
                         label=KIND_LABELS.get(kind, str(kind)) if ax is axes[0, 0] else None)
             if rule in paper_thresholds:
                 ax.axvline(paper_thresholds[rule], color=PALETTE["paper"], ls="--", lw=1)
-            ax.set_title("\n".join(t for t in (RULE_LABELS.get(rule, rule).split(" (")[0], suite) if t), fontsize=10)
+            ax.set_title("\n".join(t for t in (RULE_LABELS.get(rule, rule).split(" (")[0], suite) if t))
             ax.set_xlabel("threshold (cosine)")
             ax.set_ylim(-3, 103)
         row[0].set_ylabel("% judged different")
-    fig.legend(loc="outside upper center", ncols=min(4, len(set(sweep["kind"]))), fontsize=8)
+    fig.legend(loc="outside upper center", ncols=2)
     draw_caption(fig, caption)
     return fig
 
@@ -159,11 +159,12 @@ def agreement_vs_threshold(sweep: pd.DataFrame, paper_thresholds: dict[str, floa
     """Raw agreement and Cohen's kappa with each other method vs threshold.
 
     ``sweep``: long DataFrame with columns rule, threshold, other, raw_agreement, kappa; one row of
-    panels per rule (raw agreement left, kappa right), one line per other method. ``caption``: the
-    caller's words under the figure.
+    panels per rule (raw agreement left, kappa right; the rule's label on the left), one line per other
+    method, named by its label; one legend above the panels. ``caption``: the caller's words under the
+    figure.
     """
     rules = list(dict.fromkeys(sweep["rule"]))
-    fig, axes = new_figure(ncols=2, nrows=len(rules), width=7.0, height=2.6 * len(rules) + 0.8, sharex="row")
+    fig, axes = new_figure(ncols=2, nrows=len(rules), width=6.0, height=2.6 * len(rules) + 1.6, sharex="row")
     axes = np.atleast_2d(axes)
     for row, rule in zip(axes, rules):
         part = sweep[sweep["rule"] == rule]
@@ -172,17 +173,19 @@ def agreement_vs_threshold(sweep: pd.DataFrame, paper_thresholds: dict[str, floa
             colour = colour_of(other, k)
             marker, style, size = SERIES_STYLES[k % len(SERIES_STYLES)]
             for ax, column in zip(row, ("raw_agreement", "kappa")):
-                ax.plot(line["threshold"], line[column], color=colour, label=other, marker=marker, ls=style,
+                ax.plot(line["threshold"], line[column], color=colour, label=label_of(other), marker=marker, ls=style,
                         ms=size * 0.6, lw=1.2, zorder=2 + k)
-        for ax, what in zip(row, ("raw agreement", "Cohen's kappa")):
+        for ax, what in zip(row, ("raw agreement", "Cohen's κ")):
             if rule in paper_thresholds:
                 ax.axvline(paper_thresholds[rule], color=PALETTE["paper"], ls="--", lw=1)
-            ax.set_title(f"{rule}: {what}")
+            ax.set_title(what)
             ax.set_ylim(-0.05 if what == "raw agreement" else -0.5, 1.05)
         row[1].axhline(0, color=PALETTE["muted"], lw=0.8)
-        legend_outside(row[1], where="right", fontsize=8, title="vs", title_fontsize=8)
-        row[0].set_ylabel("value")
+        row[0].set_ylabel(label_of(rule))
     for ax in axes[-1]:
         ax.set_xlabel("threshold (cosine)")
+    series = {name: h for ax in axes[:, 0] for h, name in zip(*ax.get_legend_handles_labels())}
+    fig.legend(list(series.values()), [f"vs {name}" for name in series], loc="outside upper center", ncols=2,
+               frameon=False)
     draw_caption(fig, caption)
     return fig

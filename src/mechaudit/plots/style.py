@@ -1,12 +1,16 @@
 """One look for every figure in the book: size, fonts, palette and the caption under a figure.
 
-A figure is shown as wide as the text column: about 688 px on a laptop, about 358 px on a phone
-(a 390 px window). Text that reads well at 688 px can shrink below legibility at 358 px, so sizes
-are chosen for the phone: a figure of ``width`` inches shows text of ``s`` points at
-``s * 358 / (72 * width)`` px on a phone. The defaults (6 in wide, 11 pt labels, 10 pt ticks) give
-about 9 and 8 px; :func:`phone_text_px` measures a figure and :func:`readability_problems` lists
-what breaks the book's two rules: text at least :data:`MIN_PHONE_TEXT_PX` px on a phone, legends of
-at most :data:`MAX_LEGEND_ENTRIES` entries (more series get direct labels instead).
+The book shows every figure at one width, whatever its size in inches: the column's width, at most
+:data:`DESKTOP_FIGURE_PX` px (36rem) on a laptop and :data:`PHONE_FIGURE_PX` px on a phone (a 390 px
+window), and a click on it opens the full-size image (``mechaudit.sphinxext.figure``). Text of ``s``
+points in a figure ``w`` inches wide then shows at ``s * display_px / (72 * w)`` px. So that text reads
+the same in every figure, :func:`new_figure` scales the fonts of :data:`RC` (sized for a
+:data:`WIDTH`-inch figure) by ``width / WIDTH``: the smallest text, :data:`FONT_PT` points at
+:data:`WIDTH` inches, shows at about 14.7 px on a laptop and 8.7 px on a phone. Figures set no font size
+of their own. :func:`text_px` measures a figure and :func:`readability_problems` lists what breaks
+the book's rules: text at least :data:`MIN_TEXT_PX` px on a laptop and :data:`MIN_PHONE_TEXT_PX` px on
+a phone, legends of at most :data:`MAX_LEGEND_ENTRIES` entries (more series get direct labels instead).
+The browser test measures the same sizes on the built pages.
 """
 
 from __future__ import annotations
@@ -28,27 +32,39 @@ PALETTE = {
     "muted": "#999999",
 }
 
-#: width of the text column on a phone (px): a 390 px window minus the page's padding
-PHONE_COLUMN_PX = 358
+#: displayed width (px) of a figure on a laptop: the column (672 px at 1280 px), capped at 36rem
+DESKTOP_FIGURE_PX = 576
+#: displayed width (px) of a figure on a phone: the column of a 390 px window
+PHONE_FIGURE_PX = 342
+#: the smallest text height (px, the font's em) a figure may show on a laptop
+MIN_TEXT_PX = 11.0
 #: the smallest text height (px) a figure may show on a phone
 MIN_PHONE_TEXT_PX = 8.0
 #: the most entries a legend may have; more series get direct labels
 MAX_LEGEND_ENTRIES = 4
-#: default figure width (inches): wide enough for two panels, narrow enough for phone-size text
+#: the width (inches) the font sizes of :data:`RC` are set for; a wider figure gets larger fonts
 WIDTH = 6.0
+#: the book's smallest font (points, at :data:`WIDTH` inches): ticks, legends, notes in the plot
+FONT_PT = 11
+#: titles and axis labels (points, at :data:`WIDTH` inches)
+LABEL_PT = 12
 
 RC = {
     "font.family": ["DejaVu Sans"],  # matplotlib's own font: the same on every machine, whatever it has installed
     "svg.hashsalt": "mechaudit",  # SVG element ids from a fixed salt, not a random one (byte-stable files,
     # with ``report.outputs.PNG_METADATA`` / ``SVG_METADATA``)
+    "svg.fonttype": "path",  # text drawn as glyph outlines: the same letters in every browser
     "figure.dpi": 150,  # sharp on high-DPI screens; the book scales figures to the text column
     "savefig.dpi": 150,
-    "font.size": 11,
-    "axes.titlesize": 11,
-    "axes.labelsize": 11,
-    "xtick.labelsize": 10,
-    "ytick.labelsize": 10,
-    "legend.fontsize": 10,
+    "font.size": FONT_PT,
+    "axes.titlesize": LABEL_PT,
+    "axes.labelsize": LABEL_PT,
+    "figure.titlesize": LABEL_PT,
+    "figure.labelsize": FONT_PT,
+    "xtick.labelsize": FONT_PT,
+    "ytick.labelsize": FONT_PT,
+    "legend.fontsize": FONT_PT,
+    "legend.title_fontsize": FONT_PT,
     "axes.spines.top": False,
     "axes.spines.right": False,
     "axes.grid": True,
@@ -62,12 +78,15 @@ def new_figure(ncols: int = 1, nrows: int = 1, width: float = WIDTH, height: flo
 
     Titles, labels, ticks and legends added after this call take their font when they are created,
     from ``matplotlib.rcParams``: so this call also sets the book's font and its sizes there (the
-    ``font.family`` and ``*size`` entries of :data:`RC`) and the SVG hash salt, for the rest of the
-    session, which in a chapter holds only book figures.
+    ``font.family``, ``svg.*`` and ``*size`` entries of :data:`RC`, sizes times ``width / WIDTH`` so
+    that text shows at the same size in every figure of the book), for the rest of the session, which
+    in a chapter holds only book figures.
     """
-    plt.rcParams.update({name: value for name, value in RC.items()
-                         if name.endswith("size") or name in ("font.family", "svg.hashsalt")})
-    with plt.rc_context(RC):
+    scale = width / WIDTH
+    style = {name: value * scale if name.endswith("size") else value for name, value in RC.items()}
+    plt.rcParams.update({name: value for name, value in style.items()
+                         if name.endswith("size") or name == "font.family" or name.startswith("svg.")})
+    with plt.rc_context(style):
         fig, axes = plt.subplots(nrows, ncols, figsize=(width, height), layout="constrained", **kwargs)
     for ax in np.atleast_1d(axes).ravel():
         for name, value in RC.items():
@@ -79,30 +98,35 @@ def new_figure(ncols: int = 1, nrows: int = 1, width: float = WIDTH, height: flo
 
 def caption(fig, text: str, note: str = "") -> None:
     """Write ``text`` and then the figure's own ``note`` (joined by ". ", empty parts left out) in
-    small grey text under the figure; draw nothing when both are empty.
+    grey text under the figure; draw nothing when both are empty.
 
-    ``text`` is the caller's words, e.g. ``"Backend: reference"`` from a chapter's context; ``note``
-    is what the figure always says about itself (``"Toy design, no LLM"``).
+    The text has the figure's smallest size (``figure.labelsize``). ``text`` is the caller's words,
+    e.g. ``"Backend: reference"`` from a chapter's context; ``note`` is what the figure always says
+    about itself (``"Toy design, no LLM"``).
     """
     joined = ". ".join(t for t in (text, note) if t)
     if joined:
-        fig.supxlabel(joined, fontsize=10, color=PALETTE["muted"], x=0.01, ha="left", wrap=True)
+        fig.supxlabel(joined, color=PALETTE["muted"], x=0.01, ha="left", wrap=True)
 
 
 def legend_outside(ax, where: str = "right", **kwargs):
     """Draw ``ax``'s legend outside the plotting area, so it never covers data; returns the legend.
 
     ``where="right"`` puts it beside the axes (top-aligned), ``"below"`` under them in up to four
-    columns. Keyword arguments go to ``Axes.legend``. Use with ``new_figure`` (constrained layout
-    makes room for the legend).
+    columns, ``"above"`` above the figure's panels in two columns (a figure legend of ``ax``'s
+    entries: the layout that leaves a phone the most room). Keyword arguments go to ``Axes.legend``
+    (``Figure.legend`` for ``"above"``). Use with ``new_figure`` (constrained layout makes room for
+    the legend).
     """
+    handles, labels = ax.get_legend_handles_labels()
+    if where == "above":
+        return ax.figure.legend(handles, labels, **{"loc": "outside upper center", "ncols": 2, **kwargs})
     if where == "right":
         place = {"loc": "upper left", "bbox_to_anchor": (1.01, 1.0), "borderaxespad": 0.0}
     elif where == "below":
-        handles, _ = ax.get_legend_handles_labels()
         place = {"loc": "upper center", "bbox_to_anchor": (0.5, -0.18), "ncols": min(4, max(1, len(handles)))}
     else:
-        raise ValueError(f"where must be 'right' or 'below', not {where!r}")
+        raise ValueError(f"where must be 'right', 'below' or 'above', not {where!r}")
     return ax.legend(**{**place, **kwargs})
 
 
@@ -123,11 +147,16 @@ def colour_of(name: str, k: int = 0) -> str:
     return EXTRA_COLOURS[k % len(EXTRA_COLOURS)]
 
 
-def phone_text_px(fig, display_px: float = PHONE_COLUMN_PX) -> float:
-    """The smallest height (px) of any visible text of ``fig`` when the figure is shown
-    ``display_px`` wide (the phone column by default); ``inf`` for a figure without text."""
+def text_px(fig, display_px: float = DESKTOP_FIGURE_PX) -> float:
+    """The smallest height (px) of any visible text of ``fig`` when the figure is shown ``display_px``
+    wide (a laptop by default); ``inf`` for a figure without text."""
     sizes = [t.get_fontsize() for t in fig.findobj(Text) if t.get_visible() and t.get_text().strip()]
     return min(sizes) * display_px / (72 * fig.get_figwidth()) if sizes else float("inf")
+
+
+def phone_text_px(fig, display_px: float = PHONE_FIGURE_PX) -> float:
+    """:func:`text_px` on a phone."""
+    return text_px(fig, display_px)
 
 
 def legend_sizes(fig) -> list[int]:
@@ -136,13 +165,16 @@ def legend_sizes(fig) -> list[int]:
     return [len(legend.get_texts()) for legend in legends]
 
 
-def readability_problems(fig, display_px: float = PHONE_COLUMN_PX) -> list[str]:
-    """What makes ``fig`` hard to read in the book: text below :data:`MIN_PHONE_TEXT_PX` px on a
-    phone, legends of more than :data:`MAX_LEGEND_ENTRIES` entries. Empty when it reads well."""
+def readability_problems(fig) -> list[str]:
+    """What makes ``fig`` hard to read in the book: text below :data:`MIN_TEXT_PX` px on a laptop or
+    :data:`MIN_PHONE_TEXT_PX` px on a phone, legends of more than :data:`MAX_LEGEND_ENTRIES` entries.
+    Empty when it reads well."""
     problems = []
-    smallest = phone_text_px(fig, display_px)
-    if smallest < MIN_PHONE_TEXT_PX:
-        problems.append(f"text of {smallest:.1f} px on a phone (at least {MIN_PHONE_TEXT_PX:g})")
+    for where, shown, least in (("a laptop", DESKTOP_FIGURE_PX, MIN_TEXT_PX), ("a phone", PHONE_FIGURE_PX,
+                                                                               MIN_PHONE_TEXT_PX)):
+        smallest = text_px(fig, shown)
+        if smallest < least:
+            problems.append(f"text of {smallest:.1f} px on {where} (at least {least:g})")
     problems += [f"a legend of {n} entries (at most {MAX_LEGEND_ENTRIES})"
                  for n in legend_sizes(fig) if n > MAX_LEGEND_ENTRIES]
     return problems

@@ -14,6 +14,7 @@ from matplotlib.lines import Line2D
 from mechaudit.deprecation import backend_argument
 from mechaudit.plots.style import PALETTE, legend_outside, new_figure
 from mechaudit.plots.style import caption as draw_caption
+from mechaudit.report.labels import label as label_of
 
 METHOD_COLOURS = {"grid": PALETTE["reference"], "mle": PALETTE["llm"]}
 SIM_NOTE = "Simulated judge with known tau on a synthetic pool; not an LLM"
@@ -33,10 +34,10 @@ def tau_recovery_plot(recovery: pd.DataFrame, width: float = 6.4, height: float 
     for k, (method, g) in enumerate(recovery.groupby("method", sort=True)):
         offset = (k - 0.5) * 0.02 * taus.max()
         ax.scatter(g["true_tau"] + offset, g["tau_hat"], s=14, alpha=0.7, color=METHOD_COLOURS.get(method),
-                   label=f"fitted ({method})")
+                   label=f"fitted: {label_of(method).lower()}")
     ax.set_xlabel("true τ of the simulated judge (score points)")
     ax.set_ylabel("fitted τ (score points)")
-    legend_outside(ax, "right", fontsize=9, frameon=False)
+    legend_outside(ax, "above")
     draw_caption(fig, caption, SIM_NOTE)
     return fig
 
@@ -56,7 +57,7 @@ def score_recovery_plot(reviews: pd.DataFrame, width: float = 6.4, height: float
     ax.set_ylabel("inferred score (1-10 scale)")
     ax.set_xlim(0.8, 10.4)
     ax.set_ylim(0.8, 10.4)
-    legend_outside(ax, "right", fontsize=9, frameon=False)
+    legend_outside(ax, "above")
     draw_caption(fig, caption, SIM_NOTE)
     return fig
 
@@ -84,10 +85,10 @@ def loss_band_plot(profile: pd.DataFrame, width: float = 6.4, height: float = 3.
         shown = np.flatnonzero(~np.isnan(y))
         if len(shown) and shown[0] > 0:  # the curve leaves the top on the left: label it there
             ax.annotate(f"×{scale:g}", (x[shown[0]], top), xytext=(0, 3), textcoords="offset points",
-                        ha="center", va="bottom", fontsize=8, color=PALETTE["reference"])
+                        ha="center", va="bottom", color=PALETTE["reference"])
         elif len(shown):  # a flat curve: label its left end
             ax.annotate(f"×{scale:g}", (x[0], y[0]), xytext=(2, 3), textcoords="offset points",
-                        ha="left", va="bottom", fontsize=8, color=PALETTE["reference"])
+                        ha="left", va="bottom", color=PALETTE["reference"])
     g = profile[profile["scale"] == scales[0]]
     ax.plot(g["S"], _cut_at(g["profile_excess"].to_numpy(), top), color=PALETTE["llm"], lw=1.6, ls="--",
             label="Kish-rescaled (any factor)")
@@ -96,28 +97,33 @@ def loss_band_plot(profile: pd.DataFrame, width: float = 6.4, height: float = 3.
     ax.set_yticks(range(0, int(top) + 1, 2))
     ax.set_xlabel("candidate score S (1-10 scale)")
     ax.set_ylabel("loss above its minimum\n(weighted cross-entropy)")
-    legend_outside(ax, "right", fontsize=9, frameon=False)
+    legend_outside(ax, "above")
     draw_caption(fig, caption, SIM_NOTE)
     return fig
 
 
 @backend_argument(1)  # the previous release's backend=, for one release
 def weight_scale_plot(scale_effect: pd.DataFrame, width: float = 7.0, height: float = 3.6, *, caption: str = ""):
-    """Interval width and empirical coverage vs the factor applied to all weights (log x axis)."""
-    fig, (left, right) = new_figure(ncols=2, width=width, height=height)
+    """Interval width (top) and empirical coverage (bottom) vs the factor applied to all weights (log x
+    axis); ``height`` is each panel's."""
+    fig, (top, bottom) = new_figure(nrows=2, width=width, height=2 * height)
     for col, label, colour in (("band", "loss + 1.92 band", PALETTE["reference"]),
                                ("profile", "Kish-rescaled LR interval", PALETTE["llm"])):
-        left.plot(scale_effect["scale"], scale_effect[f"{col}_width"], "o-", color=colour, label=label)
-        right.plot(scale_effect["scale"], scale_effect[f"{col}_coverage"], "o-", color=colour, label=label)
-    right.axhline(0.95, color=PALETTE["truth"], lw=0.8, ls=":", label="nominal 95%")
-    for ax in (left, right):
+        top.plot(scale_effect["scale"], scale_effect[f"{col}_width"], "o-", color=colour, label=label)
+        bottom.plot(scale_effect["scale"], scale_effect[f"{col}_coverage"], "o-", color=colour, label=label)
+    bottom.axhline(0.95, color=PALETTE["truth"], lw=0.8, ls=":", label="nominal 95%")
+    scales = sorted(scale_effect["scale"].unique())
+    for ax in (top, bottom):
         ax.set_xscale("log", base=2)
+        ax.set_xticks(scales, [f"×{v:g}" for v in scales])  # plain numbers: a power's exponent is small text
+        ax.minorticks_off()
         ax.set_xlabel("factor on all anchor weights (log scale)")
-    left.set_ylabel("mean interval width (score points)")
-    right.set_ylabel("share of intervals holding the true score")
-    right.set_ylim(0, 1.05)
-    handles, labels = right.get_legend_handles_labels()
-    fig.legend(handles, labels, loc="outside upper center", ncols=3, fontsize=9, frameon=False)
+    top.set_xlabel("")
+    top.set_ylabel("mean interval width\n(score points)")
+    bottom.set_ylabel("share of intervals\nholding the true score")
+    bottom.set_ylim(0, 1.05)
+    handles, labels = bottom.get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside upper center", ncols=2, frameon=False)
     draw_caption(fig, caption, SIM_NOTE)
     return fig
 
@@ -132,22 +138,22 @@ def tie_effect_plot(ties: pd.DataFrame, width: float = 6.4, height: float = 3.4,
     ax.axhline(float(ties["true_tau"].iloc[0]), color=PALETTE["truth"], lw=0.8, ls=":", label="true τ")
     ax.set_xlabel("tie answers (% of all answers)")
     ax.set_ylabel("fitted τ, mle (score points)")
-    legend_outside(ax, "right", fontsize=9, frameon=False)
+    legend_outside(ax, "above")
     draw_caption(fig, caption, SIM_NOTE)
     return fig
 
 
-SOURCE_STYLES = {"score10": ("-", "judge sees score10"), "quality": ("--", "judge sees latent quality")}
+SOURCE_STYLES = {"score10": ("-", "judge sees the 1-10 score"), "quality": ("--", "judge sees latent quality")}
 #: The two fits of the misspecification figure: colour and legend label.
-MISSPEC_METHODS = {"mle": (PALETTE["llm"], "mle, strength weights"),
-                   "mle_no_strength": (PALETTE["reference"], "mle, strengths ignored")}
+MISSPEC_METHODS = {"mle": (PALETTE["llm"], "max. likelihood, strength weights"),
+                   "mle_no_strength": (PALETTE["reference"], "max. likelihood, strengths ignored")}
 
 
 def _misspec_legend(fig) -> None:
     """Four legend entries for the whole figure: colour = fit, line style = what the judge sees."""
     handles = [Line2D([], [], color=c, marker="o", ms=3, label=label) for c, label in MISSPEC_METHODS.values()]
     handles += [Line2D([], [], color=PALETTE["muted"], ls=ls, label=label) for ls, label in SOURCE_STYLES.values()]
-    fig.legend(handles=handles, loc="outside upper center", ncols=2, fontsize=9, frameon=False)
+    fig.legend(handles=handles, loc="outside upper center", ncols=1, frameon=False)
 
 
 @backend_argument(1)  # the previous release's backend=, for one release
@@ -161,7 +167,7 @@ def misspecified_tau_plot(mis: pd.DataFrame, width: float = 7.0, height: float =
     :func:`mechaudit.tau.studies.tau_misspecification`).
     """
     taus = sorted(mis["true_tau"].unique())
-    fig, axes = new_figure(ncols=len(taus), width=width, height=height, sharey=False)
+    fig, axes = new_figure(nrows=len(taus), width=width, height=2.4 * len(taus) + 1.8, sharex=True)
     axes = np.atleast_1d(axes)
     mean = mis.groupby(["true_tau", "source", "method", "perception_noise"])[["tau_hat", "approx_tau"]].mean()
     present = set(mean.index.droplevel(3))
@@ -175,9 +181,9 @@ def misspecified_tau_plot(mis: pd.DataFrame, width: float = 7.0, height: float =
         if (tau, "score10", "mle") in present:
             approx = mean.loc[(tau, "score10", "mle")]["approx_tau"]
             ax.plot(approx.index, approx.to_numpy(), ":", color=PALETTE["muted"])
-        ax.set_title(f"true τ {tau:g} (black line)", fontsize=10)
-    axes[len(axes) // 2].set_xlabel("perception noise of the judge (score points)")
-    axes[0].set_ylabel("mean fitted τ (score points)")
+        ax.set_title(f"true τ {tau:g} (black line)")
+    axes[-1].set_xlabel("perception noise of the judge (score points)")
+    axes[len(axes) // 2].set_ylabel("mean fitted τ (score points)")
     _misspec_legend(fig)
     draw_caption(fig, caption, SIM_NOTE)
     return fig
@@ -185,23 +191,24 @@ def misspecified_tau_plot(mis: pd.DataFrame, width: float = 7.0, height: float =
 
 @backend_argument(1)  # the previous release's backend=, for one release
 def misspecified_score_plot(table: pd.DataFrame, width: float = 7.0, height: float = 3.4, *, caption: str = ""):
-    """Score error (MAE) and the mean move from the well-specified scores vs perception noise, per
-    perception source. ``table`` from :func:`mechaudit.tau.studies.score_misspecification_table`."""
-    fig, (left, right) = new_figure(ncols=2, width=width, height=height)
+    """Score error (MAE, top) and the mean move from the well-specified scores (bottom) vs perception
+    noise, per perception source; ``height`` is each panel's. ``table`` from
+    :func:`mechaudit.tau.studies.score_misspecification_table`."""
+    fig, (top, bottom) = new_figure(nrows=2, width=width, height=2 * height)
     for source, (ls, label) in SOURCE_STYLES.items():
         if source not in table.index.get_level_values(0):
             continue
         g = table.loc[source]
         colour = PALETTE["reference"] if source == "score10" else PALETTE["embedding"]
-        left.plot(g.index, g["mae"], ls, marker="o", color=colour, label=label)
-        right.plot(g.index, g["moved"], ls, marker="o", color=colour, label=label)
-    left.set_ylabel("mean error against the true\nscore (score points)")
-    right.set_ylabel("mean move from the well-specified\nscore (score points)")
-    for ax in (left, right):
-        ax.set_xlabel("perception noise of the judge (score points)")
+        top.plot(g.index, g["mae"], ls, marker="o", color=colour, label=label)
+        bottom.plot(g.index, g["moved"], ls, marker="o", color=colour, label=label)
+    top.set_ylabel("mean error against the\ntrue score (score points)")
+    bottom.set_ylabel("mean move from the well-\nspecified score (score points)")
+    for ax in (top, bottom):
         ax.set_ylim(bottom=0)
-    handles, labels = left.get_legend_handles_labels()
-    fig.legend(handles, labels, loc="outside upper center", ncols=2, fontsize=9, frameon=False)
+    bottom.set_xlabel("perception noise of the judge (score points)")
+    handles, labels = top.get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside upper center", ncols=2, frameon=False)
     draw_caption(fig, caption, SIM_NOTE)
     return fig
 
@@ -215,24 +222,24 @@ DENSIFY_STYLES = {"first round only": (PALETTE["muted"], "--", "first round only
 
 @backend_argument(1)  # the previous release's backend=, for one release
 def densify_plot(by_hint: pd.DataFrame, width: float = 7.0, height: float = 3.4, *, caption: str = ""):
-    """Anchors densify adds per story (left) and % of scores on a grid end (right) against the band
-    of the first round's mean score, one line per run (four legend entries).
+    """Anchors densify adds per story (top) and % of scores on a grid end (bottom) against the band
+    of the first round's mean score, one line per run (four legend entries); ``height`` is each panel's.
 
     ``by_hint`` from :func:`mechaudit.tau.studies.densify_by_hint`."""
-    fig, (left, right) = new_figure(ncols=2, width=width, height=height)
+    fig, (top, bottom) = new_figure(nrows=2, width=width, height=2 * height)
     for run, g in by_hint.groupby("run", sort=False):
         colour, ls, label = DENSIFY_STYLES.get(str(run), (PALETTE["muted"], "-", str(run)))
         x = np.arange(len(g))
-        left.plot(x, g["anchors_added"], ls, marker="o", ms=4, color=colour, label=label)
-        right.plot(x, 100 * g["saturated_share"], ls, marker="o", ms=4, color=colour)
+        top.plot(x, g["anchors_added"], ls, marker="o", ms=4, color=colour, label=label)
+        bottom.plot(x, 100 * g["saturated_share"], ls, marker="o", ms=4, color=colour)
     bands = list(by_hint["band"].astype(str).unique())
-    for ax in (left, right):
+    for ax in (top, bottom):
         ax.set_xticks(range(len(bands)), bands)
-        ax.set_xlabel("first round's mean score (score points)")
         ax.set_ylim(bottom=0)
-    left.set_ylabel("anchors added per story")
-    right.set_ylabel("scores stuck at 1 or 10 (%)")
-    handles, labels = left.get_legend_handles_labels()
-    fig.legend(handles, labels, loc="outside upper center", ncols=2, fontsize=9, frameon=False)
+    bottom.set_xlabel("first round's mean score (score points)")
+    top.set_ylabel("anchors added per story")
+    bottom.set_ylabel("scores stuck at 1 or 10 (%)")
+    handles, labels = top.get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside upper center", ncols=2, frameon=False)
     draw_caption(fig, caption, SIM_NOTE)
     return fig

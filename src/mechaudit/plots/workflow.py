@@ -14,6 +14,7 @@ import pandas as pd
 from mechaudit.deprecation import backend_argument
 from mechaudit.plots.style import PALETTE, colour_of, legend_outside, new_figure
 from mechaudit.plots.style import caption as draw_caption
+from mechaudit.report.labels import label as label_of
 
 
 @backend_argument(1)  # the previous release's backend=, for one release
@@ -22,16 +23,16 @@ def critique_depth_figure(points: pd.DataFrame, title: str = "",
                           paper: Mapping[str, float] | None = None,
                           intervals: Mapping[str, tuple[float, float]] | None = None,
                           level: float = 0.95, *, caption: str = ""):
-    """Figure 2 analogue: same-depth divergence per depth (left, %) and extra divergence per
-    comparison (right, pp); points per instance, bars for the instance mean.
+    """Figure 2 analogue: same-depth divergence per depth (top, %) and extra divergence per
+    comparison (bottom, pp); points per instance, bars for the instance mean.
 
     ``points``: ``depth.per_instance_effects`` output for one rule. ``truth``: label -> true value
     (simulator), drawn as black ticks; ``paper``: comparison label -> paper's value, pink diamonds
     beside the bar; ``intervals``: comparison label -> (low, high) of the mean (pp), error bars on the
-    extra-divergence bars (at ``level``). Instances share one grey marker (one legend entry). Legend
-    to the right of the panels, at most four entries.
+    extra-divergence bars (at ``level``). Instances share one grey marker (one legend entry). The
+    panels are stacked; the legend sits above them, at most four entries.
     """
-    fig, axes = new_figure(ncols=2, width=7.0, height=3.8)
+    fig, axes = new_figure(nrows=2, width=6.0, height=6.6)
     instances = list(dict.fromkeys(points.instance))
     for ax, panel, xlabel in zip(axes, ("same-depth", "extra"), ("critique depth (rounds)", "depth comparison")):
         sub = points[points.panel == panel]
@@ -62,9 +63,9 @@ def critique_depth_figure(points: pd.DataFrame, title: str = "",
     axes[0].set_ylabel("same-depth divergence (%)")
     axes[1].set_ylabel("extra divergence (pp)")
     handles, names = axes[1].get_legend_handles_labels()
-    fig.legend(handles, names, loc="outside right upper", fontsize=8, frameon=False)
-    if title:
-        fig.suptitle(title)
+    fig.legend(handles, names, loc="outside upper center", ncols=2, frameon=False)
+    if title:  # over the top panel: a figure title would share the top edge with the legend
+        axes[0].set_title(title)
     draw_caption(fig, caption)
     return fig
 
@@ -77,11 +78,11 @@ def rule_comparison_figure(table: pd.DataFrame,
     """Extra divergence per depth comparison under each rule (grouped bars, pp) with each bar's
     bootstrap interval (``ci_low_pp``/``ci_high_pp`` at ``level``, when present), the simulator's
     truth of the quantity each rule estimates (``truth``: rule -> label -> pp; black ticks on the
-    bar) and the paper's LLM-judge values (pink diamonds); legend to the right of the axes.
+    bar) and the paper's LLM-judge values (pink diamonds); legend above the axes, rules by their labels.
 
     ``table``: ``depth.rule_tables`` Table 1 (columns rule, comparison, extra_pp).
     """
-    fig, ax = new_figure(width=7.0, height=3.4)
+    fig, ax = new_figure(width=6.0, height=4.6)
     rules = list(dict.fromkeys(table.rule))
     comps = list(dict.fromkeys(table.comparison))
     x = np.arange(len(comps))
@@ -91,7 +92,7 @@ def rule_comparison_figure(table: pd.DataFrame,
         err = (np.vstack([sub.extra_pp - sub.ci_low_pp, sub.ci_high_pp - sub.extra_pp])
                if "ci_low_pp" in sub else None)
         xs = x - 0.4 + w * (k + 0.5)
-        ax.bar(xs, sub.extra_pp.to_numpy(), width=w, color=colour_of(rule), label=rule, edgecolor="white",
+        ax.bar(xs, sub.extra_pp.to_numpy(), width=w, color=colour_of(rule), label=label_of(rule), edgecolor="white",
                linewidth=0.5, yerr=err, capsize=2, ecolor="#555555")
         if truth and rule in truth:
             ax.scatter(xs, [truth[rule].get(c, np.nan) for c in comps], marker="_", s=120, color=PALETTE["truth"],
@@ -103,7 +104,7 @@ def rule_comparison_figure(table: pd.DataFrame,
     ax.set_xlabel("depth comparison")
     ax.set_ylabel("extra divergence (pp)")
     ax.axhline(0, color=PALETTE["muted"], linewidth=0.8)
-    legend_outside(ax, where="right", fontsize=8, markerscale=0.6)
+    legend_outside(ax, where="above", markerscale=0.6)
     draw_caption(fig, caption, f"error bars: {100 * level:g} % bootstrap intervals")
     return fig
 
@@ -111,10 +112,11 @@ def rule_comparison_figure(table: pd.DataFrame,
 @backend_argument(2)  # the previous release's backend=, for one release
 def validity_figure(summary: pd.DataFrame, null_summary: pd.DataFrame, alpha: float = 0.05, *,
                     caption: str = ""):
-    """Left: estimator bias per rule and comparison (pp). Right: rejection rate at ``alpha`` under the
+    """Top: estimator bias per rule and comparison (pp). Bottom: rejection rate at ``alpha`` under the
     null simulator per rule and comparison, dashed line at ``alpha``. Error bars: ±2 Monte Carlo
-    standard errors (``bias_se_pp``, ``rejection_se``; grey). Legend to the right of the panels."""
-    fig, axes = new_figure(ncols=2, width=7.0, height=3.4)
+    standard errors (``bias_se_pp``, ``rejection_se``; grey). Panels stacked, rules by their labels in
+    the legend above them."""
+    fig, axes = new_figure(nrows=2, width=6.0, height=6.4)
     for ax, df, col, se, ylabel in ((axes[0], summary, "bias_pp", "bias_se_pp", "bias vs truth (pp)"),
                                     (axes[1], null_summary, "rejection_rate", "rejection_se",
                                      f"rejection rate at {alpha:g} (null)")):
@@ -125,13 +127,13 @@ def validity_figure(summary: pd.DataFrame, null_summary: pd.DataFrame, alpha: fl
         for k, rule in enumerate(rules):
             sub = df[df.rule == rule].set_index("comparison").reindex(comps)
             ax.bar(x - 0.4 + w * (k + 0.5), sub[col].to_numpy(), width=w, color=colour_of(rule),
-                   yerr=2 * sub[se].to_numpy(), capsize=2, ecolor="#777777", label=rule)
+                   yerr=2 * sub[se].to_numpy(), capsize=2, ecolor="#777777", label=label_of(rule))
         ax.set_xticks(x, comps)
         ax.set_xlabel("depth comparison")
         ax.set_ylabel(ylabel)
     axes[0].axhline(0, color=PALETTE["muted"], linewidth=0.8)
     axes[1].axhline(alpha, color=PALETTE["truth"], linestyle="--", linewidth=1, label=f"alpha = {alpha:g}")
-    legend_outside(axes[1], where="right", fontsize=8)
+    legend_outside(axes[1], where="above")
     draw_caption(fig, caption)
     return fig
 
@@ -145,11 +147,11 @@ def engagement_figure(table: pd.DataFrame, paper: Mapping[str, float] | None,
                       by_round: pd.DataFrame | None = None, ours_label: str = "this run", *,
                       caption: str = ""):
     """Share of demands per engagement label, this run (``ours_label``) beside the paper's shares
-    (left; ``paper`` None: this run only); with ``by_round`` (``engagement_table(..., by="round")``),
-    the shares per critique round, the round's number of demands under each tick (right). One
-    legend below the panels; no error bars (the shares are of every demand of the run)."""
-    fig, axes = new_figure(ncols=2 if by_round is not None else 1, width=7.0 if by_round is not None else 4.5,
-                           height=3.4)
+    (top; ``paper`` None: this run only); with ``by_round`` (``engagement_table(..., by="round")``),
+    the shares per critique round, the round's number of demands under each tick (below). One
+    legend above the panels; no error bars (the shares are of every demand of the run)."""
+    fig, axes = new_figure(nrows=2 if by_round is not None else 1, width=6.0,
+                           height=6.8 if by_round is not None else 3.6)
     axes = np.atleast_1d(axes)
     labels = list(table.label)
     x = np.arange(len(labels))
@@ -158,7 +160,7 @@ def engagement_figure(table: pd.DataFrame, paper: Mapping[str, float] | None,
                 color=PALETTE["reference"], label=ours_label)
     if paper is not None:
         axes[0].bar(x + 0.2, [paper[lbl] for lbl in labels], width=width, color=PALETTE["paper"], label="paper")
-    axes[0].set_xticks(x, labels, fontsize=8)
+    axes[0].set_xticks(x, [label_of(lbl) for lbl in labels])
     axes[0].set_ylabel("share of demands (%)")
     if by_round is not None:
         ax = axes[1]
@@ -166,13 +168,13 @@ def engagement_figure(table: pd.DataFrame, paper: Mapping[str, float] | None,
         for lbl in labels:
             colour, marker, style = _LABEL_STYLE.get(lbl, (PALETTE["accent"], "o", "-"))
             sub = by_round[by_round.label == lbl].set_index("round").pct.reindex(rounds)
-            ax.plot(rounds, sub.to_numpy(), marker=marker, linestyle=style, color=colour, label=lbl)
+            ax.plot(rounds, sub.to_numpy(), marker=marker, linestyle=style, color=colour, label=label_of(lbl))
         n = by_round.groupby("round")["count"].sum().reindex(rounds)
-        ax.set_xticks(rounds, [f"{r:g}\nn={int(k)}" for r, k in n.items()], fontsize=8)
+        ax.set_xticks(rounds, [f"{r:g}\nn={int(k)}" for r, k in n.items()])
         ax.set_xlabel("critique round (n: demands)")
         ax.set_ylabel("share of demands (%)")
     handles = [h for ax in axes for h in ax.get_legend_handles_labels()[0]]
-    fig.legend(handles=handles, loc="outside lower center", ncols=3, fontsize=8, frameon=False)
+    fig.legend(handles=handles, loc="outside upper center", ncols=3, frameon=False)
     draw_caption(fig, caption)
     return fig
 
@@ -195,7 +197,7 @@ def cluster_count_figure(counts: pd.DataFrame, value: str = "n_groups",
     instances = list(dict.fromkeys(counts.instance))
     ncols = 2 if len(instances) == 4 else min(len(instances), 3)
     nrows = -(-len(instances) // ncols)
-    fig, axes = new_figure(ncols=ncols, nrows=nrows, width=6.4, height=2.3 * nrows + 0.9, sharey=True,
+    fig, axes = new_figure(ncols=ncols, nrows=nrows, width=6.0, height=2.6 * nrows + 1.4, sharey=True,
                            squeeze=False)
     rules = list(rules) if rules is not None else list(dict.fromkeys(counts.rule))
     offsets = (np.arange(len(rules)) - (len(rules) - 1) / 2) * 0.07
@@ -208,7 +210,7 @@ def cluster_count_figure(counts: pd.DataFrame, value: str = "n_groups",
             ax.errorbar(np.arange(len(depths)) + dx, stats["mean"].to_numpy(), yerr=stats["sem"].fillna(0).to_numpy(),
                         marker=marker, markersize=size, linestyle=style, capsize=2, color=colour_of(rule),
                         markerfacecolor="none" if rule == "mechanism_key" else colour_of(rule),
-                        zorder=2 if rule == "mechanism_key" else 3, label=rule)
+                        zorder=2 if rule == "mechanism_key" else 3, label=label_of(rule))
         ax.set_xticks(range(len(depths)), [f"K={d}" for d in depths])
         ax.set_title(f"instance {inst}")
     for ax in axes.ravel()[len(instances):]:
@@ -216,7 +218,7 @@ def cluster_count_figure(counts: pd.DataFrame, value: str = "n_groups",
     for ax in axes[:, 0]:
         ax.set_ylabel(ylabel)
     handles, names = axes[0, 0].get_legend_handles_labels()
-    fig.legend(handles, names, loc="outside upper center", ncols=min(len(rules), 5), fontsize=8, frameon=False)
+    fig.legend(handles, names, loc="outside upper center", ncols=min(len(rules), 3), frameon=False)
     draw_caption(fig, caption)
     return fig
 
@@ -230,7 +232,7 @@ def judge_model_figure(per_model: pd.DataFrame, paper: Mapping[str, tuple[float,
 
     ``per_model``: judge models (index) x comparison labels (columns), as ``judge_model_axis`` returns.
     """
-    fig, ax = new_figure(width=6.4, height=3.4)
+    fig, ax = new_figure(width=6.0, height=4.0)
     comps = list(per_model.columns)
     x = np.arange(len(comps))
     if paper:
@@ -247,6 +249,6 @@ def judge_model_figure(per_model: pd.DataFrame, paper: Mapping[str, tuple[float,
     ax.set_xlabel("depth comparison")
     ax.set_ylabel("extra divergence (pp)")
     ax.axhline(0, color=PALETTE["muted"], linewidth=0.8)
-    legend_outside(ax, where="below", fontsize=8)
+    legend_outside(ax, where="above")
     draw_caption(fig, caption, "one series per judge model")
     return fig

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from mechaudit.errors import MechauditError
-from mechaudit.report.outputs import PNG_METADATA
+from mechaudit.report.outputs import SVG_METADATA
 
 
 def glue(name: str, value: Any, digits: int | None = None) -> Any:
@@ -49,9 +49,9 @@ def glue_figure(name: str, fig: Any) -> Any:
     """Store a matplotlib figure under ``name`` for a numbered, captioned ``{glue:figure}`` and close it.
 
     The cell shows nothing (the figure appears once, where the chapter's markdown places it with
-    ``{glue:figure} name`` plus ``:name: fig-...`` and a caption). The stored PNG is the notebook's
-    own rendering of the figure without its software stamp (:class:`StoredFigure`), so re-running a
-    chapter writes the same bytes. Returns ``fig`` (e.g. for ``save``).
+    ``{glue:figure} name`` plus ``:name: fig-...`` and a caption). The stored SVG is the notebook's
+    own rendering of the figure without its date and software stamp (:class:`StoredFigure`), so
+    re-running a chapter writes the same bytes. Returns ``fig`` (e.g. for ``save``).
     """
     import matplotlib.pyplot as plt  # defers matplotlib
     from myst_nb import glue as _glue  # defers myst_nb: imported only where a chapter runs
@@ -62,9 +62,11 @@ def glue_figure(name: str, fig: Any) -> Any:
 
 
 class StoredFigure:
-    """A figure as a notebook stores it: the figure's ``repr`` as its text, and the PNG IPython's inline
-    backend draws (``print_figure``: the figure's dpi, a tight bounding box) with
-    ``report.outputs.PNG_METADATA``, i.e. without the matplotlib version stamped into the file."""
+    """A figure as a notebook stores it: the figure's ``repr`` as its text, and the SVG IPython's inline
+    backend draws (``print_figure``: a tight bounding box, text as glyph outlines) with
+    ``report.outputs.SVG_METADATA``, i.e. without a date or the matplotlib version in the file. SVG
+    keeps the book's figures sharp at any zoom, and its text sizes can be read back from the file
+    (the browser test measures them on the built pages)."""
 
     def __init__(self, figure: Any):
         self.figure = figure
@@ -72,10 +74,10 @@ class StoredFigure:
     def __repr__(self) -> str:
         return repr(self.figure)
 
-    def _repr_png_(self) -> bytes | None:
+    def _repr_svg_(self) -> str | None:
         from IPython.core.pylabtools import print_figure  # defers IPython
 
-        return print_figure(self.figure, "png", metadata=PNG_METADATA)
+        return print_figure(self.figure, "svg", metadata=SVG_METADATA)
 
 
 def span_text(low: float, high: float, digits: int = 2, unit: str = "") -> str:
