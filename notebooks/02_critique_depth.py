@@ -109,6 +109,7 @@ from mechaudit.plots.workflow import critique_depth_figure, judge_model_figure, 
 from mechaudit.report.comparison import compare
 from mechaudit.report.facts import glue_facts
 from mechaudit.report.glue import glue
+from mechaudit.report.labels import label
 from mechaudit.report.outputs import save
 from mechaudit.report.tables import book_table
 from mechaudit.workflow import build_rules, counts, report_dropped, rule_tables, rules_for, workflow_setup
@@ -263,15 +264,15 @@ glue_facts("ch02_truth", ch.truth_facts(truth, truth_runs_per_depth))
 #
 # The paper's Figure 2 for this run: {numref}`fig-ch02-depth`.
 #
-# {numref}`fig-ch02-depth` shows, on the left, the mean divergence of same-depth run pairs at each
-# depth (the rerun noise, in %) and, on the right, the extra divergence of each depth comparison
+# {numref}`fig-ch02-depth` shows, on top, the mean divergence of same-depth run pairs at each
+# depth (the rerun noise, in %) and, below it, the extra divergence of each depth comparison
 # (pp) with its interval.
 
 # %% tags=["remove-cell"]
 intervals = {lab: (main.loc[lab, "ci_low_pp"], main.loc[lab, "ci_high_pp"]) for lab in main.index}
-fig = critique_depth_figure(points[points.rule == main_rule], caption=ctx.caption(), title=f"Rule: {main_rule}",
-                            truth=ch.truth_map(truth, measure_of(main_rule)), paper=paper_map,
-                            intervals=intervals, level=interval_level)
+fig = critique_depth_figure(points[points.rule == main_rule], caption=ctx.caption(),
+                            title=f"Rule: {label(main_rule)}", truth=ch.truth_map(truth, measure_of(main_rule)),
+                            paper=paper_map, intervals=intervals, level=interval_level)
 fig = ctx.figure("critique_depth", fig, glue_as="ch02_fig_depth")
 
 # %% [markdown]
@@ -279,9 +280,9 @@ fig = ctx.figure("critique_depth", fig, glue_as="ch02_fig_depth")
 # :name: fig-ch02-depth
 # :figwidth: 100%
 #
-# Same-depth divergence per critique depth (left, %) and extra divergence per depth comparison (right,
+# Same-depth divergence per critique depth (top, %) and extra divergence per depth comparison (bottom,
 # pp), under the main rule. Grey dots: one per benchmark instance; blue bars: their mean, with its
-# bootstrap interval on the right (runs resampled within instance and depth). Black ticks: the
+# bootstrap interval in the bottom panel (runs resampled within instance and depth). Black ticks: the
 # simulator's population value of the same quantity (simulator runs only). Pink diamonds: the paper's
 # values (its LLM judge on its proprietary instances), shown only when the comparison with the paper
 # is on.

@@ -183,8 +183,8 @@ fig = ctx.figure("validity", fig, glue_as="ch02b_fig_validity")
 # :name: fig-ch02b-validity
 # :figwidth: 100%
 #
-# Left: bias of each rule's extra-divergence estimate against its truth (pp), per depth comparison,
-# over the replications of the default simulator. Right: share of the null simulator's replications in
+# Top: bias of each rule's extra-divergence estimate against its truth (pp), per depth comparison,
+# over the replications of the default simulator. Bottom: share of the null simulator's replications in
 # which the exact test rejected at alpha (dashed line). Error bars: ±2 Monte Carlo standard errors
 # (`bias SE (pp)` and `MC SE` in the tables). Mechanism key and paper-rate judge:
 # {glue:text}`ch02b_n_reps` and {glue:text}`ch02b_n_null_reps` replications; TF-IDF:

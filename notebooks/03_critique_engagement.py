@@ -219,15 +219,15 @@ fig = ctx.figure("engagement", fig, glue_as="ch03_fig_engagement")
 # :name: fig-ch03-engagement
 # :figwidth: 100%
 #
-# Left: share of all demands (%) per engagement label in this run (blue) and, on the shipped data,
-# in the paper (pink; the simulator was calibrated to these). Right: the shares per critique round;
+# Top: share of all demands (%) per engagement label in this run (blue) and, on the shipped data,
+# in the paper (pink; the simulator was calibrated to these). Bottom: the shares per critique round;
 # under each round its number of demands n. No error bars: the shares are of every demand of this
 # simulated run, not estimates from a sample of them.
 # ```
 #
 # In round {glue:text}`ch03_first_round` {glue:text}`ch03_first_round_conceded_pct` % of demands are
 # conceded; by round {glue:text}`ch03_last_round` that share is {glue:text}`ch03_last_round_conceded_pct` %
-# and {glue:text}`ch03_last_round_answered_pct` % are answered ({numref}`fig-ch03-engagement`, right).
+# and {glue:text}`ch03_last_round_answered_pct` % are answered ({numref}`fig-ch03-engagement`, bottom).
 # With the reference backend this is how the simulator is built, not something it discovered: weak
 # links are mostly conceded and then repaired, so later rounds mostly challenge sound steps, which the
 # proposer mostly answers. The same built-in assumption (weak links get used up) produces the

@@ -219,7 +219,7 @@ fig = ctx.figure("cosine_by_kind", fig, glue_as="ch05_fig_cosines")
 #
 # Cosine similarity between each valid perturbation pair's original and variant, per kind (rows;
 # the two above the grey line keep the mechanism, the two below change it) and suite (blue circles:
-# template-built, orange diamonds: reworded). Left TF-IDF, right all-MiniLM-L6-v2 embeddings (note
+# template-built, orange diamonds: reworded). Top TF-IDF, bottom all-MiniLM-L6-v2 embeddings (note
 # the narrower axis). A black bar marks each strip's median; dashed and dotted lines are the
 # thresholds: TF-IDF's 0.25 (the paper's), the embeddings' 0.77 (the paper's value for its Titan
 # model) and the rate-matched MiniLM threshold. A rule calls a pair different when it lies left of

@@ -323,7 +323,7 @@ fig = ctx.figure("weight_scale", plots.weight_scale_plot(scale_effect, caption=S
 # :name: fig-ch08-weight-scale
 # :figwidth: 100%
 #
-# Mean interval width (left, score points) and empirical coverage of the true score (right) over
+# Mean interval width (top, score points) and empirical coverage of the true score (bottom) over
 # the {glue:text}`ch08_n_rounds` stored reviews, against the factor applied to all anchor weights
 # (log scale); simulated judge, not an LLM. Blue: the 1.92 band; orange: the Kish interval. Dotted
 # line: nominal 95 %. No error bars: each point is a mean over the same reviews.
@@ -414,7 +414,7 @@ fig = ctx.figure("densify", plots.densify_plot(by_hint, caption=SIM), glue_as="c
 # :name: fig-ch08-densify
 # :figwidth: 100%
 #
-# Anchors the second round adds per story (left) and the share of scores stuck at 1 or 10 (right),
+# Anchors the second round adds per story (top) and the share of scores stuck at 1 or 10 (bottom),
 # against the mean of the story's first-round scores, for the same {glue:text}`ch08_n_stories`
 # stories reviewed without a second round (grey dashed) and with each densify rule; simulated judge,
 # not an LLM. The last band, {glue:text}`ch08_dens_top_hint` and above, holds the
@@ -534,7 +534,7 @@ fig = ctx.figure("misspecified_tau", plots.misspecified_tau_plot(misspec, captio
 #
 # Mean fitted τ over {glue:text}`ch08_misspec_reps` repetitions against the simulated judge's
 # perception noise (score points), one panel per true τ (black line); simulated judge, not an LLM.
-# Solid: the judge sees score10; dashed: it sees the latent quality. Orange: mle with the method's
+# Solid: the judge sees the 1-10 score; dashed: it sees the latent quality. Orange: mle with the method's
 # strength weights; blue: mle on the same answers with every strength weighing 1. Grey dotted: the
 # noise-only approximation $\sqrt{\tau^2 + 2\sigma^2/1.702^2}$. No error bars (few repetitions; the
 # range over them is quoted in the text).
@@ -591,7 +591,7 @@ fig = ctx.figure("misspecified_score", plots.misspecified_score_plot(score_table
 # :name: fig-ch08-misspecified-score
 # :figwidth: 100%
 #
-# Left: mean absolute error of the inferred scores against the true score; right: mean absolute
+# Top: mean absolute error of the inferred scores against the true score; bottom: mean absolute
 # move of each score from the well-specified one (judge sees score10, no noise), both in score points
 # against the simulated judge's perception noise; simulated judge, not an LLM. Solid blue: the judge
 # sees score10; dashed green: it sees the latent quality. No error bars: means over the same

@@ -300,8 +300,8 @@ fig = ctx.figure("cosine_by_kind", fig, glue_as="ch09_fig_cosines")
 # :figwidth: 100%
 #
 # Cosine similarity between each valid perturbation pair's original and variant in the audited
-# folder, per kind (rows; the two above the grey line keep the mechanism) and suite (colour); left
-# TF-IDF, right all-MiniLM-L6-v2 embeddings, with the thresholds in use as vertical lines. A black
+# folder, per kind (rows; the two above the grey line keep the mechanism) and suite (colour); top
+# TF-IDF, bottom all-MiniLM-L6-v2 embeddings, with the thresholds in use as vertical lines. A black
 # bar marks each strip's median; a pair left of a threshold is called different. No paper values:
 # the paper never saw these data.
 # ```
