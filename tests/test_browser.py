@@ -9,7 +9,9 @@ counted); table headers with an ``_``; figure, table and exercise numbers not of
 form ("Fig. 2.1"); a chapter whose answer box does not precede its learning objectives; the intro's
 trust sentence outside the first 1280 x 800 screen; the element ids of the page; and the intro's
 "results at a glance" table. At 390 px it lists the elements that stick out of the window (a table
-that scrolls inside its own container does not). Each check is its own test over that pass and
+that scrolls inside its own container does not). At both widths it measures the text of every figure
+(``FIGURE_TEXT_JS``: each SVG's font sizes times the scale the page shows it at) and reads its words
+for code names. Each check is its own test over that pass and
 prints its offenders; ``test_the_layout_checks_can_fail`` shows each one fail on a broken page. The
 page's width is measured at both widths (a page wider than the window scrolls sideways).
 
@@ -26,6 +28,7 @@ import contextlib
 import functools
 import http.server
 import os
+import re
 import shutil
 import struct
 import threading
@@ -36,12 +39,17 @@ import pytest
 
 from mechaudit.book.params import toc_files
 from mechaudit.paths import REPO_ROOT
+from mechaudit.plots.style import MIN_PHONE_TEXT_PX, MIN_TEXT_PX
 
 CHROMIUM = Path("/usr/bin/chromium")
 FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
          "--no-first-run", "--disable-sync", "--disable-quic"]
 WIDTHS = (1280, 390)
 HEIGHT = 900
+#: the smallest figure text (px, the font's em) at each of ``WIDTHS`` (``mechaudit.plots.style``)
+MIN_FIGURE_TEXT_PX = {WIDTHS[0]: MIN_TEXT_PX, WIDTHS[1]: MIN_PHONE_TEXT_PX}
+#: an identifier as code writes it: lower-case words joined by "_" ("paper_rates", "mechanism_key")
+CODE_NAME = r"\b[a-z][a-z0-9]*_[a-z0-9_]+\b"
 #: the first screen of a laptop: the intro's trust sentence must be inside it
 FIRST_SCREEN = (1280, 800)
 MAX_VISIBLE_LINES = 25
@@ -186,6 +194,44 @@ NARROW_JS = """() => {
 }"""
 
 
+# Text in the book's figures, measured: each figure image of the column is an SVG whose text
+# matplotlib drew as glyph outlines, one group per text (<g id="text_N">, its words in a comment), each
+# glyph a <use> scaled by the font size in points / 100; the file's viewBox is in points. A text shows at
+# font size x (the image's rendered width / the viewBox width) px. A figure image that is not an SVG
+# cannot be measured and is reported as such.
+FIGURE_TEXT_JS = """async () => {
+  const col = document.querySelector('article.bd-article') || document.body;
+  const shown = el => el.checkVisibility() && !el.closest('details:not([open])');
+  const out = [];
+  for (const img of col.querySelectorAll('figure img')) {
+    if (!shown(img)) continue;
+    const src = img.getAttribute('src'), name = src.split('/').pop().slice(0, 24);
+    const cap = (img.closest('figure').querySelector('.caption-number')?.innerText || '').trim();
+    const fig = {figure: `${cap || '(no number)'} ${name}`, svg: src.endsWith('.svg'), texts: []};
+    if (fig.svg) {
+      const doc = new DOMParser().parseFromString(await (await fetch(img.src)).text(), 'image/svg+xml');
+      const scale = img.getBoundingClientRect().width / doc.documentElement.viewBox.baseVal.width;
+      for (const g of doc.querySelectorAll('g[id^="text_"]')) {
+        const words = Array.from(g.childNodes).filter(n => n.nodeType === Node.COMMENT_NODE)
+          .map(n => n.data.trim()).join(' ');
+        // a glyph's size: the product of the scales from the text's group down to its <use> (mathtext
+        // nests a smaller scale for a superscript)
+        const size = el => { let f = 100;
+          for (let e = el; e !== g.parentNode; e = e.parentNode) {
+            const m = (e.getAttribute('transform') || '').match(/scale\\(([-\\d.e]+)/);
+            if (m) f *= Math.abs(parseFloat(m[1]));
+          }
+          return f; };
+        const pts = Array.from(g.querySelectorAll('use'), size);
+        if (pts.length) fig.texts.push({words, px: Math.min(...pts) * scale});
+      }
+    }
+    out.push(fig);
+  }
+  return out;
+}"""
+
+
 def watch(page) -> list[str]:
     """Attach console and page-error listeners once; returns the list they append to."""
     errors: list[str] = []
@@ -220,6 +266,17 @@ def narrow(page) -> dict:
     """What sticks out of a 390 px window (see ``NARROW_JS``); the viewport is restored afterwards."""
     page.set_viewport_size({"width": WIDTHS[1], "height": HEIGHT})
     found = page.evaluate(NARROW_JS)
+    page.set_viewport_size({"width": WIDTHS[0], "height": HEIGHT})
+    return found
+
+
+def figure_text(page) -> dict[int, list[dict]]:
+    """The text of every figure of the page at each of ``WIDTHS`` (see ``FIGURE_TEXT_JS``): ``{width:
+    [{"figure", "svg", "texts": [{"words", "px"}]}]}``; the viewport is left at the first width."""
+    found = {}
+    for width in WIDTHS:
+        page.set_viewport_size({"width": width, "height": HEIGHT})
+        found[width] = page.evaluate(FIGURE_TEXT_JS)
     page.set_viewport_size({"width": WIDTHS[0], "height": HEIGHT})
     return found
 
@@ -297,6 +354,7 @@ def site(built_book, browser) -> dict:
             found = layout(page)
             wide = page.evaluate("document.documentElement.scrollWidth")
             found["narrow"] = narrow(page)
+            found["figure_text"] = figure_text(page)
             shots = screenshots(page, cdp, entry.replace("/", "__")) if TAKE_SHOTS else []
             problems += [f"console error: {e}" for e in errors]
             pages[entry] = {"url": url, "problems": problems, "layout": found, "shots": shots,
@@ -427,6 +485,90 @@ def test_nothing_sticks_out_at_390_px(site):
     widths = {entry: p["layout"]["narrow"]["scroll_width"] for entry, p in site.items()
               if p["layout"]["narrow"]["scroll_width"] > WIDTHS[1]}
     assert not bad and not widths, f"at {WIDTHS[1]} px, page widths {widths}; elements sticking out:{bad}"
+
+
+def small_figure_text(figures: dict[int, list[dict]]) -> list[str]:
+    """Figures (``figure_text`` of one page) whose smallest text is under ``MIN_FIGURE_TEXT_PX`` at a width,
+    or that cannot be measured (not an SVG)."""
+    bad = []
+    for width, found in figures.items():
+        for fig in found:
+            if not fig["svg"]:
+                bad.append(f"{fig['figure']}: not an SVG, its text cannot be measured")
+            elif fig["texts"] and (least := min(fig["texts"], key=lambda t: t["px"]))["px"] < MIN_FIGURE_TEXT_PX[width]:
+                bad.append(f"{fig['figure']} at {width} px: {least['px']:.1f} px ({least['words'][:40]!r}), "
+                           f"at least {MIN_FIGURE_TEXT_PX[width]:g}")
+    return bad
+
+
+def figure_code_names(figures: dict[int, list[dict]]) -> list[str]:
+    """Texts of a page's figures (titles, legends, labels, ticks) holding a code name (``CODE_NAME``)."""
+    return sorted({f"{fig['figure']}: {t['words']!r}" for found in figures.values() for fig in found
+                   for t in fig["texts"] if re.search(CODE_NAME, t["words"])})
+
+
+def test_figure_text_is_readable_at_both_widths(site):
+    """Every figure's text, measured in its SVG at the size the page shows it, is at least 11 px at 1280 px
+    and 8 px at 390 px."""
+    bad = "".join(f"\n  {entry}: {item}" for entry, p in site.items()
+                  for item in small_figure_text(p["layout"]["figure_text"]))
+    assert not bad, f"figure text under the size limit:{bad}"
+
+
+def test_figure_text_has_no_code_names(site):
+    bad = "".join(f"\n  {entry}: {item}" for entry, p in site.items()
+                  for item in figure_code_names(p["layout"]["figure_text"]))
+    assert not bad, f"figure titles, legends or labels with a code name:{bad}"
+
+
+BAD_FIGURE_PAGE = """<html><head><title>t</title></head><body><article class="bd-article" style="max-width: 688px">
+<style>figure { margin: 0 } figure img.svg { width: 100%; max-width: 36rem }</style>
+<figure><img class="svg" src="small.svg"><figcaption>
+<span class="caption-number">Fig. 1.1 </span>small</figcaption></figure>
+<figure><img class="svg" src="fine.svg"><figcaption>
+<span class="caption-number">Fig. 1.2 </span>fine</figcaption></figure>
+<figure><img src="ok.png" width="10"><figcaption><span class="caption-number">Fig. 1.3 </span>png</figcaption></figure>
+<figure><img class="svg" src="power.svg"><figcaption>
+<span class="caption-number">Fig. 1.4 </span>power</figcaption></figure>
+</article></body></html>"""
+
+
+def test_the_figure_checks_can_fail(tmp_path, browser):
+    """A figure with 7 pt text and a code name in its legend, a figure in the book's style, a PNG and a
+    figure whose only small text is the exponent of an 11 pt power: the first is reported at both widths
+    and for its code name, the PNG as not measurable, the last for its exponent, the second not."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from mechaudit.plots.style import new_figure
+    from mechaudit.report.glue import StoredFigure
+
+    fig, ax = new_figure()
+    ax.plot([0, 1], [0, 1], label="paper_rates")
+    ax.legend(fontsize=7)
+    (tmp_path / "small.svg").write_text(StoredFigure(fig)._repr_svg_())
+    fig, ax = new_figure()
+    ax.plot([0, 1], [0, 1], label="Paper-rate judge")
+    ax.legend()
+    (tmp_path / "fine.svg").write_text(StoredFigure(fig)._repr_svg_())
+    fig, ax = new_figure()
+    ax.set_xlabel("$2^{-2}$", fontsize=11)  # the exponent is drawn at 0.7 of 11 pt
+    (tmp_path / "power.svg").write_text(StoredFigure(fig)._repr_svg_())
+    (tmp_path / "ok.png").write_bytes(PNG_1PX)
+    (tmp_path / "page.html").write_text(BAD_FIGURE_PAGE)
+    with serve(tmp_path) as base:
+        context, page = _new_page(browser)
+        audit_page(page, f"{base}/page.html", watch(page))
+        found = figure_text(page)
+        context.close()
+    small = small_figure_text(found)
+    assert [b.split(":")[0] for b in small] == [
+        "Fig. 1.1 small.svg at 1280 px", "Fig. 1.3 ok.png", "Fig. 1.4 power.svg at 1280 px",
+        "Fig. 1.1 small.svg at 390 px", "Fig. 1.3 ok.png", "Fig. 1.4 power.svg at 390 px"], small
+    assert "('paper_rates')" in small[0] and "at least 11" in small[0], small
+    assert figure_code_names(found) == ["Fig. 1.1 small.svg: 'paper_rates'"]
+    fine = [t["px"] for t in found[1280][1]["texts"]]
+    assert min(fine) == pytest.approx(11 * 576 / 432, rel=0.05), fine  # 11 pt over 6 in, shown 36rem wide
 
 
 BAD_READING_PAGE = """<html><head><title>t</title><style>td.tight { width: 40px; overflow-wrap: anywhere; }</style>
