@@ -218,9 +218,9 @@ if rewrites.exists():
     suites["reworded suite"] = ma.reworded_suite(
         bench.hypotheses, ma.load_rewrites(rewrites),
         vocabulary=bench.vocabulary)
-sizes = pd.DataFrame({name: {"pairs": len(s),
-                             "kept": sum(p["valid"] for p in s)}
-                      for name, s in suites.items()})
+sizes = pd.DataFrame([{"suite": name, "pairs": len(s),
+                       "kept": sum(p["valid"] for p in s)}
+                      for name, s in suites.items()]).set_index("suite")
 book_table(sizes, name="tbl-ch09-suites",
            caption="Pairs built and kept in each suite.")
 
@@ -265,7 +265,8 @@ if ctx.llm:
 decisions = {name: ma.decisions_table(pairs[name], rules)
              for name in suites}
 for name, table in decisions.items():
-    table.index = [f"{p['original'].id} {p['kind']}" for p in valid[name]]
+    table.index = pd.Index([f"{p['original'].id} {p['kind']}"
+                            for p in valid[name]], name="pair")
 book_table(decisions["template-built suite"].head(3),
            name="tbl-ch09-decisions",
            caption="Each rule's decision on the first three pairs "
