@@ -263,7 +263,7 @@ ctx.table("conclusions", ch.conclusions(audits, names, separation), label="tbl-c
 # {term}`Cohen's kappa <Cohen's kappa (κ)>` between the models' majority decisions (pairs undecided
 # by either model left out), each kind's "% judged different" per model, and its range over the
 # models. The paper reports these perturbation figures for one judge (Opus 4.6) only. Offline
-# nothing is judged, and the table says so.
+# nothing is judged, and one sentence says so.
 
 # %% tags=["hide-input"]
 for name, a in audits.items():

@@ -176,7 +176,7 @@ ch.reversal_check(s.pairs, judges)
 # With an LLM backend the judge sees each pair in the orders `judge_orders` (by default A-B twice
 # and B-A once). The table then counts, per prompt, the decisions changed by repeating the A-B call
 # and by reversing it; below it come the flipped pairs the prompts share and each prompt's raw
-# agreement with the reference judge of the same rubric. Offline it says "not run".
+# agreement with the reference judge of the same rubric. Offline one sentence says it was not run.
 
 # %%
 effects = ch.order_effects(llm, decisions, rubrics, len(s.pairs))
@@ -197,7 +197,7 @@ save("order_reversal", effects.table, out_dir)
 # per rubric, raw agreement and {term}`Cohen's kappa <Cohen's kappa (κ)>` between the models'
 # decisions; the second, per rubric and swap kind, the "% judged different" range over the models.
 # The paper reports its rubric variants for one judge (Opus 4.6) only, so it gives no figure to compare
-# these with. Offline nothing is judged, and the table says so.
+# these with. Offline nothing is judged, and one sentence says so.
 
 # %%
 model_agree, model_ranges = ch.rubric_model_axis(

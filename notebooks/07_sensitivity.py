@@ -231,7 +231,7 @@ ctx.table("best_kappa", best, label="tbl-ch07-best",
 # over models, the kind of range the paper's Fig. 5 gives for its {term}`extra divergence <Extra divergence>`.
 # The deterministic rules need no such check: TF-IDF, embeddings and the reference judges give the
 # same answer on every call and in both orders (tested in `tests/test_rules_reference.py`), so
-# offline this section shows only that, and the judge-model table says it was not run.
+# offline this section shows only that, and one sentence says the judge models were not run.
 
 # %%
 check = ch.stability_check(s, ch.stability_sample(s, stability_pairs, seed),

@@ -125,7 +125,8 @@ print("simulated sections: offline simulated judge (not an LLM), with every back
 # %% [markdown]
 # ## The synthetic pool and the simulated judge
 #
-# The pool has `n_patterns` research patterns of `papers_per_pattern` papers. Each paper has a
+# The pool has {glue:text}`ch08_n_patterns` research patterns of {glue:text}`ch08_papers_per_pattern`
+# papers (parameters `n_patterns`, `papers_per_pattern`). Each paper has a
 # latent quality; three to six simulated reviewers perceive it with noise (`review_noise`) and
 # give integer ratings, from which the anchor score and weight follow exactly as in the original
 # pipeline: $s = 1 + 9\,\bar u$ with ratings mapped to $u \in [0.1, 1]$, and

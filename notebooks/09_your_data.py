@@ -141,7 +141,9 @@ def role(h):
 rows = [{"hypothesis": h.id, "opening": h.opening_id, "steps": len(h.chain),
          "first step": h.chain[0].id, "role": role(h)}
         for h in bench.hypotheses]
-pd.DataFrame(rows).set_index("hypothesis")
+book_table(pd.DataFrame(rows).set_index("hypothesis"),
+           name="tbl-ch09-hypotheses",
+           caption="The hypotheses: opening, steps, first step and role.")
 
 # %% tags=["remove-cell"]
 glue_facts("ch09", your_data(bench, folder, own=data_dir is not None))
@@ -179,7 +181,8 @@ built = pd.DataFrame({"kind": [p["kind"] for p in suite],
                       "valid": [p["valid"] for p in suite]})
 counts = (built.groupby("kind", sort=False).valid
           .agg(pairs="size", kept="sum").astype(int))
-counts
+book_table(counts, name="tbl-ch09-counts",
+           caption="Pairs built and kept by the validity check, per kind.")
 
 # %% [markdown]
 # An excluded pair is kept with its reason, never judged. Here {glue:text}`ch09_n_excluded` pair(s)
@@ -191,7 +194,9 @@ counts
 excluded = [(p["original"].id, p["kind"], p["reason"])
             for p in suite if not p["valid"]]
 columns = ["hypothesis", "kind", "reason"]
-pd.DataFrame(excluded, columns=columns).set_index("hypothesis")
+book_table(pd.DataFrame(excluded, columns=columns).set_index("hypothesis"),
+           name="tbl-ch09-excluded",
+           caption="The excluded pairs and why the check excludes them.")
 
 # %% tags=["remove-cell"]
 glue("ch09_n_excluded", len(excluded))
@@ -213,8 +218,11 @@ if rewrites.exists():
     suites["reworded suite"] = ma.reworded_suite(
         bench.hypotheses, ma.load_rewrites(rewrites),
         vocabulary=bench.vocabulary)
-pd.DataFrame({name: {"pairs": len(s), "kept": sum(p["valid"] for p in s)}
-              for name, s in suites.items()})
+sizes = pd.DataFrame([{"suite": name, "pairs": len(s),
+                       "kept": sum(p["valid"] for p in s)}
+                      for name, s in suites.items()]).set_index("suite")
+book_table(sizes, name="tbl-ch09-suites",
+           caption="Pairs built and kept in each suite.")
 
 # %% [markdown]
 # The rules judge the valid pairs only, as `(original, variant)` tuples; `kinds` keeps each pair's
@@ -257,8 +265,12 @@ if ctx.llm:
 decisions = {name: ma.decisions_table(pairs[name], rules)
              for name in suites}
 for name, table in decisions.items():
-    table.index = [f"{p['original'].id} {p['kind']}" for p in valid[name]]
-decisions["template-built suite"].head(3)
+    table.index = pd.Index([f"{p['original'].id} {p['kind']}"
+                            for p in valid[name]], name="pair")
+book_table(decisions["template-built suite"].head(3),
+           name="tbl-ch09-decisions",
+           caption="Each rule's decision on the first three pairs "
+                   "(yes: same mechanism).")
 
 # %% [markdown]
 # `percent_different` turns the decisions into the share of pairs each rule calls "different
@@ -320,10 +332,13 @@ fig = ctx.figure("cosine_by_kind", fig, glue_as="ch09_fig_cosines")
 first = decisions["template-built suite"]
 agreement = ma.agreement_table({name: first[name].to_numpy()
                                 for name in rules})
-pd.DataFrame({"rules": agreement.method_a + " v " + agreement.method_b,
-              "pairs": agreement.n,
-              "% agreement": 100 * agreement.raw_agreement,
-              "kappa": agreement.kappa}).set_index("rules")
+pair = agreement.method_a + " v " + agreement.method_b
+shown = pd.DataFrame({"rules": pair, "pairs": agreement.n,
+                      "% agreement": 100 * agreement.raw_agreement,
+                      "kappa": agreement.kappa}).set_index("rules")
+book_table(shown, name="tbl-ch09-agreement",
+           caption="Raw agreement and Cohen's κ of every two rules, "
+                   "template-built suite.")
 
 # %% [markdown]
 # ## 6. Report: files on disk

@@ -34,7 +34,7 @@ def texts(cells):
     (-0.0004, 1, "-0.0004"),
     (-1.5e-9, 3, "-1.5e-09"),
     (0.0, 2, "0.00"),
-    (-0.0, 2, "-0.00"),
+    (-0.0, 2, "0.00"),  # never a signed zero
 ])
 def test_a_nonzero_value_that_would_round_to_zero_keeps_two_significant_digits(value, decimals, expected):
     assert format_number(value, decimals) == expected
@@ -47,7 +47,7 @@ def test_a_nonzero_value_that_would_round_to_zero_keeps_two_significant_digits(v
     ([-0.004, -0.2], "Mean", ["-0.004", "-0.200"]),  # the smallest nonzero value keeps a digit, negative too
     ([-1e-7, -3e-6], "Cosine", ["-1e-07", "-3e-06"]),  # the whole column would read 0
     ([-1e-7, 3e-6], "Cosine", ["-1e-07", "3e-06"]),
-    ([-0.022, 34.5], "Mean (pp)", ["-0.0", "34.5"]),  # beside 34.5 the column keeps one decimal
+    ([-0.022, 34.5], "Mean (pp)", ["0.0", "34.5"]),  # beside 34.5 the column keeps one decimal, unsigned
 ])
 def test_columns_with_small_negative_values(values, header, expected):
     assert texts(format_column(values, header)) == expected

@@ -124,8 +124,8 @@ LAYOUT_JS = """(maxLines) => {
     if (shown(cell) && pre && pre.scrollWidth > pre.clientWidth + 1)
       wideCode.push(`code line ${pre.scrollWidth} px in a ${pre.clientWidth} px cell ${where(cell)}`);
   }
-  // a word (split at spaces, and at a hyphen after a run of letters or before a letter: NF-|kappaB,
-  // UTF-|8, C1-|like, never 1.6e-|07) rendered on more than one line
+  // a word (split at spaces, and after the hyphen of a compound: template-|built, never inside a name
+  // with a hyphen beside a capital or digit: TF-|IDF, K0-|r1, NF-|kappaB, 1.6e-|07) on more than one line
   const lineCount = (node, start, end) => {
     const range = document.createRange();
     range.setStart(node, start); range.setEnd(node, end);
@@ -136,7 +136,8 @@ LAYOUT_JS = """(maxLines) => {
     const walker = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT);
     for (let node = walker.nextNode(); node; node = walker.nextNode()) {
       for (const m of node.data.matchAll(/[^\\s]+/g)) {
-        for (const part of m[0].split(/(?<=\\b[A-Za-z]+-)|(?<=-)(?=[A-Za-z])/)) {
+        const name = /[A-Z0-9]-\\w|\\w-[A-Z0-9]/.test(m[0]);  // as mechaudit.sphinxext.table keeps whole
+        for (const part of name ? [m[0]] : m[0].split(/(?<=\\w-)(?=\\w)/)) {
           const start = m.index + m[0].indexOf(part);
           if (part.length > 1 && lineCount(node, start, start + part.length) > 1)
             broken.push(`"${part}" in ${cell.tagName.toLowerCase()} ${where(cell)}`);
@@ -229,6 +230,43 @@ FIGURE_TEXT_JS = """async () => {
     out.push(fig);
   }
   return out;
+}"""
+
+
+# Tables, read in the same pass (one evaluate, merged into the page's layout findings): a caption inside
+# a container that scrolls sideways (it would scroll off-screen with a wide table); on a chapter page
+# (path under /notebooks/) a table without a numbered caption ("Table 2.1" in a caption of its own or
+# in the p.table-caption just above its scroll container); on a chapter page, a code name (snake_case,
+# outside code and file names) in a header, row label or cell. The reference pages (parameters, data
+# format, API) name the code's identifiers by design.
+TABLES_JS = """() => {
+  const col = document.querySelector('article.bd-article') || document.body;
+  const shown = el => el.checkVisibility() && !el.closest('details:not([open])');
+  const scrolls = el => { for (let a = el.parentElement; a && a !== col; a = a.parentElement) {
+      const o = getComputedStyle(a).overflowX; if (o === 'auto' || o === 'scroll') return true; }
+    return false; };
+  const first = el => (el.innerText || '').trim().split('\\n')[0].slice(0, 50);
+  const captionInScroll = [], unnumbered = [], codeNames = [];
+  const chapter = location.pathname.includes('/notebooks/');
+  const snake = /(?<![\\w.\\/-])[a-z][a-z0-9]*(?:_[a-z0-9]+)+(?![\\w.\\/-])/;
+  for (const table of col.querySelectorAll('table')) {
+    if (!shown(table) || table.closest('.autosummary') || table.classList.contains('autosummary')) continue;
+    const own = table.querySelector(':scope > caption');
+    if (own && shown(own) && scrolls(own)) captionInScroll.push(`caption "${first(own)}"`);
+    const box = table.parentElement?.classList.contains('pst-scrollable-table-container') ? table.parentElement : table;
+    const above = box.previousElementSibling?.classList.contains('table-caption') ? box.previousElementSibling : null;
+    const number = (own || above)?.querySelector('.caption-number')?.innerText.trim() || '';
+    if (chapter && !/^Table \\d+\\.\\d+$/.test(number))
+      unnumbered.push(`table "${first(table)}"${number ? ` numbered "${number}"` : ' without a numbered caption'}`);
+    for (const cell of table.querySelectorAll('th, td')) {
+      const copy = cell.cloneNode(true);
+      copy.querySelectorAll('code, .pre').forEach(c => c.remove());
+      const m = copy.textContent.match(snake);
+      if (m && chapter && shown(cell))
+        codeNames.push(`"${m[0]}" in ${cell.tagName.toLowerCase()} of table "${first(table)}"`);
+    }
+  }
+  return {captionInScroll, unnumbered, codeNames};
 }"""
 
 
@@ -352,6 +390,7 @@ def site(built_book, browser) -> dict:
             url = f"{base}/{entry}.html"
             problems = audit_page(page, url, errors)
             found = layout(page)
+            found.update(page.evaluate(TABLES_JS))
             wide = page.evaluate("document.documentElement.scrollWidth")
             found["narrow"] = narrow(page)
             found["figure_text"] = figure_text(page)
@@ -385,6 +424,9 @@ LAYOUT_CHECKS = {
     "underscores": "table headers or row labels with an underscore (a code name, not a label)",
     "numbers": "numbers not of the per-chapter form 'Fig. 2.1', or a doubled word",
     "wideCode": f"visible code cells with a line wider than the column at {WIDTHS[0]} px",
+    "captionInScroll": "table captions inside a container that scrolls sideways",
+    "unnumbered": "chapter tables without a numbered caption ('Table 2.1')",
+    "codeNames": "code names (snake_case) in table headers, row labels or cells",
 }
 
 
@@ -461,6 +503,36 @@ def test_the_layout_checks_can_fail(tmp_path, browser):
     assert (glance["rows"], glance["rows_without_link"]) == (3, ["no answer link"])
     ids = {f"{base}/page.html": set(found["ids"])}
     assert unresolved_links(glance["links"], ids) == [f"{base}/page.html#nowhere-answer"]
+
+
+BAD_TABLES_PAGE = """<html><head><title>t</title></head><body><article class="bd-article" style="width: 300px">
+<section id="s">
+<p class="table-caption"><span class="caption-number">Table 2.1 </span>Fine: above its container.</p>
+<div class="pst-scrollable-table-container" style="overflow-x: auto"><table><thead><tr><th>Rule</th></tr></thead>
+<tbody><tr><td>TF-IDF, see <code>mechanism_key</code> in simulator_null.yaml</td></tr></tbody></table></div>
+<div class="pst-scrollable-table-container" style="overflow-x: auto"><table style="width: 900px">
+<caption><span class="caption-number">Table 2.2 </span>Scrolls away.</caption><tr><td>wide</td></tr></table></div>
+<table><thead><tr><th>densify_mode</th></tr></thead><tbody><tr><td>blind_card_v2_minimal</td></tr></tbody></table>
+<table><caption><span class="caption-number">Table 3 </span>Book-wide number.</caption><tr><td>x</td></tr></table>
+</section></article></body></html>"""
+
+
+def test_the_table_checks_can_fail(tmp_path, browser):
+    """On a chapter page, a caption inside a scroll container, a table with no caption, one numbered
+    "Table 3" and code names in a header and a cell are reported, and only those: the caption above
+    its container, code in <code> and a file name pass."""
+    (tmp_path / "notebooks").mkdir()
+    (tmp_path / "notebooks" / "page.html").write_text(BAD_TABLES_PAGE)
+    with serve(tmp_path) as base:
+        context, page = _new_page(browser)
+        audit_page(page, f"{base}/notebooks/page.html", watch(page))
+        found = page.evaluate(TABLES_JS)
+        context.close()
+    assert found["captionInScroll"] == ['caption "Table 2.2 Scrolls away."'], found["captionInScroll"]
+    assert found["unnumbered"] == ['table "densify_mode" without a numbered caption',
+                                   'table "Table 3 Book-wide number." numbered "Table 3"'], found["unnumbered"]
+    assert found["codeNames"] == ['"densify_mode" in th of table "densify_mode"',
+                                  '"blind_card_v2_minimal" in td of table "densify_mode"'], found["codeNames"]
 
 
 def _chapters(site: dict) -> dict:
@@ -577,7 +649,8 @@ BAD_READING_PAGE = """<html><head><title>t</title><style>td.tight { width: 40px;
 <div class="admonition" id="ch09-answer"><p class="admonition-title">Question, answer and how we know</p></div>
 <table style="width: 100px; table-layout: fixed"><thead><tr><th>mechanism_key</th><th>Fine</th></tr></thead>
 <tbody><tr><td class="tight">evidenceweight</td><td class="tight">1.6e-07</td></tr>
-<tr><td>NF-kappaB C1-like</td><td>34.5</td></tr></tbody></table>
+<tr><td class="tight">TF-IDF</td><td class="tight">top-down</td></tr>
+<tr><td colspan="2">NF-kappaB C1-like 34.5</td></tr></tbody></table>
 <p><span class="caption-number">Fig. 3 </span>, <span class="caption-number">Table 2.1 </span>,
 see exercise Exercise 4.</p>
 <div class="cell_input"><pre>{wide}</pre></div>
@@ -598,7 +671,8 @@ def test_the_reading_checks_can_fail(tmp_path, browser):
         found = layout(page)
         found["narrow"] = narrow(page)
         context.close()
-    assert sorted(b.split(" in ")[0] for b in found["broken"]) == ['"1.6e-07"', '"evidenceweight"'], found["broken"]
+    assert sorted(b.split(" in ")[0] for b in found["broken"]) == ['"1.6e-07"', '"TF-IDF"', '"evidenceweight"'], \
+        found["broken"]  # "top-down" may break after its hyphen
     assert [u.split(" in ")[0] for u in found["underscores"]] == ['"mechanism_key"'], found["underscores"]
     assert found["numbers"][0].startswith('"Fig. 3" in') and len(found["numbers"]) == 2, found["numbers"]
     assert found["numbers"][1] == '"exercise Exercise 4" (doubled word)'

@@ -152,12 +152,13 @@ def test_paper_table_has_one_column_per_suite_and_joins_differing_notes():
     table = ch.paper_table(audits, NAMES, backend=Backend.REFERENCE, model="m")
     assert list(table.columns)[:3] == ["paper", "template-built suite", "reworded suite"]
     row = "First step swapped, called different: embedding (%)"
-    assert table.loc[row, "template-built suite"] == "0" and table.loc[row, "reworded suite"] == "100"
+    assert table.loc[row, "template-built suite"] == "0.0" and table.loc[row, "reworded suite"] == "100.0"
     assert table.loc[row, "note"] == "MiniLM; matched: 0.0 / 100.0"
     assert table.loc[row, "provenance"] == ("template-built suite: true by construction; "
                                             "reworded suite: independent computation")
     llm_row = "First step swapped, called different: LLM judge (%)"
     assert table.loc[llm_row, "provenance"] == "not run offline (LLM only)"
+    assert table.loc[row, "verdict"] == "template-built suite: built in, not a test; reworded suite: qualified"
     assert ch._joined(["a: 1", "a: 1"]) == "a: 1"
 
 

@@ -157,7 +157,7 @@ def test_original_settings_table():
     table = ch.original_settings(recovery, misspec, rounds, n_pairs=500)
     assert table.index.name == "quantity" and list(table.columns) == ["original", "this run", "note"]
     assert table.loc["pairs per role for τ", "this run"] == "500"
-    assert table.loc["fits within 10 % of true τ", "this run"] == "0.75"
+    assert table.loc["fits within 10 % of true τ", "this run"] == "75 %"  # as the prose glues it
     assert table.loc["τ, judge sees quality (true 0.5)", "this run"] == "0.61"
     assert table.loc["loss trigger rate (0.05)", "this run"] == "1.0"  # a lone tie: loss log 2 > 0.05
     assert table["note"].str.len().max() <= 40

@@ -36,7 +36,7 @@ def test_compare_table_is_narrow_labelled_text():
         ("perturbations.first_step_swapped_pct_different.tfidf", 0.0),
         ("design.depths", [0, 1, 5]),
     ], llm=False)
-    assert list(table.columns) == ["paper", "this run", "provenance", "source", "note"]
+    assert list(table.columns) == ["paper", "this run", "provenance", "verdict", "source", "note"]
     assert table.index[0] == "Extra divergence, 0 v 1 rounds (pp)"
     row = table.loc["Extra divergence, 0 v 1 rounds (pp)"]
     assert (row["paper"], row["this run"], row["source"], row["note"]) == ("34.5", "12.3", "§5.1, Table 1", "simulator")
@@ -44,7 +44,7 @@ def test_compare_table_is_narrow_labelled_text():
     assert table.loc["First step swapped, called different: step-by-step rubric (%)", "this run"] == "not run"
     assert table.loc["Workflow runs", "this run"] == "60"  # a whole number without ".0"
     assert table.loc["Cohen's κ between rules, lowest", "this run"] == "0.61"  # the paper's two decimals
-    assert table.loc["First step swapped, called different: TF-IDF (%)", "this run"] == "0"
+    assert table.loc["First step swapped, called different: TF-IDF (%)", "this run"] == "0.0"  # a measured %
     assert table.loc["Critique depths (rounds)", "paper"] == "0, 1, 5"
     assert all(isinstance(v, str) for v in table.to_numpy().ravel())
 

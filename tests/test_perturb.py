@@ -303,7 +303,7 @@ def test_text_changes_and_description_show_what_each_kind_edited(h, vocab):
     old_id = h.chain[0].id
     swapped = perturb(h, "first_step_swapped", rng, vocab)
     old, new = vocab[old_id].name, vocab[swapped.chain[0].id].name
-    assert describe_change(h, swapped) == f"{old} -> {new} (statement, explanation, chain[0])"
+    assert describe_change(h, swapped) == f"{old} -> {new} (statement, explanation, chain step 1)"
     assert describe_change(h, h) == "" and text_changes(h, h) == []
     assert len(describe_change(h, reworded, width=60)) <= 60
 

@@ -47,7 +47,7 @@ def test_labels_have_words_and_units():
     ([0.05, 1.0, 10.0], "Threshold", ["0.05", "1.00", "10.00"]),  # the smallest keeps a digit
     ([1.6e-07, 0.5], "Cosine", ["0.0", "0.5"]),  # a column keeps its decimals
     ([1.6e-07, 3e-06], "Cosine", ["1.6e-07", "3e-06"]),  # unless all of it would read 0
-    ([-0.022, 34.5], "Mean (pp)", ["-0.0", "34.5"]),
+    ([-0.022, 34.5], "Mean (pp)", ["0.0", "34.5"]),  # never "-0.0"
     ([np.nan, None, 1.5], "Tau", [DASH, DASH, "1.5"]),
     ([True, False], "Same", ["yes", "no"]),
     (["tfidf", "note text", "mechanism_key"], "Rule", ["TF-IDF", "note text", "Mechanism key"]),
@@ -164,3 +164,66 @@ def test_by_row_rounds_each_quantity_on_its_own():
 
 def test_a_text_arrow_becomes_one_character():
     assert [c.text for c in format_column(["I1 -> R1", "a->b"])] == ["I1 → R1", "a->b"]
+
+
+# ---------------------------------------------------------------- one declaration per column
+
+
+def test_a_declared_column_prints_its_unit_and_the_digits_the_prose_glues():
+    from dataclasses import dataclass
+
+    from mechaudit.report.facts import fact
+    from mechaudit.report.tables import Column, with_columns
+
+    @dataclass(frozen=True)
+    class Facts:
+        rate: float = fact(digits=3, doc="a rejection rate")
+        agreement_pct: float = fact(unit="%", digits=1, doc="agreement")
+
+    df = pd.DataFrame({"rate": [0.027, 0.0371, 0.0], "agreement": [0.554, 0.7952, 1.0], "mean": [-0.02, 0.1, 2.0],
+                       "runs": [60.0, 4863.0, 5.0]})
+    shown = with_columns(df, {"rate": Column.of(Facts, "rate"), "agreement": Column.of(Facts, "agreement_pct", 100),
+                              "mean": Column("pp", 1), "runs": Column("count")})
+    t = BookTable(shown)
+    assert t.header == ["Rate", "Agreement (%)", "Mean (pp)", "Runs"]
+    assert [[c.text for c in r] for r in t.rows] == [["0.027", "55.4", "0.0", "60"], ["0.037", "79.5", "0.1", "4,863"],
+                                                     ["0.000", "100.0", "2.0", "5"]]
+    assert BookTable(df, columns={"rate": Column(digits=1)}).rows[0][0].text == "0.0"  # declared: no tiny digits
+    with pytest.raises(ValueError, match="unit"):
+        Column("percent")
+    with pytest.raises(ValueError, match="no such column"):
+        with_columns(df, {"nope": Column()})
+    with pytest.raises(KeyError, match="no fact field"):
+        Column.of(Facts, "nope")
+
+
+def test_a_table_of_nothing_but_not_run_is_one_sentence_and_a_captioned_frame_is_numbered():
+    from mechaudit.report.tables import with_caption
+
+    usage = BookTable(pd.DataFrame({"LLM usage": ["no LLM calls (backend 'reference' is offline)"]}))
+    assert repr(usage) == "LLM usage: no LLM calls (backend 'reference' is offline)."
+    assert usage._repr_markdown_().strip() == repr(usage) and usage._repr_html_().startswith("<p>")
+    axis = pd.DataFrame({"status": ["not run: offline backend"]}, index=pd.Index(["judge models"], name="axis"))
+    assert repr(BookTable(axis)) == "Judge models: not run (offline backend)."
+    prompts = pd.DataFrame({"reversal changed": ["not run"] * 2}, index=pd.Index(["full", "step"], name="prompt"))
+    assert repr(BookTable(prompts)) == "Reversal changed (Full, Step): not run."
+    mixed = pd.DataFrame({"status": ["not run", "3"]})
+    assert BookTable(mixed).sentence is None  # a table with one value stays a table
+    captioned = with_caption(axis, "The judge-model axis.", "tbl-x")
+    md = BookTable(captioned)._repr_markdown_()
+    assert ":name: tbl-x" in md and "{book-table}" in md  # a captioned table is never collapsed
+
+
+def test_hyphenated_names_stay_whole_and_captions_move_above_the_scroll_container():
+    from docutils import nodes
+
+    from mechaudit.sphinxext.table import caption_outside, unbreakable
+
+    parts = unbreakable("TF-IDF v K0-r1, template-built, not -5 or a - b")
+    assert [p.astext() for p in parts if isinstance(p, nodes.inline)] == ["TF-IDF", "K0-r1,"]
+    assert "".join(p.astext() for p in parts) == "TF-IDF v K0-r1, template-built, not -5 or a - b"
+    html = ('<div class="pst-scrollable-table-container">\n<table class="t" id="tbl-x">\n'
+            '<caption><span class="caption-number">Table 1.1 </span>A caption.</caption><thead></thead></table></div>')
+    moved = caption_outside(html)
+    assert moved.startswith('<p class="table-caption"><span class="caption-number">Table 1.1 </span>A caption.</p>')
+    assert "<caption>" not in moved and '<table class="t" id="tbl-x">' in moved

@@ -605,10 +605,12 @@ def describe_change(original: Hypothesis, variant: Hypothesis, width: int = 110)
 
 
 def _compact(fields: list[str]) -> list[str]:
-    """``chain[0].text, chain[2].text`` -> ``chain[0,2]``; other field names unchanged."""
-    steps = [f[len("chain["):-len("].text")] for f in fields if f.startswith("chain[")]
+    """``chain[0].text, chain[2].text`` -> ``chain steps 1, 3`` (counted from 1, as a reader counts);
+    other field names unchanged."""
+    steps = [str(int(f[len("chain["):-len("].text")]) + 1) for f in fields if f.startswith("chain[")]
     rest = list(dict.fromkeys(f for f in fields if not f.startswith("chain[")))
-    return rest + ([f"chain[{','.join(dict.fromkeys(steps))}]"] if steps else [])
+    unique = list(dict.fromkeys(steps))
+    return rest + ([f"chain step{'s' if len(unique) > 1 else ''} {', '.join(unique)}"] if steps else [])
 
 
 __all__ = ["KINDS", "MEANING_PRESERVING", "SWAP_KINDS", "PerturbationError", "alias_chain", "alias_names", "check",

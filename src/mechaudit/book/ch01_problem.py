@@ -19,9 +19,18 @@ from mechaudit.errors import MechauditError
 from mechaudit.model import Benchmark, Hypothesis, Instance, mechanism_key
 from mechaudit.perturb import describe_change, load_suite, make_suite
 from mechaudit.report.facts import fact
+from mechaudit.report.tables import Column, with_columns
 from mechaudit.workflow.toy import TOY_RULES, ToyHypothesis
 
 ToyRule = Callable[[list[tuple[ToyHypothesis, ToyHypothesis]]], np.ndarray]
+
+
+#: glued prose values and the table cells they restate: glue key -> cells (table label, row labels as
+#: shown, column header as shown); tests/test_table_prose.py checks that the numbers agree
+CITED_CELLS = {
+    "ch01_extra_pp_exact": (("tbl-ch01-extra", ("Exact rule",), "Extra divergence (pp)"),),
+    "ch01_extra_pp_initiator": (("tbl-ch01-extra", ("Initiator rule",), "Extra divergence (pp)"),),
+}
 
 
 def verdict_table(pairs: Sequence[tuple[ToyHypothesis, ToyHypothesis]],
@@ -44,7 +53,8 @@ def divergence_matrices(runs: Sequence[Sequence[ToyHypothesis]],
 
 def extra_summary(matrices: Mapping[str, np.ndarray], n_runs: int) -> tuple[pd.DataFrame, int]:
     """Per rule (index): mean same-depth divergence at K=0 and K=1, mean cross-depth divergence (all
-    fractions), extra divergence (pp) and the exact two-sided permutation p-value.
+    fractions, with the digits of the run divergences the prose glues), extra divergence (pp, as
+    glued) and the exact two-sided permutation p-value.
 
     The first ``n_runs`` runs of each matrix are at depth 0. Also returns the number of distinct
     splits of the runs into two depth groups (the smallest attainable p is one over it).
@@ -57,7 +67,10 @@ def extra_summary(matrices: Mapping[str, np.ndarray], n_runs: int) -> tuple[pd.D
         rows[rule] = {"same-depth K=0": same[0], "same-depth K=1": same[1],
                       "cross-depth": float(D[:n_runs, n_runs:].mean()),
                       "extra (pp)": 100 * test.extra, "exact p": test.p_value}
-    return pd.DataFrame.from_dict(rows, orient="index").rename_axis("rule").round(3), n_splits
+    table = pd.DataFrame.from_dict(rows, orient="index").rename_axis("rule").round(3)
+    share = Column.of(ProblemFacts, "run_div_exact")
+    return with_columns(table, {"same-depth K=0": share, "same-depth K=1": share, "cross-depth": share,
+                                "extra (pp)": Column.of(ProblemFacts, "extra_pp_exact")}), n_splits
 
 
 def group_counts(runs: Sequence[Sequence[ToyHypothesis]],

@@ -71,6 +71,14 @@ from mechaudit.workflow.rulesets import build_rules, rules_for
 PAPER_COMPARISONS = ((0, 1), (0, 5), (1, 5))
 
 
+#: glued prose values and the table cells they restate: glue key -> cells (table label, row labels as
+#: shown, column header as shown); tests/test_table_prose.py checks that the numbers agree
+CITED_CELLS = {
+    f"ch02_extra_{k}_pp": (("tbl-ch02-paper", (f"Extra divergence, {k[0]} v {k[2]} rounds (pp)",), "This run"),)
+    for k in ("0v1", "0v5", "1v5")
+}
+
+
 def paper_key(a: int, b: int) -> str:
     """The ``data/paper_reported.yaml`` key of the paper's extra divergence for depths a v b."""
     return f"critique_depth.extra_divergence_pp.k{a}_vs_k{b}"

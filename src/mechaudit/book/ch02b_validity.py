@@ -20,6 +20,7 @@ from mechaudit.book.settings import defaults
 from mechaudit.model import Benchmark
 from mechaudit.paths import PARAMS_DIR
 from mechaudit.report.facts import fact
+from mechaudit.report.tables import Column, with_columns
 from mechaudit.schema import load_benchmark
 from mechaudit.workflow import (
     Design,
@@ -35,6 +36,13 @@ from mechaudit.workflow import (
 from mechaudit.workflow.calibrate import label_of
 from mechaudit.workflow.depth import MEASURES
 from mechaudit.workflow.validity import coverage_range, low_coverage, max_bias_z, mc_se, size_z
+
+#: glued prose values and the table cells they restate: glue key -> cells (table label, row labels as
+#: shown, column header as shown); tests/test_table_prose.py checks that the numbers agree
+CITED_CELLS = {
+    key: tuple(("tbl-ch02b-size", (rule, depths), "Rejection rate") for depths in ("0 v 1", "0 v 5", "1 v 5"))
+    for key, rule in (("ch02b_size_rates", "Mechanism key"), ("ch02b_rate_size_rates", "Paper-rate judge"))
+}
 
 
 @dataclass(frozen=True)
@@ -170,7 +178,10 @@ def size_view(size: pd.DataFrame) -> pd.DataFrame:
     names = {"n_reps": "replications", "mean_pp": "mean (pp)", "rejection_rate": "rejection rate",
              "rejection_se": "MC SE"}
     view = size.set_index(["rule", "comparison"])[list(names)].rename(columns=names).round(3)
-    return view.astype({"replications": int})
+    rate = Column.of(ValidityFacts, "size_se")  # rates to 3 decimals, as ``rates_text`` writes them
+    return with_columns(view.astype({"replications": int}),
+                        {"mean (pp)": Column.of(ValidityFacts, "tfidf_null_mean_0v1"), "rejection rate": rate,
+                         "MC SE": rate})
 
 
 def size_verdict(z: pd.Series) -> str:

@@ -36,6 +36,13 @@ from mechaudit.workflow.delivery import Delivery
 from mechaudit.workflow.plan import design_for, plan_workflow
 from mechaudit.workflow.records import demands_frame
 
+#: glued prose values and the table cells they restate: glue key -> cells (table label, row labels as
+#: shown, column header as shown); tests/test_table_prose.py checks that the numbers agree
+CITED_CELLS = {
+    "ch03_conceded_pct": (("tbl-ch03-paper", ("Demands conceded (%)",), "This run"),),
+    "ch03_answered_pct": (("tbl-ch03-paper", ("Demands answered (%)",), "This run"),),
+}
+
 
 def label_source(backend: Backend) -> str:
     """Where the labels come from, for notes and legends: "simulator log" or "LLM judge, <backend>"."""

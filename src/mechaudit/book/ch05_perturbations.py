@@ -325,8 +325,8 @@ def conclusions(audits: Mapping[str, SuiteAudit], names: RuleSet, separation: pd
 
 def paper_table(audits: Mapping[str, SuiteAudit], names: RuleSet, *, backend: Backend, model: str) -> pd.DataFrame:
     """The paper-vs-run table (``comparison.compare`` of ``paper_rows``) with one column per suite in
-    place of "this run"; a row's provenance differs between suites only for the text rules on
-    swaps (true by construction on the template-built suite), and then names each suite's."""
+    place of "this run"; a row's provenance (and verdict) differs between suites only for the text
+    rules on swaps (true by construction on the template-built suite), and then names each suite's."""
 
     tables = {n: compare(paper_rows(a.pooled, names, backend=backend, model=model), llm=backend.is_llm, suite=n)
               for n, a in audits.items()}
@@ -334,9 +334,10 @@ def paper_table(audits: Mapping[str, SuiteAudit], names: RuleSet, *, backend: Ba
     out = tables[first].rename(columns={"this run": SUITE_LABELS[first]})
     for k, (name, table) in enumerate(list(tables.items())[1:], start=2):
         out.insert(k, SUITE_LABELS[name], table["this run"].to_numpy())
-    out["provenance"] = [values[0] if len(set(values)) == 1 else
-                         "; ".join(f"{SUITE_LABELS[n]}: {v}" for n, v in zip(tables, values))
-                         for values in zip(*(t["provenance"] for t in tables.values()))]
+    for column in ("provenance", "verdict"):
+        out[column] = [values[0] if len(set(values)) == 1 else
+                       "; ".join(f"{SUITE_LABELS[n]}: {v}" for n, v in zip(tables, values))
+                       for values in zip(*(t[column] for t in tables.values()))]
     if "note" in out.columns:
         out["note"] = [_joined(list(notes)) for notes in zip(*(t["note"] for t in tables.values()))]
     return out

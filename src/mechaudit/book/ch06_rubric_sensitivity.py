@@ -26,6 +26,7 @@ from mechaudit.llm.pricing import Planned
 from mechaudit.paper import reported
 from mechaudit.perturb import KINDS, describe_change, load_pairs, load_suite
 from mechaudit.report.facts import fact
+from mechaudit.report.tables import with_caption
 from mechaudit.rules import LLMJudge, ReferenceJudge
 from mechaudit.rules.audit import not_run, percent_different
 from mechaudit.rules.base import Pair
@@ -129,12 +130,15 @@ def examples(pairs: Sequence[Pair], components: pd.DataFrame, *, kinds: Sequence
 
 
 def reversal_check(pairs: Sequence[Pair], judges: dict[str, ReferenceJudge]) -> pd.DataFrame:
-    """Per reference judge: pairs judged, and decisions changed when each pair is shown reversed."""
+    """Per reference judge: pairs judged, and decisions changed when each pair is shown reversed; shown
+    as the numbered table ``tbl-ch06-reversal``."""
     reversed_pairs = [(b, a) for a, b in pairs]
     rows = {f"reference {r}": {"pairs": len(pairs),
                                "changed by reversal": int(np.sum(j.same(pairs) != j.same(reversed_pairs)))}
             for r, j in judges.items()}
-    return pd.DataFrame.from_dict(rows, orient="index").rename_axis("judge")
+    return with_caption(pd.DataFrame.from_dict(rows, orient="index").rename_axis("judge"),
+                        "Decisions of each reference judge changed when every pair is shown in reverse order.",
+                        "tbl-ch06-reversal")
 
 
 @dataclass(frozen=True)

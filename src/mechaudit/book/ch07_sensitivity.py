@@ -37,6 +37,7 @@ from mechaudit.paper import reported
 from mechaudit.paths import cache_path
 from mechaudit.perturb import MEANING_PRESERVING, SUITE_LABELS, available_suites, load_pairs
 from mechaudit.report.facts import fact
+from mechaudit.report.tables import Column, with_columns
 from mechaudit.rules import EmbeddingRule, LLMJudge, ReferenceJudge, TfidfRule
 from mechaudit.rules.audit import (
     separation_table,
@@ -50,6 +51,19 @@ from mechaudit.rules.llm_judge import judge_planned, model_verdicts, planning_ju
 from mechaudit.schema import Benchmark, load_benchmark
 
 RULES = ("tfidf", "embedding")
+
+
+#: glued prose values and the table cells they restate: glue key -> cells (table label, row labels as
+#: shown, column header as shown); tests/test_table_prose.py checks that the numbers agree
+CITED_CELLS = {
+    "ch07_agreement_pct_low": (("tbl-ch07-paper", ("Agreement between rules, lowest (%)",), "This run"),
+                               ("tbl-ch07-agreement", ("Reference judge (full rubric)", "TF-IDF 0.25"),
+                                "Raw agreement (%)")),
+    "ch07_agreement_pct_high": (("tbl-ch07-paper", ("Agreement between rules, highest (%)",), "This run"),
+                                ("tbl-ch07-agreement", ("TF-IDF 0.25", "Embedding 0.77"), "Raw agreement (%)")),
+    "ch07_kappa_low": (("tbl-ch07-paper", ("Cohen's κ between rules, lowest",), "This run"),),
+    "ch07_ref_tfidf_kappa": (("tbl-ch07-agreement", ("Reference judge (full rubric)", "TF-IDF 0.25"), "Cohen's κ"),),
+}
 
 
 def grid(spec: Sequence[float]) -> np.ndarray:
@@ -233,7 +247,17 @@ def agreement_at_thresholds(fixed: FixedMethods) -> pd.DataFrame:
                         "same rate a": table["method_a"].map(rate).to_numpy(dtype=float),
                         "same rate b": table["method_b"].map(rate).to_numpy(dtype=float)},
                        index=pd.MultiIndex.from_frame(table[["method_a", "method_b"]], names=["method a", "method b"]))
-    return out.round(3)
+    return with_columns(out.round(3), _shown_as_glued("raw agreement", "kappa", "same rate a", "same rate b"))
+
+
+def _shown_as_glued(*columns: str) -> dict[str, Column]:
+    """How this chapter's tables print agreement (a share shown in % as the prose glues it), kappa and
+    "same" rates (shares shown in %): the declarations of :class:`SensitivityFacts`."""
+    pct = Column.of(SensitivityFacts, "agreement_pct_low", scale=100)
+    known = {"raw agreement": pct, "kappa": Column.of(SensitivityFacts, "kappa_low"),
+             "same rate a": Column.of(SensitivityFacts, "ref_same_pct", scale=100),
+             "same rate b": Column.of(SensitivityFacts, "tfidf_same_pct", scale=100)}
+    return {c: known[c] for c in columns}
 
 
 def best_agreement(agree: pd.DataFrame, set_sim: Mapping[str, np.ndarray], fixed: FixedMethods) -> pd.DataFrame:
@@ -246,7 +270,7 @@ def best_agreement(agree: pd.DataFrame, set_sim: Mapping[str, np.ndarray], fixed
                         "raw agreement": best["raw_agreement"].to_numpy(dtype=float),
                         "kappa": best["kappa"].to_numpy(dtype=float), "complete agreement possible": possible},
                        index=pd.MultiIndex.from_frame(best[["rule", "other"]]))
-    return out.round(3)
+    return with_columns(out.round(3), _shown_as_glued("raw agreement", "kappa"))
 
 
 @dataclass(frozen=True)

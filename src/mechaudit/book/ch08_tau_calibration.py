@@ -27,7 +27,7 @@ from mechaudit.llm.pricing import Planned
 from mechaudit.report.facts import fact
 from mechaudit.report.glue import at_most_text, span_text
 from mechaudit.report.tables import BookTable
-from mechaudit.tau import CARD_VERSION, FIELD_CAPS, RUBRIC_VERSION, SyntheticPool, llm_tau_calibration, studies
+from mechaudit.tau import FIELD_CAPS, RUBRIC_VERSION, SyntheticPool, llm_tau_calibration, studies
 from mechaudit.tau.realjudge import ROLES, calibration_requests
 from mechaudit.tau.simulate import make_pool
 
@@ -39,11 +39,20 @@ STATUS = "simulated (reference backend)"
 TOLERANCE = 0.10
 
 
+#: glued prose values and the table cells they restate: glue key -> cells (table label, row labels as
+#: shown, column header as shown); tests/test_table_prose.py checks that the numbers agree
+CITED_CELLS = {
+    "ch08_within10_pct": (("tbl-ch08-original", ("Fits within 10 % of true τ",), "This run"),),
+}
+
+
 @dataclass(frozen=True)
 class PoolFacts:
     """The synthetic pool (glued under ``ch08``)."""
 
     n_papers: int = fact(unit="papers", doc="papers in the pool")
+    n_patterns: int = fact(unit="patterns", doc="research patterns of the pool")
+    papers_per_pattern: int = fact(unit="papers", doc="papers of each pattern (the largest, if they differ)")
     score10_quality_rmse: float = fact(unit="score points", digits=2,
                                        doc="root-mean-square gap between anchor score and latent quality")
 
@@ -51,7 +60,8 @@ class PoolFacts:
 def pool_facts(pool: SyntheticPool) -> PoolFacts:
     """:class:`PoolFacts` of ``pool``."""
     table = pool.table()
-    return PoolFacts(n_papers=len(table),
+    per_pattern = table.groupby("pattern_id").size()
+    return PoolFacts(n_papers=len(table), n_patterns=len(per_pattern), papers_per_pattern=int(per_pattern.max()),
                      score10_quality_rmse=float(((table["score10"] - table["quality"]) ** 2).mean() ** 0.5))
 
 
@@ -533,12 +543,13 @@ def original_settings(recovery: pd.DataFrame, misspec: pd.DataFrame, rounds_firs
         "pairs per role for τ": (2000, n_pairs, "stratified, 80 % in one pattern"),
         "τ grid": ("0.10..3.00, step 0.01", "0.10..3.00, step 0.01", "plus bounded mle"),
         "score grid points": (901, 901, "10.0 is a grid point"),
-        "card caps (characters)": ("220/280/320", "/".join(str(v) for v in FIELD_CAPS.values()), CARD_VERSION),
-        "rubric version": ("rubric_v1", RUBRIC_VERSION, "own wording"),
-        "fits within 10 % of true τ": ("not reported", round(within, 3), "simulated; true by construction"),
+        "card caps (characters)": ("220/280/320", "/".join(str(v) for v in FIELD_CAPS.values()),
+                                   "minimal blind card, version 2"),
+        "rubric version": ("v1", f"v{RUBRIC_VERSION.rsplit('_v', 1)[1]}, this book's", "own wording"),
+        "fits within 10 % of true τ": ("not reported", f"{100 * within:.0f} %", "simulated; true by construction"),
         f"τ, judge sees quality (true {t_lo:g})": ("not reported", round(float(quality_lo), 3), "simulated judge, mle"),
         "loss trigger rate (0.05)": ("not reported", round(loss_rate, 3), "simulated judge"),
-        "densify anchors": (DENSIFY_RULES["original"], DENSIFY_RULES[densify_mode], f"densify_mode {densify_mode}"),
+        "densify anchors": (DENSIFY_RULES["original"], DENSIFY_RULES[densify_mode], f"densify rule: {densify_mode}"),
     }).rename(columns={"original method": "original"})
     return table.set_index("quantity").astype(str)
 

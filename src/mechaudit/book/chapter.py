@@ -28,9 +28,8 @@ from mechaudit.backends import Backend, caption_text
 from mechaudit.errors import use_warning_style
 from mechaudit.llm import LLMClient, get_client
 from mechaudit.llm.session import LLMSession, check_max_usd
-from mechaudit.paper import entry
 from mechaudit.report import provenance
-from mechaudit.report.comparison import compare, compare_paper_default
+from mechaudit.report.comparison import TOLERANCE, agrees, compare, compare_paper_default  # noqa: F401 (re-exported)
 from mechaudit.report.facts import fact
 from mechaudit.report.glue import glue_figure
 from mechaudit.report.outputs import save
@@ -245,23 +244,6 @@ HEADLINE_PARTS: dict[str, tuple[Part, ...]] = {
     "ch07": (Part("agreement", "sensitivity.raw_agreement_pct_low"), Part("κ", "sensitivity.kappa_low")),
     "ch08": (Part("τ error", "book.tau.recovery"),),
 }
-#: how far an LLM-backend number may lie from the paper's and still agree, by unit (else 10 % of it)
-TOLERANCE = {"pp": 5.0, "%": 5.0, "kappa": 0.1}
-
-
-def agrees(key: str, value: Any) -> bool | None:
-    """Whether ``value`` lies within ``TOLERANCE`` of the paper's number under ``key``; None when
-    either is not a number (a book result, text, not run)."""
-    if key.startswith("book."):
-        return None
-    meta = entry(key)
-    paper, unit = meta["value"], meta.get("unit")
-    numbers = [v for v in (paper, value) if isinstance(v, (int, float)) and not isinstance(v, bool)]
-    if len(numbers) < 2:
-        return None
-    return abs(float(value) - float(paper)) <= TOLERANCE.get(unit, 0.1 * abs(float(paper)))
-
-
 def headline_provenance(chapter: str, llm: bool, values: Mapping[str, Any] | None = None) -> tuple[str, str]:
     """The intro row of ``chapter`` ("ch02", ...): its provenance cell (``provenance.summary``) and
     its verdict (``provenance.verdict``); ``llm``: whether its numbers came from an LLM backend.

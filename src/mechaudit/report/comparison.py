@@ -17,7 +17,9 @@ from mechaudit.errors import MechauditError
 from mechaudit.paper import REPORTED_PATH, entry
 from mechaudit.report import provenance
 
-COMPARE_COLUMNS = ["paper", "this run", "provenance", "source", "note"]
+COMPARE_COLUMNS = ["paper", "this run", "provenance", "verdict", "source", "note"]
+#: how far an LLM-backend number may lie from the paper's and still agree, by unit (else 10 % of it)
+TOLERANCE = {"pp": 5.0, "%": 5.0, "kappa": 0.1}
 
 
 class ComparisonTable(pd.DataFrame):
@@ -43,6 +45,19 @@ class ComparisonTable(pd.DataFrame):
         return None if html is None else html.replace('class="dataframe"', 'class="dataframe paper-compare"', 1)
 
 
+def agrees(key: str, value: Any) -> bool | None:
+    """Whether ``value`` lies within ``TOLERANCE`` of the paper's number under ``key``; None when
+    either is not a number (a book result, text, not run)."""
+    if key.startswith("book."):
+        return None
+    meta = entry(key)
+    paper, unit = meta["value"], meta.get("unit")
+    numbers = [v for v in (paper, value) if isinstance(v, (int, float)) and not isinstance(v, bool)]
+    if len(numbers) < 2:
+        return None
+    return abs(float(value) - float(paper)) <= TOLERANCE.get(unit, 0.1 * abs(float(paper)))
+
+
 def compare(rows: Iterable[tuple], *, llm: bool, suite: str | None = None,
             path: Path = REPORTED_PATH) -> ComparisonTable:
     """The "paper vs this run" table, narrow enough for the book's text column.
@@ -50,10 +65,12 @@ def compare(rows: Iterable[tuple], *, llm: bool, suite: str | None = None,
     ``rows`` holds ``(key, ours)`` or ``(key, ours, note)``; ``ours`` is ``None`` when this run did
     not measure the quantity (shown as "not run"). ``llm``: whether an LLM backend produced ``ours``;
     ``suite``: the perturbation suite the rows were measured on, if any (``provenance.of``).
-    Index: the entry's label (unit included). Columns: paper, this run, provenance (how this run's
-    number can relate to the paper's, from ``mechaudit.report.provenance.of``), source (the paper's
-    section), and note (left out when no row has one). Every cell is text: integers without ".0",
-    other numbers rounded to the paper's decimals (at least one), p-values through
+    Index: the entry's label (unit included), named "quantity". Columns: paper, this run, provenance
+    (how this run's number can relate to the paper's, from ``mechaudit.report.provenance.of``),
+    verdict (``provenance.verdict`` of that one number: whether it tests the paper; agreement within
+    ``TOLERANCE`` under an LLM backend), source (the paper's section), and note (left out when no
+    row has one). Every cell is text: integers without ".0" (``_fmt``: a measured percent keeps
+    its decimals, "29.0"), other numbers rounded to the paper's decimals (at least one), p-values through
     :func:`format_p` (the paper's bounds as "< 10⁻⁴"); thousands separated by commas ("4,863").
     """
     labels, out = [], []
@@ -64,14 +81,16 @@ def compare(rows: Iterable[tuple], *, llm: bool, suite: str | None = None,
         meta = entry(key, path)
         is_p = meta.get("unit") == "p <"
         labels.append(meta["label"])
+        origin = provenance.of(key, llm, suite=suite)
         out.append({
             "paper": f"<{NBSP}{_power_of_ten(meta['value'])}" if is_p else _fmt(meta["value"], meta["value"]),
-            "this run": _fmt_p(ours) if is_p else _fmt(ours, meta["value"]),
-            "provenance": provenance.of(key, llm, suite=suite),
+            "this run": _fmt_p(ours) if is_p else _fmt(ours, meta["value"], meta.get("unit")),
+            "provenance": origin,
+            "verdict": provenance.verdict([origin], llm, agrees(key, ours) if llm else None),
             "source": meta.get("section", ""),
             "note": str(rest[0]) if rest and rest[0] is not None else "",
         })
-    table = ComparisonTable(out, index=labels, columns=COMPARE_COLUMNS, dtype=object)
+    table = ComparisonTable(out, index=pd.Index(labels, name="quantity"), columns=COMPARE_COLUMNS, dtype=object)
     if not table["note"].astype(bool).any():
         table = table.drop(columns="note")
     return table
@@ -127,8 +146,10 @@ def _fmt_p(ours: Any) -> str:
         return str(ours)
 
 
-def _fmt(value: Any, paper_value: Any) -> str:
-    """One cell as text: ints as ints, floats to the paper's decimals (>= 1), lists joined."""
+def _fmt(value: Any, paper_value: Any, unit: str | None = None) -> str:
+    """One cell as text: ints as ints, floats to the paper's decimals (>= 1), lists joined. A whole
+    float is an int ("60" runs), except a measured share or difference (``unit`` "%" or "pp"),
+    which keeps its decimals as the prose glues it ("29.0")."""
     if value is None:
         return "not run"
     if isinstance(value, np.generic):
@@ -143,7 +164,8 @@ def _fmt(value: Any, paper_value: Any) -> str:
     rounded = round(float(value), digits)
     if value != 0 and rounded == 0:  # too small for the paper's decimals: keep two digits
         return f"{value:.2g}"
-    return f"{int(rounded):,}" if rounded.is_integer() else f"{rounded:,.{digits}f}"
+    whole = rounded.is_integer() and not (isinstance(value, float) and unit in ("%", "pp"))
+    return f"{int(rounded):,}" if whole else f"{rounded:,.{digits}f}"
 
 
 def _decimals(paper_value: Any) -> int:
@@ -173,4 +195,4 @@ def _data_name(data_dir: Any) -> str:
     return f"the data folder {data_dir if data_dir is not None else paths.DATA_DIR}"
 
 
-__all__ = ["ComparisonTable", "compare", "format_p", "power_of_ten", "compare_paper_default"]
+__all__ = ["ComparisonTable", "compare", "agrees", "TOLERANCE", "format_p", "power_of_ten", "compare_paper_default"]

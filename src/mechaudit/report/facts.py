@@ -79,6 +79,15 @@ def _fields(cls: type) -> list[tuple[str, type | None, FactSpec | None]]:
     return out
 
 
+def spec_of(cls: type, name: str) -> FactSpec:
+    """The declaration (unit, digits) of the fact field ``name`` of the record class ``cls``: what a
+    table column showing the same quantity prints (``report.tables.Column.of``)."""
+    for field_name, _, spec in _fields(cls):
+        if field_name == name and spec is not None:
+            return spec
+    raise KeyError(f"facts: {cls.__name__} has no fact field {name!r}")
+
+
 def fact_keys(prefix: str, cls: type) -> list[str]:
     """Every glue key a record class produces under ``prefix``, in field order, from the class alone."""
     keys = []

@@ -25,7 +25,7 @@ import html
 import json
 import math
 import re
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,9 +33,11 @@ import numpy as np
 import pandas as pd
 
 from mechaudit.report.comparison import format_p
+from mechaudit.report.facts import spec_of
 from mechaudit.report.labels import LABELS, label, relabel_words
 
-__all__ = ["Cell", "BookTable", "book_table", "use_book_tables", "format_column", "format_number", "DASH"]
+__all__ = ["Cell", "Column", "with_columns", "with_caption", "nothing_sentence", "BookTable", "book_table",
+           "use_book_tables", "format_column", "format_number", "DASH"]
 
 #: shown for a missing value (NaN, None)
 DASH = "–"
@@ -53,6 +55,99 @@ class Cell:
 
     text: str
     numeric: bool = False
+
+
+#: the units a column can declare and how each writes its numbers
+_COLUMN_KINDS = {"%": "percent", "pp": "pp", "p": "p", "share": "plain", "count": "plain", "": "plain"}
+
+
+@dataclass(frozen=True)
+class Column:
+    """One column's declared unit and decimals, so the table prints what the prose glues.
+
+    ``unit``: "%" (a percent), "pp" (percentage points), "share" (a fraction 0 to 1), "count" (a
+    whole number, thousands separated), "p" (a p-value) or "" (plain); a header without "%"/"pp"
+    gets " (%)"/" (pp)". ``digits``: decimals (None: chosen from the values, as for an undeclared
+    column; a count has 0). ``scale``: factor applied before writing (100 shows a share as a percent).
+    :meth:`of` takes the declaration from a glued fact's field, so prose and table share it."""
+
+    unit: str = ""
+    digits: int | None = None
+    scale: float = 1.0
+
+    def __post_init__(self) -> None:
+        if self.unit not in _COLUMN_KINDS:
+            raise ValueError(f"Column: unit must be one of {sorted(_COLUMN_KINDS)}, not {self.unit!r}")
+
+    @classmethod
+    def of(cls, record: type, field: str, scale: float = 1.0) -> Column:
+        """The column of the glued fact ``record.field`` (``report.facts.fact``): its unit ("%" and "pp"
+        kept, any other unit plain) and digits."""
+        spec = spec_of(record, field)
+        return cls(unit=spec.unit if spec.unit in ("%", "pp") else "", digits=spec.digits, scale=scale)
+
+    @property
+    def kind(self) -> str:
+        return _COLUMN_KINDS[self.unit]
+
+    def header(self, text: str) -> str:
+        """``text`` with the unit named once ("Agreement" -> "Agreement (%)")."""
+        if self.unit in ("%", "pp") and self.unit not in text:
+            return f"{text} ({self.unit})"
+        return text
+
+
+#: the ``DataFrame.attrs`` key under which :func:`with_columns` stores a frame's column declarations
+COLUMNS_ATTR = "book_columns"
+
+
+def with_columns(frame: pd.DataFrame, columns: Mapping[Hashable, Column]) -> pd.DataFrame:
+    """``frame`` (a copy) carrying the :class:`Column` of each named column: a chapter module declares
+    how its view prints where it builds the view, and every table of that view prints it so."""
+    unknown = set(columns) - set(frame.columns)
+    if unknown:
+        raise ValueError(f"with_columns: no such column {sorted(map(str, unknown))}")
+    out = frame.copy()
+    out.attrs[COLUMNS_ATTR] = {**frame.attrs.get(COLUMNS_ATTR, {}), **columns}
+    return out
+
+
+#: the ``DataFrame.attrs`` key under which :func:`with_caption` stores a frame's caption and name
+CAPTION_ATTR = "book_caption"
+
+
+def with_caption(frame: pd.DataFrame, caption: str, name: str) -> pd.DataFrame:
+    """``frame`` (a copy) that shows as a numbered table with ``caption`` and ``name`` wherever it is
+    displayed: for a chapter module's table that a notebook shows as it is returned."""
+    if not caption or not name:
+        raise ValueError("with_caption: a numbered table needs a caption and a name")
+    out = frame.copy()
+    out.attrs[CAPTION_ATTR] = (caption, name)
+    return out
+
+
+#: a cell that says nothing was measured; a table of nothing else shows as one sentence
+_NOTHING = re.compile(r"^(not run|no LLM calls)\b")
+#: row or column labels that add nothing to such a sentence
+_GENERIC = {"status", "value"}
+
+
+def nothing_sentence(frame: pd.DataFrame) -> str | None:
+    """One sentence for a table whose every cell says nothing was measured ("not run: offline
+    backend", "no LLM calls ..."): "Judge models: not run (offline backend)."; None for any other
+    table."""
+    values = list(frame.to_numpy().ravel())
+    if not values or not all(isinstance(v, str) and _NOTHING.match(v) for v in values):
+        return None
+    said = "; ".join(dict.fromkeys(re.sub(r"^not run: (.*)$", r"not run (\1)", v) for v in values))
+    columns = [_header(c) for c in frame.columns if str(c).casefold() not in _GENERIC]
+    rows = [] if isinstance(frame.index, pd.RangeIndex) else \
+        [_header(r) for r in frame.index if str(r).casefold() not in _GENERIC]
+    if columns and rows:
+        subject = f"{', '.join(columns)} ({', '.join(rows)})"
+    else:
+        subject = ", ".join(columns or rows) or "This step"
+    return f"{subject}: {said}."
 
 
 def _is_missing(value: Any) -> bool:
@@ -106,7 +201,7 @@ def format_number(value: Any, decimals: int = 2, kind: str = "plain", tiny: bool
     """One number as the book writes it: ``kind`` "p" through :func:`mechaudit.report.comparison.format_p`,
     integers with thousands separators, floats to ``decimals``; missing values are :data:`DASH`.
     ``tiny``: a nonzero value that would read as 0 gets two significant digits (a column of
-    numbers keeps its decimals instead, so -0.02 stands as -0.0 beside 34.5)."""
+    numbers keeps its decimals instead, so -0.02 stands as 0.0 beside 34.5); never "-0.0"."""
     if _is_missing(value):
         return DASH
     if isinstance(value, (bool, np.bool_)):
@@ -123,7 +218,8 @@ def format_number(value: Any, decimals: int = 2, kind: str = "plain", tiny: bool
         return "∞" if value > 0 else "-∞"
     if tiny and value != 0 and round(value, decimals) == 0:
         return f"{value:.2g}"
-    return f"{value:,.{decimals}f}"
+    text = f"{value:,.{decimals}f}"
+    return text[1:] if text.startswith("-") and not text.strip("-0.,") else text  # never "-0.0"
 
 
 def _text_cell(value: Any) -> Cell:
@@ -142,16 +238,27 @@ def _text_cell(value: Any) -> Cell:
 _UNIT_KINDS = {"%": "percent", "pp": "pp", "p": "p"}
 
 
-def format_column(values: Sequence[Any] | pd.Series, header: str = "", unit: str | None = None) -> list[Cell]:
-    """The cells of one column: numbers rounded together by the column's kind (``unit`` if given,
-    else read from ``header``: see :func:`_kind`), text as written (identifiers the label map knows
-    as their label)."""
+def format_column(values: Sequence[Any] | pd.Series, header: str = "", unit: str | None = None,
+                  column: Column | None = None) -> list[Cell]:
+    """The cells of one column: numbers rounded together by the column's kind (``column``'s
+    declared unit and digits if given, else ``unit``, else read from ``header``: see :func:`_kind`),
+    text as written (identifiers the label map knows as their label)."""
     series = pd.Series(list(values), dtype=object)
-    kind = _UNIT_KINDS[unit] if unit else _kind(header)
+    if column is not None:
+        kind = column.kind
+        series = series.map(lambda v: v * column.scale if _is_number(v) and column.scale != 1 else v)
+        if column.unit == "count" or column.digits is not None:
+            series = series.map(lambda v: _declared(v, column))
+    else:
+        kind = _UNIT_KINDS[unit] if unit else _kind(header)
     floats = np.array([v for v in series if isinstance(v, (float, np.floating)) and not _is_missing(v)], dtype=float)
     decimals = _column_decimals(floats, kind) if floats.size else 0
-    # two significant digits only when the whole column would read 0 (e.g. 1e-7 and 3e-6)
-    tiny = bool(floats.size) and bool(np.all(np.round(floats[np.isfinite(floats)], decimals) == 0))
+    if column is not None and column.digits is not None:
+        decimals = column.digits
+    # two significant digits only when the whole column would read 0 (e.g. 1e-7 and 3e-6), never
+    # in a column whose digits are declared (it prints what the prose glues)
+    tiny = (bool(floats.size) and bool(np.all(np.round(floats[np.isfinite(floats)], decimals) == 0))
+            and (column is None or column.digits is None))
     out = []
     for value in series:
         if isinstance(value, str):
@@ -163,6 +270,21 @@ def format_column(values: Sequence[Any] | pd.Series, header: str = "", unit: str
         else:
             out.append(_text_cell(value))
     return out
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float, np.number)) and not isinstance(value, (bool, np.bool_)) \
+        and not _is_missing(value)
+
+
+def _declared(value: Any, column: Column) -> Any:
+    """A number of a declared column as the prose glues it: a count or 0 digits as an int, other
+    digits as a float rounded to them."""
+    if not _is_number(value) or not math.isfinite(float(value)):
+        return value
+    if column.unit == "count" or column.digits == 0:
+        return int(round(float(value)))
+    return round(float(value), column.digits)
 
 
 def _header(name: Hashable) -> str:
@@ -191,9 +313,10 @@ def _index_cells(index: pd.Index) -> tuple[list[str], list[list[Cell]]]:
 
 #: the caption's last sentence on a table with a provenance column (a "paper vs this run" table): in
 #: the book a link to the glossary's definitions of every class and verdict, elsewhere plain text
-PROVENANCE_LEGEND = ("Provenance: how each number relates to the paper's, one of five classes "
-                     "({term}`defined in the glossary <Provenance>`).")
-PROVENANCE_LEGEND_PLAIN = "Provenance: how each number relates to the paper's, one of five classes (see the glossary)."
+PROVENANCE_LEGEND = ("Provenance: how each number relates to the paper's; verdict: whether it tests the paper "
+                     "({term}`classes <Provenance>` and {term}`verdicts <Verdict>` in the glossary).")
+PROVENANCE_LEGEND_PLAIN = ("Provenance: how each number relates to the paper's; verdict: whether it tests the paper "
+                           "(both defined in the glossary).")
 
 
 class BookTable:
@@ -205,26 +328,43 @@ class BookTable:
     (the caption then names the unit, and the headers need not). ``by_row``: round each row
     together instead of each column, for a table whose rows are different quantities (MAE,
     coverage, % saturated) and whose columns are conditions; a row's kind is read from its label.
+    A frame from :func:`with_caption` brings its caption and name. An uncaptioned table whose every
+    cell says nothing was measured shows as one sentence (:func:`nothing_sentence`).
+    ``columns``: a :class:`Column` (unit and digits) per column name of ``frame``, the one
+    declaration of how that column prints (a declared column also names its unit in its header);
+    a frame from :func:`with_columns` brings its own.
     The index becomes the row-label column(s) unless it is a plain ``0..n-1`` range without a name.
     """
 
     def __init__(self, frame: pd.DataFrame | pd.Series, caption: str | None = None, name: str | None = None,
-                 classes: Sequence[str] = (), unit: str | None = None, by_row: bool = False):
+                 classes: Sequence[str] = (), unit: str | None = None, by_row: bool = False,
+                 columns: Mapping[Hashable, Column] | None = None):
         if unit is not None and unit not in _UNIT_KINDS:
             raise ValueError(f"unit must be one of {sorted(_UNIT_KINDS)}, not {unit!r}")
         if isinstance(frame, pd.Series):
             frame = frame.to_frame(name=frame.name if frame.name is not None else "value")
+        if caption is None and CAPTION_ATTR in frame.attrs:
+            caption, name = frame.attrs[CAPTION_ATTR]
+        #: shown instead of the table: one sentence when an uncaptioned table says only "not run"
+        self.sentence = None if caption else nothing_sentence(frame)
         if caption and not name:
             raise ValueError("a table with a caption needs a name (e.g. 'tbl-ch02-extra') to be numbered")
         self.caption, self.name = caption, name
         self.legend = caption is not None and "provenance" in map(str, frame.columns)
         self.classes = [*getattr(frame, "book_classes", ()), *classes]
+        columns = {**frame.attrs.get(COLUMNS_ATTR, {}), **(columns or {})}
+        unknown = set(columns) - set(frame.columns)
+        if unknown or (columns and by_row):
+            raise ValueError(f"columns: no such column {sorted(map(str, unknown))}" if unknown
+                             else "columns: a table rounded by row declares no columns")
         plain_index = isinstance(frame.index, pd.RangeIndex) and frame.index.name is None
-        headers = [_header(c) for c in frame.columns]
+        declared = [columns.get(c) for c in frame.columns]
+        headers = [col.header(_header(c)) if col else _header(c) for c, col in zip(frame.columns, declared)]
         if by_row:
             rows = [format_column(frame.iloc[i].tolist(), _header(frame.index[i]), unit) for i in range(len(frame))]
         else:
-            body = [format_column(frame.iloc[:, j].tolist(), headers[j], unit) for j in range(frame.shape[1])]
+            body = [format_column(frame.iloc[:, j].tolist(), headers[j], unit, declared[j])
+                    for j in range(frame.shape[1])]
             rows = [list(cells) for cells in zip(*body)] if body else [[] for _ in range(len(frame))]
         if plain_index:
             self.stub, self.header, self.rows = 0, headers, rows
@@ -242,6 +382,8 @@ class BookTable:
                 "numeric": [[int(c.numeric) for c in row] for row in self.rows]}
 
     def _repr_markdown_(self) -> str:
+        if self.sentence:
+            return self.sentence + "\n"
         body = json.dumps(self.payload(), ensure_ascii=False)
         fence = "`" * max(3, max((len(m) for m in re.findall(r"`+", body)), default=0) + 1)
         options = [f":class: {' '.join(self.classes)}"] if self.classes else []
@@ -252,6 +394,8 @@ class BookTable:
 
     def _repr_html_(self) -> str:
         esc = html.escape
+        if self.sentence:
+            return f"<p>{esc(self.sentence)}</p>"
         cls = " ".join(["book-table", *self.classes])
         out = [f'<table class="{cls}">']
         if self.caption:
@@ -264,6 +408,8 @@ class BookTable:
         return "".join(out) + "</tbody></table>"
 
     def __repr__(self) -> str:
+        if self.sentence:
+            return self.sentence
         grid = [self.header] + [[c.text for c in row] for row in self.rows]
         widths = [max(len(r[j]) for r in grid) for j in range(len(self.header))]
         lines = ["  ".join(t.ljust(w) if j < self.stub or not (i and self.rows[i - 1][j].numeric) else t.rjust(w)
@@ -275,10 +421,11 @@ class BookTable:
 
 
 def book_table(frame: pd.DataFrame | pd.Series, caption: str | None = None, name: str | None = None,
-               classes: Sequence[str] = (), unit: str | None = None, by_row: bool = False) -> BookTable:
+               classes: Sequence[str] = (), unit: str | None = None, by_row: bool = False,
+               columns: Mapping[Hashable, Column] | None = None) -> BookTable:
     """``frame`` as the book shows it; with ``caption`` and ``name`` a numbered table ("Table 2.1")
-    that prose cites with ``{numref}`name```; ``unit`` and ``by_row`` as in :class:`BookTable`."""
-    return BookTable(frame, caption=caption, name=name, classes=classes, unit=unit, by_row=by_row)
+    that prose cites with ``{numref}`name```; ``unit``, ``by_row`` and ``columns`` as in :class:`BookTable`."""
+    return BookTable(frame, caption=caption, name=name, classes=classes, unit=unit, by_row=by_row, columns=columns)
 
 
 def use_book_tables() -> None:

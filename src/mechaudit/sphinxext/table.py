@@ -19,15 +19,27 @@ numbered table: Sphinx counts it per chapter with the book's other tables ("Tabl
 header as ``data-label``, so a table with the class ``stack-on-phone`` can show one block per row
 on a narrow screen, each value after its column name, however many columns it has.
 
+Two passes serve every table of the book, ``{book-table}`` or not:
+
+* a name with a hyphen beside a capital or a digit ("TF-IDF", "K0-r1", "NF-kappaB") is one
+  unbreakable unit (``<span class="nowrap">``): a narrow column breaks a cell between words, never
+  inside a name;
+* the caption is written above the theme's scroll container (``<p class="table-caption">``), not
+  inside the table: a wide table scrolls sideways under a caption that stays on the screen.
+  ``_static/mechaudit-tables.js`` marks a container whose table is wider than it
+  (``is-scrollable``), and the style sheet then shows a scroll cue.
+
 Enabled from ``_config.yml`` (``sphinx.extra_extensions``).
 """
 
 from __future__ import annotations
 
 import json
+import re
 
 from docutils import nodes
 from docutils.parsers.rst import directives
+from sphinx.transforms.post_transforms import SphinxPostTransform
 from sphinx.util.docutils import SphinxDirective
 
 from mechaudit.errors import MechauditError
@@ -102,7 +114,61 @@ class BookTableDirective(SphinxDirective):
         return [table, *messages]
 
 
+#: a name with a hyphen beside a capital or a digit: "TF-IDF", "K0-r1", "NF-kappaB", "all-MiniLM-L6-v2"
+#: (an ordinary compound such as "template-built" may still break after its hyphen)
+_HYPHENATED = re.compile(r"\S*(?:[A-Z0-9]-\w|\w-[A-Z0-9])\S*")
+
+
+def unbreakable(text: str) -> list[nodes.Node]:
+    """``text`` as nodes in which every hyphenated name is one ``nowrap`` inline (the rest plain text)."""
+    out: list[nodes.Node] = []
+    last = 0
+    for m in _HYPHENATED.finditer(text):
+        if m.start() > last:
+            out.append(nodes.Text(text[last:m.start()]))
+        out.append(nodes.inline(m.group(0), m.group(0), classes=["nowrap"]))
+        last = m.end()
+    if last < len(text):
+        out.append(nodes.Text(text[last:]))
+    return out
+
+
+class KeepNamesWhole(SphinxPostTransform):
+    """In every table cell (code and math aside), hyphenated names become unbreakable units; runs
+    after glued values are pasted in, so those are covered too."""
+
+    default_priority = 900
+
+    def run(self, **kwargs) -> None:
+        for table in list(self.document.findall(nodes.table)):
+            for text in list(table.findall(nodes.Text)):
+                parent = text.parent
+                if (parent is None or isinstance(parent, (nodes.literal, nodes.math, nodes.literal_block))
+                        or "nowrap" in parent.get("classes", []) or not _HYPHENATED.search(text.astext())):
+                    continue
+                parent.replace(text, unbreakable(text.astext()))
+
+
+#: the theme's scroll container around a table whose first child is its caption
+_CAPTION_INSIDE = re.compile(r'<div class="pst-scrollable-table-container">(\s*<table\b[^>]*>)\s*'
+                             r'<caption>(.*?)</caption>', re.S)
+
+
+def caption_outside(html: str) -> str:
+    """``html`` with every table caption moved from inside the scroll container to just above it."""
+    return _CAPTION_INSIDE.sub(r'<p class="table-caption">\2</p>\n'
+                               r'<div class="pst-scrollable-table-container">\1', html)
+
+
+def _move_captions(app, pagename, templatename, context, doctree) -> None:
+    if "body" in context:
+        context["body"] = caption_outside(context["body"])
+
+
 def setup(app):
     app.add_directive("book-table", BookTableDirective)
     app.add_node(labelled_entry, html=(_visit_labelled_entry, _depart_labelled_entry))
+    app.add_post_transform(KeepNamesWhole)
+    app.connect("html-page-context", _move_captions)
+    app.add_js_file("mechaudit-tables.js", loading_method="defer")
     return {"parallel_read_safe": True, "parallel_write_safe": True}
