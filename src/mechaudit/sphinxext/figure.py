@@ -3,9 +3,11 @@
 myst-nb's ``{glue:figure}`` reads only the current document's glue; ``{glue}`` with ``:doc:`` reads
 another document's but adds no figure or caption. ``{glue-figure-from}`` takes both: the key as
 argument, the notebook as ``:doc:``, the caption as content, and ``:figwidth:`` as a figure has.
-The figure gets no number: the book numbers figures per chapter ("Fig. 5.1"), and a page outside
-the numbered chapters would otherwise show "Fig. 1". The book's data card uses it to show chapter
-5's cosine strips, captioned, without a second copy of the plot.
+Without ``:name:`` the figure gets no number: the book numbers figures per chapter ("Fig. 5.1"), and
+a page outside the numbered chapters would otherwise show "Fig. 1". The book's data card uses it to
+show chapter 5's cosine strips, captioned, without a second copy of the plot. With ``:name:`` (a
+``fig-...`` label) the figure is numbered and citable: a chapter's appendix, a page of the chapter,
+shows figures its notebook glues with the chapter's numbers ("Fig. 8.5").
 
 Enabled from ``_config.yml`` (``sphinx.extra_extensions``).
 """
@@ -21,7 +23,8 @@ from myst_nb.ext.glue.utils import PendingGlueReferenceError, create_pending_glu
 class GlueFigureFromDirective(PasteFigureDirective):
     """``{glue:figure}`` for a key glued in the notebook named by ``:doc:`` (a path from this page)."""
 
-    option_spec = {"figwidth": PasteFigureDirective.option_spec["figwidth"], "doc": spec.unchanged_required}
+    option_spec = {"figwidth": PasteFigureDirective.option_spec["figwidth"], "doc": spec.unchanged_required,
+                   "name": spec.unchanged}
 
     def run(self) -> list[nodes.Node]:
         try:
@@ -29,8 +32,9 @@ class GlueFigureFromDirective(PasteFigureDirective):
                                           self.arguments[0])
         except PendingGlueReferenceError as exc:
             return [glue_warning(str(exc), self.document, self.line)]
-        figure = nodes.figure("", ref, unnumbered=True)
+        figure = nodes.figure("", ref, unnumbered="name" not in self.options)
         self.set_source_info(figure)
+        self.add_name(figure)
         if "figwidth" in self.options:
             figure["width"] = self.options["figwidth"]
         container = nodes.Element()
