@@ -132,7 +132,8 @@ setup = workflow_setup(ctx.client, data_dir=data_dir,
 bench, design, sim_params = setup.bench, setup.design, setup.simulator
 runs = setup.delivery.runs
 design_counts = counts(runs)
-report_dropped(setup.delivery, json_retries)  # LLM runs: hypotheses dropped for bad replies
+# LLM runs: hypotheses dropped for bad replies
+report_dropped(setup.delivery, json_retries)
 
 # %% tags=["remove-cell"]
 # shown in Appendix 2A (book/ch02_appendix.md)

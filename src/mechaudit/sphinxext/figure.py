@@ -1,23 +1,42 @@
 """Sphinx extension: a figure glued in one notebook, shown with its own caption on another page.
 
 myst-nb's ``{glue:figure}`` reads only the current document's glue; ``{glue}`` with ``:doc:`` reads
-another document's but adds no figure or caption. ``{glue-figure-from}`` takes both: the key as
-argument, the notebook as ``:doc:``, the caption as content, and ``:figwidth:`` as a figure has.
-Without ``:name:`` the figure gets no number: the book numbers figures per chapter ("Fig. 5.1"), and
-a page outside the numbered chapters would otherwise show "Fig. 1". The book's data card uses it to
-show chapter 5's cosine strips, captioned, without a second copy of the plot. With ``:name:`` (a
-``fig-...`` label) the figure is numbered and citable: a chapter's appendix, a page of the chapter,
-shows figures its notebook glues with the chapter's numbers ("Fig. 8.5").
+another document's but adds no figure or caption, and its image exists only if the other page shows
+it too. ``{glue-figure-from}`` takes the key as argument, the notebook as ``:doc:``, the caption as
+content, and ``:figwidth:`` as a figure has; it reads the glued PNG from the committed ``.ipynb``
+and writes it beside myst-nb's own images, so the figure needs no other page. Without ``:name:`` the
+figure gets no number: the book numbers figures per chapter ("Fig. 5.1"), and a page outside the
+numbered chapters would otherwise show "Fig. 1". The book's data card uses it to show chapter 5's
+cosine strips, captioned, without a second copy of the plot. With ``:name:`` (a ``fig-...`` label)
+the figure is numbered and citable: a chapter's appendix, a page of the chapter, shows figures its
+notebook glues with the chapter's numbers ("Fig. 8.5").
 
 Enabled from ``_config.yml`` (``sphinx.extra_extensions``).
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
+import os
+from binascii import a2b_base64
+from pathlib import Path
+
 from docutils import nodes
 from docutils.parsers.rst import directives as spec
+from myst_nb.ext.glue import GLUE_PREFIX
 from myst_nb.ext.glue.directives import PasteFigureDirective
-from myst_nb.ext.glue.utils import PendingGlueReferenceError, create_pending_glue_ref, glue_warning
+from myst_nb.ext.glue.utils import glue_warning
+
+
+def glued_png(notebook: Path, key: str) -> bytes | None:
+    """The PNG that ``notebook``'s cells glue under ``key`` (myst-nb ``glue``), or None."""
+    for cell in json.loads(notebook.read_text(encoding="utf-8"))["cells"]:
+        for output in cell.get("outputs", []):
+            if output.get("metadata", {}).get("scrapbook", {}).get("name") == key:
+                data = output.get("data", {}).get(f"{GLUE_PREFIX}image/png")
+                return a2b_base64("".join(data) if isinstance(data, list) else data) if data else None
+    return None
 
 
 class GlueFigureFromDirective(PasteFigureDirective):
@@ -27,12 +46,19 @@ class GlueFigureFromDirective(PasteFigureDirective):
                    "name": spec.unchanged}
 
     def run(self) -> list[nodes.Node]:
-        try:
-            ref = create_pending_glue_ref(self.document, self.source, self.line, self.options["doc"],
-                                          self.arguments[0])
-        except PendingGlueReferenceError as exc:
-            return [glue_warning(str(exc), self.document, self.line)]
-        figure = nodes.figure("", ref, unnumbered="name" not in self.options)
+        key, env = self.arguments[0], self.state.document.settings.env
+        rel, path = env.relfn2path(self.options["doc"], env.docname)
+        env.note_dependency(rel)
+        png = glued_png(Path(path), key) if Path(path).is_file() else None
+        if png is None:
+            return [glue_warning(f"glue-figure-from: {self.options['doc']} glues no PNG named {key!r}",
+                                 self.document, self.line)]
+        file = Path(env.mystnb_config.output_folder) / "glue-figures" / f"{hashlib.sha256(png).hexdigest()}.png"
+        if not file.exists():
+            file.parent.mkdir(parents=True, exist_ok=True)
+            file.write_bytes(png)
+        uri = "/" + os.path.relpath(file.resolve(), env.srcdir)  # a path from the source folder, as myst-nb's
+        figure = nodes.figure("", nodes.image(uri=uri, alt=key), unnumbered="name" not in self.options)
         self.set_source_info(figure)
         self.add_name(figure)
         if "figwidth" in self.options:
