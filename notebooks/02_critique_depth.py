@@ -27,7 +27,7 @@
 #
 # **How we know.** Status: {glue:text}`ch02_headline_status`. With the offline backend the runs come
 # from the documented simulator, not from an LLM; its defaults were fitted to the paper's numbers
-# ({doc}`../book/ch02_appendix`). The intervals resample runs within each instance and depth (a
+# ({doc}`Appendix 2A <../book/ch02_appendix>`). The intervals resample runs within each instance and depth (a
 # bootstrap). Truths come from the simulator's known mechanisms; the text rules are computed locally (TF-IDF and MiniLM
 # embeddings), with no LLM. Every conclusion below is about the simulator.
 # ````
@@ -152,7 +152,7 @@ if ctx.show_paper:  # shown in Appendix 2A (book/ch02_appendix.md)
 # ## Extra divergence under each equivalence rule
 #
 # {numref}`tbl-ch02-extra` is the paper's Table 1 computed under every rule. Every rule judges the
-# same {glue:text}`ch02_matched_pairs` matched pairs ({doc}`../book/ch02_appendix` gives the design's
+# same {glue:text}`ch02_matched_pairs` matched pairs ({doc}`Appendix 2A <../book/ch02_appendix>` gives the design's
 # size and how matched pairs are counted).
 #
 # - `mechanism_key` is the simulator's ground truth of *change*: two hypotheses are the same
@@ -175,7 +175,7 @@ if ctx.show_paper:  # shown in Appendix 2A (book/ch02_appendix.md)
 # divergence is recomputed, and the percentiles of the resamples are the bounds
 # (`mechaudit.workflow.intervals`). It says how far a re-execution of this design on these instances
 # could move the estimate, not how far another benchmark's effect could lie (why:
-# {doc}`../book/ch02_appendix`); {doc}`02b_validity` checks its coverage against the simulator's truth.
+# {doc}`Appendix 2A <../book/ch02_appendix>`); {doc}`02b_validity` checks its coverage against the simulator's truth.
 # "Truth (pp)" is the simulator's population value of the
 # quantity each rule estimates (its own for `mechanism_key` and `paper_rates`, the mechanism key's
 # for the other rules), from a large simulated design with `truth_runs_per_depth` runs per depth
@@ -218,7 +218,7 @@ glue_facts("ch02", ch.table1_facts(table, main_rule, design, load_calibration(PA
 # %% [markdown]
 # ## Which numbers agree with the paper because they were set to match it
 #
-# Three of the simulator's numbers were chosen to match the paper ({doc}`../book/ch02_appendix`;
+# Three of the simulator's numbers were chosen to match the paper ({doc}`Appendix 2A <../book/ch02_appendix>`;
 # `params/calibration.yaml` lists them with their targets): the matched-pair density, the demand
 # mixture of chapter 03, and the extra divergence of {glue:text}`ch02_fitted_labels` as the paper-rate
 # judge measures it. Under that judge this run gives {glue:text}`ch02_extra_0v1_pp` pp for 0 v 1
@@ -230,7 +230,7 @@ glue_facts("ch02", ch.table1_facts(table, main_rule, design, load_calibration(PA
 # {glue:text}`ch02_paper_1v5_pp` pp; {glue:text}`ch02_1v5_note`. It is not independent of the fit
 # either: the fit set `p_find` (how many open weak links the critic finds per round) from the small
 # gap between the paper's 0 v 5 and 0 v 1, and a critic that finds nearly everything in round one
-# leaves little for rounds two to five. {numref}`tbl-ch02-truth` in {doc}`../book/ch02_appendix` gives the
+# leaves little for rounds two to five. {numref}`tbl-ch02-truth` in {doc}`Appendix 2A <../book/ch02_appendix>` gives the
 # simulator's population values (its truths) under both truth measures.
 
 # %% tags=["remove-cell"]
@@ -302,7 +302,7 @@ ctx.table("settings_truth", settings.round(1), label="tbl-ch02-settings",
 # ({glue:text}`ch02_p_find` is the fitted chance per round), a concession replaces the step, and
 # later rounds find little left to change.
 #
-# {doc}`../book/ch02_appendix` gives the simulator's truths at four other settings
+# {doc}`Appendix 2A <../book/ch02_appendix>` gives the simulator's truths at four other settings
 # ({numref}`tbl-ch02-settings`) and what the mechanism-key truth is and is not; {doc}`02c_robustness`
 # maps the settings whose 0 v 1 effect is consistent with the paper's.
 #
@@ -374,7 +374,7 @@ if ctx.show_paper:
 # The paper judged its matched pairs with three judge models and saw the same pattern under each
 # (its Figure 5). With an LLM {term}`backend <Backend>` the cell below has `judge_model` and each of
 # `judge_models` judge every matched pair with the full rubric; offline no judge model runs and nothing
-# stands in for one. {doc}`../book/ch02_appendix` describes the axis, shows what it would ask of the
+# stands in for one. {doc}`Appendix 2A <../book/ch02_appendix>` describes the axis, shows what it would ask of the
 # API and sets the paper's ranges beside this run's.
 
 # %%
@@ -410,7 +410,7 @@ if ctx.show_paper:
 #
 # Three of the simulator's numbers were fitted to the paper's: the matched-pair density, the extra
 # divergence of {glue:text}`ch02_fitted_labels` under the paper-rate judge, and the engagement mixture
-# of chapter 03. Every other parameter is an assumption with a stated reason. {doc}`../book/ch02_appendix`
+# of chapter 03. Every other parameter is an assumption with a stated reason. {doc}`Appendix 2A <../book/ch02_appendix>`
 # describes the fit, lists every parameter ({numref}`tbl-ch02-calibration`) and shows the scan
 # ({numref}`tbl-ch02-scan`); the cell below runs it (on the shipped benchmark only).
 

@@ -135,7 +135,7 @@ if (table := ctx.paper_table(ch.paper_rows(labelled, ctx.backend), label="tbl-ch
 # shares come from the simulator, whose reply probabilities were set so that the mixture lands near
 # the paper's shares: in `params/simulator.yaml`, `reply_weak` was set by hand with the paper's mixture
 # in view and `reply_sound` was solved for it (both are listed as fitted in `params/calibration.yaml`,
-# and the calibration is described in {doc}`../book/ch02_appendix`). This run's shares
+# and the calibration is described in {doc}`Appendix 2A <../book/ch02_appendix>`). This run's shares
 # ({glue:text}`ch03_conceded_pct` % conceded, {glue:text}`ch03_answered_pct` % answered,
 # {glue:text}`ch03_partial_pct` % partial, {glue:text}`ch03_dropped_pct` % dropped) sit within
 # {glue:text}`ch03_max_gap_pp`

@@ -64,7 +64,7 @@
 #
 # The chapter checks the implementation in `mechaudit.tau` on a **synthetic paper pool**: how well
 # τ and scores are recovered, when scores stick at 10, and what the original "loss + 1.92" interval
-# really measures. {doc}`../book/ch08_appendix` adds the {term}`densify <Densify>` triggers, a judge
+# really measures. {doc}`Appendix 8A <../book/ch08_appendix>` adds the {term}`densify <Densify>` triggers, a judge
 # that likes ties, a judge that misperceives the papers, and what a real judge can show on this pool.
 #
 # **What is simulated, and what is true by construction.** Every section except "Calibrating with
@@ -150,7 +150,7 @@ glue_facts("ch08", ch.pool_facts(pool))
 # The pool has {glue:text}`ch08_n_papers` papers. Their anchor scores measure the latent quality
 # with a root-mean-square error of {glue:text}`ch08_score10_quality_rmse` score points (review noise
 # and rounding to the rating scale); the simulated judge above ignores that error, because it sees
-# the anchor score (score10) itself. The misspecification analysis ({doc}`../book/ch08_appendix`)
+# the anchor score (score10) itself. The misspecification analysis ({doc}`Appendix 8A <../book/ch08_appendix>`)
 # lets it see the quality instead.
 #
 # ## Recovering τ
@@ -194,9 +194,9 @@ fig = ctx.figure("tau_recovery", plots.tau_recovery_plot(recovery, caption=SIM),
 # fits are within 10 %, mean error of the mle {glue:text}`ch08_mean_error_pct` %) shows that the pair
 # sampler and both fitters are implemented correctly; it says nothing about a real judge, whose
 # answers need not follow this model at all (see the misspecification analysis in
-# {doc}`../book/ch08_appendix`).
+# {doc}`Appendix 8A <../book/ch08_appendix>`).
 #
-# On the same answers grid and mle {glue:text}`ch08_grid_mle_differ`. {doc}`../book/ch08_appendix`
+# On the same answers grid and mle {glue:text}`ch08_grid_mle_differ`. {doc}`Appendix 8A <../book/ch08_appendix>`
 # discusses the spread of the fits and the mle's two standard errors.
 
 # %% [markdown]
@@ -207,7 +207,7 @@ fig = ctx.figure("tau_recovery", plots.tau_recovery_plot(recovery, caption=SIM),
 # story's pattern plus exemplars, the judge answers one call per role against all anchors, the
 # score is inferred with the role's true τ (passed explicitly, `taus=judge.taus`), and densify
 # adds anchors when a trigger fires, by default exactly as the original does (`densify_mode`; the
-# densify analysis of {doc}`../book/ch08_appendix` compares the alternatives). The same stories are
+# densify analysis of {doc}`Appendix 8A <../book/ch08_appendix>` compares the alternatives). The same stories are
 # also reviewed without a second round and with each alternative; that analysis uses those runs.
 
 # %%
@@ -333,7 +333,7 @@ fig = ctx.figure("weight_scale", plots.weight_scale_plot(scale_effect, caption=S
 #
 # ## Densify, ties and a misspecified judge
 #
-# The cell below runs three further analyses with the same simulated judge; {doc}`../book/ch08_appendix`
+# The cell below runs three further analyses with the same simulated judge; {doc}`Appendix 8A <../book/ch08_appendix>`
 # shows them. With the original densify rule the second round lowers the mean absolute error from
 # {glue:text}`ch08_dens_mae_first` to {glue:text}`ch08_dens_mae_original` points; a judge that says
 # "tie" when unsure inflates τ to {glue:text}`ch08_ties_abstain_tau` (true
@@ -424,7 +424,7 @@ ctx.table("original_vs_this_run", ch.original_settings(recovery, misspec, rounds
 # judge `judge_model`, once per role, and fits τ per role from its verdicts (grid and mle). With the
 # offline backend the cell only says that it did not run. On this synthetic pool such a fit shows
 # that the pipeline runs end to end and what it costs, but nothing about the judge's calibration:
-# {doc}`../book/ch08_appendix` explains why, and how to calibrate a judge on real papers.
+# {doc}`Appendix 8A <../book/ch08_appendix>` explains why, and how to calibrate a judge on real papers.
 
 # %%
 fits = ch.calibrate_with_llm(pool, ctx.client, model=judge_model,
@@ -531,7 +531,7 @@ ctx.usage()
 # - Set `perception_noises = [0.0, 0.25, 0.5, 1.0, 2.0]` and `misspec_reps = 10`: a finer and
 #   steadier picture of where the strength weights stop hiding the noise.
 # - Run with `-p backend anthropic` (and a key) to calibrate a real judge on this pool; read the
-#   limits in {doc}`../book/ch08_appendix` first.
+#   limits in {doc}`Appendix 8A <../book/ch08_appendix>` first.
 #
 # ## Key takeaways
 #
