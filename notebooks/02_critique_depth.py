@@ -27,8 +27,8 @@
 #
 # **How we know.** Status: {glue:text}`ch02_headline_status`. With the offline backend the runs come
 # from the documented simulator, not from an LLM; its defaults were fitted to the paper's numbers
-# (last section). The intervals resample runs within each instance and depth (a bootstrap). Truths
-# come from the simulator's known mechanisms; the text rules are computed locally (TF-IDF and MiniLM
+# ({doc}`Appendix 2A <../book/ch02_appendix>`). The intervals resample runs within each instance and depth (a
+# bootstrap). Truths come from the simulator's known mechanisms; the text rules are computed locally (TF-IDF and MiniLM
 # embeddings), with no LLM. Every conclusion below is about the simulator.
 # ````
 #
@@ -133,30 +133,19 @@ setup = workflow_setup(ctx.client, data_dir=data_dir,
 bench, design, sim_params = setup.bench, setup.design, setup.simulator
 runs = setup.delivery.runs
 design_counts = counts(runs)
+# LLM runs: hypotheses dropped for bad replies
+report_dropped(setup.delivery, json_retries)
 
-# %% tags=["hide-input"]
-report_dropped(setup.delivery, json_retries)  # LLM runs: hypotheses dropped for bad replies
+# %% tags=["remove-cell"]
+# shown in Appendix 2A (book/ch02_appendix.md)
 display(book_table(pd.DataFrame([design_counts], index=pd.Index([setup.delivery.source], name="runs from")),
                    name="tbl-ch02-design", caption="The size of this run's design."))
 
 # %% tags=["remove-cell"]
 glue_facts("ch02", ch.design_facts(design, design_counts, sim_params))
 
-# %% [markdown]
-# ## Design size
-#
-# Runs are counted per instance and depth, run pairs are all pairs of runs of one instance (same- and
-# cross-depth: {glue:text}`ch02_run_pairs_per_instance` per instance), and matched pairs are summed over
-# run pairs. The paper reports {glue:text}`ch02_paper_matched_pairs` matched pairs, about
-# {glue:text}`ch02_paper_density` per run pair, without saying how it matched them. This book assumes
-# that a run may develop an opening hypothesis into more than one delivered hypothesis and that all
-# their cross pairs count. In the simulator the number of hypotheses per opening is
-# 1 + Binomial({glue:text}`ch02_extra_max`, {glue:text}`ch02_p_extra`), with the probability solved
-# from the paper's density (last section), so this run's {glue:text}`ch02_matched_pairs` matched pairs
-# are close to the paper's count by construction, not a finding.
-
-# %% tags=["hide-input"]
-if ctx.show_paper:
+# %% tags=["remove-cell"]
+if ctx.show_paper:  # shown in Appendix 2A (book/ch02_appendix.md)
     display(ctx.paper_table(ch.design_rows(design_counts, setup.delivery.source), name="design_comparison",
                             label="tbl-ch02-design-paper", caption="The design's size: the paper's and this run's."))
 
@@ -164,7 +153,8 @@ if ctx.show_paper:
 # ## Extra divergence under each equivalence rule
 #
 # {numref}`tbl-ch02-extra` is the paper's Table 1 computed under every rule. Every rule judges the
-# same matched pairs.
+# same {glue:text}`ch02_matched_pairs` matched pairs ({doc}`Appendix 2A <../book/ch02_appendix>` gives the design's
+# size and how matched pairs are counted).
 #
 # - `mechanism_key` is the simulator's ground truth of *change*: two hypotheses are the same
 #   mechanism only if every step id agrees (same initiating event, same ordered route, same terminal
@@ -184,12 +174,10 @@ if ctx.show_paper:
 # The interval beside each estimate is a {glue:text}`ch02_level_pct` % bootstrap interval: within
 # each instance the runs of each depth are resampled with replacement, the instance-averaged extra
 # divergence is recomputed, and the percentiles of the resamples are the bounds
-# (`mechaudit.workflow.intervals`). It resamples runs, not instances: with four instances a
-# resample over instances would have three degrees of freedom and would mostly show how the effect
-# differs between these four questions, which the per-instance markers of the figure below show
-# directly. So the interval says how far a re-execution of this design on these instances could
-# move the estimate, not how far another benchmark's effect could lie; {doc}`02b_validity` checks its
-# coverage against the simulator's truth. "Truth (pp)" is the simulator's population value of the
+# (`mechaudit.workflow.intervals`). It says how far a re-execution of this design on these instances
+# could move the estimate, not how far another benchmark's effect could lie (why:
+# {doc}`Appendix 2A <../book/ch02_appendix>`); {doc}`02b_validity` checks its coverage against the simulator's truth.
+# "Truth (pp)" is the simulator's population value of the
 # quantity each rule estimates (its own for `mechanism_key` and `paper_rates`, the mechanism key's
 # for the other rules), from a large simulated design with `truth_runs_per_depth` runs per depth
 # ("Truth SE (pp)": its jackknife standard error). "Ceiling (pp)" is the largest extra divergence
@@ -231,11 +219,11 @@ glue_facts("ch02", ch.table1_facts(table, main_rule, design, load_calibration(PA
 # %% [markdown]
 # ## Which numbers agree with the paper because they were set to match it
 #
-# Three of the simulator's numbers were chosen to match the paper (last section; `params/calibration.yaml`
-# lists them with their targets): the matched-pair density, the demand mixture of chapter 03, and the
-# extra divergence of {glue:text}`ch02_fitted_labels` as the paper-rate judge measures it. Under that
-# judge this run gives {glue:text}`ch02_extra_0v1_pp` pp for 0 v 1 ({glue:text}`ch02_level_pct` %
-# interval {glue:text}`ch02_ci_0v1`) and {glue:text}`ch02_extra_0v5_pp` pp for 0 v 5
+# Three of the simulator's numbers were chosen to match the paper ({doc}`Appendix 2A <../book/ch02_appendix>`;
+# `params/calibration.yaml` lists them with their targets): the matched-pair density, the demand
+# mixture of chapter 03, and the extra divergence of {glue:text}`ch02_fitted_labels` as the paper-rate
+# judge measures it. Under that judge this run gives {glue:text}`ch02_extra_0v1_pp` pp for 0 v 1
+# ({glue:text}`ch02_level_pct` % interval {glue:text}`ch02_ci_0v1`) and {glue:text}`ch02_extra_0v5_pp` pp for 0 v 5
 # ({glue:text}`ch02_ci_0v5`): near the paper's {glue:text}`ch02_paper_0v1_pp` and
 # {glue:text}`ch02_paper_0v5_pp` pp *because the simulator was fitted to them*. The third comparison,
 # {glue:text}`ch02_unfitted_labels`, was not a target: {glue:text}`ch02_extra_1v5_pp` pp
@@ -243,11 +231,11 @@ glue_facts("ch02", ch.table1_facts(table, main_rule, design, load_calibration(PA
 # {glue:text}`ch02_paper_1v5_pp` pp; {glue:text}`ch02_1v5_note`. It is not independent of the fit
 # either: the fit set `p_find` (how many open weak links the critic finds per round) from the small
 # gap between the paper's 0 v 5 and 0 v 1, and a critic that finds nearly everything in round one
-# leaves little for rounds two to five. The table below gives the simulator's population values (its
-# truths) under both truth measures ({numref}`tbl-ch02-truth`): extra divergence per comparison in
-# pp and same-depth divergence per depth (a level, in %).
+# leaves little for rounds two to five. {numref}`tbl-ch02-truth` in {doc}`Appendix 2A <../book/ch02_appendix>` gives the
+# simulator's population values (its truths) under both truth measures.
 
-# %% tags=["hide-input"]
+# %% tags=["remove-cell"]
+# shown in Appendix 2A (book/ch02_appendix.md)
 truth_view = ch.truth_table(truth) if truth is not None else None
 if truth_view is None:
     print("no simulator truth for LLM runs")
@@ -302,6 +290,11 @@ profile = change_profile(runs, bench) if truth is not None else None
 glue_facts("ch02", ch.settings_facts(settings, sim_params, contrast_p_find=contrast_p_find,
                                      compare_runs=compare_runs_per_depth, profile=profile))
 
+# %% tags=["remove-cell"]
+# shown in Appendix 2A (book/ch02_appendix.md)
+ctx.table("settings_truth", settings.round(1), label="tbl-ch02-settings",
+          caption="The simulator's truths at the committed defaults and at four other settings.")
+
 # %% [markdown]
 # {glue:text}`ch02_pattern`: a large extra divergence when critique is first introduced (significant
 # at the 5 % level) and a 1 v 5 effect at most a quarter of it. In the simulator this pattern comes
@@ -310,40 +303,9 @@ glue_facts("ch02", ch.settings_facts(settings, sim_params, contrast_p_find=contr
 # ({glue:text}`ch02_p_find` is the fitted chance per round), a concession replaces the step, and
 # later rounds find little left to change.
 #
-# **Outcomes at other settings.** The table below gives the simulator's truths (population values from
-# {glue:text}`ch02_compare_runs` runs per depth, so they differ from the truths above by up to their
-# sampling error) at the committed defaults and at four other settings: half the development noise
-# (`p_develop_swap` 0.02 instead of 0.04), fewer unsupported weak links (`p_weak_unsupported` 0.9
-# instead of 1), a slower critic, and a setting chosen so that the *mechanism key*, not the paper-rate
-# judge, gives about the paper's 0 v 1 number. {numref}`tbl-ch02-settings` has one row per measure and
-# quantity (extra divergence in pp, same-depth divergence K=k in %).
-
-# %% tags=["hide-input"]
-ctx.table("settings_truth", settings.round(1), label="tbl-ch02-settings",
-          caption="The simulator's truths at the committed defaults and at four other settings.")
-
-# %% [markdown]
-# - `p_develop_swap` 0.02 instead of 0.04 moves the paper-rate 0 v 1 truth from
-#   {glue:text}`ch02_set_committed_rate_0v1` to {glue:text}`ch02_set_dev_rate_0v1` pp and 1 v 5 from
-#   {glue:text}`ch02_set_committed_rate_1v5` to {glue:text}`ch02_set_dev_rate_1v5` pp.
-# - `p_weak_unsupported` 0.9 instead of 1 moves them to {glue:text}`ch02_set_unsup_rate_0v1` and
-#   {glue:text}`ch02_set_unsup_rate_1v5` pp.
-# - With `p_find` = {glue:text}`ch02_contrast_p_find` the effects (0 v 1, 0 v 5, 1 v 5) are
-#   {glue:text}`ch02_set_contrast_rate_0v1`, {glue:text}`ch02_set_contrast_rate_0v5` and
-#   {glue:text}`ch02_set_contrast_rate_1v5` pp: {glue:text}`ch02_shape_verdict`.
-#   {doc}`02c_robustness` maps the settings whose 0 v 1 effect is consistent with the paper's.
-# - **What the mechanism-key truth is and is not.** At the setting chosen for the mechanism key, the
-#   key's 0 v 1 truth is
-#   {glue:text}`ch02_set_keyfit_key_0v1` pp, but a judge with the paper's rates would see only
-#   {glue:text}`ch02_set_keyfit_rate_0v1` pp. The key counts every replaced step as a new
-#   mechanism; the paper's judge called only {glue:text}`ch02_rate_middle` % of middle-step swaps
-#   different, and most of those repairs were middle steps. The key's truth is the share of matched
-#   pairs whose chains differ at all; it is not what an LLM judge with the paper's sensitivity
-#   reports. To make such a judge see {glue:text}`ch02_paper_0v1_pp` pp, the fitted simulator
-#   has to replace the initiating event often: in this run's depth-1 runs
-#   {glue:text}`ch02_first_changed_k1` % of the delivered hypotheses have a new initiating event and
-#   {glue:text}`ch02_middle_changed_k1` % of their middle steps changed. At the committed defaults the
-#   key's 0 v 1 truth is {glue:text}`ch02_set_committed_key_0v1` pp.
+# {doc}`Appendix 2A <../book/ch02_appendix>` gives the simulator's truths at four other settings
+# ({numref}`tbl-ch02-settings`) and what the mechanism-key truth is and is not; {doc}`02c_robustness`
+# maps the settings whose 0 v 1 effect is consistent with the paper's.
 #
 # (`simulator_file = "simulator_null.yaml"` makes the effect vanish: {ref}`ch02-ex1`.)
 #
@@ -410,17 +372,11 @@ if ctx.show_paper:
 # %% [markdown]
 # ## Judge models
 #
-# The paper judged its matched pairs with three judge models (Opus 4.6, Sonnet 4.6 and GPT-5.5; its
-# Figure 5) and saw the same pattern under each: across the three, the extra divergence ranged over
-# {glue:text}`ch02_paper_judges_0v1` pp for 0 v 1, {glue:text}`ch02_paper_judges_0v5` pp for 0 v 5
-# and {glue:text}`ch02_paper_judges_1v5` pp for 1 v 5. With an LLM {term}`backend <Backend>` this
-# section does the same with `judge_model` followed by `judge_models`: each model judges every
-# matched pair with the full rubric, exactly as the `llm` rule above (same prompt, orders and early
-# stop; one response cache, so the first model's calls are not sent again). It then shows the extra
-# divergence per model, its range over the models beside the paper's, and a figure with one series
-# per model. Offline no judge model runs and nothing stands in for one: the section shows no
-# judge-model numbers, only what running it would ask of the API (the same count as
-# `mechaudit estimate 02_critique_depth -p backend anthropic -p judge_models "[...]"`).
+# The paper judged its matched pairs with three judge models and saw the same pattern under each
+# (its Figure 5). With an LLM {term}`backend <Backend>` the cell below has `judge_model` and each of
+# `judge_models` judge every matched pair with the full rubric; offline no judge model runs and nothing
+# stands in for one. {doc}`Appendix 2A <../book/ch02_appendix>` describes the axis, shows what it would ask of the
+# API and sets the paper's ranges beside this run's.
 
 # %%
 axis_models = list(dict.fromkeys([judge_model, *judge_models]))
@@ -428,14 +384,15 @@ per_model = ch.judge_model_axis(runs, design, axis_models,
                                 client=ctx.client,
                                 instances=bench.instances)
 
-# %% tags=["hide-input"]
+# %% tags=["remove-cell"]
+# shown in Appendix 2A (book/ch02_appendix.md)
 ranges = None if per_model is None else ch.judge_model_ranges(per_model)
 if per_model is None:
     plan_models = ch.judge_axis_plan_models(judge_model, judge_models)
     plan = judge_estimate("02_critique_depth", {
         "judge_model": judge_model, "judge_models": plan_models, "generator_model": generator_model,
         "design_file": design_file, "rules": rules, "data_dir": data_dir, "cache_dir": cache_dir})
-    print(ch.judge_axis_note(plan, plan_models))
+    print(glue("ch02_judge_axis_note", ch.judge_axis_note(plan, plan_models)))
     display(book_table(plan, name="tbl-ch02-judge-plan",
                        caption="What the judge-model axis would ask of the API with an LLM backend."))
 else:
@@ -452,51 +409,11 @@ if ctx.show_paper:
 # %% [markdown]
 # ## How the simulator's defaults were set
 #
-# `mechaudit.workflow.calibrate` chooses the simulator's defaults from numbers the paper reports;
-# its settings, and the paper numbers each fitted value targets, are in `params/calibration.yaml`.
-# Every other parameter is an assumption, listed below with its reason. The calibration starts from
-# the committed `params/simulator.yaml` and the paper's design, and runs only on the shipped
-# benchmark (on other data it is skipped).
-#
-# - **Matched-pair density** ({glue:text}`ch02_paper_density` per run pair): two runs that each develop
-#   1 + Binomial(m, p) hypotheses per opening share on average openings x (1 + m p)^2 matched pairs, so
-#   with m = {glue:text}`ch02_extra_max` (assumed) p = {glue:text}`ch02_cal_p_exact`, rounded to
-#   {glue:text}`ch02_cal_p_extra`. Closed form, true by construction.
-# - **The extra divergence** ({glue:text}`ch02_cal_targets`): a grid scan of
-#   {glue:text}`ch02_cal_n_points` points ({glue:text}`ch02_cal_grid_name`), scored under the paper-rate
-#   judge, the quantity the paper's LLM judge measured. Each point is scored by its *expected* values,
-#   not by one draw: {glue:text}`ch02_cal_seeds` simulated designs of {glue:text}`ch02_cal_runs` runs per
-#   depth and instance, the same seeds at every point (common random numbers), which puts every Monte
-#   Carlo standard error at or below {glue:text}`ch02_cal_max_se` pp (the limit is
-#   {glue:text}`ch02_cal_se_limit` pp, a tenth of the tolerance). The objective is the squared distance
-#   of each expected effect from its target in units of its tolerance ({glue:text}`ch02_cal_tol`: the
-#   sampling SD of one {glue:text}`ch02_cal_n_runs`-run design's estimate, which {doc}`02b_validity`
-#   measures). The best point is {glue:text}`ch02_cal_best` ({glue:text}`ch02_cal_best_pp`). Within half
-#   a tolerance ({glue:text}`ch02_cal_half_tol`) of both targets lie: {glue:text}`ch02_cal_fit_points`.
-#   So {glue:text}`ch02_cal_fit_set`. The 0 v 5 effect depends almost only on `p_weak_supported` (after
-#   five rounds nearly every weak link has been found), the 0 v 1 effect on both parameters. Counting
-#   every point whose expected effects could have produced the paper's two estimates at the
-#   {glue:text}`ch02_cal_level_pct` % level (the joint test of {doc}`02c_robustness`),
-#   {glue:text}`ch02_cal_n_consistent` of the points are consistent with the paper.
-# - **The engagement mixture** ({glue:text}`ch02_cal_mix_target` % of demands conceded / answered /
-#   partial / dropped): a reply to a demand on a sound link changes no chain and no open weak link, so
-#   the weak-link demands do not depend on `reply_sound`. Given them, `reply_sound` is solved in closed
-#   form ({glue:text}`ch02_cal_reply_sound`), which gives {glue:text}`ch02_cal_mix_achieved` %:
-#   {glue:text}`ch02_cal_mix_sentence`. The replies to weak-link demands, `reply_weak`, were chosen by
-#   hand with the paper's mixture in view (`params/calibration.yaml`, section `chosen`), so they count
-#   as fitted too.
-# - **The number of demands** is not a target, and it does not fit: the simulator raises about
-#   {glue:text}`ch02_cal_demands` demands per {glue:text}`ch02_cal_n_runs`-run design against the
-#   paper's {glue:text}`ch02_paper_demands`. Its critic raises one demand per weak link it finds in
-#   every hypothesis, and the fit needs nearly every step to be weak; the paper's critic raised far
-#   fewer demands for the same amount of change. {doc}`03_critique_engagement` discusses what this
-#   means for the engagement shares.
-#
-# The scan is an expensive fixed computation: {glue:text}`ch02_cal_source`. This chapter's own truth
-# (independent seeds, {glue:text}`ch02_truth_runs` runs per depth) re-checks the committed point:
-# {glue:text}`ch02_cal_recheck`. The "Calibrated" column of {numref}`tbl-ch02-calibration` holds the
-# calibration's values and "Committed" those in `params/simulator.yaml`, which every chapter runs:
-# {glue:text}`ch02_cal_verdict`.
+# Three of the simulator's numbers were fitted to the paper's: the matched-pair density, the extra
+# divergence of {glue:text}`ch02_fitted_labels` under the paper-rate judge, and the engagement mixture
+# of chapter 03. Every other parameter is an assumption with a stated reason. {doc}`Appendix 2A <../book/ch02_appendix>`
+# describes the fit, lists every parameter ({numref}`tbl-ch02-calibration`) and shows the scan
+# ({numref}`tbl-ch02-scan`); the cell below runs it (on the shipped benchmark only).
 
 # %%
 if ctx.show_paper:  # targets: the paper's numbers (shipped data only)
@@ -504,7 +421,8 @@ if ctx.show_paper:  # targets: the paper's numbers (shipped data only)
     fit = fit_table(calibration.cal, calibration.committed,
                     calibration.spec)
 
-# %% tags=["hide-input"]
+# %% tags=["remove-cell"]
+# shown in Appendix 2A (book/ch02_appendix.md)
 if ctx.show_paper:
     display(ctx.table("calibration_fit", fit.set_index("parameter"), label="tbl-ch02-calibration",
                       caption="The simulator's parameters: fitted to the paper's numbers, chosen with them in "
@@ -513,13 +431,8 @@ if ctx.show_paper:
 else:
     print("Calibration to the paper's numbers is off: it runs on the shipped benchmark only.")
 
-# %% [markdown]
-# The scan ({numref}`tbl-ch02-scan`), one row per grid point: the expected paper-rate extra divergence
-# of each comparison with its Monte Carlo SE, the objective (the point marked "best" has the
-# smallest), whether both targets lie within half a tolerance, and whether the point is consistent
-# with the paper's two estimates jointly.
-
-# %% tags=["hide-input"]
+# %% tags=["remove-cell"]
+# shown in Appendix 2A (book/ch02_appendix.md)
 if ctx.show_paper:
     display(ctx.table("calibration_scan", ch.scan_view(calibration.cal.scan, list(calibration.spec.grid)),
                       label="tbl-ch02-scan", caption="The calibration scan: one row per grid point."))
@@ -540,7 +453,8 @@ glue_facts("ch02", ch.exercise_facts(bench, design, sim_params, runs, table, tru
 
 # %% [markdown]
 # Whether these estimates are unbiased, whether their intervals cover the truth and whether the test
-# holds its size is checked over many simulated replications in the validity chapter that follows.
+# holds its size is checked over many simulated replications in {doc}`02b_validity`, the next section of
+# this chapter.
 #
 # ## Exercises
 #

@@ -33,7 +33,7 @@
 #
 # ```{admonition} Learning objectives
 # :class: tip
-# After this chapter you can
+# After this section you can
 # - estimate the bias of an effect estimate, the coverage of its interval and the size of a test by
 #   simulated replication against a known truth;
 # - compute and use the Monte Carlo standard error of a rejection rate;

@@ -40,7 +40,7 @@
 #
 # ```{admonition} Learning objectives
 # :class: tip
-# After this chapter you can
+# After this section you can
 # - explain why a conclusion read at one simulator setting needs a check at the other settings that are
 #   consistent with the observation, and why the rest of a grid is only context;
 # - compute the ceiling of an {term}`extra divergence <Extra divergence>` and read a ceiling-aware

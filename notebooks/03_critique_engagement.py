@@ -113,7 +113,8 @@ labelled = ch.label_runs(setup.delivery, judge_model, json_retries)
 shares = ch.shares_table(labelled, paper)
 
 # %% tags=["hide-input"]
-print(f"{len(labelled)} demands in {labelled.run_id.nunique()} runs; labels from: {ch.label_source(ctx.backend)}")
+print(f"{len(labelled)} demands in {labelled.run_id.nunique()} critiqued runs (of {setup.design.n_runs}); "
+      f"labels from: {ch.label_source(ctx.backend)}")
 display(ctx.table("engagement", shares, label="tbl-ch03-shares",
                   caption="Share of all critic demands per engagement label, this run beside the paper."))
 
@@ -134,7 +135,7 @@ if (table := ctx.paper_table(ch.paper_rows(labelled, ctx.backend), label="tbl-ch
 # shares come from the simulator, whose reply probabilities were set so that the mixture lands near
 # the paper's shares: in `params/simulator.yaml`, `reply_weak` was set by hand with the paper's mixture
 # in view and `reply_sound` was solved for it (both are listed as fitted in `params/calibration.yaml`,
-# and the calibration is run in the last section of {doc}`02_critique_depth`). This run's shares
+# and the calibration is described in {doc}`Appendix 2A <../book/ch02_appendix>`). This run's shares
 # ({glue:text}`ch03_conceded_pct` % conceded, {glue:text}`ch03_answered_pct` % answered,
 # {glue:text}`ch03_partial_pct` % partial, {glue:text}`ch03_dropped_pct` % dropped) sit within
 # {glue:text}`ch03_max_gap_pp`
@@ -145,9 +146,10 @@ if (table := ctx.paper_table(ch.paper_rows(labelled, ctx.backend), label="tbl-ch
 # ## The number of demands: a misfit
 #
 # The demand count was not a calibration target, and it does not fit. The table sets this run's count
-# beside the paper's for the same 60-run design, per design and per run and round of critique (the
-# design has {glue:text}`ch03_critique_rounds` run-rounds of critique: each run at depth 1 has one round,
-# each at depth 5 has five).
+# beside the paper's for the same design of {glue:text}`ch03_n_runs` runs, per design and per run and
+# round of critique. Only the {glue:text}`ch03_critiqued_runs` runs with critique raise demands, and
+# they hold {glue:text}`ch03_critique_rounds` run-rounds of critique: each run at depth 1 has one
+# round, each at depth 5 has five.
 
 # %%
 runs = setup.delivery.runs

@@ -63,18 +63,15 @@
 # is calibrated once per judge, rubric and card format from judged pairs of papers.
 #
 # The chapter checks the implementation in `mechaudit.tau` on a **synthetic paper pool**: how well
-# τ and scores are recovered, when scores stick at 10, what the original "loss + 1.92" interval
-# really measures, how often the {term}`densify <Densify>` triggers fire and which anchors the
-# second round adds, what a judge that likes to say "tie" does to τ, and how far τ and the scores
-# drift when the judge does not perceive the papers the way the inference model assumes.
+# τ and scores are recovered, when scores stick at 10, and what the original "loss + 1.92" interval
+# really measures. {doc}`Appendix 8A <../book/ch08_appendix>` adds the {term}`densify <Densify>` triggers, a judge
+# that likes ties, a judge that misperceives the papers, and what a real judge can show on this pool.
 #
 # **What is simulated, and what is true by construction.** Every section except "Calibrating with
-# a real judge" uses the offline simulated judge, whatever `backend` is: a documented random
-# model, not a language model. That judge answers with exactly the logistic model the fitter and
-# the inference assume, on exactly the scores they use. Where a section recovers the true τ or
-# the true score under that judge, the result is a check that the code is right, not evidence
-# that the method works with a real judge; the section says so. The misspecification section
-# breaks the assumption on purpose, and the real-judge section runs only with an LLM backend.
+# a real judge" uses the offline simulated judge, whatever `backend` is: a documented random model,
+# not a language model, that answers with exactly the logistic model the fitter and the inference
+# assume, on exactly the scores they use. A τ or score recovered under that judge shows that the
+# code is right, not that the method works with a real judge; each section says so.
 
 # %% tags=["more-parameters", "remove-cell"]
 backend = "reference"
@@ -110,7 +107,7 @@ from mechaudit.book.chapter import ChapterContext
 
 ctx = ChapterContext.open(globals())  # the backend, parsed once; this chapter's LLM client, budget and batch mode
 
-# %% tags=["hide-input"]
+# %% tags=["remove-cell"]
 from mechaudit.book import ch08_tau_calibration as ch
 from mechaudit.plots import tau as plots
 from mechaudit.report.facts import glue_facts
@@ -154,7 +151,8 @@ glue_facts("ch08", ch.pool_facts(pool))
 # The pool has {glue:text}`ch08_n_papers` papers. Their anchor scores measure the latent quality
 # with a root-mean-square error of {glue:text}`ch08_score10_quality_rmse` score points (review noise
 # and rounding to the rating scale); the simulated judge above ignores that error, because it sees
-# the anchor score (score10) itself. The misspecification section lets it see the quality instead.
+# the anchor score (score10) itself. The misspecification analysis ({doc}`Appendix 8A <../book/ch08_appendix>`)
+# lets it see the quality instead.
 #
 # ## Recovering τ
 #
@@ -196,18 +194,11 @@ fig = ctx.figure("tau_recovery", plots.tau_recovery_plot(recovery, caption=SIM),
 # ({numref}`fig-ch08-tau-recovery`; {glue:text}`ch08_within10_pct` % of the {glue:text}`ch08_n_fits`
 # fits are within 10 %, mean error of the mle {glue:text}`ch08_mean_error_pct` %) shows that the pair
 # sampler and both fitters are implemented correctly; it says nothing about a real judge, whose
-# answers need not follow this model at all (see the misspecification section).
+# answers need not follow this model at all (see the misspecification analysis in
+# {doc}`Appendix 8A <../book/ch08_appendix>`).
 #
-# On the same answers grid and mle {glue:text}`ch08_grid_mle_differ`. The
-# spread across repetitions (column "SD" of {numref}`tbl-ch08-recovery`) is {glue:text}`ch08_sd_small` at τ
-# {glue:text}`ch08_tau_small` and {glue:text}`ch08_sd_large` at τ {glue:text}`ch08_tau_large`:
-# a flatter curve is pinned down less well by pairs that are never more than 3 points apart. The
-# mle reports two standard errors. The one from the observed information ("mean SE") treats the
-# weights as counts of independent answers, which they are not (a "strong" answer is one answer,
-# not three); on average it is {glue:text}`ch08_se_over_sd` times the observed spread. The sandwich
-# standard error ("mean robust SE") does not depend on the weights' scale; it is
-# {glue:text}`ch08_se_robust_over_sd` times the observed spread. With `n_reps` repetitions the
-# observed spread is itself uncertain, so read these ratios roughly.
+# On the same answers grid and mle {glue:text}`ch08_grid_mle_differ`. {doc}`Appendix 8A <../book/ch08_appendix>`
+# discusses the spread of the fits and the mle's two standard errors.
 
 # %% [markdown]
 # ## Recovering scores, and the saturation at 10
@@ -217,8 +208,8 @@ fig = ctx.figure("tau_recovery", plots.tau_recovery_plot(recovery, caption=SIM),
 # story's pattern plus exemplars, the judge answers one call per role against all anchors, the
 # score is inferred with the role's true τ (passed explicitly, `taus=judge.taus`), and densify
 # adds anchors when a trigger fires, by default exactly as the original does (`densify_mode`; the
-# section on the densify triggers compares the alternatives). The same stories are also reviewed
-# without a second round and with each alternative; the sections below use those runs.
+# densify analysis of {doc}`Appendix 8A <../book/ch08_appendix>` compares the alternatives). The same stories are
+# also reviewed without a second round and with each alternative; that analysis uses those runs.
 
 # %%
 judge = SimulatedJudge(pool.truth(), taus=role_taus, seed=seed,
@@ -341,64 +332,41 @@ fig = ctx.figure("weight_scale", plots.weight_scale_plot(scale_effect, caption=S
 # given the scores and follow the assumed model, which a real judge's answers on one call need not
 # do.
 #
-# ## The densify triggers
+# ## Densify, ties and a misspecified judge
 #
-# After the first round the original re-runs all roles with extra anchors if, for any role,
-# the loss exceeds 0.05, any monotonic violation occurs, or the average strength is below 0.35.
-# Below, first-round diagnostics (reviews without densify) are checked against each trigger for
-# several loss thresholds (% of first-round reviews each trigger sends to a second round).
+# The cell below runs three further analyses with the same simulated judge; {doc}`Appendix 8A <../book/ch08_appendix>`
+# shows them. With the original densify rule the second round lowers the mean absolute error from
+# {glue:text}`ch08_dens_mae_first` to {glue:text}`ch08_dens_mae_original` points; a judge that says
+# "tie" when unsure inflates τ to {glue:text}`ch08_ties_abstain_tau` (true
+# {glue:text}`ch08_ties_true_tau`); and a judge that misperceives each paper by
+# {glue:text}`ch08_ms_noise_max` score point brings the scale-free interval's coverage down to
+# {glue:text}`ch08_ms_cov_noisy` %.
 
 # %%
+# the analyses of Appendix 8A (book/ch08_appendix.md)
 reviews_first, rounds_first = runs[studies.FIRST_ROUND]
 triggers = studies.densify_trigger_rates(rounds_first, loss_thresholds)
+tables = {name: table for name, (table, _) in runs.items()}
+densify_effect = ch.densify_effect(tables)
+ties = studies.tie_effect(pool, tau=0.8, tie_rates=heavy_tie_rates,
+                          tie_width=heavy_tie_width, n_pairs=n_pairs,
+                          seed=seed)
+misspec = studies.tau_misspecification(
+    pool, true_taus, perception_noises=perception_noises, n_pairs=n_pairs,
+    n_reps=misspec_reps, seed=seed, tie_rate=tie_rate, tie_width=tie_width)
+misspec_scores = studies.score_misspecification(
+    pool, rounds, role_taus, perception_noises=perception_noises,
+    n_pairs=n_pairs, seed=seed, tie_rate=tie_rate, tie_width=tie_width)
+score_table = studies.score_misspecification_table(misspec_scores)
 
-# %% tags=["hide-input"]
+# %% tags=["remove-cell"]
 ch.table(ctx, "triggers", triggers, ch.trigger_display(triggers), "tbl-ch08-triggers",
          "First-round reviews each densify trigger sends to a second round, per loss threshold.")
 
 # %% tags=["remove-cell"]
 glue_facts("ch08", ch.trigger_facts(triggers))
 
-# %% [markdown]
-# The strength trigger can never fire (here it fired for {glue:text}`ch08_strength_trigger_share`
-# of the reviews): strength weights are 1, 2 or 3, so their average is at least 1 > 0.35; that
-# follows from the original code, not from the simulation. The loss trigger with the original
-# threshold {glue:text}`ch08_loss_threshold` fires for {glue:text}`ch08_loss_trigger_pct` % of
-# first-round reviews, because the minimum of a sum of cross-entropies over ten or more anchors is
-# rarely that small (any tie alone contributes at least $0.69\,w_i$). The monotonic trigger sent
-# {glue:text}`ch08_monotonic_extra_share` of the reviews to a second round that the loss trigger had
-# not already sent there.
-#
-# ### Which anchors the second round adds
-#
-# The original chooses the extra anchors as follows, and `select_bucket_anchors` does the same by
-# default (`densify_mode = "original"`):
-#
-# 1. The hint is the mean of the first round's role scores, one number for all roles.
-# 2. The bucket is centred on the nearest half point, $\mathrm{round}(2 S_\text{hint})/2$, and reaches
-#    0.5 points either side, both ends included.
-# 3. Of the story's own pattern's papers in the bucket, the three with the highest weight are taken
-#    (ties: lower score10 first, then paper id). If the bucket holds fewer than three, the pattern's
-#    papers nearest the centre fill up. Papers of other patterns are never taken.
-# 4. Only then are papers that are already anchors dropped, so fewer than three may be added; if none
-#    is left, there is no second round. A selection is stored per pattern, centre, bucket size and
-#    count, and reused.
-#
-# **What changed.** Earlier versions of this book used a different rule, called "floor" below: the
-# bucket $[k, k+1)$ that holds the hint, searched in the own pattern first and then in all others,
-# with present anchors left out before selecting and no top-up outside the bucket. The densify effect
-# this chapter used to report (an error of {glue:text}`ch08_dens_mae_first` points falling to
-# {glue:text}`ch08_dens_mae_floor`, saturated scores falling from {glue:text}`ch08_dens_sat_pct_first` %
-# to {glue:text}`ch08_dens_sat_pct_floor` %) measured that rule, not the method it describes. The
-# difference matters most at the top of the scale: a first round stuck at 10 gives the hint 10, and
-# the floor bucket $[10, 11)$ holds only papers whose every rating was 10. The table runs the same
-# stories, with the same simulated judge, without a second round and with each rule.
-
-# %%
-tables = {name: table for name, (table, _) in runs.items()}
-densify_effect = ch.densify_effect(tables)
-
-# %% tags=["hide-input"]
+# %% tags=["remove-cell"]
 ch.table(ctx, "densify_effect", densify_effect, ch.densify_display(densify_effect), "tbl-ch08-densify",
          "Scores under each densify rule and with the first round only.")
 
@@ -410,63 +378,7 @@ by_hint = studies.densify_by_hint(tables)
 save("densify_by_hint", by_hint.round(3), ctx.out_dir)
 fig = ctx.figure("densify", plots.densify_plot(by_hint, caption=SIM), glue_as="ch08_fig_densify")
 
-# %% [markdown]
-# ```{glue:figure} ch08_fig_densify
-# :name: fig-ch08-densify
-# :figwidth: 100%
-#
-# Anchors the second round adds per story (top) and the share of scores stuck at 1 or 10 (bottom),
-# against the mean of the story's first-round scores, for the same {glue:text}`ch08_n_stories`
-# stories reviewed without a second round (grey dashed) and with each densify rule; simulated judge,
-# not an LLM. The last band, {glue:text}`ch08_dens_top_hint` and above, holds the
-# {glue:text}`ch08_dens_top_n` stories whose bucket is centred on 10. No error bars: counts over the
-# same stories.
-# ```
-#
-# With the original rule the second round lowers the mean absolute error from
-# {glue:text}`ch08_dens_mae_first` to {glue:text}`ch08_dens_mae_original` points and the share of
-# saturated scores from {glue:text}`ch08_dens_sat_pct_first` % to {glue:text}`ch08_dens_sat_pct_original` %.
-# It adds {glue:text}`ch08_dens_added_original` anchors per story on average, not three: the
-# quantile anchors already cover much of the own pattern, and a selected paper that is already an
-# anchor is dropped rather than replaced. At the top of the scale the original does better than the
-# floor rule ({numref}`fig-ch08-densify`). For the {glue:text}`ch08_dens_top_n` stories whose first
-# round averaged {glue:text}`ch08_dens_top_hint` or more, its top-up reaches the highest papers of the
-# pattern ({glue:text}`ch08_dens_top_added_original` added per story), and the share of saturated
-# scores there falls from {glue:text}`ch08_dens_top_sat_pct_first` % to
-# {glue:text}`ch08_dens_top_sat_pct_original` %. The floor rule adds
-# {glue:text}`ch08_dens_top_added_floor` there and leaves {glue:text}`ch08_dens_top_sat_pct_floor` %
-# saturated. Its lower error overall comes from the rest of the scale, where it usually finds three
-# new papers, if need be from other patterns.
-#
-# **Where the original is arguably wrong, and the option.** Two parts of the rule waste the second
-# round. Dropping present anchors *after* selecting spends slots on papers the judge has already
-# compared (it looks like a side effect of storing one selection per bucket). And a story better than
-# every paper of its pattern cannot get an anchor above it. `densify_mode = "fill"`, an option of
-# `MultiAgentCritic` and `select_bucket_anchors`, keeps the original's centred bucket and top-up. It
-# leaves present anchors out before selecting, and it takes papers of other patterns inside the
-# bucket before the own pattern's nearest papers. It adds {glue:text}`ch08_dens_added_fill` anchors per
-# story, and the error falls to {glue:text}`ch08_dens_mae_fill` points with
-# {glue:text}`ch08_dens_sat_pct_fill` % saturated. The default stays the original, for two reasons.
-# The book reproduces the method as published. And the own-pattern restriction may have a reason this
-# simulation cannot weigh: the simulated judge perceives every paper by its score alone, whatever its
-# topic, while a real judge may compare an idea less reliably with papers from another research
-# pattern. The gain of "fill" is therefore what it can give at best, not what it gives with an LLM.
-
-# %% [markdown]
-# ## A judge that likes ties
-#
-# How ties enter matters. If ties replace better and worse answers evenly, the expected answer
-# is unchanged and τ stays right, however many ties there are ("calibrated"). If instead the
-# judge *abstains* to "tie" whenever unsure, each tie pulls the expected answer towards 0.5, the
-# fitted curve flattens and τ grows with the share of ties ("abstain"). The wider band of
-# near-equal pairs here (`heavy_tie_width`) makes the effect visible.
-
-# %%
-ties = studies.tie_effect(pool, tau=0.8, tie_rates=heavy_tie_rates,
-                          tie_width=heavy_tie_width, n_pairs=n_pairs,
-                          seed=seed)
-
-# %% tags=["hide-input"]
+# %% tags=["remove-cell"]
 ch.table(ctx, "ties", ties, ch.tie_display(ties), "tbl-ch08-ties",
          "Observed ties and fitted τ (grid and mle) per tie mode and tie rate.")
 
@@ -476,47 +388,7 @@ glue_facts("ch08_ties", ch.tie_facts(ties))
 # %% tags=["remove-cell"]
 fig = ctx.figure("tie_effect", plots.tie_effect_plot(ties, caption=SIM), glue_as="ch08_fig_tie_effect")
 
-# %% [markdown]
-# ```{glue:figure} ch08_fig_tie_effect
-# :name: fig-ch08-tie-effect
-# :figwidth: 100%
-#
-# Fitted τ (mle) against the observed share of "tie" answers, one point per tie rate in
-# `heavy_tie_rates`, on the same `n_pairs` pairs; simulated judge (not an LLM) with true τ
-# {glue:text}`ch08_ties_true_tau` (dotted line). Blue: ties replace better and worse evenly
-# (calibrated); orange: the judge says "tie" instead of its answer (abstain). No error bars: one fit
-# per point.
-# ```
-#
-# With calibrated ties the fitted τ (mle) stays {glue:text}`ch08_ties_cal_span` (true
-# {glue:text}`ch08_ties_true_tau`); that is true by
-# construction, since calibrated ties leave the expected label unchanged. The abstaining judge is
-# the informative case ({numref}`fig-ch08-tie-effect`): at {glue:text}`ch08_ties_abstain_share_pct` %
-# ties the fitted τ is {glue:text}`ch08_ties_abstain_tau`. An inflated τ makes every later interval
-# wider than the evidence warrants. The remedy is to fit τ with the very judge, rubric and card
-# format that will be used, which is what the τ file's metadata enforces.
-#
-# ## A judge that does not see what the fitter sees
-#
-# So far the simulated judge perceived each paper at exactly the score10 the fitter and the
-# inference use. A real judge reads a card, not a score. Two departures, alone and together:
-#
-# - **perception noise**: the judge perceives each paper with its own fixed error,
-#   $N(0, \sigma)$ score points ($\sigma$ = `perception_noises`), the same in every comparison;
-# - **latent quality**: the judge perceives the pool papers at their latent quality, which the
-#   anchors' score10 measures only through three to six noisy, rounded reviews.
-#
-# The fitter still sees score10 gaps. For each of `misspec_reps` repetitions the pairs and the
-# answer draws are shared by all conditions (common random numbers), and the condition
-# "score10, noise 0" repeats the first repetitions of the recovery study above exactly. The table
-# gives the mean fitted τ (mle) per condition and true τ.
-
-# %%
-misspec = studies.tau_misspecification(
-    pool, true_taus, perception_noises=perception_noises, n_pairs=n_pairs,
-    n_reps=misspec_reps, seed=seed, tie_rate=tie_rate, tie_width=tie_width)
-
-# %% tags=["hide-input"]
+# %% tags=["remove-cell"]
 ch.table(ctx, "mean_tau", studies.misspecification_table(misspec), ch.misspec_display(misspec), "tbl-ch08-misspec",
          "Mean fitted τ (mle) by what the judge sees and its perception noise, per true τ.")
 
@@ -528,55 +400,7 @@ glue("ch08_misspec_reps", misspec_reps)
 fig = ctx.figure("misspecified_tau", plots.misspecified_tau_plot(misspec, caption=SIM),
                  glue_as="ch08_fig_misspecified_tau")
 
-# %% [markdown]
-# ```{glue:figure} ch08_fig_misspecified_tau
-# :name: fig-ch08-misspecified-tau
-# :figwidth: 100%
-#
-# Mean fitted τ over {glue:text}`ch08_misspec_reps` repetitions against the simulated judge's
-# perception noise (score points), one panel per true τ (black line); simulated judge, not an LLM.
-# Solid: the judge sees the 1-10 score; dashed: it sees the latent quality. Orange: mle with the method's
-# strength weights; blue: mle on the same answers with every strength weighing 1. Grey dotted: the
-# noise-only approximation $\sqrt{\tau^2 + 2\sigma^2/1.702^2}$. No error bars (few repetitions; the
-# range over them is quoted in the text).
-# ```
-#
-# The judge that sees latent quality instead of score10 already moves τ: mean fitted τ
-# (mle) {glue:text}`ch08_ms_quality_lo` for a true {glue:text}`ch08_ms_tau_lo` (repetitions
-# {glue:text}`ch08_ms_quality_lo_min`-{glue:text}`ch08_ms_quality_lo_max`; well-specified
-# {glue:text}`ch08_ms_base_lo`) and {glue:text}`ch08_ms_quality_mid` for a true
-# {glue:text}`ch08_ms_tau_mid` (repetitions
-# {glue:text}`ch08_ms_quality_mid_min`-{glue:text}`ch08_ms_quality_mid_max`;
-# well-specified {glue:text}`ch08_ms_base_mid`). The review noise in score10 acts like perception
-# noise seen from the fitter's side, and the fitted curve flattens.
-#
-# How perception noise moves τ depends on τ, because two effects pull in opposite directions
-# ({numref}`fig-ch08-misspecified-tau`). Noise alone flattens the curve: fitted on the same answers
-# with every strength weighing 1, τ at noise {glue:text}`ch08_ms_noise_max` is
-# {glue:text}`ch08_ms_noisy_lo_plain` for a true {glue:text}`ch08_ms_tau_lo` and
-# {glue:text}`ch08_ms_noisy_hi_plain` for {glue:text}`ch08_ms_tau_hi`, close to the approximation
-# ({glue:text}`ch08_ms_approx_lo` and {glue:text}`ch08_ms_approx_hi`). But the judge's strength
-# follows its *perceived* gap, so the answers the fitter weighs three times are those where the
-# judge's error pushed the gap out, and they make the curve look steeper. With the strength weights
-# of the method, τ at noise {glue:text}`ch08_ms_noise_max` is {glue:text}`ch08_ms_noisy_lo` for a
-# true {glue:text}`ch08_ms_tau_lo`, but {glue:text}`ch08_ms_noisy_hi` for a true
-# {glue:text}`ch08_ms_tau_hi` (well-specified {glue:text}`ch08_ms_base_hi`). A fitted τ near the
-# truth is therefore no proof that the judge perceives the scores the way the model assumes. Grid
-# and mle agree to {glue:text}`ch08_ms_grid_mle_maxdiff` in every condition, so the choice of
-# fitter does not matter here; the judge model does.
-#
-# What does that do to the scores? τ is fitted per role from the misspecified judge's answers, as
-# a user would calibrate it, and then the stories reviewed above are judged again against the same
-# anchors by that judge (the story perceived at its true score plus its own perception error) and
-# scored with the fitted τ.
-
-# %%
-misspec_scores = studies.score_misspecification(
-    pool, rounds, role_taus, perception_noises=perception_noises,
-    n_pairs=n_pairs, seed=seed, tie_rate=tie_rate, tie_width=tie_width)
-score_table = studies.score_misspecification_table(misspec_scores)
-
-# %% tags=["hide-input"]
+# %% tags=["remove-cell"]
 ch.table(ctx, "score_table", score_table, ch.score_misspec_display(score_table), "tbl-ch08-score-misspec",
          "Scores under a misspecified judge: τ ratio, error, movement, coverage and saturation.")
 
@@ -588,38 +412,8 @@ fig = ctx.figure("misspecified_score", plots.misspecified_score_plot(score_table
                  glue_as="ch08_fig_misspecified_score")
 
 # %% [markdown]
-# ```{glue:figure} ch08_fig_misspecified_score
-# :name: fig-ch08-misspecified-score
-# :figwidth: 100%
-#
-# Top: mean absolute error of the inferred scores against the true score; bottom: mean absolute
-# move of each score from the well-specified one (judge sees score10, no noise), both in score points
-# against the simulated judge's perception noise; simulated judge, not an LLM. Solid blue: the judge
-# sees score10; dashed green: it sees the latent quality. No error bars: means over the same
-# {glue:text}`ch08_n_rounds` reviews.
-# ```
-#
-# The judge that sees latent quality moves each score by {glue:text}`ch08_ms_moved_quality` points
-# on average from the well-specified score; its mean absolute error against the true score is
-# {glue:text}`ch08_ms_mae_quality` (well-specified {glue:text}`ch08_ms_mae_base`), since the story's
-# true score is itself on the quality scale.
-# Perception noise of {glue:text}`ch08_ms_noise_max` point moves scores by
-# {glue:text}`ch08_ms_moved_noisy` points, and the mean absolute error is {glue:text}`ch08_ms_mae_noisy`
-# ({numref}`fig-ch08-misspecified-score`); the scale-free interval then holds the true score in
-# {glue:text}`ch08_ms_cov_noisy` % of the reviews (well-specified {glue:text}`ch08_ms_cov_base` %;
-# lowest over the conditions {glue:text}`ch08_ms_cov_worst` %): the interval accounts for the logistic
-# noise of the
-# answers, not for a judge that misreads the cards. All of this is still a simulated judge; how a
-# language model perceives cards has to be measured with one (see "Calibrating with a real judge"
-# below).
-#
-# ## Original method vs this run
-#
-# The paper this book reproduces reports no numbers for this chapter; the table sets the
-# original method's settings {cite}`idea2paper2026review` beside this run's ("not reported": the
-# original gives no number).
-
-# %% tags=["hide-input"]
+# %% tags=["remove-cell"]
+# shown in Appendix 8A (book/ch08_appendix.md)
 ctx.table("original_vs_this_run", ch.original_settings(recovery, misspec, rounds_first, n_pairs, densify_mode),
           label="tbl-ch08-original", caption="The original method's settings and results beside this run's.")
 
@@ -628,20 +422,10 @@ ctx.table("original_vs_this_run", ch.original_settings(recovery, misspec, rounds
 #
 # With `backend = "anthropic"` (needs `ANTHROPIC_API_KEY`) or `"replay"` (recorded answers in
 # `cache_dir`), the cell below sends `llm_pairs` stratified pairs of the chapter's pool to the blind
-# judge `judge_model`, once per role, and fits τ per role from its verdicts (grid and mle). Each
-# prompt carries only the role's rubric and two blind cards and is checked for forbidden terms
-# before it is sent; a reply still invalid after two repair requests is excluded and counted
-# ("excluded"). Answers are cached, so a second run sends nothing. With the offline backend the
-# cell only says that it did not run.
-#
-# **The limit of a synthetic anchor pool.** The pool's card texts are drawn from templates
-# independently of the papers' scores. A judge that reads the cards therefore has no information
-# about the score gaps the fitter uses: an honest judge's verdicts agree with the sign of the gap
-# about half the time ("sign agreement") and drive τ towards the grid's upper end, 3.00. On this
-# pool the real-judge fit shows that the pipeline runs end to end and what it costs; it measures
-# nothing about the judge's calibration. That needs a pool of real papers with their reviews, in
-# the same format (`llm_tau_calibration` takes any list of paper dicts with `paper_id`,
-# `pattern_id`, the card fields and `score10`/`weight` or `review_stats`).
+# judge `judge_model`, once per role, and fits τ per role from its verdicts (grid and mle). With the
+# offline backend the cell only says that it did not run. On this synthetic pool such a fit shows
+# that the pipeline runs end to end and what it costs, but nothing about the judge's calibration:
+# {doc}`Appendix 8A <../book/ch08_appendix>` explains why, and how to calibrate a judge on real papers.
 
 # %%
 fits = ch.calibrate_with_llm(pool, ctx.client, model=judge_model,
@@ -651,16 +435,6 @@ fits = ch.calibrate_with_llm(pool, ctx.client, model=judge_model,
 save("real_judge_fits", fits, ctx.out_dir)
 
 # %% [markdown]
-# The same code scores single stories with an LLM: `MultiAgentCritic` with
-# `BlindJudge(client=ctx.client)` builds the identical blind prompts and adds the separate coach
-# call. Fit τ per role from your own judged pairs with
-# `mechaudit fit-tau --pairs pairs.jsonl --method mle`, store it with `write_tau_file`, and pass it
-# to the critic explicitly, `taus=TauConfig(path="judge_tau.json")`: the critic refuses a τ file from
-# another rubric, card format or judge model. (The library never reads τ from the environment; an
-# application that wants the original pipeline's environment variables calls
-# `TauConfig.from_env(os.environ)` itself.) Single scores can be recomputed from logged comparisons
-# with `mechaudit infer-score --input comparisons.json`.
-#
 # ## LLM usage
 #
 # What this run asked of the LLM API: calls sent (`api`, or `batch` at the batch discount),
@@ -681,7 +455,7 @@ ctx.usage()
 # fitted τ of the abstaining judge at the highest tie rate, and whether the calibrated judge's τ
 # moves. Then re-execute with
 # `.venv/bin/mechaudit execute notebooks/08_tau_calibration.py -p heavy_tie_width 2.0 --out runs/ex1`
-# and compare the table of the section "A judge that likes ties".
+# and compare {numref}`tbl-ch08-ties`.
 # ```
 #
 # ````{solution} ch08-ex1
@@ -752,16 +526,13 @@ ctx.usage()
 #   widens, although the judge's information is unchanged.
 # - Set `true_taus = [0.2, 2.5]`: a small τ is pinned down tightly, a large one spreads widely.
 # - Set `tie_rate = 0.9`: calibrated ties leave τ unbiased, only noisier.
-# - Set `heavy_tie_width = 2.0`: the abstaining judge inflates τ even more ({ref}`ch08-ex1`).
 # - Set `densify_mode = "fill"`: the first sections then use the alternative densify rule, and
 #   the scores, their error and the saturation change with it.
 # - Set `weight_scales = [0.1, 10]`: the 1.92 band's coverage swings from almost 1 to far below 95%.
 # - Set `perception_noises = [0.0, 0.25, 0.5, 1.0, 2.0]` and `misspec_reps = 10`: a finer and
 #   steadier picture of where the strength weights stop hiding the noise.
-# - Set `review_noise = 1.5`: score10 measures quality worse, and the judge that sees quality
-#   moves τ further.
 # - Run with `-p backend anthropic` (and a key) to calibrate a real judge on this pool; read the
-#   limits above first.
+#   limits in {doc}`Appendix 8A <../book/ch08_appendix>` first.
 #
 # ## Key takeaways
 #

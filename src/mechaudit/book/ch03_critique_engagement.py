@@ -239,6 +239,8 @@ class Misfit:
     (glued under ``ch03``)."""
 
     critique_rounds: int = fact(unit="run-rounds", doc="run-rounds of critique in the design")
+    n_runs: int = fact(unit="runs", doc="runs of the design")
+    critiqued_runs: int = fact(unit="runs", doc="runs of the design with at least one critique round")
     demand_sentence: str = fact(doc="this run's demands per run and round, beside the paper's")
     per_hyp_round: float = fact(unit="demands", doc="demands per hypothesis and round in this run")
     weak_share_pct: str = fact(doc="share of demands that hit a weak link, as text")
@@ -256,7 +258,10 @@ def misfit(labelled: pd.DataFrame, density: pd.DataFrame, setup: WorkflowSetup, 
              f"This run's workflow is an LLM's (backend {backend}): the table counts its demands, and "
              "the explanation below, which is about the simulator, does not describe them")
     sim = setup.simulator
-    return Misfit(critique_rounds=critique_rounds(setup.design), demand_sentence=demand_sentence(density),
+    design = setup.design
+    critiqued = design.runs_per_depth * len(design.instances) * sum(depth > 0 for depth in design.depths)
+    return Misfit(critique_rounds=critique_rounds(design), n_runs=design.n_runs, critiqued_runs=critiqued,
+                  demand_sentence=demand_sentence(density),
                   per_hyp_round=density.loc["demands per hypothesis and round", "this run"],
                   weak_share_pct=weak_share_text(labelled), misfit_scope=scope,
                   p_weak_supported=sim.p_weak_supported, p_weak_unsupported=sim.p_weak_unsupported,

@@ -7,13 +7,16 @@ each such image a width, and Sphinx's ``html_scaled_image_link`` (on by default)
 image in a link to the copied file.
 
 myst-nb's ``{glue:figure}`` reads only the current document's glue; ``{glue}`` with ``:doc:`` reads
-another document's but adds no figure or caption. ``{glue-figure-from}`` takes both: the key as
-argument, the notebook as ``:doc:``, the caption as content, and ``:figwidth:`` as a figure has; an
-SVG figure (the book's figures are SVG) is resolved here, since myst-nb's own resolver shows only
-raster images from another notebook.
-The figure gets no number: the book numbers figures per chapter ("Fig. 5.1"), and a page outside
-the numbered chapters would otherwise show "Fig. 1". The book's data card uses it to show chapter
-5's cosine strips, captioned, without a second copy of the plot.
+another document's but adds no figure or caption, and its image exists only if the other page shows
+it too. ``{glue-figure-from}`` takes the key as argument, the notebook as ``:doc:``, the caption as
+content, and ``:figwidth:`` as a figure has; it reads the glued PNG from the committed ``.ipynb``
+(SVG, as the book glues its figures, or PNG)
+and writes it beside myst-nb's own images, so the figure needs no other page. Without ``:name:`` the
+figure gets no number: the book numbers figures per chapter ("Fig. 5.1"), and a page outside the
+numbered chapters would otherwise show "Fig. 1". The book's data card uses it to show chapter 5's
+cosine strips, captioned, without a second copy of the plot. With ``:name:`` (a ``fig-...`` label)
+the figure is numbered and citable: a chapter's appendix, a page of the chapter, shows figures its
+notebook glues with the chapter's numbers ("Fig. 8.5").
 
 Enabled from ``_config.yml`` (``sphinx.extra_extensions``).
 """
@@ -21,35 +24,61 @@ Enabled from ``_config.yml`` (``sphinx.extra_extensions``).
 from __future__ import annotations
 
 import hashlib
+import json
 import os
+from binascii import a2b_base64
 from pathlib import Path
 
 from docutils import nodes
 from docutils.parsers.rst import directives as spec
-from myst_nb.ext.glue.crossref import read_glue_cache
+from myst_nb.ext.glue import GLUE_PREFIX
 from myst_nb.ext.glue.directives import PasteFigureDirective
-from myst_nb.ext.glue.utils import (
-    PendingGlueReference,
-    PendingGlueReferenceError,
-    create_pending_glue_ref,
-    glue_warning,
-)
-from sphinx.transforms.post_transforms import SphinxPostTransform
+from myst_nb.ext.glue.utils import glue_warning
+
+
+#: glued image formats the directive reads, in order of preference, with their file suffixes
+IMAGE_TYPES = (("image/svg+xml", ".svg"), ("image/png", ".png"))
+
+
+def glued_image(notebook: Path, key: str) -> tuple[bytes, str] | None:
+    """``(bytes, suffix)`` of the image (SVG preferred, else PNG) that ``notebook``'s cells glue under
+    ``key`` (myst-nb ``glue``), or None."""
+    for cell in json.loads(notebook.read_text(encoding="utf-8"))["cells"]:
+        for output in cell.get("outputs", []):
+            if output.get("metadata", {}).get("scrapbook", {}).get("name") != key:
+                continue
+            for mime, suffix in IMAGE_TYPES:
+                data = output.get("data", {}).get(f"{GLUE_PREFIX}{mime}")
+                if data:
+                    text = "".join(data) if isinstance(data, list) else data
+                    return (text.encode("utf-8") if mime.endswith("xml") else a2b_base64(text)), suffix
+            return None
+    return None
 
 
 class GlueFigureFromDirective(PasteFigureDirective):
     """``{glue:figure}`` for a key glued in the notebook named by ``:doc:`` (a path from this page)."""
 
-    option_spec = {"figwidth": PasteFigureDirective.option_spec["figwidth"], "doc": spec.unchanged_required}
+    option_spec = {"figwidth": PasteFigureDirective.option_spec["figwidth"], "doc": spec.unchanged_required,
+                   "name": spec.unchanged}
 
     def run(self) -> list[nodes.Node]:
-        try:
-            ref = create_pending_glue_ref(self.document, self.source, self.line, self.options["doc"],
-                                          self.arguments[0])
-        except PendingGlueReferenceError as exc:
-            return [glue_warning(str(exc), self.document, self.line)]
-        figure = nodes.figure("", ref, unnumbered=True)
+        key, env = self.arguments[0], self.state.document.settings.env
+        rel, path = env.relfn2path(self.options["doc"], env.docname)
+        env.note_dependency(rel)
+        found = glued_image(Path(path), key) if Path(path).is_file() else None
+        if found is None:
+            return [glue_warning(f"glue-figure-from: {self.options['doc']} glues no image named {key!r}",
+                                 self.document, self.line)]
+        data, suffix = found
+        file = Path(env.mystnb_config.output_folder) / "glue-figures" / f"{hashlib.sha256(data).hexdigest()}{suffix}"
+        if not file.exists():
+            file.parent.mkdir(parents=True, exist_ok=True)
+            file.write_bytes(data)
+        uri = "/" + os.path.relpath(file.resolve(), env.srcdir)  # a path from the source folder, as myst-nb's
+        figure = nodes.figure("", nodes.image(uri=uri, alt=key), unnumbered="name" not in self.options)
         self.set_source_info(figure)
+        self.add_name(figure)
         if "figwidth" in self.options:
             figure["width"] = self.options["figwidth"]
         container = nodes.Element()
@@ -59,27 +88,6 @@ class GlueFigureFromDirective(PasteFigureDirective):
         first = container[0]
         figure += nodes.caption(first.rawsource, "", *first.children)
         return [figure]
-
-
-class ResolveSvgGlue(SphinxPostTransform):
-    """Another notebook's glued SVG figure as an image of the file its own page wrote: myst-nb's
-    cross-document resolver (priority 5, after this one) knows only raster images. The file name is
-    the one myst-nb gives the SVG on its own page (the SHA-256 of its text)."""
-
-    default_priority = 4
-
-    def apply(self, **kwargs) -> None:
-        builder = self.app.builder
-        folder = self.env.mystnb_config.output_folder
-        page_dir = (Path(builder.outdir) / self.env.docname).parent
-        for node in list(self.document.findall(PendingGlueReference)):
-            svg = read_glue_cache(folder, node.refdoc).get(node.key, {}).get("data", {}).get("image/svg+xml")
-            if node.gtype == "text" or svg is None:
-                continue
-            text = "".join(svg) if isinstance(svg, list) else svg
-            name = hashlib.sha256(os.linesep.join(text.splitlines()).encode("utf-8")).hexdigest()
-            uri = os.path.relpath(Path(builder.outdir) / builder.imagedir / f"{name}.svg", page_dir)
-            node.replace_self(nodes.image(uri=uri, candidates={"*": uri}))
 
 
 def _drop_numbers(app, doctree: nodes.document, docname: str) -> None:
@@ -100,7 +108,6 @@ def _link_full_size(app, doctree: nodes.document, docname: str) -> None:
 
 def setup(app):
     app.add_directive("glue-figure-from", GlueFigureFromDirective)
-    app.add_post_transform(ResolveSvgGlue)
     app.connect("doctree-resolved", _drop_numbers)
     app.connect("doctree-resolved", _link_full_size)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

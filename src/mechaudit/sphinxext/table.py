@@ -29,6 +29,16 @@ Two passes serve every table of the book, ``{book-table}`` or not:
   ``_static/mechaudit-tables.js`` marks a container whose table is wider than it
   (``is-scrollable``), and the style sheet then shows a scroll cue.
 
+``{book-table-from}`` shows on another page a table that a notebook's cell shows: the argument is the
+table's name, ``:doc:`` the notebook (a path from this page). The directive reads that cell's
+``text/markdown`` output from the committed ``.ipynb`` and parses it here, so Sphinx numbers the table
+on this page. A chapter's appendix uses it for tables its notebook computes and the chapter page
+leaves out (the cell carries ``remove-cell``)::
+
+    ```{book-table-from} tbl-ch02-scan
+    :doc: ../notebooks/02_critique_depth.ipynb
+    ```
+
 Enabled from ``_config.yml`` (``sphinx.extra_extensions``).
 """
 
@@ -36,9 +46,11 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
 from docutils import nodes
 from docutils.parsers.rst import directives
+from docutils.statemachine import StringList
 from sphinx.transforms.post_transforms import SphinxPostTransform
 from sphinx.util.docutils import SphinxDirective
 
@@ -163,10 +175,40 @@ def caption_outside(html: str) -> str:
 def _move_captions(app, pagename, templatename, context, doctree) -> None:
     if "body" in context:
         context["body"] = caption_outside(context["body"])
+def table_markdown(notebook: Path, name: str) -> str | None:
+    """The ``text/markdown`` output (a ``{book-table}`` directive) named ``name`` in ``notebook``'s
+    cells, or None when no cell shows a table of that name."""
+    line = re.compile(rf"^:name:[ \t]*{re.escape(name)}[ \t]*$", re.M)
+    for cell in json.loads(notebook.read_text(encoding="utf-8"))["cells"]:
+        for output in cell.get("outputs", []):
+            text = output.get("data", {}).get("text/markdown")
+            text = "".join(text) if isinstance(text, list) else text
+            if text and line.search(text):
+                return text
+    return None
+
+
+class BookTableFromDirective(SphinxDirective):
+    """``{book-table-from}``: the table named by the argument, as the notebook ``:doc:`` shows it."""
+
+    required_arguments = 1
+    option_spec = {"doc": directives.unchanged_required}
+
+    def run(self) -> list[nodes.Node]:
+        rel, path = self.env.relfn2path(self.options["doc"], self.env.docname)
+        self.env.note_dependency(rel)
+        text = table_markdown(Path(path), self.arguments[0]) if Path(path).is_file() else None
+        if text is None:
+            raise self.error(f"book-table-from: no cell of {self.options['doc']} shows a table named "
+                             f"{self.arguments[0]!r}")
+        container = nodes.Element()
+        self.state.nested_parse(StringList(text.splitlines(), source=path), self.content_offset, container)
+        return container.children
 
 
 def setup(app):
     app.add_directive("book-table", BookTableDirective)
+    app.add_directive("book-table-from", BookTableFromDirective)
     app.add_node(labelled_entry, html=(_visit_labelled_entry, _depart_labelled_entry))
     app.add_post_transform(KeepNamesWhole)
     app.connect("html-page-context", _move_captions)
