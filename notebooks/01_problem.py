@@ -74,7 +74,7 @@ from mechaudit.workflow import toy
 
 ctx = ChapterContext.open(globals())  # the backend, parsed once; the book's table format
 if not ctx.show_paper:
-    print("Comparison with the paper is off (this chapter shows no paper numbers in any case).")
+    print("No comparison with published numbers (this chapter shows none in any case).")
 
 # %% [markdown]
 # ## Definitions

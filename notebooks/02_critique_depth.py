@@ -118,7 +118,8 @@ from mechaudit.workflow.depth import change_profile, measure_of
 
 main_rule = ch.resolve_main_rule(main_rule, ctx.backend, rules)
 if not ctx.show_paper:
-    print("Comparison with the paper is off (compare_paper): no paper markers, no paper-vs-run tables.")
+    print("No comparison with published numbers (compare_paper is false, or this is not the shipped data): "
+          "no reference markers, no comparison tables.")
 
 # %% [markdown]
 # One call loads the benchmark, the design and the simulator parameters and delivers the runs
@@ -429,7 +430,7 @@ if ctx.show_paper:
                               "view, or assumed (with the reason)."))
     glue_facts("ch02_cal", ch.calibration_facts(calibration, fit, truth))
 else:
-    print("Calibration to the paper's numbers is off: it runs on the shipped benchmark only.")
+    print("No calibration to published numbers: it runs on the shipped benchmark only.")
 
 # %% tags=["remove-cell"]
 # shown in Appendix 2A (book/ch02_appendix.md)

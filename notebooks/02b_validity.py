@@ -107,7 +107,7 @@ from mechaudit.workflow.parallel import connect
 ctx = ChapterContext.open(globals())  # the backend, parsed once; the book's table format
 simulation_only_note(ctx.backend)  # LLM backends: this chapter still runs the simulator only
 if not ctx.show_paper:
-    print("Comparison with the paper is off (this chapter shows no paper numbers in any case).")
+    print("No comparison with published numbers (this chapter shows none in any case).")
 cluster = connect(parallel_backend, scheduler)  # "dask": the client the loops use; None otherwise
 
 # %%

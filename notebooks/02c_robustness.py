@@ -161,15 +161,16 @@ truths = truths_all.map
 # %% tags=["hide-input"]
 ctx.table("truth_grid", truths.round(2))  # the whole grid, to the run folder
 display(book_table(ch.consistent_view(truths[truths.consistent], list(robust_axes)), name="tbl-ch02c-consistent",
-                   caption="The grid's settings consistent with the paper's 0 v 1 and 0 v 5 effects jointly: "
-                           "truths (pp) and the status of conclusion (a) under both criteria."))
+                   caption=f"The grid's settings consistent with {ch.targets_name(ctx.show_paper)} 0 v 1 and "
+                           "0 v 5 effects jointly: truths (pp) and the status of conclusion (a) under both "
+                           "criteria."))
 
 # %% tags=["remove-cell"]
 glue_facts("ch02c", ch.grid_facts(truths, s.spec, defaults, truth_runs_per_depth, truth_seeds))
 glue_facts("ch02c", ch.consistent_spans(truths, list(robust_axes)))
 fig = plots.consistency_figure(truths, x="p_find", y="weak_scale", facet="conceded", caption=fig_caption,
                                observed=ch.observed_and_sd(s.spec)[0]["0 v 1"],
-                               legend="consistent with the paper's 0 v 1 and 0 v 5 jointly")
+                               legend=f"consistent with {ch.targets_name(ctx.show_paper)} 0 v 1 and 0 v 5 jointly")
 fig = ctx.figure("consistent_settings", fig, glue_as="ch02c_fig_consistent")
 
 # %% [markdown]

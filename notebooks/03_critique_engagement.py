@@ -96,8 +96,8 @@ from mechaudit.report.glue import glue
 from mechaudit.workflow import workflow_setup
 
 glue("ch03_headline_status", ctx.status(judge_model, SIMULATED))
-paper_counts = ch.paper_engagement()
-glue_facts("ch03_paper", paper_counts)
+if ctx.show_paper:
+    glue_facts("ch03_paper", ch.paper_engagement())
 paper = ch.paper_shares() if ctx.show_paper else None
 setup = workflow_setup(ctx.client, data_dir=data_dir, design_file=design_file, simulator_file=simulator_file,
                        seed=seed, generator_model=generator_model, json_retries=json_retries)
@@ -116,7 +116,8 @@ shares = ch.shares_table(labelled, paper)
 print(f"{len(labelled)} demands in {labelled.run_id.nunique()} critiqued runs (of {setup.design.n_runs}); "
       f"labels from: {ch.label_source(ctx.backend)}")
 display(ctx.table("engagement", shares, label="tbl-ch03-shares",
-                  caption="Share of all critic demands per engagement label, this run beside the paper."))
+                  caption="Share of all critic demands per engagement label"
+                          + (", this run beside the paper." if ctx.show_paper else ".")))
 
 # %% tags=["remove-cell"]
 glue_facts("ch03", ch.run_shares(labelled, shares, ctx.llm))
@@ -156,13 +157,13 @@ runs = setup.delivery.runs
 # delivered hypotheses per run
 per_run = sum(len(r.delivered) for r in runs) / len(runs)
 density = ch.density_table(len(labelled),
-                           paper_counts.demands if ctx.show_paper else None,
+                           ch.paper_engagement().demands if ctx.show_paper else None,
                            setup.design, per_run)
 
 # %% tags=["hide-input"]
 ctx.table("demand_density", density, label="tbl-ch03-density",
           caption="How many demands: this run's count per design, per run and round and per hypothesis "
-                  "and round, beside the paper's where the comparison is on.")
+                  "and round" + (", beside the paper's where the comparison is on." if ctx.show_paper else "."))
 
 # %% tags=["remove-cell"]
 glue_facts("ch03", ch.misfit(labelled, density, setup, ctx.backend))

@@ -203,7 +203,8 @@ at_thresholds = ch.agreement_at_thresholds(fixed)
 
 # %% tags=["hide-input"]
 ctx.table("agreement_at_thresholds", at_thresholds, label="tbl-ch07-agreement",
-          caption="Raw agreement and Cohen's κ between the rules at the paper's thresholds, committed-set pairs.")
+          caption="Raw agreement and Cohen's κ between the rules at the "
+                  + ("paper's" if ctx.show_paper else "default") + " thresholds, committed-set pairs.")
 
 # %% [markdown]
 # The best each similarity rule can do on the grid, and whether any real threshold gives complete

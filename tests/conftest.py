@@ -48,6 +48,16 @@ def fake_api() -> FakeAnthropic:
     return FakeAnthropic()
 
 
+@pytest.fixture(autouse=True)
+def _paper_switch_reset():
+    """Each test starts with the process's paper switch on (``mechaudit.paper.shown``), as outside a
+    chapter: a test that opens a chapter context on other data turns it off for that test only."""
+    from mechaudit import paper
+
+    yield
+    paper.show(True)
+
+
 @pytest.fixture(scope="session")
 def chapters():
     return toc_chapters()

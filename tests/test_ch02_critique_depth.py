@@ -183,7 +183,7 @@ def test_table1_facts_quote_the_main_rule_and_mark_a_missing_comparison():
     kw = {"level": 0.95, "status": "simulated", "llm": False, "show_paper": False}
     facts = ch.table1_facts(table, "paper_rates", design, load_calibration(), **kw)
     assert (facts.extra_0v1_pp, facts.ci_1v5, facts.key_0v1_pp, facts.partitions) == (30.0, "-2.5 to 5.5", 33.0, 126)
-    assert facts.text_0v1 == "TF-IDF 20.0 pp" and facts.inside == "the comparison with the paper is off"
+    assert facts.text_0v1 == "TF-IDF 20.0 pp" and facts.inside == "no comparison with published numbers"
     assert facts.norm_1v5 == pytest.approx(1.5 / 20.0) and facts.headline_0v1.startswith("30.0 (95 % interval")
     short = ch.table1_facts(table[table.comparison != "1 v 5"], "paper_rates", design, load_calibration(), **kw)
     assert short.extra_1v5_pp is None and short.p_1v5 == "not in this design"

@@ -256,8 +256,8 @@ def test_their_data_gets_no_paper_numbers_through_any_route(shared_run):
     err = shared_run.stderr["05_perturbations"]
     assert "05_perturbations: " in err and "held an earlier run: replaced whole" in err
     for stem in ("02_critique_depth", "05_perturbations"):
-        assert "Comparison with the paper is off" in shared_run.notebook(stem).read_text(), stem
-    assert "Calibration to the paper's numbers is off" in shared_run.notebook("02_critique_depth").read_text()
+        assert "No comparison with published numbers" in shared_run.notebook(stem).read_text(), stem
+    assert "No calibration to published numbers" in shared_run.notebook("02_critique_depth").read_text()
 
 
 def test_compare_paper_true_on_their_data_is_refused_before_any_kernel(capsys, tmp_path, example):

@@ -1,9 +1,15 @@
-"""The paper's reported numbers (``data/paper_reported.yaml``), by dotted key.
+"""The paper's reported numbers (``data/paper_reported.yaml``), by dotted key, and the one switch
+that decides whether this process shows anything of the paper's (:func:`shown`).
 
-The "paper vs this run" table that compares them lives in :mod:`mechaudit.report.comparison`."""
+The switch is set by a chapter's context (``ChapterContext.open``: on only for the shipped benchmark,
+recognised by content) and read where a chapter's outputs are made: a glued fact whose key names the
+paper (:func:`names_paper`, ``ch03_paper_demands``) is not glued, a table column that is the paper's
+(``paper``, ``paper (%)``) is not saved or shown, and texts and figure labels leave the paper out.
+The "paper vs this run" table lives in :mod:`mechaudit.report.comparison`."""
 
 from __future__ import annotations
 
+import re
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -63,7 +69,37 @@ def label(key: str, path: Path = REPORTED_PATH) -> str:
     return entry(key, path)["label"]
 
 
-__all__ = ["entries", "entry", "reported", "label"]
+#: whether this process shows the paper's numbers (:func:`show`); on outside a chapter (library use)
+_shown = True
+#: a glue key that names the paper (``ch03_paper_demands``; ``paper_rates``, the paper-rate rule, is a rule)
+_PAPER_KEY = re.compile(r"(^|_)paper(?!_rates)(_|$)")
+#: a table column that is the paper's: "paper", "paper (%)", "paper low", "paper's value"
+_PAPER_COLUMN = re.compile(r"^paper\b(?!-rate)", re.IGNORECASE)
+
+
+def show(on: bool) -> None:
+    """Set this process's switch: ``ChapterContext.open`` calls it once with ``ctx.show_paper``."""
+    global _shown
+    _shown = bool(on)
+
+
+def shown() -> bool:
+    """Whether this process shows the paper's numbers: set by the chapter's context, true outside one."""
+    return _shown
+
+
+def names_paper(key: str) -> bool:
+    """Whether a glue key names the paper (``ch05_paper_first_step_swapped_llm``)."""
+    return bool(_PAPER_KEY.search(key))
+
+
+def is_paper_column(name: object) -> bool:
+    """Whether a table column (or one level of it) is the paper's: its label starts with "paper"."""
+    parts = name if isinstance(name, tuple) else (name,)
+    return any(isinstance(p, str) and _PAPER_COLUMN.match(p.strip()) for p in parts)
+
+
+__all__ = ["entries", "entry", "reported", "label", "show", "shown", "names_paper", "is_paper_column"]
 
 #: names that moved to ``mechaudit.report.comparison``: importable from here for one release
 __getattr__ = moved_names(__name__, {

@@ -25,7 +25,7 @@ from mechaudit.book.chapter import headline_provenance, judge_models
 from mechaudit.errors import MechauditError
 from mechaudit.llm.pricing import Planned
 from mechaudit.model import Benchmark
-from mechaudit.paper import entries, reported
+from mechaudit.paper import entries, reported, shown
 from mechaudit.paths import PARAMS_DIR
 from mechaudit.report import labels
 from mechaudit.report.comparison import format_p, power_of_ten
@@ -325,7 +325,8 @@ def ceiling_reading(effect_pp: float, ceiling_pp: float, share: float = 0.25) ->
 def pattern_sentence(table: pd.DataFrame, alpha: float = 0.05) -> str:
     """Which rules show the paper's pattern: a 0 v 1 effect significant at ``alpha`` and at least four
     times the 1 v 5 effect (and 1 pp). A sentence opening, e.g. "Under the rules a and b the pattern of
-    the paper appears"."""
+    the paper appears" ("the depth pattern" when the chapter does not show the paper's numbers)."""
+    pattern = "the pattern of the paper" if shown() else "the depth pattern"
     found = []
     for rule, sub in table.groupby("rule", sort=False):
         by = sub.set_index("comparison")
@@ -333,10 +334,10 @@ def pattern_sentence(table: pd.DataFrame, alpha: float = 0.05) -> str:
                 by.extra_pp["0 v 1"] >= 4 * max(by.extra_pp["1 v 5"], 1.0)):
             found.append(str(rule))
     if not found:
-        return "Under none of the rules does the pattern of the paper appear"
+        return f"Under none of the rules does {pattern} appear"
     if len(found) == table.rule.nunique():
-        return f"Under every rule ({', '.join(found)}) the pattern of the paper appears"
-    return f"Under the rules {', '.join(found)} (not the others) the pattern of the paper appears"
+        return f"Under every rule ({', '.join(found)}) {pattern} appears"
+    return f"Under the rules {', '.join(found)} (not the others) {pattern} appears"
 
 
 def design_rows(design_counts: Mapping[str, int], source: str) -> list[tuple]:
@@ -643,11 +644,12 @@ def judge_model_axis(runs, design: Design, models: Sequence[str], *, client, ins
 def judge_model_ranges(per_model: pd.DataFrame) -> pd.DataFrame:
     """Per comparison the range of extra divergence over the judge models (pp; columns of
     ``agreement.estimate_range``) beside the paper's range over its three judges (``paper low``,
-    ``paper high``; NaN for a comparison it does not report)."""
+    ``paper high``; NaN for a comparison it does not report) when the chapter shows the paper's
+    numbers (``mechaudit.paper.shown``)."""
 
     ranges = estimate_range(per_model)
-    known = entries()
-    for end in ("low", "high"):
+    known = entries() if shown() else {}
+    for end in ("low", "high") if shown() else ():
         ranges[f"paper {end}"] = [reported(judge_range_key(c, end)) if judge_range_key(c, end) in known
                                   else float("nan") for c in ranges.index]
     return ranges
@@ -818,7 +820,7 @@ def table1_facts(table: pd.DataFrame, main_rule: str, design: Design, spec, *, l
         headline_status=status, headline_provenance=provenance, headline_verdict=verdict,
         main_rule_name=labels.in_sentence(main_rule),
         inside=inside_sentence(main, paper_values(design.comparisons()), level) if show_paper
-        else "the comparison with the paper is off",
+        else "no comparison with published numbers",
         fitted_labels=" and ".join(fitted), unfitted_labels=" and ".join(unfitted) or "no comparison",
         key_0v1_pp=key_rows.extra_pp.get("0 v 1"),
         p_1v5=format_p(float(main.loc["1 v 5", "p_value"])) if "1 v 5" in main.index else _NOT_IN,

@@ -22,7 +22,7 @@ import pandas as pd
 from mechaudit.book.chapter import SIMULATED, headline_provenance
 from mechaudit.book.settings import defaults as chapter_defaults
 from mechaudit.errors import MechauditError
-from mechaudit.paper import reported
+from mechaudit.paper import reported, shown
 from mechaudit.paths import PARAMS_DIR
 from mechaudit.report.facts import fact
 from mechaudit.report.tables import format_number
@@ -93,6 +93,12 @@ def with_consistency(truths: pd.DataFrame, spec) -> pd.DataFrame:
 
     observed, sd = observed_and_sd(spec)
     return consistent(truths, observed, sd, spec.target_correlation, spec.consistent_level)
+
+
+def targets_name(show_paper: bool) -> str:
+    """Whose 0 v 1 and 0 v 5 effects the consistent settings fit, before "0 v 1 and 0 v 5 effects":
+    "the paper's", or "the calibration's target" when the chapter does not show the paper's numbers."""
+    return "the paper's" if show_paper else "the calibration's target"
 
 
 def observed_and_sd(spec) -> tuple[dict[str, float], dict[str, float]]:
@@ -232,7 +238,7 @@ def choose_settings(truths: pd.DataFrame, quantiles: Sequence[float]) -> pd.Data
         return pick(inside, quantiles)
     nearest = truths.nsmallest(max(1, len(set(quantiles))), "distance")
     print("no grid setting is consistent with the observed effects; the settings nearest to them are "
-          "studied instead (their conclusions say little about the paper's workflow)")
+          "studied instead (their conclusions say little about the workflow that was observed)")
     return pick(nearest, quantiles)
 
 
@@ -267,8 +273,8 @@ def outside_sentence(truths: pd.DataFrame) -> str:
     if fails.empty:
         return "Conclusion (a) fails at no setting of the grid."
     inside = int(fails.consistent.sum())
-    which = ("none of them consistent with the paper's estimates" if inside == 0 else
-             f"{inside} of them consistent with the paper's estimates")
+    whose = "the paper's estimates" if shown() else "the targets"
+    which = f"none of them consistent with {whose}" if inside == 0 else f"{inside} of them consistent with {whose}"
     return (f"Conclusion (a) fails at {len(fails)} of the grid's {len(truths)} settings, {which} (their 0 v 1 "
             f"truth is at most {fails.truth_0v1_pp.max():.1f} pp): {fail_pfind_text(truths)}.")
 
@@ -388,7 +394,7 @@ def default_cell(truths: pd.DataFrame, factors: Mapping[str, float], axes: Seque
 class GridFacts:
     """The truth map and the joint test it is read with (glued under ``ch02c``)."""
 
-    observed_text: str = fact(doc="the paper's effects the calibration targets, in pp")
+    observed_text: str = fact(doc="the paper's effects the calibration targets, in pp (not named without the paper)")
     sd_text: str = fact(doc="the sampling SD of one design's estimate of each, in pp")
     correlation: float = fact(unit="correlation", doc="assumed correlation of the two estimates")
     level_pct: str = fact(unit="%", doc="level of the joint consistency test")
@@ -408,7 +414,9 @@ def grid_facts(truths: pd.DataFrame, spec, factors: Mapping[str, float], runs_pe
     """:class:`GridFacts` of the map ``truths`` (``runs_per_depth`` x ``n_seeds`` per point) read
     with the calibration ``spec``, the default simulator at ``factors`` (:func:`defaults`)."""
     observed, sd = observed_and_sd(spec)
-    return GridFacts(" and ".join(f"{v:g} pp for {k}" for k, v in observed.items()),
+    observed_text = (" and ".join(f"{v:g} pp for {k}" for k, v in observed.items()) if shown()
+                     else "the calibration's targets")  # the targets are the paper's numbers
+    return GridFacts(observed_text,
                      " and ".join(f"{v:g} pp" for v in sd.values()), spec.target_correlation,
                      f"{100 * spec.consistent_level:g}", factors["p_find"], factors["conceded"], runs_per_depth,
                      n_seeds, float(truths.filter(like="se_").to_numpy().max()), int(truths.consistent.sum()),

@@ -28,7 +28,7 @@ from mechaudit.engagement import (
     paper_shares,
 )
 from mechaudit.llm.pricing import Planned
-from mechaudit.paper import reported
+from mechaudit.paper import reported, shown
 from mechaudit.report.facts import fact
 from mechaudit.schema import load_benchmark
 from mechaudit.workflow import WorkflowSetup, null_params, report_dropped, show_excluded, simulate
@@ -214,7 +214,8 @@ class RunShares:
     headline_conceded: float = fact(unit="%", digits=1, doc="share conceded, as the intro's table shows it")
     headline_provenance: str = fact(doc="the intro row's provenance")
     headline_verdict: str = fact(doc="the intro row's verdict")
-    max_gap_pp: float = fact(unit="pp", digits=1, doc="largest gap between this run's shares and the paper's")
+    max_gap_pp: float | None = fact(unit="pp", digits=1, missing="not compared",
+                                    doc="largest gap between this run's shares and the paper's")
     floor_sentence: str = fact(doc="whether the conceded share could come closer to the paper's")
     conceded_pct: float = fact(unit="%", digits=1, doc="share of this run's demands conceded")
     answered_pct: float = fact(unit="%", digits=1, doc="share answered")
@@ -224,12 +225,15 @@ class RunShares:
 
 def run_shares(labelled: pd.DataFrame, shares: pd.DataFrame, llm: bool) -> RunShares:
     """:class:`RunShares` of the labelled demands and their :func:`shares_table`; ``llm``: whether
-    the labels came from an LLM backend."""
+    the labels came from an LLM backend. Without the paper's numbers (``mechaudit.paper.shown``) the
+    gap is None and the floor sentence names no share of the paper's."""
     pct = shares["this run (%)"]
     provenance, verdict = headline_provenance("ch03", llm, {"conceded": pct["conceded"]})
+    compared = shown()
     return RunShares(n_demands=len(labelled), headline_conceded=pct["conceded"], headline_provenance=provenance,
-                     headline_verdict=verdict, max_gap_pp=max_gap_pp(pct, paper_shares()),
-                     floor_sentence=conceded_floor_sentence(labelled, reported("engagement.conceded_pct")),
+                     headline_verdict=verdict, max_gap_pp=max_gap_pp(pct, paper_shares()) if compared else None,
+                     floor_sentence=conceded_floor_sentence(labelled, reported("engagement.conceded_pct"))
+                     if compared else "no comparison with published numbers",
                      **{f"{label}_pct": float(pct[label]) for label in LABELS})
 
 

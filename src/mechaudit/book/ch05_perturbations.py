@@ -28,7 +28,7 @@ from mechaudit.agreement import estimate_range, model_agreement
 from mechaudit.backends import Backend
 from mechaudit.book.chapter import LOCAL, ChapterContext, axis_placeholder, headline_provenance, judge_models
 from mechaudit.llm.pricing import Planned
-from mechaudit.paper import reported
+from mechaudit.paper import reported, shown
 from mechaudit.paths import cache_path
 from mechaudit.perturb import (
     KINDS,
@@ -292,11 +292,13 @@ def separation_by_suite(audits: Mapping[str, SuiteAudit]) -> pd.DataFrame:
 
 def thresholds_in_use(names: RuleSet) -> dict[str, dict[str, float]]:
     """Per similarity rule, its thresholds with legend labels (the embedding rule has two: the
-    paper's and the rate-matched one), for ``plots.rules.cosine_strips``."""
+    paper's and the rate-matched one), for ``plots.rules.cosine_strips``; the paper's thresholds are
+    named "default" when the chapter does not show the paper's numbers (``mechaudit.paper.shown``)."""
     tfidf = names.rules[names.tfidf].threshold
     paper, matched = names.rules[names.embedding].threshold, names.rules[names.matched].threshold_
-    return {"tfidf": {f"threshold {tfidf:g} (paper)": tfidf},
-            "embedding": {f"{paper:g} (paper, Titan)": paper, f"{matched:.2f} (rate-matched)": matched}}
+    whose, titan = ("paper", "paper, Titan") if shown() else ("default", "default")
+    return {"tfidf": {f"threshold {tfidf:g} ({whose})": tfidf},
+            "embedding": {f"{paper:g} ({titan})": paper, f"{matched:.2f} (rate-matched)": matched}}
 
 
 def conclusions(audits: Mapping[str, SuiteAudit], names: RuleSet, separation: pd.DataFrame) -> pd.DataFrame:

@@ -23,7 +23,7 @@ from mechaudit.agreement import estimate_range, model_agreement, raw_agreement
 from mechaudit.backends import Backend
 from mechaudit.book.chapter import REFERENCE_JUDGE, ChapterContext, axis_placeholder, headline_provenance, judge_models
 from mechaudit.llm.pricing import Planned
-from mechaudit.paper import reported
+from mechaudit.paper import reported, shown
 from mechaudit.perturb import KINDS, describe_change, load_pairs, load_suite
 from mechaudit.report.facts import fact
 from mechaudit.report.tables import with_caption
@@ -248,11 +248,13 @@ def headline(pct: pd.DataFrame, llm_run: bool) -> str:
 
 def answer(pct: pd.DataFrame, llm_run: bool) -> str:
     """The chapter's answer: the LLM's % of first-step swaps judged different with no rubric / the
-    full / the step rubric beside the paper's; offline "not measured offline (paper: 38 / 83 / 96 %)"."""
+    full / the step rubric beside the paper's (left out when the chapter does not show the paper's
+    numbers, ``mechaudit.paper.shown``); offline "not measured offline (paper: 38 / 83 / 96 %)"."""
     paper = " / ".join(f"{reported(f'rubric.first_step_swapped_pct_different.{r}'):g}" for r in HEADLINE_RUBRICS)
+    beside = f" (paper: {paper} %)" if shown() else ""
     if not llm_run:
-        return f"not measured offline (paper: {paper} %)"
-    return f"{_joined(fss_by_rubric(pct, 'llm'), ' / ')} % (paper: {paper} %)"
+        return f"not measured offline{beside}"
+    return f"{_joined(fss_by_rubric(pct, 'llm'), ' / ')} %{beside}"
 
 
 def _pct(doc: str) -> Any:

@@ -24,6 +24,7 @@ from typing import Any
 
 import pandas as pd
 
+from mechaudit import paper
 from mechaudit.backends import Backend, caption_text
 from mechaudit.errors import use_warning_style
 from mechaudit.llm import LLMClient, get_client
@@ -75,7 +76,7 @@ class ChapterSettings:
 
 
 #: what a chapter prints in place of its "paper vs this run" table when it does not compare
-PAPER_OFF = "Comparison with the paper is off (compare_paper is false, or this is not the shipped data)."
+PAPER_OFF = "No comparison with published numbers (compare_paper is false, or this is not the shipped data)."
 
 
 class ChapterContext:
@@ -86,7 +87,8 @@ class ChapterContext:
     mode of every request it sends; its usage table); ``client``: the chapter's LLM client over that
     session, or None with the offline backend. Library steps take ``ctx.client``. ``out_dir``: the
     run folder of the chapter's tables and figures (None: nothing written); ``show_paper``: whether
-    the chapter shows the paper's numbers (only on the shipped benchmark). :meth:`table`,
+    the chapter shows the paper's numbers (only on the shipped benchmark): the one switch every paper
+    reference goes through (:meth:`open` sets the process's ``mechaudit.paper.shown`` to it). :meth:`table`,
     :meth:`figure` and :meth:`paper_table` save, number, caption and show in one call each.
     """
 
@@ -109,6 +111,7 @@ class ChapterContext:
         show_paper = "compare_paper" in params and compare_paper_default(params["compare_paper"],
                                                                           params.get("data_dir"))
         ctx = cls(settings, out_dir=params.get("out_dir"), show_paper=show_paper)
+        paper.show(show_paper)  # glue and library texts of this kernel follow the chapter's switch
         if settings.llm:
             ctx.client = get_client(settings.backend, cache_dir=settings.cache_dir, session=ctx.session)
         return ctx
@@ -135,9 +138,18 @@ class ChapterContext:
         """``frame`` written to ``<out_dir>/<name>.csv`` (nothing without a run folder) and returned
         as the book shows it: numbered and captioned with ``caption`` and ``label`` (a ``tbl-...``
         name the prose cites); ``shown``: a reading view of the same numbers to show instead of
-        ``frame``; ``style``: ``unit``, ``by_row``, ``classes`` of :func:`book_table`."""
+        ``frame``; ``style``: ``unit``, ``by_row``, ``classes`` of :func:`book_table`. Without
+        :attr:`show_paper` the paper's columns (``mechaudit.paper.is_paper_column``) are left out
+        of both."""
+        frame, shown = (self._without_paper(f) for f in (frame, shown))
         save(name, frame, self.out_dir)
         return book_table(frame if shown is None else shown, caption=caption, name=label, **style)
+
+    def _without_paper(self, frame: pd.DataFrame | pd.Series | None) -> pd.DataFrame | pd.Series | None:
+        """``frame`` without its paper columns when the chapter does not show the paper's numbers."""
+        if self.show_paper or not isinstance(frame, pd.DataFrame):
+            return frame
+        return frame.loc[:, [not paper.is_paper_column(c) for c in frame.columns]]
 
     def figure(self, name: str, fig: Any, glue_as: str | None = None) -> Any:
         """``fig`` written to ``<out_dir>/<name>.png`` and ``.svg``; with ``glue_as``, glued for the

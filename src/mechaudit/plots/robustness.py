@@ -16,6 +16,7 @@ import pandas as pd
 from matplotlib.patches import Patch, Rectangle
 
 from mechaudit.deprecation import backend_argument
+from mechaudit.paper import shown
 from mechaudit.plots.style import PALETTE, colour_of, legend_outside, new_figure
 from mechaudit.plots.style import caption as draw_caption
 
@@ -100,8 +101,9 @@ def consistency_figure(table: pd.DataFrame, x: str, y: str, facet: str, observed
         _outline(ax, _cell_grid(sub.assign(_c=sub.consistent.astype(float)), x, y, "_c", xs, ys) == 1)
         _ticks(ax, xs, ys, x, y, facet, f, c == len(fs) - 1)
     fig.colorbar(im, ax=list(axes), shrink=0.9, pad=0.02, label=label, location="bottom")
-    text = legend if legend is not None else f"consistent with the paper's {observed:g} pp"
-    handle = Patch(facecolor="none", edgecolor="black", linewidth=2.2, label=text)
+    if legend is None:  # the observed value is the paper's: named only where the paper is shown
+        legend = f"consistent with the paper's {observed:g} pp" if shown() else "consistent with the targets"
+    handle = Patch(facecolor="none", edgecolor="black", linewidth=2.2, label=legend)
     fig.legend(handles=[handle], loc="outside upper center", frameon=False)
     draw_caption(fig, caption)
     return fig
@@ -157,7 +159,7 @@ def rule_estimates_figure(bias: pd.DataFrame, labels: Sequence[str], rules: Mapp
         ax.set_title(comp)
         ax.set_ylabel("extra divergence (pp)")
         ax.axhline(0, color=PALETTE["muted"], linewidth=0.8)
-    axes[-1, 0].set_xlabel("setting consistent with the paper")
+    axes[-1, 0].set_xlabel("setting consistent with the paper" if shown() else "setting consistent with the targets")
     handles, names_ = axes[0, 0].get_legend_handles_labels()
     fig.legend(handles, names_, loc="outside upper center", ncols=2, frameon=False)
     draw_caption(fig, caption)

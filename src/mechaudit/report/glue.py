@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from mechaudit import paper
 from mechaudit.errors import MechauditError
 from mechaudit.report.outputs import SVG_METADATA
 
@@ -29,6 +30,9 @@ def glue(name: str, value: Any, digits: int | None = None) -> Any:
     text back with ``ast.literal_eval``, which turns a quoted string into exactly that string. Stored
     unquoted, a formatted count such as "4,863" would be read as the tuple ``(4, 863)`` and "1e-4"
     as the number 0.0001.
+
+    A key that names the paper (``mechaudit.paper.names_paper``) is stored only while the chapter
+    shows the paper's numbers (``mechaudit.paper.shown``).
     """
     from myst_nb import glue as _glue  # the book's renderer; imported only where a chapter runs
 
@@ -41,6 +45,8 @@ def glue(name: str, value: Any, digits: int | None = None) -> Any:
             raise MechauditError(f"glue {name!r}: {value} cannot be rounded into a sentence; glue a "
                                  "text that says the value is unknown instead")
         value = int(round(value)) if digits == 0 else round(float(value), digits)
+    if not paper.shown() and paper.names_paper(name):
+        return value  # the paper's numbers are off in this chapter: nothing stored
     _glue(name, str(value) if isinstance(value, str) else value, display=False)
     return value
 
