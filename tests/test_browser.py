@@ -15,6 +15,12 @@ for code names. Each check is its own test over that pass and
 prints its offenders; ``test_the_layout_checks_can_fail`` shows each one fail on a broken page. The
 page's width is measured at both widths (a page wider than the window scrolls sideways).
 
+The teaching guide and the worksheet are printed too (``PRINTED``): Chromium's PDF of each on A4,
+whose pages are counted (the worksheet fits two sheets), and the same page laid out for print at
+the A4 text width (print media emulated), where no ``pre`` or ``code`` element may be wider than its
+box (a line cut at the margin), the worksheet's questions are one list numbered from 1, and the
+teacher page's answer key is printed open.
+
 With ``MECHAUDIT_SCREENSHOTS=1`` (``make screenshots``) a full-page screenshot of each page at 1280 px
 and 390 px (cut at 25,000 px, which only the API reference exceeds) is saved under
 ``_build/screenshots/`` (``<entry>-1280.png``, ``<entry>-390.png``) and its width checked too: for a
@@ -60,6 +66,15 @@ TAKE_SHOTS = os.environ.get("MECHAUDIT_SCREENSHOTS") == "1"
 #: Screenshots stop here: every chapter is shorter at 390 px; the API reference (~73,000 px at 1280 px)
 #: would take about a minute to capture in full.
 MAX_SHOT_HEIGHT = 25_000
+#: printed pages (TOC entries) and what their printout must show
+WORKSHEET, TEACHER = "book/worksheet", "book/teaching"
+PRINTED = (WORKSHEET, TEACHER)
+MAX_WORKSHEET_PAGES = 2
+MIN_QUESTIONS = 4
+#: the printout's margin on every side (as ``@page`` in _static/mechaudit.css)
+PRINT_MARGIN_MM = 15
+#: the width the printed text is laid out at: A4 (210 mm) less both margins, in CSS px (96 per inch)
+PRINT_WIDTH = round((210 - 2 * PRINT_MARGIN_MM) / 25.4 * 96)
 PNG_1PX = bytes.fromhex("89504e470d0a1a0a0000000d49484452000000010000000108060000001f15c4890000000d49444154789c6360"
                         "000002000154a24f5d0000000049454e44ae426082")
 
@@ -270,6 +285,47 @@ TABLES_JS = """() => {
 }"""
 
 
+# A page laid out for print (print media emulated at ``PRINT_WIDTH``): a ``pre`` or ``code`` element
+# wider than its own box is a line cut at the margin of the paper; the ordered lists that are not
+# nested in another list (the worksheet's questions); the answer key (the section under a heading
+# "Answer key") with its list items that print and those that do not (in a closed <details>, a
+# folded dropdown or hidden for print).
+PRINT_JS = """() => {
+  const col = document.querySelector('article.bd-article') || document.body;
+  const shown = el => el.checkVisibility() && !el.closest('details:not([open])');
+  const first = el => (el.innerText || el.textContent || '').trim().split('\\n')[0].slice(0, 60);
+  const clipped = Array.from(col.querySelectorAll('pre, code'))
+    .filter(el => shown(el) && el.scrollWidth > el.clientWidth + 1)
+    .map(el => `${el.tagName.toLowerCase()} ${el.scrollWidth} px in ${el.clientWidth} px: ${first(el)}`);
+  const lists = Array.from(col.querySelectorAll('ol')).filter(ol => !ol.parentElement.closest('li'))
+    .map(ol => ({start: ol.start, items: ol.querySelectorAll(':scope > li').length}));
+  const head = Array.from(col.querySelectorAll('h1, h2, h3')).find(h => /^answer key/i.test(h.innerText.trim()));
+  const items = head ? Array.from(head.closest('section')?.querySelectorAll('li') || []) : [];
+  const key = head ? {shown: shown(head), items: items.length,
+                      hidden: items.filter(li => !shown(li)).map(first)} : null;
+  return {clipped, lists, key};
+}"""
+
+
+def pdf_pages(pdf: bytes) -> int:
+    """Pages of a PDF written by Chromium (Skia writes each page object uncompressed)."""
+    return len(re.findall(rb"/Type\s*/Page\b(?!s)", pdf))
+
+
+def printed(page) -> dict:
+    """The current page printed: ``pages`` of its A4 PDF (margins ``PRINT_MARGIN_MM``) and, laid out for
+    print at ``PRINT_WIDTH``, ``PRINT_JS``'s ``clipped``, ``lists`` and ``key``; screen media and the
+    first width are restored afterwards."""
+    margin = f"{PRINT_MARGIN_MM}mm"
+    pdf = page.pdf(format="A4", margin={side: margin for side in ("top", "right", "bottom", "left")})
+    page.set_viewport_size({"width": PRINT_WIDTH, "height": HEIGHT})
+    page.emulate_media(media="print")
+    found = page.evaluate(PRINT_JS)
+    page.emulate_media(media="screen")
+    page.set_viewport_size({"width": WIDTHS[0], "height": HEIGHT})
+    return {**found, "pages": pdf_pages(pdf)}
+
+
 def watch(page) -> list[str]:
     """Attach console and page-error listeners once; returns the list they append to."""
     errors: list[str] = []
@@ -377,8 +433,9 @@ def _new_page(browser):
 
 @pytest.fixture(scope="module")
 def site(built_book, browser) -> dict:
-    """One pass over every TOC page: ``{entry: {"url", "problems", "layout", "widths", "shots"}}``
-    (``widths``: the page's scroll width at each of ``WIDTHS``; ``shots``: empty unless ``TAKE_SHOTS``)."""
+    """One pass over every TOC page: ``{entry: {"url", "problems", "layout", "widths", "shots", "print"}}``
+    (``widths``: the page's scroll width at each of ``WIDTHS``; ``shots``: empty unless ``TAKE_SHOTS``;
+    ``print``: :func:`printed` for the pages in ``PRINTED``, else ``None``)."""
     if TAKE_SHOTS:
         shutil.rmtree(SHOTS, ignore_errors=True)
         SHOTS.mkdir(parents=True)
@@ -397,7 +454,8 @@ def site(built_book, browser) -> dict:
             shots = screenshots(page, cdp, entry.replace("/", "__")) if TAKE_SHOTS else []
             problems += [f"console error: {e}" for e in errors]
             pages[entry] = {"url": url, "problems": problems, "layout": found, "shots": shots,
-                            "widths": [wide, found["narrow"]["scroll_width"]]}
+                            "widths": [wide, found["narrow"]["scroll_width"]],
+                            "print": printed(page) if entry in PRINTED else None}
         context.close()
     return pages
 
@@ -681,3 +739,63 @@ def test_the_reading_checks_can_fail(tmp_path, browser):
     assert found["trust"]["bottom"] > FIRST_SCREEN[1]
     assert any(o.startswith("div#wide") for o in found["narrow"]["out"]), found["narrow"]
     assert not any("NF-kappaB" in b for b in found["broken"])
+
+
+# ------------------------------------------------------------------------------ printed pages
+
+def print_problems(prints: dict) -> list[str]:
+    """What is wrong with the printouts ``{entry: printed(...)}`` of the worksheet and the teacher page."""
+    sheet, teacher = prints[WORKSHEET], prints[TEACHER]
+    problems = [f"{entry}: line cut at the margin: {c}" for entry, p in prints.items() for c in p["clipped"]]
+    if sheet["pages"] > MAX_WORKSHEET_PAGES:
+        problems.append(f"{WORKSHEET}: prints on {sheet['pages']} A4 pages, more than {MAX_WORKSHEET_PAGES}")
+    if [(q["start"], q["items"] >= MIN_QUESTIONS) for q in sheet["lists"]] != [(1, True)]:
+        problems.append(f"{WORKSHEET}: the questions are not one list numbered 1 to N (N >= {MIN_QUESTIONS}): "
+                        f"{sheet['lists']}")
+    key = teacher["key"]
+    if not key or not key["shown"] or key["items"] < MIN_QUESTIONS or key["hidden"]:
+        problems.append(f"{TEACHER}: the answer key does not print open: {key}")
+    return problems
+
+
+def test_the_class_prints(site):
+    """The worksheet prints on at most two A4 pages with its questions numbered 1 to N, the teacher page
+    prints its answer key, and no printed line of either is cut at the margin."""
+    prints = {entry: site[entry]["print"] for entry in PRINTED}
+    pages = {entry: p["pages"] for entry, p in prints.items()}
+    assert not print_problems(prints), "\n  ".join([f"printouts (A4 pages {pages}):", *print_problems(prints)])
+
+
+BAD_PRINT_PAGE = """<html><head><title>t</title><style>pre {{ white-space: pre; overflow-x: auto; }}
+@media print {{ .screen-only {{ display: none; }} }}</style></head><body><article class="bd-article">
+<section><h1>Page</h1><ol><li>one</li></ol><p>text</p><ol start="2"><li>two</li><li>three</li></ol>
+{body}<pre>.venv/bin/mechaudit execute notebooks/06_rubric_sensitivity.py -p jaccard_threshold 0.7 --out runs/x</pre>
+<section><h2>Answer key</h2>{key}</section></section></article></body></html>"""
+
+
+def test_the_print_checks_can_fail(tmp_path, browser):
+    """A worksheet of four pages with its numbering restarted by a paragraph and a command cut at the
+    margin, and teacher pages whose answer key is folded in a closed <details> or hidden for print,
+    are each reported; the same key printed open is not."""
+    pages = {"sheet": ("<p>line</p>" * 150, "<ol><li>a</li><li>b</li><li>c</li><li>d</li></ol>"),
+             "folded": ("", "<details><summary>show</summary><ol><li>a</li><li>b</li><li>c</li><li>d</li></ol>"
+                            "</details>"),
+             "screen": ("", "<ol class='screen-only'><li>a</li><li>b</li><li>c</li><li>d</li></ol>")}
+    for name, (body, key) in pages.items():
+        (tmp_path / f"{name}.html").write_text(BAD_PRINT_PAGE.format(body=body, key=key))
+    with serve(tmp_path) as base:
+        context, page = _new_page(browser)
+        prints = {}
+        for name in pages:
+            page.goto(f"{base}/{name}.html", wait_until="load")
+            prints[name] = printed(page)
+        context.close()
+    assert prints["sheet"]["pages"] >= 3 and prints["folded"]["pages"] == 1, prints
+    found = print_problems({WORKSHEET: prints["sheet"], TEACHER: prints["folded"]})
+    assert [p.split(": ")[1] for p in found] == [
+        "line cut at the margin", "line cut at the margin",
+        f"prints on {prints['sheet']['pages']} A4 pages, more than 2",
+        "the questions are not one list numbered 1 to N (N >= 4)", "the answer key does not print open"], found
+    assert prints["folded"]["key"]["hidden"] == ["a", "b", "c", "d"]
+    assert prints["screen"]["key"]["hidden"] == ["a", "b", "c", "d"]
+    assert prints["sheet"]["key"] == {"shown": True, "items": 4, "hidden": []}

@@ -35,7 +35,6 @@ from myst_nb.ext.glue import GLUE_PREFIX
 from myst_nb.ext.glue.directives import PasteFigureDirective
 from myst_nb.ext.glue.utils import glue_warning
 
-
 #: glued image formats the directive reads, in order of preference, with their file suffixes
 IMAGE_TYPES = (("image/svg+xml", ".svg"), ("image/png", ".png"))
 
