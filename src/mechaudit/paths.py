@@ -167,6 +167,9 @@ def is_shipped_benchmark(data_dir: str | Path | None = None) -> bool:
 
 #: the example data set the tutorial chapter (``notebooks/09_your_data.py``) audits by default
 EXAMPLE_DIR = REPO_ROOT / "data" / "examples" / "urate_nitrate"
+#: committed embedding vectors of the texts the default chapters embed (read-only; written by
+#: ``mechaudit calibrate embeddings``): a fresh clone starts with them instead of encoding them again
+EMBEDDING_SEED_DIR = REPO_ROOT / "data" / "embedding_seed"
 
 
 def data_folder_or(data_dir: str | Path | None, default: Path,

@@ -15,7 +15,10 @@ Optional disk store (``cache_dir``): encoding is the slow step on a small CPU (h
 take tens of seconds), so a rule can keep its vectors in ``<cache_dir>/<model>.npz``, keyed by the
 sha256 of (model id, text). A stored vector is exactly what the model returned for
 that text; texts not in the store are encoded and added. Delete the file (or pass no
-``cache_dir``) to recompute everything.
+``cache_dir``) to recompute everything. A store also reads the committed seed
+(``paths.EMBEDDING_SEED_DIR``, same file name; never written here): vectors of every text the
+default chapters embed, so that a fresh clone does not encode them again. The store's own vectors
+take precedence over the seed's.
 
 Threshold matching. The paper's embedding model (Amazon Titan Text Embeddings V2) is not available
 here, and its 0.77 was itself chosen so that the embedding rule's marginal same-pair rate fell in
@@ -51,6 +54,7 @@ from tqdm import TqdmWarning
 
 from mechaudit.diversity import components_from_blocks
 from mechaudit.errors import MechauditError, check_range
+from mechaudit.paths import EMBEDDING_SEED_DIR
 from mechaudit.report.terminal import in_kernel, terminal_copy
 from mechaudit.rules.base import Pair, Rule, check_hypotheses, check_pairs, check_threshold, unique_pair_texts
 from mechaudit.schema import Hypothesis, hypothesis_text
@@ -233,8 +237,9 @@ class EmbeddingRule:
     scikit-learn conventions: the constructor checks and stores its keyword parameters, ``fit``
     learns, and reading an attribute never changes the rule. Parameters: ``model`` (name or path;
     None = all-MiniLM-L6-v2), ``threshold`` (a number in [-1, 1], paper 0.77, or ``"match_rate"``),
-    ``batch_size``, ``device``, ``cache_dir`` (disk store of embeddings, module docstring) and
-    ``model_cache`` (a ``ModelCache``; None = ``DEFAULT_MODELS``).
+    ``batch_size``, ``device``, ``cache_dir`` (disk store of embeddings, module docstring),
+    ``model_cache`` (a ``ModelCache``; None = ``DEFAULT_MODELS``) and ``seed_dir`` (the read-only seed
+    a store also reads, module docstring; None: none).
 
     ``threshold_`` is the threshold in use: the one ``fit`` learned, else the numeric ``threshold``.
     A ``"match_rate"`` rule must be fitted (``fit(pairs, target_rate=...)``) before it is used.
@@ -249,6 +254,7 @@ class EmbeddingRule:
         device: str = "cpu",
         cache_dir: str | os.PathLike[str] | None = None,
         model_cache: ModelCache | None = None,
+        seed_dir: str | os.PathLike[str] | None = EMBEDDING_SEED_DIR,
     ):
         if isinstance(threshold, str) and threshold != MATCH_RATE:
             raise ValueError(f"threshold must be a number or {MATCH_RATE!r}; got {threshold!r}")
@@ -261,6 +267,7 @@ class EmbeddingRule:
         self.device = device
         self.cache_dir = cache_dir
         self.model_cache = model_cache
+        self.seed_dir = seed_dir
         self._vectors: dict[str, np.ndarray] = {}  # text -> embedding, filled as texts are encoded
         self._fitted: float | None = None  # the threshold fit learned
 
@@ -327,12 +334,17 @@ class EmbeddingRule:
             return np.zeros((0, 0), dtype=np.float32)
         return np.stack([self._vectors[t] for t in texts])
 
+    def _stored(self) -> dict[str, np.ndarray]:
+        """The seed's vectors updated with the disk store's (``key -> vector``)."""
+        seed = store_path(self.seed_dir, self.model) if self.seed_dir is not None else None
+        return {**(read_store(seed) if seed is not None else {}),
+                **read_store(store_path(self.cache_dir, self.model))}
+
     def _from_store(self, texts: list[str]) -> list[str]:
-        """Fill the instance's vectors from the disk store; return the texts still missing."""
-        path = store_path(self.cache_dir, self.model)
-        if not path.exists():
+        """Fill the instance's vectors from the disk store and the seed; return the texts still missing."""
+        store = self._stored()
+        if not store:
             return texts
-        store = read_store(path)
         ident = model_id(self.model)
         left = []
         for t in texts:
@@ -345,7 +357,7 @@ class EmbeddingRule:
 
     def _to_store(self, texts: list[str]) -> None:
         path = store_path(self.cache_dir, self.model)
-        store = read_store(path)
+        store = self._stored()
         ident = model_id(self.model)
         store.update((_text_key(ident, t), self._vectors[t]) for t in texts)
         write_store(path, store)
