@@ -13,6 +13,7 @@ import threading
 from types import SimpleNamespace
 
 import httpx
+import pandas as pd
 import pytest
 from fake_anthropic import FakeAnthropic, client_for, message_response
 
@@ -184,3 +185,38 @@ def test_a_cached_request_of_an_unpriced_model_costs_nothing_and_keeps_totals_kn
     table = price_plan("ch", [Planned("judge", req(0)), Planned("judge", req(1, "no-such-model"))], prices,
                        cached=lambda key: key == req(1, "no-such-model").key)
     assert not math.isnan(totals(table)["usd_batch"])
+
+
+def test_the_terminal_estimate_reads_as_a_table_with_rounded_tokens_and_unknown_costs():
+    """Every line of ``format_estimate``: chapters in table order, a long stage wrapped under itself,
+    tokens in thousands (``~`` for proxies), unknown USD for an unpriced model and in the totals."""
+    from mechaudit.llm.pricing import ESTIMATE_COLUMNS
+
+    stage = "critique, then revise, one step at a time through every chain of the design"
+    nan = float("nan")
+    estimate = pd.DataFrame([
+        ["02_depth", stage, "claude-haiku", True, 40, 10, 30, 12_345, 5_600, 0.0512, 0.0256, 0.04],
+        ["02_depth", "label", "local-model", False, 3, 0, 3, 1_500_000, 499, nan, nan, nan],
+        ["01_problem", "judge", "claude-haiku", True, 2, 2, 0, 0, 0, 0.0, 0.0, 0.0]], columns=ESTIMATE_COLUMNS)
+    expected = """\
+LLM cost estimate (prices from the price table; tokens = characters / 3.5; ~: tokens sized from
+proxies, see book/rerun.md; prompt-cached prices in --csv):
+chapter, stage                         model             to send/all tokens in+out USD plain   batch
+02_depth
+  critique, then revise, one step at a claude-haiku            30/40        12k+6k      0.05    0.03
+    time through every chain of the
+    design
+  label                                local-model               3/3    ~1,500k+0k   unknown unknown
+01_problem
+  judge                                claude-haiku              0/2         0k+0k      0.00    0.00
+total: 45 requests, 12 cached, 33 to send; USD plain unknown, batch unknown
+  prompt-cached unknown USD; 1,512,345 input + 6,099 output tokens (this run: batch)
+no price for: local-model (its cost is unknown: add a row to the price table)"""
+    assert format_estimate(estimate, batch=True) == expected
+    assert format_estimate(estimate) == expected.replace("(this run: batch)", "(this run: plain)")
+    priced = format_estimate(estimate.drop(index=1)).splitlines()
+    assert priced[-2:] == ["total: 42 requests, 12 cached, 30 to send; USD plain 0.05, batch 0.03",
+                           "  prompt-cached 0.04 USD; 12,345 input + 5,600 output tokens (this run: plain)"]
+    assert max(len(line) for line in expected.splitlines()) == 100
+    assert format_estimate(estimate.iloc[:0]) == (
+        "LLM cost estimate: no LLM requests (every chapter runs offline or everything is cached).")
