@@ -108,6 +108,9 @@ MODULES: dict[str, Target] = {
                           "price_table_declares_a_price_per_endpoint",
                           "an_endpoint_row_prices_cache_tokens_at_its_input_price",
                           "cache_spend_prices_a_local_answer_at_its_endpoint")),
+                  # needs the four writer processes to interleave at least 10 times: on a loaded machine
+                  # it saw 3 and failed mutmut's clean run (the cache log's locking has its own tests)
+                  deselect=("tests/test_llm_cache_store.py::test_four_processes_writing_at_once_lose_and_duplicate_nothing",),
                   sample=SMALL_SAMPLE),
     "workflow": Target(_src("workflow/power.py", "workflow/calibrate.py", "workflow/depth.py",
                             "workflow/simulator.py"),

@@ -220,3 +220,41 @@ no price for: local-model (its cost is unknown: add a row to the price table)"""
     assert max(len(line) for line in expected.splitlines()) == 100
     assert format_estimate(estimate.iloc[:0]) == (
         "LLM cost estimate: no LLM requests (every chapter runs offline or everything is cached).")
+
+
+def test_request_cost_by_hand_plain_batch_max_and_at_an_endpoint():
+    """15 system tokens (35 characters / 3.5 + 5) and 25 message tokens (70 / 3.5 + 5): 40 in; a
+    request of kind "other" expects 200 tokens out (its max_tokens, 1000, with ``output="max"``)."""
+    from mechaudit.llm.pricing import request_cost
+
+    prices = {"models": {"m": {"input": 3.0, "output": 15.0}},
+              "endpoints": {"http://local:8080/v1": {"input": 1.0, "output": 2.0}}, "batch_discount": 0.5}
+    one = LLMRequest(model="m", system="s" * 35, messages=[{"role": "user", "content": "x" * 70}], max_tokens=1000)
+    assert request_cost(one, prices) == pytest.approx((40 * 3.0 + 200 * 15.0) / 1e6, rel=1e-12)
+    assert request_cost(one, prices, batch=True) == pytest.approx((40 * 3.0 + 200 * 15.0) / 1e6 * 0.5, rel=1e-12)
+    assert request_cost(one, prices, output="max") == pytest.approx((40 * 3.0 + 1000 * 15.0) / 1e6, rel=1e-12)
+    local = one.model_copy(update={"endpoint": "http://local:8080/v1"})
+    assert request_cost(local, prices) == pytest.approx((40 * 1.0 + 200 * 2.0) / 1e6, rel=1e-12)
+    assert math.isnan(request_cost(one.model_copy(update={"model": "unpriced"}), prices))
+
+
+def test_totals_of_an_empty_estimate_are_zero():
+    from mechaudit.llm.pricing import ESTIMATE_COLUMNS
+
+    empty = totals(pd.DataFrame(columns=ESTIMATE_COLUMNS))
+    assert empty == dict.fromkeys(["requests", "cached", "to_send", "input_tokens", "output_tokens", "usd_plain",
+                                   "usd_batch", "usd_prompt_cached"], 0.0)
+    assert all(type(v) is float for v in empty.values())
+
+
+@pytest.mark.parametrize("version, metadata, kind, tokens", [
+    ("mechjudge-step-v1.r0", {}, "judge-step", 90), ("mechjudge-full-v1.r1", {"stage": "develop"}, "judge-full", 50),
+    ("v1", {"stage": "revise"}, "revise", 630), ("v1", {"task": "engagement"}, "label", 70),
+    ("v1", {"kind": "develop"}, "develop", 400), ("v1", {"stage": "judge"}, "other", 200)])
+def test_each_request_kind_has_its_typical_reply_size(version, metadata, kind, tokens):
+    from mechaudit.llm.pricing import kind_of, output_tokens
+
+    request = req(0).model_copy(update={"version": version, "metadata": metadata, "max_tokens": 1000})
+    assert kind_of(request) == kind and output_tokens(request) == tokens
+    assert output_tokens(request.model_copy(update={"max_tokens": 40})) == 40  # capped by max_tokens
+    assert output_tokens(request, "max") == 1000

@@ -13,6 +13,7 @@ import pytest
 
 from mechaudit.tau.anchors import (
     anchor_papers,
+    anchor_table,
     bucket_centre,
     pass_thresholds,
     passes,
@@ -235,3 +236,21 @@ def test_url_is_a_forbidden_term_and_masked_as_a_whole_word():
     assert card.problem == "Fetch the [masked], then curl it"
     with pytest.raises(BlindnessError, match="url"):
         check_blind("see url: x", FORBIDDEN_TERMS)
+
+
+def test_anchor_table_lists_the_usable_papers_with_the_four_columns():
+    stats = {"avg_score": 0.6, "review_count": 4}
+    papers = [{"paper_id": "given", "pattern_id": "P1", "score10": 7.5, "weight": 0.5, "title": "t"},
+              {"paper_id": "no-reviews", "pattern_id": "P1"},
+              {"paper_id": "derived", "pattern_id": "P2", "review_stats": stats}]
+    got = anchor_table(papers)
+    score10, weight = score10_from_review_stats(stats)
+    expected = table(("given", "P1", 7.5, 0.5), ("derived", "P2", score10, weight))
+    pd.testing.assert_frame_equal(got, expected)
+    empty = anchor_table([])
+    assert empty.empty and list(empty.columns) == ["paper_id", "pattern_id", "score10", "weight"]
+
+
+@pytest.mark.parametrize("avg", [0.0, 1.0])
+def test_review_scores_at_both_ends_of_the_scale_are_accepted(avg):
+    assert score10_from_review_stats({"avg_score": avg, "review_count": 3}) == (1.0 + 9.0 * avg, math.log(4.0))
