@@ -249,6 +249,7 @@ def test_totals_of_an_empty_estimate_are_zero():
 
 @pytest.mark.parametrize("version, metadata, kind, tokens", [
     ("mechjudge-step-v1.r0", {}, "judge-step", 90), ("mechjudge-full-v1.r1", {"stage": "develop"}, "judge-full", 50),
+    ("v1", {"stage": "develop"}, "develop", 400), ("v1", {"stage": "critique"}, "critique", 180),
     ("v1", {"stage": "revise"}, "revise", 630), ("v1", {"task": "engagement"}, "label", 70),
     ("v1", {"kind": "develop"}, "develop", 400), ("v1", {"stage": "judge"}, "other", 200)])
 def test_each_request_kind_has_its_typical_reply_size(version, metadata, kind, tokens):
@@ -258,3 +259,12 @@ def test_each_request_kind_has_its_typical_reply_size(version, metadata, kind, t
     assert kind_of(request) == kind and output_tokens(request) == tokens
     assert output_tokens(request.model_copy(update={"max_tokens": 40})) == 40  # capped by max_tokens
     assert output_tokens(request, "max") == 1000
+
+
+def test_price_plan_counts_what_an_earlier_chapter_saw_as_cached_and_adds_what_it_sees():
+    prices = load_prices()
+    seen = {req(0).key}
+    table = price_plan("ch", [Planned("judge", req(0)), Planned("judge", req(1))], prices, cached=lambda key: False,
+                       seen=seen)
+    assert table.loc[0, ["requests", "cached", "to_send"]].tolist() == [2, 1, 1]
+    assert seen == {req(0).key, req(1).key}

@@ -161,7 +161,7 @@ def test_score10_and_weight_hand_values():
         score10_from_review_stats({"avg_score": 0.5, "review_count": -1})
     with pytest.raises(ValueError, match="review_count"):
         score10_from_review_stats({"avg_score": 0.5})
-    with pytest.raises(ValueError, match="at least one rating"):
+    with pytest.raises(ValueError, match="^review_stats_from_ratings needs at least one rating$"):
         review_stats_from_ratings([])
     # no review yet: allowed, and such a paper weighs nothing (log 1 = 0)
     assert score10_from_review_stats({"avg_score": 0.5, "review_count": 0}) == (5.5, 0.0)
@@ -254,3 +254,9 @@ def test_anchor_table_lists_the_usable_papers_with_the_four_columns():
 @pytest.mark.parametrize("avg", [0.0, 1.0])
 def test_review_scores_at_both_ends_of_the_scale_are_accepted(avg):
     assert score10_from_review_stats({"avg_score": avg, "review_count": 3}) == (1.0 + 9.0 * avg, math.log(4.0))
+
+
+def test_fill_mode_never_takes_a_present_anchor_from_another_pattern():
+    # bucket [6.0, 7.0] of 6.3: own v2 (3.0), v1 (1.0); w1 of pattern B is present, so the third is
+    # the own pattern's nearest to 6.5, v3 (0.7), not w1.
+    assert ids(select_bucket_anchors(TOP_UP, 6.3, exclude=["w1"], pattern_id="A", mode="fill")) == ["v2", "v1", "v3"]
