@@ -268,3 +268,37 @@ def test_price_plan_counts_what_an_earlier_chapter_saw_as_cached_and_adds_what_i
                        seen=seen)
     assert table.loc[0, ["requests", "cached", "to_send"]].tolist() == [2, 1, 1]
     assert seen == {req(0).key, req(1).key}
+
+
+def test_price_plan_by_hand():
+    """Each request: 40 tokens in (15 of them the system prompt), 200 out. Stage "s": a proxy, one
+    request twice (the second counts as cached), one already in the store; the two sent share a
+    system prompt, so prompt caching writes it once and reads it once. Stage "local": one request
+    at an endpoint with its own prices. Stage "u": an unpriced model."""
+    from mechaudit.llm.pricing import ESTIMATE_COLUMNS
+
+    prices = {"models": {"m": {"input": 3.0, "output": 15.0, "cache_read": 0.3, "cache_write": 3.75}},
+              "endpoints": {"http://e/v1": {"input": 1.0, "output": 2.0, "cache_read": 0.1, "cache_write": 1.25}},
+              "batch_discount": 0.5}
+
+    def one(fill, system="s", **kw):
+        return LLMRequest(model="m", system=system * 35, messages=[{"role": "user", "content": fill * 70}],
+                          max_tokens=1000, **kw)
+
+    r1, r2, stored = one("x"), one("y"), one("z")
+    local, unpriced = one("x", system="t", endpoint="http://e/v1"), one("x").model_copy(update={"model": "u9"})
+    planned = [Planned("s", r1), Planned("s", r2, exact=False), Planned("s", r1), Planned("s", stored),
+               Planned("local", local), Planned("u", unpriced)]
+    seen: set[str] = set()
+    table = price_plan("ch", planned, prices, cached=lambda key: key == stored.key, seen=seen,
+                       min_cache_tokens={"m": 10})
+    plain = (40 * 3.0 + 200 * 15.0) / 1e6
+    write, read = (25 * 3.0 + 15 * 3.75 + 200 * 15.0) / 1e6, (25 * 3.0 + 15 * 0.3 + 200 * 15.0) / 1e6
+    local_plain, local_write = (40 * 1.0 + 200 * 2.0) / 1e6, (25 * 1.0 + 15 * 1.25 + 200 * 2.0) / 1e6
+    nan = float("nan")
+    expected = pd.DataFrame([
+        ["ch", "s", "m", False, 4, 2, 2, 80, 400, 2 * plain, plain, write + read],
+        ["ch", "local", "m", True, 1, 0, 1, 40, 200, local_plain, local_plain / 2, local_write],
+        ["ch", "u", "u9", True, 1, 0, 1, 40, 200, nan, nan, nan]], columns=ESTIMATE_COLUMNS)
+    pd.testing.assert_frame_equal(table, expected, check_exact=False, rtol=1e-12)
+    assert seen == {r1.key, r2.key, stored.key, local.key, unpriced.key}

@@ -260,3 +260,18 @@ def test_fill_mode_never_takes_a_present_anchor_from_another_pattern():
     # bucket [6.0, 7.0] of 6.3: own v2 (3.0), v1 (1.0); w1 of pattern B is present, so the third is
     # the own pattern's nearest to 6.5, v3 (0.7), not w1.
     assert ids(select_bucket_anchors(TOP_UP, 6.3, exclude=["w1"], pattern_id="A", mode="fill")) == ["v2", "v1", "v3"]
+
+
+def test_initial_anchors_of_a_small_pattern_are_all_its_papers():
+    # no more papers than quantiles: every paper, by score, even when the quantiles would skip one
+    pool = table(("a2", "A", 7.0, 1.0), ("a1", "A", 3.0, 1.0), ("b1", "B", 5.0, 1.0))
+    assert ids(select_initial_anchors(pool, "A", quantiles=(0.0, 0.1))) == ["a1", "a2"]
+    assert ids(select_initial_anchors(pool, "B")) == ["b1"]
+    with pytest.raises(ValueError, match="^pattern 'Z' has no papers with review stats$"):
+        select_initial_anchors(pool, "Z")
+
+
+def test_floor_mode_buckets_scale_with_the_bucket_size():
+    # size 2: 6.3 lies in [6, 8): own v2 (3.0), v3 (2.0), v1 (1.0) by weight, then w1 of pattern B
+    got = select_bucket_anchors(TOP_UP, 6.3, pattern_id="A", bucket_size=2.0, bucket_count=4, mode="floor")
+    assert ids(got) == ["v2", "v3", "v1", "w1"]
