@@ -302,3 +302,23 @@ def test_price_plan_by_hand():
         ["ch", "u", "u9", True, 1, 0, 1, 40, 200, nan, nan, nan]], columns=ESTIMATE_COLUMNS)
     pd.testing.assert_frame_equal(table, expected, check_exact=False, rtol=1e-12)
     assert seen == {r1.key, r2.key, stored.key, local.key, unpriced.key}
+
+
+def test_input_tokens_count_an_overhead_per_turn_and_none_for_an_empty_system():
+    from mechaudit.llm.pricing import input_tokens
+
+    turns = [{"role": "user", "content": "x" * 70}, {"role": "assistant", "content": "y" * 7},
+             {"role": "user", "content": "z" * 7}]
+    assert input_tokens(LLMRequest(model="m", system="", messages=turns)) == (0, 24 + 3 * 5)
+    assert input_tokens(LLMRequest(model="m", system="s" * 36, messages=turns)) == (11 + 5, 16 + 24 + 3 * 5)
+
+
+def test_min_cache_tokens_per_model_default_1024(tmp_path):
+    from mechaudit.llm.pricing import load_min_cache_tokens
+
+    table = tmp_path / "prices.yaml"
+    table.write_text("models:\n  a:\n    min_cache_tokens: 2048\n  b:\n    input: 1.0\n  c: not a row\n",
+                     encoding="utf-8")
+    assert load_min_cache_tokens(table) == {"a": 2048, "b": 1024}
+    (tmp_path / "empty.yaml").write_text("", encoding="utf-8")
+    assert load_min_cache_tokens(tmp_path / "empty.yaml") == {}
