@@ -265,7 +265,8 @@ def test_fill_mode_never_takes_a_present_anchor_from_another_pattern():
 def test_initial_anchors_of_a_small_pattern_are_all_its_papers():
     # no more papers than quantiles: every paper, by score, even when the quantiles would skip one
     pool = table(("a2", "A", 7.0, 1.0), ("a1", "A", 3.0, 1.0), ("b1", "B", 5.0, 1.0))
-    assert ids(select_initial_anchors(pool, "A", quantiles=(0.0, 0.1))) == ["a1", "a2"]
+    got = select_initial_anchors(pool, "A", quantiles=(0.0, 0.1))
+    assert ids(got) == ["a1", "a2"] and list(got.index) == [0, 1] and list(got.columns) == list(pool.columns)
     assert ids(select_initial_anchors(pool, "B")) == ["b1"]
     with pytest.raises(ValueError, match="^pattern 'Z' has no papers with review stats$"):
         select_initial_anchors(pool, "Z")
