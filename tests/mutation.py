@@ -46,7 +46,7 @@ ROOT = Path(__file__).resolve().parent.parent
 WORK = ROOT / "build" / "mutation"
 REPORT = ROOT / "tests" / "MUTATION.md"
 EQUIVALENT = ROOT / "tests" / "mutation_equivalent.yaml"
-FLOOR = 0.90
+FLOOR = 0.95
 #: The default sample: mutants whose number (within its function) ends like this glob (about 10 %).
 #: A module whose mapped tests are slow sets a smaller one (``Target.sample``) so that the whole run
 #: stays near half an hour on 2 cores; ``--sample`` overrides every module's.
@@ -439,7 +439,8 @@ def write_report(summaries: list[dict], tested: list[dict[str, str]]) -> None:
         "- Sample: the *sample* column is the glob that a mutant's number (within its function) must end",
         f"  with. `make mutation` uses each module's own: `{SAMPLE}` (about 10 % of each function's mutants,",
         "  the same ones on every run while the function is unchanged) where the mapped tests are fast,",
-        f"  `{SMALL_SAMPLE}` (about 2 %) where they are slow, so that the whole run stays near half an hour;",
+        f"  `{SMALL_SAMPLE}` (about 2 %) where they are slow, and every mutant (`all`) in the one-file modules",
+        "  that issue 34 names (`tau.anchors`, `llm.pricing`, ...), which also appear, sampled, in `tau` and `llm`;",
         "  `python tests/mutation.py --sample all` runs every mutant (about 13,600: hours on 2 cores).",
         "  The *mutants* column counts the sampled mutants that were checked; *unchecked* counts sampled",
         "  mutants a stopped run did not reach (left out of the score). mutmut forgets a module's earlier",
