@@ -251,7 +251,8 @@ def test_totals_of_an_empty_estimate_are_zero():
     ("mechjudge-step-v1.r0", {}, "judge-step", 90), ("mechjudge-full-v1.r1", {"stage": "develop"}, "judge-full", 50),
     ("v1", {"stage": "develop"}, "develop", 400), ("v1", {"stage": "critique"}, "critique", 180),
     ("v1", {"stage": "revise"}, "revise", 630), ("v1", {"task": "engagement"}, "label", 70),
-    ("v1", {"kind": "develop"}, "develop", 400), ("v1", {"stage": "judge"}, "other", 200)])
+    ("v1", {"kind": "develop"}, "develop", 400), ("v1", {"stage": "judge"}, "other", 200),
+    ("v1", {"kind": "custom"}, "custom", 200)])
 def test_each_request_kind_has_its_typical_reply_size(version, metadata, kind, tokens):
     from mechaudit.llm.pricing import kind_of, output_tokens
 
@@ -286,22 +287,24 @@ def test_price_plan_by_hand():
                           max_tokens=1000, **kw)
 
     r1, r2, stored = one("x"), one("y"), one("z")
-    local, unpriced = one("x", system="t", endpoint="http://e/v1"), one("x").model_copy(update={"model": "u9"})
+    local = one("x", system="t", endpoint="http://e/v1", cache_system=False)
+    local2, unpriced = local.model_copy(update={"version": "v2"}), one("x").model_copy(update={"model": "u9"})
     planned = [Planned("s", r1), Planned("s", r2, exact=False), Planned("s", r1), Planned("s", stored),
-               Planned("local", local), Planned("u", unpriced)]
+               Planned("u", unpriced), Planned("local", local), Planned("local", local2)]
     seen: set[str] = set()
     table = price_plan("ch", planned, prices, cached=lambda key: key == stored.key, seen=seen,
-                       min_cache_tokens={"m": 10})
+                       min_cache_tokens={"m": 15})  # the system prompt has exactly the minimum
     plain = (40 * 3.0 + 200 * 15.0) / 1e6
     write, read = (25 * 3.0 + 15 * 3.75 + 200 * 15.0) / 1e6, (25 * 3.0 + 15 * 0.3 + 200 * 15.0) / 1e6
-    local_plain, local_write = (40 * 1.0 + 200 * 2.0) / 1e6, (25 * 1.0 + 15 * 1.25 + 200 * 2.0) / 1e6
+    local_plain = (40 * 1.0 + 200 * 2.0) / 1e6  # no prompt caching asked: plain
     nan = float("nan")
     expected = pd.DataFrame([
         ["ch", "s", "m", False, 4, 2, 2, 80, 400, 2 * plain, plain, write + read],
-        ["ch", "local", "m", True, 1, 0, 1, 40, 200, local_plain, local_plain / 2, local_write],
-        ["ch", "u", "u9", True, 1, 0, 1, 40, 200, nan, nan, nan]], columns=ESTIMATE_COLUMNS)
-    pd.testing.assert_frame_equal(table, expected, check_exact=False, rtol=1e-12)
-    assert seen == {r1.key, r2.key, stored.key, local.key, unpriced.key}
+        ["ch", "u", "u9", True, 1, 0, 1, 40, 200, nan, nan, nan],
+        ["ch", "local", "m", True, 2, 0, 2, 80, 400, 2 * local_plain, local_plain, 2 * local_plain]],
+        columns=ESTIMATE_COLUMNS)
+    pd.testing.assert_frame_equal(table, expected, check_exact=False, rtol=1e-12, atol=0)
+    assert seen == {r1.key, r2.key, stored.key, local.key, local2.key, unpriced.key}
 
 
 def test_input_tokens_count_an_overhead_per_turn_and_none_for_an_empty_system():
@@ -322,3 +325,17 @@ def test_min_cache_tokens_per_model_default_1024(tmp_path):
     assert load_min_cache_tokens(table) == {"a": 2048, "b": 1024}
     (tmp_path / "empty.yaml").write_text("", encoding="utf-8")
     assert load_min_cache_tokens(tmp_path / "empty.yaml") == {}
+
+
+def test_the_terminal_estimate_with_an_empty_stage_long_totals_and_two_unpriced_models():
+    from mechaudit.llm.pricing import ESTIMATE_COLUMNS
+
+    nan = float("nan")
+    estimate = pd.DataFrame([["ch", "", "a9", True, 1, 0, 1, 123_456_789_012_345, 98_765_432_109_876, 0.5, 0.25, 0.5],
+                             ["ch", "x", "u1", True, 1, 0, 1, 0, 0, nan, nan, nan],
+                             ["ch", "x", "u2", True, 1, 0, 1, 0, 0, nan, nan, nan]], columns=ESTIMATE_COLUMNS)
+    lines = format_estimate(estimate).splitlines()
+    assert lines[4].startswith("  " + " " * 36 + " a9 ")
+    assert lines[-3:] == ["  prompt-cached unknown USD; 123,456,789,012,345 input + 98,765,432,109,876 output tokens "
+                          "(this run:", "  plain)",
+                          "no price for: u1, u2 (its cost is unknown: add a row to the price table)"]
