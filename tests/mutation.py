@@ -14,6 +14,14 @@ functions, records which mapped tests call each function, and runs only those te
 mutant (``--max-children``, default 2 = the machine's cores). ``MECHAUDIT_ROOT`` points the copied
 package at this repository's data, parameters and chapters.
 
+A per-mutant wall-clock guard: this file is also a pytest plugin (``-p mutation``) in every test run
+of mutmut. The clean run writes its wall time to ``clean_seconds.txt``; each mutant's run arms
+``SIGALRM`` (default action, so the kernel ends the process even when it hangs in C code) at
+``GUARD_S + GUARD_FACTOR * clean seconds``, counted as a timeout. After mutmut's own in-process runs
+(clean, forced fail, stats) the plugin shuts joblib's loky pool down, so no idle loky worker is left
+for mutmut's ``os.wait()`` to reap (a worker exiting after its idle timeout was taken for a mutant's
+result and stopped the run) and no forked mutant inherits a pool whose threads did not survive the fork.
+
 Surviving mutants listed in ``tests/mutation_equivalent.yaml`` (function, the mutated line, a
 reason) are equivalent: they cannot change any behaviour. The score of a module is
 killed / (mutants - equivalent); "no tests" and survivors count as not killed.
@@ -38,13 +46,15 @@ ROOT = Path(__file__).resolve().parent.parent
 WORK = ROOT / "build" / "mutation"
 REPORT = ROOT / "tests" / "MUTATION.md"
 EQUIVALENT = ROOT / "tests" / "mutation_equivalent.yaml"
-FLOOR = 0.90
+FLOOR = 0.95
 #: The default sample: mutants whose number (within its function) ends like this glob (about 10 %).
 #: A module whose mapped tests are slow sets a smaller one (``Target.sample``) so that the whole run
 #: stays near half an hour on 2 cores; ``--sample`` overrides every module's.
 SAMPLE = "0"
 SMALL_SAMPLE = "[05]0"  # about 2 %
 KILLED = {"killed", "timeout", "segfault", "caught by type check"}
+#: the per-mutant wall-clock guard: seconds = GUARD_S + GUARD_FACTOR * the clean run's seconds
+GUARD_S, GUARD_FACTOR = 60.0, 3.0
 
 
 @dataclass(frozen=True)
@@ -73,7 +83,8 @@ MODULES: dict[str, Target] = {
                                                    "monte_carlo_matches_exact_unequal_and_single_instance",
                                                    "monte_carlo_is_seeded_and_valid", "monte_carlo_bad_input",
                                                    "monte_carlo_size_under_the_null", "exact_feasibility"))),
-    "agreement": Target(_src("agreement.py"), _tests("agreement", "judge_models")),
+    "agreement": Target(_src("agreement.py"), _tests("agreement", "judge_models")
+                        + ("tests/test_csv_outputs.py::test_an_undefined_kappa_gets_its_reason",)),
     "diversity": Target(_src("diversity.py"), _tests("diversity", "components_streaming"), deselect=(
         "tests/test_components_streaming.py::test_embedding_streaming_groups_equal_pairwise_verdicts",)),
     "rules": Target(_src("rules/*.py"), _tests("rules_audit", "rules_llm_judge", "rules_reference",
@@ -97,6 +108,9 @@ MODULES: dict[str, Target] = {
                           "price_table_declares_a_price_per_endpoint",
                           "an_endpoint_row_prices_cache_tokens_at_its_input_price",
                           "cache_spend_prices_a_local_answer_at_its_endpoint")),
+                  # needs the four writer processes to interleave at least 10 times: on a loaded machine
+                  # it saw 3 and failed mutmut's clean run (the cache log's locking has its own tests)
+                  deselect=("tests/test_llm_cache_store.py::test_four_processes_writing_at_once_lose_and_duplicate_nothing",),
                   sample=SMALL_SAMPLE),
     "workflow": Target(_src("workflow/power.py", "workflow/calibrate.py", "workflow/depth.py",
                             "workflow/simulator.py"),
@@ -106,6 +120,25 @@ MODULES: dict[str, Target] = {
                         mutants=tuple(f"mechaudit.book.params.x_{f}__mutmut_*" for f in (
                             "_type_of", "error_clause", "check_value", "_hint", "check_param_file", "load_param_set",
                             "parse_override", "absolutize_paths", "read_param_file", "_yaml_problem"))),
+    # issue 34's modules checked in full (every mutant): one file each
+    "workflow.intervals": Target(_src("workflow/intervals.py"), _tests("intervals", "boundaries_rules"), sample="all"),
+    "llm.pricing": Target(_src("llm/pricing.py"), _tests("boundaries_llm", "local_endpoint", "llm_session") + tuple(
+        f"tests/test_llm_cost.py::test_{t}" for t in ("estimate_equals_what_the_server_receives",
+                                                      "early_stop_estimate_brackets_what_is_sent",
+                                                      "typical_output_sizes_follow_the_planners_demands_per_critique")),
+                          deselect=("tests/test_local_endpoint.py::test_a_chapter_judges_with_a_local_server_end_to_end",),
+                          sample="all"),
+    "report.provenance": Target(_src("report/provenance.py"), _tests("provenance", "paper", "boundaries_book"),
+                                sample="all"),
+    "tau.anchors": Target(_src("tau/anchors.py"), _tests("tau_anchors", "boundaries", "tau_mutation_guards"),
+                          sample="all"),
+    "tau.inference": Target(_src("tau/inference.py"), _tests("tau_inference", "tau_misspec", "boundaries",
+                                                              "tau_mutation_guards"), sample="all"),
+    "tau.judge": Target(_src("tau/judge.py"), _tests("tau_judge", "boundaries", "tau_mutation_guards"), sample="all"),
+    "llm.session": Target(_src("llm/session.py"), _tests("llm_session", "llm", "boundaries_llm", "llm_budget_stress"),
+                          sample="all"),
+    "llm.client": Target(_src("llm/client.py"), _tests("llm", "boundaries_llm", "llm_budget_stress", "llm_recovery",
+                                                       "llm_cache_store"), sample="all"),
 }
 
 
@@ -118,10 +151,12 @@ def _config(target: Target) -> str:
         "source_paths": ["src"],
         "only_mutate": list(target.files),
         "pytest_add_cli_args_test_selection": list(target.tests),
-        # pytest plugins that cost time in every forked mutant run: the unraisable-exception check runs
-        # gc.collect() over a heap holding torch (about 3 s per run), nbval and anyio are not used here
-        "pytest_add_cli_args": ["-p", "no:cacheprovider", "-p", "no:unraisableexception", "-p", "no:nbval",
-                                "-p", "no:anyio", *(a for t in target.deselect for a in ("--deselect", t))],
+        # this file as the wall-clock guard plugin; off: pytest plugins that cost time in every forked
+        # mutant run (the unraisable-exception check runs gc.collect() over a heap holding torch, about
+        # 3 s per run; nbval and anyio are not used here)
+        "pytest_add_cli_args": ["-p", "mutation", "-p", "no:cacheprovider", "-p", "no:unraisableexception",
+                                "-p", "no:nbval", "-p", "no:anyio",
+                                *(a for t in target.deselect for a in ("--deselect", t))],
         "use_git_change_detection": False,
     }
     lines = ["", "[tool.mutmut]"] + [f"{k} = {json.dumps(v)}" for k, v in table.items()]
@@ -159,7 +194,12 @@ def run_module(name: str, max_children: int, fresh: bool, sample: str, recheck: 
     else:
         names = selection(name, sample)
         (folder / "selection.json").write_text(json.dumps(names))
-    env = {**os.environ, "MECHAUDIT_ROOT": str(ROOT), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
+    (folder / "clean_seconds.txt").unlink(missing_ok=True)
+    env = {**os.environ, "MECHAUDIT_ROOT": str(ROOT), "MECHAUDIT_MUTATION_FOLDER": str(folder),
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT / "tests"), os.environ.get("PYTHONPATH")])),
+           # one OpenMP/MKL thread: a process that ran torch's thread pool and then forks a mutant
+           # leaves the child waiting forever on the pool's lock (seen in rules.embedding)
+           "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
            "TOKENIZERS_PARALLELISM": "false", "PYTHONHASHSEED": "0"}
     mutmut = Path(sys.executable).with_name("mutmut")
     cmd = [str(mutmut), "run", "--max-children", str(max_children), *names]
@@ -176,11 +216,52 @@ def run_module(name: str, max_children: int, fresh: bool, sample: str, recheck: 
     return seconds
 
 
+# --------------------------------------------------------------------------- the guard (a pytest plugin)
+
+
+_session_start = [0.0]  # monotonic seconds at the start of the current pytest session
+
+
+def _run_kind() -> str:
+    """``"mutant"`` in a forked mutant run, ``"clean"`` in mutmut's clean run, else ``"other"``."""
+    name = os.environ.get("MUTANT_UNDER_TEST")
+    return "mutant" if name and "__mutmut_" in name else "clean" if name == "" else "other"
+
+
+def guard_seconds(folder: Path) -> float:
+    """The wall-clock limit of one mutant's test run (see the module docstring)."""
+    clean = folder / "clean_seconds.txt"
+    return GUARD_S + GUARD_FACTOR * (float(clean.read_text()) if clean.exists() else GUARD_S)
+
+
+def pytest_configure(config) -> None:
+    folder = os.environ.get("MECHAUDIT_MUTATION_FOLDER")
+    if folder is None:
+        return
+    if _run_kind() == "mutant":
+        import signal
+
+        signal.signal(signal.SIGALRM, signal.SIG_DFL)
+        signal.setitimer(signal.ITIMER_REAL, guard_seconds(Path(folder)))
+    _session_start[0] = time.monotonic()
+
+
+def pytest_unconfigure(config) -> None:
+    folder = os.environ.get("MECHAUDIT_MUTATION_FOLDER")
+    if folder is None or _run_kind() == "mutant":
+        return
+    if _run_kind() == "clean":
+        (Path(folder) / "clean_seconds.txt").write_text(f"{time.monotonic() - _session_start[0]:.1f}\n")
+    loky = sys.modules.get("joblib.externals.loky.reusable_executor")
+    if loky is not None and loky._executor is not None:
+        loky._executor.shutdown(wait=True, kill_workers=True)
+
+
 # --------------------------------------------------------------------------- results
 
 
 STATUS = {1: "killed", 3: "killed", 0: "survived", 5: "no tests", 33: "no tests", 34: "skipped",
-          36: "timeout", -24: "timeout", 24: "timeout", 152: "timeout", 255: "timeout", -11: "segfault",
+          36: "timeout", -14: "timeout", -24: "timeout", 24: "timeout", 152: "timeout", 255: "timeout", -11: "segfault",
           -9: "segfault", 37: "caught by type check", None: "not checked"}
 
 
@@ -255,7 +336,8 @@ def summarise(name: str, equivalent: list[dict[str, str]]) -> dict:
     status = {m: state for m, state in status.items() if state != "not checked"}
     rows = []
     open_mutants = sorted((m for m, state in status.items() if state not in KILLED), key=_natural)
-    changes = diffs(name, open_mutants)
+    timeouts = sorted((m for m, state in status.items() if state == "timeout"), key=_natural)
+    changes = diffs(name, open_mutants + timeouts)
     for mutant in open_mutants:
         state, changed = status[mutant], changes[mutant]
         reason = classify(mutant, changed, equivalent) if state == "survived" or state == "no tests" else None
@@ -268,6 +350,7 @@ def summarise(name: str, equivalent: list[dict[str, str]]) -> dict:
     return {"module": name, "sample": f"`{tail}`" if tail else "all", "mutants": len(status), "killed": killed,
             "equivalent": n_equiv, "unchecked": unchecked,
             "score": killed / scored if scored else None, "rows": rows,
+            "timeouts": {m: changes[m] for m in timeouts},
             "seconds": int(seconds_file.read_text()) if seconds_file.exists() else None}
 
 
@@ -295,6 +378,10 @@ def _module_section(s: dict, tested: list[dict[str, str]]) -> list[str]:
     if open_rows:
         out += ["Not killed and not equivalent:", ""]
         out += [f"- `{r['mutant']}` ({r['status']}): `{_one_line(r['changed'])}`" for r in open_rows]
+        out.append("")
+    if s["timeouts"]:
+        out += ["Timed out (stopped by the wall-clock guard or mutmut's CPU limit; counted as killed):", ""]
+        out += [f"- `{m}`: `{_one_line(changed)}`" for m, changed in s["timeouts"].items()]
         out.append("")
     if equiv_rows:
         out += ["Equivalent (cannot change behaviour):", ""]
@@ -342,13 +429,18 @@ def write_report(summaries: list[dict], tested: list[dict[str, str]]) -> None:
         "  mutated function (found by tracing one clean run), in forked workers (2 at a time).",
         "- A mutant is *killed* when a test fails, errors or times out. *No tests*: no mapped test calls",
         "  the function; it counts as not killed.",
+        f"- Wall-clock guard: a mutant's test run ends after {GUARD_S:.0f} s + {GUARD_FACTOR:.0f} x the module's clean",
+        "  run (SIGALRM, default action), so a hung run cannot stop the module; it counts as a timeout,",
+        "  and every timeout is listed under its module. mutmut runs with one OpenMP thread and joblib's",
+        "  loky pool is shut after mutmut's own in-process runs (both left forked mutants hanging).",
         "- Score = killed / (mutants - equivalent). The floor is "
         f"{FLOOR:.0%} in every module.",
         "- mutmut mutates code inside functions and methods (not module-level constants or class bodies).",
         "- Sample: the *sample* column is the glob that a mutant's number (within its function) must end",
         f"  with. `make mutation` uses each module's own: `{SAMPLE}` (about 10 % of each function's mutants,",
         "  the same ones on every run while the function is unchanged) where the mapped tests are fast,",
-        f"  `{SMALL_SAMPLE}` (about 2 %) where they are slow, so that the whole run stays near half an hour;",
+        f"  `{SMALL_SAMPLE}` (about 2 %) where they are slow, and every mutant (`all`) in the one-file modules",
+        "  that issue 34 names (`tau.anchors`, `llm.pricing`, ...), which also appear, sampled, in `tau` and `llm`;",
         "  `python tests/mutation.py --sample all` runs every mutant (about 13,600: hours on 2 cores).",
         "  The *mutants* column counts the sampled mutants that were checked; *unchecked* counts sampled",
         "  mutants a stopped run did not reach (left out of the score). mutmut forgets a module's earlier",

@@ -13,6 +13,7 @@ import threading
 from types import SimpleNamespace
 
 import httpx
+import pandas as pd
 import pytest
 from fake_anthropic import FakeAnthropic, client_for, message_response
 
@@ -184,3 +185,157 @@ def test_a_cached_request_of_an_unpriced_model_costs_nothing_and_keeps_totals_kn
     table = price_plan("ch", [Planned("judge", req(0)), Planned("judge", req(1, "no-such-model"))], prices,
                        cached=lambda key: key == req(1, "no-such-model").key)
     assert not math.isnan(totals(table)["usd_batch"])
+
+
+def test_the_terminal_estimate_reads_as_a_table_with_rounded_tokens_and_unknown_costs():
+    """Every line of ``format_estimate``: chapters in table order, a long stage wrapped under itself,
+    tokens in thousands (``~`` for proxies), unknown USD for an unpriced model and in the totals."""
+    from mechaudit.llm.pricing import ESTIMATE_COLUMNS
+
+    stage = "critique, then revise, one step at a time through every chain of the design"
+    nan = float("nan")
+    estimate = pd.DataFrame([
+        ["02_depth", stage, "claude-haiku", True, 40, 10, 30, 12_345, 5_600, 0.0512, 0.0256, 0.04],
+        ["02_depth", "label", "local-model", False, 3, 0, 3, 1_500_000, 499, nan, nan, nan],
+        ["01_problem", "judge", "claude-haiku", True, 2, 2, 0, 0, 0, 0.0, 0.0, 0.0]], columns=ESTIMATE_COLUMNS)
+    expected = """\
+LLM cost estimate (prices from the price table; tokens = characters / 3.5; ~: tokens sized from
+proxies, see book/rerun.md; prompt-cached prices in --csv):
+chapter, stage                         model             to send/all tokens in+out USD plain   batch
+02_depth
+  critique, then revise, one step at a claude-haiku            30/40        12k+6k      0.05    0.03
+    time through every chain of the
+    design
+  label                                local-model               3/3    ~1,500k+0k   unknown unknown
+01_problem
+  judge                                claude-haiku              0/2         0k+0k      0.00    0.00
+total: 45 requests, 12 cached, 33 to send; USD plain unknown, batch unknown
+  prompt-cached unknown USD; 1,512,345 input + 6,099 output tokens (this run: batch)
+no price for: local-model (its cost is unknown: add a row to the price table)"""
+    assert format_estimate(estimate, batch=True) == expected
+    assert format_estimate(estimate) == expected.replace("(this run: batch)", "(this run: plain)")
+    priced = format_estimate(estimate.drop(index=1)).splitlines()
+    assert priced[-2:] == ["total: 42 requests, 12 cached, 30 to send; USD plain 0.05, batch 0.03",
+                           "  prompt-cached 0.04 USD; 12,345 input + 5,600 output tokens (this run: plain)"]
+    assert max(len(line) for line in expected.splitlines()) == 100
+    assert format_estimate(estimate.iloc[:0]) == (
+        "LLM cost estimate: no LLM requests (every chapter runs offline or everything is cached).")
+
+
+def test_request_cost_by_hand_plain_batch_max_and_at_an_endpoint():
+    """15 system tokens (35 characters / 3.5 + 5) and 25 message tokens (70 / 3.5 + 5): 40 in; a
+    request of kind "other" expects 200 tokens out (its max_tokens, 1000, with ``output="max"``)."""
+    from mechaudit.llm.pricing import request_cost
+
+    prices = {"models": {"m": {"input": 3.0, "output": 15.0}},
+              "endpoints": {"http://local:8080/v1": {"input": 1.0, "output": 2.0}}, "batch_discount": 0.5}
+    one = LLMRequest(model="m", system="s" * 35, messages=[{"role": "user", "content": "x" * 70}], max_tokens=1000)
+    assert request_cost(one, prices) == pytest.approx((40 * 3.0 + 200 * 15.0) / 1e6, rel=1e-12)
+    assert request_cost(one, prices, batch=True) == pytest.approx((40 * 3.0 + 200 * 15.0) / 1e6 * 0.5, rel=1e-12)
+    assert request_cost(one, prices, output="max") == pytest.approx((40 * 3.0 + 1000 * 15.0) / 1e6, rel=1e-12)
+    local = one.model_copy(update={"endpoint": "http://local:8080/v1"})
+    assert request_cost(local, prices) == pytest.approx((40 * 1.0 + 200 * 2.0) / 1e6, rel=1e-12)
+    assert math.isnan(request_cost(one.model_copy(update={"model": "unpriced"}), prices))
+
+
+def test_totals_of_an_empty_estimate_are_zero():
+    from mechaudit.llm.pricing import ESTIMATE_COLUMNS
+
+    empty = totals(pd.DataFrame(columns=ESTIMATE_COLUMNS))
+    assert empty == dict.fromkeys(["requests", "cached", "to_send", "input_tokens", "output_tokens", "usd_plain",
+                                   "usd_batch", "usd_prompt_cached"], 0.0)
+    assert all(type(v) is float for v in empty.values())
+
+
+@pytest.mark.parametrize("version, metadata, kind, tokens", [
+    ("mechjudge-step-v1.r0", {}, "judge-step", 90), ("mechjudge-full-v1.r1", {"stage": "develop"}, "judge-full", 50),
+    ("v1", {"stage": "develop"}, "develop", 400), ("v1", {"stage": "critique"}, "critique", 180),
+    ("v1", {"stage": "revise"}, "revise", 630), ("v1", {"task": "engagement"}, "label", 70),
+    ("v1", {"kind": "develop"}, "develop", 400), ("v1", {"stage": "judge"}, "other", 200),
+    ("v1", {"kind": "custom"}, "custom", 200)])
+def test_each_request_kind_has_its_typical_reply_size(version, metadata, kind, tokens):
+    from mechaudit.llm.pricing import kind_of, output_tokens
+
+    request = req(0).model_copy(update={"version": version, "metadata": metadata, "max_tokens": 1000})
+    assert kind_of(request) == kind and output_tokens(request) == tokens
+    assert output_tokens(request.model_copy(update={"max_tokens": 40})) == 40  # capped by max_tokens
+    assert output_tokens(request, "max") == 1000
+
+
+def test_price_plan_counts_what_an_earlier_chapter_saw_as_cached_and_adds_what_it_sees():
+    prices = load_prices()
+    seen = {req(0).key}
+    table = price_plan("ch", [Planned("judge", req(0)), Planned("judge", req(1))], prices, cached=lambda key: False,
+                       seen=seen)
+    assert table.loc[0, ["requests", "cached", "to_send"]].tolist() == [2, 1, 1]
+    assert seen == {req(0).key, req(1).key}
+
+
+def test_price_plan_by_hand():
+    """Each request: 40 tokens in (15 of them the system prompt), 200 out. Stage "s": a proxy, one
+    request twice (the second counts as cached), one already in the store; the two sent share a
+    system prompt, so prompt caching writes it once and reads it once. Stage "local": one request
+    at an endpoint with its own prices. Stage "u": an unpriced model."""
+    from mechaudit.llm.pricing import ESTIMATE_COLUMNS
+
+    prices = {"models": {"m": {"input": 3.0, "output": 15.0, "cache_read": 0.3, "cache_write": 3.75}},
+              "endpoints": {"http://e/v1": {"input": 1.0, "output": 2.0, "cache_read": 0.1, "cache_write": 1.25}},
+              "batch_discount": 0.5}
+
+    def one(fill, system="s", **kw):
+        return LLMRequest(model="m", system=system * 35, messages=[{"role": "user", "content": fill * 70}],
+                          max_tokens=1000, **kw)
+
+    r1, r2, stored = one("x"), one("y"), one("z")
+    local = one("x", system="t", endpoint="http://e/v1", cache_system=False)
+    local2, unpriced = local.model_copy(update={"version": "v2"}), one("x").model_copy(update={"model": "u9"})
+    planned = [Planned("s", r1), Planned("s", r2, exact=False), Planned("s", r1), Planned("s", stored),
+               Planned("u", unpriced), Planned("local", local), Planned("local", local2)]
+    seen: set[str] = set()
+    table = price_plan("ch", planned, prices, cached=lambda key: key == stored.key, seen=seen,
+                       min_cache_tokens={"m": 15})  # the system prompt has exactly the minimum
+    plain = (40 * 3.0 + 200 * 15.0) / 1e6
+    write, read = (25 * 3.0 + 15 * 3.75 + 200 * 15.0) / 1e6, (25 * 3.0 + 15 * 0.3 + 200 * 15.0) / 1e6
+    local_plain = (40 * 1.0 + 200 * 2.0) / 1e6  # no prompt caching asked: plain
+    nan = float("nan")
+    expected = pd.DataFrame([
+        ["ch", "s", "m", False, 4, 2, 2, 80, 400, 2 * plain, plain, write + read],
+        ["ch", "u", "u9", True, 1, 0, 1, 40, 200, nan, nan, nan],
+        ["ch", "local", "m", True, 2, 0, 2, 80, 400, 2 * local_plain, local_plain, 2 * local_plain]],
+        columns=ESTIMATE_COLUMNS)
+    pd.testing.assert_frame_equal(table, expected, check_exact=False, rtol=1e-12, atol=0)
+    assert seen == {r1.key, r2.key, stored.key, local.key, local2.key, unpriced.key}
+
+
+def test_input_tokens_count_an_overhead_per_turn_and_none_for_an_empty_system():
+    from mechaudit.llm.pricing import input_tokens
+
+    turns = [{"role": "user", "content": "x" * 70}, {"role": "assistant", "content": "y" * 7},
+             {"role": "user", "content": "z" * 7}]
+    assert input_tokens(LLMRequest(model="m", system="", messages=turns)) == (0, 24 + 3 * 5)
+    assert input_tokens(LLMRequest(model="m", system="s" * 36, messages=turns)) == (11 + 5, 16 + 24 + 3 * 5)
+
+
+def test_min_cache_tokens_per_model_default_1024(tmp_path):
+    from mechaudit.llm.pricing import load_min_cache_tokens
+
+    table = tmp_path / "prices.yaml"
+    table.write_text("models:\n  a:\n    min_cache_tokens: 2048\n  b:\n    input: 1.0\n  c: not a row\n",
+                     encoding="utf-8")
+    assert load_min_cache_tokens(table) == {"a": 2048, "b": 1024}
+    (tmp_path / "empty.yaml").write_text("", encoding="utf-8")
+    assert load_min_cache_tokens(tmp_path / "empty.yaml") == {}
+
+
+def test_the_terminal_estimate_with_an_empty_stage_long_totals_and_two_unpriced_models():
+    from mechaudit.llm.pricing import ESTIMATE_COLUMNS
+
+    nan = float("nan")
+    estimate = pd.DataFrame([["ch", "", "a9", True, 1, 0, 1, 123_456_789_012_345, 98_765_432_109_876, 0.5, 0.25, 0.5],
+                             ["ch", "x", "u1", True, 1, 0, 1, 0, 0, nan, nan, nan],
+                             ["ch", "x", "u2", True, 1, 0, 1, 0, 0, nan, nan, nan]], columns=ESTIMATE_COLUMNS)
+    lines = format_estimate(estimate).splitlines()
+    assert lines[4].startswith("  " + " " * 36 + " a9 ")
+    assert lines[-3:] == ["  prompt-cached unknown USD; 123,456,789,012,345 input + 98,765,432,109,876 output tokens "
+                          "(this run:", "  plain)",
+                          "no price for: u1, u2 (its cost is unknown: add a row to the price table)"]

@@ -294,6 +294,8 @@ def test_scan_finds_a_planted_optimum(bench):
                                 cal.params.extra_hypotheses_max)
     assert density.achieved.startswith(f"{expected:.2f} expected")
     assert table.loc["reply_sound", "achieved"] == " / ".join(f"{x:.1f}" for x in shares)
+    assert table.loc["reply_sound", "target"] == "demand shares c / a / p / d, % (closed form)"
+    assert density.target == "matched pairs per run pair (closed form)"
     chosen = table.loc["reply_weak"]
     assert chosen.calibrated == "(chosen)" and chosen.target.startswith("chosen: by hand")
     assert chosen["target value"] == "61 / 27 / 9 / 3" and chosen.achieved == table.loc["reply_sound", "achieved"]

@@ -197,3 +197,19 @@ def test_absolutize_paths_resolves_folders_and_existing_files_only(tmp_path):
     assert out["prices_file"] == "missing.yaml" and out["seed"] == 1 and out["data_file"] == 3
     # a name that is a file under params/ stays relative (the chapter reads it from there)
     assert absolutize_paths({"design_file": "paper.yaml"}, tmp_path) == {"design_file": "paper.yaml"}
+
+
+def test_error_clause_words_list_lengths_and_other_errors():
+    from mechaudit.book.params import error_clause
+
+    def clause(kind, got, **ctx):
+        return error_clause({"type": kind, "loc": ("x",), "input": got, "ctx": ctx, "msg": "Value error, Bad x"},
+                            None, {})
+
+    assert clause("too_short", [1], min_length=2) == "must be a list of at least 2 items, got [1]"
+    assert clause("too_short", [], min_length=1) == "must be a list of at least 1 item, got []"
+    assert clause("too_long", [1, 2, 3], max_length=2, field_type="List") == (
+        "must be a list of at most 2 items, got [1, 2, 3]")
+    assert clause("too_long", (1, 2, 3), max_length=2, field_type="Tuple") == (
+        "must be a list of exactly 2 items, got [1, 2, 3]")
+    assert clause("value_error", 5) == "value error, Bad x, got 5"

@@ -3,6 +3,7 @@ implementation with the same random draws, and on cases whose answer is known.""
 
 from __future__ import annotations
 
+import warnings
 from itertools import combinations
 
 import numpy as np
@@ -70,3 +71,59 @@ def test_bad_input():
         bootstrap_extras([D], 3, n_boot=0)
     with pytest.raises(ValueError, match="level"):
         bootstrap_interval([D], 3, level=1.0)
+
+
+def _draws(Ds, n_a, n_boot, seed):
+    """The resampled run indices of ``bootstrap_extras``: per instance (ia, ib), shapes (B, n_a), (B, n - n_a)."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for D in Ds:
+        n = len(D)
+        ia = rng.integers(0, n_a, size=(n_boot, n_a))
+        out.append((ia, n_a + rng.integers(0, n - n_a, size=(n_boot, n - n_a))))
+    return out
+
+
+def test_resamples_without_a_same_depth_pair_are_dropped_silently():
+    """Two runs per depth: a quarter of the resamples copy one run at both depths (no same-depth
+    pair, dropped), others keep one pair; the kept values equal the loop, and numpy warns nothing."""
+    rng = np.random.default_rng(3)
+    Ds, n_a, n_boot = [_matrix(rng, 4), _matrix(rng, 4)], 2, 400
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        fast = bootstrap_extras(Ds, n_a, n_boot=n_boot, seed=5)
+    per = []
+    for D, (ia, ib) in zip(Ds, _draws(Ds, n_a, n_boot, 5)):
+        per.append([_loop_extra(D, a, b) if len(set(a)) > 1 or len(set(b)) > 1 else np.nan for a, b in zip(ia, ib)])
+    expected = np.mean(per, axis=0)
+    expected = expected[np.isfinite(expected)]
+    one_pair = sum(len(set(a)) + len(set(b)) == 3 for a, b in zip(*_draws(Ds, n_a, n_boot, 5)[0]))
+    assert 0.3 * n_boot < len(expected) < 0.8 * n_boot and one_pair > 0  # both cases occur
+    np.testing.assert_allclose(fast, expected, atol=1e-12)
+
+
+def test_defaults_are_2000_resamples_with_seed_0_and_any_count_from_one_works():
+    rng = np.random.default_rng(4)
+    Ds = [_matrix(rng, 8)]
+    extras = bootstrap_extras(Ds, 4)
+    assert extras.shape == (2000,)
+    np.testing.assert_array_equal(extras, bootstrap_extras(Ds, 4, n_boot=2000, seed=0))
+    assert bootstrap_interval(Ds, 4) == bootstrap_interval(Ds, 4, 0.95, n_boot=2000, seed=0)
+    assert bootstrap_interval(Ds, 4) != bootstrap_interval(Ds, 4, 0.95, n_boot=2001, seed=0)
+    assert bootstrap_extras(Ds, 4, n_boot=1).shape == (1,)
+
+
+def test_two_runs_per_depth_is_the_limit_on_either_side():
+    rng = np.random.default_rng(6)
+    assert bootstrap_extras([_matrix(rng, 4)], 2, n_boot=5).shape[0] <= 5  # 2 + 2 runs
+    assert bootstrap_extras([_matrix(rng, 5)], 3, n_boot=5).shape[0] <= 5  # 3 + 2 runs
+    for n, n_a in ((5, 1), (5, 4), (6, 5)):
+        with pytest.raises(ValueError, match=">= 2 runs per depth"):
+            bootstrap_extras([_matrix(rng, n)], n_a, n_boot=5)
+
+
+def test_single_precision_divergences_are_averaged_in_double_precision():
+    rng = np.random.default_rng(7)
+    D32 = _matrix(rng, 10).astype(np.float32)
+    np.testing.assert_array_equal(bootstrap_extras([D32], 5, n_boot=50, seed=1),
+                                  bootstrap_extras([D32.astype(float)], 5, n_boot=50, seed=1))

@@ -495,3 +495,16 @@ def test_lost_batch_id_is_resubmitted(tmp_path, api_key):
         used = client_for(fake, tmp_path).prefetch_batch(reqs, poll_interval=0)
     assert used == ["msgbatch_0"] and fake.batch_creates == 1 and len(ResponseCache(tmp_path)) == 2
     assert BatchState(tmp_path).pending() == {}
+
+
+def test_the_progress_bar_goes_to_the_sessions_progress_stream(tmp_path, api_key, monkeypatch):
+    """In a kernel the bar must reach the session's terminal copy, not the cell's stderr."""
+    import io
+
+    import mechaudit.llm.session as session_module
+
+    terminal = io.StringIO()
+    monkeypatch.setattr(session_module, "in_kernel", lambda: True)
+    monkeypatch.setattr(session_module, "terminal_copy", lambda: terminal)
+    client_for(FakeAnthropic(lambda body: "fine"), tmp_path).complete_many([req()], progress=True)
+    assert "LLM calls (claude-opus-4-6)" in terminal.getvalue()

@@ -161,3 +161,19 @@ def test_cache_spend_counts_a_record_stored_without_its_request_and_report_round
     assert list(table.columns) == ["model", "mode", "calls", "input_tokens", "output_tokens",
                                    "cache_read_input_tokens", "cache_creation_input_tokens", "cost_usd"]
     assert all(round(v, 4) == v for v in table["cost_usd"])
+
+
+def test_the_chapter_usage_table_says_unknown_for_an_unpriced_model():
+    from mechaudit.llm.ledger import UsageLedger, load_prices
+    from mechaudit.llm.request import Usage
+    from mechaudit.llm.session import LLMSession
+
+    session = LLMSession()
+    ledger = UsageLedger(load_prices())
+    session.add(ledger)
+    ledger.add("claude-opus-4-6", "api", Usage(input_tokens=1_000_000))
+    ledger.add("mystery-9", "api", Usage(input_tokens=10))
+    table = session.usage_table().set_index("model")
+    assert table.loc["claude-opus-4-6", "cost_usd"] == 5.0
+    assert table.loc["mystery-9", "cost_usd"] == "unknown (no price)"
+    assert table.loc["total", "cost_usd"] == "unknown (no price)"  # not 5.00

@@ -151,6 +151,7 @@ def test_power_replications_independent_of_n_jobs_and_chunk(pools) -> None:
     mc_two = power_replications(pools[:8], 5, 6, seed=9, n_jobs=2, chunk=2)
     pd.testing.assert_frame_equal(mc_one, mc_two)
     assert set(one.test) == {"exact"} and set(mc_one.test) == {"monte carlo"}
+    assert one.rep.tolist() == list(range(12)) and two.rep.tolist() == list(range(12))
     with pytest.raises(ValueError, match="pool size"):
         power_replications(pools[:4], 61, 2)
 
@@ -204,6 +205,8 @@ def test_batch_standard_error_over_independent_pools() -> None:
     assert out["binomial_se"] == pytest.approx(np.sqrt(0.25 / 12))
     single = power_summary(reps.drop(columns="pool"), alpha=0.05)
     assert single["power_se"] == single["binomial_se"] and single["n_pools"] == 1
+    one = power_summary(reps.iloc[:1].drop(columns="pool").assign(test="monte carlo"), alpha=0.05)
+    assert (one["n_reps"], one["power"], one["test"]) == (1, 1.0, "monte carlo")
 
 
 def test_setting_at_reestimates_the_truth(sim) -> None:

@@ -281,3 +281,41 @@ def test_the_glossary_defines_every_class_and_verdict():
                  "null simulator"):
         assert name.lower() in terms, name
     assert "<Provenance>" in PROVENANCE_LEGEND and "<Verdict>" in PROVENANCE_LEGEND
+
+
+def test_fitted_marks_by_hand(tmp_path):
+    """A FITTED comment block marks the next parameter only; FITTED in a parameter's own comment
+    (after its first "#") marks it; a plain line between block and parameter clears the mark; the
+    header above ``simulator:`` is not read."""
+    sim = tmp_path / "simulator.yaml"
+    sim.write_text("# FITTED header text is not a mark\nhead:\n  h: 1  # FITTED\nsimulator:\n"
+                   "  # FITTED: set to the paper\n  a: 1\n  b: 2\n"
+                   "  c: 3  # FITTED # more\n  d: 4  # chosen # FITTED later\n  e: FITTED  # a value, not a mark\n"
+                   "  # FITTED\n  # its reason\n\n  f: {x: 1}\n"
+                   "  # FITTED\nnot_a_param\n  g: 5\n", encoding="utf-8")
+    assert provenance.fitted_marks(sim) == ["a", "c", "d", "f"]
+    no_section = tmp_path / "none.yaml"
+    no_section.write_text("  # FITTED\n  a: 1\n", encoding="utf-8")
+    assert provenance.fitted_marks(no_section) == []
+
+
+def test_calibration_and_constrained_files_with_the_wrong_shape_are_named(tmp_path):
+    bad = tmp_path / "calibration.yaml"
+    bad.write_text("calibration:\n  fitted:\n    p: []\n", encoding="utf-8")
+    with pytest.raises(MechauditError) as err:
+        provenance.fitted_keys(bad)
+    assert (err.value.message, err.value.file, err.value.field) == (
+        "must map each fitted simulator parameter to a non-empty list of paper keys", str(bad), "calibration.fitted")
+    for text in ('{"a": 1}', '{"1": "why", "b": 2}', '["a"]'):
+        found = tmp_path / "constrained.json"
+        found.write_text(text, encoding="utf-8")
+        with pytest.raises(MechauditError) as err:
+            provenance.constrained_keys(found)
+        assert (err.value.message, err.value.file) == ("must map paper keys to reasons (text)", str(found))
+
+
+def test_unlabelled_accepts_targets_equal_to_the_known_keys(tmp_path):
+    cal = tmp_path / "calibration.yaml"
+    cal.write_text("calibration:\n  fitted:\n    p: [k1, k2]\n    q: [k3]\n", encoding="utf-8")
+    assert provenance.unlabelled(["p", "q", "r"], ["k1", "k2", "k3"], calibration=cal) == ["r"]
+    assert provenance.unlabelled(["p", "q"], ["k1", "k2"], calibration=cal) == ["q"]

@@ -126,22 +126,6 @@ def test_unknown_costs_are_never_shown_as_numbers():
     assert "estimated total: unknown USD (no price for: mystery-9)" in ledger.summary()
 
 
-def test_the_chapter_usage_table_says_unknown_for_an_unpriced_model():
-    from mechaudit.llm.ledger import UsageLedger, load_prices
-    from mechaudit.llm.request import Usage
-    from mechaudit.llm.session import LLMSession
-
-    session = LLMSession()
-    ledger = UsageLedger(load_prices())
-    session.add(ledger)
-    ledger.add("claude-opus-4-6", "api", Usage(input_tokens=1_000_000))
-    ledger.add("mystery-9", "api", Usage(input_tokens=10))
-    table = session.usage_table().set_index("model")
-    assert table.loc["claude-opus-4-6", "cost_usd"] == 5.0
-    assert table.loc["mystery-9", "cost_usd"] == "unknown (no price)"
-    assert table.loc["total", "cost_usd"] == "unknown (no price)"  # not 5.00
-
-
 def test_the_run_total_says_unknown_when_a_model_had_no_price(tmp_path):
     from mechaudit.book.account import RunAccount
     from mechaudit.llm.cache import ResponseCache

@@ -13,6 +13,7 @@ import pytest
 
 from mechaudit.tau.anchors import (
     anchor_papers,
+    anchor_table,
     bucket_centre,
     pass_thresholds,
     passes,
@@ -160,7 +161,7 @@ def test_score10_and_weight_hand_values():
         score10_from_review_stats({"avg_score": 0.5, "review_count": -1})
     with pytest.raises(ValueError, match="review_count"):
         score10_from_review_stats({"avg_score": 0.5})
-    with pytest.raises(ValueError, match="at least one rating"):
+    with pytest.raises(ValueError, match="^review_stats_from_ratings needs at least one rating$"):
         review_stats_from_ratings([])
     # no review yet: allowed, and such a paper weighs nothing (log 1 = 0)
     assert score10_from_review_stats({"avg_score": 0.5, "review_count": 0}) == (5.5, 0.0)
@@ -235,3 +236,43 @@ def test_url_is_a_forbidden_term_and_masked_as_a_whole_word():
     assert card.problem == "Fetch the [masked], then curl it"
     with pytest.raises(BlindnessError, match="url"):
         check_blind("see url: x", FORBIDDEN_TERMS)
+
+
+def test_anchor_table_lists_the_usable_papers_with_the_four_columns():
+    stats = {"avg_score": 0.6, "review_count": 4}
+    papers = [{"paper_id": "given", "pattern_id": "P1", "score10": 7.5, "weight": 0.5, "title": "t"},
+              {"paper_id": "no-reviews", "pattern_id": "P1"},
+              {"paper_id": "derived", "pattern_id": "P2", "review_stats": stats}]
+    got = anchor_table(papers)
+    score10, weight = score10_from_review_stats(stats)
+    expected = table(("given", "P1", 7.5, 0.5), ("derived", "P2", score10, weight))
+    pd.testing.assert_frame_equal(got, expected)
+    empty = anchor_table([])
+    assert empty.empty and list(empty.columns) == ["paper_id", "pattern_id", "score10", "weight"]
+
+
+@pytest.mark.parametrize("avg", [0.0, 1.0])
+def test_review_scores_at_both_ends_of_the_scale_are_accepted(avg):
+    assert score10_from_review_stats({"avg_score": avg, "review_count": 3}) == (1.0 + 9.0 * avg, math.log(4.0))
+
+
+def test_fill_mode_never_takes_a_present_anchor_from_another_pattern():
+    # bucket [6.0, 7.0] of 6.3: own v2 (3.0), v1 (1.0); w1 of pattern B is present, so the third is
+    # the own pattern's nearest to 6.5, v3 (0.7), not w1.
+    assert ids(select_bucket_anchors(TOP_UP, 6.3, exclude=["w1"], pattern_id="A", mode="fill")) == ["v2", "v1", "v3"]
+
+
+def test_initial_anchors_of_a_small_pattern_are_all_its_papers():
+    # no more papers than quantiles: every paper, by score, even when the quantiles would skip one
+    pool = table(("a2", "A", 7.0, 1.0), ("a1", "A", 3.0, 1.0), ("b1", "B", 5.0, 1.0))
+    got = select_initial_anchors(pool, "A", quantiles=(0.0, 0.1))
+    assert ids(got) == ["a1", "a2"] and list(got.index) == [0, 1] and list(got.columns) == list(pool.columns)
+    assert ids(select_initial_anchors(pool, "B")) == ["b1"]
+    with pytest.raises(ValueError, match="^pattern 'Z' has no papers with review stats$"):
+        select_initial_anchors(pool, "Z")
+
+
+def test_floor_mode_buckets_scale_with_the_bucket_size():
+    # size 2: 6.3 lies in [6, 8): own v2 (3.0), v3 (2.0), v1 (1.0) by weight, then w1 of pattern B
+    got = select_bucket_anchors(TOP_UP, 6.3, pattern_id="A", bucket_size=2.0, bucket_count=4, mode="floor")
+    assert ids(got) == ["v2", "v3", "v1", "w1"]

@@ -45,3 +45,21 @@ def test_prompt_guard_names_the_role_and_the_prompt_that_leaked():
     leaky = Card(problem="its score is high", method="m", contrib="c")
     with pytest.raises(BlindnessError, match="found in the Novelty user prompt; the prompt was not sent"):
         build_prompt("Novelty", leaky, [leaky])
+
+
+def test_a_fit_stopped_at_the_lower_bound_with_negative_curvature_has_no_standard_errors():
+    """Two pairs answered exactly by the sign of tiny score gaps: the likelihood still rises at the
+    lower bound (its curvature there is negative), so neither standard error exists."""
+    delta = np.array([0.01, -0.01])
+    pairs = pd.DataFrame({"delta": delta, "y": [1.0, 0.0], "strength": "weak", "weight": 1.0})
+    fit = fit_tau_detailed(pairs, method="mle")
+    assert fit.at_bound and fit.tau == pytest.approx(0.1, abs=1e-6)
+    assert np.isnan(fit.se) and np.isnan(fit.se_robust)
+
+
+@pytest.mark.parametrize("field", ["score10", "weight"])
+def test_a_non_numeric_anchor_value_is_named_by_its_field(field):
+    anchors = [{"anchor_id": "A1", "score10": 6.0, "weight": 1.0}, {"anchor_id": "A2", field: "high"}]
+    with pytest.raises(MechauditError) as err:
+        observations(anchors, [])
+    assert err.value.field == f"anchors[1].{field}" and "must be a number, got 'high'" in str(err.value)

@@ -297,3 +297,40 @@ def test_the_judge_plan_follows_the_parsed_backend(bench, backend, rules, n_requ
     assert len(planned) == n_requests
     assert {x.request.model for x in planned} <= {"claude-model-a"}
     assert [x.stage for x in planned[:2]] == ["judge claude-model-a (delivered pairs)"] * min(n_requests, 2)
+
+
+def test_change_profile_counts_changed_steps(bench, params):
+    from mechaudit.workflow.depth import change_profile
+
+    design = Design(instances=("A",), depths=(0, 1), runs_per_depth=2)
+    runs = simulate(bench, design, params, seed=1, log=False)
+    profile = change_profile(runs, bench)
+    assert list(profile.index) == [0, 1] and (profile.hypotheses > 0).all()
+    # the first-step share at depth 1, counted by hand from the openings' chains
+    opening = {h.id: [s.id for s in h.chain] for h in bench.openings("A")}
+    firsts = [[s.id for s in h.chain][0] != opening[h.opening_id][0] for r in runs if r.depth == 1 for h in r.delivered
+              if len(h.chain) == len(opening[h.opening_id])]
+    assert profile.loc[1, "initiating event changed (%)"] == pytest.approx(100 * np.mean(firsts))
+    assert profile.loc[1, "hypotheses"] == len(firsts)
+    nothing = params.model_copy(update={"p_develop_swap": 0.0, "critique_changes_mechanism": False})
+    still = change_profile(simulate(bench, design, nothing, seed=1, log=False), bench)
+    assert (still["initiating event changed (%)"] == 0).all() and (still["middle steps changed (%)"] == 0).all()
+    assert profile.loc[1, "initiating event changed (%)"] > 0
+
+
+def test_judge_model_table_has_one_row_per_model_in_the_given_order(bench, params, monkeypatch):
+    """With a judge that calls every pair the same, every extra divergence is 0; the table keeps the
+    models' order (each once) and one column per comparison."""
+    import pandas as pd
+
+    import mechaudit.workflow.depth as depth
+
+    def same_everywhere(pairs, models, client, **kw):
+        return pd.DataFrame([[True] * len(pairs)] * len(models), index=list(models), dtype="boolean"), None
+
+    monkeypatch.setattr(depth, "model_verdicts", same_everywhere)
+    runs = simulate(bench, Design(instances=("A",), depths=(0, 1, 5), runs_per_depth=2), params, seed=1, log=False)
+    table = depth.judge_model_table(runs, [(0, 1), (1, 5)], ["m2", "m1", "m2"], client=None, instances=None)
+    assert table.index.name == "judge model" and list(table.index) == ["m2", "m1"]
+    assert list(table.columns) == ["0 v 1", "1 v 5"] and table.columns.name is None
+    assert (table.to_numpy() == 0).all()

@@ -180,25 +180,6 @@ def test_coverage_range_and_low_coverage():
     assert low_coverage(bias, ["paper_rates"]).empty
 
 
-def test_change_profile_counts_changed_steps(bench, params):
-    from mechaudit.workflow.depth import change_profile
-
-    design = Design(instances=("A",), depths=(0, 1), runs_per_depth=2)
-    runs = simulate(bench, design, params, seed=1, log=False)
-    profile = change_profile(runs, bench)
-    assert list(profile.index) == [0, 1] and (profile.hypotheses > 0).all()
-    # the first-step share at depth 1, counted by hand from the openings' chains
-    opening = {h.id: [s.id for s in h.chain] for h in bench.openings("A")}
-    firsts = [[s.id for s in h.chain][0] != opening[h.opening_id][0] for r in runs if r.depth == 1 for h in r.delivered
-              if len(h.chain) == len(opening[h.opening_id])]
-    assert profile.loc[1, "initiating event changed (%)"] == pytest.approx(100 * np.mean(firsts))
-    assert profile.loc[1, "hypotheses"] == len(firsts)
-    nothing = params.model_copy(update={"p_develop_swap": 0.0, "critique_changes_mechanism": False})
-    still = change_profile(simulate(bench, design, nothing, seed=1, log=False), bench)
-    assert (still["initiating event changed (%)"] == 0).all() and (still["middle steps changed (%)"] == 0).all()
-    assert profile.loc[1, "initiating event changed (%)"] > 0
-
-
 def test_measure_of_names_the_truth_a_rule_is_compared_with():
     from mechaudit.workflow.depth import MEASURES, measure_of
 
