@@ -86,10 +86,10 @@ def _embeddings(n_jobs: int, force: bool) -> str:
         if force and seed.exists():
             shutil.move(seed, aside)  # the chapters must not read the seed they rebuild
         env = {**os.environ, paths.CACHE_ENV: tmp}
+        jobs = n_jobs if n_jobs > 0 else os.cpu_count() or 1
         try:
             subprocess.run([sys.executable, "-m", "mechaudit.cli", "execute", "--params", "default",
-                            "--out", str(Path(tmp) / "runs"), "--jobs", str(n_jobs if n_jobs > 0 else os.cpu_count() or 1)],
-                           env=env, check=True)
+                            "--out", str(Path(tmp) / "runs"), "--jobs", str(jobs)], env=env, check=True)
         except BaseException:
             if aside.exists():
                 shutil.move(aside, seed)
