@@ -156,14 +156,15 @@ if (table := ctx.paper_table(ch.paper_rows(labelled, ctx.backend), label="tbl-ch
 runs = setup.delivery.runs
 # delivered hypotheses per run
 per_run = sum(len(r.delivered) for r in runs) / len(runs)
-density = ch.density_table(len(labelled),
-                           ch.paper_engagement().demands if ctx.show_paper else None,
-                           setup.design, per_run)
+paper = ch.paper_engagement().demands if ctx.show_paper else None
+density = ch.density_table(len(labelled), paper, setup.design, per_run)
 
 # %% tags=["hide-input"]
 ctx.table("demand_density", density, label="tbl-ch03-density",
-          caption="How many demands: this run's count per design, per run and round and per hypothesis "
-                  "and round" + (", beside the paper's where the comparison is on." if ctx.show_paper else "."))
+          caption="How many demands: this run's count per design, per run and "
+                  "round and per hypothesis and round"
+                  + (", beside the paper's where the comparison is on."
+                     if ctx.show_paper else "."))
 
 # %% tags=["remove-cell"]
 glue_facts("ch03", ch.misfit(labelled, density, setup, ctx.backend))

@@ -77,7 +77,7 @@ def _robustness(n_jobs: int, force: bool) -> str:
 
 
 def _embeddings(n_jobs: int, force: bool) -> str:
-    from mechaudit.rules.embedding import read_store, store_path  # defers numpy: fast `mechaudit --help`
+    from mechaudit.rules.embedding import read_store, store_path, write_store  # defers numpy: fast `mechaudit --help`
 
     seed = store_path(paths.EMBEDDING_SEED_DIR, None)
     before = len(read_store(seed))
@@ -94,8 +94,7 @@ def _embeddings(n_jobs: int, force: bool) -> str:
             if aside.exists():
                 shutil.move(aside, seed)
             raise
-        store = store_path(Path(tmp) / "embedding_cache", None)
-        if store.exists():  # texts the seed lacked were encoded: the store holds the seed's and theirs
-            seed.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(store, seed)
+        added = read_store(store_path(Path(tmp) / "embedding_cache", None))  # texts the seed lacked
+        if added:
+            write_store(seed, {**read_store(seed), **added})
     return f"embedding seed {seed.name}: {before} -> {len(read_store(seed))} vectors"

@@ -357,7 +357,7 @@ class EmbeddingRule:
 
     def _to_store(self, texts: list[str]) -> None:
         path = store_path(self.cache_dir, self.model)
-        store = self._stored()
+        store = read_store(path)  # the seed's vectors stay in the seed
         ident = model_id(self.model)
         store.update((_text_key(ident, t), self._vectors[t]) for t in texts)
         write_store(path, store)
