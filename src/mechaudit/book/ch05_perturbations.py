@@ -26,7 +26,9 @@ import pandas as pd
 
 from mechaudit.agreement import estimate_range, model_agreement
 from mechaudit.backends import Backend
+from mechaudit.book import selfserved
 from mechaudit.book.chapter import LOCAL, ChapterContext, axis_placeholder, headline_provenance, judge_models
+from mechaudit.book.selfserved import SelfServed
 from mechaudit.llm.pricing import Planned
 from mechaudit.paper import reported
 from mechaudit.paths import cache_path
@@ -236,6 +238,7 @@ class SuiteAudit:
     decisions: pd.DataFrame
     llm: LLMDecisions
     sims: pd.DataFrame
+    selfserved: LLMDecisions | None = None  # the recorded self-served judge (None: not asked or not recorded)
 
     @property
     def pct(self) -> pd.DataFrame:
@@ -249,16 +252,23 @@ class SuiteAudit:
 
 
 def audit_suite(s: PerturbationSetup, names: RuleSet, *, client, model: str, rubric: str = "full",
-                orders: Sequence[str] = ("ab", "ab", "ba"), early_stop: bool = True) -> SuiteAudit:
+                orders: Sequence[str] = ("ab", "ab", "ba"), early_stop: bool = True,
+                selfserved: SelfServed | None = None) -> SuiteAudit:
     """Every rule of ``names`` and the LLM judge (``judge_with_llm`` through ``client``; None
-    offline) on the valid pairs of ``s``."""
+    offline) on the valid pairs of ``s``; offline, with ``selfserved``, also the recorded
+    self-served judge (its column NA where an answer was never recorded)."""
     decisions = decisions_table(s.pairs, names.rules)
     llm = judge_with_llm(s.pairs, s.bench.instances, client=client, model=model, rubric=rubric, orders=orders,
                          early_stop=early_stop)
     decisions[LLM_COLUMN] = llm.same
+    own = None if selfserved is None else selfserved.replay(
+        lambda c: judge_with_llm(s.pairs, s.bench.instances, client=c, model=selfserved.model, rubric=rubric,
+                                 orders=orders, early_stop=early_stop))
+    if selfserved is not None:
+        decisions[selfserved.label] = not_run(len(s.pairs)) if own is None else own.same
     sims = pd.DataFrame({"tfidf": names.rules[names.tfidf].similarity(s.pairs),
                          "embedding": names.rules[names.embedding].similarity(s.pairs)})
-    return SuiteAudit(s, decisions, llm, sims)
+    return SuiteAudit(s, decisions, llm, sims, own)
 
 
 def counts_by_suite(suites: Mapping[str, PerturbationSetup]) -> pd.DataFrame:
@@ -323,13 +333,30 @@ def conclusions(audits: Mapping[str, SuiteAudit], names: RuleSet, separation: pd
     return out.rename_axis("statement")
 
 
+def selfserved_rows(pooled: pd.DataFrame) -> list[tuple]:
+    """Rows ``(key, ours, note)`` of the recorded self-served judge (``selfserved.LABEL`` column):
+    the LLM judge's keys, measured by a real LLM (an independent computation)."""
+    return [(f"perturbations.{kind}_pct_different.llm", _value(pooled, kind, selfserved.LABEL),
+             f"{selfserved.SHORT}, replayed") for kind in PAPER_KINDS]
+
+
 def paper_table(audits: Mapping[str, SuiteAudit], names: RuleSet, *, backend: Backend, model: str) -> pd.DataFrame:
     """The paper-vs-run table (``comparison.compare`` of ``paper_rows``) with one column per suite in
     place of "this run"; a row's provenance differs between suites only for the text rules on
-    swaps (true by construction on the template-built suite), and then names each suite's."""
+    swaps (true by construction on the template-built suite), and then names each suite's. With
+    the recorded self-served judge (on any suite), its rows follow, labelled with its name."""
+    out = _by_suite({n: compare(paper_rows(a.pooled, names, backend=backend, model=model), llm=backend.is_llm,
+                                suite=n) for n, a in audits.items()})
+    if any(a.selfserved is not None for a in audits.values()):  # a suite without its answers: "not run"
+        own = _by_suite({n: compare(selfserved_rows(a.pooled), llm=a.selfserved is not None, suite=n)
+                         for n, a in audits.items()})
+        own.index = [label.replace("LLM judge", f"{selfserved.SHORT} (self-served)") for label in own.index]
+        out = pd.concat([out, own])
+    return out
 
-    tables = {n: compare(paper_rows(a.pooled, names, backend=backend, model=model), llm=backend.is_llm, suite=n)
-              for n, a in audits.items()}
+
+def _by_suite(tables: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
+    """Comparison tables of several suites as one: "this run" becomes one column per suite."""
     first = next(iter(tables))
     out = tables[first].rename(columns={"this run": SUITE_LABELS[first]})
     for k, (name, table) in enumerate(list(tables.items())[1:], start=2):
@@ -431,6 +458,17 @@ class PerturbationFacts(SuiteFacts):
     paper_first_step_swapped_llm: float = fact(unit="%", doc="paper")
     paper_meaning_preserving_tfidf: float = fact(unit="%", doc="paper")
     paper_meaning_preserving_embedding: float = fact(unit="%", doc="paper (Titan v2)")
+    selfserved_fss: float | None = fact(unit="%", digits=1, missing=selfserved.NOT_RECORDED,
+                                        doc="self-served SmolLM2-135M, template-built first-step swaps")
+    selfserved_rw_fss: float | None = fact(unit="%", digits=1, missing=selfserved.NOT_RECORDED,
+                                           doc="self-served SmolLM2-135M, reworded first-step swaps")
+    selfserved_mp: float | None = fact(unit="%", digits=1, missing=selfserved.NOT_RECORDED,
+                                       doc="self-served SmolLM2-135M, template-built meaning-preserving pairs")
+    selfserved_rw_mp: float | None = fact(unit="%", digits=1, missing=selfserved.NOT_RECORDED,
+                                          doc="self-served SmolLM2-135M, reworded meaning-preserving pairs")
+    selfserved_provenance: str = fact(doc="the intro's provenance cell of the self-served judge's row")
+    selfserved_verdict: str = fact(doc="the intro's verdict of that row")
+    selfserved_status: str = fact(doc="where the self-served judge's numbers come from")
 
 
 def chapter_facts(ctx: ChapterContext, model: str, audits: Mapping[str, SuiteAudit], names: RuleSet,
@@ -443,6 +481,11 @@ def chapter_facts(ctx: ChapterContext, model: str, audits: Mapping[str, SuiteAud
     said = verdicts.get("changes with the suite")
     llm = _share(audits["template"].pooled, "first_step_swapped", LLM_COLUMN) if "template" in audits else None
     provenance, verdict = headline_provenance("ch05", ctx.llm)
+    own = {f"{short}{n}": _share(audits[suite].pooled, kind, selfserved.LABEL) if suite in audits else None
+           for suite, short in (("template", ""), ("reworded", "rw_"))
+           for n, kind in (("fss", "first_step_swapped"), ("mp", "meaning_preserving"))}
+    fss_key = "perturbations.first_step_swapped_pct_different.llm"
+    own_cells = selfserved.judged({"template-built": (fss_key, own["fss"]), "reworded": (fss_key, own["rw_fss"])})
     paper = {f.name: reported("perturbations.{}_pct_different.{}".format(*f.name.removeprefix("paper_").rsplit("_", 1)))
              for f in fields(PerturbationFacts) if f.name.startswith("paper_")}
     return PerturbationFacts(
@@ -456,7 +499,9 @@ def chapter_facts(ctx: ChapterContext, model: str, audits: Mapping[str, SuiteAud
         headline_status=ctx.status(model, LOCAL),
         llm_answer="The LLM judge is not run offline." if llm is None else
         f"The LLM judge ({model}) calls {llm:.0f} % of template-built first-step swaps different.",
-        headline_provenance=provenance, headline_verdict=verdict, **paper)
+        headline_provenance=provenance, headline_verdict=verdict, **paper,
+        **{f"selfserved_{k}": v for k, v in own.items()}, selfserved_provenance=own_cells[0],
+        selfserved_verdict=own_cells[1], selfserved_status=selfserved.STATUS)
 
 
 # --------------------------------------------------------------------------- cost plan

