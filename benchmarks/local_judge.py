@@ -13,6 +13,8 @@
 
 Answers already in the cache are not asked again, so a stopped run resumes where it ended.
 Deleting ``.local-judge/`` starts from a clean state (the compile takes 10+ minutes on 2 cores).
+``LOCAL_JUDGE_THREADS=1`` gives the server one thread: on a machine busy with other jobs its two
+threads wait for each other and a reply takes many times longer.
 
     .venv/bin/python benchmarks/local_judge.py [--chapters 05_perturbations ...] [--no-results]
 """
@@ -86,7 +88,8 @@ def install() -> dict[str, float]:
 def start_server(log: Path) -> subprocess.Popen:
     """``llama-server`` on 127.0.0.1:PORT, ready (``/health`` answers 200) or a clear failure."""
     cmd = [str(server_binary()), "-m", str(WORK / GGUF), "--host", "127.0.0.1", "--port", str(PORT),
-           "--alias", SERVED_NAME, "-t", str(os.cpu_count() or 2), "-np", "1", "-c", "8192",
+           "--alias", SERVED_NAME, "-t", os.environ.get("LOCAL_JUDGE_THREADS", str(os.cpu_count() or 2)),
+           "-np", "1", "-c", "8192",
            "--no-cache-prompt", "--seed", "0", "--metrics"]
     proc = subprocess.Popen(cmd, stdout=log.open("w"), stderr=subprocess.STDOUT)
     for _ in range(240):
@@ -114,7 +117,8 @@ def recorded() -> dict[str, int]:
     """Answers of the local judge in the cache: requests, input and output tokens, invalid JSON."""
     cache = ResponseCache(default_cache_dir())
     out = {"requests": 0, "input tokens": 0, "output tokens": 0, "replies that are not JSON": 0}
-    for line in cache.path.read_text(encoding="utf-8").splitlines():
+    lines = cache.path.read_text(encoding="utf-8").splitlines() if cache.path.exists() else []
+    for line in lines:
         record = json.loads(line)
         if record.get("kind") != "response" or record.get("endpoint") != ENDPOINT:
             continue
