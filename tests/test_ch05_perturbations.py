@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pandas as pd
 import pytest
 
 from mechaudit.backends import Backend
 from mechaudit.book import ch05_perturbations as ch
+from mechaudit.book import selfserved
 from mechaudit.book.chapter import axis_placeholder
 from mechaudit.perturb import KINDS, SUITE_LABELS, load_suite, rerender_share
 from mechaudit.report.comparison import compare
@@ -160,6 +163,43 @@ def test_paper_table_has_one_column_per_suite_and_joins_differing_notes():
     assert table.loc[llm_row, "provenance"] == "not run offline (LLM only)"
     assert table.loc[row, "verdict"] == "template-built suite: built in, not a test; reworded suite: qualified"
     assert ch._joined(["a: 1", "a: 1"]) == "a: 1"
+
+
+def with_selfserved(a: ch.SuiteAudit, recorded: int) -> ch.SuiteAudit:
+    """``a`` with ``recorded`` of its 8 pairs answered by the self-served judge (all 8: its column,
+    which calls every swap and no rewording different)."""
+    a = dataclasses.replace(a, setup=dataclasses.replace(a.setup, pairs=[(None, None)] * 8))
+    if recorded < 8:
+        return dataclasses.replace(a, selfserved_pairs=recorded)
+    same = pd.array([not k.endswith("swapped") for k in KINDS8], dtype="boolean")
+    return dataclasses.replace(a, decisions=a.decisions.assign(**{selfserved.LABEL: same}),
+                               selfserved=ch.LLMDecisions(same, None, "replayed"), selfserved_pairs=8)
+
+
+def test_the_self_served_judge_shows_only_for_suites_whose_pairs_are_all_recorded():
+    plain = {"template": suite_audit(True, 0.9), "reworded": suite_audit(False, 0.5)}
+    assert "replayed only by an offline run" in ch.selfserved_sentences(plain, True)[0]  # not asked
+    none = {"template": with_selfserved(plain["template"], 0), "reworded": with_selfserved(plain["reworded"], 3)}
+    coverage, answer = ch.selfserved_sentences(none, True)
+    assert "0 of 8 pairs of the template-built suite and 3 of 8 pairs of the reworded suite" in coverage
+    assert "(none yet)" in coverage and "make local-judge records the rest" in coverage
+    assert answer.startswith("No suite has all its pairs recorded") and "%" not in answer
+    assert selfserved.LABEL not in ch.percent_by_suite(none, llm_run=False).columns
+    assert not ch.paper_table(none, NAMES, backend=Backend.REFERENCE, model="m").index.str.contains("SmolLM2").any()
+
+    mixed = {"template": none["template"], "reworded": with_selfserved(plain["reworded"], 8)}
+    coverage, answer = ch.selfserved_sentences(mixed, False)
+    assert "(the reworded suite)" in coverage
+    assert "100.0 % of first-step swaps and 0.0 % of meaning-preserving pairs of the reworded suite" in answer
+    assert "template-built" not in answer and "paper" not in answer  # the paper only when it is shown
+    assert "against the paper's LLM judge's" in ch.selfserved_sentences(mixed, True)[1]
+    pct = ch.percent_by_suite(mixed, llm_run=False)[selfserved.LABEL]
+    assert pct.loc["template-built suite"].eq(ch.NOT_RECORDED).all()
+    assert pct.loc[("reworded suite", "first_step_swapped")] == 100.0
+    table = ch.paper_table(mixed, NAMES, backend=Backend.REFERENCE, model="m")
+    row = "First step swapped, called different: SmolLM2-135M (self-served) (%)"
+    assert table.loc[row, "template-built suite"] == ch.NOT_RECORDED and table.loc[row, "reworded suite"] == "100.0"
+    assert table.loc[row, "provenance"] == "independent computation"
 
 
 def test_cosine_strips_labels_in_words_and_at_most_four_legend_entries():

@@ -143,3 +143,26 @@ def test_cache_spend_prices_a_local_answer_at_its_endpoint(tmp_path, no_openai_e
     spent = cache_spend(tmp_path / "cache", 0, load_prices(table))
     assert spent["calls"] == 1 and spent["unpriced"] == set() and expected > 0
     assert spent["cost_usd"] == pytest.approx(expected)  # the vendor's table has no price for this model
+
+
+def test_a_structured_request_to_a_local_server_sends_the_reply_schema(tmp_path, no_openai_env):
+    """A local server gets the reply's JSON schema as ``response_format`` (its decoding is then
+    constrained to it); the schema is part of that server's cache key but not of a vendor's."""
+    from mechaudit.rules.llm_judge import MechanismVerdict
+
+    schema = MechanismVerdict.model_json_schema()
+    with FakeOpenAIServer(ok_reply) as server:
+        client = get_client("anthropic", cache_dir=tmp_path / "cache", openai_base_url=server.base_url,
+                            prices=prices_for(server.base_url))
+        result = client.complete_json(request(), MechanismVerdict)
+        plain = client.complete(request("no schema here"))
+    assert not result.invalid and result.value.verdict == "same" and not plain.cached
+    first, second = server.bodies
+    assert first["response_format"] == {"type": "json_schema", "json_schema": {
+        "name": "MechanismVerdict", "schema": schema, "strict": True}}
+    assert "response_format" not in second  # no schema, nothing constrained
+    bare = request()
+    shaped = LLMRequest.model_validate({**bare.model_dump(), "json_schema": schema})
+    assert shaped.key == bare.key  # a vendor's API: the schema is not sent, the key unchanged
+    assert client.routed(shaped).key != client.routed(bare).key
+    assert client.cache.record(result.response.key)["request"]["json_schema"] == schema

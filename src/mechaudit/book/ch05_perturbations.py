@@ -26,7 +26,9 @@ import pandas as pd
 
 from mechaudit.agreement import estimate_range, model_agreement
 from mechaudit.backends import Backend
+from mechaudit.book import selfserved
 from mechaudit.book.chapter import LOCAL, ChapterContext, axis_placeholder, headline_provenance, judge_models
+from mechaudit.book.selfserved import SelfServed
 from mechaudit.llm.pricing import Planned
 from mechaudit.paper import reported, shown
 from mechaudit.paths import cache_path
@@ -59,6 +61,8 @@ from mechaudit.schema import Benchmark, load_benchmark
 
 #: The column of the LLM judge in the decisions table.
 LLM_COLUMN = "llm judge"
+#: A cell of the self-served judge for a suite whose answers are not all recorded.
+NOT_RECORDED = "not recorded"
 #: The kinds the paper reports, in the order of its table (the two meaning-preserving kinds pooled).
 PAPER_KINDS = ("first_step_swapped", "middle_step_swapped", "meaning_preserving")
 
@@ -236,6 +240,8 @@ class SuiteAudit:
     decisions: pd.DataFrame
     llm: LLMDecisions
     sims: pd.DataFrame
+    selfserved: LLMDecisions | None = None  # the recorded self-served judge (None: not asked or not all recorded)
+    selfserved_pairs: int | None = None  # valid pairs whose self-served answers are all recorded (None: not asked)
 
     @property
     def pct(self) -> pd.DataFrame:
@@ -249,16 +255,29 @@ class SuiteAudit:
 
 
 def audit_suite(s: PerturbationSetup, names: RuleSet, *, client, model: str, rubric: str = "full",
-                orders: Sequence[str] = ("ab", "ab", "ba"), early_stop: bool = True) -> SuiteAudit:
+                orders: Sequence[str] = ("ab", "ab", "ba"), early_stop: bool = True,
+                selfserved: SelfServed | None = None) -> SuiteAudit:
     """Every rule of ``names`` and the LLM judge (``judge_with_llm`` through ``client``; None
-    offline) on the valid pairs of ``s``."""
+    offline) on the valid pairs of ``s``; offline, with ``selfserved``, also the recorded
+    self-served judge: its column when every pair's answers are recorded, else only the number of
+    pairs whose answers are (each pair replayed alone)."""
     decisions = decisions_table(s.pairs, names.rules)
     llm = judge_with_llm(s.pairs, s.bench.instances, client=client, model=model, rubric=rubric, orders=orders,
                          early_stop=early_stop)
     decisions[LLM_COLUMN] = llm.same
+    own, n_recorded = None, None
+    if selfserved is not None:
+        def replayed(pairs: Sequence[Pair]) -> LLMDecisions | None:
+            return selfserved.replay(lambda c: judge_with_llm(
+                pairs, s.bench.instances, client=c, model=selfserved.model, rubric=rubric, orders=orders,
+                early_stop=early_stop))
+        own = replayed(s.pairs)
+        if own is not None:
+            decisions[selfserved.label] = own.same
+        n_recorded = len(s.pairs) if own is not None else sum(replayed([p]) is not None for p in s.pairs)
     sims = pd.DataFrame({"tfidf": names.rules[names.tfidf].similarity(s.pairs),
                          "embedding": names.rules[names.embedding].similarity(s.pairs)})
-    return SuiteAudit(s, decisions, llm, sims)
+    return SuiteAudit(s, decisions, llm, sims, own, n_recorded)
 
 
 def counts_by_suite(suites: Mapping[str, PerturbationSetup]) -> pd.DataFrame:
@@ -270,9 +289,11 @@ def counts_by_suite(suites: Mapping[str, PerturbationSetup]) -> pd.DataFrame:
 
 
 def percent_by_suite(audits: Mapping[str, SuiteAudit], llm_run: bool) -> pd.DataFrame:
-    """``percent_table`` of every suite, stacked (rows: suite label, kind)."""
-    return stack_suites({n: percent_table(a.pct, kinds=a.setup.kinds, llm_run=llm_run) for n, a in audits.items()},
-                        SUITE_LABELS)
+    """``percent_table`` of every suite, stacked (rows: suite label, kind); where one suite has the
+    self-served judge's column and another not, the other's cells read "not recorded"."""
+    stacked = stack_suites({n: percent_table(a.pct, kinds=a.setup.kinds, llm_run=llm_run)
+                            for n, a in audits.items()}, SUITE_LABELS)
+    return stacked.where(stacked.notna(), NOT_RECORDED)
 
 
 def similarity_long(audits: Mapping[str, SuiteAudit]) -> pd.DataFrame:
@@ -325,13 +346,33 @@ def conclusions(audits: Mapping[str, SuiteAudit], names: RuleSet, separation: pd
     return out.rename_axis("statement")
 
 
+def selfserved_rows(pooled: pd.DataFrame) -> list[tuple]:
+    """Rows ``(key, ours, note)`` of the recorded self-served judge (``selfserved.LABEL`` column):
+    the LLM judge's keys, measured by a real LLM (an independent computation)."""
+    return [(f"perturbations.{kind}_pct_different.llm", _value(pooled, kind, selfserved.LABEL),
+             f"{selfserved.SHORT}, replayed") for kind in PAPER_KINDS]
+
+
 def paper_table(audits: Mapping[str, SuiteAudit], names: RuleSet, *, backend: Backend, model: str) -> pd.DataFrame:
     """The paper-vs-run table (``comparison.compare`` of ``paper_rows``) with one column per suite in
     place of "this run"; a row's provenance (and verdict) differs between suites only for the text
-    rules on swaps (true by construction on the template-built suite), and then names each suite's."""
+    rules on swaps (true by construction on the template-built suite), and then names each suite's.
+    The recorded self-served judge's rows follow, labelled with its name, when some suite has all its
+    answers recorded; a suite that does not reads "not recorded" in them."""
+    out = _by_suite({n: compare(paper_rows(a.pooled, names, backend=backend, model=model), llm=backend.is_llm,
+                                suite=n) for n, a in audits.items()})
+    done = {n: a for n, a in audits.items() if a.selfserved is not None}
+    if done:
+        own = _by_suite({n: compare(selfserved_rows(a.pooled), llm=True, suite=n) for n, a in done.items()})
+        own.index = [label.replace("LLM judge", f"{selfserved.SHORT} (self-served)") for label in own.index]
+        for n in audits.keys() - done.keys():
+            own[SUITE_LABELS[n]] = NOT_RECORDED
+        out = pd.concat([out, own[out.columns]])
+    return out
 
-    tables = {n: compare(paper_rows(a.pooled, names, backend=backend, model=model), llm=backend.is_llm, suite=n)
-              for n, a in audits.items()}
+
+def _by_suite(tables: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
+    """Comparison tables of several suites as one: "this run" becomes one column per suite."""
     first = next(iter(tables))
     out = tables[first].rename(columns={"this run": SUITE_LABELS[first]})
     for k, (name, table) in enumerate(list(tables.items())[1:], start=2):
@@ -434,6 +475,8 @@ class PerturbationFacts(SuiteFacts):
     paper_first_step_swapped_llm: float = fact(unit="%", doc="paper")
     paper_meaning_preserving_tfidf: float = fact(unit="%", doc="paper")
     paper_meaning_preserving_embedding: float = fact(unit="%", doc="paper (Titan v2)")
+    selfserved_coverage: str = fact(doc="how many of each suite's pairs the self-served judge has recorded")
+    selfserved_answer: str = fact(doc="the self-served judge's sentence in the reading of the result")
 
 
 def chapter_facts(ctx: ChapterContext, model: str, audits: Mapping[str, SuiteAudit], names: RuleSet,
@@ -459,7 +502,45 @@ def chapter_facts(ctx: ChapterContext, model: str, audits: Mapping[str, SuiteAud
         headline_status=ctx.status(model, LOCAL),
         llm_answer="The LLM judge is not run offline." if llm is None else
         f"The LLM judge ({model}) calls {llm:.0f} % of template-built first-step swaps different.",
-        headline_provenance=provenance, headline_verdict=verdict, **paper)
+        headline_provenance=provenance, headline_verdict=verdict, **paper,
+        **dict(zip(("selfserved_coverage", "selfserved_answer"), selfserved_sentences(audits, ctx.show_paper))))
+
+
+def selfserved_sentences(audits: Mapping[str, SuiteAudit], show_paper: bool) -> tuple[str, str]:
+    """Two sentences about the recorded self-served judge: how many of each suite's valid pairs have
+    all their answers recorded (its numbers are shown only for a suite whose pairs all are), and
+    what it calls different on those suites (``show_paper``: beside the paper's LLM judge)."""
+    asked = {n: a for n, a in audits.items() if a.selfserved_pairs is not None}
+    if not asked:
+        return (f"The self-served {selfserved.SHORT} is replayed only by an offline run on the shipped benchmark, "
+                "so this run does not show it.", f"This run shows no answer of the self-served {selfserved.SHORT}.")
+    done = [n for n, a in asked.items() if a.selfserved is not None]
+    if len(done) == len(asked):
+        coverage = (f"The answers of the self-served {selfserved.SHORT} are recorded for every pair of "
+                    f"{' and '.join('the ' + SUITE_LABELS[n] for n in done)}, and its column replays them.")
+    else:
+        counts = " and ".join(f"{a.selfserved_pairs} of {len(a.setup.pairs)} pairs of the {SUITE_LABELS[n]}"
+                              for n, a in asked.items())
+        shown_for = " and ".join("the " + SUITE_LABELS[n] for n in done) or "none yet"
+        coverage = (f"The answers of the self-served {selfserved.SHORT} are recorded for {counts}; this chapter "
+                    f"shows its numbers only for a suite whose pairs are all recorded ({shown_for}), and "
+                    "make local-judge records the rest.")
+    if not done:
+        return coverage, (f"No suite has all its pairs recorded yet, so this chapter quotes no number of the "
+                          f"self-served {selfserved.SHORT}.")
+
+    def pct(n: str, kind: str) -> str:
+        value = _share(audits[n].pooled, kind, selfserved.LABEL)
+        return "n/a (every pair undecided)" if value is None else f"{value:.1f} %"
+
+    parts = "; ".join(f"{pct(n, 'first_step_swapped')} of first-step swaps and {pct(n, 'meaning_preserving')} of "
+                      f"meaning-preserving pairs of the {SUITE_LABELS[n]}" for n in done)
+    paper = (f", against the paper's LLM judge's {reported('perturbations.first_step_swapped_pct_different.llm'):g} % "
+             "of first-step swaps" if show_paper else "")
+    return coverage, (f"Replayed from its recorded answers, the self-served {selfserved.SHORT} calls {parts} "
+                      f"different{paper}. A 135-million-parameter model is far below large LLM judges: these "
+                      "numbers show the judging path working with a real model on this machine, not what a "
+                      "large judge would answer.")
 
 
 # --------------------------------------------------------------------------- cost plan

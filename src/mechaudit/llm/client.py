@@ -302,14 +302,15 @@ class LLMClient:
         json_retries: int = 2,
         strict: bool = True,
     ) -> JSONResult[M]:
-        """Call, parse the reply's JSON and validate it with ``schema``.
+        """Call, parse the reply's JSON and validate it with ``schema`` (a custom OpenAI-compatible
+        server also gets the schema as ``response_format``: ``LLMRequest.json_schema``).
 
         An invalid reply gets up to ``json_retries`` repair requests quoting the error. Still
         invalid: ``InvalidJSONError`` if ``strict``, else ``JSONResult(invalid=True)``.
         """
         if json_retries < 0:
             raise ValueError(f"json_retries must be >= 0, got {json_retries}")
-        current = request
+        current = with_schema(request, schema)
         for attempt in range(1, json_retries + 2):
             response = self.complete(current)
             try:
@@ -351,8 +352,8 @@ class LLMClient:
         calls not yet started and is raised; finished answers stay cached. ``summary=True`` prints
         the usage ledger (of this client so far) to stderr at the end.
         """
-        requests = [self.routed(r) for r in requests]
         schemas = _per_request(schema, len(requests))
+        requests = [self.routed(with_schema(r, m)) for r, m in zip(requests, schemas)]
         session = self.session
         uncached = sum(r.key not in self.cache for r in requests)
         progress = progress or uncached >= PROGRESS_MIN_REQUESTS  # long phases: a bar on the terminal
@@ -469,6 +470,14 @@ def _base_url(explicit: str | None) -> str | None:
         return openai_base_url(explicit)
     except ValueError as err:
         raise MechauditError(str(err), field="openai_base_url") from None
+
+
+def with_schema(request: LLMRequest, schema: type[BaseModel] | None) -> LLMRequest:
+    """``request`` carrying ``schema``'s JSON schema (``LLMRequest.json_schema``; sent and part of the
+    cache key only for a custom OpenAI-compatible server); unchanged without a schema or with one set."""
+    if schema is None or request.json_schema is not None:
+        return request
+    return LLMRequest.model_validate({**request.model_dump(), "json_schema": schema.model_json_schema()})
 
 
 def _per_request(schema: Any, n: int) -> list[Any]:

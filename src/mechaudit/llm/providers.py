@@ -19,8 +19,11 @@ from ``OPENAI_BASE_URL`` in the environment or the client's ``openai_base_url`` 
 -p llm_base_url URL`` sets the variable for the chapters' kernels). Requests routed to OpenAI then
 go to that server, and :func:`with_endpoint` stamps its normalised URL into the request, so the
 endpoint is part of the cache key: two servers that serve different weights under one model name
-never share answers. A loopback server needs no key. Prices for such a server are declared per
-endpoint in the price table (``endpoints:``), and the ledger labels its rows ``local``.
+never share answers. A structured request to such a server also sends its reply's JSON schema as
+``response_format`` (``json_schema``), and the server decodes only replies that fit it; the prompt
+is the one the vendors' models get. A loopback server needs no key. Prices
+for such a server are declared per endpoint in the price table (``endpoints:``), and the ledger
+labels its rows ``local``.
 
 Sampling: OpenAI's reasoning models (names matching ``OPENAI_FIXED_TEMPERATURE``) accept only their
 default temperature; for them ``temperature`` is not sent and the cache record says so
@@ -186,7 +189,16 @@ def openai_params(request: LLMRequest) -> dict[str, Any]:
     }
     if request.temperature is not None and sends_temperature(api_model):
         params["temperature"] = request.temperature
+    if request.endpoint is not None and request.json_schema is not None:
+        params["response_format"] = response_format(request.json_schema)
     return params
+
+
+def response_format(schema: dict[str, Any]) -> dict[str, Any]:
+    """The Chat Completions ``response_format`` that constrains a reply to the JSON ``schema`` (vLLM,
+    Ollama and llama.cpp's server compile it into a grammar for decoding)."""
+    return {"type": "json_schema", "json_schema": {"name": str(schema.get("title", "reply")), "schema": schema,
+                                                   "strict": True}}
 
 
 def openai_record(completion: Any) -> dict[str, Any]:

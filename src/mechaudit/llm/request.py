@@ -2,8 +2,9 @@
 
 The key is the sha256 of the canonical JSON of exactly the fields that change what the model is
 asked: model, system, messages, temperature, max_tokens and the caller's prompt/rubric ``version``,
-and, for a request to a custom OpenAI-compatible server, that server's ``endpoint`` (left out of
-the hashed fields when None, so requests to the vendors' APIs keep their keys).
+and, for a request to a custom OpenAI-compatible server, that server's ``endpoint`` and the
+``json_schema`` its reply is constrained to (both left out of the hashed fields for a vendor's API,
+so requests to the vendors' APIs keep their keys).
 Fields that do not change the call (``metadata``, ``forbidden_terms``, ``cache_system``) are not
 hashed, so adding bookkeeping never invalidates recorded answers.
 """
@@ -44,6 +45,9 @@ class LLMRequest(BaseModel):
     ``version`` names the prompt/rubric version and is part of the cache key.
     ``endpoint``: the normalised URL of the OpenAI-compatible server the request goes to (set by the
     client, :func:`mechaudit.llm.providers.with_endpoint`; None for a vendor's API).
+    ``json_schema``: the JSON schema of the expected reply; sent (as ``response_format``) and hashed
+    only for a request to a custom server, whose decoding it constrains (vendors' APIs get the
+    schema in the prompt only, as before).
     ``forbidden_terms`` makes every client refuse to send (or answer) the request when one of the
     terms occurs in the system prompt or a message (see :func:`mechaudit.llm.check_blind`).
     """
@@ -60,6 +64,7 @@ class LLMRequest(BaseModel):
     forbidden_terms: tuple[str, ...] = ()
     cache_system: bool = True
     endpoint: str | None = None
+    json_schema: dict[str, Any] | None = None
 
     @field_validator("model")
     @classmethod
@@ -79,6 +84,8 @@ class LLMRequest(BaseModel):
         }
         if self.endpoint is not None:
             fields["endpoint"] = self.endpoint
+            if self.json_schema is not None:
+                fields["json_schema"] = self.json_schema
         return fields
 
     @cached_property

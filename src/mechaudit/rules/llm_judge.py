@@ -311,6 +311,7 @@ class LLMJudge:
             version=f"mechjudge-{self.rubric}-{PROMPT_VERSION}.r{repeat}",
             metadata={"pair": index, "order": order, "repeat": repeat, "rubric": self.rubric},
             forbidden_terms=LEAK_TERMS,
+            json_schema=self.schema.model_json_schema(),
         )
 
     def requests(self, pairs: Sequence[Pair]) -> list[LLMRequest]:

