@@ -156,8 +156,10 @@ if (table := ctx.paper_table(ch.paper_rows(labelled, ctx.backend), label="tbl-ch
 runs = setup.delivery.runs
 # delivered hypotheses per run
 per_run = sum(len(r.delivered) for r in runs) / len(runs)
-paper = ch.paper_engagement().demands if ctx.show_paper else None
-density = ch.density_table(len(labelled), paper, setup.design, per_run)
+paper_demands = (ch.paper_engagement().demands if ctx.show_paper
+                 else None)
+density = ch.density_table(len(labelled), paper_demands, setup.design,
+                           per_run)
 
 # %% tags=["hide-input"]
 ctx.table("demand_density", density, label="tbl-ch03-density",
