@@ -8,7 +8,8 @@ tree and its venv are never touched:
 - ``warm_test``: ``make test`` again, the venv in place;
 - ``book``: ``make book``, the venv in place (executes every chapter, then builds the HTML);
 - ``chapters``: each chapter's default run (``mechaudit execute NAME --out DIR``; it prints every
-  chapter's seconds), once with the clone's embedding store empty and once with it filled.
+  chapter's seconds) as a fresh clone has it (no embedding store, the committed seed read), with the
+  store filled, and with neither store nor seed (every text encoded).
 
 A step that needs the venv makes it first (``make install``, not timed) if no earlier step did. A
 subset (``--only``, ``--chapters``) replaces only its own rows; the others keep their earlier values
@@ -38,6 +39,9 @@ sys.path.insert(0, str(HERE))
 from report import RESULTS, SECTION  # noqa: E402
 
 STEPS = ("fresh_test", "warm_test", "book", "chapters")
+#: the chapter rows' conditions, in table order
+CHAPTER_LABELS = ("fresh clone: no embedding store, the committed seed", "embedding store filled",
+                  "no embedding store, no seed")
 TITLE = "wall: Wall-clock times of make test, make book and each chapter"
 #: the README's copy of the table sits between these two lines
 README_START, README_END = "<!-- wall-times: written by benchmarks/bench_wall.py -->", "<!-- /wall-times -->"
@@ -84,9 +88,16 @@ def measure(clone: Path, steps: list[str], chapters: list[str]) -> dict[str, flo
     if "book" in steps:
         rows["make book, venv in place"] = timed([*make, "book"], clone)[0]
     if "chapters" in steps:
-        shutil.rmtree(clone / "data" / "embedding_cache", ignore_errors=True)
-        rows.update(chapter_rows(clone, chapters, "empty embedding store"))
-        rows.update(chapter_rows(clone, chapters, "embedding store filled"))
+        store, seed = clone / "data" / "embedding_cache", clone / "data" / "embedding_seed"
+        shutil.rmtree(store, ignore_errors=True)
+        rows.update(chapter_rows(clone, chapters, CHAPTER_LABELS[0]))
+        rows.update(chapter_rows(clone, chapters, CHAPTER_LABELS[1]))
+        shutil.rmtree(store, ignore_errors=True)
+        shutil.move(seed, clone / "seed-aside")
+        try:
+            rows.update(chapter_rows(clone, chapters, CHAPTER_LABELS[2]))
+        finally:
+            shutil.move(clone / "seed-aside", seed)
     return rows
 
 
@@ -101,10 +112,11 @@ def old_rows(section: str) -> tuple[dict[str, str], dict[str, str]]:
     return {m["what"]: m["s"] for m in found}, {m["what"]: m["when"] for m in found}
 
 
-def order(what: str) -> tuple[int, str, bool]:
-    """Table order: make test fresh, warm, make book, then per chapter the empty store first."""
+def order(what: str) -> tuple[int, str, int]:
+    """Table order: make test fresh, warm, make book, then per chapter in ``CHAPTER_LABELS`` order."""
     kinds = ("make test, fresh", "make test, venv", "make book", "chapter")
-    return next(i for i, k in enumerate(kinds + ("",)) if what.startswith(k)), what.split(",")[0], "filled" in what
+    label = next((i for i, c in enumerate(CHAPTER_LABELS) if f"({c})" in what), -1)
+    return next(i for i, k in enumerate(kinds + ("",)) if what.startswith(k)), what.split(",")[0], label
 
 
 def write(new: dict[str, float], note: str) -> str:
@@ -114,6 +126,9 @@ def write(new: dict[str, float], note: str) -> str:
     rows, when = old_rows(sections["wall"].group(0)) if "wall" in sections else ({}, {})
     rows.update(new)
     when.update(dict.fromkeys(new, note))
+    stale = [k for k in rows if k.startswith("chapter") and not any(f"({c})" in k for c in CHAPTER_LABELS)]
+    for k in stale:  # rows of a condition no longer measured
+        del rows[k], when[k]
     rows = dict(sorted(rows.items(), key=lambda kv: order(kv[0])))
     body = table(rows, when)
     section = (f"## {TITLE}\n\n`python benchmarks/bench_wall.py` in a clone of HEAD; chapter rows are the seconds "
