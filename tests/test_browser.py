@@ -248,6 +248,25 @@ FIGURE_TEXT_JS = """async () => {
 }"""
 
 
+# Code cells whose source is folded (myst-nb's ``hide-input``: a "Show code cell source" toggle): a
+# toggle that opens onto nothing (the cell shows no output either, so its toggle is all the reader
+# sees), and a bare value (an ``execute_result`` shown as plain text, such as a glue call's return
+# value) under a folded source, where the reader cannot tell what it is.
+CELLS_JS = """() => {
+  const col = document.querySelector('article.bd-article') || document.body;
+  const first = el => (el.innerText || el.textContent || '').trim().split('\\n')[0].slice(0, 50);
+  const emptyToggle = [], strayValue = [];
+  for (const cell of col.querySelectorAll('div.cell.tag_hide-input')) {
+    const out = cell.querySelector(':scope > .cell_output');
+    const source = first(cell.querySelector('.cell_input') || cell);
+    if (!out || !out.children.length) emptyToggle.push(`folded cell with no output: ${source}`);
+    for (const value of cell.querySelectorAll('.cell_output .output.text_plain'))
+      strayValue.push(`bare value "${first(value)}" under folded source: ${source}`);
+  }
+  return {emptyToggle, strayValue};
+}"""
+
+
 # Tables, read in the same pass (one evaluate, merged into the page's layout findings): a caption inside
 # a container that scrolls sideways (it would scroll off-screen with a wide table); on a chapter page
 # (path under /notebooks/) a table without a numbered caption ("Table 2.1" in a caption of its own or
@@ -448,6 +467,7 @@ def site(built_book, browser) -> dict:
             problems = audit_page(page, url, errors)
             found = layout(page)
             found.update(page.evaluate(TABLES_JS))
+            found.update(page.evaluate(CELLS_JS))
             wide = page.evaluate("document.documentElement.scrollWidth")
             found["narrow"] = narrow(page)
             found["figure_text"] = figure_text(page)
@@ -485,6 +505,8 @@ LAYOUT_CHECKS = {
     "captionInScroll": "table captions inside a container that scrolls sideways",
     "unnumbered": "chapter tables without a numbered caption ('Table 2.1')",
     "codeNames": "code names (snake_case) in table headers, row labels or cells",
+    "emptyToggle": "folded code cells (Show code cell source) with no output",
+    "strayValue": "bare values (execute_result as plain text) shown under a folded code cell",
 }
 
 
@@ -591,6 +613,33 @@ def test_the_table_checks_can_fail(tmp_path, browser):
                                    'table "Table 3 Book-wide number." numbered "Table 3"'], found["unnumbered"]
     assert found["codeNames"] == ['"densify_mode" in th of table "densify_mode"',
                                   '"blind_card_v2_minimal" in td of table "densify_mode"'], found["codeNames"]
+
+
+BAD_CELLS_PAGE = """<!doctype html><html><head><title>t</title></head><body><article class="bd-article">
+<div class="cell tag_hide-input"><details class="hide above-input"><summary>Show code cell source</summary>
+<div class="cell_input"><pre>glue("k", 0.35)</pre></div></details>
+<div class="cell_output"><div class="output text_plain"><pre>0.35</pre></div></div></div>
+<div class="cell tag_hide-input"><details class="hide above-input"><summary>Show code cell source</summary>
+<div class="cell_input"><pre>x = 1</pre></div></details></div>
+<div class="cell tag_hide-input"><details class="hide above-input"><summary>Show code cell source</summary>
+<div class="cell_input"><pre>print("fine")</pre></div></details>
+<div class="cell_output"><div class="output stream"><pre>fine</pre></div></div></div>
+<div class="cell"><div class="cell_input"><pre>sorted(names)</pre></div>
+<div class="cell_output"><div class="output text_plain"><pre>['a', 'b']</pre></div></div></div>
+</article></body></html>"""
+
+
+def test_the_cell_checks_can_fail(tmp_path, browser):
+    """A folded cell showing a bare value and a folded cell with no output are reported, and only those:
+    a folded cell that prints and a visible cell that shows a value pass."""
+    (tmp_path / "page.html").write_text(BAD_CELLS_PAGE)
+    with serve(tmp_path) as base:
+        context, page = _new_page(browser)
+        audit_page(page, f"{base}/page.html", watch(page))
+        found = page.evaluate(CELLS_JS)
+        context.close()
+    assert found["strayValue"] == ['bare value "0.35" under folded source: glue("k", 0.35)'], found["strayValue"]
+    assert found["emptyToggle"] == ["folded cell with no output: x = 1"], found["emptyToggle"]
 
 
 def _chapters(site: dict) -> dict:
