@@ -597,17 +597,24 @@ BAD_TABLES_PAGE = """<html><head><title>t</title></head><body><article class="bd
 </section></article></body></html>"""
 
 
+def on_planted_page(browser, folder: Path, html: str, read, path: str = "page.html"):
+    """``read(page)`` on ``html`` written to ``folder / path``, served and opened as the pass opens a page."""
+    (folder / path).parent.mkdir(parents=True, exist_ok=True)
+    (folder / path).write_text(html)
+    with serve(folder) as base:
+        context, page = _new_page(browser)
+        audit_page(page, f"{base}/{path}", watch(page))
+        found = read(page)
+        context.close()
+    return found
+
+
 def test_the_table_checks_can_fail(tmp_path, browser):
     """On a chapter page, a caption inside a scroll container, a table with no caption, one numbered
     "Table 3" and code names in a header and a cell are reported, and only those: the caption above
     its container, code in <code> and a file name pass."""
-    (tmp_path / "notebooks").mkdir()
-    (tmp_path / "notebooks" / "page.html").write_text(BAD_TABLES_PAGE)
-    with serve(tmp_path) as base:
-        context, page = _new_page(browser)
-        audit_page(page, f"{base}/notebooks/page.html", watch(page))
-        found = page.evaluate(TABLES_JS)
-        context.close()
+    found = on_planted_page(browser, tmp_path, BAD_TABLES_PAGE, lambda page: page.evaluate(TABLES_JS),
+                            "notebooks/page.html")
     assert found["captionInScroll"] == ['caption "Table 2.2 Scrolls away."'], found["captionInScroll"]
     assert found["unnumbered"] == ['table "densify_mode" without a numbered caption',
                                    'table "Table 3 Book-wide number." numbered "Table 3"'], found["unnumbered"]
@@ -632,12 +639,7 @@ BAD_CELLS_PAGE = """<!doctype html><html><head><title>t</title></head><body><art
 def test_the_cell_checks_can_fail(tmp_path, browser):
     """A folded cell showing a bare value and a folded cell with no output are reported, and only those:
     a folded cell that prints and a visible cell that shows a value pass."""
-    (tmp_path / "page.html").write_text(BAD_CELLS_PAGE)
-    with serve(tmp_path) as base:
-        context, page = _new_page(browser)
-        audit_page(page, f"{base}/page.html", watch(page))
-        found = page.evaluate(CELLS_JS)
-        context.close()
+    found = on_planted_page(browser, tmp_path, BAD_CELLS_PAGE, lambda page: page.evaluate(CELLS_JS))
     assert found["strayValue"] == ['bare value "0.35" under folded source: glue("k", 0.35)'], found["strayValue"]
     assert found["emptyToggle"] == ["folded cell with no output: x = 1"], found["emptyToggle"]
 
@@ -734,12 +736,7 @@ def test_the_figure_checks_can_fail(tmp_path, browser):
     ax.set_xlabel("$2^{-2}$", fontsize=11)  # the exponent is drawn at 0.7 of 11 pt
     (tmp_path / "power.svg").write_text(StoredFigure(fig)._repr_svg_())
     (tmp_path / "ok.png").write_bytes(PNG_1PX)
-    (tmp_path / "page.html").write_text(BAD_FIGURE_PAGE)
-    with serve(tmp_path) as base:
-        context, page = _new_page(browser)
-        audit_page(page, f"{base}/page.html", watch(page))
-        found = figure_text(page)
-        context.close()
+    found = on_planted_page(browser, tmp_path, BAD_FIGURE_PAGE, figure_text)
     small = small_figure_text(found)
     assert [b.split(":")[0] for b in small] == [
         "Fig. 1.1 small.svg at 1280 px", "Fig. 1.3 ok.png", "Fig. 1.4 power.svg at 1280 px",
