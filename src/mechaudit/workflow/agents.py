@@ -1,19 +1,11 @@
 """The real proposer/critic workflow through the LLM layer (backends ``anthropic`` and ``replay``).
 
-Per run (one instance, depth K, one repetition):
-
-1. *develop*: the proposer turns each of the instance's opening hypotheses into one developed
-   hypothesis (statement, explanation, causal chain of vocabulary step ids) using the evidence pack;
-2. K rounds of *critique*: the critic raises explicit numbered demands against each hypothesis;
-   then *reply and revise*: the proposer answers every demand by number and returns the revised
-   hypothesis;
-3. the run delivers the last revision of each hypothesis, keeping its ``opening_id``.
-
-Every call is a strict-JSON call through ``mechaudit.llm`` (cache, replay, repair of invalid JSON);
-the chain is validated against the vocabulary (known ids, terminal = the instance's finding), and a
-violation is sent back to the model as a repair request. Requests of one stage are sent together
-across all runs (``complete_many``). Reruns differ because each request names its run id (the cache
-key then differs) and the generator samples at ``temperature``.
+Per run (one instance, depth K, one repetition) the proposer *develops* each opening hypothesis with
+the evidence pack; in each of K rounds the critic raises numbered demands and the proposer replies to
+each and *revises*; the run delivers each hypothesis's last revision. Every call is strict JSON through
+``mechaudit.llm``; chains are checked against the vocabulary (a violation goes back as a repair
+request). A stage's requests go out together (``complete_many``); reruns differ because each request
+names its run id and the generator samples at ``temperature``.
 """
 
 from __future__ import annotations
@@ -212,13 +204,10 @@ def _to_hypothesis(s: _State, depth: int) -> Hypothesis:
 
 def run_workflow(bench: Benchmark, design: Design, client, model: str = GENERATOR,
                  temperature: float | None = 1.0, progress: bool = False, json_retries: int = 2) -> list[Run]:
-    """Every run of ``design`` through the LLM ``client`` (``mechaudit.llm.get_client(...)``).
+    """One ``Run`` per cell of ``design`` (``Design.cells`` order) through the LLM ``client``.
 
-    Returns one ``Run`` per cell of the design (same order as ``Design.cells``) with backend
-    ``client.backend``. A reply still invalid after ``json_retries`` repair requests drops that
-    hypothesis from its run (recorded in ``Run.excluded``, see ``excluded_frame``), as the paper
-    drops a hypothesis that cannot be used; re-running with a larger ``json_retries`` sends further
-    repairs for exactly those requests (every earlier attempt is answered from the cache).
+    A reply still invalid after ``json_retries`` repairs drops that hypothesis (``Run.excluded``); a
+    larger ``json_retries`` repairs exactly those requests again (earlier attempts come from the cache).
     """
     instances = {i.id: i for i in bench.instances}
     unknown = [i for i in design.instances if i not in instances]
@@ -265,8 +254,8 @@ def run_workflow(bench: Benchmark, design: Design, client, model: str = GENERATO
 
 
 def _usable(results, items, stage: str, rnd: int, excluded: dict) -> list:
-    """``(item, value)`` of the valid results; each invalid one is recorded in ``excluded[cell]``.
-    ``items`` holds ``(cell, opening_id, item)`` aligned with ``results`` (``(key, JSONResult)``)."""
+    """``(item, value)`` of the valid ``(key, JSONResult)`` results; an invalid one goes to
+    ``excluded[cell]``. ``items``: ``(cell, opening_id, item)`` aligned with ``results``."""
     kept = []
     for (cell, opening_id, item), (key, res) in zip(items, results):
         if res.invalid:
@@ -279,8 +268,7 @@ def _usable(results, items, stage: str, rnd: int, excluded: dict) -> list:
 
 def _record_round(log: tuple[list, list, list], s: _State, critique: CritiqueOut, revision: BaseModel,
                   rnd: int) -> None:
-    """Append round ``rnd``'s demands, replies and revision of hypothesis ``s`` to its run's ``log``
-    (demands, replies, revisions) and make the revised hypothesis current."""
+    """Append round ``rnd``'s demands, replies and revision of ``s`` to ``log``; make the revision current."""
     instance, depth, _ = s.run
     rid = run_id(*s.run)
     demands, replies, revisions = log
@@ -312,8 +300,7 @@ def _run_of(cell: tuple[str, int, int], states: list[_State], developed: dict, l
 
 def _json_many(client, requests: Sequence[LLMRequest], schemas: Sequence[type[BaseModel]],
                progress: bool, json_retries: int = 2) -> list:
-    """``(request key, JSONResult)`` of each request, validated by its own schema (input order;
-    invalid ones marked, not raised), answered and repaired bounded-parallel by ``complete_many``."""
+    """``(request key, JSONResult)`` per request (input order), each validated by its own schema."""
     results = client.complete_many(list(requests), schema=list(schemas), progress=progress,
                                    json_retries=json_retries, strict=False)
     return [(r.key, res) for r, res in zip(requests, results)]

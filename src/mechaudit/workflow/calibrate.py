@@ -1,34 +1,20 @@
 """Calibration of the workflow simulator: how ``params/simulator.yaml``'s defaults are chosen.
 
 Some numbers the paper reports are *targets* (``data/paper_reported.yaml``); every other simulator
-parameter is fixed by assumption (``params/calibration.yaml`` lists each with its reason, and its
-section ``fitted`` lists each fitted parameter with the paper numbers it was set to match).
+parameter is an assumption (``params/calibration.yaml`` gives each its reason, and its section
+``fitted`` each fitted parameter's paper numbers).
 
-1. **Matched-pair density** (4,863 matched pairs over 420 run pairs). Each run develops
-   ``1 + Binomial(m, p)`` hypotheses per opening independently, so two runs of one instance share
-   ``openings * (1 + m p)^2`` matched pairs on average; ``p_extra_hypothesis`` follows in closed
-   form (``p_extra_from_density``), ``m = extra_hypotheses_max`` is an assumption.
-2. **Extra divergence** (the ``targets`` of the spec: 34.5 pp for 0 v 1 and 39.8 pp for 0 v 5), as
-   the paper measured it: an LLM judge's verdicts. The scan scores the extra divergence under the
-   spec's ``measure``, by default ``paper_rates`` (``rules.paper_rates.PaperRateJudge``: each kind of
-   chain change called different at the rate the paper's judge showed on its perturbations), not
-   the mechanism key, which calls every replaced step a new mechanism and so measures a larger
-   quantity. ``scan`` runs a grid over the parameters in the calibration grid. Per grid point the
-   simulator runs the paper's depths with ``runs_per_depth`` runs per depth and instance, always
-   with the same seed (common random numbers: the draws depend only on seed, instance, depth and
-   repetition, so grid points differ by their parameters, not by fresh noise); the objective is
-   ``sum over targets of ((achieved - target) / tolerance)^2``. Each tolerance is the sampling SD
-   of one 60-run design's estimate (chapter 02b measures it), so every point within one tolerance
-   of every target is as compatible with the paper's single estimates as the best one
-   (``within_tolerance``).
-3. **The engagement mixture** (61 / 27 / 9 / 3 % of 332 demands conceded / answered / partial /
-   dropped): ``reply_sound`` is solved in closed form at the chosen point (``solve_reply_sound``).
-   A reply to a demand on a sound link never changes a chain or an open weak link, so the weak-link
-   demands and their labels do not depend on ``reply_sound`` (nor do the extra divergences); given
-   them, the sound-link label shares that complete the mixture to the paper's are unique. When the
-   weak-link demands alone exceed a target share, no reply_sound reaches the mixture; the closest
-   one in least squares (a Euclidean projection onto the probability simplex) is used, and the
-   misfit is reported. ``reply_weak`` (a demand on a weak link is mostly conceded) is an assumption.
+1. **Matched-pair density** (matched pairs per run pair): two runs of one instance share
+   ``openings * (1 + m p)^2`` matched pairs on average, so ``p_extra_hypothesis`` follows in closed
+   form (``p_extra_from_density``); ``m = extra_hypotheses_max`` is an assumption.
+2. **Extra divergence** (the spec's ``targets``), scored under the spec's ``measure``: by default
+   ``paper_rates`` (each kind of chain change called different at the paper's LLM-judge rate), not
+   the mechanism key, which calls every replaced step a new mechanism and measures a larger
+   quantity. ``scan`` simulates every grid point with the same seed (common random numbers) and
+   ``score`` rates it; each tolerance is the sampling SD of one 60-run design's estimate.
+3. **The engagement mixture** (the paper's demand shares): ``reply_sound`` is solved in closed form
+   at the chosen point (``solve_reply_sound``). A reply on a sound link changes no chain, so the
+   weak-link demands and the extra divergences do not depend on it. ``reply_weak`` is an assumption.
 """
 
 from __future__ import annotations
@@ -43,7 +29,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from mechaudit.divergence import comparison_matrix, extra_divergence
 from mechaudit.paper import entries, reported
@@ -100,21 +86,15 @@ def label_of(key: str) -> str:
 class CalibrationSpec(BaseModel):
     """The scan's settings (``params/calibration.yaml``, key ``calibration``).
 
-    ``measure``: the quantity the extra-divergence targets are compared with (``depth.MEASURES``);
-    ``targets``: paper key of an extra divergence -> its tolerance (pp, the sampling SD of one 60-run
-    design's estimate); ``target_correlation``: the sampling correlation of the targets' estimates in
-    one design; ``untargeted_sd``: the sampling SD (pp) of extra divergences that are not targets
-    (chapter 02b measures every SD and the correlation and checks these values);
-    ``consistent_level``: the level of the joint consistency test (``robustness.consistent``);
-    ``grid``: simulator parameter -> candidate values (scanned against the targets);
-    ``runs_per_depth`` x ``n_seeds``: the simulated designs behind each point's expected values
-    (``seed``: their common seed); ``max_se_share``: the largest Monte Carlo SE allowed, as a share of
-    the tolerance; ``mixture_runs_per_depth``: runs per depth and instance of the design that solves
-    ``reply_sound``; ``digits``: decimals of the closed-form values; ``fixed``: parameter -> why it is
-    an assumption; ``fitted``: every fitted parameter -> the paper keys it was set to match (read by
-    the book's provenance code, checked against what this module fits); ``chosen``: fitted parameter ->
-    how it was chosen, for one that is not fitted by this module's code (set by hand with the paper's
-    numbers in view).
+    ``measure``: one of ``depth.MEASURES``; ``targets``: extra-divergence paper key -> tolerance (pp,
+    the sampling SD of one 60-run design's estimate); ``target_correlation``: the targets' sampling
+    correlation; ``untargeted_sd``: sampling SD (pp) of the other extra divergences (chapter 02b checks
+    all three); ``consistent_level``: of ``robustness.consistent``; ``grid``: parameter -> candidate
+    values; ``runs_per_depth`` x ``n_seeds`` designs with common ``seed`` per point; ``max_se_share``:
+    largest Monte Carlo SE as a share of the tolerance; ``mixture_runs_per_depth``: of the design that
+    solves ``reply_sound``; ``digits``: of the closed-form values; ``fixed``: assumption -> why;
+    ``fitted``: fitted parameter -> its paper keys; ``chosen``: fitted parameter -> how it was set by
+    hand (not by this module).
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -141,24 +121,15 @@ class CalibrationSpec(BaseModel):
             raise ValueError(f"unknown measure {measure!r}; choose one of {', '.join(MEASURES)}")
         return measure
 
-    @field_validator("targets")
+    @field_validator("targets", "untargeted_sd")
     @classmethod
-    def _targets_ok(cls, targets: dict[str, float]) -> dict[str, float]:
-        if not targets:
+    def _sds_ok(cls, sds: dict[str, float], info: ValidationInfo) -> dict[str, float]:
+        if not sds and info.field_name == "targets":
             raise ValueError("give at least one extra-divergence target")
-        for key, tol in targets.items():
-            comparison_of(key)
-            if not tol > 0:
-                raise ValueError(f"tolerance of {key} must be > 0, got {tol}")
-        return targets
-
-    @field_validator("untargeted_sd")
-    @classmethod
-    def _untargeted_ok(cls, sds: dict[str, float]) -> dict[str, float]:
         for key, sd in sds.items():
             comparison_of(key)
             if not sd > 0:
-                raise ValueError(f"sampling SD of {key} must be > 0, got {sd}")
+                raise ValueError(f"the sampling SD of {key} must be > 0, got {sd}")
         return sds
 
     @field_validator("grid")
@@ -183,10 +154,8 @@ class CalibrationSpec(BaseModel):
 
     @model_validator(mode="after")
     def _fitted_matches_the_fit(self) -> CalibrationSpec:
-        """``fitted`` lists each parameter it names with exactly the targets this spec fits it to (a
-        grid parameter: the extra-divergence targets; a closed-form one: ``SOLVED_TARGETS``), and no
-        parameter is both fitted and assumed. A fitted parameter missing from ``fitted`` is caught by
-        ``mechaudit.report.provenance.unlabelled``."""
+        """``fitted`` names exactly the targets each parameter is fitted to (grid: the targets;
+        closed form: ``SOLVED_TARGETS``); no parameter is both fitted and assumed."""
         expected = {name: sorted(self.targets) for name in self.grid} | {
             name: sorted(keys) for name, keys in SOLVED_TARGETS.items()}
         wrong = {name: keys for name, keys in self.fitted.items()
@@ -203,14 +172,12 @@ class CalibrationSpec(BaseModel):
         return self
 
     def sampling_sd(self) -> dict[str, float]:
-        """Sampling SD (pp) of one design's estimate per extra-divergence key: the targets'
-        tolerances and ``untargeted_sd``."""
+        """Sampling SD (pp) of one design's estimate per extra-divergence key."""
         return {**self.targets, **self.untargeted_sd}
 
 
 def load_calibration(path: str | Path | None = None) -> CalibrationSpec:
-    """Read the scan settings (default ``params/calibration.yaml``); bad content raises
-    ``ValueError`` naming the file and the field."""
+    """Read the scan settings (default ``params/calibration.yaml``); ``DataError`` on bad content."""
     path = Path(path) if path is not None else PARAMS_DIR / "calibration.yaml"
     return load_section(CalibrationSpec, path, "calibration", "a mapping of scan settings")
 
@@ -219,9 +186,8 @@ def load_calibration(path: str | Path | None = None) -> CalibrationSpec:
 
 
 def paper_targets(keys: Sequence[str] = (EXTRA_KEY + "k0_vs_k1",)) -> dict[str, float]:
-    """The paper's numbers the calibration uses: each extra-divergence key in ``keys`` (under its
-    full key), the four ``*_pct`` demand shares, ``demands``, ``matched_pairs``, ``run_pairs``,
-    ``openings`` (per instance)."""
+    """The paper's numbers the calibration uses: ``keys``, the ``*_pct`` demand shares, ``demands``,
+    ``matched_pairs``, ``run_pairs`` and ``openings`` (per instance)."""
     out = {key: float(reported(key)) for key in keys}
     for label, col in zip(LABELS, SHARE_COLUMNS):
         out[col] = float(reported(f"engagement.{label}_pct"))
@@ -233,10 +199,7 @@ def paper_targets(keys: Sequence[str] = (EXTRA_KEY + "k0_vs_k1",)) -> dict[str, 
 
 
 def p_extra_from_density(pairs_per_run_pair: float, openings: int, extra_max: int) -> float:
-    """``p`` solving ``openings * (1 + extra_max * p)^2 = pairs_per_run_pair``.
-
-    Raises ``ValueError`` when no ``p`` in [0, 1] solves it.
-    """
+    """``p`` in [0, 1] solving ``openings * (1 + extra_max * p)^2 = pairs_per_run_pair``, else ValueError."""
     if openings < 1 or extra_max < 1:
         raise ValueError(f"need openings >= 1 and extra_max >= 1, got {openings}, {extra_max}")
     p = (math.sqrt(pairs_per_run_pair / openings) - 1.0) / extra_max
@@ -262,8 +225,7 @@ def round_shares(shares: np.ndarray, digits: int) -> np.ndarray:
 
 
 def project_simplex(v: np.ndarray) -> np.ndarray:
-    """The probability vector closest to ``v`` in Euclidean distance (sort-based projection onto
-    the simplex ``{x >= 0, sum x = 1}``)."""
+    """The probability vector closest to ``v`` in Euclidean distance (sort-based simplex projection)."""
     v = np.asarray(v, dtype=float)
     u = np.sort(v)[::-1]
     cum = np.cumsum(u) - 1.0
@@ -284,13 +246,9 @@ def _extras(outcomes, design: Design, measure: str) -> dict[str, float]:
 
 @dataclass(frozen=True)
 class Measured:
-    """One simulated design at one parameter set (``measure``).
-
-    ``extras_pp``: comparison label -> extra divergence (pp, instance mean) under the calibration's
-    measure; ``weak_labels``: demands on weak links per label, shape (4,); ``n_sound``: demands on
-    sound links; ``pairs_per_run_pair``: matched pairs per run pair; ``runs_per_depth``: of the
-    simulated design.
-    """
+    """One simulated design at one parameter set (``measure``): ``extras_pp`` (comparison label ->
+    pp, instance mean), ``weak_labels`` (weak-link demands per label, shape (4,)), ``n_sound``
+    (sound-link demands), ``pairs_per_run_pair`` and the design's ``runs_per_depth``."""
 
     extras_pp: dict[str, float]
     weak_labels: np.ndarray
@@ -318,11 +276,10 @@ def _unit(label: str) -> ReplyProbabilities:
 
 def measure(bench: Benchmark, design: Design, params: SimulatorParams, runs_per_depth: int, seed: int = 0,
             models: Mapping | None = None, measure_name: str = "paper_rates") -> Measured:
-    """Simulate ``design``'s instances and depths (must include 0 and 1) with ``runs_per_depth``
-    runs per depth, twice with the same seed: sound-link demands all "answered", then all "dropped"
-    (neither changes anything, so both runs are identical but for those labels). The difference of
-    the two label counts separates demands on weak links (with their labels) from those on sound
-    links exactly. Extra divergences under ``measure_name`` (``depth.MEASURES``)."""
+    """Simulate ``design`` (depths including 0 and 1) with ``runs_per_depth`` runs per depth, twice
+    with one seed: sound-link demands all "answered", then all "dropped" (identical runs but for
+    those labels), so the label counts' difference separates weak-link from sound-link demands.
+    Extra divergences under ``measure_name`` (``depth.MEASURES``)."""
     if not {0, 1} <= set(design.depths):
         raise ValueError(f"design.depths must include 0 and 1, got {design.depths}")
     big = design.model_copy(update={"runs_per_depth": runs_per_depth})
@@ -341,8 +298,8 @@ def measure(bench: Benchmark, design: Design, params: SimulatorParams, runs_per_
 
 
 def pairs_per_run_pair(outcomes) -> float:
-    """Mean matched pairs per run pair (same instance; all cross pairs of one opening's
-    hypotheses), over ``simulator.RunOutcome`` records, averaged over instances."""
+    """Mean matched pairs per run pair (one opening's cross pairs) of ``RunOutcome`` records,
+    averaged over instances."""
     groups: dict[str, list] = {}
     for o in outcomes:
         groups.setdefault(o.instance, []).append(Counter(op for op, _ in o.keys))
@@ -356,22 +313,17 @@ def pairs_per_run_pair(outcomes) -> float:
 
 
 def mixture_reachable(measured: Measured, shares_pct: np.ndarray) -> bool:
-    """Whether some ``reply_sound`` completes the weak-link demands to the shares ``shares_pct`` (%)
-    exactly: no target share lies below the weak-link demands' own part of it."""
+    """Whether some ``reply_sound`` completes the weak-link demands to ``shares_pct`` (%) exactly."""
     target = np.asarray(shares_pct, float) / 100.0
     total = measured.weak_labels.sum() + measured.n_sound
     return bool(measured.n_sound > 0 and (target * total - measured.weak_labels >= -1e-9).all())
 
 
 def solve_reply_sound(measured: Measured, shares_pct: np.ndarray, digits: int = 2) -> np.ndarray:
-    """Sound-link reply probabilities (``LABELS`` order) that complete the weak-link demands'
-    labels to the demand shares ``shares_pct`` (%), rounded to ``digits`` decimals (sum 1).
-
-    The exact solution when one exists; otherwise (a target share below the weak links' own part)
-    the probability vector whose mixture is closest to the target in least squares
-    (``project_simplex`` of the exact solution: the shares are an isotropic affine map of it).
-    ``ValueError`` when there are no sound-link demands.
-    """
+    """Sound-link reply probabilities (``LABELS`` order, rounded to ``digits``, sum 1) that complete
+    the weak-link demands to the shares ``shares_pct`` (%): exact when reachable, else the least-squares
+    closest (``project_simplex``: the shares are an isotropic affine map of it). ValueError without
+    sound-link demands."""
     target = np.asarray(shares_pct, float) / 100.0
     total = measured.weak_labels.sum() + measured.n_sound
     if measured.n_sound == 0:
@@ -381,7 +333,7 @@ def solve_reply_sound(measured: Measured, shares_pct: np.ndarray, digits: int = 
 
 
 def grid_points(spec: CalibrationSpec) -> list[dict[str, float]]:
-    """Every combination of the grid's candidate values (the product, in the file's order)."""
+    """Every combination of the grid's candidate values, in the file's order."""
     names = list(spec.grid)
     return [dict(zip(names, combo)) for combo in itertools.product(*(spec.grid[n] for n in names))]
 
@@ -393,9 +345,8 @@ def se_column(label: str) -> str:
 
 def expected_extras(bench: Benchmark, design: Design, params: SimulatorParams, spec: CalibrationSpec
                     ) -> dict[str, tuple[float, float]]:
-    """Expected extra divergence (pp) and its Monte Carlo standard error per comparison label of
-    ``design`` under ``spec.measure``: ``validity.population_truth`` over ``spec.n_seeds`` designs of
-    ``spec.runs_per_depth`` runs per depth, seeded by ``spec.seed`` (the same draws at every point)."""
+    """Comparison label -> (expected extra divergence, Monte Carlo SE), pp, under ``spec.measure``
+    (``validity.population_truth`` with the spec's designs and seed)."""
     truth = population_truth(bench, design, params, runs_per_depth=spec.runs_per_depth, seed=spec.seed,
                              measures=(spec.measure,), n_seeds=spec.n_seeds)
     extra = truth[truth.panel == "extra"]
@@ -411,13 +362,10 @@ def _scan_row(bench: Benchmark, design: Design, base: SimulatorParams, spec: Cal
 
 
 def score(table: pd.DataFrame, spec: CalibrationSpec, targets: Mapping[str, float]) -> pd.DataFrame:
-    """``table`` (expected values per point: ``extra_*_pp`` and ``se_*_pp`` columns) scored against the
-    spec's targets. Adds ``objective`` (sum over targets of ``((extra - target) / tolerance)^2``),
-    ``max_abs_z`` (the largest ``|extra - target| / tolerance``), ``within_half_tolerance`` (every
-    target within half its tolerance), ``consistent`` (the paper's estimates are a plausible draw of
-    one design at this point, all targets jointly: ``robustness.consistent`` at
-    ``spec.consistent_level`` with ``spec.target_correlation``), ``se_ok`` (every target's Monte Carlo
-    SE at most ``spec.max_se_share`` of its tolerance) and ``best`` (lowest objective; ties: first)."""
+    """``table`` (``extra_*_pp``, ``se_*_pp`` per point) scored against the targets. Adds ``objective``
+    (sum of ``((extra - target) / tolerance)^2``), ``max_abs_z``, ``within_half_tolerance``,
+    ``consistent`` (``robustness.consistent``, all targets jointly), ``se_ok`` (every Monte Carlo SE
+    at most ``spec.max_se_share`` of its tolerance) and ``best`` (lowest objective; ties: first)."""
     labels = {label_of(k): k for k in spec.targets}
     z = np.column_stack([(table[extra_column(lab)] - targets[k]) / spec.targets[k] for lab, k in labels.items()])
     se_share = np.column_stack([table[se_column(lab)] / spec.targets[k] for lab, k in labels.items()])
@@ -434,15 +382,10 @@ def score(table: pd.DataFrame, spec: CalibrationSpec, targets: Mapping[str, floa
 def scan(bench: Benchmark, design: Design, base: SimulatorParams, spec: CalibrationSpec,
          targets: Mapping[str, float] | None = None, n_jobs: int = 1,
          parallel_backend: str | None = None) -> pd.DataFrame:
-    """Expected values at every grid point, scored against the spec's extra-divergence targets; one row
-    per point in grid order.
-
-    ``base`` supplies every parameter not in the grid (``p_extra_hypothesis`` should already be the
-    closed-form value); ``targets``: paper key -> value (default the paper's). Columns: the grid's
-    parameters; ``extra_{a}v{b}_pp`` (expected extra divergence under ``spec.measure``, ``expected_extras``)
-    and ``se_{a}v{b}_pp`` (its Monte Carlo SE) for every comparison of ``design``; then the columns of
-    ``score``. Points fan out over ``n_jobs`` workers (``workflow.parallel``); the table does not depend
-    on them.
+    """One row per grid point (grid order): the grid's parameters, ``extra_{a}v{b}_pp`` and
+    ``se_{a}v{b}_pp`` (``expected_extras``) per comparison, then ``score``'s columns. ``base`` supplies
+    every other parameter; ``targets``: paper key -> value (default the paper's). The table does not
+    depend on ``n_jobs``.
     """
     targets = paper_targets(list(spec.targets)) if targets is None else targets
     rows = parallel_map(_scan_row, [(bench, design, base, spec, values) for values in grid_points(spec)],
@@ -471,8 +414,7 @@ class Calibration:
 
 def scan_settings(design: Design, base: SimulatorParams, spec: CalibrationSpec) -> dict[str, Any]:
     """Everything the scan's table depends on (``workflow.committed``): the spec's scan fields, the
-    design and every simulator parameter the scan does not set itself (not the grid's, not
-    ``reply_sound``, which changes no chain, not the name), with the shipped benchmark's manifest."""
+    design, the simulator parameters the scan does not set (nor ``reply_sound``) and the benchmark."""
     scan_fields = ("seed", "measure", "runs_per_depth", "n_seeds", "targets", "target_correlation",
                    "consistent_level", "max_se_share", "grid")
     fixed = base.model_dump(exclude={"name", "reply_sound", *spec.grid})
@@ -482,8 +424,7 @@ def scan_settings(design: Design, base: SimulatorParams, spec: CalibrationSpec) 
 
 def closed_form_base(base: SimulatorParams, spec: CalibrationSpec, targets: Mapping[str, float]
                      ) -> tuple[SimulatorParams, float]:
-    """``base`` with ``p_extra_hypothesis`` solved from the paper's matched-pair density (rounded to
-    ``spec.digits``), and the exact solution."""
+    """``(base with the rounded closed-form p_extra_hypothesis, the exact solution)``."""
     p_exact = p_extra_from_density(targets["matched_pairs"] / targets["run_pairs"], int(targets["openings"]),
                                    base.extra_hypotheses_max)
     return base.model_copy(update={"p_extra_hypothesis": round(p_exact, spec.digits)}), p_exact
@@ -492,12 +433,9 @@ def closed_form_base(base: SimulatorParams, spec: CalibrationSpec, targets: Mapp
 def calibrate(bench: Benchmark, design: Design, base: SimulatorParams, spec: CalibrationSpec,
               targets: Mapping[str, float] | None = None, table: pd.DataFrame | None = None,
               n_jobs: int = 1, parallel_backend: str | None = None) -> Calibration:
-    """The whole calibration: density -> ``p_extra_hypothesis`` (closed form, rounded to
-    ``spec.digits``), expected extra divergences -> the grid's parameters (``scan``), mixture ->
-    ``reply_sound`` (``solve_reply_sound`` at the best point). Every other parameter keeps ``base``'s
-    value. ``targets``: as ``paper_targets(list(spec.targets))`` (the default). ``table``: the scan
-    already computed with these settings (the committed one, ``committed_scan``); it is re-scored,
-    not re-simulated. ``n_jobs``, ``parallel_backend``: for ``scan``."""
+    """Density -> ``p_extra_hypothesis``, extra divergences -> the grid's parameters (``scan``),
+    mixture -> ``reply_sound`` at the best point; the rest keeps ``base``'s values. ``table``: the
+    scan already computed with these settings (``committed_scan``), re-scored, not re-simulated."""
     targets = dict(paper_targets(list(spec.targets)) if targets is None else targets)
     params, p_exact = closed_form_base(base, spec, targets)
     if table is None:
@@ -524,8 +462,7 @@ SCAN_NAME = "calibration_scan"
 
 
 def committed_scan(design: Design, base: SimulatorParams, spec: CalibrationSpec) -> pd.DataFrame | None:
-    """The committed scan (``data/computed/calibration_scan.csv``) if it was computed with exactly these
-    settings (``scan_settings`` of ``base`` with the closed-form ``p_extra_hypothesis``), else None."""
+    """The committed scan if it was computed with exactly these settings, else None."""
     params, _ = closed_form_base(base, spec, paper_targets(list(spec.targets)))
     return committed.load(SCAN_NAME, scan_settings(design, params, spec))
 
@@ -551,11 +488,9 @@ def _fmt(value: Any) -> str:
 
 
 def fit_table(cal: Calibration, committed_params: SimulatorParams, spec: CalibrationSpec) -> pd.DataFrame:
-    """What was fitted to what. Columns: parameter, calibrated, committed (``params/simulator.yaml``),
-    target, target value, achieved (by the calibrated values: the scan's best point's expected extra
-    divergences with their Monte Carlo SE, ``cal.measured`` for the density and the mixture). Then the
-    values chosen by hand with the paper in view (``spec.chosen``; "calibrated" reads "(chosen)"), then
-    the assumptions."""
+    """What was fitted to what: parameter, calibrated, committed, target, target value, achieved (best
+    point's expected values ± Monte Carlo SE; ``cal.measured`` for density and mixture); then the
+    values chosen by hand (``spec.chosen``) and the assumptions."""
     t, m, p = cal.targets, cal.measured, cal.params
     best = cal.scan[cal.scan.best].iloc[0]
     expected = expected_density(p.p_extra_hypothesis, int(t["openings"]), p.extra_hypotheses_max)
@@ -594,19 +529,13 @@ CONSTRAINED_NAME = "constrained_by_fit"
 
 def constrained_by_fit(table: pd.DataFrame, spec: CalibrationSpec, level: float | None = None,
                        margin_sd: float = 2.0) -> dict[str, str]:
-    """Paper keys whose simulated value the fit decides, each with the reason, from the scored scan
-    ``table`` (``scan`` output: expected values per grid point of the fitted parameters, the other
-    parameters at their assumed values, and ``consistent``). Two criteria over the consistent points:
+    """Paper key -> reason, for the keys whose simulated value the fit decides, over the consistent
+    points of the scored scan ``table`` (empty when there are none):
 
-    - an extra divergence that is not a target (``spec.untargeted_sd``): its expected values span less
-      than ``z`` sampling SDs of one design, ``z`` the two-sided normal quantile at ``level``
-      (default ``spec.consistent_level``): one design could not tell the consistent points apart on it;
-    - the exact p of a target comparison (a ``critique_depth.p_value_bound.*`` key the paper reports):
-      at every consistent point the expected effect exceeds, by ``margin_sd`` sampling SDs, the normal
-      quantile of the paper's bound (two-sided), so the test's p lies below the bound whichever
-      consistent point is true.
-
-    Empty when no point is consistent."""
+    - an untargeted extra divergence whose expected values span less than ``z`` sampling SDs (``z``:
+      the two-sided normal quantile at ``level``, default ``spec.consistent_level``);
+    - a target's ``critique_depth.p_value_bound.*``: every expected effect exceeds the bound's normal
+      quantile by ``margin_sd`` sampling SDs, so the exact p lies below the bound."""
     from scipy.stats import norm  # defers scipy
 
     inside = table[table.consistent]

@@ -1,12 +1,10 @@
 """Expensive fixed computations, committed with the settings that produced them.
 
-Some tables take minutes to compute and never change unless their inputs do: the calibration scan
-and the robustness maps, each hundreds of simulated designs. ``mechaudit calibrate`` computes them and
-writes ``data/computed/NAME.csv`` (every float at full precision) beside ``NAME.json``, the settings
-that produced it (simulator parameters, design, grid, runs, seeds, and the shipped benchmark's
-manifest). A chapter reads the table back (``load``) only when its own settings are exactly the
-recorded ones; otherwise it computes the table itself. The suite re-evaluates rows of every committed
-table and compares them with the file, so a stale file fails a test rather than a reader.
+The calibration scan and the robustness maps take minutes (hundreds of simulated designs).
+``mechaudit calibrate`` writes each as ``data/computed/NAME.csv`` (floats at full precision) beside
+``NAME.json``, the settings that produced it with the benchmark's manifest. A chapter reads a table
+back (``load``) only when its own settings are exactly the recorded ones, else computes it; the suite
+re-evaluates rows of every committed table, so a stale file fails a test rather than a reader.
 """
 
 from __future__ import annotations
@@ -29,8 +27,7 @@ SIMULATED_FILES = ("vocabulary.yaml", "instances.yaml", "hypotheses.jsonl")
 
 
 def with_benchmark(settings: Mapping[str, Any]) -> dict[str, Any]:
-    """``settings`` plus the sha256 of each shipped benchmark file a simulation reads
-    (``SIMULATED_FILES``; line endings normalised): a table computed from other data never matches."""
+    """``settings`` plus the sha256 of each benchmark file in ``SIMULATED_FILES``."""
     folder = REPO_ROOT / "data"
     return {**settings, "benchmark": {name: file_sha256(folder / name) for name in SIMULATED_FILES}}
 
@@ -57,8 +54,7 @@ def save(name: str, table: pd.DataFrame, settings: Mapping[str, Any], folder: st
 
 
 def write_record(name: str, record: Mapping[str, Any], folder: str | Path = COMPUTED_DIR) -> bool:
-    """Write ``record`` as ``NAME.json`` (canonical JSON) when it differs from the file's content, by an
-    atomic replace (a reader never sees half a file); True when the file changed."""
+    """Write ``record`` as ``NAME.json`` (canonical, atomic replace) if it differs; True if it did."""
     path = Path(folder) / f"{name}.json"
     text = canonical(record)
     if path.is_file() and path.read_text(encoding="utf-8") == text:
@@ -86,9 +82,8 @@ def load(name: str, settings: Mapping[str, Any], folder: str | Path = COMPUTED_D
 
 def cached(name: str, settings: Mapping[str, Any], compute: Callable[[], pd.DataFrame], *, write: bool = False,
            force: bool = False, folder: str | Path = COMPUTED_DIR) -> tuple[pd.DataFrame, str]:
-    """The committed table ``name`` when it was computed with exactly ``settings`` ("committed"), else
-    ``compute()`` ("computed now"). ``write`` (``mechaudit calibrate``): commit a computed table with its
-    settings; ``force``: compute even when the committed table is current."""
+    """``(the committed table, "committed")`` if computed with exactly ``settings``, else
+    ``(compute(), "computed now")``, saved with ``write``; ``force`` always computes."""
     found = None if force else load(name, settings, folder)
     if found is not None:
         return found, "committed"

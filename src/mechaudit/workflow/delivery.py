@@ -20,11 +20,8 @@ from mechaudit.workflow.simulator import SimulatorParams, load_simulator_params,
 
 @dataclass(frozen=True)
 class Delivery:
-    """The runs of a design and what produced them.
-
-    runs: one ``Run`` per design cell. client: the LLM client that generated them (``None`` for the
-    simulator), for judges that should share its cache. source: a label for tables and captions.
-    """
+    """One ``Run`` per design cell, the LLM ``client`` that made them (None: the simulator) and a
+    ``source`` label for captions."""
 
     runs: list[Run]
     client: Any | None
@@ -38,10 +35,8 @@ class Delivery:
 
 def deliver(bench: Benchmark, design: Design, client: Any | None, *, simulator: SimulatorParams | None = None,
             seed: int = 0, generator_model: str = GENERATOR, json_retries: int = 2) -> Delivery:
-    """Run ``design``: offline (``client`` None) through the simulator (``simulator`` parameters,
-    ``seed``); else through the real workflow, asking the LLM ``client`` (a
-    ``mechaudit.llm.LLMClient``, which carries its cache; ``json_retries`` repair requests per
-    invalid reply, see ``run_workflow``)."""
+    """Run ``design`` through the simulator (``client`` None; ``simulator``, ``seed``) or through
+    ``run_workflow`` with the LLM ``client``."""
     if check_client(client) is None:
         if simulator is None:
             raise ValueError("offline delivery (no LLM client) needs simulator parameters (load_simulator_params)")
@@ -51,8 +46,7 @@ def deliver(bench: Benchmark, design: Design, client: Any | None, *, simulator: 
 
 
 def excluded_note(n: int, json_retries: int, what: str = "hypotheses") -> str:
-    """One sentence: how many ``what`` were excluded for a reply still invalid after
-    ``json_retries`` repair requests, and the parameter that asks again for exactly those."""
+    """One sentence: how many ``what`` were excluded for invalid replies, and how to ask again."""
     note = f"Excluded: {n} {what} whose reply stayed invalid after {json_retries} JSON repair request(s)"
     if n:
         note += (f"; they count nowhere else. Re-run with -p json_retries {json_retries + 2} to ask again "
@@ -82,9 +76,8 @@ class WorkflowSetup:
 def workflow_setup(client: Any | None, *, data_dir: str | Path | None = None, design_file: str = "paper.yaml",
                    simulator_file: str = "simulator.yaml", seed: int = 0, generator_model: str = GENERATOR,
                    json_retries: int = 2) -> WorkflowSetup:
-    """Load the benchmark (``data_dir``, default the shipped data), the design and simulator parameter
-    files (names under ``params/``), and deliver the design's runs through ``client`` (None: the
-    simulator; see ``deliver``)."""
+    """Load the benchmark (``data_dir``), the design and simulator files (under ``params/``) and
+    ``deliver`` the runs through ``client``."""
     bench = load_benchmark(data_dir)
     design = load_design(PARAMS_DIR / design_file, instances=[i.id for i in bench.instances])
     simulator = load_simulator_params(PARAMS_DIR / simulator_file)
@@ -94,7 +87,6 @@ def workflow_setup(client: Any | None, *, data_dir: str | Path | None = None, de
 
 
 def report_dropped(delivery: Delivery, json_retries: int) -> None:
-    """LLM deliveries only: show the hypotheses the workflow dropped because a reply stayed invalid
-    after ``json_retries`` repairs. Simulator runs drop nothing: prints nothing."""
+    """Show the hypotheses an LLM delivery dropped for invalid replies (nothing for the simulator)."""
     if delivery.client is not None:
         show_excluded(delivery.excluded, json_retries)

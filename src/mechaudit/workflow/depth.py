@@ -1,11 +1,8 @@
 """Critique-depth effects of a set of runs under one equivalence rule (paper §3, §5.1, App. A).
 
 Glue between workflow runs and ``mechaudit.divergence``: per instance the run-by-run divergence
-matrix (runs ordered by depth, then repetition), same-depth divergence per depth (Fig. 2 left),
-extra divergence per depth comparison and instance (Fig. 2 right), and Table 1 (instance-averaged
-extra divergence with a bootstrap interval and the exact permutation p-value, and its ceiling: a
-cross-depth run divergence is at most 1, so the extra divergence cannot exceed 1 minus the pooled
-same-depth divergence, ``extra_ceiling``).
+matrix (runs by depth, then repetition), Fig. 2's same-depth and extra divergences, and Table 1
+(instance-averaged extra divergence, bootstrap interval, exact permutation p and ceiling).
 """
 
 from __future__ import annotations
@@ -34,8 +31,7 @@ from mechaudit.schema import Benchmark, Hypothesis
 from mechaudit.workflow.intervals import bootstrap_interval
 from mechaudit.workflow.records import Run
 
-#: What the analyses accept as a rule: a rule object (``same(pairs)``, e.g. ``MechanismKeyRule()``) or a
-#: ``same`` function. A rule with ``divergence_matrix(runs)`` (the mechanism key) computes it directly.
+#: A rule object (``same(pairs)``, e.g. ``MechanismKeyRule()``) or a ``same`` function.
 RuleLike = Rule | Callable[[list[tuple[Hypothesis, Hypothesis]]], np.ndarray]
 
 
@@ -63,20 +59,17 @@ def counts(runs: Sequence[Run]) -> dict[str, int]:
 
 
 def key_matrix(runs: Sequence[Run]) -> np.ndarray:
-    """Mechanism-key divergence matrix of one instance's runs: ``MechanismKeyRule().divergence_matrix``
-    of their delivered hypotheses (counts keys instead of pairing hypotheses one by one)."""
+    """Mechanism-key divergence matrix of one instance's runs' delivered hypotheses."""
     return MechanismKeyRule().divergence_matrix([r.delivered for r in runs])
 
 
-#: The simulator's truth measures (population values are computed under each): ``mechanism_key``
-#: counts every changed chain id as a new mechanism; ``paper_rates`` is the expected verdict of a judge
-#: that calls each kind of change different at the paper's LLM-judge rates (``rules.paper_rates``).
+#: The simulator's truth measures: ``mechanism_key`` (every changed chain id is a new mechanism) and
+#: ``paper_rates`` (each kind of change different at the paper's LLM-judge rates).
 MEASURES = ("mechanism_key", "paper_rates")
 
 
 def measure_of(rule: str) -> str:
-    """The truth measure a rule's estimate is compared with: its own for a rule named like a measure
-    (the mechanism key, the paper-rate judge), the mechanism key's for every other rule."""
+    """The truth measure a rule's estimate is compared with: its own name if a measure, else the key's."""
     return rule if rule in MEASURES else "mechanism_key"
 
 
@@ -84,9 +77,8 @@ KeysMatrix = Callable[[Sequence[Sequence[tuple[str, Any]]]], np.ndarray]
 
 
 def keys_function(rule: Any) -> KeysMatrix | None:
-    """The fast path of ``rule`` over ``simulator.RunOutcome.keys`` (each run's ``(opening id, chain
-    ids)``): ``keys_divergence_matrix`` for the mechanism key, the rule's own ``keys_divergence_matrix``
-    if it has one (the paper-rate judge), else None (the rule needs the texts)."""
+    """The rule's fast path over ``RunOutcome.keys`` (a ``keys_divergence_matrix``), or None when
+    the rule needs the texts."""
     if isinstance(rule, MechanismKeyRule):
         return keys_divergence_matrix
     return getattr(rule, "keys_divergence_matrix", None)
@@ -100,8 +92,8 @@ def measure_function(measure: str) -> KeysMatrix:
 
 
 def outcome_matrices(outcomes: Sequence, measure: str | KeysMatrix = "mechanism_key") -> list[InstanceMatrix]:
-    """``InstanceMatrix`` per instance from ``simulator.RunOutcome`` records (fast path) under
-    ``measure``: a name in ``MEASURES`` or a ``keys_function``."""
+    """``InstanceMatrix`` per instance of ``RunOutcome`` records under ``measure`` (a name in
+    ``MEASURES`` or a ``keys_function``)."""
     fn = measure_function(measure) if isinstance(measure, str) else measure
     groups: dict[str, list] = {}
     for o in outcomes:
@@ -114,8 +106,8 @@ def outcome_matrices(outcomes: Sequence, measure: str | KeysMatrix = "mechanism_
 
 
 def rule_matrix(sets: Sequence[Sequence[Hypothesis]], rule: RuleLike, progress: bool = False) -> np.ndarray:
-    """Run-by-run divergence matrix of one instance's delivered sets under ``rule`` (a ``RuleLike``):
-    the rule's own ``divergence_matrix`` if it has one (fast path), else ``divergence.divergence_matrix``."""
+    """Run-by-run divergence matrix of one instance's delivered sets: the rule's own
+    ``divergence_matrix`` if it has one, else ``divergence.divergence_matrix``."""
     if rule is None:
         raise MechauditError("a rule is None: pass a rule object (the mechanism key is MechanismKeyRule())",
                              field="rules")
@@ -134,10 +126,7 @@ def instance_matrices(runs: Sequence[Run], rule: RuleLike, progress: bool = Fals
 
 def per_instance_effects(matrices: Sequence[InstanceMatrix], comparisons: Sequence[tuple[int, int]]
                          ) -> pd.DataFrame:
-    """Long table of Fig. 2's points: instance, panel ("same-depth" or "extra"), label, value (pp).
-
-    Same-depth rows: label ``K=k``; extra rows: label ``a v b``.
-    """
+    """Fig. 2's points: instance, panel ("same-depth", label ``K=k``; "extra", ``a v b``), value (pp)."""
     rows = []
     for m in matrices:
         for k, value in same_depth_divergence(m.D, m.depths).items():
@@ -150,12 +139,8 @@ def per_instance_effects(matrices: Sequence[InstanceMatrix], comparisons: Sequen
 
 
 def extra_ceiling(D: np.ndarray, n_a: int) -> float:
-    """Largest extra divergence ``D``'s same-depth pairs allow: ``1 - pooled same-depth mean``.
-
-    A run divergence is at most 1, so the mean cross-depth divergence is too, and the extra
-    divergence (cross minus pooled same-depth mean, ``divergence.extra_divergence``) cannot exceed
-    this. ``D``, ``n_a`` as in ``extra_divergence``; a fraction.
-    """
+    """Largest extra divergence (fraction) ``D``'s same-depth pairs allow: a run divergence is at most
+    1, so the extra divergence cannot exceed ``1 - pooled same-depth mean``."""
     extra = extra_divergence(D, n_a)  # validates D and n_a
     cross = float(np.asarray(D, dtype=float)[:n_a, n_a:].mean())
     return 1.0 - (cross - extra)  # 1 - pooled same-depth mean
@@ -163,15 +148,10 @@ def extra_ceiling(D: np.ndarray, n_a: int) -> float:
 
 def depth_table(matrices: Sequence[InstanceMatrix], comparisons: Sequence[tuple[int, int]],
                 level: float = 0.95, n_boot: int = 2000, seed: int = 0) -> pd.DataFrame:
-    """Table 1: per comparison the instance-averaged extra divergence (pp) with its bootstrap
-    interval and exact two-sided p, and its ceiling.
-
-    Columns: comparison, extra_pp, ci_low_pp / ci_high_pp (``intervals.bootstrap_interval`` at
-    ``level``: runs resampled within instance and depth, ``n_boot`` resamples seeded ``seed``; NaN
-    when ``n_boot`` is 0), p_value, n_partitions (splits per instance), n_instances, max_extra_pp
-    (instance mean of ``extra_ceiling``: the largest extra divergence the observed same-depth
-    divergence allows), normalised (``extra_pp / max_extra_pp``: the share of the possible extra
-    divergence reached; NaN when the ceiling is 0).
+    """Table 1 per comparison: comparison, extra_pp, ci_low_pp / ci_high_pp
+    (``intervals.bootstrap_interval``; NaN when ``n_boot`` is 0), p_value (exact, two-sided),
+    n_partitions (per instance), n_instances, max_extra_pp (mean ``extra_ceiling``), normalised
+    (``extra_pp / max_extra_pp``; NaN for a zero ceiling).
     """
     rows = []
     for a, b in comparisons:
@@ -195,11 +175,7 @@ def depth_table(matrices: Sequence[InstanceMatrix], comparisons: Sequence[tuple[
 def rule_tables(runs: Sequence[Run], rules: Mapping[str, RuleLike],
                 comparisons: Sequence[tuple[int, int]], progress: bool = False, seed: int = 0
                 ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Fig. 2 points and Table 1 for several rules at once; both tables gain a ``rule`` column.
-
-    ``rules`` maps a display name to a rule object or ``same`` function (``RuleLike``); the
-    mechanism key is ``MechanismKeyRule()`` (fast path). ``seed``: of Table 1's bootstrap intervals.
-    """
+    """Fig. 2 points and Table 1 (bootstrap ``seed``) for each named ``RuleLike``, with a ``rule`` column."""
     points, tables = [], []
     for name, rule in rules.items():
         mats = instance_matrices(runs, rule, progress)
@@ -210,11 +186,9 @@ def rule_tables(runs: Sequence[Run], rules: Mapping[str, RuleLike],
 
 def judge_model_table(runs: Sequence[Run], comparisons: Sequence[tuple[int, int]], models: Sequence[str], client, *,
                       instances) -> pd.DataFrame:
-    """The judge-model axis over runs: extra divergence (pp) of every comparison per judge model, one
-    row per model (index "judge model"; the order given, each name once) and one column per
-    comparison label ("0 v 1", ...). Every model judges every matched pair of ``runs`` through
-    ``client`` as the ``llm`` rule does (``model_verdicts``: full rubric, default orders and early
-    stop; undecided pairs left out of the divergence); ``instances``: the findings the prompts quote."""
+    """The judge-model axis: extra divergence (pp), one row per model (index "judge model", each once)
+    and one column per comparison label. Each model judges every matched pair through ``client`` as
+    the ``llm`` rule does (``model_verdicts``; undecided pairs left out); ``instances``: the findings."""
     def rule(model: str):
         def same(pairs) -> np.ndarray:
             verdicts, _ = model_verdicts(pairs, [model], client, rubric="full", instances=instances)
@@ -229,11 +203,8 @@ def judge_model_table(runs: Sequence[Run], comparisons: Sequence[tuple[int, int]
 
 
 def change_profile(runs: Sequence[Run], bench: Benchmark) -> pd.DataFrame:
-    """How far the delivered chains moved from their opening's chain, per depth (simulator runs:
-    canonical step ids). Index: depth; columns: hypotheses, "initiating event changed (%)" (share of
-    delivered hypotheses whose first step differs from the opening's) and "middle steps changed (%)"
-    (share of their intermediate steps that differ); ``bench``: the benchmark the runs opened from.
-    A delivered chain of another length than its opening's is left out."""
+    """Per depth, how far delivered chains (simulator ids) moved from their opening's: hypotheses,
+    "initiating event changed (%)" and "middle steps changed (%)"; chains of another length are left out."""
     chains = {(i.id, h.id): [s.id for s in h.chain] for i in bench.instances for h in bench.openings(i.id)}
     rows = []
     for run in runs:

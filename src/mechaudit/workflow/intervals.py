@@ -1,18 +1,11 @@
 """Intervals for the extra divergence: a bootstrap over runs within instances.
 
-The quantity is the instance-averaged extra divergence of one design (``divergence.extra_divergence``
-per instance, then the mean). Its uncertainty comes from the reruns: with the instances fixed, a
-re-execution of the design draws other runs at every depth. The bootstrap imitates that: within each
-instance the runs of each depth are resampled with replacement (stratified by instance and depth,
-so every resample keeps the design's shape), the statistic is recomputed, and the percentile
-interval of the resamples is reported. A pair of a run with its own copy is left out of the
-same-depth mean: its divergence is 0 by definition, not a rerun. Instances are not resampled: with
-four of them a resample over instances would have three degrees of freedom and would measure how
-the effect differs between these questions, which the per-instance markers of Fig. 2 already show;
-the interval therefore says how far a re-execution of *this* benchmark could move the estimate, not
-how far another benchmark's effect could lie.
-
-Chapter 02b checks the interval's coverage over simulated replications against the known truth.
+The quantity is the instance-averaged extra divergence of one design. With the instances fixed, a
+re-execution draws other runs at every depth; the bootstrap resamples each instance's runs of each
+depth with replacement and reports the percentile interval. A run paired with its own copy is left
+out of the same-depth mean. Instances are not resampled (with four, that would measure how these
+questions differ): the interval says how far a re-execution of *this* benchmark could move the
+estimate. Chapter 02b checks its coverage against the simulator's truth.
 """
 
 from __future__ import annotations
@@ -31,11 +24,10 @@ def _group_sums(D: np.ndarray, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]
 
 
 def bootstrap_extras(Ds: Sequence[np.ndarray], n_a: int, n_boot: int = 2000, seed: int = 0) -> np.ndarray:
-    """Instance-averaged extra divergence of ``n_boot`` stratified resamples, shape ``(n_boot,)``.
+    """Instance-averaged extra divergence of ``n_boot`` stratified resamples, shape ``(<= n_boot,)``.
 
-    ``Ds``: one symmetric divergence matrix per instance, the first ``n_a`` runs at depth a (as in
-    ``divergence.permutation_test``); needs at least 2 runs per depth. A resample whose runs of both
-    depths are all copies of one run has no same-depth pair and is left out (NaN, then dropped).
+    ``Ds``: per instance a symmetric matrix, the first ``n_a`` runs at depth a, >= 2 runs per depth. A
+    resample without a same-depth pair of distinct runs is dropped.
     """
     if n_boot < 1:
         raise ValueError(f"n_boot must be >= 1, got {n_boot}")

@@ -1,11 +1,8 @@
 """Measured diversity of delivered hypothesis sets under different equivalence rules (paper §3, §5.2).
 
-For each run's delivered set: all pairs are judged by a rule, the "same" graph is grouped by
-``mechaudit.diversity.group`` (connected components, complete linkage) and the Vendi score is
-computed. Vendi kernel: the rule's cosine similarity matrix for similarity rules (TF-IDF,
-embeddings; clipped at 0); for yes/no rules (judges, mechanism key) the block matrix of the
-complete-linkage groups (Vendi = exp(entropy of group shares)), because a raw yes/no matrix that is
-not transitive need not be positive semi-definite.
+Each run's delivered set is judged pairwise, grouped (``diversity.group``: components, complete
+linkage) and given a Vendi score: on the cosine matrix (clipped at 0) for similarity rules, on the
+complete-linkage groups for yes/no rules (a non-transitive yes/no matrix need not be PSD).
 """
 
 from __future__ import annotations

@@ -1,19 +1,14 @@
 """One place where replication loops fan out: ``joblib``, on any of its backends, Dask included.
 
-Every task carries its own seed, so results never depend on ``n_jobs`` or on the backend. The default
-(``n_jobs=1``) runs in the calling process; ``n_jobs=2`` uses joblib's default process pool (loky).
-
-The one documented way to choose another backend, with joblib >= 1.4, is joblib's own
-``parallel_config``; ``parallel_map(..., parallel_backend=NAME)`` opens it for the call, and a caller
-may open it around any number of library calls instead::
+Every task carries its own seed, so results never depend on ``n_jobs`` or on the backend. A backend
+is chosen with joblib's ``parallel_config``, opened by ``parallel_map(..., parallel_backend=NAME)``
+or by a caller around any number of library calls::
 
     with joblib.parallel_config(backend="dask"):
         reps = power_replications(pools, runs_per_depth=10, n_reps=10_000, n_jobs=-1)
 
-For ``"dask"`` (``pip install 'mechaudit[cluster]'``), joblib sends the tasks to the current
-``dask.distributed`` client: :func:`connect` makes one (to a scheduler address, or to a new local
-cluster of processes) and the cluster's workers, not ``n_jobs``, decide how many run at once.
-See ``book/rerun.md``.
+For ``"dask"`` (``pip install 'mechaudit[cluster]'``) the tasks go to the current ``dask.distributed``
+client (:func:`connect`), whose workers decide how many run at once. See ``book/rerun.md``.
 """
 
 from __future__ import annotations
@@ -32,8 +27,7 @@ NEEDS_DASK = "the 'dask' backend needs dask.distributed: pip install 'mechaudit[
 
 
 def check_backend(parallel_backend: str | None) -> None:
-    """Raise ``MechauditError`` (one line, field ``parallel_backend``) unless the name is one of
-    :data:`BACKENDS` or None (joblib's default, or the backend of an enclosing ``parallel_config``)."""
+    """``MechauditError`` (field ``parallel_backend``) unless the name is in :data:`BACKENDS` or None."""
     if parallel_backend is not None and parallel_backend not in BACKENDS:
         near = difflib.get_close_matches(str(parallel_backend), BACKENDS, n=1)
         hint = f"; did you mean {near[0]!r}?" if near else ""
@@ -43,13 +37,11 @@ def check_backend(parallel_backend: str | None) -> None:
 
 def parallel_map(fn: Callable[..., Any], tasks: Iterable[tuple], n_jobs: int = 1,
                  parallel_backend: str | None = None) -> list[Any]:
-    """``[fn(*task) for task in tasks]``, fanned out with ``joblib.Parallel``; results in task order.
+    """``[fn(*task) for task in tasks]`` through ``joblib.Parallel``, in task order.
 
-    ``n_jobs``: joblib's worker count (1: in the calling process, -1: every core; ignored by
-    ``"dask"``, whose cluster decides). ``parallel_backend``: one of :data:`BACKENDS`, opened with
-    ``joblib.parallel_config`` for this call; None keeps the backend of an enclosing
-    ``parallel_config`` (joblib's default, loky, when there is none). ``fn`` and the task arguments
-    must pickle.
+    ``n_jobs``: joblib's worker count (1: in this process, -1: every core; ignored by ``"dask"``).
+    ``parallel_backend``: one of :data:`BACKENDS` for this call; None keeps the enclosing
+    ``parallel_config``'s (default loky). ``fn`` and the tasks must pickle.
     """
     if isinstance(n_jobs, bool) or not isinstance(n_jobs, int) or n_jobs == 0:
         raise ValueError(f"n_jobs: expected a non-zero int, got {n_jobs!r}")
@@ -87,11 +79,9 @@ def _require_client() -> None:
 
 
 def connect(parallel_backend: str | None, scheduler: str | None = None, n_workers: int | None = None):
-    """The ``dask.distributed.Client`` the replication loops use when ``parallel_backend`` is
-    ``"dask"``, else None (nothing to connect). ``scheduler``: a scheduler address
-    (``tcp://host:8786``); None starts a local cluster of ``n_workers`` processes (None: one per
-    core) on this machine. The client becomes the current one; close it when done (``client.close()``,
-    and ``client.cluster.close()`` for a local cluster). Bad names are refused by :func:`check_engine`."""
+    """The current ``dask.distributed.Client`` for ``parallel_backend="dask"`` (else None): to
+    ``scheduler`` (``tcp://host:8786``), or to a new local cluster of ``n_workers`` processes (None: one
+    per core). Close it when done (and ``client.cluster`` for a local cluster)."""
     check_engine(parallel_backend, scheduler)
     if parallel_backend != "dask":
         return None
@@ -124,9 +114,8 @@ def scheduler_problem(scheduler: str | None) -> str | None:
 
 
 def check_engine(parallel_backend: str | None, scheduler: str | None = None) -> None:
-    """Raise ``MechauditError`` (one line naming the field) for a backend name not in :data:`BACKENDS`,
-    a ``scheduler`` that is not an address, or a ``scheduler`` with a backend other than ``"dask"``
-    (it would be silently unused)."""
+    """``MechauditError`` for a backend not in :data:`BACKENDS`, a ``scheduler`` that is not an
+    address, or a ``scheduler`` without the ``"dask"`` backend (it would be unused)."""
     check_backend(parallel_backend)
     why = scheduler_problem(scheduler)
     if why is not None:

@@ -1,11 +1,9 @@
 """Planning the workflow's requests and the judges on its delivered hypotheses, without sending
 anything: the shared part of chapters 02, 03 and 04's cost plans (``mechaudit estimate``).
 
-If the whole workflow replays from the response cache, :func:`plan_workflow` records the real
-requests and runs (exact). Otherwise it builds the develop requests exactly and the critique and
-revise requests from proxies: every opening hypothesis stays in play, and each critique raises
-``DEMANDS_PER_CRITIQUE`` demands of typical length (``TYPICAL_DEMAND``, answered by
-``TYPICAL_REPLY``); :func:`proxy_runs` are runs of that shape for planning the judges.
+:func:`plan_workflow` records the real requests when the whole workflow replays from the cache,
+else builds critique and revise requests from proxies (every opening stays in play, each critique
+raises ``DEMANDS_PER_CRITIQUE`` typical demands); :func:`proxy_runs` are runs of that shape.
 """
 
 from __future__ import annotations
@@ -46,10 +44,8 @@ def design_for(p: Mapping[str, Any], bench: Benchmark) -> Design:
 
 
 def proxy_runs(bench: Benchmark, design: Design) -> list[Run]:
-    """Runs shaped like the real workflow's (one delivered hypothesis per opening, one critique per
-    hypothesis and round with ``DEMANDS_PER_CRITIQUE`` demands and replies) whose texts are the
-    opening hypotheses and typical demand/reply sentences: stand-ins for counting and sizing
-    requests before the workflow has run."""
+    """Stand-in runs for sizing requests: per opening one delivered hypothesis (its text), per round
+    ``DEMANDS_PER_CRITIQUE`` typical demands and replies."""
     runs = []
     for instance, depth, rep in design.cells():
         rid = run_id(instance, depth, rep)
@@ -68,8 +64,7 @@ def proxy_runs(bench: Benchmark, design: Design) -> list[Run]:
 
 
 def plan_workflow(p: Mapping[str, Any], bench: Benchmark, design: Design) -> tuple[list[Planned], list[Run], bool]:
-    """The workflow's requests and the runs to plan the judges on: the real runs if the whole
-    workflow replays from the cache (then every request is cached and exact), else proxies."""
+    """``(requests, runs to plan the judges on, exact)``: the real ones if the workflow replays."""
     model = p["generator_model"]
     instances = {i.id: i for i in bench.instances}
     develop = [
@@ -142,11 +137,9 @@ class _PairRecorder:
 
 def plan_delivered_judges(p: Mapping[str, Any], bench: Benchmark, runs: Sequence[Run], exact: bool,
                           pairs_of: Callable, models: Sequence[str]) -> list[Planned]:
-    """The LLM judge's requests on the pairs ``pairs_of(runs, recorder)`` asks a rule about, when
-    ``p["rules"]`` runs the ``llm`` rule on the runs of ``p["backend"]`` (a ``Backend`` member):
-    ``models[0]`` (stage "judge <model> (delivered pairs)"),
-    then every further model (chapter 02's judge-model axis; stage "judge <model> (judge-model
-    axis)"), each as ``build_rules`` builds it."""
+    """The LLM judge's requests on the pairs ``pairs_of(runs, recorder)`` asks about, when
+    ``p["rules"]`` runs ``llm`` on ``p["backend"]``'s runs: ``models[0]`` ("delivered pairs"), then
+    each further model ("judge-model axis"), as ``build_rules`` builds it."""
     if "llm" not in rules_for(p["rules"], p["backend"].is_llm):
         return []
     recorder = _PairRecorder()

@@ -1,31 +1,18 @@
 """Power of the permutation test to detect a 1 v 5 effect, and the design needed for 80 % power.
 
-1. ``setting_at``: a simulator setting (factors of ``robustness.vary``, e.g. a grid point consistent
-   with the paper's 0 v 1 effect) with its true extra divergence re-estimated from a larger,
-   independently seeded design under one truth measure (``depth.MEASURES``); the re-estimated truth
-   is what is reported.
-2. ``simulate_pool``: per instance a large pool of runs at the two depths (``simulate_outcomes``,
-   step ids only) and its divergence matrix under the measure. More instances than the benchmark's
-   four are *replicate instances*: copy ``c`` of instance A is instance A simulated with another seed
-   (``replication_seed(seed, c)``); they share A's opening hypotheses and vocabulary, so they are less
-   different from each other than new instances would be.
-3. ``power_replications``: replication ``rep`` draws ``runs_per_depth`` runs per depth and instance
-   from the pools **without replacement** (``numpy.random.default_rng(replication_seed(seed, rep))``)
-   and tests the 1 v 5 difference: the exact test (``divergence.permutation_test``) when its null
-   distribution can be counted fast (``divergence.exact_test_feasible`` with ``EXACT_LIMIT``, e.g.
-   the paper's 4 x (5 + 5)), otherwise the Monte Carlo permutation test
-   (``divergence.monte_carlo_permutation_test``). A pool's runs are independent draws of the
-   simulator, so each replication's runs are too; but replications that share a pool share runs, so
-   they are not independent of each other.
-4. ``power_table``: the replications of a setting are spread over ``n_pools`` **independent pools**.
-   The power is the rejection rate over all of them; its standard error is the batch-means SE over the
-   pools (the SD of the per-pool rates over sqrt(n_pools)), which includes the pool-to-pool variation
-   a binomial SE ``sqrt(power (1 - power) / n_reps)`` would miss (both are reported; with few pools
-   the batch SE is itself rough). ``runs_needed``: the smallest runs per depth on a ladder that
-   reaches a power level.
+1. ``setting_at``: a simulator setting (``robustness.vary`` factors) with its true extra divergence
+   re-estimated from a larger, independently seeded design under one truth measure.
+2. ``simulate_pool``: per instance a large pool of runs at the two depths and its divergence matrix.
+   Beyond the benchmark's instances come *replicate instances*: instance A simulated with another
+   seed, sharing A's openings and vocabulary (so less different than new instances would be).
+3. ``power_replications``: each replication draws its runs from the pools **without replacement** and
+   tests the 1 v 5 difference, exactly when ``divergence.exact_test_feasible`` (``EXACT_LIMIT``), else
+   by Monte Carlo permutations. Replications sharing a pool share runs: they are not independent.
+4. ``power_table``: a setting's replications are spread over ``n_pools`` **independent pools**; the
+   power's SE is the batch-means SE over the pools, which includes the pool-to-pool variation a
+   binomial SE would miss (both are reported). ``runs_needed``: the first rung reaching a power level.
 
-Replications go through ``parallel.parallel_map`` (joblib): each has its own seed, so results do not
-depend on ``n_jobs`` or the backend.
+Each replication has its own seed: results do not depend on ``n_jobs`` or the backend.
 """
 
 from __future__ import annotations
@@ -48,9 +35,8 @@ from mechaudit.workflow.validity import mc_se, population_truth, replication_see
 
 @dataclass(frozen=True)
 class EffectSetting:
-    """A simulator setting of the power study: ``factors`` passed to ``robustness.vary``;
-    ``target_pp``: the effect it was chosen for (its key in the tables, e.g. its grid truth);
-    ``truth_pp`` / ``truth_se_pp``: its re-estimated true effect (independent seed, larger design)."""
+    """A setting of the power study: ``robustness.vary`` ``factors``, the effect it was chosen for
+    (``target_pp``, its key in the tables) and its re-estimated true effect (``truth_pp``, ``truth_se_pp``)."""
 
     target_pp: float
     factors: dict = field(hash=False)
@@ -75,12 +61,9 @@ def setting_at(bench: Benchmark, instances: Sequence[str], base: SimulatorParams
 def simulate_pool(bench: Benchmark, instances: Sequence[str], params: SimulatorParams, n_instances: int,
                   depths: tuple[int, int] = (1, 5), runs_per_depth: int = 100, seed: int = 0,
                   measure: str = "paper_rates") -> list[np.ndarray]:
-    """Divergence matrices (under ``measure``) of ``n_instances`` run pools, shape ``(2 P, 2 P)`` each
-    (P = ``runs_per_depth``; the first P runs at ``depths[0]``).
-
-    Pool ``j`` is instance ``instances[j % len(instances)]``, copy ``c = j // len(instances)``,
-    simulated with seed ``replication_seed(seed, c)`` (replicate instances; see the module docstring).
-    """
+    """Divergence matrices (under ``measure``) of ``n_instances`` pools, ``(2 P, 2 P)`` each (P =
+    ``runs_per_depth``, first P at ``depths[0]``); pool ``j`` is ``instances[j % len(instances)]`` with
+    seed ``replication_seed(seed, j // len(instances))``."""
     if n_instances < 1:
         raise ValueError(f"n_instances must be >= 1, got {n_instances}")
     models = instance_models(bench, params.evidence_weight)
@@ -127,11 +110,9 @@ def _replication_chunk(pools: list[np.ndarray], runs_per_depth: int, start: int,
 def power_replications(pools: Sequence[np.ndarray], runs_per_depth: int, n_reps: int, seed: int = 0,
                        n_resamples: int = 199, n_jobs: int = 1, parallel_backend: str | None = None,
                        chunk: int = 25) -> pd.DataFrame:
-    """``n_reps`` replicated designs drawn from ``pools`` (``simulate_pool``), one test each.
-
-    Columns: rep, extra_pp, p_value, test ("exact" or "monte carlo"). Replication ``rep`` is seeded by
-    ``replication_seed(seed, rep)`` (its run draws and its Monte Carlo splits), so the table does not
-    depend on ``n_jobs``, ``parallel_backend`` or ``chunk`` (replications per joblib task).
+    """``n_reps`` designs drawn from ``pools`` (``simulate_pool``), one test each: rep, extra_pp,
+    p_value, test ("exact" or "monte carlo"). Replication ``rep`` is seeded ``replication_seed(seed,
+    rep)``: the table does not depend on ``n_jobs``, ``parallel_backend`` or ``chunk`` (per task).
     """
     if n_reps < 1:
         raise ValueError(f"n_reps must be >= 1, got {n_reps}")
@@ -145,12 +126,8 @@ def power_replications(pools: Sequence[np.ndarray], runs_per_depth: int, n_reps:
 
 
 def power_summary(reps: pd.DataFrame, alpha: float = 0.05) -> dict:
-    """Rejection rate at ``alpha``, its Monte Carlo standard error and the mean estimate.
-
-    With a ``pool`` column naming two or more independent pools, ``power_se`` is the batch-means SE
-    over the pools (SD of the per-pool rates / sqrt(pools)); otherwise the binomial SE, which is also
-    reported as ``binomial_se``.
-    """
+    """Rejection rate at ``alpha``, its Monte Carlo SE and the mean estimate: ``power_se`` is the
+    batch-means SE over a ``pool`` column's pools (two or more), else ``binomial_se``."""
     reject = reps.p_value.to_numpy() <= alpha
     rate, n = float(np.mean(reject)), len(reps)
     binomial = mc_se(rate, n)
@@ -179,14 +156,11 @@ def power_table(bench: Benchmark, instances: Sequence[str], settings: Sequence[E
                 parallel_backend: str | None = None, n_pools: int = 4, measure: str = "paper_rates") -> pd.DataFrame:
     """Power of the ``depths`` test per setting and design ``(n_instances, runs_per_depth)``.
 
-    ``designs`` are always evaluated. ``ladder``: runs per depth for ``len(instances)`` instances,
-    walked upwards per setting until the power reaches ``level`` (the rest of the ladder is skipped;
-    ``runs_needed`` reads the first rung that reaches it). Per setting ``n_pools`` independent pools
-    (``simulate_pool`` under ``measure`` with enough replicate instances for the largest design, seeds
-    ``replication_seed(seed, pool)``); the ``n_reps`` replications are spread over them, seeded from
-    ``seed + 1`` and the same for every design (common random numbers). Columns: target_pp, truth_pp,
-    truth_se_pp, n_instances, runs_per_depth, n_reps, n_pools, mean_extra_pp, power, power_se
-    (batch means over the pools), binomial_se, test, role ("design" or "ladder").
+    ``designs`` are always evaluated; the ``ladder`` (runs per depth, ``len(instances)`` instances) is
+    walked upwards until the power reaches ``level``. Per setting, ``n_pools`` pools (seeds
+    ``replication_seed(seed, pool)``) share the ``n_reps`` replications, seeded from ``seed + 1`` for
+    every design. Columns: target_pp, truth_pp, truth_se_pp, n_instances, runs_per_depth, n_reps,
+    n_pools, mean_extra_pp, power, power_se, binomial_se, test, role ("design" or "ladder").
     """
     if n_pools < 1:
         raise ValueError(f"n_pools must be >= 1, got {n_pools}")
@@ -210,9 +184,8 @@ def power_table(bench: Benchmark, instances: Sequence[str], settings: Sequence[E
 
 
 def runs_needed(table: pd.DataFrame, level: float = 0.8) -> pd.DataFrame:
-    """Per target effect and number of instances, the smallest runs per depth in ``table`` (its ladder
-    rows if it has a ``role`` column) whose power reaches ``level`` (NaN if none does), with that
-    power and the largest design tried."""
+    """Per target effect and number of instances: the smallest runs per depth of ``table``'s ladder
+    whose power reaches ``level`` (NaN if none), that power and the largest design tried."""
     rows = []
     if "role" in table:
         table = table[table.role == "ladder"]

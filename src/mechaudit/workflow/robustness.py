@@ -11,26 +11,10 @@ The simulator (``mechaudit.workflow.simulator``) is varied along named **factors
   number of alternatives a repair draws from);
 - ``p_challenge_sound``: chance per round that the critic challenges a sound link.
 
-At every grid point ``truth_grid`` computes the population truth under one measure
-(``validity.population_truth``; by default the paper-rate judge, the quantity the paper measured) and
-the ceiling of each extra divergence (``depth.extra_ceiling``): since a cross-depth run divergence is at
-most 1, the extra divergence of depths a and b is at most ``1 - pooled same-depth divergence``
-(``max_*`` columns; ``norm_*`` = extra / maximum). Every grid point uses the same seed, and the
-simulator keys each run's random stream by ``(seed, instance, depth, repetition)``: neighbouring points
-share their random numbers (common random numbers), so differences between points are not masked by
-independent noise.
-
-Only some settings can have produced the paper's observation: ``consistent`` marks the grid points
-whose true 0 v 1 effect lies within ``z`` sampling SDs of the observed value. The conclusions are read
-there; the rest of the grid is context.
-
-Conclusions, each a stated criterion on these numbers:
-
-- (a) diminishing returns, ``diminishing_returns``: the 1 v 5 effect is below ``ratio`` (1/4) of the
-  0 v 1 effect, raw and ceiling-normalised; "unclear" when the margin is within ``z`` standard errors;
-- (b) the estimate depends on the rule: ``rule_grid`` replicates the paper's design at chosen
-  settings under several rules, ``rule_bias`` compares each rule's mean estimate with the truth of the
-  quantity it targets.
+``truth_grid`` computes the population truth and its ceiling (``depth.extra_ceiling``) at every grid
+point with one seed (common random numbers); ``consistent`` marks the points that could have produced
+the paper's estimates, where the conclusions are read: (a) diminishing returns
+(``diminishing_returns``), (b) the estimate depends on the rule (``rule_grid``, ``rule_bias``).
 """
 
 from __future__ import annotations
@@ -110,10 +94,7 @@ def _truth_row(bench: Benchmark, design: Design, base: SimulatorParams, point: d
                seed: int, measure: str = "paper_rates", n_seeds: int = 1) -> dict:
     truth = population_truth(bench, design, vary(base, **point), runs_per_depth=runs_per_depth, seed=seed,
                              measures=(measure,), n_seeds=n_seeds)
-    same = {int(lbl[2:]): v for lbl, v in zip(truth.label, truth.truth_pp) if lbl.startswith("K=")}
-    row = dict(point)
-    for k, v in same.items():
-        row[f"same_K{k}_pp"] = v
+    row = dict(point) | {f"same_K{k[2:]}_pp": v for k, v in zip(truth.label, truth.truth_pp) if k.startswith("K=")}
     extra = truth[truth.panel == "extra"].set_index("label")
     for a, b in design.comparisons():
         t = _tag(a, b)
@@ -127,14 +108,11 @@ def _truth_row(bench: Benchmark, design: Design, base: SimulatorParams, point: d
 def truth_grid(bench: Benchmark, design: Design, base: SimulatorParams, points: pd.DataFrame,
                runs_per_depth: int = 20, seed: int = 0, n_jobs: int = 1,
                parallel_backend: str | None = None, measure: str = "paper_rates", n_seeds: int = 1) -> pd.DataFrame:
-    """Population truth under ``measure`` (``depth.MEASURES``) at every grid point (``points``: factor
-    columns, e.g. from ``grid``), from ``n_seeds`` designs of ``runs_per_depth`` runs per depth each.
+    """``population_truth`` under ``measure`` at every grid point (``points``: factor columns, e.g.
+    from ``grid``), each with the same ``seed``; results do not depend on ``n_jobs``.
 
-    Columns: the factors; ``same_K{k}_pp`` (same-depth divergence per depth); per comparison a v b
-    ``truth_{a}v{b}_pp``, ``se_{a}v{b}_pp`` (Monte Carlo SE: jackknife), ``max_{a}v{b}_pp`` (ceiling,
-    ``100 - pooled same-depth divergence``) and ``norm_{a}v{b}`` (truth / ceiling). One
-    ``population_truth`` call per point with the same ``seed`` (common random numbers); results do
-    not depend on ``n_jobs``. ``design`` must have equal runs per depth (every ``Design`` has).
+    Columns: the factors; ``same_K{k}_pp`` per depth; per comparison a v b ``truth_{a}v{b}_pp``,
+    ``se_{a}v{b}_pp`` (jackknife), ``max_{a}v{b}_pp`` (ceiling) and ``norm_{a}v{b}`` (truth / ceiling).
     """
     rows = parallel_map(_truth_row, [(bench, design, base, dict(r), runs_per_depth, seed, measure, n_seeds)
                                      for r in points.to_dict("records")], n_jobs, parallel_backend)
@@ -145,14 +123,11 @@ def consistent(table: pd.DataFrame, observed: Mapping[str, float], sd: Mapping[s
                correlation: float = 0.0, level: float = 0.95, prefix: str = "truth") -> pd.DataFrame:
     """Could one design at each row's setting have produced every ``observed`` estimate at once?
 
-    ``table``: one row per setting with the true values in columns ``{prefix}_{a}v{b}_pp``;
-    ``observed``: comparison label ("0 v 1") -> observed estimate (pp); ``sd``: label -> the sampling
-    SD of one design's estimate (pp); ``correlation``: the sampling correlation between any two of the
-    estimates (one value for every pair). Adds ``distance`` (the Mahalanobis distance of the
-    observation from the row's truths, in SDs: ``sqrt(z' R^-1 z)`` with ``z = (truth - observed) / sd``
-    and ``R`` the correlation matrix) and ``consistent`` (``distance^2`` at most the chi-square
-    quantile at ``level`` with one degree of freedom per observation): a joint test, not one
-    comparison at a time.
+    ``table``: true values in columns ``{prefix}_{a}v{b}_pp``; ``observed``: label ("0 v 1") -> pp;
+    ``sd``: label -> sampling SD of one design's estimate (pp); ``correlation``: between any two
+    estimates. Adds ``distance`` (Mahalanobis, ``sqrt(z' R^-1 z)``, ``z = (truth - observed) / sd``)
+    and ``consistent`` (``distance^2`` within the chi-square quantile at ``level``, one degree of
+    freedom per observation).
     """
     from scipy.stats import chi2  # defers scipy
 
@@ -187,11 +162,9 @@ def diminishing_returns(table: pd.DataFrame, first: tuple[int, int] = (0, 1), la
                         ratio: float = 0.25, z: float = 2.0) -> pd.DataFrame:
     """Conclusion (a) at every row of ``truth_grid``: is ``later`` < ``ratio`` x ``first``?
 
-    Adds columns ``raw_margin_pp`` (later - ratio x first, pp), ``raw`` and ``normalised``, each
-    "holds" (margin below ``-z`` standard errors), "fails" (above ``+z``) or "unclear". The
-    normalised criterion compares ``norm_*`` (effect / ceiling) the same way, with standard errors
-    ``se / ceiling`` (the ceiling's own error is ignored). Standard errors of the two effects are
-    combined as if independent.
+    Adds ``raw_margin_pp`` (later - ratio x first), ``normalised_margin`` (the same on ``norm_*``,
+    SEs ``se / ceiling``), and ``raw`` / ``normalised``: "holds" (margin below ``-z`` SEs), "fails"
+    (above ``+z``) or "unclear"; the two effects' SEs are combined as if independent.
     """
     if not 0 < ratio < 1:
         raise ValueError(f"ratio must be in (0, 1), got {ratio}")
@@ -233,12 +206,9 @@ def _rule_rep(bench: Benchmark, design: Design, base: SimulatorParams, index: in
 def rule_grid(bench: Benchmark, design: Design, base: SimulatorParams, points: pd.DataFrame,
               rules: Mapping[str, RuleLike], n_reps: int, seed: int = 0, n_jobs: int = 1,
               parallel_backend: str | None = None) -> pd.DataFrame:
-    """Each rule's instance-averaged extra divergence in ``n_reps`` replications of ``design`` per point.
-
-    Full-text runs (``simulate(..., log=False)``) so text rules can read them; replication ``rep``
-    uses ``replication_seed(seed, rep)`` at every point (common random numbers). ``rules``: name ->
-    rule object or ``same`` function (``depth.RuleLike``; the mechanism key is ``MechanismKeyRule()``).
-    Long table: point (row index of ``points``), the factors, rep, rule, comparison, extra_pp.
+    """Each rule's (``depth.RuleLike``) instance-averaged extra divergence in ``n_reps`` text-level
+    replications of ``design`` per point, replication ``rep`` seeded ``replication_seed(seed, rep)``
+    at every point. Long table: point (row of ``points``), the factors, rep, rule, comparison, extra_pp.
     """
     if n_reps < 1:
         raise ValueError(f"n_reps must be >= 1, got {n_reps}")
@@ -251,11 +221,10 @@ def rule_grid(bench: Benchmark, design: Design, base: SimulatorParams, points: p
 def rule_bias(reps: pd.DataFrame, truths: pd.DataFrame | Mapping[str, pd.DataFrame], z: float = 2.0) -> pd.DataFrame:
     """Per point, rule and comparison: mean estimate, truth and bias (pp) with Monte Carlo errors.
 
-    ``reps``: ``rule_grid`` output; ``truths``: ``truth_grid`` output at the same points (same row
-    order), or a mapping measure -> such a table, in which case a rule named like a measure
-    (``depth.MEASURES``) is compared with that measure's truth and every other rule with the mechanism
-    key's. ``bias_se_pp`` combines the standard error of the mean estimate and the truth's jackknife
-    error; ``direction`` is "under" / "over" when the bias is beyond ``z`` of them, else "unbiased".
+    ``reps``: ``rule_grid`` output; ``truths``: ``truth_grid`` output at the same points, or measure ->
+    such a table (a rule named like one of its keys uses that one, others "mechanism_key"). ``bias_se_pp``
+    combines the mean's SE and the truth's; ``direction``: "under" / "over" beyond ``z`` of them,
+    else "unbiased".
     """
     rows = []
     for (point, rule, comp), g in reps.groupby(["point", "rule", "comparison"], sort=False):

@@ -14,12 +14,8 @@ SIMULATOR_ONLY = ("mechanism_key", "paper_rates")
 
 
 def rules_for(names: Sequence[str], llm: bool) -> list[str]:
-    """The rules a chapter can apply to its runs: simulator runs (``llm`` False) or LLM runs (True).
-
-    Simulator runs keep ``names``. LLM runs have no canonical step ids, so the rules that read
-    them as truth (``SIMULATOR_ONLY``: the mechanism key and the paper-rate judge) are dropped, and
-    the LLM judge (``llm``) joins the rules.
-    """
+    """The rules a chapter can apply: ``names`` for simulator runs; for LLM runs (no canonical ids)
+    without ``SIMULATOR_ONLY`` and with ``llm``."""
     if not llm:
         return list(names)
     return [n for n in names if n not in SIMULATOR_ONLY] + ([] if "llm" in names else ["llm"])
@@ -29,17 +25,9 @@ def build_rules(names: Sequence[str], client=None, tfidf_threshold: float = 0.25
                 embedding_threshold: float = 0.77, embedding_model: str | None = None,
                 judge_model: str = "claude-opus-4-6", instances=None,
                 embedding_cache_dir=None) -> dict[str, object]:
-    """Rule objects by name (see ``RULE_NAMES``), each ``mechaudit.rules.build(name, ...)``.
-
-    mechanism_key: ground truth for simulator runs; paper_rates: ``PaperRateJudge()`` (simulator
-    runs: each kind of chain change called different at the paper's LLM-judge rates); reference:
-    ``ReferenceJudge(rubric="full")``;
-    tfidf/embedding: the similarity rules at the given thresholds; llm: ``LLMJudge(rubric="full")``
-    answering through the LLM ``client`` (a ``mechaudit.llm.LLMClient``; asking for "llm" without
-    one raises ``ValueError``). ``embedding_cache_dir``: the embedding rule's disk store of vectors
-    (None: none; see ``mechaudit.paths.cache_path("embedding_cache")``). An unknown name raises
-    ``MechauditError`` listing the valid ones.
-    """
+    """Rule objects by name (``RULE_NAMES``), each ``mechaudit.rules.build(name, ...)``: reference
+    and llm with the full rubric, llm through ``client`` (required), tfidf/embedding at the given
+    thresholds (``embedding_cache_dir``: the embedding store, None: none)."""
     if "llm" in names:
         require_client(client, "rule 'llm'", "; offline runs use the other rules")
     config = {

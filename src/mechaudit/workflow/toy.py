@@ -45,10 +45,7 @@ def toy_design(
     initiator_change: float = 0.5,
     seed: int = 0,
 ) -> list[list[ToyHypothesis]]:
-    """Runs of the toy instance: ``n_runs`` at depth 0, then ``n_runs`` at depth 1.
-
-    Returns a list of ``2 * n_runs`` runs, each a list of ``n_openings`` hypotheses.
-    """
+    """``2 * n_runs`` runs of ``n_openings`` hypotheses: ``n_runs`` at depth 0, then at depth 1."""
     for name, p in {"rerun_noise": rerun_noise, "critique_change": critique_change,
                     "initiator_change": initiator_change}.items():
         if not 0.0 <= p <= 1.0:
@@ -79,12 +76,12 @@ def toy_table(runs: list[list[ToyHypothesis]]) -> pd.DataFrame:
 
 
 def same_exact(pairs: list[tuple[ToyHypothesis, ToyHypothesis]]) -> np.ndarray:
-    """Rule ``exact``: same initiating event and same route. Returns a bool array, one per pair."""
+    """Rule ``exact``: same initiating event and route; bool per pair."""
     return np.array([a.initiator == b.initiator and a.route == b.route for a, b in pairs], dtype=bool)
 
 
 def same_initiator(pairs: list[tuple[ToyHypothesis, ToyHypothesis]]) -> np.ndarray:
-    """Rule ``initiator``: same initiating event, whatever the route. Bool array, one per pair."""
+    """Rule ``initiator``: same initiating event; bool per pair."""
     return np.array([a.initiator == b.initiator for a, b in pairs], dtype=bool)
 
 

@@ -1,18 +1,13 @@
 """Validity of the critique-depth analysis on simulated data with known ground truth.
 
 - ``population_truth``: the simulator's true extra divergence per depth comparison under each truth
-  measure (``depth.MEASURES``: the mechanism key, and the paper-rate judge, whose verdicts follow the
-  paper's LLM-judge rates per kind of change), estimated from a large design (``runs_per_depth``
-  runs per depth and instance; the all-pairs extra divergence of one instance is an unbiased
-  U-statistic of its population value) with a delete-one-run jackknife standard error.
-- ``replicate``: many independent replications of a design; per replication and rule the
-  instance-averaged extra divergence and its exact permutation p-value.
-- ``validity_summary``: per rule and comparison the estimator's bias against the truth (with its
-  Monte Carlo standard error), its sampling SD, RMSE, the coverage of its bootstrap interval, and the
-  rejection rate at ``alpha`` with its Monte Carlo error ``mc_se``. Under the null simulator the
-  truth is 0 and the rejection rate is the test's size.
-- ``max_bias_z``, ``size_z``, ``coverage_range``, ``low_coverage``: what a summary says about bias,
-  size and coverage, in Monte Carlo SEs.
+  measure (``depth.MEASURES``), from a large design (an instance's all-pairs extra divergence is an
+  unbiased U-statistic of its population value) with a delete-one-run jackknife standard error.
+- ``replicate``: independent replications of a design, per rule the estimate and its exact p-value.
+- ``validity_summary``: per rule and comparison bias, sampling SD, RMSE, interval coverage and the
+  rejection rate (the test's size under the null simulator), each with its Monte Carlo error.
+- ``max_bias_z``, ``size_z``, ``coverage_range``, ``low_coverage``: what a summary says, in Monte
+  Carlo SEs.
 """
 
 from __future__ import annotations
@@ -45,14 +40,9 @@ def replication_seed(seed: int, rep: int) -> int:
 
 
 def jackknife_se(D: np.ndarray, n_a: int) -> float:
-    """Two-sample delete-one-run jackknife standard error of ``extra_divergence(D, n_a)``.
-
-    The leave-one-out values of each depth group are centred on their own group mean
-    (``var = sum_g (n_g - 1) / n_g * sum_{i in g} (theta_-i - mean_g)^2``); vectorised.
-
-    ``D``: symmetric ``(n, n)`` divergence matrix, first ``n_a`` runs at depth a; needs >= 3 runs
-    per group.
-    """
+    """Two-sample delete-one-run jackknife SE of ``extra_divergence(D, n_a)``:
+    ``var = sum_g (n_g - 1) / n_g * sum_{i in g} (theta_-i - mean_g)^2``. ``D``: symmetric ``(n, n)``,
+    first ``n_a`` runs at depth a; >= 3 runs per group."""
     D = np.asarray(D, dtype=float)
     n = D.shape[0]
     n_b = n - n_a
@@ -72,49 +62,43 @@ def jackknife_se(D: np.ndarray, n_a: int) -> float:
 
 
 def truth_seed(seed: int, index: int = 0) -> int:
-    """Seed of the ``index``-th large design of ``population_truth`` (independent of ``replicate``'s
-    replication seeds, which count up from 0)."""
+    """Seed of ``population_truth``'s ``index``-th design (counts down, apart from ``replicate``'s)."""
     return replication_seed(seed, 2**31 - 1 - index)
 
 
 def mc_se(rate: float | np.ndarray | pd.Series, n: int | np.ndarray | pd.Series
           ) -> float | np.ndarray | pd.Series:
-    """Monte Carlo (binomial) standard error ``sqrt(rate (1 - rate) / n)`` of a rate estimated from
-    ``n`` independent replications. ``rate``: a fraction in [0, 1]; scalars give a float, arrays or
-    Series (broadcast against ``n``) an array or Series of the same shape."""
+    """Monte Carlo (binomial) SE ``sqrt(rate (1 - rate) / n)`` of a rate (fraction) from ``n``
+    replications; a float for scalars, else broadcast like numpy."""
     se = np.sqrt(rate * (1 - rate) / n)
     return float(se) if np.ndim(se) == 0 else se
 
 
 def max_bias_z(summary: pd.DataFrame, rule: str | Sequence[str] = "mechanism_key") -> float:
-    """The largest ``|bias| / bias SE`` (``validity_summary`` or ``robustness.rule_bias`` columns
-    bias_pp, bias_se_pp) of ``rule`` (one name or several) over its rows: how many Monte Carlo SEs
-    the worst bias lies from 0. NaN when no row has it or a row has no finite ratio (one replication
-    has no SE)."""
+    """The largest ``|bias_pp| / bias_se_pp`` of ``rule`` (one name or several) over its rows of a
+    ``validity_summary`` or ``robustness.rule_bias``; NaN without rows or with a non-finite ratio."""
     sub = summary[summary.rule.isin([rule] if isinstance(rule, str) else list(rule))]
     z = sub.bias_pp.abs() / sub.bias_se_pp
     return float(z.max()) if len(z) and np.isfinite(z).all() else float("nan")
 
 
 def size_z(summary: pd.DataFrame, alpha: float, rule: str | Sequence[str] = "mechanism_key") -> pd.Series:
-    """Per comparison (index; (rule, comparison) when several rules are named) of ``rule``:
-    (rejection rate - alpha) in units of the rate's Monte Carlo SE under a test of exact size alpha,
-    ``mc_se(alpha, n_reps)``. ``summary``: ``validity_summary`` under the null simulator."""
+    """``(rejection rate - alpha) / mc_se(alpha, n_reps)`` per comparison (per (rule, comparison)
+    for several rules) of a ``validity_summary`` under the null simulator."""
     names = [rule] if isinstance(rule, str) else list(rule)
     sub = summary[summary.rule.isin(names)].set_index("comparison" if len(names) == 1 else ["rule", "comparison"])
     return (sub.rejection_rate - alpha) / mc_se(alpha, sub.n_reps)
 
 
 def coverage_range(summary: pd.DataFrame, rules: Sequence[str]) -> tuple[float, float]:
-    """Smallest and largest interval coverage (fractions; ``validity_summary`` column coverage) of
-    ``rules`` over their comparisons; (nan, nan) when no coverage was computed."""
+    """Smallest and largest ``coverage`` of ``rules`` in a ``validity_summary`` (nan, nan without)."""
     cov = summary[summary.rule.isin(list(rules))].coverage.dropna()
     return (float(cov.min()), float(cov.max())) if len(cov) else (float("nan"), float("nan"))
 
 
 def low_coverage(summary: pd.DataFrame, rules: Sequence[str], level: float = 0.95) -> pd.DataFrame:
-    """The ``validity_summary`` rows of ``rules`` whose interval coverage lies more than two Monte
-    Carlo SEs (``mc_se(level, n_reps)``) below the nominal ``level`` (rows without coverage left out)."""
+    """The ``validity_summary`` rows of ``rules`` whose coverage lies more than two ``mc_se(level,
+    n_reps)`` below ``level``."""
     sub = summary[summary.rule.isin(list(rules))].dropna(subset=["coverage"])
     return sub[sub.coverage < level - 2 * mc_se(level, sub.n_reps)]
 
@@ -126,15 +110,12 @@ def pooled_se(ses: Sequence[float]) -> float:
 
 def population_truth(bench: Benchmark, design: Design, params: SimulatorParams, runs_per_depth: int = 40,
                      seed: int = 0, measures: Sequence[str] = ("mechanism_key",), n_seeds: int = 1) -> pd.DataFrame:
-    """True (population) divergences of the simulator under each of ``measures`` (``depth.MEASURES``), in pp.
+    """True divergences (pp) of the simulator under each of ``measures`` (``depth.MEASURES``), from
+    ``n_seeds`` designs (``truth_seed(seed, i)``) of ``runs_per_depth`` runs per depth.
 
-    Estimated from ``n_seeds`` independent large designs (``truth_seed(seed, i)``) of ``runs_per_depth``
-    runs per depth each; every measure reads the same runs. Rows per measure: ``panel`` "extra" (label
-    ``a v b``) and "same-depth" (label ``K=k``), instance-averaged, then averaged over the designs.
-    Columns: measure, panel, label, truth_pp, truth_se_pp (Monte Carlo standard error: jackknife over
-    runs, instances and designs independent; NaN for same-depth rows), max_extra_pp (extra rows: the
-    ceiling ``depth.extra_ceiling`` of the true same-depth divergence, instance mean; NaN for same-depth
-    rows). The same ``seed`` at two parameter sets gives common random numbers.
+    Rows per measure: panel "extra" (label ``a v b``) and "same-depth" (``K=k``), instance means
+    averaged over the designs. Columns: measure, panel, label, truth_pp, truth_se_pp (jackknife) and
+    max_extra_pp (``depth.extra_ceiling``), the last two NaN on same-depth rows.
     """
     if n_seeds < 1:
         raise ValueError(f"n_seeds must be >= 1, got {n_seeds}")
@@ -161,14 +142,11 @@ def population_truth(bench: Benchmark, design: Design, params: SimulatorParams, 
 def replicate(bench: Benchmark, design: Design, params: SimulatorParams, rules: Mapping[str, RuleLike],
               n_reps: int, seed: int = 0, progress: bool = False, n_jobs: int = 1,
               parallel_backend: str | None = None, level: float = 0.95, n_boot: int = 0) -> pd.DataFrame:
-    """Table 1 of ``n_reps`` independent simulated replications of ``design`` under every rule.
+    """Table 1 of ``n_reps`` simulated replications of ``design`` under every rule: rep, rule,
+    comparison, extra_pp, ci_low_pp, ci_high_pp (bootstrap, NaN when ``n_boot`` is 0), p_value.
 
-    Columns: rep, rule, comparison, extra_pp, ci_low_pp, ci_high_pp (bootstrap interval at ``level``
-    from ``n_boot`` resamples; NaN when ``n_boot`` is 0), p_value. ``rules`` as in
-    ``depth.rule_tables``; a rule with a fast path over ids (``depth.keys_function``: the mechanism key,
-    the paper-rate judge) runs on ``simulate_outcomes``, the same draws much faster. Replications fan
-    out through ``workflow.parallel.parallel_map`` (``n_jobs``, ``parallel_backend``); each has its
-    own seed, so the table does not depend on either.
+    A rule with a fast path over ids (``depth.keys_function``) reads ``simulate_outcomes``. Each
+    replication has its own seed: the table does not depend on ``n_jobs`` or ``parallel_backend``.
     """
     if n_reps < 1:
         raise ValueError(f"n_reps must be >= 1, got {n_reps}")
@@ -209,17 +187,11 @@ def _truth_maps(truth: pd.DataFrame | Mapping[str, float], measure: str) -> tupl
 
 def validity_summary(reps: pd.DataFrame, truth: pd.DataFrame | Mapping[str, float], alpha: float = 0.05
                      ) -> pd.DataFrame:
-    """Bias, spread, RMSE, interval coverage and rejection rate per rule and comparison (pp; rates as
-    fractions).
-
-    ``truth``: ``population_truth`` output or a mapping comparison -> truth in pp (0 for the null).
-    A rule named like a measure (``depth.MEASURES``) is compared with that measure's truth, every
-    other rule (the reference judge, text rules) with the mechanism key's. ``bias_se_pp`` combines
-    the Monte Carlo errors of the mean estimate and of the truth; ``sd_pp`` is the standard deviation
-    of the estimates over replications (the sampling SD of one design's estimate); ``coverage`` the
-    share of replications whose interval (``ci_low_pp``, ``ci_high_pp``) holds the truth (NaN without
-    intervals). Columns: rule, measure, comparison, n_reps, truth_pp, mean_pp, bias_pp, bias_se_pp,
-    sd_pp, rmse_pp, coverage, rejection_rate, rejection_se.
+    """Per rule and comparison of ``replicate``'s table (pp; rates as fractions): rule, measure
+    (``depth.measure_of``), comparison, n_reps, truth_pp, mean_pp, bias_pp, bias_se_pp (mean's and
+    truth's Monte Carlo errors), sd_pp (one design's sampling SD), rmse_pp, coverage (NaN without
+    intervals), rejection_rate, rejection_se. ``truth``: ``population_truth`` output or comparison ->
+    pp (0 for the null).
     """
     rows = []
     for (rule, comp), g in reps.groupby(["rule", "comparison"], sort=False):
