@@ -2,17 +2,10 @@
 
 Everything here is program-only: anchor ids, score10 and weights never reach a judge prompt.
 
-* ``score10 = 1 + 9 * avg_score`` with ``avg_score`` in 0..1 (ratings mapped 10->1.0, 9->0.95,
-  8->0.85, 7->0.7, 6->0.6, 5->0.5, 4->0.4, 3->0.3, 2->0.2, 1->0.1 and averaged);
-  ``dispersion10 = 9 * (highest - lowest)``; ``weight = log(1 + review_count) / (1 + max(dispersion10, 0))``.
-* Initial anchors of a pattern: papers sorted by (score10, paper_id), indices
-  ``round(q * (n - 1))`` for the quantiles (all papers when n <= number of quantiles), then up
-  to 2 exemplars; more than 11 are cut to the first 11 by (weight descending, score10 ascending,
-  paper_id ascending), in that order, as the original does.
-* Densify (:func:`select_bucket_anchors`): by default as the original, up to ``bucket_count``
-  papers of the story's own pattern in the inclusive bucket ``centre +- bucket_size / 2`` around
-  the half point nearest the first round's mean score, topped up from the same pattern by nearest
-  score, minus the anchors already in use. ``mode="fill"`` and ``mode="floor"`` are alternatives.
+* ``score10 = 1 + 9 * avg_score`` (ratings mapped by ``RATING_TO_UNIT`` and averaged);
+  ``weight = log(1 + review_count) / (1 + max(9 * (highest - lowest), 0))``.
+* Initial anchors (:func:`select_initial_anchors`): a pattern's quantile papers plus exemplars.
+* Densify (:func:`select_bucket_anchors`): papers near the first round's mean score.
 """
 
 from __future__ import annotations
@@ -48,11 +41,8 @@ def review_stats_from_ratings(ratings: Sequence[int]) -> dict[str, float]:
 
 
 def score10_from_review_stats(stats: Mapping[str, Any]) -> tuple[float, float]:
-    """``(score10, weight)`` from review stats with ``avg_score`` (0..1) and ``review_count``.
-
-    ``highest_score``/``lowest_score`` (0..1) give the dispersion; missing means no dispersion.
-    Raises ``ValueError`` naming the field when ``avg_score`` or ``review_count`` is missing.
-    """
+    """``(score10, weight)`` from review stats: ``avg_score`` (0..1), ``review_count`` and the
+    optional ``highest_score``/``lowest_score`` (dispersion); ``ValueError`` naming a missing field."""
     for key in ("avg_score", "review_count"):
         if stats.get(key) is None:
             raise ValueError(f"review_stats lacks field {key!r}")
@@ -73,11 +63,8 @@ ANCHOR_COLUMNS = ("paper_id", "pattern_id", "score10", "weight")
 
 
 def anchor_papers(papers: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """The papers that can be anchors, each a dict with ``score10`` and ``weight``.
-
-    A paper keeps its own ``score10`` and ``weight`` when it has both; otherwise they are derived
-    from its ``review_stats`` (:func:`score10_from_review_stats`); a paper with neither is skipped.
-    """
+    """The papers that can be anchors, each with ``score10`` and ``weight``: its own, else from its
+    ``review_stats`` (:func:`score10_from_review_stats`); a paper with neither is skipped."""
     usable = []
     for paper in papers:
         if paper.get("score10") is None or paper.get("weight") is None:
@@ -150,12 +137,9 @@ def select_initial_anchors(
     max_exemplars: int = MAX_EXEMPLARS,
     max_initial: int = MAX_INITIAL,
 ) -> pd.DataFrame:
-    """Quantile anchors of one pattern plus up to ``max_exemplars`` exemplars, capped as the original.
-
-    Returns rows of ``table`` in selection order (quantile anchors by ascending score, then
-    exemplars); above ``max_initial`` only the first ``max_initial`` by (weight descending, score10
-    ascending, paper_id ascending) are kept, in that order. An unknown or empty pattern raises
-    ``ValueError``.
+    """Rows of ``table``: the pattern's papers at ``quantiles`` of (score10, paper_id) order (all when
+    fewer), then up to ``max_exemplars`` exemplars; above ``max_initial``, the first by (weight desc,
+    score10, paper_id), in that order, as the original. ``ValueError`` for a pattern without papers.
     """
     cols = _columns(table)
     own = _own(cols, pattern_id)
@@ -184,11 +168,9 @@ def bucket_centre(score_hint: float) -> float:
 
 def original_bucket_selection(table: pd.DataFrame, pattern_id: Any, centre: float, size: float,
                               count: int) -> list[str]:
-    """The original densify selection (paper ids), before already-present anchors are dropped: up
-    to ``count`` papers of the pattern inside the inclusive bucket around ``centre``, by weight
-    (descending; ties by score10, then paper_id), topped up from the pattern's other papers nearest
-    to ``centre`` (ties by weight, descending). Never another pattern; no pattern (``None``) or an
-    unknown one selects nothing."""
+    """The original densify selection (paper ids, present anchors not yet dropped): up to ``count``
+    papers of the pattern in the inclusive bucket ``centre +- size / 2`` by weight, topped up from
+    the pattern's other papers nearest ``centre``; no or an unknown pattern selects nothing."""
     cols = _columns(table)
     own = _own(cols, pattern_id)
     chosen = _by_weight(cols, _in_bucket(cols, own, centre, size))[:count]
@@ -242,15 +224,11 @@ def select_bucket_anchors(
     mode: str = "original",
     cache: dict[tuple[Any, ...], list[str]] | None = None,
 ) -> pd.DataFrame:
-    """Densify anchors for a story whose first-round mean role score is ``score_hint``.
+    """Rows of ``table`` (selection order) to add for a story whose first-round mean score is ``score_hint``.
 
-    ``mode="original"`` does what the original reviewer does: :func:`original_bucket_selection`
-    around :func:`bucket_centre` of ``score_hint``, then the ids in ``exclude`` (anchors already in
-    use) are dropped, so fewer than ``bucket_count`` (possibly none) may come back. With ``cache``
-    (a dict the caller keeps per table) the selection is stored under ``(pattern_id, centre,
-    bucket_size, bucket_count)`` and reused, as the original does. ``"fill"`` and ``"floor"`` are the
-    alternatives of :func:`_fill_selection` and :func:`_floor_selection` (not cached).
-    Returns the selected rows of ``table``, in selection order.
+    ``"original"``: :func:`original_bucket_selection` around :func:`bucket_centre`, minus ``exclude``
+    (so possibly fewer, or none), reused from ``cache`` (a dict kept per table) as the original does;
+    ``"fill"``, ``"floor"``: :func:`_fill_selection`, :func:`_floor_selection`.
     """
     if mode not in DENSIFY_MODES:
         raise ValueError(f"densify mode must be one of {DENSIFY_MODES}, got {mode!r}")

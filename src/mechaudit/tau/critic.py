@@ -1,17 +1,14 @@
 """``MultiAgentCritic``: blind comparisons per role -> deterministic scores -> pass rule -> coach.
 
-Score Layer: anchors are chosen by program (quantiles of the story's pattern plus exemplars, or
-``context["anchors"]``); the judge compares the story card with all anchor cards once per role;
-:func:`mechaudit.tau.infer_score` turns the comparisons into a 1-10 score per role. If any role
-looks unstable (loss > ``loss_threshold``, a monotonic violation, or average strength <
-``min_avg_strength``) and densify is on, anchors near the first round's mean score are added
-(:func:`mechaudit.tau.anchors.select_bucket_anchors`, by default exactly as the original) and
-every role is judged again; if no new anchor is found there is no second round.
+Score Layer: program-chosen anchors (the pattern's quantiles plus exemplars, or
+``context["anchors"]``) are compared with the story card once per role and
+:func:`mechaudit.tau.infer_score` gives a 1-10 score per role. When a role looks unstable
+(:func:`densify_reasons`) and densify is on, anchors near the first round's mean score
+(:func:`mechaudit.tau.anchors.select_bucket_anchors`) are added and every role is judged again.
 
-Coach Layer: a separate call (:class:`CoachReviewer`) that sees the story, the roles ranked
-weakest first and the judge's rationales -- never a number -- and returns field-level edits. It
-runs after the scores are fixed and cannot change them. Offline there is no coach: the payload
-says so explicitly (:func:`coach_unavailable`).
+Coach Layer (:class:`CoachReviewer`): after the scores are fixed, a separate call sees the story, the
+roles weakest first and the rationales, never a number, and returns field-level edits. Offline there
+is no coach (:func:`coach_unavailable`).
 """
 
 from __future__ import annotations
@@ -130,14 +127,7 @@ class CoachReviewer:
                              temperature=self.temperature, max_tokens=self.max_tokens, version="coach-v1")
         result = self.client.complete_json(request, CoachReply, json_retries=self.json_retries, strict=False)
         if result.invalid:
-            return {
-                "available": False,
-                "backend": self.client.backend,
-                "reason": f"invalid coach reply: {result.error}",
-                "field_feedback": {},
-                "suggested_edits": [],
-                "priority": [],
-            }
+            return {**coach_unavailable(self.client.backend), "reason": f"invalid coach reply: {result.error}"}
         return {"available": True, "backend": self.client.backend, "model": self.model, **result.value.model_dump()}
 
 
@@ -145,14 +135,10 @@ class CoachReviewer:
 class MultiAgentCritic:
     """Blind, tau-calibrated review of a story against anchor papers.
 
-    ``papers``: the anchor pool, dicts with paper_id, pattern_id, the card fields and either
-    ``score10`` and ``weight`` or ``review_stats`` (papers with neither are skipped, see
-    :func:`mechaudit.tau.anchors.anchor_papers`); ``exemplars``: pattern -> exemplar paper ids;
-    ``taus``: role -> tau, or a :class:`mechaudit.tau.taufile.TauConfig` (tau file, per-role values,
-    default). The default config gives every role tau 1.0; nothing is read from the environment.
-    ``densify_mode``: "original" (default), "fill" or "floor" (see
-    :func:`mechaudit.tau.anchors.select_bucket_anchors`); original selections, and each pattern's
-    initial anchors and pass thresholds, are cached per critic.
+    ``papers``: the anchor pool (:func:`mechaudit.tau.anchors.anchor_papers`); ``exemplars``: pattern
+    -> paper ids; ``taus``: role -> tau, or a :class:`mechaudit.tau.taufile.TauConfig` (default: 1.0
+    for every role); ``densify_mode``: see :func:`mechaudit.tau.anchors.select_bucket_anchors`.
+    Selections, initial anchors and pass thresholds are cached per critic.
     """
 
     papers: Sequence[Mapping[str, Any]]
@@ -213,8 +199,8 @@ class MultiAgentCritic:
 
     def _densify(self, story_card: Card, anchor_ids: list[str],
                  pattern_id: Any) -> tuple[list[str], dict[str, dict[str, Any]], dict[str, Any]]:
-        """First round, and the second round on extra anchors if a trigger fires and
-        :func:`select_bucket_anchors` finds any: ``(final anchor ids, final round, densify info)``."""
+        """``(final anchor ids, final round, densify info)``: a second round when a trigger fires and
+        extra anchors are found."""
         details = self._round(story_card, anchor_ids)
         reasons = {r: densify_reasons(d, self.loss_threshold, self.min_avg_strength) for r, d in details.items()}
         info: dict[str, Any] = {"enabled": self.densify, "reasons": reasons, "triggered": False,

@@ -51,11 +51,8 @@ def tau_grid(low: float = TAU_LOW, high: float = TAU_HIGH, step: float = TAU_STE
 
 
 def pair_arrays(pairs: pd.DataFrame | Iterable[Mapping[str, Any]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(delta, y, w)`` from pairs with ``delta``, ``y`` or ``judgement``, ``strength``, ``weight``.
-
-    ``y`` wins over ``judgement`` when both are present; missing strength weighs 1, missing weight
-    is 1.0. Raises ``ValueError`` naming the pair index and field when delta or y is unusable.
-    """
+    """``(delta, y, w)`` from pairs with ``delta``, ``y`` (else ``judgement``), ``strength`` and
+    ``weight`` (missing: 1); ``ValueError`` naming the pair and field of an unusable value."""
     if isinstance(pairs, pd.DataFrame):
         fast = _frame_arrays(pairs)
         if fast is not None:
@@ -86,9 +83,8 @@ def pair_arrays(pairs: pd.DataFrame | Iterable[Mapping[str, Any]]) -> tuple[np.n
 
 
 def _frame_arrays(pairs: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
-    """Vectorised :func:`pair_arrays` for a clean frame (numeric delta / y / weight columns);
-    ``None`` when a column is not clean or a value is unusable, so the row loop runs instead and
-    raises its precise error. Gives exactly the loop's arrays (tests cross-check both)."""
+    """Vectorised :func:`pair_arrays` (exactly its arrays) for a clean frame; ``None`` otherwise, so
+    the row loop raises its precise error."""
     n = len(pairs)
     if n == 0 or "delta" not in pairs.columns:
         return None
@@ -131,18 +127,15 @@ def pair_nll(tau: float | np.ndarray, delta: np.ndarray, y: np.ndarray, w: np.nd
 
 
 def _logistic_logs(delta: np.ndarray, taus: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``(log p, log1p(-p))`` for ``p = expit(delta / tau)`` clipped as :func:`clipped_ce` clips it,
-    at every tau (rows) and pair (columns). They depend on the pairs, not on the answers: answer
-    sets of the same pairs share them (:func:`fit_taus`)."""
+    """``(log p, log1p(-p))``, ``p = expit(delta / tau)`` clipped as :func:`clipped_ce`, per tau (rows)
+    and pair (columns); answer sets of the same pairs share them (:func:`fit_taus`)."""
     p = np.clip(expit(delta[None, :] / taus[:, None]), EPS, 1.0 - EPS)
     return np.log(p), np.log1p(-p)
 
 
 def _grid_nll(logs: tuple[np.ndarray, np.ndarray], y: np.ndarray, w: np.ndarray) -> np.ndarray:
-    """Weighted clipped NLL per row of :func:`_logistic_logs`, each term :func:`clipped_ce`'s own
-    expression (the same numbers to the last bit). The rows are summed by numpy (``einsum``), not
-    by a BLAS matrix product, whose sums over many rows change with the number of BLAS threads
-    (so with the machine) and which waits on its threads on a busy machine."""
+    """Weighted clipped NLL per row of :func:`_logistic_logs` (:func:`clipped_ce`'s numbers to the last
+    bit), summed by ``einsum``: a BLAS product's sums change with its thread count."""
     log_p, log_q = logs
     return np.einsum("ij,j->i", -(y * log_p + (1.0 - y) * log_q), w)
 
@@ -200,10 +193,8 @@ def fit_taus(
     methods: Sequence[str] = ("grid",),
     bounds: tuple[float, float] = (TAU_LOW, TAU_HIGH),
 ) -> list[dict[str, TauFit]]:
-    """:func:`fit_tau_detailed` of every pair set by every method: ``[{method: TauFit}, ...]`` in
-    the sets' order, the same fits. Faster for answer sets of the same pairs (the same ``delta``,
-    e.g. one pair sample judged at several taus) given one after another: they share the grid's
-    logarithms, which are most of a grid fit's time."""
+    """``[{method: TauFit}, ...]``: :func:`fit_tau_detailed` of every pair set by every method,
+    faster for consecutive answer sets of the same pairs (they share the grid's logarithms)."""
     _check_methods(methods)
     shared: tuple[bytes, tuple[np.ndarray, np.ndarray]] | None = None
     out = []
@@ -232,8 +223,8 @@ def fit_tau(pairs: pd.DataFrame | Iterable[Mapping[str, Any]], method: str = "gr
 
 
 def _quotas(n_pairs: int, n_bins: int, same_pattern_share: float) -> dict[tuple[int, bool], int]:
-    """Pairs wanted per ``(bin, same pattern)``: ``n_pairs`` spread evenly over the bins (the first
-    bins take the remainder), ``same_pattern_share`` of each bin within one pattern."""
+    """Pairs wanted per ``(bin, same pattern)``: even over the bins (the first take the remainder),
+    ``same_pattern_share`` of each within one pattern."""
     per_bin, extra = divmod(n_pairs, n_bins)
     quota = {}
     for b in range(n_bins):
@@ -245,8 +236,8 @@ def _quotas(n_pairs: int, n_bins: int, same_pattern_share: float) -> dict[tuple[
 
 def _candidates(rng: np.random.Generator, multi: list[np.ndarray], n: int,
                 batch: int) -> tuple[np.ndarray, np.ndarray]:
-    """One batch of candidate index pairs ``(a, b)``: ``batch`` within a random multi-paper pattern
-    (none if there is no such pattern), then ``batch`` drawn uniformly from all ``n`` papers."""
+    """Candidate index pairs ``(a, b)``: ``batch`` within random multi-paper patterns, then ``batch``
+    uniform over all ``n`` papers."""
     if multi:
         pick = rng.integers(len(multi), size=batch)
         sizes = np.array([len(m) for m in multi])[pick]
@@ -264,11 +255,9 @@ def _candidates(rng: np.random.Generator, multi: list[np.ndarray], n: int,
 
 def _accepted(code: np.ndarray, stratum: np.ndarray, usable: np.ndarray, left: np.ndarray,
               seen: np.ndarray) -> list[np.ndarray]:
-    """Per stratum, the candidates (indices, in order) that go through one by one would take:
-    usable, a pair not taken before (``seen``, nor earlier in the batch), while the stratum still
-    has room (``left``). A pair's stratum is fixed, and a full stratum stays full, so a repeat of a
-    pair refused for lack of room would be refused too: taking the first occurrence of each new
-    pair and then the first ``left`` of them per stratum is the same choice."""
+    """Per stratum, the candidate indices a one-by-one pass would take: usable, new (not in ``seen``
+    nor earlier in the batch), while the stratum has room (``left``). A full stratum stays full, so
+    first occurrences cut to ``left`` per stratum are the same choice."""
     idx = np.flatnonzero(usable & ~np.isin(code, seen))
     _, first = np.unique(code[idx], return_index=True)
     idx = np.sort(idx[first])
@@ -283,17 +272,13 @@ def sample_pairs(
     bins: Sequence[float] = DELTA_BINS,
     max_rounds: int = 200,
 ) -> pd.DataFrame:
-    """Stratified random pairs of papers, as the original tau fitter drew them.
+    """Stratified random pairs of papers (columns ``paper_id``, ``pattern_id``, ``score10``,
+    ``weight``), as the original tau fitter drew them.
 
-    ``papers`` has columns ``paper_id``, ``pattern_id``, ``score10``, ``weight``. Target: ``n_pairs
-    / len(bins-1)`` pairs per ``|delta|`` bin, ``same_pattern_share`` of each bin within one pattern;
-    unordered pairs are distinct; the order of a and b is random, so ``delta`` is signed. Pairs with
-    ``|delta|`` outside the bins are dropped. Returns columns ``a``, ``b``, ``delta``, ``bin``,
-    ``same_pattern``, ``weight`` (mean of the two weights); fewer rows if the pool cannot fill a
-    quota within ``max_rounds`` batches.
-
-    Candidates are drawn in batches and taken in order, the first that fit each stratum (bin, same
-    pattern or not) until it is full, skipping a pair already taken.
+    Equal numbers per ``|delta|`` bin, ``same_pattern_share`` of each within one pattern; distinct
+    unordered pairs in random order (signed ``delta``). Columns ``a``, ``b``, ``delta``, ``bin``,
+    ``same_pattern``, ``weight`` (mean of the two); fewer rows if ``max_rounds`` batches of candidates
+    cannot fill a quota.
     """
     for col in ("paper_id", "pattern_id", "score10", "weight"):
         if col not in papers.columns:

@@ -1,18 +1,11 @@
 """Calibrating tau with a real (LLM) blind judge: chapter 08's one call for the LLM backends.
 
-:func:`llm_tau_calibration` samples stratified pairs from an anchor pool, has the blind judge
-(:class:`mechaudit.tau.judge.BlindJudge` over ``anthropic`` or ``replay``) answer every pair once per
-role, and fits tau per role from those verdicts (grid and mle). Everything goes through the client's
-response cache, so a second run sends no request, and ``replay`` answers from it alone.
+:func:`llm_tau_calibration` has the blind judge answer stratified pairs of an anchor pool once per
+role and fits tau per role (grid and mle), all through the client's response cache.
 
-What it cannot do on the synthetic pool of :func:`mechaudit.tau.simulate.make_pool`: the pool's
-card texts are drawn from templates independently of the papers' scores, so a judge that reads
-the cards has no information about the score gaps the fitter uses. A fitted tau there measures
-nothing about the judge's calibration (an uninformed judge drives it to the grid's upper end); the
-table's ``sign_agreement`` shows how often the judge's non-tie verdicts agree with the sign of the
-score gap (about 0.5 without information). A calibration that means something needs a pool of
-real papers with their reviews, in the same dict format (``paper_id``, ``pattern_id``, the card
-fields, ``score10`` and ``weight`` or ``review_stats``).
+On the synthetic pool (:func:`mechaudit.tau.simulate.make_pool`) the card texts do not depend on the
+scores, so a fitted tau says nothing about the judge (``sign_agreement`` stays near 0.5); a real
+calibration needs real papers with their reviews, in the same dict format.
 """
 
 from __future__ import annotations
@@ -35,14 +28,9 @@ from mechaudit.tau.simulate import SyntheticPool
 
 @dataclass(frozen=True)
 class LLMCalibration:
-    """Result of :func:`llm_tau_calibration`.
-
-    ``fits``: one row per (role, method): tau, se, se_robust, at_bound, n_pairs (usable verdicts),
-    n_excluded (replies still invalid after repair, dropped), tie_share, sign_agreement.
-    ``judged``: the verdicts (role, a, b, delta, weight, judgement, strength). ``ledger``: calls,
-    tokens and estimated USD per (model, mode) of this run (mode ``api`` = requests sent,
-    ``cache`` = answered from the client's cache). ``backend``: the client's.
-    """
+    """Result of :func:`llm_tau_calibration`: ``fits`` per (role, method) (tau, se, se_robust, at_bound,
+    n_pairs, n_excluded, tie_share, sign_agreement), the ``judged`` verdicts, the client's ``ledger``
+    (mode ``api`` or ``cache``) and ``backend``."""
 
     fits: pd.DataFrame
     judged: pd.DataFrame
@@ -62,8 +50,7 @@ class LLMCalibration:
 
 
 def verdict_summary(judged: pd.DataFrame) -> dict[str, float]:
-    """``tie_share`` and ``sign_agreement`` (share of non-tie verdicts on pairs with a non-zero
-    gap whose direction matches the sign of ``delta``; NaN without such verdicts)."""
+    """``tie_share`` and ``sign_agreement`` (non-tie verdicts agreeing with the sign of a non-zero ``delta``)."""
     tie = judged["judgement"] == "tie"
     decided = judged[~tie & (judged["delta"] != 0)]
     agree = np.where(decided["judgement"] == "better", decided["delta"] > 0, decided["delta"] < 0)
@@ -73,8 +60,7 @@ def verdict_summary(judged: pd.DataFrame) -> dict[str, float]:
 
 def calibration_pairs(pool: SyntheticPool | Sequence[Mapping[str, Any]], n_pairs: int = 200,
                       seed: int = 0) -> tuple[list[dict[str, Any]], pd.DataFrame]:
-    """``(papers, pairs)``: the usable anchor papers and ``n_pairs`` stratified pairs of them
-    (:func:`mechaudit.tau.fitting.sample_pairs` with ``seed``)."""
+    """``(usable anchor papers, n_pairs stratified pairs of them)``."""
     if n_pairs < 1:
         raise ValueError(f"field 'llm_pairs': must be >= 1, got {n_pairs}")
     papers = anchor_papers(pool.papers if isinstance(pool, SyntheticPool) else pool)
@@ -83,8 +69,7 @@ def calibration_pairs(pool: SyntheticPool | Sequence[Mapping[str, Any]], n_pairs
 
 def calibration_requests(pool: SyntheticPool | Sequence[Mapping[str, Any]], model: str = DEFAULT_JUDGE_MODEL,
                          n_pairs: int = 200, roles: Sequence[str] = ROLES, seed: int = 0) -> list[Any]:
-    """The requests :func:`llm_tau_calibration` sends first (one per role and pair, before any
-    repair), without sending them: for cost estimates and cache checks."""
+    """The requests :func:`llm_tau_calibration` sends first (before any repair), unsent."""
     papers, pairs = calibration_pairs(pool, n_pairs, seed)
     by_id = {p["paper_id"]: p for p in papers}
     cards = [(build_paper_card(by_id[a]), build_paper_card(by_id[b])) for a, b in zip(pairs["a"], pairs["b"])]
@@ -100,13 +85,8 @@ def llm_tau_calibration(
     seed: int = 0,
     methods: Sequence[str] = ("grid", "mle"),
 ) -> LLMCalibration:
-    """Fit tau per role from a real blind judge's verdicts on ``n_pairs`` stratified pairs of ``pool``.
-
-    ``client``: the :class:`mechaudit.llm.LLMClient` that answers (backend "anthropic" or "replay",
-    over its response cache). The same pairs (seeded by ``seed``) go to every role: one request
-    per pair and role, plus repair requests for invalid replies. See the module docstring for what
-    a fit on the synthetic pool can and cannot mean.
-    """
+    """Fit tau per role from the blind judge's verdicts (through ``client``) on the same ``n_pairs``
+    stratified pairs of ``pool`` for every role."""
     require_client(client, "llm_tau_calibration")
     papers, pairs = calibration_pairs(pool, n_pairs, seed)
     judge = BlindJudge(client=client, model=model)

@@ -1,21 +1,16 @@
 """Offline stand-ins with known ground truth: a synthetic paper pool and a simulated judge.
 
 Synthetic pool (:func:`make_pool`)
-    ``n_patterns`` research patterns; pattern ``k`` has mean quality ``m_k ~ N(pool_mean,
-    pattern_spread)`` and papers of latent quality ``q ~ N(m_k, paper_spread)`` clipped to
-    [1.5, 9.8] (score10 scale). Each paper gets 3..6 reviews; a reviewer perceives
-    ``q + N(0, review_noise)`` and gives the 1..10 rating whose score10 value
-    ``1 + 9 * unit(rating)`` is nearest, so ``review_stats`` (and hence score10 and the anchor
-    weight) are noisy, discretised measurements of ``q``. Cards are built from template text;
-    some raw texts mention identifiers or ratings on purpose, to exercise the card mask.
+    Pattern ``k`` has mean quality ``m_k ~ N(pool_mean, pattern_spread)``, its papers latent quality
+    ``q ~ N(m_k, paper_spread)`` clipped to [1.5, 9.8] (score10 scale). Each of 3..6 reviewers
+    perceives ``q + N(0, review_noise)`` and gives the nearest 1..10 rating, so score10 and the
+    anchor weight are noisy, discretised measurements of ``q``. Card texts come from templates, some
+    with leaks on purpose, to exercise the card mask.
 
 Simulated judge (:class:`SimulatedJudge`) -- a documented random model, never an LLM
-    It perceives a pool paper at its reviewers' consensus ``score10`` and a story at its true
-    score (plus an optional fixed per-card, per-role offset ``N(0, perception_noise)``). With
-    ``pool.truth("quality")`` it perceives pool papers at their latent quality instead, which the
-    score10 the inference uses only measures with review noise: a judge whose perception differs
-    from the inference model (chapter 08's misspecification study). For a
-    perceived gap ``d`` (candidate minus reference) and the role's true ``tau``:
+    It perceives a pool paper at its ``score10`` (or, with ``pool.truth("quality")``, its latent
+    quality: a misspecified judge) and a story at its true score, plus an optional fixed per-card,
+    per-role offset ``N(0, perception_noise)``. For a perceived gap ``d`` and the role's ``tau``:
 
     * ``p = sigmoid(d / tau)``; tie probability ``t = tie_rate * exp(-(d / tie_width)^2)``
       (ties happen near equal quality).
@@ -99,9 +94,8 @@ class SyntheticPool:
         return {p["paper_id"]: p for p in self.papers}
 
     def truth(self, source: str = "score10") -> dict[str, dict[str, float]]:
-        """Card key -> role -> value the simulated judge perceives, for every paper: the reviewers'
-        consensus ``score10`` (the inference model's own scale, the default) or the latent
-        ``quality`` that the reviews only measure with noise (a misspecified judge)."""
+        """Card key -> role -> perceived value: ``score10`` (the inference's own scale) or the latent
+        ``quality`` (a misspecified judge)."""
         if source not in PERCEPTION_SOURCES:
             raise ValueError(f"source must be one of {PERCEPTION_SOURCES}, got {source!r}")
         return {self.card_keys[p["paper_id"]]: {r: p[source] for r in ROLES} for p in self.papers}
@@ -281,9 +275,7 @@ def perceived_values(
     seed: int = 0,
 ) -> dict[str, float]:
     """Paper id -> the value at which ``SimulatedJudge(pool.truth(source), seed=seed,
-    perception_noise=perception_noise)`` perceives each pool paper for ``role`` (identical numbers,
-    computed without building the judge): ``source`` value plus ``perception_noise`` times the
-    judge's fixed standard-normal draw for (seed, role, card)."""
+    perception_noise=perception_noise)`` perceives it for ``role`` (the same numbers, no judge built)."""
     if source not in PERCEPTION_SOURCES:
         raise ValueError(f"source must be one of {PERCEPTION_SOURCES}, got {source!r}")
     if perception_noise < 0:
@@ -305,13 +297,9 @@ def simulate_pairs(
     perceived: Mapping[str, float] | None = None,
     **judge_model: Any,
 ) -> pd.DataFrame:
-    """Judge sampled pairs (columns ``delta``, ``weight``, and ``a``, ``b`` when ``perceived`` is
-    given) with the simulated model in one vectorised draw; adds ``judgement`` and ``strength``.
-
-    The judge answers on the perceived gap: ``delta`` (the fitter's own score10 gap, the default)
-    or, with ``perceived`` (paper id -> perceived value, e.g. from :func:`perceived_values`),
-    ``perceived[a] - perceived[b]``, while ``delta`` stays what the fitter sees. ``judge_model``:
-    tie_rate, tie_width, tie_mode, strength_noise (see :func:`simulate_judgements`)."""
+    """``pairs`` with the simulated ``judgement`` and ``strength`` (one vectorised draw) on the gap
+    ``delta``, or ``perceived[a] - perceived[b]`` (paper id -> value, :func:`perceived_values`) while
+    ``delta`` stays what the fitter sees; ``judge_model``: as in :func:`simulate_judgements`."""
     if perceived is None:
         gap = pairs["delta"].to_numpy(dtype=float)
     else:

@@ -38,10 +38,8 @@ def tau_recovery(
     progress: bool = False,
     **judge_model: Any,
 ) -> pd.DataFrame:
-    """Fit tau on simulated judgements of stratified pairs, for each true tau and repetition.
-
-    Columns: true_tau, rep, method, tau_hat, se, se_robust, rel_error (tau_hat / true - 1), n_pairs.
-    ``judge_model`` goes to :func:`mechaudit.tau.simulate.simulate_judgements`.
+    """Fitted tau on simulated judgements (``judge_model``: :func:`simulate_judgements`'s settings)
+    per true tau and repetition: true_tau, rep, method, tau_hat, se, se_robust, rel_error, n_pairs.
     """
     rows = []
     table = pool.table()
@@ -88,13 +86,9 @@ PROBIT_SCALE = 1.702
 
 
 def noisy_judge_tau(tau: float | np.ndarray, perception_noise: float | np.ndarray) -> float | np.ndarray:
-    """Approximate tau a fit on the fitter's score10 gaps returns when the judge answers with
-    ``tau`` on gaps perceived with an independent ``N(0, perception_noise)`` offset per paper.
-
-    The perceived gap carries ``N(0, 2 sigma^2)`` noise independent of the fitter's gap, and
-    ``E[Phi((d + e) / s)] = Phi(d / sqrt(s^2 + 2 sigma^2))``; with the probit approximation of the
-    logistic this gives ``sqrt(tau^2 + 2 sigma^2 / PROBIT_SCALE^2)``. It ignores that the strength
-    weights follow the noisy gap, so it is a guide, not an exact expectation.
+    """Approximate tau fitted when the judge answers with ``tau`` on gaps perceived with an
+    ``N(0, perception_noise)`` offset per paper: ``sqrt(tau^2 + 2 sigma^2 / PROBIT_SCALE^2)``, from
+    ``E[Phi((d + e) / s)] = Phi(d / sqrt(s^2 + 2 sigma^2))`` (a guide: the strengths are ignored).
     """
     tau, sigma = np.asarray(tau, dtype=float), np.asarray(perception_noise, dtype=float)
     out = np.sqrt(tau**2 + 2 * sigma**2 / PROBIT_SCALE**2)
@@ -114,19 +108,13 @@ def tau_misspecification(
     progress: bool = False,
     **judge_model: Any,
 ) -> pd.DataFrame:
-    """Fitted tau when the simulated judge's perception differs from the inference model.
+    """Fitted tau when the judge perceives each paper at its ``source`` value ("score10" or
+    "quality") plus ``perception_noise`` times a fixed normal draw, while the fitter sees score10.
 
-    The fitter always sees score10 gaps. The judge perceives each paper at its ``source`` value
-    ("score10": the fitter's own scale; "quality": the latent quality that the reviews measure with
-    noise) plus ``perception_noise`` times a fixed standard-normal draw per paper (judge seed
-    ``seed + rep``). Pair samples and answer draws use the seeds of :func:`tau_recovery`, so the
-    condition (score10, 0) reproduces its rows exactly, and every condition of one repetition
-    shares them (common random numbers). ``methods``: "grid", "mle" and ``NO_STRENGTH`` ("mle" on
-    the same answers with every strength weighing 1: the strength weights follow the judge's
-    perceived gap, so under misspecification they carry information the fitter misreads).
-
-    Columns: source, perception_noise, true_tau, rep, method, tau_hat, rel_error, approx_tau
-    (:func:`noisy_judge_tau` for source score10, NaN for quality).
+    Seeds as in :func:`tau_recovery` (condition (score10, 0) reproduces its rows; conditions share
+    the draws). ``NO_STRENGTH``: "mle" with every strength weighing 1. Columns: source,
+    perception_noise, true_tau, rep, method, tau_hat, rel_error, approx_tau (:func:`noisy_judge_tau`
+    for score10, NaN for quality).
     """
     bad = [s for s in sources if s not in PERCEPTION_SOURCES]
     if bad:
@@ -176,17 +164,11 @@ def score_misspecification(
     grid_step: float = 0.01,
     **judge_model: Any,
 ) -> pd.DataFrame:
-    """Inferred scores when the judge's perception differs from the inference model.
-
-    ``rounds``: stored rounds of :func:`simulated_reviews` (anchors, role, true score). Per
-    condition (source, perception noise, as in :func:`tau_misspecification`) tau is first fitted
-    (mle) per role from ``n_pairs`` pairs the misspecified judge answers, as a user would calibrate
-    it; then every round's anchors are judged again by that judge (story perceived at its true score
-    plus ``perception_noise`` times a standard-normal draw) and the score is inferred with the
-    fitted tau. Anchors, pairs and all draws are shared across conditions (common random numbers).
-
-    Columns: source, perception_noise, round, story, role, true_tau, fitted_tau, true_score, score,
-    error, profile_covered, saturated.
+    """Inferred scores under a misspecified judge (conditions as in :func:`tau_misspecification`):
+    tau is fitted (mle) per role on ``n_pairs`` pairs that judge answers, then each stored round of
+    :func:`simulated_reviews` is judged again and its score inferred with that tau; all draws are
+    shared across conditions. Columns: source, perception_noise, round, story, role, true_tau,
+    fitted_tau, true_score, score, error, profile_covered, saturated.
     """
     table = pool.table()
     pairs = sample_pairs(table, n_pairs, seed=seed)
@@ -218,9 +200,8 @@ def score_misspecification(
 
 
 def score_misspecification_table(scores: pd.DataFrame) -> pd.DataFrame:
-    """Per source and perception noise: mean fitted/true tau over roles, bias, MAE and RMSE of the
-    inferred scores, the mean absolute move of each score from the well-specified condition
-    (score10, noise 0; NaN if absent), profile-interval coverage and the share of saturated scores."""
+    """Per source and perception noise: fitted/true tau, bias, MAE, RMSE, mean move from the
+    (score10, 0) condition, profile coverage and saturated share."""
     base = scores[(scores["source"] == "score10") & (scores["perception_noise"] == 0)].set_index("round")["score"]
 
     def one(g: pd.DataFrame) -> pd.Series:
@@ -293,17 +274,12 @@ def simulated_reviews(
     progress: bool = False,
     densify_mode: str = "original",
 ) -> tuple[pd.DataFrame, list[dict[str, Any]]]:
-    """Review synthetic stories of known true score with :class:`MultiAgentCritic` (reference backend).
+    """Review ``n_stories`` synthetic stories (true score uniform on ``score_range`` for every role,
+    random pattern) with :class:`MultiAgentCritic` at the judge's true taus.
 
-    Story ``i`` has the same true score for every role, drawn uniformly from ``score_range``, and a
-    random pattern; the critic infers with the judge's true taus and selects densify anchors by
-    ``densify_mode`` (:func:`mechaudit.tau.anchors.select_bucket_anchors`). Returns ``(table,
-    rounds)``: one table row per (story, role) with true_score, score, error, ci_low, ci_high,
-    profile_ci_low, profile_ci_high, covered, profile_covered, saturated, n_anchors, max_anchor,
-    min_anchor, densified (a trigger fired), score_hint (the first round's mean score, NaN without
-    densify), n_extra (anchors densify added), loss,
-    monotonic_violations, avg_strength; and per row the anchors, comparisons, tau, true score, story
-    index and role of the final round (for re-analysis).
+    Returns ``(table, rounds)``: a row per (story, role) (true and inferred score, error, intervals and
+    their coverage, saturation, anchors, densify, loss diagnostics) and its final round (anchors,
+    comparisons, tau, true score, story, role) for re-analysis.
     """
     truths, patterns, stories, extra = _synthetic_stories(pool, n_stories, score_range, seed)
     critic = MultiAgentCritic(pool.papers, BlindJudge(simulator=judge.with_truth(extra)),
@@ -324,9 +300,8 @@ def densify_comparison(
     modes: Sequence[str] = DENSIFY_MODES,
     progress: bool = False,
 ) -> dict[str, tuple[pd.DataFrame, list[dict[str, Any]]]]:
-    """The stories of :func:`simulated_reviews` reviewed without densify (key :data:`FIRST_ROUND`)
-    and with each densify mode in ``modes``; each value is what :func:`simulated_reviews` returns
-    for that setting. One blind judge serves every run, so each first round is judged once."""
+    """:func:`simulated_reviews` without densify (key :data:`FIRST_ROUND`) and with each of ``modes``,
+    one blind judge serving every run."""
     truths, patterns, stories, extra = _synthetic_stories(pool, n_stories, score_range, seed)
     blind = BlindJudge(simulator=judge.with_truth(extra))
     runs = {}
@@ -367,11 +342,8 @@ def saturation_table(reviews: pd.DataFrame, edges: Sequence[float] = (-10, -1, -
 
 def weight_scale_effect(rounds: Sequence[Mapping[str, Any]], scales: Sequence[float] = (0.25, 0.5, 1, 2, 4),
                         grid_step: float = 0.01) -> pd.DataFrame:
-    """Re-infer every stored round with all anchor weights multiplied by ``scale``.
-
-    Columns: scale, band_width, band_coverage, profile_width, profile_coverage, score_changed (share
-    of rounds whose score moved; it never should, the optimum is scale-free).
-    """
+    """Re-infer every stored round with the anchor weights times ``scale``: band and profile width
+    and coverage, and score_changed (never expected: the optimum is scale-free)."""
     rows = []
     bases = [infer_score(r["anchors"], r["comparisons"], r["tau"], grid_step)[0] for r in rounds]
     for scale in scales:
@@ -403,11 +375,8 @@ def first_round_hints(first: pd.DataFrame) -> pd.Series:
 
 
 def densify_by_hint(runs: Mapping[str, pd.DataFrame], edges: Sequence[float] = HINT_EDGES) -> pd.DataFrame:
-    """Per run of :func:`densify_comparison` (tables only, keyed as there) and band of the first
-    round's mean score (left-closed; the last band also holds ``edges[-1]``): stories, mean anchors
-    added per story, share of (story, role) scores on a grid end, and MAE (score points).
-
-    Columns: run, band, stories, anchors_added, saturated_share, mae."""
+    """Per run of :func:`densify_comparison` (its tables) and band of the first round's mean score
+    (left-closed, the last closed): run, band, stories, anchors_added, saturated_share, mae."""
     hints = first_round_hints(runs[FIRST_ROUND])
     cut = pd.cut(hints.clip(upper=np.nextafter(edges[-1], -np.inf)), list(edges), right=False,
                  labels=[f"{lo:g}-{hi:g}" for lo, hi in zip(edges[:-1], edges[1:])])
@@ -424,11 +393,8 @@ def densify_by_hint(runs: Mapping[str, pd.DataFrame], edges: Sequence[float] = H
 def densify_trigger_rates(
     reviews_rounds: Sequence[Mapping[str, Any]], loss_thresholds: Sequence[float] = (0.05,)
 ) -> pd.DataFrame:
-    """How often each densify trigger fires on first-round diagnostics, per loss threshold.
-
-    ``reviews_rounds``: rounds from :func:`simulated_reviews` run with ``densify=False`` (so the
-    stored round is the first round). Columns: loss_threshold, loss, monotonic, strength, any.
-    """
+    """Share of first rounds (:func:`simulated_reviews` with ``densify=False``) on which each densify
+    trigger fires, per loss threshold: loss_threshold, loss, monotonic, strength, any."""
     rows = []
     diags = [infer_score(r["anchors"], r["comparisons"], r["tau"])[1] for r in reviews_rounds]
     for threshold in loss_thresholds:
@@ -443,10 +409,7 @@ def densify_trigger_rates(
 
 def loss_profile(anchors: Sequence[Mapping[str, Any]], comparisons: Sequence[Mapping[str, Any]], tau: float,
                  scales: Sequence[float] = (1.0,), grid_step: float = 0.01) -> pd.DataFrame:
-    """The loss curve over the score grid (minus its minimum) for each weight scale.
-
-    Columns: scale, S, excess_loss, profile_excess (Kish-rescaled, scale-free).
-    """
+    """Loss curve minus its minimum per weight scale: scale, S, excess_loss, profile_excess (Kish)."""
     grid = score_grid(grid_step)
     score10, y, sw, aw = observations(anchors, comparisons)
     frames = []
@@ -459,9 +422,8 @@ def loss_profile(anchors: Sequence[Mapping[str, Any]], comparisons: Sequence[Map
 
 
 def recovery_table(recovery: pd.DataFrame, tolerance: float = 0.10) -> pd.DataFrame:
-    """Per true tau and method: mean and sd of the fitted tau, mean relative error, share of fits
-    within ``tolerance``, and the mean observed-information and sandwich standard errors reported
-    by the mle (NaN for the grid)."""
+    """Per true tau and method: mean and sd of tau, mean relative error, share within ``tolerance``,
+    mean se and se_robust (NaN for the grid)."""
     return recovery.groupby(["true_tau", "method"]).agg(
         mean_tau=("tau_hat", "mean"), sd_tau=("tau_hat", "std"), mean_rel_error=("rel_error", "mean"),
         within_tolerance=("rel_error", lambda e: float((e.abs() < tolerance).mean())),
@@ -469,9 +431,6 @@ def recovery_table(recovery: pd.DataFrame, tolerance: float = 0.10) -> pd.DataFr
 
 
 def original_vs_this_run(settings: Mapping[str, tuple[Any, Any, str]]) -> pd.DataFrame:
-    """Table of the original method's settings (Idea2Paper review doc) beside this run's values.
-
-    ``settings`` maps a quantity to ``(original, this run, note)``.
-    """
+    """The original method's settings beside this run's: quantity -> ``(original, this run, note)``."""
     return pd.DataFrame([{"quantity": k, "original method": o, "this run": t, "note": n}
                          for k, (o, t, n) in settings.items()])

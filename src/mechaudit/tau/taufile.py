@@ -4,14 +4,9 @@ File keys (as in the original ``judge_tau.json``): ``tau_methodology``, ``tau_no
 ``tau_storyteller``, ``rubric_version``, ``card_version``, ``judge_model``, ``nodes_paper_hash``
 (sha256 of the paper file), ``created_at`` (ISO 8601, UTC), ``pairs_used``.
 
-A tau is only valid for the rubric, card format and judge model it was fitted with; the loader
-refuses a file whose values differ from the running configuration.
-
-Which tau a role gets is explicit configuration, a :class:`TauConfig`: the tau file, then a value
-per role, then one default (1.0 unless given). Library code never reads the environment; an
-application that wants the original pipeline's environment variables (there named ``I2P_...``)
-builds the configuration at its edge with ``TauConfig.from_env(os.environ)``:
-``MECHAUDIT_JUDGE_TAU_PATH`` (tau file), ``MECHAUDIT_TAU_<ROLE>`` and ``MECHAUDIT_JUDGE_TAU_DEFAULT``.
+The loader refuses a file fitted for another rubric, card format or judge model. A role's tau comes
+from a :class:`TauConfig`: the tau file, then a value per role, then one default. Library code never
+reads the environment: an application builds the configuration with ``TauConfig.from_env(os.environ)``.
 """
 
 from __future__ import annotations
@@ -89,11 +84,8 @@ def load_tau_file(
     card_version: str = CARD_VERSION,
     nodes_paper_hash: str | None = None,
 ) -> dict[str, float]:
-    """Role -> tau from a tau file fitted for the running configuration.
-
-    Raises :class:`TauFileMismatchError` naming the field, the file's value and the running value
-    when rubric_version, card_version or judge_model differ (and nodes_paper_hash, when given).
-    """
+    """Role -> tau from a tau file; :class:`TauFileMismatchError` naming the field when the file's
+    rubric_version, card_version, judge_model (or a given nodes_paper_hash) differ."""
     path = Path(path)
     try:
         content = json.loads(path.read_text(encoding="utf-8"))
@@ -130,12 +122,9 @@ def _positive(value: Any, name: str) -> float:
 
 @dataclass(frozen=True)
 class TauConfig:
-    """Where each role's tau comes from, highest priority first.
-
-    ``path``: a tau file (checked against the judge model, rubric and card format by
-    :func:`load_tau_file`); ``taus``: role -> tau for roles the file lacks; ``default``: every other
-    role. ``sources``: role -> label reported for a ``taus`` entry (default ``"given"``).
-    """
+    """Where each role's tau comes from, highest priority first: ``path`` (a tau file,
+    :func:`load_tau_file`), ``taus`` (role -> tau) and ``default``; ``sources``: role -> label of a
+    ``taus`` entry (default ``"given"``)."""
 
     path: str | os.PathLike[str] | None = None
     taus: Mapping[str, float] = field(default_factory=dict)
@@ -149,8 +138,8 @@ class TauConfig:
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> TauConfig:
-        """The configuration the original pipeline read from its environment, from an explicit
-        mapping (call with ``os.environ`` at an application's edge, never inside the library)."""
+        """The configuration from ``MECHAUDIT_JUDGE_TAU_PATH``, ``MECHAUDIT_TAU_<ROLE>`` and
+        ``MECHAUDIT_JUDGE_TAU_DEFAULT`` in ``env``."""
         taus, sources = {}, {}
         for role in ROLES:
             if env.get(role_env(role)):
