@@ -31,12 +31,8 @@ def not_run(n: int) -> pd.arrays.BooleanArray:
 def percent_different(
     decisions: pd.DataFrame, *, kinds: Sequence[str], order: Sequence[str] | None = None
 ) -> pd.DataFrame:
-    """% of pairs judged different, per kind (rows, in ``order``) and rule (columns); ``kinds`` (one per
-    decision row) is keyword-only, as in every function of this family.
-
-    ``decisions``: one row per pair, a column per rule, True = same; missing values (an undecided
-    LLM pair) are left out of that rule's denominator, never counted as either verdict.
-    """
+    """% of pairs judged different per kind (rows, in ``order``) and rule (columns of ``decisions``,
+    True = same; a missing value is left out of its rule's denominator)."""
     kinds = list(kinds)
     if len(kinds) != len(decisions):
         raise ValueError(f"{len(kinds)} kinds for {len(decisions)} decision rows")
@@ -79,11 +75,8 @@ def _old_sweep(args: tuple, kwargs: dict) -> tuple[tuple, dict] | None:
            "sweep_percent_different(similarity, thresholds, kinds=kinds)", _old_sweep)
 def sweep_percent_different(similarity: np.ndarray, thresholds: Iterable[float], *, kinds: Sequence[str]
                             ) -> pd.DataFrame:
-    """% judged different (similarity < threshold) per kind and threshold.
-
-    ``similarity`` shape ``(n_pairs,)``, the thresholds, and each pair's kind (keyword-only, as in
-    every function of this family). Long DataFrame with columns threshold, kind, pct_different.
-    """
+    """% judged different (``similarity < threshold``, shape ``(n_pairs,)``) per threshold and kind:
+    columns threshold, kind, pct_different."""
     sim = np.asarray(similarity, dtype=float)
     thresholds = list(thresholds)
     kinds = np.asarray(list(kinds), dtype=object)
@@ -107,15 +100,11 @@ def stack_suites(tables: Mapping[str, pd.DataFrame], labels: Mapping[str, str] |
 
 
 def separation_table(sims: Mapping[str, np.ndarray], preserving: np.ndarray) -> pd.DataFrame:
-    """Per similarity rule (rows): can a threshold tell swaps from rewordings?
-
-    ``sims``: rule -> cosine per pair; ``preserving``: per pair, is its kind meaning-preserving.
-    Columns: the thresholds that call every meaning-preserving pair same and every swapped pair
-    different (``agreement.complete_agreement_interval``, exact; "none" if there are none), the
-    lowest cosine of a meaning-preserving pair, the highest of a swapped pair, and the % of
-    (rewording, swap) pairs in which the rewording is the more similar (100 x ROC AUC, ties count
-    half: 100 means some threshold separates the kinds, 50 no better than a coin, below 50 the
-    swaps look more alike than the rewordings). Rounded to 3 places (the % to 1).
+    """Per similarity rule (``sims``: rule -> cosine per pair): can a threshold tell swaps from
+    rewordings (``preserving``: per pair, is its kind meaning-preserving)? Columns: the separating
+    thresholds (``agreement.complete_agreement_interval``; "none"), the lowest meaning-preserving
+    and highest swapped cosine, and 100 x ROC AUC (% of (rewording, swap) pairs with the rewording
+    more similar). Rounded to 3 places (the % to 1).
     """
     from sklearn.metrics import roc_auc_score  # defers scikit-learn
 

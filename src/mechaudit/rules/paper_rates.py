@@ -1,26 +1,16 @@
 """A judge-like rule for simulator runs: each kind of chain change is called "different" at the
 rate the paper measured for its LLM judge.
 
-The paper's extra divergence is an LLM judge's estimate, and that judge does not call every changed
-chain a new mechanism: on its controlled perturbations it called 83 % of first-step swaps, 13 % of
-middle-step swaps and none of the meaning-preserving edits different
-(``data/paper_reported.yaml``, ``perturbations.*.llm``). The mechanism key calls every replaced
-step a new mechanism, so it measures a different quantity. This rule reads the simulator's
-canonical step ids, compares two chains position by position and calls the pair different with
+The paper's LLM judge did not call every changed chain a new mechanism (its perturbation rates,
+``perturbations.*.llm`` in ``data/paper_reported.yaml``), unlike the mechanism key. This rule compares
+two chains' canonical step ids position by position and calls the pair different with
 
     P(different) = 1 - prod over changed positions j of (1 - rate_j),
 
-``rate_j`` the first-step rate for the initiating event, the middle-step rate for a step between
-it and the terminal finding, and ``terminal_step`` for the terminal finding (a kind the paper did
-not test; the simulator never changes it). Identical ids (however worded) give 0. Two assumptions
-are this book's, not the paper's: several changes are noticed independently (the product), and a
-judge calls a pair different at the same rate whether the chain was edited on purpose or changed by
-critique.
-
-``divergence_matrix`` gives the *expected* run-by-run divergence (every matched pair contributes its
-probability), the mean of what a judge drawing each verdict at these rates would report; ``same``
-draws such verdicts. Chains of unequal length (a step added or dropped) are not one of the kinds the
-paper measured: they raise ``ValueError``.
+``rate_j`` the first-step, middle-step or ``terminal_step`` rate by position. This book assumes that
+changes are noticed independently and that critique changes are judged like deliberate edits.
+``divergence_matrix`` gives the *expected* divergence; ``same`` draws verdicts. Chains of unequal
+length (not a kind the paper measured) raise ``ValueError``.
 """
 
 from __future__ import annotations
@@ -86,9 +76,7 @@ class PaperRateJudge:
 
     def chain_probabilities(self, chains: Sequence[Sequence[Hashable]],
                             rates: np.ndarray | None = None) -> np.ndarray:
-        """P(different) for every pair of ``chains`` (equal lengths), shape ``(m, m)``, zero diagonal.
-
-        ``rates``: ``position_rates(length)``, passed by callers that reuse it."""
+        """P(different) per pair of equal-length ``chains``, ``(m, m)``; ``rates``: ``position_rates``."""
         lengths = {len(c) for c in chains}
         if len(lengths) > 1:
             raise ValueError(f"chains of unequal length {sorted(lengths)}: an added or dropped step is not "
@@ -107,15 +95,13 @@ class PaperRateJudge:
         return np.array([self.chain_probabilities([_chain_ids(a), _chain_ids(b)])[0, 1] for a, b in pairs])
 
     def same(self, pairs: Sequence[Pair]) -> np.ndarray:
-        """One drawn verdict per pair (True = same), each "different" with ``p_different``; the draws
-        come from ``numpy.random.default_rng(seed)``, so one call is reproducible."""
+        """One verdict per pair (True = same) drawn from ``default_rng(seed)`` with ``p_different``."""
         p = self.p_different(pairs)
         return np.random.default_rng(self.seed).random(len(p)) >= p
 
     def keys_divergence_matrix(self, keys: Sequence[Sequence[tuple[str, Sequence[Hashable]]]]) -> np.ndarray:
-        """Expected divergence matrix, shape ``(n_runs, n_runs)``, from each run's delivered
-        ``(opening id, chain ids)`` pairs: per run pair the mean P(different) over its matched pairs
-        (every cross pair of one opening's hypotheses). Zero diagonal."""
+        """Expected divergence matrix ``(n_runs, n_runs)`` from each run's ``(opening id, chain ids)``:
+        per run pair the mean P(different) over its matched pairs."""
         n = len(keys)
         per_opening: dict[str, tuple[dict[tuple, int], list[int], list[int]]] = {}
         for i, run in enumerate(keys):
@@ -141,8 +127,7 @@ class PaperRateJudge:
         return D
 
     def divergence_matrix(self, runs: Sequence[Sequence[Hypothesis]]) -> np.ndarray:
-        """Expected run-by-run divergence matrix of one instance's runs (lists of delivered
-        hypotheses), shape ``(n_runs, n_runs)``: ``keys_divergence_matrix`` of their chains."""
+        """``keys_divergence_matrix`` of one instance's runs (lists of delivered hypotheses)."""
         return self.keys_divergence_matrix([[(h.opening_id, _chain_ids(h)) for h in run] for run in runs])
 
 

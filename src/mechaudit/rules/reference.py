@@ -1,9 +1,7 @@
 """Reference judges: the three rubrics applied literally to the structured causal chain.
 
-They are the offline stand-in for the LLM judge and the yardstick for how literally an LLM follows
-its rubric. They read only step ids (``mechaudit.schema.mechanism_key``), never wording, so
-meaning-preserving edits cannot move them, and every rule below is symmetric in (A, B): a judge is
-order-invariant by construction (tested).
+The offline stand-in for the LLM judge: they read only step ids (``mechaudit.schema.mechanism_key``),
+never wording, and are symmetric in (A, B).
 
 Components of a pair, with ``chain = (initiating, *route, terminal)`` of step ids:
 
@@ -85,11 +83,7 @@ class ReferenceJudge:
         return f"ReferenceJudge(rubric={self.rubric!r}{extra})"
 
     def components(self, pairs: Sequence[Pair]) -> pd.DataFrame:
-        """One row per pair: initiating, route, terminal (bool), jaccard (float) and ``same``.
-
-        ``same`` is this judge's overall verdict under its rubric (for "step": all three
-        components same).
-        """
+        """One row per pair: initiating, route, terminal, chain_nested, jaccard and ``same`` (the verdict)."""
         rows = [pair_components(a, b) for a, b in check_pairs(pairs)]
         df = pd.DataFrame(rows, columns=["initiating", "route", "terminal", "chain_nested", "jaccard"])
         df = df.astype({"initiating": bool, "route": bool, "terminal": bool, "chain_nested": bool, "jaccard": float})

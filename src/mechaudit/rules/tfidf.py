@@ -1,25 +1,12 @@
 """TF-IDF cosine equivalence rule (paper App. B): same mechanism iff cosine >= threshold (0.25).
 
-Text per hypothesis: ``mechaudit.schema.hypothesis_text`` (statement, explanation and causal chain,
-the same three fields every rule sees). Vectorizer: scikit-learn
-``TfidfVectorizer(sublinear_tf=True, stop_words="english")`` with its default l2 row norm, so the
-cosine of two rows is their dot product.
+Text per hypothesis: ``mechaudit.schema.hypothesis_text``. Vectorizer: scikit-learn
+``TfidfVectorizer(sublinear_tf=True, stop_words="english")``, l2 rows (cosine = dot product).
 
-What the vectorizer is fitted on changes the idf weights and hence every similarity. The paper does
-not say; here it is the parameter ``fit_on``:
-
-- ``"compared"`` (default): fitted on the distinct texts of the hypotheses compared in the call
-  (the pairs given to ``similarity``/``same``, or the set given to ``similarity_graph``);
-- ``"pair"``: fitted afresh on the two texts of each pair (idf then only separates shared from
-  unshared terms);
-- a sequence of ``Hypothesis`` or ``str``: fitted once on that fixed corpus (for example every
-  committed hypothesis), so a pair's similarity does not depend on which other pairs are compared.
-
-scikit-learn conventions: the constructor only stores ``threshold`` and ``fit_on``; ``fit(corpus)``
-(``fit()`` for a rule given a corpus as ``fit_on``) fits the vectorizer once and stores it as
-``vectorizer_``. A fitted rule transforms every text with ``vectorizer_``. An unfitted rule fits a
-vectorizer for each call (on the ``fit_on`` corpus, on the compared texts, or on each pair) and
-never stores it: computing similarities does not change the rule.
+The corpus the idf weights come from (the paper does not say) is ``fit_on``: ``"compared"`` (default;
+the distinct texts compared in the call), ``"pair"`` (each pair's two texts) or a fixed corpus of
+``Hypothesis`` or ``str`` (a pair's similarity then does not depend on the other pairs).
+``fit(corpus)`` stores a fitted ``vectorizer_``; an unfitted rule fits one per call and keeps none.
 """
 
 from __future__ import annotations
@@ -87,9 +74,7 @@ class TfidfRule:
         return f"TfidfRule(threshold={self.threshold}, fit_on={fit_on})"
 
     def fit(self, corpus: Sequence[Hypothesis | str] | None = None) -> TfidfRule:
-        """Fit the vectorizer on ``corpus`` (Hypotheses or texts; None: the ``fit_on`` corpus) and
-        store it as ``vectorizer_``; returns the rule. Not defined for ``fit_on="pair"``, which fits
-        every pair afresh."""
+        """Fit ``vectorizer_`` on ``corpus`` (None: the ``fit_on`` corpus); not for ``fit_on="pair"``."""
         if self.fit_on == "pair":
             raise MechauditError("fit_on='pair' fits each pair on its own: a fitted vocabulary would be ignored",
                                  field="fit_on")
@@ -99,8 +84,7 @@ class TfidfRule:
         return self
 
     def _vectors(self, texts: list[str]) -> sp.csr_matrix:
-        """Rows of ``texts``: from ``vectorizer_`` if fitted, else from a vectorizer fitted for this
-        call only (on the ``fit_on`` corpus, or on ``texts``)."""
+        """Rows of ``texts`` from ``vectorizer_``, else from one fitted for this call only."""
         if hasattr(self, "vectorizer_"):
             vectorizer = self.vectorizer_
         else:
@@ -132,13 +116,8 @@ class TfidfRule:
     def similarity_graph(
         self, hypotheses: Sequence[Hypothesis], block_size: int = 512, progress: bool = False
     ) -> sp.csr_matrix:
-        """All-pairs cosine of a set, keeping only entries >= ``threshold``.
-
-        Returns a symmetric ``(n, n)`` CSR float matrix; the diagonal holds each text's
-        self-similarity (1, or 0 for a text with no surviving term). Computed as sparse
-        ``X[rows] @ X.T`` in row blocks of ``block_size``, each block thresholded before the next,
-        so no dense ``n x n`` array is ever built. ``fit_on="pair"`` is not defined for a set.
-        """
+        """All-pairs cosine of a set, entries >= ``threshold`` only: symmetric ``(n, n)`` CSR (diagonal 1,
+        or 0 for a text without terms), built in thresholded row blocks (never a dense ``n x n``)."""
         blocks = [S for _, S in self._thresholded_blocks(hypotheses, block_size, progress)]
         if not blocks:
             return sp.csr_matrix((0, 0))
@@ -151,13 +130,9 @@ class TfidfRule:
         progress: bool = False,
         upper: bool = False,
     ) -> sp.csr_matrix:
-        """Sparse boolean ``(n, n)`` "same mechanism" graph of a set (diagonal True).
-
-        Entry ``(i, j)`` is True iff cosine(i, j) >= ``threshold``; symmetric, or with
-        ``upper=True`` only the entries with ``j >= i`` (half the memory, and all that connected
-        components need). Built block by block like ``similarity_graph`` but keeping only the column
-        indices of each block (no float values, no dense ``n x n`` array): about 5 bytes per stored
-        entry. Input for ``mechaudit.diversity.group``.
+        """Sparse boolean ``(n, n)`` graph, True iff cosine >= ``threshold`` (diagonal True); with
+        ``upper`` only ``j >= i``. Keeps only column indices (about 5 bytes per entry); input for
+        ``mechaudit.diversity.group``.
         """
         n = len(hypotheses)
         indices, row_counts = [], []
@@ -181,21 +156,14 @@ class TfidfRule:
         return sp.csr_matrix((np.ones(nnz, dtype=bool), all_indices, indptr), shape=(n, n))
 
     def same_blocks(self, hypotheses: Sequence[Hypothesis], block_size: int = 256, progress: bool = False):
-        """Yield ``(first row, sparse bool block)``: the "same" edges of each row block of the set.
-
-        The stream ``mechaudit.diversity.components_from_blocks`` consumes: only one block of
-        similarities exists at a time (``block_size`` rows by ``n`` columns before thresholding).
-        """
+        """Yield ``(first row, sparse bool block)``: the "same" edges of each ``block_size`` row block,
+        for ``mechaudit.diversity.components_from_blocks``."""
         for start, S in self._thresholded_blocks(hypotheses, block_size, progress):
             yield start, S.astype(bool)
 
     def components(self, hypotheses: Sequence[Hypothesis], block_size: int = 256,
                    progress: bool = False) -> np.ndarray:
-        """Group labels of the set's connected components under this rule, shape ``(n,)``.
-
-        Streams ``same_blocks`` through ``components_from_blocks``: the same labels as
-        ``group(same_graph(hypotheses))`` without holding the edge list (memory: one block + O(n)).
-        """
+        """Connected-component labels, shape ``(n,)``: ``group(same_graph(...))``'s, one block at a time."""
         return components_from_blocks(self.same_blocks(hypotheses, block_size, progress), len(hypotheses))
 
     def _thresholded_blocks(self, hypotheses: Sequence[Hypothesis], block_size: int, progress: bool):
