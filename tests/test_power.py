@@ -24,7 +24,6 @@ from mechaudit.workflow.power import (
     power_summary,
     power_table,
     runs_needed,
-    setting_at,
     simulate_pool,
 )
 from mechaudit.workflow.robustness import vary
@@ -207,14 +206,6 @@ def test_batch_standard_error_over_independent_pools() -> None:
     assert single["power_se"] == single["binomial_se"] and single["n_pools"] == 1
     one = power_summary(reps.iloc[:1].drop(columns="pool").assign(test="monte carlo"), alpha=0.05)
     assert (one["n_reps"], one["power"], one["test"]) == (1, 1.0, "monte carlo")
-
-
-def test_setting_at_reestimates_the_truth(sim) -> None:
-    bench, instances, base = sim
-    s = setting_at(bench, instances, base, {"p_find": 0.7}, target_pp=3.0, check_runs_per_depth=20, seed=1)
-    again = setting_at(bench, instances, base, {"p_find": 0.7}, target_pp=3.0, check_runs_per_depth=20, seed=2)
-    assert s.params.p_find == 0.7 and s.factors == {"p_find": 0.7} and s.target_pp == 3.0
-    assert s.truth_se_pp > 0 and abs(s.truth_pp - again.truth_pp) < 4 * np.hypot(s.truth_se_pp, again.truth_se_pp)
 
 
 def test_power_table_and_runs_needed(sim) -> None:

@@ -45,7 +45,8 @@ class InstanceMatrix:
 
 
 def by_instance(runs: Sequence[Run]) -> dict[str, list[Run]]:
-    """Runs grouped per instance (first-seen order), each sorted by depth then repetition."""
+    """Runs (or ``RunOutcome`` records) grouped per instance (first-seen order), each sorted by depth
+    then repetition."""
     out: dict[str, list[Run]] = {}
     for run in runs:
         out.setdefault(run.instance, []).append(run)
@@ -95,14 +96,8 @@ def outcome_matrices(outcomes: Sequence, measure: str | KeysMatrix = "mechanism_
     """``InstanceMatrix`` per instance of ``RunOutcome`` records under ``measure`` (a name in
     ``MEASURES`` or a ``keys_function``)."""
     fn = measure_function(measure) if isinstance(measure, str) else measure
-    groups: dict[str, list] = {}
-    for o in outcomes:
-        groups.setdefault(o.instance, []).append(o)
-    out = []
-    for instance, os_ in groups.items():
-        os_ = sorted(os_, key=lambda o: (o.depth, o.repetition))
-        out.append(InstanceMatrix(instance, fn([o.keys for o in os_]), np.array([o.depth for o in os_])))
-    return out
+    return [InstanceMatrix(instance, fn([o.keys for o in os_]), np.array([o.depth for o in os_]))
+            for instance, os_ in by_instance(outcomes).items()]
 
 
 def rule_matrix(sets: Sequence[Sequence[Hypothesis]], rule: RuleLike, progress: bool = False) -> np.ndarray:
@@ -117,11 +112,8 @@ def rule_matrix(sets: Sequence[Sequence[Hypothesis]], rule: RuleLike, progress: 
 
 def instance_matrices(runs: Sequence[Run], rule: RuleLike, progress: bool = False) -> list[InstanceMatrix]:
     """Divergence matrix per instance under ``rule`` (see ``rule_matrix``)."""
-    out = []
-    for instance, rs in by_instance(runs).items():
-        out.append(InstanceMatrix(instance, rule_matrix([r.delivered for r in rs], rule, progress),
-                                  np.array([r.depth for r in rs])))
-    return out
+    return [InstanceMatrix(i, rule_matrix([r.delivered for r in rs], rule, progress), np.array([r.depth for r in rs]))
+            for i, rs in by_instance(runs).items()]
 
 
 def per_instance_effects(matrices: Sequence[InstanceMatrix], comparisons: Sequence[tuple[int, int]]

@@ -16,10 +16,7 @@ from mechaudit.workflow.paramfile import load_section
 
 
 class Design(BaseModel):
-    """Which runs to make: every instance at every depth, ``runs_per_depth`` times.
-
-    The paper's design is 4 instances x depths {0, 1, 5} x 5 runs = 60 runs.
-    """
+    """Which runs to make: every instance at every depth, ``runs_per_depth`` times (paper: 4 x 3 x 5)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     instances: tuple[str, ...] = Field(min_length=1)
@@ -69,9 +66,8 @@ def load_design(path: str | Path | None = None, key: str = "design",
                 instances: Sequence[str] | None = None) -> Design:
     """Read a design from a parameter file (default ``params/paper.yaml``, section ``design``).
 
-    ``instances: all`` (or no ``instances`` entry) in the file means every benchmark instance:
-    ``instances`` if given, else the ids in the committed ``instances.yaml``; instances the file
-    names must be among them. Bad content raises ``DataError`` naming the file, line and field.
+    ``instances: all`` (or none) means every benchmark instance (``instances``, default the
+    committed ones), which the file's instances must be among; ``DataError`` on bad content.
     """
     path = Path(path) if path is not None else PARAMS_DIR / "paper.yaml"
     if instances is None:

@@ -1,9 +1,7 @@
 """One section of a YAML parameter file (``params/*.yaml``), read and validated into a pydantic model.
 
-The file is read with the benchmark loaders' line-aware YAML reader and validated with the same
-``validate_record``, so a bad parameter fails like bad data: one ``DataError`` naming the file, the
-line of the section and the dotted field, e.g.
-``params/simulator.yaml:3: field 'simulator.p_find': Input should be less than or equal to 1``.
+Read and validated like the benchmark's data, so a bad parameter raises one ``DataError`` naming
+file, line and dotted field (``params/simulator.yaml:3: field 'simulator.p_find': ...``).
 """
 
 from __future__ import annotations
@@ -19,10 +17,7 @@ M = TypeVar("M", bound=BaseModel)
 
 
 def load_section(model: type[M], path: str | Path, key: str, expected: str) -> M:
-    """Validate the mapping under ``key`` of the YAML file ``path`` as ``model``.
-
-    ``expected`` describes the section for the error raised when the file has no such mapping.
-    """
+    """The mapping under ``key`` of the YAML file ``path`` as ``model`` (``expected``: the section, for errors)."""
     path = Path(path)
     doc = read_yaml(path)
     if not isinstance(doc, dict) or not isinstance(doc.get(key), dict):

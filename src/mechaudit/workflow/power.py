@@ -1,7 +1,6 @@
 """Power of the permutation test to detect a 1 v 5 effect, and the design needed for 80 % power.
 
-1. ``setting_at``: a simulator setting (``robustness.vary`` factors) with its true extra divergence
-   re-estimated from a larger, independently seeded design under one truth measure.
+1. ``EffectSetting``: a simulator setting (``robustness.vary`` factors) with its true extra divergence.
 2. ``simulate_pool``: per instance a large pool of runs at the two depths and its divergence matrix.
    Beyond the benchmark's instances come *replicate instances*: instance A simulated with another
    seed, sharing A's openings and vocabulary (so less different than new instances would be).
@@ -17,7 +16,7 @@ Each replication has its own seed: results do not depend on ``n_jobs`` or the ba
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -28,34 +27,20 @@ from mechaudit.schema import Benchmark
 from mechaudit.workflow.depth import outcome_matrices
 from mechaudit.workflow.design import Design
 from mechaudit.workflow.parallel import chunks, parallel_map
-from mechaudit.workflow.robustness import vary
 from mechaudit.workflow.simulator import SimulatorParams, instance_models, simulate_outcomes
-from mechaudit.workflow.validity import mc_se, population_truth, replication_seed
+from mechaudit.workflow.validity import mc_se, replication_seed
 
 
 @dataclass(frozen=True)
 class EffectSetting:
     """A setting of the power study: ``robustness.vary`` ``factors``, the effect it was chosen for
-    (``target_pp``, its key in the tables) and its re-estimated true effect (``truth_pp``, ``truth_se_pp``)."""
+    (``target_pp``, its key in the tables) and its true effect (``truth_pp``, ``truth_se_pp``)."""
 
     target_pp: float
     factors: dict = field(hash=False)
     params: SimulatorParams
     truth_pp: float
     truth_se_pp: float
-
-
-def setting_at(bench: Benchmark, instances: Sequence[str], base: SimulatorParams, factors: Mapping[str, float],
-               target_pp: float, depths: tuple[int, int] = (1, 5), check_runs_per_depth: int = 100,
-               seed: int = 0, measure: str = "paper_rates") -> EffectSetting:
-    """The setting ``vary(base, **factors)`` with its true ``depths`` effect under ``measure``
-    re-estimated from ``check_runs_per_depth`` runs per depth (``population_truth``, seed ``seed``)."""
-    params = vary(base, **factors)
-    design = Design(instances=tuple(instances), depths=depths, runs_per_depth=2)
-    truth = population_truth(bench, design, params, runs_per_depth=check_runs_per_depth, seed=seed,
-                             measures=(measure,))
-    row = truth[truth.label == f"{depths[0]} v {depths[1]}"].iloc[0]
-    return EffectSetting(float(target_pp), dict(factors), params, float(row.truth_pp), float(row.truth_se_pp))
 
 
 def simulate_pool(bench: Benchmark, instances: Sequence[str], params: SimulatorParams, n_instances: int,

@@ -1,9 +1,7 @@
 """What one workflow run leaves behind: delivered hypotheses and the critique log.
 
-The same records come out of the real proposer/critic workflow (backend ``anthropic`` or
-``replay``) and of the offline simulator (backend ``reference``). Simulator-only ground truth
-(whether a demand hit a weak link, the reply's true engagement label) sits in optional fields
-that stay ``None`` for LLM runs.
+The LLM workflow and the simulator produce the same records; the simulator's ground truth (weak
+link hit, true engagement label) sits in optional fields that stay ``None`` for LLM runs.
 """
 
 from __future__ import annotations
@@ -68,9 +66,8 @@ class Revision(BaseModel):
 
 
 class Exclusion(BaseModel):
-    """A hypothesis the LLM workflow dropped from its run: the reply of ``stage`` (develop, critique
-    or revise; ``round`` 0 for develop) stayed invalid after the JSON repair requests. ``key`` is the
-    cache key of the original request, ``attempts`` the calls made (1 + repairs)."""
+    """A hypothesis the LLM workflow dropped: the reply of ``stage`` (``round`` 0 for develop) stayed
+    invalid after the repairs; ``key``: the original request's cache key; ``attempts``: 1 + repairs."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -84,11 +81,8 @@ class Exclusion(BaseModel):
 
 
 class Run(BaseModel):
-    """One workflow execution: one instance, one critique depth, one repetition.
-
-    ``excluded``: hypotheses dropped because a reply stayed invalid (LLM runs only; see
-    :class:`Exclusion`); they are not delivered (nor developed, if the develop reply was invalid).
-    """
+    """One workflow execution: one instance, one critique depth, one repetition; ``excluded``: the
+    hypotheses an LLM run dropped (:class:`Exclusion`)."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -116,8 +110,7 @@ def run_id(instance: str, depth: int, repetition: int) -> str:
 
 
 def demands_frame(runs: Iterable[Run]) -> pd.DataFrame:
-    """One row per demand with its reply: run, instance, depth, round, hypothesis, number, target,
-    weak_link (simulator only), demand and reply text, label (simulator's own label or None)."""
+    """One row per demand with its reply (the simulator's ``weak_link`` and ``label``, else None)."""
     rows = []
     for run in runs:
         replies = {(r.round, r.hypothesis_id, r.number): r for r in run.replies}
@@ -139,7 +132,6 @@ EXCLUDED_COLUMNS = ["run_id", "opening_id", "stage", "round", "attempts", "key",
 
 
 def excluded_frame(runs: Iterable[Run]) -> pd.DataFrame:
-    """One row per hypothesis dropped for an invalid reply (columns ``EXCLUDED_COLUMNS``; empty
-    for simulator runs and for LLM runs without invalid replies)."""
+    """One row (``EXCLUDED_COLUMNS``) per hypothesis dropped for an invalid reply."""
     rows = [e.model_dump() for run in runs for e in run.excluded]
     return pd.DataFrame(rows, columns=EXCLUDED_COLUMNS)

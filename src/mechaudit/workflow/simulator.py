@@ -94,10 +94,7 @@ class SimulatorParams(BaseModel):
 
 
 def load_simulator_params(path: str | Path | None = None) -> SimulatorParams:
-    """Read a simulator parameter set (default ``params/simulator.yaml``, key ``simulator``).
-
-    Bad content raises ``DataError`` naming the file, line and field.
-    """
+    """Read a simulator parameter set (default ``params/simulator.yaml``, key ``simulator``)."""
     path = Path(path) if path is not None else PARAMS_DIR / "simulator.yaml"
     return load_section(SimulatorParams, path, "simulator", "a mapping of simulator parameters")
 
@@ -112,12 +109,8 @@ def null_params(params: SimulatorParams) -> SimulatorParams:
 
 @dataclass(frozen=True)
 class InstanceModel:
-    """What the simulator needs of one instance: opening chains and weighted swap pools.
-
-    ``pools[type] = (entity ids, draw weights)``, same-type entities in vocabulary order, weighing
-    ``evidence_weight`` if the evidence pack names them and 1 otherwise; ``named``: entity ids the
-    evidence pack names.
-    """
+    """One instance's opening chains, ``named`` (entity ids its evidence pack names) and swap pools:
+    ``pools[type] = (entity ids in vocabulary order, weights: evidence_weight if named, else 1)``."""
 
     instance: str
     named: frozenset[str]
@@ -139,10 +132,8 @@ def instance_models(bench: Benchmark, evidence_weight: float) -> dict[str, Insta
 
 
 def _alternative(model: InstanceModel, vocab: Vocabulary, current: str, exclude: list[str], u: float) -> str:
-    """A same-type entity other than ``current`` and ``exclude``, drawn by evidence weight.
-
-    ``u``: one uniform(0, 1) number (inverse-CDF draw; plain Python for speed).
-    """
+    """A same-type entity other than ``current`` and ``exclude`` by evidence weight, at uniform ``u``
+    (inverse CDF, plain Python for speed)."""
     ids, weights = model.pools[vocab[current].type]
     w = [0.0 if i == current or i in exclude else x for i, x in zip(ids, weights)]
     target = u * sum(w)
@@ -223,10 +214,9 @@ def simulate_outcome(model: InstanceModel, vocab: Vocabulary, depth: int, repeti
                      params: SimulatorParams, seed: int, events: bool = False) -> RunOutcome:
     """One run of ``depth`` critique rounds as ids: the simulator's model, where every random draw is made.
 
-    ``events=True`` also records the run's events with their wording choices (for ``render_run``);
-    without them the outcome is the same and replication studies run faster. The random stream is
-    ``default_rng([seed, *codepoints(instance id), depth, repetition])``: it depends only on these,
-    never on other runs or on the order of simulation.
+    ``events=True`` also records the events and wording choices (for ``render_run``; the outcome is
+    the same). The stream ``default_rng([seed, *codepoints(instance id), depth, repetition])`` never
+    depends on other runs or on the order of simulation.
     """
     rng = np.random.default_rng([seed, *map(ord, model.instance), depth, repetition])
     cum_weak = np.cumsum(params.reply_weak.as_array()).tolist()
@@ -287,8 +277,7 @@ def simulate_outcomes(bench: Benchmark, design: Design, params: SimulatorParams,
 
 def _design_models(bench: Benchmark, design: Design, params: SimulatorParams,
                    models: dict[str, InstanceModel] | None) -> dict[str, InstanceModel]:
-    """``models`` (default ``instance_models(bench, params.evidence_weight)``); raises ValueError
-    naming any instance of ``design`` it lacks."""
+    """``models`` (default ``instance_models(...)``); ValueError naming an instance they lack."""
     models = instance_models(bench, params.evidence_weight) if models is None else models
     unknown = [i for i in design.instances if i not in models]
     if unknown:
@@ -344,9 +333,8 @@ class _Draft:
 
 
 def render_run(outcome: RunOutcome, vocab: Vocabulary, log: bool = True) -> Run:
-    """The text-level run of an outcome simulated with ``events=True``: a pure function of its events
-    and the vocabulary (no random draws). ``log=False`` leaves out the developed hypotheses and the
-    demand/reply/revision records; the delivered hypotheses are the same."""
+    """The text-level run of an outcome simulated with ``events=True``, drawing nothing; ``log=False``
+    leaves out the developed hypotheses and the demand/reply/revision records."""
     instance, depth = outcome.instance, outcome.depth
     rid = run_id(instance, depth, outcome.repetition)
     drafts = [(f"{rid}-{e.opening}-{e.index}", e.opening,
@@ -400,11 +388,8 @@ def simulate_run(model: InstanceModel, vocab: Vocabulary, depth: int, repetition
 def simulate(bench: Benchmark, design: Design, params: SimulatorParams, seed: int = 0,
              progress: bool = False, log: bool = True,
              models: dict[str, InstanceModel] | None = None) -> list[Run]:
-    """Every run of ``design`` (instance-major, then depth, then repetition).
-
-    ``log``: as in ``render_run``. ``models``: ``instance_models(bench, params.evidence_weight)``
-    computed once by a caller that simulates many replications.
-    """
+    """Every run of ``design`` (``Design.cells`` order); ``log`` as in ``render_run``; ``models``:
+    ``instance_models(...)`` computed once by a caller of many replications."""
     models = _design_models(bench, design, params, models)
     return [simulate_run(models[i], bench.vocabulary, k, r, params, seed, log=log)
             for i, k, r in tqdm(design.cells(), disable=not progress, desc="simulating runs")]
