@@ -5,13 +5,10 @@ the similarity rules (TF-IDF, embeddings) also have ``similarity(pairs) -> np.nd
 All rules see the same text, ``mechaudit.schema.hypothesis_text`` (statement, explanation, chain),
 except the reference judges, the mechanism key and the paper-rate judge, which read only the structured chain.
 
-``build(name, **config)`` makes a rule from its name (``NAMES``; see ``mechaudit.rules.registry``).
-Rules follow scikit-learn's conventions: the constructor stores keyword parameters;
-``TfidfRule.fit`` sets ``vectorizer_`` and ``EmbeddingRule.fit`` sets ``threshold_``; reading an
-attribute never changes a rule.
-
-The names below are imported on first use, so importing one rule (for example
-``mechaudit.rules.mechanism_key``) does not load scikit-learn, torch or the LLM layer.
+``build(name, **config)`` makes a rule from its name (``NAMES``, ``mechaudit.rules.registry``).
+Rules follow scikit-learn's conventions (the constructor stores keyword parameters, ``fit`` sets
+trailing-underscore attributes). The names below are imported on first use, so importing one rule
+does not load scikit-learn, torch or the LLM layer.
 """
 
 from __future__ import annotations

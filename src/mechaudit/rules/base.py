@@ -48,11 +48,8 @@ def check_hypotheses(hypotheses: Sequence[Hypothesis]) -> list[Hypothesis]:
 
 
 def unique_pair_texts(pairs: Sequence[Pair]) -> tuple[list[str], np.ndarray, np.ndarray]:
-    """The distinct compared texts of ``pairs`` and, per pair, the index of side a's and b's text.
-
-    Returns ``(texts, ia, ib)`` with ``ia``/``ib`` int arrays of shape ``(len(pairs),)``.
-    The text is ``mechaudit.schema.hypothesis_text`` (statement + explanation + chain).
-    """
+    """``(texts, ia, ib)``: the distinct ``hypothesis_text`` of ``pairs`` and, per pair, the index of
+    side a's and b's text (int arrays of shape ``(len(pairs),)``)."""
     pairs = check_pairs(pairs)
     index: dict[str, int] = {}
     ia = np.empty(len(pairs), dtype=np.int64)

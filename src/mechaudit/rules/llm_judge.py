@@ -1,19 +1,11 @@
 """LLM-as-a-judge equivalence rule with three rubric variants (paper §5.2, App. B and E.2).
 
-Prompts (this project's own wording of App. E's criteria): the system prompt is the rubric; the
-user message gives the finding under study and the two hypotheses (statement, explanation, causal
-chain as step texts), the first-presented one labelled "Hypothesis A". Nothing else is sent: no
-hypothesis id, no run, no perturbation kind (``LEAK_TERMS`` are forbidden terms on every request,
-so the LLM layer refuses to send a prompt that names a kind).
+Prompts (this project's wording of App. E's criteria): the system prompt is the rubric; the user
+message gives the finding and the two hypotheses (statement, explanation, chain texts), the first
+labelled "Hypothesis A", and nothing else (``LEAK_TERMS`` are forbidden on every request).
 
-- ``"full"``: the mechanism definition (same initiating event and essential route; different
-  initiating event, different load-bearing route or reversed direction = different; wording,
-  naming, added downstream biomarkers, level of detail alone = not different); JSON
-  ``{"verdict": "same"|"different", "reason": "..."}``.
-- ``"step"``: the same criteria, applied to the initiating event, the route and the terminal
-  outcome separately, then an overall verdict (same only if all three are the same); JSON adds
-  ``initiating_event``, ``route`` and ``terminal_outcome``, each "same"|"different".
-- ``"none"``: no definition; only asks whether the two describe the same mechanism.
+Rubrics (``SYSTEM_PROMPTS``): ``"full"`` (the mechanism definition ``_CRITERIA``), ``"step"`` (the
+same criteria per component, then an overall verdict) and ``"none"`` (no definition).
 
 Calls. Each pair is judged once per entry of ``orders`` ("ab": the pair's first hypothesis is A;
 "ba": the second is); the decision is the majority of the valid verdicts (a tie, or none, leaves it
@@ -199,8 +191,8 @@ class UndecidedError(ValueError):
 
 
 def _client_from_backend(args: tuple, kwargs: dict) -> tuple[tuple, dict] | None:
-    """The previous release's ``LLMJudge(backend=..., cache_dir=..., max_concurrency=...)`` as
-    ``LLMJudge(client=get_client(...))`` (None for a call without those keywords)."""
+    """The previous release's ``LLMJudge(backend=..., cache_dir=..., max_concurrency=...)`` call with
+    ``client=get_client(...)`` (None without those keywords)."""
     if not {"backend", "cache_dir", "max_concurrency"} & kwargs.keys():
         return None
     kwargs = dict(kwargs)
@@ -298,8 +290,7 @@ class LLMJudge:
         )
 
     def requests(self, pairs: Sequence[Pair]) -> list[LLMRequest]:
-        """Every request ``judge`` may send for ``pairs`` (all orders, no early stop), pair-major;
-        e.g. to prefetch them through the Message Batches API."""
+        """Every request ``judge`` may send for ``pairs`` (no early stop), pair-major."""
         pairs = check_pairs(pairs)
         return [self.request(p, order, repeat, i) for i, p in enumerate(pairs) for order, repeat in self.plan]
 
@@ -405,16 +396,14 @@ def model_verdicts(
 
 @dataclass(frozen=True)
 class Stability:
-    """One judge's stability on a call table: a display ``row`` (pairs, repeat changed, reversal
-    changed, reversal changed %, same %) and the pairs whose decision order reversal flipped."""
+    """One judge's stability: a display ``row`` and the pairs whose decision order reversal flipped."""
 
     row: dict[str, float]
     flipped: set[int]
 
 
 def stability_summary(calls: pd.DataFrame, n_pairs: int) -> Stability:
-    """Repetition and order-reversal effects of one LLM judge from its ``judge`` call table (every
-    order asked, no early stop), and its majority "same" rate (%; undecided pairs left out)."""
+    """Repetition and order-reversal effects and the majority "same" % of a full ``judge`` call table."""
     s = stability(calls, n_pairs)
     same = majority(calls, n_pairs)["same"].astype("Float64")
     row = {"pairs": n_pairs, "repeat changed": int(s["repeat_changed"].sum()),

@@ -3,23 +3,13 @@
 The offline stand-in for the LLM judge: they read only step ids (``mechaudit.schema.mechanism_key``),
 never wording, and are symmetric in (A, B).
 
-Components of a pair, with ``chain = (initiating, *route, terminal)`` of step ids:
+Components of a pair (``chain = (initiating, *route, terminal)`` of step ids): ``initiating`` (equal
+ids), ``route`` (one route an ordered subsequence of the other: added detail is allowed, a replaced
+or reordered step is not), ``terminal`` (equal, or the shorter chain's terminal occurs in the longer).
 
-- ``initiating``: the initiating event ids are equal;
-- ``route``: one route's ids are an ordered subsequence of the other's (one side may add
-  intermediate detail; a replaced, dropped-and-replaced or reordered step breaks it);
-- ``terminal``: the terminal ids are equal, or the shorter chain's terminal occurs in the longer
-  chain (the longer one only extends the chain downstream, e.g. an added biomarker).
-
-Rubrics:
-
-- ``"full"``: same iff the initiating events are equal and the shorter chain's ids are an ordered
-  subsequence of the longer chain's (same initiating event and essential route, detail may differ);
-- ``"step"``: initiating, route and terminal are judged separately (``components``) and the overall
-  verdict is same iff all three are same;
-- ``"none"``: a holistic overlap rule with no mechanism definition: same iff the Jaccard index of
-  the two sets of step ids is >= ``jaccard_threshold`` (default 0.5: at least half of all steps
-  named by either hypothesis are shared).
+Rubrics: ``"full"``: equal initiating events and the shorter chain an ordered subsequence of the
+longer; ``"step"``: all three components same; ``"none"`` (no mechanism definition): the Jaccard
+index of the two sets of step ids is >= ``jaccard_threshold`` (default 0.5).
 """
 
 from __future__ import annotations

@@ -62,9 +62,7 @@ def write_tau_file(
     for role, tau in taus.items():
         if role not in ROLES:
             raise ValueError(f"unknown role {role!r}; expected one of {ROLES}")
-        if not float(tau) > 0:
-            raise ValueError(f"tau for {role} must be > 0, got {tau}")
-        content[tau_key(role)] = float(tau)
+        content[tau_key(role)] = _positive(tau, f"tau for {role}")
     content |= {
         "rubric_version": rubric_version,
         "card_version": card_version,
@@ -106,9 +104,7 @@ def load_tau_file(
     for role in ROLES:
         value = content.get(tau_key(role))
         if value is not None:
-            if not float(value) > 0:
-                raise ValueError(f"{path}: field {tau_key(role)!r} must be > 0, got {value!r}")
-            taus[role] = float(value)
+            taus[role] = _positive(value, f"{path}: field {tau_key(role)!r}")
     return taus
 
 
