@@ -337,8 +337,7 @@ class EmbeddingRule:
         return self.similarity(pairs, progress=progress) >= threshold
 
     def same_from_similarity(self, similarity: np.ndarray) -> np.ndarray:
-        """The verdicts of pairs whose ``similarity`` is already computed: ``similarity >= threshold_``
-        (``same`` without computing it again)."""
+        """``same`` of pairs whose ``similarity`` is already computed: ``similarity >= threshold_``."""
         return np.asarray(similarity, dtype=float) >= self.threshold_
 
     def same_blocks(self, hypotheses: Sequence[Hypothesis], block_size: int = 1024, progress: bool = False):
@@ -354,6 +353,5 @@ class EmbeddingRule:
 
     def components(self, hypotheses: Sequence[Hypothesis], block_size: int = 1024,
                    progress: bool = False) -> np.ndarray:
-        """Group labels of the set's connected components under this rule, shape ``(n,)``, streamed
-        block by block (see ``same_blocks``)."""
+        """Connected-component labels of the set, shape ``(n,)``, block by block (``same_blocks``)."""
         return components_from_blocks(self.same_blocks(hypotheses, block_size, progress), len(hypotheses))

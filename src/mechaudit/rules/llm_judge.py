@@ -321,9 +321,8 @@ class LLMJudge:
                     "same": None if res.invalid else value.verdict == "same",
                     "invalid": bool(res.invalid), "attempts": res.attempts, "error": res.error,
                     "cached": res.response.cached, "key": res.response.key,
+                    **{comp: getattr(value, comp, None) for comp in COMPONENTS},
                 }
-                for comp in COMPONENTS:
-                    row[comp] = getattr(value, comp, None) if value is not None else None
                 rows.append(row)
                 if not res.invalid:
                     votes[i, 0 if value.verdict == "same" else 1] += 1

@@ -1,9 +1,7 @@
 """The one registry of equivalence rules by name: ``build(name, **config)``.
 
-The command line (``mechaudit judge --rule``) and the chapters (``workflow.build_rules``) build
-every rule through it. ``config`` is passed to the rule's constructor as keyword arguments, so the
-valid keys of a name are its class's parameters (``parameters(name)``). A rule class is imported
-only when its name is built (the LLM judge loads the LLM layer, the embedding rule loads torch).
+The command line and the chapters build every rule through it; ``config`` goes to the class's
+constructor (``parameters(name)``), and a class is imported only when its name is built.
 
 =================  ===========================================  ==================================
 name               class                                        parameters (all keyword)
@@ -53,11 +51,8 @@ def parameters(name: str) -> tuple[str, ...]:
 
 
 def build(name: str, **config: Any) -> Any:
-    """A new rule object of the class registered as ``name``, built with ``config``.
-
-    ``MechauditError`` for an unknown name (listing the valid names) or a configuration key the
-    rule does not take (listing its parameters); the rule's constructor checks the values.
-    """
+    """A new rule of the class registered as ``name`` with ``config``; ``MechauditError`` for an
+    unknown name or a key the rule does not take (the constructor checks the values)."""
     valid = parameters(name)
     unknown = [key for key in config if key not in valid]
     if unknown:

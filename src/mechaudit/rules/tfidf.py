@@ -109,8 +109,7 @@ class TfidfRule:
         return self.same_from_similarity(self.similarity(pairs))
 
     def same_from_similarity(self, similarity: np.ndarray) -> np.ndarray:
-        """The verdicts of pairs whose ``similarity`` is already computed: ``similarity >= threshold``
-        (``same`` without computing it again)."""
+        """``same`` of pairs whose ``similarity`` is already computed: ``similarity >= threshold``."""
         return np.asarray(similarity, dtype=float) >= self.threshold
 
     def similarity_graph(

@@ -1,12 +1,9 @@
 """Blind, tau-calibrated scoring (the MultiAgentReview method of Idea2Paper).
 
-A judge only says better / tie / worse (with a strength) against anonymised anchor cards; code
-turns those judgements into a 1-10 score with a logistic model whose scale tau is calibrated
-offline. Modules: ``inference`` (score from comparisons), ``fitting`` (tau and pair sampling),
-``taufile`` (tau file and resolution), ``anchors`` (score10, weights, selection, densify),
-``cards`` and ``rubric`` (what the judge sees), ``judge`` (the blind judge), ``critic``
-(``MultiAgentCritic`` and the coach), ``simulate`` (synthetic pool and simulated judge),
-``studies`` (the experiments of chapter 08) and ``realjudge`` (tau from an LLM judge's verdicts).
+A judge only says better / tie / worse (with a strength) against anonymised anchor cards; a
+logistic model with an offline-calibrated scale tau turns that into a 1-10 score. Modules:
+``inference``, ``fitting``, ``taufile``, ``anchors``, ``cards``, ``rubric``, ``judge``, ``critic``,
+``simulate``, ``studies`` (chapter 08's experiments) and ``realjudge`` (tau from an LLM judge).
 """
 
 from mechaudit.tau.anchors import (

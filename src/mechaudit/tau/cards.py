@@ -1,11 +1,8 @@
 """Blind cards: the only information about a paper or story a judge may see.
 
-A card has three fields, each cut to a cap (an ellipsis marks a cut; newlines become spaces) so
-that longer texts cannot win by length: ``problem`` <= 220 characters, ``method`` <= 280,
-``contrib`` <= 320. Identifiers, titles, links and scores never enter a card; any forbidden term
-(whole word, case-insensitive, as :func:`mechaudit.llm.check_blind` matches) that occurs in the
-source text is masked with ``[masked]``, so a card can never trip the blindness guard.
-Changing the fields, caps or mapping requires a new ``CARD_VERSION`` (and a re-fitted tau).
+Three fields, each flattened and cut to its ``FIELD_CAPS`` length (so longer texts cannot win by
+length); identifiers, titles, links and scores never enter, and any forbidden term is masked, so a
+card never trips the blindness guard. Changing fields, caps or mapping needs a new ``CARD_VERSION``.
 """
 
 from __future__ import annotations

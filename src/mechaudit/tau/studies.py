@@ -146,8 +146,7 @@ def tau_misspecification(
 
 
 def misspecification_table(mis: pd.DataFrame) -> pd.DataFrame:
-    """Per source, perception noise, true tau and method: mean and sd of the fitted tau, the mean
-    relative error and the approximation :func:`noisy_judge_tau` (NaN for source quality)."""
+    """Per condition and method: mean and sd of tau, mean relative error and ``approx_tau``."""
     return mis.groupby(["source", "perception_noise", "true_tau", "method"], sort=False).agg(
         mean_tau=("tau_hat", "mean"), sd_tau=("tau_hat", "std"), mean_rel_error=("rel_error", "mean"),
         approx_tau=("approx_tau", "first"), reps=("tau_hat", "size"))
@@ -300,8 +299,7 @@ def densify_comparison(
     modes: Sequence[str] = DENSIFY_MODES,
     progress: bool = False,
 ) -> dict[str, tuple[pd.DataFrame, list[dict[str, Any]]]]:
-    """:func:`simulated_reviews` without densify (key :data:`FIRST_ROUND`) and with each of ``modes``,
-    one blind judge serving every run."""
+    """:func:`simulated_reviews` without densify (key :data:`FIRST_ROUND`) and with each of ``modes``."""
     truths, patterns, stories, extra = _synthetic_stories(pool, n_stories, score_range, seed)
     blind = BlindJudge(simulator=judge.with_truth(extra))
     runs = {}
@@ -369,8 +367,7 @@ HINT_EDGES = (1.0, 4.0, 7.0, 9.0, 9.75, 10.0)
 
 
 def first_round_hints(first: pd.DataFrame) -> pd.Series:
-    """Per story, the mean of its first-round role scores (the densify hint ``S_hint``), from the
-    :data:`FIRST_ROUND` run of :func:`densify_comparison`."""
+    """Per story, the mean of its :data:`FIRST_ROUND` role scores (the densify hint ``S_hint``)."""
     return first.groupby("story")["score"].mean()
 
 
@@ -422,8 +419,7 @@ def loss_profile(anchors: Sequence[Mapping[str, Any]], comparisons: Sequence[Map
 
 
 def recovery_table(recovery: pd.DataFrame, tolerance: float = 0.10) -> pd.DataFrame:
-    """Per true tau and method: mean and sd of tau, mean relative error, share within ``tolerance``,
-    mean se and se_robust (NaN for the grid)."""
+    """Per true tau and method: mean and sd of tau, relative error, share within ``tolerance``, SEs."""
     return recovery.groupby(["true_tau", "method"]).agg(
         mean_tau=("tau_hat", "mean"), sd_tau=("tau_hat", "std"), mean_rel_error=("rel_error", "mean"),
         within_tolerance=("rel_error", lambda e: float((e.abs() < tolerance).mean())),

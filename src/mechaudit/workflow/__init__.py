@@ -1,11 +1,8 @@
 """The proposer/critic workflow (anthropic/replay) and its offline simulator (reference).
 
-See ``mechaudit.workflow.simulator`` for the documented stochastic model and
-``mechaudit.workflow.llm`` for the real workflow's prompts and steps.
-
-The names below are imported from their home modules on first use, so reading a design or a
-simulator parameter file (``mechaudit.workflow.design``, ``...simulator``) does not load the rules,
-the LLM layer and the analyses: ``mechaudit execute`` checks those files before any kernel starts.
+The model is documented in ``mechaudit.workflow.simulator``, the LLM workflow in ``...agents``. The
+names below are imported on first use, so ``mechaudit execute`` reads design and simulator files
+without loading the rules, the LLM layer and the analyses.
 """
 
 from __future__ import annotations

@@ -298,8 +298,7 @@ def measure(bench: Benchmark, design: Design, params: SimulatorParams, runs_per_
 
 
 def pairs_per_run_pair(outcomes) -> float:
-    """Mean matched pairs per run pair (one opening's cross pairs) of ``RunOutcome`` records,
-    averaged over instances."""
+    """Mean matched pairs per run pair of ``RunOutcome`` records, averaged over instances."""
     groups: dict[str, list] = {}
     for o in outcomes:
         groups.setdefault(o.instance, []).append(Counter(op for op, _ in o.keys))
@@ -345,8 +344,7 @@ def se_column(label: str) -> str:
 
 def expected_extras(bench: Benchmark, design: Design, params: SimulatorParams, spec: CalibrationSpec
                     ) -> dict[str, tuple[float, float]]:
-    """Comparison label -> (expected extra divergence, Monte Carlo SE), pp, under ``spec.measure``
-    (``validity.population_truth`` with the spec's designs and seed)."""
+    """Comparison label -> (expected extra divergence, Monte Carlo SE), pp (``population_truth``)."""
     truth = population_truth(bench, design, params, runs_per_depth=spec.runs_per_depth, seed=spec.seed,
                              measures=(spec.measure,), n_seeds=spec.n_seeds)
     extra = truth[truth.panel == "extra"]

@@ -20,8 +20,7 @@ from mechaudit.workflow.simulator import SimulatorParams, load_simulator_params,
 
 @dataclass(frozen=True)
 class Delivery:
-    """One ``Run`` per design cell, the LLM ``client`` that made them (None: the simulator) and a
-    ``source`` label for captions."""
+    """The runs (one per design cell), the LLM ``client`` that made them (None: the simulator), a label."""
 
     runs: list[Run]
     client: Any | None
@@ -35,8 +34,7 @@ class Delivery:
 
 def deliver(bench: Benchmark, design: Design, client: Any | None, *, simulator: SimulatorParams | None = None,
             seed: int = 0, generator_model: str = GENERATOR, json_retries: int = 2) -> Delivery:
-    """Run ``design`` through the simulator (``client`` None; ``simulator``, ``seed``) or through
-    ``run_workflow`` with the LLM ``client``."""
+    """Run ``design`` through the simulator (``client`` None) or ``run_workflow`` with ``client``."""
     if check_client(client) is None:
         if simulator is None:
             raise ValueError("offline delivery (no LLM client) needs simulator parameters (load_simulator_params)")
@@ -76,8 +74,7 @@ class WorkflowSetup:
 def workflow_setup(client: Any | None, *, data_dir: str | Path | None = None, design_file: str = "paper.yaml",
                    simulator_file: str = "simulator.yaml", seed: int = 0, generator_model: str = GENERATOR,
                    json_retries: int = 2) -> WorkflowSetup:
-    """Load the benchmark (``data_dir``), the design and simulator files (under ``params/``) and
-    ``deliver`` the runs through ``client``."""
+    """Load the benchmark, the design and simulator files (``params/``) and ``deliver`` the runs."""
     bench = load_benchmark(data_dir)
     design = load_design(PARAMS_DIR / design_file, instances=[i.id for i in bench.instances])
     simulator = load_simulator_params(PARAMS_DIR / simulator_file)

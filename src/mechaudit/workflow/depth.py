@@ -45,8 +45,7 @@ class InstanceMatrix:
 
 
 def by_instance(runs: Sequence[Run]) -> dict[str, list[Run]]:
-    """Runs (or ``RunOutcome`` records) grouped per instance (first-seen order), each sorted by depth
-    then repetition."""
+    """Runs (or ``RunOutcome`` records) per instance (first-seen order), by depth then repetition."""
     out: dict[str, list[Run]] = {}
     for run in runs:
         out.setdefault(run.instance, []).append(run)
@@ -78,8 +77,7 @@ KeysMatrix = Callable[[Sequence[Sequence[tuple[str, Any]]]], np.ndarray]
 
 
 def keys_function(rule: Any) -> KeysMatrix | None:
-    """The rule's fast path over ``RunOutcome.keys`` (a ``keys_divergence_matrix``), or None when
-    the rule needs the texts."""
+    """The rule's ``keys_divergence_matrix`` over ``RunOutcome.keys``, or None if it needs the texts."""
     if isinstance(rule, MechanismKeyRule):
         return keys_divergence_matrix
     return getattr(rule, "keys_divergence_matrix", None)
@@ -93,8 +91,7 @@ def measure_function(measure: str) -> KeysMatrix:
 
 
 def outcome_matrices(outcomes: Sequence, measure: str | KeysMatrix = "mechanism_key") -> list[InstanceMatrix]:
-    """``InstanceMatrix`` per instance of ``RunOutcome`` records under ``measure`` (a name in
-    ``MEASURES`` or a ``keys_function``)."""
+    """``InstanceMatrix`` per instance of ``RunOutcome`` records under a measure or ``keys_function``."""
     fn = measure_function(measure) if isinstance(measure, str) else measure
     return [InstanceMatrix(instance, fn([o.keys for o in os_]), np.array([o.depth for o in os_]))
             for instance, os_ in by_instance(outcomes).items()]

@@ -2,14 +2,9 @@
 
 The simulator (``mechaudit.workflow.simulator``) is varied along named **factors** (``vary``):
 
-- ``p_find``: chance per round that the critic finds an open weak link;
-- ``weak_scale``: multiplies both ``p_weak_supported`` and ``p_weak_unsupported`` (capped at 1), i.e.
-  the number of weak links a developed hypothesis carries;
-- ``conceded``: the conceded share of ``reply_weak``; the other three labels keep their ratios and
-  share the rest (renormalised);
-- ``evidence_weight``: how strongly repairs favour entities the evidence pack names (the effective
-  number of alternatives a repair draws from);
-- ``p_challenge_sound``: chance per round that the critic challenges a sound link.
+``p_find`` and ``p_challenge_sound`` (as in the simulator), ``weak_scale`` (multiplies both weak-link
+probabilities, capped at 1), ``conceded`` (``reply_weak``'s conceded share, the other labels keeping
+their ratios) and ``evidence_weight`` (how strongly repairs favour the evidence pack's entities).
 
 ``truth_grid`` computes the population truth and its ceiling (``depth.extra_ceiling``) at every grid
 point with one seed (common random numbers); ``consistent`` marks the points that could have produced

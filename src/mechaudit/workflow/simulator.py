@@ -132,8 +132,7 @@ def instance_models(bench: Benchmark, evidence_weight: float) -> dict[str, Insta
 
 
 def _alternative(model: InstanceModel, vocab: Vocabulary, current: str, exclude: list[str], u: float) -> str:
-    """A same-type entity other than ``current`` and ``exclude`` by evidence weight, at uniform ``u``
-    (inverse CDF, plain Python for speed)."""
+    """A same-type entity other than ``current`` and ``exclude`` by evidence weight (inverse CDF at ``u``)."""
     ids, weights = model.pools[vocab[current].type]
     w = [0.0 if i == current or i in exclude else x for i, x in zip(ids, weights)]
     target = u * sum(w)
@@ -380,8 +379,7 @@ def render_run(outcome: RunOutcome, vocab: Vocabulary, log: bool = True) -> Run:
 
 def simulate_run(model: InstanceModel, vocab: Vocabulary, depth: int, repetition: int,
                  params: SimulatorParams, seed: int, log: bool = True) -> Run:
-    """One workflow run of ``depth`` critique rounds as text: ``render_run`` of ``simulate_outcome``'s
-    events (same arguments -> identical Run; ``log`` as in ``render_run``)."""
+    """One run as text: ``render_run`` of ``simulate_outcome``'s events (``log`` as there)."""
     return render_run(simulate_outcome(model, vocab, depth, repetition, params, seed, events=True), vocab, log)
 
 

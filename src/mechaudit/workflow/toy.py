@@ -1,17 +1,10 @@
 """A toy design small enough to read in full: the worked example of chapter 01.
 
-One instance, ``n_openings`` fixed opening hypotheses, ``n_runs`` reruns at each of two critique
-depths. A delivered hypothesis is reduced to its mechanism: an initiating event and a route, each a
-short label. The generative story, every draw from ``np.random.default_rng(seed)``:
-
-* depth 0 (no critique): each opening keeps its initial mechanism, except that with probability
-  ``rerun_noise`` a rerun develops a different route (run-to-run variability);
-* depth 1 (one critique round): the same, and then with probability ``critique_change`` the critic's
-  challenge makes the proposer replace the route (``R'``) and, with probability ``initiator_change``
-  given a route change, also the initiating event (``I'``).
-
-Two equivalence rules read these labels: ``exact`` (same initiating event and same route) and
-``initiator`` (same initiating event only, a coarser rule that misses route changes).
+One instance, ``n_openings`` openings, ``n_runs`` reruns at depths 0 and 1; a delivered hypothesis is
+an initiating event and a route label. Each opening keeps its mechanism except that a rerun develops
+another route with probability ``rerun_noise``; at depth 1 the critique then replaces the route
+(``R'``) with probability ``critique_change`` and, given that, the initiating event (``I'``) with
+probability ``initiator_change``. Rules: ``exact`` (event and route) and ``initiator`` (event only).
 """
 
 from __future__ import annotations

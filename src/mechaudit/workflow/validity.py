@@ -68,8 +68,7 @@ def truth_seed(seed: int, index: int = 0) -> int:
 
 def mc_se(rate: float | np.ndarray | pd.Series, n: int | np.ndarray | pd.Series
           ) -> float | np.ndarray | pd.Series:
-    """Monte Carlo (binomial) SE ``sqrt(rate (1 - rate) / n)`` of a rate (fraction) from ``n``
-    replications; a float for scalars, else broadcast like numpy."""
+    """Monte Carlo SE ``sqrt(rate (1 - rate) / n)`` of a rate from ``n`` replications (numpy broadcast)."""
     se = np.sqrt(rate * (1 - rate) / n)
     return float(se) if np.ndim(se) == 0 else se
 
@@ -97,8 +96,7 @@ def coverage_range(summary: pd.DataFrame, rules: Sequence[str]) -> tuple[float, 
 
 
 def low_coverage(summary: pd.DataFrame, rules: Sequence[str], level: float = 0.95) -> pd.DataFrame:
-    """The ``validity_summary`` rows of ``rules`` whose coverage lies more than two ``mc_se(level,
-    n_reps)`` below ``level``."""
+    """``rules``' summary rows whose coverage lies over two ``mc_se(level, n_reps)`` below ``level``."""
     sub = summary[summary.rule.isin(list(rules))].dropna(subset=["coverage"])
     return sub[sub.coverage < level - 2 * mc_se(level, sub.n_reps)]
 
