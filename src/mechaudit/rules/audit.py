@@ -150,11 +150,8 @@ PAPER_KIND_KEYS = {
 @keywords_were_positional("kinds")
 def paper_percent_different(columns: Mapping[str, str], *, kinds: Sequence[str] = tuple(PAPER_KIND_KEYS)
                             ) -> pd.DataFrame:
-    """The paper's % judged different per kind (rows) for our columns.
-
-    ``columns`` maps a column name of ours to the paper's method key ("tfidf", "embedding" or
-    "llm"), e.g. ``{"embedding 0.77": "embedding"}``.
-    """
+    """The paper's % judged different per kind (rows) for our columns (``columns``: our name -> the
+    paper's method key, "tfidf", "embedding" or "llm")."""
     return pd.DataFrame(
         {col: [reported(f"perturbations.{PAPER_KIND_KEYS[k]}_pct_different.{method}") for k in kinds]
          for col, method in columns.items()},

@@ -14,12 +14,8 @@ Pair = tuple[Hypothesis, Hypothesis]
 
 
 class Rule(Protocol):
-    """An equivalence rule: ``same(pairs)`` is one boolean per ``(Hypothesis, Hypothesis)`` pair.
-
-    A rule may also offer ``divergence_matrix(runs)``, a faster route to
-    ``mechaudit.divergence.divergence_matrix(runs, rule)`` that the analyses use when present
-    (``MechanismKeyRule`` does).
-    """
+    """An equivalence rule: ``same(pairs)`` is one boolean per ``(Hypothesis, Hypothesis)`` pair. It may
+    also offer ``divergence_matrix(runs)``, a faster ``divergence.divergence_matrix(runs, rule)``."""
 
     def same(self, pairs: Sequence[Pair]) -> np.ndarray: ...
 

@@ -191,8 +191,7 @@ class UndecidedError(ValueError):
 
 
 def _client_from_backend(args: tuple, kwargs: dict) -> tuple[tuple, dict] | None:
-    """The previous release's ``LLMJudge(backend=..., cache_dir=..., max_concurrency=...)`` call with
-    ``client=get_client(...)`` (None without those keywords)."""
+    """An old ``LLMJudge(backend=..., cache_dir=..., max_concurrency=...)`` call with ``client=``."""
     if not {"backend", "cache_dir", "max_concurrency"} & kwargs.keys():
         return None
     kwargs = dict(kwargs)
@@ -346,8 +345,7 @@ class LLMJudge:
         return decision["same"].to_numpy(dtype=bool)
 
     def same_or_undecided(self, pairs: Sequence[Pair], progress: bool = False) -> np.ndarray:
-        """Majority verdict per pair as float (1.0 same, 0.0 different, NaN undecided); ``undecided_``
-        counts the undecided pairs over all calls."""
+        """Majority verdict per pair as float (NaN undecided); ``undecided_`` counts the undecided."""
         decision = self.decide(pairs, progress=progress)
         self.undecided_ = getattr(self, "undecided_", 0) + int((~decision["decided"]).sum())
         return decision["same"].to_numpy(dtype=float, na_value=np.nan)

@@ -40,11 +40,8 @@ def _chain_ids(h: Hypothesis) -> tuple[str, ...]:
 
 
 class PaperRateJudge:
-    """Calls a changed chain different at the paper's per-kind rates (see the module docstring).
-
-    ``first_step`` / ``middle_step``: rates in [0, 1] (None: the paper's, ``paper_rates()``);
-    ``terminal_step``: rate for a changed terminal finding; ``seed``: of ``same``'s draws.
-    """
+    """Calls a changed chain different at per-position rates in [0, 1]: ``first_step``, ``middle_step``
+    (None: the paper's), ``terminal_step``; ``seed``: of ``same``'s draws."""
 
     def __init__(self, first_step: float | None = None, middle_step: float | None = None,
                  terminal_step: float = 1.0, seed: int = 0) -> None:

@@ -77,8 +77,7 @@ def anchor_papers(papers: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
 
 
 def anchor_table(papers: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
-    """Program-only anchor index of the usable papers (:func:`anchor_papers`): one row per paper
-    with ``paper_id``, ``pattern_id``, ``score10`` and ``weight``."""
+    """Program-only anchor index (``ANCHOR_COLUMNS``) of the usable papers (:func:`anchor_papers`)."""
     rows = [{k: p.get(k) for k in ANCHOR_COLUMNS} for p in anchor_papers(papers)]
     return pd.DataFrame(rows, columns=list(ANCHOR_COLUMNS))
 
@@ -159,10 +158,8 @@ def select_initial_anchors(
 
 
 def bucket_centre(score_hint: float) -> float:
-    """Centre of the densify bucket: ``round(2 * score_hint) / 2``, the nearest half point.
-
-    Python's ``round`` sends an exact half to the even neighbour, as the original does
-    (``score_hint`` 6.25 -> 6.0, 6.75 -> 7.0)."""
+    """Centre of the densify bucket, the nearest half point ``round(2 * score_hint) / 2`` (an exact
+    half rounds to even, as the original: 6.25 -> 6.0, 6.75 -> 7.0)."""
     return round(2 * float(score_hint)) / 2
 
 

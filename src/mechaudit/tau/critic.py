@@ -49,11 +49,8 @@ COACH_FIELDS = ("title", "abstract", "problem_framing", "method_skeleton", "inno
 
 def densify_reasons(diag: Mapping[str, Any], loss_threshold: float = LOSS_THRESHOLD,
                     min_avg_strength: float = MIN_AVG_STRENGTH) -> list[str]:
-    """Which densify triggers fire for one role's diagnostics: "loss", "monotonic", "strength".
-
-    Note: average strength is at least 1 (weak = 1), so the strength trigger with the original
-    threshold 0.35 can never fire, while the loss trigger fires for almost any real evidence.
-    """
+    """The densify triggers ("loss", "monotonic", "strength") one role's diagnostics fire. Average
+    strength is at least 1, so the original 0.35 never fires; the loss trigger fires almost always."""
     reasons = []
     if diag["loss"] > loss_threshold:
         reasons.append("loss")
@@ -199,8 +196,7 @@ class MultiAgentCritic:
 
     def _densify(self, story_card: Card, anchor_ids: list[str],
                  pattern_id: Any) -> tuple[list[str], dict[str, dict[str, Any]], dict[str, Any]]:
-        """``(final anchor ids, final round, densify info)``: a second round when a trigger fires and
-        extra anchors are found."""
+        """``(final anchor ids, final round, densify info)``, after a second round if one is due."""
         details = self._round(story_card, anchor_ids)
         reasons = {r: densify_reasons(d, self.loss_threshold, self.min_avg_strength) for r, d in details.items()}
         info: dict[str, Any] = {"enabled": self.densify, "reasons": reasons, "triggered": False,

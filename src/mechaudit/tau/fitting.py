@@ -175,8 +175,7 @@ def _check_methods(methods: Sequence[str]) -> None:
 
 def _fit_arrays(delta: np.ndarray, y: np.ndarray, w: np.ndarray, methods: Sequence[str],
                 bounds: tuple[float, float], logs: tuple[np.ndarray, np.ndarray] | None = None) -> dict[str, TauFit]:
-    """``{method: TauFit}`` of one answer set; ``logs``: its pairs' :func:`_logistic_logs` on the
-    bounds' grid, when already known."""
+    """``{method: TauFit}`` of one answer set; ``logs``: its :func:`_logistic_logs`, if known."""
     low, high = bounds
     grid = tau_grid(low, high)
     fits = {}
@@ -236,8 +235,7 @@ def _quotas(n_pairs: int, n_bins: int, same_pattern_share: float) -> dict[tuple[
 
 def _candidates(rng: np.random.Generator, multi: list[np.ndarray], n: int,
                 batch: int) -> tuple[np.ndarray, np.ndarray]:
-    """Candidate index pairs ``(a, b)``: ``batch`` within random multi-paper patterns, then ``batch``
-    uniform over all ``n`` papers."""
+    """Candidate pairs ``(a, b)``: ``batch`` within multi-paper patterns, then ``batch`` over all ``n``."""
     if multi:
         pick = rng.integers(len(multi), size=batch)
         sizes = np.array([len(m) for m in multi])[pick]

@@ -85,8 +85,7 @@ def llm_tau_calibration(
     seed: int = 0,
     methods: Sequence[str] = ("grid", "mle"),
 ) -> LLMCalibration:
-    """Fit tau per role from the blind judge's verdicts (through ``client``) on the same ``n_pairs``
-    stratified pairs of ``pool`` for every role."""
+    """Fit tau per role from the blind judge's verdicts on ``n_pairs`` stratified pairs of ``pool``."""
     require_client(client, "llm_tau_calibration")
     papers, pairs = calibration_pairs(pool, n_pairs, seed)
     judge = BlindJudge(client=client, model=model)

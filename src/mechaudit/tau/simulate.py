@@ -94,8 +94,7 @@ class SyntheticPool:
         return {p["paper_id"]: p for p in self.papers}
 
     def truth(self, source: str = "score10") -> dict[str, dict[str, float]]:
-        """Card key -> role -> perceived value: ``score10`` (the inference's own scale) or the latent
-        ``quality`` (a misspecified judge)."""
+        """Card key -> role -> perceived value: ``score10`` or the latent ``quality`` (misspecified)."""
         if source not in PERCEPTION_SOURCES:
             raise ValueError(f"source must be one of {PERCEPTION_SOURCES}, got {source!r}")
         return {self.card_keys[p["paper_id"]]: {r: p[source] for r in ROLES} for p in self.papers}
@@ -163,8 +162,7 @@ def make_pool(
 def make_story(
     scores: float | Mapping[str, float], seed: int = 0
 ) -> tuple[dict[str, Any], dict[str, dict[str, float]]]:
-    """A synthetic story with true per-role scores; returns ``(story, truth)`` where ``truth`` maps
-    its card key to ``{role: score}`` for :class:`SimulatedJudge`."""
+    """``(story, {its card key: {role: true score}})`` for :class:`SimulatedJudge`."""
     rng = np.random.default_rng(seed)
     texts = _texts(rng, leak_rate=0.5)
     story = {"title": f"Synthetic story {seed}", "abstract": texts["problem"] + " " + texts["method"],
@@ -214,10 +212,8 @@ def simulate_judgements(
 
 @dataclass(frozen=True)
 class SimulatedJudge:
-    """The offline judge of the ``reference`` backend (model in the module docstring).
-
-    ``truth`` maps card keys to ``{role: perceived value}``; ``taus`` holds the true tau per role.
-    """
+    """The ``reference`` backend's judge (module docstring): ``truth`` (card key -> role -> perceived
+    value) and the true ``taus`` per role."""
 
     truth: Mapping[str, Mapping[str, float]]
     taus: Mapping[str, float] = field(default_factory=lambda: {"Methodology": 0.8, "Novelty": 1.2,

@@ -65,10 +65,7 @@ def tie_effect(
     n_pairs: int = 2000,
     seed: int = 0,
 ) -> pd.DataFrame:
-    """Fitted tau (grid and mle) when the judge says tie more often, per tie mode.
-
-    Columns: tie_mode, tie_rate, tie_share (observed share of ties), tau_grid, tau_mle, true_tau.
-    """
+    """Fitted tau per tie mode and rate: tie_mode, tie_rate, tie_share (observed), tau_grid, tau_mle, true_tau."""
     pairs = sample_pairs(pool.table(), n_pairs, seed=seed)
     settings = [(mode, rate) for mode in tie_modes for rate in tie_rates]
     judged = [simulate_pairs(pairs, tau, seed=seed + 7, tie_rate=rate, tie_width=tie_width, tie_mode=mode)

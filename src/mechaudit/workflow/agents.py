@@ -204,11 +204,8 @@ def _to_hypothesis(s: _State, depth: int) -> Hypothesis:
 
 def run_workflow(bench: Benchmark, design: Design, client, model: str = GENERATOR,
                  temperature: float | None = 1.0, progress: bool = False, json_retries: int = 2) -> list[Run]:
-    """One ``Run`` per cell of ``design`` (``Design.cells`` order) through the LLM ``client``.
-
-    A reply still invalid after ``json_retries`` repairs drops that hypothesis (``Run.excluded``); a
-    larger ``json_retries`` repairs exactly those requests again (earlier attempts come from the cache).
-    """
+    """One ``Run`` per cell of ``design`` (``Design.cells`` order) through the LLM ``client``. A reply
+    still invalid after ``json_retries`` repairs drops its hypothesis (``Run.excluded``)."""
     instances = {i.id: i for i in bench.instances}
     unknown = [i for i in design.instances if i not in instances]
     if unknown:

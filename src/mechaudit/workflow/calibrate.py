@@ -246,9 +246,8 @@ def _extras(outcomes, design: Design, measure: str) -> dict[str, float]:
 
 @dataclass(frozen=True)
 class Measured:
-    """One simulated design at one parameter set (``measure``): ``extras_pp`` (comparison label ->
-    pp, instance mean), ``weak_labels`` (weak-link demands per label, shape (4,)), ``n_sound``
-    (sound-link demands), ``pairs_per_run_pair`` and the design's ``runs_per_depth``."""
+    """One simulated design (``measure``): ``extras_pp`` (label -> pp), ``weak_labels`` (weak-link
+    demands per label, shape (4,)), ``n_sound``, ``pairs_per_run_pair`` and ``runs_per_depth``."""
 
     extras_pp: dict[str, float]
     weak_labels: np.ndarray
@@ -431,9 +430,8 @@ def closed_form_base(base: SimulatorParams, spec: CalibrationSpec, targets: Mapp
 def calibrate(bench: Benchmark, design: Design, base: SimulatorParams, spec: CalibrationSpec,
               targets: Mapping[str, float] | None = None, table: pd.DataFrame | None = None,
               n_jobs: int = 1, parallel_backend: str | None = None) -> Calibration:
-    """Density -> ``p_extra_hypothesis``, extra divergences -> the grid's parameters (``scan``),
-    mixture -> ``reply_sound`` at the best point; the rest keeps ``base``'s values. ``table``: the
-    scan already computed with these settings (``committed_scan``), re-scored, not re-simulated."""
+    """Density -> ``p_extra_hypothesis``, extra divergences -> the grid's parameters (``scan``, or the
+    given ``table`` re-scored), mixture -> ``reply_sound``; the rest keeps ``base``'s values."""
     targets = dict(paper_targets(list(spec.targets)) if targets is None else targets)
     params, p_exact = closed_form_base(base, spec, targets)
     if table is None:

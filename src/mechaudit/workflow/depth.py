@@ -175,9 +175,8 @@ def rule_tables(runs: Sequence[Run], rules: Mapping[str, RuleLike],
 
 def judge_model_table(runs: Sequence[Run], comparisons: Sequence[tuple[int, int]], models: Sequence[str], client, *,
                       instances) -> pd.DataFrame:
-    """The judge-model axis: extra divergence (pp), one row per model (index "judge model", each once)
-    and one column per comparison label. Each model judges every matched pair through ``client`` as
-    the ``llm`` rule does (``model_verdicts``; undecided pairs left out); ``instances``: the findings."""
+    """The judge-model axis: extra divergence (pp) per model (rows, "judge model") and comparison
+    label, each model judging every matched pair as the ``llm`` rule does (``model_verdicts``)."""
     def rule(model: str):
         def same(pairs) -> np.ndarray:
             verdicts, _ = model_verdicts(pairs, [model], client, rubric="full", instances=instances)

@@ -64,11 +64,8 @@ class _DesignFile(Design):
 
 def load_design(path: str | Path | None = None, key: str = "design",
                 instances: Sequence[str] | None = None) -> Design:
-    """Read a design from a parameter file (default ``params/paper.yaml``, section ``design``).
-
-    ``instances: all`` (or none) means every benchmark instance (``instances``, default the
-    committed ones), which the file's instances must be among; ``DataError`` on bad content.
-    """
+    """Read a design (default ``params/paper.yaml``, section ``design``); ``instances: all`` (or none)
+    means every benchmark instance (``instances``, default the committed ones)."""
     path = Path(path) if path is not None else PARAMS_DIR / "paper.yaml"
     if instances is None:
         instances = [i.id for i in load_instances()]

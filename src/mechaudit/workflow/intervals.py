@@ -24,11 +24,8 @@ def _group_sums(D: np.ndarray, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]
 
 
 def bootstrap_extras(Ds: Sequence[np.ndarray], n_a: int, n_boot: int = 2000, seed: int = 0) -> np.ndarray:
-    """Instance-averaged extra divergence of ``n_boot`` stratified resamples, shape ``(<= n_boot,)``.
-
-    ``Ds``: per instance a symmetric matrix, the first ``n_a`` runs at depth a, >= 2 runs per depth. A
-    resample without a same-depth pair of distinct runs is dropped.
-    """
+    """Instance-averaged extra divergence of ``n_boot`` stratified resamples, shape ``(<= n_boot,)``
+    (one without a same-depth pair of distinct runs is dropped). ``Ds``: as in ``permutation_test``."""
     if n_boot < 1:
         raise ValueError(f"n_boot must be >= 1, got {n_boot}")
     rng = np.random.default_rng(seed)

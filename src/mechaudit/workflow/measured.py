@@ -44,8 +44,7 @@ def set_matrices(hyps: Sequence[Hypothesis], rule) -> tuple[np.ndarray, np.ndarr
 
 
 def delivered_diversity(runs: Sequence[Run], rules: Mapping[str, object]) -> pd.DataFrame:
-    """One row per run and rule: instance, depth, repetition, rule, n_hypotheses, components,
-    complete (group counts) and vendi (see module docstring)."""
+    """One row per run and rule: group counts (components, complete) and Vendi score."""
     texts = list(dict.fromkeys(hypothesis_text(h) for run in runs for h in run.delivered))
     for rule in rules.values():  # embedding rules: every text in one batched encode, not one per run
         if hasattr(rule, "embed") and texts:

@@ -79,9 +79,8 @@ def _require_client() -> None:
 
 
 def connect(parallel_backend: str | None, scheduler: str | None = None, n_workers: int | None = None):
-    """The current ``dask.distributed.Client`` for ``parallel_backend="dask"`` (else None): to
-    ``scheduler`` (``tcp://host:8786``), or to a new local cluster of ``n_workers`` processes (None: one
-    per core). Close it when done (and ``client.cluster`` for a local cluster)."""
+    """The current ``dask.distributed.Client`` for ``"dask"`` (else None): to ``scheduler``
+    (``tcp://host:8786``) or a new local cluster of ``n_workers`` processes; close it when done."""
     check_engine(parallel_backend, scheduler)
     if parallel_backend != "dask":
         return None

@@ -137,9 +137,8 @@ class _PairRecorder:
 
 def plan_delivered_judges(p: Mapping[str, Any], bench: Benchmark, runs: Sequence[Run], exact: bool,
                           pairs_of: Callable, models: Sequence[str]) -> list[Planned]:
-    """The LLM judge's requests on the pairs ``pairs_of(runs, recorder)`` asks about, when
-    ``p["rules"]`` runs ``llm`` on ``p["backend"]``'s runs: ``models[0]`` ("delivered pairs"), then
-    each further model ("judge-model axis"), as ``build_rules`` builds it."""
+    """The LLM judge's requests on the pairs ``pairs_of(runs, recorder)`` asks about when ``p`` runs the
+    ``llm`` rule: ``models[0]`` ("delivered pairs"), then the judge-model axis's further models."""
     if "llm" not in rules_for(p["rules"], p["backend"].is_llm):
         return []
     recorder = _PairRecorder()

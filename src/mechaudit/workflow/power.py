@@ -111,8 +111,7 @@ def power_replications(pools: Sequence[np.ndarray], runs_per_depth: int, n_reps:
 
 
 def power_summary(reps: pd.DataFrame, alpha: float = 0.05) -> dict:
-    """Rejection rate at ``alpha``, its Monte Carlo SE and the mean estimate: ``power_se`` is the
-    batch-means SE over a ``pool`` column's pools (two or more), else ``binomial_se``."""
+    """Rejection rate at ``alpha``, its SE (batch means over two or more ``pool``s, else binomial)."""
     reject = reps.p_value.to_numpy() <= alpha
     rate, n = float(np.mean(reject)), len(reps)
     binomial = mc_se(rate, n)
@@ -169,8 +168,8 @@ def power_table(bench: Benchmark, instances: Sequence[str], settings: Sequence[E
 
 
 def runs_needed(table: pd.DataFrame, level: float = 0.8) -> pd.DataFrame:
-    """Per target effect and number of instances: the smallest runs per depth of ``table``'s ladder
-    whose power reaches ``level`` (NaN if none), that power and the largest design tried."""
+    """Per target and number of instances: the first ladder rung reaching ``level`` (NaN if none),
+    its power and the largest design tried."""
     rows = []
     if "role" in table:
         table = table[table.role == "ladder"]

@@ -33,11 +33,8 @@ FACTORS = ("p_find", "weak_scale", "conceded", "evidence_weight", "p_challenge_s
 
 
 def vary(params: SimulatorParams, **factors: float) -> SimulatorParams:
-    """``params`` with the named factors set (see the module docstring); unknown names raise.
-
-    ``conceded=c`` sets ``reply_weak.conceded = c`` and scales answered/partial/dropped by
-    ``(1 - c) / (1 - conceded_before)`` so they keep their ratios and the four still sum to 1.
-    """
+    """``params`` with the named factors set (module docstring); ``conceded=c`` scales the other
+    ``reply_weak`` labels by ``(1 - c) / (1 - conceded_before)``. Unknown names raise."""
     unknown = sorted(set(factors) - set(FACTORS))
     if unknown:
         raise ValueError(f"unknown factor(s) {unknown}; known: {list(FACTORS)}")

@@ -14,8 +14,7 @@ SIMULATOR_ONLY = ("mechanism_key", "paper_rates")
 
 
 def rules_for(names: Sequence[str], llm: bool) -> list[str]:
-    """The rules a chapter can apply: ``names`` for simulator runs; for LLM runs (no canonical ids)
-    without ``SIMULATOR_ONLY`` and with ``llm``."""
+    """``names`` for simulator runs; for LLM runs without ``SIMULATOR_ONLY`` and with ``llm``."""
     if not llm:
         return list(names)
     return [n for n in names if n not in SIMULATOR_ONLY] + ([] if "llm" in names else ["llm"])
