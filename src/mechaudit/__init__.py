@@ -1,10 +1,8 @@
 """mechaudit: audit pairwise mechanism-equivalence judgments and blind tau-calibrated scoring.
 
 The names a researcher needs are available from the package itself (``mechaudit.load_benchmark``,
-``mechaudit.TfidfRule``, ``mechaudit.permutation_test``, ...); each is defined in, and documented
-with, its home module (``mechaudit.schema``, ``mechaudit.rules``, ...). They are imported on first
-use, so ``import mechaudit`` stays cheap: it imports neither the models (torch,
-sentence-transformers) nor pandas.
+``mechaudit.TfidfRule``, ...), documented in their home modules and imported on first use, so
+``import mechaudit`` loads neither the models (torch) nor pandas.
 """
 
 from __future__ import annotations
@@ -19,64 +17,32 @@ __version__ = "0.1.0"
 install_moved_modules()  # the old paths of modules that moved into packages import for one release
 
 #: Public name -> home module. The book's API reference lists the same names.
-_EXPORTS: dict[str, str] = {
+_EXPORTS: dict[str, str] = {name: home for home, names in (
     # data model and loaders
-    "DataError": "mechaudit.schema",
-    "Step": "mechaudit.schema",
-    "Hypothesis": "mechaudit.schema",
-    "Instance": "mechaudit.schema",
-    "Vocabulary": "mechaudit.schema",
-    "Benchmark": "mechaudit.schema",
-    "load_benchmark": "mechaudit.schema",
-    "load_hypotheses": "mechaudit.schema",
-    "load_instances": "mechaudit.schema",
-    "load_vocabulary": "mechaudit.schema",
-    "hypothesis_text": "mechaudit.schema",
-    "mechanism_key": "mechaudit.schema",
+    ("mechaudit.schema", ("DataError", "Step", "Hypothesis", "Instance", "Vocabulary", "Benchmark",
+                          "load_benchmark", "load_hypotheses", "load_instances", "load_vocabulary", "hypothesis_text",
+                          "mechanism_key")),
     # controlled perturbations
-    "KINDS": "mechaudit.perturb",
-    "PerturbationError": "mechaudit.perturb",
-    "make_suite": "mechaudit.perturb",
-    "load_suite": "mechaudit.perturb",
-    "write_suite": "mechaudit.perturb",
-    "suite_path": "mechaudit.perturb",
-    "available_suites": "mechaudit.perturb",
-    "load_rewrites": "mechaudit.reworded",
-    "reworded_suite": "mechaudit.reworded",
+    ("mechaudit.perturb", ("KINDS", "PerturbationError", "make_suite", "load_suite", "write_suite", "suite_path",
+                           "available_suites")),
+    ("mechaudit.reworded", ("load_rewrites", "reworded_suite")),
     # equivalence rules and their audit tables
-    "Rule": "mechaudit.rules",
-    "TfidfRule": "mechaudit.rules",
-    "EmbeddingRule": "mechaudit.rules",
-    "ReferenceJudge": "mechaudit.rules",
-    "LLMJudge": "mechaudit.rules",
-    "decisions_table": "mechaudit.rules.audit",
-    "percent_different": "mechaudit.rules.audit",
+    ("mechaudit.rules", ("Rule", "TfidfRule", "EmbeddingRule", "ReferenceJudge", "LLMJudge")),
+    ("mechaudit.rules.audit", ("decisions_table", "percent_different")),
     # run divergence, diversity, agreement
-    "run_divergence": "mechaudit.divergence",
-    "divergence_matrix": "mechaudit.divergence",
-    "extra_divergence": "mechaudit.divergence",
-    "permutation_test": "mechaudit.divergence",
-    "PermutationResult": "mechaudit.divergence",
-    "group": "mechaudit.diversity",
-    "n_groups": "mechaudit.diversity",
-    "vendi_score": "mechaudit.diversity",
-    "raw_agreement": "mechaudit.agreement",
-    "cohen_kappa": "mechaudit.agreement",
-    "flip_rate": "mechaudit.agreement",
-    "agreement_table": "mechaudit.agreement",
+    ("mechaudit.divergence", ("run_divergence", "divergence_matrix", "extra_divergence", "permutation_test",
+                              "PermutationResult")),
+    ("mechaudit.diversity", ("group", "n_groups", "vendi_score")),
+    ("mechaudit.agreement", ("raw_agreement", "cohen_kappa", "flip_rate", "agreement_table")),
     # blind tau-calibrated scoring
-    "infer_score": "mechaudit.tau",
-    "fit_tau": "mechaudit.tau",
-    "score10_from_review_stats": "mechaudit.tau",
+    ("mechaudit.tau", ("infer_score", "fit_tau", "score10_from_review_stats")),
     # the proposer/critic workflow simulator
-    "simulate": "mechaudit.workflow",
-    "load_design": "mechaudit.workflow",
+    ("mechaudit.workflow", ("simulate", "load_design")),
     # backends
-    "Backend": "mechaudit.backends",
+    ("mechaudit.backends", ("Backend",)),
     # one error style: expected failures raise MechauditError; warn prints a one-line warning
-    "MechauditError": "mechaudit.errors",
-    "warn": "mechaudit.errors",
-}
+    ("mechaudit.errors", ("MechauditError", "warn")),
+) for name in names}
 
 #: Modules and subpackages reachable as attributes (``mechaudit.rules``) without an explicit import.
 _SUBMODULES = frozenset({

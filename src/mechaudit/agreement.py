@@ -42,21 +42,14 @@ def raw_agreement(a, b) -> float:
 
 
 def flip_rate(a, b) -> float:
-    """Fraction of pairs whose decision changes from ``a`` to ``b`` (= 1 - raw agreement).
-
-    Use with ``a`` = first "ab" call and ``b`` = the "ba" call for the order-reversal flip rate, or
-    ``b`` = the repeated "ab" call for the repeat flip rate.
-    """
+    """Fraction of pairs whose decision changes from ``a`` to ``b`` (= 1 - raw agreement), e.g. from
+    the "ab" call to the "ba" call (order reversal) or to a repeated "ab" call."""
     return 1.0 - raw_agreement(a, b)
 
 
 def cohen_kappa(a, b) -> float:
-    """Cohen's kappa for two binary raters: ``(p_o - p_e) / (1 - p_e)``.
-
-    ``p_o`` is raw agreement, ``p_e = p_a p_b + (1 - p_a)(1 - p_b)`` with ``p_a``, ``p_b`` each
-    rater's rate of "same". NaN when ``p_e = 1`` (both raters constant and equal: kappa undefined),
-    as in scikit-learn.
-    """
+    """Cohen's kappa for two binary raters, ``(p_o - p_e) / (1 - p_e)``; NaN when chance agreement
+    ``p_e`` is 1 (both raters constant and equal), as in scikit-learn."""
     x, y = paired_valid(a, b)
     if x.size == 0:
         return float("nan")
@@ -77,61 +70,39 @@ def kappa_undefined(pairs: int | None = None) -> str:
 
 
 def agreement_table(decisions: Mapping[str, np.ndarray]) -> pd.DataFrame:
-    """Raw agreement and kappa for every unordered pair of named decision arrays.
-
-    Columns: method_a, method_b, n, raw_agreement, kappa (one row per pair of methods).
-    """
+    """Raw agreement and kappa for every unordered pair of named decision arrays: one row per pair,
+    columns method_a, method_b, n, raw_agreement, kappa."""
     names = list(decisions)
     rows = []
     for i, m in enumerate(names):
         for n in names[i + 1 :]:
             x, _ = paired_valid(decisions[m], decisions[n])
-            rows.append(
-                {
-                    "method_a": m,
-                    "method_b": n,
-                    "n": int(x.size),
-                    "raw_agreement": raw_agreement(decisions[m], decisions[n]),
-                    "kappa": cohen_kappa(decisions[m], decisions[n]),
-                }
-            )
+            rows.append({"method_a": m, "method_b": n, "n": int(x.size),
+                         "raw_agreement": raw_agreement(decisions[m], decisions[n]),
+                         "kappa": cohen_kappa(decisions[m], decisions[n])})
     return pd.DataFrame(rows, columns=["method_a", "method_b", "n", "raw_agreement", "kappa"])
 
 
-def threshold_sweep(
-    similarity: np.ndarray, thresholds: Iterable[float], others: Mapping[str, np.ndarray]
-) -> pd.DataFrame:
-    """Agreement of a thresholded similarity rule with other methods' decisions, per threshold.
-
-    ``similarity``: shape ``(n_pairs,)``; a pair is "same" iff similarity >= threshold.
-    ``others``: name -> decisions on the same pairs. One row per (threshold, other): threshold,
-    other, same_rate (of the thresholded rule), raw_agreement, kappa.
-    """
+def threshold_sweep(similarity: np.ndarray, thresholds: Iterable[float], others: Mapping[str, np.ndarray]
+                    ) -> pd.DataFrame:
+    """Agreement of "similarity >= threshold" (``similarity``: shape ``(n_pairs,)``) with each of
+    ``others`` (name -> decisions on the same pairs): one row per (threshold, other) with the
+    thresholded rule's same_rate, raw_agreement and kappa."""
     sim = np.asarray(similarity, dtype=float).ravel()
     rows = []
     for t in thresholds:
         same = sim >= float(t)
         for name, dec in others.items():
-            rows.append(
-                {
-                    "threshold": float(t),
-                    "other": name,
-                    "same_rate": float(same.mean()) if same.size else float("nan"),
-                    "raw_agreement": raw_agreement(same, dec),
-                    "kappa": cohen_kappa(same, dec),
-                }
-            )
+            rows.append({"threshold": float(t), "other": name,
+                         "same_rate": float(same.mean()) if same.size else float("nan"),
+                         "raw_agreement": raw_agreement(same, dec), "kappa": cohen_kappa(same, dec)})
     return pd.DataFrame(rows, columns=["threshold", "other", "same_rate", "raw_agreement", "kappa"])
 
 
 def complete_agreement_interval(similarity: np.ndarray, reference) -> tuple[float, float] | None:
-    """Thresholds at which "similarity >= t" agrees with ``reference`` on every pair, or None.
-
-    Complete agreement needs every pair the reference calls same to score above every pair it
-    calls different; then every ``t`` in ``(max different, min same]`` works and the interval's
-    ends are returned (``-inf``/``inf`` when one class is empty). Missing reference decisions are
-    dropped. This is exact over all real thresholds, not only over a sweep grid.
-    """
+    """The thresholds ``(max different, min same]`` at which "similarity >= t" agrees with
+    ``reference`` on every pair (``-inf``/``inf`` for an empty class; missing reference decisions
+    dropped), or None when no real threshold does."""
     sim = np.asarray(similarity, dtype=float).ravel()
     ref = pd.Series(np.asarray(reference, dtype=object).ravel())
     if len(ref) != len(sim):
@@ -148,12 +119,8 @@ def complete_agreement_interval(similarity: np.ndarray, reference) -> tuple[floa
 
 
 def verdict_matrix(decisions: Mapping[str, object]) -> pd.DataFrame:
-    """Decisions of several judges (e.g. models) on the same pairs as one table.
-
-    ``decisions``: name -> per-pair decisions (bool, 0/1, or None/NaN/NA for an undecided pair),
-    all of one length. Returns a models x pairs DataFrame of pandas nullable booleans (index: the
-    names in the given order; columns: pair position 0..n-1).
-    """
+    """Decisions of several judges on the same pairs (name -> per-pair bool, 0/1 or None/NaN for
+    undecided, all of one length) as a judges x pairs DataFrame of nullable booleans."""
     rows = {}
     n = None
     for name, values in decisions.items():
@@ -170,12 +137,8 @@ def verdict_matrix(decisions: Mapping[str, object]) -> pd.DataFrame:
 
 
 def model_agreement(verdicts: pd.DataFrame | Mapping[str, object]) -> pd.DataFrame:
-    """Raw agreement and Cohen's kappa for every pair of judges (the paper's App. D table).
-
-    ``verdicts``: a models x pairs table (:func:`verdict_matrix`) or a mapping accepted by it.
-    Pairs undecided by either judge of a comparison are left out of that comparison (``n``).
-    Columns: model_a, model_b, n, raw_agreement (fraction), kappa; one row per unordered pair.
-    """
+    """:func:`agreement_table` of judges (the paper's App. D table), columns model_a and model_b;
+    ``verdicts``: a :func:`verdict_matrix` or a mapping accepted by it."""
     matrix = verdicts if isinstance(verdicts, pd.DataFrame) else verdict_matrix(verdicts)
     if len(matrix) < 2:
         raise ValueError(f"agreement needs two or more judges; got {list(matrix.index)}")
@@ -192,13 +155,9 @@ def agreement_range(table: pd.DataFrame) -> dict[str, float]:
 
 
 def estimate_range(estimates: pd.DataFrame) -> pd.DataFrame:
-    """How far an estimate moves with the judge: per quantity, its range over models (Fig. 5).
-
-    ``estimates``: models (index) x quantities (columns), e.g. % of pairs judged different per
-    perturbation kind; NaN (not measured) is ignored. One row per quantity: low, high,
-    spread = high - low, n_models (with a value), model_low, model_high (first model at the
-    extreme; None when no model has a value).
-    """
+    """How far an estimate moves with the judge (Fig. 5): per quantity (column of the models x
+    quantities ``estimates``; NaN ignored) its low, high, spread, n_models with a value, and the
+    first model at each extreme (model_low, model_high)."""
     values = estimates.apply(pd.to_numeric, errors="raise").astype(float)
     rows = []
     for quantity in values.columns:
@@ -216,8 +175,6 @@ def estimate_range(estimates: pd.DataFrame) -> pd.DataFrame:
                         ).set_index("quantity")
 
 
-__all__ = [
-    "paired_valid", "raw_agreement", "flip_rate", "cohen_kappa", "kappa_undefined", "agreement_table",
-    "threshold_sweep", "complete_agreement_interval", "verdict_matrix", "model_agreement",
-    "agreement_range", "estimate_range",
-]
+__all__ = ["paired_valid", "raw_agreement", "flip_rate", "cohen_kappa", "kappa_undefined", "agreement_table",
+           "threshold_sweep", "complete_agreement_interval", "verdict_matrix", "model_agreement", "agreement_range",
+           "estimate_range"]

@@ -4,12 +4,8 @@
 - ``anthropic``: the real method through the Anthropic API (key from the environment only);
 - ``replay``: recorded answers only; a miss is an error.
 
-A name becomes a member once, where it enters: a chapter's parameters are parsed by
-``mechaudit.book.chapter.backend_of`` (``mechaudit execute`` checks them against ``CHOICES`` before
-any cell runs); ``get_client`` takes a name through :meth:`Backend.llm` and turns it into the client's
-cache policy.
-Library code below the book takes an LLM client (or None offline), not a backend.
-This module imports nothing heavy, so validating a name never loads the SDK.
+A name is parsed once, where it enters (a chapter's parameters, ``get_client``); library code below
+the book takes an LLM client (or None offline), not a backend. Nothing heavy is imported here.
 """
 
 from __future__ import annotations
@@ -40,19 +36,16 @@ class Backend(StrEnum):
         try:
             return cls(value)
         except ValueError:
-            raise BackendError(
-                f"field {field!r}: {value!r} is not a backend; choose one of {', '.join(CHOICES)}"
-            ) from None
+            raise BackendError(f"field {field!r}: {value!r} is not a backend; choose one of {', '.join(CHOICES)}"
+                               ) from None
 
     @classmethod
     def llm(cls, value: object, field: str = "backend") -> Backend:
         """``value`` as an LLM backend (anthropic or replay); ``BackendError`` otherwise."""
         backend = cls.parse(value, field)
         if not backend.is_llm:
-            raise BackendError(
-                f"field {field!r}: {value!r} is not an LLM backend; choose one of {', '.join(LLM_BACKENDS)} "
-                f"(the offline stand-ins are used with backend 'reference')"
-            )
+            raise BackendError(f"field {field!r}: {value!r} is not an LLM backend; choose one of "
+                               f"{', '.join(LLM_BACKENDS)} (the offline stand-ins are used with backend 'reference')")
         return backend
 
 

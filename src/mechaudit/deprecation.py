@@ -1,16 +1,14 @@
 """Calls of the previous release that still work for one release, each with a warning naming the new call.
 
-A function whose signature changed keeps its new signature (what ``inspect.signature``, the API
-snapshot and the API page show) and is wrapped by one of the decorators below, which turns an old
-call into the new one and warns once per process and function (``FutureWarning``, shown by
-default)::
+A function whose signature changed keeps its new signature (what the API snapshot and page show)
+and is wrapped by a decorator below that turns an old call into the new one, warning once per
+process and function (``FutureWarning``)::
 
     percent_different(decisions, kinds)      ->  percent_different(decisions, kinds=kinds)
     rubric_bars(pct, paper, backend="replay")  ->  rubric_bars(pct, paper, caption="Backend: replay")
 
 Every wrapped function is listed in :data:`DEPRECATED` (old call, new call), which the API page
-(``book/api.md``) shows; ``tests/test_deprecation.py`` checks both. The deprecated forms are
-removed in the release after the next.
+shows. The deprecated forms are removed in the release after the next.
 """
 
 from __future__ import annotations

@@ -5,32 +5,24 @@ Vocabulary used throughout:
 * A *run* is the sequence of hypotheses one workflow execution delivered. Only the attribute
   ``opening_id`` of a hypothesis is read here (the id of the fixed opening hypothesis it grew from).
 * *Matched pairs* of two runs: every cross pair of delivered hypotheses (one from each run) that
-  share an ``opening_id``. When a run delivers several hypotheses for one opening, all cross pairs
-  count (2 x 3 hypotheses give 6 pairs), so matching is not one-to-one. That counting rule is this
-  book's assumption, not the paper's stated method: the paper reports 4,863 matched pairs over 420
-  run pairs (about 11.6 per run pair with 5 openings) without saying how they were matched. The
-  book's workflow simulator assumes all cross pairs count and draws several hypotheses per opening
-  so that its density lands near that figure (``params/simulator.yaml``); the book's LLM workflow
-  (``mechaudit.workflow.agents``) develops one hypothesis per opening, which gives 5 matched pairs
-  per run pair, 2,100 for the same design.
-  Hypotheses with ``opening_id is None`` have no lineage and are never matched.
+  share an ``opening_id`` (``None`` never matches). All cross pairs count (2 x 3 hypotheses of one
+  opening give 6 pairs): the book's assumption, since the paper reports 4,863 matched pairs over
+  420 run pairs without saying how they were matched. The simulator draws several hypotheses per
+  opening to land near that density; the LLM workflow develops one per opening (2,100 pairs).
 * *Run divergence* of two runs: the fraction of their matched pairs that an equivalence rule judges
   to be different mechanisms (0 = all same, 1 = all different).
-* *Divergence matrix* of one instance: the symmetric run-by-run matrix of run divergences, zero
-  diagonal (a run is not compared with itself; the diagonal is ignored by every statistic here).
+* *Divergence matrix* of one instance: the symmetric run-by-run matrix of run divergences (zero
+  diagonal, ignored by every statistic here).
 * *Extra divergence* of two depths a and b: mean cross-depth run divergence minus mean same-depth
   run divergence, where the within-a and within-b run pairs are pooled into one mean.
-* *Counting as the paper does*: runs are counted per instance and depth (4 x 3 x 5 = 60); run pairs
-  are all unordered pairs of runs of one instance, across and within depths (4 x C(15, 2) = 420 =
-  4 x (3 same-depth x C(5, 2) + 3 cross-depth x 5 x 5) = 4 x (30 + 75)); matched pairs are summed
-  over those run pairs.
+* *Counting as the paper does*: runs per instance and depth (4 x 3 x 5 = 60); run pairs are all
+  unordered pairs of runs of one instance, across and within depths (4 x C(15, 2) = 420); matched
+  pairs are summed over those run pairs.
 
-The permutation test is exact: per instance it uses every split of the runs into groups of sizes
-``n_a`` and ``n_b`` (unordered when ``n_a == n_b``, because the statistic is then symmetric under
-swapping the groups: C(10, 5) / 2 = 126 for 5 + 5; otherwise C(n, n_a)), and the null distribution
-of the instance-averaged statistic is every combination of per-instance splits (126**4 for four
-instances). It is counted exactly by a meet-in-the-middle convolution of the per-instance value
-distributions, never by enumerating the combinations one by one.
+The permutation test is exact: per instance every split of the runs into groups of ``n_a`` and
+``n_b`` (unordered when equal, the statistic being symmetric: C(10, 5) / 2 = 126 for 5 + 5), and the
+null distribution is every combination of per-instance splits (126**4 for four instances), counted
+by a meet-in-the-middle convolution of the per-instance value distributions.
 """
 
 from __future__ import annotations
@@ -43,22 +35,9 @@ from typing import Any, NamedTuple, Protocol
 import numpy as np
 from tqdm import tqdm
 
-__all__ = [
-    "DesignCounts",
-    "PermutationResult",
-    "comparison_matrix",
-    "design_counts",
-    "divergence_matrix",
-    "exact_test_feasible",
-    "extra_divergence",
-    "matched_pairs",
-    "monte_carlo_permutation_test",
-    "permutation_test",
-    "run_divergence",
-    "same_depth_divergence",
-    "split_extras",
-    "split_memberships",
-]
+__all__ = ["DesignCounts", "PermutationResult", "comparison_matrix", "design_counts", "divergence_matrix",
+           "exact_test_feasible", "extra_divergence", "matched_pairs", "monte_carlo_permutation_test",
+           "permutation_test", "run_divergence", "same_depth_divergence", "split_extras", "split_memberships"]
 
 #: Largest number of distinct partial sums one half of the meet-in-the-middle may hold.
 MAX_HALF_SIZE = 20_000_000
@@ -74,14 +53,9 @@ Pair = tuple[Any, Any]
 
 
 class PermutationResult(NamedTuple):
-    """Result of :func:`permutation_test`.
-
-    - ``extra``: observed statistic, the mean over instances of per-instance extra divergence
-      (a fraction; multiply by 100 for percentage points).
-    - ``p_value``: exact two-sided p, the share of all split combinations whose ``|statistic|`` is
-      at least the observed ``|statistic|`` (float ties within a relative tolerance count as at least).
-    - ``n_partitions``: number of splits per instance (126 for 5 + 5 runs).
-    """
+    """Result of :func:`permutation_test`: ``extra``, the observed mean over instances of extra
+    divergence (a fraction; x100 for pp); ``p_value``, two-sided (ties within a relative tolerance
+    count as at least as extreme); ``n_partitions``, splits per instance (126 for 5 + 5 runs)."""
 
     extra: float
     p_value: float
@@ -100,11 +74,8 @@ class DesignCounts(NamedTuple):
 
 
 def matched_pairs(run_a: Sequence[HasOpening], run_b: Sequence[HasOpening]) -> list[Pair]:
-    """All cross pairs ``(h_a, h_b)`` of two runs whose hypotheses share an ``opening_id``.
-
-    Several hypotheses per opening give all their cross pairs (not a one-to-one matching).
-    Order: by position in ``run_a``, then by position in ``run_b``. ``opening_id=None`` never matches.
-    """
+    """All cross pairs ``(h_a, h_b)`` of two runs whose hypotheses share an ``opening_id`` (module
+    docstring), ordered by position in ``run_a``, then in ``run_b``."""
     by_opening: dict[str, list[Any]] = {}
     for h in run_b:
         if h.opening_id is not None:
@@ -113,12 +84,8 @@ def matched_pairs(run_a: Sequence[HasOpening], run_b: Sequence[HasOpening]) -> l
 
 
 def design_counts(runs_by_instance: Mapping[Any, Sequence[Sequence[HasOpening]]]) -> DesignCounts:
-    """Count runs, run pairs and matched pairs as the paper does.
-
-    ``runs_by_instance`` maps an instance to all its runs (every depth). Run pairs are all unordered
-    pairs of runs within an instance (same- and cross-depth), C(15, 2) = 105 per instance for
-    3 depths x 5 runs; matched pairs are summed over these run pairs.
-    """
+    """Count runs, run pairs and matched pairs as the paper does (module docstring);
+    ``runs_by_instance`` maps an instance to all its runs (every depth)."""
     n_runs = n_run_pairs = n_matched = 0
     for runs in runs_by_instance.values():
         n_runs += len(runs)
@@ -131,10 +98,8 @@ def design_counts(runs_by_instance: Mapping[Any, Sequence[Sequence[HasOpening]]]
 
 
 def run_divergence(same: np.ndarray) -> float:
-    """Fraction of matched pairs judged different, from a 1-D array of same-mechanism verdicts.
-
-    ``same`` holds booleans (or 0/1); an empty array or a non-binary value raises ``ValueError``.
-    """
+    """Fraction of matched pairs judged different, from a 1-D array of same-mechanism verdicts
+    (booleans or 0/1; an empty array or another value raises ``ValueError``)."""
     arr = np.asarray(same)
     if arr.ndim != 1:
         raise ValueError(f"same: expected a 1-D array of verdicts, got shape {arr.shape}")
@@ -147,19 +112,13 @@ def run_divergence(same: np.ndarray) -> float:
     return float(1.0 - arr.mean())
 
 
-def divergence_matrix(
-    runs: Sequence[Sequence[HasOpening]],
-    same_fn: Callable[[list[Pair]], np.ndarray] | Any,
-    progress: bool = False,
-) -> np.ndarray:
+def divergence_matrix(runs: Sequence[Sequence[HasOpening]], same_fn: Callable[[list[Pair]], np.ndarray] | Any,
+                      progress: bool = False) -> np.ndarray:
     """Symmetric run-by-run divergence matrix of one instance, shape ``(n_runs, n_runs)``.
 
-    ``same_fn`` is an equivalence rule (an object with ``same(pairs)``, as ``decisions_table``
-    takes) or a function ``same_fn(pairs) -> bool array``; it is called once over the
-    matched pairs of all run pairs (batched). Entry ``[i, j]`` is the run divergence of runs i, j;
-    the diagonal is 0. A run pair without matched pairs raises ``ValueError``. A float verdict
-    array may hold NaN for a pair without a verdict (an undecided LLM judge pair): it is left out
-    of its run pair's divergence.
+    ``same_fn``: an equivalence rule (with ``same(pairs)``) or a function ``pairs -> bool array``,
+    called once on the matched pairs of all run pairs; a float verdict may be NaN (undecided: left
+    out). A run pair without matched pairs raises ``ValueError``.
     """
     n = len(runs)
     index = list(combinations(range(n), 2))
@@ -181,6 +140,19 @@ def divergence_matrix(
         v = verdicts[lo:hi]
         D[i, j] = D[j, i] = run_divergence(v[~np.isnan(v)] if v.dtype.kind == "f" else v)
     return D
+
+
+def _check_instances(Ds: Sequence[np.ndarray]) -> None:
+    if len(Ds) == 0:
+        raise ValueError("Ds: no instance matrices")
+    shapes = {np.shape(D) for D in Ds}
+    if len(shapes) != 1:
+        raise ValueError(f"Ds: all instance matrices must have one shape, got {sorted(shapes)}")
+
+
+def _n_splits(n: int, n_a: int) -> int:
+    """Distinct splits of ``n`` runs into ``n_a`` + ``n - n_a`` (unordered when the sizes are equal)."""
+    return comb(n, n_a) // (2 if 2 * n_a == n else 1)
 
 
 def _check_matrix(D: np.ndarray, n_a: int, name: str = "D") -> np.ndarray:
@@ -217,16 +189,21 @@ def extra_divergence(D: np.ndarray, n_a: int) -> float:
     return float(cross - within.mean())
 
 
+def _with_depths(D: np.ndarray, depths: Sequence[Any]) -> tuple[np.ndarray, np.ndarray]:
+    D = np.asarray(D, dtype=float)
+    depths = np.asarray(depths)
+    if D.shape != (len(depths), len(depths)):
+        raise ValueError(f"D shape {D.shape} does not match {len(depths)} depths")
+    return D, depths
+
+
 def same_depth_divergence(D: np.ndarray, depths: Sequence[Any]) -> dict[Any, float]:
     """Mean run divergence over same-depth run pairs, per depth (Fig. 2, left panel).
 
     ``D``: ``(n, n)`` divergence matrix of one instance; ``depths[i]`` the depth of run i. Depths with
     fewer than two runs are left out.
     """
-    D = np.asarray(D, dtype=float)
-    depths = np.asarray(depths)
-    if D.shape != (len(depths), len(depths)):
-        raise ValueError(f"D shape {D.shape} does not match {len(depths)} depths")
+    D, depths = _with_depths(D, depths)
     out: dict[Any, float] = {}
     for d in dict.fromkeys(depths.tolist()):
         idx = np.flatnonzero(depths == d)
@@ -242,10 +219,7 @@ def comparison_matrix(D: np.ndarray, depths: Sequence[Any], a: Any, b: Any) -> t
     Returns ``(D_ab, n_a)`` ready for :func:`extra_divergence` and :func:`permutation_test`
     (e.g. a 15 x 15 matrix of depths {0, 1, 5} gives a 10 x 10 matrix and n_a = 5 for 0 vs 1).
     """
-    D = np.asarray(D, dtype=float)
-    depths = np.asarray(depths)
-    if D.shape != (len(depths), len(depths)):
-        raise ValueError(f"D shape {D.shape} does not match {len(depths)} depths")
+    D, depths = _with_depths(D, depths)
     idx_a, idx_b = np.flatnonzero(depths == a), np.flatnonzero(depths == b)
     if len(idx_a) == 0 or len(idx_b) == 0:
         raise ValueError(f"depth comparison {a} vs {b}: no runs at depth {a if len(idx_a) == 0 else b}")
@@ -257,12 +231,8 @@ def comparison_matrix(D: np.ndarray, depths: Sequence[Any], a: Any, b: Any) -> t
 
 
 def split_memberships(n: int, n_a: int) -> np.ndarray:
-    """All splits of ``n`` runs into groups of sizes ``n_a`` and ``n - n_a``, shape ``(s, n)`` bool.
-
-    Row r marks the group-a runs of split r. The first row is the observed split (runs 0..n_a-1).
-    With equal sizes only unordered splits are listed (run 0 always in group a): C(n, n/2) / 2,
-    126 for 5 + 5; otherwise all C(n, n_a).
-    """
+    """All splits of ``n`` runs into groups of ``n_a`` and ``n - n_a``, shape ``(s, n)`` bool (row r:
+    the group-a runs of split r; row 0 the observed split; equal sizes: run 0 always in group a)."""
     pool = range(1, n) if 2 * n_a == n else range(n)
     fixed = (0,) if 2 * n_a == n else ()
     chosen = [fixed + c for c in combinations(pool, n_a - len(fixed))]
@@ -300,10 +270,8 @@ def _convolve_all(dists: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarra
     v, c = np.zeros(1), np.ones(1, dtype=np.int64)
     for dv, dc in dists:
         if len(v) * len(dv) > MAX_HALF_SIZE:
-            raise ValueError(
-                f"exact null distribution too large ({len(v) * len(dv)} partial sums in one half); "
-                "use fewer instances per test"
-            )
+            raise ValueError(f"exact null distribution too large ({len(v) * len(dv)} partial sums in one half); "
+                             "use fewer instances per test")
         v, c = _distribution(np.add.outer(v, dv).ravel(), np.multiply.outer(c, dc).ravel())
     return v, c
 
@@ -311,18 +279,12 @@ def _convolve_all(dists: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarra
 def permutation_test(Ds: Sequence[np.ndarray], n_a: int, rtol: float = 1e-12) -> PermutationResult:
     """Exact two-sided permutation test of instance-averaged extra divergence (paper App. A).
 
-    ``Ds``: one ``(n, n)`` divergence matrix per instance, all the same shape, first ``n_a`` runs at
-    depth a. Null distribution: every combination of per-instance splits (``n_partitions ** k``
-    combinations), counted exactly by meet-in-the-middle: the per-instance split values are
-    convolved into two halves of partial sums, and for each left sum the right sums with
-    ``|left + right| >= |observed| - tol`` are counted with ``np.searchsorted``. Float ties:
-    ``tol = rtol * max(1, sum_i max_s |extra_i(s)|)`` on the sum scale.
+    ``Ds``: one ``(n, n)`` divergence matrix per instance, all one shape, first ``n_a`` runs at depth
+    a. The split values are convolved into two halves of partial sums; for each left sum the right
+    sums with ``|left + right| >= |observed| - tol`` are counted with ``np.searchsorted``, where
+    ``tol = rtol * max(1, sum_i max_s |extra_i(s)|)``.
     """
-    if len(Ds) == 0:
-        raise ValueError("Ds: no instance matrices")
-    shapes = {np.shape(D) for D in Ds}
-    if len(shapes) != 1:
-        raise ValueError(f"Ds: all instance matrices must have one shape, got {sorted(shapes)}")
+    _check_instances(Ds)
     per_instance = [split_extras(D, n_a) for D in Ds]
     observed_sum = float(sum(e[0] for e in per_instance))
     k = len(per_instance)
@@ -351,34 +313,21 @@ def permutation_test(Ds: Sequence[np.ndarray], n_a: int, rtol: float = 1e-12) ->
 
 
 def exact_test_feasible(n: int, n_a: int, k: int, limit: int = MAX_HALF_SIZE) -> bool:
-    """Whether :func:`permutation_test` counts ``k`` instances of ``n`` runs (``n_a`` at depth a)
-    with at most ``limit`` partial sums per half (a bound: tied values only shrink the halves).
-
-    With the default limit: True for the paper's 4 x (5 + 5) (126**2 per half), False for 8 x (5 + 5)
-    or 4 x (10 + 10). A smaller ``limit`` (e.g. 20,000) keeps only the fast cases (milliseconds).
-    """
-    splits = comb(n, n_a) // (2 if 2 * n_a == n else 1)
-    return splits ** ((k + 1) // 2) <= limit
+    """Whether :func:`permutation_test` counts ``k`` instances of ``n`` runs (``n_a`` at depth a) with
+    at most ``limit`` partial sums per half: True for the paper's 4 x (5 + 5), False for 8 x (5 + 5)."""
+    return _n_splits(n, n_a) ** ((k + 1) // 2) <= limit
 
 
 def monte_carlo_permutation_test(Ds: Sequence[np.ndarray], n_a: int, n_resamples: int = 999,
                                  seed: int = 0, rtol: float = 1e-12, chunk: int = 2000) -> PermutationResult:
     """Monte Carlo version of :func:`permutation_test` for designs too large to count exactly.
 
-    Same statistic (mean over instances of per-instance extra divergence) and the same null (each
-    instance's runs split at random into groups of ``n_a`` and ``n - n_a``, instances independently),
-    but ``n_resamples`` random split combinations drawn with ``numpy.random.default_rng(seed)``
-    instead of all of them. Two-sided ``p = (1 + hits) / (n_resamples + 1)``, where ``hits`` counts
-    resamples with ``|statistic| >= |observed| - tol`` (``tol`` as in :func:`permutation_test`); with
-    the observed split counted once this p is a valid test at every level. Memory is bounded by
-    evaluating ``chunk`` resamples at a time. ``n_partitions``: distinct splits per instance, as in
-    the exact test.
+    Same statistic and null, but ``n_resamples`` random split combinations drawn with
+    ``numpy.random.default_rng(seed)``, ``chunk`` at a time (bounded memory). Two-sided
+    ``p = (1 + hits) / (n_resamples + 1)``, ``hits`` counting resamples with ``|statistic| >=
+    |observed| - tol``: with the observed split counted once, a valid test at every level.
     """
-    if len(Ds) == 0:
-        raise ValueError("Ds: no instance matrices")
-    shapes = {np.shape(D) for D in Ds}
-    if len(shapes) != 1:
-        raise ValueError(f"Ds: all instance matrices must have one shape, got {sorted(shapes)}")
+    _check_instances(Ds)
     if isinstance(n_resamples, bool) or not isinstance(n_resamples, (int, np.integer)) or n_resamples < 1:
         raise ValueError(f"n_resamples: expected an int >= 1, got {n_resamples!r}")
     D = np.stack([_check_matrix(D, n_a, f"Ds[{i}]") for i, D in enumerate(Ds)])  # (k, n, n)
@@ -402,5 +351,4 @@ def monte_carlo_permutation_test(Ds: Sequence[np.ndarray], n_a: int, n_resamples
     sums = np.concatenate(stats)
     tol = rtol * max(1.0, float(np.abs(observed).sum()), float(np.abs(sums).max()))
     hits = int(np.count_nonzero(np.abs(sums) >= abs(observed_sum) - tol))
-    n_partitions = comb(n, n_a) // (2 if 2 * n_a == n else 1)
-    return PermutationResult(observed_sum / k, (1 + hits) / (n_resamples + 1), n_partitions)
+    return PermutationResult(observed_sum / k, (1 + hits) / (n_resamples + 1), _n_splits(n, n_a))

@@ -3,25 +3,16 @@
 Grouping turns pairwise same/different verdicts into groups of hypotheses, and the number of
 groups is the measured diversity. Two readings of the same verdicts:
 
-* ``components``: connected components of the "same" graph. Sameness is treated as transitive, so a
-  chain a~b~c joins a and c even when a and c were judged different (the most lumping reading).
-  Works on sparse graphs of any size (``scipy.sparse.csgraph.connected_components``).
-* ``complete``: complete-linkage clustering on the distance ``1 - same`` cut at 0.5, so a group only
-  forms when all its members are pairwise "same" (a clique; the most splitting reading of the two).
-  Needs the dense ``n x n`` matrix (``scipy.cluster.hierarchy``); ties are merged in scipy's order.
-  Memory grows as ``n**2`` (about 12 bytes a pair at the peak), so ``group`` refuses more than
-  ``COMPLETE_MAX_N`` hypotheses with that method.
+* ``components``: connected components of the "same" graph: sameness is transitive, so a~b~c joins
+  a and c even when they were judged different (the most lumping reading); sparse, any size.
+* ``complete``: complete-linkage clustering on ``1 - same`` cut at 0.5: a group forms only when all
+  its members are pairwise "same" (the most splitting reading); dense ``n**2`` memory, so at most
+  ``COMPLETE_MAX_N`` hypotheses.
 
-For large sets the "same" graph itself is the problem: at 50,000 recombined hypotheses a quarter of
-all pairs can be edges. ``components_from_blocks`` therefore takes the graph as a stream of row
-blocks (as ``TfidfRule.same_blocks`` / ``EmbeddingRule.same_blocks`` produce them) and merges
-components block by block (a vectorised union-find over component labels), so no edge list is
-ever held: memory is one block plus ``O(n)``.
-
-The Vendi score (Friedman & Dieng) is a continuous diversity: the exponential of the Shannon
-entropy of the eigenvalues of ``K / n`` for an ``n x n`` similarity matrix ``K`` with unit diagonal.
-It equals ``n`` for the identity (all different) and 1 for the all-ones matrix (all the same); for a
-block matrix of a grouping it equals ``exp`` of the entropy of the group shares.
+``components_from_blocks`` takes the graph as a stream of row blocks (``*Rule.same_blocks``) and
+merges components block by block, so no edge list is held (at 50,000 hypotheses a quarter of all
+pairs can be edges). The Vendi score (Friedman & Dieng) is a continuous diversity, from ``n`` for
+all different to 1 for all the same.
 """
 
 from __future__ import annotations
@@ -35,15 +26,8 @@ from scipy.cluster.hierarchy import fcluster, linkage
 from scipy.sparse.csgraph import connected_components
 from scipy.spatial.distance import squareform
 
-__all__ = [
-    "COMPLETE_MAX_N",
-    "components_from_blocks",
-    "group",
-    "n_groups",
-    "vendi_score",
-    "vendi_score_from_features",
-    "vendi_score_from_labels",
-]
+__all__ = ["COMPLETE_MAX_N", "components_from_blocks", "group", "n_groups", "vendi_score",
+           "vendi_score_from_features", "vendi_score_from_labels"]
 
 Method = Literal["components", "complete"]
 
@@ -77,13 +61,9 @@ def _dense_verdicts(same: np.ndarray) -> np.ndarray:
 
 
 def group(same: np.ndarray | sp.spmatrix | sp.sparray, method: Method = "components") -> np.ndarray:
-    """Group labels, shape ``(n,)`` int, numbered 0.. in order of first appearance.
-
-    ``same``: ``n x n`` same-mechanism verdicts, a dense bool (or 0/1) array or a scipy sparse
-    matrix whose stored non-zeros are the "same" edges. The diagonal is ignored.
-    ``components``: an edge in either direction joins (asymmetric verdicts are allowed).
-    ``complete``: verdicts must be symmetric; a sparse input is densified (``n**2`` memory).
-    """
+    """Group labels, shape ``(n,)`` int, numbered 0.. in order of first appearance, from ``n x n``
+    same-mechanism verdicts (dense bool or 0/1, or sparse with the "same" edges stored; diagonal
+    ignored). ``components``: an edge in either direction joins; ``complete``: symmetric verdicts."""
     _check_square(same)
     n = same.shape[0]
     if n == 0:
@@ -115,15 +95,9 @@ def group(same: np.ndarray | sp.spmatrix | sp.sparray, method: Method = "compone
 
 
 def components_from_blocks(blocks: Iterable[tuple[int, sp.spmatrix | sp.sparray]], n: int) -> np.ndarray:
-    """Connected components of a "same" graph given as row blocks; labels as ``group`` returns them.
-
-    ``blocks``: ``(first row, B)`` with ``B`` a sparse ``(rows, n)`` matrix whose stored non-zeros
-    are the edges of those rows (any subset of rows, in any order; an edge in either direction
-    joins). Each block's edges are mapped to the current component labels, the components among
-    those labels are found with ``scipy.sparse.csgraph.connected_components`` and every node's label
-    is updated through a lookup table: ``O(n + edges in the block)`` time per block, ``O(n)`` memory
-    between blocks. Equals ``group(full graph, "components")``.
-    """
+    """``group(full graph, "components")`` of a "same" graph given as row blocks ``(first row, B)``,
+    ``B`` a sparse ``(rows, n)`` matrix of those rows' edges (any rows, any order): each block's
+    edges join the current component labels, ``O(n + edges)`` time per block, ``O(n)`` memory."""
     if n < 0:
         raise ValueError(f"n must be >= 0; got {n}")
     labels = np.arange(n, dtype=np.int64)  # every node holds the smallest node id of its component
@@ -163,21 +137,15 @@ def _entropy_exp(p: np.ndarray) -> float:
 
 def _vendi_from_eigenvalues(eigenvalues: np.ndarray, atol: float) -> float:
     if eigenvalues.min(initial=0.0) < -atol:
-        raise ValueError(
-            f"K is not positive semidefinite (eigenvalue {eigenvalues.min():.3g} of K/n); "
-            "the Vendi score needs a PSD similarity"
-        )
+        raise ValueError(f"K is not positive semidefinite (eigenvalue {eigenvalues.min():.3g} of K/n); "
+                         "the Vendi score needs a PSD similarity")
     return _entropy_exp(np.clip(eigenvalues, 0.0, None))
 
 
 def vendi_score(K: np.ndarray, atol: float = 1e-8) -> float:
-    """Vendi score of a symmetric PSD similarity matrix ``K`` (``n x n``, unit diagonal).
-
-    ``exp(-sum_i l_i log l_i)`` over the eigenvalues ``l_i`` of ``K / n`` (they sum to 1).
-    Ranges from 1 (all items identical) to ``n`` (all orthogonal). Eigenvalues below ``-atol``
-    raise ``ValueError`` (a non-transitive boolean "same" matrix is often not PSD: use
-    :func:`vendi_score_from_labels` on a grouping instead).
-    """
+    """Vendi score ``exp(-sum_i l_i log l_i)`` over the eigenvalues ``l_i`` of ``K / n``, for a
+    symmetric PSD similarity ``K`` (``n x n``, unit diagonal). Eigenvalues below ``-atol`` raise
+    ``ValueError`` (a boolean "same" matrix is often not PSD: use :func:`vendi_score_from_labels`)."""
     K = np.asarray(K, dtype=float)
     _check_square(K, "K")
     n = K.shape[0]
@@ -193,12 +161,9 @@ def vendi_score(K: np.ndarray, atol: float = 1e-8) -> float:
 
 
 def vendi_score_from_features(X: np.ndarray, atol: float = 1e-8) -> float:
-    """Vendi score of the cosine-similarity kernel of ``n`` feature rows ``X`` (``n x d``).
-
-    Rows are L2-normalised, so ``K = X X^T`` has unit diagonal; the non-zero eigenvalues of
-    ``K / n`` equal those of the ``d x d`` matrix ``X^T X / n``, so no ``n x n`` matrix is built
-    (e.g. 20,000 sentence embeddings of dimension 384). A zero row raises ``ValueError``.
-    """
+    """Vendi score of the cosine-similarity kernel of ``n`` feature rows ``X`` (``n x d``, no zero
+    row), from the eigenvalues of the ``d x d`` matrix ``X^T X / n`` of the normalised rows (no
+    ``n x n`` matrix is built)."""
     X = np.asarray(X, dtype=float)
     if X.ndim != 2 or X.shape[0] == 0:
         raise ValueError(f"X: expected a non-empty n x d feature matrix, got shape {X.shape}")
@@ -212,11 +177,8 @@ def vendi_score_from_features(X: np.ndarray, atol: float = 1e-8) -> float:
 
 
 def vendi_score_from_labels(labels: np.ndarray) -> float:
-    """Vendi score of a grouping: ``exp`` of the entropy of the group shares.
-
-    Equals :func:`vendi_score` of the block matrix ``K[i, j] = labels[i] == labels[j]``
-    (the effective number of groups: k equal groups give k).
-    """
+    """Vendi score of a grouping, ``exp`` of the entropy of the group shares: :func:`vendi_score` of
+    ``K[i, j] = labels[i] == labels[j]`` (k equal groups give k)."""
     labels = np.asarray(labels)
     if labels.size == 0:
         raise ValueError("labels: empty, Vendi score undefined")

@@ -1,17 +1,11 @@
 """Critique engagement (paper §5.1, App. E.1): was each critic demand answered, conceded,
 partially addressed or dropped in the proposer's reply?
 
-- ``anthropic`` / ``replay``: an LLM judge (``claude-opus-4-6``, temperature 0) reads one
-  challenge (all numbered demands of one critique round against one hypothesis) with the
-  proposer's replies and returns one label per demand as JSON.
-- ``reference``: the simulator decides each reply's engagement itself, so its own log is the label;
-  there is nothing to judge offline and no judge error (say so wherever these labels are shown).
-
-Labels (definitions in our words, following App. E.1): *answered*: the reply takes the demand up
-and gives a reason, evidence or an explicit ground for not complying; *conceded*: the reply
-withdraws, corrects or weakens the challenged claim; *partial*: the reply takes the demand up but
-leaves part of it unmet; *dropped*: the reply does not take the demand up. The judge rates
-engagement only, not who is scientifically right.
+With an LLM client, a judge (``claude-opus-4-6``, temperature 0) reads one challenge (the numbered
+demands of one critique round against one hypothesis) with the proposer's replies and labels each
+demand (answered, conceded, partial, dropped: defined, in our words after App. E.1, in
+``JUDGE_SYSTEM``). Offline the simulator decides each reply's engagement itself, so its log is the
+label: there is no judge error (say so wherever these labels are shown).
 """
 
 from __future__ import annotations
@@ -81,14 +75,10 @@ def judge_request(challenge: pd.DataFrame, model: str = JUDGE_MODEL) -> LLMReque
 
 def label_demands(runs: Sequence[Run], client, model: str = JUDGE_MODEL,
                   progress: bool = False, json_retries: int = 2) -> pd.DataFrame:
-    """``demands_frame(runs)`` with the engagement label per demand in column ``label``.
-
-    ``client`` None: the simulator's own label (every run must be a simulator run); else the LLM
-    judge through ``client`` (a ``mechaudit.llm.LLMClient``). A judge reply still invalid
-    after ``json_retries`` repair requests leaves its challenge's demands unlabelled (``label``
-    None) with the error in column ``excluded``: they are left out of every share and counted by
-    :func:`excluded_challenges`; a larger ``json_retries`` asks again for exactly those. Column
-    ``label_source`` says where the labels come from.
+    """``demands_frame(runs)`` with the engagement label per demand in column ``label``, from the
+    simulator's log (``client`` None; simulator runs only) or the LLM judge through ``client``; column
+    ``label_source`` says which. A reply still invalid after ``json_retries`` repairs leaves its
+    challenge unlabelled, the error in column ``excluded`` (:func:`excluded_challenges`).
     """
     df = demands_frame(runs)
     if check_client(client) is None:
@@ -125,10 +115,8 @@ def excluded_challenges(labelled: pd.DataFrame) -> pd.DataFrame:
 
 
 def engagement_table(labelled: pd.DataFrame, by: str | None = None) -> pd.DataFrame:
-    """Counts and shares (%) of the four labels, overall or per value of column ``by``.
-
-    Columns: [by], label, count, pct.
-    """
+    """Counts and shares (%) of the four labels, overall or per value of column ``by``: columns
+    [by], label, count, pct."""
     labelled = labelled[labelled["label"].notna()]  # excluded (unlabelled) demands count nowhere
     keys = [by] if by else []
     counts = labelled.groupby(keys + ["label"]).size() if keys else labelled.groupby("label").size()

@@ -1,12 +1,9 @@
 """One error style for every expected failure: ``FILE:LINE: field 'x': what is wrong``.
 
-``MechauditError`` carries where the problem is (``file``, ``line``, ``field``; each optional) and
-what is wrong. Loaders and validators raise it (``schema.DataError`` and
-``book.params.ParameterError`` are subclasses, and ``ValueError``s too, so older ``except
-ValueError`` code keeps working). The command line (``mechaudit.cli.main``) turns it, and the
-other expected failures below, into one stderr line ``mechaudit: error: <message>`` and exit
-code 1; ``--debug`` shows the traceback instead. ``warn`` prints the one-line warning for
-deliberate but unusual choices (duplicate pairs, empty inputs).
+``MechauditError`` (a ``ValueError``) carries where the problem is (``file``, ``line``, ``field``;
+each optional) and what is wrong. The command line turns it, and the other expected failures, into
+one stderr line ``mechaudit: error: <message>`` and exit code 1 (``--debug``: the traceback).
+``warn`` prints the one-line warning for deliberate but unusual choices.
 """
 
 from __future__ import annotations

@@ -1,26 +1,10 @@
 """The benchmark's data model: vocabulary entities, causal steps, hypotheses, instances.
 
-Objects
--------
-- ``Entity``: one vocabulary entry (an entity or event a causal chain can pass through) with a
-  type, a canonical name and biological aliases.
-- ``Vocabulary``: all entities, indexed by id and by type, with a name index for finding marked
-  mentions in plain text (``mechaudit.render``).
-- ``Step(id, text)``: one link of a causal chain; ``id`` is a vocabulary id, ``text`` its surface
-  form in this hypothesis.
-- ``Hypothesis``: statement, mechanistic explanation and causal chain (``chain[0]`` the initiating
-  event, ``chain[-1]`` the terminal finding). Optional ``template`` holds the same texts with marked
-  entity mentions (``{ID}``) and at least one explanation phrasing, so that perturbations can
-  re-render names and swap entities.
-- ``Instance``: an experimental finding with its evidence pack and its opening hypotheses.
-- ``Benchmark``: instances, vocabulary and hypotheses together (``mechaudit.schema.load_benchmark``).
-
-Compared text
--------------
-Every equivalence rule compares the same three fields, joined by ``hypothesis_text``:
-``statement + "\\n" + explanation + "\\n" + " -> ".join(step texts)``.
-
-Reading and checking files is ``mechaudit.schema``'s job; this module does no I/O.
+A ``Hypothesis`` has a statement, a mechanistic explanation and a causal chain of ``Step``s
+(``chain[0]`` the initiating event, ``chain[-1]`` the terminal finding), each naming an ``Entity``
+of the ``Vocabulary``; its optional ``template`` marks entity mentions (``{ID}``) so that
+perturbations can re-render names and swap entities. Every equivalence rule compares the text
+``hypothesis_text`` joins. Reading and checking files is ``mechaudit.schema``'s job; this module does no I/O.
 """
 
 from __future__ import annotations
@@ -115,10 +99,8 @@ class Hypothesis(BaseModel):
     """A mechanism hypothesis about one instance's finding.
 
     ``run``/``depth``/``opening_id`` are set for workflow outputs (``depth`` = critique rounds).
-    Benchmark extras: ``mechanism`` labels hypotheses that describe the same mechanism at possibly
-    different levels of detail (same initiating event and essential route; their chains may be
-    sub-sequences of one another); ``near_duplicate_of`` names a hypothesis that shares most of the
-    wording but differs in exactly one causal component; ``template`` holds marked texts.
+    ``mechanism`` labels hypotheses of the same mechanism (same initiating event and route, maybe in
+    less detail); ``near_duplicate_of`` names one that differs in exactly one causal component.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -137,8 +119,6 @@ class Hypothesis(BaseModel):
     @field_validator("chain")
     @classmethod
     def _chain_length(cls, chain: list[Step]) -> list[Step]:
-        if not chain:
-            raise ValueError("chain is empty")
         if len(chain) < MIN_CHAIN:
             raise ValueError(f"chain has {len(chain)} steps; at least {MIN_CHAIN} are required")
         return chain
@@ -146,18 +126,13 @@ class Hypothesis(BaseModel):
     @model_validator(mode="after")
     def _template_shape(self) -> Hypothesis:
         if self.template is not None and len(self.template.chain) != len(self.chain):
-            raise ValueError(
-                f"template.chain has {len(self.template.chain)} steps, chain has {len(self.chain)}"
-            )
+            raise ValueError(f"template.chain has {len(self.template.chain)} steps, chain has {len(self.chain)}")
         return self
 
 
 class Instance(BaseModel):
-    """An experimental finding (the terminal outcome) with evidence and opening hypotheses.
-
-    ``openings`` are ids of hypotheses in the hypotheses file (at least one; the shipped benchmark
-    and the paper's design have five per instance).
-    """
+    """An experimental finding (the terminal outcome) with evidence and the ids of its opening
+    hypotheses (five per instance in the shipped benchmark and the paper's design)."""
 
     model_config = ConfigDict(extra="forbid")
     id: str = Field(min_length=1)
@@ -199,7 +174,5 @@ class Benchmark:
         return [by_id[i] for i in inst.openings]
 
 
-__all__ = [
-    "MIN_CHAIN", "DataError", "Entity", "Vocabulary", "Step", "Template", "Hypothesis", "Instance",
-    "Benchmark", "mechanism_key", "hypothesis_text",
-]
+__all__ = ["MIN_CHAIN", "DataError", "Entity", "Vocabulary", "Step", "Template", "Hypothesis", "Instance",
+           "Benchmark", "mechanism_key", "hypothesis_text"]

@@ -1,11 +1,9 @@
 """The paper's reported numbers (``data/paper_reported.yaml``), by dotted key, and the one switch
 that decides whether this process shows anything of the paper's (:func:`shown`).
 
-The switch is set by a chapter's context (``ChapterContext.open``: on only for the shipped benchmark,
-recognised by content) and read where a chapter's outputs are made: a glued fact whose key names the
-paper (:func:`names_paper`, ``ch03_paper_demands``) is not glued, a table column that is the paper's
-(``paper``, ``paper (%)``) is not saved or shown, and texts and figure labels leave the paper out.
-The "paper vs this run" table lives in :mod:`mechaudit.report.comparison`."""
+A chapter's context sets the switch (on only for the shipped benchmark); when it is off, a glue key
+that names the paper (:func:`names_paper`) is not glued and a paper column (:func:`is_paper_column`)
+is not saved or shown."""
 
 from __future__ import annotations
 

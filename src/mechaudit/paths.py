@@ -2,23 +2,16 @@
 
 The project root is the first of
 
-1. ``MECHAUDIT_ROOT`` in the environment, if set: a clone of the repository (or any folder laid
-   out like one). A folder without ``params/default.yaml`` and ``notebooks/`` is an error that
-   names the variable;
-2. the source checkout, when the package is installed editable from ``src/`` (two levels above
-   this file);
-3. the copy shipped inside the installed package (``mechaudit/_project``, read with
-   ``importlib.resources``): a normal ``pip install`` carries the open data, the parameter sets
-   and the chapter sources, so every command works from any folder.
+1. ``MECHAUDIT_ROOT`` in the environment, if set: a folder laid out like the repository;
+2. the source checkout, when the package is installed editable from ``src/``;
+3. the copy shipped inside the installed package (``mechaudit/_project``: data, parameter sets and
+   chapter sources), so every command works from any folder.
 
 ``MECHAUDIT_DATA`` in the environment points the loaders at another data folder;
 ``MECHAUDIT_PRICES`` at another price table than ``params/prices.yaml`` (``prices_path``).
 
-Caches (the LLM response cache ``llm_cache`` and the embedding cache ``embedding_cache``) live in
-the folder ``cache_path`` names: ``MECHAUDIT_CACHE`` in the environment if set; otherwise, in a
-source checkout, the data folder (``data/llm_cache``, as the book records its answers there); and
-for an installed package (the shipped copy, which must stay read-only) the user cache folder
-``$XDG_CACHE_HOME/mechaudit`` (``~/.cache/mechaudit`` when ``XDG_CACHE_HOME`` is unset).
+Caches (``llm_cache``, ``embedding_cache``) live where ``cache_path`` says: ``MECHAUDIT_CACHE`` if
+set, else the data folder in a checkout, else (an installed, read-only copy) the user cache folder.
 """
 
 from __future__ import annotations
@@ -154,10 +147,8 @@ def benchmark_manifest(folder: str | Path) -> str:
 
 
 def is_shipped_benchmark(data_dir: str | Path | None = None) -> bool:
-    """True when the benchmark a chapter reads is the shipped one, by content: ``data_dir`` (None:
-    the default data folder, ``MECHAUDIT_DATA`` if set) holds exactly the files listed in the
-    shipped ``data/benchmark.sha256`` with the same contents. Whatever route chose the folder, only
-    the book's own benchmark gets the paper's numbers."""
+    """True when ``data_dir`` (None: the default data folder) holds exactly the files of the shipped
+    ``data/benchmark.sha256``, with the same contents: only that benchmark gets the paper's numbers."""
     folder = Path(data_dir).expanduser() if data_dir is not None else DATA_DIR
     manifest = REPO_ROOT / "data" / SHIPPED_MANIFEST
     if not folder.is_dir() or not manifest.is_file():

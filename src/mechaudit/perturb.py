@@ -141,12 +141,8 @@ def _mentioned(t: Template) -> set[str]:
 
 def swap_candidates(h: Hypothesis, position: int, vocabulary: Vocabulary | None = None,
                     prefer: Collection[str] | None = None) -> list[str]:
-    """Same-type replacements for ``chain[position]`` that ``h`` does not mention (file order).
-
-    With ``prefer`` (for example every entity used by hypotheses of the same instance), the
-    candidates inside it are returned if there are any, so that swaps stay in the biological
-    context of the instance; otherwise all same-type candidates.
-    """
+    """Same-type replacements for ``chain[position]`` that ``h`` does not mention (file order); those
+    in ``prefer`` (e.g. the entities of the instance's other hypotheses) if there are any."""
     vocab = _vocab(vocabulary)
     old = h.chain[position].id
     used = _mentioned(template_of(h, vocab)) | {s.id for s in h.chain}
@@ -158,14 +154,11 @@ def swap_candidates(h: Hypothesis, position: int, vocabulary: Vocabulary | None 
 def perturb(h: Hypothesis, kind: str, rng: np.random.Generator,
             vocabulary: Vocabulary | None = None, prefer: Collection[str] | None = None
             ) -> Hypothesis:
-    """One variant of ``h`` of the given ``kind`` (see the module docstring).
+    """One variant of ``h`` of the given ``kind`` (module docstring; ``variant_hypothesis``).
 
     Swap kinds pick the position (middle steps: uniformly among those with a candidate) and the
-    replacement uniformly from ``swap_candidates(h, position, vocabulary, prefer)``.
-
-    The variant's id is ``"<id>~<kind>"``; it carries no template. Raises ``PerturbationError``
-    when ``h`` cannot be perturbed this way (a single phrasing, or no same-type candidate).
-    """
+    replacement uniformly from ``swap_candidates``. ``PerturbationError`` when ``h`` cannot be
+    perturbed this way (a single phrasing, or no same-type candidate)."""
     _check_kind(kind)
     vocab = _vocab(vocabulary)
     t = template_of(h, vocab)
@@ -253,17 +246,8 @@ def _fields(h: Hypothesis) -> list[tuple[str, str]]:
 
 def check_reason(original: Hypothesis, variant: Hypothesis, kind: str,
                  vocabulary: Vocabulary | None = None) -> str | None:
-    """Why ``variant`` is not a valid ``kind`` perturbation of ``original``; ``None`` if it is.
-
-    All kinds: same instance and chain length. Meaning-preserving kinds: same ordered step ids,
-    identical statement, a different explanation that names the same set of entities, and each
-    step text naming its own entity (``wording_only`` additionally: identical step texts;
-    ``wording_chain``: at least one step text changed, each naming the same entities as before).
-    Swap kinds: ids differ at exactly one position (0 for ``first_step_swapped``, strictly inside
-    for ``middle_step_swapped``); the new entity has the old one's type and is not mentioned by the
-    original; in every text the sequence of entity mentions equals the original's with old
-    replaced by new; the wording of the steps is otherwise unchanged.
-    """
+    """Why ``variant`` is not a valid ``kind`` perturbation of ``original`` (the first failed rule of
+    the module docstring's kinds, in words); ``None`` if it is."""
     _check_kind(kind)
     vocab = _vocab(vocabulary)
     if variant.instance != original.instance:
@@ -380,17 +364,12 @@ def _check_entities(hypotheses: Sequence[Hypothesis], vocab: Vocabulary, which: 
 def make_suite(hypotheses: Sequence[Hypothesis], *, kinds: Sequence[str] = KINDS, seed: int = 0,
                vocabulary: Vocabulary | None = None, progress: bool = False
                ) -> list[dict[str, Any]]:
-    """Every hypothesis perturbed once per kind (kind-major order), checked and labelled.
-
-    Each pair: ``{"kind", "original", "variant", "valid", "reason", "swap", "hypotheses_sha256"}``
-    with Hypothesis objects; ``variant`` is ``None`` when the kind is impossible for that hypothesis (then
-    ``valid`` is False and ``reason`` says why). Swaps prefer replacements that other
-    hypotheses of the same instance use (``instance_entities``). Same seed and input -> identical
-    suite.
-    """
+    """Every hypothesis perturbed once per kind (kind-major order), checked and labelled: pairs as in
+    the module docstring, with Hypothesis objects; ``variant`` is ``None`` when the kind is impossible
+    for that hypothesis (``reason`` says why). Swaps prefer replacements that other hypotheses of the
+    same instance use (``instance_entities``). Same seed and input -> identical suite."""
     for kind in kinds:
         _check_kind(kind)
-
     check_range(seed, "seed", 0, integer=True)
     vocab = _vocab(vocabulary)
     _check_entities(hypotheses, vocab, "given" if vocabulary is not None else "shipped (default)")
@@ -404,10 +383,16 @@ def make_suite(hypotheses: Sequence[Hypothesis], *, kinds: Sequence[str] = KINDS
             reason = check_reason(h, variant, kind, vocab)
         except PerturbationError as exc:
             variant, reason = None, str(exc)
-        pairs.append({"kind": kind, "original": h, "variant": variant, "valid": reason is None,
-                      "reason": reason,
-                      "swap": swap_info(h, variant) if kind in SWAP_KINDS else None, "hypotheses_sha256": source})
+        pairs.append(suite_pair(kind, h, variant, reason, source))
     return pairs
+
+
+def suite_pair(kind: str, original: Hypothesis, variant: Hypothesis | None, reason: str | None, source: str
+               ) -> dict[str, Any]:
+    """One pair of a suite (module docstring): valid when ``reason`` is None; ``source`` the
+    ``hypotheses_sha256`` of the hypotheses the suite is built from."""
+    return {"kind": kind, "original": original, "variant": variant, "valid": reason is None, "reason": reason,
+            "swap": swap_info(original, variant) if kind in SWAP_KINDS else None, "hypotheses_sha256": source}
 
 
 def hypotheses_sha256(hypotheses: Iterable[Hypothesis]) -> str:
@@ -418,10 +403,8 @@ def hypotheses_sha256(hypotheses: Iterable[Hypothesis]) -> str:
 
 
 def write_suite(pairs: Iterable[dict[str, Any]], path: str | Path) -> None:
-    """Write a suite as JSONL (stable key order, UTF-8): byte-identical for identical pairs.
-
-    Originals are written without their marked template (it lives in the hypotheses file).
-    """
+    """Write a suite as JSONL (stable key order, UTF-8; originals without their template, which lives
+    in the hypotheses file): byte-identical for identical pairs."""
     with open(path, "w", encoding="utf-8", newline="\n") as fh:
         for p in pairs:
             row = {"kind": p["kind"],
@@ -487,16 +470,10 @@ def load_pairs(data_dir: str | Path | None = None, suite: str = "template"
 
 
 def load_suite(path: str | Path | None = None, valid_only: bool = False) -> list[dict[str, Any]]:
-    """Read a suite JSONL (default: the committed ``data/perturbations.jsonl``).
-
-    Returns pairs as in ``make_suite`` (Hypothesis objects). ``valid_only`` drops excluded pairs.
-    Errors name file, line and field. A suite beside a ``hypotheses.jsonl`` (in a benchmark
-    folder) must have been built from it (:func:`stale_reason`); a stale one raises
-    ``MechauditError`` naming the command that rebuilds it.
-    """
-    if path is None:
-        path = data_path("perturbations.jsonl")
-    path = Path(path)
+    """Read a suite JSONL (default: the committed template-built suite) as pairs of ``make_suite``;
+    ``valid_only`` drops excluded pairs. Errors name file, line and field; a stale suite
+    (:func:`stale_reason`) names the command that rebuilds it."""
+    path = suite_path() if path is None else Path(path)
     pairs, lines = [], []
     for lineno, raw in read_jsonl(path):
         for key in ("kind", "original", "variant", "valid"):
@@ -506,14 +483,12 @@ def load_suite(path: str | Path | None = None, valid_only: bool = False) -> list
             raise DataError(path, lineno, "kind", f"unknown kind {raw['kind']!r}")
         if not isinstance(raw["valid"], bool):
             raise DataError(path, lineno, "valid", f"must be true or false (a JSON boolean), got {raw['valid']!r}")
-        pair = {"kind": raw["kind"], "valid": raw["valid"],
-                "reason": raw.get("reason"), "swap": raw.get("swap"), "hypotheses_sha256": raw.get("hypotheses_sha256")}
-        for side in ("original", "variant"):
-            if raw[side] is None and side == "variant":
-                pair[side] = None
-            else:
-                pair[side] = validate_record(Hypothesis, raw[side], path, lineno, prefix=f"{side}.")
-        pairs.append(pair)
+        original = validate_record(Hypothesis, raw["original"], path, lineno, prefix="original.")
+        variant = None if raw["variant"] is None else validate_record(Hypothesis, raw["variant"], path, lineno,
+                                                                        prefix="variant.")
+        pairs.append({"kind": raw["kind"], "original": original, "variant": variant, "valid": raw["valid"],
+                      "reason": raw.get("reason"), "swap": raw.get("swap"),
+                      "hypotheses_sha256": raw.get("hypotheses_sha256")})
         lines.append(lineno)
     beside = path.parent / "hypotheses.jsonl"
     if beside.is_file():
@@ -527,12 +502,9 @@ def load_suite(path: str | Path | None = None, valid_only: bool = False) -> list
 
 def phrasing_similarity(hypotheses: Sequence[Hypothesis], vocabulary: Vocabulary | None = None
                         ) -> np.ndarray:
-    """TF-IDF cosine between each hypothesis' first and every further explanation phrasing.
-
-    Phrasings are rendered with canonical names; one ``TfidfVectorizer(sublinear_tf=True,
-    stop_words="english")`` is fitted on all phrasings of all ``hypotheses``. Returns a 1-D array
-    with one value per (hypothesis, further phrasing); hypotheses without a template are skipped.
-    """
+    """TF-IDF cosine between each hypothesis' first and every further explanation phrasing (canonical
+    names; one vectorizer fitted on all phrasings): one value per (hypothesis with a template, further
+    phrasing)."""
     from mechaudit.rules.tfidf import new_vectorizer, rowwise_cosine  # defers scikit-learn
 
     names = _vocab(vocabulary).canonical_names()
@@ -557,13 +529,9 @@ def phrasing_similarity(hypotheses: Sequence[Hypothesis], vocabulary: Vocabulary
 
 
 def text_changes(original: Hypothesis, variant: Hypothesis) -> list[tuple[str, str, str]]:
-    """Word spans that differ between two hypotheses, field by field, in reading order.
-
-    Fields are ``statement``, ``explanation`` and ``chain[j].text``; each changed span is
-    ``(field, before, after)`` (``difflib`` word-level opcodes on whitespace-split words; an
-    insertion keeps the word before it; a span repeating one word replacement is split word
-    by word; surrounding ``.,;:`` stripped). Chains of different length compare only their common prefix.
-    """
+    """Word spans ``(field, before, after)`` that differ between two hypotheses, field by field
+    (statement, explanation, ``chain[j].text``; a common chain prefix), in reading order, from
+    ``difflib`` word-level opcodes; surrounding ``.,;:`` stripped."""
     out = []
     for (name, a_text), (_, b_text) in zip(_fields(original), _fields(variant)):
         a, b = a_text.split(), b_text.split()
@@ -581,12 +549,9 @@ def text_changes(original: Hypothesis, variant: Hypothesis) -> list[tuple[str, s
 
 
 def describe_change(original: Hypothesis, variant: Hypothesis, width: int = 110) -> str:
-    """One short line saying what ``variant`` changed in ``original``'s text.
-
-    A field whose words mostly changed (more than half) is shown as "<field> reworded: <new text>";
-    other changes are grouped as "before -> after (fields)", identical replacements listed once.
-    The result is cut to ``width`` characters (``textwrap.shorten``); "" when nothing changed.
-    """
+    """One line of at most ``width`` characters saying what ``variant`` changed in ``original``'s text
+    ("" when nothing): a field whose words mostly changed as "<field> reworded: <new text>", other
+    changes grouped as "before -> after (fields)"."""
     reworded: list[str] = []
     groups: dict[tuple[str, str], list[str]] = {}
     by_field: dict[str, list[tuple[str, str]]] = {}

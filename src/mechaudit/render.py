@@ -1,15 +1,9 @@
 """Marked entity mentions: render ``{ID}`` placeholders to names and find names in plain text.
 
-A *template* is text in which every mention of a vocabulary entity is written as a placeholder:
-``{ID}`` renders the entity's chosen name as is, ``{^ID}`` renders it with its first letter
-upper-cased (for the start of a sentence). ``ID`` is a vocabulary id (letters, digits, ``_``).
-Rendering the same template with another name per id (an alias) or after replacing one id with
-another (a swap) gives a re-worded or perturbed text.
-
-``find_mentions`` goes the other way: it scans plain text for the names of known entities
-(longest name first, whole words only, first letter case-insensitive) and returns their ids in
-reading order. A correctly marked template satisfies
-``find_mentions(render(t, names), index) == placeholders(t)`` for any choice of names.
+In a *template* every mention of a vocabulary entity is a placeholder: ``{ID}`` renders the
+entity's chosen name, ``{^ID}`` with its first letter upper-cased. ``find_mentions`` goes the other
+way (longest name first, whole words, first letter case-insensitive): a correctly marked template
+satisfies ``find_mentions(render(t, names), index) == placeholders(t)`` for any names.
 """
 
 from __future__ import annotations
@@ -27,10 +21,8 @@ def placeholders(template: str) -> list[str]:
 
 
 def render(template: str, names: Mapping[str, str]) -> str:
-    """Replace every placeholder by ``names[id]`` (``{^id}`` capitalises the first letter).
-
-    Raises ``KeyError`` naming the id when a placeholder has no name.
-    """
+    """Replace every placeholder by ``names[id]`` (``{^id}`` capitalises the first letter); a
+    ``KeyError`` names an id without a name."""
 
     def _name(m: re.Match[str]) -> str:
         ident = m.group(2)
@@ -44,9 +36,7 @@ def render(template: str, names: Mapping[str, str]) -> str:
 
 def swap_ids(template: str, old: str, new: str) -> str:
     """Template with every placeholder of entity ``old`` pointing at entity ``new`` instead."""
-    return PLACEHOLDER.sub(
-        lambda m: "{" + m.group(1) + (new if m.group(2) == old else m.group(2)) + "}", template
-    )
+    return PLACEHOLDER.sub(lambda m: "{" + m.group(1) + (new if m.group(2) == old else m.group(2)) + "}", template)
 
 
 def _name_pattern(name: str) -> str:

@@ -1,12 +1,9 @@
 """The reworded perturbation suite: every variant's statement and explanation written as a rewrite.
 
-In the template-built suite (``mechaudit.perturb.make_suite``) a swap variant is the original's
-template rendered with one entity changed, so it keeps every word but that entity's name, and the
-wording variants use the template's second phrasing. A text rule then sees swaps as *more* alike
-than rewordings because of how the variants were built. In this suite a person wrote every
-statement and explanation of a variant for it, as a different author would have written the same
-(or the swapped) mechanism; the four kinds and their validity check (``mechaudit.perturb.check``)
-are unchanged.
+In the template-built suite (``mechaudit.perturb.make_suite``) a swap keeps every word but one
+entity's name, so a text rule sees swaps as *more* alike than rewordings by construction. Here a
+person wrote every variant's statement and explanation, as another author would write the same (or
+the swapped) mechanism; the four kinds and their validity check are unchanged.
 
 Authoring file (YAML), one mapping per hypothesis id, names written out in plain text::
 
@@ -16,10 +13,8 @@ Authoring file (YAML), one mapping per hypothesis id, names written out in plain
       first_step_swapped: {to: VACA, statement: ..., explanation: ...}
       middle_step_swapped: {position: 1, to: AP1, statement: ..., explanation: ...}
 
-Only what the check fixes is built by code: the statement of the two wording kinds (the check
-requires the original's), the chain of ``wording_only`` (identical), the chain of
-``wording_chain`` (each step's entity written with one of its aliases, drawn as ``make_suite``
-draws them) and the chain of a swap (the one step replaced, ``mechaudit.perturb.swapped_chain``).
+Only what the check fixes is built by code: the statement of the wording kinds (the original's) and
+every chain (``wording_chain``: aliases drawn as ``make_suite`` draws them; swaps: one step replaced).
 """
 
 from __future__ import annotations
@@ -34,14 +29,13 @@ from mechaudit.model import DataError, Hypothesis, Vocabulary
 from mechaudit.paths import data_path
 from mechaudit.perturb import (
     KINDS,
-    MEANING_PRESERVING,
     SWAP_KINDS,
     alias_chain,
     check_reason,
     default_vocabulary,
     hypotheses_sha256,
     pair_rng,
-    swap_info,
+    suite_pair,
     swapped_chain,
     variant_hypothesis,
 )
@@ -84,9 +78,7 @@ def _entry(path: Path, hid: str, kind: str, raw: Any, line: int | None) -> Rewri
 def load_rewrites(path: str | Path | None = None) -> dict[str, dict[str, Rewrite]]:
     """Read an authoring file (default: the shipped ``data/perturbations_reworded.yaml``):
     hypothesis id -> kind -> ``Rewrite``. Errors name file, line and field."""
-    if path is None:
-        path = data_path(SOURCE_FILE)
-    path = Path(path)
+    path = data_path(SOURCE_FILE) if path is None else Path(path)
     doc = read_yaml(path)
     if not isinstance(doc, dict):
         raise DataError(path, 1, "<yaml>", "expected a mapping of hypothesis ids")
@@ -116,11 +108,9 @@ def variant_of(h: Hypothesis, kind: str, rw: Rewrite, vocab: Vocabulary, seed: i
 
 def reworded_suite(hypotheses: Sequence[Hypothesis], rewrites: dict[str, dict[str, Rewrite]],
                    vocabulary: Vocabulary | None = None, seed: int = 0) -> list[dict[str, Any]]:
-    """The reworded suite: per kind (kind-major order, as ``make_suite``), every hypothesis with an
-    authored rewrite of that kind, checked by ``check_reason`` and labelled like ``make_suite``'s
-    pairs (``kind``, ``original``, ``variant``, ``valid``, ``reason``, ``swap``, ``hypotheses_sha256``).
-
-    A rewrite for an unknown hypothesis id raises ``DataError``."""
+    """The reworded suite: per kind (kind-major order), every hypothesis with an authored rewrite of
+    that kind, checked and labelled as ``make_suite``'s pairs; a rewrite for an unknown hypothesis id
+    raises ``DataError``."""
     vocab = vocabulary if vocabulary is not None else default_vocabulary()
     by_id = {h.id: h for h in hypotheses}
     unknown = sorted(set(rewrites) - set(by_id))
@@ -134,10 +124,7 @@ def reworded_suite(hypotheses: Sequence[Hypothesis], rewrites: dict[str, dict[st
             if rw is None:
                 continue
             variant = variant_of(h, kind, rw, vocab, seed)
-            reason = check_reason(h, variant, kind, vocab)
-            pairs.append({"kind": kind, "original": h, "variant": variant, "valid": reason is None,
-                          "reason": reason, "swap": None if kind in MEANING_PRESERVING else swap_info(h, variant),
-                          "hypotheses_sha256": source})
+            pairs.append(suite_pair(kind, h, variant, check_reason(h, variant, kind, vocab), source))
     return pairs
 
 

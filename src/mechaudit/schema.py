@@ -1,13 +1,6 @@
-"""Read and check the benchmark's files: the validating loaders over ``mechaudit.model``.
+"""Read and check the benchmark's files: the validating loaders over ``mechaudit.model``, whose
+data model is re-exported here (``from mechaudit.schema import Hypothesis, load_hypotheses``).
 
-The data model itself (``Hypothesis``, ``Instance``, ...) lives in ``mechaudit.model`` and is
-re-exported here, so ``from mechaudit.schema import Hypothesis, load_hypotheses`` keeps working.
-
-The objects (``Entity``, ``Vocabulary``, ``Step``, ``Hypothesis``, ``Instance``, ``Benchmark``) and
-the compared text (``hypothesis_text``) are described in ``mechaudit.model``.
-
-Errors
-------
 Every loader raises ``DataError`` (a ``ValueError``) whose message starts with
 ``<file>:<line>: field '<field>':`` (JSONL: the line number; YAML: the line of the entry).
 """
@@ -132,10 +125,8 @@ def _loc(loc: Sequence[int | str]) -> str:
 
 
 def read_jsonl(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    """Yield ``(line number, object)`` for each non-blank line of a JSONL file.
-
-    A line that is not JSON, or not a JSON object, raises :class:`DataError` naming file and line.
-    """
+    """Yield ``(line number, object)`` for each non-blank line of a JSONL file; a line that is not a
+    JSON object raises :class:`DataError` naming file and line."""
     path = Path(path)
     with open(path, "rb") as fh:
         for lineno, raw_bytes in enumerate(fh, 1):
@@ -158,29 +149,18 @@ def validate_record(model: type[BaseModel], raw: Any, path: str | Path, line: in
         return model.model_validate(raw)
     except ValidationError as exc:
         err = exc.errors()[0]
-        loc = _loc(err["loc"])
-        if err["type"] == "missing":
-            msg = "missing required field"
-        else:
-            msg = err["msg"]
-        raise DataError(path, line, prefix + loc, msg) from exc
+        msg = "missing required field" if err["type"] == "missing" else err["msg"]
+        raise DataError(path, line, prefix + _loc(err["loc"]), msg) from exc
 
 
 # ----------------------------------------------------------------------------------------------
 # loaders
 
 
-def _default(name: str) -> Path:
-    return data_path(name)
-
-
 def load_vocabulary(path: str | Path | None = None) -> Vocabulary:
-    """Load ``vocabulary.yaml``: ``types`` (type -> description) and ``entities`` (a list).
-
-    Checks: unique ids, every entity's type declared, every name (canonical or alias) used by
-    exactly one entity, every type with at least two members (so a swap stays in type).
-    """
-    path = Path(path) if path is not None else _default("vocabulary.yaml")
+    """Load ``vocabulary.yaml`` (``types``: type -> description; ``entities``: a list): unique ids,
+    declared types, each name (canonical or alias) of one entity, two or more members per type."""
+    path = Path(path) if path is not None else data_path("vocabulary.yaml")
     doc = read_yaml(path)
     if not isinstance(doc, dict) or not isinstance(doc.get("entities"), list):
         raise DataError(path, 1, "entities", "expected a mapping with an 'entities' list")
@@ -213,7 +193,7 @@ def load_vocabulary(path: str | Path | None = None) -> Vocabulary:
 def load_instances(path: str | Path | None = None, vocabulary: Vocabulary | None = None
                    ) -> list[Instance]:
     """Load ``instances.yaml`` (a list under ``instances``); ids unique, terminal ids known."""
-    path = Path(path) if path is not None else _default("instances.yaml")
+    path = Path(path) if path is not None else data_path("instances.yaml")
     doc = read_yaml(path)
     if not isinstance(doc, dict) or not isinstance(doc.get("instances"), list):
         raise DataError(path, 1, "instances", "expected a mapping with an 'instances' list")
@@ -271,14 +251,10 @@ def _check_mentions(h: Hypothesis, vocab: Vocabulary, path: Path, line: int) -> 
 
 def load_hypotheses(path: str | Path | None = None, vocabulary: Vocabulary | None = None,
                     instances: Iterable[Instance] | None = None) -> list[Hypothesis]:
-    """Load a hypotheses JSONL file (one ``Hypothesis`` per line; blank lines are allowed).
-
-    With ``vocabulary``: every step id must be a vocabulary id; a template must render to the
-    stored texts, mark each step's entity and leave no vocabulary name unmarked; without a
-    template each step text must name its entity. With ``instances``: every ``instance`` must be one
-    of their ids. Duplicate hypothesis ids are always an error.
-    """
-    path = Path(path) if path is not None else _default("hypotheses.jsonl")
+    """Load a hypotheses JSONL file (one ``Hypothesis`` a line), ids unique. With ``vocabulary``: step
+    ids known, a template rendering the stored texts with every entity marked, or without one each
+    step text naming its entity; with ``instances``: every ``instance`` one of their ids."""
+    path = Path(path) if path is not None else data_path("hypotheses.jsonl")
     known = {i.id for i in instances} if instances is not None else None
     out: list[Hypothesis] = []
     seen: dict[str, int] = {}
@@ -311,12 +287,9 @@ def dump_hypotheses(hypotheses: Iterable[Hypothesis], path: str | Path) -> None:
 
 
 def load_benchmark(data_dir: str | Path | None = None) -> Benchmark:
-    """Load and cross-check ``vocabulary.yaml``, ``instances.yaml`` and ``hypotheses.jsonl``.
-
-    Beyond the single-file checks: each instance's openings exist and belong to it, and every
-    hypothesis ends at its instance's terminal id.
-    """
-    base = Path(data_dir) if data_dir is not None else _default("")
+    """Load and cross-check ``vocabulary.yaml``, ``instances.yaml`` and ``hypotheses.jsonl``: each
+    instance's openings are its hypotheses, and every hypothesis ends at its instance's terminal id."""
+    base = Path(data_dir) if data_dir is not None else data_path("")
     vocab = load_vocabulary(base / "vocabulary.yaml")
     instances = load_instances(base / "instances.yaml", vocabulary=vocab)
     hyps = load_hypotheses(base / "hypotheses.jsonl", vocabulary=vocab, instances=instances)
@@ -337,8 +310,6 @@ def load_benchmark(data_dir: str | Path | None = None) -> Benchmark:
     return Benchmark(instances=instances, vocabulary=vocab, hypotheses=hyps)
 
 
-__all__ = [
-    "MIN_CHAIN", "DataError", "Entity", "Vocabulary", "Step", "Template", "Hypothesis", "Instance",
-    "Benchmark", "mechanism_key", "hypothesis_text", "read_jsonl", "load_vocabulary",
-    "load_instances", "load_hypotheses", "dump_hypotheses", "load_benchmark",
-]
+__all__ = ["MIN_CHAIN", "DataError", "Entity", "Vocabulary", "Step", "Template", "Hypothesis", "Instance",
+           "Benchmark", "mechanism_key", "hypothesis_text", "read_jsonl", "load_vocabulary", "load_instances",
+           "load_hypotheses", "dump_hypotheses", "load_benchmark"]

@@ -34,12 +34,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run one command; exit code 0 on success, 1 on an error, 2 on a usage error (argparse).
-
-    Every error a command raises becomes one line ``mechaudit: error: FILE:LINE: field 'x': ...``
-    on stderr (``mechaudit.errors.describe``); with ``--debug`` (before the command) the
-    traceback is shown instead.
-    """
+    """Run one command; exit code 0 on success, 2 on a usage error, 1 on an error, which becomes one
+    stderr line ``mechaudit: error: FILE:LINE: field 'x': ...`` (with ``--debug``: the traceback)."""
     debug = False
     try:
         use_warning_style()

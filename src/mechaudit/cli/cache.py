@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -33,48 +32,35 @@ def _cache(args: argparse.Namespace, *, must_exist: bool = False):
 
 
 def run_export(args: argparse.Namespace) -> int:
-    cache = _cache(args, must_exist=True)
-    try:
-        with cache:
-            counts = cache.export_jsonl(args.out)
-    except (OSError, ValueError) as err:
-        print(f"mechaudit: error: {err}", file=sys.stderr)
-        return 1
+    # errors (a bad file, an export onto the cache itself) reach the one handler in mechaudit.cli.main
+    with _cache(args, must_exist=True) as cache:
+        counts = cache.export_jsonl(args.out)
     print(f"exported {counts['responses']} responses and {counts['systems']} system prompts to {args.out}")
     return 0
 
 
 def run_import(args: argparse.Namespace) -> int:
-    try:
-        with _cache(args) as cache:
-            for path in args.files:
-                counts = cache.import_jsonl(path)
-                print(f"{path}: added {counts['responses']} responses and {counts['systems']} system "
-                      f"prompts, skipped {counts['skipped']} already cached")
-    except (OSError, ValueError) as err:
-        print(f"mechaudit: error: {err}", file=sys.stderr)
-        return 1
+    with _cache(args) as cache:
+        for path in args.files:
+            counts = cache.import_jsonl(path)
+            print(f"{path}: added {counts['responses']} responses and {counts['systems']} system "
+                  f"prompts, skipped {counts['skipped']} already cached")
     return 0
 
 
 def run_info(args: argparse.Namespace) -> int:
     from mechaudit.llm.batchstate import BatchState  # defers pandas: fast `mechaudit --help`
 
-    cache = _cache(args, must_exist=True)
-    try:
-        with cache:
-            info: dict[str, Any] = {
-                "cache_dir": str(cache.directory),
-                "responses": len(cache),
-                "duplicate_lines": cache.duplicates,
-                "jsonl_bytes": cache.path.stat().st_size if cache.path.exists() else 0,
-                "index_bytes": cache.index_path.stat().st_size if cache.index_path.exists() else 0,
-            }
-        with BatchState(cache.directory) as state:
-            info["pending_batches"] = sorted(state.pending())
-    except (OSError, ValueError) as err:
-        print(f"mechaudit: error: {err}", file=sys.stderr)
-        return 1
+    with _cache(args, must_exist=True) as cache:
+        info: dict[str, Any] = {
+            "cache_dir": str(cache.directory),
+            "responses": len(cache),
+            "duplicate_lines": cache.duplicates,
+            "jsonl_bytes": cache.path.stat().st_size if cache.path.exists() else 0,
+            "index_bytes": cache.index_path.stat().st_size if cache.index_path.exists() else 0,
+        }
+    with BatchState(cache.directory) as state:
+        info["pending_batches"] = sorted(state.pending())
     print(json.dumps(info, indent=2))
     return 0
 

@@ -1,20 +1,16 @@
 """``mechaudit calibrate``: the expensive fixed computations behind chapters 02, 02b and 02c.
 
-Computes the calibration scan (expected values of every grid point of ``params/calibration.yaml``),
-chapter 02b's replications and chapter 02c's truth maps at the chapters' default parameters, and
-writes each to ``data/computed/NAME.csv`` with its settings (``mechaudit.workflow.committed``); a table
-whose committed copy was computed with today's settings is kept (``--force`` recomputes it). The
-chapters read these files when their settings match and compute the tables themselves otherwise;
-the test suite re-evaluates rows of each file. Run it after changing the simulator, the design, the
-calibration settings or those chapters' parameters, then commit the files (and, when the scan's best
-point moved, the new values in ``params/simulator.yaml``, which the command prints; then run it again
-so that the other parts follow the new defaults). Every part uses all cores by default.
+Computes the calibration scan (every grid point of ``params/calibration.yaml``), chapter 02b's
+replications and chapter 02c's truth maps at the chapters' default parameters into
+``data/computed/NAME.csv`` with their settings (``mechaudit.workflow.committed``); a table computed
+with today's settings is kept unless ``--force``. The chapters read these files when their settings
+match. Run it after changing the simulator, the design, the calibration or those chapters'
+parameters and commit the files (when the scan's best point moved, also the values it prints for
+``params/simulator.yaml``, then run it again).
 
-``embeddings`` executes every chapter with its defaults (in a temporary folder, its embedding store
-there too) and writes the store to ``data/embedding_seed/``: the committed vectors a fresh clone reads
-instead of encoding the same texts again (``mechaudit.rules.embedding``). Without ``--force`` the seed
-is read and only texts it lacks are added; ``--force`` starts from no seed. A test re-encodes texts of
-the shipped data and compares them with the seed.
+``embeddings`` executes every chapter (in a temporary folder) and adds the texts the seed lacks to
+``data/embedding_seed/``, the vectors a fresh clone reads instead of encoding them again;
+``--force`` starts from no seed.
 """
 
 from __future__ import annotations
@@ -52,31 +48,20 @@ def run(args: argparse.Namespace) -> int:
                              "unset MECHAUDIT_DATA", field="MECHAUDIT_DATA")
     for part in PARTS if args.only is None else (args.only,):
         start = time.perf_counter()
-        print({"scan": _scan, "validity": _validity, "robustness": _robustness,
-               "embeddings": _embeddings}[part](args.n_jobs, args.force))
+        print((_embeddings if part == "embeddings" else _table)(part, args.n_jobs, args.force))
         print(f"{part}: {time.perf_counter() - start:.0f} s", flush=True)
     return 0
 
 
-def _scan(n_jobs: int, force: bool) -> str:
-    from mechaudit.book import ch02_critique_depth as ch02  # defers pandas: fast `mechaudit --help`
+def _table(part: str, n_jobs: int, force: bool) -> str:
+    from mechaudit.book import ch02_critique_depth, ch02b_validity, ch02c_robustness  # defers pandas: fast --help
 
-    return ch02.write_calibration(n_jobs=n_jobs, force=force)
-
-
-def _validity(n_jobs: int, force: bool) -> str:
-    from mechaudit.book import ch02b_validity as ch02b  # defers pandas: fast `mechaudit --help`
-
-    return ch02b.write_replications(n_jobs=n_jobs, force=force)
+    write = {"scan": ch02_critique_depth.write_calibration, "validity": ch02b_validity.write_replications,
+             "robustness": ch02c_robustness.write_maps}[part]
+    return write(n_jobs=n_jobs, force=force)
 
 
-def _robustness(n_jobs: int, force: bool) -> str:
-    from mechaudit.book import ch02c_robustness as ch02c  # defers pandas: fast `mechaudit --help`
-
-    return ch02c.write_maps(n_jobs=n_jobs, force=force)
-
-
-def _embeddings(n_jobs: int, force: bool) -> str:
+def _embeddings(part: str, n_jobs: int, force: bool) -> str:
     from mechaudit.rules.embedding import read_store, store_path, write_store  # defers numpy: fast `mechaudit --help`
 
     seed = store_path(paths.EMBEDDING_SEED_DIR, None)

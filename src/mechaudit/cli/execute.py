@@ -18,13 +18,9 @@ def register(subparsers) -> None:
     )
     p.add_argument("notebooks", nargs="*", help="notebook paths or stems (e.g. notebooks/01_problem.py, 01_problem)")
     add_params_arguments(p)
-    p.add_argument(
-        "--out",
-        type=Path,
-        default=None,
-        help="write executed notebooks here instead, and each chapter's tables (CSV) "
-        "and figures (PNG, SVG) under OUT/<chapter>/ (-p out_dir null: notebooks only)",
-    )
+    p.add_argument("--out", type=Path, default=None,
+                   help="write executed notebooks here instead, and each chapter's tables (CSV) "
+                        "and figures (PNG, SVG) under OUT/<chapter>/ (-p out_dir null: notebooks only)")
     add_money_arguments(p)
     p.add_argument("-j", "--jobs", type=int, default=1, metavar="N",
                    help="execute N chapters at once, each in its own kernel (offline runs; a run that calls "

@@ -1,13 +1,11 @@
 """``mechaudit judge``: apply an equivalence rule to a file of hypothesis pairs, JSONL verdicts out.
 
-Pairs file: JSONL, one pair a line, either a perturbation-suite line
-``{"kind": ..., "original": <Hypothesis>, "variant": <Hypothesis>, "valid": true|false}`` or
-``{"a": <Hypothesis>, "b": <Hypothesis>, ...}``. Lines with ``"valid": false`` are skipped (and
-counted on stderr) unless ``--include-invalid``. Output: one verdict a line, in input order:
-``{"line", "a", "b", "kind", "valid", "rule", "rubric", "backend", "same"[, "similarity"]}``.
-For ``--rule llm`` each verdict also carries the vote counts of the judge's calls (``n_valid``,
-``n_invalid``, ``n_same``, ``n_different``, ``decided``); an undecided pair (a tie, or no valid
-JSON verdict) has ``"same": null`` and is counted on stderr, never replaced by a default.
+Pairs file: JSONL, one pair a line, a perturbation-suite line (``original``, ``variant``, ``valid``)
+or ``{"a": <Hypothesis>, "b": <Hypothesis>}``; ``"valid": false`` lines are skipped unless
+``--include-invalid``. Output, one verdict a line in input order: ``{"line", "a", "b", "kind",
+"valid", "rule", "rubric", "backend", "same"[, "similarity"]}``; ``--rule llm`` adds the vote counts
+(``n_valid``, ``n_invalid``, ``n_same``, ``n_different``, ``decided``), and an undecided pair has
+``"same": null`` (counted on stderr, never defaulted).
 """
 
 from __future__ import annotations
@@ -21,7 +19,7 @@ from typing import Any, get_args
 from mechaudit.backends import LLM_BACKENDS
 from mechaudit.book.settings import RuleName
 from mechaudit.cli.execute import add_timeout_argument
-from mechaudit.errors import check_range, error_line, warn
+from mechaudit.errors import check_range, warn
 from mechaudit.paths import cache_path
 from mechaudit.rules.registry import build
 
@@ -208,10 +206,7 @@ def run(args: argparse.Namespace) -> int:
         else:
             same = [bool(v) for v in rule.same(pairs)]
         similarity = rule.similarity(pairs) if hasattr(rule, "similarity") else None
-    except Exception as err:  # noqa: BLE001 - report any rule/LLM failure as a CLI error
-        print(error_line(err), file=sys.stderr)
-        return 1
-    finally:
+    finally:  # a failure reaches the one handler in mechaudit.cli.main: one line, exit 1
         if client is not None and progress:
             print(client.ledger_summary(), file=sys.stderr)
     undecided = sum(v is None for v in same)

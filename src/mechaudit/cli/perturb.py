@@ -4,10 +4,8 @@ Without ``--reworded`` the variants are generated from the hypotheses' templates
 template-built suite); with ``--reworded FILE`` they are read from an authoring file of written
 rewrites (``mechaudit.reworded``; the book's is ``data/perturbations_reworded.yaml``).
 
-Writes JSONL, one pair a line: ``{"kind", "original", "variant", "valid", "reason", "swap"}``;
-every variant is gated by ``mechaudit.perturb.check`` and a failing one is kept with
-``"valid": false``. Prints kept / excluded counts per kind as JSON to stdout. The same seed and
-input give a byte-identical file.
+Writes the suite JSONL (a variant failing ``mechaudit.perturb.check`` is kept with ``"valid":
+false``; the same seed and input give the same bytes) and prints kept / excluded counts per kind.
 """
 
 from __future__ import annotations

@@ -1,10 +1,8 @@
 """``mechaudit reproduce``: the real-LLM run of the paper's setup (``params/paper.yaml``), from any folder.
 
-The same as ``mechaudit execute --params paper --out OUT --batch --confirm``: every chapter with the
-paper's models, the cost estimate first, a question before anything is sent (``--yes`` skips it),
-the Message Batches API at half price (``--no-batch``: the Messages API), and an optional budget.
-``make reproduce`` calls it. Afterwards ``mechaudit execute --params paper -p backend replay --out
-runs/replay`` re-runs everything from the cached answers with no call.
+The same as ``mechaudit execute --params paper --out OUT --batch --confirm``: the cost estimate
+first, a question before anything is sent (``--yes`` skips it), the Message Batches API at half
+price (``--no-batch``: the Messages API) and an optional budget. ``make reproduce`` calls it.
 """
 
 from __future__ import annotations

@@ -1,12 +1,9 @@
 """``mechaudit infer-score`` and ``mechaudit fit-tau``: the tau method over files, JSON out.
 
-``infer-score --input FILE.json``: FILE holds ``{"anchors": [{score10, weight[, anchor_id]}],
-"comparisons": [{anchor_id, judgement, strength}], "tau": 1.0[, "grid_step": 0.01]}``; prints
-``{"score": ..., <diagnostics>}``.
-
-``fit-tau --pairs FILE.jsonl [--method grid|mle]``: one pair a line with ``delta``, ``y`` or
-``judgement``, ``strength``, ``weight``; prints ``{"tau", "method", "loss", "n_pairs", "se",
-"se_robust", "at_bound"}`` (se fields null for the grid).
+``infer-score --input FILE.json`` (``{"anchors": [{score10, weight[, anchor_id]}], "comparisons":
+[{anchor_id, judgement, strength}], "tau": 1.0[, "grid_step": 0.01]}``) prints the score and its
+diagnostics; ``fit-tau --pairs FILE.jsonl`` (``delta``, ``y`` or ``judgement``, ``strength``,
+``weight`` a line) prints the fit (se fields null for the grid).
 """
 
 from __future__ import annotations
@@ -34,10 +31,7 @@ def _is_number(value: Any) -> bool:
 
 
 def read_pairs(path: str | Path) -> list[dict[str, Any]]:
-    """Pairs from a JSONL file; a bad line raises ``DataError`` (a ``ValueError``) naming the file,
-    line and field: ``delta`` a finite number; ``y`` a number in [0, 1] or else ``judgement`` one
-    of better/tie/worse; ``weight`` (optional) a number >= 0; ``strength`` (optional)
-    weak/medium/strong."""
+    """Pairs from a JSONL file; a bad line raises ``DataError`` naming the file, line and field."""
     from mechaudit.schema import DataError, read_jsonl  # defers the pydantic data model: fast `mechaudit --help`
     from mechaudit.tau.inference import LABELS, STRENGTH_WEIGHTS  # defers scipy: fast `mechaudit --help`
 
@@ -95,10 +89,7 @@ def run_fit(args: argparse.Namespace) -> int:
     """Errors reach the one handler in ``mechaudit.cli.main``: one line ``FILE:LINE: field``, exit 1."""
     from mechaudit.tau.fitting import fit_tau_detailed  # defers scipy: fast `mechaudit --help`
 
-    pairs = read_pairs(args.pairs)
-
-    fit = fit_tau_detailed(pairs, args.method)
-    _emit(fit.to_dict(), args.out)
+    _emit(fit_tau_detailed(read_pairs(args.pairs), args.method).to_dict(), args.out)
     return 0
 
 

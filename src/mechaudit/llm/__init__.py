@@ -1,7 +1,5 @@
 """The LLM layer: typed requests, a cache-first client (anthropic | replay), structured JSON with
-repair, bounded-parallel and batch calls, a usage/cost ledger and a blindness guard.
-
-Contract used by the rest of the package::
+repair, bounded-parallel and batch calls, a usage/cost ledger and a blindness guard::
 
     from mechaudit.llm import LLMRequest, get_client, check_blind
     client = get_client(backend="anthropic" | "replay", cache_dir=None, http_client=None, max_concurrency=4)
@@ -34,37 +32,9 @@ from mechaudit.llm.request import LLMRequest, LLMResponse, Message, Usage
 from mechaudit.llm.routing import PROVIDERS, route_model
 from mechaudit.llm.session import BudgetExceededError, LLMSession
 
-__all__ = [
-    "API_KEY_ENV",
-    "APIReplyError",
-    "BACKENDS",
-    "SAMPLING_API_VERSION",
-    "BatchError",
-    "BatchState",
-    "BlindnessError",
-    "BudgetExceededError",
-    "CacheRecoveryWarning",
-    "InvalidJSONError",
-    "JSONResult",
-    "LLMClient",
-    "LLMRequest",
-    "LLMSession",
-    "LLMResponse",
-    "Message",
-    "MissingAPIKeyError",
-    "MissingProviderSDKError",
-    "PROVIDERS",
-    "ReplayMissError",
-    "ResponseCache",
-    "Usage",
-    "check_blind",
-    "check_request_blind",
-    "default_cache_dir",
-    "extract_json",
-    "check_client",
-    "require_client",
-    "get_client",
-    "load_prices",
-    "parse_reply",
-    "route_model",
-]
+__all__ = ["API_KEY_ENV", "APIReplyError", "BACKENDS", "SAMPLING_API_VERSION", "BatchError", "BatchState",
+           "BlindnessError", "BudgetExceededError", "CacheRecoveryWarning", "InvalidJSONError", "JSONResult",
+           "LLMClient", "LLMRequest", "LLMSession", "LLMResponse", "Message", "MissingAPIKeyError",
+           "MissingProviderSDKError", "PROVIDERS", "ReplayMissError", "ResponseCache", "Usage", "check_blind",
+           "check_request_blind", "default_cache_dir", "extract_json", "check_client", "require_client", "get_client",
+           "load_prices", "parse_reply", "route_model"]

@@ -1,10 +1,9 @@
 """Bulk calls through the Message Batches API, resumable after a crash.
 
-Flow: collect every batch a previous process submitted but never collected (its id is in the
-state file ``batches.jsonl`` beside the cache), then submit the still-uncached requests in chunks
-(``custom_id`` = cache key), record each batch id immediately, poll until the batch has ended and
-write every succeeded result into the cache. A process that dies while polling therefore resumes
-polling on the next run instead of paying for a second submission.
+First collect every batch a previous process submitted but never collected (``batches.jsonl``), then
+submit the uncached requests in chunks (``custom_id`` = cache key), recording each batch id at once,
+poll until it has ended and cache every succeeded result: a process that dies while polling resumes
+polling on the next run instead of paying twice.
 """
 
 from __future__ import annotations
@@ -128,16 +127,14 @@ def run_batches(
     progress: bool = False,
     session: LLMSession,
 ) -> list[str]:
-    """Fill ``cache`` for all uncached ``requests`` of Anthropic models via Message Batches; returns
-    the batch ids polled (resumed ones first). Raises :class:`BatchError` if some results did not
-    succeed. Requests routed to another provider are left for ``complete`` to send one by one.
+    """Fill ``cache`` for the uncached ``requests`` of Anthropic models via Message Batches (others are
+    left for ``complete``); returns the batch ids polled (resumed ones first); :class:`BatchError` if
+    some results did not succeed.
 
-    Collaborators (what :meth:`LLMClient.prefetch_batch` passes): ``ledger`` counts the results'
-    tokens and holds the prices for the budget check; ``sdk()`` returns the ``anthropic.Anthropic``
-    client and is called only when something must be sent (``None`` = replay: an uncached request
-    raises :class:`ReplayMissError`); ``message_params(request)`` gives the Messages API parameters;
-    ``api_version`` is stored with each cached result; ``session`` holds the budget the batches are
-    reserved against."""
+    From :meth:`LLMClient.prefetch_batch`: ``ledger`` counts tokens and holds the prices; ``sdk()``
+    returns the ``anthropic.Anthropic`` client, called only when something must be sent (``None``:
+    replay, a miss raises :class:`ReplayMissError`); ``message_params(request)``: the Messages API
+    parameters; ``session``: the budget the batches are reserved against."""
     if batch_size < 1:
         raise ValueError(f"batch_size must be >= 1, got {batch_size}")
     todo = _uncached_anthropic(requests, cache)

@@ -37,12 +37,8 @@ def fold(text: str) -> str:
 
 
 def find_forbidden(text: str, forbidden_terms: Iterable[str]) -> str | None:
-    """The first term (in the given order) that occurs in ``text`` as a whole word, ignoring case.
-
-    A substring prefilter on ``fold(text)`` rules out most terms cheaply; the word-boundary regex
-    decides only where the substring occurs (and always for a non-ASCII term). Same answer as the
-    regex alone (a property test checks this).
-    """
+    """The first term (in the given order) that occurs in ``text`` as a whole word, ignoring case (a
+    substring prefilter on ``fold(text)`` first, then the word-boundary regex: the regex's answer)."""
     folded = None
     for term in forbidden_terms:
         if not term.strip():
@@ -57,11 +53,8 @@ def find_forbidden(text: str, forbidden_terms: Iterable[str]) -> str | None:
 
 
 def check_blind(text: str, forbidden_terms: Iterable[str], where: str = "text") -> None:
-    """Raise :class:`BlindnessError` naming the first forbidden term that occurs in ``text``.
-
-    Matching is case-insensitive and whole-word: ``"run"`` matches ``"Run 3"`` but not ``"rerun"``.
-    Empty or whitespace-only terms are rejected with ``ValueError``.
-    """
+    """Raise :class:`BlindnessError` naming the first forbidden term in ``text`` (case-insensitive,
+    whole words: ``"run"`` matches ``"Run 3"``, not ``"rerun"``); an empty term is a ``ValueError``."""
     term = find_forbidden(text, forbidden_terms)
     if term is not None:
         raise BlindnessError(term, where)

@@ -14,8 +14,7 @@ A cache folder holds
 - the derived sqlite index of both (:mod:`mechaudit.llm.cacheindex`).
 
 Reading, writing, freshness and crash repair are the log's (:mod:`mechaudit.llm.cachelog`). A lookup
-reads its one line with ``pread`` and checks the key in it, so memory does not grow with the cache
-and a stale index cannot return a wrong answer. A write skips a key that is already present. No
+reads its one line and checks the key in it (a stale index cannot return a wrong answer). No
 credentials or HTTP headers are ever part of a record or of the index.
 """
 
@@ -60,13 +59,9 @@ def _check_cache_record(record: dict[str, Any]) -> None:
 
 
 class ResponseCache(IndexedLog):
-    """Thread- and process-safe response store keyed by :attr:`LLMRequest.key`.
-
-    ``get`` is one indexed query plus one ``pread`` of the record's line; ``put`` appends and
-    fsyncs one or two lines under the folder's write lock. ``duplicates`` counts response lines
-    whose key an earlier line already had (e.g. two branches' caches merged by git); the first one
-    is used.
-    """
+    """Thread- and process-safe response store keyed by :attr:`LLMRequest.key`: ``get`` is one indexed
+    query and one ``pread``; ``put`` appends under the folder's write lock; of repeated keys (two
+    branches' caches merged by git: ``duplicates``) the first line is used."""
 
     _tables = ("responses", "systems")
     _what = "cache record"
@@ -186,11 +181,8 @@ class ResponseCache(IndexedLog):
         extra: dict[str, Any] | None = None,
     ) -> bool:
         """Append one response record (and the system prompt if new); False if ``key`` was cached
-        (by this or any other process).
-
-        ``request`` may be None when only the key is known (a batch result collected after a
-        restart whose request is not in the current run); the answer is still replayable by key.
-        """
+        (by any process). ``request`` None: only the key is known (a batch result collected after
+        a restart); the answer is still replayable by key."""
         record: dict[str, Any] = {"kind": "response", "key": key, "source": source, "response": response}
         system = None
         if request is not None:

@@ -1,11 +1,10 @@
 """The sqlite index of a cache folder: ``cache-index.sqlite`` (+ ``-wal``/``-shm``/``.lock``), derived
 from the folder's JSONL logs, never committed, safe to delete when no process is using the folder.
 
-It holds one row per request key (byte offset and length of its line), one per system prompt (its
-text) and one per batch id (its ``submitted`` line, collected or not), plus a log row per JSONL file:
-the size, mtime, inode and a hash of the last 4 KiB of the part indexed, which :func:`fresh` compares
-with the file. The connection runs in WAL mode with a busy timeout; an outdated schema or a damaged
-file is rebuilt, and the index of a read-only folder lives in the temporary folder instead.
+It holds the line (offset, length) of every request key, system prompt and batch id, and per JSONL
+file a log row (size, mtime, inode, hash of the indexed tail) that :func:`fresh` compares with the
+file. WAL mode; an outdated or damaged index is rebuilt; a read-only folder's lives in the temporary
+folder.
 """
 
 from __future__ import annotations

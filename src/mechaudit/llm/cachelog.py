@@ -1,16 +1,12 @@
 """The append-only JSONL log under a cache folder's sqlite index: the machinery the response cache
 (:mod:`mechaudit.llm.cache`) and the batch log (:mod:`mechaudit.llm.batchstate`) share.
 
-Opening compares the file with its log row in the index (:mod:`mechaudit.llm.cacheindex`): unchanged
-(the usual case) costs a stat and one query; a file that only grew (another writer, a ``git pull``)
-has just its new lines indexed; any other change (a checkout that rewrote the file, lines deleted by
-hand, a damaged or missing index) rebuilds the index from the file.
-
-Writes, from any number of threads and processes, take the folder's write lock, index whatever
-another writer appended, append the line(s) with one ``write`` plus ``fsync``, then commit the index
-rows. A crash before the commit leaves a line the next writer or reader indexes; a crash inside the
-write leaves a torn last line, which is reported (:class:`CacheRecoveryWarning`), ignored and cut
-off before the next append.
+Opening compares the file with its log row in the index (:mod:`mechaudit.llm.cacheindex`): an
+unchanged file costs a stat and a query, a grown one has its new lines indexed, any other change
+rebuilds the index. Writes (any threads and processes) take the folder's write lock, index what
+another writer appended, append with one ``write`` plus ``fsync`` and commit the index rows; a torn
+last line left by a crash is reported (:class:`CacheRecoveryWarning`), ignored and cut off before
+the next append.
 """
 
 from __future__ import annotations

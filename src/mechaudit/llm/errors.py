@@ -20,12 +20,10 @@ class ReplayMissError(LookupError):
 
     def __init__(self, request: LLMRequest, cache_path: Path) -> None:
         self.key = request.key
-        super().__init__(
-            f"no recorded response for request {request.key} in {cache_path} "
-            f"({request.summary()}). Replay answers only recorded requests: record it with "
-            f"backend='anthropic' (needs {API_KEY_ENV}), or check that model, prompt and version "
-            f"match the recording."
-        )
+        super().__init__(f"no recorded response for request {request.key} in {cache_path} "
+                         f"({request.summary()}). Replay answers only recorded requests: record it with "
+                         f"backend='anthropic' (needs {API_KEY_ENV}), or check that model, prompt and version "
+                         f"match the recording.")
 
 
 class APIReplyError(RuntimeError):
@@ -33,10 +31,8 @@ class APIReplyError(RuntimeError):
 
     def __init__(self, request: LLMRequest, detail: str) -> None:
         self.key = request.key
-        super().__init__(
-            f"request {request.key} (model {request.model}): the API answered HTTP 200 but {detail}; "
-            f"nothing was cached. Check the API address (ANTHROPIC_BASE_URL, a proxy) and run again."
-        )
+        super().__init__(f"request {request.key} (model {request.model}): the API answered HTTP 200 but {detail}; "
+                         "nothing was cached. Check the API address (ANTHROPIC_BASE_URL, a proxy) and run again.")
 
 
 class BatchError(RuntimeError):
@@ -45,7 +41,5 @@ class BatchError(RuntimeError):
     def __init__(self, failed: dict[str, str]) -> None:
         self.failed = failed
         sample = "; ".join(f"{k[:16]}...: {v}" for k, v in list(failed.items())[:5])
-        super().__init__(
-            f"{len(failed)} batch request(s) did not succeed ({sample}). Succeeded results are "
-            f"cached; run again to resubmit only the failed ones."
-        )
+        super().__init__(f"{len(failed)} batch request(s) did not succeed ({sample}). Succeeded results are "
+                         "cached; run again to resubmit only the failed ones.")

@@ -17,17 +17,11 @@ class _HttpxBridge(httpx2.BaseTransport):
         self._client = client
 
     def handle_request(self, request: httpx2.Request) -> httpx2.Response:
-        sent = self._client.send(
-            httpx.Request(
-                request.method, str(request.url), headers=request.headers.raw, content=request.read()
-            )
-        )
+        sent = self._client.send(httpx.Request(request.method, str(request.url), headers=request.headers.raw,
+                                               content=request.read()))
         # The body is already decoded: drop the headers that describe the wire encoding.
-        headers = [
-            (k, v)
-            for k, v in sent.headers.raw
-            if k.lower() not in (b"content-encoding", b"transfer-encoding", b"content-length")
-        ]
+        headers = [(k, v) for k, v in sent.headers.raw
+                   if k.lower() not in (b"content-encoding", b"transfer-encoding", b"content-length")]
         return httpx2.Response(sent.status_code, headers=headers, content=sent.read())
 
 

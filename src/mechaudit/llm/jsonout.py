@@ -22,11 +22,8 @@ class InvalidJSONError(ValueError):
 
 @dataclass(frozen=True)
 class JSONResult(Generic[M]):
-    """Outcome of a structured call.
-
-    ``value`` is the validated object, or None when ``invalid``; ``error`` is the last parse or
-    validation error; ``response`` the last reply; ``attempts`` the number of calls (1 + repairs).
-    Analyses must exclude and count invalid results, never replace them with a default.
+    """Outcome of a structured call: the validated ``value`` (None when ``invalid``: analyses exclude
+    and count it, never default it), the last ``error`` and ``response``, and ``attempts`` (1 + repairs).
     """
 
     value: M | None
@@ -68,10 +65,8 @@ def parse_reply(text: str, schema: type[M]) -> M:
 def describe_error(exc: Exception) -> str:
     """A compact, quotable error message (pydantic errors without documentation URLs)."""
     if isinstance(exc, ValidationError):
-        parts = [
-            f"{'.'.join(str(p) for p in e['loc']) or '(root)'}: {e['msg']} (got {e.get('input')!r})"
-            for e in exc.errors(include_url=False)
-        ]
+        parts = [f"{'.'.join(str(p) for p in e['loc']) or '(root)'}: {e['msg']} (got {e.get('input')!r})"
+                 for e in exc.errors(include_url=False)]
         message = "validation failed: " + "; ".join(parts)
     else:
         message = str(exc)
@@ -86,7 +81,5 @@ def repair_request(request: LLMRequest, reply: str, error: str, schema: type[Bas
         "Reply again with only one JSON object, without any other text, that satisfies this JSON "
         f"schema:\n{json.dumps(schema.model_json_schema(), sort_keys=True)}"
     )
-    return request.with_turns(
-        {"role": "assistant", "content": reply.strip() or "(empty reply)"},
-        {"role": "user", "content": instruction},
-    )
+    return request.with_turns({"role": "assistant", "content": reply.strip() or "(empty reply)"},
+                              {"role": "user", "content": instruction})

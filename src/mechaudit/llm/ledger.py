@@ -1,10 +1,8 @@
 """Usage ledger: tokens per model and mode, and a cost estimate from an editable price table.
 
-The price table (``params/prices.yaml``, or the file ``MECHAUDIT_PRICES`` names: ``mechaudit
-execute --prices FILE`` sets it for the chapters' kernels) prices vendor models by name under
-``models:`` and custom OpenAI-compatible servers by URL under ``endpoints:`` (a local server: all
-prices 0). A request to a custom server is priced by its endpoint only; anything unlisted has an
-unknown cost (NaN), never 0, and every total with an unknown part is unknown.
+The price table (``params/prices.yaml``, or ``MECHAUDIT_PRICES``) prices vendor models under
+``models:`` and custom OpenAI-compatible servers by URL under ``endpoints:``; anything unlisted has an
+unknown cost (NaN), never 0, and so has every total with an unknown part.
 """
 
 from __future__ import annotations
@@ -41,11 +39,10 @@ MODES = ("api", "batch", "cache", "local")
 
 
 def load_prices(source: str | os.PathLike[str] | Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """The price table: ``{"batch_discount": float, "models": {model: {input, output, cache_write,
-    cache_read}}, "endpoints": {url: {...}}}`` in USD per million tokens, from a mapping or a YAML
-    file (default: ``mechaudit.paths.prices_path()``). An endpoint row needs ``input`` and
-    ``output``; its cache prices default to ``input``. Raises ``ValueError`` naming the file and
-    field if malformed."""
+    """The price table ``{"batch_discount", "models": {model: {input, output, cache_write, cache_read}},
+    "endpoints": {url: {...}}}`` (USD per million tokens; an endpoint's cache prices default to its
+    ``input``) from a mapping or a YAML file (default ``paths.prices_path()``); ``ValueError`` naming
+    the file and field if malformed."""
     name = "price table"
     if source is None or not isinstance(source, Mapping):
         path = prices_path() if source is None else source
@@ -116,12 +113,8 @@ def total_usd(values) -> float:
 
 
 class UsageLedger:
-    """Thread-safe accumulator of calls and tokens per (model, mode).
-
-    Modes: ``api`` (Messages API calls made by this client), ``batch`` (results collected from the
-    Message Batches API), ``cache`` (answered from the cache: calls only, no tokens paid), ``local``
-    (calls to a custom OpenAI-compatible server, priced by its endpoint row).
-    """
+    """Thread-safe accumulator of calls and tokens per (model, mode) (:data:`MODES`; cache hits count
+    calls only, no tokens paid)."""
 
     def __init__(self, prices: Mapping[str, Any], endpoint: str | None = None) -> None:
         self.prices = prices
@@ -133,10 +126,8 @@ class UsageLedger:
         )
 
     def add(self, model: str, mode: str, usage: Usage | None = None, key: str | None = None) -> None:
-        """Count one call of ``model`` in ``mode`` with its usage (None for a cache hit).
-
-        With the request ``key``, a cache hit is counted once per distinct request and not at all
-        for a request this ledger already counted (e.g. a prefetched answer read again)."""
+        """Count one call of ``model`` in ``mode`` with its usage (None for a cache hit); with the request
+        ``key``, a cache hit counts once per request this ledger has not counted yet."""
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
         with self._lock:
@@ -218,7 +209,6 @@ def unanswered(cache_dir: str | os.PathLike[str], since: int = 0) -> set[str]:
     return {k for k in keys if k not in cache}
 
 
-
 def cache_state(cache_dir: str | os.PathLike[str]) -> int:
     """A mark of the cache folder's current end (``ResponseCache.mark``; 0 if there is no folder):
     the records appended after it are what :func:`cache_spend` counts. Constant memory at any size."""
@@ -227,13 +217,9 @@ def cache_state(cache_dir: str | os.PathLike[str]) -> int:
 
 
 def cache_spend(cache_dir: str | os.PathLike[str], before: int, prices: dict[str, Any]) -> dict[str, Any]:
-    """What was paid for since ``before`` (a :func:`cache_state` mark; 0: everything in the folder):
-    new records' calls, tokens and USD (NaN when a record's model has no price; ``unpriced`` names
-    those models).
-
-    Every answer the API sent is recorded in the cache, so the records added during a run are that
-    run's calls (``source`` messages or batch; batch records are priced at the batch discount).
-    """
+    """What was paid for since ``before`` (a :func:`cache_state` mark; 0: everything): the calls,
+    tokens and USD of the records added since (every answer the API sent is recorded), batch records
+    at the batch discount; USD NaN when a model has no price (``unpriced`` names them)."""
     out: dict[str, Any] = {"calls": 0, "batch_calls": 0, **dict.fromkeys(TOKEN_COLUMNS, 0), "cost_usd": 0.0,
                            "unpriced": set()}
     path = Path(cache_dir)

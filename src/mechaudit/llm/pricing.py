@@ -4,19 +4,14 @@ A chapter's cost plan (``plan`` in ``mechaudit.book.ch<chapter>``) lists the req
 as :class:`Planned` items; this module sizes and prices them without sending anything. Sizing
 rules (documented in ``book/rerun.md``):
 
-- **Input tokens.** No offline tokenizer exists for Claude (the SDK's ``count_tokens`` is an API
-  call), so input tokens are estimated as characters / ``CHARS_PER_TOKEN`` (3.5, Anthropic's rule of
-  thumb for English) plus ``MESSAGE_OVERHEAD`` per turn. Workflow requests that depend on generated
-  text (critique, revise, label, and judge calls on delivered hypotheses before the workflow is
-  cached) are built from *proxies*: the opening hypotheses stand for developed/revised ones and
-  each critique is assumed to raise ``DEMANDS_PER_CRITIQUE`` demands of typical length
-  (``mechaudit.workflow.plan``); these rows are marked ``exact=False``.
+- **Input tokens.** Characters / ``CHARS_PER_TOKEN`` plus ``MESSAGE_OVERHEAD`` per turn (Claude has
+  no offline tokenizer). Requests that depend on generated text are built from *proxies* (the
+  opening hypotheses, typical demands: ``mechaudit.workflow.plan``) and marked ``exact=False``.
 - **Output tokens.** A typical reply size per request kind (``TYPICAL_OUTPUT``), never more than
   the request's ``max_tokens``; the budget check uses ``max_tokens`` (the worst case).
-- **Price.** ``params/prices.yaml``: *plain* (Messages API), *batch* (x ``batch_discount``) and
-  *prompt-cached* (the system prompt is marked for caching; the API caches it only when it is at
-  least the model's ``min_cache_tokens`` long: then the first request per distinct system prompt
-  writes it at ``cache_write`` and the others read it at ``cache_read``).
+- **Price.** ``params/prices.yaml``: *plain*, *batch* (x ``batch_discount``) and *prompt-cached* (a
+  system prompt of at least ``min_cache_tokens`` is written once at ``cache_write``, then read at
+  ``cache_read``).
 """
 
 from __future__ import annotations
@@ -59,16 +54,11 @@ def kind_of(request: LLMRequest) -> str:
     return str(request.metadata.get("kind", "other"))
 
 
-def request_text_chars(request: LLMRequest) -> tuple[int, int]:
-    """Characters of the system prompt and of all message turns."""
-    return len(request.system), sum(len(m.text()) for m in request.messages)
-
-
 def input_tokens(request: LLMRequest) -> tuple[int, int]:
     """Estimated ``(system tokens, total input tokens)`` of ``request`` (module docstring)."""
-    sys_chars, msg_chars = request_text_chars(request)
-    system = math.ceil(sys_chars / CHARS_PER_TOKEN) + (MESSAGE_OVERHEAD if request.system else 0)
-    total = system + math.ceil(msg_chars / CHARS_PER_TOKEN) + MESSAGE_OVERHEAD * len(request.messages)
+    system = math.ceil(len(request.system) / CHARS_PER_TOKEN) + (MESSAGE_OVERHEAD if request.system else 0)
+    turns = sum(len(m.text()) for m in request.messages)
+    total = system + math.ceil(turns / CHARS_PER_TOKEN) + MESSAGE_OVERHEAD * len(request.messages)
     return system, total
 
 
@@ -110,9 +100,8 @@ ESTIMATE_COLUMNS = ["chapter", "stage", "model", "exact", "requests", "cached", 
 
 def price_plan(chapter: str, planned: Sequence[Planned], prices: Mapping[str, Any], cached: Callable[[str], bool],
                seen: set[str] | None = None, min_cache_tokens: Mapping[str, int] | None = None) -> pd.DataFrame:
-    """One row per (stage, model): requests, how many are cached (in the cache or earlier in
-    ``seen``, which is updated), tokens and USD of the ones to send (columns ``ESTIMATE_COLUMNS``;
-    NaN USD for a model or server without a price)."""
+    """One row per (stage, model) (``ESTIMATE_COLUMNS``): requests, how many are cached (or earlier in
+    ``seen``, which is updated), tokens and USD (NaN without a price) of the ones to send."""
     seen = set() if seen is None else seen
     min_cache_tokens = min_cache_tokens or {}
     rows: dict[tuple[str, str], dict[str, Any]] = {}

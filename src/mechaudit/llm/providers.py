@@ -1,35 +1,25 @@
 """The OpenAI chat-completions adapter and the OpenAI-compatible endpoints.
 
-Routing a model name to its provider is :mod:`mechaudit.llm.routing` (``route_model``,
-``canonical_model``: ``"openai:gpt-5.5"`` and ``"gpt-5.5"`` share one cache key and one ledger row);
-its names are importable from here too.
+Routing a model name to its provider is :mod:`mechaudit.llm.routing` (``"openai:gpt-5.5"`` and
+``"gpt-5.5"`` share one cache key and one ledger row).
 
-The OpenAI path is an optional extra (``pip install 'mechaudit[openai]'``): the ``openai`` SDK is
-imported only when the first uncached OpenAI request is sent, and the key only ever comes from the
-``OPENAI_API_KEY`` environment variable. A request becomes one Chat Completions call (system prompt
-as the first message, ``max_tokens`` as ``max_completion_tokens``) and the reply becomes the same
-record the cache stores for a Messages API reply: text, model, stop_reason, id and usage with
-``input_tokens`` = uncached prompt tokens, ``cache_read_input_tokens`` = cached prompt tokens,
-``output_tokens`` = completion tokens (reasoning included). Cache, replay, ledger and the blindness
-guard are the client's and therefore identical for both providers. OpenAI requests are never sent
-through the Anthropic Message Batches API; with ``batch=True`` they go through chat completions.
+The ``openai`` SDK is an optional extra (``pip install 'mechaudit[openai]'``), imported only when the
+first uncached OpenAI request is sent; its key comes only from ``OPENAI_API_KEY``. A request becomes
+one Chat Completions call (system prompt first, ``max_tokens`` as ``max_completion_tokens``), and the
+reply the record the cache stores for a Messages API reply (``input_tokens`` = uncached prompt
+tokens, ``cache_read_input_tokens`` = cached ones, ``output_tokens`` = completion tokens, reasoning
+included). OpenAI requests never go through the Anthropic Message Batches API.
 
-Local and other OpenAI-compatible servers (vLLM, Ollama, llama.cpp's server): the base URL comes
-from ``OPENAI_BASE_URL`` in the environment or the client's ``openai_base_url`` (``mechaudit execute
--p llm_base_url URL`` sets the variable for the chapters' kernels). Requests routed to OpenAI then
-go to that server, and :func:`with_endpoint` stamps its normalised URL into the request, so the
-endpoint is part of the cache key: two servers that serve different weights under one model name
-never share answers. A structured request to such a server also sends its reply's JSON schema as
-``response_format`` (``json_schema``), and the server decodes only replies that fit it; the prompt
-is the one the vendors' models get. A loopback server needs no key. Prices
-for such a server are declared per endpoint in the price table (``endpoints:``), and the ledger
-labels its rows ``local``.
+An OpenAI-compatible server (vLLM, Ollama, llama.cpp's server) is named by ``OPENAI_BASE_URL`` or the
+client's ``openai_base_url``; :func:`with_endpoint` stamps its normalised URL into each request routed
+to OpenAI, so two servers never share answers. Such a request also sends its reply's JSON schema as
+``response_format``. A loopback server needs no key; its prices are the price table's ``endpoints:``
+rows, and the ledger labels its rows ``local``.
 
-Sampling: OpenAI's reasoning models (names matching ``OPENAI_FIXED_TEMPERATURE``) accept only their
-default temperature; for them ``temperature`` is not sent and the cache record says so
-(``"temperature_sent": false``). The request's temperature stays part of the cache key. Their
-reasoning tokens count against ``max_completion_tokens``: give such a judge a larger ``max_tokens``
-if replies come back empty with ``stop_reason`` "length".
+OpenAI's reasoning models (``OPENAI_FIXED_TEMPERATURE``) accept only their default temperature: it is
+not sent (the record says ``"temperature_sent": false``) but stays part of the cache key. Their
+reasoning tokens count against ``max_completion_tokens``: give such a judge a larger ``max_tokens`` if
+replies come back empty with ``stop_reason`` "length".
 """
 
 from __future__ import annotations
@@ -139,14 +129,9 @@ def with_endpoint(request: LLMRequest, base_url: str | None) -> LLMRequest:
     return type(request).model_validate({**request.model_dump(), "endpoint": endpoint})
 
 
-def provider_of(model: str) -> str:
-    """The provider a model name is routed to."""
-    return route_model(model)[0]
-
-
 def is_anthropic(model: str) -> bool:
     """True if ``model`` is routed to Anthropic (its key is ``ANTHROPIC_API_KEY``; it can batch)."""
-    return provider_of(model) == ANTHROPIC
+    return route_model(model)[0] == ANTHROPIC
 
 
 def import_openai() -> Any:
@@ -154,9 +139,7 @@ def import_openai() -> Any:
     try:
         import openai  # defers the openai SDK: an offline run never loads it
     except ImportError as exc:
-        raise MissingProviderSDKError(
-            f"OpenAI models need the optional OpenAI SDK: {OPENAI_EXTRA}"
-        ) from exc
+        raise MissingProviderSDKError(f"OpenAI models need the optional OpenAI SDK: {OPENAI_EXTRA}") from exc
     return openai
 
 
@@ -169,11 +152,6 @@ def openai_sdk(api_key: str, *, http_client: Any = None, max_retries: int = 4, t
                          base_url=base_url)
 
 
-def sends_temperature(api_model: str) -> bool:
-    """False for OpenAI models that accept only their default temperature."""
-    return not OPENAI_FIXED_TEMPERATURE.match(api_model)
-
-
 def openai_params(request: LLMRequest) -> dict[str, Any]:
     """The Chat Completions body for ``request``: model, messages (system first), token limit and,
     where the model accepts one, temperature."""
@@ -182,12 +160,8 @@ def openai_params(request: LLMRequest) -> dict[str, Any]:
     if request.system:
         messages.append({"role": "system", "content": request.system})
     messages += [{"role": m.role, "content": m.text()} for m in request.messages]
-    params: dict[str, Any] = {
-        "model": api_model,
-        "messages": messages,
-        "max_completion_tokens": request.max_tokens,
-    }
-    if request.temperature is not None and sends_temperature(api_model):
+    params: dict[str, Any] = {"model": api_model, "messages": messages, "max_completion_tokens": request.max_tokens}
+    if request.temperature is not None and not OPENAI_FIXED_TEMPERATURE.match(api_model):
         params["temperature"] = request.temperature
     if request.endpoint is not None and request.json_schema is not None:
         params["response_format"] = response_format(request.json_schema)

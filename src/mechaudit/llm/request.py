@@ -1,12 +1,8 @@
 """Typed LLM requests and responses, and the content address (cache key) of a request.
 
 The key is the sha256 of the canonical JSON of exactly the fields that change what the model is
-asked: model, system, messages, temperature, max_tokens and the caller's prompt/rubric ``version``,
-and, for a request to a custom OpenAI-compatible server, that server's ``endpoint`` and the
-``json_schema`` its reply is constrained to (both left out of the hashed fields for a vendor's API,
-so requests to the vendors' APIs keep their keys).
-Fields that do not change the call (``metadata``, ``forbidden_terms``, ``cache_system``) are not
-hashed, so adding bookkeeping never invalidates recorded answers.
+asked (:meth:`LLMRequest.hashed_fields`); bookkeeping (``metadata``, ``forbidden_terms``,
+``cache_system``) is not hashed, so adding it never invalidates recorded answers.
 """
 
 from __future__ import annotations
@@ -41,15 +37,11 @@ class Message(BaseModel):
 class LLMRequest(BaseModel):
     """One Messages-API call.
 
-    ``temperature=None`` leaves sampling to the API default (and then no temperature is sent);
-    ``version`` names the prompt/rubric version and is part of the cache key.
-    ``endpoint``: the normalised URL of the OpenAI-compatible server the request goes to (set by the
-    client, :func:`mechaudit.llm.providers.with_endpoint`; None for a vendor's API).
-    ``json_schema``: the JSON schema of the expected reply; sent (as ``response_format``) and hashed
-    only for a request to a custom server, whose decoding it constrains (vendors' APIs get the
-    schema in the prompt only, as before).
-    ``forbidden_terms`` makes every client refuse to send (or answer) the request when one of the
-    terms occurs in the system prompt or a message (see :func:`mechaudit.llm.check_blind`).
+    ``temperature=None`` sends no temperature (the API default); ``version`` names the prompt/rubric
+    version. ``endpoint``: the OpenAI-compatible server the request goes to (set by
+    :func:`mechaudit.llm.providers.with_endpoint`; None for a vendor's API); ``json_schema``: the
+    expected reply's schema, sent and hashed only for such a server. ``forbidden_terms``: every
+    client refuses a request whose prompt contains one (:func:`mechaudit.llm.check_blind`).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -73,7 +65,8 @@ class LLMRequest(BaseModel):
         return canonical_model(value)
 
     def hashed_fields(self) -> dict[str, Any]:
-        """The fields the cache key covers, as plain JSON-able data."""
+        """The fields the cache key covers, as plain JSON-able data: ``endpoint`` and ``json_schema``
+        only for a custom server, so requests to the vendors' APIs keep their keys."""
         fields = {
             "model": self.model,
             "system": self.system,
@@ -91,9 +84,7 @@ class LLMRequest(BaseModel):
     @cached_property
     def key(self) -> str:
         """sha256 hex digest (64 chars) of the canonical JSON of :meth:`hashed_fields`."""
-        canonical = json.dumps(
-            self.hashed_fields(), sort_keys=True, separators=(",", ":"), ensure_ascii=False
-        )
+        canonical = json.dumps(self.hashed_fields(), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
         return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
     def last_user_text(self) -> str:
@@ -106,10 +97,8 @@ class LLMRequest(BaseModel):
         text = " ".join(self.last_user_text().split())
         if len(text) > chars:
             text = text[:chars] + "..."
-        return (
-            f"model={self.model}, version={self.version}, temperature={self.temperature}, "
-            f"max_tokens={self.max_tokens}, turns={len(self.messages)}, last user message: {text!r}"
-        )
+        return (f"model={self.model}, version={self.version}, temperature={self.temperature}, "
+                f"max_tokens={self.max_tokens}, turns={len(self.messages)}, last user message: {text!r}")
 
     def with_turns(self, *turns: dict[str, Any]) -> LLMRequest:
         """A copy with extra turns appended (validated like the original)."""

@@ -24,24 +24,7 @@ from mechaudit.plots.workflow import (
     validity_figure,
 )
 
-__all__ = [
-    "PALETTE",
-    "agreement_vs_threshold",
-    "caption",
-    "cluster_count_figure",
-    "cosine_strips",
-    "critique_depth_figure",
-    "divergence_heatmaps",
-    "engagement_figure",
-    "loss_band_plot",
-    "new_figure",
-    "perturbation_bars",
-    "rubric_bars",
-    "rule_comparison_figure",
-    "score_recovery_plot",
-    "tau_recovery_plot",
-    "threshold_sweep_lines",
-    "tie_effect_plot",
-    "validity_figure",
-    "weight_scale_plot",
-]
+__all__ = ["PALETTE", "agreement_vs_threshold", "caption", "cluster_count_figure", "cosine_strips",
+           "critique_depth_figure", "divergence_heatmaps", "engagement_figure", "loss_band_plot", "new_figure",
+           "perturbation_bars", "rubric_bars", "rule_comparison_figure", "score_recovery_plot", "tau_recovery_plot",
+           "threshold_sweep_lines", "tie_effect_plot", "validity_figure", "weight_scale_plot"]

@@ -15,14 +15,9 @@ from mechaudit.report.labels import label
 @backend_argument(3)  # the previous release's backend=, for one release
 def divergence_heatmaps(matrices: Mapping[str, np.ndarray], labels: Sequence[str], n_a: int,
                         width: float = 6.0, height: float = 3.5, *, caption: str = ""):
-    """One heatmap per equivalence rule of a run-by-run divergence matrix (values 0..1).
-
-    ``matrices`` maps a rule name to its ``(n, n)`` matrix over the runs named by ``labels`` (in
-    that order); the first ``n_a`` runs are at depth a, the rest at depth b. A white line separates
-    the depth blocks, and each axis names the blocks ("depth 0 runs") rather than the runs, so the
-    labels stay legible on a phone. ``caption``: the caller's words under the figure, followed by
-    "Toy design, no LLM".
-    """
+    """One heatmap per equivalence rule (``matrices``: rule -> ``(n, n)`` divergence matrix, 0..1,
+    over the runs named by ``labels``; the first ``n_a`` at depth a). A white line separates the
+    depth blocks, and the axes name the blocks, not the runs (legible on a phone)."""
     fig, axes = new_figure(ncols=len(matrices), width=width, height=height)
     axes = np.atleast_1d(axes)
     n = len(labels)

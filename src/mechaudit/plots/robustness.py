@@ -1,9 +1,7 @@
 """Figures of the robustness and power chapter (02c): maps over simulator factors, rule estimates, power.
 
-Axis names come from ``FACTOR_LABELS`` (words with units, not parameter names); every legend has at
-most four entries; the panels of a map are stacked, one per row, so each is the figure's full width.
-Each takes the caller's ``caption`` (words under the figure); ``conclusion_figure`` adds what its cell text is and
-``power_figure`` what its open squares are.
+Axis names come from ``FACTOR_LABELS`` (words with units); the panels of a map are stacked, so each
+is the figure's full width.
 """
 
 from __future__ import annotations

@@ -38,15 +38,10 @@ def _check_columns(columns) -> None:
 
 @backend_argument(2, extra=True)  # the previous release's backend=, for one release
 def rubric_bars(pct: pd.DataFrame, paper: pd.DataFrame | None, *, caption: str = ""):
-    """% of valid pairs judged different, per perturbation kind (rows of ``pct``) and rubric.
-
-    ``pct`` columns are ``"<judge> <rubric>"`` (``reference full``, ``llm none``, ...; NaN: not
-    run); any other column (``tfidf``, ``embedding``) is refused with a one-line ``MechauditError``
-    (``perturbation_bars`` draws any rules). One panel per judge that ran, one horizontal bar per
-    kind and rubric with its value written at its end (a 0 % bar is a visible "0"). ``paper`` (same
-    column names, NaN where the paper reports nothing) is drawn as diamonds: on the LLM panel, or on
-    the first panel when the LLM judge did not run. The legend has one entry per rubric and one for
-    the paper (at most four). ``caption``: the caller's words under the figure.
+    """% of valid pairs judged different per perturbation kind (rows of ``pct``) and rubric (columns
+    ``"<judge> <rubric>"``, NaN: not run; other columns are refused: ``perturbation_bars`` draws
+    rules). One panel per judge that ran, bars labelled with their values; ``paper`` (same columns)
+    as diamonds on the LLM panel (else the first).
     """
     _check_columns(pct.columns)
     judges = [j for j in dict.fromkeys(_split(c)[0] for c in pct.columns)

@@ -19,15 +19,9 @@ SERIES_STYLES = [("o", "-", 7), ("s", "--", 5.5), ("^", "-.", 4.5), ("v", ":", 3
 
 @backend_argument(2, extra=True)  # the previous release's backend=, for one release
 def perturbation_bars(pct: pd.DataFrame, paper: pd.DataFrame | None = None, *, caption: str = ""):
-    """% of valid pairs judged different, per perturbation kind (rows of ``pct``) and rule (its
-    columns: any rules, text rules and judges alike, e.g. ``tfidf``, ``embedding``, ``reference``,
-    ``llm``).
-
-    One group of horizontal bars per kind, one bar per rule in the rule's colour, each labelled at
-    its end with the rule and its value (so any number of rules needs no legend); a NaN value is a
-    rule that was not run there and is written as "not run", with no bar. ``paper`` (the paper's
-    values, same layout, NaN where it reports nothing) is drawn as diamonds on the bars of the same
-    column. ``caption``: the caller's words under the figure.
+    """% of valid pairs judged different per perturbation kind (rows of ``pct``) and rule (columns):
+    horizontal bars in the rules' colours, each labelled with its rule and value (no legend); NaN
+    reads "not run". ``paper`` (same layout, NaN where it reports nothing): diamonds on the bars.
     """
     kinds, rules = list(pct.index), list(pct.columns)
     height = 0.8 / max(len(rules), 1)
@@ -73,14 +67,10 @@ THRESHOLD_STYLES = ["--", ":"]
 @backend_argument(2, extra=True)  # the previous release's backend=, for one release
 def cosine_strips(sims: pd.DataFrame, thresholds: dict[str, dict[str, float]], seed: int = 0, *,
                   caption: str = ""):
-    """Cosine of every perturbation pair, per kind (rows) and suite (colour), one panel per rule
-    (stacked), with each rule's thresholds as vertical lines labelled above the panel; a short black
-    bar marks each strip's median. Pairs left of a threshold are the ones that rule calls different.
-
-    ``sims``: long DataFrame with columns suite (label), kind, rule (``tfidf``/``embedding``),
-    cosine. ``thresholds``: rule -> {label: threshold}, at most two per rule. Points are jittered
-    vertically with ``default_rng(seed)``. One legend (the suites) above the panels; ``caption``: the
-    caller's words under the figure.
+    """Cosine of every perturbation pair per kind (rows) and suite (colour), one stacked panel per
+    rule, each strip's median a short black bar, the rule's thresholds (``thresholds``: rule ->
+    {label: value}, at most two) as labelled vertical lines. ``sims``: columns suite, kind, rule,
+    cosine; points jittered with ``default_rng(seed)``.
     """
     rules = [r for r in RULE_LABELS if r in set(sims["rule"])]
     suites = list(dict.fromkeys(sims["suite"]))[:len(SUITE_STYLES)]
@@ -120,13 +110,9 @@ def cosine_strips(sims: pd.DataFrame, thresholds: dict[str, dict[str, float]], s
 
 @backend_argument(2, extra=True)  # the previous release's backend=, for one release
 def threshold_sweep_lines(sweep: pd.DataFrame, paper_thresholds: dict[str, float], *, caption: str = ""):
-    """% judged different vs threshold: one panel per rule (columns) and, when ``sweep`` has a
-    ``suite`` column, per perturbation suite (rows); one line per perturbation kind.
-
-    ``sweep``: long DataFrame with columns rule, threshold, kind, pct_different (and optionally
-    suite, its label). ``paper_thresholds``: rule -> the threshold in use, by default the paper's
-    (dashed vertical line, named in the caption). One legend for the figure: the kinds. ``caption``:
-    the caller's words under the figure.
+    """% judged different vs threshold, one line per perturbation kind, one panel per rule (columns)
+    and suite (rows, when ``sweep`` has a ``suite`` column). ``sweep``: columns rule, threshold,
+    kind, pct_different; ``paper_thresholds``: rule -> the threshold in use (dashed line).
     """
     if "suite" not in sweep.columns:
         sweep = sweep.assign(suite="")
@@ -156,13 +142,8 @@ def threshold_sweep_lines(sweep: pd.DataFrame, paper_thresholds: dict[str, float
 
 @backend_argument(2, extra=True)  # the previous release's backend=, for one release
 def agreement_vs_threshold(sweep: pd.DataFrame, paper_thresholds: dict[str, float], *, caption: str = ""):
-    """Raw agreement and Cohen's kappa with each other method vs threshold.
-
-    ``sweep``: long DataFrame with columns rule, threshold, other, raw_agreement, kappa; one row of
-    panels per rule (raw agreement left, kappa right; the rule's label on the left), one line per other
-    method, named by its label; one legend above the panels. ``caption``: the caller's words under the
-    figure.
-    """
+    """Raw agreement (left) and Cohen's kappa (right) with each other method vs threshold, one row of
+    panels per rule. ``sweep``: columns rule, threshold, other, raw_agreement, kappa."""
     rules = list(dict.fromkeys(sweep["rule"]))
     fig, axes = new_figure(ncols=2, nrows=len(rules), width=6.0, height=2.6 * len(rules) + 1.6, sharex="row")
     axes = np.atleast_2d(axes)

@@ -1,16 +1,10 @@
 """One look for every figure in the book: size, fonts, palette and the caption under a figure.
 
-The book shows every figure at one width, whatever its size in inches: the column's width, at most
-:data:`DESKTOP_FIGURE_PX` px (36rem) on a laptop and :data:`PHONE_FIGURE_PX` px on a phone (a 390 px
-window), and a click on it opens the full-size image (``mechaudit.sphinxext.figure``). Text of ``s``
-points in a figure ``w`` inches wide then shows at ``s * display_px / (72 * w)`` px. So that text reads
-the same in every figure, :func:`new_figure` scales the fonts of :data:`RC` (sized for a
-:data:`WIDTH`-inch figure) by ``width / WIDTH``: the smallest text, :data:`FONT_PT` points at
-:data:`WIDTH` inches, shows at about 14.7 px on a laptop and 8.7 px on a phone. Figures set no font size
-of their own. :func:`text_px` measures a figure and :func:`readability_problems` lists what breaks
-the book's rules: text at least :data:`MIN_TEXT_PX` px on a laptop and :data:`MIN_PHONE_TEXT_PX` px on
-a phone, legends of at most :data:`MAX_LEGEND_ENTRIES` entries (more series get direct labels instead).
-The browser test measures the same sizes on the built pages.
+The book shows every figure at the column's width (:data:`DESKTOP_FIGURE_PX`, :data:`PHONE_FIGURE_PX`),
+so text of ``s`` points in a figure ``w`` inches wide shows at ``s * display_px / (72 * w)`` px;
+:func:`new_figure` scales the fonts of :data:`RC` by ``width / WIDTH`` so that text reads the same in
+every figure. :func:`readability_problems` lists what breaks the book's rules (text size, legend
+entries); the browser test measures the same sizes on the built pages.
 """
 
 from __future__ import annotations
@@ -76,12 +70,9 @@ RC = {
 def new_figure(ncols: int = 1, nrows: int = 1, width: float = WIDTH, height: float = 3.6, **kwargs):
     """A figure of ``width`` x ``height`` inches with the book's style; returns ``(fig, axes)``.
 
-    Titles, labels, ticks and legends added after this call take their font when they are created,
-    from ``matplotlib.rcParams``: so this call also sets the book's font and its sizes there (the
-    ``font.family``, ``svg.*`` and ``*size`` entries of :data:`RC`, sizes times ``width / WIDTH`` so
-    that text shows at the same size in every figure of the book), for the rest of the session, which
-    in a chapter holds only book figures.
-    """
+    Text added later takes its font from ``matplotlib.rcParams`` when it is created, so this call also
+    sets the font, ``svg.*`` and the sizes of :data:`RC` (times ``width / WIDTH``) there for the rest
+    of the session (in a chapter: only book figures)."""
     scale = width / WIDTH
     style = {name: value * scale if name.endswith("size") else value for name, value in RC.items()}
     plt.rcParams.update({name: value for name, value in style.items()
@@ -97,27 +88,18 @@ def new_figure(ncols: int = 1, nrows: int = 1, width: float = WIDTH, height: flo
 
 
 def caption(fig, text: str, note: str = "") -> None:
-    """Write ``text`` and then the figure's own ``note`` (joined by ". ", empty parts left out) in
-    grey text under the figure; draw nothing when both are empty.
-
-    The text has the figure's smallest size (``figure.labelsize``). ``text`` is the caller's words,
-    e.g. ``"Backend: reference"`` from a chapter's context; ``note`` is what the figure always says
-    about itself (``"Toy design, no LLM"``).
-    """
+    """Write the caller's ``text`` (``"Backend: reference"``) and then the figure's own ``note``
+    (``"Toy design, no LLM"``), joined by ". ", in small grey text under the figure (nothing when both
+    are empty)."""
     joined = ". ".join(t for t in (text, note) if t)
     if joined:
         fig.supxlabel(joined, color=PALETTE["muted"], x=0.01, ha="left", wrap=True)
 
 
 def legend_outside(ax, where: str = "right", **kwargs):
-    """Draw ``ax``'s legend outside the plotting area, so it never covers data; returns the legend.
-
-    ``where="right"`` puts it beside the axes (top-aligned), ``"below"`` under them in up to four
-    columns, ``"above"`` above the figure's panels in two columns (a figure legend of ``ax``'s
-    entries: the layout that leaves a phone the most room). Keyword arguments go to ``Axes.legend``
-    (``Figure.legend`` for ``"above"``). Use with ``new_figure`` (constrained layout makes room for
-    the legend).
-    """
+    """Draw ``ax``'s legend outside the plotting area (``new_figure``'s layout makes room) and return
+    it: ``"right"`` beside the axes, ``"below"`` under them in up to four columns, ``"above"`` a
+    two-column figure legend over the panels (most room on a phone). ``kwargs`` go to ``legend``."""
     handles, labels = ax.get_legend_handles_labels()
     if where == "above":
         return ax.figure.legend(handles, labels, **{"loc": "outside upper center", "ncols": 2, **kwargs})

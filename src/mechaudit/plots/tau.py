@@ -1,9 +1,5 @@
-"""Figures of chapter 08: tau recovery, score recovery, the loss band, the tie effect and a
-misspecified judge (fitted tau and inferred scores).
-
-Every figure here shows the simulated judge, so under the caller's ``caption`` it always adds
-:data:`SIM_NOTE`.
-"""
+"""Figures of chapter 08 (tau and score recovery, the loss band, ties, a misspecified judge); each
+shows the simulated judge, so it adds :data:`SIM_NOTE` under the caller's ``caption``."""
 
 from __future__ import annotations
 
@@ -22,10 +18,8 @@ SIM_NOTE = "Simulated judge with known tau on a synthetic pool; not an LLM"
 
 @backend_argument(1)  # the previous release's backend=, for one release
 def tau_recovery_plot(recovery: pd.DataFrame, width: float = 6.4, height: float = 3.6, *, caption: str = ""):
-    """Fitted vs true tau per method (one dot per repetition), with the identity and a +-10% band.
-
-    ``recovery``: columns true_tau, method, tau_hat (from :func:`mechaudit.tau.studies.tau_recovery`).
-    """
+    """Fitted vs true tau per method (one dot per repetition), with the identity and a +-10% band
+    (``recovery``: :func:`mechaudit.tau.studies.tau_recovery`)."""
     fig, ax = new_figure(width=width, height=height)
     taus = np.sort(recovery["true_tau"].unique())
     line = np.linspace(taus.min() * 0.8, taus.max() * 1.15, 50)
@@ -158,14 +152,9 @@ def _misspec_legend(fig) -> None:
 
 @backend_argument(1)  # the previous release's backend=, for one release
 def misspecified_tau_plot(mis: pd.DataFrame, width: float = 7.0, height: float = 3.8, *, caption: str = ""):
-    """Mean fitted tau vs the judge's perception noise, one panel per true tau: mle for each
-    perception source, the mle that ignores strengths, and the noise-only approximation. The legend
-    has four entries (fit by colour, perception source by line style); the true tau (black line,
-    named in the panel title) and the approximation (grey dotted) are explained in the caption.
-
-    ``mis``: columns source, perception_noise, true_tau, method, tau_hat, approx_tau (from
-    :func:`mechaudit.tau.studies.tau_misspecification`).
-    """
+    """Mean fitted tau vs the judge's perception noise, one panel per true tau (black line): each fit
+    (colour) per perception source (line style), and the noise-only approximation (grey dotted).
+    ``mis``: :func:`mechaudit.tau.studies.tau_misspecification`."""
     taus = sorted(mis["true_tau"].unique())
     fig, axes = new_figure(nrows=len(taus), width=width, height=2.4 * len(taus) + 1.8, sharex=True)
     axes = np.atleast_1d(axes)
@@ -223,9 +212,8 @@ DENSIFY_STYLES = {"first round only": (PALETTE["muted"], "--", "first round only
 @backend_argument(1)  # the previous release's backend=, for one release
 def densify_plot(by_hint: pd.DataFrame, width: float = 7.0, height: float = 3.4, *, caption: str = ""):
     """Anchors densify adds per story (top) and % of scores on a grid end (bottom) against the band
-    of the first round's mean score, one line per run (four legend entries); ``height`` is each panel's.
-
-    ``by_hint`` from :func:`mechaudit.tau.studies.densify_by_hint`."""
+    of the first round's mean score, one line per run; ``height`` is each panel's (``by_hint``:
+    :func:`mechaudit.tau.studies.densify_by_hint`)."""
     fig, (top, bottom) = new_figure(nrows=2, width=width, height=2 * height)
     for run, g in by_hint.groupby("run", sort=False):
         colour, ls, label = DENSIFY_STYLES.get(str(run), (PALETTE["muted"], "-", str(run)))

@@ -24,13 +24,9 @@ def critique_depth_figure(points: pd.DataFrame, title: str = "",
                           intervals: Mapping[str, tuple[float, float]] | None = None,
                           level: float = 0.95, *, caption: str = ""):
     """Figure 2 analogue: same-depth divergence per depth (top, %) and extra divergence per
-    comparison (bottom, pp); points per instance, bars for the instance mean.
-
-    ``points``: ``depth.per_instance_effects`` output for one rule. ``truth``: label -> true value
-    (simulator), drawn as black ticks; ``paper``: comparison label -> paper's value, pink diamonds
-    beside the bar; ``intervals``: comparison label -> (low, high) of the mean (pp), error bars on the
-    extra-divergence bars (at ``level``). Instances share one grey marker (one legend entry). The
-    panels are stacked; the legend sits above them, at most four entries.
+    comparison (bottom, pp) of one rule (``points``: ``depth.per_instance_effects``); grey points per
+    instance, bars for their mean. ``truth`` (label -> value): black ticks; ``paper`` (comparison ->
+    value): pink diamonds; ``intervals`` (comparison -> (low, high) pp at ``level``): error bars.
     """
     fig, axes = new_figure(nrows=2, width=6.0, height=6.6)
     instances = list(dict.fromkeys(points.instance))
@@ -75,13 +71,9 @@ def rule_comparison_figure(table: pd.DataFrame,
                            truth: Mapping[str, Mapping[str, float]] | None = None,
                            paper: Mapping[str, float] | None = None, level: float = 0.95, *,
                            caption: str = ""):
-    """Extra divergence per depth comparison under each rule (grouped bars, pp) with each bar's
-    bootstrap interval (``ci_low_pp``/``ci_high_pp`` at ``level``, when present), the simulator's
-    truth of the quantity each rule estimates (``truth``: rule -> label -> pp; black ticks on the
-    bar) and the paper's LLM-judge values (pink diamonds); legend above the axes, rules by their labels.
-
-    ``table``: ``depth.rule_tables`` Table 1 (columns rule, comparison, extra_pp).
-    """
+    """Extra divergence (pp) per depth comparison under each rule (``table``: columns rule,
+    comparison, extra_pp[, ci_low_pp, ci_high_pp at ``level``]) as grouped bars with their intervals;
+    ``truth`` (rule -> label -> pp): black ticks; ``paper``: the paper's LLM-judge values, diamonds."""
     fig, ax = new_figure(width=6.0, height=4.6)
     rules = list(dict.fromkeys(table.rule))
     comps = list(dict.fromkeys(table.comparison))
@@ -190,10 +182,8 @@ def cluster_count_figure(counts: pd.DataFrame, value: str = "n_groups",
     """Measured diversity per instance and depth under each rule: one panel per instance, x = depth,
     one line per rule (``counts``: columns instance, depth, rule, ``value``, one row per run).
 
-    Points: mean over the runs of an instance and depth; error bars: ±1 standard error of that mean
-    (none with a single run). Each rule has its own marker and line style and a small horizontal
-    offset, so rules that coincide (mechanism key and reference judge on simulator runs) stay visible.
-    The legend sits above the panels."""
+    Points: mean over the runs; error bars: ±1 standard error. Each rule has its own marker, line style
+    and a small horizontal offset, so rules that coincide stay visible."""
     instances = list(dict.fromkeys(counts.instance))
     ncols = 2 if len(instances) == 4 else min(len(instances), 3)
     nrows = -(-len(instances) // ncols)
@@ -226,12 +216,8 @@ def cluster_count_figure(counts: pd.DataFrame, value: str = "n_groups",
 @backend_argument(1)  # the previous release's backend=, for one release
 def judge_model_figure(per_model: pd.DataFrame, paper: Mapping[str, tuple[float, float]] | None = None, *,
                        caption: str = ""):
-    """Extra divergence (pp) per depth comparison, one series (line and markers) per judge model, in
-    the style of the paper's Figure 5; the paper's range over its three judges as a pink bar behind
-    each comparison (shown when ``paper`` is given: comparison -> (low, high)).
-
-    ``per_model``: judge models (index) x comparison labels (columns), as ``judge_model_axis`` returns.
-    """
+    """Extra divergence (pp) per depth comparison, one series per judge model (``per_model``: models x
+    comparisons), as the paper's Figure 5; ``paper`` (comparison -> (low, high)): its range as a bar."""
     fig, ax = new_figure(width=6.0, height=4.0)
     comps = list(per_model.columns)
     x = np.arange(len(comps))

@@ -62,16 +62,10 @@ def compare(rows: Iterable[tuple], *, llm: bool, suite: str | None = None,
             path: Path = REPORTED_PATH) -> ComparisonTable:
     """The "paper vs this run" table, narrow enough for the book's text column.
 
-    ``rows`` holds ``(key, ours)`` or ``(key, ours, note)``; ``ours`` is ``None`` when this run did
-    not measure the quantity (shown as "not run"). ``llm``: whether an LLM backend produced ``ours``;
-    ``suite``: the perturbation suite the rows were measured on, if any (``provenance.of``).
-    Index: the entry's label (unit included), named "quantity". Columns: paper, this run, provenance
-    (how this run's number can relate to the paper's, from ``mechaudit.report.provenance.of``),
-    verdict (``provenance.verdict`` of that one number: whether it tests the paper; agreement within
-    ``TOLERANCE`` under an LLM backend), source (the paper's section), and note (left out when no
-    row has one). Every cell is text: integers without ".0" (``_fmt``: a measured percent keeps
-    its decimals, "29.0"), other numbers rounded to the paper's decimals (at least one), p-values through
-    :func:`format_p` (the paper's bounds as "< 10⁻⁴"); thousands separated by commas ("4,863").
+    ``rows`` holds ``(key, ours)`` or ``(key, ours, note)``; ``ours`` None is "not run". ``llm``:
+    whether an LLM backend produced ``ours``; ``suite``: the perturbation suite measured, if any.
+    Index "quantity": the entry's label. Columns ``COMPARE_COLUMNS`` (note left out when no row has
+    one), every cell text: numbers as :func:`_fmt` writes them, p-values through :func:`format_p`.
     """
     labels, out = [], []
     for row in rows:
@@ -108,15 +102,10 @@ def power_of_ten(exponent: int) -> str:
 
 
 def format_p(p: float, smallest: float | None = None) -> str:
-    """A p-value in the book's one style, such as 0.032 or < 10⁻⁸.
-
-    Two significant digits from 0.001 up ("0.032"), below that an upper bound by a power of ten
-    ("< 10⁻⁸" for 3.9e-09, a no-break space after "<"), "0" for 0.
-
-    ``smallest``: the smallest p the test can give (an exact test over 126 splits per instance on
-    four instances: ``1 / 126**4``). When ``p`` equals it the text says so, "< 10⁻⁸, the smallest
-    possible": no split of the data is more extreme under the design.
-    """
+    """A p-value in the book's one style: two significant digits from 0.001 up ("0.032"), below that
+    an upper bound by a power of ten ("< 10⁻⁸" for 3.9e-09, a no-break space after "<"), "0" for 0.
+    ``smallest``: the smallest p the test can give (``1 / 126**4`` for the exact test of the
+    paper's design); ``p`` equal to it reads "< 10⁻⁸, the smallest possible"."""
     if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0 <= p <= 1:
         raise MechauditError(f"a p-value is a number in [0, 1], not {p!r}", field="p")
     if p == 0:
@@ -185,14 +174,11 @@ def compare_paper_default(compare_paper: bool | None, data_dir: Any) -> bool:
         raise TypeError(f"compare_paper must be true, false or null, not {compare_paper!r}")
     shipped = paths.is_shipped_benchmark(data_dir)
     if compare_paper and not shipped:
-        raise MechauditError(f"compare_paper is true, but {_data_name(data_dir)} is not the shipped benchmark "
+        folder = data_dir if data_dir is not None else paths.DATA_DIR
+        raise MechauditError(f"compare_paper is true, but the data folder {folder} is not the shipped benchmark "
                              "(its files differ from data/benchmark.sha256): the paper's numbers belong to the "
                              "shipped data only; leave compare_paper unset or false", field="compare_paper")
     return shipped if compare_paper is None else compare_paper
-
-
-def _data_name(data_dir: Any) -> str:
-    return f"the data folder {data_dir if data_dir is not None else paths.DATA_DIR}"
 
 
 __all__ = ["ComparisonTable", "compare", "agrees", "TOLERANCE", "format_p", "power_of_ten", "compare_paper_default"]

@@ -1,9 +1,8 @@
 """A chapter's glued numbers as typed records: each field declares its unit and rounding once.
 
-A chapter module returns its facts as a frozen dataclass whose fields are declared with
-:func:`fact`; :func:`glue_facts` glues every field under ``<prefix>_<field>`` (a nested record's
-fields under ``<prefix>_<field>_<subfield>``), and :func:`fact_keys` lists the same keys from the
-class alone, so a test can check a chapter's keys against its pages without running it::
+A chapter returns its facts as a frozen dataclass of :func:`fact` fields; :func:`glue_facts` glues
+each under ``<prefix>_<field>`` (nested: ``<prefix>_<field>_<subfield>``), and :func:`fact_keys`
+lists the same keys from the class alone (a test checks them against the pages)::
 
     @dataclass(frozen=True)
     class Shares:

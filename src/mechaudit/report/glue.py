@@ -1,9 +1,7 @@
 """Numbers in a chapter's prose come from its cells: ``glue`` them, cite them with ``{glue:text}``.
 
-A chapter computes a value, calls ``glue("name", value, digits=1)``, and its markdown says
-``{glue:text}`name` `` where the sentence needs the number: the rendered sentence then shows the
-number the cell computed, and the prose cannot drift from the outputs. Values are rounded before
-they are stored, so the stored text is stable under nbval and reads as the sentence wants it.
+A chapter calls ``glue("name", value, digits=1)`` and its markdown says ``{glue:text}`name` ``: the
+sentence shows the number the cell computed, rounded before it is stored (stable under nbval).
 """
 
 from __future__ import annotations
@@ -21,18 +19,11 @@ from mechaudit.report.outputs import SVG_METADATA
 def glue(name: str, value: Any, digits: int | None = None) -> Any:
     """Store ``value`` under ``name`` for the book (myst-nb ``glue``, not displayed) and return it.
 
-    ``digits``: round a number to this many decimals first (0 gives an ``int``); ``None`` stores
-    the value as is (integers stay integers). A number that is NaN or infinite cannot be rounded
-    into a sentence: with ``digits`` it is refused (``MechauditError`` naming the glue), so a
-    chapter says in words what it does not know instead of printing "nan".
-
-    A string is stored as its Python ``repr`` (quoted): myst-nb's ``{glue:text}`` reads the stored
-    text back with ``ast.literal_eval``, which turns a quoted string into exactly that string. Stored
-    unquoted, a formatted count such as "4,863" would be read as the tuple ``(4, 863)`` and "1e-4"
-    as the number 0.0001.
-
-    A key that names the paper (``mechaudit.paper.names_paper``) is stored only while the chapter
-    shows the paper's numbers (``mechaudit.paper.shown``).
+    ``digits``: round a number to this many decimals first (0 gives an ``int``; NaN or infinity is
+    refused: a chapter says in words what it does not know); ``None`` stores the value as is. A
+    string is stored quoted, so that ``{glue:text}`` (``ast.literal_eval``) reads "4,863" back as
+    text, not as the tuple ``(4, 863)``. A key that names the paper is stored only while the
+    chapter shows the paper's numbers (``mechaudit.paper.shown``).
     """
     from myst_nb import glue as _glue  # the book's renderer; imported only where a chapter runs
 
@@ -52,13 +43,8 @@ def glue(name: str, value: Any, digits: int | None = None) -> Any:
 
 
 def glue_figure(name: str, fig: Any) -> Any:
-    """Store a matplotlib figure under ``name`` for a numbered, captioned ``{glue:figure}`` and close it.
-
-    The cell shows nothing (the figure appears once, where the chapter's markdown places it with
-    ``{glue:figure} name`` plus ``:name: fig-...`` and a caption). The stored SVG is the notebook's
-    own rendering of the figure without its date and software stamp (:class:`StoredFigure`), so
-    re-running a chapter writes the same bytes. Returns ``fig`` (e.g. for ``save``).
-    """
+    """Store a matplotlib figure under ``name`` for a numbered, captioned ``{glue:figure}`` (the cell
+    shows nothing; :class:`StoredFigure` keeps the bytes stable), close it and return it."""
     import matplotlib.pyplot as plt  # defers matplotlib
     from myst_nb import glue as _glue  # defers myst_nb: imported only where a chapter runs
 
@@ -68,11 +54,9 @@ def glue_figure(name: str, fig: Any) -> Any:
 
 
 class StoredFigure:
-    """A figure as a notebook stores it: the figure's ``repr`` as its text, and the SVG IPython's inline
-    backend draws (``print_figure``: a tight bounding box, text as glyph outlines) with
-    ``report.outputs.SVG_METADATA``, i.e. without a date or the matplotlib version in the file. SVG
-    keeps the book's figures sharp at any zoom, and its text sizes can be read back from the file
-    (the browser test measures them on the built pages)."""
+    """A figure as a notebook stores it: its ``repr`` as text, and the SVG IPython's inline backend
+    draws (``print_figure``: a tight bounding box) without a date or the matplotlib version
+    (``report.outputs.SVG_METADATA``)."""
 
     def __init__(self, figure: Any):
         self.figure = figure

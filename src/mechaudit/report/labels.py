@@ -1,12 +1,9 @@
 """The book's one label map: the words a reader sees for the code's names.
 
-Tables, figures and prose name rules, perturbation kinds, simulator parameters and measured
-quantities by the code's identifiers (``tfidf``, ``first_step_swapped``, ``extra_pp``). A reader
-should see words with units instead ("TF-IDF", "First step swapped", "Extra divergence (pp)").
-:data:`LABELS` maps an identifier (or a column header as a chapter writes it) to that text;
-:func:`label` looks a name up and, for a name the map does not know, writes it as words (``_`` to a
-space), so no displayed label carries an underscore. Units follow the glossary: ``%`` for a share
-or a level, ``pp`` for a difference of two percentages.
+:data:`LABELS` maps an identifier or a chapter's column header (``tfidf``, ``extra_pp``) to what a
+reader sees ("TF-IDF", "Extra divergence (pp)"); :func:`label` writes an unknown name as words, so no
+displayed label carries an underscore. Units follow the glossary: ``%`` for a share or a level,
+``pp`` for a difference of two percentages.
 """
 
 from __future__ import annotations
@@ -149,10 +146,14 @@ def relabel_words(text: str, unknown: bool = True) -> str:
         word = m.group(0)
         if word not in _WORDS:
             return word.replace("_", " ") if unknown else word
-        found = _WORDS[word]
-        return found if found[:2].isupper() else found[:1].lower() + found[1:]
+        return _lower_first(_WORDS[word])
 
     return _WORD.sub(_word, text)
+
+
+def _lower_first(text: str) -> str:
+    """``text`` with its first letter lower case, unless it starts with an acronym ("TF-IDF")."""
+    return text if text[:2].isupper() else text[:1].lower() + text[1:]
 
 
 def label(name: Hashable) -> str:
@@ -168,5 +169,4 @@ def label(name: Hashable) -> str:
 def in_sentence(name: Hashable) -> str:
     """The label of ``name`` inside a sentence: its first letter lower case unless the label starts
     with an acronym ("Paper-rate judge" -> "paper-rate judge", "TF-IDF" stays)."""
-    text = label(name)
-    return text if text[:2].isupper() else text[:1].lower() + text[1:]
+    return _lower_first(label(name))

@@ -5,17 +5,11 @@ shows. ``mechaudit execute --out DIR`` sets ``out_dir`` to ``DIR/<chapter>`` (fo
 define it), so a run folder holds the executed notebook and, beside it, one CSV per table and a PNG
 and an SVG per figure. With ``out_dir = None`` (the committed book) ``save`` writes nothing.
 
-Files are reproducible and read by scripts: a CSV is the table as :func:`csv_table` puts it (every
-column named, numeric columns holding numbers or empty cells, a status column saying why a value is
-missing; floats as computed, index kept when it carries labels); figures are written at a fixed dpi
-with no creation date or software stamp, from a copy, so saving never changes what the notebook shows.
-
-Drawing a figure twice (PNG and SVG) costs more than most computations of a chapter, so
-``mechaudit execute`` has it done beside the chapter, on another core: it marks the chapter's output
-folder with :data:`DEFER_MARK`, and ``save`` then only stores the figure (pickled, with the
-matplotlib settings in force) as ``.NAME.figure``; a process the runner starts
-(``python -m mechaudit.report.outputs FOLDER``, :func:`write_pending_figures`) draws each into ``NAME.png``
-and ``NAME.svg`` with the same code, so the files are the same bytes either way.
+Files are reproducible and read by scripts: a CSV is :func:`csv_table`'s form of the table; figures
+are drawn from a copy at a fixed dpi without date or software stamp. Drawing costs more than most
+computations of a chapter, so ``mechaudit execute`` marks the output folder with :data:`DEFER_MARK`:
+``save`` then only stores the figure (``.NAME.figure``) and a process beside the chapter
+(``python -m mechaudit.report.outputs FOLDER``) draws it with the same code and bytes.
 """
 
 from __future__ import annotations
@@ -34,18 +28,14 @@ __all__ = ["DEFER_MARK", "FIGURE_DPI", "save", "csv_table", "STATUS_SUFFIX", "wr
 
 #: resolution of the PNG copy of a figure (dots per inch)
 FIGURE_DPI = 150
-#: file metadata that would change between runs or machines, left out: a PNG's software stamp (the
-#: matplotlib version), an SVG's date and creator. With the figure style's fixed font and SVG hash
-#: salt (``plots.style.RC``), the same figure gives the same bytes at every run (:func:`save`,
-#: ``glue.glue_figure``).
+#: file metadata that would change between runs or machines, left out (with ``plots.style.RC``'s fixed
+#: font and SVG hash salt, the same figure gives the same bytes at every run)
 PNG_METADATA = {"Software": None}
 SVG_METADATA = {"Date": None, "Creator": None}
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
-#: a cell that says why a value is missing rather than being one ("not run", "not run offline",
-#: "undecided", "unknown (no price)")
+#: a cell that says why a value is missing ("not run", "undecided", "unknown (no price)")
 _STATUS = re.compile(r"^(not run|undecided|unknown)\b")
-#: the statuses that stand for a value in a column with no value at all (a "provenance" column saying
-#: "not run offline (LLM only)" is a column of labels, not of missing numbers)
+#: the statuses that stand for a value in a column with no value at all (not a "provenance" label)
 _BARE_STATUS = {"not run", "undecided"}
 #: a number written as text, thousands separators allowed ("5,192", "0.25", "-3e-05")
 _NUMBER = re.compile(r"^[-+]?(\d{1,3}(,\d{3})+|\d+)?(\.\d+)?([eE][-+]?\d+)?$")
@@ -85,16 +75,11 @@ def _is_numeric(column) -> bool:
 def csv_table(table) -> Any:
     """``table`` (a DataFrame or Series) as :func:`save` writes it, for scripts, with a RangeIndex:
 
-    - an index that carries labels becomes the first columns; an unnamed level is named
-      :data:`INDEX_NAME` (``label``, ``label 2``, ... when several are unnamed); levels of columns
-      are joined with a space (``("tfidf", "mean")`` -> ``"tfidf mean"``); a Series' column is its
-      name (``value`` without one);
-    - numbers written as text ("5,192", "0.25") become numbers; a column of numbers in which some
-      cells say why a value is missing ("not run", "undecided", "unknown ...") holds the numbers and
-      empty cells, and a column ``<column> status`` beside it holds those words. A column of only
-      "not run" or "undecided" is split the same way when the table has numeric columns (an LLM
-      column of a table of percentages); a table of statuses only, and text columns (labels such
-      as "not run offline (LLM only)" among them), are left as they are;
+    - a labelled index becomes the first columns (unnamed levels: :data:`INDEX_NAME`); column levels
+      are joined with a space; a Series' column is its name (``value`` without one);
+    - numbers written as text ("5,192") become numbers; in a numeric column, cells saying why a value
+      is missing ("not run", "undecided", "unknown ...") become empty and their words go to a column
+      ``<column> status`` (also a column of only such words, in a table with numeric columns);
     - an empty kappa cell gets its reason in ``kappa status`` (``agreement.kappa_undefined``).
     """
     import pandas as pd  # defers pandas: fast `mechaudit --help`
@@ -143,13 +128,9 @@ def _is_figure(obj: Any) -> bool:
 
 
 def save(name: str, obj: Any, out_dir: str | Path | None) -> Any:
-    """Write ``obj`` under ``out_dir`` (nothing when ``out_dir`` is None) and return ``obj``, so one
-    line saves and shows a table: ``save("rates", table, out_dir)`` as a cell's last expression.
-
-    ``obj`` is a pandas DataFrame or Series (-> ``name.csv``) or a matplotlib Figure (->
-    ``name.png`` and ``name.svg``). ``name`` is a file stem: letters, digits, ``_``, ``.``, ``-``.
-    The folder is created if needed; an existing file of the same name is replaced.
-    """
+    """Write ``obj`` under ``out_dir`` (nothing when it is None) and return it: a DataFrame or Series
+    as ``name.csv``, a matplotlib Figure as ``name.png`` and ``name.svg`` (``name``: letters,
+    digits, ``_``, ``.``, ``-``); the folder is created, an existing file replaced."""
     if not isinstance(name, str) or not _NAME.match(name):
         raise MechauditError(f"{name!r} is not a file stem (letters, digits, _ . -)", field="name")
     import pandas as pd  # defers pandas: fast `mechaudit --help`

@@ -5,24 +5,16 @@ table carries one of five values (``VOCABULARY``), decided here from the row's k
 never typed per chapter. The rules, in this order:
 
 1. **not run offline (LLM only)** (``NOT_RUN``): the quantity needs an LLM (``LLM_ONLY``) and the
-   backend is offline (``reference``). Under an LLM backend the same row is an independent
-   computation.
+   backend is offline.
 2. **true by construction** (``BY_CONSTRUCTION``): the design, a setting, or the way the data or a
-   deterministic judge are built fix the number (``CONSTRUCTIONS``, each with its reason), under
-   every backend.
-3. **fitted to the paper** (``FITTED``): a simulator parameter was set to match this paper number.
-   Which parameter targets which numbers is declared in ``params/calibration.yaml`` (section
-   ``calibration.fitted``: parameter -> keys of ``data/paper_reported.yaml``). Offline only: an LLM
-   backend runs no simulator.
-4. **constrained by the fit** (``CONSTRAINED``): not a target, but decided mostly by the fitted
-   parameters: over every simulator setting consistent with the fitted targets, the number's expected
-   value varies by less than one design's sampling SD, or (an exact p) the fitted effect is so large
-   that the test's p lies below the paper's bound at every such setting. Which keys qualify is
-   derived by ``mechaudit.workflow.robustness.constrained_by_fit`` from the committed robustness map
-   and recorded, with the reason, in ``data/computed/constrained_by_fit.json`` (``mechaudit
-   calibrate`` writes it; a test re-derives it). Offline only, like "fitted to the paper".
-5. **independent computation** (``INDEPENDENT``): anything else; the number was computed without
-   reference to the paper's (offline by the simulator or a rule, which the row's status names).
+   deterministic judge are built fix the number (``CONSTRUCTIONS``, each with its reason).
+3. **fitted to the paper** (``FITTED``, offline only): a simulator parameter was set to match it
+   (``calibration.fitted`` of ``params/calibration.yaml``: parameter -> paper keys).
+4. **constrained by the fit** (``CONSTRAINED``, offline only): over every simulator setting consistent
+   with the fitted targets, its expected value varies by less than one design's sampling SD (or an
+   exact p stays below the paper's bound); the keys, derived by
+   ``mechaudit.workflow.robustness.constrained_by_fit``, are in ``data/computed/constrained_by_fit.json``.
+5. **independent computation** (``INDEPENDENT``): anything else.
 
 Keys are the dotted keys of ``data/paper_reported.yaml``, or ids of the book's own results that
 have no paper counterpart (``BOOK_RESULTS``, prefix ``book.``). Patterns in ``LLM_ONLY`` and
@@ -119,7 +111,8 @@ def _matches(key: str, patterns: Iterable[str]) -> bool:
     return any(fnmatchcase(key, p) for p in patterns)
 
 
-def _fitted(path: Path) -> dict[str, tuple[str, ...]]:
+def fitted_targets(path: str | Path = CALIBRATION_PATH) -> dict[str, tuple[str, ...]]:
+    """``calibration.fitted`` of ``path``: fitted simulator parameter -> the paper keys it was set to match."""
     with open(path, encoding="utf-8") as fh:  # read on every call: a small file, and edits show at once
         doc = yaml.safe_load(fh) or {}
     section = (doc.get("calibration") or {}).get("fitted") or {}
@@ -130,14 +123,9 @@ def _fitted(path: Path) -> dict[str, tuple[str, ...]]:
     return {str(name): tuple(keys) for name, keys in section.items()}
 
 
-def fitted_targets(path: str | Path = CALIBRATION_PATH) -> dict[str, tuple[str, ...]]:
-    """``calibration.fitted`` of ``path``: fitted simulator parameter -> the paper keys it was set to match."""
-    return dict(_fitted(Path(path)))
-
-
 def fitted_keys(path: str | Path = CALIBRATION_PATH) -> set[str]:
     """Every paper key some fitted parameter targets."""
-    return {key for keys in _fitted(Path(path)).values() for key in keys}
+    return {key for keys in fitted_targets(path).values() for key in keys}
 
 
 def constrained_keys(path: str | Path = CONSTRAINED_PATH) -> dict[str, str]:
@@ -191,16 +179,10 @@ VERDICTS = (REPRODUCED, QUALIFIED, FITTED_NOT_A_TEST, BUILT_IN_NOT_A_TEST, NOT_T
 
 
 def verdict(values: Iterable[str], llm: bool, agrees: bool | None = None) -> str:
-    """The verdict of a row whose numbers have the provenance ``values``.
-
-    No independent number: "not testable offline" if some number needs an LLM the backend lacks,
-    else "fitted, not a test" if some number was fitted to the paper or is constrained by the fit,
-    else "built in, not a test"
-    (every number agrees because the design or a setting makes it). With an
-    independent number: "reproduced" only when every number is an independent computation under an
-    LLM backend and ``agrees`` (each within tolerance of the paper's); otherwise "qualified" (offline
-    numbers are simulated or rule-based, or part of the row is fitted or built in, or it disagrees).
-    """
+    """The verdict of a row whose numbers have the provenance ``values``: without an independent
+    number, why it is not a test; with one, "reproduced" only when every number is an independent
+    computation under an LLM backend and ``agrees`` (each within tolerance of the paper's), else
+    "qualified"."""
     found = set(values)
     unknown = found - set(VOCABULARY)
     if not found or unknown:

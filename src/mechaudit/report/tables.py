@@ -1,19 +1,11 @@
 """The book's one table formatter: every table a chapter shows goes through :class:`BookTable`.
 
-A pandas DataFrame holds code names (``tfidf``, ``extra_pp``), full-precision floats and an index
-whose name pandas prints on a row of its own. :class:`BookTable` turns it into what a reader should
-see: human labels from :mod:`mechaudit.report.labels` (units in the headers), numbers rounded by what they
-are (whole percents unless a decimal matters, pp to one decimal, p-values in the book's one style,
-counts with thousands separators), the index as the first column(s) with no extra header row and no
-``0, 1, 2`` index, and every cell as text marked numeric or not.
-
-It renders three ways from the same cells:
-
-* ``text/markdown``: a MyST ``{book-table}`` directive (:mod:`mechaudit.sphinxext.table`) that the book
-  turns into a real table, numbered per chapter ("Table 2.1") when it has a caption and a name,
-  with numeric cells that never wrap;
-* ``text/html``: a plain HTML table for Jupyter;
-* ``text/plain``: aligned text for terminals and nbval.
+:class:`BookTable` turns a DataFrame into what a reader should see: labels from
+:mod:`mechaudit.report.labels` (units in the headers), numbers rounded by what they are (whole
+percents unless a decimal matters, pp to one decimal, p-values in the book's one style, counts with
+thousands separators), the index as the first column(s), every cell text marked numeric or not. It
+renders as a ``{book-table}`` directive (:mod:`mechaudit.sphinxext.table`), as HTML for Jupyter and
+as aligned text for terminals and nbval.
 
 :func:`use_book_tables` makes IPython show every DataFrame and Series this way, so a chapter calls
 it once; :func:`book_table` gives one table a caption and a name.
@@ -63,13 +55,10 @@ _COLUMN_KINDS = {"%": "percent", "pp": "pp", "p": "p", "share": "plain", "count"
 
 @dataclass(frozen=True)
 class Column:
-    """One column's declared unit and decimals, so the table prints what the prose glues.
+    """One column's declared unit and decimals, so the table prints what the prose glues (:meth:`of`).
 
-    ``unit``: "%" (a percent), "pp" (percentage points), "share" (a fraction 0 to 1), "count" (a
-    whole number, thousands separated), "p" (a p-value) or "" (plain); a header without "%"/"pp"
-    gets " (%)"/" (pp)". ``digits``: decimals (None: chosen from the values, as for an undeclared
-    column; a count has 0). ``scale``: factor applied before writing (100 shows a share as a percent).
-    :meth:`of` takes the declaration from a glued fact's field, so prose and table share it."""
+    ``unit``: "%", "pp", "share" (0 to 1), "count" (whole, thousands separated), "p" or "" (plain).
+    ``digits``: decimals (None: chosen from the values). ``scale``: factor applied before writing."""
 
     unit: str = ""
     digits: int | None = None
@@ -322,18 +311,13 @@ PROVENANCE_LEGEND_PLAIN = ("Provenance: how each number relates to the paper's; 
 class BookTable:
     """A table as the book shows it (see the module docstring).
 
-    ``frame``: the data (a Series becomes one column). ``caption`` and ``name`` (a label such as
-    ``tbl-ch02-extra``, for ``{numref}``) make it a numbered table; a caption needs a name.
-    ``classes``: extra CSS classes. ``unit``: "%" or "pp" when every number of the table is one
-    (the caption then names the unit, and the headers need not). ``by_row``: round each row
-    together instead of each column, for a table whose rows are different quantities (MAE,
-    coverage, % saturated) and whose columns are conditions; a row's kind is read from its label.
-    A frame from :func:`with_caption` brings its caption and name. An uncaptioned table whose every
-    cell says nothing was measured shows as one sentence (:func:`nothing_sentence`).
-    ``columns``: a :class:`Column` (unit and digits) per column name of ``frame``, the one
-    declaration of how that column prints (a declared column also names its unit in its header);
-    a frame from :func:`with_columns` brings its own.
-    The index becomes the row-label column(s) unless it is a plain ``0..n-1`` range without a name.
+    ``frame``: the data (a Series becomes one column; the index becomes the row-label columns unless
+    it is an unnamed ``0..n-1`` range). ``caption`` and ``name`` (``tbl-ch02-extra``, for
+    ``{numref}``) make it numbered (:func:`with_caption` brings them). ``classes``: extra CSS classes.
+    ``unit``: "%" or "pp" when every number of the table is one. ``by_row``: round each row together,
+    for rows that are different quantities (a row's kind read from its label). ``columns``: a
+    :class:`Column` per column name (:func:`with_columns` brings them). An uncaptioned table that
+    only says nothing was measured shows as one sentence (:func:`nothing_sentence`).
     """
 
     def __init__(self, frame: pd.DataFrame | pd.Series, caption: str | None = None, name: str | None = None,

@@ -1,9 +1,7 @@
 """Where progress goes: the terminal that started a run, never a notebook's output.
 
-In a Jupyter kernel ``sys.stderr`` is a stream whose writes become the notebook's output (and would
-change it at every run); its ``fileno()`` is a copy of the kernel process's original stderr, the
-terminal that started ``mechaudit execute`` or Jupyter. :func:`terminal_copy` opens a stream on a
-duplicate of it, so a progress bar shows there and the notebook stays as it was.
+In a Jupyter kernel ``sys.stderr`` writes into the notebook's output, but its ``fileno()`` is the
+kernel process's original stderr (the terminal that started it): :func:`terminal_copy` writes there.
 """
 
 from __future__ import annotations

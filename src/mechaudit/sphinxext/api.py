@@ -1,14 +1,10 @@
 """Sphinx extension: API signatures a reader can read.
 
-Pydantic models get a signature synthesised from their fields, in which every constrained field
-reads ``Annotated[str, MinLen(min_length=1)]`` and some types carry their module path
-(``~collections.abc.Sequence``). :func:`readable_signature` keeps the type and drops the rest:
-``Annotated[X, ...]`` becomes ``X`` and a qualified name its last part, so the page shows
-``Step(*, id: str, text: str)``. The constraints stay documented where they belong, in the
-model's docstring and its validation errors.
+:func:`readable_signature` turns ``Annotated[X, ...]`` into ``X`` and a qualified name into its last
+part, so a pydantic model's synthesised signature reads ``Step(*, id: str, text: str)`` (the
+constraints stay in the model's docstring and validation errors).
 
-Enabled from ``_config.yml`` (``sphinx.extra_extensions``), with ``maximum_signature_line_length``
-putting one parameter a line when a signature is long.
+Enabled from ``_config.yml`` (``sphinx.extra_extensions``).
 """
 
 from __future__ import annotations

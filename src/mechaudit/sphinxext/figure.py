@@ -1,22 +1,15 @@
 """Sphinx extension: every figure opens full size on a click; a figure glued in one notebook can be
 shown with its own caption on another page.
 
-Every image of a figure is drawn the column's width (at most 36rem, ``_static/mechaudit.css``) and is
-a link to its own file, so a reader on a phone opens the full-size SVG with one tap: the handler gives
-each such image a width, and Sphinx's ``html_scaled_image_link`` (on by default) then wraps a resized
-image in a link to the copied file.
+Every image of a figure is given the column's width, and Sphinx's ``html_scaled_image_link`` (on by
+default) then links it to its full-size file: one tap on a phone opens the SVG.
 
-myst-nb's ``{glue:figure}`` reads only the current document's glue; ``{glue}`` with ``:doc:`` reads
-another document's but adds no figure or caption, and its image exists only if the other page shows
-it too. ``{glue-figure-from}`` takes the key as argument, the notebook as ``:doc:``, the caption as
-content, and ``:figwidth:`` as a figure has; it reads the glued PNG from the committed ``.ipynb``
-(SVG, as the book glues its figures, or PNG)
-and writes it beside myst-nb's own images, so the figure needs no other page. Without ``:name:`` the
-figure gets no number: the book numbers figures per chapter ("Fig. 5.1"), and a page outside the
-numbered chapters would otherwise show "Fig. 1". The book's data card uses it to show chapter 5's
-cosine strips, captioned, without a second copy of the plot. With ``:name:`` (a ``fig-...`` label)
-the figure is numbered and citable: a chapter's appendix, a page of the chapter, shows figures its
-notebook glues with the chapter's numbers ("Fig. 8.5").
+myst-nb's ``{glue:figure}`` reads only the current document's glue. ``{glue-figure-from}`` takes the
+key as argument, the notebook as ``:doc:``, the caption as content and ``:figwidth:``; it reads the
+glued SVG (or PNG) from the committed ``.ipynb`` and writes it beside myst-nb's own images, so the
+figure needs no other page. Without ``:name:`` the figure gets no number (a page outside the numbered
+chapters would show "Fig. 1"); with a ``fig-...`` name it is numbered and citable, as in a chapter's
+appendix ("Fig. 8.5").
 
 Enabled from ``_config.yml`` (``sphinx.extra_extensions``).
 """

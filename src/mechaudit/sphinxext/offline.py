@@ -1,17 +1,12 @@
 """Sphinx extension: a rendered book that needs no other host.
 
-* MathJax: the MathJax 3 bundle (``tex-mml-chtml.js`` and its CHTML web fonts) is copied from the
-  ``django-static-mathjax`` wheel into ``_static/mathjax/`` of the HTML output, and
-  ``mathjax_path`` points there instead of a CDN.
-* Thebe: Jupyter Book 1.x always loads sphinx-thebe, which declares its CDN address twice per page
-  (a console error) even with live code switched off; the book has no live code, so its scripts
-  and stylesheet are dropped from every page.
-* Theme mode: pydata-sphinx-theme reads ``html_context["default_mode"]`` and, when it is unset,
-  writes an empty mode into the page, which its script reports as ``Got invalid theme mode: .``
-  on every page; the book sets ``light`` unless ``_config.yml`` chooses another mode.
-* Bibliography labels: the pybtex formatting style ``authoryear`` (``bibtex_default_style``) is
-  the ``alpha`` style with labels "Byun et al., 2026" instead of "BHR+26", so the reference list
-  matches the author-year citations in the text (``bibtex_reference_style: author_year``).
+* MathJax 3 (``tex-mml-chtml.js`` and its fonts) is copied from the ``django-static-mathjax`` wheel
+  into ``_static/mathjax/``, and ``mathjax_path`` points there instead of a CDN.
+* sphinx-thebe's scripts and stylesheet (loaded by Jupyter Book 1.x even without live code, with a
+  console error) are dropped from every page.
+* The theme mode defaults to ``light`` (unset, pydata-sphinx-theme logs an invalid mode per page).
+* The pybtex style ``authoryear`` is ``alpha`` with labels "Byun et al., 2026", matching the
+  author-year citations in the text.
 
 Enabled from ``_config.yml`` (``sphinx.extra_extensions``).
 """

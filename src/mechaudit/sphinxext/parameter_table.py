@@ -1,9 +1,6 @@
 """Sphinx extension: ``{parameter-table} 01_problem`` renders one chapter's parameters from its model
-(``mechaudit.book.settings``): name, default, what is allowed, meaning. The re-run page lists every
-chapter's this way, so the book's tables cannot drift from the checks ``mechaudit execute`` makes.
-
-Enabled from ``_config.yml`` (``sphinx.extra_extensions``); the table is built by
-``mechaudit.sphinxext.table.build_table``.
+(``mechaudit.book.settings``), so the re-run page cannot drift from the checks ``mechaudit execute``
+makes. Enabled from ``_config.yml`` (``sphinx.extra_extensions``).
 """
 
 from __future__ import annotations

@@ -11,29 +11,18 @@ it as MyST, ``nb_render_markdown_format: myst``)::
     {"stub": 1, "header": [...], "rows": [[...]], "numeric": [[0, 1, ...]]}
     ```
 
-The directive builds a docutils table: the first ``stub`` columns are row labels (``<th>``), a
-cell flagged numeric carries the class ``num`` (the style sheet keeps it on one line and aligns
-it right, as it does the header of an all-numeric column), and a caption with a name makes it a
-numbered table: Sphinx counts it per chapter with the book's other tables ("Table 2.1") and
-``{numref}`` cites it. The caption may hold MyST roles. Every body cell carries its column's
-header as ``data-label``, so a table with the class ``stack-on-phone`` can show one block per row
-on a narrow screen, each value after its column name, however many columns it has.
+The first ``stub`` columns are row labels (``<th>``); a numeric cell has the class ``num`` (one line,
+right-aligned, as the header of an all-numeric column); a caption (MyST roles allowed) with a name
+makes a numbered table ("Table 2.1") that ``{numref}`` cites. Every body cell carries its column's
+header as ``data-label``, so a ``stack-on-phone`` table shows one block per row on a narrow screen.
 
-Two passes serve every table of the book, ``{book-table}`` or not:
+For every table of the book, a name with a hyphen beside a capital or a digit ("TF-IDF", "K0-r1")
+is kept whole (``nowrap``), and the caption is moved above the theme's scroll container, so a wide
+table scrolls under a caption that stays on the screen (``_static/mechaudit-tables.js`` adds a cue).
 
-* a name with a hyphen beside a capital or a digit ("TF-IDF", "K0-r1", "NF-kappaB") is one
-  unbreakable unit (``<span class="nowrap">``): a narrow column breaks a cell between words, never
-  inside a name;
-* the caption is written above the theme's scroll container (``<p class="table-caption">``), not
-  inside the table: a wide table scrolls sideways under a caption that stays on the screen.
-  ``_static/mechaudit-tables.js`` marks a container whose table is wider than it
-  (``is-scrollable``), and the style sheet then shows a scroll cue.
-
-``{book-table-from}`` shows on another page a table that a notebook's cell shows: the argument is the
-table's name, ``:doc:`` the notebook (a path from this page). The directive reads that cell's
-``text/markdown`` output from the committed ``.ipynb`` and parses it here, so Sphinx numbers the table
-on this page. A chapter's appendix uses it for tables its notebook computes and the chapter page
-leaves out (the cell carries ``remove-cell``)::
+``{book-table-from}`` shows on this page, numbered here, the table named by the argument that a cell
+of the notebook ``:doc:`` shows (its ``text/markdown`` output in the committed ``.ipynb``): a
+chapter's appendix shows tables its notebook computes and the chapter page leaves out::
 
     ```{book-table-from} tbl-ch02-scan
     :doc: ../notebooks/02_critique_depth.ipynb
