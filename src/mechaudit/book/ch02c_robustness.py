@@ -106,23 +106,16 @@ def observed_and_sd(spec) -> tuple[dict[str, float], dict[str, float]]:
 MAP_NAME, ALTERNATIVES_NAME, PICKS_NAME = "robustness_map", "robustness_alternatives", "robustness_picks_{measure}"
 
 
-def map_settings(design: Design, base: SimulatorParams, points: pd.DataFrame, *, runs_per_depth: int,
-                 n_seeds: int, seed: int, measure: str = "paper_rates") -> dict[str, Any]:
-    """Everything a ``truth_grid`` table depends on (``workflow.committed``)."""
-    return committed.with_benchmark({
-        "design": design.model_dump(), "simulator": base.model_dump(),
-        "points": [{k: float(v) for k, v in r.items()} for r in points.to_dict("records")],
-        "runs_per_depth": runs_per_depth, "n_seeds": n_seeds, "seed": seed, "measure": measure})
-
-
 def grid_truths(name: str, bench: Benchmark, design: Design, base: SimulatorParams, points: pd.DataFrame, *,
                 runs_per_depth: int, n_seeds: int, seed: int, measure: str = "paper_rates", n_jobs: int = 1,
                 parallel_backend: str | None = None, write: bool = False, force: bool = False
                 ) -> tuple[pd.DataFrame, str]:
     """``robustness.truth_grid`` at ``points`` under ``measure``, and where it came from
     (``workflow.committed.cached`` under ``name``: "committed" or "computed now")."""
-    settings = map_settings(design, base, points, runs_per_depth=runs_per_depth, n_seeds=n_seeds, seed=seed,
-                            measure=measure)
+    settings = committed.with_benchmark({  # everything the table depends on
+        "design": design.model_dump(), "simulator": base.model_dump(),
+        "points": [{k: float(v) for k, v in r.items()} for r in points.to_dict("records")],
+        "runs_per_depth": runs_per_depth, "n_seeds": n_seeds, "seed": seed, "measure": measure})
     return committed.cached(name, settings, lambda: truth_grid(
         bench, design, base, points, runs_per_depth=runs_per_depth, seed=seed, n_jobs=n_jobs,
         parallel_backend=parallel_backend, measure=measure, n_seeds=n_seeds), write=write, force=force)
