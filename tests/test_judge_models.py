@@ -35,6 +35,7 @@ from mechaudit.llm.providers import OPENAI_EXTRA, MissingProviderSDKError, impor
 from mechaudit.llm.routing import canonical_model, route_model
 from mechaudit.rules.audit import percent_different
 from mechaudit.rules.llm_judge import judge_each_model, majority, model_verdicts
+from mechaudit.rules.model_axis import model_axis
 
 HAS_OPENAI = importlib.util.find_spec("openai") is not None
 needs_openai = pytest.mark.skipif(
@@ -175,6 +176,23 @@ def test_model_verdicts_reuse_the_first_models_decisions(tmp_path, keys):
     assert pd.isna(reused.loc["claude-model-a", 0])
     assert reused.loc["claude-model-a"].tolist()[1:] == VERDICTS_A[1:]
     assert reused.loc["claude-model-b"].tolist() == VERDICTS_B
+
+
+def test_model_axis_gives_percent_per_model_and_kind_and_the_agreement(tmp_path, keys):
+    """The axis on perturbation pairs: % judged different per model (rows) and kind (columns, in the
+    given order) from the known verdicts, and the two models' agreement (16 of 20 pairs)."""
+    kinds = ["wording_only"] * 10 + ["first_step_swapped"] * 10
+    fake = FakeProviders({"claude-model-a": VERDICTS_A, "claude-model-b": VERDICTS_B})
+    per_model, agreement = model_axis(pair_list(), ["claude-model-a", "claude-model-b"],
+                                      client_for(fake, tmp_path / "cache"), kinds=kinds,
+                                      order=["first_step_swapped", "wording_only"], instances=FINDINGS,
+                                      orders=("ab",), early_stop=False)
+    assert list(per_model.columns) == ["first_step_swapped", "wording_only"]
+    assert per_model.loc["claude-model-a"].tolist() == pytest.approx([70.0, 20.0])  # A's last ten: 3 same
+    assert per_model.loc["claude-model-b"].tolist() == pytest.approx([90.0, 20.0])  # B's last ten: 1 same
+    row = agreement.iloc[0]
+    assert (row["model_a"], row["model_b"], row["n"]) == ("claude-model-a", "claude-model-b", 20)
+    assert row["raw_agreement"] == pytest.approx(0.8) and row["kappa"] == pytest.approx(KAPPA_AB)
 
 
 def test_judge_each_model_needs_a_model_and_a_client(tmp_path):

@@ -26,13 +26,9 @@ class RunCancelled(RuntimeError):
 
 class RunAccount:
     """The LLM side of one ``mechaudit execute`` run: estimate, money and key checks, budget per
-    chapter, run total.
-
-    Spending is measured from the response cache (records added during the run, see
-    :func:`cache_spend`), so it needs nothing from inside the chapters' kernels. ``prices``: a price
-    table file (None: ``params/prices.yaml``); ``base_url``: the custom OpenAI-compatible server of
-    the run (``-p llm_base_url``; None: ``OPENAI_BASE_URL`` if set).
-    """
+    chapter, run total. Spending is measured from the response cache (:func:`cache_spend`), nothing
+    from inside the kernels. ``prices``: a price table file (None: ``params/prices.yaml``);
+    ``base_url``: the run's OpenAI-compatible server (None: ``OPENAI_BASE_URL`` if set)."""
 
     def __init__(self, plans, params_file, overrides, full, max_usd=None, batch=None, prices=None,
                  base_url=None) -> None:
@@ -142,32 +138,27 @@ class RunAccount:
         folder = self.full[chapter.stem].get("cache_dir")
         return Path(folder) if folder else default_cache_dir()
 
+    @contextlib.contextmanager
     def chapter(self, chapter):
-        """Context manager around one chapter's execution: adds what it paid to the run total, and
-        counts the requests it sent again that an earlier run had sent without getting an answer
-        (``resent``: likely paid twice, when that run was stopped with them in flight) and the ones
-        it sent without getting an answer itself (``unanswered``: an error, or in flight when it
-        was stopped)."""
-        @contextlib.contextmanager
-        def _cm():
-            if not _is_llm(self.full[chapter.stem]):
-                yield
-                return
-            folder = self.cache_dir(chapter)
-            before, sent_before, waiting = cache_state(folder), sent_mark(folder), unanswered(folder)
-            try:
-                yield
-            finally:
-                spent = cache_spend(folder, before, self.prices)
-                self.totals["unpriced"] |= spent.pop("unpriced")
-                for k, v in spent.items():
-                    self.totals[k] += v
-                if waiting:
-                    self.totals["resent"] += len(waiting & set(ResponseCache(folder).keys(since=before)))
-                self.totals["unanswered"] += len(unanswered(folder, since=sent_before))
-                self.chapters_run += 1
-
-        return _cm()
+        """Around one chapter's execution: adds what it paid to the run total and counts requests an
+        earlier, stopped run had sent unanswered (``resent``: likely paid twice) and its own unanswered
+        ones (``unanswered``)."""
+        if not _is_llm(self.full[chapter.stem]):
+            yield
+            return
+        folder = self.cache_dir(chapter)
+        before, sent_before, waiting = cache_state(folder), sent_mark(folder), unanswered(folder)
+        try:
+            yield
+        finally:
+            spent = cache_spend(folder, before, self.prices)
+            self.totals["unpriced"] |= spent.pop("unpriced")
+            for k, v in spent.items():
+                self.totals[k] += v
+            if waiting:
+                self.totals["resent"] += len(waiting & set(ResponseCache(folder).keys(since=before)))
+            self.totals["unanswered"] += len(unanswered(folder, since=sent_before))
+            self.chapters_run += 1
 
     def total_line(self) -> str:
         """One line: requests sent, tokens and USD of this run ("unknown" USD when a model without a

@@ -25,8 +25,7 @@ from mechaudit.workflow.toy import TOY_RULES, ToyHypothesis
 ToyRule = Callable[[list[tuple[ToyHypothesis, ToyHypothesis]]], np.ndarray]
 
 
-#: glued prose values and the table cells they restate: glue key -> cells (table label, row labels as
-#: shown, column header as shown); tests/test_table_prose.py checks that the numbers agree
+#: glue key -> the table cells its prose value restates (format: tests/test_table_prose.py)
 CITED_CELLS = {
     "ch01_extra_pp_exact": (("tbl-ch01-extra", ("Exact rule",), "Extra divergence (pp)"),),
     "ch01_extra_pp_initiator": (("tbl-ch01-extra", ("Initiator rule",), "Extra divergence (pp)"),),
@@ -52,13 +51,10 @@ def divergence_matrices(runs: Sequence[Sequence[ToyHypothesis]],
 
 
 def extra_summary(matrices: Mapping[str, np.ndarray], n_runs: int) -> tuple[pd.DataFrame, int]:
-    """Per rule (index): mean same-depth divergence at K=0 and K=1, mean cross-depth divergence (all
-    fractions, with the digits of the run divergences the prose glues), extra divergence (pp, as
-    glued) and the exact two-sided permutation p-value.
-
-    The first ``n_runs`` runs of each matrix are at depth 0. Also returns the number of distinct
-    splits of the runs into two depth groups (the smallest attainable p is one over it).
-    """
+    """Per rule (index): mean same-depth divergence at K=0 and K=1 and mean cross-depth divergence
+    (fractions), extra divergence (pp) and the exact two-sided permutation p; the first ``n_runs`` runs
+    of each matrix are at depth 0. Also returns the number of distinct splits (the smallest p is one
+    over it)."""
     rows, n_splits = {}, 0
     for rule, D in matrices.items():
         same = divergence.same_depth_divergence(D, [0] * n_runs + [1] * (len(D) - n_runs))
@@ -114,11 +110,8 @@ def openings_table(bench: Benchmark, instance_id: str) -> pd.DataFrame:
 
 def example_suite(bench: Benchmark, opening: Hypothesis, data_dir: str | Path | None = None,
                   seed: int = 0) -> list[dict]:
-    """The perturbation pairs of one opening hypothesis, one per kind.
-
-    Shipped data (``data_dir`` None): the committed suite. A data folder: its ``perturbations.jsonl``
-    if there is one, else a suite made now from the instance's hypotheses with the folder's vocabulary.
-    """
+    """The perturbation pairs of one opening hypothesis, one per kind: the committed suite (``data_dir``
+    None), else the folder's ``perturbations.jsonl``, else a suite made now from its vocabulary."""
     if data_dir is None:
         suite = load_suite()
     elif (Path(data_dir) / "perturbations.jsonl").exists():
@@ -174,9 +167,8 @@ class ProblemFacts:
 def chapter_facts(runs: Sequence[Sequence[ToyHypothesis]], verdicts: pd.DataFrame, run_div: Mapping[str, float],
                   summary: pd.DataFrame, n_splits: int, groups: pd.DataFrame, bench: Benchmark,
                   instance: Instance) -> ProblemFacts:
-    """:class:`ProblemFacts` of the toy ``runs`` (depth 0 first), the first pair's ``verdicts`` and
-    ``run_div`` (per rule), :func:`extra_summary` and :func:`group_counts`, and the benchmark
-    ``instance`` shown."""
+    """:class:`ProblemFacts` of the toy ``runs``, the first pair's ``verdicts``, ``run_div``,
+    :func:`extra_summary`, :func:`group_counts` and the benchmark ``instance`` shown."""
     return ProblemFacts(
         n_openings=len(runs[0]), n_runs=len(runs) // 2, n_runs_total=len(runs), n_matched=len(verdicts),
         run_div_exact=run_div["exact"], run_div_initiator=run_div["initiator"],

@@ -1,12 +1,9 @@
 """Chapter 02 (critique depth): Table 1 with the simulator's truth, the shape checks, the headline,
-the "paper vs this run" rows and the calibration summary, one call each.
+the "paper vs this run" rows, the calibration summary and the judge-model axis; :func:`plan` is the
+chapter's cost plan (``mechaudit estimate``).
 
-``table`` below is ``workflow.rule_tables``'s Table 1 (columns rule, comparison, extra_pp, p_value,
-n_partitions, n_instances, max_extra_pp, normalised); ``main`` is one rule's rows indexed by
+``table`` below is ``workflow.rule_tables``'s Table 1; ``main`` is one rule's rows indexed by
 comparison label (``"0 v 1"``). Effects are in percentage points (pp).
-
-:func:`plan` lists the requests the chapter sends with an LLM backend, without sending them
-(``mechaudit estimate``).
 """
 
 from __future__ import annotations
@@ -71,8 +68,7 @@ from mechaudit.workflow.rulesets import build_rules, rules_for
 PAPER_COMPARISONS = ((0, 1), (0, 5), (1, 5))
 
 
-#: glued prose values and the table cells they restate: glue key -> cells (table label, row labels as
-#: shown, column header as shown); tests/test_table_prose.py checks that the numbers agree
+#: glue key -> the table cells its prose value restates (format: tests/test_table_prose.py)
 CITED_CELLS = {
     f"ch02_extra_{k}_pp": (("tbl-ch02-paper", (f"Extra divergence, {k[0]} v {k[2]} rounds (pp)",), "This run"),)
     for k in ("0v1", "0v5", "1v5")
@@ -94,9 +90,7 @@ def report_llm_judge(rule_objects: Mapping[str, Any]) -> None:
 
 def simulator_truth(bench: Benchmark, design: Design, simulator: SimulatorParams, llm: bool,
                     runs_per_depth: int, seed: int = 0) -> pd.DataFrame | None:
-    """The simulator's population values (``population_truth``) under both truth measures
-    (``workflow.depth.MEASURES``) for simulator runs; ``None`` for LLM runs (``llm``), which have no
-    ground truth."""
+    """``population_truth`` under both truth measures; ``None`` for LLM runs (no ground truth)."""
     if llm:
         return None
     return population_truth(bench, design, simulator, runs_per_depth=runs_per_depth, seed=seed, measures=MEASURES)
@@ -124,11 +118,8 @@ def add_truth(table: pd.DataFrame, truth: pd.DataFrame | None) -> pd.DataFrame:
 
 
 def resolve_main_rule(main_rule: str, backend: Backend, rules: Sequence[str]) -> str:
-    """The rule the chapter's headline reads: ``main_rule`` if it runs on ``backend`` and is among
-    ``rules``; else the LLM judge on LLM runs (a rule that reads the simulator's step ids as truth,
-    ``workflow.rulesets.SIMULATOR_ONLY``, is not defined there), else the first of ``rules``. Prints a
-    note when it changes the choice."""
-
+    """The headline's rule: ``main_rule`` if it runs on ``backend`` and is among ``rules``, else the
+    LLM judge on LLM runs, else the first of ``rules``; prints a note when it changes the choice."""
     run = rules_for(rules, backend.is_llm)
     if main_rule in run:
         return main_rule
@@ -177,10 +168,8 @@ def interval_text(low: float, high: float, digits: int = 1) -> str:
 
 
 def table1(table: pd.DataFrame, level: float = 0.95) -> pd.DataFrame:
-    """Table 1 for reading: index (rule, comparison); extra divergence with its bootstrap interval at
-    ``level``, exact p, its ceiling, the share of the ceiling reached and, for simulator runs, the
-    truth (of ``measure_of(rule)``) and its standard error. Numbers unrounded:
-    :class:`mechaudit.report.tables.BookTable` writes them (p-values in the book's style)."""
+    """Table 1 for reading: index (rule, comparison); extra divergence with its interval at ``level``,
+    exact p, ceiling, share of the ceiling and, for simulator runs, the truth and its SE (unrounded)."""
     interval = f"{100 * level:g} % interval (pp)"
     names = {"extra_pp": "extra (pp)", "interval": interval, "p_value": "exact p", "max_extra_pp": "ceiling (pp)",
              "normalised": "share of ceiling", "truth_pp": "truth (pp)", "truth_se_pp": "truth SE (pp)"}
@@ -198,44 +187,32 @@ def p_floor_text(n_partitions: int, n_instances: int) -> str:
 
 
 def headline(main: pd.DataFrame, level: float = 0.95) -> dict[str, Any]:
-    """The intro's headline values: extra divergence 0 v 1 and 1 v 5 (pp, or "not in this design"),
-    each also as text with its bootstrap interval at ``level`` (keys "0 v 1 text", "1 v 5 text",
-    e.g. "34.6 (95 % interval 29.9 to 39.0)"), and the 0 v 1 p-value as text."""
-    missing = "not in this design"
-    out: dict[str, Any] = {label: main.loc[label, "extra_pp"] if label in main.index else missing
-                           for label in ("0 v 1", "1 v 5")}
+    """The intro's values: extra divergence 0 v 1 and 1 v 5 (pp), each also as text with its interval
+    at ``level`` ("0 v 1 text": "34.6 (95 % interval 29.9 to 39.0)"), and the 0 v 1 p as text."""
+    out: dict[str, Any] = {}
     for label in ("0 v 1", "1 v 5"):
-        if label in main.index:
-            row = main.loc[label]
-            out[f"{label} text"] = (f"{row.extra_pp:.1f} ({100 * level:g} % interval "
-                                    f"{interval_text(row.ci_low_pp, row.ci_high_pp)})")
-        else:
-            out[f"{label} text"] = missing
+        row = main.loc[label] if label in main.index else None
+        out[label] = _NOT_IN if row is None else row.extra_pp
+        out[f"{label} text"] = _NOT_IN if row is None else (
+            f"{row.extra_pp:.1f} ({100 * level:g} % interval {interval_text(row.ci_low_pp, row.ci_high_pp)})")
     if "0 v 1" in main.index:
         row = main.loc["0 v 1"]
         floor = 1 / int(row["n_partitions"]) ** int(row["n_instances"])
         out["p 0 v 1"] = format_p(float(row["p_value"]), smallest=floor)
     else:
-        out["p 0 v 1"] = missing
+        out["p 0 v 1"] = _NOT_IN
     return out
 
 
 def settings_table(bench: Benchmark, design: Design, simulator: SimulatorParams, settings: Mapping[str, Mapping],
-                   runs_per_depth: int, seed: int = 0, truth: pd.DataFrame | None = None) -> pd.DataFrame:
-    """The simulator's population values (pp) at its own setting and at each of ``settings`` (label ->
-    parameter updates), under both truth measures.
-
-    Index: (measure, label) with labels "a v b" (extra divergence) and "K=k" (same-depth); one column
-    per setting, the committed setting first ("committed"; ``truth`` if given, else simulated now).
-    """
-    if truth is None:
-        truth = population_truth(bench, design, simulator, runs_per_depth=runs_per_depth, seed=seed,
-                                 measures=MEASURES)
-    columns = {"committed": truth.set_index(["measure", "label"]).truth_pp}
-    for name, update in settings.items():
-        other = population_truth(bench, design, simulator.model_copy(update=dict(update)),
+                   runs_per_depth: int, seed: int = 0) -> pd.DataFrame:
+    """The simulator's population values (pp) at its committed setting and at each of ``settings``
+    (label -> parameter updates): index (measure, label), one column per setting, "committed" first."""
+    columns = {}
+    for name, update in {"committed": {}, **settings}.items():
+        truth = population_truth(bench, design, simulator.model_copy(update=dict(update)),
                                  runs_per_depth=runs_per_depth, seed=seed, measures=MEASURES)
-        columns[name] = other.set_index(["measure", "label"]).truth_pp
+        columns[name] = truth.set_index(["measure", "label"]).truth_pp
     return pd.DataFrame(columns)
 
 
@@ -261,9 +238,8 @@ def rule_pair_text(table: pd.DataFrame, a: str, b: str) -> str:
 
 
 def test_note(main: pd.DataFrame, truth: Mapping[str, float] | None, label: str, alpha: float = 0.05) -> str:
-    """A clause reading the exact test of ``label`` against the simulator's truth: whether it rejects
-    at ``alpha`` and, if it does while the truth is below 1 pp, that this is a false alarm of the kind
-    the test's size allows."""
+    """A clause reading the exact test of ``label`` against the simulator's truth: whether it rejects at
+    ``alpha``, and whether that is a false alarm (truth below 1 pp)."""
     if label not in main.index:
         return "the design lacks this comparison"
     p = float(main.loc[label, "p_value"])
@@ -279,7 +255,6 @@ def test_note(main: pd.DataFrame, truth: Mapping[str, float] | None, label: str,
 def fitted_comparisons(spec) -> tuple[list[str], list[str]]:
     """The paper's extra-divergence comparisons the calibration ``spec`` fitted and those it did not
     (labels such as "0 v 1"), from its ``targets``."""
-
     fitted = [label_of(k) for k in spec.targets]
     return fitted, [f"{a} v {b}" for a, b in PAPER_COMPARISONS if f"{a} v {b}" not in fitted]
 
@@ -323,9 +298,8 @@ def ceiling_reading(effect_pp: float, ceiling_pp: float, share: float = 0.25) ->
 
 
 def pattern_sentence(table: pd.DataFrame, alpha: float = 0.05) -> str:
-    """Which rules show the paper's pattern: a 0 v 1 effect significant at ``alpha`` and at least four
-    times the 1 v 5 effect (and 1 pp). A sentence opening, e.g. "Under the rules a and b the pattern of
-    the paper appears" ("the depth pattern" when the chapter does not show the paper's numbers)."""
+    """Which rules show the paper's pattern (0 v 1 significant at ``alpha`` and at least four times
+    1 v 5 and 1 pp), as a sentence opening ("Under the rules a and b the pattern of the paper appears")."""
     pattern = "the pattern of the paper" if shown() else "the depth pattern"
     found = []
     for rule, sub in table.groupby("rule", sort=False):
@@ -348,8 +322,7 @@ def design_rows(design_counts: Mapping[str, int], source: str) -> list[tuple]:
 
 def paper_rows(main: pd.DataFrame, main_rule: str, source: str) -> list[tuple]:
     """"Paper vs this run" rows of Table 1 under ``main_rule``: the three extra divergences (pp), the
-    exact p of 0 v 1 and 0 v 5 (a comparison the design lacks gives ``None``: "not run") and the
-    splits per instance."""
+    exact p of 0 v 1 and 0 v 5 (``None``: not in the design) and the splits per instance."""
     rows: list[tuple] = [(paper_key(a, b), round(main.loc[f"{a} v {b}", "extra_pp"], 1)
                           if f"{a} v {b}" in main.index else None, f"{main_rule}, {source}")
                          for a, b in PAPER_COMPARISONS]
@@ -381,14 +354,9 @@ class ExerciseFacts:
 
 def exercise_facts(bench: Benchmark, design: Design, simulator: SimulatorParams, runs: Sequence,
                    table: pd.DataFrame, simulated: bool, tfidf_threshold: float, seed: int = 0) -> ExerciseFacts:
-    """What the exercise solutions quote, computed from the parameter files.
-
-    ``ex1_*``: 0 v 1 under the null simulator (same design and seed) for the mechanism key, the
-    paper-rate judge and TF-IDF at ``tfidf_threshold``; ``ex3_*``: TF-IDF at 0.5 on ``runs`` beside
-    the default threshold's row of ``table`` (extra divergence, and the pooled same-depth divergence
-    = 100 - ceiling). With ``simulated`` false (LLM runs) nothing is computed.
-    """
-
+    """What the exercise solutions quote (nothing for LLM runs, ``simulated`` false): ``ex1_*``, 0 v 1
+    under the null simulator for the key, the paper-rate judge and TF-IDF; ``ex3_*``, TF-IDF at 0.5
+    beside the default threshold (extra divergence, and same-depth divergence = 100 - ceiling)."""
     if not simulated:
         return ExerciseFacts(*[None] * 11)
     out: dict[str, Any] = {}
@@ -410,9 +378,8 @@ def exercise_facts(bench: Benchmark, design: Design, simulator: SimulatorParams,
 
 @dataclass(frozen=True)
 class CalibrationRun:
-    """The calibration as the chapter shows it: the inputs (shipped benchmark, the paper's design,
-    ``params/simulator.yaml``, the spec), the result of ``calibrate`` and where its scan came from
-    ("committed": ``data/computed/calibration_scan.csv``; "computed now": settings differ from it)."""
+    """The calibration's inputs, the result of ``calibrate`` and where its scan came from ("committed":
+    ``data/computed/calibration_scan.csv``; "computed now": settings differ from it)."""
 
     bench: Benchmark
     design: Design
@@ -425,7 +392,6 @@ class CalibrationRun:
 def calibration_inputs(calibration_file: str = "calibration.yaml") -> tuple[Benchmark, Design, SimulatorParams, Any]:
     """The shipped benchmark, the paper's design (``params/paper.yaml``), the committed simulator
     parameters and the calibration spec (``params/<calibration_file>``)."""
-
     bench = load_benchmark()
     design = load_design(PARAMS_DIR / "paper.yaml", instances=[i.id for i in bench.instances])
     return bench, design, load_simulator_params(PARAMS_DIR / "simulator.yaml"), load_calibration(
@@ -433,10 +399,8 @@ def calibration_inputs(calibration_file: str = "calibration.yaml") -> tuple[Benc
 
 
 def run_calibration(calibration_file: str = "calibration.yaml", n_jobs: int = 1) -> CalibrationRun:
-    """The calibration on the shipped benchmark: the committed scan when its settings match (re-scored,
-    then ``reply_sound`` solved at its best point), else the whole scan computed now (slow: prints a
-    note)."""
-
+    """The calibration on the shipped benchmark: the committed scan when its settings match, else the
+    whole scan computed now (slow: prints a note)."""
     bench, design, base, spec = calibration_inputs(calibration_file)
     table = committed_scan(design, base, spec)
     if table is None:
@@ -447,11 +411,9 @@ def run_calibration(calibration_file: str = "calibration.yaml", n_jobs: int = 1)
 
 
 def write_calibration(n_jobs: int = -1, force: bool = False) -> str:
-    """``mechaudit calibrate``'s scan part: compute the scan at the committed settings and write it to
-    ``data/computed/`` (``workflow.committed``) when the committed copy is stale (``force``: always), with
-    the record of what the fit constrains; return a summary: the best point, the points within half a
-    tolerance, the solved ``reply_sound`` and which committed values differ from them."""
-
+    """``mechaudit calibrate``'s scan part: the scan at the committed settings, written to
+    ``data/computed/`` with the record of what the fit constrains when stale (``force``: always);
+    returns a summary of the best point, the near points and the calibrated values."""
     bench, design, base, spec = calibration_inputs()
     params, _ = closed_form_base(base, spec, paper_targets(list(spec.targets)))
     table, source = committed.cached(SCAN_NAME, scan_settings(design, params, spec),
@@ -473,10 +435,8 @@ def write_calibration(n_jobs: int = -1, force: bool = False) -> str:
 
 
 def fit_point_text(scan: pd.DataFrame, spec, best_only: bool = False) -> str:
-    """The scan's points within half a tolerance of every target (or only the best point), each as
-    "(p_weak_supported 0.9, p_find 1): 34.4 ± 0.2 / 38.9 ± 0.2 pp" (expected extra divergence of each
-    target comparison ± its Monte Carlo SE); "" when there is none."""
-
+    """The scan's points within half a tolerance of every target (or the best point) as
+    "(p_weak_supported 0.9, p_find 1): 34.4 ± 0.2 / 38.9 ± 0.2 pp" (extra divergence ± Monte Carlo SE)."""
     rows = scan[scan.best] if best_only else scan[scan.within_half_tolerance]
     labels = [label_of(k) for k in spec.targets]
     return "; ".join("(" + ", ".join(f"{k} {r[k]:g}" for k in spec.grid) + "): "
@@ -485,9 +445,8 @@ def fit_point_text(scan: pd.DataFrame, spec, best_only: bool = False) -> str:
 
 
 def fit_set_sentence(scan: pd.DataFrame, spec) -> str:
-    """What the expected values say about identification: how many grid points lie within half a
-    tolerance of every target and, when there are several, over what range of each parameter; a claim
-    that the targets pin the parameters down only when exactly one point does."""
+    """Whether the targets pin the fitted parameters down: how many grid points lie within half a
+    tolerance of every target, and over what range of each parameter."""
     names = list(spec.grid)
     close = scan[scan.within_half_tolerance]
     if close.empty:
@@ -537,7 +496,6 @@ class CalibrationFacts:
 def calibration_facts(run: CalibrationRun, fit: pd.DataFrame, truth: pd.DataFrame | None) -> CalibrationFacts:
     """:class:`CalibrationFacts` of a calibration; ``fit``: the ``fit_table`` of ``run.cal``; ``truth``:
     the chapter's own simulator truth (None for LLM runs)."""
-
     cal, spec, design = run.cal, run.spec, run.design
     names = list(spec.grid)
     best = cal.scan[cal.scan.best].iloc[0]
@@ -578,10 +536,8 @@ def calibration_facts(run: CalibrationRun, fit: pd.DataFrame, truth: pd.DataFram
 
 
 def recheck_sentence(scan: pd.DataFrame, truth: pd.DataFrame | None, spec, z: float = 3.0) -> str:
-    """The chapter's own truth (``population_truth`` with its own seeds and runs) beside the committed
-    scan's expected values at the best point, for each target comparison: whether every difference lies
-    within ``z`` combined standard errors (an independent re-check of the committed point)."""
-
+    """The chapter's own truth beside the committed scan's best point, per target comparison, and
+    whether every difference lies within ``z`` combined standard errors."""
     if truth is None:
         return "(no simulator truth for LLM runs)"
     best = scan[scan.best].iloc[0]
@@ -599,10 +555,8 @@ def recheck_sentence(scan: pd.DataFrame, truth: pd.DataFrame | None, spec, z: fl
 
 
 def scan_view(scan: pd.DataFrame, grid: Sequence[str]) -> pd.DataFrame:
-    """The calibration scan for reading: index the grid parameters; per comparison the expected extra
-    divergence with its Monte Carlo SE ("34.6 ± 0.2", pp), the objective (sum of squared distances to
-    the targets in tolerances), whether every target is within half a tolerance, whether the point is
-    consistent with the paper's estimates (jointly), and whether it is the best."""
+    """The calibration scan for reading: index the grid parameters; per comparison the extra divergence
+    ± its Monte Carlo SE (pp), the objective, and the within-half-tolerance, consistent and best flags."""
     extras = [c for c in scan.columns if c.startswith("extra_") and c.endswith("_pp")]
     view = pd.DataFrame(index=pd.MultiIndex.from_frame(scan[list(grid)]) if len(grid) > 1 else
                         pd.Index(scan[grid[0]], name=grid[0]))
@@ -634,19 +588,15 @@ def judge_range_key(label: str, end: str) -> str:
 
 
 def judge_model_axis(runs, design: Design, models: Sequence[str], *, client, instances) -> pd.DataFrame | None:
-    """Extra divergence (pp) of every design comparison per judge model (``workflow.depth.
-    judge_model_table``; the main judge's calls are answered from the cache). Offline (``client``
-    None): None (no judge model runs, and nothing stands in for one)."""
+    """Extra divergence (pp) of every comparison per judge model (``workflow.depth.judge_model_table``);
+    None offline (``client`` None)."""
     return None if client is None else judge_model_table(runs, design.comparisons(), models, client,
                                                          instances=instances)
 
 
 def judge_model_ranges(per_model: pd.DataFrame) -> pd.DataFrame:
-    """Per comparison the range of extra divergence over the judge models (pp; columns of
-    ``agreement.estimate_range``) beside the paper's range over its three judges (``paper low``,
-    ``paper high``; NaN for a comparison it does not report) when the chapter shows the paper's
-    numbers (``mechaudit.paper.shown``)."""
-
+    """Per comparison the range of extra divergence over the judge models (pp, ``estimate_range``)
+    and, when the chapter shows the paper's numbers, the paper's range over its judges."""
     ranges = estimate_range(per_model)
     known = entries() if shown() else {}
     for end in ("low", "high") if shown() else ():
@@ -697,9 +647,8 @@ def judge_axis_note(plan: pd.DataFrame, models: Sequence[str]) -> str:
 # --------------------------------------------------------------------------- cost plan
 
 def plan(p: Mapping[str, Any]) -> list[Planned]:
-    """The chapter's requests (``mechaudit estimate``): the workflow, then the LLM judge on every
-    matched pair of delivered hypotheses, once per judge model of ``judge_model`` + ``judge_models``
-    (the judge-model axis)."""
+    """The chapter's requests: the workflow, then the LLM judge on every matched pair of delivered
+    hypotheses, once per judge model."""
     bench = load_benchmark(p.get("data_dir"))
     work, runs, exact = plan_workflow(p, bench, design_for(p, bench))
     return work + plan_delivered_judges(p, bench, runs, exact, lambda rs, rec: instance_matrices(rs, rec.same),

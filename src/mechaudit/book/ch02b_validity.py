@@ -37,8 +37,7 @@ from mechaudit.workflow.calibrate import label_of
 from mechaudit.workflow.depth import MEASURES
 from mechaudit.workflow.validity import coverage_range, low_coverage, max_bias_z, mc_se, size_z
 
-#: glued prose values and the table cells they restate: glue key -> cells (table label, row labels as
-#: shown, column header as shown); tests/test_table_prose.py checks that the numbers agree
+#: glue key -> the table cells its prose value restates (format: tests/test_table_prose.py)
 CITED_CELLS = {
     key: tuple(("tbl-ch02b-size", (rule, depths), "Rejection rate") for depths in ("0 v 1", "0 v 5", "1 v 5"))
     for key, rule in (("ch02b_size_rates", "Mechanism key"), ("ch02b_rate_size_rates", "Paper-rate judge"))
@@ -47,9 +46,8 @@ CITED_CELLS = {
 
 @dataclass(frozen=True)
 class ValiditySetup:
-    """The benchmark, the design, the default and null simulator parameters and the default's truth
-    (``population_truth`` under both truth measures: one row per measure and same-depth or comparison
-    label)."""
+    """The benchmark, the design, the default and null simulator parameters and the default's
+    ``population_truth`` under both truth measures."""
 
     bench: Benchmark
     design: Design
@@ -89,13 +87,10 @@ class Replications:
 def replications(s: ValiditySetup, *, n_replications: int, n_null_replications: int, n_text_replications: int,
                  n_boot: int, level: float = 0.95, tfidf_threshold: float, seed: int, n_jobs: int = 1,
                  parallel_backend: str | None = None, write: bool = False, force: bool = False) -> Replications:
-    """Replications of the design under the default simulator (``n_replications`` for the fast rules,
-    with bootstrap intervals of ``n_boot`` resamples; seed ``seed + 1``) and the null simulator
-    (``n_null_replications``, no intervals; seed ``seed + 2``), TF-IDF over ``n_text_replications`` of
-    each. Each table is read from ``data/computed/`` when it was computed with these settings
-    (``workflow.committed.cached``; ``write``: committed when computed, ``force``: computed even when
-    current, both for ``mechaudit calibrate``)."""
-
+    """Replications of the design under the default simulator (``n_replications`` for the fast rules
+    with ``n_boot`` bootstrap resamples; seed ``seed + 1``) and the null simulator (``n_null_replications``;
+    seed ``seed + 2``), TF-IDF over ``n_text_replications``; each read from ``data/computed/`` when
+    computed with these settings (``write``, ``force``: for ``mechaudit calibrate``)."""
     fast = build_rules(list(FAST))
     text = build_rules(["tfidf"], tfidf_threshold=tfidf_threshold)["tfidf"]
     jobs = {"n_jobs": n_jobs, "parallel_backend": parallel_backend}
@@ -119,10 +114,8 @@ def replications(s: ValiditySetup, *, n_replications: int, n_null_replications: 
 
 
 def write_replications(n_jobs: int = -1, force: bool = False) -> str:
-    """``mechaudit calibrate``'s validity part: the chapter's replications at its default parameters
-    (its model in ``mechaudit.book.settings``), computed and written to ``data/computed/`` when the
-    committed copy is stale (``force``: always); returns a summary."""
-
+    """``mechaudit calibrate``'s validity part: the replications at the chapter's defaults, written
+    to ``data/computed/`` when stale (``force``: always); returns a summary."""
     p = defaults("02b_validity")
     s = validity_setup(design_file=p["design_file"], simulator_file=p["simulator_file"],
                        null_simulator_file=p["null_simulator_file"], truth_runs_per_depth=p["truth_runs_per_depth"],
@@ -136,18 +129,16 @@ def write_replications(n_jobs: int = -1, force: bool = False) -> str:
 
 
 def truth_view(truth: pd.DataFrame) -> pd.DataFrame:
-    """The truth for reading: index (measure, quantity, depths); truth, its standard error and the
-    ceiling (pp). The unit of truth and SE is the quantity's: % for same-depth divergence (a level),
-    pp for extra divergence (a difference)."""
+    """The truth for reading: index (measure, quantity, depths); truth, SE (% for same-depth
+    divergence, pp for extra divergence) and the ceiling (pp)."""
     names = {"truth_pp": "truth", "truth_se_pp": "SE", "max_extra_pp": "ceiling (pp)"}
     view = truth.set_index(["measure", "panel", "label"])[list(names)].rename(columns=names).round(2)
     return view.rename_axis(["measure", "quantity", "depths"])
 
 
 def bias_view(bias: pd.DataFrame) -> pd.DataFrame:
-    """Bias table for reading: index (rule, comparison); replications (int), the truth it is compared
-    with, bias, its Monte Carlo SE, the sampling SD and RMSE (pp), the coverage of the bootstrap
-    interval (when computed) and the power (rejection rate at alpha under the default simulator)."""
+    """Bias table for reading: index (rule, comparison); replications, truth, bias and its Monte Carlo
+    SE, SD, RMSE (pp), interval coverage and power."""
     names = {"n_reps": "replications", "measure": "truth of", "truth_pp": "truth (pp)", "bias_pp": "bias (pp)",
              "bias_se_pp": "bias SE (pp)", "sd_pp": "SD (pp)", "rmse_pp": "RMSE (pp)", "coverage": "coverage",
              "rejection_rate": "power"}
@@ -156,12 +147,8 @@ def bias_view(bias: pd.DataFrame) -> pd.DataFrame:
 
 
 def sampling_check(reps: pd.DataFrame, spec) -> pd.DataFrame:
-    """The sampling SDs and the correlation ``params/calibration.yaml`` records (``spec``: its
-    ``CalibrationSpec``: the targets' tolerances, ``untargeted_sd``, ``target_correlation``) beside
-    what the replications ``reps`` (``validity.replicate`` output) measured for the same comparisons
-    under ``spec.measure`` (the rule of that name). Index: quantity ("SD 0 v 1 (pp)", ...,
-    "correlation 0 v 1, 0 v 5"); columns "recorded", "measured"."""
-
+    """The sampling SDs and correlation the calibration ``spec`` records beside what the replications
+    ``reps`` measured under ``spec.measure``; index quantity, columns "recorded", "measured"."""
     wide = reps[reps.rule == spec.measure].pivot(index="rep", columns="comparison", values="extra_pp")
     rows = {f"SD {label_of(k)} (pp)": {"recorded": sd, "measured": float(wide[label_of(k)].std(ddof=1))}
             for k, sd in spec.sampling_sd().items() if label_of(k) in wide}
@@ -185,9 +172,8 @@ def size_view(size: pd.DataFrame) -> pd.DataFrame:
 
 
 def size_verdict(z: pd.Series) -> str:
-    """What the rejection rates say about the test's size (``validity.size_z`` output): all within
-    two Monte Carlo SEs of alpha; none more than two above but some more than two below
-    (conservative); or some more than two above."""
+    """What the rejection rates say about the size (``validity.size_z``): all within two Monte Carlo
+    SEs of alpha, conservative, or some more than two above."""
     if (z.abs() <= 2).all():
         return ("every rate lies within two Monte Carlo standard errors of alpha, consistent with a test "
                 "whose size is at most alpha")
@@ -204,9 +190,8 @@ def rates_text(size: pd.DataFrame, rule: str) -> str:
 
 
 def coverage_verdict(bias: pd.DataFrame, rules: Sequence[str], level: float = 0.95) -> str:
-    """Whether the intervals' coverage of ``rules`` is consistent with ``level``: every coverage
-    within two Monte Carlo SEs (``validity.low_coverage``) of it or above it ("at or above the
-    nominal ..."), or some below ("below the nominal ... for ...")."""
+    """Whether the coverage of ``rules`` is consistent with ``level`` or above it, or below it by more
+    than two Monte Carlo SEs for some (``validity.low_coverage``)."""
     if bias[bias.rule.isin(list(rules))].coverage.dropna().empty:
         return "not computed"
     low = low_coverage(bias, rules, level)

@@ -1,11 +1,7 @@
-"""Chapter 02c (robustness and power): set-up, grid look-ups and readable summaries of the grids.
-
-Inputs are the tables of ``mechaudit.workflow.robustness`` (``truth_grid`` after ``consistent`` and
-``diminishing_returns``, ``rule_bias``) and ``mechaudit.workflow.power`` (``power_table``,
-``runs_needed``). Values in pp are percentage points of extra divergence; same-depth divergence is a
-level, in %. The chapter needs the simulator's ground truth, so it never calls an LLM;
-:func:`mechaudit.book.chapter.simulation_only_note` is its one backend-dependent step. Every
-summary here describes the simulator, not the paper's workflow.
+"""Chapter 02c (robustness and power): set-up, the committed grids of ``workflow.robustness`` and
+``workflow.power``, and readable summaries of them. Effects are in pp of extra divergence;
+same-depth divergence is a level, in %. Every summary describes the simulator (it needs its ground
+truth, so the chapter never calls an LLM), not the paper's workflow.
 """
 
 from __future__ import annotations
@@ -43,8 +39,6 @@ from mechaudit.workflow.robustness import (
 )
 from mechaudit.workflow.validity import max_bias_z
 
-#: conclusion statuses in display order
-STATUSES = ("holds", "unclear", "fails")
 #: depth comparisons of the rule-bias grid, and their glue tags
 COMPARISONS = {"0 v 1": "0v1", "0 v 5": "0v5", "1 v 5": "1v5"}
 
@@ -90,7 +84,6 @@ def grid_cell(table: pd.DataFrame, factors: Mapping[str, float], axes: Sequence[
 def with_consistency(truths: pd.DataFrame, spec) -> pd.DataFrame:
     """``truths`` (a ``truth_grid`` table) with ``distance`` and ``consistent``: the joint test of the
     paper's target estimates (``observed_and_sd``) at the calibration's level and correlation."""
-
     observed, sd = observed_and_sd(spec)
     return consistent(truths, observed, sd, spec.target_correlation, spec.consistent_level)
 
@@ -102,11 +95,8 @@ def targets_name(show_paper: bool) -> str:
 
 
 def observed_and_sd(spec) -> tuple[dict[str, float], dict[str, float]]:
-    """The paper's observed extra divergences that the calibration targets (comparison label ->
-    pp) and the sampling SD of one design's estimate of each (the calibration's tolerances,
-    ``CalibrationSpec.targets``, which chapter 02b measures). The consistent set is defined by all of
-    them jointly (``robustness.consistent`` with ``spec.target_correlation``)."""
-
+    """The paper's extra divergences the calibration targets (label -> pp) and the sampling SD of one
+    design's estimate of each (the targets' tolerances, which chapter 02b measures)."""
     return ({label_of(k): float(reported(k)) for k in spec.targets},
             {label_of(k): float(tol) for k, tol in spec.targets.items()})
 
@@ -116,25 +106,16 @@ def observed_and_sd(spec) -> tuple[dict[str, float], dict[str, float]]:
 MAP_NAME, ALTERNATIVES_NAME, PICKS_NAME = "robustness_map", "robustness_alternatives", "robustness_picks_{measure}"
 
 
-def map_settings(design: Design, base: SimulatorParams, points: pd.DataFrame, *, runs_per_depth: int,
-                 n_seeds: int, seed: int, measure: str = "paper_rates") -> dict[str, Any]:
-    """Everything a ``truth_grid`` table depends on (``workflow.committed``)."""
-
-    return committed.with_benchmark({
-        "design": design.model_dump(), "simulator": base.model_dump(),
-        "points": [{k: float(v) for k, v in r.items()} for r in points.to_dict("records")],
-        "runs_per_depth": runs_per_depth, "n_seeds": n_seeds, "seed": seed, "measure": measure})
-
-
 def grid_truths(name: str, bench: Benchmark, design: Design, base: SimulatorParams, points: pd.DataFrame, *,
                 runs_per_depth: int, n_seeds: int, seed: int, measure: str = "paper_rates", n_jobs: int = 1,
                 parallel_backend: str | None = None, write: bool = False, force: bool = False
                 ) -> tuple[pd.DataFrame, str]:
     """``robustness.truth_grid`` at ``points`` under ``measure``, and where it came from
     (``workflow.committed.cached`` under ``name``: "committed" or "computed now")."""
-
-    settings = map_settings(design, base, points, runs_per_depth=runs_per_depth, n_seeds=n_seeds, seed=seed,
-                            measure=measure)
+    settings = committed.with_benchmark({  # everything the table depends on
+        "design": design.model_dump(), "simulator": base.model_dump(),
+        "points": [{k: float(v) for k, v in r.items()} for r in points.to_dict("records")],
+        "runs_per_depth": runs_per_depth, "n_seeds": n_seeds, "seed": seed, "measure": measure})
     return committed.cached(name, settings, lambda: truth_grid(
         bench, design, base, points, runs_per_depth=runs_per_depth, seed=seed, n_jobs=n_jobs,
         parallel_backend=parallel_backend, measure=measure, n_seeds=n_seeds), write=write, force=force)
@@ -142,10 +123,9 @@ def grid_truths(name: str, bench: Benchmark, design: Design, base: SimulatorPara
 
 @dataclass(frozen=True)
 class Truths:
-    """The chapter's simulated truths: the map over ``robust_axes`` with consistency and conclusion
-    (a), the grid over ``alternatives_axes``, the settings chosen for the rule and power studies
-    (``picks``: map rows) and their truths under each measure (``pick_truths``: measure ->
-    ``truth_grid`` table), and where each came from (name -> "committed" / "computed now")."""
+    """The chapter's truths: the map over ``robust_axes`` (with consistency and conclusion (a)), the
+    grid over ``alternatives_axes``, the chosen settings (``picks``, map rows) and their truths per
+    measure, and where each table came from (name -> "committed" / "computed now")."""
 
     map: pd.DataFrame
     alternatives: pd.DataFrame
@@ -158,12 +138,9 @@ def chapter_truths(s: RobustnessSetup, spec, *, robust_axes: Mapping[str, Sequen
                    alternatives_axes: Mapping[str, Sequence[float]], pick_quantiles: Sequence[float],
                    runs_per_depth: int, n_seeds: int, seed: int, ratio: float, z: float, n_jobs: int = 1,
                    parallel_backend: str | None = None, write: bool = False, force: bool = False) -> Truths:
-    """Every truth the chapter reads, each from its committed table when the settings match (else
-    computed now; ``write``: committed when computed, ``force``: computed even when current). The map
-    gets the joint consistency test (``with_consistency``) and conclusion (a)
-    (``robustness.diminishing_returns`` at ``ratio``, ``z``); the picks are ``choose_settings`` of the
-    map at ``pick_quantiles``."""
-
+    """Every truth the chapter reads, from its committed table when the settings match (``write``:
+    commit what is computed, ``force``: compute even when current); the map gets the joint consistency
+    test and conclusion (a) at ``ratio``, ``z``; the picks are :func:`choose_settings` at ``pick_quantiles``."""
     sizes = {"runs_per_depth": runs_per_depth, "n_seeds": n_seeds, "seed": seed, "n_jobs": n_jobs,
              "parallel_backend": parallel_backend, "write": write, "force": force}
     sources = {}
@@ -181,10 +158,8 @@ def chapter_truths(s: RobustnessSetup, spec, *, robust_axes: Mapping[str, Sequen
 
 
 def write_maps(n_jobs: int = -1, force: bool = False) -> str:
-    """``mechaudit calibrate``'s robustness part: every fixed table of the chapter at its default
-    parameters (its model in ``mechaudit.book.settings``), each computed and written to
-    ``data/computed/`` when its committed copy is stale (``force``: always); returns a summary."""
-
+    """``mechaudit calibrate``'s robustness part: the chapter's committed tables at its default
+    parameters, written to ``data/computed/`` when stale (``force``: always); returns a summary."""
     p = chapter_defaults("02c_robustness")
     s = setup(None, p["design_file"], p["simulator_file"])
     t = chapter_truths(s, load_calibration(PARAMS_DIR / p["calibration_file"]), robust_axes=p["robust_axes"],
@@ -213,10 +188,9 @@ def span(table: pd.DataFrame, column: str, digits: int = 2) -> str:
 
 
 def status_sentence(truths: pd.DataFrame, column: str = "raw") -> str:
-    """What conclusion (a) does at the consistent grid points (``truths`` after ``consistent`` and
-    ``diminishing_returns``), as a verb phrase: "holds at every consistent setting of the grid", or
-    which statuses occur and at which ``p_find`` values ("is unclear at the consistent settings with
-    p_find 0.7 and holds at those with p_find 0.85 to 1"). Never a count of grid points."""
+    """What conclusion (a) does at the consistent grid points, as a verb phrase naming the statuses
+    and their ``p_find`` values ("is unclear at the consistent settings with p_find 0.7 and holds at
+    those with p_find 0.85 to 1"); never a count of grid points."""
     inside = truths[truths.consistent]
     if inside.empty:
         return "cannot be read: no grid setting is consistent with the observed effect"
@@ -230,9 +204,8 @@ def status_sentence(truths: pd.DataFrame, column: str = "raw") -> str:
 
 
 def choose_settings(truths: pd.DataFrame, quantiles: Sequence[float]) -> pd.DataFrame:
-    """Grid points to study further: ``robustness.pick`` of the consistent points at ``quantiles`` of
-    the 1 v 5 truth; when no point is consistent (another benchmark, a coarse grid), the points nearest
-    the observation (smallest ``distance``), one per quantile, with a one-line note."""
+    """``robustness.pick`` of the consistent points at ``quantiles`` of the 1 v 5 truth; with no
+    consistent point, the points nearest the observation (smallest ``distance``), with a note."""
     inside = truths[truths.consistent]
     if len(inside):
         return pick(inside, quantiles)
@@ -266,9 +239,8 @@ def fail_pfind_text(truths: pd.DataFrame) -> str:
 
 
 def outside_sentence(truths: pd.DataFrame) -> str:
-    """Where conclusion (a) fails on the raw criterion (``truths``: the map after ``consistent`` and
-    ``diminishing_returns``), as one or two sentences: how many settings, how many of them consistent
-    with the paper's estimates, their largest 0 v 1 truth, and the ``p_find`` pattern."""
+    """Where conclusion (a) fails on the raw criterion, in one or two sentences: how many settings and
+    how many of them consistent, their largest 0 v 1 truth, and the ``p_find`` pattern."""
     fails = truths[truths.raw == "fails"]
     if fails.empty:
         return "Conclusion (a) fails at no setting of the grid."
@@ -318,9 +290,8 @@ def max_bias_text(bias: pd.DataFrame, rules: Sequence[str] = ("mechanism_key", "
 
 
 def consistent_view(inside: pd.DataFrame, axes: Sequence[str]) -> pd.DataFrame:
-    """The consistent settings for reading: index the factors (their grid values, unrounded); the 0 v 1,
-    0 v 5 and 1 v 5 truths and the 1 v 5 ceiling (pp, 0.1) and the status of conclusion (a) under both
-    criteria."""
+    """The consistent settings for reading: index the factors; the three truths and the 1 v 5 ceiling
+    (pp, 0.1) and conclusion (a) under both criteria."""
     names = {"truth_0v1_pp": "0 v 1 (pp)", "truth_0v5_pp": "0 v 5 (pp)", "truth_1v5_pp": "1 v 5 (pp)",
              "max_1v5_pp": "1 v 5 ceiling (pp)", "raw": "(a) raw", "normalised": "(a) ceiling-aware"}
     return inside.set_index(list(axes))[list(names)].rename(columns=names).round(1)
@@ -336,9 +307,8 @@ def alternatives_table(alt: pd.DataFrame, axes: Sequence[str]) -> pd.DataFrame:
 
 @dataclass(frozen=True)
 class ConsistentSpans:
-    """The range of each grid factor and truth over the grid's consistent settings (glued under
-    ``ch02c``): text, "a" or "a to b" (:func:`span`); "none" when no setting is consistent, "not
-    varied" for a factor the grid does not vary."""
+    """The range (:func:`span`) of each grid factor and truth over the consistent settings (glued
+    under ``ch02c``); "none" when none is consistent, "not varied" for a factor the grid keeps fixed."""
 
     consistent_p_find: str = fact(unit="probability", doc="the critic's p_find")
     consistent_weak_scale: str = fact(unit="factor", doc="scale of the weak-step probabilities")
@@ -474,10 +444,8 @@ def exercise_facts(truths: pd.DataFrame, factors: Mapping[str, float], axes: Seq
 
 
 def power_settings(base: SimulatorParams, picks: pd.DataFrame, factors: Sequence[str]) -> list[EffectSetting]:
-    """One ``workflow.power.EffectSetting`` per row of ``picks`` (rows of the truth map, e.g. the ends of
-    the consistent set): its ``factors`` set on ``base`` (``robustness.vary``), its 1 v 5 truth and that
-    truth's Monte Carlo SE from the map (the target is the truth rounded to 0.01 pp)."""
-
+    """One ``EffectSetting`` per row of ``picks``: its ``factors`` set on ``base``, its 1 v 5 truth
+    (the target: rounded to 0.01 pp) and that truth's Monte Carlo SE from the map."""
     if picks.empty:
         raise MechauditError("no consistent grid setting to study: widen robust_axes", field="robust_axes")
     out = []
@@ -490,9 +458,8 @@ def power_settings(base: SimulatorParams, picks: pd.DataFrame, factors: Sequence
 
 @dataclass(frozen=True)
 class Studies:
-    """The rule and power studies at the chosen settings: the rule replications (``robustness.rule_grid``
-    rows), the power settings and the power table (``power.power_table``), and where each table came
-    from (name -> "committed" / "computed now")."""
+    """The rule replications (``robustness.rule_grid``), the power settings and table
+    (``power.power_table``) at the chosen settings, and where each table came from."""
 
     rule_reps: pd.DataFrame
     settings: list[EffectSetting]
@@ -505,12 +472,10 @@ def chapter_studies(s: RobustnessSetup, truths: Truths, axes: Sequence[str], *, 
                     alpha: float, power_ladder: Sequence[int], power_level: float, pool_runs_per_depth: int,
                     n_resamples: int, n_pools: int, seed: int, n_jobs: int = 1, parallel_backend: str | None = None,
                     write: bool = False, force: bool = False) -> Studies:
-    """The chapter's rule study (mechanism key, paper-rate judge and TF-IDF over ``n_text_replications``
-    replications of the design at each chosen setting, seed ``seed + 1``) and power study (the designs and
-    the ladder at each chosen setting, seed ``seed + 3``), each read from ``data/computed/`` when computed
-    with these settings (``workflow.committed.cached``; ``write``: committed when computed, ``force``:
-    computed even when current)."""
-
+    """The rule study (key, paper-rate judge and TF-IDF over ``n_text_replications``, seed ``seed + 1``)
+    and the power study (the designs and the ladder, seed ``seed + 3``) at each chosen setting, each
+    read from ``data/computed/`` when computed with these settings (``write``, ``force``: as
+    :func:`chapter_truths`)."""
     jobs = {"n_jobs": n_jobs, "parallel_backend": parallel_backend}
     points = truths.picks[list(axes)].reset_index(drop=True)
     rules = {**build_rules(["mechanism_key", "paper_rates"]),
@@ -549,9 +514,8 @@ def settings_table(settings: Sequence) -> pd.DataFrame:
 
 
 def design_powers(power: pd.DataFrame) -> pd.DataFrame:
-    """The power of each named design (rows ``role == "design"`` of ``power_table``), readable: index
-    true effect (pp) and design ("4 x 5": instances x runs per depth); power, its Monte Carlo SE over
-    the independent pools and the binomial SE (which ignores that replications share a pool)."""
+    """The power of each named design, readable: index true effect (pp) and design ("4 x 5":
+    instances x runs per depth); power, its Monte Carlo SE over the pools and the binomial SE."""
     d = power[power.role == "design"]
     table = pd.DataFrame({"true 1 v 5 (pp)": d.truth_pp.round(1).to_numpy(),
                           "design": [f"{int(k)} x {int(r)}" for k, r in zip(d.n_instances, d.runs_per_depth)],
@@ -578,8 +542,7 @@ class TopPower:
 
 
 def top_power(power: pd.DataFrame, top) -> TopPower:
-    """:class:`TopPower` from a ``workflow.power`` table (rows ``role == "design"``) at the setting
-    ``top`` (an ``EffectSetting``: its ``target_pp`` and ``truth_pp``)."""
+    """:class:`TopPower` of a ``workflow.power`` table at the ``EffectSetting`` ``top``."""
     d = power[power.role == "design"].set_index(["target_pp", "n_instances", "runs_per_depth"])
 
     def at(k: int, r: int, column: str) -> float | None:
@@ -639,10 +602,8 @@ def needed_facts(needed: pd.DataFrame, power: pd.DataFrame, settings: Sequence, 
 
 def power_range_text(power: pd.DataFrame, settings: Sequence, labels: Sequence[str],
                      design: tuple[int, int] = (4, 5)) -> str:
-    """The power of ``design`` (instances, runs per depth) over the studied settings (``settings``,
-    ``power_settings`` output, named by ``labels`` in the same order), as text from the lowest to the
-    highest: "0.06 at S1 (...; true 1 v 5 0.2 pp) to 0.31 at S2 (...; 1.5 pp)"; one value when a
-    single setting was studied."""
+    """The power of ``design`` over the studied ``settings`` (named by ``labels``), from the lowest to
+    the highest: "0.06 at S1 (...; true 1 v 5 0.2 pp) to 0.31 at S2 (...; 1.5 pp)"."""
     d = power[(power.role == "design") & (power.n_instances == design[0]) & (power.runs_per_depth == design[1])]
     by_target = dict(zip(d.target_pp, d.power))
     found = sorted((by_target[st.target_pp], label, st.truth_pp) for st, label in zip(settings, labels)

@@ -1,11 +1,7 @@
 """Chapter 03 (critique engagement): label the critic's demands, share them out, compare with the paper.
 
-Input: the runs of ``mechaudit.workflow.workflow_setup``. With ``backend="reference"`` the
-labels are the simulator's own log (no judge); with an LLM backend the LLM judge labels the demands
-and :func:`judged_only` is the one LLM-only step.
-
-:func:`plan` lists the requests the chapter sends with an LLM backend, without sending them
-(``mechaudit estimate``).
+Offline the labels are the simulator's own log; with an LLM backend the LLM judge labels the demands
+(:func:`judged_only` is the one LLM-only step). :func:`plan` is the chapter's cost plan.
 """
 
 from __future__ import annotations
@@ -35,9 +31,9 @@ from mechaudit.workflow import WorkflowSetup, null_params, report_dropped, show_
 from mechaudit.workflow.delivery import Delivery
 from mechaudit.workflow.plan import design_for, plan_workflow
 from mechaudit.workflow.records import demands_frame
+from mechaudit.workflow.validity import mc_se
 
-#: glued prose values and the table cells they restate: glue key -> cells (table label, row labels as
-#: shown, column header as shown); tests/test_table_prose.py checks that the numbers agree
+#: glue key -> the table cells its prose value restates (format: tests/test_table_prose.py)
 CITED_CELLS = {
     "ch03_conceded_pct": (("tbl-ch03-paper", ("Demands conceded (%)",), "This run"),),
     "ch03_answered_pct": (("tbl-ch03-paper", ("Demands answered (%)",), "This run"),),
@@ -50,9 +46,8 @@ def label_source(backend: Backend) -> str:
 
 
 def judged_only(labelled: pd.DataFrame, delivery: Delivery, json_retries: int) -> pd.DataFrame:
-    """The demands that carry a label. LLM runs only (``delivery.client``): first show the hypotheses
-    the workflow dropped and the challenges whose judge reply stayed invalid, then drop those
-    demands. The simulator labels every demand, so offline the frame comes back unchanged."""
+    """The demands that carry a label; on LLM runs first shows the dropped hypotheses and the
+    challenges whose judge reply stayed invalid (offline every demand is labelled)."""
     if delivery.client is None:
         return labelled
     report_dropped(delivery, json_retries)
@@ -61,9 +56,8 @@ def judged_only(labelled: pd.DataFrame, delivery: Delivery, json_retries: int) -
 
 
 def label_runs(delivery: Delivery, judge_model: str, json_retries: int) -> pd.DataFrame:
-    """One row per labelled demand of ``delivery.runs`` (see ``engagement.label_demands``; the LLM
-    judge answers through ``delivery.client``, the simulator's log offline), with the LLM-only
-    exclusions applied (:func:`judged_only`)."""
+    """One row per labelled demand of ``delivery.runs`` (``engagement.label_demands``) after
+    :func:`judged_only`."""
     labelled = label_demands(delivery.runs, delivery.client, model=judge_model, json_retries=json_retries)
     return judged_only(labelled, delivery, json_retries)
 
@@ -90,9 +84,8 @@ def round_shares(labelled: pd.DataFrame) -> pd.DataFrame:
 
 
 def target_table(labelled: pd.DataFrame) -> pd.DataFrame:
-    """Shares (%) per label for demands on weak links and on sound links (index "demand on"); runs
-    that know no weak links (an LLM's, :func:`knows_weak_links`): demands per depth (index) and label
-    (counts)."""
+    """Shares (%) per label for demands on weak and on sound links (index "demand on"); for runs that
+    know no weak links, counts per depth and label."""
     if not knows_weak_links(labelled):
         counts = labelled.groupby(["depth", "label"]).size().unstack(fill_value=0)
         return counts.reindex(columns=list(LABELS), fill_value=0).astype(int)
@@ -122,11 +115,9 @@ def critique_rounds(design) -> int:
 
 
 def density_table(n_demands: int, paper_demands: int | None, design, hypotheses_per_run: float) -> pd.DataFrame:
-    """Demands per design, per critiqued run-round and per hypothesis and round: this run's, and with
-    ``paper_demands`` (the paper's count; None: the comparison with the paper is off) the paper's
-    beside it, each with a note saying whether the paper reports it or this book derives it (the
-    per-round value divides the paper's count by the design's run-rounds). Index: quantity; columns
-    "this run" and, with the paper, "paper" and "paper's value"."""
+    """Demands per design, per critiqued run-round and per hypothesis and round: this run's and, with
+    ``paper_demands`` (None: no comparison), the paper's with a note saying whether the paper reports it
+    or this book derives it. Index: quantity."""
     rounds = critique_rounds(design)
     names = ["demands in the design", "demands per run and round of critique", "demands per hypothesis and round"]
     out = pd.DataFrame({"this run": [n_demands, round(n_demands / rounds, 2),
@@ -155,7 +146,6 @@ def demand_sentence(density: pd.DataFrame) -> str:
 def simulated_shares(bench, design, params, seed: int) -> tuple[int, float, pd.DataFrame]:
     """Simulate ``design`` with ``params`` and ``seed`` (reference backend) and label its demands from
     the simulator's log: (number of demands, conceded %, per-round shares as ``round_shares``)."""
-
     labelled = label_demands(simulate(bench, design, params, seed=seed), None)
     shares = engagement_table(labelled).set_index("label").pct
     return len(labelled), float(shares["conceded"]), round_shares(labelled)
@@ -175,8 +165,7 @@ def weak_share_text(labelled: pd.DataFrame) -> str:
 
 def conceded_floor_sentence(labelled: pd.DataFrame, paper_conceded_pct: float) -> str:
     """Whether the conceded share could reach the paper's: the conceded demands on weak links alone
-    make up a share of all demands that no reply to a sound link can lower. A clause naming that floor
-    (simulator runs, which know which demands hit a weak link; "not known" otherwise)."""
+    are a floor no reply to a sound link lowers (known for simulator runs only)."""
     if not knows_weak_links(labelled):
         return "whether they could come closer is not known for these runs"
     floor = 100.0 * float(((labelled.weak_link == True) & (labelled.label == "conceded")).mean())  # noqa: E712
@@ -224,9 +213,8 @@ class RunShares:
 
 
 def run_shares(labelled: pd.DataFrame, shares: pd.DataFrame, llm: bool) -> RunShares:
-    """:class:`RunShares` of the labelled demands and their :func:`shares_table`; ``llm``: whether
-    the labels came from an LLM backend. Without the paper's numbers (``mechaudit.paper.shown``) the
-    gap is None and the floor sentence names no share of the paper's."""
+    """:class:`RunShares` of the labelled demands and their :func:`shares_table` (``llm``: LLM labels);
+    without the paper's numbers no gap and no floor sentence."""
     pct = shares["this run (%)"]
     provenance, verdict = headline_provenance("ch03", llm, {"conceded": pct["conceded"]})
     compared = shown()
@@ -309,8 +297,7 @@ def exercises(setup: WorkflowSetup, seed: int, labelled: pd.DataFrame, shares: p
               by_round: pd.DataFrame, llm: bool) -> Exercises:
     """:class:`Exercises` of this run (its ``seed``, labelled demands, :func:`shares_table` and
     :func:`round_shares`); ``llm``: labels from an LLM judge, nothing simulated."""
-    p = shares.loc["conceded", "this run (%)"] / 100
-    se = 100 * (p * (1 - p) / len(labelled)) ** 0.5
+    se = 100 * mc_se(shares.loc["conceded", "this run (%)"] / 100, len(labelled))
     if llm:
         return Exercises(None, None, None, None, None, None, se)
     n_null, conceded_null, rounds_null = simulated_shares(setup.bench, setup.design, null_params(setup.simulator),

@@ -1,11 +1,6 @@
-"""Chapter 04 (measured diversity): the rules of a run, group counts per rule, readable summaries.
-
-Input: the runs of ``mechaudit.workflow.workflow_setup`` and ``workflow.delivered_diversity``
-output (one row per run and rule: instance, depth, rule, n_hypotheses, components, complete, vendi).
-:func:`mechaudit.workflow.report_dropped` is the one LLM-only step.
-
-:func:`plan` lists the requests the chapter sends with an LLM backend, without sending them
-(``mechaudit estimate``).
+"""Chapter 04 (measured diversity): the rules of a run, group counts per rule, readable summaries
+of ``workflow.delivered_diversity`` (one row per run and rule); :func:`plan` is the chapter's cost
+plan (``mechaudit estimate``).
 """
 
 from __future__ import annotations
@@ -32,11 +27,9 @@ SUMMARY_COLUMNS = {"n_hypotheses": "hypotheses", "components": "groups (componen
 def chapter_rules(names: Sequence[str], client, *, tfidf_threshold: float, embedding_threshold: float,
                   embedding_model: str | None, judge_model: str, bench: Benchmark,
                   embedding_cache: bool = True) -> dict[str, object]:
-    """Rule objects by name: offline (``client`` None) ``names``; LLM runs drop ``mechanism_key`` (no
-    ground truth) and add the LLM judge answering through ``client`` (``workflow.rules_for``), then
-    ``workflow.build_rules``.
-    ``embedding_cache``: keep embedding vectors in the disk store ``paths.cache_path("embedding_cache")``
-    (shared with chapters 02 and 05, so the same text is encoded once)."""
+    """Rule objects by name (``workflow.build_rules``): offline ``names``; LLM runs drop
+    ``mechanism_key`` and add the LLM judge answering through ``client`` (``workflow.rules_for``).
+    ``embedding_cache``: keep vectors in the store shared with chapters 02 and 05."""
     names = rules_for(names, client is not None)
     return build_rules(names, client, tfidf_threshold=tfidf_threshold,
                        embedding_threshold=embedding_threshold, embedding_model=embedding_model,
@@ -87,9 +80,8 @@ def clusters_range(summary: pd.DataFrame, column: str = "groups (complete)") -> 
 
 
 def paper_rows(rules: Sequence[str], tfidf_threshold: float, embedding_threshold: float) -> list[tuple]:
-    """Rows ``(key, ours, note)`` for ``mechaudit.report.comparison.compare``: the TF-IDF and embedding thresholds
-    used here beside the paper's, for the text rules among ``rules``. (The encoder is not a row: a
-    model chosen for this run is not a result; ``encoder_sentence`` names both.)"""
+    """Rows ``(key, ours, note)`` for ``comparison.compare``: the TF-IDF and embedding thresholds used
+    here beside the paper's, for the text rules among ``rules`` (the encoder is no result: no row)."""
     rows = []
     if "tfidf" in rules:
         rows.append(("sensitivity.tfidf_threshold", tfidf_threshold, "threshold used here"))
@@ -162,9 +154,8 @@ def _per_depth(doc: str) -> Any:
 
 @dataclass(frozen=True)
 class ExerciseFacts:
-    """Numbers the exercise solutions quote (glued under ``ch04``): the TF-IDF rule at threshold 0.5
-    (exercise 1) and both rules on the null simulator's runs (exercise 2); "not run" without the
-    mechanism key or the TF-IDF rule (LLM runs)."""
+    """Numbers the exercise solutions quote (glued under ``ch04``): TF-IDF at 0.5 and both rules on the
+    null simulator's runs; "not run" without the key or TF-IDF (LLM runs)."""
 
     ex1_complete: float | None = _groups("strict TF-IDF, complete linkage")
     ex1_components: float | None = _groups("strict TF-IDF, connected components")

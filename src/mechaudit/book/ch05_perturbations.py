@@ -1,16 +1,9 @@
 """Chapter 05, controlled perturbations: which edits does each equivalence rule notice?
 
-One call per step of the chapter: ``setup`` (the benchmark and the valid pairs of one perturbation
-suite), ``build_rules`` (TF-IDF, embeddings at the paper's and at a matched threshold, the
-reference judge), ``audit_suite`` (every rule on one suite; the LLM judge through
-``judge_with_llm``, offline a "not run" placeholder), ``judge_model_axis`` (LLM only),
-``percent_table``, ``chapter_facts`` (the numbers the prose quotes) and ``paper_rows``. The chapter runs
-every suite of the data folder (``perturb.available_suites``: the template-built suite and, where
-it exists, the reworded one) and shows them side by side: ``percent_by_suite``,
-``similarity_long`` (for the figure), ``separation_by_suite``, ``conclusions`` and ``paper_table``.
-
-:func:`plan` lists the requests the chapter sends with an LLM backend, without sending them
-(``mechaudit estimate``).
+One call per step: :func:`setup` and :func:`build_rules`, :func:`audit_suite` on every suite of the
+data folder (the LLM judge through :func:`judge_with_llm`; offline a "not run" placeholder), the
+judge-model axis (LLM only), the side-by-side suite tables and :func:`chapter_facts`; :func:`plan`
+is the chapter's cost plan (``mechaudit estimate``).
 """
 
 from __future__ import annotations
@@ -24,7 +17,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from mechaudit.agreement import estimate_range, model_agreement
+from mechaudit.agreement import estimate_range
 from mechaudit.backends import Backend
 from mechaudit.book import selfserved
 from mechaudit.book.chapter import LOCAL, ChapterContext, axis_placeholder, headline_provenance, judge_models
@@ -56,7 +49,8 @@ from mechaudit.rules.audit import (
     within_instance_pairs,
 )
 from mechaudit.rules.base import Pair, Rule
-from mechaudit.rules.llm_judge import judge_planned, model_verdicts, planning_judge
+from mechaudit.rules.llm_judge import judge_planned, planning_judge
+from mechaudit.rules.model_axis import model_axis
 from mechaudit.schema import Benchmark, load_benchmark
 
 #: The column of the LLM judge in the decisions table.
@@ -79,11 +73,8 @@ class PerturbationSetup:
 
 def setup(data_dir: str | Path | None = None, *, regenerate_suite: bool = False, seed: int = 0,
           suite: str = "template") -> PerturbationSetup:
-    """Load the benchmark under ``data_dir`` (default: the shipped data) and one perturbation suite
-    of that folder (``suite``: ``"template"``, ``perturbations.jsonl``, or ``"reworded"``,
-    ``perturbations_reworded.jsonl``). With ``regenerate_suite`` the template suite is built afresh
-    from the hypotheses and vocabulary (the reworded suite is authored text and is always read).
-    Only pairs that pass the validity check are judged."""
+    """The benchmark under ``data_dir`` (default: shipped) and the valid pairs of one perturbation
+    ``suite`` ("template" or "reworded"); ``regenerate_suite`` builds the template suite afresh."""
     bench = load_benchmark(data_dir)
     if regenerate_suite and suite == "template":
         built = make_suite(bench.hypotheses, seed=seed, vocabulary=bench.vocabulary)
@@ -109,9 +100,9 @@ class RuleSet:
 def build_rules(bench: Benchmark, *, tfidf_threshold: float = 0.25, tfidf_fit_on: str = "compared",
                 embedding_model: str | None = None, embedding_threshold: float = 0.77,
                 embedding_cache: bool = True, reference_rubric: str = "full") -> RuleSet:
-    """TF-IDF, embeddings at ``embedding_threshold`` and at the matched-rate threshold, and the
-    reference judge. The matched threshold reproduces, on every same-instance pair of committed
-    hypotheses (no perturbation pair), the mean "same" rate of TF-IDF and the reference judge."""
+    """TF-IDF, embeddings at ``embedding_threshold`` and at the threshold that reproduces, on the
+    same-instance pairs of committed hypotheses, the mean "same" rate of TF-IDF and the reference judge,
+    and the reference judge."""
     store = cache_path("embedding_cache") if embedding_cache else None
     reference = ReferenceJudge(reference_rubric)
     matching = within_instance_pairs(bench.hypotheses)
@@ -154,20 +145,15 @@ def judge_with_llm(pairs: Sequence[Pair], instances, *, client, model: str, rubr
 def judge_model_axis(pairs: Sequence[Pair], first: LLMDecisions, models: Sequence[str], *, kinds: Sequence[str],
                      rubric: str, orders: Sequence[str], early_stop: bool, instances
                      ) -> tuple[pd.DataFrame | None, pd.DataFrame | None, pd.DataFrame]:
-    """The same pairs through every further model of ``models`` (``models[0]`` gave ``first``).
-
-    Returns the agreement table between models, the % judged different per model (rows) and kind,
-    and each kind's range over models; offline (``first.client`` None) or with one model:
-    ``(None, None, placeholder)``. The further models answer through ``first.client``.
-    """
+    """The same pairs through every further model of ``models`` (``models[0]`` gave ``first``; the
+    others answer through ``first.client``): the agreement between models, the % judged different per
+    model and kind, and each kind's range; offline or with one model ``(None, None, placeholder)``."""
     models = list(dict.fromkeys(models))
     if first.client is None or len(models) < 2:
         return None, None, axis_placeholder(first.client is not None, models)
-    verdicts, _ = model_verdicts(pairs, models, first.client, first=first.same, rubric=rubric, orders=orders,
-                                 early_stop=early_stop, instances=instances)
-    per_model = percent_different(verdicts.T, kinds=kinds, order=KINDS).T  # models x kinds
-    agreement = model_agreement(verdicts).set_index(["model_a", "model_b"]).round(3)
-    return agreement, per_model.round(1), estimate_range(per_model).round(1)
+    per_model, agreement = model_axis(pairs, models, first.client, kinds=kinds, order=KINDS, first=first.same,
+                                      rubric=rubric, orders=orders, early_stop=early_stop, instances=instances)
+    return agreement.set_index(["model_a", "model_b"]).round(3), per_model.round(1), estimate_range(per_model).round(1)
 
 
 def percent_table(pct: pd.DataFrame, *, kinds: Sequence[str], llm_run: bool) -> pd.DataFrame:
@@ -204,9 +190,8 @@ def _value(table: pd.DataFrame, row: str, column: str) -> float | None:
 
 
 def paper_rows(pooled: pd.DataFrame, names: RuleSet, *, backend: Backend, model: str) -> list[tuple]:
-    """Rows ``(key, ours, note)`` for ``mechaudit.report.comparison.compare``: % judged different per kind the
-    paper reports, for TF-IDF, embeddings and the LLM judge (offline: "not run", with the reference
-    judge's value in the note for orientation only)."""
+    """Rows ``(key, ours, note)`` for ``comparison.compare``: % judged different per kind the paper
+    reports, for TF-IDF, embeddings and the LLM judge (offline: the reference judge in the note)."""
     llm_run = backend.is_llm
     rows = []
     for kind in PAPER_KINDS:
@@ -232,9 +217,8 @@ def similarity_summary(sims: pd.DataFrame, *, kinds: Sequence[str]) -> pd.DataFr
 
 @dataclass(frozen=True)
 class SuiteAudit:
-    """One suite's valid pairs through every rule: decisions (a bool column per rule; the LLM
-    column NA when it did not run), the LLM run, and each pair's cosine under TF-IDF and the
-    embedding rule (columns ``tfidf``, ``embedding``)."""
+    """One suite's valid pairs through every rule: decisions (a bool column per rule, the LLM's NA when
+    not run), the LLM run, and each pair's cosine (columns ``tfidf``, ``embedding``)."""
 
     setup: PerturbationSetup
     decisions: pd.DataFrame
@@ -257,10 +241,9 @@ class SuiteAudit:
 def audit_suite(s: PerturbationSetup, names: RuleSet, *, client, model: str, rubric: str = "full",
                 orders: Sequence[str] = ("ab", "ab", "ba"), early_stop: bool = True,
                 selfserved: SelfServed | None = None) -> SuiteAudit:
-    """Every rule of ``names`` and the LLM judge (``judge_with_llm`` through ``client``; None
-    offline) on the valid pairs of ``s``; offline, with ``selfserved``, also the recorded
-    self-served judge: its column when every pair's answers are recorded, else only the number of
-    pairs whose answers are (each pair replayed alone)."""
+    """Every rule of ``names`` and the LLM judge on the valid pairs of ``s``; offline, with
+    ``selfserved``, also the recorded self-served judge (its column when every pair's answers are
+    recorded, else only how many are)."""
     decisions = decisions_table(s.pairs, names.rules)
     llm = judge_with_llm(s.pairs, s.bench.instances, client=client, model=model, rubric=rubric, orders=orders,
                          early_stop=early_stop)
@@ -312,9 +295,8 @@ def separation_by_suite(audits: Mapping[str, SuiteAudit]) -> pd.DataFrame:
 
 
 def thresholds_in_use(names: RuleSet) -> dict[str, dict[str, float]]:
-    """Per similarity rule, its thresholds with legend labels (the embedding rule has two: the
-    paper's and the rate-matched one), for ``plots.rules.cosine_strips``; the paper's thresholds are
-    named "default" when the chapter does not show the paper's numbers (``mechaudit.paper.shown``)."""
+    """Per similarity rule, its thresholds with legend labels (the embedding rule's paper and
+    rate-matched ones) for ``plots.rules.cosine_strips``."""
     tfidf = names.rules[names.tfidf].threshold
     paper, matched = names.rules[names.embedding].threshold, names.rules[names.matched].threshold_
     whose, titan = ("paper", "paper, Titan") if shown() else ("default", "default")
@@ -354,11 +336,9 @@ def selfserved_rows(pooled: pd.DataFrame) -> list[tuple]:
 
 
 def paper_table(audits: Mapping[str, SuiteAudit], names: RuleSet, *, backend: Backend, model: str) -> pd.DataFrame:
-    """The paper-vs-run table (``comparison.compare`` of ``paper_rows``) with one column per suite in
-    place of "this run"; a row's provenance (and verdict) differs between suites only for the text
-    rules on swaps (true by construction on the template-built suite), and then names each suite's.
-    The recorded self-served judge's rows follow, labelled with its name, when some suite has all its
-    answers recorded; a suite that does not reads "not recorded" in them."""
+    """The paper-vs-run table with one column per suite in place of "this run" (a provenance or
+    verdict that differs names each suite's), then the self-served judge's rows when some suite has all
+    its answers recorded ("not recorded" for the others)."""
     out = _by_suite({n: compare(paper_rows(a.pooled, names, backend=backend, model=model), llm=backend.is_llm,
                                 suite=n) for n, a in audits.items()})
     done = {n: a for n, a in audits.items() if a.selfserved is not None}
@@ -406,9 +386,8 @@ def _pct(doc: str, missing: str = "n/a") -> Any:
 
 @dataclass(frozen=True)
 class SuiteFacts:
-    """What the prose quotes of one suite: % judged different per rule and pooled kind (None: the
-    suite has no such pair; ``headline_fss_*`` are the first-step swaps, to one decimal so that 6 of
-    80 pairs reads 7.5, not a whole number that could pass for the paper's), and how close swaps sit."""
+    """What the prose quotes of one suite: % judged different per rule and pooled kind (None: no such
+    pair; first-step swaps to one decimal, so 6 of 80 reads 7.5), and how close swaps sit."""
 
     mp_tfidf_pct: float | None = _pct("TF-IDF, meaning-preserving pairs")
     mp_embedding_pct: float | None = _pct("embeddings at the paper's threshold, meaning-preserving pairs")
@@ -507,9 +486,8 @@ def chapter_facts(ctx: ChapterContext, model: str, audits: Mapping[str, SuiteAud
 
 
 def selfserved_sentences(audits: Mapping[str, SuiteAudit], show_paper: bool) -> tuple[str, str]:
-    """Two sentences about the recorded self-served judge: how many of each suite's valid pairs have
-    all their answers recorded (its numbers are shown only for a suite whose pairs all are), and
-    what it calls different on those suites (``show_paper``: beside the paper's LLM judge)."""
+    """Two sentences about the recorded self-served judge: how many of each suite's pairs have all
+    their answers recorded, and what it calls different on the suites that do."""
     asked = {n: a for n, a in audits.items() if a.selfserved_pairs is not None}
     if not asked:
         return (f"The self-served {selfserved.SHORT} is replayed only by an offline run on the shipped benchmark, "

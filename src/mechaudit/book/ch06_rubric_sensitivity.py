@@ -1,12 +1,8 @@
 """Chapter 06, rubric sensitivity: the definition of "same mechanism" is a parameter of the judge.
 
-One call per step: ``setup`` (the valid perturbation pairs), ``reference_decisions`` (each rubric
-read literally), ``judge_rubrics_with_llm``, ``order_effects`` and ``rubric_model_axis`` (the LLM-only
-steps; offline they return "not run" placeholders), ``examples``, ``component_percent``,
-``headline``, ``answer``, ``paper_rows`` and ``chapter_facts`` (the numbers the prose quotes).
-
-:func:`plan` lists the requests the chapter sends with an LLM backend, without sending them
-(``mechaudit estimate``).
+The reference judges read each rubric literally; the LLM steps (``judge_rubrics_with_llm``,
+``order_effects``, ``rubric_model_axis``) return "not run" placeholders offline. :func:`plan` is
+the chapter's cost plan (``mechaudit estimate``).
 """
 
 from __future__ import annotations
@@ -19,12 +15,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from mechaudit.agreement import estimate_range, model_agreement, raw_agreement
+from mechaudit.agreement import estimate_range, raw_agreement
 from mechaudit.backends import Backend
 from mechaudit.book.chapter import REFERENCE_JUDGE, ChapterContext, axis_placeholder, headline_provenance, judge_models
 from mechaudit.llm.pricing import Planned
 from mechaudit.paper import reported, shown
-from mechaudit.perturb import KINDS, describe_change, load_pairs, load_suite
+from mechaudit.perturb import KINDS, describe_change, load_pairs
 from mechaudit.report.facts import fact
 from mechaudit.report.tables import with_caption
 from mechaudit.rules import LLMJudge, ReferenceJudge
@@ -34,10 +30,10 @@ from mechaudit.rules.llm_judge import (
     Stability,
     judge_planned,
     majority,
-    model_verdicts,
     planning_judge,
     stability_summary,
 )
+from mechaudit.rules.model_axis import model_axis
 from mechaudit.schema import Instance, load_benchmark, load_instances
 
 #: The paper's rubric keys, in the order of its figure.
@@ -56,10 +52,8 @@ class RubricSetup:
 
 def setup(data_dir: str | Path | None = None) -> RubricSetup:
     """The valid pairs of ``perturbations.jsonl`` and ``instances.yaml`` under ``data_dir`` (default: shipped)."""
-    base = None if data_dir is None else Path(data_dir)
-    suite = load_suite(None if base is None else base / "perturbations.jsonl", valid_only=True)
-    instances = load_instances(None if base is None else base / "instances.yaml")
-    return RubricSetup([(p["original"], p["variant"]) for p in suite], [p["kind"] for p in suite], instances)
+    instances = load_instances(None if data_dir is None else Path(data_dir) / "instances.yaml")
+    return RubricSetup(*load_pairs(data_dir, "template"), instances)
 
 
 def reference_judges(rubrics: Sequence[str], jaccard_threshold: float = 0.5) -> dict[str, ReferenceJudge]:
@@ -143,9 +137,8 @@ def reversal_check(pairs: Sequence[Pair], judges: dict[str, ReferenceJudge]) -> 
 
 @dataclass(frozen=True)
 class OrderEffects:
-    """Per prompt, the LLM's stability (``table``, indexed by prompt), the flipped pairs each pair of
-    prompts shares, and the LLM's raw agreement with the reference judge of the same rubric; the
-    last two are None offline, and the table then says "not run"."""
+    """Per prompt the LLM's stability (``table``), the flipped pairs each two prompts share and the
+    raw agreement with the reference judge of the same rubric (the last two None offline)."""
 
     table: pd.DataFrame
     per_prompt: dict[str, Stability] | None
@@ -170,19 +163,18 @@ def order_effects(llm: RubricLLM, decisions: pd.DataFrame, rubrics: Sequence[str
 def rubric_model_axis(pairs: Sequence[Pair], llm: RubricLLM, rubrics: Sequence[str], models: Sequence[str], *,
                       kinds: Sequence[str], orders: Sequence[str], instances
                       ) -> tuple[pd.DataFrame | None, pd.DataFrame]:
-    """Every rubric's pairs through the further models of ``models`` (``models[0]`` gave ``llm``).
-
-    Returns the agreement between models per rubric and, per rubric and swap kind, the range of
-    "% judged different" over the models; offline or with one model: ``(None, placeholder)``."""
+    """Every rubric's pairs through the further models of ``models`` (``models[0]`` gave ``llm``): the
+    agreement between models per rubric and the range of % judged different per rubric and swap kind;
+    offline or with one model ``(None, placeholder)``."""
     models = list(dict.fromkeys(models))
     if llm.calls is None or len(models) < 2:
         return None, axis_placeholder(llm.client is not None, models)
     agree, estimates = [], {}
     for r in rubrics:
-        verdicts, _ = model_verdicts(pairs, models, llm.client, first=llm.decisions[f"llm {r}"], rubric=r,
-                                     orders=orders, early_stop=True, instances=instances)
-        agree.append(model_agreement(verdicts).assign(rubric=r))
-        per_kind = percent_different(verdicts.T, kinds=kinds, order=KINDS).T  # models x kinds
+        per_kind, agreement = model_axis(pairs, models, llm.client, kinds=kinds, order=KINDS, rubric=r,
+                                         first=llm.decisions[f"llm {r}"], orders=orders, early_stop=True,
+                                         instances=instances)
+        agree.append(agreement.assign(rubric=r))
         for kind in ("first_step_swapped", "middle_step_swapped"):
             estimates[f"{r}: {kind}"] = per_kind[kind]
     table = pd.concat(agree, ignore_index=True).set_index(["rubric", "model_a", "model_b"]).round(3)
@@ -196,9 +188,8 @@ def _fss(pct: pd.DataFrame, column: str) -> float | None:
 
 def paper_rows(pct: pd.DataFrame, effects: OrderEffects, rubrics: Sequence[str], *, backend: Backend,
                model: str) -> list[tuple]:
-    """Rows ``(key, ours, note)`` for ``mechaudit.report.comparison.compare``: % of first-step swaps judged
-    different per rubric and the order and repetition effects (offline: "not run"; the note gives
-    the reference judge's value for orientation only)."""
+    """Rows ``(key, ours, note)`` for ``comparison.compare``: % of first-step swaps judged different per
+    rubric and the order and repetition effects (offline: "not run", the reference judge in the note)."""
     llm_note = f"{model}, {backend.value}"
     rows = [(f"rubric.first_step_swapped_pct_different.{r}", _fss(pct, f"llm {r}"),
              llm_note if effects.per_prompt else f"reference judge: {_fss(pct, f'reference {r}')}")
@@ -237,9 +228,8 @@ def _joined(values: dict[str, float | None], sep: str) -> str:
 
 
 def headline(pct: pd.DataFrame, llm_run: bool) -> str:
-    """The intro's "this book" cell: the LLM's % of first-step swaps judged different (none; full;
-    step) if it ran; offline "not measured offline" with the reference judges' values, which are
-    true by construction (``mechaudit.report.provenance``, ``book.rubric.reference_judges``)."""
+    """The intro's "this book" cell: the LLM's % of first-step swaps judged different (none; full; step),
+    or offline "not measured offline" with the reference judges' values (true by construction)."""
     if llm_run:
         return _joined(fss_by_rubric(pct, "llm"), "; ")
     reference = _joined(fss_by_rubric(pct, "reference"), "; ")
@@ -247,9 +237,8 @@ def headline(pct: pd.DataFrame, llm_run: bool) -> str:
 
 
 def answer(pct: pd.DataFrame, llm_run: bool) -> str:
-    """The chapter's answer: the LLM's % of first-step swaps judged different with no rubric / the
-    full / the step rubric beside the paper's (left out when the chapter does not show the paper's
-    numbers, ``mechaudit.paper.shown``); offline "not measured offline (paper: 38 / 83 / 96 %)"."""
+    """The chapter's answer: the LLM's % of first-step swaps judged different per rubric (none / full /
+    step) beside the paper's when shown; offline "not measured offline"."""
     paper = " / ".join(f"{reported(f'rubric.first_step_swapped_pct_different.{r}'):g}" for r in HEADLINE_RUBRICS)
     beside = f" (paper: {paper} %)" if shown() else ""
     if not llm_run:
@@ -263,9 +252,8 @@ def _pct(doc: str) -> Any:
 
 @dataclass(frozen=True)
 class RubricFacts:
-    """What chapter 06's prose and the intro quote (glued under ``ch06``): the reference judges' %
-    of first- and middle-step swaps judged different per rubric (None: rubric not run), the chain
-    facts behind the overlap rule, the paper's figures and the headline texts."""
+    """What chapter 06's prose and the intro quote (glued under ``ch06``): the reference judges' % of
+    swaps judged different per rubric (None: not run), the overlap rule's chain facts, the paper's figures."""
 
     jaccard_threshold: float = fact(doc="step-overlap threshold of the no-rubric reference judge")
     ref_full_fss_pct: float | None = _pct("full rubric, first-step swaps")

@@ -1,16 +1,9 @@
 """Chapter 07, sensitivity: thresholds, agreement between rules, and the stability of the LLM judge.
 
-One call per step: ``setup`` (pairs, rules and threshold grids), ``suites_of``, ``sweep_by_suite``
-and ``separation_by_suite`` (every perturbation suite of the data folder, side by side;
-``suite_sweep`` and ``separation`` do one), ``fixed_decisions`` (the methods at the paper's thresholds; with an LLM
-backend the judge joins), ``agreement_sweep``, ``agreement_at_thresholds`` and ``best_agreement``
-(the committed-set pairs), ``stability_check`` and ``model_ranges`` (the judge's stability; offline
-the deterministic rules' check), ``three_methods``, ``paper_rows`` and ``chapter_facts``
-(the numbers the prose quotes).
-Each judge's stability row is ``mechaudit.rules.llm_judge.stability_summary`` (chapter 06 uses it too).
-
-:func:`plan` lists the requests the chapter sends with an LLM backend, without sending them
-(``mechaudit estimate``).
+One call per step: :func:`setup`, the threshold sweeps and separations of every perturbation suite
+(``sweep_by_suite``, ``separation_by_suite``), the methods at their fixed thresholds
+(``fixed_decisions``) and their agreement, the judge's stability (``stability_check``; offline the
+deterministic rules') and :func:`chapter_facts`; :func:`plan` is the chapter's cost plan.
 """
 
 from __future__ import annotations
@@ -53,8 +46,7 @@ from mechaudit.schema import Benchmark, load_benchmark
 RULES = ("tfidf", "embedding")
 
 
-#: glued prose values and the table cells they restate: glue key -> cells (table label, row labels as
-#: shown, column header as shown); tests/test_table_prose.py checks that the numbers agree
+#: glue key -> the table cells its prose value restates (format: tests/test_table_prose.py)
 CITED_CELLS = {
     "ch07_agreement_pct_low": (("tbl-ch07-paper", ("Agreement between rules, lowest (%)",), "This run"),
                                ("tbl-ch07-agreement", ("Reference judge (full rubric)", "TF-IDF 0.25"),
@@ -133,8 +125,8 @@ class RuleShape:
 @dataclass(frozen=True)
 class RuleSeparation(RuleShape):
     """:class:`RuleShape` and what decides a separating threshold: the least similar meaning-preserving
-    and most similar swapped pair, and the lowest grid threshold calling half the swaps different
-    ("none on the grid") with the % of meaning-preserving pairs it calls different."""
+    and most similar swapped pair, the lowest grid threshold calling half the swaps different and the
+    % of meaning-preserving pairs it calls different."""
 
     min_sim_mp: float | None = fact(unit="cosine", digits=3, missing="n/a", doc="lowest, meaning-preserving pairs")
     max_sim_swapped: float | None = fact(unit="cosine", digits=3, missing="n/a", doc="highest, swapped pairs")
@@ -157,9 +149,8 @@ NO_SUITE = SuiteSeparation(*[RuleSeparation(*[None] * 7)] * 2, separating_senten
 
 def separation(sims: Mapping[str, np.ndarray], preserving: np.ndarray, grids: Mapping[str, np.ndarray]
                ) -> tuple[pd.DataFrame, SuiteSeparation]:
-    """Per rule: the thresholds (if any) that call every meaning-preserving pair same and every
-    swapped pair different (exact, not only on the grid), with the similarities that decide it;
-    returns the table (indexed by rule) and its :class:`SuiteSeparation`."""
+    """Per rule the thresholds (exact) that call every meaning-preserving pair same and every swap
+    different: the table (indexed by rule) and its :class:`SuiteSeparation`."""
     table = separation_table(sims, preserving)
     rules = {}
     for rule in RULES:
@@ -198,9 +189,8 @@ def separation_by_suite(sims: Mapping[str, Mapping[str, np.ndarray]], grids: Map
 
 @dataclass(frozen=True)
 class FixedMethods:
-    """Decisions on the committed-set pairs of every method at its fixed setting, by name; the
-    similarity rules' names; and the third method of the paper's comparison (the LLM judge if it
-    ran, else the reference judge)."""
+    """Decisions on the committed-set pairs of every method at its fixed setting, the similarity rules'
+    names, and the third method (the LLM judge if it ran, else the reference judge)."""
 
     decisions: dict[str, np.ndarray]
     tfidf: str
@@ -211,9 +201,8 @@ class FixedMethods:
 def fixed_decisions(s: SensitivitySetup, set_sim: Mapping[str, np.ndarray], *, client=None,
                     model: str = "claude-opus-4-6", rubric: str = "full", orders: Sequence[str] = ("ab", "ab", "ba"),
                     ) -> FixedMethods:
-    """The reference judge, TF-IDF and embeddings at their thresholds and, with an LLM ``client``
-    (None offline), the LLM judge ``model`` (majority over ``orders``; undecided pairs NA) on the
-    committed-set pairs."""
+    """The reference judge, TF-IDF and embeddings at their thresholds and, with an LLM ``client``, the
+    LLM judge ``model`` (undecided pairs NA) on the committed-set pairs."""
     reference = f"reference ({s.reference.rubric})"
     tfidf, embedding = f"tfidf {s.tfidf.threshold:g}", f"embedding {s.embedding.threshold:g}"
     decisions = {reference: s.reference.same(s.set_pairs), tfidf: set_sim["tfidf"] >= s.tfidf.threshold,
@@ -285,9 +274,8 @@ class StabilityCheck:
 
 def stability_check(s: SensitivitySetup, pairs: Sequence[Pair], *, client, models: Sequence[str],
                     rubric: str = "full", orders: Sequence[str] = ("ab", "ab", "ba")) -> StabilityCheck:
-    """With an LLM ``client``: every model of ``models`` judges ``pairs`` under every order (no early
-    stop) and each gets a ``stability_summary`` row. Offline (``client`` None): the deterministic
-    rules judged twice and in reversed order (changes are 0 by construction; the check shows it)."""
+    """With an LLM ``client`` every model judges ``pairs`` under every order and gets a
+    ``stability_summary`` row; offline the deterministic rules are judged twice and reversed (0 changes)."""
     if client is None:
         rules = {"tfidf": s.tfidf, "embedding": s.embedding, f"reference ({s.reference.rubric})": s.reference}
         reversed_pairs = [(b, a) for a, b in pairs]
@@ -342,9 +330,8 @@ def complete_agreement_sentence(n_possible: int, n_combinations: int) -> str:
 
 @dataclass(frozen=True)
 class SensitivityFacts:
-    """What chapter 07's prose and the intro quote (glued under ``ch07``): the three methods' agreement
-    range at the paper's thresholds, each suite's separation (template-built suite at the top level,
-    reworded under ``rw``), the reference judge beside TF-IDF, the best kappas and the paper's figures."""
+    """What chapter 07's prose and the intro quote (glued under ``ch07``): the three methods' agreement,
+    each suite's separation (the reworded suite under ``rw``), the best kappas and the paper's figures."""
 
     agreement_pct_low: float = fact(unit="%", digits=1, doc="lowest raw agreement of the three methods")
     agreement_pct_high: float = fact(unit="%", digits=1, doc="highest raw agreement of the three methods")
@@ -377,9 +364,8 @@ class SensitivityFacts:
 def chapter_facts(ctx: ChapterContext, model: str, s: SensitivitySetup, fixed: FixedMethods, three: pd.DataFrame,
                   at_thresholds: pd.DataFrame, best: pd.DataFrame, seps: Mapping[str, SuiteSeparation]
                   ) -> SensitivityFacts:
-    """:class:`SensitivityFacts` of a run: ``model`` the first judge model, ``three`` from
-    :func:`three_methods`, ``at_thresholds`` from :func:`agreement_at_thresholds`, ``best`` from
-    :func:`best_agreement`, ``seps`` from :func:`separation_by_suite` (a missing suite: :data:`NO_SUITE`)."""
+    """:class:`SensitivityFacts` of a run (``model``: the first judge model; a suite missing from
+    ``seps`` reads :data:`NO_SUITE`)."""
     low, high = 100 * float(three["raw_agreement"].min()), 100 * float(three["raw_agreement"].max())
     klow, khigh = float(three["kappa"].min()), float(three["kappa"].max())
     provenance, verdict = headline_provenance("ch07", ctx.llm, {"agreement": low, "κ": klow})
@@ -441,9 +427,8 @@ def stability_sample(s: SensitivitySetup, n: int, seed: int) -> list[Pair]:
 # --------------------------------------------------------------------------- cost plan
 
 def plan(p: Mapping[str, Any]) -> list[Planned]:
-    """The chapter's requests (``mechaudit estimate``): the first judge model on all committed-set
-    pairs, then every judge model on the ``stability_pairs`` pairs drawn with ``seed`` (as
-    :func:`stability_sample` draws them)."""
+    """The chapter's requests: the first judge model on all committed-set pairs, then every judge model
+    on the ``stability_pairs`` pairs (drawn as :func:`stability_sample` draws them)."""
     bench = load_benchmark(p.get("data_dir"))
     set_pairs = within_instance_pairs(bench.hypotheses)
     models = judge_models(p)

@@ -1,15 +1,7 @@
-"""Chapter 08, blind tau-calibrated scoring: what the simulated studies say, in readable form.
-
-The experiments themselves live in :mod:`mechaudit.tau.studies`; this module turns their tidy
-frames into the numbers the chapter's prose quotes (``*_facts``, plain floats and ints, unrounded)
-and into narrow tables with human headers (``*_display``). ``calibrate_with_llm`` is the chapter's
-one LLM-only step: offline it returns a one-row "not run" table.
-
-Every number here comes from the offline simulated judge (:class:`mechaudit.tau.SimulatedJudge`),
-a documented random model, not a language model.
-
-:func:`plan` lists the requests the chapter sends with an LLM backend, without sending them
-(``mechaudit estimate``).
+"""Chapter 08, blind tau-calibrated scoring: the facts the prose quotes (``*_facts``) and narrow
+tables with human headers (``*_display``) of the studies in :mod:`mechaudit.tau.studies`, whose
+statistics :mod:`mechaudit.tau.summaries` computes. Every number comes from the offline simulated
+judge; ``calibrate_with_llm`` is the one LLM step, :func:`plan` its cost plan.
 """
 
 from __future__ import annotations
@@ -27,7 +19,7 @@ from mechaudit.llm.pricing import Planned
 from mechaudit.report.facts import fact
 from mechaudit.report.glue import at_most_text, span_text
 from mechaudit.report.tables import BookTable
-from mechaudit.tau import FIELD_CAPS, RUBRIC_VERSION, SyntheticPool, llm_tau_calibration, studies
+from mechaudit.tau import FIELD_CAPS, RUBRIC_VERSION, SyntheticPool, llm_tau_calibration, studies, summaries
 from mechaudit.tau.realjudge import ROLES, calibration_requests
 from mechaudit.tau.simulate import make_pool
 
@@ -39,8 +31,7 @@ STATUS = "simulated (reference backend)"
 TOLERANCE = 0.10
 
 
-#: glued prose values and the table cells they restate: glue key -> cells (table label, row labels as
-#: shown, column header as shown); tests/test_table_prose.py checks that the numbers agree
+#: glue key -> the table cells its prose value restates (format: tests/test_table_prose.py)
 CITED_CELLS = {
     "ch08_within10_pct": (("tbl-ch08-original", ("Fits within 10 % of true τ",), "This run"),),
 }
@@ -59,10 +50,7 @@ class PoolFacts:
 
 def pool_facts(pool: SyntheticPool) -> PoolFacts:
     """:class:`PoolFacts` of ``pool``."""
-    table = pool.table()
-    per_pattern = table.groupby("pattern_id").size()
-    return PoolFacts(n_papers=len(table), n_patterns=len(per_pattern), papers_per_pattern=int(per_pattern.max()),
-                     score10_quality_rmse=float(((table["score10"] - table["quality"]) ** 2).mean() ** 0.5))
+    return PoolFacts(**summaries.pool_summary(pool))
 
 
 def pool_display(pool: SyntheticPool) -> pd.DataFrame:
@@ -93,22 +81,11 @@ class RecoveryFacts:
 
 
 def recovery_facts(recovery: pd.DataFrame, tolerance: float = TOLERANCE) -> RecoveryFacts:
-    """:class:`RecoveryFacts` of a :func:`mechaudit.tau.studies.tau_recovery` frame; the mle's spread
-    and the SE ratios are averaged over the true taus."""
-    table = studies.recovery_table(recovery, tolerance)
-    mle = table.xs("mle", level="method")
-    wide = recovery.pivot_table(index=["true_tau", "rep"], columns="method", values="tau_hat")
-    mle_fits = recovery[recovery["method"] == "mle"]
-    within_pct = 100 * float((recovery["rel_error"].abs() < tolerance).mean())
-    mean_error_pct = 100 * float(mle_fits["rel_error"].abs().mean())
-    return RecoveryFacts(
-        within10_pct=within_pct, n_fits=len(recovery),
-        grid_mle_differ=at_most_text(float((wide["grid"] - wide["mle"]).abs().max()), digits=3),
-        tau_small=float(mle.index.min()), tau_large=float(mle.index.max()),
-        sd_small=float(mle["sd_tau"].iloc[0]), sd_large=float(mle["sd_tau"].iloc[-1]),
-        se_over_sd=float((mle["mean_se"] / mle["sd_tau"]).mean()),
-        se_robust_over_sd=float((mle["mean_se_robust"] / mle["sd_tau"]).mean()),
-        mean_error_pct=mean_error_pct, headline_tau_error=headline_tau_error(mean_error_pct, within_pct))
+    """:class:`RecoveryFacts` of a :func:`mechaudit.tau.studies.tau_recovery` frame."""
+    stats = summaries.recovery_summary(recovery, tolerance)
+    gap = stats.pop("grid_mle_gap")
+    return RecoveryFacts(**stats, grid_mle_differ=at_most_text(gap, digits=3),
+                         headline_tau_error=headline_tau_error(stats["mean_error_pct"], stats["within10_pct"]))
 
 
 @dataclass(frozen=True)
@@ -129,9 +106,8 @@ def headline(n_reps: int) -> Headline:
 
 def table(ctx: ChapterContext, name: str, raw: pd.DataFrame, shown: pd.DataFrame, label: str,
           caption: str) -> BookTable:
-    """A study's table twice: ``raw`` (its numbers, rounded to 3 decimals) written to the run folder
-    as ``<name>.csv``, and ``shown`` (the same numbers for reading) returned as the book's numbered
-    table ``label`` with ``caption``."""
+    """A study's table twice: ``raw`` (rounded to 3 decimals) saved as ``<name>.csv``, and ``shown``
+    returned as the book's numbered table ``label`` with ``caption``."""
     return ctx.table(name, raw.round(3), caption=caption, label=label, shown=shown)
 
 
@@ -168,13 +144,8 @@ class ReviewFacts:
 
 
 def review_facts(reviews: pd.DataFrame, n_stories: int) -> ReviewFacts:
-    """:class:`ReviewFacts` of a reviews frame (``error``, ``saturated``, ``saturated_at``) of a run
-    with ``n_stories`` stories per role."""
-    interior = reviews[~reviews["saturated"]]
-    return ReviewFacts(interior_mae=float(interior["error"].abs().mean()), interior_n=len(interior),
-                       saturated_pct=100 * float(reviews["saturated"].mean()),
-                       saturated_low_n=int((reviews["saturated_at"] == "low").sum()), n_scores=len(reviews),
-                       n_stories=n_stories)
+    """:class:`ReviewFacts` of a reviews frame of a run with ``n_stories`` stories per role."""
+    return ReviewFacts(**summaries.review_summary(reviews), n_stories=n_stories)
 
 
 def summary_display(summary: pd.DataFrame) -> pd.DataFrame:
@@ -313,27 +284,8 @@ TOP_HINT = 9.75
 
 
 def densify_effect(runs: Mapping[str, pd.DataFrame], top_hint: float = TOP_HINT) -> pd.DataFrame:
-    """One column per run of :func:`mechaudit.tau.studies.densify_comparison` (tables only),
-    labelled by :data:`DENSIFY_LABELS`: MAE and RMSE (score points), coverage of both intervals,
-    % saturated, anchors added per story, and for the stories whose first-round mean score is at
-    least ``top_hint`` their % saturated and anchors added. Unrounded; round for display."""
-    hints = studies.first_round_hints(runs[studies.FIRST_ROUND])
-    top = set(hints.index[hints >= top_hint])
-    columns = {}
-    for run, table in runs.items():
-        summary = studies.recovery_summary(table).loc["all"]
-        added = table.groupby("story")["n_extra"].first()
-        at_top = table[table["story"].isin(top)]
-        columns[DENSIFY_LABELS.get(run, run)] = {
-            "MAE (score points)": summary["mae"], "RMSE (score points)": summary["rmse"],
-            "1.92 band coverage": summary["band_coverage"], "Kish coverage": summary["profile_coverage"],
-            "% saturated": 100 * summary["saturated_share"], "anchors added per story": added.mean(),
-            f"% saturated, first round ≥ {top_hint:g}": 100 * at_top["saturated"].mean(),
-            f"anchors added, first round ≥ {top_hint:g}": added.loc[sorted(top)].mean(),
-        }
-    out = pd.DataFrame(columns)
-    out.index.name = "all roles"
-    return out
+    """:func:`mechaudit.tau.summaries.densify_effect` with the runs labelled by :data:`DENSIFY_LABELS`."""
+    return summaries.densify_effect(runs, top_hint, DENSIFY_LABELS)
 
 
 def densify_display(effect: pd.DataFrame) -> pd.DataFrame:
@@ -356,9 +308,8 @@ def _pct(doc: str) -> Any:
 @dataclass(frozen=True)
 class DensifyFacts:
     """What the densify section quotes of :func:`densify_effect` (glued under ``ch08_dens``):
-    ``<measure>_<run>``, run ``first`` (first round only), ``original``, ``fill`` or ``floor``;
-    ``top_*`` over the stories whose first-round mean is at least ``top_hint``; ``None``: the run
-    was not made."""
+    ``<measure>_<run>`` for the runs first, original, fill and floor (None: not made); ``top_*`` over
+    the stories whose first-round mean is at least ``top_hint``."""
 
     mae_first: float | None = _score("MAE of the scores, first round only")
     sat_pct_first: float | None = _pct("scores saturated at 10, first round only")
@@ -429,9 +380,8 @@ def _tau(doc: str) -> Any:
 
 @dataclass(frozen=True)
 class MisspecFacts:
-    """Mean fitted tau (mle unless ``_plain``: strengths ignored) of
-    :func:`mechaudit.tau.studies.tau_misspecification` at the smallest (``lo``), middle (``mid``) and
-    largest (``hi``) true tau (glued under ``ch08_ms``)."""
+    """Mean fitted tau at the smallest (``lo``), middle (``mid``) and largest (``hi``) true tau of a
+    misspecification study (``tau.summaries.misspec_summary``; glued under ``ch08_ms``)."""
 
     tau_lo: float = fact(unit="tau", doc="the smallest true tau")
     quality_lo: float = _tau("judge that sees latent quality, smallest tau")
@@ -456,29 +406,8 @@ class MisspecFacts:
 
 
 def misspec_facts(misspec: pd.DataFrame) -> MisspecFacts:
-    """:class:`MisspecFacts` of a :func:`mechaudit.tau.studies.tau_misspecification` frame. Needs
-    perception noise 0 among the conditions."""
-    mean_tau = studies.misspecification_table(misspec)["mean_tau"]
-    taus = sorted(misspec["true_tau"].unique())
-    t = {"lo": taus[0], "mid": taus[len(taus) // 2], "hi": taus[-1]}
-    noise_max = float(misspec["perception_noise"].max())
-    q_runs = misspec[(misspec["source"] == "quality") & (misspec["perception_noise"] == 0)
-                     & (misspec["method"] == "mle")]
-    facts: dict[str, Any] = {"noise_max": f"{noise_max:g}", "tau_hi": float(t["hi"])}
-    for name in ("lo", "mid"):
-        runs = q_runs.loc[q_runs["true_tau"] == t[name], "tau_hat"]
-        facts |= {f"tau_{name}": float(t[name]), f"quality_{name}": float(mean_tau[("quality", 0.0, t[name], "mle")]),
-                  f"quality_{name}_min": float(runs.min()), f"quality_{name}_max": float(runs.max())}
-    for name in ("lo", "mid", "hi"):
-        facts[f"base_{name}"] = float(mean_tau[("score10", 0.0, t[name], "mle")])
-    for name in ("lo", "hi"):
-        facts |= {f"noisy_{name}": float(mean_tau[("score10", noise_max, t[name], "mle")]),
-                  f"noisy_{name}_plain": float(mean_tau[("score10", noise_max, t[name], studies.NO_STRENGTH)]),
-                  f"approx_{name}": float(studies.noisy_judge_tau(t[name], noise_max))}
-    both = misspec.pivot_table(index=["source", "perception_noise", "true_tau", "rep"], columns="method",
-                               values="tau_hat")
-    facts["grid_mle_maxdiff"] = float((both["grid"] - both["mle"]).abs().max())
-    return MisspecFacts(**facts)
+    """:class:`MisspecFacts` of a :func:`mechaudit.tau.studies.tau_misspecification` frame."""
+    return MisspecFacts(**summaries.misspec_summary(misspec))
 
 
 def misspec_display(misspec: pd.DataFrame) -> pd.DataFrame:
@@ -492,9 +421,8 @@ def misspec_display(misspec: pd.DataFrame) -> pd.DataFrame:
 
 @dataclass(frozen=True)
 class ScoreMisspecFacts:
-    """Scores under a misspecified judge (glued under ``ch08_ms``): MAE and mean move from the
-    well-specified scores, and Kish coverage (%), for the well-specified judge (``base``), the judge
-    that sees latent quality and the noisiest judge (``noisy``); the lowest coverage over all."""
+    """Scores under a misspecified judge (glued under ``ch08_ms``): MAE, mean move from the
+    well-specified scores and Kish coverage (%) per judge, and the lowest coverage over all."""
 
     mae_base: float = fact(unit="score points", digits=2, doc="MAE, well-specified judge")
     mae_quality: float = fact(unit="score points", digits=2, doc="MAE, judge that sees latent quality")
@@ -535,8 +463,7 @@ def original_settings(recovery: pd.DataFrame, misspec: pd.DataFrame, rounds_firs
                       n_pairs: int, densify_mode: str = "original") -> pd.DataFrame:
     """The original method's settings (Idea2Paper review doc) beside this run's, indexed by quantity;
     "not reported" where the original gives no number."""
-    within = float((recovery["rel_error"].abs() < TOLERANCE).mean())
-    t_lo = float(misspec["true_tau"].min())
+    within, t_lo = summaries.within_tolerance_pct(recovery, TOLERANCE), float(misspec["true_tau"].min())
     quality_lo = studies.misspecification_table(misspec)["mean_tau"][("quality", 0.0, t_lo, "mle")]
     loss_rate = float(studies.densify_trigger_rates(rounds_first)["loss"].iloc[0])
     table = studies.original_vs_this_run({
@@ -546,7 +473,7 @@ def original_settings(recovery: pd.DataFrame, misspec: pd.DataFrame, rounds_firs
         "card caps (characters)": ("220/280/320", "/".join(str(v) for v in FIELD_CAPS.values()),
                                    "minimal blind card, version 2"),
         "rubric version": ("v1", f"v{RUBRIC_VERSION.rsplit('_v', 1)[1]}, this book's", "own wording"),
-        "fits within 10 % of true τ": ("not reported", f"{100 * within:.0f} %", "simulated; true by construction"),
+        "fits within 10 % of true τ": ("not reported", f"{within:.0f} %", "simulated; true by construction"),
         f"τ, judge sees quality (true {t_lo:g})": ("not reported", round(float(quality_lo), 3), "simulated judge, mle"),
         "loss trigger rate (0.05)": ("not reported", round(loss_rate, 3), "simulated judge"),
         "densify anchors": (DENSIFY_RULES["original"], DENSIFY_RULES[densify_mode], f"densify rule: {densify_mode}"),
@@ -555,10 +482,8 @@ def original_settings(recovery: pd.DataFrame, misspec: pd.DataFrame, rounds_firs
 
 
 def calibrate_with_llm(pool: SyntheticPool, client, *, model: str, n_pairs: int, seed: int = 0) -> pd.DataFrame:
-    """The chapter's real-judge step: with an LLM ``client``, fit tau per role from ``n_pairs`` verdicts
-    of the blind judge ``model`` (:func:`mechaudit.tau.llm_tau_calibration`; prints how many requests
-    were sent and answered from the cache) and return the fits per role and fitter. Offline
-    (``client`` None) nothing runs and a one-row "not run" table is returned."""
+    """The real-judge step: with an LLM ``client``, tau per role and fitter from ``n_pairs`` verdicts of
+    the blind judge ``model`` (prints requests sent and cached); offline a one-row "not run" table."""
     if client is None:
         return pd.DataFrame({"real judge": [f"not run: backend {Backend.REFERENCE.value!r} has no language model"]},
                             index=pd.Index(["status"], name="step"))
@@ -572,9 +497,8 @@ def calibrate_with_llm(pool: SyntheticPool, client, *, model: str, n_pairs: int,
 # --------------------------------------------------------------------------- cost plan
 
 def plan(p: Mapping[str, Any]) -> list[Planned]:
-    """The chapter's requests (``mechaudit estimate``) from its parameters (``n_patterns``,
-    ``papers_per_pattern``, ``review_noise``, ``seed``, ``judge_model``, ``llm_pairs``): the pool is
-    rebuilt as the chapter builds it; one request per role and pair (repairs are not counted)."""
+    """The chapter's requests: the pool rebuilt from its parameters as the chapter builds it, one
+    request per role and pair (repairs not counted)."""
     pool = make_pool(n_patterns=p["n_patterns"], papers_per_pattern=p["papers_per_pattern"],
                      seed=p["seed"], review_noise=p["review_noise"])
     requests = calibration_requests(pool, p["judge_model"], p["llm_pairs"], ROLES, p["seed"])

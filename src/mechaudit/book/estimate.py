@@ -1,27 +1,9 @@
 """Cost before calls: the requests a chapter would send, their tokens and their price.
 
-Each LLM chapter's module (``mechaudit.book.ch<stem>``) has a ``plan(params)`` beside the steps it
-plans, listed in ``PLANS``: it builds the chapter's requests from its parameters without sending
-anything, with the same request builders the chapter uses (``LLMJudge.requests``,
-``mechaudit.workflow.agents``, ``mechaudit.engagement.judge_request``; the workflow's in
-``mechaudit.workflow.plan``).
-
-Counting rules (documented in ``book/rerun.md``):
-
-- **Request count.** Judge requests (chapters 05-07, and the judge in 02/04 once the workflow's
-  answers are cached) are exact: one per pair and presentation order, and per judge model of
-  chapter 02's judge-model axis (``judge_models``). The workflow (02-04) sends
-  one *develop* request per (run, opening hypothesis), then per critique round one *critique* and
-  one *revise* request per hypothesis still in play, and chapter 03 one engagement *label* request
-  per critique; these counts follow from the design alone, because the workflow delivers exactly one
-  hypothesis per opening. A judge with early stop (``judge_early_stop``; the default of
-  ``LLMJudge``) makes its last call of a pair only when the first ones disagree: those calls are a
-  separate "early-stop extra (upper bound)" row, so the total is an upper bound. Not counted: repair
-  requests for invalid JSON (rare; each is one more request of about the same size). Requests
-  already in the response cache, and repeats of a request earlier in the same estimate (e.g. chapter
-  06's full rubric = chapter 05's judge), are counted as cached.
-
-Sizing and prices: :mod:`mechaudit.llm.pricing`.
+Each LLM chapter's module has a ``plan(params)``, listed in ``PLANS``, that builds the chapter's
+requests from its parameters with the request builders the chapter uses, sending nothing. The
+counting rules (exact judge and workflow counts, early-stop upper bounds, uncounted repairs,
+cached repeats) are documented in ``book/rerun.md``; sizing and prices in :mod:`mechaudit.llm.pricing`.
 """
 
 from __future__ import annotations
@@ -112,11 +94,8 @@ def estimate_chapters(names: Sequence[str] = (), params_file=None, overrides: Ma
 
 
 def judge_estimate(stem: str, parameters: Mapping[str, Any]) -> pd.DataFrame:
-    """The judge rows of ``mechaudit estimate`` for chapter ``stem`` as it would run with backend
-    "anthropic" and ``parameters`` (e.g. chapter 02's ``judge_model``, ``judge_models``,
-    ``design_file``), as the offline section of a judge-model axis shows them. Columns: stage, model,
-    requests, cached, to_send, usd_plain, usd_batch (USD NaN for a model ``params/prices.yaml`` does
-    not price)."""
+    """The judge rows of ``mechaudit estimate`` for chapter ``stem`` with backend "anthropic" and
+    ``parameters``, as a judge-model axis's offline section shows them (USD NaN: unpriced model)."""
     table = estimate_chapters([stem], overrides={**parameters, "backend": "anthropic"})
     judge = table[table.stage.str.startswith("judge ")]
     return judge[["stage", "model", "requests", "cached", "to_send", "usd_plain", "usd_batch"]].reset_index(drop=True)

@@ -1,9 +1,8 @@
 """Execute the book's chapters: jupytext source -> papermill -> executed ``.ipynb``.
 
-A chapter's source of truth is ``notebooks/NN_topic.py`` (jupytext py:percent). Executing it
-writes ``notebooks/NN_topic.ipynb`` (the committed reference that the book renders and nbval
-checks) or, with ``out_dir``, a copy in a run folder that leaves the reference untouched. The
-parameters come from :mod:`mechaudit.book.params`.
+Executing ``notebooks/NN_topic.py`` writes ``notebooks/NN_topic.ipynb`` (the committed reference the
+book renders and nbval checks) or, with ``out_dir``, a copy in a run folder. The parameters come
+from :mod:`mechaudit.book.params`.
 """
 
 from __future__ import annotations
@@ -86,15 +85,12 @@ def execute_chapter(
     env: dict[str, str] | None = None,
     rename: dict[str, str] | None = None,
 ) -> Path:
-    """Execute one chapter with papermill and return the path of the executed notebook.
+    """Execute one chapter with papermill; return the path of the executed notebook.
 
-    The notebook runs in ``notebooks/`` in a kernel whose environment is this process's plus
-    ``KERNEL_ENV`` and ``env`` (``os.environ`` itself is never written; see
-    :mod:`mechaudit.book.kernel`), reached over IPC sockets (no TCP ports, no unencrypted-TCP
-    warning); it is written to a temporary file first and moved into place only when every cell
-    succeeded, so a failure never clobbers the committed reference. ``rename`` maps a string of the
-    injected-parameters cell to the one the saved notebook shows (a staged output folder to its
-    final name). Ctrl-C stops the kernel quietly and raises ``KeyboardInterrupt``.
+    The kernel runs in ``notebooks/`` with this process's environment plus ``KERNEL_ENV`` and ``env``
+    (:mod:`mechaudit.book.kernel`), over IPC sockets. The notebook is moved into place only when every
+    cell succeeded. ``rename`` maps a string of the injected-parameters cell to the one the saved
+    notebook shows. Ctrl-C stops the kernel quietly and raises ``KeyboardInterrupt``.
     """
     _, nbformat, papermill = book_tools()
     from mechaudit.book.kernel import EnvKernelManager, kernel_config  # defers jupyter_client: fast `mechaudit --help`
@@ -228,19 +224,14 @@ def execute_chapters(
 ) -> list[Path]:
     """Execute the named chapters (default: every chapter in TOC order), one progress line each.
 
-    Everything is checked before the first kernel starts: parameters (``mechaudit.book.settings``),
-    data folders and files, the paper switch and run folders (``mechaudit.book.preflight``), and for a
-    run that would send LLM requests the prices and API keys (``RunAccount``): a model without a
-    price is refused unless ``allow_unpriced`` (never with a budget). ``max_usd`` (a finite number
-    > 0) is a budget for the whole run (each chapter that defines ``max_usd`` gets what is left;
-    ``-p max_usd`` counts the same way); ``batch`` sets ``llm_batch``; ``prices`` is a price table
-    for the estimate, the ledgers and the kernels. With a budget, ``confirm`` or ``dry_run`` the
-    cost estimate is printed first; an estimate above the budget stops before the first request
-    (``BudgetExceededError``), ``dry_run`` stops after the estimate, and ``confirm(text)`` returning
-    False cancels. ``timeout``: seconds one LLM request may take (set for the chapters' kernels as
-    ``MECHAUDIT_LLM_TIMEOUT``; default 600). After the last chapter the run's LLM total is printed.
-    Progress goes to ``stream`` (default: ``sys.stderr`` at call time). ``jobs``: chapters executed at
-    once (each in its own kernel; results in chapter order); an LLM run runs one at a time (its budget).
+    Everything is checked before the first kernel starts: parameters, data and files, run folders
+    (``preflight``) and, for a run that sends LLM requests, prices and API keys (``RunAccount``; an
+    unpriced model only with ``allow_unpriced``, never with a budget). ``max_usd``: a budget for the
+    whole run (each chapter gets what is left); ``batch`` sets ``llm_batch``; ``prices``: a price table.
+    With a budget, ``confirm`` or ``dry_run`` the estimate is printed first; an estimate above the
+    budget stops before the first request, ``dry_run`` after the estimate, ``confirm(text)`` False
+    cancels. ``timeout``: seconds per LLM request (``MECHAUDIT_LLM_TIMEOUT``). ``jobs``: chapters at
+    once (an LLM run: one). Progress goes to ``stream`` (default ``sys.stderr``).
     """
     _check_jobs(jobs)
     stream = sys.stderr if stream is None else stream
@@ -390,10 +381,8 @@ def _check_out_dir(out_dir: Path | None, chapters: list[Chapter]) -> None:
 
 def _execute_one(i: int, n: int, chapter: Chapter, params: dict[str, Any], run, out_dir: Path | None,
                  overrides: dict[str, Any], stream, env: dict[str, str]) -> Path:
-    """Execute chapter ``i`` of ``n`` within the run's budget, with a progress line before and after.
-
-    The chapter's output folder (``out_dir``) is written as a temporary sibling and moved into place
-    only when every cell succeeded; an earlier folder of that name is then replaced whole."""
+    """Execute chapter ``i`` of ``n`` within the run's budget, with a progress line before and after;
+    its output folder is written beside and replaces ``out_dir`` only when every cell succeeded."""
     params = run.inject(chapter, params)
     params = inject_out_dir(chapter, params, out_dir, overrides)
     shown = ", ".join(f"{k}={v!r}" for k, v in params.items()) or "defaults"

@@ -1,15 +1,10 @@
 """The book's chapters and their parameters: the table of contents, parameter cells and parameter-set files.
 
-A chapter's source of truth is ``notebooks/NN_topic.py`` (jupytext py:percent). Executing it
-writes ``notebooks/NN_topic.ipynb`` (the committed reference that the book renders and nbval
-checks) or, with ``out_dir``, a copy in a run folder that leaves the reference untouched.
-
-Parameters come from a parameter-set file (``params/default.yaml``): its ``common`` section is
-offered to every notebook (a notebook takes the names its parameters cell defines), and the
-section named after the notebook's stem must only hold names that notebook defines. Overrides
-(``-p NAME VALUE``) must name a defined parameter too: unlike plain papermill, an unknown name is
-an error. Only values that differ from the notebook's own defaults are injected, so executing with
-the defaults leaves the notebook's cells exactly those of its source.
+A parameter-set file (``params/default.yaml``) has a ``common`` section offered to every notebook
+(each takes the names its parameters cell defines) and one section per notebook stem, holding only
+names that notebook defines. Overrides (``-p NAME VALUE``) must name a defined parameter too: unlike
+plain papermill, an unknown name is an error. Only values that differ from the notebook's defaults
+are injected, so executing with the defaults leaves the cells exactly those of the source.
 """
 
 from __future__ import annotations
@@ -40,7 +35,6 @@ class ParameterError(MechauditError):
     """A parameter that a notebook does not define, or a malformed parameters cell or file."""
 
 
-
 @dataclass(frozen=True)
 class Chapter:
     """One notebook of the book: its jupytext source and its paired executed notebook."""
@@ -61,20 +55,16 @@ def toc_files(toc: Path = REPO_ROOT / "_toc.yml") -> list[str]:
     to the book root, without suffix: ``book/intro``, ``notebooks/01_problem``, ...)."""
     with open(toc, encoding="utf-8") as fh:
         tree = yaml.safe_load(fh)
-    files: list[str] = [tree["root"]] if isinstance(tree.get("root"), str) else []
 
-    def walk(node: Any) -> None:
+    def walk(node: Any) -> Iterable[str]:
         if isinstance(node, dict):
             if isinstance(node.get("file"), str):
-                files.append(node["file"])
-            for value in node.values():
-                walk(value)
-        elif isinstance(node, list):
-            for item in node:
-                walk(item)
+                yield node["file"]
+            node = list(node.values())
+        for child in node if isinstance(node, list) else ():
+            yield from walk(child)
 
-    walk(tree)
-    return files
+    return ([tree["root"]] if isinstance(tree.get("root"), str) else []) + list(walk(tree))
 
 
 def toc_chapters(toc: Path = REPO_ROOT / "_toc.yml") -> list[Chapter]:
@@ -124,14 +114,10 @@ def resolve_params_file(value: str | Path | None) -> Path | None:
 
 
 def notebook_parameters(source: Path) -> dict[str, Any]:
-    """Names and default values of the cell tagged ``parameters`` in a py:percent source, and of
-    the optional cell tagged ``more-parameters`` before it (see :data:`MORE_PARAMETERS`).
-
-    The cells may hold only assignments of literals (numbers, strings, None, lists, dicts). They
-    are read with jupytext; an installed package also ships them, read at build time, in
-    :data:`PARAMETER_INDEX` beside the sources, which is used for a source whose content it lists
-    (so ``mechaudit estimate`` needs no book tools).
-    """
+    """Names and default values of the cell tagged ``parameters`` in a py:percent source and of the
+    optional ``more-parameters`` cell before it (assignments of literals only), read with jupytext, or
+    from :data:`PARAMETER_INDEX` when an installed package ships one for this content (so ``mechaudit
+    estimate`` needs no book tools)."""
     source = Path(source)
     indexed = _indexed_parameters(source)
     if indexed is not None:
@@ -237,10 +223,9 @@ def _yaml_problem(err: yaml.YAMLError) -> tuple[int | None, str]:
 
 
 def read_param_file(path: Path) -> tuple[dict[str, Any], dict[Any, int]]:
-    """``(sections, lines)`` of a parameter-set file; ``lines`` maps a section name and a
-    ``(section, name)`` pair to its 1-based line. Malformed YAML, a key written twice, a file that
-    is not a mapping of sections, or a section that is not a mapping raise ``ParameterError`` with
-    file and line. A run reads the file several times: it is parsed once per version on disk."""
+    """``(sections, lines)`` of a parameter-set file (``lines``: section and ``(section, name)`` ->
+    1-based line), parsed once per version on disk; malformed YAML, a repeated key or a section that is
+    not a mapping raise ``ParameterError`` with file and line."""
     path = Path(path)
     stat = path.stat()
     return copy.deepcopy(_read_param_file(path.resolve(), stat.st_mtime_ns, stat.st_size, path))
@@ -349,10 +334,9 @@ def error_clause(err: Mapping[str, Any], default: Any, schema: Mapping[str, Any]
 
 def check_value(name: str, value: Any, default: Any, *, file: str | Path | None = None,
                 line: int | None = None, field: str | None = None, stem: str | None = None) -> None:
-    """Raise ``ParameterError`` unless ``value`` suits parameter ``name`` of chapter ``stem``: its
-    field in the chapter's model (``mechaudit.book.settings``: type, range, choices, list items). A
-    notebook outside the book has the run settings of ``RunSettings`` (backend, seed, out_dir); any
-    other value must have the type of its notebook ``default`` (``_type_of``; an int is a number)."""
+    """Raise ``ParameterError`` unless ``value`` suits parameter ``name`` of chapter ``stem`` (its field
+    in ``mechaudit.book.settings``); outside the book, ``RunSettings`` and otherwise the type of the
+    notebook's ``default``."""
     model = CHAPTERS.get(stem, RunSettings) if stem is not None else RunSettings
     if name not in model.model_fields:
         model = create_model("Notebook", __base__=RunSettings, **{name: (_type_of(default), default)})
@@ -370,9 +354,8 @@ def _hint(name: str, known: Iterable[str]) -> str:
 
 def check_param_file(path: Path, chapters: Iterable[Chapter] | None = None) -> None:
     """Check a whole parameter-set file before any cell runs: every section is ``common``, one of
-    ``EXTRA_SECTIONS`` or a chapter stem; every name under ``common`` is defined by some chapter
-    and every name under a chapter's section by that chapter; every value suits the parameter
-    (``check_value``). Raises ``ParameterError`` naming file, line and field."""
+    ``EXTRA_SECTIONS`` or a chapter stem, every name is defined by its chapter(s) and every value suits
+    its parameter; ``ParameterError`` names file, line and field."""
     tree, lines = read_param_file(path)
     defined = {c.stem: notebook_parameters(c.source) for c in (chapters if chapters is not None else toc_chapters())}
     for section, values in tree.items():
@@ -400,11 +383,8 @@ def check_param_file(path: Path, chapters: Iterable[Chapter] | None = None) -> N
 
 
 def load_param_set(path: Path, stem: str, defined: dict[str, Any]) -> dict[str, Any]:
-    """Parameters for notebook ``stem`` from a parameter-set file (``common`` + the notebook's section).
-
-    A name in the notebook's section that the notebook does not define, or a value of the wrong
-    type or out of range, raises ``ParameterError`` with file and line.
-    """
+    """Parameters for notebook ``stem`` from a parameter-set file (``common`` + its section); an unknown
+    name or a bad value raises ``ParameterError`` with file and line."""
     tree, lines = read_param_file(path)
     common = tree.get("common") or {}
     section = tree.get(stem) or {}
@@ -421,12 +401,8 @@ def load_param_set(path: Path, stem: str, defined: dict[str, Any]) -> dict[str, 
 
 
 def parse_override(value: str, name: str | None = None) -> Any:
-    """A ``-p NAME VALUE`` value: YAML scalar/list syntax (``7`` -> 7, ``0.3``, ``[1, 2]``, ``anthropic``).
-
-    An empty or blank value (``-p judge_model ''``) is that string, not None (write ``null`` for
-    None), so its check reports what was given. Malformed YAML raises ``ParameterError`` naming the
-    parameter.
-    """
+    """A ``-p NAME VALUE`` value in YAML syntax (``7`` -> 7, ``[1, 2]``, ``anthropic``); a blank value
+    stays that string (``null`` is None); malformed YAML raises ``ParameterError`` naming the parameter."""
     if not value.strip():
         return value
     try:
@@ -465,12 +441,9 @@ def resolve_parameters(
     chapter: Chapter, params_file: Path | None = DEFAULT_PARAMS, overrides: dict[str, Any] | None = None,
     cwd: Path | None = None,
 ) -> dict[str, Any]:
-    """The parameters to inject: file values and overrides that differ from the notebook's defaults.
-
-    Relative folder/file values are made absolute (``absolutize_paths``): overrides against ``cwd``
-    (default: the current working directory), file values against the file's folder. A ``backend``
-    that does not suit its declaration (``check_value``) raises ``ParameterError``.
-    """
+    """The parameters to inject: file values and overrides that differ from the notebook's defaults,
+    checked (``check_value``), with relative folder/file values made absolute (overrides against ``cwd``,
+    file values against the file's folder)."""
     defined = notebook_parameters(chapter.source)
     values = load_param_set(params_file, chapter.stem, defined) if params_file else {}
     if params_file:

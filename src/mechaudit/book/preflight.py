@@ -1,9 +1,7 @@
-"""Checks of a chapter run that need no kernel: the data each chapter reads, the files its
-``*_file`` parameters name (design, simulator and calibration settings), the paper switch, the
-parallel engine and the run folders. ``mechaudit execute`` calls :func:`check_plans` after the
-parameters are resolved and before the first kernel starts, so a wrong folder, a missing, empty,
-malformed or stale file, a design the chapter cannot analyse, or a request for the paper's numbers on
-other data is one line naming the file, the line and the field, and the command that fixes it.
+"""Checks of a chapter run that need no kernel: the data each chapter reads, the settings files its
+``*_file`` parameters name, the paper switch, the parallel engine and the run folders.
+``mechaudit execute`` calls :func:`check_plans` before the first kernel starts, so a bad input is
+one line naming the file, the line and the field, and the command that fixes it.
 """
 
 from __future__ import annotations
@@ -124,10 +122,9 @@ def param_file(value: str) -> Path:
 
 
 def check_files(stem: str, values: dict[str, Any], checked: dict | None = None) -> None:
-    """Raise ``MechauditError`` unless every ``*_file`` parameter of chapter ``stem``
-    (``FILE_PARAMETERS``) names a readable, valid settings file: the design's instances among the
-    benchmark's, and for ``WITHIN_DEPTH_CHAPTERS`` two depths and two runs per depth or more.
-    ``checked`` memoises files already checked in this run."""
+    """Raise ``MechauditError`` unless every ``*_file`` parameter of chapter ``stem`` names a valid
+    settings file (a design within the benchmark, with two depths and two runs per depth for
+    ``WITHIN_DEPTH_CHAPTERS``); ``checked`` memoises files already checked."""
     checked = {} if checked is None else checked
     for name in FILE_PARAMETERS:
         if name not in values:
