@@ -110,8 +110,8 @@ if not ctx.show_paper:
 # critique's replacement and `~` a rerun's own route).
 
 # %%
-runs = toy.toy_design(p.n_openings, p.n_runs, p.rerun_noise, p.critique_change,
-                      p.initiator_change, seed=p.seed)
+runs = toy.toy_design(p.n_openings, p.n_runs, p.rerun_noise,
+                      p.critique_change, p.initiator_change, seed=p.seed)
 
 # %% tags=["hide-input"]
 ctx.table("toy_runs", toy.toy_table(runs), label="tbl-ch01-runs",

@@ -187,8 +187,8 @@ ctx.save("order_reversal", effects.table)
 
 # %%
 model_agree, model_ranges = ch.rubric_model_axis(
-    s.pairs, llm, p.rubrics, [p.judge_model, *p.judge_models], kinds=s.kinds,
-    orders=p.judge_orders, instances=s.instances)
+    s.pairs, llm, p.rubrics, [p.judge_model, *p.judge_models],
+    kinds=s.kinds, orders=p.judge_orders, instances=s.instances)
 
 # %% tags=["hide-input"]
 if model_agree is not None:

@@ -215,9 +215,10 @@ ctx.table("best_kappa", best, label="tbl-ch07-best",
 # offline this section shows only that, and one sentence says the judge models were not run.
 
 # %%
-check = ch.stability_check(s, ch.stability_sample(s, p.stability_pairs, p.seed),
-                           client=ctx.client, models=p.judge_models,
-                           rubric=p.judge_rubric, orders=p.judge_orders)
+sample = ch.stability_sample(s, p.stability_pairs, p.seed)
+check = ch.stability_check(s, sample, client=ctx.client,
+                           models=p.judge_models, rubric=p.judge_rubric,
+                           orders=p.judge_orders)
 
 # %% tags=["hide-input"]
 if check.agreement is not None:

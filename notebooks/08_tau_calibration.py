@@ -137,8 +137,8 @@ glue_facts("ch08", ch.pool_facts(pool))
 
 # %%
 recovery = studies.tau_recovery(pool, p.true_taus, n_pairs=p.n_pairs,
-                                n_reps=p.n_reps, seed=p.seed, tie_rate=p.tie_rate,
-                                tie_width=p.tie_width)
+                                n_reps=p.n_reps, seed=p.seed,
+                                tie_rate=p.tie_rate, tie_width=p.tie_width)
 
 # %% tags=["hide-input"]
 ch.table(ctx, "tau_recovery", studies.recovery_table(recovery), ch.recovery_display(recovery), "tbl-ch08-recovery",
@@ -326,11 +326,13 @@ ties = studies.tie_effect(pool, tau=0.8, tie_rates=p.heavy_tie_rates,
                           tie_width=p.heavy_tie_width, n_pairs=p.n_pairs,
                           seed=p.seed)
 misspec = studies.tau_misspecification(
-    pool, p.true_taus, perception_noises=p.perception_noises, n_pairs=p.n_pairs,
-    n_reps=p.misspec_reps, seed=p.seed, tie_rate=p.tie_rate, tie_width=p.tie_width)
+    pool, p.true_taus, perception_noises=p.perception_noises,
+    n_pairs=p.n_pairs, n_reps=p.misspec_reps, seed=p.seed,
+    tie_rate=p.tie_rate, tie_width=p.tie_width)
 misspec_scores = studies.score_misspecification(
     pool, rounds, p.role_taus, perception_noises=p.perception_noises,
-    n_pairs=p.n_pairs, seed=p.seed, tie_rate=p.tie_rate, tie_width=p.tie_width)
+    n_pairs=p.n_pairs, seed=p.seed, tie_rate=p.tie_rate,
+    tie_width=p.tie_width)
 score_table = studies.score_misspecification_table(misspec_scores)
 
 # %% tags=["remove-cell"]

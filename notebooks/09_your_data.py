@@ -216,7 +216,8 @@ book_table(sizes, name="tbl-ch09-suites",
 # kind for the summary.
 
 # %%
-valid = {name: [item for item in s if item["valid"]] for name, s in suites.items()}
+valid = {name: [item for item in s if item["valid"]]
+         for name, s in suites.items()}
 pairs = {name: [(item["original"], item["variant"]) for item in v]
          for name, v in valid.items()}
 kinds = {name: [item["kind"] for item in v] for name, v in valid.items()}
