@@ -28,12 +28,16 @@ CHAPTERS = {c.stem: notebook_parameters(c.source) for c in toc_chapters()}
 def second_declarations(source: Path, stem: str) -> list[str]:
     """What in chapter ``source`` declares a parameter besides its model: a cell tagged
     ``more-parameters``, a ``parameters`` cell that is not the one removed cell or that assigns a
-    value, or a context not opened on the chapter's own model."""
-    tagged = [c for c in jupytext.read(source).cells if c.metadata.get("tags")
-              and {"parameters", "more-parameters"} & set(c.metadata["tags"])]
+    value, a variable named like a parameter (a set-up cell run again would read it as one), or a
+    context not opened on the chapter's own model."""
+    cells = jupytext.read(source).cells
+    tagged = [c for c in cells if {"parameters", "more-parameters"} & set(c.metadata.get("tags", []))]
     found = [] if [c.metadata["tags"] for c in tagged] == [["parameters", "remove-cell"]] else \
         [f"parameters cells tagged {[c.metadata['tags'] for c in tagged]}"]
     found += [f"assigns in {c.metadata['tags']}" for c in tagged if ast.parse(c.source).body]
+    bound = {n.id for c in cells if c.cell_type == "code" for n in ast.walk(ast.parse(c.source))
+             if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    found += [f"binds {name}" for name in settings.CHAPTERS[stem].model_fields if name in bound]
     if f'ChapterContext.open(globals(), "{stem}")' not in source.read_text(encoding="utf-8"):
         found.append(f"no context opened on {stem}'s model")
     return found
@@ -55,8 +59,8 @@ def test_a_second_declaration_is_found(tmp_path):
                       '# %% tags=["parameters"]\nseed = 0\n\n# %%\nctx = ChapterContext.open(globals())\n')
     assert second_declarations(source, "01_problem") == [
         "parameters cells tagged [['more-parameters', 'remove-cell'], ['parameters']]",
-        "assigns in ['more-parameters', 'remove-cell']", "assigns in ['parameters']",
-        "no context opened on 01_problem's model"]
+        "assigns in ['more-parameters', 'remove-cell']", "assigns in ['parameters']", "binds backend",
+        "binds seed", "no context opened on 01_problem's model"]
 
 
 def _run_until_the_context(params: dict) -> dict:
