@@ -2,15 +2,12 @@
 
 A normal (non-editable) ``pip install .`` copies the open data, the parameter sets, the chapter
 sources and the table of contents into ``mechaudit/_project/``, where ``mechaudit.paths`` finds them
-with ``importlib.resources``; an editable install reads them from the checkout instead. Beside the
-chapter sources it writes their parameters, read with jupytext now (a build requirement), so that
-the installed commands that only need parameters (``mechaudit estimate``) run without the book tools.
+with ``importlib.resources``; an editable install reads them from the checkout instead.
 """
 
 from __future__ import annotations
 
 import shutil
-import sys
 from pathlib import Path
 
 from setuptools import setup
@@ -47,12 +44,6 @@ class BuildWithProject(build_py):
             dest = target / rel
             dest.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(HERE / rel, dest)
-        sys.path.insert(0, str(HERE / "src"))  # the package being built reads its own chapters
-        try:
-            from mechaudit.book.params import write_parameter_index
-        finally:
-            sys.path.pop(0)
-        write_parameter_index(target / "notebooks")
 
 
 setup(cmdclass={"build_py": BuildWithProject})

@@ -46,20 +46,8 @@
 # {cite}`byun2026auditing`. This chapter defines the quantities the book measures and computes them
 # on a toy design small enough to check by hand.
 
-# %% tags=["more-parameters", "remove-cell"]
-backend = "reference"
-data_dir = None
-compare_paper = None
-out_dir = None
-
-# %% tags=["parameters"]
-seed = 0
-n_openings = 5
-n_runs = 5
-rerun_noise = 0.1
-critique_change = 0.5
-initiator_change = 0.5
-instance_id = None
+# %% tags=["parameters", "remove-cell"]
+# -p values land after this cell; every parameter and its default: book/rerun.md (mechaudit.book.settings)
 
 # %% tags=["remove-cell"]
 from IPython.display import display
@@ -72,7 +60,8 @@ from mechaudit.report.facts import glue_facts
 from mechaudit.schema import load_benchmark
 from mechaudit.workflow import toy
 
-ctx = ChapterContext.open(globals())  # the backend, parsed once; the book's table format
+ctx = ChapterContext.open(globals(), "01_problem")  # checked parameters, backend, LLM client
+p = ctx.settings
 if not ctx.show_paper:
     print("No comparison with published numbers (this chapter shows none in any case).")
 
@@ -121,8 +110,8 @@ if not ctx.show_paper:
 # critique's replacement and `~` a rerun's own route).
 
 # %%
-runs = toy.toy_design(n_openings, n_runs, rerun_noise, critique_change,
-                      initiator_change, seed=seed)
+runs = toy.toy_design(p.n_openings, p.n_runs, p.rerun_noise,
+                      p.critique_change, p.initiator_change, seed=p.seed)
 
 # %% tags=["hide-input"]
 ctx.table("toy_runs", toy.toy_table(runs), label="tbl-ch01-runs",
@@ -135,7 +124,7 @@ ctx.table("toy_runs", toy.toy_table(runs), label="tbl-ch01-runs",
 # per opening, with each rule's verdict ({numref}`tbl-ch01-pairs`).
 
 # %%
-pairs = divergence.matched_pairs(runs[0], runs[n_runs])
+pairs = divergence.matched_pairs(runs[0], runs[p.n_runs])
 verdicts = problem.verdict_table(pairs)
 run_div = {rule: divergence.run_divergence(verdicts[f"same ({rule})"])
            for rule in toy.TOY_RULES}
@@ -156,7 +145,7 @@ ctx.table("matched_pairs", verdicts, label="tbl-ch01-pairs",
 
 # %% tags=["remove-cell"]
 matrices = problem.divergence_matrices(runs)
-fig = divergence_heatmaps(matrices, [run[0].run for run in runs], n_a=n_runs, caption=ctx.caption())
+fig = divergence_heatmaps(matrices, [run[0].run for run in runs], n_a=p.n_runs, caption=ctx.caption())
 fig = ctx.figure("divergence_heatmaps", fig, glue_as="ch01_fig_heatmaps")
 
 # %% [markdown]
@@ -172,7 +161,7 @@ fig = ctx.figure("divergence_heatmaps", fig, glue_as="ch01_fig_heatmaps")
 # ```
 
 # %%
-summary, n_splits = problem.extra_summary(matrices, n_runs)
+summary, n_splits = problem.extra_summary(matrices, p.n_runs)
 
 # %% tags=["hide-input"]
 ctx.table("extra_divergence", summary.assign(splits=n_splits), shown=summary, label="tbl-ch01-extra",
@@ -225,8 +214,8 @@ ctx.table("group_counts", groups, label="tbl-ch01-groups",
 # chains of vocabulary entities. The instance `instance_id` (default: the first):
 
 # %%
-bench = load_benchmark(data_dir)
-instance = problem.pick_instance(bench, instance_id)
+bench = load_benchmark(p.data_dir)
+instance = problem.pick_instance(bench, p.instance_id)
 print(f"{instance.id}: {instance.title}\nfinding: {instance.finding}")
 n_hypotheses = len(bench.by_instance(instance.id))
 print(f"evidence facts: {len(instance.evidence)};",
@@ -249,7 +238,7 @@ ctx.table("openings", problem.openings_table(bench, instance.id), label="tbl-ch0
 
 # %%
 opening = bench.openings(instance.id)[0]
-suite = problem.example_suite(bench, opening, data_dir, seed=seed)
+suite = problem.example_suite(bench, opening, p.data_dir, seed=p.seed)
 variants = problem.perturbation_table(suite)
 
 # %% tags=["hide-input"]

@@ -69,28 +69,8 @@
 # simulated pair (the simulator replaces steps but never adds detail), so it is not repeated here;
 # embeddings are too slow for a replication study on this machine.
 
-# %% tags=["more-parameters", "remove-cell"]
-backend = "reference"
-data_dir = None
-compare_paper = None
-design_file = "paper.yaml"
-simulator_file = "simulator.yaml"
-null_simulator_file = "simulator_null.yaml"
-calibration_file = "calibration.yaml"
-truth_runs_per_depth = 100
-n_boot = 500
-n_jobs = -1
-parallel_backend = "loky"
-scheduler = None
-out_dir = None
-
-# %% tags=["parameters"]
-seed = 0
-n_replications = 100
-n_null_replications = 300
-n_text_replications = 20
-tfidf_threshold = 0.25
-alpha = 0.05
+# %% tags=["parameters", "remove-cell"]
+# -p values land after this cell; every parameter and its default: book/rerun.md (mechaudit.book.settings)
 
 # %% tags=["remove-cell"]
 from IPython.display import display
@@ -104,18 +84,19 @@ from mechaudit.workflow import validity_summary
 from mechaudit.workflow.calibrate import load_calibration
 from mechaudit.workflow.parallel import connect
 
-ctx = ChapterContext.open(globals())  # the backend, parsed once; the book's table format
+ctx = ChapterContext.open(globals(), "02b_validity")  # checked parameters, backend, LLM client
+p = ctx.settings
 simulation_only_note(ctx.backend)  # LLM backends: this chapter still runs the simulator only
 if not ctx.show_paper:
     print("No comparison with published numbers (this chapter shows none in any case).")
-cluster = connect(parallel_backend, scheduler)  # "dask": the client the loops use; None otherwise
+cluster = connect(p.parallel_backend, p.scheduler)  # "dask": the client the loops use; None otherwise
 
 # %%
-setup = ch.validity_setup(data_dir=data_dir, design_file=design_file,
-                          simulator_file=simulator_file,
-                          null_simulator_file=null_simulator_file,
-                          truth_runs_per_depth=truth_runs_per_depth,
-                          seed=seed)
+setup = ch.validity_setup(data_dir=p.data_dir, design_file=p.design_file,
+                          simulator_file=p.simulator_file,
+                          null_simulator_file=p.null_simulator_file,
+                          truth_runs_per_depth=p.truth_runs_per_depth,
+                          seed=p.seed)
 
 # %% tags=["hide-input"]
 display(ctx.table("truth", setup.truth.round(2), shown=ch.truth_view(setup.truth), label="tbl-ch02b-truth",
@@ -136,17 +117,17 @@ display(ctx.table("truth", setup.truth.round(2), shown=ch.truth_view(setup.truth
 # interval) for the two fast rules.
 
 # %%
-runs = ch.replications(setup, n_replications=n_replications,
-                       n_null_replications=n_null_replications,
-                       n_text_replications=n_text_replications,
-                       n_boot=n_boot, tfidf_threshold=tfidf_threshold,
-                       seed=seed, n_jobs=n_jobs,
-                       parallel_backend=parallel_backend)
+runs = ch.replications(setup, n_replications=p.n_replications,
+                       n_null_replications=p.n_null_replications,
+                       n_text_replications=p.n_text_replications,
+                       n_boot=p.n_boot, tfidf_threshold=p.tfidf_threshold,
+                       seed=p.seed, n_jobs=p.n_jobs,
+                       parallel_backend=p.parallel_backend)
 print(source_note(runs.sources))
-bias = validity_summary(runs.default, setup.truth, alpha=alpha)
+bias = validity_summary(runs.default, setup.truth, alpha=p.alpha)
 size = validity_summary(runs.null,
                         {c: 0.0 for c in bias.comparison.unique()},
-                        alpha=alpha)
+                        alpha=p.alpha)
 
 # %% [markdown]
 # ## Bias, spread and interval coverage (default simulator)
@@ -175,7 +156,7 @@ ctx.table("size", size.round(3), shown=ch.size_view(size), label="tbl-ch02b-size
                   "Carlo standard error (MC SE).")
 
 # %% tags=["remove-cell"]
-fig = validity_figure(bias, size, caption="Backend: reference (simulator replications)", alpha=alpha)
+fig = validity_figure(bias, size, caption="Backend: reference (simulator replications)", alpha=p.alpha)
 fig = ctx.figure("validity", fig, glue_as="ch02b_fig_validity")
 
 # %% [markdown]
@@ -192,9 +173,9 @@ fig = ctx.figure("validity", fig, glue_as="ch02b_fig_validity")
 # ```
 
 # %% tags=["remove-cell"]
-glue_facts("ch02b", ch.validity_facts(setup.design, bias, size, runs.null, alpha=alpha, n_boot=n_boot,
-                                      n_reps=n_replications, n_null_reps=n_null_replications,
-                                      n_text_reps=n_text_replications, truth_runs=truth_runs_per_depth))
+glue_facts("ch02b", ch.validity_facts(setup.design, bias, size, runs.null, alpha=p.alpha, n_boot=p.n_boot,
+                                      n_reps=p.n_replications, n_null_reps=p.n_null_replications,
+                                      n_text_reps=p.n_text_replications, truth_runs=p.truth_runs_per_depth))
 
 # %% [markdown]
 # In {numref}`fig-ch02b-validity` the mechanism-key and paper-rate estimates are unbiased up to Monte
@@ -231,7 +212,7 @@ glue_facts("ch02b", ch.validity_facts(setup.design, bias, size, runs.null, alpha
 # committed defaults.
 
 # %%
-cal_spec = load_calibration(PARAMS_DIR / calibration_file)
+cal_spec = load_calibration(PARAMS_DIR / p.calibration_file)
 sampling = ch.sampling_check(runs.default, cal_spec)
 
 # %% tags=["hide-input"]

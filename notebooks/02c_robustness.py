@@ -77,38 +77,8 @@
 # take minutes). The grids, replication counts and pools are parameters: the cell below shows the ones
 # the exercises change, the folded cell before it all the others.
 
-# %% tags=["more-parameters", "remove-cell"]
-backend = "reference"
-data_dir = None
-compare_paper = None
-design_file = "paper.yaml"
-simulator_file = "simulator.yaml"
-calibration_file = "calibration.yaml"
-robust_axes = {"p_find": [0.6, 0.7, 0.8, 0.85, 0.9, 0.95, 1.0], "weak_scale": [0.9, 0.95, 1.0, 1.05, 1.1],
-               "conceded": [0.6, 0.8, 1.0]}
-alternatives_axes = {"p_find": [0.85, 1.0], "evidence_weight": [1.0, 8.0, 1000.0]}
-truth_runs_per_depth = 200
-truth_seeds = 4
-pick_quantiles = [0.0, 1.0]
-n_text_replications = 10
-power_designs = [[4, 5], [4, 10], [8, 5]]
-power_ladder = [3, 5, 10, 20]
-power_level = 0.8
-n_power_replications = 200
-n_pools = 4
-pool_runs_per_depth = 40
-n_resamples = 199
-parallel_backend = "loky"
-scheduler = None
-out_dir = None
-
-# %% tags=["parameters"]
-seed = 0
-diminishing_ratio = 0.25
-z = 2.0
-tfidf_threshold = 0.25
-alpha = 0.05
-n_jobs = -1
+# %% tags=["parameters", "remove-cell"]
+# -p values land after this cell; every parameter and its default: book/rerun.md (mechaudit.book.settings)
 
 # %% tags=["remove-cell"]
 from IPython.display import display
@@ -123,12 +93,13 @@ from mechaudit.workflow.parallel import connect
 from mechaudit.workflow.power import runs_needed
 from mechaudit.workflow.robustness import rule_bias
 
-ctx = ChapterContext.open(globals())  # the backend, parsed once
+ctx = ChapterContext.open(globals(), "02c_robustness")  # checked parameters, backend, LLM client
+p = ctx.settings
 simulation_only_note(ctx.backend)  # LLM backends: this chapter still runs the simulator only
-s = ch.setup(data_dir, design_file, simulator_file, calibration_file)
+s = ch.setup(p.data_dir, p.design_file, p.simulator_file, p.calibration_file)
 defaults = ch.defaults(s.base)
-jobs = {"n_jobs": n_jobs, "parallel_backend": parallel_backend}
-cluster = connect(parallel_backend, scheduler)  # "dask": the client the loops use; None otherwise
+jobs = {"n_jobs": p.n_jobs, "parallel_backend": p.parallel_backend}
+cluster = connect(p.parallel_backend, p.scheduler)  # "dask": the client the loops use; None otherwise
 fig_caption = "Backend: reference (simulator)"  # every figure here is simulated, under every backend
 
 # %% [markdown]
@@ -152,22 +123,22 @@ fig_caption = "Backend: reference (simulator)"  # every figure here is simulated
 # outside the consistent set says little about the paper's workflow; the full grid is context only.
 
 # %% tags=["hide-input"]
-truths_all = ch.chapter_truths(s, s.spec, robust_axes=robust_axes, alternatives_axes=alternatives_axes,
-                               pick_quantiles=pick_quantiles, runs_per_depth=truth_runs_per_depth,
-                               n_seeds=truth_seeds, seed=seed, ratio=diminishing_ratio, z=z, **jobs)
+truths_all = ch.chapter_truths(s, s.spec, robust_axes=p.robust_axes, alternatives_axes=p.alternatives_axes,
+                               pick_quantiles=p.pick_quantiles, runs_per_depth=p.truth_runs_per_depth,
+                               n_seeds=p.truth_seeds, seed=p.seed, ratio=p.diminishing_ratio, z=p.z, **jobs)
 print(source_note(truths_all.sources))
 truths = truths_all.map
 
 # %% tags=["hide-input"]
 ctx.table("truth_grid", truths.round(2))  # the whole grid, to the run folder
-display(book_table(ch.consistent_view(truths[truths.consistent], list(robust_axes)), name="tbl-ch02c-consistent",
+display(book_table(ch.consistent_view(truths[truths.consistent], list(p.robust_axes)), name="tbl-ch02c-consistent",
                    caption=f"The grid's settings consistent with {ch.targets_name(ctx.show_paper)} 0 v 1 and "
                            "0 v 5 effects jointly: truths (pp) and the status of conclusion (a) under both "
                            "criteria."))
 
 # %% tags=["remove-cell"]
-glue_facts("ch02c", ch.grid_facts(truths, s.spec, defaults, truth_runs_per_depth, truth_seeds))
-glue_facts("ch02c", ch.consistent_spans(truths, list(robust_axes)))
+glue_facts("ch02c", ch.grid_facts(truths, s.spec, defaults, p.truth_runs_per_depth, p.truth_seeds))
+glue_facts("ch02c", ch.consistent_spans(truths, list(p.robust_axes)))
 fig = plots.consistency_figure(truths, x="p_find", y="weak_scale", facet="conceded", caption=fig_caption,
                                observed=ch.observed_and_sd(s.spec)[0]["0 v 1"],
                                legend=f"consistent with {ch.targets_name(ctx.show_paper)} 0 v 1 and 0 v 5 jointly")
@@ -234,7 +205,7 @@ fig = ctx.figure("conclusion_map", fig, glue_as="ch02c_fig_conclusion")
 alt = truths_all.alternatives
 
 # %% tags=["hide-input"]
-display(ctx.table("alternatives", ch.alternatives_table(alt, alternatives_axes), label="tbl-ch02c-alternatives",
+display(ctx.table("alternatives", ch.alternatives_table(alt, p.alternatives_axes), label="tbl-ch02c-alternatives",
                   caption="Truths as the repair's concentration on named entities changes."))
 
 # %% tags=["remove-cell"]
@@ -258,19 +229,19 @@ glue_facts("ch02c", ch.alternatives_facts(alt))
 # with its own, the mechanism key and TF-IDF with the mechanism key's.
 
 # %%
-studies = ch.chapter_studies(s, truths_all, list(robust_axes),
-                             tfidf_threshold=tfidf_threshold,
-                             n_text_replications=n_text_replications,
-                             power_designs=power_designs,
-                             n_power_replications=n_power_replications,
-                             alpha=alpha, power_ladder=power_ladder,
-                             power_level=power_level,
-                             pool_runs_per_depth=pool_runs_per_depth,
-                             n_resamples=n_resamples, n_pools=n_pools,
-                             seed=seed, **jobs)
+studies = ch.chapter_studies(s, truths_all, list(p.robust_axes),
+                             tfidf_threshold=p.tfidf_threshold,
+                             n_text_replications=p.n_text_replications,
+                             power_designs=p.power_designs,
+                             n_power_replications=p.n_power_replications,
+                             alpha=p.alpha, power_ladder=p.power_ladder,
+                             power_level=p.power_level,
+                             pool_runs_per_depth=p.pool_runs_per_depth,
+                             n_resamples=p.n_resamples, n_pools=p.n_pools,
+                             seed=p.seed, **jobs)
 print(source_note(studies.sources))
-labels = ch.setting_labels(truths_all.picks, list(robust_axes))
-bias = rule_bias(studies.rule_reps, truths_all.pick_truths, z=z)
+labels = ch.setting_labels(truths_all.picks, list(p.robust_axes))
+bias = rule_bias(studies.rule_reps, truths_all.pick_truths, z=p.z)
 
 # %% tags=["hide-input"]
 ctx.table("rule_bias", bias.round(2))  # every comparison, to the run folder
@@ -278,7 +249,7 @@ display(book_table(ch.rule_view(bias[bias.comparison.isin(["0 v 1", "1 v 5"])], 
                    caption="Each rule's mean estimate against the truth of its quantity at the chosen settings."))
 
 # %% tags=["remove-cell"]
-glue_facts("ch02c", ch.rule_facts(bias, n_text_replications))
+glue_facts("ch02c", ch.rule_facts(bias, p.n_text_replications))
 fig = plots.rule_estimates_figure(bias, labels, caption=fig_caption, rules={
     "mechanism_key": "mechanism key", "paper_rates": "paper-rate judge", "tfidf": "TF-IDF"})
 fig = ctx.figure("rule_estimates", fig, glue_as="ch02c_fig_rules")
@@ -337,7 +308,7 @@ display(ctx.table("power_by_design", ch.design_powers(power), label="tbl-ch02c-p
                           "and setting."))
 
 # %% tags=["remove-cell"]
-glue_facts("ch02c", ch.power_facts(power, settings, labels, n_power_replications, n_pools))
+glue_facts("ch02c", ch.power_facts(power, settings, labels, p.n_power_replications, p.n_pools))
 
 # %% [markdown]
 # For the paper's design (4 instances, 5 runs per depth) the power at alpha 0.05 ranges
@@ -355,15 +326,15 @@ glue_facts("ch02c", ch.power_facts(power, settings, labels, n_power_replications
 # ## Design recommendation
 
 # %%
-needed = runs_needed(power, level=power_level)
+needed = runs_needed(power, level=p.power_level)
 
 # %% tags=["hide-input"]
 display(ctx.table("runs_needed", ch.needed_table(needed), label="tbl-ch02c-needed",
                   caption="Runs per depth a four-instance study needs for the target power, per setting."))
 
 # %% tags=["remove-cell"]
-glue_facts("ch02c", ch.needed_facts(needed, power, settings, power_ladder, power_level))
-fig = plots.power_figure(power, caption=fig_caption, level=power_level,
+glue_facts("ch02c", ch.needed_facts(needed, power, settings, p.power_ladder, p.power_level))
+fig = plots.power_figure(power, caption=fig_caption, level=p.power_level,
                          paper_runs=reported("design.runs_per_depth") if ctx.show_paper else None)
 fig = ctx.figure("power", fig, glue_as="ch02c_fig_power")
 
@@ -389,7 +360,7 @@ fig = ctx.figure("power", fig, glue_as="ch02c_fig_power")
 # ```
 
 # %% tags=["remove-cell"]
-glue_facts("ch02c", ch.exercise_facts(truths, defaults, list(robust_axes), z))
+glue_facts("ch02c", ch.exercise_facts(truths, defaults, list(p.robust_axes), p.z))
 
 # %% [markdown]
 # ## Exercises

@@ -62,45 +62,31 @@
 # LLM judge, so there is no judge error in them. With `backend = "anthropic"` or `"replay"` the real
 # workflow's demands are labelled by the LLM judge (`mechaudit.engagement.JUDGE_SYSTEM`).
 
-# %% tags=["more-parameters", "remove-cell"]
-backend = "reference"
-data_dir = None
-compare_paper = None
-design_file = "paper.yaml"
-generator_model = "claude-sonnet-4-6"
-judge_model = "claude-opus-4-6"
-cache_dir = None
-json_retries = 2
-max_usd = None
-llm_batch = False
-out_dir = None
-
-# %% tags=["parameters"]
-seed = 0
-simulator_file = "simulator.yaml"
+# %% tags=["parameters", "remove-cell"]
+# -p values land after this cell; every parameter and its default: book/rerun.md (mechaudit.book.settings)
 
 # %% tags=["remove-cell"]
-from mechaudit.book.chapter import ChapterContext
+from mechaudit.book.chapter import SIMULATED, ChapterContext
 
-ctx = ChapterContext.open(globals())  # the backend, parsed once; this chapter's LLM client, budget and batch mode
+ctx = ChapterContext.open(globals(), "03_critique_engagement")  # checked parameters, backend, LLM client
+p = ctx.settings
 
 # %% tags=["remove-cell"]
 from IPython.display import display
 
 from mechaudit.book import ch03_critique_engagement as ch
-from mechaudit.book.chapter import SIMULATED
 from mechaudit.engagement import engagement_table
 from mechaudit.plots.workflow import engagement_figure
 from mechaudit.report.facts import glue_facts
 from mechaudit.report.glue import glue
 from mechaudit.workflow import workflow_setup
 
-glue("ch03_headline_status", ctx.status(judge_model, SIMULATED))
+glue("ch03_headline_status", ctx.status(p.judge_model, SIMULATED))
 if ctx.show_paper:
     glue_facts("ch03_paper", ch.paper_engagement())
 paper = ch.paper_shares() if ctx.show_paper else None
-setup = workflow_setup(ctx.client, data_dir=data_dir, design_file=design_file, simulator_file=simulator_file,
-                       seed=seed, generator_model=generator_model, json_retries=json_retries)
+setup = workflow_setup(ctx.client, data_dir=p.data_dir, design_file=p.design_file, simulator_file=p.simulator_file,
+                       seed=p.seed, generator_model=p.generator_model, json_retries=p.json_retries)
 
 # %% [markdown]
 # ## Labels of all demands, this run beside the paper
@@ -109,7 +95,7 @@ setup = workflow_setup(ctx.client, data_dir=data_dir, design_file=design_file, s
 # the demands whose judge reply stayed invalid); one more counts the labels.
 
 # %%
-labelled = ch.label_runs(setup.delivery, judge_model, json_retries)
+labelled = ch.label_runs(setup.delivery, p.judge_model, p.json_retries)
 shares = ch.shares_table(labelled, paper)
 
 # %% tags=["hide-input"]
@@ -259,7 +245,7 @@ ctx.usage()
 
 # %% tags=["remove-cell"]
 # numbers the exercise solutions quote, simulated here so that they follow the parameter files
-glue_facts("ch03", ch.exercises(setup, seed, labelled, shares, by_round, ctx.llm))
+glue_facts("ch03", ch.exercises(setup, p.seed, labelled, shares, by_round, ctx.llm))
 
 # %% [markdown]
 # ## Exercises

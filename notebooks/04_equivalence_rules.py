@@ -55,49 +55,30 @@
 # `backend = "reference"` the runs are **simulator** runs, and `mechanism_key` (distinct true
 # mechanisms) is the ground truth.
 
-# %% tags=["more-parameters", "remove-cell"]
-backend = "reference"
-data_dir = None
-compare_paper = None
-design_file = "paper.yaml"
-embedding_model = None
-embedding_cache = True
-generator_model = "claude-sonnet-4-6"
-judge_model = "claude-opus-4-6"
-cache_dir = None
-json_retries = 2
-max_usd = None
-llm_batch = False
-out_dir = None
-
-# %% tags=["parameters"]
-seed = 0
-simulator_file = "simulator.yaml"
-rules = ["mechanism_key", "reference", "tfidf", "embedding"]
-tfidf_threshold = 0.25
-embedding_threshold = 0.77
+# %% tags=["parameters", "remove-cell"]
+# -p values land after this cell; every parameter and its default: book/rerun.md (mechaudit.book.settings)
 
 # %% tags=["remove-cell"]
-from mechaudit.book.chapter import ChapterContext
+from mechaudit.book.chapter import SIMULATED, ChapterContext
 
-ctx = ChapterContext.open(globals())  # the backend, parsed once; this chapter's LLM client, budget and batch mode
+ctx = ChapterContext.open(globals(), "04_equivalence_rules")  # checked parameters, backend, LLM client
+p = ctx.settings
 
 # %% tags=["remove-cell"]
 from IPython.display import display
 
 from mechaudit.book import ch04_equivalence_rules as ch
-from mechaudit.book.chapter import SIMULATED
 from mechaudit.paper import reported
 from mechaudit.plots.workflow import cluster_count_figure
 from mechaudit.report.facts import glue_facts
 from mechaudit.report.glue import glue
 from mechaudit.workflow import delivered_diversity, diversity_table, report_dropped, workflow_setup
 
-setup = workflow_setup(ctx.client, data_dir=data_dir, design_file=design_file, simulator_file=simulator_file,
-                       seed=seed, generator_model=generator_model, json_retries=json_retries)
+setup = workflow_setup(ctx.client, data_dir=p.data_dir, design_file=p.design_file, simulator_file=p.simulator_file,
+                       seed=p.seed, generator_model=p.generator_model, json_retries=p.json_retries)
 glue("ch04_openings", ch.openings_label(setup.bench))
-glue("ch04_headline_status", ctx.status(judge_model, SIMULATED))
-report_dropped(setup.delivery, json_retries)
+glue("ch04_headline_status", ctx.status(p.judge_model, SIMULATED))
+report_dropped(setup.delivery, p.json_retries)
 
 # %% [markdown]
 # ## Cluster counts per instance and depth
@@ -106,13 +87,13 @@ report_dropped(setup.delivery, json_retries)
 # with the hypotheses, the group counts under both groupings and the Vendi score.
 
 # %%
-rule_objects = ch.chapter_rules(rules, ctx.client,
-                                tfidf_threshold=tfidf_threshold,
-                                judge_model=judge_model,
-                                embedding_threshold=embedding_threshold,
-                                embedding_model=embedding_model,
+rule_objects = ch.chapter_rules(p.rules, ctx.client,
+                                tfidf_threshold=p.tfidf_threshold,
+                                judge_model=p.judge_model,
+                                embedding_threshold=p.embedding_threshold,
+                                embedding_model=p.embedding_model,
                                 bench=setup.bench,
-                                embedding_cache=embedding_cache)
+                                embedding_cache=p.embedding_cache)
 div = delivered_diversity(setup.delivery.runs, rule_objects)
 
 # %% tags=["hide-input"]
@@ -200,9 +181,10 @@ fig = ctx.figure("vendi_per_run", fig, glue_as="ch04_fig_vendi")
 # on your own data). {glue:text}`ch04_encoder_sentence`
 
 # %% tags=["hide-input"]
-glue("ch04_encoder_sentence", ch.encoder_sentence(list(rule_objects), embedding_model,
+glue("ch04_encoder_sentence", ch.encoder_sentence(list(rule_objects), p.embedding_model,
                                                   reported("models.embedding") if ctx.show_paper else None))
-if (table := ctx.paper_table(ch.paper_rows(rule_objects, tfidf_threshold, embedding_threshold), label="tbl-ch04-paper",
+if (table := ctx.paper_table(ch.paper_rows(rule_objects, p.tfidf_threshold, p.embedding_threshold),
+                             label="tbl-ch04-paper",
                              caption="The thresholds: the paper's and this run's.")) is not None:
     display(table)
 
@@ -217,7 +199,7 @@ if (table := ctx.paper_table(ch.paper_rows(rule_objects, tfidf_threshold, embedd
 ctx.usage()
 
 # %% tags=["remove-cell"]
-glue_facts("ch04", ch.exercises(setup, rule_objects, div, seed))
+glue_facts("ch04", ch.exercises(setup, rule_objects, div, p.seed))
 
 # %% [markdown]
 # ## Exercises

@@ -81,29 +81,8 @@
 # rule does when a swap changes only a name; the second measures what it does when a swap is also
 # worded differently.
 
-# %% tags=["more-parameters", "remove-cell"]
-backend = "reference"
-data_dir = None
-compare_paper = None
-embedding_cache = True
-judge_model = "claude-opus-4-6"
-judge_models = []
-judge_rubric = "full"
-judge_orders = ["ab", "ab", "ba"]
-judge_early_stop = True
-cache_dir = None
-max_usd = None
-llm_batch = False
-out_dir = None
-
-# %% tags=["parameters"]
-seed = 0
-regenerate_suite = False
-tfidf_threshold = 0.25
-tfidf_fit_on = "compared"
-embedding_model = None
-embedding_threshold = 0.77
-reference_rubric = "full"
+# %% tags=["parameters", "remove-cell"]
+# -p values land after this cell; every parameter and its default: book/rerun.md (mechaudit.book.settings)
 
 # %% tags=["remove-cell"]
 from IPython.display import display
@@ -114,11 +93,11 @@ from mechaudit.book.selfserved import recorded
 from mechaudit.perturb import SUITE_LABELS, available_suites
 from mechaudit.plots.rules import cosine_strips
 from mechaudit.report.facts import glue_facts
-from mechaudit.report.outputs import save
 from mechaudit.rules.audit import stack_suites
 
-ctx = ChapterContext.open(globals())  # the backend, parsed once; this chapter's LLM client, budget and batch mode
-selfserved = recorded(ctx.llm, data_dir)  # offline: the recorded answers of the self-served SmolLM2-135M
+ctx = ChapterContext.open(globals(), "05_perturbations")  # checked parameters, backend, LLM client
+p = ctx.settings
+selfserved = recorded(ctx.llm, p.data_dir)  # offline: the recorded answers of the self-served SmolLM2-135M
 
 # %% [markdown]
 # ## The suites
@@ -130,9 +109,9 @@ selfserved = recorded(ctx.llm, data_dir)  # offline: the recorded answers of the
 # is masked: a template rendered again with another name.
 
 # %%
-suites = {name: ch.setup(data_dir, regenerate_suite=regenerate_suite,
-                         seed=seed, suite=name)
-          for name in available_suites(data_dir)}
+suites = {name: ch.setup(p.data_dir, regenerate_suite=p.regenerate_suite,
+                         seed=p.seed, suite=name)
+          for name in available_suites(p.data_dir)}
 
 # %% tags=["hide-input"]
 ctx.table("suite_counts", ch.counts_by_suite(suites), label="tbl-ch05-suite",
@@ -171,16 +150,16 @@ ctx.table("suite_counts", ch.counts_by_suite(suites), label="tbl-ch05-suite",
 
 # %%
 names = ch.build_rules(next(iter(suites.values())).bench,
-                       tfidf_threshold=tfidf_threshold,
-                       tfidf_fit_on=tfidf_fit_on,
-                       embedding_model=embedding_model,
-                       embedding_threshold=embedding_threshold,
-                       embedding_cache=embedding_cache,
-                       reference_rubric=reference_rubric)
+                       tfidf_threshold=p.tfidf_threshold,
+                       tfidf_fit_on=p.tfidf_fit_on,
+                       embedding_model=p.embedding_model,
+                       embedding_threshold=p.embedding_threshold,
+                       embedding_cache=p.embedding_cache,
+                       reference_rubric=p.reference_rubric)
 audits = {name: ch.audit_suite(s, names, client=ctx.client,
-                               model=judge_model, rubric=judge_rubric,
-                               orders=judge_orders,
-                               early_stop=judge_early_stop,
+                               model=p.judge_model, rubric=p.judge_rubric,
+                               orders=p.judge_orders,
+                               early_stop=p.judge_early_stop,
                                selfserved=selfserved)
           for name, s in suites.items()}
 
@@ -280,12 +259,12 @@ ctx.table("conclusions", ch.conclusions(audits, names, separation), label="tbl-c
 # %% tags=["hide-input"]
 for name, a in audits.items():
     agreement, per_model, model_ranges = ch.judge_model_axis(
-        a.setup.pairs, a.llm, [judge_model, *judge_models], kinds=a.setup.kinds, rubric=judge_rubric,
-        orders=judge_orders, early_stop=judge_early_stop, instances=a.setup.bench.instances)
+        a.setup.pairs, a.llm, [p.judge_model, *p.judge_models], kinds=a.setup.kinds, rubric=p.judge_rubric,
+        orders=p.judge_orders, early_stop=p.judge_early_stop, instances=a.setup.bench.instances)
     for table in (agreement, per_model):
         if table is not None:
             display(table)
-    display(save(f"judge_model_ranges_{name}", model_ranges, ctx.out_dir))
+    display(ctx.save(f"judge_model_ranges_{name}", model_ranges))
     if not ctx.llm:
         break  # offline the placeholder is the same for every suite
 
@@ -301,14 +280,14 @@ for name, a in audits.items():
 # and the note gives the reference judge's value for orientation: it is not an LLM result.
 
 # %% tags=["hide-input"]
-paper = ctx.paper_table(ch.paper_table(audits, names, backend=ctx.backend, model=judge_model),
+paper = ctx.paper_table(ch.paper_table(audits, names, backend=ctx.backend, model=p.judge_model),
                         caption="The paper's shares of pairs judged different and this run's, per suite.",
                         label="tbl-ch05-paper")
 if paper is not None:
     display(paper)
 
 # %% tags=["remove-cell"]
-glue_facts("ch05", ch.chapter_facts(ctx, judge_model, audits, names, separation))
+glue_facts("ch05", ch.chapter_facts(ctx, p.judge_model, audits, names, separation))
 
 # %% [markdown]
 # ## LLM usage

@@ -62,22 +62,8 @@
 #   outcome, all three reported, then an overall verdict ("same" only if all three are the same).
 # - **none**: no definition, only the question.
 
-# %% tags=["more-parameters", "remove-cell"]
-backend = "reference"
-data_dir = None
-compare_paper = None
-judge_model = "claude-opus-4-6"
-judge_models = []
-judge_orders = ["ab", "ab", "ba"]
-cache_dir = None
-max_usd = None
-llm_batch = False
-out_dir = None
-
-# %% tags=["parameters"]
-seed = 0
-rubrics = ["full", "step", "none"]
-jaccard_threshold = 0.5
+# %% tags=["parameters", "remove-cell"]
+# -p values land after this cell; every parameter and its default: book/rerun.md (mechaudit.book.settings)
 
 # %% tags=["remove-cell"]
 import pandas as pd
@@ -88,10 +74,10 @@ from mechaudit.book.chapter import ChapterContext
 from mechaudit.perturb import KINDS
 from mechaudit.plots.rubric import rubric_bars
 from mechaudit.report.facts import glue_facts
-from mechaudit.report.outputs import save
 from mechaudit.rules.audit import percent_different
 
-ctx = ChapterContext.open(globals())  # the backend, parsed once; this chapter's LLM client, budget and batch mode
+ctx = ChapterContext.open(globals(), "06_rubric_sensitivity")  # checked parameters, backend, LLM client
+p = ctx.settings
 
 # %% [markdown]
 # ## Reference judges: each rubric read literally
@@ -106,17 +92,17 @@ ctx = ChapterContext.open(globals())  # the backend, parsed once; this chapter's
 # every rubric too (its columns say "not run" offline).
 
 # %%
-s = ch.setup(data_dir)
-judges = ch.reference_judges(rubrics, jaccard_threshold)
-llm = ch.judge_rubrics_with_llm(s.pairs, rubrics, s.instances,
-                                client=ctx.client, model=judge_model,
-                                orders=judge_orders)
+s = ch.setup(p.data_dir)
+judges = ch.reference_judges(p.rubrics, p.jaccard_threshold)
+llm = ch.judge_rubrics_with_llm(s.pairs, p.rubrics, s.instances,
+                                client=ctx.client, model=p.judge_model,
+                                orders=p.judge_orders)
 decisions = pd.concat([ch.reference_decisions(s.pairs, judges),
                        llm.decisions], axis=1)
 pct = percent_different(decisions, kinds=s.kinds, order=KINDS)
 
 # %% tags=["hide-input"]
-print(f"{len(s.pairs)} valid perturbation pairs; rubrics: {', '.join(rubrics)}")
+print(f"{len(s.pairs)} valid perturbation pairs; rubrics: {', '.join(p.rubrics)}")
 ctx.table("percent_different", pct.astype(object).where(pct.notna(), "undecided" if ctx.llm else "not run"),
           label="tbl-ch06-percent", unit="%",
           caption="Valid pairs judged \"different mechanism\" (%), per perturbation kind, judge and rubric.")
@@ -124,7 +110,7 @@ ctx.table("percent_different", pct.astype(object).where(pct.notna(), "undecided"
 # %% tags=["remove-cell"]
 caption = ctx.caption("reference judges read the structured chain"
                       + ("" if ctx.llm else "; LLM judge not run (offline)"))
-fig = rubric_bars(pct, ch.paper_figure_values(rubrics) if ctx.show_paper else None, caption=caption)
+fig = rubric_bars(pct, ch.paper_figure_values(p.rubrics) if ctx.show_paper else None, caption=caption)
 fig = ctx.figure("rubric_bars", fig, glue_as="ch06_fig_bars")
 
 # %% [markdown]
@@ -159,7 +145,7 @@ ctx.table("components_percent_different", ch.component_percent(components, kinds
 # side (step texts) and the components the step reference judge calls different.
 
 # %% tags=["hide-input"]
-ctx.table("examples", ch.examples(s.pairs, components, kinds=s.kinds, seed=seed), label="tbl-ch06-examples",
+ctx.table("examples", ch.examples(s.pairs, components, kinds=s.kinds, seed=p.seed), label="tbl-ch06-examples",
           caption="One pair of each kind: the changed text, both chains and the components judged different.")
 
 # %% [markdown]
@@ -179,13 +165,13 @@ ch.reversal_check(s.pairs, judges)
 # agreement with the reference judge of the same rubric. Offline one sentence says it was not run.
 
 # %%
-effects = ch.order_effects(llm, decisions, rubrics, len(s.pairs))
+effects = ch.order_effects(llm, decisions, p.rubrics, len(s.pairs))
 
 # %% tags=["hide-input"]
 for extra in (effects.shared, effects.vs_reference):
     if extra is not None:
         display(extra)
-save("order_reversal", effects.table, out_dir)
+ctx.save("order_reversal", effects.table)
 
 # %% [markdown]
 # ## Judge models
@@ -201,13 +187,13 @@ save("order_reversal", effects.table, out_dir)
 
 # %%
 model_agree, model_ranges = ch.rubric_model_axis(
-    s.pairs, llm, rubrics, [judge_model, *judge_models], kinds=s.kinds,
-    orders=judge_orders, instances=s.instances)
+    s.pairs, llm, p.rubrics, [p.judge_model, *p.judge_models],
+    kinds=s.kinds, orders=p.judge_orders, instances=s.instances)
 
 # %% tags=["hide-input"]
 if model_agree is not None:
     display(model_agree)
-save("judge_model_ranges", model_ranges, out_dir)
+ctx.save("judge_model_ranges", model_ranges)
 
 # %% [markdown]
 # ## Paper vs this run
@@ -217,13 +203,13 @@ save("judge_model_ranges", model_ranges, out_dir)
 # it is true by construction, not an LLM result.
 
 # %% tags=["hide-input"]
-paper = ctx.paper_table(ch.paper_rows(pct, effects, rubrics, backend=ctx.backend, model=judge_model),
+paper = ctx.paper_table(ch.paper_rows(pct, effects, p.rubrics, backend=ctx.backend, model=p.judge_model),
                         caption="The paper's rubric effects and this run's.", label="tbl-ch06-paper")
 if paper is not None:
     display(paper)
 
 # %% tags=["remove-cell"]
-glue_facts("ch06", ch.chapter_facts(ctx, judge_model, pct, components, s, jaccard_threshold))
+glue_facts("ch06", ch.chapter_facts(ctx, p.judge_model, pct, components, s, p.jaccard_threshold))
 
 # %% [markdown]
 # ## LLM usage

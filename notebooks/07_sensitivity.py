@@ -61,28 +61,8 @@
 # (`data/hypotheses.jsonl`), the closest open analogue of the paper's generated sets: they have no
 # perturbation labels, so only agreement between rules can be measured on them.
 
-# %% tags=["more-parameters", "remove-cell"]
-backend = "reference"
-data_dir = None
-compare_paper = None
-embedding_cache = True
-judge_models = ["claude-opus-4-6"]
-judge_rubric = "full"
-judge_orders = ["ab", "ab", "ba"]
-stability_pairs = 180
-cache_dir = None
-max_usd = None
-llm_batch = False
-out_dir = None
-
-# %% tags=["parameters"]
-seed = 0
-tfidf_sweep = [0.05, 0.95, 19]
-embedding_sweep = [0.5, 0.98, 25]
-tfidf_threshold = 0.25
-embedding_threshold = 0.77
-embedding_model = None
-reference_rubric = "full"
+# %% tags=["parameters", "remove-cell"]
+# -p values land after this cell; every parameter and its default: book/rerun.md (mechaudit.book.settings)
 
 # %% tags=["remove-cell"]
 from IPython.display import display
@@ -92,20 +72,20 @@ from mechaudit.book.chapter import ChapterContext
 from mechaudit.perturb import KINDS, SUITE_LABELS
 from mechaudit.plots.rules import agreement_vs_threshold, threshold_sweep_lines
 from mechaudit.report.facts import glue_facts
-from mechaudit.report.outputs import save
 
-ctx = ChapterContext.open(globals())  # the backend, parsed once; this chapter's LLM client, budget and batch mode
-thresholds = {"tfidf": tfidf_threshold, "embedding": embedding_threshold}
+ctx = ChapterContext.open(globals(), "07_sensitivity")  # checked parameters, backend, LLM client
+p = ctx.settings
+thresholds = {"tfidf": p.tfidf_threshold, "embedding": p.embedding_threshold}
 
 # %%
-s = ch.setup(data_dir, tfidf_sweep=tfidf_sweep,
-             embedding_sweep=embedding_sweep,
-             tfidf_threshold=tfidf_threshold,
-             embedding_threshold=embedding_threshold,
-             embedding_model=embedding_model,
-             embedding_cache=embedding_cache,
-             reference_rubric=reference_rubric)
-suites = ch.suites_of(data_dir)
+s = ch.setup(p.data_dir, tfidf_sweep=p.tfidf_sweep,
+             embedding_sweep=p.embedding_sweep,
+             tfidf_threshold=p.tfidf_threshold,
+             embedding_threshold=p.embedding_threshold,
+             embedding_model=p.embedding_model,
+             embedding_cache=p.embedding_cache,
+             reference_rubric=p.reference_rubric)
+suites = ch.suites_of(p.data_dir)
 
 # %% tags=["hide-input"]
 print("; ".join(f"{SUITE_LABELS[n]}: {len(pairs)} valid pairs" for n, (pairs, _) in suites.items())
@@ -126,7 +106,7 @@ sweep = ch.sweep_by_suite(suite_sim, s.grids, kinds=suite_kinds)
 
 # %% tags=["hide-input"]
 wide = sweep.pivot_table(index=["suite", "rule", "threshold"], columns="kind", values="pct_different").round(1)
-save("percent_different_by_threshold", wide.reindex(columns=[k for k in KINDS if k in wide.columns]), ctx.out_dir)
+ctx.save("percent_different_by_threshold", wide.reindex(columns=[k for k in KINDS if k in wide.columns]))
 print(f"{len(wide)} (suite, rule, threshold) rows x {wide.shape[1]} kinds; the figure below shows them")
 
 # %% tags=["remove-cell"]
@@ -175,8 +155,8 @@ ctx.table("separating_thresholds", separating, label="tbl-ch07-separating",
 # %%
 set_sim = ch.similarities(s, s.set_pairs)
 fixed = ch.fixed_decisions(s, set_sim, client=ctx.client,
-                           model=judge_models[0], rubric=judge_rubric,
-                           orders=judge_orders)
+                           model=p.judge_models[0], rubric=p.judge_rubric,
+                           orders=p.judge_orders)
 agree = ch.agreement_sweep(set_sim, s.grids, fixed)
 
 # %% tags=["remove-cell"]
@@ -235,16 +215,17 @@ ctx.table("best_kappa", best, label="tbl-ch07-best",
 # offline this section shows only that, and one sentence says the judge models were not run.
 
 # %%
-check = ch.stability_check(s, ch.stability_sample(s, stability_pairs, seed),
-                           client=ctx.client, models=judge_models,
-                           rubric=judge_rubric, orders=judge_orders)
+sample = ch.stability_sample(s, p.stability_pairs, p.seed)
+check = ch.stability_check(s, sample, client=ctx.client,
+                           models=p.judge_models, rubric=p.judge_rubric,
+                           orders=p.judge_orders)
 
 # %% tags=["hide-input"]
 if check.agreement is not None:
     display(check.agreement)
 display(ctx.table("stability", check.table, label="tbl-ch07-stability",
                   caption="Stability of the judges: decisions changed by repeating and by reversing the order."))
-save("judge_model_ranges", ch.model_ranges(check, judge_models), ctx.out_dir)
+ctx.save("judge_model_ranges", ch.model_ranges(check, p.judge_models))
 
 # %% [markdown]
 # ## Paper vs this run
@@ -257,14 +238,14 @@ save("judge_model_ranges", ch.model_ranges(check, judge_models), ctx.out_dir)
 
 # %% tags=["hide-input"]
 three = ch.three_methods(fixed)
-paper = ctx.paper_table(ch.paper_rows(three, fixed, check, tfidf_threshold=tfidf_threshold,
-                                      embedding_threshold=embedding_threshold),
+paper = ctx.paper_table(ch.paper_rows(three, fixed, check, tfidf_threshold=p.tfidf_threshold,
+                                      embedding_threshold=p.embedding_threshold),
                         caption="The paper's agreement and stability numbers and this run's.", label="tbl-ch07-paper")
 if paper is not None:
     display(paper)
 
 # %% tags=["remove-cell"]
-glue_facts("ch07", ch.chapter_facts(ctx, judge_models[0], s, fixed, three, at_thresholds, best, seps))
+glue_facts("ch07", ch.chapter_facts(ctx, p.judge_models[0], s, fixed, three, at_thresholds, best, seps))
 
 # %% [markdown]
 # ## LLM usage

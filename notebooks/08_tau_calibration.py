@@ -73,46 +73,20 @@
 # assume, on exactly the scores they use. A τ or score recovered under that judge shows that the
 # code is right, not that the method works with a real judge; each section says so.
 
-# %% tags=["more-parameters", "remove-cell"]
-backend = "reference"
-n_patterns = 8
-papers_per_pattern = 40
-n_reps = 10
-role_taus = {"Methodology": 0.8, "Novelty": 1.2, "Storyteller": 1.0}
-tie_width = 0.3
-n_stories = 100
-loss_thresholds = [0.05, 1.0, 5.0, 10.0]
-heavy_tie_rates = [0.0, 0.3, 0.6, 0.9]
-perception_noises = [0.0, 0.5, 1.0]
-misspec_reps = 3
-judge_model = "claude-opus-4-6"
-llm_pairs = 200
-cache_dir = None
-max_usd = None
-llm_batch = False
-out_dir = None
-
-# %% tags=["parameters"]
-seed = 0
-n_pairs = 2000
-review_noise = 0.8
-true_taus = [0.5, 0.8, 1.5]
-tie_rate = 0.3
-heavy_tie_width = 1.0
-densify_mode = "original"
-weight_scales = [0.25, 0.5, 1, 2, 4]
+# %% tags=["parameters", "remove-cell"]
+# -p values land after this cell; every parameter and its default: book/rerun.md (mechaudit.book.settings)
 
 # %% tags=["remove-cell"]
 from mechaudit.book.chapter import ChapterContext
 
-ctx = ChapterContext.open(globals())  # the backend, parsed once; this chapter's LLM client, budget and batch mode
+ctx = ChapterContext.open(globals(), "08_tau_calibration")  # checked parameters, backend, LLM client
+p = ctx.settings
 
 # %% tags=["remove-cell"]
 from mechaudit.book import ch08_tau_calibration as ch
 from mechaudit.plots import tau as plots
 from mechaudit.report.facts import glue_facts
 from mechaudit.report.glue import glue
-from mechaudit.report.outputs import save
 from mechaudit.tau import SimulatedJudge, make_pool, studies
 
 SIM = ch.SIMULATED_CAPTION  # the simulated sections run offline under every backend; their figures say so
@@ -136,9 +110,9 @@ print("simulated sections: offline simulated judge (not an LLM), with every back
 # grows with $|d|/\tau$. The model is documented in `mechaudit.tau.simulate`.
 
 # %%
-pool = make_pool(n_patterns=n_patterns,
-                 papers_per_pattern=papers_per_pattern, seed=seed,
-                 review_noise=review_noise)
+pool = make_pool(n_patterns=p.n_patterns,
+                 papers_per_pattern=p.papers_per_pattern, seed=p.seed,
+                 review_noise=p.review_noise)
 
 # %% tags=["hide-input"]
 ctx.table("pool_summary", ch.pool_display(pool), label="tbl-ch08-pool",
@@ -162,9 +136,9 @@ glue_facts("ch08", ch.pool_facts(pool))
 # likelihood ("mle"), which also gives a standard error from the observed information.
 
 # %%
-recovery = studies.tau_recovery(pool, true_taus, n_pairs=n_pairs,
-                                n_reps=n_reps, seed=seed, tie_rate=tie_rate,
-                                tie_width=tie_width)
+recovery = studies.tau_recovery(pool, p.true_taus, n_pairs=p.n_pairs,
+                                n_reps=p.n_reps, seed=p.seed,
+                                tie_rate=p.tie_rate, tie_width=p.tie_width)
 
 # %% tags=["hide-input"]
 ch.table(ctx, "tau_recovery", studies.recovery_table(recovery), ch.recovery_display(recovery), "tbl-ch08-recovery",
@@ -172,7 +146,7 @@ ch.table(ctx, "tau_recovery", studies.recovery_table(recovery), ch.recovery_disp
 
 # %% tags=["remove-cell"]
 glue_facts("ch08", ch.recovery_facts(recovery))
-glue_facts("ch08", ch.headline(n_reps))
+glue_facts("ch08", ch.headline(p.n_reps))
 
 # %% tags=["remove-cell"]
 fig = ctx.figure("tau_recovery", plots.tau_recovery_plot(recovery, caption=SIM), glue_as="ch08_fig_tau_recovery")
@@ -212,11 +186,11 @@ fig = ctx.figure("tau_recovery", plots.tau_recovery_plot(recovery, caption=SIM),
 # also reviewed without a second round and with each alternative; that analysis uses those runs.
 
 # %%
-judge = SimulatedJudge(pool.truth(), taus=role_taus, seed=seed,
-                       tie_rate=tie_rate, tie_width=tie_width)
-runs = studies.densify_comparison(pool, judge, n_stories=n_stories,
-                                  seed=seed)
-reviews, rounds = runs[densify_mode]
+judge = SimulatedJudge(pool.truth(), taus=p.role_taus, seed=p.seed,
+                       tie_rate=p.tie_rate, tie_width=p.tie_width)
+runs = studies.densify_comparison(pool, judge, n_stories=p.n_stories,
+                                  seed=p.seed)
+reviews, rounds = runs[p.densify_mode]
 summary = studies.recovery_summary(reviews)
 
 # %% tags=["hide-input"]
@@ -224,7 +198,7 @@ ch.table(ctx, "score_recovery", summary, ch.summary_display(summary), "tbl-ch08-
          "Inferred scores per reviewer role: error, coverage and width of the intervals, saturation.")
 
 # %% tags=["remove-cell"]
-glue_facts("ch08", ch.review_facts(reviews, n_stories))
+glue_facts("ch08", ch.review_facts(reviews, p.n_stories))
 
 # %% tags=["remove-cell"]
 fig = ctx.figure("score_recovery", plots.score_recovery_plot(reviews, caption=SIM), glue_as="ch08_fig_score_recovery")
@@ -279,7 +253,7 @@ glue("ch08_sat_sentence", ch.saturation_facts(saturation)["sentence"])
 
 # %% tags=["remove-cell"]
 example = rounds[0]
-profile = studies.loss_profile(example["anchors"], example["comparisons"], example["tau"], scales=weight_scales)
+profile = studies.loss_profile(example["anchors"], example["comparisons"], example["tau"], scales=p.weight_scales)
 fig = ctx.figure("loss_band", plots.loss_band_plot(profile, caption=SIM), glue_as="ch08_fig_loss_band")
 
 # %% [markdown]
@@ -298,7 +272,7 @@ fig = ctx.figure("loss_band", plots.loss_band_plot(profile, caption=SIM), glue_a
 # one with large weights. Over all stored reviews:
 
 # %%
-scale_effect = studies.weight_scale_effect(rounds, scales=weight_scales)
+scale_effect = studies.weight_scale_effect(rounds, scales=p.weight_scales)
 
 # %% tags=["hide-input"]
 ch.table(ctx, "scale_effect", scale_effect, ch.scale_display(scale_effect), "tbl-ch08-scale",
@@ -345,18 +319,20 @@ fig = ctx.figure("weight_scale", plots.weight_scale_plot(scale_effect, caption=S
 # %%
 # the analyses of Appendix 8A (book/ch08_appendix.md)
 reviews_first, rounds_first = runs[studies.FIRST_ROUND]
-triggers = studies.densify_trigger_rates(rounds_first, loss_thresholds)
+triggers = studies.densify_trigger_rates(rounds_first, p.loss_thresholds)
 tables = {name: table for name, (table, _) in runs.items()}
 densify_effect = ch.densify_effect(tables)
-ties = studies.tie_effect(pool, tau=0.8, tie_rates=heavy_tie_rates,
-                          tie_width=heavy_tie_width, n_pairs=n_pairs,
-                          seed=seed)
+ties = studies.tie_effect(pool, tau=0.8, tie_rates=p.heavy_tie_rates,
+                          tie_width=p.heavy_tie_width, n_pairs=p.n_pairs,
+                          seed=p.seed)
 misspec = studies.tau_misspecification(
-    pool, true_taus, perception_noises=perception_noises, n_pairs=n_pairs,
-    n_reps=misspec_reps, seed=seed, tie_rate=tie_rate, tie_width=tie_width)
+    pool, p.true_taus, perception_noises=p.perception_noises,
+    n_pairs=p.n_pairs, n_reps=p.misspec_reps, seed=p.seed,
+    tie_rate=p.tie_rate, tie_width=p.tie_width)
 misspec_scores = studies.score_misspecification(
-    pool, rounds, role_taus, perception_noises=perception_noises,
-    n_pairs=n_pairs, seed=seed, tie_rate=tie_rate, tie_width=tie_width)
+    pool, rounds, p.role_taus, perception_noises=p.perception_noises,
+    n_pairs=p.n_pairs, seed=p.seed, tie_rate=p.tie_rate,
+    tie_width=p.tie_width)
 score_table = studies.score_misspecification_table(misspec_scores)
 
 # %% tags=["remove-cell"]
@@ -375,7 +351,7 @@ glue_facts("ch08_dens", ch.densify_facts(densify_effect, tables))
 
 # %% tags=["remove-cell"]
 by_hint = studies.densify_by_hint(tables)
-save("densify_by_hint", by_hint.round(3), ctx.out_dir)
+ctx.save("densify_by_hint", by_hint.round(3))
 fig = ctx.figure("densify", plots.densify_plot(by_hint, caption=SIM), glue_as="ch08_fig_densify")
 
 # %% tags=["remove-cell"]
@@ -394,7 +370,7 @@ ch.table(ctx, "mean_tau", studies.misspecification_table(misspec), ch.misspec_di
 
 # %% tags=["remove-cell"]
 glue_facts("ch08_ms", ch.misspec_facts(misspec))
-glue("ch08_misspec_reps", misspec_reps)
+glue("ch08_misspec_reps", p.misspec_reps)
 
 # %% tags=["remove-cell"]
 fig = ctx.figure("misspecified_tau", plots.misspecified_tau_plot(misspec, caption=SIM),
@@ -414,7 +390,7 @@ fig = ctx.figure("misspecified_score", plots.misspecified_score_plot(score_table
 # %% [markdown]
 # %% tags=["remove-cell"]
 # shown in Appendix 8A (book/ch08_appendix.md)
-ctx.table("original_vs_this_run", ch.original_settings(recovery, misspec, rounds_first, n_pairs, densify_mode),
+ctx.table("original_vs_this_run", ch.original_settings(recovery, misspec, rounds_first, p.n_pairs, p.densify_mode),
           label="tbl-ch08-original", caption="The original method's settings and results beside this run's.")
 
 # %% [markdown]
@@ -428,11 +404,11 @@ ctx.table("original_vs_this_run", ch.original_settings(recovery, misspec, rounds
 # {doc}`Appendix 8A <../book/ch08_appendix>` explains why, and how to calibrate a judge on real papers.
 
 # %%
-fits = ch.calibrate_with_llm(pool, ctx.client, model=judge_model,
-                             n_pairs=llm_pairs, seed=seed)
+fits = ch.calibrate_with_llm(pool, ctx.client, model=p.judge_model,
+                             n_pairs=p.llm_pairs, seed=p.seed)
 
 # %% tags=["hide-input"]
-save("real_judge_fits", fits, ctx.out_dir)
+ctx.save("real_judge_fits", fits)
 
 # %% [markdown]
 # ## LLM usage

@@ -57,26 +57,14 @@
 #    pair of rules.
 # 6. **Report** with `mechaudit.report.outputs.save(name, table, out_dir)`: CSV, PNG and SVG files.
 
-# %% tags=["more-parameters", "remove-cell"]
-backend = "reference"
-embedding_cache = True
-judge_model = "claude-opus-4-6"
-cache_dir = None
-max_usd = None
-out_dir = None
-
-# %% tags=["parameters"]
-seed = 0
-data_dir = None
-tfidf_threshold = 0.25
-embedding_threshold = 0.77
-embedding_model = None
-reference_rubric = "full"
+# %% tags=["parameters", "remove-cell"]
+# -p values land after this cell; every parameter and its default: book/rerun.md (mechaudit.book.settings)
 
 # %% tags=["remove-cell"]
-from mechaudit.book.chapter import ChapterContext
+from mechaudit.book.chapter import ChapterContext, broken_copy, swap_shares, your_data
 
-ctx = ChapterContext.open(globals())  # the backend, parsed once; this chapter's LLM client and budget
+ctx = ChapterContext.open(globals(), "09_your_data")  # checked parameters, backend, LLM client
+p = ctx.settings
 
 # %% tags=["remove-cell"]
 import shutil
@@ -85,7 +73,6 @@ from pathlib import Path
 import pandas as pd
 
 import mechaudit as ma
-from mechaudit.book.chapter import broken_copy, swap_shares, your_data
 from mechaudit.paths import EXAMPLE_DIR, cache_path, data_folder_or
 from mechaudit.plots import cosine_strips
 from mechaudit.report.facts import glue_facts
@@ -93,8 +80,8 @@ from mechaudit.report.glue import glue
 from mechaudit.report.outputs import save
 from mechaudit.report.tables import book_table
 
-folder = data_folder_or(data_dir, EXAMPLE_DIR)  # data_dir, else MECHAUDIT_DATA, else the example set
-store = cache_path("embedding_cache") if embedding_cache else None  # data/embedding_cache in a clone
+folder = data_folder_or(p.data_dir, EXAMPLE_DIR)  # data_dir, else MECHAUDIT_DATA, else the example set
+store = cache_path("embedding_cache") if p.embedding_cache else None  # data/embedding_cache in a clone
 
 # %% [markdown]
 # `data_dir` is the folder to audit (`None`: the example set). Step 6 writes its files to `out_dir`,
@@ -146,7 +133,7 @@ book_table(pd.DataFrame(rows).set_index("hypothesis"),
            caption="The hypotheses: opening, steps, first step and role.")
 
 # %% tags=["remove-cell"]
-glue_facts("ch09", your_data(bench, folder, own=data_dir is not None))
+glue_facts("ch09", your_data(bench, folder, own=p.data_dir is not None))
 broken = broken_copy(folder, bench)  # its first hypothesis has a misspelt step id
 
 # %% [markdown]
@@ -175,10 +162,10 @@ shutil.rmtree(broken.parent)
 # is a dict with `kind`, `original`, `variant`, `valid` and, when the check fails, its `reason`.
 
 # %%
-suite = ma.make_suite(bench.hypotheses, seed=seed,
+suite = ma.make_suite(bench.hypotheses, seed=p.seed,
                       vocabulary=bench.vocabulary)
-built = pd.DataFrame({"kind": [p["kind"] for p in suite],
-                      "valid": [p["valid"] for p in suite]})
+built = pd.DataFrame({"kind": [item["kind"] for item in suite],
+                      "valid": [item["valid"] for item in suite]})
 counts = (built.groupby("kind", sort=False).valid
           .agg(pairs="size", kept="sum").astype(int))
 book_table(counts, name="tbl-ch09-counts",
@@ -191,8 +178,8 @@ book_table(counts, name="tbl-ch09-counts",
 # explanation names.
 
 # %%
-excluded = [(p["original"].id, p["kind"], p["reason"])
-            for p in suite if not p["valid"]]
+excluded = [(item["original"].id, item["kind"], item["reason"])
+            for item in suite if not item["valid"]]
 columns = ["hypothesis", "kind", "reason"]
 book_table(pd.DataFrame(excluded, columns=columns).set_index("hypothesis"),
            name="tbl-ch09-excluded",
@@ -219,7 +206,7 @@ if rewrites.exists():
         bench.hypotheses, ma.load_rewrites(rewrites),
         vocabulary=bench.vocabulary)
 sizes = pd.DataFrame([{"suite": name, "pairs": len(s),
-                       "kept": sum(p["valid"] for p in s)}
+                       "kept": sum(item["valid"] for item in s)}
                       for name, s in suites.items()]).set_index("suite")
 book_table(sizes, name="tbl-ch09-suites",
            caption="Pairs built and kept in each suite.")
@@ -229,10 +216,11 @@ book_table(sizes, name="tbl-ch09-suites",
 # kind for the summary.
 
 # %%
-valid = {name: [p for p in s if p["valid"]] for name, s in suites.items()}
-pairs = {name: [(p["original"], p["variant"]) for p in v]
+valid = {name: [item for item in s if item["valid"]]
+         for name, s in suites.items()}
+pairs = {name: [(item["original"], item["variant"]) for item in v]
          for name, v in valid.items()}
-kinds = {name: [p["kind"] for p in v] for name, v in valid.items()}
+kinds = {name: [item["kind"] for item in v] for name, v in valid.items()}
 
 # %% [markdown]
 # ## 4. Audit with each rule
@@ -254,19 +242,19 @@ kinds = {name: [p["kind"] for p in v] for name, v in valid.items()}
 
 # %%
 rules = {
-    "TF-IDF": ma.TfidfRule(threshold=tfidf_threshold),
-    "embeddings": ma.EmbeddingRule(model=embedding_model, cache_dir=store,
-                                   threshold=embedding_threshold),
-    "reference judge": ma.ReferenceJudge(rubric=reference_rubric),
+    "TF-IDF": ma.TfidfRule(threshold=p.tfidf_threshold),
+    "embeddings": ma.EmbeddingRule(model=p.embedding_model, cache_dir=store,
+                                   threshold=p.embedding_threshold),
+    "reference judge": ma.ReferenceJudge(rubric=p.reference_rubric),
 }
 if ctx.llm:
-    rules["LLM judge"] = ma.LLMJudge(model=judge_model, client=ctx.client,
+    rules["LLM judge"] = ma.LLMJudge(model=p.judge_model, client=ctx.client,
                                      instances=bench.instances)
 decisions = {name: ma.decisions_table(pairs[name], rules)
              for name in suites}
 for name, table in decisions.items():
-    table.index = pd.Index([f"{p['original'].id} {p['kind']}"
-                            for p in valid[name]], name="pair")
+    table.index = pd.Index([f"{item['original'].id} {item['kind']}"
+                            for item in valid[name]], name="pair")
 book_table(decisions["template-built suite"].head(3),
            name="tbl-ch09-decisions",
            caption="Each rule's decision on the first three pairs "
@@ -300,9 +288,9 @@ glue("ch09_n_pairs", len(suite))
 glue("ch09_n_valid", len(valid["template-built suite"]))
 glue_facts("ch09", swap_shares(pct, "template-built suite"))
 glue_facts("ch09_rw", swap_shares(pct, "reworded suite"))
-glue("ch09_status", ctx.status(judge_model, "computed locally (no LLM)"))
-fig = cosine_strips(sims, {"tfidf": {f"threshold {tfidf_threshold:g}": tfidf_threshold},
-                           "embedding": {f"threshold {embedding_threshold:g}": embedding_threshold}},
+glue("ch09_status", ctx.status(p.judge_model, "computed locally (no LLM)"))
+fig = cosine_strips(sims, {"tfidf": {f"threshold {p.tfidf_threshold:g}": p.tfidf_threshold},
+                           "embedding": {f"threshold {p.embedding_threshold:g}": p.embedding_threshold}},
                     caption=ctx.caption("TF-IDF and embeddings computed locally"))
 fig = ctx.figure("cosine_by_kind", fig, glue_as="ch09_fig_cosines")
 
@@ -353,13 +341,13 @@ tables = {"suite_counts": counts,
           "decisions": pd.concat(decisions, names=["suite"]),
           "percent_different": pct, "agreement": agreement}
 for name, table in tables.items():
-    save(name, table, out_dir)
+    save(name, table, p.out_dir)
 files = {"template-built suite": "perturbations.jsonl",
          "reworded suite": "perturbations_reworded.jsonl"}
-if out_dir is not None:
+if p.out_dir is not None:
     for name in suites:
-        ma.write_suite(suites[name], Path(out_dir) / files[name])
-    written = sorted(p.name for p in Path(out_dir).iterdir())
+        ma.write_suite(suites[name], Path(p.out_dir) / files[name])
+    written = sorted(f.name for f in Path(p.out_dir).iterdir())
     print("written to out_dir: " + ", ".join(written))
 else:
     print("out_dir is None: nothing written (--out DIR fills it)")

@@ -148,7 +148,7 @@ def test_the_next_chapter_gets_what_is_left_of_the_run_budget_never_less_than_ze
     assert injected["max_usd"] == pytest.approx(left, abs=1e-6)
     assert injected["max_usd"] >= 0
     # the chapter opens with it: a spent budget is a chapter that answers from the cache only
-    ctx = ChapterContext.open({"backend": "replay", **injected})
+    ctx = ChapterContext.open({"backend": "replay", **injected}, "05_perturbations")
     assert ctx.session.max_usd == pytest.approx(left, abs=1e-6)
 
 
@@ -157,7 +157,7 @@ def test_an_overspent_run_lets_the_next_chapter_read_its_cached_answers(tmp_path
     run = _account(0.5)
     run.totals["cost_usd"] = 0.75  # estimates and real costs differ a little: the run went over
     params = run.inject(SimpleNamespace(stem="x"), {})
-    ctx = ChapterContext.open({"backend": "anthropic", "cache_dir": str(tmp_path), **params})
+    ctx = ChapterContext.open({"backend": "anthropic", "cache_dir": str(tmp_path), **params}, "05_perturbations")
     assert ctx.client.complete(req(0)).cached
 
 

@@ -9,7 +9,8 @@ import pytest
 
 from mechaudit.backends import Backend
 from mechaudit.book import ch06_rubric_sensitivity as ch
-from mechaudit.book.chapter import ChapterContext, ChapterSettings
+from mechaudit.book.chapter import ChapterContext
+from mechaudit.book.settings import RunSettings
 from mechaudit.perturb import KINDS
 from mechaudit.report.comparison import compare
 from mechaudit.rules.audit import percent_different
@@ -62,7 +63,7 @@ def test_components_examples_and_findings(shipped):
     assert ex.loc["first_step_swapped", "step judge: different"] == "initiating"
     assert ex.loc["wording_only", "step judge: different"] == "nothing"
     assert ex.loc["wording_only", "what changed"] != ""
-    ctx = ChapterContext(ChapterSettings())
+    ctx = ChapterContext(RunSettings())
     facts = ch.chapter_facts(ctx, "m", pct, components, s, 0.5)
     assert facts.ref_full_fss_pct == 100.0 and facts.ref_none_fss_pct == 0.0 and facts.ref_step_mss_pct == 100.0
     assert facts.min_chain_swapped >= 3 and facts.min_jaccard_swapped >= 0.5

@@ -10,7 +10,8 @@ import pandas as pd
 import pytest
 
 from mechaudit.book import ch07_sensitivity as ch
-from mechaudit.book.chapter import ChapterContext, ChapterSettings
+from mechaudit.book.chapter import ChapterContext
+from mechaudit.book.settings import RunSettings
 from mechaudit.report.comparison import compare
 from mechaudit.rules import TfidfRule
 
@@ -68,7 +69,7 @@ def test_three_methods_headline_and_offline_paper_rows():
     best = ch.best_agreement(ch.agreement_sweep(sims, grids, fixed), sims, fixed)
     _, sep = ch.separation(sims, np.array([True] * 3 + [False] * 3), grids)
     s = SimpleNamespace(reference=SimpleNamespace(rubric="full"))
-    facts = ch.chapter_facts(ChapterContext(ChapterSettings()), "m", s, fixed, three, ch.agreement_at_thresholds(fixed),
+    facts = ch.chapter_facts(ChapterContext(RunSettings()), "m", s, fixed, three, ch.agreement_at_thresholds(fixed),
                              best, {"template": sep})
     assert facts.headline_agreement == f"{facts.agreement_pct_low:.1f} to {facts.agreement_pct_high:.1f} %"
     assert facts.agreement_pct_low == pytest.approx(50.0) and facts.agreement_pct_high == pytest.approx(100 * 5 / 6)

@@ -7,7 +7,8 @@ import pandas as pd
 import pytest
 
 from mechaudit.book import ch08_tau_calibration as ch
-from mechaudit.book.chapter import ChapterContext, ChapterSettings
+from mechaudit.book.chapter import ChapterContext
+from mechaudit.book.settings import RunSettings
 from mechaudit.tau import make_pool, studies
 
 
@@ -256,7 +257,7 @@ def test_chapter_figures_have_short_legends_and_worded_axes(densify_runs):
 
 
 def test_table_writes_the_raw_numbers_and_shows_the_reading_form(tmp_path):
-    ctx = ChapterContext(ChapterSettings(), out_dir=tmp_path)
+    ctx = ChapterContext(RunSettings(out_dir=str(tmp_path)))
     raw = pd.DataFrame({"tau": [0.81234, 1.5]})
     shown = ch.table(ctx, "fits", raw, raw.assign(tau=["0.81", "1.50"]), "tbl-x", "Fits.")
     assert pd.read_csv(tmp_path / "fits.csv")["tau"].tolist() == [0.812, 1.5]

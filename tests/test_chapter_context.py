@@ -18,11 +18,13 @@ from mechaudit.book.chapter import (
     LOCAL,
     SIMULATED,
     ChapterContext,
-    ChapterSettings,
     backend_of,
     broken_copy,
+    chapter_settings,
     your_data,
 )
+from mechaudit.book.params import ParameterError
+from mechaudit.book.settings import PerturbationsSettings
 from mechaudit.errors import MechauditError
 from mechaudit.llm import LLMClient
 from mechaudit.llm.session import LLMSession
@@ -32,26 +34,29 @@ from mechaudit.schema import load_benchmark
 SRC = Path(__file__).resolve().parents[1] / "src" / "mechaudit"
 
 
-def test_settings_take_only_their_names_and_parse_the_backend():
-    cell_globals = {"backend": "replay", "max_usd": 2, "llm_batch": 1, "cache_dir": "/tmp/c", "seed": 7,
-                    "judge_model": "m", "__name__": "__main__"}
-    s = ChapterSettings.from_params(cell_globals)
-    assert s == ChapterSettings(Backend.REPLAY, 2.0, True, "/tmp/c")
-    assert s.backend is Backend.REPLAY and s.llm and isinstance(s.max_usd, float) and s.llm_batch is True
-    assert ChapterSettings.from_params({}) == ChapterSettings(Backend.REFERENCE, None, False, None)
-    assert not ChapterSettings.from_params({}).llm
+def test_settings_are_the_chapters_model_with_the_given_values_over_its_defaults():
+    cell_globals = {"backend": "replay", "max_usd": 2, "llm_batch": True, "cache_dir": "/tmp/c", "seed": 7,
+                    "judge_model": "m", "__name__": "__main__", "In": [""], "ChapterContext": ChapterContext,
+                    "pd": pytest}
+    s = chapter_settings(cell_globals, "05_perturbations")
+    assert isinstance(s, PerturbationsSettings)
+    assert (s.backend, s.max_usd, s.llm_batch, s.cache_dir) == ("replay", 2, True, "/tmp/c")
+    assert (s.seed, s.judge_model) == (7, "m")
+    assert chapter_settings({}, "05_perturbations") == PerturbationsSettings()
+    assert chapter_settings({"power_designs": [[2, 3]]}, "02c_robustness").power_designs == [(2, 3)]
 
 
 @pytest.mark.parametrize(("params", "message"), [
-    ({"backend": "Replay"}, "field 'backend': 'Replay' is not a backend; choose one of reference, anthropic, replay"),
-    ({"backend": None}, "field 'backend': None is not a backend"),
-    ({"max_usd": -1}, "field 'max_usd': must be a finite number >= 0 or None"),
+    ({"backend": "Replay"}, "field 'backend': must be one of 'reference', 'anthropic', 'replay', got 'Replay'; "
+                            "did you mean 'replay'?"),
+    ({"backend": None}, "field 'backend': must be a string like the default 'reference', got None"),
+    ({"max_usd": -1}, "field 'max_usd': must be a number in [0, inf], got -1"),
     ({"max_usd": "5"}, "field 'max_usd'"),
 ])
-def test_bad_settings_are_one_line_errors(params, message):
-    with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)")) as err:
-        ChapterSettings.from_params(params)
-    assert "\n" not in str(err.value)
+def test_bad_parameters_are_one_line_errors(params, message):
+    with pytest.raises(ParameterError) as err:
+        chapter_settings(params, "05_perturbations")
+    assert message in str(err.value) and "\n" not in str(err.value)
 
 
 def test_backend_of_defaults_to_reference_and_keeps_members():
@@ -62,7 +67,7 @@ def test_backend_of_defaults_to_reference_and_keeps_members():
 
 
 def test_offline_context_has_no_client_and_offline_texts():
-    with ChapterContext.open({"backend": "reference", "max_usd": 1.5}) as ctx:
+    with ChapterContext.open({"backend": "reference", "max_usd": 1.5}, "05_perturbations") as ctx:
         assert ctx.client is None and ctx.backend is Backend.REFERENCE and not ctx.llm
         assert ctx.session.max_usd == 1.5 and ctx.session.ledgers == []
         assert ctx.status("claude-x", SIMULATED) == "simulated (reference backend)"
@@ -72,7 +77,8 @@ def test_offline_context_has_no_client_and_offline_texts():
 
 
 def test_llm_context_client_spends_from_the_chapters_own_session(tmp_path):
-    ctx = ChapterContext.open({"backend": "replay", "max_usd": 0.5, "llm_batch": True, "cache_dir": str(tmp_path)})
+    ctx = ChapterContext.open({"backend": "replay", "max_usd": 0.5, "llm_batch": True, "cache_dir": str(tmp_path)},
+                              "05_perturbations")
     assert isinstance(ctx.client, LLMClient) and ctx.client.backend is Backend.REPLAY
     assert ctx.client.session is ctx.session and ctx.session.ledgers == [ctx.client._ledger]
     assert (ctx.session.max_usd, ctx.session.batch) == (0.5, True)
@@ -80,7 +86,7 @@ def test_llm_context_client_spends_from_the_chapters_own_session(tmp_path):
     assert ctx.status("claude-x", LOCAL) == "LLM (claude-x, replay)"
     assert ctx.caption("x") == "Backend: replay. x"
     assert ctx.usage().iloc[0, 0] == "no LLM calls (backend 'replay')"
-    other = ChapterContext.open({"backend": "replay", "cache_dir": str(tmp_path)})
+    other = ChapterContext.open({"backend": "replay", "cache_dir": str(tmp_path)}, "05_perturbations")
     assert other.session is not ctx.session and other.session.max_usd is None  # nothing shared between runs
     assert ctx.session.ledgers == [ctx.client._ledger]
 
@@ -159,7 +165,7 @@ def test_the_context_saves_numbers_and_shows_tables_and_figures(tmp_path, capsys
 
     from mechaudit.report.tables import BookTable
 
-    ctx = ChapterContext.open({"out_dir": str(tmp_path), "compare_paper": None, "data_dir": None})
+    ctx = ChapterContext.open({"out_dir": str(tmp_path), "compare_paper": None, "data_dir": None}, "05_perturbations")
     assert ctx.out_dir == str(tmp_path) and ctx.show_paper  # the shipped data: the paper is shown
     shown = ctx.table("rates", pd.DataFrame({"x (%)": [12.345]}), caption="Rates.", label="tbl-x")
     assert isinstance(shown, BookTable) and "tbl-x" in shown._repr_markdown_()
@@ -181,8 +187,10 @@ def test_the_context_keeps_the_paper_off_other_data(tmp_path, capsys):
 
     other = tmp_path / "mine"
     other.mkdir()
-    for params in ({"compare_paper": False}, {"compare_paper": None, "data_dir": str(other)}, {}):
-        ctx = ChapterContext.open(params)
+    for params, chapter in (({"compare_paper": False}, "05_perturbations"),
+                            ({"compare_paper": None, "data_dir": str(other)}, "05_perturbations"),
+                            ({}, "08_tau_calibration")):  # a chapter without compare_paper
+        ctx = ChapterContext.open(params, chapter)
         assert not ctx.show_paper
         assert ctx.paper_table([("design.runs", 60)], caption="c", label="tbl-c") is None
         assert capsys.readouterr().out.strip() == PAPER_OFF

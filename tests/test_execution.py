@@ -65,35 +65,15 @@ def test_missing_parameters_cell(tmp_path):
         notebook_parameters(ch.source)
 
 
-MORE = '# %% tags=["more-parameters", "remove-cell"]\nbackend = "reference"\nout_dir = None\n\n'
-SHOWN = '# %% tags=["parameters"]\nseed = 0\n\n'
+def test_a_book_chapters_parameters_are_its_models_whatever_its_cell_holds(tmp_path, monkeypatch):
+    """A chapter of the book takes its parameters from its model, without reading the source (so
+    without the book tools); a cell of its own would be a second declaration, which the book's
+    chapters do not have (``test_settings``)."""
+    from mechaudit.book.settings import defaults
 
-
-def test_more_parameters_cell_before_the_parameters_cell(tmp_path):
-    ch = _write_notebook(tmp_path / "nb.py", MORE + SHOWN)
-    assert notebook_parameters(ch.source) == {"backend": "reference", "out_dir": None, "seed": 0}
-    assert resolve_parameters(ch, None, {"backend": "replay"}) == {"backend": "replay"}
-
-
-@pytest.mark.parametrize("body, message", [
-    (SHOWN + MORE, "placed before the cell tagged 'parameters'"),
-    (MORE + MORE + SHOWN, "at most one cell tagged 'more-parameters'"),
-    (MORE + SHOWN.replace("seed", "backend"), r"\['backend'\] defined in both"),
-    (MORE.replace("out_dir = None", "print(1)") + SHOWN, "more-parameters cell line 2: only assignments"),
-])
-def test_bad_more_parameters_cell(tmp_path, body, message):
-    ch = _write_notebook(tmp_path / "nb.py", body)
-    with pytest.raises(ParameterError, match=message):
-        notebook_parameters(ch.source)
-
-
-def test_an_override_of_a_more_parameter_wins(tmp_path):
-    """papermill injects after the 'parameters' cell, so the hidden default earlier is overridden."""
-    ch = _write_notebook(tmp_path / "nb.py", MORE + SHOWN + '# %%\nprint("backend is", backend)\n')
-    execute_chapter(ch, {"backend": "replay"})
-    nb = nbformat.read(ch.ipynb, as_version=4)
-    printed = "".join(o.get("text", "") for c in nb.cells for o in c.get("outputs", []))
-    assert "backend is replay" in printed
+    ch = _write_notebook(tmp_path / "01_problem.py", '# %% tags=["parameters"]\nseed = 3\n')
+    monkeypatch.setattr("mechaudit.book.params.book_tools", lambda *a: pytest.fail("read the source"))
+    assert notebook_parameters(ch.source) == defaults("01_problem") and defaults("01_problem")["seed"] == 0
 
 
 class ReadOnlyEnviron(dict):

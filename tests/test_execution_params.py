@@ -73,7 +73,7 @@ def test_the_error_names_the_expected_type_and_the_default():
     ("alpha", 0.0, 0.05, False), ("alpha", 1.0, 0.05, True), ("alpha", 1.01, 0.05, False),
     ("alpha", -0.01, 0.05, False), ("alpha", float("nan"), 0.05, False),
     ("tie_rate", 1.5, 0.1, False), ("power_level", 0.8, 0.8, True), ("max_usd", -0.5, 1.0, False),
-    ("max_usd", 0, 1.0, False), ("max_usd", 0.01, 1.0, True),
+    ("max_usd", 0, 1.0, True), ("max_usd", 0.01, 1.0, True),  # 0: cached answers only
     ("json_retries", -1, 2, False), ("json_retries", 0, 2, True),
     ("tfidf_threshold", 1.2, 0.25, False), ("tfidf_threshold", 1.0, 0.25, True),
     ("tfidf_threshold", 0.0, 0.25, True), ("tfidf_threshold", -0.1, 0.25, False),

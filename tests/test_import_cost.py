@@ -21,7 +21,7 @@ from mechaudit.cli import build_parser
 from mechaudit.rules import ReferenceJudge, TfidfRule
 from mechaudit.schema import load_benchmark
 
-ctx = ChapterContext.open({"backend": "reference"})
+ctx = ChapterContext.open({"backend": "reference"}, "01_problem")
 for chapter in toc_chapters():
     try:
         importlib.import_module(f"mechaudit.book.ch{chapter.stem}")

@@ -65,14 +65,7 @@ def test_wheel_ships_data_params_and_chapters(installed):
         assert f"mechaudit/_project/{rel}" in names, rel
     chapters = {p.name for p in (REPO_ROOT / "notebooks").glob("*.py")}
     shipped = {Path(n).name for n in names if n.startswith("mechaudit/_project/notebooks/")}
-    assert shipped == chapters | {"parameters.json"}
-    # the parameter index the wheel's build wrote is what jupytext reads from each chapter here
-    from mechaudit.book.params import notebook_parameters
-
-    index = json.loads(zipfile.ZipFile(wheel).read("mechaudit/_project/notebooks/parameters.json"))
-    assert set(index) == {Path(c).stem for c in chapters}
-    for stem, entry in index.items():
-        assert entry["parameters"] == notebook_parameters(REPO_ROOT / "notebooks" / f"{stem}.py"), stem
+    assert shipped == chapters
     assert not [n for n in names if "embedding_cache" in n or "cache-index.sqlite" in n or n.endswith(".ipynb")]
 
 
@@ -216,7 +209,7 @@ def plain_venv(wheel: Path) -> Path:
 def test_plain_install_estimates_from_an_empty_folder(installed, tmp_path, monkeypatch):
     """``pip install mechaudit`` alone (core dependencies, no extras) into a fresh venv without the
     system's packages: ``mechaudit estimate --params paper`` and ``reproduce --dry-run`` work from an
-    empty folder, without jupytext or torch (the chapters' parameters come from the wheel's index),
+    empty folder, without jupytext or torch (the chapters' parameters come from their models),
     and the estimate fits a terminal of 100 columns."""
     from mechaudit.book.estimate import estimate_chapters
     from mechaudit.llm.pricing import TERMINAL_WIDTH, format_estimate, totals

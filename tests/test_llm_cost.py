@@ -159,9 +159,9 @@ def test_ledger_report_and_run_total_agree(small_data, tmp_path, api_env):
     assert spent["calls"] == api_row["calls"] == 3 * N_PAIRS
     assert spent["input_tokens"] == api_row["input_tokens"] and spent["output_tokens"] == 20 * 3 * N_PAIRS
     assert spent["cost_usd"] == pytest.approx(api_row["cost_usd"], abs=1e-4)
-    offline = ChapterContext.open({"backend": "reference"}).usage()
+    offline = ChapterContext.open({"backend": "reference"}, CHAPTER).usage()
     assert offline.iloc[0, 0] == "no LLM calls (backend 'reference' is offline)"
-    unused = ChapterContext.open({"backend": "anthropic", "cache_dir": str(cache)}).usage()
+    unused = ChapterContext.open({"backend": "anthropic", "cache_dir": str(cache)}, CHAPTER).usage()
     assert unused.iloc[0, 0] == "no LLM calls (backend 'anthropic')"
 
 
@@ -169,7 +169,7 @@ def test_bad_budget_and_cli_estimate(small_data, tmp_path, capsys):
     with pytest.raises(ValueError, match="max_usd"):
         LLMSession(max_usd=-1)
     with pytest.raises(ValueError, match="max_usd"):
-        ChapterContext.open({"max_usd": float("nan")})
+        ChapterContext.open({"max_usd": float("nan")}, CHAPTER)
     from mechaudit.cli import main
 
     code = main(["estimate", CHAPTER, "-p", "backend", "anthropic", "-p", "data_dir", str(small_data),
@@ -347,7 +347,7 @@ def test_every_llm_chapter_has_budget_batch_and_usage_table():
         assert defaults.get("max_usd", "missing") is None and defaults.get("llm_batch") is False, chapter.stem
         source = chapter.source.read_text()
         begin, report = (
-            source.find("ctx = ChapterContext.open(globals())"),
+            source.find(f'ctx = ChapterContext.open(globals(), "{chapter.stem}")'),
             source.rfind("ctx.usage("),
         )
         assert 0 < begin < report, chapter.stem

@@ -21,6 +21,7 @@ import pytest
 import yaml
 
 from mechaudit.book.chapter import PAPER_OFF, ChapterContext
+from mechaudit.book.settings import RunSettings
 from mechaudit.paths import BENCHMARK_FILES, REPO_ROOT, is_shipped_benchmark
 from mechaudit.report.comparison import compare_paper_default
 
@@ -167,7 +168,7 @@ def shipped_copy(tmp_path) -> Path:
 
 
 def _open(data_dir: Path) -> ChapterContext:
-    return ChapterContext.open({"compare_paper": None, "data_dir": str(data_dir)})
+    return ChapterContext.open({"compare_paper": None, "data_dir": str(data_dir)}, "05_perturbations")
 
 
 def test_one_changed_word_of_the_shipped_data_turns_the_switch_off(shipped_copy):
@@ -185,7 +186,7 @@ def test_one_changed_word_of_the_shipped_data_turns_the_switch_off(shipped_copy)
 
 def test_a_context_without_the_parameter_shows_nothing_of_the_papers(shipped_copy):
     """The switch is off unless the chapter declares ``compare_paper``, whatever the data."""
-    assert not ChapterContext.open({"data_dir": str(shipped_copy)}).show_paper
+    assert not ChapterContext.open({"data_dir": str(shipped_copy)}, "09_your_data").show_paper
 
 
 # ------------------------------------------------------------------ every reference through the switch
@@ -263,8 +264,7 @@ def test_a_chapter_table_leaves_out_the_papers_columns_without_the_switch(tmp_pa
     frame = pd.DataFrame({"this run (%)": [1.0], "paper (%)": [61.0], "paper's value": ["reported"],
                           "paper-rate judge (%)": [2.0]}, index=pd.Index(["conceded"], name="label"))
     for show in (True, False):
-        ChapterContext(ChapterContext.open({}).settings, out_dir=tmp_path / str(show), show_paper=show).table(
-            "t", frame)
+        ChapterContext(RunSettings(out_dir=str(tmp_path / str(show))), show_paper=show).table("t", frame)
         header = (tmp_path / str(show) / "t.csv").read_text().splitlines()[0]
         assert ("paper (%)" in header and "paper's value" in header) is show, header
         assert "paper-rate judge (%)" in header

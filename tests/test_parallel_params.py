@@ -1,8 +1,8 @@
 """``-p parallel_backend`` and ``-p scheduler`` are checked before any kernel starts: a typo, a
 scheduler that is not an address, or a scheduler without the Dask backend is one line, exit 1.
 
-The chapter here is a copy of 02c's source with a ``scheduler = None`` parameter (the line the
-chapter carries), so the checks are tested on the parameters cell a real chapter has.
+The chapter here is a copy of 02c's source under its own stem, so the checks see the parameters of
+02c's model.
 """
 
 from __future__ import annotations
@@ -23,14 +23,10 @@ from mechaudit.workflow import parallel
 
 @pytest.fixture
 def chapter(tmp_path):
-    """02c's source with a ``scheduler = None`` parameter, under its own stem."""
-    source = (NOTEBOOKS_DIR / "02c_robustness.py").read_text(encoding="utf-8")
-    if "\nscheduler = " not in source:
-        assert source.count('\nparallel_backend = "loky"\n') == 1
-        source = source.replace('\nparallel_backend = "loky"\n', '\nparallel_backend = "loky"\nscheduler = None\n')
+    """02c's source in a folder of its own."""
     path = tmp_path / "nb" / "02c_robustness.py"
     path.parent.mkdir()
-    path.write_text(source, encoding="utf-8")
+    shutil.copy(NOTEBOOKS_DIR / "02c_robustness.py", path)
     shutil.copy(NOTEBOOKS_DIR.parent / "_toc.yml", tmp_path / "_toc.yml")
     return Chapter(path)
 

@@ -118,8 +118,9 @@ def test_declarations_name_known_results_with_a_reason():
 
 
 def test_unknown_backend_is_an_error_where_parameters_are_parsed():
-    with pytest.raises(BackendError, match="field 'backend': 'gpt' is not a backend"):
-        status.ChapterSettings.from_params({"backend": "gpt"})
+    with pytest.raises(MechauditError, match="field 'backend': must be one of 'reference', 'anthropic', 'replay', "
+                                             "got 'gpt'"):
+        status.chapter_settings({"backend": "gpt"}, "05_perturbations")
 
 
 # -- a fitted parameter cannot be added without its rows labelled ------------------------------

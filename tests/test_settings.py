@@ -1,29 +1,105 @@
-"""Every chapter parameter is declared once (``mechaudit.book.settings``), the notebooks' parameters
-cells hold its defaults, and a bad value is one clause naming what is allowed, before a kernel starts."""
+"""Every chapter parameter is declared once (``mechaudit.book.settings``): the notebooks read it from
+their context and declare none, and a bad value is one clause naming what is allowed, before a kernel
+starts (and again in the kernel, for a value injected by papermill itself)."""
 
 from __future__ import annotations
 
+import ast
 import math
+from pathlib import Path
 from typing import get_args
 
+import jupytext
 import pytest
 
 from mechaudit.book import settings
-from mechaudit.book.params import ParameterError, check_value, notebook_parameters, toc_chapters
+from mechaudit.book.params import (
+    ParameterError,
+    check_value,
+    notebook_parameters,
+    resolve_chapter,
+    resolve_parameters,
+    toc_chapters,
+)
 
 CHAPTERS = {c.stem: notebook_parameters(c.source) for c in toc_chapters()}
 
 
-def test_every_chapter_has_a_model_and_its_parameters_cells_hold_the_models_defaults():
+def second_declarations(source: Path, stem: str) -> list[str]:
+    """What in chapter ``source`` declares a parameter besides its model: a cell tagged
+    ``more-parameters``, a ``parameters`` cell that is not the one removed cell or that assigns a
+    value, a variable named like a parameter (a set-up cell run again would read it as one), or a
+    context not opened on the chapter's own model."""
+    cells = jupytext.read(source).cells
+    tagged = [c for c in cells if {"parameters", "more-parameters"} & set(c.metadata.get("tags", []))]
+    found = [] if [c.metadata["tags"] for c in tagged] == [["parameters", "remove-cell"]] else \
+        [f"parameters cells tagged {[c.metadata['tags'] for c in tagged]}"]
+    found += [f"assigns in {c.metadata['tags']}" for c in tagged if ast.parse(c.source).body]
+    bound = {n.id for c in cells if c.cell_type == "code" for n in ast.walk(ast.parse(c.source))
+             if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    found += [f"binds {name}" for name in settings.CHAPTERS[stem].model_fields if name in bound]
+    if f'ChapterContext.open(globals(), "{stem}")' not in source.read_text(encoding="utf-8"):
+        found.append(f"no context opened on {stem}'s model")
+    return found
+
+
+def test_every_chapter_has_a_model_and_declares_no_parameter_besides_it():
+    """A run starts from the model's defaults; the chapter's one parameters cell (papermill needs it)
+    assigns nothing and the notebook reads its parameters from a context opened on its own model."""
     assert set(settings.CHAPTERS) == set(CHAPTERS)
-    for stem, cell in CHAPTERS.items():
-        model = settings.defaults(stem)
-        assert list(model) == list(settings.CHAPTERS[stem].model_fields)
-        assert set(cell) == set(model), f"{stem}: only in the cell {set(cell) - set(model)}, only in the model " \
-                                        f"{set(model) - set(cell)}"
-        differ = {name: (cell[name], model[name]) for name in cell
-                  if cell[name] != model[name] or type(cell[name]) is not type(model[name])}
-        assert not differ, f"{stem}: notebook cell != model default (cell, model): {differ}"
+    for chapter in toc_chapters():
+        assert CHAPTERS[chapter.stem] == settings.defaults(chapter.stem)
+        assert list(CHAPTERS[chapter.stem]) == list(settings.CHAPTERS[chapter.stem].model_fields)
+        assert second_declarations(chapter.source, chapter.stem) == [], chapter.stem
+
+
+def test_a_second_declaration_is_found(tmp_path):
+    source = tmp_path / "01_problem.py"
+    source.write_text('# %% tags=["more-parameters", "remove-cell"]\nbackend = "reference"\n\n'
+                      '# %% tags=["parameters"]\nseed = 0\n\n# %%\nctx = ChapterContext.open(globals())\n')
+    assert second_declarations(source, "01_problem") == [
+        "parameters cells tagged [['more-parameters', 'remove-cell'], ['parameters']]",
+        "assigns in ['more-parameters', 'remove-cell']", "assigns in ['parameters']", "binds backend",
+        "binds seed", "no context opened on 01_problem's model"]
+
+
+def _run_until_the_context(params: dict) -> dict:
+    """The globals of chapter 01 executed with ``params`` injected by papermill (after the cell
+    tagged ``parameters``), up to the cell that opens its context."""
+    from papermill.parameterize import parameterize_notebook
+
+    from mechaudit import paper
+    from mechaudit.book.execute import source_notebook
+
+    nb = source_notebook(resolve_chapter("01_problem"))
+    nb.metadata["papermill"] = {}
+    for cell in nb.cells:
+        cell.metadata.setdefault("tags", [])
+    namespace: dict = {}
+    shown = paper.shown()
+    try:
+        for cell in parameterize_notebook(nb, params).cells:
+            if cell.cell_type == "code":
+                exec(cell.source, namespace)
+            if "ctx" in namespace:
+                return namespace
+    finally:
+        paper.show(shown)
+    raise AssertionError("no cell opened the context")
+
+
+def test_a_value_papermill_injects_reaches_the_settings_and_a_bad_one_fails_in_the_kernel():
+    namespace = _run_until_the_context({"seed": 7, "n_runs": 3})
+    assert namespace["p"] is namespace["ctx"].settings
+    assert (namespace["p"].seed, namespace["p"].n_runs, namespace["p"].n_openings) == (7, 3, 5)
+    with pytest.raises(ParameterError, match=r"^field 'n_runs': must be an integer in \[2, 1000\], got 1$"):
+        _run_until_the_context({"n_runs": 1})  # papermill run by hand: no check before the kernel
+
+
+def test_an_unknown_name_is_an_error_before_any_kernel():
+    with pytest.raises(ParameterError, match=r"^-p: field 'sed': unknown parameter: 01_problem does not define "
+                                             r"it; did you mean 'seed'\?"):
+        resolve_parameters(resolve_chapter("01_problem"), None, {"sed": 7})
 
 
 def test_every_field_has_a_description_and_run_settings_are_shared():
@@ -55,8 +131,7 @@ def test_choice_lists_are_the_libraries_own():
     ("05_perturbations", "judge_models", ["claude-opus-4-6", 3], "item 1: must be a string, got 3"),
     ("05_perturbations", "judge_model", " ", "must not be empty"),
     ("05_perturbations", "judge_orders", [], "must be a list of at least 1 item, got []"),
-    ("05_perturbations", "max_usd", -1, "must be a number > 0, got -1"),
-    ("05_perturbations", "max_usd", 0, "must be a number > 0, got 0"),
+    ("05_perturbations", "max_usd", -1, "must be a number in [0, inf], got -1"),
     ("05_perturbations", "max_usd", math.nan, "must be a finite number, got nan"),
     ("05_perturbations", "max_usd", math.inf, "must be a finite number, got inf"),
     ("05_perturbations", "backend", "antropic", "did you mean 'anthropic'?"),
@@ -85,6 +160,7 @@ def test_bad_values_are_one_clause_naming_what_is_allowed(stem, name, value, exp
 def test_good_values_pass():
     check_value("max_usd", 2, None, stem="05_perturbations")
     check_value("max_usd", None, None, stem="05_perturbations")
+    check_value("max_usd", 0, None, stem="05_perturbations")  # cached answers only (a spent run budget)
     check_value("judge_models", ["claude-opus-4-6", "openai:qwen2.5:7b"], [], stem="05_perturbations")
     check_value("compare_paper", False, None, stem="05_perturbations")
     check_value("tfidf_threshold", 1, 0.25, stem="05_perturbations")  # an int is a number
@@ -109,7 +185,7 @@ def test_the_parameter_tables_show_each_models_defaults_ranges_and_meaning():
     assert sweep[1:3] == ["[0.05, 0.95, 19]",
                           "a list [a number in [0, 1], a number in [0, 1], an integer in [2, 10000]]"]
     budget = {row[0]: row for row in parameter_rows("05_perturbations")}["max_usd"]
-    assert budget[2] == "a number > 0 or null"
+    assert budget[2] == "a number in [0, inf] or null"
     judges = {row[0]: row for row in parameter_rows("05_perturbations")}["judge_orders"]
     assert judges[1] == "[ab, ab, ba]"  # as written after -p
 

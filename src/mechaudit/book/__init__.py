@@ -1,6 +1,6 @@
 """The book runner: the layer above the library that executes chapters.
 
-``params`` (the table of contents, parameter cells and parameter-set files), ``settings`` (every
+``params`` (the table of contents, parameter defaults and parameter-set files), ``settings`` (every
 chapter's parameters, one pydantic model per chapter), ``preflight`` (data and run-folder checks
 before a kernel starts),
 ``estimate`` (the cost estimate over the chapters' plans), ``account`` (the LLM side of a run:

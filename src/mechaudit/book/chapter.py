@@ -1,8 +1,8 @@
 """What the chapter modules (``mechaudit.book.ch*``) and notebooks share; no chapter module imports
 another.
 
-- :class:`ChapterSettings` and :class:`ChapterContext`: a chapter's run settings, parsed once from
-  its parameters (:func:`backend_of` is the one place a backend name is parsed), and what its cells
+- :func:`chapter_settings` and :class:`ChapterContext`: a chapter's parameters, validated once by
+  its model (:func:`backend_of` is the one place a backend name is parsed), and what its cells
   use: the LLM client (or None offline) with this chapter's own
   :class:`~mechaudit.llm.session.LLMSession` (budget, batch mode, usage table), the status line, the
   figure caption and the usage table.
@@ -18,7 +18,7 @@ import json
 import shutil
 import tempfile
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -26,9 +26,11 @@ import pandas as pd
 
 from mechaudit import paper
 from mechaudit.backends import Backend, caption_text
+from mechaudit.book.params import check_value
+from mechaudit.book.settings import CHAPTERS, RunSettings
 from mechaudit.errors import use_warning_style
 from mechaudit.llm import LLMClient, get_client
-from mechaudit.llm.session import LLMSession, check_max_usd
+from mechaudit.llm.session import LLMSession
 from mechaudit.report import provenance
 from mechaudit.report.comparison import TOLERANCE, agrees, compare, compare_paper_default  # noqa: F401 (re-exported)
 from mechaudit.report.facts import fact
@@ -43,36 +45,25 @@ LOCAL = "computed locally (no LLM)"
 REFERENCE_JUDGE = "reference judge (not an LLM)"
 
 
-def backend_of(params: Mapping[str, Any]) -> Backend:
-    """The ``backend`` among ``params`` (default reference), parsed: the one place a backend name
-    becomes a :class:`Backend`; a bad name raises ``BackendError`` (one line)."""
-    return Backend.parse(params.get("backend", Backend.REFERENCE))
+def backend_of(params: Mapping[str, Any] | RunSettings) -> Backend:
+    """The ``backend`` among ``params`` (a mapping or a chapter's settings; default reference),
+    parsed: the one place a backend name becomes a :class:`Backend`; a bad name raises
+    ``BackendError`` (one line)."""
+    given = dict(params)
+    return Backend.parse(given.get("backend", Backend.REFERENCE))
 
 
-@dataclass(frozen=True)
-class ChapterSettings:
-    """The run settings of one chapter, from its parameters: ``backend`` (parsed), ``max_usd`` (USD,
-    None = no limit), ``llm_batch`` (Message Batches for bulk requests) and ``cache_dir`` (the
-    response cache; None = ``data/llm_cache``)."""
-
-    backend: Backend = Backend.REFERENCE
-    max_usd: float | None = None
-    llm_batch: bool = False
-    cache_dir: str | Path | None = None
-
-    @classmethod
-    def from_params(cls, params: Mapping[str, Any]) -> ChapterSettings:
-        """The settings among ``params`` (a parameters mapping or a notebook's ``globals()``); a
-        missing name keeps its default. A bad backend or budget raises one line naming the field."""
-        given = {f.name: params[f.name] for f in fields(cls) if f.name in params}
-        given.pop("backend", None)
-        return cls(backend=backend_of(params), max_usd=check_max_usd(given.pop("max_usd", None)),
-                   llm_batch=bool(given.pop("llm_batch", False)), **given)
-
-    @property
-    def llm(self) -> bool:
-        """True when the chapter's judges and workflow answer through an LLM (live or recorded)."""
-        return self.backend.is_llm
+def chapter_settings(params: Mapping[str, Any], chapter: str) -> RunSettings:
+    """The settings of ``chapter`` ("02_critique_depth"): its model (``mechaudit.book.settings``)
+    with the values ``params`` gives its fields over the defaults. ``params``: a notebook's
+    ``globals()``, where papermill put the injected parameters (``mechaudit execute`` rejects a name
+    the model lacks before any kernel starts; other names are the notebook's own), or a mapping. A
+    value that does not suit its field raises ``ParameterError``, one line naming the field."""
+    model = CHAPTERS[chapter]
+    given = {k: v for k, v in params.items() if k in model.model_fields}
+    for name, value in given.items():
+        check_value(name, value, model.model_fields[name].default, stem=chapter)
+    return model(**given)
 
 
 #: what a chapter prints in place of its "paper vs this run" table when it does not compare
@@ -81,48 +72,49 @@ PAPER_OFF = "No comparison with published numbers (compare_paper is false, or th
 
 class ChapterContext:
     """What a chapter's cells share, opened once in its set-up cell:
-    ``ctx = ChapterContext.open(globals())``.
+    ``ctx = ChapterContext.open(globals(), "02_critique_depth")``.
 
-    ``settings``: :class:`ChapterSettings`; ``session``: this chapter's LLM session (budget and batch
-    mode of every request it sends; its usage table); ``client``: the chapter's LLM client over that
-    session, or None with the offline backend. Library steps take ``ctx.client``. ``out_dir``: the
-    run folder of the chapter's tables and figures (None: nothing written); ``show_paper``: whether
-    the chapter shows the paper's numbers (only on the shipped benchmark): the one switch every paper
-    reference goes through (:meth:`open` sets the process's ``mechaudit.paper.shown`` to it). :meth:`table`,
-    :meth:`figure` and :meth:`paper_table` save, number, caption and show in one call each.
+    ``settings``: the chapter's parameters, an instance of its model (``mechaudit.book.settings``;
+    the cells read ``p = ctx.settings``, ``p.seed``); ``backend``: its backend, parsed; ``session``:
+    this chapter's LLM session (budget and batch mode of every request it sends; its usage table);
+    ``client``: the chapter's LLM client over that session, or None with the offline backend.
+    Library steps take ``ctx.client``. ``out_dir``: the run folder of the chapter's tables and
+    figures (None: nothing written); ``show_paper``: whether the chapter shows the paper's numbers
+    (only on the shipped benchmark): the one switch every paper reference goes through (:meth:`open`
+    sets the process's ``mechaudit.paper.shown`` to it). :meth:`table`, :meth:`figure` and
+    :meth:`paper_table` save, number, caption and show in one call each; :meth:`save` only writes.
     """
 
-    def __init__(self, settings: ChapterSettings, out_dir: str | Path | None = None,
-                 show_paper: bool = False) -> None:
+    def __init__(self, settings: RunSettings, show_paper: bool = False) -> None:
         self.settings = settings
-        self.session = LLMSession(max_usd=settings.max_usd, batch=settings.llm_batch)
+        self.backend = backend_of(settings)
+        self.session = LLMSession(max_usd=getattr(settings, "max_usd", None),
+                                  batch=getattr(settings, "llm_batch", False))
         self.client: LLMClient | None = None
-        self.out_dir = out_dir
+        self.out_dir = settings.out_dir
         self.show_paper = show_paper
 
     @classmethod
-    def open(cls, params: Mapping[str, Any]) -> ChapterContext:
-        """The context of a chapter run with ``params``: an LLM backend gets a client over the
-        response cache in ``cache_dir``, spending from the chapter's own session."""
+    def open(cls, params: Mapping[str, Any], chapter: str) -> ChapterContext:
+        """The context of ``chapter`` run with ``params`` (its notebook's ``globals()``;
+        :func:`chapter_settings`): an LLM backend gets a client over the response cache in
+        ``cache_dir``, spending from the chapter's own session."""
 
         use_warning_style()  # a torn cache line is reported once, as one line
         use_book_tables()  # every table in the book's format: labels, units, rounding
-        settings = ChapterSettings.from_params(params)
-        show_paper = "compare_paper" in params and compare_paper_default(params["compare_paper"],
-                                                                          params.get("data_dir"))
-        ctx = cls(settings, out_dir=params.get("out_dir"), show_paper=show_paper)
+        settings = chapter_settings(params, chapter)
+        show_paper = hasattr(settings, "compare_paper") and compare_paper_default(settings.compare_paper,
+                                                                                   settings.data_dir)
+        ctx = cls(settings, show_paper=show_paper)
         paper.show(show_paper)  # glue and library texts of this kernel follow the chapter's switch
-        if settings.llm:
-            ctx.client = get_client(settings.backend, cache_dir=settings.cache_dir, session=ctx.session)
+        if ctx.llm:
+            ctx.client = get_client(ctx.backend, cache_dir=getattr(settings, "cache_dir", None), session=ctx.session)
         return ctx
 
     @property
-    def backend(self) -> Backend:
-        return self.settings.backend
-
-    @property
     def llm(self) -> bool:
-        return self.settings.llm
+        """True when the chapter's judges and workflow answer through an LLM (live or recorded)."""
+        return self.backend.is_llm
 
     def status(self, model: str, offline: str) -> str:
         """The headline's status: ``"LLM (<model>, <backend>)"`` or ``offline`` (e.g. ``SIMULATED``)."""
@@ -150,6 +142,11 @@ class ChapterContext:
         if self.show_paper or not isinstance(frame, pd.DataFrame):
             return frame
         return frame.loc[:, [not paper.is_paper_column(c) for c in frame.columns]]
+
+    def save(self, name: str, obj: Any) -> Any:
+        """``obj`` (a table or figure) written to the run folder (:func:`~mechaudit.report.outputs.save`;
+        nothing without one) and returned unchanged."""
+        return save(name, obj, self.out_dir)
 
     def figure(self, name: str, fig: Any, glue_as: str | None = None) -> Any:
         """``fig`` written to ``<out_dir>/<name>.png`` and ``.svg``; with ``glue_as``, glued for the

@@ -1,10 +1,17 @@
-"""The book's chapters and their parameters: the table of contents, parameter cells and parameter-set files.
+"""The book's chapters and their parameters: the table of contents, parameter defaults and parameter-set files.
 
-A parameter-set file (``params/default.yaml``) has a ``common`` section offered to every notebook
-(each takes the names its parameters cell defines) and one section per notebook stem, holding only
-names that notebook defines. Overrides (``-p NAME VALUE``) must name a defined parameter too: unlike
-plain papermill, an unknown name is an error. Only values that differ from the notebook's defaults
-are injected, so executing with the defaults leaves the cells exactly those of the source.
+A chapter's source of truth is ``notebooks/NN_topic.py`` (jupytext py:percent). Executing it
+writes ``notebooks/NN_topic.ipynb`` (the committed reference that the book renders and nbval
+checks) or, with ``out_dir``, a copy in a run folder that leaves the reference untouched.
+
+A book chapter's parameters and their defaults are its model's (``mechaudit.book.settings``); a
+notebook outside the book declares them in its cell tagged ``parameters``. Values come from a
+parameter-set file (``params/default.yaml``): its ``common`` section is offered to every notebook
+(a notebook takes the names it defines), and the section named after the notebook's stem must only
+hold names that notebook defines. Overrides
+(``-p NAME VALUE``) must name a defined parameter too: unlike plain papermill, an unknown name is
+an error. Only values that differ from the notebook's own defaults are injected, so executing with
+the defaults leaves the notebook's cells exactly those of its source.
 """
 
 from __future__ import annotations
@@ -14,7 +21,6 @@ import copy
 import difflib
 import functools
 import importlib
-import json
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -24,9 +30,9 @@ from typing import Any
 import yaml
 from pydantic import ValidationError, create_model
 
-from mechaudit.book.settings import CHAPTERS, RunSettings, allowed, schema_at
+from mechaudit.book.settings import CHAPTERS, RunSettings, allowed, defaults, schema_at
 from mechaudit.errors import MechauditError
-from mechaudit.paths import PARAMS_DIR, REPO_ROOT, file_sha256
+from mechaudit.paths import PARAMS_DIR, REPO_ROOT
 
 DEFAULT_PARAMS = PARAMS_DIR / "default.yaml"
 
@@ -114,46 +120,14 @@ def resolve_params_file(value: str | Path | None) -> Path | None:
 
 
 def notebook_parameters(source: Path) -> dict[str, Any]:
-    """Names and default values of the cell tagged ``parameters`` in a py:percent source and of the
-    optional ``more-parameters`` cell before it (assignments of literals only), read with jupytext, or
-    from :data:`PARAMETER_INDEX` when an installed package ships one for this content (so ``mechaudit
-    estimate`` needs no book tools)."""
+    """Names and default values of a notebook's parameters: a book chapter's from its model
+    (``mechaudit.book.settings``; no book tools needed, so ``mechaudit estimate`` runs without them),
+    any other notebook's from its cell tagged ``parameters``, which may hold only assignments of
+    literals (numbers, strings, None, lists, dicts), read with jupytext."""
     source = Path(source)
-    indexed = _indexed_parameters(source)
-    if indexed is not None:
-        return indexed
+    if source.stem in CHAPTERS:
+        return defaults(source.stem)
     return copy.deepcopy(_notebook_parameters(source, source.stat().st_mtime_ns))
-
-
-#: The file beside the chapter sources of an installed package that holds every chapter's parameters,
-#: read by jupytext when the wheel was built: ``{stem: {"sha256": <source's>, "parameters": {...}}}``.
-PARAMETER_INDEX = "parameters.json"
-
-
-def write_parameter_index(folder: Path) -> Path:
-    """Write :data:`PARAMETER_INDEX` for the py:percent chapters in ``folder`` (the wheel's build
-    step, ``setup.py``); a value that JSON would not give back unchanged raises ``ParameterError``."""
-    index = {}
-    for source in sorted(Path(folder).glob("*.py")):
-        params = notebook_parameters(source)
-        if json.loads(json.dumps(params)) != params:
-            raise ParameterError(f"{source.name}: a parameter value does not survive JSON (a tuple?): use lists")
-        index[source.stem] = {"sha256": file_sha256(source), "parameters": params}
-    path = Path(folder) / PARAMETER_INDEX
-    path.write_text(json.dumps(index, indent=1, sort_keys=True) + "\n", encoding="utf-8")
-    return path
-
-
-def _indexed_parameters(source: Path) -> dict[str, Any] | None:
-    """The parameters :data:`PARAMETER_INDEX` lists for ``source``, or None (no index, no entry,
-    or an entry for other content)."""
-    index = source.parent / PARAMETER_INDEX
-    if not index.is_file():
-        return None
-    entry = json.loads(index.read_text(encoding="utf-8")).get(source.stem)
-    if entry is None or entry.get("sha256") != file_sha256(source):
-        return None
-    return entry["parameters"]
 
 
 def book_tools(names: tuple[str, ...] = ("jupytext", "nbformat", "papermill")) -> tuple[Any, ...]:
@@ -167,18 +141,11 @@ def book_tools(names: tuple[str, ...] = ("jupytext", "nbformat", "papermill")) -
                              "pip install 'mechaudit[book]'") from None
 
 
-#: Tag of an optional second parameters cell: the defaults a reader rarely changes (backend, cache and
-#: output folders, budgets), kept out of the book (tag it ``remove-cell`` too). It must come *before*
-#: the cell tagged ``parameters``: papermill injects overrides right after that cell, so they win
-#: over both.
-MORE_PARAMETERS = "more-parameters"
-
-
-def _literal_assignments(source_name: str, cell_source: str, tag: str) -> dict[str, Any]:
+def _literal_assignments(source_name: str, cell_source: str) -> dict[str, Any]:
     params: dict[str, Any] = {}
     tree = ast.parse(cell_source, filename=source_name)
     for node in tree.body:
-        where = f"{source_name}: {tag} cell line {node.lineno}"
+        where = f"{source_name}: parameters cell line {node.lineno}"
         if not (isinstance(node, (ast.Assign, ast.AnnAssign))):
             raise ParameterError(f"{where}: only assignments allowed")
         targets = node.targets if isinstance(node, ast.Assign) else [node.target]
@@ -197,18 +164,10 @@ def _notebook_parameters(source: Path, mtime_ns: int) -> dict[str, Any]:
     (jupytext,) = book_tools(("jupytext",))  # papermill is imported only to execute
 
     nb = jupytext.read(source)
-    tagged = [(i, c) for i, c in enumerate(nb.cells) if "parameters" in c.metadata.get("tags", [])]
-    more = [(i, c) for i, c in enumerate(nb.cells) if MORE_PARAMETERS in c.metadata.get("tags", [])]
+    tagged = [c for c in nb.cells if "parameters" in c.metadata.get("tags", [])]
     if len(tagged) != 1:
         raise ParameterError(f"{source.name}: expected exactly one cell tagged 'parameters', found {len(tagged)}")
-    if len(more) > 1 or (more and more[0][0] > tagged[0][0]):
-        raise ParameterError(f"{source.name}: at most one cell tagged '{MORE_PARAMETERS}', placed before the "
-                             "cell tagged 'parameters' (overrides are injected after that cell)")
-    params = _literal_assignments(source.name, more[0][1].source, MORE_PARAMETERS) if more else {}
-    shown = _literal_assignments(source.name, tagged[0][1].source, "parameters")
-    if set(params) & set(shown):
-        raise ParameterError(f"{source.name}: {sorted(set(params) & set(shown))} defined in both parameters cells")
-    return {**params, **shown}
+    return _literal_assignments(source.name, tagged[0].source)
 
 
 #: Sections of a parameter-set file besides ``common`` and chapter stems (read by chapters

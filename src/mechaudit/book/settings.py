@@ -7,8 +7,9 @@ execute`` and ``mechaudit estimate`` check every value from a parameter file or 
 chapter's model before any kernel starts (``mechaudit.book.params.check_value``), so the cost
 plans (``plan(p)``) see only checked values; ``mechaudit calibrate`` computes the committed tables
 at the models' defaults; the re-run page shows each model as a table (``{parameter-table}``,
-``mechaudit.sphinxext.parameter_table``). A notebook's parameters cells, which papermill needs, hold
-these defaults: ``tests/test_settings.py`` fails on any difference. Sizes have upper bounds far
+``mechaudit.sphinxext.parameter_table``). A chapter's notebook reads them from its context
+(``ChapterContext.open``: this model with papermill's injected values over its defaults); its
+parameters cell, which papermill needs, assigns nothing. Sizes have upper bounds far
 above what any chapter needs and far below what would exhaust a machine's memory, so a mistyped
 ``-p n_boot 1000000000000`` is one line.
 
@@ -58,7 +59,7 @@ Folder = Name | None
 Sweep = Annotated[tuple[Share, Share, size(2, MAX_SWEEP_POINTS)], BeforeValidator(_as_tuple)]
 #: a design ``[instances, runs per depth]``
 Design = Annotated[tuple[size(1, 1000), size(2, MAX_RUNS)], BeforeValidator(_as_tuple)]
-Budget = Positive | None
+Budget = NonNegative | None
 
 
 def doc(kind: Any, description: str, **kw: Any) -> Any:
@@ -81,6 +82,8 @@ Rules = doc(list[RuleName], "equivalence rules to compare", min_length=1)
 TruthRuns = doc(int, "simulated runs per depth and instance for the true values", ge=1, le=MAX_RUNS)
 TextReplications = doc(int, "replications of the text-level simulation", ge=1, le=MAX_REPLICATIONS)
 Alpha = doc(Level, "significance level of the tests", default=0.05)
+CacheDir = doc(Folder, "LLM response cache (None: data/llm_cache)", default=None)
+MaxUsd = doc(Budget, "LLM budget of the chapter in USD (0: cached answers only; None: no limit)", default=None)
 
 
 class RunSettings(BaseModel):
@@ -116,8 +119,8 @@ class Calibrated(Simulated):
 class LLMRun(RunSettings):
     """A chapter that may send LLM requests: the response cache, the budget and batch mode."""
 
-    cache_dir: doc(Folder, "LLM response cache (None: data/llm_cache)") = None
-    max_usd: doc(Budget, "LLM budget of the chapter in USD (None: no limit)") = None
+    cache_dir: CacheDir
+    max_usd: MaxUsd
     llm_batch: doc(bool, "send bulk LLM requests as Message Batches") = False
 
 
@@ -265,8 +268,8 @@ class TauSettings(LLMRun):
 
 class YourDataSettings(TextRules):
     judge_model: JudgeModel
-    cache_dir: doc(Folder, "LLM response cache (None: data/llm_cache)") = None
-    max_usd: doc(Budget, "LLM budget of the chapter in USD (None: no limit)") = None
+    cache_dir: CacheDir
+    max_usd: MaxUsd
     data_dir: doc(Folder, "your data folder (None: the chapter's example set)") = None
     reference_rubric: ReferenceRubric
 
