@@ -508,3 +508,181 @@ def test_the_progress_bar_goes_to_the_sessions_progress_stream(tmp_path, api_key
     monkeypatch.setattr(session_module, "terminal_copy", lambda: terminal)
     client_for(FakeAnthropic(lambda body: "fine"), tmp_path).complete_many([req()], progress=True)
     assert "LLM calls (claude-opus-4-6)" in terminal.getvalue()
+
+
+# -- client settings, defaults and messages ---------------------------------------------------
+
+def test_check_and_require_client_messages():
+    from mechaudit.llm.client import check_client, require_client
+
+    with pytest.raises(TypeError) as caught:
+        check_client("anthropic")
+    assert str(caught.value) == ("field 'client': got the name 'anthropic', not an LLM client; pass "
+                                 "ChapterContext.open(params).client or mechaudit.llm.get_client(...), or None offline")
+    with pytest.raises(TypeError, match="^field 'judge': got the name 'replay'"):
+        check_client("replay", field="judge")
+    with pytest.raises(ValueError) as caught:
+        require_client(None, "the coach")
+    assert str(caught.value) == "the coach needs an LLM client (mechaudit.llm.get_client)"
+    with pytest.raises(ValueError, match=r"^the coach needs an LLM client \(mechaudit.llm.get_client\); or not$"):
+        require_client(None, "the coach", hint="; or not")
+
+
+def test_complete_json_defaults_two_repairs_strict_and_reports_the_last_real_call(tmp_path, api_key):
+    fake = FakeAnthropic(lambda body: "no verdict here")
+    client = client_for(fake, tmp_path)
+    with pytest.raises(InvalidJSONError) as caught:
+        client.complete_json(req(), Verdict)  # strict by default
+    assert len(fake.message_bodies) == 3  # 1 call + 2 repairs by default
+    assert "raise json_retries (in a chapter: -p json_retries 4)" in str(caught.value)
+    fresh = client_for(fake, tmp_path / "b")
+    result = fresh.complete_json(req("other"), Verdict, json_retries=1, strict=False)
+    assert result.invalid is True and result.attempts == 2 and result.response.cached is False
+    assert len(fake.message_bodies) == 5
+    with pytest.raises(InvalidJSONError, match=r"-p json_retries 2\)"):
+        fresh.complete_json(req("third"), Verdict, json_retries=0)
+    with pytest.raises(ValueError) as caught:
+        fresh.complete_json(req(), Verdict, json_retries=-1)
+    assert str(caught.value) == "json_retries must be >= 0, got -1"
+
+
+def test_a_valid_reply_is_marked_valid_in_one_attempt(tmp_path, api_key):
+    fake = FakeAnthropic(lambda body: '{"same": true, "reason": "r"}')
+    result = client_for(fake, tmp_path).complete_json(req(), Verdict)
+    assert result.invalid is False and result.error is None and result.attempts == 1
+
+
+def test_complete_many_defaults_two_repairs_and_prints_nothing(tmp_path, api_key, capsys):
+    fake = FakeAnthropic(lambda body: "no verdict here")
+    [result] = client_for(fake, tmp_path).complete_many([req()], Verdict, strict=False)
+    assert result.attempts == 3 and len(fake.message_bodies) == 3
+    assert capsys.readouterr().err == ""  # no progress bar and no usage summary by default
+
+
+@pytest.mark.parametrize(("n", "bar"), [(19, False), (20, True)])
+def test_a_progress_bar_from_twenty_uncached_requests(tmp_path, api_key, capsys, n, bar):
+    client_for(FakeAnthropic(lambda body: "fine"), tmp_path).complete_many([req(f"q{i}") for i in range(n)])
+    assert ("LLM calls (claude-opus-4-6)" in capsys.readouterr().err) is bar
+
+
+def test_prefetch_batch_passes_its_settings_and_defaults_to_the_batch_runner(tmp_path, api_key, monkeypatch):
+    import mechaudit.llm.client as client_module
+
+    calls = []
+    monkeypatch.setattr(client_module, "run_batches", lambda requests, **kw: calls.append((list(requests), kw)) or [])
+    client = client_for(FakeAnthropic(lambda body: "fine"), tmp_path, api_version="2023-01-01")
+    client.complete_many([req()])  # cached now
+    client.prefetch_batch([req()])
+    client.prefetch_batch([req()], poll_interval=2.0, batch_size=7, max_wait=9.0, progress=True)
+    client.complete_many([req()], progress=True, batch=True)  # batch=True always prefetches
+    client.complete_many([req()], batch=True, poll_interval=4.0)
+    first = calls[0][1]
+    assert first["sdk"] == client.sdk and first["message_params"] == client.message_params
+    assert first["cache"] is client.cache and first["ledger"] is client._ledger and first["session"] is client.session
+    settings = [{k: kw[k] for k in ("api_version", "poll_interval", "batch_size", "max_wait", "progress")}
+                for _, kw in calls]
+    assert settings == [
+        {"api_version": "2023-01-01", "poll_interval": 30.0, "batch_size": 10_000, "max_wait": None, "progress": False},
+        {"api_version": "2023-01-01", "poll_interval": 2.0, "batch_size": 7, "max_wait": 9.0, "progress": True},
+        {"api_version": "2023-01-01", "poll_interval": 30.0, "batch_size": 10_000, "max_wait": None, "progress": True},
+        {"api_version": "2023-01-01", "poll_interval": 4.0, "batch_size": 10_000, "max_wait": None, "progress": False},
+    ]
+    assert [r.key for r in calls[0][0]] == [req().key]
+
+
+def test_openai_sdk_gets_the_clients_settings_and_a_local_server_needs_no_key(tmp_path, monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    http = httpx.Client(transport=httpx.MockTransport(lambda request: httpx.Response(500)))
+    local = get_client("anthropic", cache_dir=tmp_path, http_client=http, max_retries=2, timeout=12.5,
+                       openai_base_url="http://127.0.0.1:8080/v1")
+    sdk = local.openai_sdk()
+    assert sdk is local.openai_sdk()  # made once
+    assert (sdk.api_key, str(sdk.base_url), sdk.max_retries, sdk.timeout) == (
+        "local-no-key", "http://127.0.0.1:8080/v1/", 2, 12.5)
+    assert sdk._client is local._http_client
+    monkeypatch.setenv("OPENAI_API_KEY", " sk-test \n")
+    keyed = get_client("anthropic", cache_dir=tmp_path, openai_base_url="http://127.0.0.1:8080/v1")
+    assert keyed.openai_sdk().api_key == "sk-test"  # a key in the environment is used, also locally
+    assert str(get_client("anthropic", cache_dir=tmp_path).openai_sdk().base_url) == "https://api.openai.com/v1/"
+    monkeypatch.delenv("OPENAI_API_KEY")
+    remote = get_client("anthropic", cache_dir=tmp_path, openai_base_url="https://llm.example.org/v1")
+    with pytest.raises(MissingAPIKeyError) as caught:
+        remote.openai_sdk()
+    assert str(caught.value) == (
+        "OPENAI_API_KEY is not set. OpenAI models read the key only from the environment: run `export "
+        "OPENAI_API_KEY=...` in the shell that starts Python or Jupyter, or use backend='replay' with recorded "
+        "answers.")
+    assert remote._openai is None
+
+
+class _Bar:
+    """A progress bar that counts its steps and can stop the run (as Ctrl-C would) at a step."""
+
+    def __init__(self, stop_at: int | None = None) -> None:
+        self.n, self.stop_at = 0, stop_at
+
+    def update(self, k: int) -> None:
+        self.n += k
+        if self.n == self.stop_at:
+            raise KeyboardInterrupt
+
+
+def _slow_calls(started: list, finished: list, fail: int | None = None, seconds: float = 0.3):
+    """``one(i)`` for ``_answer_parallel``: call 0 takes 0.05 s (or fails when ``fail == 0``), the others
+    ``seconds``; records the calls started and finished."""
+    import time
+
+    def one(i: int) -> int:
+        started.append(i)
+        if i == fail:
+            raise RuntimeError(f"call {i} failed")
+        time.sleep(0.05 if i == 0 else seconds)
+        finished.append(i)
+        return 10 * i
+    return one
+
+
+def test_parallel_answers_fill_every_slot_and_step_the_bar_once_each(tmp_path):
+    client = get_client("replay", cache_dir=tmp_path, max_concurrency=2)
+    results, bar, started, finished = [None] * 5, _Bar(), [], []
+    client._answer_parallel(_slow_calls(started, finished, seconds=0.01), [0, 2, 4], results, bar)
+    assert results == [0, None, 20, None, 40] and bar.n == 3
+
+
+def test_the_bar_steps_as_each_answer_comes_back(tmp_path):
+    """The second call waits (up to 5 s) for the bar to count the first answer: it must not wait for
+    every call to end first."""
+    client = get_client("replay", cache_dir=tmp_path, max_concurrency=2)
+    counted = threading.Event()
+
+    class Bar:
+        def update(self, k: int) -> None:
+            counted.set()
+
+    def one(i: int) -> bool:
+        return True if i == 0 else counted.wait(5.0)
+
+    results = [None, None]
+    client._answer_parallel(one, [0, 1], results, Bar())
+    assert results == [True, True]
+
+
+def test_the_first_error_stops_the_calls_not_yet_started(tmp_path):
+    client = get_client("replay", cache_dir=tmp_path, max_concurrency=1)
+    started, finished = [], []
+    with pytest.raises(RuntimeError, match="^call 0 failed$"):
+        client._answer_parallel(_slow_calls(started, finished, fail=0), list(range(8)), [None] * 8, _Bar())
+    assert len(started) <= 2 and finished == started[1:]  # at most the next call ran, and it finished
+
+
+def test_an_interrupt_cancels_the_queued_calls_and_waits_for_the_ones_in_flight(tmp_path):
+    """Two calls in flight; the bar stops the run (as Ctrl-C would) at the first answer (call 0, after
+    0.05 s): call 1 (0.3 s) is still running and must finish before the method returns; of the six
+    queued calls at most the one a freed worker took first may run."""
+    client = get_client("replay", cache_dir=tmp_path, max_concurrency=2)
+    started, finished = [], []
+    with pytest.raises(KeyboardInterrupt):
+        client._answer_parallel(_slow_calls(started, finished), list(range(8)), [None] * 8, _Bar(stop_at=1))
+    assert {0, 1} <= set(started) and len(started) <= 3
+    assert sorted(finished) == sorted(started)
