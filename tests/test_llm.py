@@ -686,3 +686,31 @@ def test_an_interrupt_cancels_the_queued_calls_and_waits_for_the_ones_in_flight(
         client._answer_parallel(_slow_calls(started, finished), list(range(8)), [None] * 8, _Bar(stop_at=1))
     assert {0, 1} <= set(started) and len(started) <= 3
     assert sorted(finished) == sorted(started)
+
+
+def test_the_anthropic_sdk_gets_the_clients_settings_once(tmp_path, monkeypatch):
+    monkeypatch.setenv("ANTHROPIC_API_KEY", " k-1 \n")
+    http = httpx.Client(transport=httpx.MockTransport(lambda request: httpx.Response(500)))
+    client = get_client("anthropic", cache_dir=tmp_path, http_client=http, max_retries=2, timeout=12.5)
+    sdk = client.sdk()
+    assert sdk is client.sdk()  # made once
+    assert (sdk.api_key, sdk.max_retries, sdk.timeout, sdk._client is client._http_client) == ("k-1", 2, 12.5, True)
+    assert sdk._custom_headers == {"anthropic-version": "2023-06-01"}
+    assert get_client("anthropic", cache_dir=tmp_path, api_version=None).sdk()._custom_headers == {}
+    default = get_client("anthropic", cache_dir=tmp_path)
+    assert (default.max_concurrency, default.max_retries, default.api_version) == (4, 4, "2023-06-01")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "  ")
+    with pytest.raises(MissingAPIKeyError) as caught:
+        get_client("anthropic", cache_dir=tmp_path).sdk()
+    assert str(caught.value) == (
+        "ANTHROPIC_API_KEY is not set. The anthropic backend reads the key only from the environment: run "
+        "`export ANTHROPIC_API_KEY=...` in the shell that starts Python or Jupyter. Without a key, use "
+        "backend='replay' (recorded answers in data/llm_cache/) or the offline backend='reference' stand-ins.")
+
+
+@pytest.mark.parametrize("bad", [0, -1])
+def test_max_concurrency_below_one_is_refused(tmp_path, bad):
+    with pytest.raises(ValueError) as caught:
+        get_client("replay", cache_dir=tmp_path, max_concurrency=bad)
+    assert str(caught.value) == f"max_concurrency must be >= 1, got {bad}"
+    assert get_client("replay", cache_dir=tmp_path, max_concurrency=1).max_concurrency == 1
