@@ -714,3 +714,30 @@ def test_max_concurrency_below_one_is_refused(tmp_path, bad):
         get_client("replay", cache_dir=tmp_path, max_concurrency=bad)
     assert str(caught.value) == f"max_concurrency must be >= 1, got {bad}"
     assert get_client("replay", cache_dir=tmp_path, max_concurrency=1).max_concurrency == 1
+
+
+def test_message_params_refuse_a_temperature_the_api_version_rejects(tmp_path):
+    def params(api_version, **kw):
+        return get_client("replay", cache_dir=tmp_path, api_version=api_version).message_params(req(**kw))
+
+    assert params("2026-10-20", temperature=0.5)["temperature"] == 0.5  # the day before: accepted
+    for version, shown in (("2026-10-21", "2026-10-21"), ("2027-01-01", "2027-01-01"), (None, "SDK default")):
+        with pytest.raises(ValueError) as caught:
+            params(version, temperature=0.5)
+        assert str(caught.value) == (f"temperature=0.5 cannot be sent with API version {shown}; use "
+                                     "api_version='2023-06-01' or temperature=None")
+    assert "temperature" not in params(None, temperature=None)
+    assert "system" not in params("2023-06-01", system="")
+    assert params("2023-06-01", model="anthropic:claude-opus-4-6")["model"] == "claude-opus-4-6"
+
+
+def test_a_response_takes_the_records_fields_and_the_requests_model_when_the_record_has_none(tmp_path):
+    client = get_client("replay", cache_dir=tmp_path)
+    record = {"text": "x", "model": "m-9", "usage": {"input_tokens": 3, "output_tokens": 4},
+              "stop_reason": "max_tokens"}
+    full = client._response(req(), record, cached=True)
+    assert (full.text, full.key, full.model, full.cached) == ("x", req().key, "m-9", True)
+    assert full.stop_reason == "max_tokens"
+    assert (full.usage.input_tokens, full.usage.output_tokens, full.backend) == (3, 4, "replay")
+    bare = client._response(req(), {"text": "y"}, cached=False)
+    assert (bare.model, bare.cached, bare.stop_reason, bare.usage.input_tokens) == ("claude-opus-4-6", False, None, 0)

@@ -316,9 +316,12 @@ def test_lenient_inference_counts_each_kind_of_unrecognised_comparison():
                    {"anchor_id": "A3", "judgement": "tie"}]
     assert unrecognised(comparisons, ["X7", "A2"]) == {"unknown_anchor_id": [2, 3], "judgement": [1, 2],
                                                        "strength": [0, 1, 2]}
-    _, diag = infer_score(_ANCHORS, comparisons, 1.0, strict=False)
+    scored = [{"anchor_id": "X7", "judgement": "better", "strength": "vast"},  # the first anchor's own id
+              {"anchor_id": "A2", "judgement": "??", "strength": "huge"},  # the second's default id
+              {"anchor_id": "A9", "judgement": "nope", "strength": "tiny"}]
+    _, diag = infer_score(_ANCHORS, scored, 1.0, strict=False)
     assert (diag["n_unknown_anchor_ids"], diag["n_unrecognised_judgements"], diag["n_unrecognised_strengths"]) == (
-        2, 2, 3)
+        1, 2, 3)
     _, strict_diag = infer_score(_ANCHORS, [{"anchor_id": "X7", "judgement": "tie"}], 1.0)
     assert not {"n_unknown_anchor_ids", "n_unrecognised_judgements", "n_unrecognised_strengths"} & set(strict_diag)
 
