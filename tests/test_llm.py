@@ -557,6 +557,10 @@ def test_complete_many_defaults_two_repairs_and_prints_nothing(tmp_path, api_key
     [result] = client_for(fake, tmp_path).complete_many([req()], Verdict, strict=False)
     assert result.attempts == 3 and len(fake.message_bodies) == 3
     assert capsys.readouterr().err == ""  # no progress bar and no usage summary by default
+    client = client_for(fake, tmp_path / "b")
+    client.complete_many([req()], summary=True)
+    printed = capsys.readouterr()
+    assert printed.err == client.ledger_summary() + "\n" and "LLM usage" in printed.err and printed.out == ""
 
 
 @pytest.mark.parametrize(("n", "bar"), [(19, False), (20, True)])
@@ -741,3 +745,19 @@ def test_a_response_takes_the_records_fields_and_the_requests_model_when_the_rec
     assert (full.usage.input_tokens, full.usage.output_tokens, full.backend) == (3, 4, "replay")
     bare = client._response(req(), {"text": "y"}, cached=False)
     assert (bare.model, bare.cached, bare.stop_reason, bare.usage.input_tokens) == ("claude-opus-4-6", False, None, 0)
+
+
+def test_the_progress_bar_counts_every_request_once_under_its_models(tmp_path, api_key, monkeypatch):
+    """One cache hit (counted inline) and two answers: the bar ends at 3 of 3, names both models
+    and redraws at most once a second."""
+    import mechaudit.llm.client as client_module
+
+    bars, real = [], client_module.tqdm
+    monkeypatch.setattr(client_module, "tqdm", lambda **kw: bars.append((kw, real(**kw))) or bars[-1][1])
+    client = client_for(FakeAnthropic(lambda body: "fine"), tmp_path)
+    client.complete(req("a"))
+    client.complete_many([req("a"), req("b"), req("c", model="claude-sonnet-4-6")], progress=True)
+    settings, bar = bars[-1]
+    assert settings["desc"] == "LLM calls (claude-opus-4-6, claude-sonnet-4-6)"
+    assert (settings["total"], settings["mininterval"], settings["disable"]) == (3, 1.0, False)
+    assert bar.n == 3
