@@ -695,10 +695,10 @@ def test_an_interrupt_cancels_the_queued_calls_and_waits_for_the_ones_in_flight(
 def test_the_anthropic_sdk_gets_the_clients_settings_once(tmp_path, monkeypatch):
     monkeypatch.setenv("ANTHROPIC_API_KEY", " k-1 \n")
     http = httpx.Client(transport=httpx.MockTransport(lambda request: httpx.Response(500)))
-    client = get_client("anthropic", cache_dir=tmp_path, http_client=http, max_retries=2, timeout=12.5)
+    client = get_client("anthropic", cache_dir=tmp_path, http_client=http, max_retries=3, timeout=12.5)
     sdk = client.sdk()
     assert sdk is client.sdk()  # made once
-    assert (sdk.api_key, sdk.max_retries, sdk.timeout, sdk._client is client._http_client) == ("k-1", 2, 12.5, True)
+    assert (sdk.api_key, sdk.max_retries, sdk.timeout, sdk._client is client._http_client) == ("k-1", 3, 12.5, True)
     assert sdk._custom_headers == {"anthropic-version": "2023-06-01"}
     assert get_client("anthropic", cache_dir=tmp_path, api_version=None).sdk()._custom_headers == {}
     default = get_client("anthropic", cache_dir=tmp_path)
@@ -761,3 +761,10 @@ def test_the_progress_bar_counts_every_request_once_under_its_models(tmp_path, a
     assert settings["desc"] == "LLM calls (claude-opus-4-6, claude-sonnet-4-6)"
     assert (settings["total"], settings["mininterval"], settings["disable"]) == (3, 1.0, False)
     assert bar.n == 3
+
+
+def test_the_cache_records_which_api_answered(tmp_path, api_key, fake_api):
+    client = client_for(fake_api, tmp_path, api_version="2023-06-01")
+    response = client.complete(req())
+    record = client.cache.record(response.key)
+    assert (record["source"], record["api_version"]) == ("messages", "2023-06-01")
