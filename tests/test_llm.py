@@ -335,6 +335,7 @@ def test_replay_miss_names_the_request(tmp_path):
         get_client("replay", cache_dir=tmp_path).complete(r)
     message = str(err.value)
     assert r.key in message and "judge-full-v1" in message and "claude-opus-4-6" in message
+    assert f" in {tmp_path / 'responses.jsonl'} (" in message
     assert "Hypothesis A: TP53 loss drives the phenotype." in message
     assert err.value.key == r.key
 
@@ -768,3 +769,17 @@ def test_the_cache_records_which_api_answered(tmp_path, api_key, fake_api):
     response = client.complete(req())
     record = client.cache.record(response.key)
     assert (record["source"], record["api_version"]) == ("messages", "2023-06-01")
+
+
+def test_an_answer_stored_between_the_two_lookups_is_read_and_counted_as_a_hit(tmp_path, api_key, fake_api,
+                                                                              monkeypatch):
+    """Another process may store the answer after the first cache lookup: the lookup under the
+    request's lock reads it, sends nothing and counts a cache hit of the request's model."""
+    client_for(fake_api, tmp_path).complete(req())
+    reader = client_for(fake_api, tmp_path)
+    real_get, lookups = reader.cache.get, []
+    monkeypatch.setattr(reader.cache, "get", lambda key: lookups.append(key) or (None if len(lookups) == 1
+                                                                                 else real_get(key)))
+    response = reader.complete(req())
+    assert response.cached and len(lookups) == 2 and len(fake_api.message_bodies) == 1
+    assert reader.ledger()[["model", "mode", "calls"]].values.tolist() == [["claude-opus-4-6", "cache", 1]]
