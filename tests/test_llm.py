@@ -783,3 +783,13 @@ def test_an_answer_stored_between_the_two_lookups_is_read_and_counted_as_a_hit(t
     response = reader.complete(req())
     assert response.cached and len(lookups) == 2 and len(fake_api.message_bodies) == 1
     assert reader.ledger()[["model", "mode", "calls"]].values.tolist() == [["claude-opus-4-6", "cache", 1]]
+
+
+def test_a_bad_openai_base_url_is_one_error_naming_the_field(tmp_path):
+    from mechaudit.errors import MechauditError
+
+    with pytest.raises(MechauditError) as caught:
+        get_client("replay", cache_dir=tmp_path, openai_base_url="ftp://x")
+    assert caught.value.field == "openai_base_url"
+    assert str(caught.value) == ("field 'openai_base_url': 'ftp://x' is not an http(s) URL of an OpenAI-compatible "
+                                 "server (e.g. http://localhost:8000/v1)")
