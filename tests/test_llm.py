@@ -634,15 +634,22 @@ class _Bar:
 
 
 def _slow_calls(started: list, finished: list, fail: int | None = None, seconds: float = 0.3):
-    """``one(i)`` for ``_answer_parallel``: call 0 takes 0.05 s (or fails when ``fail == 0``), the others
-    ``seconds``; records the calls started and finished."""
+    """``one(i)`` for ``_answer_parallel``: call 0 fails when ``fail == 0``, else it returns once call 1
+    has started (at most 5 s); the others take ``seconds``. Records the calls started and finished."""
     import time
+
+    second = threading.Event()
 
     def one(i: int) -> int:
         started.append(i)
+        if i == 1:
+            second.set()
         if i == fail:
             raise RuntimeError(f"call {i} failed")
-        time.sleep(0.05 if i == 0 else seconds)
+        if i == 0:
+            second.wait(5.0)
+        else:
+            time.sleep(seconds)
         finished.append(i)
         return 10 * i
     return one
@@ -651,8 +658,8 @@ def _slow_calls(started: list, finished: list, fail: int | None = None, seconds:
 def test_parallel_answers_fill_every_slot_and_step_the_bar_once_each(tmp_path):
     client = get_client("replay", cache_dir=tmp_path, max_concurrency=2)
     results, bar, started, finished = [None] * 5, _Bar(), [], []
-    client._answer_parallel(_slow_calls(started, finished, seconds=0.01), [0, 2, 4], results, bar)
-    assert results == [0, None, 20, None, 40] and bar.n == 3
+    client._answer_parallel(_slow_calls(started, finished, seconds=0.01), [0, 1, 2, 4], results, bar)
+    assert results == [0, 10, 20, None, 40] and bar.n == 4
 
 
 def test_the_bar_steps_as_each_answer_comes_back(tmp_path):
@@ -682,9 +689,9 @@ def test_the_first_error_stops_the_calls_not_yet_started(tmp_path):
 
 
 def test_an_interrupt_cancels_the_queued_calls_and_waits_for_the_ones_in_flight(tmp_path):
-    """Two calls in flight; the bar stops the run (as Ctrl-C would) at the first answer (call 0, after
-    0.05 s): call 1 (0.3 s) is still running and must finish before the method returns; of the six
-    queued calls at most the one a freed worker took first may run."""
+    """Two calls in flight; the bar stops the run (as Ctrl-C would) at the first answer (call 0, once
+    call 1 has started): call 1 (0.3 s) is still running and must finish before the method returns;
+    of the six queued calls at most the one a freed worker took first may run."""
     client = get_client("replay", cache_dir=tmp_path, max_concurrency=2)
     started, finished = [], []
     with pytest.raises(KeyboardInterrupt):
