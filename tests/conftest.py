@@ -58,6 +58,19 @@ def _paper_switch_reset():
     paper.show(True)
 
 
+@pytest.fixture
+def ascii_locale():
+    """The C locale (ASCII) as the default text encoding for this test, as on a machine without a
+    UTF-8 locale: a file opened without ``encoding="utf-8"`` then fails on non-ASCII text. (No
+    effect in Python's UTF-8 mode, where the default is UTF-8 anyway.)"""
+    import locale
+
+    before = locale.setlocale(locale.LC_CTYPE)
+    locale.setlocale(locale.LC_CTYPE, "C")
+    yield
+    locale.setlocale(locale.LC_CTYPE, before)
+
+
 @pytest.fixture(scope="session")
 def chapters():
     return toc_chapters()

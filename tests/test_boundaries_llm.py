@@ -339,3 +339,12 @@ def test_the_terminal_estimate_with_an_empty_stage_long_totals_and_two_unpriced_
     assert lines[-3:] == ["  prompt-cached unknown USD; 123,456,789,012,345 input + 98,765,432,109,876 output tokens "
                           "(this run:", "  plain)",
                           "no price for: u1, u2 (its cost is unknown: add a row to the price table)"]
+
+
+def test_the_price_table_is_read_as_utf8_whatever_the_locale(tmp_path, ascii_locale):
+    from mechaudit.llm.pricing import load_min_cache_tokens
+
+    table = tmp_path / "prices.yaml"
+    table.write_text("# prix en dollars US \u2014 \u00e0 v\u00e9rifier\nmodels:\n  mod\u00e8le-1:\n"
+                     "    input: 1.0\n    output: 2.0\n    min_cache_tokens: 2048\n", encoding="utf-8")
+    assert load_min_cache_tokens(table) == {"mod\u00e8le-1": 2048}

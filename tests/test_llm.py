@@ -335,6 +335,7 @@ def test_replay_miss_names_the_request(tmp_path):
         get_client("replay", cache_dir=tmp_path).complete(r)
     message = str(err.value)
     assert r.key in message and "judge-full-v1" in message and "claude-opus-4-6" in message
+    assert f" in {tmp_path / 'responses.jsonl'} (" in message
     assert "Hypothesis A: TP53 loss drives the phenotype." in message
     assert err.value.key == r.key
 
@@ -508,3 +509,294 @@ def test_the_progress_bar_goes_to_the_sessions_progress_stream(tmp_path, api_key
     monkeypatch.setattr(session_module, "terminal_copy", lambda: terminal)
     client_for(FakeAnthropic(lambda body: "fine"), tmp_path).complete_many([req()], progress=True)
     assert "LLM calls (claude-opus-4-6)" in terminal.getvalue()
+
+
+# -- client settings, defaults and messages ---------------------------------------------------
+
+def test_check_and_require_client_messages():
+    from mechaudit.llm.client import check_client, require_client
+
+    with pytest.raises(TypeError) as caught:
+        check_client("anthropic")
+    assert str(caught.value) == ("field 'client': got the name 'anthropic', not an LLM client; pass "
+                                 "ChapterContext.open(params).client or mechaudit.llm.get_client(...), or None offline")
+    with pytest.raises(TypeError, match="^field 'judge': got the name 'replay'"):
+        check_client("replay", field="judge")
+    with pytest.raises(ValueError) as caught:
+        require_client(None, "the coach")
+    assert str(caught.value) == "the coach needs an LLM client (mechaudit.llm.get_client)"
+    with pytest.raises(ValueError, match=r"^the coach needs an LLM client \(mechaudit.llm.get_client\); or not$"):
+        require_client(None, "the coach", hint="; or not")
+
+
+def test_complete_json_defaults_two_repairs_strict_and_reports_the_last_real_call(tmp_path, api_key):
+    fake = FakeAnthropic(lambda body: "no verdict here")
+    client = client_for(fake, tmp_path)
+    with pytest.raises(InvalidJSONError) as caught:
+        client.complete_json(req(), Verdict)  # strict by default
+    assert len(fake.message_bodies) == 3  # 1 call + 2 repairs by default
+    assert "raise json_retries (in a chapter: -p json_retries 4)" in str(caught.value)
+    fresh = client_for(fake, tmp_path / "b")
+    result = fresh.complete_json(req("other"), Verdict, json_retries=1, strict=False)
+    assert result.invalid is True and result.attempts == 2 and result.response.cached is False
+    assert len(fake.message_bodies) == 5
+    with pytest.raises(InvalidJSONError, match=r"-p json_retries 2\)"):
+        fresh.complete_json(req("third"), Verdict, json_retries=0)
+    with pytest.raises(ValueError) as caught:
+        fresh.complete_json(req(), Verdict, json_retries=-1)
+    assert str(caught.value) == "json_retries must be >= 0, got -1"
+
+
+def test_a_valid_reply_is_marked_valid_in_one_attempt(tmp_path, api_key):
+    fake = FakeAnthropic(lambda body: '{"same": true, "reason": "r"}')
+    result = client_for(fake, tmp_path).complete_json(req(), Verdict)
+    assert result.invalid is False and result.error is None and result.attempts == 1
+
+
+def test_complete_many_defaults_two_repairs_and_prints_nothing(tmp_path, api_key, capsys):
+    fake = FakeAnthropic(lambda body: "no verdict here")
+    [result] = client_for(fake, tmp_path).complete_many([req()], Verdict, strict=False)
+    assert result.attempts == 3 and len(fake.message_bodies) == 3
+    assert capsys.readouterr().err == ""  # no progress bar and no usage summary by default
+    client = client_for(fake, tmp_path / "b")
+    client.complete_many([req()], summary=True)
+    printed = capsys.readouterr()
+    assert printed.err == client.ledger_summary() + "\n" and "LLM usage" in printed.err and printed.out == ""
+
+
+@pytest.mark.parametrize(("n", "bar"), [(19, False), (20, True)])
+def test_a_progress_bar_from_twenty_uncached_requests(tmp_path, api_key, capsys, n, bar):
+    client_for(FakeAnthropic(lambda body: "fine"), tmp_path).complete_many([req(f"q{i}") for i in range(n)])
+    assert ("LLM calls (claude-opus-4-6)" in capsys.readouterr().err) is bar
+
+
+def test_prefetch_batch_passes_its_settings_and_defaults_to_the_batch_runner(tmp_path, api_key, monkeypatch):
+    import mechaudit.llm.client as client_module
+
+    calls = []
+    monkeypatch.setattr(client_module, "run_batches", lambda requests, **kw: calls.append((list(requests), kw)) or [])
+    client = client_for(FakeAnthropic(lambda body: "fine"), tmp_path, api_version="2023-01-01")
+    client.complete_many([req()])  # cached now
+    client.prefetch_batch([req()])
+    client.prefetch_batch([req()], poll_interval=2.0, batch_size=7, max_wait=9.0, progress=True)
+    client.complete_many([req()], progress=True, batch=True)  # batch=True always prefetches
+    client.complete_many([req()], batch=True, poll_interval=4.0)
+    first = calls[0][1]
+    assert first["sdk"] == client.sdk and first["message_params"] == client.message_params
+    assert first["cache"] is client.cache and first["ledger"] is client._ledger and first["session"] is client.session
+    settings = [{k: kw[k] for k in ("api_version", "poll_interval", "batch_size", "max_wait", "progress")}
+                for _, kw in calls]
+    assert settings == [
+        {"api_version": "2023-01-01", "poll_interval": 30.0, "batch_size": 10_000, "max_wait": None, "progress": False},
+        {"api_version": "2023-01-01", "poll_interval": 2.0, "batch_size": 7, "max_wait": 9.0, "progress": True},
+        {"api_version": "2023-01-01", "poll_interval": 30.0, "batch_size": 10_000, "max_wait": None, "progress": True},
+        {"api_version": "2023-01-01", "poll_interval": 4.0, "batch_size": 10_000, "max_wait": None, "progress": False},
+    ]
+    assert [r.key for r in calls[0][0]] == [req().key]
+
+
+def test_openai_sdk_gets_the_clients_settings_and_a_local_server_needs_no_key(tmp_path, monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    http = httpx.Client(transport=httpx.MockTransport(lambda request: httpx.Response(500)))
+    local = get_client("anthropic", cache_dir=tmp_path, http_client=http, max_retries=2, timeout=12.5,
+                       openai_base_url="http://127.0.0.1:8080/v1")
+    sdk = local.openai_sdk()
+    assert sdk is local.openai_sdk()  # made once
+    assert (sdk.api_key, str(sdk.base_url), sdk.max_retries, sdk.timeout) == (
+        "local-no-key", "http://127.0.0.1:8080/v1/", 2, 12.5)
+    assert sdk._client is local._http_client
+    monkeypatch.setenv("OPENAI_API_KEY", " sk-test \n")
+    keyed = get_client("anthropic", cache_dir=tmp_path, openai_base_url="http://127.0.0.1:8080/v1")
+    assert keyed.openai_sdk().api_key == "sk-test"  # a key in the environment is used, also locally
+    assert str(get_client("anthropic", cache_dir=tmp_path).openai_sdk().base_url) == "https://api.openai.com/v1/"
+    monkeypatch.delenv("OPENAI_API_KEY")
+    remote = get_client("anthropic", cache_dir=tmp_path, openai_base_url="https://llm.example.org/v1")
+    with pytest.raises(MissingAPIKeyError) as caught:
+        remote.openai_sdk()
+    assert str(caught.value) == (
+        "OPENAI_API_KEY is not set. OpenAI models read the key only from the environment: run `export "
+        "OPENAI_API_KEY=...` in the shell that starts Python or Jupyter, or use backend='replay' with recorded "
+        "answers.")
+    assert remote._openai is None
+
+
+class _Bar:
+    """A progress bar that counts its steps and can stop the run (as Ctrl-C would) at a step."""
+
+    def __init__(self, stop_at: int | None = None) -> None:
+        self.n, self.stop_at = 0, stop_at
+
+    def update(self, k: int) -> None:
+        self.n += k
+        if self.n == self.stop_at:
+            raise KeyboardInterrupt
+
+
+def _slow_calls(started: list, finished: list, fail: int | None = None, seconds: float = 0.3):
+    """``one(i)`` for ``_answer_parallel``: call 0 fails when ``fail == 0``, else it returns once call 1
+    has started (at most 5 s); the others take ``seconds``. Records the calls started and finished."""
+    import time
+
+    second = threading.Event()
+
+    def one(i: int) -> int:
+        started.append(i)
+        if i == 1:
+            second.set()
+        if i == fail:
+            raise RuntimeError(f"call {i} failed")
+        if i == 0:
+            second.wait(5.0)
+        else:
+            time.sleep(seconds)
+        finished.append(i)
+        return 10 * i
+    return one
+
+
+def test_parallel_answers_fill_every_slot_and_step_the_bar_once_each(tmp_path):
+    client = get_client("replay", cache_dir=tmp_path, max_concurrency=2)
+    results, bar, started, finished = [None] * 5, _Bar(), [], []
+    client._answer_parallel(_slow_calls(started, finished, seconds=0.01), [0, 1, 2, 4], results, bar)
+    assert results == [0, 10, 20, None, 40] and bar.n == 4
+
+
+def test_the_bar_steps_as_each_answer_comes_back(tmp_path):
+    """The second call waits (up to 5 s) for the bar to count the first answer: it must not wait for
+    every call to end first."""
+    client = get_client("replay", cache_dir=tmp_path, max_concurrency=2)
+    counted = threading.Event()
+
+    class Bar:
+        def update(self, k: int) -> None:
+            counted.set()
+
+    def one(i: int) -> bool:
+        return True if i == 0 else counted.wait(5.0)
+
+    results = [None, None]
+    client._answer_parallel(one, [0, 1], results, Bar())
+    assert results == [True, True]
+
+
+def test_the_first_error_stops_the_calls_not_yet_started(tmp_path):
+    client = get_client("replay", cache_dir=tmp_path, max_concurrency=1)
+    started, finished = [], []
+    with pytest.raises(RuntimeError, match="^call 0 failed$"):
+        client._answer_parallel(_slow_calls(started, finished, fail=0), list(range(8)), [None] * 8, _Bar())
+    assert len(started) <= 2 and finished == started[1:]  # at most the next call ran, and it finished
+
+
+def test_an_interrupt_cancels_the_queued_calls_and_waits_for_the_ones_in_flight(tmp_path):
+    """Two calls in flight; the bar stops the run (as Ctrl-C would) at the first answer (call 0, once
+    call 1 has started): call 1 (0.3 s) is still running and must finish before the method returns;
+    of the six queued calls at most the one a freed worker took first may run."""
+    client = get_client("replay", cache_dir=tmp_path, max_concurrency=2)
+    started, finished = [], []
+    with pytest.raises(KeyboardInterrupt):
+        client._answer_parallel(_slow_calls(started, finished), list(range(8)), [None] * 8, _Bar(stop_at=1))
+    assert {0, 1} <= set(started) and len(started) <= 3
+    assert sorted(finished) == sorted(started)
+
+
+def test_the_anthropic_sdk_gets_the_clients_settings_once(tmp_path, monkeypatch):
+    monkeypatch.setenv("ANTHROPIC_API_KEY", " k-1 \n")
+    http = httpx.Client(transport=httpx.MockTransport(lambda request: httpx.Response(500)))
+    client = get_client("anthropic", cache_dir=tmp_path, http_client=http, max_retries=3, timeout=12.5)
+    sdk = client.sdk()
+    assert sdk is client.sdk()  # made once
+    assert (sdk.api_key, sdk.max_retries, sdk.timeout, sdk._client is client._http_client) == ("k-1", 3, 12.5, True)
+    assert sdk._custom_headers == {"anthropic-version": "2023-06-01"}
+    assert get_client("anthropic", cache_dir=tmp_path, api_version=None).sdk()._custom_headers == {}
+    default = get_client("anthropic", cache_dir=tmp_path)
+    assert (default.max_concurrency, default.max_retries, default.api_version) == (4, 4, "2023-06-01")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "  ")
+    with pytest.raises(MissingAPIKeyError) as caught:
+        get_client("anthropic", cache_dir=tmp_path).sdk()
+    assert str(caught.value) == (
+        "ANTHROPIC_API_KEY is not set. The anthropic backend reads the key only from the environment: run "
+        "`export ANTHROPIC_API_KEY=...` in the shell that starts Python or Jupyter. Without a key, use "
+        "backend='replay' (recorded answers in data/llm_cache/) or the offline backend='reference' stand-ins.")
+
+
+@pytest.mark.parametrize("bad", [0, -1])
+def test_max_concurrency_below_one_is_refused(tmp_path, bad):
+    with pytest.raises(ValueError) as caught:
+        get_client("replay", cache_dir=tmp_path, max_concurrency=bad)
+    assert str(caught.value) == f"max_concurrency must be >= 1, got {bad}"
+    assert get_client("replay", cache_dir=tmp_path, max_concurrency=1).max_concurrency == 1
+
+
+def test_message_params_refuse_a_temperature_the_api_version_rejects(tmp_path):
+    def params(api_version, **kw):
+        return get_client("replay", cache_dir=tmp_path, api_version=api_version).message_params(req(**kw))
+
+    assert params("2026-10-20", temperature=0.5)["temperature"] == 0.5  # the day before: accepted
+    for version, shown in (("2026-10-21", "2026-10-21"), ("2027-01-01", "2027-01-01"), (None, "SDK default")):
+        with pytest.raises(ValueError) as caught:
+            params(version, temperature=0.5)
+        assert str(caught.value) == (f"temperature=0.5 cannot be sent with API version {shown}; use "
+                                     "api_version='2023-06-01' or temperature=None")
+    assert "temperature" not in params(None, temperature=None)
+    assert "system" not in params("2023-06-01", system="")
+    assert params("2023-06-01", model="anthropic:claude-opus-4-6")["model"] == "claude-opus-4-6"
+
+
+def test_a_response_takes_the_records_fields_and_the_requests_model_when_the_record_has_none(tmp_path):
+    client = get_client("replay", cache_dir=tmp_path)
+    record = {"text": "x", "model": "m-9", "usage": {"input_tokens": 3, "output_tokens": 4},
+              "stop_reason": "max_tokens"}
+    full = client._response(req(), record, cached=True)
+    assert (full.text, full.key, full.model, full.cached) == ("x", req().key, "m-9", True)
+    assert full.stop_reason == "max_tokens"
+    assert (full.usage.input_tokens, full.usage.output_tokens, full.backend) == (3, 4, "replay")
+    bare = client._response(req(), {"text": "y"}, cached=False)
+    assert (bare.model, bare.cached, bare.stop_reason, bare.usage.input_tokens) == ("claude-opus-4-6", False, None, 0)
+
+
+def test_the_progress_bar_counts_every_request_once_under_its_models(tmp_path, api_key, monkeypatch):
+    """One cache hit (counted inline) and two answers: the bar ends at 3 of 3, names both models
+    and redraws at most once a second."""
+    import mechaudit.llm.client as client_module
+
+    bars, real = [], client_module.tqdm
+    monkeypatch.setattr(client_module, "tqdm", lambda **kw: bars.append((kw, real(**kw))) or bars[-1][1])
+    client = client_for(FakeAnthropic(lambda body: "fine"), tmp_path)
+    client.complete(req("a"))
+    client.complete_many([req("a"), req("b"), req("c", model="claude-sonnet-4-6")], progress=True)
+    settings, bar = bars[-1]
+    assert settings["desc"] == "LLM calls (claude-opus-4-6, claude-sonnet-4-6)"
+    assert (settings["total"], settings["mininterval"], settings["disable"]) == (3, 1.0, False)
+    assert bar.n == 3
+
+
+def test_the_cache_records_which_api_answered(tmp_path, api_key, fake_api):
+    client = client_for(fake_api, tmp_path, api_version="2023-06-01")
+    response = client.complete(req())
+    record = client.cache.record(response.key)
+    assert (record["source"], record["api_version"]) == ("messages", "2023-06-01")
+
+
+def test_an_answer_stored_between_the_two_lookups_is_read_and_counted_as_a_hit(tmp_path, api_key, fake_api,
+                                                                              monkeypatch):
+    """Another process may store the answer after the first cache lookup: the lookup under the
+    request's lock reads it, sends nothing and counts a cache hit of the request's model."""
+    client_for(fake_api, tmp_path).complete(req())
+    reader = client_for(fake_api, tmp_path)
+    real_get, lookups = reader.cache.get, []
+    monkeypatch.setattr(reader.cache, "get", lambda key: lookups.append(key) or (None if len(lookups) == 1
+                                                                                 else real_get(key)))
+    response = reader.complete(req())
+    assert response.cached and len(lookups) == 2 and len(fake_api.message_bodies) == 1
+    assert reader.ledger()[["model", "mode", "calls"]].values.tolist() == [["claude-opus-4-6", "cache", 1]]
+
+
+def test_a_bad_openai_base_url_is_one_error_naming_the_field(tmp_path):
+    from mechaudit.errors import MechauditError
+
+    with pytest.raises(MechauditError) as caught:
+        get_client("replay", cache_dir=tmp_path, openai_base_url="ftp://x")
+    assert caught.value.field == "openai_base_url"
+    assert str(caught.value) == ("field 'openai_base_url': 'ftp://x' is not an http(s) URL of an OpenAI-compatible "
+                                 "server (e.g. http://localhost:8000/v1)")

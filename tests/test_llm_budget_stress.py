@@ -138,9 +138,12 @@ def test_identical_concurrent_requests_make_one_call_and_the_other_reads_the_cac
     [r] = requests("twice", n=1)
     fake = FakeAnthropic(reply=lambda body: json.dumps({"same": True}))
     handler = Slow(fake, delay=0.2)
-    out = client_for(handler, tmp_path / "cache", max_concurrency=2, session=fresh_session).complete_many([r, r])
+    client = client_for(handler, tmp_path / "cache", max_concurrency=2, session=fresh_session)
+    out = client.complete_many([r, r])
     assert len(fake.message_bodies) == 1 and handler.most_in_flight == 1
     assert sorted(resp.cached for resp in out) == [False, True] and out[0].text == out[1].text
+    # the second read of an answer this client paid for is not counted again
+    assert client.ledger()[["mode", "calls"]].values.tolist() == [["api", 1]]
 
 
 def test_cache_spend_counts_a_record_stored_without_its_request_and_report_rounds_cost(tmp_path, fresh_session):

@@ -166,3 +166,43 @@ def test_a_structured_request_to_a_local_server_sends_the_reply_schema(tmp_path,
     assert shaped.key == bare.key  # a vendor's API: the schema is not sent, the key unchanged
     assert client.routed(shaped).key != client.routed(bare).key
     assert client.cache.record(result.response.key)["request"]["json_schema"] == schema
+
+
+def test_cached_structured_requests_to_a_local_server_count_as_cached(tmp_path, no_openai_env, capsys):
+    """The schema is part of a local server's cache key: complete_many counts the cached answers of
+    20 structured requests as cached (no progress bar, which 20 uncached requests would show)."""
+    from mechaudit.rules.llm_judge import MechanismVerdict
+
+    requests = [request(f"pair {i}") for i in range(20)]
+    with FakeOpenAIServer(ok_reply) as server:
+        client = get_client("anthropic", cache_dir=tmp_path / "cache", openai_base_url=server.base_url,
+                            prices=prices_for(server.base_url))
+        client.complete_many(requests, MechanismVerdict)
+        assert "LLM calls" in capsys.readouterr().err  # 20 uncached: a bar
+        again = client.complete_many(requests, MechanismVerdict)
+    assert all(r.response.cached for r in again) and len(server.bodies) == 20
+    assert capsys.readouterr().err == ""
+
+
+def test_a_local_servers_answer_is_recorded_as_a_chat_completion_and_a_bad_body_names_the_request(
+        tmp_path, no_openai_env, monkeypatch):
+    import mechaudit.llm.client as client_module
+    from mechaudit.llm.errors import APIReplyError
+
+    with FakeOpenAIServer(ok_reply) as server:
+        client = get_client("anthropic", cache_dir=tmp_path / "cache", openai_base_url=server.base_url,
+                            prices=prices_for(server.base_url))
+        response = client.complete(request())
+        assert client.cache.record(response.key)["source"] == "chat.completions"
+
+        def not_a_completion(sdk, sent):
+            raise ValueError("no choices in the body")
+
+        monkeypatch.setattr(client_module, "openai_send", not_a_completion)
+        with pytest.raises(APIReplyError) as caught:
+            client.complete(request("another"))
+    sent = client.routed(request("another"))
+    assert caught.value.key == sent.key
+    assert str(caught.value).startswith(f"request {sent.key} (model {MODEL}): the API answered HTTP 200 but "
+                                        "no choices in the body; nothing was cached.")
+    assert client.cache.get(sent.key) is None

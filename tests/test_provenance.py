@@ -320,3 +320,17 @@ def test_unlabelled_accepts_targets_equal_to_the_known_keys(tmp_path):
     cal.write_text("calibration:\n  fitted:\n    p: [k1, k2]\n    q: [k3]\n", encoding="utf-8")
     assert provenance.unlabelled(["p", "q", "r"], ["k1", "k2", "k3"], calibration=cal) == ["r"]
     assert provenance.unlabelled(["p", "q"], ["k1", "k2"], calibration=cal) == ["q"]
+
+
+def test_provenance_files_are_read_as_utf8_whatever_the_locale(tmp_path, ascii_locale):
+    calibration = tmp_path / "calibration.yaml"
+    calibration.write_text("# ajust\u00e9\ncalibration:\n  fitted:\n    p_x: [\"cl\u00e9.a\"]\n", encoding="utf-8")
+    assert provenance.fitted_targets(calibration) == {"p_x": ("cl\u00e9.a",)}
+    record = tmp_path / "constrained_by_fit.json"
+    record.write_text(json.dumps({"cl\u00e9.b": "fix\u00e9 par l'ajustement"}, ensure_ascii=False), encoding="utf-8")
+    assert provenance.constrained_keys(record) == {"cl\u00e9.b": "fix\u00e9 par l'ajustement"}
+    simulator = tmp_path / "simulator.yaml"
+    simulator.write_text("# param\u00e8tres\nsimulator:\n  # FITTED \u00e0 l'effet 1 v 5\n  p_a: 0.5\n"
+                         "  p_b: 0.2  # r\u00e9glage FITTED\n  p_c: 0.1  # libre \u2014 non ajust\u00e9\n",
+                         encoding="utf-8")
+    assert provenance.fitted_marks(simulator) == ["p_a", "p_b"]

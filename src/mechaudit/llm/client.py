@@ -23,7 +23,7 @@ import os
 import sys
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
+from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import pandas as pd
@@ -390,17 +390,14 @@ class LLMClient:
         pool = ThreadPoolExecutor(max_workers=self.max_concurrency, thread_name_prefix="mechaudit-llm")
         try:
             futures: dict[Future[Any], int] = {pool.submit(one, i): i for i in indices}
-            pending = set(futures)
-            while pending:
-                done, pending = wait(pending, return_when=FIRST_EXCEPTION)
-                for future in done:
-                    error = future.exception()
-                    if error is not None:
-                        for other in pending:
-                            other.cancel()
-                        raise error
-                    results[futures[future]] = future.result()
-                    bar.update(1)
+            for future in as_completed(futures):  # each answer as it comes back: the bar moves with them
+                error = future.exception()
+                if error is not None:
+                    for other in futures:
+                        other.cancel()
+                    raise error
+                results[futures[future]] = future.result()
+                bar.update(1)
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
 
