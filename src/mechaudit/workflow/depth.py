@@ -193,18 +193,19 @@ def depth_table(matrices: Sequence[InstanceMatrix], comparisons: Sequence[tuple[
 
 
 def rule_tables(runs: Sequence[Run], rules: Mapping[str, RuleLike],
-                comparisons: Sequence[tuple[int, int]], progress: bool = False, seed: int = 0
-                ) -> tuple[pd.DataFrame, pd.DataFrame]:
+                comparisons: Sequence[tuple[int, int]], progress: bool = False, seed: int = 0,
+                level: float = 0.95) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Fig. 2 points and Table 1 for several rules at once; both tables gain a ``rule`` column.
 
     ``rules`` maps a display name to a rule object or ``same`` function (``RuleLike``); the
-    mechanism key is ``MechanismKeyRule()`` (fast path). ``seed``: of Table 1's bootstrap intervals.
+    mechanism key is ``MechanismKeyRule()`` (fast path). ``seed``, ``level``: of Table 1's bootstrap
+    intervals (``depth_table``).
     """
     points, tables = [], []
     for name, rule in rules.items():
         mats = instance_matrices(runs, rule, progress)
         points.append(per_instance_effects(mats, comparisons).assign(rule=name))
-        tables.append(depth_table(mats, comparisons, seed=seed).assign(rule=name))
+        tables.append(depth_table(mats, comparisons, level=level, seed=seed).assign(rule=name))
     return pd.concat(points, ignore_index=True), pd.concat(tables, ignore_index=True)
 
 
