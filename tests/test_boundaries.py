@@ -178,6 +178,8 @@ def test_flat_loss_takes_the_first_grid_point():
     ([1.0, 0.0], 0),  # better than the low anchor, worse than the high one: consistent
     ([0.5, 1.0], 1),  # a rise of 0.5 > 0.1
     ([0.5, 0.5], 0),
+    ([0.0, 0.1], 0),  # a rise of exactly 0.1 is not more than 0.1
+    ([0.0, np.nextafter(0.1, 1.0)], 1),  # just above
 ])
 def test_monotonic_violation_is_a_rise_of_more_than_a_tenth(ys, expected):
     assert monotonic_violations(np.array([3.0, 7.0]), np.array(ys)) == expected

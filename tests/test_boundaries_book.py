@@ -76,6 +76,7 @@ def test_a_crlf_checkout_of_the_shipped_benchmark_is_the_shipped_benchmark(tmp_p
 def test_a_crlf_checkout_with_its_own_crlf_manifest_is_the_shipped_benchmark(tmp_path, monkeypatch):
     # a CRLF checkout converts data/benchmark.sha256 too: its lines end in "\r\n" there
     root = tmp_path / "checkout"
+    root.mkdir()
     crlf = _copy_benchmark(root / "data", crlf=True)
     manifest = (REPO_ROOT / "data" / paths.SHIPPED_MANIFEST).read_bytes()
     (crlf / paths.SHIPPED_MANIFEST).write_bytes(manifest.replace(b"\n", b"\r\n"))
