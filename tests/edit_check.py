@@ -84,10 +84,13 @@ def check(edit: dict, timeout: float) -> dict:
 
 
 def table(rows: list[dict]) -> str:
-    head = "| edit | file:line | failing test (node id) |\n|---|---|---|\n"
-    body = "".join(f"| {r['what']} | `{r['file'].removeprefix('src/mechaudit/')}:{r['line']}` | "
-                   f"{'' if r['status'] == 'caught' else r['status'] + ': '}`{r['test']}` |\n" for r in rows)
-    return head + body
+    """The markdown table of ``rows`` (a ``|`` in an edit's description escaped)."""
+    lines = ["| edit | file:line | failing test (node id) |", "|---|---|---|"]
+    for r in rows:
+        what, where = r["what"].replace("|", r"\|"), f"{r['file'].removeprefix('src/mechaudit/')}:{r['line']}"
+        outcome = "" if r["status"] == "caught" else r["status"] + ": "
+        lines.append(f"| {what} | `{where}` | {outcome}`{r['test']}` |")
+    return "\n".join(lines) + "\n"
 
 
 def main(argv: list[str] | None = None) -> int:
