@@ -170,7 +170,8 @@ rule_objects = build_rules(rules_for(p.rules, ctx.llm), ctx.client,
 # an LLM judge leaves some pairs undecided: they are excluded
 judges = {name: getattr(rule, "same_or_undecided", rule) for name,
           rule in rule_objects.items()}
-points, table = rule_tables(runs, judges, design.comparisons(), seed=p.seed)
+points, table = rule_tables(runs, judges, design.comparisons(), seed=p.seed,
+                            level=p.interval_level)
 truth = ch.simulator_truth(bench, design, sim_params, ctx.llm,
                            p.truth_runs_per_depth, seed=p.seed)
 table = ch.add_truth(table, truth)

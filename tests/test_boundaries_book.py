@@ -73,6 +73,17 @@ def test_a_crlf_checkout_of_the_shipped_benchmark_is_the_shipped_benchmark(tmp_p
     assert paths.is_shipped_benchmark(_copy_benchmark(tmp_path / "lf", crlf=False))
 
 
+def test_a_crlf_checkout_with_its_own_crlf_manifest_is_the_shipped_benchmark(tmp_path, monkeypatch):
+    # a CRLF checkout converts data/benchmark.sha256 too: its lines end in "\r\n" there
+    root = tmp_path / "checkout"
+    root.mkdir()
+    crlf = _copy_benchmark(root / "data", crlf=True)
+    manifest = (REPO_ROOT / "data" / paths.SHIPPED_MANIFEST).read_bytes()
+    (crlf / paths.SHIPPED_MANIFEST).write_bytes(manifest.replace(b"\n", b"\r\n"))
+    monkeypatch.setattr(paths, "REPO_ROOT", root)
+    assert paths.is_shipped_benchmark(crlf)
+
+
 def test_one_changed_word_or_a_missing_file_is_other_data(tmp_path):
     changed = _copy_benchmark(tmp_path / "changed", crlf=True)
     text = (changed / "hypotheses.jsonl").read_text(encoding="utf-8")

@@ -19,7 +19,7 @@ from fake_anthropic import FakeAnthropic, client_for, message_response
 
 from mechaudit.book.account import RunAccount
 from mechaudit.book.chapter import ChapterContext
-from mechaudit.llm import LLMRequest
+from mechaudit.llm import LLMRequest, ReplayMissError, get_client
 from mechaudit.llm.ledger import load_prices
 from mechaudit.llm.pricing import Planned, format_estimate, price_plan, totals
 from mechaudit.llm.session import BudgetExceededError, LLMSession
@@ -104,6 +104,17 @@ def test_batch_mode_sends_a_batch_only_for_two_or_more_uncached_requests(tmp_pat
     if batches:
         sent = fake.batches["msgbatch_0"]["requests"]
         assert len(sent) == len(asked) - len(cached)
+
+
+def test_batch_mode_over_a_full_cache_needs_no_api(tmp_path, api_key):
+    # a replay client (never sends) asked for batch mode: every answer is cached, so nothing is missing
+    _fill(tmp_path, api_key, 0, 1)
+    client = get_client("replay", cache_dir=tmp_path)
+    out = client.complete_many([req(0), req(1)], batch=True, poll_interval=0.0)
+    assert [r.cached for r in out] == [True, True]
+    assert client.prefetch_batch([req(0), req(1)]) == []
+    with pytest.raises(ReplayMissError):
+        client.prefetch_batch([req(0), req(2)])
 
 
 # ---------------------------------------------------------------- budget: exactly spent

@@ -81,6 +81,9 @@ def test_embedding_pair_at_the_threshold_is_the_same_mechanism(tmp_path):
     assert _embedding_rule(tmp_path, 0.5, vectors).same([(A, B)])[0]
     assert not _embedding_rule(tmp_path, float(np.nextafter(0.5, UP)), vectors).same([(A, B)])[0]
     assert _embedding_rule(tmp_path, float(np.nextafter(0.5, DOWN)), vectors).same([(A, B)])[0]
+    # verdicts from similarities already computed (the workflow's measured runs) keep the tie too
+    at = _embedding_rule(tmp_path, 0.5, vectors)
+    assert list(at.same_from_similarity([0.5, float(np.nextafter(0.5, DOWN))])) == [True, False]
     # the block-wise route (components) keeps the edge at the threshold too
     assert len(set(_embedding_rule(tmp_path, 0.5, vectors).components([A, B]))) == 1
     assert len(set(_embedding_rule(tmp_path, float(np.nextafter(0.5, UP)), vectors).components([A, B]))) == 2
@@ -230,6 +233,29 @@ def test_a_95_interval_is_wider_than_a_90_interval():
     l95, h95 = bootstrap_interval(Ds, 5, level=0.95, n_boot=3000, seed=0)
     l90, h90 = bootstrap_interval(Ds, 5, level=0.90, n_boot=3000, seed=0)
     assert l95 < l90 < h90 < h95
+
+
+def test_table1_intervals_are_95_percent_by_default_and_follow_the_chosen_level(bench):
+    from mechaudit.workflow import Design, MechanismKeyRule, load_simulator_params, rule_tables, simulate
+    from mechaudit.workflow.depth import comparison_matrix, depth_table, instance_matrices
+
+    design = Design(instances=("A", "C"), depths=(0, 1), runs_per_depth=4)
+    runs = simulate(bench, design, load_simulator_params(), seed=5, log=False)
+    mats = instance_matrices(runs, MechanismKeyRule())
+    subs = [comparison_matrix(m.D, m.depths, 0, 1) for m in mats]
+
+    def by_hand(level):  # the percentile interval of the same resamples, in pp
+        values = bootstrap_extras([D for D, _ in subs], 4, n_boot=2000, seed=2)
+        return list(100 * np.quantile(values, [(1 - level) / 2, (1 + level) / 2]))
+
+    def interval(table):
+        return list(table[["ci_low_pp", "ci_high_pp"]].iloc[0])
+
+    rule = {"key": MechanismKeyRule()}
+    assert interval(rule_tables(runs, rule, [(0, 1)], seed=2)[1]) == pytest.approx(by_hand(0.95), abs=1e-9)
+    assert interval(depth_table(mats, [(0, 1)], seed=2)) == pytest.approx(by_hand(0.95), abs=1e-9)
+    assert interval(rule_tables(runs, rule, [(0, 1)], seed=2, level=0.9)[1]) == pytest.approx(by_hand(0.9), abs=1e-9)
+    assert by_hand(0.9) != pytest.approx(by_hand(0.95))
 
 
 @pytest.mark.parametrize("level", [0.0, 1.0, -0.1, 1.5])

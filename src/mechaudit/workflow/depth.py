@@ -162,14 +162,15 @@ def depth_table(matrices: Sequence[InstanceMatrix], comparisons: Sequence[tuple[
 
 
 def rule_tables(runs: Sequence[Run], rules: Mapping[str, RuleLike],
-                comparisons: Sequence[tuple[int, int]], progress: bool = False, seed: int = 0
-                ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Fig. 2 points and Table 1 (bootstrap ``seed``) for each named ``RuleLike``, with a ``rule`` column."""
+                comparisons: Sequence[tuple[int, int]], progress: bool = False, seed: int = 0,
+                level: float = 0.95) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Fig. 2 points and Table 1 (bootstrap ``seed`` and ``level``) for each named ``RuleLike``, with a
+    ``rule`` column."""
     points, tables = [], []
     for name, rule in rules.items():
         mats = instance_matrices(runs, rule, progress)
         points.append(per_instance_effects(mats, comparisons).assign(rule=name))
-        tables.append(depth_table(mats, comparisons, seed=seed).assign(rule=name))
+        tables.append(depth_table(mats, comparisons, level=level, seed=seed).assign(rule=name))
     return pd.concat(points, ignore_index=True), pd.concat(tables, ignore_index=True)
 
 
