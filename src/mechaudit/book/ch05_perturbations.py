@@ -36,6 +36,7 @@ from mechaudit.perturb import (
     rerender_share,
     suite_path,
 )
+from mechaudit.report import provenance
 from mechaudit.report.comparison import compare
 from mechaudit.report.facts import fact
 from mechaudit.rules import EmbeddingRule, LLMJudge, ReferenceJudge, TfidfRule, marginal_same_rate
@@ -456,6 +457,8 @@ class PerturbationFacts(SuiteFacts):
     paper_meaning_preserving_embedding: float = fact(unit="%", doc="paper (Titan v2)")
     selfserved_coverage: str = fact(doc="how many of each suite's pairs the self-served judge has recorded")
     selfserved_answer: str = fact(doc="the self-served judge's sentence in the reading of the result")
+    selfserved_headline: str = fact(doc="the intro's cell: first-step swaps the self-served judge calls different")
+    selfserved_provenance: str = fact(doc="the intro's provenance cell of the self-served judge")
 
 
 def chapter_facts(ctx: ChapterContext, model: str, audits: Mapping[str, SuiteAudit], names: RuleSet,
@@ -482,16 +485,19 @@ def chapter_facts(ctx: ChapterContext, model: str, audits: Mapping[str, SuiteAud
         llm_answer="The LLM judge is not run offline." if llm is None else
         f"The LLM judge ({model}) calls {llm:.0f} % of template-built first-step swaps different.",
         headline_provenance=provenance, headline_verdict=verdict, **paper,
-        **dict(zip(("selfserved_coverage", "selfserved_answer"), selfserved_sentences(audits, ctx.show_paper))))
+        **dict(zip(("selfserved_coverage", "selfserved_answer", "selfserved_headline", "selfserved_provenance"),
+                   selfserved_sentences(audits, ctx.show_paper))))
 
 
-def selfserved_sentences(audits: Mapping[str, SuiteAudit], show_paper: bool) -> tuple[str, str]:
-    """Two sentences about the recorded self-served judge: how many of each suite's pairs have all
-    their answers recorded, and what it calls different on the suites that do."""
+def selfserved_sentences(audits: Mapping[str, SuiteAudit], show_paper: bool) -> tuple[str, str, str, str]:
+    """What the chapter says of the recorded self-served judge: how many of each suite's pairs have
+    all their answers recorded, what it calls different on the suites that do, and the intro's
+    headline and provenance cells (first-step swaps per complete suite)."""
     asked = {n: a for n, a in audits.items() if a.selfserved_pairs is not None}
     if not asked:
         return (f"The self-served {selfserved.SHORT} is replayed only by an offline run on the shipped benchmark, "
-                "so this run does not show it.", f"This run shows no answer of the self-served {selfserved.SHORT}.")
+                "so this run does not show it.", f"This run shows no answer of the self-served {selfserved.SHORT}.",
+                "not shown by this run", provenance.NOT_RUN)
     done = [n for n, a in asked.items() if a.selfserved is not None]
     if len(done) == len(asked):
         coverage = (f"The answers of the self-served {selfserved.SHORT} are recorded for every pair of "
@@ -505,7 +511,7 @@ def selfserved_sentences(audits: Mapping[str, SuiteAudit], show_paper: bool) -> 
                     "make local-judge records the rest.")
     if not done:
         return coverage, (f"No suite has all its pairs recorded yet, so this chapter quotes no number of the "
-                          f"self-served {selfserved.SHORT}.")
+                          f"self-served {selfserved.SHORT}."), "recording not complete", provenance.NOT_RUN
 
     def pct(n: str, kind: str) -> str:
         value = _share(audits[n].pooled, kind, selfserved.LABEL)
@@ -515,10 +521,11 @@ def selfserved_sentences(audits: Mapping[str, SuiteAudit], show_paper: bool) -> 
                       f"meaning-preserving pairs of the {SUITE_LABELS[n]}" for n in done)
     paper = (f", against the paper's LLM judge's {reported('perturbations.first_step_swapped_pct_different.llm'):g} % "
              "of first-step swaps" if show_paper else "")
+    headline = "; ".join(f"{SUITE_LABELS[n]}: {pct(n, 'first_step_swapped')}" for n in done)
     return coverage, (f"Replayed from its recorded answers, the self-served {selfserved.SHORT} calls {parts} "
                       f"different{paper}. A 135-million-parameter model is far below large LLM judges: these "
                       "numbers show the judging path working with a real model on this machine, not what a "
-                      "large judge would answer.")
+                      "large judge would answer."), headline, provenance.INDEPENDENT
 
 
 # --------------------------------------------------------------------------- cost plan
