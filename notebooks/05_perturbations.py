@@ -141,7 +141,7 @@ ctx.table("suite_counts", ch.counts_by_suite(suites), label="tbl-ch05-suite",
 # - **LLM judge** (only with an LLM {term}`backend <Backend>`, `"replay"` or `"anthropic"`):
 #   `judge_model` with the `judge_rubric` prompt, majority over the presentation orders
 #   `judge_orders`, on every pair of every suite.
-# - **SmolLM2-135M (self-served, real LLM)** (offline, on the shipped benchmark, for a suite whose
+# - **SmolLM2-135M (self-served)** (a real LLM; offline, on the shipped benchmark, for a suite whose
 #   pairs all have recorded answers): the same judge with the same prompts, rubric and orders,
 #   answered by SmolLM2-135M-Instruct on llama.cpp's server on this machine. `make local-judge`
 #   records its answers in `data/llm_cache/`; the column replays them and sends nothing. It is a

@@ -180,7 +180,8 @@ def test_the_self_served_judge_shows_only_for_suites_whose_pairs_are_all_recorde
     plain = {"template": suite_audit(True, 0.9), "reworded": suite_audit(False, 0.5)}
     assert "replayed only by an offline run" in ch.selfserved_sentences(plain, True)[0]  # not asked
     none = {"template": with_selfserved(plain["template"], 0), "reworded": with_selfserved(plain["reworded"], 3)}
-    coverage, answer = ch.selfserved_sentences(none, True)
+    coverage, answer, headline, source = ch.selfserved_sentences(none, True)
+    assert (headline, source) == ("recording not complete", "not run offline (LLM only)")
     assert "0 of 8 pairs of the template-built suite and 3 of 8 pairs of the reworded suite" in coverage
     assert "(none yet)" in coverage and "make local-judge records the rest" in coverage
     assert answer.startswith("No suite has all its pairs recorded") and "%" not in answer
@@ -188,7 +189,8 @@ def test_the_self_served_judge_shows_only_for_suites_whose_pairs_are_all_recorde
     assert not ch.paper_table(none, NAMES, backend=Backend.REFERENCE, model="m").index.str.contains("SmolLM2").any()
 
     mixed = {"template": none["template"], "reworded": with_selfserved(plain["reworded"], 8)}
-    coverage, answer = ch.selfserved_sentences(mixed, False)
+    coverage, answer, headline, source = ch.selfserved_sentences(mixed, False)
+    assert (headline, source) == ("reworded suite: 100.0 %", "independent computation")
     assert "(the reworded suite)" in coverage
     assert "100.0 % of first-step swaps and 0.0 % of meaning-preserving pairs of the reworded suite" in answer
     assert "template-built" not in answer and "paper" not in answer  # the paper only when it is shown
@@ -197,7 +199,7 @@ def test_the_self_served_judge_shows_only_for_suites_whose_pairs_are_all_recorde
     assert pct.loc["template-built suite"].eq(ch.NOT_RECORDED).all()
     assert pct.loc[("reworded suite", "first_step_swapped")] == 100.0
     table = ch.paper_table(mixed, NAMES, backend=Backend.REFERENCE, model="m")
-    row = "First step swapped, called different: SmolLM2-135M (self-served) (%)"
+    row = "First step swapped, called different: self-served SmolLM2 (%)"
     assert table.loc[row, "template-built suite"] == ch.NOT_RECORDED and table.loc[row, "reworded suite"] == "100.0"
     assert table.loc[row, "provenance"] == "independent computation"
 

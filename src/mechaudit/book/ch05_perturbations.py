@@ -274,9 +274,11 @@ def counts_by_suite(suites: Mapping[str, PerturbationSetup]) -> pd.DataFrame:
 
 def percent_by_suite(audits: Mapping[str, SuiteAudit], llm_run: bool) -> pd.DataFrame:
     """``percent_table`` of every suite, stacked (rows: suite label, kind); where one suite has the
-    self-served judge's column and another not, the other's cells read "not recorded"."""
+    self-served judge's column and another not, the other's cells read "not recorded". A column that
+    is "not run" in every row (the LLM judge of an offline run) is left out."""
     stacked = stack_suites({n: percent_table(a.pct, kinds=a.setup.kinds, llm_run=llm_run)
                             for n, a in audits.items()}, SUITE_LABELS)
+    stacked = stacked.loc[:, ~stacked.eq("not run").all()]
     return stacked.where(stacked.notna(), NOT_RECORDED)
 
 
@@ -333,7 +335,7 @@ def selfserved_rows(pooled: pd.DataFrame) -> list[tuple]:
     """Rows ``(key, ours, note)`` of the recorded self-served judge (``selfserved.LABEL`` column):
     the LLM judge's keys, measured by a real LLM (an independent computation)."""
     return [(f"perturbations.{kind}_pct_different.llm", _value(pooled, kind, selfserved.LABEL),
-             f"{selfserved.SHORT}, replayed") for kind in PAPER_KINDS]
+             "replayed answers") for kind in PAPER_KINDS]
 
 
 def paper_table(audits: Mapping[str, SuiteAudit], names: RuleSet, *, backend: Backend, model: str) -> pd.DataFrame:
@@ -345,7 +347,7 @@ def paper_table(audits: Mapping[str, SuiteAudit], names: RuleSet, *, backend: Ba
     done = {n: a for n, a in audits.items() if a.selfserved is not None}
     if done:
         own = _by_suite({n: compare(selfserved_rows(a.pooled), llm=True, suite=n) for n, a in done.items()})
-        own.index = [label.replace("LLM judge", f"{selfserved.SHORT} (self-served)") for label in own.index]
+        own.index = [label.replace("LLM judge", "self-served SmolLM2") for label in own.index]
         for n in audits.keys() - done.keys():
             own[SUITE_LABELS[n]] = NOT_RECORDED
         out = pd.concat([out, own[out.columns]])

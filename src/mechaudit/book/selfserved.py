@@ -30,7 +30,7 @@ SERVED_NAME = "SmolLM2-135M-Instruct"
 #: the judge model as the chapters name it (routed to the OpenAI-compatible server)
 MODEL = f"openai:{SERVED_NAME}"
 #: its column or row label in the chapters' tables, and the short name in notes
-LABEL = "SmolLM2-135M (self-served, real LLM)"
+LABEL = "SmolLM2 (self-served)"
 SHORT = "SmolLM2-135M"
 
 
