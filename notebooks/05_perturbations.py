@@ -176,8 +176,8 @@ for name, a in audits.items():
 # ## Percent of valid pairs judged "different mechanism"
 #
 # Rows are the suite and the perturbation kind, columns are rules. Only pairs that passed the
-# validity check are judged. The LLM column says "not run" when the backend is offline (as in this
-# committed book). {glue:text}`ch05_selfserved_coverage`
+# validity check are judged. With an offline backend (as in this committed book) the LLM judge is
+# not run and the table has no column for it. {glue:text}`ch05_selfserved_coverage`
 
 # %% tags=["hide-input"]
 ctx.table("percent_different", ch.percent_by_suite(audits, ctx.llm), label="tbl-ch05-percent",
