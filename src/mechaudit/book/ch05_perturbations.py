@@ -274,11 +274,11 @@ def counts_by_suite(suites: Mapping[str, PerturbationSetup]) -> pd.DataFrame:
 
 def percent_by_suite(audits: Mapping[str, SuiteAudit], llm_run: bool) -> pd.DataFrame:
     """``percent_table`` of every suite, stacked (rows: suite label, kind); where one suite has the
-    self-served judge's column and another not, the other's cells read "not recorded". A column that
-    is "not run" in every row (the LLM judge of an offline run) is left out."""
+    self-served judge's column and another not, the other's cells read "not recorded". Offline the
+    LLM judge is not run and has no column."""
     stacked = stack_suites({n: percent_table(a.pct, kinds=a.setup.kinds, llm_run=llm_run)
                             for n, a in audits.items()}, SUITE_LABELS)
-    stacked = stacked.loc[:, ~stacked.eq("not run").all()]
+    stacked = stacked if llm_run else stacked.drop(columns=LLM_COLUMN)
     return stacked.where(stacked.notna(), NOT_RECORDED)
 
 
@@ -472,7 +472,7 @@ def chapter_facts(ctx: ChapterContext, model: str, audits: Mapping[str, SuiteAud
     verdicts = conclusions(audits, names, separation)
     said = verdicts.get("changes with the suite")
     llm = _share(audits["template"].pooled, "first_step_swapped", LLM_COLUMN) if "template" in audits else None
-    provenance, verdict = headline_provenance("ch05", ctx.llm)
+    headline_source, verdict = headline_provenance("ch05", ctx.llm)
     paper = {f.name: reported("perturbations.{}_pct_different.{}".format(*f.name.removeprefix("paper_").rsplit("_", 1)))
              for f in fields(PerturbationFacts) if f.name.startswith("paper_")}
     return PerturbationFacts(
@@ -486,7 +486,7 @@ def chapter_facts(ctx: ChapterContext, model: str, audits: Mapping[str, SuiteAud
         headline_status=ctx.status(model, LOCAL),
         llm_answer="The LLM judge is not run offline." if llm is None else
         f"The LLM judge ({model}) calls {llm:.0f} % of template-built first-step swaps different.",
-        headline_provenance=provenance, headline_verdict=verdict, **paper,
+        headline_provenance=headline_source, headline_verdict=verdict, **paper,
         **dict(zip(("selfserved_coverage", "selfserved_answer", "selfserved_headline", "selfserved_provenance"),
                    selfserved_sentences(audits, ctx.show_paper))))
 
