@@ -92,11 +92,7 @@ if not ctx.show_paper:
 cluster = connect(p.parallel_backend, p.scheduler)  # "dask": the client the loops use; None otherwise
 
 # %%
-setup = ch.validity_setup(data_dir=p.data_dir, design_file=p.design_file,
-                          simulator_file=p.simulator_file,
-                          null_simulator_file=p.null_simulator_file,
-                          truth_runs_per_depth=p.truth_runs_per_depth,
-                          seed=p.seed)
+setup = ch.validity_setup(p)
 
 # %% tags=["hide-input"]
 display(ctx.table("truth", setup.truth.round(2), shown=ch.truth_view(setup.truth), label="tbl-ch02b-truth",
@@ -117,12 +113,7 @@ display(ctx.table("truth", setup.truth.round(2), shown=ch.truth_view(setup.truth
 # interval) for the two fast rules.
 
 # %%
-runs = ch.replications(setup, n_replications=p.n_replications,
-                       n_null_replications=p.n_null_replications,
-                       n_text_replications=p.n_text_replications,
-                       n_boot=p.n_boot, tfidf_threshold=p.tfidf_threshold,
-                       seed=p.seed, n_jobs=p.n_jobs,
-                       parallel_backend=p.parallel_backend)
+runs = ch.replications(setup, p)
 print(source_note(runs.sources))
 bias = validity_summary(runs.default, setup.truth, alpha=p.alpha)
 size = validity_summary(runs.null,

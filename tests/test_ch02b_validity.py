@@ -11,6 +11,7 @@ import pytest
 from mechaudit.backends import Backend
 from mechaudit.book import ch02b_validity as validity
 from mechaudit.book.chapter import simulation_only_note
+from mechaudit.book.settings import ValiditySettings
 
 
 def _summary(rule: str, rates: list[float], n: int = 300) -> pd.DataFrame:
@@ -70,7 +71,7 @@ def test_the_simulation_only_note(capsys):
 
 
 def test_validity_setup_loads_both_simulators_and_the_truth():
-    setup = validity.validity_setup(truth_runs_per_depth=3, seed=0)
+    setup = validity.validity_setup(ValiditySettings(truth_runs_per_depth=3))
     assert setup.null != setup.default
     assert {"0 v 1", "0 v 5", "1 v 5"} <= set(setup.truth.label)
     assert set(setup.truth.measure) == {"mechanism_key", "paper_rates"}

@@ -23,7 +23,6 @@ from mechaudit.errors import MechauditError
 from mechaudit.llm.pricing import Planned
 from mechaudit.model import Benchmark
 from mechaudit.paper import entries, reported, shown
-from mechaudit.paths import PARAMS_DIR
 from mechaudit.report import labels
 from mechaudit.report.comparison import format_p, power_of_ten
 from mechaudit.report.facts import fact
@@ -35,8 +34,6 @@ from mechaudit.workflow import (
     SimulatorParams,
     committed,
     instance_matrices,
-    load_design,
-    load_simulator_params,
     null_params,
     population_truth,
     rule_tables,
@@ -46,13 +43,15 @@ from mechaudit.workflow.calibrate import (
     CONSTRAINED_NAME,
     SCAN_NAME,
     SHARE_COLUMNS,
+    Calibration,
+    CalibrationSpec,
     calibrate,
+    calibration_setup,
     closed_form_base,
     committed_scan,
     constrained_by_fit,
     extra_column,
     label_of,
-    load_calibration,
     matches,
     mixture_reachable,
     paper_targets,
@@ -384,46 +383,39 @@ class CalibrationRun:
     bench: Benchmark
     design: Design
     committed: SimulatorParams
-    spec: Any
-    cal: Any
+    spec: CalibrationSpec
+    cal: Calibration
     source: str
 
 
-def calibration_inputs(calibration_file: str = "calibration.yaml") -> tuple[Benchmark, Design, SimulatorParams, Any]:
-    """The shipped benchmark, the paper's design (``params/paper.yaml``), the committed simulator
-    parameters and the calibration spec (``params/<calibration_file>``)."""
-    bench = load_benchmark()
-    design = load_design(PARAMS_DIR / "paper.yaml", instances=[i.id for i in bench.instances])
-    return bench, design, load_simulator_params(PARAMS_DIR / "simulator.yaml"), load_calibration(
-        PARAMS_DIR / calibration_file)
-
-
 def run_calibration(calibration_file: str = "calibration.yaml", n_jobs: int = 1) -> CalibrationRun:
-    """The calibration on the shipped benchmark: the committed scan when its settings match, else the
+    """The calibration on the shipped benchmark with the paper's design, the committed simulator
+    parameters and ``params/<calibration_file>``: the committed scan when its settings match, else the
     whole scan computed now (slow: prints a note)."""
-    bench, design, base, spec = calibration_inputs(calibration_file)
-    table = committed_scan(design, base, spec)
+    s = calibration_setup(calibration_file=calibration_file)
+    table = committed_scan(s.design, s.base, s.spec)
     if table is None:
         print("The committed calibration scan was computed with other settings: computing the scan now "
               "(`mechaudit calibrate` writes it to data/computed/).")
-    cal = calibrate(bench, design, base, spec, table=table, n_jobs=n_jobs)
-    return CalibrationRun(bench, design, base, spec, cal, "committed" if table is not None else "computed now")
+    cal = calibrate(s.bench, s.design, s.base, s.spec, table=table, n_jobs=n_jobs)
+    return CalibrationRun(s.bench, s.design, s.base, s.spec, cal, "committed" if table is not None else "computed now")
 
 
 def write_calibration(n_jobs: int = -1, force: bool = False) -> str:
     """``mechaudit calibrate``'s scan part: the scan at the committed settings, written to
     ``data/computed/`` with the record of what the fit constrains when stale (``force``: always);
     returns a summary of the best point, the near points and the calibrated values."""
-    bench, design, base, spec = calibration_inputs()
-    params, _ = closed_form_base(base, spec, paper_targets(list(spec.targets)))
-    table, source = committed.cached(SCAN_NAME, scan_settings(design, params, spec),
-                                     lambda: scan(bench, design, params, spec, n_jobs=n_jobs), write=True, force=force)
-    cal = calibrate(bench, design, base, spec, table=table)
+    s = calibration_setup()
+    spec = s.spec
+    params, _ = closed_form_base(s.base, spec, paper_targets(list(spec.targets)))
+    table, source = committed.cached(SCAN_NAME, scan_settings(s.design, params, spec),
+                                     lambda: scan(s.bench, s.design, params, spec, n_jobs=n_jobs), write=True,
+                                     force=force)
+    cal = calibrate(s.bench, s.design, s.base, spec, table=table)
     found = constrained_by_fit(cal.scan, spec)
     changed = committed.write_record(CONSTRAINED_NAME, found)
-    differ = [k for k, ok in matches(base, cal.values()).items() if not ok]
-    state = "written" if source == "computed now" else "current, kept"
-    lines = [f"data/computed/{SCAN_NAME}.csv ({len(table)} points): {state}",
+    differ = [k for k, ok in matches(s.base, cal.values()).items() if not ok]
+    lines = [committed.summary({SCAN_NAME: table}, {SCAN_NAME: source}, unit="points"),
              f"{CONSTRAINED_NAME}.json ({'written' if changed else 'current, kept'}): "
              f"{', '.join(found) or 'nothing'}",
              "best point: " + fit_point_text(cal.scan, spec, best_only=True),

@@ -46,6 +46,7 @@ from mechaudit.workflow.simulator import (
     ReplyProbabilities,
     SimulatorParams,
     instance_models,
+    load_simulation,
     simulate_outcomes,
 )
 from mechaudit.workflow.validity import population_truth
@@ -180,6 +181,29 @@ def load_calibration(path: str | Path | None = None) -> CalibrationSpec:
     """Read the scan settings (default ``params/calibration.yaml``); ``DataError`` on bad content."""
     path = Path(path) if path is not None else PARAMS_DIR / "calibration.yaml"
     return load_section(CalibrationSpec, path, "calibration", "a mapping of scan settings")
+
+
+@dataclass(frozen=True)
+class CalibrationSetup:
+    """The benchmark, the design, the simulator parameters and the calibration spec (chapters 02, 02c)."""
+
+    bench: Benchmark
+    design: Design
+    base: SimulatorParams
+    spec: CalibrationSpec
+
+    @property
+    def instances(self) -> list[str]:
+        """The benchmark's instance ids."""
+        return [i.id for i in self.bench.instances]
+
+
+def calibration_setup(data_dir: str | Path | None = None, design_file: str = "paper.yaml",
+                      simulator_file: str = "simulator.yaml", calibration_file: str = "calibration.yaml"
+                      ) -> CalibrationSetup:
+    """``simulator.load_simulation`` and ``load_calibration`` (file names under ``params/``)."""
+    return CalibrationSetup(*load_simulation(data_dir, design_file, simulator_file),
+                            load_calibration(PARAMS_DIR / calibration_file))
 
 
 # --------------------------------------------------------------------------- targets
