@@ -164,9 +164,7 @@ fig = ctx.figure("validity", fig, glue_as="ch02b_fig_validity")
 # ```
 
 # %% tags=["remove-cell"]
-glue_facts("ch02b", ch.validity_facts(setup.design, bias, size, runs.null, alpha=p.alpha, n_boot=p.n_boot,
-                                      n_reps=p.n_replications, n_null_reps=p.n_null_replications,
-                                      n_text_reps=p.n_text_replications, truth_runs=p.truth_runs_per_depth))
+glue_facts("ch02b", ch.validity_facts(setup.design, bias, size, runs.null, p))
 
 # %% [markdown]
 # In {numref}`fig-ch02b-validity` the mechanism-key and paper-rate estimates are unbiased up to Monte

@@ -223,12 +223,11 @@ class ValidityFacts:
     tfidf_null_max_01: float = fact(digits=2, doc="TF-IDF's largest rejection rate at alpha 0.01")
 
 
-def validity_facts(design: Design, bias: pd.DataFrame, size: pd.DataFrame, null_reps: pd.DataFrame, *,
-                   alpha: float, n_boot: int, n_reps: int, n_null_reps: int, n_text_reps: int,
-                   truth_runs: int) -> ValidityFacts:
-    """:class:`ValidityFacts` of the ``bias`` and ``size`` tables (``validity_summary`` at ``alpha``
+def validity_facts(design: Design, bias: pd.DataFrame, size: pd.DataFrame, null_reps: pd.DataFrame,
+                   p: ValiditySettings) -> ValidityFacts:
+    """:class:`ValidityFacts` of the ``bias`` and ``size`` tables (``validity_summary`` at ``p.alpha``
     of the default and the null replications; ``null_reps``: the null replications, summarised
-    again at alpha 0.01) and the chapter's settings."""
+    again at alpha 0.01) and the chapter's settings ``p``."""
     fast = list(FAST)
     key_size = size[size.rule == "mechanism_key"]
     low, high = coverage_range(bias, fast)
@@ -236,9 +235,10 @@ def validity_facts(design: Design, bias: pd.DataFrame, size: pd.DataFrame, null_
     text_size = size[size.rule == "tfidf"]
     strict = validity_summary(null_reps, {c: 0.0 for c in bias.comparison.unique()}, alpha=0.01)
     provenance, verdict = headline_provenance("ch02b", llm=False)  # simulated under every backend
+    alpha, n_null_reps = p.alpha, p.n_null_replications
     return ValidityFacts(
-        n_runs=design.n_runs, n_reps=n_reps, n_null_reps=n_null_reps, n_text_reps=n_text_reps, truth_runs=truth_runs,
-        alpha=alpha, n_boot=n_boot, key_max_bias_z=max_bias_z(bias, fast),
+        n_runs=design.n_runs, n_reps=p.n_replications, n_null_reps=n_null_reps, n_text_reps=p.n_text_replications,
+        truth_runs=p.truth_runs_per_depth, alpha=alpha, n_boot=p.n_boot, key_max_bias_z=max_bias_z(bias, fast),
         coverage=f"{low:.2f} to {high:.2f}" if low != high else f"{low:.2f}",
         coverage_verdict=coverage_verdict(bias, fast), size_rates=rates_text(size, "mechanism_key"),
         rate_size_rates=rates_text(size, "paper_rates"), size_se=key_size.rejection_se.max(),

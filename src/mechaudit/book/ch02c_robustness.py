@@ -37,9 +37,6 @@ from mechaudit.workflow.robustness import (
 )
 from mechaudit.workflow.validity import max_bias_z
 
-#: depth comparisons of the rule-bias grid, and their glue tags
-COMPARISONS = {"0 v 1": "0v1", "0 v 5": "0v5", "1 v 5": "1v5"}
-
 
 def defaults(base: SimulatorParams) -> dict[str, float]:
     """The default value of every grid factor (``workflow.robustness.FACTORS``) in ``base``."""

@@ -514,31 +514,25 @@ def fit_table(cal: Calibration, committed_params: SimulatorParams, spec: Calibra
     t, m, p = cal.targets, cal.measured, cal.params
     best = cal.scan[cal.scan.best].iloc[0]
     expected = expected_density(p.p_extra_hypothesis, int(t["openings"]), p.extra_hypotheses_max)
-    shares = m.shares(p.reply_sound.as_array())
     labels = [label_of(k) for k in spec.targets]
-    extras = " and ".join(labels)
-    mix_target = " / ".join(f"{t[c]:g}" for c in SHARE_COLUMNS)
-    mix_achieved = " / ".join(f"{x:.1f}" for x in shares)
-    rows = [("p_extra_hypothesis", "matched pairs per run pair (closed form)",
-             f"{t['matched_pairs'] / t['run_pairs']:.2f}",
-             f"{expected:.2f} expected ({m.pairs_per_run_pair:.2f} simulated)")]
-    rows += [(name, f"expected extra divergence {extras}, pp, {spec.measure} (grid scan)",
-              " / ".join(f"{t[k]:g}" for k in spec.targets),
-              " / ".join(f"{best[extra_column(lab)]:.1f} ± {best[se_column(lab)]:.1f}" for lab in labels))
-             for name in spec.grid]
-    rows.append(("reply_sound", "demand shares c / a / p / d, % (closed form)", mix_target, mix_achieved))
-    out = [{"parameter": name, "calibrated": _fmt(getattr(p, name)),
-            "committed": _fmt(getattr(committed_params, name)), "target": target, "target value": value,
-            "achieved": achieved} for name, target, value, achieved in rows]
+    mix_achieved = " / ".join(f"{x:.1f}" for x in m.shares(p.reply_sound.as_array()))
+    fitted = [("p_extra_hypothesis", "matched pairs per run pair (closed form)",
+               f"{t['matched_pairs'] / t['run_pairs']:.2f}",
+               f"{expected:.2f} expected ({m.pairs_per_run_pair:.2f} simulated)")]
+    fitted += [(name, f"expected extra divergence {' and '.join(labels)}, pp, {spec.measure} (grid scan)",
+                " / ".join(f"{t[k]:g}" for k in spec.targets),
+                " / ".join(f"{best[extra_column(lab)]:.1f} ± {best[se_column(lab)]:.1f}" for lab in labels))
+               for name in spec.grid]
+    fitted.append(("reply_sound", "demand shares c / a / p / d, % (closed form)",
+                   " / ".join(f"{t[c]:g}" for c in SHARE_COLUMNS), mix_achieved))
     mixture_keys = sorted(SOLVED_TARGETS["reply_sound"])
-    out += [{"parameter": name, "calibrated": "(chosen)", "committed": _fmt(getattr(committed_params, name)),
-             "target": "chosen: " + how, "target value": " / ".join(f"{reported(k):g}" for k in spec.fitted[name]),
-             "achieved": mix_achieved if sorted(spec.fitted[name]) == mixture_keys else ""}
-            for name, how in spec.chosen.items()]
-    out += [{"parameter": name, "calibrated": "(assumed)", "committed": _fmt(getattr(committed_params, name)),
-             "target": "assumption: " + reason, "target value": "", "achieved": ""}
-            for name, reason in spec.fixed.items()]
-    return pd.DataFrame(out, columns=["parameter", "calibrated", "committed", "target", "target value", "achieved"])
+    rows = [(name, _fmt(getattr(p, name)), *rest) for name, *rest in fitted]
+    rows += [(name, "(chosen)", "chosen: " + how, " / ".join(f"{reported(k):g}" for k in spec.fitted[name]),
+              mix_achieved if sorted(spec.fitted[name]) == mixture_keys else "") for name, how in spec.chosen.items()]
+    rows += [(name, "(assumed)", "assumption: " + reason, "", "") for name, reason in spec.fixed.items()]
+    return pd.DataFrame([(name, calibrated, _fmt(getattr(committed_params, name)), *rest)
+                         for name, calibrated, *rest in rows],
+                        columns=["parameter", "calibrated", "committed", "target", "target value", "achieved"])
 
 
 #: prefix of the paper's bounds on the exact p-value; ``k{a}_vs_k{b}`` follows
