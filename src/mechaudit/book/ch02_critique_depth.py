@@ -48,7 +48,6 @@ from mechaudit.workflow.calibrate import (
     calibrate,
     calibration_setup,
     closed_form_base,
-    committed_scan,
     constrained_by_fit,
     extra_column,
     label_of,
@@ -60,7 +59,7 @@ from mechaudit.workflow.calibrate import (
     se_column,
 )
 from mechaudit.workflow.depth import MEASURES, judge_model_table, measure_of
-from mechaudit.workflow.plan import design_for, plan_delivered_judges, plan_workflow
+from mechaudit.workflow.plan import plan_delivered_judges, plan_workflow
 from mechaudit.workflow.rulesets import build_rules, rules_for
 
 #: the comparisons the paper reports, as (a, b) depth pairs
@@ -388,34 +387,37 @@ class CalibrationRun:
     source: str
 
 
-def run_calibration(calibration_file: str = "calibration.yaml", n_jobs: int = 1) -> CalibrationRun:
+def run_calibration(calibration_file: str = "calibration.yaml", n_jobs: int = 1, *, write: bool = False,
+                    force: bool = False) -> CalibrationRun:
     """The calibration on the shipped benchmark with the paper's design, the committed simulator
     parameters and ``params/<calibration_file>``: the committed scan when its settings match, else the
-    whole scan computed now (slow: prints a note)."""
+    whole scan computed now (slow: prints a note unless ``write``, which commits it; ``force``: compute
+    even when current)."""
     s = calibration_setup(calibration_file=calibration_file)
-    table = committed_scan(s.design, s.base, s.spec)
-    if table is None:
-        print("The committed calibration scan was computed with other settings: computing the scan now "
-              "(`mechaudit calibrate` writes it to data/computed/).")
-    cal = calibrate(s.bench, s.design, s.base, s.spec, table=table, n_jobs=n_jobs)
-    return CalibrationRun(s.bench, s.design, s.base, s.spec, cal, "committed" if table is not None else "computed now")
+    params, _ = closed_form_base(s.base, s.spec, paper_targets(list(s.spec.targets)))
+
+    def compute() -> pd.DataFrame:
+        if not write:
+            print("The committed calibration scan was computed with other settings: computing the scan now "
+                  "(`mechaudit calibrate` writes it to data/computed/).")
+        return scan(s.bench, s.design, params, s.spec, n_jobs=n_jobs)
+
+    table, source = committed.cached(SCAN_NAME, scan_settings(s.design, params, s.spec), compute, write=write,
+                                     force=force)
+    cal = calibrate(s.bench, s.design, s.base, s.spec, table=table)
+    return CalibrationRun(s.bench, s.design, s.base, s.spec, cal, source)
 
 
 def write_calibration(n_jobs: int = -1, force: bool = False) -> str:
     """``mechaudit calibrate``'s scan part: the scan at the committed settings, written to
     ``data/computed/`` with the record of what the fit constrains when stale (``force``: always);
     returns a summary of the best point, the near points and the calibrated values."""
-    s = calibration_setup()
-    spec = s.spec
-    params, _ = closed_form_base(s.base, spec, paper_targets(list(spec.targets)))
-    table, source = committed.cached(SCAN_NAME, scan_settings(s.design, params, spec),
-                                     lambda: scan(s.bench, s.design, params, spec, n_jobs=n_jobs), write=True,
-                                     force=force)
-    cal = calibrate(s.bench, s.design, s.base, spec, table=table)
+    run = run_calibration(n_jobs=n_jobs, write=True, force=force)
+    cal, spec = run.cal, run.spec
     found = constrained_by_fit(cal.scan, spec)
     changed = committed.write_record(CONSTRAINED_NAME, found)
-    differ = [k for k, ok in matches(s.base, cal.values()).items() if not ok]
-    lines = [committed.summary({SCAN_NAME: table}, {SCAN_NAME: source}, unit="points"),
+    differ = [k for k, ok in matches(run.committed, cal.values()).items() if not ok]
+    lines = [committed.summary({SCAN_NAME: cal.scan}, {SCAN_NAME: run.source}, unit="points"),
              f"{CONSTRAINED_NAME}.json ({'written' if changed else 'current, kept'}): "
              f"{', '.join(found) or 'nothing'}",
              "best point: " + fit_point_text(cal.scan, spec, best_only=True),
@@ -642,7 +644,7 @@ def plan(p: Mapping[str, Any]) -> list[Planned]:
     """The chapter's requests: the workflow, then the LLM judge on every matched pair of delivered
     hypotheses, once per judge model."""
     bench = load_benchmark(p.get("data_dir"))
-    work, runs, exact = plan_workflow(p, bench, design_for(p, bench))
+    work, runs, exact = plan_workflow(p, bench)
     return work + plan_delivered_judges(p, bench, runs, exact, lambda rs, rec: instance_matrices(rs, rec.same),
                                         judge_models(p))
 

@@ -18,7 +18,7 @@ from mechaudit.paths import cache_path
 from mechaudit.report.facts import fact
 from mechaudit.schema import Benchmark, load_benchmark
 from mechaudit.workflow import WorkflowSetup, build_rules, delivered_diversity, null_params, rules_for, simulate
-from mechaudit.workflow.plan import design_for, plan_delivered_judges, plan_workflow
+from mechaudit.workflow.plan import plan_delivered_judges, plan_workflow
 
 #: human column names of the per-rule summary
 SUMMARY_COLUMNS = {"n_hypotheses": "hypotheses", "components": "groups (components)",
@@ -192,6 +192,6 @@ def plan(p: Mapping[str, Any]) -> list[Planned]:
     """The chapter's requests (``mechaudit estimate``): the workflow, then the LLM judge on all pairs
     within each run's delivered set."""
     bench = load_benchmark(p.get("data_dir"))
-    work, runs, exact = plan_workflow(p, bench, design_for(p, bench))
+    work, runs, exact = plan_workflow(p, bench)
     return work + plan_delivered_judges(p, bench, runs, exact, lambda rs, rec: delivered_diversity(rs, {"llm": rec}),
                                         judge_models(p))

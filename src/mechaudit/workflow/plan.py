@@ -38,11 +38,6 @@ TYPICAL_REPLY = ("Evidence item 2 supports this step directly; I keep it and add
                  "the critic asks for, citing item 3, so the chain reads in the observed direction.")
 
 
-def design_for(p: Mapping[str, Any], bench: Benchmark) -> Design:
-    """The design file ``p["design_file"]`` (under ``params/``) over the benchmark's instances."""
-    return load_design(PARAMS_DIR / p["design_file"], instances=[i.id for i in bench.instances])
-
-
 def proxy_runs(bench: Benchmark, design: Design) -> list[Run]:
     """Stand-in runs for sizing requests: per opening one delivered hypothesis (its text), per round
     ``DEMANDS_PER_CRITIQUE`` typical demands and replies."""
@@ -63,8 +58,10 @@ def proxy_runs(bench: Benchmark, design: Design) -> list[Run]:
     return runs
 
 
-def plan_workflow(p: Mapping[str, Any], bench: Benchmark, design: Design) -> tuple[list[Planned], list[Run], bool]:
-    """``(requests, runs to plan the judges on, exact)``: the real ones if the workflow replays."""
+def plan_workflow(p: Mapping[str, Any], bench: Benchmark) -> tuple[list[Planned], list[Run], bool]:
+    """``(requests, runs to plan the judges on, exact)`` of the design file ``p["design_file"]`` (under
+    ``params/``) over the benchmark's instances: the real ones if the workflow replays."""
+    design = load_design(PARAMS_DIR / p["design_file"], instances=[i.id for i in bench.instances])
     model = p["generator_model"]
     instances = {i.id: i for i in bench.instances}
     develop = [
