@@ -66,8 +66,7 @@ def plan_workflow(p: Mapping[str, Any], bench: Benchmark) -> tuple[list[Planned]
     instances = {i.id: i for i in bench.instances}
     develop = [
         Planned("workflow develop", develop_request(instances[c[0]], bench.vocabulary, o, run_id(*c), model, 1.0))
-        for c in design.cells()
-        for o in bench.openings(c[0])
+        for c in design.cells() for o in bench.openings(c[0])
     ]
     client = get_client(backend="replay", cache_dir=p.get("cache_dir"))
     if all(x.request.key in client.cache for x in develop):
@@ -78,18 +77,16 @@ def plan_workflow(p: Mapping[str, Any], bench: Benchmark) -> tuple[list[Planned]
         except (ReplayMissError, ValueError):
             pass
     out = list(develop)
-    critique = CritiqueOut(
-        demands=[DemandOut(number=n, demand=TYPICAL_DEMAND) for n in range(1, DEMANDS_PER_CRITIQUE + 1)]
-    )
+    critique = CritiqueOut(demands=[DemandOut(number=n, demand=TYPICAL_DEMAND)
+                                    for n in range(1, DEMANDS_PER_CRITIQUE + 1)])
     for c in design.cells():
         rid = run_id(*c)
         for o in bench.openings(c[0]):
             hyp = HypothesisOut(statement=o.statement, explanation=o.explanation,
                                 chain=[{"id": s.id, "text": s.text} for s in o.chain])
             for rnd in range(1, c[1] + 1):
-                out.append(
-                    Planned("workflow critique", critique_request(instances[c[0]], hyp, rid, rnd, model, 1.0), False)
-                )
+                out.append(Planned("workflow critique", critique_request(instances[c[0]], hyp, rid, rnd, model, 1.0),
+                                   False))
                 out.append(Planned("workflow revise", revise_request(instances[c[0]], bench.vocabulary, hyp, critique,
                                                                      rid, rnd, model, 1.0), False))
     return out, proxy_runs(bench, design), False
