@@ -481,12 +481,6 @@ def calibrate(bench: Benchmark, design: Design, base: SimulatorParams, spec: Cal
 SCAN_NAME = "calibration_scan"
 
 
-def committed_scan(design: Design, base: SimulatorParams, spec: CalibrationSpec) -> pd.DataFrame | None:
-    """The committed scan if it was computed with exactly these settings, else None."""
-    params, _ = closed_form_base(base, spec, paper_targets(list(spec.targets)))
-    return committed.load(SCAN_NAME, scan_settings(design, params, spec))
-
-
 def matches(params: SimulatorParams, values: Mapping[str, Any], atol: float = 1e-9) -> dict[str, bool]:
     """Per calibrated parameter whether ``params`` holds that value (reply vectors per label)."""
     out = {}
