@@ -77,11 +77,9 @@ from IPython.display import display
 
 from mechaudit.book import ch02b_validity as ch
 from mechaudit.book.chapter import ChapterContext, simulation_only_note, source_note
-from mechaudit.paths import PARAMS_DIR
 from mechaudit.plots.workflow import validity_figure
 from mechaudit.report.facts import glue_facts
 from mechaudit.workflow import validity_summary
-from mechaudit.workflow.calibrate import load_calibration
 from mechaudit.workflow.parallel import connect
 
 ctx = ChapterContext.open(globals(), "02b_validity")  # checked parameters, backend, LLM client
@@ -201,8 +199,7 @@ glue_facts("ch02b", ch.validity_facts(setup.design, bias, size, runs.null, p))
 # committed defaults.
 
 # %%
-cal_spec = load_calibration(PARAMS_DIR / p.calibration_file)
-sampling = ch.sampling_check(runs.default, cal_spec)
+sampling = ch.sampling_check(runs.default, setup.spec)
 
 # %% tags=["hide-input"]
 glue_facts("ch02b", ch.sampling_facts(sampling))

@@ -30,7 +30,7 @@ from mechaudit.workflow import (
     replicate,
     validity_summary,
 )
-from mechaudit.workflow.calibrate import label_of
+from mechaudit.workflow.calibrate import CalibrationSpec, label_of, load_calibration
 from mechaudit.workflow.depth import MEASURES
 from mechaudit.workflow.simulator import load_simulation
 from mechaudit.workflow.validity import coverage_range, low_coverage, max_bias_z, mc_se, size_z
@@ -44,14 +44,15 @@ CITED_CELLS = {
 
 @dataclass(frozen=True)
 class ValiditySetup:
-    """The benchmark, the design, the default and null simulator parameters and the default's
-    ``population_truth`` under both truth measures."""
+    """The benchmark, the design, the default and null simulator parameters, the default's
+    ``population_truth`` under both truth measures and the calibration spec (its sampling SDs)."""
 
     bench: Benchmark
     design: Design
     default: SimulatorParams
     null: SimulatorParams
     truth: pd.DataFrame
+    spec: CalibrationSpec
 
 
 def validity_setup(p: ValiditySettings) -> ValiditySetup:
@@ -61,7 +62,7 @@ def validity_setup(p: ValiditySettings) -> ValiditySetup:
     null = load_simulator_params(PARAMS_DIR / p.null_simulator_file)
     truth = population_truth(bench, design, default, runs_per_depth=p.truth_runs_per_depth, seed=p.seed,
                              measures=MEASURES)
-    return ValiditySetup(bench, design, default, null, truth)
+    return ValiditySetup(bench, design, default, null, truth, load_calibration(PARAMS_DIR / p.calibration_file))
 
 
 #: the rules read from the simulator's step ids (fast enough for hundreds of replications)
