@@ -193,12 +193,9 @@ def headline(main: pd.DataFrame, level: float = 0.95) -> dict[str, Any]:
         out[label] = _NOT_IN if row is None else row.extra_pp
         out[f"{label} text"] = _NOT_IN if row is None else (
             f"{row.extra_pp:.1f} ({100 * level:g} % interval {interval_text(row.ci_low_pp, row.ci_high_pp)})")
-    if "0 v 1" in main.index:
-        row = main.loc["0 v 1"]
-        floor = 1 / int(row["n_partitions"]) ** int(row["n_instances"])
-        out["p 0 v 1"] = format_p(float(row["p_value"]), smallest=floor)
-    else:
-        out["p 0 v 1"] = _NOT_IN
+    row = main.loc["0 v 1"] if "0 v 1" in main.index else None
+    out["p 0 v 1"] = _NOT_IN if row is None else format_p(float(row.p_value),
+                                                         smallest=1 / int(row.n_partitions) ** int(row.n_instances))
     return out
 
 
