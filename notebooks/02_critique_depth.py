@@ -77,15 +77,16 @@ import pandas as pd
 from IPython.display import display
 
 from mechaudit.book import ch02_critique_depth as ch
+from mechaudit.book.ch04_equivalence_rules import chapter_rules
 from mechaudit.book.estimate import judge_estimate
-from mechaudit.paths import PARAMS_DIR, cache_path
+from mechaudit.paths import PARAMS_DIR
 from mechaudit.plots.workflow import critique_depth_figure, judge_model_figure, rule_comparison_figure
 from mechaudit.report.comparison import compare
 from mechaudit.report.facts import glue_facts
 from mechaudit.report.glue import glue
 from mechaudit.report.labels import label
 from mechaudit.report.tables import book_table
-from mechaudit.workflow import build_rules, counts, report_dropped, rule_tables, rules_for, workflow_setup
+from mechaudit.workflow import counts, report_dropped, rule_tables, workflow_setup
 from mechaudit.workflow.calibrate import fit_table, load_calibration
 from mechaudit.workflow.depth import change_profile, measure_of
 
@@ -159,14 +160,7 @@ if ctx.show_paper:  # shown in Appendix 2A (book/ch02_appendix.md)
 # reached (see below).
 
 # %%
-store = cache_path("embedding_cache") if p.embedding_cache else None
-rule_objects = build_rules(rules_for(p.rules, ctx.llm), ctx.client,
-                           tfidf_threshold=p.tfidf_threshold,
-                           embedding_threshold=p.embedding_threshold,
-                           embedding_model=p.embedding_model,
-                           judge_model=p.judge_model,
-                           instances=bench.instances,
-                           embedding_cache_dir=store)
+rule_objects = chapter_rules(p, ctx.client, bench)  # p.rules at their thresholds; LLM runs add the judge
 # an LLM judge leaves some pairs undecided: they are excluded
 judges = {name: getattr(rule, "same_or_undecided", rule) for name,
           rule in rule_objects.items()}

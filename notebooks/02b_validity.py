@@ -77,11 +77,9 @@ from IPython.display import display
 
 from mechaudit.book import ch02b_validity as ch
 from mechaudit.book.chapter import ChapterContext, simulation_only_note, source_note
-from mechaudit.paths import PARAMS_DIR
 from mechaudit.plots.workflow import validity_figure
 from mechaudit.report.facts import glue_facts
 from mechaudit.workflow import validity_summary
-from mechaudit.workflow.calibrate import load_calibration
 from mechaudit.workflow.parallel import connect
 
 ctx = ChapterContext.open(globals(), "02b_validity")  # checked parameters, backend, LLM client
@@ -92,11 +90,7 @@ if not ctx.show_paper:
 cluster = connect(p.parallel_backend, p.scheduler)  # "dask": the client the loops use; None otherwise
 
 # %%
-setup = ch.validity_setup(data_dir=p.data_dir, design_file=p.design_file,
-                          simulator_file=p.simulator_file,
-                          null_simulator_file=p.null_simulator_file,
-                          truth_runs_per_depth=p.truth_runs_per_depth,
-                          seed=p.seed)
+setup = ch.validity_setup(p)
 
 # %% tags=["hide-input"]
 display(ctx.table("truth", setup.truth.round(2), shown=ch.truth_view(setup.truth), label="tbl-ch02b-truth",
@@ -117,12 +111,7 @@ display(ctx.table("truth", setup.truth.round(2), shown=ch.truth_view(setup.truth
 # interval) for the two fast rules.
 
 # %%
-runs = ch.replications(setup, n_replications=p.n_replications,
-                       n_null_replications=p.n_null_replications,
-                       n_text_replications=p.n_text_replications,
-                       n_boot=p.n_boot, tfidf_threshold=p.tfidf_threshold,
-                       seed=p.seed, n_jobs=p.n_jobs,
-                       parallel_backend=p.parallel_backend)
+runs = ch.replications(setup, p)
 print(source_note(runs.sources))
 bias = validity_summary(runs.default, setup.truth, alpha=p.alpha)
 size = validity_summary(runs.null,
@@ -173,9 +162,7 @@ fig = ctx.figure("validity", fig, glue_as="ch02b_fig_validity")
 # ```
 
 # %% tags=["remove-cell"]
-glue_facts("ch02b", ch.validity_facts(setup.design, bias, size, runs.null, alpha=p.alpha, n_boot=p.n_boot,
-                                      n_reps=p.n_replications, n_null_reps=p.n_null_replications,
-                                      n_text_reps=p.n_text_replications, truth_runs=p.truth_runs_per_depth))
+glue_facts("ch02b", ch.validity_facts(setup.design, bias, size, runs.null, p))
 
 # %% [markdown]
 # In {numref}`fig-ch02b-validity` the mechanism-key and paper-rate estimates are unbiased up to Monte
@@ -212,8 +199,7 @@ glue_facts("ch02b", ch.validity_facts(setup.design, bias, size, runs.null, alpha
 # committed defaults.
 
 # %%
-cal_spec = load_calibration(PARAMS_DIR / p.calibration_file)
-sampling = ch.sampling_check(runs.default, cal_spec)
+sampling = ch.sampling_check(runs.default, setup.spec)
 
 # %% tags=["hide-input"]
 glue_facts("ch02b", ch.sampling_facts(sampling))

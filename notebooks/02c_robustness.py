@@ -89,6 +89,7 @@ from mechaudit.paper import reported
 from mechaudit.plots import robustness as plots
 from mechaudit.report.facts import glue_facts
 from mechaudit.report.tables import book_table
+from mechaudit.workflow.calibrate import calibration_setup
 from mechaudit.workflow.parallel import connect
 from mechaudit.workflow.power import runs_needed
 from mechaudit.workflow.robustness import rule_bias
@@ -96,9 +97,8 @@ from mechaudit.workflow.robustness import rule_bias
 ctx = ChapterContext.open(globals(), "02c_robustness")  # checked parameters, backend, LLM client
 p = ctx.settings
 simulation_only_note(ctx.backend)  # LLM backends: this chapter still runs the simulator only
-s = ch.setup(p.data_dir, p.design_file, p.simulator_file, p.calibration_file)
+s = calibration_setup(p.data_dir, p.design_file, p.simulator_file, p.calibration_file)
 defaults = ch.defaults(s.base)
-jobs = {"n_jobs": p.n_jobs, "parallel_backend": p.parallel_backend}
 cluster = connect(p.parallel_backend, p.scheduler)  # "dask": the client the loops use; None otherwise
 fig_caption = "Backend: reference (simulator)"  # every figure here is simulated, under every backend
 
@@ -123,9 +123,7 @@ fig_caption = "Backend: reference (simulator)"  # every figure here is simulated
 # outside the consistent set says little about the paper's workflow; the full grid is context only.
 
 # %% tags=["hide-input"]
-truths_all = ch.chapter_truths(s, s.spec, robust_axes=p.robust_axes, alternatives_axes=p.alternatives_axes,
-                               pick_quantiles=p.pick_quantiles, runs_per_depth=p.truth_runs_per_depth,
-                               n_seeds=p.truth_seeds, seed=p.seed, ratio=p.diminishing_ratio, z=p.z, **jobs)
+truths_all = ch.chapter_truths(s, p)
 print(source_note(truths_all.sources))
 truths = truths_all.map
 
@@ -229,16 +227,7 @@ glue_facts("ch02c", ch.alternatives_facts(alt))
 # with its own, the mechanism key and TF-IDF with the mechanism key's.
 
 # %%
-studies = ch.chapter_studies(s, truths_all, list(p.robust_axes),
-                             tfidf_threshold=p.tfidf_threshold,
-                             n_text_replications=p.n_text_replications,
-                             power_designs=p.power_designs,
-                             n_power_replications=p.n_power_replications,
-                             alpha=p.alpha, power_ladder=p.power_ladder,
-                             power_level=p.power_level,
-                             pool_runs_per_depth=p.pool_runs_per_depth,
-                             n_resamples=p.n_resamples, n_pools=p.n_pools,
-                             seed=p.seed, **jobs)
+studies = ch.chapter_studies(s, truths_all, p)
 print(source_note(studies.sources))
 labels = ch.setting_labels(truths_all.picks, list(p.robust_axes))
 bias = rule_bias(studies.rule_reps, truths_all.pick_truths, z=p.z)

@@ -87,13 +87,7 @@ report_dropped(setup.delivery, p.json_retries)
 # with the hypotheses, the group counts under both groupings and the Vendi score.
 
 # %%
-rule_objects = ch.chapter_rules(p.rules, ctx.client,
-                                tfidf_threshold=p.tfidf_threshold,
-                                judge_model=p.judge_model,
-                                embedding_threshold=p.embedding_threshold,
-                                embedding_model=p.embedding_model,
-                                bench=setup.bench,
-                                embedding_cache=p.embedding_cache)
+rule_objects = ch.chapter_rules(p, ctx.client, setup.bench)
 div = delivered_diversity(setup.delivery.runs, rule_objects)
 
 # %% tags=["hide-input"]

@@ -10,13 +10,13 @@ import pytest
 
 from mechaudit.divergence import comparison_matrix, extra_divergence
 from mechaudit.paths import PARAMS_DIR
-from mechaudit.workflow import Design, counts, depth_table, load_design, load_simulator_params, simulate
+from mechaudit.workflow import Design, committed, counts, depth_table, load_design, load_simulator_params, simulate
 from mechaudit.workflow.calibrate import (
     EXTRA_KEY,
+    SCAN_NAME,
     Measured,
     calibrate,
     closed_form_base,
-    committed_scan,
     comparison_of,
     constrained_by_fit,
     expected_density,
@@ -30,6 +30,7 @@ from mechaudit.workflow.calibrate import (
     paper_targets,
     project_simplex,
     round_shares,
+    scan_settings,
     score,
     solve_reply_sound,
 )
@@ -185,6 +186,13 @@ def test_fitted_section_must_name_what_is_fitted(tmp_path):
     path.write_text(_spec_text("{p_find: [0.9]}", fitted) + "  target_correlation: 1.0\n")
     with pytest.raises(ValueError, match="target_correlation"):
         load_calibration(path)
+
+
+def committed_scan(design, base, spec):
+    """The committed scan if it was computed with exactly these settings (``run_calibration``'s
+    lookup), else None."""
+    params, _ = closed_form_base(base, spec, paper_targets(list(spec.targets)))
+    return committed.load(SCAN_NAME, scan_settings(design, params, spec))
 
 
 def _committed_inputs(bench):

@@ -11,6 +11,7 @@ import pytest
 from mechaudit.backends import Backend
 from mechaudit.book import ch02b_validity as validity
 from mechaudit.book.chapter import simulation_only_note
+from mechaudit.book.settings import ValiditySettings
 
 
 def _summary(rule: str, rates: list[float], n: int = 300) -> pd.DataFrame:
@@ -70,7 +71,7 @@ def test_the_simulation_only_note(capsys):
 
 
 def test_validity_setup_loads_both_simulators_and_the_truth():
-    setup = validity.validity_setup(truth_runs_per_depth=3, seed=0)
+    setup = validity.validity_setup(ValiditySettings(truth_runs_per_depth=3))
     assert setup.null != setup.default
     assert {"0 v 1", "0 v 5", "1 v 5"} <= set(setup.truth.label)
     assert set(setup.truth.measure) == {"mechanism_key", "paper_rates"}
@@ -90,8 +91,8 @@ def test_validity_facts_read_the_summaries_and_say_not_run_without_tfidf():
     bias = validity_summary(reps, zero).assign(coverage=[0.9, 0.95, 0.96, 0.97])
     size = validity_summary(reps, zero, alpha=0.05)
     design = Design(instances=["A"], depths=[0, 1, 5], runs_per_depth=2)
-    facts = validity.validity_facts(design, bias, size, reps, alpha=0.05, n_boot=9, n_reps=40, n_null_reps=40,
-                                    n_text_reps=0, truth_runs=3)
+    facts = validity.validity_facts(design, bias, size, reps, ValiditySettings(
+        n_boot=9, n_replications=40, n_null_replications=40, truth_runs_per_depth=3))
     assert facts.coverage == "0.90 to 0.97" and facts.n_runs == design.n_runs
     assert facts.size_mean == pytest.approx(size[size.rule == "mechanism_key"].rejection_rate.mean())
     assert facts.se_01 == pytest.approx(math.sqrt(0.01 * 0.99 / 40))

@@ -9,6 +9,7 @@ import pytest
 
 from mechaudit.book import ch02c_robustness as ch
 from mechaudit.errors import MechauditError
+from mechaudit.workflow.calibrate import calibration_setup
 
 AXES = ["p_find", "weak_scale"]
 FACTORS = {"p_find": 0.9, "weak_scale": 1.0}
@@ -123,7 +124,7 @@ def test_needed_table_writes_runs_as_ints_or_text():
 
 
 def test_setup_and_defaults():
-    s = ch.setup()
+    s = calibration_setup()
     assert s.instances == [i.id for i in s.bench.instances] and s.design.runs_per_depth >= 1
     d = ch.defaults(s.base)
     assert d["weak_scale"] == 1.0 and d["p_find"] == s.base.p_find

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pandas as pd
 
 from mechaudit.book import ch04_equivalence_rules as ch
+from mechaudit.book.settings import RulesSettings
 
 
 def _div() -> pd.DataFrame:
@@ -56,9 +57,8 @@ def test_encoder_sentence_names_both_models_only_beside_the_paper():
 
 
 def test_chapter_rules_drop_the_key_for_llm_runs_only(bench):
-    offline = ch.chapter_rules(["mechanism_key", "tfidf"], None, tfidf_threshold=0.3,
-                               embedding_threshold=0.77, embedding_model=None, judge_model="m", bench=bench)
-    assert list(offline) == ["mechanism_key", "tfidf"]
+    offline = ch.chapter_rules(RulesSettings(rules=["mechanism_key", "tfidf"], tfidf_threshold=0.3), None, bench)
+    assert list(offline) == ["mechanism_key", "tfidf"] and offline["tfidf"].threshold == 0.3
     assert ch.openings_label(bench) == 5
 
 

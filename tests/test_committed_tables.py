@@ -12,11 +12,12 @@ import pytest
 from mechaudit.book import ch02b_validity as ch02b
 from mechaudit.book import ch02c_robustness as ch02c
 from mechaudit.book.params import notebook_parameters
-from mechaudit.paths import NOTEBOOKS_DIR, PARAMS_DIR
+from mechaudit.book.settings import RobustnessSettings, ValiditySettings
+from mechaudit.paths import NOTEBOOKS_DIR
 from mechaudit.workflow import build_rules, instance_models, replication_seed
 from mechaudit.workflow import robustness as robustness_module
 from mechaudit.workflow import validity as validity_module
-from mechaudit.workflow.calibrate import load_calibration
+from mechaudit.workflow.calibrate import calibration_setup
 from mechaudit.workflow.robustness import grid, truth_grid
 
 
@@ -34,18 +35,11 @@ def p02c():
     return notebook_parameters(NOTEBOOKS_DIR / "02c_robustness.py")
 
 
-def _replications(p, setup):
-    return ch02b.replications(setup, n_replications=p["n_replications"], n_null_replications=p["n_null_replications"],
-                              n_text_replications=p["n_text_replications"], n_boot=p["n_boot"],
-                              tfidf_threshold=p["tfidf_threshold"], seed=p["seed"])
-
-
 def test_validity_replications_are_committed_and_re_evaluate(p02b, monkeypatch):
-    setup = ch02b.validity_setup(design_file=p02b["design_file"], simulator_file=p02b["simulator_file"],
-                                 null_simulator_file=p02b["null_simulator_file"], truth_runs_per_depth=3)
+    setup = ch02b.validity_setup(ValiditySettings(truth_runs_per_depth=3))
     monkeypatch.setattr(validity_module, "replicate", _refuse)
     monkeypatch.setattr("mechaudit.workflow.replicate", _refuse)
-    runs = _replications(p02b, setup)
+    runs = ch02b.replications(setup, ValiditySettings(n_jobs=1, parallel_backend=None))
     monkeypatch.undo()
     assert set(runs.sources.values()) == {"committed"}
     assert runs.default.rep.nunique() == p02b["n_replications"]
@@ -63,13 +57,10 @@ def test_validity_replications_are_committed_and_re_evaluate(p02b, monkeypatch):
 
 
 def _truths(p, monkeypatch=None):
-    s = ch02c.setup(None, p["design_file"], p["simulator_file"])
-    spec = load_calibration(PARAMS_DIR / p["calibration_file"])
+    s = calibration_setup(None, p["design_file"], p["simulator_file"], p["calibration_file"])
     if monkeypatch is not None:
         monkeypatch.setattr(robustness_module, "truth_grid", _refuse)
-    t = ch02c.chapter_truths(s, spec, robust_axes=p["robust_axes"], alternatives_axes=p["alternatives_axes"],
-                             pick_quantiles=p["pick_quantiles"], runs_per_depth=p["truth_runs_per_depth"],
-                             n_seeds=p["truth_seeds"], seed=p["seed"], ratio=p["diminishing_ratio"], z=p["z"])
+    t = ch02c.chapter_truths(s, RobustnessSettings(n_jobs=1, parallel_backend=None))
     return s, t
 
 

@@ -141,6 +141,7 @@ def test_the_simulated_workflow_runs_on_the_example_data(tmp_path):
     delivers the design's runs, chapter 03 labels every demand, chapter 04 measures diversity."""
     from mechaudit.book import ch03_critique_engagement as ch03
     from mechaudit.book import ch04_equivalence_rules as ch04
+    from mechaudit.book.settings import RulesSettings
     from mechaudit.workflow import delivered_diversity, workflow_setup
 
     p = {**notebook_parameters(resolve_chapter("04_equivalence_rules").source)}
@@ -149,9 +150,9 @@ def test_the_simulated_workflow_runs_on_the_example_data(tmp_path):
     labelled = ch03.label_runs(setup.delivery, p["judge_model"], p["json_retries"])
     shares = ch03.shares_table(labelled, None)
     assert len(labelled) > 0 and len(shares) >= 4
-    rules = ch04.chapter_rules(["mechanism_key", "reference", "tfidf"], None, tfidf_threshold=p["tfidf_threshold"],
-                               embedding_threshold=p["embedding_threshold"], embedding_model=None,
-                               judge_model=p["judge_model"], bench=setup.bench, embedding_cache=False)
+    rules = ch04.chapter_rules(RulesSettings(rules=["mechanism_key", "reference", "tfidf"],
+                                             tfidf_threshold=p["tfidf_threshold"], judge_model=p["judge_model"],
+                                             embedding_cache=False), None, setup.bench)
     div = delivered_diversity(setup.delivery.runs, rules)
     save("mean_diversity", ch04.rule_summary(div), tmp_path)
     assert len(pd.read_csv(tmp_path / "mean_diversity.csv")) == 3

@@ -23,7 +23,6 @@ from mechaudit.errors import MechauditError
 from mechaudit.llm.pricing import Planned
 from mechaudit.model import Benchmark
 from mechaudit.paper import entries, reported, shown
-from mechaudit.paths import PARAMS_DIR
 from mechaudit.report import labels
 from mechaudit.report.comparison import format_p, power_of_ten
 from mechaudit.report.facts import fact
@@ -35,8 +34,6 @@ from mechaudit.workflow import (
     SimulatorParams,
     committed,
     instance_matrices,
-    load_design,
-    load_simulator_params,
     null_params,
     population_truth,
     rule_tables,
@@ -46,13 +43,14 @@ from mechaudit.workflow.calibrate import (
     CONSTRAINED_NAME,
     SCAN_NAME,
     SHARE_COLUMNS,
+    Calibration,
+    CalibrationSpec,
     calibrate,
+    calibration_setup,
     closed_form_base,
-    committed_scan,
     constrained_by_fit,
     extra_column,
     label_of,
-    load_calibration,
     matches,
     mixture_reachable,
     paper_targets,
@@ -61,7 +59,7 @@ from mechaudit.workflow.calibrate import (
     se_column,
 )
 from mechaudit.workflow.depth import MEASURES, judge_model_table, measure_of
-from mechaudit.workflow.plan import design_for, plan_delivered_judges, plan_workflow
+from mechaudit.workflow.plan import plan_delivered_judges, plan_workflow
 from mechaudit.workflow.rulesets import build_rules, rules_for
 
 #: the comparisons the paper reports, as (a, b) depth pairs
@@ -195,12 +193,9 @@ def headline(main: pd.DataFrame, level: float = 0.95) -> dict[str, Any]:
         out[label] = _NOT_IN if row is None else row.extra_pp
         out[f"{label} text"] = _NOT_IN if row is None else (
             f"{row.extra_pp:.1f} ({100 * level:g} % interval {interval_text(row.ci_low_pp, row.ci_high_pp)})")
-    if "0 v 1" in main.index:
-        row = main.loc["0 v 1"]
-        floor = 1 / int(row["n_partitions"]) ** int(row["n_instances"])
-        out["p 0 v 1"] = format_p(float(row["p_value"]), smallest=floor)
-    else:
-        out["p 0 v 1"] = _NOT_IN
+    row = main.loc["0 v 1"] if "0 v 1" in main.index else None
+    out["p 0 v 1"] = _NOT_IN if row is None else format_p(float(row.p_value),
+                                                         smallest=1 / int(row.n_partitions) ** int(row.n_instances))
     return out
 
 
@@ -384,46 +379,42 @@ class CalibrationRun:
     bench: Benchmark
     design: Design
     committed: SimulatorParams
-    spec: Any
-    cal: Any
+    spec: CalibrationSpec
+    cal: Calibration
     source: str
 
 
-def calibration_inputs(calibration_file: str = "calibration.yaml") -> tuple[Benchmark, Design, SimulatorParams, Any]:
-    """The shipped benchmark, the paper's design (``params/paper.yaml``), the committed simulator
-    parameters and the calibration spec (``params/<calibration_file>``)."""
-    bench = load_benchmark()
-    design = load_design(PARAMS_DIR / "paper.yaml", instances=[i.id for i in bench.instances])
-    return bench, design, load_simulator_params(PARAMS_DIR / "simulator.yaml"), load_calibration(
-        PARAMS_DIR / calibration_file)
+def run_calibration(calibration_file: str = "calibration.yaml", n_jobs: int = 1, *, write: bool = False,
+                    force: bool = False) -> CalibrationRun:
+    """The calibration on the shipped benchmark with the paper's design, the committed simulator
+    parameters and ``params/<calibration_file>``: the committed scan when its settings match, else the
+    whole scan computed now (slow: prints a note unless ``write``, which commits it; ``force``: compute
+    even when current)."""
+    s = calibration_setup(calibration_file=calibration_file)
+    params, _ = closed_form_base(s.base, s.spec, paper_targets(list(s.spec.targets)))
 
+    def compute() -> pd.DataFrame:
+        if not write:
+            print("The committed calibration scan was computed with other settings: computing the scan now "
+                  "(`mechaudit calibrate` writes it to data/computed/).")
+        return scan(s.bench, s.design, params, s.spec, n_jobs=n_jobs)
 
-def run_calibration(calibration_file: str = "calibration.yaml", n_jobs: int = 1) -> CalibrationRun:
-    """The calibration on the shipped benchmark: the committed scan when its settings match, else the
-    whole scan computed now (slow: prints a note)."""
-    bench, design, base, spec = calibration_inputs(calibration_file)
-    table = committed_scan(design, base, spec)
-    if table is None:
-        print("The committed calibration scan was computed with other settings: computing the scan now "
-              "(`mechaudit calibrate` writes it to data/computed/).")
-    cal = calibrate(bench, design, base, spec, table=table, n_jobs=n_jobs)
-    return CalibrationRun(bench, design, base, spec, cal, "committed" if table is not None else "computed now")
+    table, source = committed.cached(SCAN_NAME, scan_settings(s.design, params, s.spec), compute, write=write,
+                                     force=force)
+    cal = calibrate(s.bench, s.design, s.base, s.spec, table=table)
+    return CalibrationRun(s.bench, s.design, s.base, s.spec, cal, source)
 
 
 def write_calibration(n_jobs: int = -1, force: bool = False) -> str:
     """``mechaudit calibrate``'s scan part: the scan at the committed settings, written to
     ``data/computed/`` with the record of what the fit constrains when stale (``force``: always);
     returns a summary of the best point, the near points and the calibrated values."""
-    bench, design, base, spec = calibration_inputs()
-    params, _ = closed_form_base(base, spec, paper_targets(list(spec.targets)))
-    table, source = committed.cached(SCAN_NAME, scan_settings(design, params, spec),
-                                     lambda: scan(bench, design, params, spec, n_jobs=n_jobs), write=True, force=force)
-    cal = calibrate(bench, design, base, spec, table=table)
+    run = run_calibration(n_jobs=n_jobs, write=True, force=force)
+    cal, spec = run.cal, run.spec
     found = constrained_by_fit(cal.scan, spec)
     changed = committed.write_record(CONSTRAINED_NAME, found)
-    differ = [k for k, ok in matches(base, cal.values()).items() if not ok]
-    state = "written" if source == "computed now" else "current, kept"
-    lines = [f"data/computed/{SCAN_NAME}.csv ({len(table)} points): {state}",
+    differ = [k for k, ok in matches(run.committed, cal.values()).items() if not ok]
+    lines = [committed.summary({SCAN_NAME: cal.scan}, {SCAN_NAME: run.source}, unit="points"),
              f"{CONSTRAINED_NAME}.json ({'written' if changed else 'current, kept'}): "
              f"{', '.join(found) or 'nothing'}",
              "best point: " + fit_point_text(cal.scan, spec, best_only=True),
@@ -650,7 +641,7 @@ def plan(p: Mapping[str, Any]) -> list[Planned]:
     """The chapter's requests: the workflow, then the LLM judge on every matched pair of delivered
     hypotheses, once per judge model."""
     bench = load_benchmark(p.get("data_dir"))
-    work, runs, exact = plan_workflow(p, bench, design_for(p, bench))
+    work, runs, exact = plan_workflow(p, bench)
     return work + plan_delivered_judges(p, bench, runs, exact, lambda rs, rec: instance_matrices(rs, rec.same),
                                         judge_models(p))
 

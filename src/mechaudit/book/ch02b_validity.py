@@ -11,30 +11,28 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import partial
-from pathlib import Path
 
 import pandas as pd
 
 from mechaudit.book.chapter import SIMULATED, headline_provenance
-from mechaudit.book.settings import defaults
+from mechaudit.book.settings import ValiditySettings
 from mechaudit.model import Benchmark
 from mechaudit.paths import PARAMS_DIR
 from mechaudit.report.facts import fact
 from mechaudit.report.tables import Column, with_columns
-from mechaudit.schema import load_benchmark
 from mechaudit.workflow import (
     Design,
     SimulatorParams,
     build_rules,
     committed,
-    load_design,
     load_simulator_params,
     population_truth,
     replicate,
     validity_summary,
 )
-from mechaudit.workflow.calibrate import label_of
+from mechaudit.workflow.calibrate import CalibrationSpec, label_of, load_calibration
 from mechaudit.workflow.depth import MEASURES
+from mechaudit.workflow.simulator import load_simulation
 from mechaudit.workflow.validity import coverage_range, low_coverage, max_bias_z, mc_se, size_z
 
 #: glue key -> the table cells its prose value restates (format: tests/test_table_prose.py)
@@ -46,28 +44,25 @@ CITED_CELLS = {
 
 @dataclass(frozen=True)
 class ValiditySetup:
-    """The benchmark, the design, the default and null simulator parameters and the default's
-    ``population_truth`` under both truth measures."""
+    """The benchmark, the design, the default and null simulator parameters, the default's
+    ``population_truth`` under both truth measures and the calibration spec (its sampling SDs)."""
 
     bench: Benchmark
     design: Design
     default: SimulatorParams
     null: SimulatorParams
     truth: pd.DataFrame
+    spec: CalibrationSpec
 
 
-def validity_setup(*, data_dir: str | Path | None = None, design_file: str = "paper.yaml",
-                   simulator_file: str = "simulator.yaml", null_simulator_file: str = "simulator_null.yaml",
-                   truth_runs_per_depth: int = 100, seed: int = 0) -> ValiditySetup:
-    """Load the benchmark (``data_dir``, default the shipped data) and the parameter files (names under
-    ``params/``), and estimate the default simulator's truth with ``truth_runs_per_depth`` runs per depth."""
-    bench = load_benchmark(data_dir)
-    design = load_design(PARAMS_DIR / design_file, instances=[i.id for i in bench.instances])
-    default = load_simulator_params(PARAMS_DIR / simulator_file)
-    null = load_simulator_params(PARAMS_DIR / null_simulator_file)
-    truth = population_truth(bench, design, default, runs_per_depth=truth_runs_per_depth, seed=seed,
+def validity_setup(p: ValiditySettings) -> ValiditySetup:
+    """Load the benchmark and the parameter files the settings ``p`` name (``simulator.load_simulation``)
+    and estimate the default simulator's truth with ``p.truth_runs_per_depth`` runs per depth."""
+    bench, design, default = load_simulation(p.data_dir, p.design_file, p.simulator_file)
+    null = load_simulator_params(PARAMS_DIR / p.null_simulator_file)
+    truth = population_truth(bench, design, default, runs_per_depth=p.truth_runs_per_depth, seed=p.seed,
                              measures=MEASURES)
-    return ValiditySetup(bench, design, default, null, truth)
+    return ValiditySetup(bench, design, default, null, truth, load_calibration(PARAMS_DIR / p.calibration_file))
 
 
 #: the rules read from the simulator's step ids (fast enough for hundreds of replications)
@@ -84,29 +79,29 @@ class Replications:
     sources: dict[str, str]
 
 
-def replications(s: ValiditySetup, *, n_replications: int, n_null_replications: int, n_text_replications: int,
-                 n_boot: int, level: float = 0.95, tfidf_threshold: float, seed: int, n_jobs: int = 1,
-                 parallel_backend: str | None = None, write: bool = False, force: bool = False) -> Replications:
-    """Replications of the design under the default simulator (``n_replications`` for the fast rules
-    with ``n_boot`` bootstrap resamples; seed ``seed + 1``) and the null simulator (``n_null_replications``;
-    seed ``seed + 2``), TF-IDF over ``n_text_replications``; each read from ``data/computed/`` when
-    computed with these settings (``write``, ``force``: for ``mechaudit calibrate``)."""
+def replications(s: ValiditySetup, p: ValiditySettings, *, level: float = 0.95, write: bool = False,
+                 force: bool = False) -> Replications:
+    """Replications of the design under the default simulator (``p.n_replications`` for the fast rules
+    with ``p.n_boot`` bootstrap resamples; seed ``p.seed + 1``) and the null simulator
+    (``p.n_null_replications``; seed ``p.seed + 2``), TF-IDF over ``p.n_text_replications``; each read
+    from ``data/computed/`` when computed with these settings (``write``, ``force``: for ``mechaudit calibrate``)."""
     fast = build_rules(list(FAST))
-    text = build_rules(["tfidf"], tfidf_threshold=tfidf_threshold)["tfidf"]
-    jobs = {"n_jobs": n_jobs, "parallel_backend": parallel_backend}
+    text = build_rules(["tfidf"], tfidf_threshold=p.tfidf_threshold)["tfidf"]
+    jobs = {"n_jobs": p.n_jobs, "parallel_backend": p.parallel_backend}
 
     def run(simulator: SimulatorParams, n_fast: int, rep_seed: int, boot: int) -> pd.DataFrame:
         return pd.concat([replicate(s.bench, s.design, simulator, fast, n_reps=n_fast, seed=rep_seed, n_boot=boot,
                                     level=level, **jobs),
-                          replicate(s.bench, s.design, simulator, {"tfidf": text.same}, n_reps=n_text_replications,
+                          replicate(s.bench, s.design, simulator, {"tfidf": text.same}, n_reps=p.n_text_replications,
                                     seed=rep_seed, **jobs)], ignore_index=True)
 
     tables, sources = {}, {}
-    for name, simulator, n_fast, rep_seed, boot in (("validity_default", s.default, n_replications, seed + 1, n_boot),
-                                                    ("validity_null", s.null, n_null_replications, seed + 2, 0)):
+    for name, simulator, n_fast, rep_seed, boot in (
+            ("validity_default", s.default, p.n_replications, p.seed + 1, p.n_boot),
+            ("validity_null", s.null, p.n_null_replications, p.seed + 2, 0)):
         settings = committed.with_benchmark({
             "design": s.design.model_dump(), "simulator": simulator.model_dump(), "fast_rules": list(FAST),
-            "tfidf_threshold": tfidf_threshold, "n_fast": n_fast, "n_text": n_text_replications, "seed": rep_seed,
+            "tfidf_threshold": p.tfidf_threshold, "n_fast": n_fast, "n_text": p.n_text_replications, "seed": rep_seed,
             "n_boot": boot, "level": level})
         tables[name], sources[name] = committed.cached(name, settings, partial(run, simulator, n_fast, rep_seed, boot),
                                                        write=write, force=force)
@@ -116,16 +111,9 @@ def replications(s: ValiditySetup, *, n_replications: int, n_null_replications: 
 def write_replications(n_jobs: int = -1, force: bool = False) -> str:
     """``mechaudit calibrate``'s validity part: the replications at the chapter's defaults, written
     to ``data/computed/`` when stale (``force``: always); returns a summary."""
-    p = defaults("02b_validity")
-    s = validity_setup(design_file=p["design_file"], simulator_file=p["simulator_file"],
-                       null_simulator_file=p["null_simulator_file"], truth_runs_per_depth=p["truth_runs_per_depth"],
-                       seed=p["seed"])
-    r = replications(s, n_replications=p["n_replications"], n_null_replications=p["n_null_replications"],
-                     n_text_replications=p["n_text_replications"], n_boot=p["n_boot"],
-                     tfidf_threshold=p["tfidf_threshold"], seed=p["seed"], n_jobs=n_jobs, write=True, force=force)
-    return "\n".join(f"data/computed/{name}.csv ({len(t)} rows): "
-                     f"{'written' if r.sources[name] == 'computed now' else 'current, kept'}"
-                     for name, t in (("validity_default", r.default), ("validity_null", r.null)))
+    p = ValiditySettings(n_jobs=n_jobs)
+    r = replications(validity_setup(p), p, write=True, force=force)
+    return committed.summary({"validity_default": r.default, "validity_null": r.null}, r.sources)
 
 
 def truth_view(truth: pd.DataFrame) -> pd.DataFrame:
@@ -236,12 +224,11 @@ class ValidityFacts:
     tfidf_null_max_01: float = fact(digits=2, doc="TF-IDF's largest rejection rate at alpha 0.01")
 
 
-def validity_facts(design: Design, bias: pd.DataFrame, size: pd.DataFrame, null_reps: pd.DataFrame, *,
-                   alpha: float, n_boot: int, n_reps: int, n_null_reps: int, n_text_reps: int,
-                   truth_runs: int) -> ValidityFacts:
-    """:class:`ValidityFacts` of the ``bias`` and ``size`` tables (``validity_summary`` at ``alpha``
+def validity_facts(design: Design, bias: pd.DataFrame, size: pd.DataFrame, null_reps: pd.DataFrame,
+                   p: ValiditySettings) -> ValidityFacts:
+    """:class:`ValidityFacts` of the ``bias`` and ``size`` tables (``validity_summary`` at ``p.alpha``
     of the default and the null replications; ``null_reps``: the null replications, summarised
-    again at alpha 0.01) and the chapter's settings."""
+    again at alpha 0.01) and the chapter's settings ``p``."""
     fast = list(FAST)
     key_size = size[size.rule == "mechanism_key"]
     low, high = coverage_range(bias, fast)
@@ -249,9 +236,10 @@ def validity_facts(design: Design, bias: pd.DataFrame, size: pd.DataFrame, null_
     text_size = size[size.rule == "tfidf"]
     strict = validity_summary(null_reps, {c: 0.0 for c in bias.comparison.unique()}, alpha=0.01)
     provenance, verdict = headline_provenance("ch02b", llm=False)  # simulated under every backend
+    alpha, n_null_reps = p.alpha, p.n_null_replications
     return ValidityFacts(
-        n_runs=design.n_runs, n_reps=n_reps, n_null_reps=n_null_reps, n_text_reps=n_text_reps, truth_runs=truth_runs,
-        alpha=alpha, n_boot=n_boot, key_max_bias_z=max_bias_z(bias, fast),
+        n_runs=design.n_runs, n_reps=p.n_replications, n_null_reps=n_null_reps, n_text_reps=p.n_text_replications,
+        truth_runs=p.truth_runs_per_depth, alpha=alpha, n_boot=p.n_boot, key_max_bias_z=max_bias_z(bias, fast),
         coverage=f"{low:.2f} to {high:.2f}" if low != high else f"{low:.2f}",
         coverage_verdict=coverage_verdict(bias, fast), size_rates=rates_text(size, "mechanism_key"),
         rate_size_rates=rates_text(size, "paper_rates"), size_se=key_size.rejection_se.max(),

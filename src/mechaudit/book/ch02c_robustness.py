@@ -1,4 +1,4 @@
-"""Chapter 02c (robustness and power): set-up, the committed grids of ``workflow.robustness`` and
+"""Chapter 02c (robustness and power): the committed grids of ``workflow.robustness`` and
 ``workflow.power``, and readable summaries of them. Effects are in pp of extra divergence;
 same-depth divergence is a level, in %. Every summary describes the simulator (it needs its ground
 truth, so the chapter never calls an LLM), not the paper's workflow.
@@ -9,22 +9,20 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from mechaudit.book.chapter import SIMULATED, headline_provenance
-from mechaudit.book.settings import defaults as chapter_defaults
+from mechaudit.book.settings import RobustnessSettings
 from mechaudit.errors import MechauditError
 from mechaudit.paper import reported, shown
-from mechaudit.paths import PARAMS_DIR
 from mechaudit.report.facts import fact
 from mechaudit.report.tables import format_number
-from mechaudit.schema import Benchmark, load_benchmark
-from mechaudit.workflow import Design, SimulatorParams, build_rules, committed, load_design, load_simulator_params
-from mechaudit.workflow.calibrate import CalibrationSpec, label_of, load_calibration
+from mechaudit.schema import Benchmark
+from mechaudit.workflow import Design, SimulatorParams, build_rules, committed
+from mechaudit.workflow.calibrate import CalibrationSetup, calibration_setup, label_of
 from mechaudit.workflow.power import EffectSetting, power_table
 from mechaudit.workflow.robustness import (
     consistent,
@@ -38,32 +36,6 @@ from mechaudit.workflow.robustness import (
     vary,
 )
 from mechaudit.workflow.validity import max_bias_z
-
-#: depth comparisons of the rule-bias grid, and their glue tags
-COMPARISONS = {"0 v 1": "0v1", "0 v 5": "0v5", "1 v 5": "1v5"}
-
-
-@dataclass(frozen=True)
-class RobustnessSetup:
-    """The benchmark, its instance ids, the design, the default simulator parameters and the
-    calibration (its targets define the consistent settings)."""
-
-    bench: Benchmark
-    instances: list[str]
-    design: Design
-    base: SimulatorParams
-    spec: CalibrationSpec
-
-
-def setup(data_dir: str | Path | None = None, design_file: str = "paper.yaml",
-          simulator_file: str = "simulator.yaml", calibration_file: str = "calibration.yaml") -> RobustnessSetup:
-    """Load the benchmark (``data_dir``, default the shipped data) and the design, simulator and
-    calibration files (names under ``params/``). No runs are delivered: every grid point simulates its own."""
-    bench = load_benchmark(data_dir)
-    instances = [i.id for i in bench.instances]
-    return RobustnessSetup(bench, instances, load_design(PARAMS_DIR / design_file, instances=instances),
-                           load_simulator_params(PARAMS_DIR / simulator_file),
-                           load_calibration(PARAMS_DIR / calibration_file))
 
 
 def defaults(base: SimulatorParams) -> dict[str, float]:
@@ -134,22 +106,20 @@ class Truths:
     sources: dict[str, str]
 
 
-def chapter_truths(s: RobustnessSetup, spec, *, robust_axes: Mapping[str, Sequence[float]],
-                   alternatives_axes: Mapping[str, Sequence[float]], pick_quantiles: Sequence[float],
-                   runs_per_depth: int, n_seeds: int, seed: int, ratio: float, z: float, n_jobs: int = 1,
-                   parallel_backend: str | None = None, write: bool = False, force: bool = False) -> Truths:
-    """Every truth the chapter reads, from its committed table when the settings match (``write``:
-    commit what is computed, ``force``: compute even when current); the map gets the joint consistency
-    test and conclusion (a) at ``ratio``, ``z``; the picks are :func:`choose_settings` at ``pick_quantiles``."""
-    sizes = {"runs_per_depth": runs_per_depth, "n_seeds": n_seeds, "seed": seed, "n_jobs": n_jobs,
-             "parallel_backend": parallel_backend, "write": write, "force": force}
+def chapter_truths(s: CalibrationSetup, p: RobustnessSettings, *, write: bool = False, force: bool = False) -> Truths:
+    """Every truth the chapter reads at its settings ``p``, from its committed table when the settings
+    match (``write``: commit what is computed, ``force``: compute even when current); the map gets the
+    joint consistency test with ``s.spec`` and conclusion (a) at ``p.diminishing_ratio``, ``p.z``; the
+    picks are :func:`choose_settings` at ``p.pick_quantiles``."""
+    sizes = {"runs_per_depth": p.truth_runs_per_depth, "n_seeds": p.truth_seeds, "seed": p.seed, "n_jobs": p.n_jobs,
+             "parallel_backend": p.parallel_backend, "write": write, "force": force}
     sources = {}
-    truths, sources[MAP_NAME] = grid_truths(MAP_NAME, s.bench, s.design, s.base, grid(robust_axes), **sizes)
-    truths = diminishing_returns(with_consistency(truths, spec), ratio=ratio, z=z)
+    truths, sources[MAP_NAME] = grid_truths(MAP_NAME, s.bench, s.design, s.base, grid(p.robust_axes), **sizes)
+    truths = diminishing_returns(with_consistency(truths, s.spec), ratio=p.diminishing_ratio, z=p.z)
     alt, sources[ALTERNATIVES_NAME] = grid_truths(ALTERNATIVES_NAME, s.bench, s.design, s.base,
-                                                  grid(alternatives_axes), **sizes)
-    picks = choose_settings(truths, pick_quantiles)
-    points = picks[list(robust_axes)].reset_index(drop=True)
+                                                  grid(p.alternatives_axes), **sizes)
+    picks = choose_settings(truths, p.pick_quantiles)
+    points = picks[list(p.robust_axes)].reset_index(drop=True)
     pick_truths = {}
     for m in ("mechanism_key", "paper_rates"):
         name = PICKS_NAME.format(measure=m)
@@ -160,25 +130,14 @@ def chapter_truths(s: RobustnessSetup, spec, *, robust_axes: Mapping[str, Sequen
 def write_maps(n_jobs: int = -1, force: bool = False) -> str:
     """``mechaudit calibrate``'s robustness part: the chapter's committed tables at its default
     parameters, written to ``data/computed/`` when stale (``force``: always); returns a summary."""
-    p = chapter_defaults("02c_robustness")
-    s = setup(None, p["design_file"], p["simulator_file"])
-    t = chapter_truths(s, load_calibration(PARAMS_DIR / p["calibration_file"]), robust_axes=p["robust_axes"],
-                       alternatives_axes=p["alternatives_axes"], pick_quantiles=p["pick_quantiles"],
-                       runs_per_depth=p["truth_runs_per_depth"], n_seeds=p["truth_seeds"], seed=p["seed"],
-                       ratio=p["diminishing_ratio"], z=p["z"], n_jobs=n_jobs, write=True, force=force)
-    st = chapter_studies(s, t, list(p["robust_axes"]), tfidf_threshold=p["tfidf_threshold"],
-                         n_text_replications=p["n_text_replications"], power_designs=p["power_designs"],
-                         n_power_replications=p["n_power_replications"], alpha=p["alpha"],
-                         power_ladder=p["power_ladder"], power_level=p["power_level"],
-                         pool_runs_per_depth=p["pool_runs_per_depth"], n_resamples=p["n_resamples"],
-                         n_pools=p["n_pools"], seed=p["seed"], n_jobs=n_jobs, write=True, force=force)
+    p = RobustnessSettings(n_jobs=n_jobs)
+    s = calibration_setup(p.data_dir, p.design_file, p.simulator_file, p.calibration_file)
+    t = chapter_truths(s, p, write=True, force=force)
+    st = chapter_studies(s, t, p, write=True, force=force)
     tables = {MAP_NAME: t.map, ALTERNATIVES_NAME: t.alternatives,
               **{PICKS_NAME.format(measure=m): v for m, v in t.pick_truths.items()},
               "robustness_rules": st.rule_reps, "robustness_power": st.power}
-    sources = {**t.sources, **st.sources}
-    return "\n".join(f"data/computed/{name}.csv ({len(table)} rows): "
-                     f"{'written' if sources[name] == 'computed now' else 'current, kept'}"
-                     for name, table in tables.items())
+    return committed.summary(tables, {**t.sources, **st.sources})
 
 
 def span(table: pd.DataFrame, column: str, digits: int = 2) -> str:
@@ -467,41 +426,37 @@ class Studies:
     sources: dict[str, str]
 
 
-def chapter_studies(s: RobustnessSetup, truths: Truths, axes: Sequence[str], *, tfidf_threshold: float,
-                    n_text_replications: int, power_designs: Sequence[Sequence[int]], n_power_replications: int,
-                    alpha: float, power_ladder: Sequence[int], power_level: float, pool_runs_per_depth: int,
-                    n_resamples: int, n_pools: int, seed: int, n_jobs: int = 1, parallel_backend: str | None = None,
-                    write: bool = False, force: bool = False) -> Studies:
-    """The rule study (key, paper-rate judge and TF-IDF over ``n_text_replications``, seed ``seed + 1``)
-    and the power study (the designs and the ladder, seed ``seed + 3``) at each chosen setting, each
-    read from ``data/computed/`` when computed with these settings (``write``, ``force``: as
-    :func:`chapter_truths`)."""
-    jobs = {"n_jobs": n_jobs, "parallel_backend": parallel_backend}
-    points = truths.picks[list(axes)].reset_index(drop=True)
+def chapter_studies(s: CalibrationSetup, truths: Truths, p: RobustnessSettings, *, write: bool = False,
+                    force: bool = False) -> Studies:
+    """The rule study (key, paper-rate judge and TF-IDF over ``p.n_text_replications``, seed
+    ``p.seed + 1``) and the power study (``p.power_designs`` and ``p.power_ladder``, seed ``p.seed + 3``)
+    at each chosen setting, each read from ``data/computed/`` when computed with these settings
+    (``write``, ``force``: as :func:`chapter_truths`)."""
+    jobs = {"n_jobs": p.n_jobs, "parallel_backend": p.parallel_backend}
+    axes = list(p.robust_axes)
+    points = truths.picks[axes].reset_index(drop=True)
     rules = {**build_rules(["mechanism_key", "paper_rates"]),
-             "tfidf": build_rules(["tfidf"], tfidf_threshold=tfidf_threshold)["tfidf"]}
+             "tfidf": build_rules(["tfidf"], tfidf_threshold=p.tfidf_threshold)["tfidf"]}
     base = {"design": s.design.model_dump(), "simulator": s.base.model_dump()}
     sources = {}
     reps, sources["robustness_rules"] = committed.cached(
         "robustness_rules", committed.with_benchmark({
-            **base, "points": points.to_dict("records"), "rules": list(rules), "tfidf_threshold": tfidf_threshold,
-            "n_reps": n_text_replications, "seed": seed + 1}),
-        lambda: rule_grid(s.bench, s.design, s.base, points, rules, n_reps=n_text_replications, seed=seed + 1, **jobs),
+            **base, "points": points.to_dict("records"), "rules": list(rules), "tfidf_threshold": p.tfidf_threshold,
+            "n_reps": p.n_text_replications, "seed": p.seed + 1}),
+        lambda: rule_grid(s.bench, s.design, s.base, points, rules, n_reps=p.n_text_replications, seed=p.seed + 1,
+                          **jobs),
         write=write, force=force)
     settings = power_settings(s.base, truths.picks, axes)
-    designs = [tuple(d) for d in power_designs]
+    designs = [tuple(d) for d in p.power_designs]
+    study = {"n_reps": p.n_power_replications, "alpha": p.alpha, "ladder": list(p.power_ladder),
+             "level": p.power_level, "pool_runs_per_depth": p.pool_runs_per_depth, "seed": p.seed + 3,
+             "n_resamples": p.n_resamples, "n_pools": p.n_pools}
     power, sources["robustness_power"] = committed.cached(
         "robustness_power", committed.with_benchmark({
             "instances": s.instances, "settings": [{"target_pp": st.target_pp, "truth_pp": st.truth_pp,
                                                      "truth_se_pp": st.truth_se_pp, "params": st.params.model_dump()}
-                                                    for st in settings],
-            "designs": designs, "n_reps": n_power_replications, "alpha": alpha, "ladder": list(power_ladder),
-            "level": power_level, "pool_runs_per_depth": pool_runs_per_depth, "seed": seed + 3,
-            "n_resamples": n_resamples, "n_pools": n_pools}),
-        lambda: power_table(s.bench, s.instances, settings, designs, n_reps=n_power_replications, alpha=alpha,
-                            ladder=power_ladder, level=power_level, pool_runs_per_depth=pool_runs_per_depth,
-                            seed=seed + 3, n_resamples=n_resamples, n_pools=n_pools, **jobs),
-        write=write, force=force)
+                                                    for st in settings], "designs": designs, **study}),
+        lambda: power_table(s.bench, s.instances, settings, designs, **study, **jobs), write=write, force=force)
     return Studies(reps, settings, power, sources)
 
 

@@ -29,7 +29,7 @@ from mechaudit.report.facts import fact
 from mechaudit.schema import load_benchmark
 from mechaudit.workflow import WorkflowSetup, null_params, report_dropped, show_excluded, simulate
 from mechaudit.workflow.delivery import Delivery
-from mechaudit.workflow.plan import design_for, plan_workflow
+from mechaudit.workflow.plan import plan_workflow
 from mechaudit.workflow.records import demands_frame
 from mechaudit.workflow.validity import mc_se
 
@@ -313,7 +313,7 @@ def plan(p: Mapping[str, Any]) -> list[Planned]:
     """The chapter's requests (``mechaudit estimate``): the workflow, then one engagement label
     request per critique."""
     bench = load_benchmark(p.get("data_dir"))
-    work, runs, exact = plan_workflow(p, bench, design_for(p, bench))
+    work, runs, exact = plan_workflow(p, bench)
     df = demands_frame(runs)
     groups = df.groupby(["run_id", "round", "hypothesis_id"], sort=False) if len(df) else []
     labels = [Planned("engagement labels", judge_request(g, p["judge_model"]), exact, None if exact else str(name))

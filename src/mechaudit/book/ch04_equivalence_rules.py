@@ -12,29 +12,28 @@ from typing import Any
 import pandas as pd
 
 from mechaudit.book.chapter import headline_provenance, judge_models
+from mechaudit.book.settings import CritiqueDepthSettings, RulesSettings
 from mechaudit.llm.pricing import Planned
 from mechaudit.paths import cache_path
 from mechaudit.report.facts import fact
 from mechaudit.schema import Benchmark, load_benchmark
 from mechaudit.workflow import WorkflowSetup, build_rules, delivered_diversity, null_params, rules_for, simulate
-from mechaudit.workflow.plan import design_for, plan_delivered_judges, plan_workflow
+from mechaudit.workflow.plan import plan_delivered_judges, plan_workflow
 
 #: human column names of the per-rule summary
 SUMMARY_COLUMNS = {"n_hypotheses": "hypotheses", "components": "groups (components)",
                    "complete": "groups (complete)", "vendi": "Vendi score"}
 
 
-def chapter_rules(names: Sequence[str], client, *, tfidf_threshold: float, embedding_threshold: float,
-                  embedding_model: str | None, judge_model: str, bench: Benchmark,
-                  embedding_cache: bool = True) -> dict[str, object]:
-    """Rule objects by name (``workflow.build_rules``): offline ``names``; LLM runs drop
-    ``mechanism_key`` and add the LLM judge answering through ``client`` (``workflow.rules_for``).
-    ``embedding_cache``: keep vectors in the store shared with chapters 02 and 05."""
-    names = rules_for(names, client is not None)
-    return build_rules(names, client, tfidf_threshold=tfidf_threshold,
-                       embedding_threshold=embedding_threshold, embedding_model=embedding_model,
-                       judge_model=judge_model, instances=bench.instances,
-                       embedding_cache_dir=cache_path("embedding_cache") if embedding_cache else None)
+def chapter_rules(p: RulesSettings | CritiqueDepthSettings, client, bench: Benchmark) -> dict[str, object]:
+    """The rule objects of chapters 02 and 04 by name (``workflow.build_rules`` at the settings' thresholds,
+    encoder and judge model): offline ``p.rules``; LLM runs drop the simulator-only rules and add the LLM
+    judge answering through ``client`` (``workflow.rules_for``). ``p.embedding_cache``: keep vectors in the
+    store shared with chapters 02 and 05."""
+    return build_rules(rules_for(p.rules, client is not None), client, tfidf_threshold=p.tfidf_threshold,
+                       embedding_threshold=p.embedding_threshold, embedding_model=p.embedding_model,
+                       judge_model=p.judge_model, instances=bench.instances,
+                       embedding_cache_dir=cache_path("embedding_cache") if p.embedding_cache else None)
 
 
 def openings_label(bench: Benchmark) -> int | str:
@@ -193,6 +192,6 @@ def plan(p: Mapping[str, Any]) -> list[Planned]:
     """The chapter's requests (``mechaudit estimate``): the workflow, then the LLM judge on all pairs
     within each run's delivered set."""
     bench = load_benchmark(p.get("data_dir"))
-    work, runs, exact = plan_workflow(p, bench, design_for(p, bench))
+    work, runs, exact = plan_workflow(p, bench)
     return work + plan_delivered_judges(p, bench, runs, exact, lambda rs, rec: delivered_diversity(rs, {"llm": rec}),
                                         judge_models(p))

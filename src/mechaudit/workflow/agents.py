@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
 
 from pydantic import BaseModel, ConfigDict, Field, create_model, model_validator
 
@@ -215,10 +216,7 @@ def run_workflow(bench: Benchmark, design: Design, client, model: str = GENERATO
     cells = design.cells()
     todo = [(cell, opening) for cell in cells for opening in bench.openings(cell[0])]
     excluded: dict[tuple[str, int, int], list[Exclusion]] = {c: [] for c in cells}
-
-    def usable(results, items, stage: str, rnd: int) -> list:
-        return _usable(results, items, stage, rnd, excluded)
-
+    usable = partial(_usable, excluded=excluded)
     dev = _json_many(
         client, [develop_request(instances[cell[0]], vocab, opening, run_id(*cell), model, temperature)
                  for cell, opening in todo],

@@ -46,6 +46,7 @@ from mechaudit.workflow.simulator import (
     ReplyProbabilities,
     SimulatorParams,
     instance_models,
+    load_simulation,
     simulate_outcomes,
 )
 from mechaudit.workflow.validity import population_truth
@@ -180,6 +181,29 @@ def load_calibration(path: str | Path | None = None) -> CalibrationSpec:
     """Read the scan settings (default ``params/calibration.yaml``); ``DataError`` on bad content."""
     path = Path(path) if path is not None else PARAMS_DIR / "calibration.yaml"
     return load_section(CalibrationSpec, path, "calibration", "a mapping of scan settings")
+
+
+@dataclass(frozen=True)
+class CalibrationSetup:
+    """The benchmark, the design, the simulator parameters and the calibration spec (chapters 02, 02c)."""
+
+    bench: Benchmark
+    design: Design
+    base: SimulatorParams
+    spec: CalibrationSpec
+
+    @property
+    def instances(self) -> list[str]:
+        """The benchmark's instance ids."""
+        return [i.id for i in self.bench.instances]
+
+
+def calibration_setup(data_dir: str | Path | None = None, design_file: str = "paper.yaml",
+                      simulator_file: str = "simulator.yaml", calibration_file: str = "calibration.yaml"
+                      ) -> CalibrationSetup:
+    """``simulator.load_simulation`` and ``load_calibration`` (file names under ``params/``)."""
+    return CalibrationSetup(*load_simulation(data_dir, design_file, simulator_file),
+                            load_calibration(PARAMS_DIR / calibration_file))
 
 
 # --------------------------------------------------------------------------- targets
@@ -457,12 +481,6 @@ def calibrate(bench: Benchmark, design: Design, base: SimulatorParams, spec: Cal
 SCAN_NAME = "calibration_scan"
 
 
-def committed_scan(design: Design, base: SimulatorParams, spec: CalibrationSpec) -> pd.DataFrame | None:
-    """The committed scan if it was computed with exactly these settings, else None."""
-    params, _ = closed_form_base(base, spec, paper_targets(list(spec.targets)))
-    return committed.load(SCAN_NAME, scan_settings(design, params, spec))
-
-
 def matches(params: SimulatorParams, values: Mapping[str, Any], atol: float = 1e-9) -> dict[str, bool]:
     """Per calibrated parameter whether ``params`` holds that value (reply vectors per label)."""
     out = {}
@@ -490,31 +508,25 @@ def fit_table(cal: Calibration, committed_params: SimulatorParams, spec: Calibra
     t, m, p = cal.targets, cal.measured, cal.params
     best = cal.scan[cal.scan.best].iloc[0]
     expected = expected_density(p.p_extra_hypothesis, int(t["openings"]), p.extra_hypotheses_max)
-    shares = m.shares(p.reply_sound.as_array())
     labels = [label_of(k) for k in spec.targets]
-    extras = " and ".join(labels)
-    mix_target = " / ".join(f"{t[c]:g}" for c in SHARE_COLUMNS)
-    mix_achieved = " / ".join(f"{x:.1f}" for x in shares)
-    rows = [("p_extra_hypothesis", "matched pairs per run pair (closed form)",
-             f"{t['matched_pairs'] / t['run_pairs']:.2f}",
-             f"{expected:.2f} expected ({m.pairs_per_run_pair:.2f} simulated)")]
-    rows += [(name, f"expected extra divergence {extras}, pp, {spec.measure} (grid scan)",
-              " / ".join(f"{t[k]:g}" for k in spec.targets),
-              " / ".join(f"{best[extra_column(lab)]:.1f} ± {best[se_column(lab)]:.1f}" for lab in labels))
-             for name in spec.grid]
-    rows.append(("reply_sound", "demand shares c / a / p / d, % (closed form)", mix_target, mix_achieved))
-    out = [{"parameter": name, "calibrated": _fmt(getattr(p, name)),
-            "committed": _fmt(getattr(committed_params, name)), "target": target, "target value": value,
-            "achieved": achieved} for name, target, value, achieved in rows]
+    mix_achieved = " / ".join(f"{x:.1f}" for x in m.shares(p.reply_sound.as_array()))
+    fitted = [("p_extra_hypothesis", "matched pairs per run pair (closed form)",
+               f"{t['matched_pairs'] / t['run_pairs']:.2f}",
+               f"{expected:.2f} expected ({m.pairs_per_run_pair:.2f} simulated)")]
+    fitted += [(name, f"expected extra divergence {' and '.join(labels)}, pp, {spec.measure} (grid scan)",
+                " / ".join(f"{t[k]:g}" for k in spec.targets),
+                " / ".join(f"{best[extra_column(lab)]:.1f} ± {best[se_column(lab)]:.1f}" for lab in labels))
+               for name in spec.grid]
+    fitted.append(("reply_sound", "demand shares c / a / p / d, % (closed form)",
+                   " / ".join(f"{t[c]:g}" for c in SHARE_COLUMNS), mix_achieved))
     mixture_keys = sorted(SOLVED_TARGETS["reply_sound"])
-    out += [{"parameter": name, "calibrated": "(chosen)", "committed": _fmt(getattr(committed_params, name)),
-             "target": "chosen: " + how, "target value": " / ".join(f"{reported(k):g}" for k in spec.fitted[name]),
-             "achieved": mix_achieved if sorted(spec.fitted[name]) == mixture_keys else ""}
-            for name, how in spec.chosen.items()]
-    out += [{"parameter": name, "calibrated": "(assumed)", "committed": _fmt(getattr(committed_params, name)),
-             "target": "assumption: " + reason, "target value": "", "achieved": ""}
-            for name, reason in spec.fixed.items()]
-    return pd.DataFrame(out, columns=["parameter", "calibrated", "committed", "target", "target value", "achieved"])
+    rows = [(name, _fmt(getattr(p, name)), *rest) for name, *rest in fitted]
+    rows += [(name, "(chosen)", "chosen: " + how, " / ".join(f"{reported(k):g}" for k in spec.fitted[name]),
+              mix_achieved if sorted(spec.fitted[name]) == mixture_keys else "") for name, how in spec.chosen.items()]
+    rows += [(name, "(assumed)", "assumption: " + reason, "", "") for name, reason in spec.fixed.items()]
+    return pd.DataFrame([(name, calibrated, _fmt(getattr(committed_params, name)), *rest)
+                         for name, calibrated, *rest in rows],
+                        columns=["parameter", "calibrated", "committed", "target", "target value", "achieved"])
 
 
 #: prefix of the paper's bounds on the exact p-value; ``k{a}_vs_k{b}`` follows

@@ -91,3 +91,11 @@ def cached(name: str, settings: Mapping[str, Any], compute: Callable[[], pd.Data
     if write:
         save(name, table, settings, folder)
     return table, "computed now"
+
+
+def summary(tables: Mapping[str, pd.DataFrame], sources: Mapping[str, str], unit: str = "rows") -> str:
+    """``mechaudit calibrate``'s report, one line per table: its file, size and whether it was
+    written now (``sources``: name -> what ``cached`` returned)."""
+    return "\n".join(f"data/computed/{name}.csv ({len(table)} {unit}): "
+                     f"{'written' if sources[name] == 'computed now' else 'current, kept'}"
+                     for name, table in tables.items())

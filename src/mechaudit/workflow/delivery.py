@@ -10,12 +10,11 @@ from typing import Any
 import pandas as pd
 
 from mechaudit.llm.client import check_client
-from mechaudit.paths import PARAMS_DIR
-from mechaudit.schema import Benchmark, load_benchmark
+from mechaudit.schema import Benchmark
 from mechaudit.workflow.agents import GENERATOR, run_workflow
-from mechaudit.workflow.design import Design, load_design
+from mechaudit.workflow.design import Design
 from mechaudit.workflow.records import Run, excluded_frame
-from mechaudit.workflow.simulator import SimulatorParams, load_simulator_params, simulate
+from mechaudit.workflow.simulator import SimulatorParams, load_simulation, simulate
 
 
 @dataclass(frozen=True)
@@ -75,9 +74,7 @@ def workflow_setup(client: Any | None, *, data_dir: str | Path | None = None, de
                    simulator_file: str = "simulator.yaml", seed: int = 0, generator_model: str = GENERATOR,
                    json_retries: int = 2) -> WorkflowSetup:
     """Load the benchmark, the design and simulator files (``params/``) and ``deliver`` the runs."""
-    bench = load_benchmark(data_dir)
-    design = load_design(PARAMS_DIR / design_file, instances=[i.id for i in bench.instances])
-    simulator = load_simulator_params(PARAMS_DIR / simulator_file)
+    bench, design, simulator = load_simulation(data_dir, design_file, simulator_file)
     delivery = deliver(bench, design, client, simulator=simulator, seed=seed, generator_model=generator_model,
                        json_retries=json_retries)
     return WorkflowSetup(bench, design, simulator, delivery)

@@ -38,11 +38,6 @@ TYPICAL_REPLY = ("Evidence item 2 supports this step directly; I keep it and add
                  "the critic asks for, citing item 3, so the chain reads in the observed direction.")
 
 
-def design_for(p: Mapping[str, Any], bench: Benchmark) -> Design:
-    """The design file ``p["design_file"]`` (under ``params/``) over the benchmark's instances."""
-    return load_design(PARAMS_DIR / p["design_file"], instances=[i.id for i in bench.instances])
-
-
 def proxy_runs(bench: Benchmark, design: Design) -> list[Run]:
     """Stand-in runs for sizing requests: per opening one delivered hypothesis (its text), per round
     ``DEMANDS_PER_CRITIQUE`` typical demands and replies."""
@@ -63,14 +58,15 @@ def proxy_runs(bench: Benchmark, design: Design) -> list[Run]:
     return runs
 
 
-def plan_workflow(p: Mapping[str, Any], bench: Benchmark, design: Design) -> tuple[list[Planned], list[Run], bool]:
-    """``(requests, runs to plan the judges on, exact)``: the real ones if the workflow replays."""
+def plan_workflow(p: Mapping[str, Any], bench: Benchmark) -> tuple[list[Planned], list[Run], bool]:
+    """``(requests, runs to plan the judges on, exact)`` of the design file ``p["design_file"]`` (under
+    ``params/``) over the benchmark's instances: the real ones if the workflow replays."""
+    design = load_design(PARAMS_DIR / p["design_file"], instances=[i.id for i in bench.instances])
     model = p["generator_model"]
     instances = {i.id: i for i in bench.instances}
     develop = [
         Planned("workflow develop", develop_request(instances[c[0]], bench.vocabulary, o, run_id(*c), model, 1.0))
-        for c in design.cells()
-        for o in bench.openings(c[0])
+        for c in design.cells() for o in bench.openings(c[0])
     ]
     client = get_client(backend="replay", cache_dir=p.get("cache_dir"))
     if all(x.request.key in client.cache for x in develop):
@@ -81,18 +77,16 @@ def plan_workflow(p: Mapping[str, Any], bench: Benchmark, design: Design) -> tup
         except (ReplayMissError, ValueError):
             pass
     out = list(develop)
-    critique = CritiqueOut(
-        demands=[DemandOut(number=n, demand=TYPICAL_DEMAND) for n in range(1, DEMANDS_PER_CRITIQUE + 1)]
-    )
+    critique = CritiqueOut(demands=[DemandOut(number=n, demand=TYPICAL_DEMAND)
+                                    for n in range(1, DEMANDS_PER_CRITIQUE + 1)])
     for c in design.cells():
         rid = run_id(*c)
         for o in bench.openings(c[0]):
             hyp = HypothesisOut(statement=o.statement, explanation=o.explanation,
                                 chain=[{"id": s.id, "text": s.text} for s in o.chain])
             for rnd in range(1, c[1] + 1):
-                out.append(
-                    Planned("workflow critique", critique_request(instances[c[0]], hyp, rid, rnd, model, 1.0), False)
-                )
+                out.append(Planned("workflow critique", critique_request(instances[c[0]], hyp, rid, rnd, model, 1.0),
+                                   False))
                 out.append(Planned("workflow revise", revise_request(instances[c[0]], bench.vocabulary, hyp, critique,
                                                                      rid, rnd, model, 1.0), False))
     return out, proxy_runs(bench, design), False

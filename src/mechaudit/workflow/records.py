@@ -116,13 +116,8 @@ def demands_frame(runs: Iterable[Run]) -> pd.DataFrame:
         replies = {(r.round, r.hypothesis_id, r.number): r for r in run.replies}
         for d in run.demands:
             reply = replies.get((d.round, d.hypothesis_id, d.number))
-            rows.append({
-                "run_id": d.run_id, "instance": d.instance, "depth": d.depth, "round": d.round,
-                "hypothesis_id": d.hypothesis_id, "opening_id": d.opening_id, "number": d.number,
-                "target_step": d.target_step, "weak_link": d.weak_link, "demand": d.text,
-                "reply": None if reply is None else reply.text,
-                "label": None if reply is None else reply.label,
-            })
+            answer = {"reply": None, "label": None} if reply is None else {"reply": reply.text, "label": reply.label}
+            rows.append({**d.model_dump(exclude={"text"}), "demand": d.text, **answer})
     cols = ["run_id", "instance", "depth", "round", "hypothesis_id", "opening_id", "number",
             "target_step", "weak_link", "demand", "reply", "label"]
     return pd.DataFrame(rows, columns=cols)

@@ -172,9 +172,8 @@ def diminishing_returns(table: pd.DataFrame, first: tuple[int, int] = (0, 1), la
     out["raw_margin_pp"] = margin
     out["raw"] = status(margin, se)
     n_margin = out[f"norm_{g}"] - ratio * out[f"norm_{f}"]
-    n_se = np.sqrt(
-        (out[f"se_{g}_pp"] / out[f"max_{g}_pp"]) ** 2 + (ratio * out[f"se_{f}_pp"] / out[f"max_{f}_pp"]) ** 2
-    )
+    n_se = np.sqrt((out[f"se_{g}_pp"] / out[f"max_{g}_pp"]) ** 2
+                   + (ratio * out[f"se_{f}_pp"] / out[f"max_{f}_pp"]) ** 2)
     out["normalised_margin"] = n_margin
     out["normalised"] = status(n_margin, n_se)
     return out

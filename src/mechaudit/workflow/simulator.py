@@ -45,8 +45,8 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from tqdm import tqdm
 
 from mechaudit.paths import PARAMS_DIR
-from mechaudit.schema import Benchmark, Hypothesis, Step, Vocabulary
-from mechaudit.workflow.design import Design
+from mechaudit.schema import Benchmark, Hypothesis, Step, Vocabulary, load_benchmark
+from mechaudit.workflow.design import Design, load_design
 from mechaudit.workflow.paramfile import load_section
 from mechaudit.workflow.records import LABELS, Demand, Reply, Revision, Run, run_id
 
@@ -97,6 +97,15 @@ def load_simulator_params(path: str | Path | None = None) -> SimulatorParams:
     """Read a simulator parameter set (default ``params/simulator.yaml``, key ``simulator``)."""
     path = Path(path) if path is not None else PARAMS_DIR / "simulator.yaml"
     return load_section(SimulatorParams, path, "simulator", "a mapping of simulator parameters")
+
+
+def load_simulation(data_dir: str | Path | None = None, design_file: str = "paper.yaml",
+                    simulator_file: str = "simulator.yaml") -> tuple[Benchmark, Design, SimulatorParams]:
+    """The benchmark (``data_dir``; None: the shipped data), the design over its instances and the
+    simulator parameters (``design_file``, ``simulator_file``: names under ``params/``)."""
+    bench = load_benchmark(data_dir)
+    design = load_design(PARAMS_DIR / design_file, instances=[i.id for i in bench.instances])
+    return bench, design, load_simulator_params(PARAMS_DIR / simulator_file)
 
 
 def null_params(params: SimulatorParams) -> SimulatorParams:

@@ -30,14 +30,8 @@ class ToyHypothesis:
         return f"{self.initiator} -> {self.route}"
 
 
-def toy_design(
-    n_openings: int = 5,
-    n_runs: int = 5,
-    rerun_noise: float = 0.1,
-    critique_change: float = 0.5,
-    initiator_change: float = 0.5,
-    seed: int = 0,
-) -> list[list[ToyHypothesis]]:
+def toy_design(n_openings: int = 5, n_runs: int = 5, rerun_noise: float = 0.1, critique_change: float = 0.5,
+               initiator_change: float = 0.5, seed: int = 0) -> list[list[ToyHypothesis]]:
     """``2 * n_runs`` runs of ``n_openings`` hypotheses: ``n_runs`` at depth 0, then at depth 1."""
     for name, p in {"rerun_noise": rerun_noise, "critique_change": critique_change,
                     "initiator_change": initiator_change}.items():
