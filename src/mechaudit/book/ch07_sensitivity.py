@@ -44,6 +44,8 @@ from mechaudit.rules.llm_judge import judge_planned, model_verdicts, planning_ju
 from mechaudit.schema import Benchmark, load_benchmark
 
 RULES = ("tfidf", "embedding")
+#: how many of the similarity rules have a threshold that separates the kinds, as words (index: that number)
+SEPARATING = ("no rule has a separating threshold", f"one of the {len(RULES)} rules has one", "both rules have one")
 
 
 #: glue key -> the table cells its prose value restates (format: tests/test_table_prose.py)
@@ -78,10 +80,10 @@ class SensitivitySetup:
     reference: ReferenceJudge
     grids: dict[str, np.ndarray]
 
-    @property
-    def preserving(self) -> np.ndarray:
-        """Per suite pair: is its kind meaning-preserving?"""
-        return np.array([k in MEANING_PRESERVING for k in self.kinds])
+
+def preserving(kinds: Sequence[str]) -> np.ndarray:
+    """Per kind of ``kinds``: is it meaning-preserving? (bool array)"""
+    return np.array([k in MEANING_PRESERVING for k in kinds])
 
 
 def setup(data_dir: str | Path | None = None, *, tfidf_sweep=(0.05, 0.95, 19), embedding_sweep=(0.5, 0.98, 25),
@@ -140,7 +142,7 @@ class SuiteSeparation:
 
     tfidf: RuleSeparation
     embedding: RuleSeparation
-    separating_sentence: str = fact(doc="how many rules have a separating threshold (:func:`separating_sentence`)")
+    separating_sentence: str = fact(doc="how many rules have a separating threshold (:data:`SEPARATING`)")
 
 
 #: what a suite missing from the data folder glues
@@ -162,7 +164,7 @@ def separation(sims: Mapping[str, np.ndarray], preserving: np.ndarray, grids: Ma
             float(sim[~preserving].max()), float(half[0]) if half else "none on the grid",
             100 * float((sim[preserving] < half[0]).mean()) if half else None)
     n_separating = int((table["separating thresholds"] != "none").sum())
-    return table, SuiteSeparation(**rules, separating_sentence=separating_sentence(n_separating))
+    return table, SuiteSeparation(**rules, separating_sentence=SEPARATING[n_separating])
 
 
 def suites_of(data_dir: str | Path | None = None) -> dict[str, tuple[list[Pair], list[str]]]:
@@ -183,7 +185,7 @@ def separation_by_suite(sims: Mapping[str, Mapping[str, np.ndarray]], grids: Map
                         kinds: Mapping[str, Sequence[str]]) -> tuple[pd.DataFrame, dict[str, SuiteSeparation]]:
     """``separation`` of every suite: the tables stacked (rows: suite label, rule) and each suite's
     :class:`SuiteSeparation` by suite name."""
-    out = {n: separation(sims[n], np.array([k in MEANING_PRESERVING for k in kinds[n]]), grids) for n in sims}
+    out = {n: separation(sims[n], preserving(kinds[n]), grids) for n in sims}
     return stack_suites({n: table for n, (table, _) in out.items()}, SUITE_LABELS), {n: f for n, (_, f) in out.items()}
 
 
@@ -303,18 +305,6 @@ def three_methods(fixed: FixedMethods) -> pd.DataFrame:
     """Agreement between TF-IDF, embeddings and the third method at the fixed thresholds (the
     paper's three-method range)."""
     return agreement_table({k: fixed.decisions[k] for k in (fixed.tfidf, fixed.embedding, fixed.third)})
-
-
-def separating_sentence(n_separating: int, n_rules: int = 2) -> str:
-    """How many similarity rules have a threshold that separates the kinds, as words ("no rule has a
-    separating threshold", "one of the two rules has one", "both rules have one")."""
-    if n_separating == 0:
-        return "no rule has a separating threshold"
-    if n_separating == n_rules:
-        return "both rules have one" if n_rules == 2 else f"all {n_rules} rules have one"
-    if n_separating == 1:
-        return f"one of the {n_rules} rules has one"
-    return f"{n_separating} of the {n_rules} rules have one"
 
 
 def complete_agreement_sentence(n_possible: int, n_combinations: int) -> str:

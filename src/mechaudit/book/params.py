@@ -1,9 +1,5 @@
 """The book's chapters and their parameters: the table of contents, parameter defaults and parameter-set files.
 
-A chapter's source of truth is ``notebooks/NN_topic.py`` (jupytext py:percent). Executing it
-writes ``notebooks/NN_topic.ipynb`` (the committed reference that the book renders and nbval
-checks) or, with ``out_dir``, a copy in a run folder that leaves the reference untouched.
-
 A book chapter's parameters and their defaults are its model's (``mechaudit.book.settings``); a
 notebook outside the book declares them in its cell tagged ``parameters``. Values come from a
 parameter-set file (``params/default.yaml``): its ``common`` section is offered to every notebook
