@@ -231,7 +231,7 @@ ch.table(ctx, "saturation", saturation, "tbl-ch08-saturation",
          "Scores stuck at 10, by the gap between the true score and the highest anchor.")
 
 # %% tags=["remove-cell"]
-glue("ch08_sat_sentence", ch.saturation_facts(saturation)["sentence"])
+glue("ch08_sat_sentence", ch.saturation_sentence(saturation))
 
 # %% [markdown]
 # Saturation is not the judge "giving a 10": it is the inference running out of anchors.

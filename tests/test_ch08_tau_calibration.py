@@ -57,10 +57,8 @@ def test_review_saturation_and_scale_facts():
     assert ch.review_facts(reviews, 3) == ch.ReviewFacts(interior_mae=0.75, interior_n=2, saturated_pct=50.0,
                                                          saturated_low_n=1, n_scores=4, n_stories=3)
     saturation = pd.DataFrame({"saturated_high": [0.0, 0.5, 0.8]}, index=["(-10, -1]", "(-1, 1]", "(1, 10]"])
-    facts = ch.saturation_facts(saturation)
-    assert {k: v for k, v in facts.items() if k != "sentence"} == {
-        "below_pct": 0.0, "below_bin": "(-10, -1]", "above_pct": 80.0, "above_bin": "(1, 10]"}
-    assert facts["sentence"].endswith("none is stuck at 10; of those more than 1 point above it, 80 % are.")
+    sentence = ch.saturation_sentence(saturation)
+    assert sentence.endswith("none is stuck at 10; of those more than 1 point above it, 80 % are.")
     scale = pd.DataFrame({"scale": [0.5, 1.0, 2.0], "band_width": [4.0, 2.0, 1.0], "band_coverage": [1.0, 0.9, 0.6],
                           "profile_width": [3.0, 3.0, 3.0], "profile_coverage": [0.95, 0.96, 0.97],
                           "score_changed": [0.0, 0.0, 0.0]})
@@ -215,14 +213,14 @@ def test_densify_by_hint_bands(densify_runs):
 def test_sentences_read_like_prose():
     assert ch.percent_or_none(0.04) == "none" and ch.percent_or_none(12.3) == "12 %"
     assert ch.percent_or_none(0.04, digits=1) == "none" and ch.percent_or_none(0.06, digits=1) == "0.1 %"
-    same = ch.scale_sentences({"score_changed_max": 0.0, "profile_width_min": 3.041, "profile_width_max": 3.0399})
-    assert same == {"moved": "No score moves when all weights are multiplied by the same factor",
-                    "kish_width": "is 3.04 points whatever the factor"}
-    differ = ch.scale_sentences({"score_changed_max": 0.02, "profile_width_min": 2.9, "profile_width_max": 3.1})
-    assert differ["kish_width"] == "stays between 2.90 and 3.10 points" and differ["moved"].startswith("At most 2.0 %")
+    same = ch.scale_sentences(pd.DataFrame({"score_changed": [0.0, 0.0], "profile_width": [3.041, 3.0399]}))
+    assert same == ("No score moves when all weights are multiplied by the same factor",
+                    "is 3.04 points whatever the factor")
+    moved, width = ch.scale_sentences(pd.DataFrame({"score_changed": [0.02, 0.0], "profile_width": [2.9, 3.1]}))
+    assert width == "stays between 2.90 and 3.10 points" and moved.startswith("At most 2.0 %")
     saturation = pd.DataFrame({"saturated_high": [0.0, 0.4, 0.83]},
                               index=["(-10.0, -1.0]", "(-1.0, 1.0]", "(1.0, 10.0]"])
-    assert ch.saturation_facts(saturation)["sentence"] == (
+    assert ch.saturation_sentence(saturation) == (
         "Of the stories whose true score lies 1 point or more below the highest anchor, none is stuck at 10; "
         "of those more than 1 point above it, 83 % are.")
 

@@ -132,15 +132,13 @@ def _gap_words(label: str) -> str:
     return f"more than {low:g} point{'' if low == 1 else 's'} above"
 
 
-def saturation_facts(saturation: pd.DataFrame) -> dict[str, Any]:
-    """% stuck at 10 in the lowest and highest bin of :func:`mechaudit.tau.studies.saturation_table`,
-    and a sentence saying so in words (``sentence``)."""
+def saturation_sentence(saturation: pd.DataFrame) -> str:
+    """The % stuck at 10 in the lowest and highest bin of :func:`mechaudit.tau.studies.saturation_table`,
+    as a sentence."""
     below, above = (100 * float(saturation["saturated_high"].iloc[k]) for k in (0, -1))
     stuck = {pct: "none is" if percent_or_none(pct) == "none" else f"{pct:.0f} % are" for pct in (below, above)}
-    sentence = (f"Of the stories whose true score lies {_gap_words(saturation.index[0])} the highest anchor, "
-                f"{stuck[below]} stuck at 10; of those {_gap_words(saturation.index[-1])} it, {stuck[above]}.")
-    return {"below_pct": below, "below_bin": saturation.index[0], "above_pct": above,
-            "above_bin": saturation.index[-1], "sentence": sentence}
+    return (f"Of the stories whose true score lies {_gap_words(saturation.index[0])} the highest anchor, "
+            f"{stuck[below]} stuck at 10; of those {_gap_words(saturation.index[-1])} it, {stuck[above]}.")
 
 
 @dataclass(frozen=True)
@@ -164,10 +162,8 @@ def scale_facts(scale_effect: pd.DataFrame, n_rounds: int) -> ScaleFacts:
     """:class:`ScaleFacts` of a :func:`mechaudit.tau.studies.weight_scale_effect` table over
     ``n_rounds`` stored reviews."""
     first, last = scale_effect.iloc[0], scale_effect.iloc[-1]
-    text = scale_sentences({"score_changed_max": float(scale_effect["score_changed"].max()),
-                            "profile_width_min": float(scale_effect["profile_width"].min()),
-                            "profile_width_max": float(scale_effect["profile_width"].max())})
-    return ScaleFacts(scale_moved_sentence=text["moved"], kish_width_phrase=text["kish_width"],
+    moved, kish_width = scale_sentences(scale_effect)
+    return ScaleFacts(scale_moved_sentence=moved, kish_width_phrase=kish_width,
                       scale_first=f"{float(first['scale']):g}", scale_last=f"{float(last['scale']):g}",
                       band_width_first=float(first["band_width"]), band_width_last=float(last["band_width"]),
                       band_cov_first=100 * float(first["band_coverage"]),
@@ -175,15 +171,15 @@ def scale_facts(scale_effect: pd.DataFrame, n_rounds: int) -> ScaleFacts:
                       profile_cov=100 * float(scale_effect["profile_coverage"].iloc[0]), n_rounds=n_rounds)
 
 
-def scale_sentences(facts: Mapping[str, float]) -> dict[str, str]:
-    """Two sentences for :func:`scale_facts` in words: whether any score moves under rescaling
-    (``moved``), and the Kish interval's width, one value when it does not change (``kish_width``)."""
-    changed = facts["score_changed_max"]
+def scale_sentences(scale_effect: pd.DataFrame) -> tuple[str, str]:
+    """Two sentences on a :func:`mechaudit.tau.studies.weight_scale_effect` table: whether any score
+    moves under rescaling, and the Kish interval's width (one value when it does not change)."""
+    changed = float(scale_effect["score_changed"].max())
     moved = ("No score moves when all weights are multiplied by the same factor" if changed == 0 else
              f"At most {100 * changed:.1f} % of the scores move when all weights are multiplied by the same factor")
-    low, high = (f"{facts[k]:.2f}" for k in ("profile_width_min", "profile_width_max"))
+    low, high = (f"{float(scale_effect['profile_width'].agg(how)):.2f}" for how in ("min", "max"))
     width = (f"is {low} points whatever the factor" if low == high else f"stays between {low} and {high} points")
-    return {"moved": moved, "kish_width": width}
+    return moved, width
 
 
 @dataclass(frozen=True)
