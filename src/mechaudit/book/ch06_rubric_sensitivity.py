@@ -93,11 +93,9 @@ def judge_rubrics_with_llm(pairs: Sequence[Pair], rubrics: Sequence[str], instan
 def paper_figure_values(rubrics: Sequence[str]) -> pd.DataFrame:
     """The paper's % of first-step swaps judged different per rubric, in the layout of the
     chapter's figure (kinds x ``llm <rubric>``; NaN where the paper reports nothing)."""
-    return pd.DataFrame(
-        {f"llm {r}": [reported(f"rubric.first_step_swapped_pct_different.{r}") if k == "first_step_swapped"
-                      else np.nan for k in KINDS] for r in rubrics},
-        index=list(KINDS),
-    )
+    return pd.DataFrame({f"llm {r}": [reported(f"rubric.first_step_swapped_pct_different.{r}")
+                                      if k == "first_step_swapped" else np.nan for k in KINDS] for r in rubrics},
+                        index=list(KINDS))
 
 
 def component_percent(components: pd.DataFrame, *, kinds: Sequence[str]) -> pd.DataFrame:

@@ -392,10 +392,8 @@ def absolutize_paths(values: dict[str, Any], base: Path) -> dict[str, Any]:
     return out
 
 
-def resolve_parameters(
-    chapter: Chapter, params_file: Path | None = DEFAULT_PARAMS, overrides: dict[str, Any] | None = None,
-    cwd: Path | None = None,
-) -> dict[str, Any]:
+def resolve_parameters(chapter: Chapter, params_file: Path | None = DEFAULT_PARAMS,
+                       overrides: dict[str, Any] | None = None, cwd: Path | None = None) -> dict[str, Any]:
     """The parameters to inject: file values and overrides that differ from the notebook's defaults,
     checked (``check_value``), with relative folder/file values made absolute (overrides against ``cwd``,
     file values against the file's folder)."""
