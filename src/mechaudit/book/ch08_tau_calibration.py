@@ -13,8 +13,8 @@ from typing import Any
 
 import pandas as pd
 
-from mechaudit.backends import Backend
-from mechaudit.book.chapter import ChapterContext, figure_caption, headline_provenance
+from mechaudit.backends import Backend, caption_text
+from mechaudit.book.chapter import ChapterContext, headline_provenance
 from mechaudit.llm.pricing import Planned
 from mechaudit.report.facts import fact
 from mechaudit.report.glue import at_most_text, span_text
@@ -24,7 +24,7 @@ from mechaudit.tau.realjudge import ROLES, calibration_requests
 from mechaudit.tau.simulate import make_pool
 
 #: Caption of the simulated sections' figures: they run offline whatever ``backend`` is.
-SIMULATED_CAPTION = figure_caption(Backend.REFERENCE)
+SIMULATED_CAPTION = caption_text(Backend.REFERENCE.value)
 #: Status of the chapter's headline (intro's "results at a glance"): the judge is simulated.
 STATUS = "simulated (reference backend)"
 #: A fit counts as recovered when it is within this relative error of the true tau.

@@ -113,12 +113,14 @@ class ChapterContext:
         return self.backend.is_llm
 
     def status(self, model: str, offline: str) -> str:
-        """The headline's status: ``"LLM (<model>, <backend>)"`` or ``offline`` (e.g. ``SIMULATED``)."""
-        return headline_status(self.backend, model, offline)
+        """The headline's status: ``"LLM (<model>, <backend>)"`` for an LLM backend, else ``offline``
+        (e.g. ``SIMULATED``)."""
+        return f"LLM ({model}, {self.backend.value})" if self.llm else offline
 
     def caption(self, extra: str = "") -> str:
-        """A figure's caption under this chapter's backend (:func:`figure_caption`)."""
-        return figure_caption(self.backend, extra)
+        """A figure's caption under this chapter's backend: ``"Backend: <backend>"`` and ``extra`` after
+        a full stop (``backends.caption_text``)."""
+        return caption_text(self.backend.value, extra)
 
     def table(self, name: str, frame: pd.DataFrame | pd.Series, caption: str | None = None,
               label: str | None = None, shown: pd.DataFrame | pd.Series | None = None,
@@ -180,17 +182,6 @@ class ChapterContext:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def figure_caption(backend: Backend, extra: str = "") -> str:
-    """The text under a figure: ``"Backend: <backend>"`` and ``extra`` after a full stop
-    (``backends.caption_text``)."""
-    return caption_text(backend.value, extra)
-
-
-def headline_status(backend: Backend, model: str, offline: str) -> str:
-    """``"LLM (<model>, <backend>)"`` for an LLM backend, else ``offline`` (e.g. ``SIMULATED``)."""
-    return f"LLM ({model}, {backend.value})" if backend.is_llm else offline
 
 
 def axis_placeholder(llm: bool, models: Sequence[str]) -> pd.DataFrame:
