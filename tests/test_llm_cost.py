@@ -227,7 +227,7 @@ def test_dry_run_and_run_budget_injection(small_data, tmp_path):
     chapter = resolve_chapter(CHAPTER)
     offline = resolve_chapter("01_problem")
     plans = [(offline, resolve_parameters(offline)), (chapter, resolve_parameters(chapter, overrides=ov))]
-    run = RunAccount.plan(plans, None, ov, max_usd=1.0, batch=True)
+    run = RunAccount(plans, None, ov, max_usd=1.0, batch=True)
     assert run.llm
     run.totals["cost_usd"] = 0.25  # as if an earlier chapter had spent this
     injected = run.inject(chapter, plans[1][1])

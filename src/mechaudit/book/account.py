@@ -26,28 +26,25 @@ class RunCancelled(RuntimeError):
 
 class RunAccount:
     """The LLM side of one ``mechaudit execute`` run: estimate, money and key checks, budget per
-    chapter, run total. Spending is measured from the response cache (:func:`cache_spend`), nothing
-    from inside the kernels. ``prices``: a price table file (None: ``params/prices.yaml``);
-    ``base_url``: the run's OpenAI-compatible server (None: ``OPENAI_BASE_URL`` if set)."""
+    chapter, run total, for ``plans`` (``[(chapter, injected parameters)]``) of an execute run.
+    Spending is measured from the response cache (:func:`cache_spend`), nothing from inside the
+    kernels. ``full``: every parameter of each chapter by stem (None: ``full_parameters(plans)``);
+    ``prices``: a price table file (None: ``params/prices.yaml``); ``base_url``: the run's
+    OpenAI-compatible server (None: ``OPENAI_BASE_URL`` if set)."""
 
-    def __init__(self, plans, params_file, overrides, full, max_usd=None, batch=None, prices=None,
+    def __init__(self, plans, params_file, overrides, full=None, max_usd=None, batch=None, prices=None,
                  base_url=None) -> None:
-        self.plans, self.params_file, self.overrides, self.full = plans, params_file, overrides, full
+        self.plans, self.params_file, self.overrides = plans, params_file, overrides
+        self.full = full_parameters(plans) if full is None else full
         self.max_usd, self.batch, self.prices_file = max_usd, batch, prices
         self.base_url = openai_base_url(base_url)  # -p llm_base_url, else OPENAI_BASE_URL, else None
         self.prices = load_prices(prices)
-        self.llm = any(_is_llm(p) for p in full.values())
-        self.live = any(_backend(p) is Backend.ANTHROPIC for p in full.values())
+        self.llm = any(_is_llm(p) for p in self.full.values())
+        self.live = any(_backend(p) is Backend.ANTHROPIC for p in self.full.values())
         self.estimate = None
         self.totals: dict[str, Any] = {"calls": 0, "batch_calls": 0, **dict.fromkeys(TOKEN_COLUMNS, 0),
                                        "cost_usd": 0.0, "unpriced": set(), "resent": 0, "unanswered": 0}
         self.chapters_run = 0
-
-    @classmethod
-    def plan(cls, plans, params_file, overrides, max_usd=None, batch=None, prices=None, base_url=None) -> RunAccount:
-        """Account for ``plans`` (``[(chapter, injected parameters)]``) of an execute run."""
-        return cls(plans, params_file, overrides, full_parameters(plans), max_usd=max_usd, batch=batch,
-                   prices=prices, base_url=base_url)
 
     def _cost_column(self) -> str:
         return "usd_batch" if self.batch else "usd_plain"

@@ -295,7 +295,7 @@ def _plan_run(plans, params_file, overrides, out_dir, **account):
     preflight.check_plans(plans, full_parameters(plans))
     from mechaudit.book.account import RunAccount  # defers pandas: fast `mechaudit --help`
 
-    run = RunAccount.plan(plans, params_file, overrides, **account)
+    run = RunAccount(plans, params_file, overrides, **account)
     owners: dict[Path, str] = {}
     for chapter, params in plans:
         target = inject_out_dir(chapter, params, out_dir, overrides).get("out_dir")
