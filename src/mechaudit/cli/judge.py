@@ -31,8 +31,7 @@ DEFAULT_JUDGE_MODEL = "claude-opus-4-6"
 
 def register(subparsers: Any) -> None:
     p = subparsers.add_parser(
-        "judge",
-        help="judge hypothesis pairs same/different with an equivalence rule (JSONL out)",
+        "judge", help="judge hypothesis pairs same/different with an equivalence rule (JSONL out)",
         description=__doc__.split("\n\n", 1)[1], formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--pairs", type=Path, required=True, help="JSONL file of pairs (original/variant or a/b)")
     p.add_argument("--rule", choices=RULES, default="llm", help="equivalence rule (default: %(default)s)")
