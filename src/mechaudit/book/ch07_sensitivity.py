@@ -386,26 +386,20 @@ def paper_rows(three: pd.DataFrame, fixed: FixedMethods, check: StabilityCheck, 
             ("sensitivity.kappa_high", round(three["kappa"].max(), 3), methods),
             ("sensitivity.tfidf_threshold", tfidf_threshold),
             ("sensitivity.embedding_threshold", embedding_threshold, "all-MiniLM-L6-v2, not Titan v2")]
-    stab_keys = ("repeat_changed", "reversal_changed", "reversal_changed_pct")
     first = check.table.iloc[0]
-    if check.llm_run:
-        model = str(check.table.index[0])
-        values = (int(first["repeat changed"]), int(first["reversal changed"]), float(first["reversal changed %"]))
-        rows.append(("sensitivity.stability_pairs", int(first["pairs"]), model))
-        rows += [(f"sensitivity.{k}", v, model) for k, v in zip(stab_keys, values)]
-    else:  # the pairs were drawn and the offline rules judged them; no LLM judge's changes to count
-        rows.append(("sensitivity.stability_pairs", int(first["pairs"]), "judged by the offline rules"))
-        rows += [(f"sensitivity.{k}", None, "no LLM judge offline") for k in stab_keys]
-    model_keys = ("judge_models_agreement_pct_low", "judge_models_agreement_pct_high", "judge_models_kappa_low",
-                  "judge_models_kappa_high")
-    if check.agreement is not None:
-        span = agreement_range(check.agreement)
-        note = ", ".join(check.table.index)[:40]
-        values = (round(span["raw_agreement_pct_low"], 1), round(span["raw_agreement_pct_high"], 1),
-                  round(span["kappa_low"], 3), round(span["kappa_high"], 3))
-        rows += [(f"sensitivity.{k}", v, note) for k, v in zip(model_keys, values)]
-    else:
-        rows += [(f"sensitivity.{k}", None, "needs an LLM and 2+ judge models") for k in model_keys]
+    # offline the pairs were drawn and the offline rules judged them; no LLM judge's changes to count
+    model = str(check.table.index[0]) if check.llm_run else None
+    rows.append(("sensitivity.stability_pairs", int(first["pairs"]), model or "judged by the offline rules"))
+    stability = ((int(first["repeat changed"]), int(first["reversal changed"]), float(first["reversal changed %"]))
+                 if model else (None,) * 3)
+    rows += [(f"sensitivity.{k}", v, model or "no LLM judge offline")
+             for k, v in zip(("repeat_changed", "reversal_changed", "reversal_changed_pct"), stability)]
+    span = agreement_range(check.agreement) if check.agreement is not None else {}
+    note = ", ".join(check.table.index)[:40] if span else "needs an LLM and 2+ judge models"
+    for stat, digits in (("raw_agreement_pct_low", 1), ("raw_agreement_pct_high", 1), ("kappa_low", 3),
+                         ("kappa_high", 3)):
+        value = round(span[stat], digits) if span else None
+        rows.append((f"sensitivity.judge_models_{stat.removeprefix('raw_')}", value, note))
     return rows
 
 
