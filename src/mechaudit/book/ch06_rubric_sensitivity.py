@@ -197,10 +197,8 @@ def paper_rows(pct: pd.DataFrame, effects: OrderEffects, rubrics: Sequence[str],
              llm_note if effects.per_prompt else f"reference judge: {_fss(pct, f'reference {r}')}")
             for r in PAPER_RUBRICS if r in rubrics]
     if effects.per_prompt is None:
-        note = "reference judges: 0 by construction"
-        return rows + [("rubric.order_reversal_changed_pct", None, note),
-                       ("rubric.order_reversal_changed_per_prompt", None, note),
-                       ("rubric.repetition_changed", None, note)]
+        return rows + [(f"rubric.{k}", None, "reference judges: 0 by construction") for k in
+                       ("order_reversal_changed_pct", "order_reversal_changed_per_prompt", "repetition_changed")]
     t = effects.table
     rows += [("rubric.order_reversal_changed_pct", round(float(t["reversal changed %"].mean()), 1),
               "mean over prompts"),

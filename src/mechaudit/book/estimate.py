@@ -71,10 +71,8 @@ def estimate_chapters(names: Sequence[str] = (), params_file=None, overrides: Ma
     frames = []
     for chapter in chapters:
         p = chapter_params(chapter, params_file, overrides)
-        if not p["backend"].is_llm:
-            continue
         planner = PLANS.get(chapter.stem)
-        if planner is None:
+        if planner is None or not p["backend"].is_llm:
             continue
         folder = Path(p["cache_dir"]) if p.get("cache_dir") else default_cache_dir()
         if folder not in caches:
