@@ -161,8 +161,7 @@ shutil.rmtree(broken.parent)
 
 # %%
 suite = ma.make_suite(bench.hypotheses, seed=p.seed, vocabulary=bench.vocabulary)
-built = pd.DataFrame({"kind": [item["kind"] for item in suite],
-                      "valid": [item["valid"] for item in suite]})
+built = pd.DataFrame({"kind": [item["kind"] for item in suite], "valid": [item["valid"] for item in suite]})
 counts = built.groupby("kind", sort=False).valid.agg(pairs="size", kept="sum").astype(int)
 book_table(counts, name="tbl-ch09-counts",
            caption="Pairs built and kept by the validity check, per kind.")
@@ -174,8 +173,7 @@ book_table(counts, name="tbl-ch09-counts",
 # explanation names.
 
 # %%
-excluded = [(item["original"].id, item["kind"], item["reason"])
-            for item in suite if not item["valid"]]
+excluded = [(item["original"].id, item["kind"], item["reason"]) for item in suite if not item["valid"]]
 columns = ["hypothesis", "kind", "reason"]
 book_table(pd.DataFrame(excluded, columns=columns).set_index("hypothesis"), name="tbl-ch09-excluded",
            caption="The excluded pairs and why the check excludes them.")
