@@ -78,12 +78,9 @@ p = ctx.settings
 thresholds = {"tfidf": p.tfidf_threshold, "embedding": p.embedding_threshold}
 
 # %%
-s = ch.setup(p.data_dir, tfidf_sweep=p.tfidf_sweep,
-             embedding_sweep=p.embedding_sweep,
-             tfidf_threshold=p.tfidf_threshold,
-             embedding_threshold=p.embedding_threshold,
-             embedding_model=p.embedding_model,
-             embedding_cache=p.embedding_cache,
+s = ch.setup(p.data_dir, tfidf_sweep=p.tfidf_sweep, embedding_sweep=p.embedding_sweep,
+             tfidf_threshold=p.tfidf_threshold, embedding_threshold=p.embedding_threshold,
+             embedding_model=p.embedding_model, embedding_cache=p.embedding_cache,
              reference_rubric=p.reference_rubric)
 suites = ch.suites_of(p.data_dir)
 
@@ -99,8 +96,7 @@ print("; ".join(f"{SUITE_LABELS[n]}: {len(pairs)} valid pairs" for n, (pairs, _)
 # towards 100 %.
 
 # %%
-suite_sim = {n: ch.similarities(s, pairs) for n,
-             (pairs, _) in suites.items()}
+suite_sim = {n: ch.similarities(s, pairs) for n, (pairs, _) in suites.items()}
 suite_kinds = {n: kinds for n, (_, kinds) in suites.items()}
 sweep = ch.sweep_by_suite(suite_sim, s.grids, kinds=suite_kinds)
 
@@ -136,8 +132,7 @@ fig = ctx.figure("threshold_sweep", fig, glue_as="ch07_fig_sweep")
 # alike than rewordings).
 
 # %%
-separating, seps = ch.separation_by_suite(
-    suite_sim, s.grids, kinds=suite_kinds)
+separating, seps = ch.separation_by_suite(suite_sim, s.grids, kinds=suite_kinds)
 
 # %% tags=["hide-input"]
 ctx.table("separating_thresholds", separating, label="tbl-ch07-separating",
@@ -154,8 +149,7 @@ ctx.table("separating_thresholds", separating, label="tbl-ch07-separating",
 
 # %%
 set_sim = ch.similarities(s, s.set_pairs)
-fixed = ch.fixed_decisions(s, set_sim, client=ctx.client,
-                           model=p.judge_models[0], rubric=p.judge_rubric,
+fixed = ch.fixed_decisions(s, set_sim, client=ctx.client, model=p.judge_models[0], rubric=p.judge_rubric,
                            orders=p.judge_orders)
 agree = ch.agreement_sweep(set_sim, s.grids, fixed)
 
@@ -216,8 +210,7 @@ ctx.table("best_kappa", best, label="tbl-ch07-best",
 
 # %%
 sample = ch.stability_sample(s, p.stability_pairs, p.seed)
-check = ch.stability_check(s, sample, client=ctx.client,
-                           models=p.judge_models, rubric=p.judge_rubric,
+check = ch.stability_check(s, sample, client=ctx.client, models=p.judge_models, rubric=p.judge_rubric,
                            orders=p.judge_orders)
 
 # %% tags=["hide-input"]

@@ -110,8 +110,7 @@ print("simulated sections: offline simulated judge (not an LLM), with every back
 # grows with $|d|/\tau$. The model is documented in `mechaudit.tau.simulate`.
 
 # %%
-pool = make_pool(n_patterns=p.n_patterns,
-                 papers_per_pattern=p.papers_per_pattern, seed=p.seed,
+pool = make_pool(n_patterns=p.n_patterns, papers_per_pattern=p.papers_per_pattern, seed=p.seed,
                  review_noise=p.review_noise)
 
 # %% tags=["hide-input"]
@@ -136,12 +135,11 @@ glue_facts("ch08", ch.pool_facts(pool))
 # likelihood ("mle"), which also gives a standard error from the observed information.
 
 # %%
-recovery = studies.tau_recovery(pool, p.true_taus, n_pairs=p.n_pairs,
-                                n_reps=p.n_reps, seed=p.seed,
+recovery = studies.tau_recovery(pool, p.true_taus, n_pairs=p.n_pairs, n_reps=p.n_reps, seed=p.seed,
                                 tie_rate=p.tie_rate, tie_width=p.tie_width)
 
 # %% tags=["hide-input"]
-ch.table(ctx, "tau_recovery", studies.recovery_table(recovery), ch.recovery_display(recovery), "tbl-ch08-recovery",
+ch.table(ctx, "tau_recovery", studies.recovery_table(recovery), "tbl-ch08-recovery",
          "Fitted τ per true τ and fitter: mean, SD, share within 10 % and the mle's two standard errors.")
 
 # %% tags=["remove-cell"]
@@ -186,15 +184,13 @@ fig = ctx.figure("tau_recovery", plots.tau_recovery_plot(recovery, caption=SIM),
 # also reviewed without a second round and with each alternative; that analysis uses those runs.
 
 # %%
-judge = SimulatedJudge(pool.truth(), taus=p.role_taus, seed=p.seed,
-                       tie_rate=p.tie_rate, tie_width=p.tie_width)
-runs = studies.densify_comparison(pool, judge, n_stories=p.n_stories,
-                                  seed=p.seed)
+judge = SimulatedJudge(pool.truth(), taus=p.role_taus, seed=p.seed, tie_rate=p.tie_rate, tie_width=p.tie_width)
+runs = studies.densify_comparison(pool, judge, n_stories=p.n_stories, seed=p.seed)
 reviews, rounds = runs[p.densify_mode]
 summary = studies.recovery_summary(reviews)
 
 # %% tags=["hide-input"]
-ch.table(ctx, "score_recovery", summary, ch.summary_display(summary), "tbl-ch08-scores",
+ch.table(ctx, "score_recovery", summary, "tbl-ch08-scores",
          "Inferred scores per reviewer role: error, coverage and width of the intervals, saturation.")
 
 # %% tags=["remove-cell"]
@@ -227,11 +223,11 @@ fig = ctx.figure("score_recovery", plots.score_recovery_plot(reviews, caption=SI
 saturation = studies.saturation_table(reviews)
 
 # %% tags=["hide-input"]
-ch.table(ctx, "saturation", saturation, ch.saturation_display(saturation), "tbl-ch08-saturation",
+ch.table(ctx, "saturation", saturation, "tbl-ch08-saturation",
          "Scores stuck at 10, by the gap between the true score and the highest anchor.")
 
 # %% tags=["remove-cell"]
-glue("ch08_sat_sentence", ch.saturation_facts(saturation)["sentence"])
+glue("ch08_sat_sentence", ch.saturation_sentence(saturation))
 
 # %% [markdown]
 # Saturation is not the judge "giving a 10": it is the inference running out of anchors.
@@ -275,7 +271,7 @@ fig = ctx.figure("loss_band", plots.loss_band_plot(profile, caption=SIM), glue_a
 scale_effect = studies.weight_scale_effect(rounds, scales=p.weight_scales)
 
 # %% tags=["hide-input"]
-ch.table(ctx, "scale_effect", scale_effect, ch.scale_display(scale_effect), "tbl-ch08-scale",
+ch.table(ctx, "scale_effect", scale_effect, "tbl-ch08-scale",
          "Width and coverage of both intervals when every anchor weight is multiplied by a factor.")
 
 # %% tags=["remove-cell"]
@@ -322,28 +318,24 @@ reviews_first, rounds_first = runs[studies.FIRST_ROUND]
 triggers = studies.densify_trigger_rates(rounds_first, p.loss_thresholds)
 tables = {name: table for name, (table, _) in runs.items()}
 densify_effect = ch.densify_effect(tables)
-ties = studies.tie_effect(pool, tau=0.8, tie_rates=p.heavy_tie_rates,
-                          tie_width=p.heavy_tie_width, n_pairs=p.n_pairs,
-                          seed=p.seed)
-misspec = studies.tau_misspecification(
-    pool, p.true_taus, perception_noises=p.perception_noises,
-    n_pairs=p.n_pairs, n_reps=p.misspec_reps, seed=p.seed,
-    tie_rate=p.tie_rate, tie_width=p.tie_width)
-misspec_scores = studies.score_misspecification(
-    pool, rounds, p.role_taus, perception_noises=p.perception_noises,
-    n_pairs=p.n_pairs, seed=p.seed, tie_rate=p.tie_rate,
-    tie_width=p.tie_width)
+ties = studies.tie_effect(pool, tau=0.8, tie_rates=p.heavy_tie_rates, tie_width=p.heavy_tie_width,
+                          n_pairs=p.n_pairs, seed=p.seed)
+misspec = studies.tau_misspecification(pool, p.true_taus, perception_noises=p.perception_noises, n_pairs=p.n_pairs,
+                                       n_reps=p.misspec_reps, seed=p.seed, tie_rate=p.tie_rate, tie_width=p.tie_width)
+misspec_scores = studies.score_misspecification(pool, rounds, p.role_taus, perception_noises=p.perception_noises,
+                                                n_pairs=p.n_pairs, seed=p.seed, tie_rate=p.tie_rate,
+                                                tie_width=p.tie_width)
 score_table = studies.score_misspecification_table(misspec_scores)
 
 # %% tags=["remove-cell"]
-ch.table(ctx, "triggers", triggers, ch.trigger_display(triggers), "tbl-ch08-triggers",
+ch.table(ctx, "triggers", triggers, "tbl-ch08-triggers",
          "First-round reviews each densify trigger sends to a second round, per loss threshold.")
 
 # %% tags=["remove-cell"]
 glue_facts("ch08", ch.trigger_facts(triggers))
 
 # %% tags=["remove-cell"]
-ch.table(ctx, "densify_effect", densify_effect, ch.densify_display(densify_effect), "tbl-ch08-densify",
+ch.table(ctx, "densify_effect", densify_effect, "tbl-ch08-densify",
          "Scores under each densify rule and with the first round only.")
 
 # %% tags=["remove-cell"]
@@ -355,7 +347,7 @@ ctx.save("densify_by_hint", by_hint.round(3))
 fig = ctx.figure("densify", plots.densify_plot(by_hint, caption=SIM), glue_as="ch08_fig_densify")
 
 # %% tags=["remove-cell"]
-ch.table(ctx, "ties", ties, ch.tie_display(ties), "tbl-ch08-ties",
+ch.table(ctx, "ties", ties, "tbl-ch08-ties",
          "Observed ties and fitted τ (grid and mle) per tie mode and tie rate.")
 
 # %% tags=["remove-cell"]
@@ -365,7 +357,7 @@ glue_facts("ch08_ties", ch.tie_facts(ties))
 fig = ctx.figure("tie_effect", plots.tie_effect_plot(ties, caption=SIM), glue_as="ch08_fig_tie_effect")
 
 # %% tags=["remove-cell"]
-ch.table(ctx, "mean_tau", studies.misspecification_table(misspec), ch.misspec_display(misspec), "tbl-ch08-misspec",
+ch.table(ctx, "mean_tau", studies.misspecification_table(misspec), "tbl-ch08-misspec",
          "Mean fitted τ (mle) by what the judge sees and its perception noise, per true τ.")
 
 # %% tags=["remove-cell"]
@@ -377,7 +369,7 @@ fig = ctx.figure("misspecified_tau", plots.misspecified_tau_plot(misspec, captio
                  glue_as="ch08_fig_misspecified_tau")
 
 # %% tags=["remove-cell"]
-ch.table(ctx, "score_table", score_table, ch.score_misspec_display(score_table), "tbl-ch08-score-misspec",
+ch.table(ctx, "score_table", score_table, "tbl-ch08-score-misspec",
          "Scores under a misspecified judge: τ ratio, error, movement, coverage and saturation.")
 
 # %% tags=["remove-cell"]
@@ -404,8 +396,7 @@ ctx.table("original_vs_this_run", ch.original_settings(recovery, misspec, rounds
 # {doc}`Appendix 8A <../book/ch08_appendix>` explains why, and how to calibrate a judge on real papers.
 
 # %%
-fits = ch.calibrate_with_llm(pool, ctx.client, model=p.judge_model,
-                             n_pairs=p.llm_pairs, seed=p.seed)
+fits = ch.calibrate_with_llm(pool, ctx.client, model=p.judge_model, n_pairs=p.llm_pairs, seed=p.seed)
 
 # %% tags=["hide-input"]
 ctx.save("real_judge_fits", fits)

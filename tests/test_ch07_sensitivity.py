@@ -111,7 +111,7 @@ def test_offline_stability_check_on_the_shipped_pairs():
     assert not check.llm_run and check.agreement is None
     assert check.table["pairs"].tolist() == [20, 20, 20]
     assert check.table[["repeat changed", "reversal changed"]].to_numpy().sum() == 0
-    assert len(s.set_pairs) == 760 and s.preserving.sum() == 160
+    assert len(s.set_pairs) == 760 and ch.preserving(s.kinds).sum() == 160
 
 
 def test_complete_agreement_sentence_reads_for_none_some_and_all():
@@ -123,7 +123,7 @@ def test_complete_agreement_sentence_reads_for_none_some_and_all():
 
 
 def test_separating_sentence_reads_for_none_one_and_both():
-    from mechaudit.book.ch07_sensitivity import separating_sentence
+    from mechaudit.book.ch07_sensitivity import SEPARATING
 
-    assert separating_sentence(0) == "no rule has a separating threshold"
-    assert separating_sentence(1) == "one of the 2 rules has one" and separating_sentence(2) == "both rules have one"
+    assert SEPARATING[0] == "no rule has a separating threshold"
+    assert SEPARATING[1] == "one of the 2 rules has one" and SEPARATING[2] == "both rules have one"

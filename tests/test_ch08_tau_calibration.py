@@ -43,7 +43,7 @@ def test_recovery_facts_and_headline(recovery):
 
 
 def test_recovery_display_is_narrow_and_readable(recovery):
-    table = ch.recovery_display(recovery)
+    table = ch.DISPLAYS["tau_recovery"](studies.recovery_table(recovery))
     assert list(table.index.names) == ["true τ", "fitter"]
     assert table.shape == (4, 5)
     assert table.loc[(0.5, "grid"), "% within 10 %"] == 100 and table.loc[(1.5, "grid"), "% within 10 %"] == 50
@@ -57,10 +57,8 @@ def test_review_saturation_and_scale_facts():
     assert ch.review_facts(reviews, 3) == ch.ReviewFacts(interior_mae=0.75, interior_n=2, saturated_pct=50.0,
                                                          saturated_low_n=1, n_scores=4, n_stories=3)
     saturation = pd.DataFrame({"saturated_high": [0.0, 0.5, 0.8]}, index=["(-10, -1]", "(-1, 1]", "(1, 10]"])
-    facts = ch.saturation_facts(saturation)
-    assert {k: v for k, v in facts.items() if k != "sentence"} == {
-        "below_pct": 0.0, "below_bin": "(-10, -1]", "above_pct": 80.0, "above_bin": "(1, 10]"}
-    assert facts["sentence"].endswith("none is stuck at 10; of those more than 1 point above it, 80 % are.")
+    sentence = ch.saturation_sentence(saturation)
+    assert sentence.endswith("none is stuck at 10; of those more than 1 point above it, 80 % are.")
     scale = pd.DataFrame({"scale": [0.5, 1.0, 2.0], "band_width": [4.0, 2.0, 1.0], "band_coverage": [1.0, 0.9, 0.6],
                           "profile_width": [3.0, 3.0, 3.0], "profile_coverage": [0.95, 0.96, 0.97],
                           "score_changed": [0.0, 0.0, 0.0]})
@@ -68,7 +66,7 @@ def test_review_saturation_and_scale_facts():
     assert (facts.scale_first, facts.scale_last, facts.band_cov_last, facts.profile_cov) == ("0.5", "2", 60.0, 95.0)
     assert facts.band_width_first == 4.0 and facts.kish_width_phrase == "is 3.00 points whatever the factor"
     assert facts.scale_moved_sentence.startswith("No score moves") and facts.n_rounds == 7
-    display = ch.scale_display(scale)
+    display = ch.DISPLAYS["scale_effect"](scale)
     assert display.index.name == "factor on weights" and display.loc[2.0, "band width"] == 1.0
 
 
@@ -78,7 +76,7 @@ def test_trigger_facts_count_only_what_the_loss_trigger_misses():
     facts = ch.trigger_facts(triggers)
     assert facts.loss_trigger_pct == pytest.approx(90) and facts.monotonic_extra_share == "5.0 %"
     assert facts.strength_trigger_share == "none" and facts.loss_threshold == 0.05
-    assert list(ch.trigger_display(triggers).columns) == ["% loss", "% monotonic", "% strength", "% any"]
+    assert list(ch.DISPLAYS["triggers"](triggers).columns) == ["% loss", "% monotonic", "% strength", "% any"]
 
 
 def test_tie_facts_and_display():
@@ -87,7 +85,7 @@ def test_tie_facts_and_display():
                          "tau_mle": [0.79, 0.82, 0.79, 1.25], "true_tau": 0.8})
     assert ch.tie_facts(ties) == ch.TieFacts(true_tau=0.8, cal_span="between 0.79 and 0.82", abstain_share_pct=50.0,
                                              abstain_tau=1.25)
-    table = ch.tie_display(ties)
+    table = ch.DISPLAYS["ties"](ties)
     assert table.loc[("abstain", 0.9), "% ties"] == 50 and table["% ties"].dtype.kind == "i"
 
 
@@ -116,7 +114,7 @@ def test_misspec_facts_pick_the_right_conditions():
     assert facts.noisy_hi_plain == pytest.approx(2.01)
     assert facts.approx_lo == pytest.approx(studies.noisy_judge_tau(0.5, 1.0))
     assert facts.grid_mle_maxdiff == pytest.approx(0.001)
-    table = ch.misspec_display(_misspec_frame())
+    table = ch.DISPLAYS["mean_tau"](studies.misspecification_table(_misspec_frame()))
     assert list(table.columns) == ["true τ 0.5", "true τ 0.8", "true τ 1.5"]
     assert table.loc[("quality", 1.0), "true τ 0.5"] == pytest.approx(0.81)
 
@@ -130,7 +128,7 @@ def test_score_misspec_facts():
     facts = ch.score_misspec_facts(table)
     assert facts == ch.ScoreMisspecFacts(mae_base=0.6, mae_quality=0.65, moved_quality=0.3, mae_noisy=1.0,
                                          moved_noisy=0.9, cov_base=96.0, cov_noisy=80.0, cov_worst=80.0)
-    assert ch.score_misspec_display(table).loc[("score10", 1.0), "% saturated"] == 20.0
+    assert ch.DISPLAYS["score_table"](table).loc[("score10", 1.0), "% saturated"] == 20.0
 
 
 def test_pool_facts_and_display():
@@ -215,14 +213,14 @@ def test_densify_by_hint_bands(densify_runs):
 def test_sentences_read_like_prose():
     assert ch.percent_or_none(0.04) == "none" and ch.percent_or_none(12.3) == "12 %"
     assert ch.percent_or_none(0.04, digits=1) == "none" and ch.percent_or_none(0.06, digits=1) == "0.1 %"
-    same = ch.scale_sentences({"score_changed_max": 0.0, "profile_width_min": 3.041, "profile_width_max": 3.0399})
-    assert same == {"moved": "No score moves when all weights are multiplied by the same factor",
-                    "kish_width": "is 3.04 points whatever the factor"}
-    differ = ch.scale_sentences({"score_changed_max": 0.02, "profile_width_min": 2.9, "profile_width_max": 3.1})
-    assert differ["kish_width"] == "stays between 2.90 and 3.10 points" and differ["moved"].startswith("At most 2.0 %")
+    same = ch.scale_sentences(pd.DataFrame({"score_changed": [0.0, 0.0], "profile_width": [3.041, 3.0399]}))
+    assert same == ("No score moves when all weights are multiplied by the same factor",
+                    "is 3.04 points whatever the factor")
+    moved, width = ch.scale_sentences(pd.DataFrame({"score_changed": [0.02, 0.0], "profile_width": [2.9, 3.1]}))
+    assert width == "stays between 2.90 and 3.10 points" and moved.startswith("At most 2.0 %")
     saturation = pd.DataFrame({"saturated_high": [0.0, 0.4, 0.83]},
                               index=["(-10.0, -1.0]", "(-1.0, 1.0]", "(1.0, 10.0]"])
-    assert ch.saturation_facts(saturation)["sentence"] == (
+    assert ch.saturation_sentence(saturation) == (
         "Of the stories whose true score lies 1 point or more below the highest anchor, none is stuck at 10; "
         "of those more than 1 point above it, 83 % are.")
 
@@ -258,8 +256,10 @@ def test_chapter_figures_have_short_legends_and_worded_axes(densify_runs):
 
 def test_table_writes_the_raw_numbers_and_shows_the_reading_form(tmp_path):
     ctx = ChapterContext(RunSettings(out_dir=str(tmp_path)))
-    raw = pd.DataFrame({"tau": [0.81234, 1.5]})
-    shown = ch.table(ctx, "fits", raw, raw.assign(tau=["0.81", "1.50"]), "tbl-x", "Fits.")
-    assert pd.read_csv(tmp_path / "fits.csv")["tau"].tolist() == [0.812, 1.5]
-    assert "0.81" in shown._repr_html_() and "Fits." in shown._repr_html_()
+    raw = pd.DataFrame({"tie_mode": ["abstain"], "tie_rate": [0.3], "tie_share": [0.25], "tau_grid": [0.81234],
+                        "tau_mle": [0.8166]})
+    shown = ch.table(ctx, "ties", raw, "tbl-x", "Ties.")
+    assert pd.read_csv(tmp_path / "ties.csv")["tau_grid"].tolist() == [0.812]
+    html = shown._repr_html_()
+    assert "0.82" in html and "0.8166" not in html and "% ties" in html and "Ties." in html
     assert ch.headline(7).n_reps == 7 and ch.headline(7).headline_status == ch.STATUS

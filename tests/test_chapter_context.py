@@ -149,10 +149,10 @@ def bench_and_design():
 
 def test_figure_caption_is_the_one_caption_format():
     from mechaudit.book import ch08_tau_calibration as ch08
-    from mechaudit.book.chapter import figure_caption
+    from mechaudit.book.settings import RunSettings
 
-    assert figure_caption(Backend.REPLAY) == "Backend: replay"
-    assert figure_caption(Backend.REFERENCE, "x") == "Backend: reference. x"
+    assert ChapterContext(RunSettings(backend="replay")).caption() == "Backend: replay"
+    assert ChapterContext(RunSettings()).caption("x") == "Backend: reference. x"
     assert ch08.SIMULATED_CAPTION == "Backend: reference"  # the simulated figures, under every backend
 
 

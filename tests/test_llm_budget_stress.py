@@ -128,7 +128,7 @@ def test_a_run_account_starts_from_zero_spent():
     from mechaudit.book.params import resolve_chapter, resolve_parameters
 
     chapter = resolve_chapter("01_problem")
-    run = RunAccount.plan([(chapter, resolve_parameters(chapter))], None, {}, max_usd=2.0)
+    run = RunAccount([(chapter, resolve_parameters(chapter))], None, {}, max_usd=2.0)
     assert not run.llm and run.totals["cost_usd"] == 0.0 and run.totals["calls"] == 0
     assert run.total_line().startswith("LLM run total: 0 requests sent (0 by batch) in 0 LLM chapter(s), "
                                        "0 input + 0 output tokens, 0 cache-read, 0.00 USD of max_usd 2.00")

@@ -144,10 +144,10 @@ def test_budget_hit_midway_then_continue(small_data, tmp_path, api_env):
 
 
 def _plan(small_data, cache):
-    from mechaudit.book.estimate import chapter_params, chapter_plan
+    from mechaudit.book.estimate import PLANS, chapter_params
     from mechaudit.book.params import resolve_chapter
 
-    return chapter_plan(CHAPTER)(chapter_params(resolve_chapter(CHAPTER), None, overrides(small_data, cache)))
+    return PLANS[CHAPTER](chapter_params(resolve_chapter(CHAPTER), None, overrides(small_data, cache)))
 
 
 def test_ledger_report_and_run_total_agree(small_data, tmp_path, api_env):
@@ -227,7 +227,7 @@ def test_dry_run_and_run_budget_injection(small_data, tmp_path):
     chapter = resolve_chapter(CHAPTER)
     offline = resolve_chapter("01_problem")
     plans = [(offline, resolve_parameters(offline)), (chapter, resolve_parameters(chapter, overrides=ov))]
-    run = RunAccount.plan(plans, None, ov, max_usd=1.0, batch=True)
+    run = RunAccount(plans, None, ov, max_usd=1.0, batch=True)
     assert run.llm
     run.totals["cost_usd"] = 0.25  # as if an earlier chapter had spent this
     injected = run.inject(chapter, plans[1][1])
@@ -337,10 +337,10 @@ def test_every_llm_chapter_has_budget_batch_and_usage_table():
     """Each chapter with a cost plan takes ``max_usd`` and ``llm_batch`` and ends with the
     usage table: its context (``ChapterContext.open``: budget and batch mode) opens before its LLM
     work, and ``ctx.usage`` shows the table after it."""
-    from mechaudit.book.estimate import chapter_plan
+    from mechaudit.book.estimate import PLANS
     from mechaudit.book.params import notebook_parameters, toc_chapters
 
-    llm_chapters = [c for c in toc_chapters() if chapter_plan(c.stem) is not None]
+    llm_chapters = [c for c in toc_chapters() if c.stem in PLANS]
     assert {c.stem[:2] for c in llm_chapters} >= {"02", "03", "04", "05", "06", "07"}
     for chapter in llm_chapters:
         defaults = notebook_parameters(chapter.source)

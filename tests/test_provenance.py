@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from mechaudit import paper
-from mechaudit.backends import Backend, BackendError
+from mechaudit.backends import BackendError
 from mechaudit.book import chapter as status
 from mechaudit.errors import MechauditError
 from mechaudit.paths import PARAMS_DIR, REPO_ROOT
@@ -262,11 +262,15 @@ def test_intro_and_readme_state_the_trust_level():
 
 def test_headline_status_uses_the_book_vocabulary():
     """One status function for every chapter: the LLM and backend, else the chapter's offline word."""
-    assert status.headline_status(Backend.REFERENCE, "m", status.SIMULATED) == "simulated (reference backend)"
-    assert status.headline_status(Backend.REFERENCE, "m", status.LOCAL) == "computed locally (no LLM)"
-    assert status.headline_status(Backend.REFERENCE, "m", status.REFERENCE_JUDGE) == "reference judge (not an LLM)"
-    assert status.headline_status(Backend.REPLAY, "claude-x", status.SIMULATED) == "LLM (claude-x, replay)"
-    assert status.headline_status(Backend.ANTHROPIC, "m", status.LOCAL) == "LLM (m, anthropic)"
+    from mechaudit.book.settings import RunSettings
+
+    offline, replay, live = (status.ChapterContext(RunSettings(backend=b))
+                             for b in ("reference", "replay", "anthropic"))
+    assert offline.status("m", status.SIMULATED) == "simulated (reference backend)"
+    assert offline.status("m", status.LOCAL) == "computed locally (no LLM)"
+    assert offline.status("m", status.REFERENCE_JUDGE) == "reference judge (not an LLM)"
+    assert replay.status("claude-x", status.SIMULATED) == "LLM (claude-x, replay)"
+    assert live.status("m", status.LOCAL) == "LLM (m, anthropic)"
     with pytest.raises(BackendError, match="'refrence' is not a backend"):
         status.backend_of({"backend": "refrence"})
 

@@ -106,7 +106,7 @@ def test_no_client_and_bad_sizes_are_refused(pool, tmp_path):
 
 
 def test_estimate_counts_exactly_the_requests_the_chapter_sends(tmp_path, monkeypatch):
-    from mechaudit.book.estimate import chapter_plan, estimate_chapters
+    from mechaudit.book.estimate import PLANS, estimate_chapters
     from mechaudit.llm.pricing import totals
 
     params = {"backend": "anthropic", "llm_pairs": 5, "n_patterns": 2, "papers_per_pattern": 15,
@@ -117,7 +117,7 @@ def test_estimate_counts_exactly_the_requests_the_chapter_sends(tmp_path, monkey
     pool = make_pool(n_patterns=2, papers_per_pattern=15, seed=0)
     fake = score_aware_fake(pool)
     llm_tau_calibration(pool, judge_client(fake, tmp_path), n_pairs=5, seed=0)
-    plan = chapter_plan("08_tau_calibration")
+    plan = PLANS["08_tau_calibration"]
     planned = plan({**params, "seed": 0, "review_noise": 0.8, "judge_model": "claude-opus-4-6"})
     assert sorted(p.request.key for p in planned) == sorted(ResponseCache(tmp_path).keys())
     assert totals(estimate_chapters(["08_tau_calibration"], overrides=params))["to_send"] == 0

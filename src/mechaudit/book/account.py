@@ -26,31 +26,26 @@ class RunCancelled(RuntimeError):
 
 class RunAccount:
     """The LLM side of one ``mechaudit execute`` run: estimate, money and key checks, budget per
-    chapter, run total. Spending is measured from the response cache (:func:`cache_spend`), nothing
-    from inside the kernels. ``prices``: a price table file (None: ``params/prices.yaml``);
-    ``base_url``: the run's OpenAI-compatible server (None: ``OPENAI_BASE_URL`` if set)."""
+    chapter, run total, for ``plans`` (``[(chapter, injected parameters)]``) of an execute run.
+    Spending is measured from the response cache (:func:`cache_spend`), nothing from inside the
+    kernels. ``full``: every parameter of each chapter by stem (None: ``full_parameters(plans)``);
+    ``prices``: a price table file (None: ``params/prices.yaml``); ``base_url``: the run's
+    OpenAI-compatible server (None: ``OPENAI_BASE_URL`` if set)."""
 
-    def __init__(self, plans, params_file, overrides, full, max_usd=None, batch=None, prices=None,
+    def __init__(self, plans, params_file, overrides, full=None, max_usd=None, batch=None, prices=None,
                  base_url=None) -> None:
-        self.plans, self.params_file, self.overrides, self.full = plans, params_file, overrides, full
+        self.plans, self.params_file, self.overrides = plans, params_file, overrides
+        self.full = full_parameters(plans) if full is None else full
         self.max_usd, self.batch, self.prices_file = max_usd, batch, prices
+        self.cost_column = "usd_batch" if batch else "usd_plain"  # the estimate's column this run pays
         self.base_url = openai_base_url(base_url)  # -p llm_base_url, else OPENAI_BASE_URL, else None
         self.prices = load_prices(prices)
-        self.llm = any(_is_llm(p) for p in full.values())
-        self.live = any(_backend(p) is Backend.ANTHROPIC for p in full.values())
+        self.llm = any(_is_llm(p) for p in self.full.values())
+        self.live = any(_backend(p) is Backend.ANTHROPIC for p in self.full.values())
         self.estimate = None
         self.totals: dict[str, Any] = {"calls": 0, "batch_calls": 0, **dict.fromkeys(TOKEN_COLUMNS, 0),
                                        "cost_usd": 0.0, "unpriced": set(), "resent": 0, "unanswered": 0}
         self.chapters_run = 0
-
-    @classmethod
-    def plan(cls, plans, params_file, overrides, max_usd=None, batch=None, prices=None, base_url=None) -> RunAccount:
-        """Account for ``plans`` (``[(chapter, injected parameters)]``) of an execute run."""
-        return cls(plans, params_file, overrides, full_parameters(plans), max_usd=max_usd, batch=batch,
-                   prices=prices, base_url=base_url)
-
-    def _cost_column(self) -> str:
-        return "usd_batch" if self.batch else "usd_plain"
 
     def make_estimate(self):
         """The estimate table of the run's LLM chapters (``mechaudit.book.estimate``), computed once."""
@@ -108,14 +103,14 @@ class RunAccount:
     def check_budget(self) -> None:
         """Raise :class:`BudgetExceededError` if the estimate is above ``max_usd``."""
         table = self.make_estimate()
-        cost = totals(table)[self._cost_column()] if len(table) else 0.0
+        cost = totals(table)[self.cost_column] if len(table) else 0.0
         if self.max_usd is not None and cost > self.max_usd:
             raise BudgetExceededError(self.max_usd, 0.0, cost, int(totals(table)["to_send"]), estimate=True)
 
     def prompt(self) -> str:
         """The confirmation question shown after the estimate."""
         t = totals(self.estimate) if self.estimate is not None and len(self.estimate) else {}
-        cost = t.get(self._cost_column(), 0.0)
+        cost = t.get(self.cost_column, 0.0)
         limit = "no budget limit" if self.max_usd is None else f"budget {self.max_usd:.2f} USD"
         return (f"Send about {int(t.get('to_send', 0))} requests for about {format_usd(cost)} USD "
                 f"({'batch' if self.batch else 'plain'} prices, {limit})? [y/N] ")
@@ -134,10 +129,6 @@ class RunAccount:
             out["llm_batch"] = bool(self.batch)
         return out
 
-    def cache_dir(self, chapter) -> Path:
-        folder = self.full[chapter.stem].get("cache_dir")
-        return Path(folder) if folder else default_cache_dir()
-
     @contextlib.contextmanager
     def chapter(self, chapter):
         """Around one chapter's execution: adds what it paid to the run total and counts requests an
@@ -146,7 +137,7 @@ class RunAccount:
         if not _is_llm(self.full[chapter.stem]):
             yield
             return
-        folder = self.cache_dir(chapter)
+        folder = Path(self.full[chapter.stem].get("cache_dir") or default_cache_dir())
         before, sent_before, waiting = cache_state(folder), sent_mark(folder), unanswered(folder)
         try:
             yield

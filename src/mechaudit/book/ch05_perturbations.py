@@ -177,17 +177,13 @@ def pooled_percent(decisions: pd.DataFrame, *, kinds: Sequence[str]) -> pd.DataF
     return pd.concat([pct.loc[["first_step_swapped", "middle_step_swapped"]], *rows])
 
 
-def _share(table: pd.DataFrame, row: str, column: str) -> float | None:
-    """``table.loc[row, column]`` as a float; None where the table has no such row or value."""
+def _share(table: pd.DataFrame, row: str, column: str, digits: int | None = None) -> float | None:
+    """``table.loc[row, column]`` as a float, rounded to ``digits`` (None: unrounded); None where the
+    table has no such row or value."""
     if row not in table.index or column not in table.columns or pd.isna(table.loc[row, column]):
         return None
-    return float(table.loc[row, column])
-
-
-def _value(table: pd.DataFrame, row: str, column: str) -> float | None:
-    """:func:`_share` to one decimal, as the comparison table's notes show it."""
-    value = _share(table, row, column)
-    return None if value is None else round(value, 1)
+    value = float(table.loc[row, column])
+    return value if digits is None else round(value, digits)
 
 
 def paper_rows(pooled: pd.DataFrame, names: RuleSet, *, backend: Backend, model: str) -> list[tuple]:
@@ -197,11 +193,12 @@ def paper_rows(pooled: pd.DataFrame, names: RuleSet, *, backend: Backend, model:
     rows = []
     for kind in PAPER_KINDS:
         key = f"perturbations.{kind}_pct_different"
-        rows.append((f"{key}.tfidf", _value(pooled, kind, names.tfidf)))
-        rows.append((f"{key}.embedding", _value(pooled, kind, names.embedding),
-                     f"MiniLM; matched: {_value(pooled, kind, names.matched)}"))
-        note = f"{model}, {backend.value}" if llm_run else f"reference judge: {_value(pooled, kind, names.reference)}"
-        rows.append((f"{key}.llm", _value(pooled, kind, LLM_COLUMN), note))
+        rows.append((f"{key}.tfidf", _share(pooled, kind, names.tfidf, 1)))
+        rows.append((f"{key}.embedding", _share(pooled, kind, names.embedding, 1),
+                     f"MiniLM; matched: {_share(pooled, kind, names.matched, 1)}"))
+        reference = _share(pooled, kind, names.reference, 1)
+        note = f"{model}, {backend.value}" if llm_run else f"reference judge: {reference}"
+        rows.append((f"{key}.llm", _share(pooled, kind, LLM_COLUMN, 1), note))
     return rows
 
 
@@ -334,7 +331,7 @@ def conclusions(audits: Mapping[str, SuiteAudit], names: RuleSet, separation: pd
 def selfserved_rows(pooled: pd.DataFrame) -> list[tuple]:
     """Rows ``(key, ours, note)`` of the recorded self-served judge (``selfserved.LABEL`` column):
     the LLM judge's keys, measured by a real LLM (an independent computation)."""
-    return [(f"perturbations.{kind}_pct_different.llm", _value(pooled, kind, selfserved.LABEL),
+    return [(f"perturbations.{kind}_pct_different.llm", _share(pooled, kind, selfserved.LABEL, 1),
              "replayed answers") for kind in PAPER_KINDS]
 
 

@@ -93,11 +93,9 @@ def judge_rubrics_with_llm(pairs: Sequence[Pair], rubrics: Sequence[str], instan
 def paper_figure_values(rubrics: Sequence[str]) -> pd.DataFrame:
     """The paper's % of first-step swaps judged different per rubric, in the layout of the
     chapter's figure (kinds x ``llm <rubric>``; NaN where the paper reports nothing)."""
-    return pd.DataFrame(
-        {f"llm {r}": [reported(f"rubric.first_step_swapped_pct_different.{r}") if k == "first_step_swapped"
-                      else np.nan for k in KINDS] for r in rubrics},
-        index=list(KINDS),
-    )
+    return pd.DataFrame({f"llm {r}": [reported(f"rubric.first_step_swapped_pct_different.{r}")
+                                      if k == "first_step_swapped" else np.nan for k in KINDS] for r in rubrics},
+                        index=list(KINDS))
 
 
 def component_percent(components: pd.DataFrame, *, kinds: Sequence[str]) -> pd.DataFrame:
@@ -181,9 +179,13 @@ def rubric_model_axis(pairs: Sequence[Pair], llm: RubricLLM, rubrics: Sequence[s
     return table, estimate_range(pd.DataFrame(estimates)).round(1)
 
 
-def _fss(pct: pd.DataFrame, column: str) -> float | None:
-    value = pct.loc["first_step_swapped", column] if "first_step_swapped" in pct.index else np.nan
-    return None if pd.isna(value) else round(float(value), 1)
+def _fss(pct: pd.DataFrame, column: str, kind: str = "first_step_swapped", digits: int | None = 1) -> float | None:
+    """``pct.loc[kind, column]`` (first-step swaps by default) as a float rounded to ``digits`` (None:
+    unrounded); None where ``pct`` has no such row, column or value."""
+    if kind not in pct.index or column not in pct.columns or pd.isna(pct.loc[kind, column]):
+        return None
+    value = float(pct.loc[kind, column])
+    return value if digits is None else round(value, digits)
 
 
 def paper_rows(pct: pd.DataFrame, effects: OrderEffects, rubrics: Sequence[str], *, backend: Backend,
@@ -195,10 +197,8 @@ def paper_rows(pct: pd.DataFrame, effects: OrderEffects, rubrics: Sequence[str],
              llm_note if effects.per_prompt else f"reference judge: {_fss(pct, f'reference {r}')}")
             for r in PAPER_RUBRICS if r in rubrics]
     if effects.per_prompt is None:
-        note = "reference judges: 0 by construction"
-        return rows + [("rubric.order_reversal_changed_pct", None, note),
-                       ("rubric.order_reversal_changed_per_prompt", None, note),
-                       ("rubric.repetition_changed", None, note)]
+        return rows + [(f"rubric.{k}", None, "reference judges: 0 by construction") for k in
+                       ("order_reversal_changed_pct", "order_reversal_changed_per_prompt", "repetition_changed")]
     t = effects.table
     rows += [("rubric.order_reversal_changed_pct", round(float(t["reversal changed %"].mean()), 1),
               "mean over prompts"),
@@ -220,7 +220,7 @@ HEADLINE_RUBRICS = ("none", "full", "step")
 def fss_by_rubric(pct: pd.DataFrame, source: str) -> dict[str, float | None]:
     """% of first-step swaps judged different per rubric of ``HEADLINE_RUBRICS`` by ``source``
     ("llm" or "reference"); None for a rubric not run (or every pair undecided)."""
-    return {r: _fss(pct, f"{source} {r}") if f"{source} {r}" in pct.columns else None for r in HEADLINE_RUBRICS}
+    return {r: _fss(pct, f"{source} {r}") for r in HEADLINE_RUBRICS}
 
 
 def _joined(values: dict[str, float | None], sep: str) -> str:
@@ -278,15 +278,11 @@ def chapter_facts(ctx: ChapterContext, model: str, pct: pd.DataFrame, components
                   jaccard_threshold: float) -> RubricFacts:
     """:class:`RubricFacts` of a run: ``pct`` (kinds x judges, % different), the step judge's
     ``components`` of the pairs of ``s``; ``model`` the main judge model."""
-    def ref(rubric: str, kind: str) -> float | None:
-        column = f"reference {rubric}"
-        return float(pct.loc[kind, column]) if column in pct.columns and kind in pct.index else None
-
     swap = np.array([k.endswith("_swapped") for k in s.kinds])
     provenance, verdict = headline_provenance("ch06", ctx.llm, fss_by_rubric(pct, "llm") if ctx.llm else None)
     return RubricFacts(
         jaccard_threshold=jaccard_threshold,
-        **{f"ref_{r}_{short}_pct": ref(r, kind) for r in ("full", "step", "none")
+        **{f"ref_{r}_{short}_pct": _fss(pct, f"reference {r}", kind, digits=None) for r in ("full", "step", "none")
            for short, kind in (("fss", "first_step_swapped"), ("mss", "middle_step_swapped"))
            if (r, short) != ("none", "mss")},
         min_jaccard_swapped=float(components["jaccard"][swap].min()) if swap.any() else None,

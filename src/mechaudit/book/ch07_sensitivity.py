@@ -44,6 +44,8 @@ from mechaudit.rules.llm_judge import judge_planned, model_verdicts, planning_ju
 from mechaudit.schema import Benchmark, load_benchmark
 
 RULES = ("tfidf", "embedding")
+#: how many of the similarity rules have a threshold that separates the kinds, as words (index: that number)
+SEPARATING = ("no rule has a separating threshold", f"one of the {len(RULES)} rules has one", "both rules have one")
 
 
 #: glue key -> the table cells its prose value restates (format: tests/test_table_prose.py)
@@ -78,10 +80,10 @@ class SensitivitySetup:
     reference: ReferenceJudge
     grids: dict[str, np.ndarray]
 
-    @property
-    def preserving(self) -> np.ndarray:
-        """Per suite pair: is its kind meaning-preserving?"""
-        return np.array([k in MEANING_PRESERVING for k in self.kinds])
+
+def preserving(kinds: Sequence[str]) -> np.ndarray:
+    """Per kind of ``kinds``: is it meaning-preserving? (bool array)"""
+    return np.array([k in MEANING_PRESERVING for k in kinds])
 
 
 def setup(data_dir: str | Path | None = None, *, tfidf_sweep=(0.05, 0.95, 19), embedding_sweep=(0.5, 0.98, 25),
@@ -140,7 +142,7 @@ class SuiteSeparation:
 
     tfidf: RuleSeparation
     embedding: RuleSeparation
-    separating_sentence: str = fact(doc="how many rules have a separating threshold (:func:`separating_sentence`)")
+    separating_sentence: str = fact(doc="how many rules have a separating threshold (:data:`SEPARATING`)")
 
 
 #: what a suite missing from the data folder glues
@@ -162,7 +164,7 @@ def separation(sims: Mapping[str, np.ndarray], preserving: np.ndarray, grids: Ma
             float(sim[~preserving].max()), float(half[0]) if half else "none on the grid",
             100 * float((sim[preserving] < half[0]).mean()) if half else None)
     n_separating = int((table["separating thresholds"] != "none").sum())
-    return table, SuiteSeparation(**rules, separating_sentence=separating_sentence(n_separating))
+    return table, SuiteSeparation(**rules, separating_sentence=SEPARATING[n_separating])
 
 
 def suites_of(data_dir: str | Path | None = None) -> dict[str, tuple[list[Pair], list[str]]]:
@@ -183,7 +185,7 @@ def separation_by_suite(sims: Mapping[str, Mapping[str, np.ndarray]], grids: Map
                         kinds: Mapping[str, Sequence[str]]) -> tuple[pd.DataFrame, dict[str, SuiteSeparation]]:
     """``separation`` of every suite: the tables stacked (rows: suite label, rule) and each suite's
     :class:`SuiteSeparation` by suite name."""
-    out = {n: separation(sims[n], np.array([k in MEANING_PRESERVING for k in kinds[n]]), grids) for n in sims}
+    out = {n: separation(sims[n], preserving(kinds[n]), grids) for n in sims}
     return stack_suites({n: table for n, (table, _) in out.items()}, SUITE_LABELS), {n: f for n, (_, f) in out.items()}
 
 
@@ -305,18 +307,6 @@ def three_methods(fixed: FixedMethods) -> pd.DataFrame:
     return agreement_table({k: fixed.decisions[k] for k in (fixed.tfidf, fixed.embedding, fixed.third)})
 
 
-def separating_sentence(n_separating: int, n_rules: int = 2) -> str:
-    """How many similarity rules have a threshold that separates the kinds, as words ("no rule has a
-    separating threshold", "one of the two rules has one", "both rules have one")."""
-    if n_separating == 0:
-        return "no rule has a separating threshold"
-    if n_separating == n_rules:
-        return "both rules have one" if n_rules == 2 else f"all {n_rules} rules have one"
-    if n_separating == 1:
-        return f"one of the {n_rules} rules has one"
-    return f"{n_separating} of the {n_rules} rules have one"
-
-
 def complete_agreement_sentence(n_possible: int, n_combinations: int) -> str:
     """How many (similarity rule, other method) combinations some threshold brings to complete
     agreement, as a sentence ("No threshold gives ... for any of the 4 combinations ...")."""
@@ -396,26 +386,20 @@ def paper_rows(three: pd.DataFrame, fixed: FixedMethods, check: StabilityCheck, 
             ("sensitivity.kappa_high", round(three["kappa"].max(), 3), methods),
             ("sensitivity.tfidf_threshold", tfidf_threshold),
             ("sensitivity.embedding_threshold", embedding_threshold, "all-MiniLM-L6-v2, not Titan v2")]
-    stab_keys = ("repeat_changed", "reversal_changed", "reversal_changed_pct")
     first = check.table.iloc[0]
-    if check.llm_run:
-        model = str(check.table.index[0])
-        values = (int(first["repeat changed"]), int(first["reversal changed"]), float(first["reversal changed %"]))
-        rows.append(("sensitivity.stability_pairs", int(first["pairs"]), model))
-        rows += [(f"sensitivity.{k}", v, model) for k, v in zip(stab_keys, values)]
-    else:  # the pairs were drawn and the offline rules judged them; no LLM judge's changes to count
-        rows.append(("sensitivity.stability_pairs", int(first["pairs"]), "judged by the offline rules"))
-        rows += [(f"sensitivity.{k}", None, "no LLM judge offline") for k in stab_keys]
-    model_keys = ("judge_models_agreement_pct_low", "judge_models_agreement_pct_high", "judge_models_kappa_low",
-                  "judge_models_kappa_high")
-    if check.agreement is not None:
-        span = agreement_range(check.agreement)
-        note = ", ".join(check.table.index)[:40]
-        values = (round(span["raw_agreement_pct_low"], 1), round(span["raw_agreement_pct_high"], 1),
-                  round(span["kappa_low"], 3), round(span["kappa_high"], 3))
-        rows += [(f"sensitivity.{k}", v, note) for k, v in zip(model_keys, values)]
-    else:
-        rows += [(f"sensitivity.{k}", None, "needs an LLM and 2+ judge models") for k in model_keys]
+    # offline the pairs were drawn and the offline rules judged them; no LLM judge's changes to count
+    model = str(check.table.index[0]) if check.llm_run else None
+    rows.append(("sensitivity.stability_pairs", int(first["pairs"]), model or "judged by the offline rules"))
+    stability = ((int(first["repeat changed"]), int(first["reversal changed"]), float(first["reversal changed %"]))
+                 if model else (None,) * 3)
+    rows += [(f"sensitivity.{k}", v, model or "no LLM judge offline")
+             for k, v in zip(("repeat_changed", "reversal_changed", "reversal_changed_pct"), stability)]
+    span = agreement_range(check.agreement) if check.agreement is not None else {}
+    note = ", ".join(check.table.index)[:40] if span else "needs an LLM and 2+ judge models"
+    for stat, digits in (("raw_agreement_pct_low", 1), ("raw_agreement_pct_high", 1), ("kappa_low", 3),
+                         ("kappa_high", 3)):
+        value = round(span[stat], digits) if span else None
+        rows.append((f"sensitivity.judge_models_{stat.removeprefix('raw_')}", value, note))
     return rows
 
 

@@ -1,5 +1,5 @@
 """Chapter 08, blind tau-calibrated scoring: the facts the prose quotes (``*_facts``) and narrow
-tables with human headers (``*_display``) of the studies in :mod:`mechaudit.tau.studies`, whose
+tables with human headers (:data:`DISPLAYS`) of the studies in :mod:`mechaudit.tau.studies`, whose
 statistics :mod:`mechaudit.tau.summaries` computes. Every number comes from the offline simulated
 judge; ``calibrate_with_llm`` is the one LLM step, :func:`plan` its cost plan.
 """
@@ -13,8 +13,8 @@ from typing import Any
 
 import pandas as pd
 
-from mechaudit.backends import Backend
-from mechaudit.book.chapter import ChapterContext, figure_caption, headline_provenance
+from mechaudit.backends import Backend, caption_text
+from mechaudit.book.chapter import ChapterContext, headline_provenance
 from mechaudit.llm.pricing import Planned
 from mechaudit.report.facts import fact
 from mechaudit.report.glue import at_most_text, span_text
@@ -24,7 +24,7 @@ from mechaudit.tau.realjudge import ROLES, calibration_requests
 from mechaudit.tau.simulate import make_pool
 
 #: Caption of the simulated sections' figures: they run offline whatever ``backend`` is.
-SIMULATED_CAPTION = figure_caption(Backend.REFERENCE)
+SIMULATED_CAPTION = caption_text(Backend.REFERENCE.value)
 #: Status of the chapter's headline (intro's "results at a glance"): the judge is simulated.
 STATUS = "simulated (reference backend)"
 #: A fit counts as recovered when it is within this relative error of the true tau.
@@ -51,16 +51,6 @@ class PoolFacts:
 def pool_facts(pool: SyntheticPool) -> PoolFacts:
     """:class:`PoolFacts` of ``pool``."""
     return PoolFacts(**summaries.pool_summary(pool))
-
-
-def pool_display(pool: SyntheticPool) -> pd.DataFrame:
-    """Mean, sd, min and max of quality, anchor score, weight and review count (reviews as ints)."""
-    table = pool.table()[["quality", "score10", "weight", "review_count"]]
-    out = table.describe().loc[["mean", "std", "min", "max"]].rename(index={"std": "sd"})
-    out = out.rename(columns={"quality": "latent quality", "score10": "anchor score", "weight": "anchor weight",
-                              "review_count": "reviews"}).round(2)
-    out.index.name = "statistic"
-    return out
 
 
 @dataclass(frozen=True)
@@ -104,31 +94,10 @@ def headline(n_reps: int) -> Headline:
     return Headline(n_reps, STATUS, *headline_provenance("ch08", llm=False))
 
 
-def table(ctx: ChapterContext, name: str, raw: pd.DataFrame, shown: pd.DataFrame, label: str,
-          caption: str) -> BookTable:
-    """A study's table twice: ``raw`` (rounded to 3 decimals) saved as ``<name>.csv``, and ``shown``
-    returned as the book's numbered table ``label`` with ``caption``."""
-    return ctx.table(name, raw.round(3), caption=caption, label=label, shown=shown)
-
-
 def headline_tau_error(mean_error_pct: float, within_pct: float) -> str:
     """The intro's one-line answer, e.g. "2.9 % mean error (mle); 90 % of fits within 10 %"."""
     return (f"{mean_error_pct:.1f} % mean error (mle); {within_pct:.0f} % of fits "
             f"within {100 * TOLERANCE:.0f} %")
-
-
-def recovery_display(recovery: pd.DataFrame, tolerance: float = TOLERANCE) -> pd.DataFrame:
-    """Per true tau and fitter: mean and sd of the fitted tau, % within ``tolerance`` and the mle's
-    two mean standard errors (blank for the grid)."""
-    table = studies.recovery_table(recovery, tolerance)
-    out = pd.DataFrame({
-        "mean fitted τ": table["mean_tau"], "sd": table["sd_tau"],
-        f"% within {100 * tolerance:.0f} %": (100 * table["within_tolerance"]).round(0).astype(int),
-        "mean SE": table["mean_se"], "mean robust SE": table["mean_se_robust"],
-    })
-    out.index = out.index.set_names(["true τ", "fitter"])
-    out = out.round(3)
-    return out.astype(object).where(out.notna(), "")  # the grid has no standard error: a blank cell
 
 
 @dataclass(frozen=True)
@@ -148,17 +117,6 @@ def review_facts(reviews: pd.DataFrame, n_stories: int) -> ReviewFacts:
     return ReviewFacts(**summaries.review_summary(reviews), n_stories=n_stories)
 
 
-def summary_display(summary: pd.DataFrame) -> pd.DataFrame:
-    """A :func:`mechaudit.tau.studies.recovery_summary` table with human headers, six columns."""
-    out = pd.DataFrame({
-        "scores": summary["n"].astype(int), "MAE": summary["mae"],
-        "1.92 band coverage": summary["band_coverage"], "band width": summary["band_width"],
-        "Kish coverage": summary["profile_coverage"], "% saturated": 100 * summary["saturated_share"],
-    }, index=summary.index)
-    out.index.name = "role"
-    return out.round(2)
-
-
 def percent_or_none(pct: float, digits: int = 0) -> str:
     """A share for a sentence: "none" when it rounds to 0, else e.g. "12 %"."""
     text = f"{pct:.{digits}f}"
@@ -174,24 +132,13 @@ def _gap_words(label: str) -> str:
     return f"more than {low:g} point{'' if low == 1 else 's'} above"
 
 
-def saturation_facts(saturation: pd.DataFrame) -> dict[str, Any]:
-    """% stuck at 10 in the lowest and highest bin of :func:`mechaudit.tau.studies.saturation_table`,
-    and a sentence saying so in words (``sentence``)."""
+def saturation_sentence(saturation: pd.DataFrame) -> str:
+    """The % stuck at 10 in the lowest and highest bin of :func:`mechaudit.tau.studies.saturation_table`,
+    as a sentence."""
     below, above = (100 * float(saturation["saturated_high"].iloc[k]) for k in (0, -1))
     stuck = {pct: "none is" if percent_or_none(pct) == "none" else f"{pct:.0f} % are" for pct in (below, above)}
-    sentence = (f"Of the stories whose true score lies {_gap_words(saturation.index[0])} the highest anchor, "
-                f"{stuck[below]} stuck at 10; of those {_gap_words(saturation.index[-1])} it, {stuck[above]}.")
-    return {"below_pct": below, "below_bin": saturation.index[0], "above_pct": above,
-            "above_bin": saturation.index[-1], "sentence": sentence}
-
-
-def saturation_display(saturation: pd.DataFrame) -> pd.DataFrame:
-    """Counts, % stuck at 10 and mean true and inferred score per gap bin."""
-    out = pd.DataFrame({"scores": saturation["n"].astype(int),
-                        "% stuck at 10": (100 * saturation["saturated_high"]).round(0).astype(int),
-                        "mean true score": saturation["mean_true"], "mean inferred": saturation["mean_score"]},
-                       index=saturation.index)
-    return out.round(2)
+    return (f"Of the stories whose true score lies {_gap_words(saturation.index[0])} the highest anchor, "
+            f"{stuck[below]} stuck at 10; of those {_gap_words(saturation.index[-1])} it, {stuck[above]}.")
 
 
 @dataclass(frozen=True)
@@ -215,10 +162,8 @@ def scale_facts(scale_effect: pd.DataFrame, n_rounds: int) -> ScaleFacts:
     """:class:`ScaleFacts` of a :func:`mechaudit.tau.studies.weight_scale_effect` table over
     ``n_rounds`` stored reviews."""
     first, last = scale_effect.iloc[0], scale_effect.iloc[-1]
-    text = scale_sentences({"score_changed_max": float(scale_effect["score_changed"].max()),
-                            "profile_width_min": float(scale_effect["profile_width"].min()),
-                            "profile_width_max": float(scale_effect["profile_width"].max())})
-    return ScaleFacts(scale_moved_sentence=text["moved"], kish_width_phrase=text["kish_width"],
+    moved, kish_width = scale_sentences(scale_effect)
+    return ScaleFacts(scale_moved_sentence=moved, kish_width_phrase=kish_width,
                       scale_first=f"{float(first['scale']):g}", scale_last=f"{float(last['scale']):g}",
                       band_width_first=float(first["band_width"]), band_width_last=float(last["band_width"]),
                       band_cov_first=100 * float(first["band_coverage"]),
@@ -226,25 +171,15 @@ def scale_facts(scale_effect: pd.DataFrame, n_rounds: int) -> ScaleFacts:
                       profile_cov=100 * float(scale_effect["profile_coverage"].iloc[0]), n_rounds=n_rounds)
 
 
-def scale_sentences(facts: Mapping[str, float]) -> dict[str, str]:
-    """Two sentences for :func:`scale_facts` in words: whether any score moves under rescaling
-    (``moved``), and the Kish interval's width, one value when it does not change (``kish_width``)."""
-    changed = facts["score_changed_max"]
+def scale_sentences(scale_effect: pd.DataFrame) -> tuple[str, str]:
+    """Two sentences on a :func:`mechaudit.tau.studies.weight_scale_effect` table: whether any score
+    moves under rescaling, and the Kish interval's width (one value when it does not change)."""
+    changed = float(scale_effect["score_changed"].max())
     moved = ("No score moves when all weights are multiplied by the same factor" if changed == 0 else
              f"At most {100 * changed:.1f} % of the scores move when all weights are multiplied by the same factor")
-    low, high = (f"{facts[k]:.2f}" for k in ("profile_width_min", "profile_width_max"))
+    low, high = (f"{float(scale_effect['profile_width'].agg(how)):.2f}" for how in ("min", "max"))
     width = (f"is {low} points whatever the factor" if low == high else f"stays between {low} and {high} points")
-    return {"moved": moved, "kish_width": width}
-
-
-def scale_display(scale_effect: pd.DataFrame) -> pd.DataFrame:
-    """Width and coverage of both intervals per factor on all weights, and % of scores moved."""
-    out = pd.DataFrame({"band width": scale_effect["band_width"], "band coverage": scale_effect["band_coverage"],
-                        "Kish width": scale_effect["profile_width"],
-                        "Kish coverage": scale_effect["profile_coverage"],
-                        "% scores moved": 100 * scale_effect["score_changed"]})
-    out.index = pd.Index(scale_effect["scale"], name="factor on weights")
-    return out.round(2)
+    return moved, width
 
 
 @dataclass(frozen=True)
@@ -266,14 +201,6 @@ def trigger_facts(triggers: pd.DataFrame) -> TriggerFacts:
                         strength_trigger_share=percent_or_none(100 * float(original["strength"]), digits=1),
                         monotonic_extra_share=percent_or_none(100 * float(original["any"] - original["loss"]),
                                                               digits=1))
-
-
-def trigger_display(triggers: pd.DataFrame) -> pd.DataFrame:
-    """% of first-round reviews each trigger sends to a second round, per loss threshold."""
-    out = 100 * triggers.set_index("loss_threshold")[["loss", "monotonic", "strength", "any"]]
-    out.columns = ["% loss", "% monotonic", "% strength", "% any"]
-    out.index.name = "loss threshold"
-    return out.round(1)
 
 
 #: Column labels of the densify comparison (keys of :func:`mechaudit.tau.studies.densify_comparison`).
@@ -365,15 +292,6 @@ def tie_facts(ties: pd.DataFrame) -> TieFacts:
                     abstain_tau=float(abstain["tau_mle"].iloc[-1]))
 
 
-def tie_display(ties: pd.DataFrame) -> pd.DataFrame:
-    """Observed % ties and fitted tau (grid, mle) per tie mode and tie rate."""
-    out = ties.set_index(["tie_mode", "tie_rate"])[["tie_share", "tau_grid", "tau_mle"]]
-    out = out.assign(tie_share=(100 * out["tie_share"]).round(0).astype(int))
-    out.columns = ["% ties", "τ (grid)", "τ (mle)"]
-    out.index = out.index.set_names(["ties", "tie rate"])
-    return out.round(2)
-
-
 def _tau(doc: str) -> Any:
     return fact(unit="tau", digits=2, doc=doc)
 
@@ -410,15 +328,6 @@ def misspec_facts(misspec: pd.DataFrame) -> MisspecFacts:
     return MisspecFacts(**summaries.misspec_summary(misspec))
 
 
-def misspec_display(misspec: pd.DataFrame) -> pd.DataFrame:
-    """Mean fitted tau (mle) per what the judge sees and perception noise, one column per true tau."""
-    mean_tau = studies.misspecification_table(misspec)["mean_tau"].xs("mle", level="method")
-    out = mean_tau.unstack("true_tau")
-    out.columns = [f"true τ {tau:g}" for tau in out.columns]
-    out.index = out.index.set_names(["judge sees", "perception noise"])
-    return out.round(2)
-
-
 @dataclass(frozen=True)
 class ScoreMisspecFacts:
     """Scores under a misspecified judge (glued under ``ch08_ms``): MAE, mean move from the
@@ -445,13 +354,90 @@ def score_misspec_facts(score_table: pd.DataFrame) -> ScoreMisspecFacts:
         cov_worst=100 * float(score_table["profile_coverage"].min()))
 
 
-def score_misspec_display(score_table: pd.DataFrame) -> pd.DataFrame:
-    """Fitted / true tau, MAE, mean move, Kish coverage and % saturated per condition."""
-    out = pd.DataFrame({"fitted / true τ": score_table["tau_ratio"], "MAE": score_table["mae"],
-                        "moved": score_table["moved"], "Kish coverage": score_table["profile_coverage"],
-                        "% saturated": 100 * score_table["saturated_share"]}, index=score_table.index)
+# --------------------------------------------------------------------------- the book's tables
+
+#: How a :class:`Display` scales a source column: as is, whole, times 100, times 100 and whole.
+SCALINGS = {"": lambda col: col, "int": lambda col: col.astype(int), "%": lambda col: 100 * col,
+            "%int": lambda col: (100 * col).round(0).astype(int)}
+
+
+@dataclass(frozen=True)
+class Display:
+    """How a study's table is shown: ``columns`` maps a source column to its header and its scaling
+    (a key of :data:`SCALINGS`); ``index``: source columns made the index (empty: keep the frame's);
+    ``names``: the index level names (empty: keep them); ``digits``: rounding; ``blank``: a missing
+    cell shows empty."""
+
+    columns: Mapping[str, tuple[str, str]]
+    names: tuple[str, ...] = ()
+    index: tuple[str, ...] = ()
+    digits: int = 2
+    blank: bool = False
+
+    def __call__(self, table: pd.DataFrame) -> pd.DataFrame:
+        """``table`` narrowed to :attr:`columns` with human headers, scaled and rounded."""
+        source = table.set_index(list(self.index)) if self.index else table
+        out = pd.DataFrame({header: SCALINGS[how](source[column]) for column, (header, how) in self.columns.items()},
+                           index=source.index)
+        if self.names:
+            out.index = out.index.set_names(list(self.names))
+        out = out.round(self.digits)
+        return out.astype(object).where(out.notna(), "") if self.blank else out
+
+
+#: The pool's mean, sd, min and max of quality, anchor score, weight and review count.
+POOL_DISPLAY = Display({"quality": ("latent quality", ""), "score10": ("anchor score", ""),
+                        "weight": ("anchor weight", ""), "review_count": ("reviews", "")}, names=("statistic",))
+
+
+def pool_display(pool: SyntheticPool) -> pd.DataFrame:
+    """:data:`POOL_DISPLAY` of ``pool``: rows mean, sd, min and max."""
+    stats = pool.table()[list(POOL_DISPLAY.columns)].describe().loc[["mean", "std", "min", "max"]]
+    return POOL_DISPLAY(stats.rename(index={"std": "sd"}))
+
+
+def misspec_display(mean_tau: pd.DataFrame) -> pd.DataFrame:
+    """Mean fitted tau (mle) of a :func:`mechaudit.tau.studies.misspecification_table` per what the
+    judge sees and perception noise, one column per true tau."""
+    out = mean_tau["mean_tau"].xs("mle", level="method").unstack("true_tau")
+    out.columns = [f"true τ {tau:g}" for tau in out.columns]
     out.index = out.index.set_names(["judge sees", "perception noise"])
     return out.round(2)
+
+
+#: How each study table is shown, by the name :func:`table` saves it under (its input: the
+#: :mod:`mechaudit.tau.studies` table of that name; the grid has no standard error: a blank cell).
+DISPLAYS = {
+    "tau_recovery": Display({"mean_tau": ("mean fitted τ", ""), "sd_tau": ("sd", ""),
+                             "within_tolerance": (f"% within {100 * TOLERANCE:.0f} %", "%int"),
+                             "mean_se": ("mean SE", ""), "mean_se_robust": ("mean robust SE", "")},
+                            names=("true τ", "fitter"), digits=3, blank=True),
+    "score_recovery": Display({"n": ("scores", "int"), "mae": ("MAE", ""), "band_coverage": ("1.92 band coverage", ""),
+                               "band_width": ("band width", ""), "profile_coverage": ("Kish coverage", ""),
+                               "saturated_share": ("% saturated", "%")}, names=("role",)),
+    "saturation": Display({"n": ("scores", "int"), "saturated_high": ("% stuck at 10", "%int"),
+                           "mean_true": ("mean true score", ""), "mean_score": ("mean inferred", "")}),
+    "scale_effect": Display({"band_width": ("band width", ""), "band_coverage": ("band coverage", ""),
+                             "profile_width": ("Kish width", ""), "profile_coverage": ("Kish coverage", ""),
+                             "score_changed": ("% scores moved", "%")},
+                            names=("factor on weights",), index=("scale",)),
+    "triggers": Display({"loss": ("% loss", "%"), "monotonic": ("% monotonic", "%"),
+                         "strength": ("% strength", "%"), "any": ("% any", "%")},
+                        names=("loss threshold",), index=("loss_threshold",), digits=1),
+    "densify_effect": densify_display,
+    "ties": Display({"tie_share": ("% ties", "%int"), "tau_grid": ("τ (grid)", ""), "tau_mle": ("τ (mle)", "")},
+                    names=("ties", "tie rate"), index=("tie_mode", "tie_rate")),
+    "mean_tau": misspec_display,
+    "score_table": Display({"tau_ratio": ("fitted / true τ", ""), "mae": ("MAE", ""), "moved": ("moved", ""),
+                            "profile_coverage": ("Kish coverage", ""), "saturated_share": ("% saturated", "%")},
+                           names=("judge sees", "perception noise")),
+}
+
+
+def table(ctx: ChapterContext, name: str, raw: pd.DataFrame, label: str, caption: str) -> BookTable:
+    """A study's table twice: ``raw`` (rounded to 3 decimals) saved as ``<name>.csv``, and
+    ``DISPLAYS[name](raw)`` returned as the book's numbered table ``label`` with ``caption``."""
+    return ctx.table(name, raw.round(3), caption=caption, label=label, shown=DISPLAYS[name](raw))
 
 
 #: How each densify mode picks the second round's anchors, in a few words.

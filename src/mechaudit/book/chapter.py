@@ -2,10 +2,7 @@
 another.
 
 - :func:`chapter_settings` and :class:`ChapterContext`: a chapter's parameters, validated once by
-  its model (:func:`backend_of` is the one place a backend name is parsed), and what its cells
-  use: the LLM client (or None offline) with this chapter's own
-  :class:`~mechaudit.llm.session.LLMSession` (budget, batch mode, usage table), the status line, the
-  figure caption and the usage table.
+  its model (:func:`backend_of` is the one place a backend name is parsed), and what its cells share.
 - The status of a chapter's headline (where its numbers come from) and, beside it in the intro's
   results-at-a-glance table, the provenance (how they can relate to the paper's,
   ``mechaudit.report.provenance``) and the verdict; the placeholder a judge-model section shows when it did
@@ -49,8 +46,7 @@ def backend_of(params: Mapping[str, Any] | RunSettings) -> Backend:
     """The ``backend`` among ``params`` (a mapping or a chapter's settings; default reference),
     parsed: the one place a backend name becomes a :class:`Backend`; a bad name raises
     ``BackendError`` (one line)."""
-    given = dict(params)
-    return Backend.parse(given.get("backend", Backend.REFERENCE))
+    return Backend.parse(dict(params).get("backend", Backend.REFERENCE))
 
 
 def chapter_settings(params: Mapping[str, Any], chapter: str) -> RunSettings:
@@ -117,12 +113,14 @@ class ChapterContext:
         return self.backend.is_llm
 
     def status(self, model: str, offline: str) -> str:
-        """The headline's status: ``"LLM (<model>, <backend>)"`` or ``offline`` (e.g. ``SIMULATED``)."""
-        return headline_status(self.backend, model, offline)
+        """The headline's status: ``"LLM (<model>, <backend>)"`` for an LLM backend, else ``offline``
+        (e.g. ``SIMULATED``)."""
+        return f"LLM ({model}, {self.backend.value})" if self.llm else offline
 
     def caption(self, extra: str = "") -> str:
-        """A figure's caption under this chapter's backend (:func:`figure_caption`)."""
-        return figure_caption(self.backend, extra)
+        """A figure's caption under this chapter's backend: ``"Backend: <backend>"`` and ``extra`` after
+        a full stop (``backends.caption_text``)."""
+        return caption_text(self.backend.value, extra)
 
     def table(self, name: str, frame: pd.DataFrame | pd.Series, caption: str | None = None,
               label: str | None = None, shown: pd.DataFrame | pd.Series | None = None,
@@ -169,11 +167,10 @@ class ChapterContext:
     def usage(self, pairs: int | None = None) -> pd.DataFrame:
         """The chapter's LLM usage table (:meth:`LLMSession.usage_table`), to be its last cell's
         output; one line saying so when the chapter made no LLM call."""
-        if not self.llm:
-            return pd.DataFrame({"LLM usage": [f"no LLM calls (backend {self.backend.value!r} is offline)"]})
-        table = self.session.usage_table(pairs)
+        table = self.session.usage_table(pairs) if self.llm else pd.DataFrame()
         if table.empty:
-            return pd.DataFrame({"LLM usage": [f"no LLM calls (backend {self.backend.value!r})"]})
+            offline = "" if self.llm else " is offline"
+            return pd.DataFrame({"LLM usage": [f"no LLM calls (backend {self.backend.value!r}{offline})"]})
         return table
 
     def close(self) -> None:
@@ -185,17 +182,6 @@ class ChapterContext:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def figure_caption(backend: Backend, extra: str = "") -> str:
-    """The text under a figure: ``"Backend: <backend>"`` and ``extra`` after a full stop
-    (``backends.caption_text``)."""
-    return caption_text(backend.value, extra)
-
-
-def headline_status(backend: Backend, model: str, offline: str) -> str:
-    """``"LLM (<model>, <backend>)"`` for an LLM backend, else ``offline`` (e.g. ``SIMULATED``)."""
-    return f"LLM ({model}, {backend.value})" if backend.is_llm else offline
 
 
 def axis_placeholder(llm: bool, models: Sequence[str]) -> pd.DataFrame:

@@ -44,12 +44,6 @@ PLANS: dict[str, Callable[[Mapping[str, Any]], list[Planned]]] = {
 }
 
 
-def chapter_plan(stem: str) -> Callable[[Mapping[str, Any]], list[Planned]] | None:
-    """The cost plan of chapter ``stem`` ("05_perturbations", ``PLANS``); None for a chapter that
-    sends no LLM request."""
-    return PLANS.get(stem)
-
-
 def chapter_params(chapter, params_file=None, overrides: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """Every parameter of ``chapter`` as it would run: the notebook's defaults, the parameter file
     and the overrides (relative ``data_dir``/``cache_dir`` resolve against the working directory)."""
@@ -77,10 +71,8 @@ def estimate_chapters(names: Sequence[str] = (), params_file=None, overrides: Ma
     frames = []
     for chapter in chapters:
         p = chapter_params(chapter, params_file, overrides)
-        if not p["backend"].is_llm:
-            continue
-        planner = chapter_plan(chapter.stem)
-        if planner is None:
+        planner = PLANS.get(chapter.stem)
+        if planner is None or not p["backend"].is_llm:
             continue
         folder = Path(p["cache_dir"]) if p.get("cache_dir") else default_cache_dir()
         if folder not in caches:

@@ -77,14 +77,8 @@ def source_notebook(chapter: Chapter):
     return nb
 
 
-def execute_chapter(
-    chapter: Chapter,
-    parameters: dict[str, Any] | None = None,
-    out_dir: Path | None = None,
-    *,
-    env: dict[str, str] | None = None,
-    rename: dict[str, str] | None = None,
-) -> Path:
+def execute_chapter(chapter: Chapter, parameters: dict[str, Any] | None = None, out_dir: Path | None = None, *,
+                    env: dict[str, str] | None = None, rename: dict[str, str] | None = None) -> Path:
     """Execute one chapter with papermill; return the path of the executed notebook.
 
     The kernel runs in ``notebooks/`` with this process's environment plus ``KERNEL_ENV`` and ``env``
@@ -206,22 +200,11 @@ def check_budget_args(max_usd: Any, allow_unpriced: bool) -> float | None:
     return float(max_usd)
 
 
-def execute_chapters(
-    names: Iterable[str | Path] = (),
-    params_file: Path | None = DEFAULT_PARAMS,
-    overrides: dict[str, Any] | None = None,
-    out_dir: Path | None = None,
-    stream=None,
-    *,
-    max_usd: float | None = None,
-    batch: bool | None = None,
-    confirm: Callable[[str], bool] | None = None,
-    dry_run: bool = False,
-    prices: Path | None = None,
-    allow_unpriced: bool = False,
-    timeout: float | None = None,
-    jobs: int = 1,
-) -> list[Path]:
+def execute_chapters(names: Iterable[str | Path] = (), params_file: Path | None = DEFAULT_PARAMS,
+                     overrides: dict[str, Any] | None = None, out_dir: Path | None = None, stream=None, *,
+                     max_usd: float | None = None, batch: bool | None = None,
+                     confirm: Callable[[str], bool] | None = None, dry_run: bool = False, prices: Path | None = None,
+                     allow_unpriced: bool = False, timeout: float | None = None, jobs: int = 1) -> list[Path]:
     """Execute the named chapters (default: every chapter in TOC order), one progress line each.
 
     Everything is checked before the first kernel starts: parameters, data and files, run folders
@@ -312,7 +295,7 @@ def _plan_run(plans, params_file, overrides, out_dir, **account):
     preflight.check_plans(plans, full_parameters(plans))
     from mechaudit.book.account import RunAccount  # defers pandas: fast `mechaudit --help`
 
-    run = RunAccount.plan(plans, params_file, overrides, **account)
+    run = RunAccount(plans, params_file, overrides, **account)
     owners: dict[Path, str] = {}
     for chapter, params in plans:
         target = inject_out_dir(chapter, params, out_dir, overrides).get("out_dir")

@@ -1,9 +1,5 @@
 """The book's chapters and their parameters: the table of contents, parameter defaults and parameter-set files.
 
-A chapter's source of truth is ``notebooks/NN_topic.py`` (jupytext py:percent). Executing it
-writes ``notebooks/NN_topic.ipynb`` (the committed reference that the book renders and nbval
-checks) or, with ``out_dir``, a copy in a run folder that leaves the reference untouched.
-
 A book chapter's parameters and their defaults are its model's (``mechaudit.book.settings``); a
 notebook outside the book declares them in its cell tagged ``parameters``. Values come from a
 parameter-set file (``params/default.yaml``): its ``common`` section is offered to every notebook
@@ -396,10 +392,8 @@ def absolutize_paths(values: dict[str, Any], base: Path) -> dict[str, Any]:
     return out
 
 
-def resolve_parameters(
-    chapter: Chapter, params_file: Path | None = DEFAULT_PARAMS, overrides: dict[str, Any] | None = None,
-    cwd: Path | None = None,
-) -> dict[str, Any]:
+def resolve_parameters(chapter: Chapter, params_file: Path | None = DEFAULT_PARAMS,
+                       overrides: dict[str, Any] | None = None, cwd: Path | None = None) -> dict[str, Any]:
     """The parameters to inject: file values and overrides that differ from the notebook's defaults,
     checked (``check_value``), with relative folder/file values made absolute (overrides against ``cwd``,
     file values against the file's folder)."""

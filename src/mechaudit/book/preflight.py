@@ -115,12 +115,6 @@ def _check_file(folder: Path, name: str, field: str) -> bool:
     return True
 
 
-def param_file(value: str) -> Path:
-    """The file a ``*_file`` parameter names, as the chapters read it: ``params/<value>`` (an absolute
-    value as given)."""
-    return paths.PARAMS_DIR / value
-
-
 def check_files(stem: str, values: dict[str, Any], checked: dict | None = None) -> None:
     """Raise ``MechauditError`` unless every ``*_file`` parameter of chapter ``stem`` names a valid
     settings file (a design within the benchmark, with two depths and two runs per depth for
@@ -129,7 +123,7 @@ def check_files(stem: str, values: dict[str, Any], checked: dict | None = None) 
     for name in FILE_PARAMETERS:
         if name not in values:
             continue
-        path = param_file(values[name])
+        path = paths.PARAMS_DIR / values[name]  # as the chapters read it (an absolute value as given)
         if not path.is_file():
             what = "is a folder" if path.is_dir() else "does not exist"
             shipped = ", ".join(sorted(p.name for p in paths.PARAMS_DIR.glob("*.yaml")))
@@ -226,4 +220,4 @@ def check_plans(plans: Iterable[tuple[Any, dict[str, Any]]], full: dict[str, dic
 
 
 __all__ = ["check_plans", "check_data", "check_files", "check_cache_dir", "check_compare_paper", "check_parallel",
-           "check_out_folder", "needed_files", "fix_for", "env_data_dir", "param_file", "RUN_MARK", "FILE_PARAMETERS"]
+           "check_out_folder", "needed_files", "fix_for", "env_data_dir", "RUN_MARK", "FILE_PARAMETERS"]

@@ -16,10 +16,8 @@ from mechaudit.errors import error_line, use_warning_style
 
 def build_parser() -> argparse.ArgumentParser:
     """The full argument parser with every discovered subcommand."""
-    parser = argparse.ArgumentParser(
-        prog="mechaudit",
-        description="Re-execute and audit the mechanism-equivalence book.",
-    )
+    parser = argparse.ArgumentParser(prog="mechaudit",
+                                     description="Re-execute and audit the mechanism-equivalence book.")
     parser.add_argument("--debug", action="store_true",
                         help="show the full traceback of an error instead of the one-line message")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")

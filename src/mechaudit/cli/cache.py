@@ -52,13 +52,10 @@ def run_info(args: argparse.Namespace) -> int:
     from mechaudit.llm.batchstate import BatchState  # defers pandas: fast `mechaudit --help`
 
     with _cache(args, must_exist=True) as cache:
-        info: dict[str, Any] = {
-            "cache_dir": str(cache.directory),
-            "responses": len(cache),
-            "duplicate_lines": cache.duplicates,
-            "jsonl_bytes": cache.path.stat().st_size if cache.path.exists() else 0,
-            "index_bytes": cache.index_path.stat().st_size if cache.index_path.exists() else 0,
-        }
+        info: dict[str, Any] = {"cache_dir": str(cache.directory), "responses": len(cache),
+                                "duplicate_lines": cache.duplicates,
+                                "jsonl_bytes": cache.path.stat().st_size if cache.path.exists() else 0,
+                                "index_bytes": cache.index_path.stat().st_size if cache.index_path.exists() else 0}
     with BatchState(cache.directory) as state:
         info["pending_batches"] = sorted(state.pending())
     print(json.dumps(info, indent=2))

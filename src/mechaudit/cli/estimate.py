@@ -12,12 +12,10 @@ from mechaudit.cli.execute import add_params_arguments
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
-        "estimate",
-        help="count and price the LLM requests chapters would send (nothing is sent)",
+        "estimate", help="count and price the LLM requests chapters would send (nothing is sent)",
         description="For each chapter run with an LLM backend: requests (minus those already cached), "
         "estimated input/output tokens and USD at plain, batch and prompt-cached prices "
-        "(params/prices.yaml). How requests and tokens are counted: book/rerun.md.",
-    )
+        "(params/prices.yaml). How requests and tokens are counted: book/rerun.md.")
     p.add_argument("notebooks", nargs="*", help="notebook paths or stems (default: every chapter)")
     add_params_arguments(p)
     p.add_argument("--prices", type=Path, default=None, help="price table (default: params/prices.yaml)")

@@ -11,11 +11,9 @@ from mechaudit.book.params import DEFAULT_PARAMS, parse_override
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
-        "execute",
-        help="execute notebooks with papermill (default: every chapter, params/default.yaml)",
+        "execute", help="execute notebooks with papermill (default: every chapter, params/default.yaml)",
         description="Execute chapters in TOC order. Without --out the executed notebook replaces the "
-        "committed reference beside its .py source; with --out it goes to that run folder.",
-    )
+        "committed reference beside its .py source; with --out it goes to that run folder.")
     p.add_argument("notebooks", nargs="*", help="notebook paths or stems (e.g. notebooks/01_problem.py, 01_problem)")
     add_params_arguments(p)
     p.add_argument("--out", type=Path, default=None,

@@ -31,11 +31,8 @@ DEFAULT_JUDGE_MODEL = "claude-opus-4-6"
 
 def register(subparsers: Any) -> None:
     p = subparsers.add_parser(
-        "judge",
-        help="judge hypothesis pairs same/different with an equivalence rule (JSONL out)",
-        description=__doc__.split("\n\n", 1)[1],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+        "judge", help="judge hypothesis pairs same/different with an equivalence rule (JSONL out)",
+        description=__doc__.split("\n\n", 1)[1], formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--pairs", type=Path, required=True, help="JSONL file of pairs (original/variant or a/b)")
     p.add_argument("--rule", choices=RULES, default="llm", help="equivalence rule (default: %(default)s)")
     p.add_argument("--rubric", choices=RUBRIC_CHOICES, default="full",
@@ -111,31 +108,14 @@ def rule_config(args: argparse.Namespace, client: Any = None) -> dict[str, Any]:
         case "reference":
             return {"rubric": args.rubric, "jaccard_threshold": args.jaccard_threshold}
         case "llm":
-            return _llm_config(args, client)
+            from mechaudit.schema import load_instances  # defers the pydantic data model: fast `mechaudit --help`
+
+            instances = None if args.instances is None else load_instances(args.instances)
+            orders = tuple(o.strip() for o in args.orders.split(",") if o.strip())
+            return {"rubric": args.rubric, "model": args.model, "client": client,
+                    "instances": instances, "orders": orders, "early_stop": args.early_stop}
         case _:
             return {}
-
-
-def _llm_config(args: argparse.Namespace, client: Any) -> dict[str, Any]:
-    """The ``LLMJudge`` configuration from the command line."""
-    instances = None
-    if args.instances is not None:
-        from mechaudit.schema import load_instances  # defers the pydantic data model: fast `mechaudit --help`
-
-        instances = load_instances(args.instances)
-    orders = tuple(o.strip() for o in args.orders.split(",") if o.strip())
-    return {"rubric": args.rubric, "model": args.model, "client": client,
-            "instances": instances, "orders": orders, "early_stop": args.early_stop}
-
-
-def build_rule(args: argparse.Namespace, client: Any = None) -> Any:
-    """The rule named by ``args.rule``, built through the registry ``mechaudit.rules.build``."""
-    return build(args.rule, **rule_config(args, client))
-
-
-def backend_label(args: argparse.Namespace) -> str:
-    """Which backend produced the verdicts: the LLM backend, 'reference', or 'local' (TF-IDF/embeddings)."""
-    return {"llm": args.backend, "reference": "reference", "mechanism_key": "reference"}.get(args.rule, "local")
 
 
 def _warn_repeats(pairs: list, info: list[dict], path) -> None:
@@ -155,7 +135,8 @@ def _warn_repeats(pairs: list, info: list[dict], path) -> None:
 def _verdict_lines(args: argparse.Namespace, info: list[dict], same: list, votes: list | None,
                    similarity: Any) -> str:
     """The output JSONL: one verdict object per pair (sorted keys), with votes and similarity if any."""
-    label = backend_label(args)
+    # which backend produced the verdicts: the LLM backend, 'reference', or 'local' (TF-IDF/embeddings)
+    label = {"llm": args.backend, "reference": "reference", "mechanism_key": "reference"}.get(args.rule, "local")
     rubric = args.rubric if args.rule in ("llm", "reference") else None
     lines = []
     for i, row in enumerate(info):
@@ -193,7 +174,7 @@ def run(args: argparse.Namespace) -> int:
         client = get_client(args.backend, cache_dir=args.cache_dir, max_concurrency=args.max_concurrency,
                             timeout=args.timeout)
     try:
-        rule = build_rule(args, client)
+        rule = build(args.rule, **rule_config(args, client))  # the registry mechaudit.rules.build
         if args.batch and client is not None:
             client.prefetch_batch(rule.requests(pairs), poll_interval=args.poll_interval, progress=progress)
         votes = None

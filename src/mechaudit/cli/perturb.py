@@ -30,11 +30,8 @@ def _kind(value: str) -> str:
 
 def register(subparsers: Any) -> None:
     p = subparsers.add_parser(
-        "perturb",
-        help="build a perturbation suite (JSONL) from a hypotheses file",
-        description=__doc__.split("\n\n", 1)[1],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+        "perturb", help="build a perturbation suite (JSONL) from a hypotheses file",
+        description=__doc__.split("\n\n", 1)[1], formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--hypotheses", type=Path, default=None,
                    help="hypotheses JSONL (default: data/hypotheses.jsonl)")
     p.add_argument("--vocabulary", type=Path, default=None,

@@ -16,10 +16,8 @@ from mechaudit.cli.execute import add_money_arguments, ask_terminal
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
-        "reproduce",
-        help="the paper's setup with the real LLM (params/paper.yaml): estimate, confirm, budget, batch",
-        description=__doc__.split("\n\n", 1)[1],
-    )
+        "reproduce", help="the paper's setup with the real LLM (params/paper.yaml): estimate, confirm, budget, batch",
+        description=__doc__.split("\n\n", 1)[1])
     p.add_argument("notebooks", nargs="*", help="chapters to run (default: every chapter)")
     p.add_argument("--out", type=Path, default=Path("runs/paper"),
                    help="run folder for the executed notebooks, tables and figures (default: %(default)s)")
