@@ -103,8 +103,7 @@ def consistency_figure(table: pd.DataFrame, x: str, y: str, facet: str, observed
         legend = f"consistent with the paper's {observed:g} pp" if shown() else "consistent with the targets"
     handle = Patch(facecolor="none", edgecolor="black", linewidth=2.2, label=legend)
     fig.legend(handles=[handle], loc="outside upper center", frameon=False)
-    draw_caption(fig, caption)
-    return fig
+    return draw_caption(fig, caption)
 
 
 @backend_argument(4)  # the previous release's backend=, for one release
@@ -131,8 +130,7 @@ def conclusion_figure(table: pd.DataFrame, x: str, y: str, facet: str, status: s
     handles = [Patch(facecolor=col, edgecolor="#999999", label=name)
                for name, col in zip(names, [*STATUS_COLOURS.values(), OUTSIDE_COLOUR])]
     fig.legend(handles=handles, loc="outside upper center", ncols=2, frameon=False)
-    draw_caption(fig, caption, "cell text: true 1 v 5 extra divergence (pp)")
-    return fig
+    return draw_caption(fig, caption, "cell text: true 1 v 5 extra divergence (pp)")
 
 
 @backend_argument(2)  # the previous release's backend=, for one release
@@ -158,10 +156,8 @@ def rule_estimates_figure(bias: pd.DataFrame, labels: Sequence[str], rules: Mapp
         ax.set_ylabel("extra divergence (pp)")
         ax.axhline(0, color=PALETTE["muted"], linewidth=0.8)
     axes[-1, 0].set_xlabel("setting consistent with the paper" if shown() else "setting consistent with the targets")
-    handles, names_ = axes[0, 0].get_legend_handles_labels()
-    fig.legend(handles, names_, loc="outside upper center", ncols=2, frameon=False)
-    draw_caption(fig, caption)
-    return fig
+    legend_outside(axes[0, 0], "above", frameon=False)
+    return draw_caption(fig, caption)
 
 
 @backend_argument(1)  # the previous release's backend=, for one release
@@ -189,5 +185,4 @@ def power_figure(table: pd.DataFrame, level: float = 0.8, paper_runs: int | None
     ax.set_ylabel("power of the 1 v 5 test")
     ax.set_ylim(0, 1.1)
     legend_outside(ax, where="above", ncols=1)
-    draw_caption(fig, caption, "open squares: twice the instances")
-    return fig
+    return draw_caption(fig, caption, "open squares: twice the instances")

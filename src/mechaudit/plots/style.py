@@ -87,13 +87,14 @@ def new_figure(ncols: int = 1, nrows: int = 1, width: float = WIDTH, height: flo
     return fig, axes
 
 
-def caption(fig, text: str, note: str = "") -> None:
+def caption(fig, text: str, note: str = ""):
     """Write the caller's ``text`` (``"Backend: reference"``) and then the figure's own ``note``
     (``"Toy design, no LLM"``), joined by ". ", in small grey text under the figure (nothing when both
-    are empty)."""
+    are empty); returns ``fig``, so a figure function ends with ``return caption(fig, ...)``."""
     joined = ". ".join(t for t in (text, note) if t)
     if joined:
         fig.supxlabel(joined, color=PALETTE["muted"], x=0.01, ha="left", wrap=True)
+    return fig
 
 
 def legend_outside(ax, where: str = "right", **kwargs):
