@@ -137,11 +137,6 @@ def text_px(fig, display_px: float = DESKTOP_FIGURE_PX) -> float:
     return min(sizes) * display_px / (72 * fig.get_figwidth()) if sizes else float("inf")
 
 
-def phone_text_px(fig, display_px: float = PHONE_FIGURE_PX) -> float:
-    """:func:`text_px` on a phone."""
-    return text_px(fig, display_px)
-
-
 def legend_sizes(fig) -> list[int]:
     """The number of entries of every legend of ``fig`` (figure legends and axes legends)."""
     legends = list(fig.legends) + [ax.get_legend() for ax in fig.axes if ax.get_legend() is not None]

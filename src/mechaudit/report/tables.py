@@ -404,12 +404,9 @@ class BookTable:
         return self.caption + (" " + PROVENANCE_LEGEND_PLAIN if self.legend else "")
 
 
-def book_table(frame: pd.DataFrame | pd.Series, caption: str | None = None, name: str | None = None,
-               classes: Sequence[str] = (), unit: str | None = None, by_row: bool = False,
-               columns: Mapping[Hashable, Column] | None = None) -> BookTable:
-    """``frame`` as the book shows it; with ``caption`` and ``name`` a numbered table ("Table 2.1")
-    that prose cites with ``{numref}`name```; ``unit``, ``by_row`` and ``columns`` as in :class:`BookTable`."""
-    return BookTable(frame, caption=caption, name=name, classes=classes, unit=unit, by_row=by_row, columns=columns)
+#: ``book_table(frame, caption=None, name=None, ...)``: ``frame`` as the book shows it, with ``caption`` and
+#: ``name`` a numbered table ("Table 2.1") that prose cites with ``{numref}`name``` (:class:`BookTable`)
+book_table = BookTable
 
 
 def use_book_tables() -> None:
