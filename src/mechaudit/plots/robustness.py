@@ -69,13 +69,6 @@ def _ticks(ax, xs, ys, x: str, y: str, facet: str, f: float, last: bool) -> None
         ax.set_xlabel(factor_label(x))
 
 
-def _outline(ax, mask: np.ndarray) -> None:
-    """A thick black frame around every cell where ``mask`` is true."""
-    for (i, j), inside in np.ndenumerate(mask):
-        if inside:
-            ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, edgecolor="black", linewidth=2.2))
-
-
 @backend_argument(4)  # the previous release's backend=, for one release
 def consistency_figure(table: pd.DataFrame, x: str, y: str, facet: str, observed: float,
                        column: str = "truth_0v1_pp", label: str = "true 0 v 1 extra divergence (pp)", *,
@@ -96,7 +89,9 @@ def consistency_figure(table: pd.DataFrame, x: str, y: str, facet: str, observed
                 shade = (v - lo) / (hi - lo) if hi > lo else 0.5
                 ax.text(j, i, f"{v:.0f}", ha="center", va="center",
                         color="black" if shade > 0.55 else "white")
-        _outline(ax, _cell_grid(sub.assign(_c=sub.consistent.astype(float)), x, y, "_c", xs, ys) == 1)
+        consistent = _cell_grid(sub.assign(_c=sub.consistent.astype(float)), x, y, "_c", xs, ys) == 1
+        for i, j in zip(*np.nonzero(consistent)):  # a thick black frame around each consistent cell
+            ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, edgecolor="black", linewidth=2.2))
         _ticks(ax, xs, ys, x, y, facet, f, c == len(fs) - 1)
     fig.colorbar(im, ax=list(axes), shrink=0.9, pad=0.02, label=label, location="bottom")
     if legend is None:  # the observed value is the paper's: named only where the paper is shown

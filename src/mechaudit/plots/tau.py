@@ -137,13 +137,6 @@ MISSPEC_METHODS = {"mle": (PALETTE["llm"], "max. likelihood, strength weights"),
                    "mle_no_strength": (PALETTE["reference"], "max. likelihood, strengths ignored")}
 
 
-def _misspec_legend(fig) -> None:
-    """Four legend entries for the whole figure: colour = fit, line style = what the judge sees."""
-    handles = [Line2D([], [], color=c, marker="o", ms=3, label=label) for c, label in MISSPEC_METHODS.values()]
-    handles += [Line2D([], [], color=PALETTE["muted"], ls=ls, label=label) for ls, label in SOURCE_STYLES.values()]
-    fig.legend(handles=handles, loc="outside upper center", ncols=1, frameon=False)
-
-
 @backend_argument(1)  # the previous release's backend=, for one release
 def misspecified_tau_plot(mis: pd.DataFrame, width: float = 7.0, height: float = 3.8, *, caption: str = ""):
     """Mean fitted tau vs the judge's perception noise, one panel per true tau (black line): each fit
@@ -167,7 +160,10 @@ def misspecified_tau_plot(mis: pd.DataFrame, width: float = 7.0, height: float =
         ax.set_title(f"true τ {tau:g} (black line)")
     axes[-1].set_xlabel("perception noise of the judge (score points)")
     axes[len(axes) // 2].set_ylabel("mean fitted τ (score points)")
-    _misspec_legend(fig)
+    # four legend entries: colour = fit, line style = what the judge sees
+    handles = [Line2D([], [], color=c, marker="o", ms=3, label=label) for c, label in MISSPEC_METHODS.values()]
+    handles += [Line2D([], [], color=PALETTE["muted"], ls=ls, label=label) for ls, label in SOURCE_STYLES.values()]
+    fig.legend(handles=handles, loc="outside upper center", ncols=1, frameon=False)
     return draw_caption(fig, caption, SIM_NOTE)
 
 
