@@ -295,26 +295,17 @@ class EmbeddingRule:
             return np.zeros((0, 0), dtype=np.float32)
         return np.stack([self._vectors[t] for t in texts])
 
-    def _stored(self) -> dict[str, np.ndarray]:
-        """The seed's vectors updated with the disk store's (``key -> vector``)."""
-        seed = store_path(self.seed_dir, self.model) if self.seed_dir is not None else None
-        return {**(read_store(seed) if seed is not None else {}),
-                **read_store(store_path(self.cache_dir, self.model))}
-
     def _from_store(self, texts: list[str]) -> list[str]:
-        """Fill the instance's vectors from the disk store and the seed; return the texts still missing."""
-        store = self._stored()
+        """Fill the instance's vectors from the disk store and the seed (the store's vectors take
+        precedence); return the texts still missing."""
+        seed = {} if self.seed_dir is None else read_store(store_path(self.seed_dir, self.model))
+        store = {**seed, **read_store(store_path(self.cache_dir, self.model))}
         if not store:
             return texts
         ident = model_id(self.model)
-        left = []
-        for t in texts:
-            vector = store.get(_text_key(ident, t))
-            if vector is None:
-                left.append(t)
-            else:
-                self._vectors[t] = vector
-        return left
+        found = {t: store[key] for t in texts if (key := _text_key(ident, t)) in store}
+        self._vectors.update(found)
+        return [t for t in texts if t not in found]
 
     def _to_store(self, texts: list[str]) -> None:
         path = store_path(self.cache_dir, self.model)
