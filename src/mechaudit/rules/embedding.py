@@ -152,13 +152,9 @@ def store_path(cache_dir: str | os.PathLike[str], model: str | None) -> Path:
     return Path(cache_dir) / f"{slug}-{hashlib.sha256(ident.encode()).hexdigest()[:10]}.npz"
 
 
-def text_key(model: str | None, text: str) -> str:
-    """sha256 hex key of one text's embedding under one model."""
-    return _text_key(model_id(model), text)
-
-
-def _text_key(ident: str, text: str) -> str:
-    """:func:`text_key` under the model id ``ident`` (looked up once per store access)."""
+def text_key(ident: str, text: str) -> str:
+    """sha256 hex key of one text's embedding under the model whose :func:`model_id` is ``ident``
+    (looked up once per store access)."""
     return hashlib.sha256(f"{ident}\n{text}".encode()).hexdigest()
 
 
@@ -303,7 +299,7 @@ class EmbeddingRule:
         if not store:
             return texts
         ident = model_id(self.model)
-        found = {t: store[key] for t in texts if (key := _text_key(ident, t)) in store}
+        found = {t: store[key] for t in texts if (key := text_key(ident, t)) in store}
         self._vectors.update(found)
         return [t for t in texts if t not in found]
 
@@ -311,7 +307,7 @@ class EmbeddingRule:
         path = store_path(self.cache_dir, self.model)
         store = read_store(path)  # the seed's vectors stay in the seed
         ident = model_id(self.model)
-        store.update((_text_key(ident, t), self._vectors[t]) for t in texts)
+        store.update((text_key(ident, t), self._vectors[t]) for t in texts)
         write_store(path, store)
 
     def similarity(self, pairs: Sequence[Pair], progress: bool = False) -> np.ndarray:
