@@ -37,15 +37,6 @@ _EFFECT_COLOURS = ("#56B4E9", "#009E73", "#E69F00", "#0072B2")  # no pink: that 
 _RULE_MARKERS = ("o", "s", "^", "D")
 
 
-def factor_label(name: str) -> str:
-    """The words for a factor's axis (its name when unknown)."""
-    return FACTOR_LABELS.get(name, name)
-
-
-def _axis_values(table: pd.DataFrame, name: str) -> list[float]:
-    return sorted(table[name].unique())
-
-
 def _cell_grid(sub: pd.DataFrame, x: str, y: str, column: str, xs: list, ys: list) -> np.ndarray:
     wide = sub.pivot_table(index=y, columns=x, values=column, aggfunc="first")
     return wide.reindex(index=ys, columns=xs).to_numpy()
@@ -53,7 +44,7 @@ def _cell_grid(sub: pd.DataFrame, x: str, y: str, column: str, xs: list, ys: lis
 
 def _panels(table: pd.DataFrame, x: str, y: str, facet: str):
     """Axis values and a column of panels (one per ``facet`` value, stacked), each the figure's width."""
-    xs, ys, fs = _axis_values(table, x), _axis_values(table, y), _axis_values(table, facet)
+    xs, ys, fs = (sorted(table[name].unique()) for name in (x, y, facet))
     fig, axes = new_figure(nrows=len(fs), width=6.0, height=(0.4 * len(ys) + 0.9) * len(fs) + 1.6, squeeze=False,
                            sharex=True)
     return xs, ys, fs, fig, axes[:, 0]
@@ -64,9 +55,9 @@ def _ticks(ax, xs, ys, x: str, y: str, facet: str, f: float, last: bool) -> None
     ax.set_yticks(range(len(ys)), [f"{v:g}" for v in ys])
     ax.grid(False)
     ax.set_title(f"{FACTOR_SHORT.get(facet, facet)} {f:g}")
-    ax.set_ylabel(factor_label(y))
+    ax.set_ylabel(FACTOR_LABELS.get(y, y))
     if last:
-        ax.set_xlabel(factor_label(x))
+        ax.set_xlabel(FACTOR_LABELS.get(x, x))
 
 
 @backend_argument(4)  # the previous release's backend=, for one release
