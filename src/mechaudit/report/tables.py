@@ -289,9 +289,7 @@ def _index_cells(index: pd.Index) -> tuple[list[str], list[list[Cell]]]:
     prints a MultiIndex)."""
     names = [_header(n) if n is not None else "" for n in index.names]
     levels = [index.get_level_values(i) for i in range(index.nlevels)]
-    columns = []
-    for level in levels:
-        columns.append([Cell(f"{v:g}" if isinstance(v, float) else _header(v)) for v in level])
+    columns = [[Cell(f"{v:g}" if isinstance(v, float) else _header(v)) for v in level] for level in levels]
     rows = [list(cells) for cells in zip(*columns)]
     for i in range(len(rows) - 1, 0, -1):
         for j in range(index.nlevels - 1):
