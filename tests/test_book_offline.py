@@ -35,8 +35,8 @@ def test_labels_are_author_year_sorted_and_disambiguated():
 
 def test_theme_mode_defaults_to_light_but_keeps_a_chosen_mode():
     config = SimpleNamespace(html_context={})
-    offline._set_theme_mode(None, config)
+    offline._configure(None, config)
     assert config.html_context == {"default_mode": "light"}
     config = SimpleNamespace(html_context={"default_mode": "dark", "x": 1})
-    offline._set_theme_mode(None, config)
+    offline._configure(None, config)
     assert config.html_context == {"default_mode": "dark", "x": 1}

@@ -19,7 +19,7 @@ from rule_hypotheses import NAMES, hyp
 from mechaudit.agreement import complete_agreement_interval
 from mechaudit.model import MIN_CHAIN
 from mechaudit.rules import EmbeddingRule, ReferenceJudge, TfidfRule
-from mechaudit.rules.embedding import matched_threshold, store_path, text_key, write_store
+from mechaudit.rules.embedding import matched_threshold, model_id, store_path, text_key, write_store
 from mechaudit.rules.llm_judge import majority
 from mechaudit.rules.paper_rates import PaperRateJudge, paper_rates
 from mechaudit.schema import Hypothesis, Step, Template, hypothesis_text
@@ -70,7 +70,7 @@ def _embedding_rule(tmp_path, threshold, vectors):
     """An embedding rule whose vectors come from a disk store written here (no model is loaded)."""
     model = "boundary-test-model"
     texts = [hypothesis_text(h) for h in (A, B)]
-    write_store(store_path(tmp_path, model), {text_key(model, t): np.asarray(v, dtype=np.float32)
+    write_store(store_path(tmp_path, model), {text_key(model_id(model), t): np.asarray(v, dtype=np.float32)
                                               for t, v in zip(texts, vectors)})
     return EmbeddingRule(model=model, threshold=threshold, cache_dir=tmp_path)
 

@@ -9,7 +9,7 @@ import pytest
 
 from mechaudit.paths import EMBEDDING_SEED_DIR
 from mechaudit.perturb import load_suite
-from mechaudit.rules.embedding import DEFAULT_MODELS, EmbeddingRule, read_store, store_path, text_key
+from mechaudit.rules.embedding import DEFAULT_MODELS, EmbeddingRule, model_id, read_store, store_path, text_key
 from mechaudit.schema import hypothesis_text
 
 pytest.importorskip("sentence_transformers")
@@ -26,10 +26,10 @@ def _suite_texts(n: int) -> list[str]:
 def test_the_seed_covers_the_shipped_suite_and_holds_what_the_model_returns():
     seed = read_store(SEED)
     texts = _suite_texts(6)
-    missing = [t[:40] for t in texts if text_key(None, t) not in seed]
+    missing = [t[:40] for t in texts if text_key(model_id(None), t) not in seed]
     assert not missing, f"not in the seed (run mechaudit calibrate --only embeddings): {missing}"
     fresh = EmbeddingRule(seed_dir=None).embed(texts)  # no store, no seed: the model itself
-    stored = np.stack([seed[text_key(None, t)] for t in texts])
+    stored = np.stack([seed[text_key(model_id(None), t)] for t in texts])
     assert fresh.shape == stored.shape == (6, 384)
     np.testing.assert_allclose(stored, fresh, atol=1e-5)
 
@@ -39,7 +39,7 @@ def test_a_rule_reads_the_seed_without_encoding_and_writes_only_its_own_store(tm
     monkeypatch.setattr(DEFAULT_MODELS, "load", lambda *a, **k: pytest.fail("encoded a seeded text"))
     rule = EmbeddingRule(cache_dir=tmp_path)
     seed = read_store(SEED)
-    np.testing.assert_array_equal(rule.embed(texts), np.stack([seed[text_key(None, t)] for t in texts]))
+    np.testing.assert_array_equal(rule.embed(texts), np.stack([seed[text_key(model_id(None), t)] for t in texts]))
     assert not store_path(tmp_path, None).exists()  # nothing new was encoded, so nothing is written
 
 
@@ -55,4 +55,4 @@ def test_without_the_seed_a_text_is_encoded(tmp_path):
     finally:
         model.encode = original
     assert len(calls) == 1
-    assert text_key(None, texts[0]) in read_store(store_path(tmp_path, None))
+    assert text_key(model_id(None), texts[0]) in read_store(store_path(tmp_path, None))

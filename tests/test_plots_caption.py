@@ -20,8 +20,6 @@ import mechaudit.plots as plots  # noqa: E402
 from mechaudit.plots import problem, robustness, rubric, rules, style, tau, workflow  # noqa: E402
 
 FIGURE_MODULES = (problem, robustness, rubric, rules, tau, workflow)
-#: the one public function of the figure modules that draws no figure
-NOT_FIGURES = {"factor_label"}
 #: written out here, not imported: the caption must stay what the book printed
 SIM = "Simulated judge with known tau on a synthetic pool; not an LLM"
 CALLER = "Backend: sentinel-backend"
@@ -33,8 +31,7 @@ def _public_functions(module):
 
 
 def _figure_functions():
-    return {name: fn for module in FIGURE_MODULES for name, fn in _public_functions(module).items()
-            if name not in NOT_FIGURES}
+    return {name: fn for module in FIGURE_MODULES for name, fn in _public_functions(module).items()}
 
 
 def test_no_function_of_the_plots_package_takes_a_backend():

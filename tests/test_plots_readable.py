@@ -29,7 +29,6 @@ from mechaudit.plots.style import (  # noqa: E402
     PHONE_FIGURE_PX,
     legend_sizes,
     new_figure,
-    phone_text_px,
     readability_problems,
     text_px,
 )
@@ -52,7 +51,7 @@ def test_text_px_is_the_smallest_text_scaled_to_the_shown_width():
     ax.set_xlabel("x", fontsize=12)
     ax.tick_params(labelsize=12)
     assert text_px(fig) == pytest.approx(12 * 576 / (72 * 6.0))
-    assert phone_text_px(fig) == pytest.approx(12 * 342 / (72 * 6.0))
+    assert text_px(fig, PHONE_FIGURE_PX) == pytest.approx(12 * 342 / (72 * 6.0))
     assert text_px(fig, display_px=688) == pytest.approx(12 * 688 / (72 * 6.0))
 
 
@@ -64,7 +63,7 @@ def test_the_book_style_sizes_text_for_the_shown_width(width):
     ax.legend(handles=ax.plot([0, 1], [0, 1], label="a line"))
     assert ax.xaxis.label.get_fontsize() == pytest.approx(12 * width / 6.0)
     assert text_px(fig) == pytest.approx(11 * 576 / 432) and text_px(fig) >= MIN_TEXT_PX
-    assert phone_text_px(fig) >= MIN_PHONE_TEXT_PX
+    assert text_px(fig, PHONE_FIGURE_PX) >= MIN_PHONE_TEXT_PX
 
 
 def _heatmaps():

@@ -294,7 +294,7 @@ def test_embedding_store_merges_across_runs_and_keeps_earlier_vectors(tmp_path, 
     stored1 = emb.read_store(path)
     run2 = EmbeddingRule(cache_dir=tmp_path).embed(second)
     stored2 = emb.read_store(path)
-    keys = {t: emb.text_key(None, t) for t in first + second}
+    keys = {t: emb.text_key(emb.model_id(None), t) for t in first + second}
     assert set(stored2) == {keys[t] for t in ("alpha text", "beta text", "gamma text", "delta text")}
     for key, vector in stored1.items():
         np.testing.assert_array_equal(stored2[key], vector)  # earlier vectors survive the second write

@@ -162,15 +162,9 @@ def estimate_range(estimates: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for quantity in values.columns:
         col = values[quantity].dropna()
-        rows.append({
-            "quantity": quantity,
-            "low": float(col.min()) if len(col) else float("nan"),
-            "high": float(col.max()) if len(col) else float("nan"),
-            "spread": float(col.max() - col.min()) if len(col) else float("nan"),
-            "n_models": len(col),
-            "model_low": col.idxmin() if len(col) else None,
-            "model_high": col.idxmax() if len(col) else None,
-        })
+        low, high = (float(col.min()), float(col.max())) if len(col) else (float("nan"), float("nan"))
+        rows.append({"quantity": quantity, "low": low, "high": high, "spread": high - low, "n_models": len(col),
+                     "model_low": col.idxmin() if len(col) else None, "model_high": col.idxmax() if len(col) else None})
     return pd.DataFrame(rows, columns=["quantity", "low", "high", "spread", "n_models", "model_low", "model_high"]
                         ).set_index("quantity")
 

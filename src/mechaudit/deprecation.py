@@ -190,9 +190,6 @@ class _MovedModules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
             return None
         return importlib.machinery.ModuleSpec(fullname, self)
 
-    def create_module(self, spec: importlib.machinery.ModuleSpec) -> None:
-        return None  # the default: a fresh, empty module
-
     def exec_module(self, module: types.ModuleType) -> None:
         old, new = module.__name__, MOVED_MODULES[module.__name__]
         warn_once(old, f"{old} is deprecated and will be removed in the next release; import {new}", stacklevel=4)

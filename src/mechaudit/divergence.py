@@ -105,11 +105,18 @@ def run_divergence(same: np.ndarray) -> float:
         raise ValueError(f"same: expected a 1-D array of verdicts, got shape {arr.shape}")
     if arr.size == 0:
         raise ValueError("same: no matched pairs, run divergence is undefined")
+    return float(1.0 - bool_verdicts(arr).mean())
+
+
+def bool_verdicts(same: np.ndarray) -> np.ndarray:
+    """Same-mechanism verdicts (any shape) as a bool array; a value other than 0/1 (or NaN) raises
+    ``ValueError``."""
+    arr = np.asarray(same)
     if arr.dtype != bool:
         if not np.isin(arr, (0, 1)).all():
             raise ValueError("same: verdicts must be boolean (or 0/1); found other values or NaN")
         arr = arr.astype(bool)
-    return float(1.0 - arr.mean())
+    return arr
 
 
 def divergence_matrix(runs: Sequence[Sequence[HasOpening]], same_fn: Callable[[list[Pair]], np.ndarray] | Any,

@@ -26,6 +26,8 @@ from scipy.cluster.hierarchy import fcluster, linkage
 from scipy.sparse.csgraph import connected_components
 from scipy.spatial.distance import squareform
 
+from mechaudit.divergence import bool_verdicts
+
 __all__ = ["COMPLETE_MAX_N", "components_from_blocks", "group", "n_groups", "vendi_score",
            "vendi_score_from_features", "vendi_score_from_labels"]
 
@@ -50,16 +52,6 @@ def _check_square(same: np.ndarray | sp.spmatrix | sp.sparray, name: str = "same
         raise ValueError(f"{name}: expected a square n x n matrix, got shape {shape}")
 
 
-def _dense_verdicts(same: np.ndarray) -> np.ndarray:
-    """A dense verdict matrix as bool; values other than 0/1 (including NaN) raise ``ValueError``."""
-    arr = np.asarray(same)
-    if arr.dtype != bool:
-        if not np.isin(arr, (0, 1)).all():
-            raise ValueError("same: verdicts must be boolean (or 0/1); found other values or NaN")
-        arr = arr.astype(bool)
-    return arr
-
-
 def group(same: np.ndarray | sp.spmatrix | sp.sparray, method: Method = "components") -> np.ndarray:
     """Group labels, shape ``(n,)`` int, numbered 0.. in order of first appearance, from ``n x n``
     same-mechanism verdicts (dense bool or 0/1, or sparse with the "same" edges stored; diagonal
@@ -74,14 +66,14 @@ def group(same: np.ndarray | sp.spmatrix | sp.sparray, method: Method = "compone
             if graph.nnz and not np.isfinite(graph.data).all():
                 raise ValueError("same: sparse entries must be finite (found NaN or inf)")
         else:
-            graph = sp.csr_matrix(_dense_verdicts(same))
+            graph = sp.csr_matrix(bool_verdicts(same))
         _, labels = connected_components(graph, directed=False)
         return _relabel(labels)
     if method == "complete":
         if n > COMPLETE_MAX_N:
             raise ValueError(f"complete linkage needs n**2 memory; {n} hypotheses exceed COMPLETE_MAX_N = "
                              f"{COMPLETE_MAX_N}: use method='components' or group a subset")
-        dense = _dense_verdicts(same.toarray() != 0 if sp.issparse(same) else same)
+        dense = bool_verdicts(same.toarray() != 0 if sp.issparse(same) else same)
         off = ~np.eye(n, dtype=bool)
         if not (dense == dense.T)[off].all():
             raise ValueError("same: complete linkage needs symmetric verdicts (same[i, j] == same[j, i])")

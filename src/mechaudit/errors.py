@@ -49,12 +49,8 @@ def check_range(value: Any, name: str, low: float | None = None, high: float | N
     """Raise ``MechauditError`` unless ``value`` is a number (an int with ``integer``) in
     ``[low, high]`` (either bound may be None); booleans are not numbers here."""
     kind = numbers.Integral if integer else numbers.Real
-    ok = isinstance(value, kind) and not isinstance(value, bool)
-    if ok and math.isnan(value):
-        ok = False
-    if ok and ((low is not None and value < low) or (high is not None and value > high)):
-        ok = False
-    if not ok:
+    ok = isinstance(value, kind) and not isinstance(value, bool) and not math.isnan(value)
+    if not ok or (low is not None and value < low) or (high is not None and value > high):
         lo = "-inf" if low is None else f"{low:g}"
         hi = "inf" if high is None else f"{high:g}"
         what = "an integer" if integer else "a number"

@@ -72,6 +72,8 @@ SWAP_KINDS = ("first_step_swapped", "middle_step_swapped")
 SUITE_FILES = {"template": "perturbations.jsonl", "reworded": "perturbations_reworded.jsonl"}
 #: how the book names each suite in tables and figures
 SUITE_LABELS = {"template": "template-built suite", "reworded": "reworded suite"}
+#: the fields of a suite's pair (module docstring), in file order; the first four are required
+PAIR_FIELDS = ("kind", "original", "variant", "valid", "reason", "swap", "hypotheses_sha256")
 
 
 class PerturbationError(ValueError):
@@ -210,16 +212,12 @@ def _norm(text: str) -> str:
     return " ".join(text.lower().split())
 
 
-def _skeleton(text: str, vocab: Vocabulary) -> str:
-    """Text with entity names replaced by ``{ID}`` (caret-free), whitespace normalised."""
-    return " ".join(PLACEHOLDER.sub(lambda m: "{" + m.group(2) + "}",
-                                    templatize(text, vocab.index)).split())
-
-
-def masked(text: str, vocabulary: Vocabulary | None = None) -> str:
+def masked(text: str, vocabulary: Vocabulary | None = None, *, keep_ids: bool = False) -> str:
     """``text`` with every entity name (canonical or alias) replaced by ``{}``, whitespace
-    normalised: two texts that differ only in which entities they name mask to the same string."""
-    return " ".join(PLACEHOLDER.sub("{}", templatize(text, _vocab(vocabulary).index)).split())
+    normalised: two texts that differ only in which entities they name mask to the same string.
+    ``keep_ids``: by ``{ID}`` instead (caret-free), so only how the names are written is masked."""
+    mark = (lambda m: "{" + m.group(2) + "}") if keep_ids else "{}"
+    return " ".join(PLACEHOLDER.sub(mark, templatize(text, _vocab(vocabulary).index)).split())
 
 
 def rerendered_fields(original: Hypothesis, variant: Hypothesis, vocabulary: Vocabulary | None = None
@@ -311,7 +309,7 @@ def _swap_reason(original: Hypothesis, variant: Hypothesis, kind: str, vocab: Vo
         if mentions(b_text) != expected:
             return f"{name}: entity mentions are not the original's with {old} -> {new}"
     for j, (a, b) in enumerate(zip(original.chain, variant.chain)):
-        if _skeleton(b.text, vocab) != swap_ids(_skeleton(a.text, vocab), old, new):
+        if masked(b.text, vocab, keep_ids=True) != swap_ids(masked(a.text, vocab, keep_ids=True), old, new):
             return f"chain[{j}].text reworded beyond the swap"
     return None
 
@@ -407,11 +405,9 @@ def write_suite(pairs: Iterable[dict[str, Any]], path: str | Path) -> None:
     in the hypotheses file): byte-identical for identical pairs."""
     with open(path, "w", encoding="utf-8", newline="\n") as fh:
         for p in pairs:
-            row = {"kind": p["kind"],
+            row = {**{key: p.get(key) for key in PAIR_FIELDS}, "valid": bool(p["valid"]),
                    "original": p["original"].model_dump(mode="json", exclude={"template"}),
-                   "variant": None if p["variant"] is None else p["variant"].model_dump(mode="json"),
-                   "valid": bool(p["valid"]), "reason": p.get("reason"), "swap": p.get("swap"),
-                   "hypotheses_sha256": p.get("hypotheses_sha256")}
+                   "variant": None if p["variant"] is None else p["variant"].model_dump(mode="json")}
             fh.write(json.dumps(row, ensure_ascii=False) + "\n")
 
 
@@ -476,7 +472,7 @@ def load_suite(path: str | Path | None = None, valid_only: bool = False) -> list
     path = suite_path() if path is None else Path(path)
     pairs, lines = [], []
     for lineno, raw in read_jsonl(path):
-        for key in ("kind", "original", "variant", "valid"):
+        for key in PAIR_FIELDS[:4]:
             if key not in raw:
                 raise DataError(path, lineno, key, "missing required field")
         if raw["kind"] not in KINDS:
@@ -486,9 +482,7 @@ def load_suite(path: str | Path | None = None, valid_only: bool = False) -> list
         original = validate_record(Hypothesis, raw["original"], path, lineno, prefix="original.")
         variant = None if raw["variant"] is None else validate_record(Hypothesis, raw["variant"], path, lineno,
                                                                         prefix="variant.")
-        pairs.append({"kind": raw["kind"], "original": original, "variant": variant, "valid": raw["valid"],
-                      "reason": raw.get("reason"), "swap": raw.get("swap"),
-                      "hypotheses_sha256": raw.get("hypotheses_sha256")})
+        pairs.append({**{key: raw.get(key) for key in PAIR_FIELDS}, "original": original, "variant": variant})
         lines.append(lineno)
     beside = path.parent / "hypotheses.jsonl"
     if beside.is_file():

@@ -21,10 +21,8 @@ import yaml
 from mechaudit.llm.cache import ResponseCache
 from mechaudit.llm.providers import normalize_endpoint
 from mechaudit.llm.request import Usage
-from mechaudit.paths import PARAMS_DIR, prices_path
+from mechaudit.paths import prices_path
 
-#: the shipped price table
-PRICES_PATH = PARAMS_DIR / "prices.yaml"
 TOKEN_COLUMNS = ("input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
 # price-table field for each usage field
 _PRICE_FIELD = {

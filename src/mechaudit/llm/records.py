@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from mechaudit.llm.errors import APIReplyError
-from mechaudit.llm.request import LLMRequest
+from mechaudit.llm.request import LLMRequest, Usage
 
 
 def check_message(message: Any, request: LLMRequest) -> None:
@@ -26,16 +26,5 @@ def message_text(message: Any) -> str:
 
 def message_record(message: Any) -> dict[str, Any]:
     """The cache's ``response`` part for an SDK ``Message`` (no headers, no credentials)."""
-    usage = message.usage
-    return {
-        "text": message_text(message),
-        "model": message.model,
-        "stop_reason": message.stop_reason,
-        "id": message.id,
-        "usage": {
-            "input_tokens": usage.input_tokens or 0,
-            "output_tokens": usage.output_tokens or 0,
-            "cache_read_input_tokens": usage.cache_read_input_tokens or 0,
-            "cache_creation_input_tokens": usage.cache_creation_input_tokens or 0,
-        },
-    }
+    return {"text": message_text(message), "model": message.model, "stop_reason": message.stop_reason,
+            "id": message.id, "usage": {name: getattr(message.usage, name) or 0 for name in Usage.model_fields}}

@@ -35,8 +35,7 @@ def divergence_heatmaps(matrices: Mapping[str, np.ndarray], labels: Sequence[str
         ax.axhline(n_a - 0.5, color="white", lw=2)
         ax.axvline(n_a - 0.5, color="white", lw=2)
     fig.colorbar(im, ax=list(axes), shrink=0.85, label="Run divergence (share)")
-    draw_caption(fig, caption, "Toy design, no LLM")
-    return fig
+    return draw_caption(fig, caption, "Toy design, no LLM")
 
 
 def _depth(run_label: str) -> str:

@@ -37,15 +37,6 @@ _EFFECT_COLOURS = ("#56B4E9", "#009E73", "#E69F00", "#0072B2")  # no pink: that 
 _RULE_MARKERS = ("o", "s", "^", "D")
 
 
-def factor_label(name: str) -> str:
-    """The words for a factor's axis (its name when unknown)."""
-    return FACTOR_LABELS.get(name, name)
-
-
-def _axis_values(table: pd.DataFrame, name: str) -> list[float]:
-    return sorted(table[name].unique())
-
-
 def _cell_grid(sub: pd.DataFrame, x: str, y: str, column: str, xs: list, ys: list) -> np.ndarray:
     wide = sub.pivot_table(index=y, columns=x, values=column, aggfunc="first")
     return wide.reindex(index=ys, columns=xs).to_numpy()
@@ -53,7 +44,7 @@ def _cell_grid(sub: pd.DataFrame, x: str, y: str, column: str, xs: list, ys: lis
 
 def _panels(table: pd.DataFrame, x: str, y: str, facet: str):
     """Axis values and a column of panels (one per ``facet`` value, stacked), each the figure's width."""
-    xs, ys, fs = _axis_values(table, x), _axis_values(table, y), _axis_values(table, facet)
+    xs, ys, fs = (sorted(table[name].unique()) for name in (x, y, facet))
     fig, axes = new_figure(nrows=len(fs), width=6.0, height=(0.4 * len(ys) + 0.9) * len(fs) + 1.6, squeeze=False,
                            sharex=True)
     return xs, ys, fs, fig, axes[:, 0]
@@ -64,16 +55,9 @@ def _ticks(ax, xs, ys, x: str, y: str, facet: str, f: float, last: bool) -> None
     ax.set_yticks(range(len(ys)), [f"{v:g}" for v in ys])
     ax.grid(False)
     ax.set_title(f"{FACTOR_SHORT.get(facet, facet)} {f:g}")
-    ax.set_ylabel(factor_label(y))
+    ax.set_ylabel(FACTOR_LABELS.get(y, y))
     if last:
-        ax.set_xlabel(factor_label(x))
-
-
-def _outline(ax, mask: np.ndarray) -> None:
-    """A thick black frame around every cell where ``mask`` is true."""
-    for (i, j), inside in np.ndenumerate(mask):
-        if inside:
-            ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, edgecolor="black", linewidth=2.2))
+        ax.set_xlabel(FACTOR_LABELS.get(x, x))
 
 
 @backend_argument(4)  # the previous release's backend=, for one release
@@ -96,15 +80,16 @@ def consistency_figure(table: pd.DataFrame, x: str, y: str, facet: str, observed
                 shade = (v - lo) / (hi - lo) if hi > lo else 0.5
                 ax.text(j, i, f"{v:.0f}", ha="center", va="center",
                         color="black" if shade > 0.55 else "white")
-        _outline(ax, _cell_grid(sub.assign(_c=sub.consistent.astype(float)), x, y, "_c", xs, ys) == 1)
+        consistent = _cell_grid(sub.assign(_c=sub.consistent.astype(float)), x, y, "_c", xs, ys) == 1
+        for i, j in zip(*np.nonzero(consistent)):  # a thick black frame around each consistent cell
+            ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, edgecolor="black", linewidth=2.2))
         _ticks(ax, xs, ys, x, y, facet, f, c == len(fs) - 1)
     fig.colorbar(im, ax=list(axes), shrink=0.9, pad=0.02, label=label, location="bottom")
     if legend is None:  # the observed value is the paper's: named only where the paper is shown
         legend = f"consistent with the paper's {observed:g} pp" if shown() else "consistent with the targets"
     handle = Patch(facecolor="none", edgecolor="black", linewidth=2.2, label=legend)
     fig.legend(handles=[handle], loc="outside upper center", frameon=False)
-    draw_caption(fig, caption)
-    return fig
+    return draw_caption(fig, caption)
 
 
 @backend_argument(4)  # the previous release's backend=, for one release
@@ -131,8 +116,7 @@ def conclusion_figure(table: pd.DataFrame, x: str, y: str, facet: str, status: s
     handles = [Patch(facecolor=col, edgecolor="#999999", label=name)
                for name, col in zip(names, [*STATUS_COLOURS.values(), OUTSIDE_COLOUR])]
     fig.legend(handles=handles, loc="outside upper center", ncols=2, frameon=False)
-    draw_caption(fig, caption, "cell text: true 1 v 5 extra divergence (pp)")
-    return fig
+    return draw_caption(fig, caption, "cell text: true 1 v 5 extra divergence (pp)")
 
 
 @backend_argument(2)  # the previous release's backend=, for one release
@@ -158,10 +142,8 @@ def rule_estimates_figure(bias: pd.DataFrame, labels: Sequence[str], rules: Mapp
         ax.set_ylabel("extra divergence (pp)")
         ax.axhline(0, color=PALETTE["muted"], linewidth=0.8)
     axes[-1, 0].set_xlabel("setting consistent with the paper" if shown() else "setting consistent with the targets")
-    handles, names_ = axes[0, 0].get_legend_handles_labels()
-    fig.legend(handles, names_, loc="outside upper center", ncols=2, frameon=False)
-    draw_caption(fig, caption)
-    return fig
+    legend_outside(axes[0, 0], "above", frameon=False)
+    return draw_caption(fig, caption)
 
 
 @backend_argument(1)  # the previous release's backend=, for one release
@@ -189,5 +171,4 @@ def power_figure(table: pd.DataFrame, level: float = 0.8, paper_runs: int | None
     ax.set_ylabel("power of the 1 v 5 test")
     ax.set_ylim(0, 1.1)
     legend_outside(ax, where="above", ncols=1)
-    draw_caption(fig, caption, "open squares: twice the instances")
-    return fig
+    return draw_caption(fig, caption, "open squares: twice the instances")

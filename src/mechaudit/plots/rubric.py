@@ -76,5 +76,4 @@ def rubric_bars(pct: pd.DataFrame, paper: pd.DataFrame | None, *, caption: str =
         handles.append(Line2D([], [], marker="D", ls="", color=PALETTE["paper"], markeredgecolor="black",
                               label="Paper (LLM judge)"))
     fig.legend(handles=handles, loc="outside upper center", ncols=2, frameon=False)
-    draw_caption(fig, caption)
-    return fig
+    return draw_caption(fig, caption)

@@ -49,8 +49,7 @@ def perturbation_bars(pct: pd.DataFrame, paper: pd.DataFrame | None = None, *, c
     ax.grid(axis="y", visible=False)
     if ax.get_legend_handles_labels()[0]:
         ax.legend(loc="lower right", frameon=False)
-    draw_caption(fig, caption)
-    return fig
+    return draw_caption(fig, caption)
 
 
 #: Kinds of perturbation in words, for axis labels (the first two keep the mechanism).
@@ -104,8 +103,7 @@ def cosine_strips(sims: pd.DataFrame, thresholds: dict[str, dict[str, float]], s
         ax.set_ylim(len(kinds) - 0.5, -0.5)
     axes[-1].set_xlabel("cosine similarity to the original")
     fig.legend(loc="outside upper center", ncols=len(suites), markerscale=2)
-    draw_caption(fig, caption)
-    return fig
+    return draw_caption(fig, caption)
 
 
 @backend_argument(2, extra=True)  # the previous release's backend=, for one release
@@ -136,8 +134,7 @@ def threshold_sweep_lines(sweep: pd.DataFrame, paper_thresholds: dict[str, float
             ax.set_ylim(-3, 103)
         row[0].set_ylabel("% judged different")
     fig.legend(loc="outside upper center", ncols=2)
-    draw_caption(fig, caption)
-    return fig
+    return draw_caption(fig, caption)
 
 
 @backend_argument(2, extra=True)  # the previous release's backend=, for one release
@@ -168,5 +165,4 @@ def agreement_vs_threshold(sweep: pd.DataFrame, paper_thresholds: dict[str, floa
     series = {name: h for ax in axes[:, 0] for h, name in zip(*ax.get_legend_handles_labels())}
     fig.legend(list(series.values()), [f"vs {name}" for name in series], loc="outside upper center", ncols=2,
                frameon=False)
-    draw_caption(fig, caption)
-    return fig
+    return draw_caption(fig, caption)

@@ -87,13 +87,14 @@ def new_figure(ncols: int = 1, nrows: int = 1, width: float = WIDTH, height: flo
     return fig, axes
 
 
-def caption(fig, text: str, note: str = "") -> None:
+def caption(fig, text: str, note: str = ""):
     """Write the caller's ``text`` (``"Backend: reference"``) and then the figure's own ``note``
     (``"Toy design, no LLM"``), joined by ". ", in small grey text under the figure (nothing when both
-    are empty)."""
+    are empty); returns ``fig``, so a figure function ends with ``return caption(fig, ...)``."""
     joined = ". ".join(t for t in (text, note) if t)
     if joined:
         fig.supxlabel(joined, color=PALETTE["muted"], x=0.01, ha="left", wrap=True)
+    return fig
 
 
 def legend_outside(ax, where: str = "right", **kwargs):
@@ -134,11 +135,6 @@ def text_px(fig, display_px: float = DESKTOP_FIGURE_PX) -> float:
     wide (a laptop by default); ``inf`` for a figure without text."""
     sizes = [t.get_fontsize() for t in fig.findobj(Text) if t.get_visible() and t.get_text().strip()]
     return min(sizes) * display_px / (72 * fig.get_figwidth()) if sizes else float("inf")
-
-
-def phone_text_px(fig, display_px: float = PHONE_FIGURE_PX) -> float:
-    """:func:`text_px` on a phone."""
-    return text_px(fig, display_px)
 
 
 def legend_sizes(fig) -> list[int]:

@@ -32,8 +32,7 @@ def tau_recovery_plot(recovery: pd.DataFrame, width: float = 6.4, height: float 
     ax.set_xlabel("true τ of the simulated judge (score points)")
     ax.set_ylabel("fitted τ (score points)")
     legend_outside(ax, "above")
-    draw_caption(fig, caption, SIM_NOTE)
-    return fig
+    return draw_caption(fig, caption, SIM_NOTE)
 
 
 @backend_argument(1)  # the previous release's backend=, for one release
@@ -52,8 +51,7 @@ def score_recovery_plot(reviews: pd.DataFrame, width: float = 6.4, height: float
     ax.set_xlim(0.8, 10.4)
     ax.set_ylim(0.8, 10.4)
     legend_outside(ax, "above")
-    draw_caption(fig, caption, SIM_NOTE)
-    return fig
+    return draw_caption(fig, caption, SIM_NOTE)
 
 
 def _cut_at(values: np.ndarray, top: float) -> np.ndarray:
@@ -92,8 +90,7 @@ def loss_band_plot(profile: pd.DataFrame, width: float = 6.4, height: float = 3.
     ax.set_xlabel("candidate score S (1-10 scale)")
     ax.set_ylabel("loss above its minimum\n(weighted cross-entropy)")
     legend_outside(ax, "above")
-    draw_caption(fig, caption, SIM_NOTE)
-    return fig
+    return draw_caption(fig, caption, SIM_NOTE)
 
 
 @backend_argument(1)  # the previous release's backend=, for one release
@@ -116,10 +113,8 @@ def weight_scale_plot(scale_effect: pd.DataFrame, width: float = 7.0, height: fl
     top.set_ylabel("mean interval width\n(score points)")
     bottom.set_ylabel("share of intervals\nholding the true score")
     bottom.set_ylim(0, 1.05)
-    handles, labels = bottom.get_legend_handles_labels()
-    fig.legend(handles, labels, loc="outside upper center", ncols=2, frameon=False)
-    draw_caption(fig, caption, SIM_NOTE)
-    return fig
+    legend_outside(bottom, "above", frameon=False)
+    return draw_caption(fig, caption, SIM_NOTE)
 
 
 @backend_argument(1)  # the previous release's backend=, for one release
@@ -133,21 +128,13 @@ def tie_effect_plot(ties: pd.DataFrame, width: float = 6.4, height: float = 3.4,
     ax.set_xlabel("tie answers (% of all answers)")
     ax.set_ylabel("fitted τ, mle (score points)")
     legend_outside(ax, "above")
-    draw_caption(fig, caption, SIM_NOTE)
-    return fig
+    return draw_caption(fig, caption, SIM_NOTE)
 
 
 SOURCE_STYLES = {"score10": ("-", "judge sees the 1-10 score"), "quality": ("--", "judge sees latent quality")}
 #: The two fits of the misspecification figure: colour and legend label.
 MISSPEC_METHODS = {"mle": (PALETTE["llm"], "max. likelihood, strength weights"),
                    "mle_no_strength": (PALETTE["reference"], "max. likelihood, strengths ignored")}
-
-
-def _misspec_legend(fig) -> None:
-    """Four legend entries for the whole figure: colour = fit, line style = what the judge sees."""
-    handles = [Line2D([], [], color=c, marker="o", ms=3, label=label) for c, label in MISSPEC_METHODS.values()]
-    handles += [Line2D([], [], color=PALETTE["muted"], ls=ls, label=label) for ls, label in SOURCE_STYLES.values()]
-    fig.legend(handles=handles, loc="outside upper center", ncols=1, frameon=False)
 
 
 @backend_argument(1)  # the previous release's backend=, for one release
@@ -173,9 +160,11 @@ def misspecified_tau_plot(mis: pd.DataFrame, width: float = 7.0, height: float =
         ax.set_title(f"true τ {tau:g} (black line)")
     axes[-1].set_xlabel("perception noise of the judge (score points)")
     axes[len(axes) // 2].set_ylabel("mean fitted τ (score points)")
-    _misspec_legend(fig)
-    draw_caption(fig, caption, SIM_NOTE)
-    return fig
+    # four legend entries: colour = fit, line style = what the judge sees
+    handles = [Line2D([], [], color=c, marker="o", ms=3, label=label) for c, label in MISSPEC_METHODS.values()]
+    handles += [Line2D([], [], color=PALETTE["muted"], ls=ls, label=label) for ls, label in SOURCE_STYLES.values()]
+    fig.legend(handles=handles, loc="outside upper center", ncols=1, frameon=False)
+    return draw_caption(fig, caption, SIM_NOTE)
 
 
 @backend_argument(1)  # the previous release's backend=, for one release
@@ -196,10 +185,8 @@ def misspecified_score_plot(table: pd.DataFrame, width: float = 7.0, height: flo
     for ax in (top, bottom):
         ax.set_ylim(bottom=0)
     bottom.set_xlabel("perception noise of the judge (score points)")
-    handles, labels = top.get_legend_handles_labels()
-    fig.legend(handles, labels, loc="outside upper center", ncols=2, frameon=False)
-    draw_caption(fig, caption, SIM_NOTE)
-    return fig
+    legend_outside(top, "above", frameon=False)
+    return draw_caption(fig, caption, SIM_NOTE)
 
 
 #: Colour, line style and legend label per run of the densify comparison.
@@ -227,7 +214,5 @@ def densify_plot(by_hint: pd.DataFrame, width: float = 7.0, height: float = 3.4,
     bottom.set_xlabel("first round's mean score (score points)")
     top.set_ylabel("anchors added per story")
     bottom.set_ylabel("scores stuck at 1 or 10 (%)")
-    handles, labels = top.get_legend_handles_labels()
-    fig.legend(handles, labels, loc="outside upper center", ncols=2, frameon=False)
-    draw_caption(fig, caption, SIM_NOTE)
-    return fig
+    legend_outside(top, "above", frameon=False)
+    return draw_caption(fig, caption, SIM_NOTE)

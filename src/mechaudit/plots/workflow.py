@@ -58,12 +58,10 @@ def critique_depth_figure(points: pd.DataFrame, title: str = "",
         ax.axhline(0, color=PALETTE["muted"], linewidth=0.8)
     axes[0].set_ylabel("same-depth divergence (%)")
     axes[1].set_ylabel("extra divergence (pp)")
-    handles, names = axes[1].get_legend_handles_labels()
-    fig.legend(handles, names, loc="outside upper center", ncols=2, frameon=False)
+    legend_outside(axes[1], "above", frameon=False)
     if title:  # over the top panel: a figure title would share the top edge with the legend
         axes[0].set_title(title)
-    draw_caption(fig, caption)
-    return fig
+    return draw_caption(fig, caption)
 
 
 @backend_argument(1)  # the previous release's backend=, for one release
@@ -97,8 +95,7 @@ def rule_comparison_figure(table: pd.DataFrame,
     ax.set_ylabel("extra divergence (pp)")
     ax.axhline(0, color=PALETTE["muted"], linewidth=0.8)
     legend_outside(ax, where="above", markerscale=0.6)
-    draw_caption(fig, caption, f"error bars: {100 * level:g} % bootstrap intervals")
-    return fig
+    return draw_caption(fig, caption, f"error bars: {100 * level:g} % bootstrap intervals")
 
 
 @backend_argument(2)  # the previous release's backend=, for one release
@@ -126,8 +123,7 @@ def validity_figure(summary: pd.DataFrame, null_summary: pd.DataFrame, alpha: fl
     axes[0].axhline(0, color=PALETTE["muted"], linewidth=0.8)
     axes[1].axhline(alpha, color=PALETTE["truth"], linestyle="--", linewidth=1, label=f"alpha = {alpha:g}")
     legend_outside(axes[1], where="above")
-    draw_caption(fig, caption)
-    return fig
+    return draw_caption(fig, caption)
 
 
 _LABEL_STYLE = {"conceded": ("#0072B2", "o", "-"), "answered": ("#E69F00", "s", "--"),
@@ -167,8 +163,7 @@ def engagement_figure(table: pd.DataFrame, paper: Mapping[str, float] | None,
         ax.set_ylabel("share of demands (%)")
     handles = [h for ax in axes for h in ax.get_legend_handles_labels()[0]]
     fig.legend(handles=handles, loc="outside upper center", ncols=3, frameon=False)
-    draw_caption(fig, caption)
-    return fig
+    return draw_caption(fig, caption)
 
 
 _RULE_MARKERS = {"mechanism_key": ("o", "-", 7.5), "reference": ("x", "--", 6.0), "tfidf": ("s", "-", 5.0),
@@ -207,10 +202,8 @@ def cluster_count_figure(counts: pd.DataFrame, value: str = "n_groups",
         ax.set_visible(False)
     for ax in axes[:, 0]:
         ax.set_ylabel(ylabel)
-    handles, names = axes[0, 0].get_legend_handles_labels()
-    fig.legend(handles, names, loc="outside upper center", ncols=min(len(rules), 3), frameon=False)
-    draw_caption(fig, caption)
-    return fig
+    legend_outside(axes[0, 0], "above", ncols=min(len(rules), 3), frameon=False)
+    return draw_caption(fig, caption)
 
 
 @backend_argument(1)  # the previous release's backend=, for one release
@@ -236,5 +229,4 @@ def judge_model_figure(per_model: pd.DataFrame, paper: Mapping[str, tuple[float,
     ax.set_ylabel("extra divergence (pp)")
     ax.axhline(0, color=PALETTE["muted"], linewidth=0.8)
     legend_outside(ax, where="above")
-    draw_caption(fig, caption, "one series per judge model")
-    return fig
+    return draw_caption(fig, caption, "one series per judge model")

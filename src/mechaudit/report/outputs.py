@@ -121,12 +121,6 @@ def csv_table(table) -> Any:
     return pd.DataFrame(out)
 
 
-def _is_figure(obj: Any) -> bool:
-    from matplotlib.figure import Figure  # defers matplotlib: fast `mechaudit --help`
-
-    return isinstance(obj, Figure)
-
-
 def save(name: str, obj: Any, out_dir: str | Path | None) -> Any:
     """Write ``obj`` under ``out_dir`` (nothing when it is None) and return it: a DataFrame or Series
     as ``name.csv``, a matplotlib Figure as ``name.png`` and ``name.svg`` (``name``: letters,
@@ -134,8 +128,9 @@ def save(name: str, obj: Any, out_dir: str | Path | None) -> Any:
     if not isinstance(name, str) or not _NAME.match(name):
         raise MechauditError(f"{name!r} is not a file stem (letters, digits, _ . -)", field="name")
     import pandas as pd  # defers pandas: fast `mechaudit --help`
+    from matplotlib.figure import Figure  # defers matplotlib: fast `mechaudit --help`
 
-    if not isinstance(obj, (pd.DataFrame, pd.Series)) and not _is_figure(obj):
+    if not isinstance(obj, (pd.DataFrame, pd.Series, Figure)):
         raise MechauditError(f"cannot save a {type(obj).__name__}: expected a pandas DataFrame or Series "
                              "or a matplotlib Figure", field=name)
     if out_dir is None:

@@ -289,9 +289,7 @@ def _index_cells(index: pd.Index) -> tuple[list[str], list[list[Cell]]]:
     prints a MultiIndex)."""
     names = [_header(n) if n is not None else "" for n in index.names]
     levels = [index.get_level_values(i) for i in range(index.nlevels)]
-    columns = []
-    for level in levels:
-        columns.append([Cell(f"{v:g}" if isinstance(v, float) else _header(v)) for v in level])
+    columns = [[Cell(f"{v:g}" if isinstance(v, float) else _header(v)) for v in level] for level in levels]
     rows = [list(cells) for cells in zip(*columns)]
     for i in range(len(rows) - 1, 0, -1):
         for j in range(index.nlevels - 1):
@@ -404,12 +402,9 @@ class BookTable:
         return self.caption + (" " + PROVENANCE_LEGEND_PLAIN if self.legend else "")
 
 
-def book_table(frame: pd.DataFrame | pd.Series, caption: str | None = None, name: str | None = None,
-               classes: Sequence[str] = (), unit: str | None = None, by_row: bool = False,
-               columns: Mapping[Hashable, Column] | None = None) -> BookTable:
-    """``frame`` as the book shows it; with ``caption`` and ``name`` a numbered table ("Table 2.1")
-    that prose cites with ``{numref}`name```; ``unit``, ``by_row`` and ``columns`` as in :class:`BookTable`."""
-    return BookTable(frame, caption=caption, name=name, classes=classes, unit=unit, by_row=by_row, columns=columns)
+#: ``book_table(frame, caption=None, name=None, ...)``: ``frame`` as the book shows it, with ``caption`` and
+#: ``name`` a numbered table ("Table 2.1") that prose cites with ``{numref}`name``` (:class:`BookTable`)
+book_table = BookTable
 
 
 def use_book_tables() -> None:

@@ -17,24 +17,16 @@ import importlib
 from typing import Any
 
 #: Public name -> home module.
-_EXPORTS: dict[str, str] = {
-    "NAMES": "mechaudit.rules.registry",
-    "build": "mechaudit.rules.registry",
-    "Pair": "mechaudit.rules.base",
-    "Rule": "mechaudit.rules.base",
-    "check_pairs": "mechaudit.rules.base",
-    "MechanismKeyRule": "mechaudit.rules.mechanism_key",
-    "RUBRICS": "mechaudit.rules.reference",
-    "ReferenceJudge": "mechaudit.rules.reference",
-    "TfidfRule": "mechaudit.rules.tfidf",
-    "EmbeddingRule": "mechaudit.rules.embedding",
-    "ModelCache": "mechaudit.rules.embedding",
-    "marginal_same_rate": "mechaudit.rules.embedding",
-    "matched_threshold": "mechaudit.rules.embedding",
-    "LLMJudge": "mechaudit.rules.llm_judge",
-    "UndecidedError": "mechaudit.rules.llm_judge",
-    "PaperRateJudge": "mechaudit.rules.paper_rates",
-}
+_EXPORTS: dict[str, str] = {name: f"mechaudit.rules.{home}" for home, names in (
+    ("registry", ("NAMES", "build")),
+    ("base", ("Pair", "Rule", "check_pairs")),
+    ("mechanism_key", ("MechanismKeyRule",)),
+    ("reference", ("RUBRICS", "ReferenceJudge")),
+    ("tfidf", ("TfidfRule",)),
+    ("embedding", ("EmbeddingRule", "ModelCache", "marginal_same_rate", "matched_threshold")),
+    ("llm_judge", ("LLMJudge", "UndecidedError")),
+    ("paper_rates", ("PaperRateJudge",)),
+) for name in names}
 
 __all__ = sorted(_EXPORTS)
 

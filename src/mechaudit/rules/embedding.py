@@ -152,13 +152,9 @@ def store_path(cache_dir: str | os.PathLike[str], model: str | None) -> Path:
     return Path(cache_dir) / f"{slug}-{hashlib.sha256(ident.encode()).hexdigest()[:10]}.npz"
 
 
-def text_key(model: str | None, text: str) -> str:
-    """sha256 hex key of one text's embedding under one model."""
-    return _text_key(model_id(model), text)
-
-
-def _text_key(ident: str, text: str) -> str:
-    """:func:`text_key` under the model id ``ident`` (looked up once per store access)."""
+def text_key(ident: str, text: str) -> str:
+    """sha256 hex key of one text's embedding under the model whose :func:`model_id` is ``ident``
+    (looked up once per store access)."""
     return hashlib.sha256(f"{ident}\n{text}".encode()).hexdigest()
 
 
@@ -295,32 +291,23 @@ class EmbeddingRule:
             return np.zeros((0, 0), dtype=np.float32)
         return np.stack([self._vectors[t] for t in texts])
 
-    def _stored(self) -> dict[str, np.ndarray]:
-        """The seed's vectors updated with the disk store's (``key -> vector``)."""
-        seed = store_path(self.seed_dir, self.model) if self.seed_dir is not None else None
-        return {**(read_store(seed) if seed is not None else {}),
-                **read_store(store_path(self.cache_dir, self.model))}
-
     def _from_store(self, texts: list[str]) -> list[str]:
-        """Fill the instance's vectors from the disk store and the seed; return the texts still missing."""
-        store = self._stored()
+        """Fill the instance's vectors from the disk store and the seed (the store's vectors take
+        precedence); return the texts still missing."""
+        seed = {} if self.seed_dir is None else read_store(store_path(self.seed_dir, self.model))
+        store = {**seed, **read_store(store_path(self.cache_dir, self.model))}
         if not store:
             return texts
         ident = model_id(self.model)
-        left = []
-        for t in texts:
-            vector = store.get(_text_key(ident, t))
-            if vector is None:
-                left.append(t)
-            else:
-                self._vectors[t] = vector
-        return left
+        found = {t: store[key] for t in texts if (key := text_key(ident, t)) in store}
+        self._vectors.update(found)
+        return [t for t in texts if t not in found]
 
     def _to_store(self, texts: list[str]) -> None:
         path = store_path(self.cache_dir, self.model)
         store = read_store(path)  # the seed's vectors stay in the seed
         ident = model_id(self.model)
-        store.update((_text_key(ident, t), self._vectors[t]) for t in texts)
+        store.update((text_key(ident, t), self._vectors[t]) for t in texts)
         write_store(path, store)
 
     def similarity(self, pairs: Sequence[Pair], progress: bool = False) -> np.ndarray:

@@ -16,31 +16,24 @@ _QUALIFIED = re.compile(r"~?\b(?:[A-Za-z_]\w*\.)+(?=[A-Za-z_]\w*)")
 _QUOTED = re.compile(r"('[^']*'|\"[^\"]*\")")
 
 
-def _closing(text: str, start: int) -> int:
-    """Index of the ``]`` that closes the ``[`` just before ``start``."""
-    depth = 1
+def _arguments_span(text: str, start: int) -> tuple[int, int]:
+    """``(end of the first top-level argument, index of the closing ]``) of the ``[`` just before
+    ``start``."""
+    depth, first = 1, None
     for i in range(start, len(text)):
         depth += {"[": 1, "(": 1, "]": -1, ")": -1}.get(text[i], 0)
+        if text[i] == "," and depth == 1 and first is None:
+            first = i
         if depth == 0:
-            return i
+            return (i if first is None else first), i
     raise ValueError(f"unbalanced brackets in {text!r}")
-
-
-def _first_argument(inner: str) -> str:
-    """The first top-level comma-separated argument of ``inner``."""
-    depth = 0
-    for i, char in enumerate(inner):
-        depth += {"[": 1, "(": 1, "]": -1, ")": -1}.get(char, 0)
-        if char == "," and depth == 0:
-            return inner[:i]
-    return inner
 
 
 def strip_annotated(text: str) -> str:
     """``Annotated[X, meta, ...]`` -> ``X`` everywhere in ``text`` (nested ones too)."""
     while m := _ANNOTATED.search(text):
-        end = _closing(text, m.end())
-        text = text[:m.start()] + _first_argument(text[m.end():end]).strip() + text[end + 1:]
+        first, end = _arguments_span(text, m.end())
+        text = text[:m.start()] + text[m.end():first].strip() + text[end + 1:]
     return text
 
 

@@ -82,24 +82,19 @@ class GlueFigureFromDirective(PasteFigureDirective):
         return [figure]
 
 
-def _drop_numbers(app, doctree: nodes.document, docname: str) -> None:
-    """Take the unnumbered figures out of the page's figure numbers before the page is written."""
+def _finish_figures(app, doctree: nodes.document, docname: str) -> None:
+    """Before the page is written: take the unnumbered figures out of its figure numbers, and draw
+    each figure's image the column's width (Sphinx links a resized image to its full-size file)."""
     numbers = app.env.toc_fignumbers.get(docname, {}).get("figure", {})
     for figure in doctree.findall(nodes.figure):
         if figure.get("unnumbered"):
             for node_id in figure["ids"]:
                 numbers.pop(node_id, None)
-
-
-def _link_full_size(app, doctree: nodes.document, docname: str) -> None:
-    """Draw each figure's image the column's width; Sphinx links a resized image to its full-size file."""
-    for figure in doctree.findall(nodes.figure):
         for image in figure.findall(nodes.image):
             image.setdefault("width", "100%")
 
 
 def setup(app):
     app.add_directive("glue-figure-from", GlueFigureFromDirective)
-    app.connect("doctree-resolved", _drop_numbers)
-    app.connect("doctree-resolved", _link_full_size)
+    app.connect("doctree-resolved", _finish_figures)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -34,8 +34,10 @@ def mathjax_es5_dir() -> Path:
     return Path(mathjax.__file__).parent / "static" / "mathjax" / "es5"
 
 
-def _set_path(app, config) -> None:
+def _configure(app, config) -> None:
+    """MathJax from the copied bundle; the theme's mode light unless the book sets one."""
     config.mathjax_path = f"mathjax/{BUNDLE}"
+    config.html_context = {"default_mode": "light", **(config.html_context or {})}
 
 
 def _copy_bundle(app, exception) -> None:
@@ -58,10 +60,6 @@ def _drop_thebe(app, pagename, templatename, context, doctree) -> None:
     for key in ("script_files", "css_files"):
         if key in context:
             context[key] = [asset for asset in context[key] if not _is_thebe(asset)]
-
-
-def _set_theme_mode(app, config) -> None:
-    config.html_context = {"default_mode": "light", **(config.html_context or {})}
 
 
 def author_year_label(persons: list, year: str) -> str:
@@ -114,8 +112,7 @@ class AuthorYearStyle(AlphaStyle):
 
 def setup(app):
     register_plugin("pybtex.style.formatting", "authoryear", AuthorYearStyle, force=True)
-    app.connect("config-inited", _set_path)
-    app.connect("config-inited", _set_theme_mode)
+    app.connect("config-inited", _configure)
     app.connect("html-page-context", _drop_thebe)
     app.connect("build-finished", _copy_bundle)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

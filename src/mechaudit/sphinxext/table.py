@@ -122,16 +122,9 @@ _HYPHENATED = re.compile(r"\S*(?:[A-Z0-9]-\w|\w-[A-Z0-9])\S*")
 
 def unbreakable(text: str) -> list[nodes.Node]:
     """``text`` as nodes in which every hyphenated name is one ``nowrap`` inline (the rest plain text)."""
-    out: list[nodes.Node] = []
-    last = 0
-    for m in _HYPHENATED.finditer(text):
-        if m.start() > last:
-            out.append(nodes.Text(text[last:m.start()]))
-        out.append(nodes.inline(m.group(0), m.group(0), classes=["nowrap"]))
-        last = m.end()
-    if last < len(text):
-        out.append(nodes.Text(text[last:]))
-    return out
+    parts = re.split(f"({_HYPHENATED.pattern})", text)  # odd parts: the names
+    return [nodes.inline(part, part, classes=["nowrap"]) if i % 2 else nodes.Text(part)
+            for i, part in enumerate(parts) if part]
 
 
 class KeepNamesWhole(SphinxPostTransform):

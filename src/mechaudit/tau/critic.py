@@ -239,10 +239,8 @@ class MultiAgentCritic:
         thresholds = dict(self._thresholds[pattern_id])
         weakest_first = sorted(self.roles, key=lambda r: details[r]["score"])
         rationales = {r: [c["rationale"] for c in details[r]["comparisons"]] for r in self.roles}
-        if self.coach is None:
-            coach = coach_unavailable(self.judge.backend)
-        else:
-            coach = self.coach.review(story, weakest_first, rationales)
+        coach = (coach_unavailable(self.judge.backend) if self.coach is None
+                 else self.coach.review(story, weakest_first, rationales))
         reviews = [{"reviewer": f"{r} reviewer", "role": r, "score": details[r]["score"],
                     "feedback": _feedback(details[r])} for r in self.roles]
         weakest = weakest_first[0]

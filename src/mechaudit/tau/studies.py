@@ -342,19 +342,17 @@ def weight_scale_effect(rounds: Sequence[Mapping[str, Any]], scales: Sequence[fl
     rows = []
     bases = [infer_score(r["anchors"], r["comparisons"], r["tau"], grid_step)[0] for r in rounds]
     for scale in scales:
-        widths, covered, pwidths, pcovered, changed = [], [], [], [], []
+        per_round = []
         for r, base in zip(rounds, bases):
             anchors = [{**a, "weight": a["weight"] * scale} for a in r["anchors"]]
             score, d = infer_score(anchors, r["comparisons"], r["tau"], grid_step)
             true = r["true_score"]
-            widths.append(d["ci_high"] - d["ci_low"])
-            covered.append(d["ci_low"] <= true <= d["ci_high"])
-            pwidths.append(d["profile_ci_high"] - d["profile_ci_low"])
-            pcovered.append(d["profile_ci_low"] <= true <= d["profile_ci_high"])
-            changed.append(score != base)
-        rows.append({"scale": scale, "band_width": np.mean(widths), "band_coverage": np.mean(covered),
-                     "profile_width": np.mean(pwidths), "profile_coverage": np.mean(pcovered),
-                     "score_changed": np.mean(changed)})
+            per_round.append({"band_width": d["ci_high"] - d["ci_low"],
+                              "band_coverage": d["ci_low"] <= true <= d["ci_high"],
+                              "profile_width": d["profile_ci_high"] - d["profile_ci_low"],
+                              "profile_coverage": d["profile_ci_low"] <= true <= d["profile_ci_high"],
+                              "score_changed": score != base})
+        rows.append({"scale": scale, **{k: np.mean([x[k] for x in per_round]) for k in per_round[0]}})
     return pd.DataFrame(rows)
 
 
@@ -394,9 +392,7 @@ def densify_trigger_rates(
     for threshold in loss_thresholds:
         fired = [densify_reasons(diag, loss_threshold=threshold) for diag in diags]
         rows.append({"loss_threshold": threshold,
-                     "loss": np.mean(["loss" in f for f in fired]),
-                     "monotonic": np.mean(["monotonic" in f for f in fired]),
-                     "strength": np.mean(["strength" in f for f in fired]),
+                     **{reason: np.mean([reason in f for f in fired]) for reason in ("loss", "monotonic", "strength")},
                      "any": np.mean([bool(f) for f in fired])})
     return pd.DataFrame(rows)
 
