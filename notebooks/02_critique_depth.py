@@ -160,7 +160,8 @@ if ctx.show_paper:  # shown in Appendix 2A (book/ch02_appendix.md)
 # reached (see below).
 
 # %%
-rule_objects = chapter_rules(p, ctx.client, bench)  # p.rules at their thresholds; LLM runs add the judge
+# p.rules at their thresholds; LLM runs add the judge
+rule_objects = chapter_rules(p, ctx.client, bench)
 # an LLM judge leaves some pairs undecided: they are excluded
 judges = {name: getattr(rule, "same_or_undecided", rule) for name,
           rule in rule_objects.items()}

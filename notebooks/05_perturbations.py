@@ -109,7 +109,8 @@ selfserved = recorded(ctx.llm, p.data_dir)  # offline: the recorded answers of t
 # is masked: a template rendered again with another name.
 
 # %%
-suites = {name: ch.setup(p.data_dir, regenerate_suite=p.regenerate_suite, seed=p.seed, suite=name)
+suites = {name: ch.setup(p.data_dir, regenerate_suite=p.regenerate_suite,
+                         seed=p.seed, suite=name)
           for name in available_suites(p.data_dir)}
 
 # %% tags=["hide-input"]
@@ -148,12 +149,18 @@ ctx.table("suite_counts", ch.counts_by_suite(suites), label="tbl-ch05-suite",
 #   what a small real model does with the rubric, not as the paper's judge.
 
 # %%
-names = ch.build_rules(next(iter(suites.values())).bench, tfidf_threshold=p.tfidf_threshold,
-                       tfidf_fit_on=p.tfidf_fit_on, embedding_model=p.embedding_model,
-                       embedding_threshold=p.embedding_threshold, embedding_cache=p.embedding_cache,
+names = ch.build_rules(next(iter(suites.values())).bench,
+                       tfidf_threshold=p.tfidf_threshold,
+                       tfidf_fit_on=p.tfidf_fit_on,
+                       embedding_model=p.embedding_model,
+                       embedding_threshold=p.embedding_threshold,
+                       embedding_cache=p.embedding_cache,
                        reference_rubric=p.reference_rubric)
-audits = {name: ch.audit_suite(s, names, client=ctx.client, model=p.judge_model, rubric=p.judge_rubric,
-                               orders=p.judge_orders, early_stop=p.judge_early_stop, selfserved=selfserved)
+audits = {name: ch.audit_suite(s, names, client=ctx.client,
+                               model=p.judge_model, rubric=p.judge_rubric,
+                               orders=p.judge_orders,
+                               early_stop=p.judge_early_stop,
+                               selfserved=selfserved)
           for name, s in suites.items()}
 
 # %% tags=["hide-input"]

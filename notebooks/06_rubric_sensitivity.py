@@ -94,9 +94,11 @@ p = ctx.settings
 # %%
 s = ch.setup(p.data_dir)
 judges = ch.reference_judges(p.rubrics, p.jaccard_threshold)
-llm = ch.judge_rubrics_with_llm(s.pairs, p.rubrics, s.instances, client=ctx.client, model=p.judge_model,
+llm = ch.judge_rubrics_with_llm(s.pairs, p.rubrics, s.instances,
+                                client=ctx.client, model=p.judge_model,
                                 orders=p.judge_orders)
-decisions = pd.concat([ch.reference_decisions(s.pairs, judges), llm.decisions], axis=1)
+decisions = pd.concat([ch.reference_decisions(s.pairs, judges),
+                       llm.decisions], axis=1)
 pct = percent_different(decisions, kinds=s.kinds, order=KINDS)
 
 # %% tags=["hide-input"]
@@ -184,8 +186,10 @@ ctx.save("order_reversal", effects.table)
 # these with. Offline nothing is judged, and one sentence says so.
 
 # %%
-model_agree, model_ranges = ch.rubric_model_axis(s.pairs, llm, p.rubrics, [p.judge_model, *p.judge_models],
-                                                 kinds=s.kinds, orders=p.judge_orders, instances=s.instances)
+models = [p.judge_model, *p.judge_models]
+model_agree, model_ranges = ch.rubric_model_axis(
+    s.pairs, llm, p.rubrics, models, kinds=s.kinds, orders=p.judge_orders,
+    instances=s.instances)
 
 # %% tags=["hide-input"]
 if model_agree is not None:

@@ -78,9 +78,12 @@ p = ctx.settings
 thresholds = {"tfidf": p.tfidf_threshold, "embedding": p.embedding_threshold}
 
 # %%
-s = ch.setup(p.data_dir, tfidf_sweep=p.tfidf_sweep, embedding_sweep=p.embedding_sweep,
-             tfidf_threshold=p.tfidf_threshold, embedding_threshold=p.embedding_threshold,
-             embedding_model=p.embedding_model, embedding_cache=p.embedding_cache,
+s = ch.setup(p.data_dir, tfidf_sweep=p.tfidf_sweep,
+             embedding_sweep=p.embedding_sweep,
+             tfidf_threshold=p.tfidf_threshold,
+             embedding_threshold=p.embedding_threshold,
+             embedding_model=p.embedding_model,
+             embedding_cache=p.embedding_cache,
              reference_rubric=p.reference_rubric)
 suites = ch.suites_of(p.data_dir)
 
@@ -149,7 +152,8 @@ ctx.table("separating_thresholds", separating, label="tbl-ch07-separating",
 
 # %%
 set_sim = ch.similarities(s, s.set_pairs)
-fixed = ch.fixed_decisions(s, set_sim, client=ctx.client, model=p.judge_models[0], rubric=p.judge_rubric,
+fixed = ch.fixed_decisions(s, set_sim, client=ctx.client,
+                           model=p.judge_models[0], rubric=p.judge_rubric,
                            orders=p.judge_orders)
 agree = ch.agreement_sweep(set_sim, s.grids, fixed)
 
@@ -210,7 +214,8 @@ ctx.table("best_kappa", best, label="tbl-ch07-best",
 
 # %%
 sample = ch.stability_sample(s, p.stability_pairs, p.seed)
-check = ch.stability_check(s, sample, client=ctx.client, models=p.judge_models, rubric=p.judge_rubric,
+check = ch.stability_check(s, sample, client=ctx.client,
+                           models=p.judge_models, rubric=p.judge_rubric,
                            orders=p.judge_orders)
 
 # %% tags=["hide-input"]

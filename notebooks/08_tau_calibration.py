@@ -110,7 +110,8 @@ print("simulated sections: offline simulated judge (not an LLM), with every back
 # grows with $|d|/\tau$. The model is documented in `mechaudit.tau.simulate`.
 
 # %%
-pool = make_pool(n_patterns=p.n_patterns, papers_per_pattern=p.papers_per_pattern, seed=p.seed,
+pool = make_pool(n_patterns=p.n_patterns,
+                 papers_per_pattern=p.papers_per_pattern, seed=p.seed,
                  review_noise=p.review_noise)
 
 # %% tags=["hide-input"]
@@ -135,7 +136,8 @@ glue_facts("ch08", ch.pool_facts(pool))
 # likelihood ("mle"), which also gives a standard error from the observed information.
 
 # %%
-recovery = studies.tau_recovery(pool, p.true_taus, n_pairs=p.n_pairs, n_reps=p.n_reps, seed=p.seed,
+recovery = studies.tau_recovery(pool, p.true_taus, n_pairs=p.n_pairs,
+                                n_reps=p.n_reps, seed=p.seed,
                                 tie_rate=p.tie_rate, tie_width=p.tie_width)
 
 # %% tags=["hide-input"]
@@ -184,8 +186,10 @@ fig = ctx.figure("tau_recovery", plots.tau_recovery_plot(recovery, caption=SIM),
 # also reviewed without a second round and with each alternative; that analysis uses those runs.
 
 # %%
-judge = SimulatedJudge(pool.truth(), taus=p.role_taus, seed=p.seed, tie_rate=p.tie_rate, tie_width=p.tie_width)
-runs = studies.densify_comparison(pool, judge, n_stories=p.n_stories, seed=p.seed)
+judge = SimulatedJudge(pool.truth(), taus=p.role_taus, seed=p.seed,
+                       tie_rate=p.tie_rate, tie_width=p.tie_width)
+runs = studies.densify_comparison(pool, judge, n_stories=p.n_stories,
+                                  seed=p.seed)
 reviews, rounds = runs[p.densify_mode]
 summary = studies.recovery_summary(reviews)
 
@@ -318,13 +322,15 @@ reviews_first, rounds_first = runs[studies.FIRST_ROUND]
 triggers = studies.densify_trigger_rates(rounds_first, p.loss_thresholds)
 tables = {name: table for name, (table, _) in runs.items()}
 densify_effect = ch.densify_effect(tables)
-ties = studies.tie_effect(pool, tau=0.8, tie_rates=p.heavy_tie_rates, tie_width=p.heavy_tie_width,
-                          n_pairs=p.n_pairs, seed=p.seed)
-misspec = studies.tau_misspecification(pool, p.true_taus, perception_noises=p.perception_noises, n_pairs=p.n_pairs,
-                                       n_reps=p.misspec_reps, seed=p.seed, tie_rate=p.tie_rate, tie_width=p.tie_width)
-misspec_scores = studies.score_misspecification(pool, rounds, p.role_taus, perception_noises=p.perception_noises,
-                                                n_pairs=p.n_pairs, seed=p.seed, tie_rate=p.tie_rate,
-                                                tie_width=p.tie_width)
+ties = studies.tie_effect(pool, tau=0.8, tie_rates=p.heavy_tie_rates,
+                          tie_width=p.heavy_tie_width, n_pairs=p.n_pairs,
+                          seed=p.seed)
+shared = dict(perception_noises=p.perception_noises, n_pairs=p.n_pairs,
+             seed=p.seed, tie_rate=p.tie_rate, tie_width=p.tie_width)
+misspec = studies.tau_misspecification(pool, p.true_taus,
+                                       n_reps=p.misspec_reps, **shared)
+misspec_scores = studies.score_misspecification(pool, rounds, p.role_taus,
+                                                **shared)
 score_table = studies.score_misspecification_table(misspec_scores)
 
 # %% tags=["remove-cell"]
@@ -396,7 +402,8 @@ ctx.table("original_vs_this_run", ch.original_settings(recovery, misspec, rounds
 # {doc}`Appendix 8A <../book/ch08_appendix>` explains why, and how to calibrate a judge on real papers.
 
 # %%
-fits = ch.calibrate_with_llm(pool, ctx.client, model=p.judge_model, n_pairs=p.llm_pairs, seed=p.seed)
+fits = ch.calibrate_with_llm(pool, ctx.client, model=p.judge_model,
+                             n_pairs=p.llm_pairs, seed=p.seed)
 
 # %% tags=["hide-input"]
 ctx.save("real_judge_fits", fits)

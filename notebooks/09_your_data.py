@@ -125,9 +125,11 @@ def role(h):
     return "near-duplicate" if h.near_duplicate_of else "detail variant"
 
 
-rows = [{"hypothesis": h.id, "opening": h.opening_id, "steps": len(h.chain), "first step": h.chain[0].id,
-         "role": role(h)} for h in bench.hypotheses]
-book_table(pd.DataFrame(rows).set_index("hypothesis"), name="tbl-ch09-hypotheses",
+rows = [{"hypothesis": h.id, "opening": h.opening_id, "steps": len(h.chain),
+         "first step": h.chain[0].id, "role": role(h)}
+        for h in bench.hypotheses]
+book_table(pd.DataFrame(rows).set_index("hypothesis"),
+           name="tbl-ch09-hypotheses",
            caption="The hypotheses: opening, steps, first step and role.")
 
 # %% tags=["remove-cell"]
@@ -160,9 +162,12 @@ shutil.rmtree(broken.parent)
 # is a dict with `kind`, `original`, `variant`, `valid` and, when the check fails, its `reason`.
 
 # %%
-suite = ma.make_suite(bench.hypotheses, seed=p.seed, vocabulary=bench.vocabulary)
-built = pd.DataFrame({"kind": [item["kind"] for item in suite], "valid": [item["valid"] for item in suite]})
-counts = built.groupby("kind", sort=False).valid.agg(pairs="size", kept="sum").astype(int)
+suite = ma.make_suite(bench.hypotheses, seed=p.seed,
+                      vocabulary=bench.vocabulary)
+built = pd.DataFrame({"kind": [item["kind"] for item in suite],
+                      "valid": [item["valid"] for item in suite]})
+counts = (built.groupby("kind", sort=False).valid
+          .agg(pairs="size", kept="sum").astype(int))
 book_table(counts, name="tbl-ch09-counts",
            caption="Pairs built and kept by the validity check, per kind.")
 
@@ -173,9 +178,11 @@ book_table(counts, name="tbl-ch09-counts",
 # explanation names.
 
 # %%
-excluded = [(item["original"].id, item["kind"], item["reason"]) for item in suite if not item["valid"]]
+excluded = [(item["original"].id, item["kind"], item["reason"])
+            for item in suite if not item["valid"]]
 columns = ["hypothesis", "kind", "reason"]
-book_table(pd.DataFrame(excluded, columns=columns).set_index("hypothesis"), name="tbl-ch09-excluded",
+book_table(pd.DataFrame(excluded, columns=columns).set_index("hypothesis"),
+           name="tbl-ch09-excluded",
            caption="The excluded pairs and why the check excludes them.")
 
 # %% tags=["remove-cell"]
@@ -195,19 +202,24 @@ glue("ch09_excluded_first", f"the first: {excluded[0][0]}, {excluded[0][1]}" if 
 suites = {"template-built suite": suite}
 rewrites = folder / "perturbations_reworded.yaml"
 if rewrites.exists():
-    suites["reworded suite"] = ma.reworded_suite(bench.hypotheses, ma.load_rewrites(rewrites),
-                                                 vocabulary=bench.vocabulary)
-sizes = pd.DataFrame([{"suite": name, "pairs": len(s), "kept": sum(item["valid"] for item in s)}
+    suites["reworded suite"] = ma.reworded_suite(
+        bench.hypotheses, ma.load_rewrites(rewrites),
+        vocabulary=bench.vocabulary)
+sizes = pd.DataFrame([{"suite": name, "pairs": len(s),
+                       "kept": sum(item["valid"] for item in s)}
                       for name, s in suites.items()]).set_index("suite")
-book_table(sizes, name="tbl-ch09-suites", caption="Pairs built and kept in each suite.")
+book_table(sizes, name="tbl-ch09-suites",
+           caption="Pairs built and kept in each suite.")
 
 # %% [markdown]
 # The rules judge the valid pairs only, as `(original, variant)` tuples; `kinds` keeps each pair's
 # kind for the summary.
 
 # %%
-valid = {name: [item for item in s if item["valid"]] for name, s in suites.items()}
-pairs = {name: [(item["original"], item["variant"]) for item in v] for name, v in valid.items()}
+valid = {name: [item for item in s if item["valid"]]
+         for name, s in suites.items()}
+pairs = {name: [(item["original"], item["variant"]) for item in v]
+         for name, v in valid.items()}
 kinds = {name: [item["kind"] for item in v] for name, v in valid.items()}
 
 # %% [markdown]
@@ -231,16 +243,22 @@ kinds = {name: [item["kind"] for item in v] for name, v in valid.items()}
 # %%
 rules = {
     "TF-IDF": ma.TfidfRule(threshold=p.tfidf_threshold),
-    "embeddings": ma.EmbeddingRule(model=p.embedding_model, cache_dir=store, threshold=p.embedding_threshold),
+    "embeddings": ma.EmbeddingRule(model=p.embedding_model, cache_dir=store,
+                                   threshold=p.embedding_threshold),
     "reference judge": ma.ReferenceJudge(rubric=p.reference_rubric),
 }
 if ctx.llm:
-    rules["LLM judge"] = ma.LLMJudge(model=p.judge_model, client=ctx.client, instances=bench.instances)
-decisions = {name: ma.decisions_table(pairs[name], rules) for name in suites}
+    rules["LLM judge"] = ma.LLMJudge(model=p.judge_model, client=ctx.client,
+                                     instances=bench.instances)
+decisions = {name: ma.decisions_table(pairs[name], rules)
+             for name in suites}
 for name, table in decisions.items():
-    table.index = pd.Index([f"{item['original'].id} {item['kind']}" for item in valid[name]], name="pair")
-book_table(decisions["template-built suite"].head(3), name="tbl-ch09-decisions",
-           caption="Each rule's decision on the first three pairs (yes: same mechanism).")
+    table.index = pd.Index([f"{item['original'].id} {item['kind']}"
+                            for item in valid[name]], name="pair")
+book_table(decisions["template-built suite"].head(3),
+           name="tbl-ch09-decisions",
+           caption="Each rule's decision on the first three pairs "
+                   "(yes: same mechanism).")
 
 # %% [markdown]
 # `percent_different` turns the decisions into the share of pairs each rule calls "different
@@ -248,7 +266,9 @@ book_table(decisions["template-built suite"].head(3), name="tbl-ch09-decisions",
 # swap rows of each suite.
 
 # %%
-pct = pd.concat({name: ma.percent_different(decisions[name], kinds=kinds[name], order=ma.KINDS)
+pct = pd.concat({name: ma.percent_different(decisions[name],
+                                            kinds=kinds[name],
+                                            order=ma.KINDS)
                  for name in suites}, names=["suite"])
 
 # %% tags=["hide-input"]
@@ -298,12 +318,15 @@ fig = ctx.figure("cosine_by_kind", fig, glue_as="ch09_fig_cosines")
 
 # %%
 first = decisions["template-built suite"]
-agreement = ma.agreement_table({name: first[name].to_numpy() for name in rules})
+agreement = ma.agreement_table({name: first[name].to_numpy()
+                                for name in rules})
 pair = agreement.method_a + " v " + agreement.method_b
-shown = pd.DataFrame({"rules": pair, "pairs": agreement.n, "% agreement": 100 * agreement.raw_agreement,
+shown = pd.DataFrame({"rules": pair, "pairs": agreement.n,
+                      "% agreement": 100 * agreement.raw_agreement,
                       "kappa": agreement.kappa}).set_index("rules")
 book_table(shown, name="tbl-ch09-agreement",
-           caption="Raw agreement and Cohen's κ of every two rules, template-built suite.")
+           caption="Raw agreement and Cohen's κ of every two rules, "
+                   "template-built suite.")
 
 # %% [markdown]
 # ## 6. Report: files on disk
@@ -314,11 +337,13 @@ book_table(shown, name="tbl-ch09-agreement",
 # `mechaudit judge`) can read it.
 
 # %%
-tables = {"suite_counts": counts, "decisions": pd.concat(decisions, names=["suite"]),
+tables = {"suite_counts": counts,
+          "decisions": pd.concat(decisions, names=["suite"]),
           "percent_different": pct, "agreement": agreement}
 for name, table in tables.items():
     save(name, table, p.out_dir)
-files = {"template-built suite": "perturbations.jsonl", "reworded suite": "perturbations_reworded.jsonl"}
+files = {"template-built suite": "perturbations.jsonl",
+         "reworded suite": "perturbations_reworded.jsonl"}
 if p.out_dir is not None:
     for name in suites:
         ma.write_suite(suites[name], Path(p.out_dir) / files[name])

@@ -21,6 +21,7 @@ import pytest
 from mechaudit.paths import REPO_ROOT
 
 MAX_VISIBLE_LINES = 25
+MAX_VISIBLE_COLUMNS = 80  # characters of a visible code line (the browser pass measures pixels)
 HIDDEN_TAGS = {"hide-input", "remove-input", "remove-cell"}
 CHAPTERS = sorted((REPO_ROOT / "notebooks").glob("[0-9]*.py"))
 GLOSSARY = REPO_ROOT / "book" / "glossary.md"
@@ -87,6 +88,18 @@ def long_visible_cells(path: Path, limit: int = MAX_VISIBLE_LINES) -> list[str]:
     return out
 
 
+def wide_visible_lines(path: Path, limit: int = MAX_VISIBLE_COLUMNS) -> list[str]:
+    """Lines of visible code cells wider than ``limit`` characters (the browser pass measures the
+    same lines in pixels; this finds them without a build)."""
+    out = []
+    for n, c in enumerate(cells(path)):
+        tags = set(c.get("metadata", {}).get("tags", []))
+        if c["cell_type"] == "code" and not tags & HIDDEN_TAGS:
+            out += [f"cell {n}: {len(line)} columns: {line[:50]!r}" for line in c["source"].splitlines()
+                    if len(line) > limit]
+    return out
+
+
 def glossary_terms() -> list[str]:
     (block,) = [d for d in directives(GLOSSARY.read_text(encoding="utf-8")) if d.name == "glossary"]
     return [line.strip() for line in block.body if line.strip() and not line[0].isspace()]
@@ -101,6 +114,13 @@ def test_visible_code_cells_are_short(path):
     long = long_visible_cells(path)
     assert not long, f"{path.name}: visible code cells over {MAX_VISIBLE_LINES} lines: {long} " \
         "(tag set-up and plotting cells hide-input or remove-cell)"
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=_ids(CHAPTERS))
+def test_visible_code_lines_fit_the_column(path):
+    wide = wide_visible_lines(path)
+    assert not wide, f"{path.name}: visible code lines over {MAX_VISIBLE_COLUMNS} columns (the text column " \
+        f"at 1280 px holds about 81): {wide}"
 
 
 @pytest.mark.parametrize("path", CHAPTERS, ids=_ids(CHAPTERS))
@@ -213,9 +233,12 @@ def test_the_checks_can_fail(tmp_path):
     """A chapter without the layer is reported by every check (the parser is not vacuous)."""
     bad = tmp_path / "09_bad.py"
     bad.write_text("# %% [markdown]\n# # Bad\n#\n# ```{glue:figure} ch09_fig_x\n# :figwidth: 100%\n# ```\n\n"
-                   "# %%\n" + "x = 1\n" * 26 + "\n# %%\n# ## Try it\n", encoding="utf-8")
-    with pytest.raises(AssertionError, match="26 lines"):
+                   "# %%\n" + "x = 1\n" * 26 + "y = " + "1 + " * 20 + "1\n\n# %%\n# ## Try it\n",
+                   encoding="utf-8")
+    with pytest.raises(AssertionError, match="27 lines"):
         test_visible_code_cells_are_short(bad)
+    with pytest.raises(AssertionError, match="85 columns"):
+        test_visible_code_lines_fit_the_column(bad)
     with pytest.raises(AssertionError, match="only comments"):
         test_no_markdown_hidden_in_a_code_cell(bad)
     with pytest.raises(AssertionError, match="needs both the answer box"):

@@ -111,7 +111,7 @@ def test_offline_stability_check_on_the_shipped_pairs():
     assert not check.llm_run and check.agreement is None
     assert check.table["pairs"].tolist() == [20, 20, 20]
     assert check.table[["repeat changed", "reversal changed"]].to_numpy().sum() == 0
-    assert len(s.set_pairs) == 760 and ch.preserving(s.kinds).sum() == 160
+    assert len(s.set_pairs) == 760 and ch.preserving(kinds=s.kinds).sum() == 160
 
 
 def test_complete_agreement_sentence_reads_for_none_some_and_all():

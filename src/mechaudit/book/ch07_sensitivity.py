@@ -81,7 +81,7 @@ class SensitivitySetup:
     grids: dict[str, np.ndarray]
 
 
-def preserving(kinds: Sequence[str]) -> np.ndarray:
+def preserving(*, kinds: Sequence[str]) -> np.ndarray:
     """Per kind of ``kinds``: is it meaning-preserving? (bool array)"""
     return np.array([k in MEANING_PRESERVING for k in kinds])
 
@@ -185,7 +185,7 @@ def separation_by_suite(sims: Mapping[str, Mapping[str, np.ndarray]], grids: Map
                         kinds: Mapping[str, Sequence[str]]) -> tuple[pd.DataFrame, dict[str, SuiteSeparation]]:
     """``separation`` of every suite: the tables stacked (rows: suite label, rule) and each suite's
     :class:`SuiteSeparation` by suite name."""
-    out = {n: separation(sims[n], preserving(kinds[n]), grids) for n in sims}
+    out = {n: separation(sims[n], preserving(kinds=kinds[n]), grids) for n in sims}
     return stack_suites({n: table for n, (table, _) in out.items()}, SUITE_LABELS), {n: f for n, (_, f) in out.items()}
 
 
