@@ -106,13 +106,6 @@ def similarities(s: SensitivitySetup, pairs: Sequence[Pair]) -> dict[str, np.nda
     return {"tfidf": s.tfidf.similarity(pairs), "embedding": s.embedding.similarity(pairs)}
 
 
-def suite_sweep(sims: Mapping[str, np.ndarray], grids: Mapping[str, np.ndarray], *, kinds: Sequence[str]
-                ) -> pd.DataFrame:
-    """% judged different per rule, threshold and kind (long: rule, threshold, kind, pct_different)."""
-    return pd.concat([sweep_percent_different(sims[r], grids[r], kinds=kinds).assign(rule=r) for r in sims],
-                     ignore_index=True)
-
-
 @dataclass(frozen=True)
 class RuleShape:
     """Where one similarity rule's cosines of a suite lie: the mean per group and the % of (rewording,
@@ -175,10 +168,10 @@ def suites_of(data_dir: str | Path | None = None) -> dict[str, tuple[list[Pair],
 
 def sweep_by_suite(sims: Mapping[str, Mapping[str, np.ndarray]], grids: Mapping[str, np.ndarray], *,
                    kinds: Mapping[str, Sequence[str]]) -> pd.DataFrame:
-    """``suite_sweep`` of every suite (``sims``: suite -> rule -> cosines; ``kinds``: suite -> kinds),
-    stacked with the suite's label in a ``suite`` column."""
-    return pd.concat([suite_sweep(sims[n], grids, kinds=kinds[n]).assign(suite=SUITE_LABELS[n]) for n in sims],
-                     ignore_index=True)
+    """% judged different per suite, rule, threshold and kind (``sims``: suite -> rule -> cosines;
+    ``kinds``: suite -> kinds), long: threshold, kind, pct_different, rule and the suite's label."""
+    return pd.concat([sweep_percent_different(sims[n][r], grids[r], kinds=kinds[n])
+                      .assign(rule=r, suite=SUITE_LABELS[n]) for n in sims for r in sims[n]], ignore_index=True)
 
 
 def separation_by_suite(sims: Mapping[str, Mapping[str, np.ndarray]], grids: Mapping[str, np.ndarray], *,

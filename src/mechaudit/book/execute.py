@@ -58,12 +58,16 @@ class NotebookExecutionError(RuntimeError):
     """A cell of a notebook raised; the message names the notebook, the cell and the error."""
 
 
-def _strip_volatile_metadata(nb) -> None:
-    """Remove timings and paths that papermill records, so re-execution gives identical files."""
+def _finish_notebook(nb, rename: dict[str, str]) -> None:
+    """Remove timings and paths that papermill records, so re-execution gives identical files, and
+    replace each key of ``rename`` by its value in the injected-parameters cell."""
     nb.metadata.pop("papermill", None)
     for cell in nb.cells:
         cell.metadata.pop("papermill", None)
         cell.metadata.pop("execution", None)
+        if "injected-parameters" in cell.metadata.get("tags", []):
+            for old, new in rename.items():
+                cell.source = cell.source.replace(old, new)
 
 
 def source_notebook(chapter: Chapter):
@@ -114,8 +118,7 @@ def execute_chapter(chapter: Chapter, parameters: dict[str, Any] | None = None, 
                     f"{err.ename}: {err.evalue}"
                 ) from None
         executed = nbformat.read(out, as_version=4)
-        _strip_volatile_metadata(executed)
-        _rename_injected(executed, rename or {})
+        _finish_notebook(executed, rename or {})
         nbformat.write(executed, out)
         shutil.move(str(out), target)
     return target
@@ -146,13 +149,6 @@ def _quiet_interrupt():
                 logging.getLogger(name).setLevel(level)
 
 
-def _rename_injected(nb, rename: dict[str, str]) -> None:
-    for cell in nb.cells:
-        if "injected-parameters" in cell.metadata.get("tags", []):
-            for old, new in rename.items():
-                cell.source = cell.source.replace(old, new)
-
-
 def inject_out_dir(chapter: Chapter, params: dict[str, Any], out_dir: Path | None,
                    overrides: dict[str, Any] | None = None) -> dict[str, Any]:
     """With ``--out DIR``, ``out_dir = DIR/<chapter>`` for a chapter that defines an ``out_dir``
@@ -163,7 +159,6 @@ def inject_out_dir(chapter: Chapter, params: dict[str, Any], out_dir: Path | Non
     if "out_dir" not in notebook_parameters(chapter.source):
         return params
     return {**params, "out_dir": str((Path(out_dir) / chapter.stem).resolve())}
-
 
 
 def run_settings(overrides: dict[str, Any], params_file: Path | None) -> dict[str, Any]:
@@ -216,7 +211,8 @@ def execute_chapters(names: Iterable[str | Path] = (), params_file: Path | None 
     cancels. ``timeout``: seconds per LLM request (``MECHAUDIT_LLM_TIMEOUT``). ``jobs``: chapters at
     once (an LLM run: one). Progress goes to ``stream`` (default ``sys.stderr``).
     """
-    _check_jobs(jobs)
+    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
+        raise ParameterError(f"expected a whole number >= 1, got {jobs!r}", field="--jobs")
     stream = sys.stderr if stream is None else stream
     overrides = dict(overrides or {})
     if max_usd is None and overrides.get("max_usd") is not None:
@@ -236,19 +232,17 @@ def execute_chapters(names: Iterable[str | Path] = (), params_file: Path | None 
     plans = [(c, _with_data_env(c, params)) for c, params in plans]
     if not _check_money(run, stream, confirm=confirm, dry_run=dry_run, allow_unpriced=allow_unpriced):
         return []
-    if out_dir is not None:
-        _make_out_dir(Path(out_dir))
+    try:
+        if out_dir is not None:
+            Path(out_dir).mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise ParameterError(f"cannot create the folder {out_dir}: {err.strerror or err}", field="--out") from None
     tasks = [(i, len(plans), c, params, run, out_dir, overrides, stream, env) for i, (c, params) in enumerate(plans, 1)]
     try:
         return _execute_all(tasks, 1 if run.llm else jobs)
     finally:
         if run.llm:
             print(run.total_line(), file=stream, flush=True)
-
-
-def _check_jobs(jobs: Any) -> None:
-    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
-        raise ParameterError(f"expected a whole number >= 1, got {jobs!r}", field="--jobs")
 
 
 def _execute_all(tasks: list[tuple], jobs: int) -> list[Path]:
@@ -265,13 +259,6 @@ def _execute_all(tasks: list[tuple], jobs: int) -> list[Path]:
             for f in futures:
                 f.cancel()
             raise
-
-
-def _make_out_dir(out_dir: Path) -> None:
-    try:
-        out_dir.mkdir(parents=True, exist_ok=True)
-    except OSError as err:
-        raise ParameterError(f"cannot create the folder {out_dir}: {err.strerror or err}", field="--out") from None
 
 
 def _with_data_env(chapter: Chapter, params: dict[str, Any]) -> dict[str, Any]:
