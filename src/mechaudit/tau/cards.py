@@ -59,24 +59,16 @@ class Card(BaseModel):
         return hashlib.sha256(self.render().encode("utf-8")).hexdigest()[:16]
 
 
-def mask_forbidden(text: str) -> str:
-    """Replace every forbidden term (whole word, case-insensitive) with ``[masked]``."""
-    return _FORBIDDEN_RE.sub(MASK, text)
-
-
-def clip_field(text: Any, cap: int) -> str:
-    """Flatten whitespace, mask forbidden terms and cut to ``cap`` characters (with an ellipsis)."""
-    flat = " ".join(mask_forbidden(str(text or "")).split())
-    return flat if len(flat) <= cap else flat[: cap - 1].rstrip() + ELLIPSIS
-
-
 def _card(source: Mapping[str, Any], fields: Mapping[str, tuple[str, ...]]) -> Card:
+    """Each card field from the first non-empty of its ``fields`` keys (a list joined by "; "): whitespace
+    flattened, every forbidden term (whole word, any case) masked, cut to its cap (with an ellipsis)."""
     values = {}
     for name, keys in fields.items():
         text = next((source[k] for k in keys if source.get(k)), "")
         if isinstance(text, (list, tuple)):
             text = "; ".join(map(str, text))
-        values[name] = clip_field(text, FIELD_CAPS[name])
+        flat, cap = " ".join(_FORBIDDEN_RE.sub(MASK, str(text or "")).split()), FIELD_CAPS[name]
+        values[name] = flat if len(flat) <= cap else flat[: cap - 1].rstrip() + ELLIPSIS
     return Card(**values)
 
 
