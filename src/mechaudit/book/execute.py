@@ -229,7 +229,9 @@ def execute_chapters(names: Iterable[str | Path] = (), params_file: Path | None 
                     base_url=settings["llm_base_url"])
     if params_file:  # the sections of the chapters not run, after the run's own inputs
         _check_whole_file(params_file, chapters, stream)
-    plans = [(c, _with_data_env(c, params)) for c, params in plans]
+    # a chapter whose default data is its own folder (09's example set) reads MECHAUDIT_DATA like the others
+    full = full_parameters(plans)
+    plans = [(c, {**params, **env_data_dir(c.stem, full[c.stem])}) for c, params in plans]
     if not _check_money(run, stream, confirm=confirm, dry_run=dry_run, allow_unpriced=allow_unpriced):
         return []
     try:
@@ -259,12 +261,6 @@ def _execute_all(tasks: list[tuple], jobs: int) -> list[Path]:
             for f in futures:
                 f.cancel()
             raise
-
-
-def _with_data_env(chapter: Chapter, params: dict[str, Any]) -> dict[str, Any]:
-    """``params`` plus the ``data_dir`` that makes a chapter whose default is its own folder (chapter
-    09's example set) read ``MECHAUDIT_DATA`` like every other chapter (``preflight.env_data_dir``)."""
-    return {**params, **env_data_dir(chapter.stem, {**notebook_parameters(chapter.source), **params})}
 
 
 def _check_whole_file(params_file: Path, chapters: list[Chapter], stream) -> None:
