@@ -594,11 +594,14 @@ def paper_inside(value: float, settings: Sequence) -> str:
     return f"{where} the studied settings' {format_number(low, 1)} and {format_number(high, 1)} pp"
 
 
+def _runs_needed(r) -> int | str:
+    """A ``power.runs_needed`` row's runs per depth needed: an int, or "more than <largest tried>"."""
+    return int(r.runs_needed) if np.isfinite(r.runs_needed) else f"more than {int(r.largest_tried)}"
+
+
 def needed_text(needed: pd.DataFrame) -> str:
     """``power.runs_needed`` as text: "0.2 pp: more than 20; 1.7 pp: 10" (runs per depth per true effect)."""
-    return "; ".join(f"{format_number(r.truth_pp, 1)} pp: "
-                     f"{int(r.runs_needed) if np.isfinite(r.runs_needed) else f'more than {r.largest_tried}'}"
-                     for r in needed.itertuples())
+    return "; ".join(f"{format_number(r.truth_pp, 1)} pp: {_runs_needed(r)}" for r in needed.itertuples())
 
 
 def runs_vs_instances(power: pd.DataFrame, target_pp: float, runs: tuple[int, int] = (4, 10),
@@ -617,10 +620,7 @@ def runs_vs_instances(power: pd.DataFrame, target_pp: float, runs: tuple[int, in
 def needed_table(needed: pd.DataFrame) -> pd.DataFrame:
     """``power.runs_needed`` readable: index true effect (pp); runs per depth needed (int, or "more
     than <largest tried>") and the power there."""
-    def runs(r) -> int | str:
-        return int(r.runs_needed) if np.isfinite(r.runs_needed) else f"more than {int(r.largest_tried)}"
-
     return pd.DataFrame({"true 1 v 5 (pp)": needed.truth_pp.round(1).to_numpy(),
                          "instances": needed.n_instances.astype(int).to_numpy(),
-                         "runs per depth needed": [runs(r) for r in needed.itertuples()],
+                         "runs per depth needed": [_runs_needed(r) for r in needed.itertuples()],
                          "power there": needed.power_there.round(2).to_numpy()}).set_index("true 1 v 5 (pp)")
