@@ -8,7 +8,7 @@ import json
 import os
 from typing import Any
 
-from mechaudit.llm.cacheindex import INDEX_FILENAME
+from mechaudit.llm.cacheindex import INDEX_FILENAME, save_log_row
 from mechaudit.llm.cachelog import IndexedLog, json_line, parse
 
 STATE_FILENAME = "batches.jsonl"
@@ -78,4 +78,4 @@ class BatchState(IndexedLog):
             row = self._catch_up(warn=False)
             [span] = self._append(conn, row, [line])
             self._index_items(conn, row, [(0, *span, self._entry(event))])
-            self._save_row(conn, row)
+            save_log_row(conn, self._name, row)

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from mechaudit.llm.batchstate import BatchState  # noqa: F401 - re-exported: import paths from before the split
-from mechaudit.llm.cacheindex import INDEX_FILENAME
+from mechaudit.llm.cacheindex import INDEX_FILENAME, log_row, save_log_row
 from mechaudit.llm.cachelog import CacheRecoveryWarning, IndexedLog, json_line, parse  # noqa: F401 - re-exported
 from mechaudit.llm.request import LLMRequest
 from mechaudit.paths import cache_path
@@ -103,7 +103,7 @@ class ResponseCache(IndexedLog):
     def _state(self) -> dict[str, Any] | None:
         with self._lock:
             conn = self._conn()
-            return None if conn is None else self._row(conn)
+            return None if conn is None else log_row(conn, self._name)
 
     @property
     def duplicates(self) -> int:
@@ -195,7 +195,7 @@ class ResponseCache(IndexedLog):
         with self._write() as conn:
             row = self._catch_up(warn=False)
             if conn.execute("SELECT 1 FROM responses WHERE key = ?", (key,)).fetchone() is not None:
-                self._save_row(conn, row)
+                save_log_row(conn, self._name, row)
                 return False
             new = [record]
             if system is not None and conn.execute(
@@ -203,7 +203,7 @@ class ResponseCache(IndexedLog):
                 new.insert(0, system)
             spans = self._append(conn, row, [json_line(r) for r in new])
             self._index_items(conn, row, [(0, off, n, self._entry(r)) for (off, n), r in zip(spans, new)])
-            self._save_row(conn, row)
+            save_log_row(conn, self._name, row)
         return True
 
     # -- export / import ---------------------------------------------------------------------
@@ -288,5 +288,5 @@ class ResponseCache(IndexedLog):
                     size = 0
             if pending:
                 flush()
-            self._save_row(conn, row)
+            save_log_row(conn, self._name, row)
         return counts

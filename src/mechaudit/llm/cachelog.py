@@ -128,12 +128,6 @@ class IndexedLog:
         except FileNotFoundError:
             return None
 
-    def _row(self, conn: sqlite3.Connection) -> dict[str, Any] | None:
-        return index.log_row(conn, self._name)
-
-    def _save_row(self, conn: sqlite3.Connection, row: dict[str, Any]) -> None:
-        index.save_log_row(conn, self._name, row)
-
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
         """A write transaction on the index (:func:`~mechaudit.llm.cacheindex.write_transaction`)."""
@@ -152,7 +146,7 @@ class IndexedLog:
                 self._catch_up_if_stale(conn, force)
 
     def _catch_up_if_stale(self, conn: sqlite3.Connection, force: bool = False) -> None:
-        if force or not index.fresh(self._row(conn), self._stat()):
+        if force or not index.fresh(index.log_row(conn, self._name), self._stat()):
             with self._write():
                 self._catch_up(force)
 
@@ -161,7 +155,7 @@ class IndexedLog:
         the log row. Rebuilds from scratch when the indexed part itself changed. ``warn``: report
         a torn last line (writers, which cut it off, pass False)."""
         conn = self._handles["conn"]
-        st, row = self._stat(), self._row(conn)
+        st, row = self._stat(), index.log_row(conn, self._name)
         self._refresh_fd(None if st is None else st.st_ino)
         if not force and index.fresh(row, st) and row is not None:
             return row
@@ -180,7 +174,7 @@ class IndexedLog:
             conn.execute(f"PRAGMA cache_size = {page_cache}")
         row.update(size=offset, mtime_ns=st.st_mtime_ns, inode=st.st_ino, tail=self._tail_hash(offset),
                    lines=lineno, newline=newline if offset else 1)
-        self._save_row(conn, row)
+        index.save_log_row(conn, self._name, row)
         return row
 
     def _index_rest(self, conn: sqlite3.Connection, row: dict[str, Any], size: int, big: bool,
