@@ -395,12 +395,12 @@ def narrow(page) -> dict:
 
 def figure_text(page) -> dict[int, list[dict]]:
     """The text of every figure of the page at each of ``WIDTHS`` (see ``FIGURE_TEXT_JS``): ``{width:
-    [{"figure", "svg", "texts": [{"words", "px"}]}]}``; the viewport is left at the first width."""
+    [{"figure", "svg", "texts": [{"words", "px"}]}]}``; the viewport is left at the last width (the pass
+    reads :func:`narrow` there next: each change of width lays the page out again)."""
     found = {}
     for width in WIDTHS:
         page.set_viewport_size({"width": width, "height": HEIGHT})
         found[width] = page.evaluate(FIGURE_TEXT_JS)
-    page.set_viewport_size({"width": WIDTHS[0], "height": HEIGHT})
     return found
 
 
@@ -475,8 +475,8 @@ def site(built_book, browser) -> dict:
             found.update(page.evaluate(TABLES_JS))
             found.update(page.evaluate(CELLS_JS))
             wide = page.evaluate("document.documentElement.scrollWidth")
-            found["narrow"] = narrow(page)
             found["figure_text"] = figure_text(page)
+            found["narrow"] = narrow(page)
             shots = screenshots(page, cdp, entry.replace("/", "__")) if TAKE_SHOTS else []
             problems += [f"console error: {e}" for e in errors]
             pages[entry] = {"url": url, "problems": problems, "layout": found, "shots": shots,
