@@ -129,17 +129,20 @@ def pytest_sessionstart(session) -> None:
 
 
 def pytest_collection_modifyitems(session, config, items) -> None:
-    """With ``--start-steps``: the files whose tests read a session step run last, those reading the
-    book (the shorter step) before those reading the shared run, by which time the step is made, so
-    no worker waits for it. xdist hands out whole files in this order (``--no-loadscope-reorder``);
-    every worker sorts its collection the same way, and the order within each part is kept."""
+    """With ``--start-steps``: the wheel install (``install`` mark, the longest file: one to three
+    minutes, most of it in subprocesses) starts first; the files whose tests read a session step run
+    after the others, those reading the book (the shorter step) before those reading the shared run,
+    by which time the step is made, so no worker waits for it; the notebooks (nbval, one file of 5 to
+    30 s per chapter) run last, so both workers end within one notebook of each other. xdist hands out
+    whole files in this order (``--no-loadscope-reorder``); every worker sorts its collection the same
+    way, and the order within each part is kept."""
     if not config.getoption("--start-steps"):
         return
     rank: dict[Path, int] = {}
     for item in items:
         names = set(getattr(item, "fixturenames", ()))
-        need = 2 if "shared_run" in names else 1 if "built_book" in names else 0
-        rank[item.path] = max(rank.get(item.path, 0), need)
+        need = 3 if item.path.suffix == ".ipynb" else 2 if "shared_run" in names else 1 if "built_book" in names else 0
+        rank[item.path] = -1 if item.get_closest_marker("install") else max(rank.get(item.path, 0), need)
     items.sort(key=lambda item: rank[item.path])
 
 

@@ -4,6 +4,8 @@ reads the seed without encoding, writes only to its own store and can be told to
 
 from __future__ import annotations
 
+import importlib.util
+
 import numpy as np
 import pytest
 
@@ -12,7 +14,9 @@ from mechaudit.perturb import load_suite
 from mechaudit.rules.embedding import DEFAULT_MODELS, EmbeddingRule, model_id, read_store, store_path, text_key
 from mechaudit.schema import hypothesis_text
 
-pytest.importorskip("sentence_transformers")
+# checked without importing it: torch loads only in the worker that runs these tests
+pytestmark = pytest.mark.skipif(importlib.util.find_spec("sentence_transformers") is None,
+                                reason="sentence-transformers (the [embeddings] extra) is not installed")
 
 SEED = store_path(EMBEDDING_SEED_DIR, None)
 

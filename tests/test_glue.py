@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import functools
 import importlib
 import re
 import typing
@@ -166,6 +167,13 @@ def notebook_refs_and_glue(source: Path) -> tuple[list[Reference], Glued]:
     return refs, glued
 
 
+@functools.cache
+def chapter_glue(source: Path) -> Glued:
+    """What a committed chapter source glues (``notebook_refs_and_glue``), read once per session: the
+    pages and chapters cite dozens of keys of the same chapter. Callers must not change it."""
+    return notebook_refs_and_glue(source)[1]
+
+
 def prefix(source: Path) -> str:
     """The chapter's glue-name prefix: ``01_problem`` -> ``ch01_``, ``02b_validity`` -> ``ch02b_``."""
     return f"ch{source.stem.split('_')[0]}_"
@@ -250,7 +258,7 @@ def test_every_cited_key_is_glued_by_the_same_chapter(source):
         else:
             other = _source_of(ref.doc, source)
             assert other.exists(), f"{source.name} cites {ref.doc}::{ref.key}: no such chapter"
-            assert notebook_refs_and_glue(other)[1].covers(ref.key), f"{other.name} does not glue {ref.key!r}"
+            assert chapter_glue(other).covers(ref.key), f"{other.name} does not glue {ref.key!r}"
 
 
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: p.stem)
@@ -259,7 +267,7 @@ def test_pages_cite_keys_their_chapter_glues(page):
         assert ref.doc is not None, f"{page.name}: {ref.key!r} needs 'path/to/chapter.ipynb::key' on a page"
         other = _source_of(ref.doc, page)
         assert other.exists(), f"{page.name} cites {ref.doc}::{ref.key}: no such chapter"
-        assert notebook_refs_and_glue(other)[1].covers(ref.key), f"{other.name} does not glue {ref.key!r}"
+        assert chapter_glue(other).covers(ref.key), f"{other.name} does not glue {ref.key!r}"
 
 
 def test_glue_names_carry_the_chapter_prefix_and_are_unique_book_wide():

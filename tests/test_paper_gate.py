@@ -304,3 +304,51 @@ def test_each_chapters_texts_and_labels_follow_the_switch(switch):
         assert len(found) == 11, found  # each producer above names the paper or shows its numbers
     else:
         assert found == [] and shares.max_gap_pp is None
+
+
+def _paper_traces(out: Path) -> list[str]:
+    """Paper comparison files, calibration files and paper markers under a run folder. A figure's
+    markers of the paper's reported values carry a legend entry starting with "paper" ("paper",
+    "paper (LLM judge)", "paper's runs per depth"), which matplotlib's SVG keeps as a text comment;
+    a threshold the run uses that the paper chose ("threshold 0.25 (paper)") and the name of the
+    paper-rate rule ("paper_rates", a rule the run applies; its legend label "paper-rate judge") are
+    settings, not paper numbers."""
+    paper_tables = ("paper_comparison", "calibration_fit", "calibration_scan")
+    found = [p.name for p in out.rglob("*.csv") if p.stem in paper_tables]
+    for svg in out.rglob("*.svg"):
+        found += [f"{svg.name}: {m}" for m in re.findall(r"<!-- (.*?) -->", svg.read_text())
+                  if re.match(r"paper\b(?!-rate judge)", m.lower())]
+    for nb in out.glob("*.ipynb"):
+        if "paper-compare" in nb.read_text():
+            found.append(f"{nb.name}: a paper-vs-run table")
+    return found
+
+
+def test_the_trace_finder_sees_paper_markers_and_tables(tmp_path):
+    """The check below can fail: a figure with the paper's values and a paper table are found."""
+    from mechaudit.book.ch02_critique_depth import paper_values
+    from mechaudit.plots.workflow import critique_depth_figure
+    from mechaudit.report.outputs import save
+
+    points = pd.DataFrame({"panel": ["same-depth", "extra"], "label": ["0", "0 v 1"], "instance": ["A", "A"],
+                           "value": [10.0, 30.0]})
+    save("depth", critique_depth_figure(points, caption="Backend: reference", paper=paper_values([(0, 1)])), tmp_path)
+    save("paper_comparison", pd.DataFrame({"a": [1]}), tmp_path)
+    assert sorted(_paper_traces(tmp_path)) == ["depth.svg: paper", "paper_comparison.csv"]
+
+
+def test_their_data_gets_no_paper_numbers_through_any_route(shared_run):
+    """The shared run on the example data: chapter 02 chose it through ``MECHAUDIT_DATA``, chapter
+    05 through ``-p data_dir`` and the others through ``data_dir`` in the parameter file. No paper
+    comparison, no calibration, no paper markers anywhere; and chapter 05's reused run folder holds
+    none of an earlier run's files."""
+    out = shared_run.out_dir
+    assert _paper_traces(out) == []
+    assert (out / "02_critique_depth" / "extra_divergence.csv").exists()
+    assert (out / "05_perturbations" / "percent_different.csv").exists()
+    assert not (out / "05_perturbations" / "paper_comparison.csv").exists()  # the earlier run's file is gone
+    err = shared_run.stderr["05_perturbations"]
+    assert "05_perturbations: " in err and "held an earlier run: replaced whole" in err
+    for stem in ("02_critique_depth", "05_perturbations"):
+        assert "No comparison with published numbers" in shared_run.notebook(stem).read_text(), stem
+    assert "No calibration to published numbers" in shared_run.notebook("02_critique_depth").read_text()

@@ -238,6 +238,7 @@ class LLMJudge:
         self.max_tokens = int(max_tokens)
         self.json_retries = int(json_retries)
         self.schema = StepMechanismVerdict if rubric == "step" else MechanismVerdict
+        self._json_schema = self.schema.model_json_schema()  # built once: pydantic rebuilds it per call
         self.client = check_client(client)
         self._instances = instances
 
@@ -285,7 +286,7 @@ class LLMJudge:
             version=f"mechjudge-{self.rubric}-{PROMPT_VERSION}.r{repeat}",
             metadata={"pair": index, "order": order, "repeat": repeat, "rubric": self.rubric},
             forbidden_terms=LEAK_TERMS,
-            json_schema=self.schema.model_json_schema(),
+            json_schema=self._json_schema,
         )
 
     def requests(self, pairs: Sequence[Pair]) -> list[LLMRequest]:
