@@ -20,7 +20,9 @@ threads wait for each other and a reply takes many times longer.
 
 ``--recheck N`` records nothing: it sends N recorded requests (spread over the log) to a fresh
 server again, checks that each rebuilt request has the recorded cache key, and counts the replies
-that are identical to the recorded text (the reproducibility of a recording), then stops.
+that are identical to the recorded text and those that parse to the same JSON (the reproducibility
+of a recording; the server's thread count changes its arithmetic: record and recheck with the same
+``LOCAL_JUDGE_THREADS``), then stops.
 """
 
 from __future__ import annotations
@@ -154,20 +156,23 @@ def recorded_requests() -> list[tuple[LLMRequest, str, str]]:
     return out
 
 
-def recheck(n: int) -> tuple[int, int]:
+def recheck(n: int) -> tuple[int, int, int]:
     """Send ``n`` recorded requests (spread evenly over the log) to the running server again;
-    ``(identical replies, requests sent)``. A rebuilt request whose key differs stops the run."""
+    ``(identical replies, replies with the same JSON content, requests sent)``. A rebuilt request
+    whose key differs stops the run."""
     records = recorded_requests()
     picked = records[:: max(len(records) // n, 1)][:n]
-    same = 0
+    same = same_json = 0
     for request, key, text in picked:
         if request.key != key:
             sys.exit(f"a rebuilt request has key {request.key[:12]}, recorded {key[:12]}")
         body = json.dumps(openai_params(request)).encode()
         post = urllib.request.Request(f"{ENDPOINT}/chat/completions", body, {"Content-Type": "application/json"})
         with urllib.request.urlopen(post, timeout=600) as r:
-            same += json.load(r)["choices"][0]["message"]["content"] == text
-    return same, len(picked)
+            reply = json.load(r)["choices"][0]["message"]["content"]
+        same += reply == text
+        same_json += json.loads(reply) == json.loads(text)
+    return same, same_json, len(picked)
 
 
 def write_results(rows: list[tuple[str, str]], command: str = "`make local-judge` (`python benchmarks/local_judge.py`)"
@@ -216,11 +221,12 @@ def main() -> None:
         install()
         server = start_server(WORK / "server.log")
         try:
-            same, sent = recheck(args.recheck)
+            same, same_json, sent = recheck(args.recheck)
         finally:
             server.terminate()
             server.wait(timeout=30)
-        print(f"re-sent {sent} recorded requests: {same} replies identical to the recorded text")
+        print(f"re-sent {sent} recorded requests: {same} replies identical to the recorded text, "
+              f"{same_json} with the same JSON content")
         return
     start = time.perf_counter()
     seconds = install()
