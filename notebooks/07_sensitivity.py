@@ -99,7 +99,8 @@ print("; ".join(f"{SUITE_LABELS[n]}: {len(pairs)} valid pairs" for n, (pairs, _)
 # towards 100 %.
 
 # %%
-suite_sim = {n: ch.similarities(s, pairs) for n, (pairs, _) in suites.items()}
+suite_sim = {n: ch.similarities(s, pairs)
+             for n, (pairs, _) in suites.items()}
 suite_kinds = {n: kinds for n, (_, kinds) in suites.items()}
 sweep = ch.sweep_by_suite(suite_sim, s.grids, kinds=suite_kinds)
 
@@ -135,7 +136,8 @@ fig = ctx.figure("threshold_sweep", fig, glue_as="ch07_fig_sweep")
 # alike than rewordings).
 
 # %%
-separating, seps = ch.separation_by_suite(suite_sim, s.grids, kinds=suite_kinds)
+separating, seps = ch.separation_by_suite(suite_sim, s.grids,
+                                          kinds=suite_kinds)
 
 # %% tags=["hide-input"]
 ctx.table("separating_thresholds", separating, label="tbl-ch07-separating",
