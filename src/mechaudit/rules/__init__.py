@@ -13,11 +13,10 @@ does not load scikit-learn, torch or the LLM layer.
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+import lazy_loader
 
-#: Public name -> home module.
-_EXPORTS: dict[str, str] = {name: f"mechaudit.rules.{home}" for home, names in (
+#: home module -> its public names, imported on first use (SPEC 1's lazy_loader)
+__getattr__, __dir__, __all__ = lazy_loader.attach(__name__, submod_attrs=dict((
     ("registry", ("NAMES", "build")),
     ("base", ("Pair", "Rule", "check_pairs")),
     ("mechanism_key", ("MechanismKeyRule",)),
@@ -26,19 +25,4 @@ _EXPORTS: dict[str, str] = {name: f"mechaudit.rules.{home}" for home, names in (
     ("embedding", ("EmbeddingRule", "ModelCache", "marginal_same_rate", "matched_threshold")),
     ("llm_judge", ("LLMJudge", "UndecidedError")),
     ("paper_rates", ("PaperRateJudge",)),
-) for name in names}
-
-__all__ = sorted(_EXPORTS)
-
-
-def __getattr__(name: str) -> Any:
-    """Import a public name on first access and cache it on the package."""
-    if name not in _EXPORTS:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(_EXPORTS[name]), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_EXPORTS))
+)))

@@ -9,11 +9,10 @@ below are imported on first use, so importing one module does not load the other
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+import lazy_loader
 
-#: Public name -> home module.
-_EXPORTS: dict[str, str] = {name: f"mechaudit.tau.{home}" for home, names in (
+#: home module -> its public names, imported on first use (SPEC 1's lazy_loader)
+__getattr__, __dir__, __all__ = lazy_loader.attach(__name__, submod_attrs=dict((
     ("anchors", ("anchor_papers", "anchor_table", "pass_thresholds", "passes", "review_stats_from_ratings",
                  "score10_from_review_stats", "select_bucket_anchors", "select_initial_anchors")),
     ("cards", ("CARD_VERSION", "FIELD_CAPS", "FORBIDDEN_TERMS", "Card", "build_paper_card", "build_story_card")),
@@ -27,19 +26,4 @@ _EXPORTS: dict[str, str] = {name: f"mechaudit.tau.{home}" for home, names in (
     ("simulate", ("PERCEPTION_SOURCES", "SimulatedJudge", "SyntheticPool", "make_pool", "make_story",
                   "perceived_values", "simulate_judgements", "simulate_pairs")),
     ("taufile", ("TauConfig", "TauFileMismatchError", "load_tau_file", "write_tau_file")),
-) for name in names}
-
-__all__ = sorted(_EXPORTS)
-
-
-def __getattr__(name: str) -> Any:
-    """Import a public name on first access and cache it on the package."""
-    if name not in _EXPORTS:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(_EXPORTS[name]), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_EXPORTS))
+)))
