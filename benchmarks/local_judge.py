@@ -121,15 +121,21 @@ def metrics() -> dict[str, float]:
     return {m.group(1): float(m.group(2)) for m in re.finditer(r"^llamacpp:(\w+) ([\d.eE+-]+)$", text, re.M)}
 
 
+def log_records() -> list[dict]:
+    """Every record of the LLM cache's log (system prompts and answers), in file order."""
+    path = ResponseCache(default_cache_dir()).path
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()] if path.exists() else []
+
+
+def is_answer(record: dict) -> bool:
+    """Whether a log record is an answer of the local judge."""
+    return record.get("kind") == "response" and record.get("endpoint") == ENDPOINT
+
+
 def recorded() -> dict[str, int]:
     """Answers of the local judge in the cache: requests, input and output tokens, invalid JSON."""
-    cache = ResponseCache(default_cache_dir())
     out = {"requests": 0, "input tokens": 0, "output tokens": 0, "replies that are not JSON": 0}
-    lines = cache.path.read_text(encoding="utf-8").splitlines() if cache.path.exists() else []
-    for line in lines:
-        record = json.loads(line)
-        if record.get("kind") != "response" or record.get("endpoint") != ENDPOINT:
-            continue
+    for record in filter(is_answer, log_records()):
         usage = record["response"]["usage"]
         out["requests"] += 1
         out["input tokens"] += usage["input_tokens"] + usage.get("cache_read_input_tokens", 0)
@@ -143,16 +149,13 @@ def recorded() -> dict[str, int]:
 
 def recorded_requests() -> list[tuple[LLMRequest, str, str]]:
     """Every recorded request of the local judge, rebuilt: ``(request, recorded key, recorded text)``."""
-    cache = ResponseCache(default_cache_dir())
-    systems, out = {}, []
-    for line in cache.path.read_text(encoding="utf-8").splitlines():
-        record = json.loads(line)
-        if record.get("kind") == "system":
-            systems[record["sha256"]] = record["text"]
-        elif record.get("kind") == "response" and record.get("endpoint") == ENDPOINT:
-            fields = dict(record["request"])
-            fields["system"] = systems[fields.pop("system_sha256")] if "system_sha256" in fields else ""
-            out.append((LLMRequest(**fields), record["key"], record["response"]["text"]))
+    records = log_records()
+    systems = {r["sha256"]: r["text"] for r in records if r.get("kind") == "system"}
+    out = []
+    for record in filter(is_answer, records):
+        fields = dict(record["request"])
+        fields["system"] = systems[fields.pop("system_sha256")] if "system_sha256" in fields else ""
+        out.append((LLMRequest(**fields), record["key"], record["response"]["text"]))
     return out
 
 
