@@ -77,27 +77,24 @@ def markdown(path: Path) -> str:
     return "\n\n".join(c["source"] for c in cells(path) if c["cell_type"] == "markdown")
 
 
+def visible_code(path: Path) -> list[tuple[int, list[str]]]:
+    """``(cell number, source lines)`` of each visible code cell (no hiding tag; the parameters cell
+    counts)."""
+    return [(n, c["source"].rstrip().splitlines()) for n, c in enumerate(cells(path))
+            if c["cell_type"] == "code" and not set(c.get("metadata", {}).get("tags", [])) & HIDDEN_TAGS]
+
+
 def long_visible_cells(path: Path, limit: int = MAX_VISIBLE_LINES) -> list[str]:
-    """Visible code cells (no hiding tag; the parameters cell counts) longer than ``limit`` lines."""
-    out = []
-    for n, c in enumerate(cells(path)):
-        tags = set(c.get("metadata", {}).get("tags", []))
-        lines = c["source"].rstrip().splitlines()
-        if c["cell_type"] == "code" and not tags & HIDDEN_TAGS and len(lines) > limit:
-            out.append(f"cell {n} ({len(lines)} lines): {lines[0][:60]!r}")
-    return out
+    """Visible code cells longer than ``limit`` lines."""
+    return [f"cell {n} ({len(lines)} lines): {lines[0][:60]!r}" for n, lines in visible_code(path)
+            if len(lines) > limit]
 
 
 def wide_visible_lines(path: Path, limit: int = MAX_VISIBLE_COLUMNS) -> list[str]:
     """Lines of visible code cells wider than ``limit`` characters (the browser pass measures the
     same lines in pixels; this finds them without a build)."""
-    out = []
-    for n, c in enumerate(cells(path)):
-        tags = set(c.get("metadata", {}).get("tags", []))
-        if c["cell_type"] == "code" and not tags & HIDDEN_TAGS:
-            out += [f"cell {n}: {len(line)} columns: {line[:50]!r}" for line in c["source"].splitlines()
-                    if len(line) > limit]
-    return out
+    return [f"cell {n}: {len(line)} columns: {line[:50]!r}" for n, lines in visible_code(path)
+            for line in lines if len(line) > limit]
 
 
 def glossary_terms() -> list[str]:
