@@ -149,13 +149,7 @@ ctx.table("suite_counts", ch.counts_by_suite(suites), label="tbl-ch05-suite",
 #   what a small real model does with the rubric, not as the paper's judge.
 
 # %%
-names = ch.build_rules(next(iter(suites.values())).bench,
-                       tfidf_threshold=p.tfidf_threshold,
-                       tfidf_fit_on=p.tfidf_fit_on,
-                       embedding_model=p.embedding_model,
-                       embedding_threshold=p.embedding_threshold,
-                       embedding_cache=p.embedding_cache,
-                       reference_rubric=p.reference_rubric)
+names = ch.build_rules(next(iter(suites.values())).bench, p)
 audits = {name: ch.audit_suite(s, names, client=ctx.client,
                                model=p.judge_model, rubric=p.judge_rubric,
                                orders=p.judge_orders,

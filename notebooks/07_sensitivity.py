@@ -78,13 +78,7 @@ p = ctx.settings
 thresholds = {"tfidf": p.tfidf_threshold, "embedding": p.embedding_threshold}
 
 # %%
-s = ch.setup(p.data_dir, tfidf_sweep=p.tfidf_sweep,
-             embedding_sweep=p.embedding_sweep,
-             tfidf_threshold=p.tfidf_threshold,
-             embedding_threshold=p.embedding_threshold,
-             embedding_model=p.embedding_model,
-             embedding_cache=p.embedding_cache,
-             reference_rubric=p.reference_rubric)
+s = ch.setup(p)
 suites = ch.suites_of(p.data_dir)
 
 # %% tags=["hide-input"]

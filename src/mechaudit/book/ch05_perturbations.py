@@ -22,6 +22,7 @@ from mechaudit.backends import Backend
 from mechaudit.book import selfserved
 from mechaudit.book.chapter import LOCAL, ChapterContext, axis_placeholder, headline_provenance, judge_models
 from mechaudit.book.selfserved import SelfServed
+from mechaudit.book.settings import PerturbationsSettings
 from mechaudit.llm.pricing import Planned
 from mechaudit.paper import reported, shown
 from mechaudit.paths import cache_path
@@ -98,22 +99,20 @@ class RuleSet:
     target_rate: float  # the "same" rate the matched threshold reproduces on them
 
 
-def build_rules(bench: Benchmark, *, tfidf_threshold: float = 0.25, tfidf_fit_on: str = "compared",
-                embedding_model: str | None = None, embedding_threshold: float = 0.77,
-                embedding_cache: bool = True, reference_rubric: str = "full") -> RuleSet:
-    """TF-IDF, embeddings at ``embedding_threshold`` and at the threshold that reproduces, on the
+def build_rules(bench: Benchmark, p: PerturbationsSettings) -> RuleSet:
+    """TF-IDF, embeddings at ``p.embedding_threshold`` and at the threshold that reproduces, on the
     same-instance pairs of committed hypotheses, the mean "same" rate of TF-IDF and the reference judge,
     and the reference judge."""
-    store = cache_path("embedding_cache") if embedding_cache else None
-    reference = ReferenceJudge(reference_rubric)
+    store = cache_path("embedding_cache") if p.embedding_cache else None
+    reference = ReferenceJudge(p.reference_rubric)
     matching = within_instance_pairs(bench.hypotheses)
-    target = marginal_same_rate([TfidfRule(threshold=tfidf_threshold), reference], matching)
-    matched = EmbeddingRule(model=embedding_model, threshold="match_rate", cache_dir=store).fit(
+    target = marginal_same_rate([TfidfRule(threshold=p.tfidf_threshold), reference], matching)
+    matched = EmbeddingRule(model=p.embedding_model, threshold="match_rate", cache_dir=store).fit(
         matching, target_rate=target)
-    names = ("tfidf", f"embedding {embedding_threshold:g}", f"embedding matched {matched.threshold_:.2f}",
-             f"reference ({reference_rubric})")
-    rules = dict(zip(names, (TfidfRule(threshold=tfidf_threshold, fit_on=tfidf_fit_on),
-                             EmbeddingRule(model=embedding_model, threshold=embedding_threshold, cache_dir=store),
+    names = ("tfidf", f"embedding {p.embedding_threshold:g}", f"embedding matched {matched.threshold_:.2f}",
+             f"reference ({p.reference_rubric})")
+    rules = dict(zip(names, (TfidfRule(threshold=p.tfidf_threshold, fit_on=p.tfidf_fit_on),
+                             EmbeddingRule(model=p.embedding_model, threshold=p.embedding_threshold, cache_dir=store),
                              matched, reference)))
     return RuleSet(rules, *names, n_matching_pairs=len(matching), target_rate=target)
 

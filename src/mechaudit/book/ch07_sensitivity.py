@@ -25,6 +25,7 @@ from mechaudit.agreement import (
     threshold_sweep,
 )
 from mechaudit.book.chapter import REFERENCE_JUDGE, ChapterContext, axis_placeholder, headline_provenance, judge_models
+from mechaudit.book.settings import SensitivitySettings
 from mechaudit.llm.pricing import Planned
 from mechaudit.paper import reported
 from mechaudit.paths import cache_path
@@ -86,19 +87,18 @@ def preserving(*, kinds: Sequence[str]) -> np.ndarray:
     return np.array([k in MEANING_PRESERVING for k in kinds])
 
 
-def setup(data_dir: str | Path | None = None, *, tfidf_sweep=(0.05, 0.95, 19), embedding_sweep=(0.5, 0.98, 25),
-          tfidf_threshold: float = 0.25, embedding_threshold: float = 0.77, embedding_model: str | None = None,
-          embedding_cache: bool = True, reference_rubric: str = "full", suite: str = "template") -> SensitivitySetup:
-    """Load the benchmark and the valid pairs of perturbation ``suite`` under ``data_dir`` (default:
-    shipped) and build the rules."""
-    bench = load_benchmark(data_dir)
-    pairs, kinds = load_pairs(data_dir, suite)
-    embedding = EmbeddingRule(model=embedding_model, threshold=embedding_threshold,
-                              cache_dir=cache_path("embedding_cache") if embedding_cache else None)
+def setup(p: SensitivitySettings | None = None, *, suite: str = "template") -> SensitivitySetup:
+    """Load the benchmark and the valid pairs of perturbation ``suite`` under ``p.data_dir`` and build
+    the rules at the settings ``p`` (default: the chapter's defaults)."""
+    p = p or SensitivitySettings()
+    bench = load_benchmark(p.data_dir)
+    pairs, kinds = load_pairs(p.data_dir, suite)
+    embedding = EmbeddingRule(model=p.embedding_model, threshold=p.embedding_threshold,
+                              cache_dir=cache_path("embedding_cache") if p.embedding_cache else None)
     return SensitivitySetup(bench, pairs, kinds,
-                            within_instance_pairs(bench.hypotheses), TfidfRule(threshold=tfidf_threshold),
-                            embedding, ReferenceJudge(reference_rubric),
-                            {"tfidf": grid(tfidf_sweep), "embedding": grid(embedding_sweep)})
+                            within_instance_pairs(bench.hypotheses), TfidfRule(threshold=p.tfidf_threshold),
+                            embedding, ReferenceJudge(p.reference_rubric),
+                            {"tfidf": grid(p.tfidf_sweep), "embedding": grid(p.embedding_sweep)})
 
 
 def similarities(s: SensitivitySetup, pairs: Sequence[Pair]) -> dict[str, np.ndarray]:
