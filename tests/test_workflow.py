@@ -13,10 +13,10 @@ from fake_anthropic import FakeAnthropic, client_for
 
 from mechaudit.divergence import divergence_matrix
 from mechaudit.paths import PARAMS_DIR
-from mechaudit.rules import MechanismKeyRule
 from mechaudit.schema import load_benchmark, mechanism_key
 from mechaudit.workflow import (
     Design,
+    MechanismKeyRule,
     by_instance,
     counts,
     key_matrix,

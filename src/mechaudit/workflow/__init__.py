@@ -14,7 +14,7 @@ __getattr__, __dir__, __all__ = lazy_loader.attach(__name__, submod_attrs={
     "delivery": ("Delivery", "WorkflowSetup", "deliver", "excluded_note", "report_dropped", "show_excluded",
                  "workflow_setup"),
     "depth": ("InstanceMatrix", "by_instance", "counts", "depth_table", "instance_matrices", "key_matrix",
-              "per_instance_effects", "rule_tables"),
+              "per_instance_effects", "rule_tables", "MechanismKeyRule"),
     "design": ("Design", "load_design"),
     "measured": ("delivered_diversity", "diversity_table", "set_matrices"),
     "records": ("LABELS", "Demand", "Exclusion", "Reply", "Revision", "Run", "demands_frame", "excluded_frame",
@@ -24,3 +24,4 @@ __getattr__, __dir__, __all__ = lazy_loader.attach(__name__, submod_attrs={
                   "simulate_run"),
     "validity": ("population_truth", "replicate", "replication_seed", "validity_summary"),
 })
+__all__.remove("MechanismKeyRule")  # re-exported for the chapters, documented in its home (mechaudit.rules)
