@@ -7,8 +7,7 @@ The names a researcher needs are available from the package itself (``mechaudit.
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+import lazy_loader
 
 from mechaudit.deprecation import install_moved_modules
 
@@ -16,54 +15,38 @@ __version__ = "0.1.0"
 
 install_moved_modules()  # the old paths of modules that moved into packages import for one release
 
-#: Public name -> home module. The book's API reference lists the same names.
-_EXPORTS: dict[str, str] = {name: home for home, names in (
+#: Home module -> its public names, imported on first use (SPEC 1's lazy_loader). The book's API
+#: reference lists the same names.
+_HOMES = dict((
     # data model and loaders
-    ("mechaudit.schema", ("DataError", "Step", "Hypothesis", "Instance", "Vocabulary", "Benchmark",
-                          "load_benchmark", "load_hypotheses", "load_instances", "load_vocabulary", "hypothesis_text",
-                          "mechanism_key")),
+    ("schema", ("DataError", "Step", "Hypothesis", "Instance", "Vocabulary", "Benchmark", "load_benchmark",
+                "load_hypotheses", "load_instances", "load_vocabulary", "hypothesis_text", "mechanism_key")),
     # controlled perturbations
-    ("mechaudit.perturb", ("KINDS", "PerturbationError", "make_suite", "load_suite", "write_suite", "suite_path",
-                           "available_suites")),
-    ("mechaudit.reworded", ("load_rewrites", "reworded_suite")),
+    ("perturb", ("KINDS", "PerturbationError", "make_suite", "load_suite", "write_suite", "suite_path",
+                 "available_suites")),
+    ("reworded", ("load_rewrites", "reworded_suite")),
     # equivalence rules and their audit tables
-    ("mechaudit.rules", ("Rule", "TfidfRule", "EmbeddingRule", "ReferenceJudge", "LLMJudge")),
-    ("mechaudit.rules.audit", ("decisions_table", "percent_different")),
+    ("rules", ("Rule", "TfidfRule", "EmbeddingRule", "ReferenceJudge", "LLMJudge")),
+    ("rules.audit", ("decisions_table", "percent_different")),
     # run divergence, diversity, agreement
-    ("mechaudit.divergence", ("run_divergence", "divergence_matrix", "extra_divergence", "permutation_test",
-                              "PermutationResult")),
-    ("mechaudit.diversity", ("group", "n_groups", "vendi_score")),
-    ("mechaudit.agreement", ("raw_agreement", "cohen_kappa", "flip_rate", "agreement_table")),
+    ("divergence", ("run_divergence", "divergence_matrix", "extra_divergence", "permutation_test",
+                    "PermutationResult")),
+    ("diversity", ("group", "n_groups", "vendi_score")),
+    ("agreement", ("raw_agreement", "cohen_kappa", "flip_rate", "agreement_table")),
     # blind tau-calibrated scoring
-    ("mechaudit.tau", ("infer_score", "fit_tau", "score10_from_review_stats")),
+    ("tau", ("infer_score", "fit_tau", "score10_from_review_stats")),
     # the proposer/critic workflow simulator
-    ("mechaudit.workflow", ("simulate", "load_design")),
+    ("workflow", ("simulate", "load_design")),
     # backends
-    ("mechaudit.backends", ("Backend",)),
+    ("backends", ("Backend",)),
     # one error style: expected failures raise MechauditError; warn prints a one-line warning
-    ("mechaudit.errors", ("MechauditError", "warn")),
-) for name in names}
+    ("errors", ("MechauditError", "warn")),
+))
 
 #: Modules and subpackages reachable as attributes (``mechaudit.rules``) without an explicit import.
-_SUBMODULES = frozenset({
-    "agreement", "backends", "book", "divergence", "diversity", "engagement", "errors", "llm", "paper", "paths",
-    "perturb", "plots", "render", "report", "reworded", "rules", "schema", "tau", "workflow",
-})
-
+_SUBMODULES = ["agreement", "backends", "book", "divergence", "diversity", "engagement", "errors", "llm", "paper",
+               "paths", "perturb", "plots", "render", "report", "reworded", "rules", "schema", "tau", "workflow"]
+__getattr__, __dir__, _ = lazy_loader.attach(__name__, submodules=_SUBMODULES, submod_attrs=_HOMES)
+#: Public name -> home module
+_EXPORTS: dict[str, str] = {name: f"{__name__}.{home}" for home, names in _HOMES.items() for name in names}
 __all__ = ["__version__", *_EXPORTS]
-
-
-def __getattr__(name: str) -> Any:
-    """Import a public name (or a submodule) on first access and cache it on the package."""
-    if name in _EXPORTS:
-        value = getattr(importlib.import_module(_EXPORTS[name]), name)
-    elif name in _SUBMODULES:
-        value = importlib.import_module(f"{__name__}.{name}")
-    else:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_EXPORTS) | _SUBMODULES)
