@@ -49,7 +49,7 @@ def restore_backup() -> None:
 def run_tests(tests: list[str], timeout: float) -> tuple[int, str]:
     """pytest's exit code over ``tests`` and the first failing test's node id (without its parameters;
     else pytest's last output line)."""
-    cmd = ["nice", sys.executable, "-m", "pytest", "-x", "-q", "-n", "0", "-p", "no:cacheprovider", *tests]
+    cmd = [sys.executable, "-m", "pytest", "-x", "-q", "-n", "0", "-p", "no:cacheprovider", *tests]
     try:
         out = subprocess.run(cmd, cwd=ROOT, env={**os.environ, **ENV}, capture_output=True, text=True,
                              timeout=timeout)
