@@ -70,6 +70,9 @@ def test_suite_counts_and_paper_percent_different_in_the_old_order():
     pd.testing.assert_frame_equal(old, new)
     assert new.loc["wording_only"].tolist() == [2, 1, 1]
     assert messages and "call suite_counts(valid, kinds=kinds, order=order)" in messages[0]
+    order = ["wording_only", "no_such_kind"]
+    pd.testing.assert_frame_equal(_future(suite_counts, KINDS, valid, order)[0],
+                                  suite_counts(valid, kinds=KINDS, order=order))
     cols = {"TF-IDF": "tfidf"}
     old, messages = _future(paper_percent_different, cols, ["first_step_swapped"])
     pd.testing.assert_frame_equal(old, paper_percent_different(cols, kinds=["first_step_swapped"]))
