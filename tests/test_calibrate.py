@@ -369,6 +369,9 @@ def test_depth_table_ceiling_columns():
         np.fill_diagonal(D, 0)
         mats.append(InstanceMatrix(inst, D, depths))
     table = depth_table(mats, [(0, 1), (1, 5)]).set_index("comparison")
+    assert list(table.columns) == ["extra_pp", "ci_low_pp", "ci_high_pp", "p_value", "n_partitions", "n_instances",
+                                   "max_extra_pp", "normalised"]
+    assert ((table.ci_low_pp <= table.extra_pp) & (table.extra_pp <= table.ci_high_pp)).all()
     for a, b in [(0, 1), (1, 5)]:
         subs = [comparison_matrix(m.D, m.depths, a, b) for m in mats]
         ceiling = 100 * np.mean([_brute_ceiling(D, n_a) for D, n_a in subs])
