@@ -121,7 +121,7 @@ MODULES: dict[str, Target] = {
                   sample=SMALL_SAMPLE),
     "workflow": Target(_src("workflow/power.py", "workflow/calibrate.py", "workflow/depth.py",
                             "workflow/simulator.py"),
-                       _tests("power", "calibrate", "workflow", "simulator_outcomes"), sample=SMALL_SAMPLE),
+                       _tests("power", "calibrate", "workflow", "simulator_outcomes")),
     "schema": Target(_src("schema.py", "model.py"), _tests("schema", "data"), sample=SMALL_SAMPLE),
     "params": Target(_src("book/params.py"), _tests("execution_params"),
                         mutants=tuple(f"mechaudit.book.params.x_{f}__mutmut_*" for f in (
