@@ -113,6 +113,7 @@ def test_bad_row_shape():
 def test_agreement_with_the_paper_is_within_the_units_tolerance_and_decides_the_llm_verdict():
     key = "critique_depth.extra_divergence_pp.k0_vs_k1"  # the paper: 34.5 pp
     assert comparison.agrees(key, 34.5) is True and comparison.agrees(key, 20.0) is False
+    assert comparison.agrees(key, 39.0) is True  # 4.5 pp off: within a pp quantity's 5 pp (not 10 %, 3.45)
     assert comparison.agrees(key, "not a number") is None and comparison.agrees("book.anything", 1.0) is None
     verdicts = [comparison.compare([(key, ours)], llm=True)["verdict"].iloc[0] for ours in (34.5, 20.0)]
     assert verdicts == ["reproduced", "qualified"]
