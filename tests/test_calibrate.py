@@ -434,3 +434,13 @@ def test_pairs_per_run_pair_counts_an_opening_a_run_lacks_as_zero():
 
     outcomes = [run("A", "o1", "o2"), run("A", "o1"), run("B", "o3", "o3"), run("B", "o3", "o3")]
     assert pairs_per_run_pair(outcomes) == 2.5
+
+
+def test_load_simulation_reads_the_design_file_it_is_given(tmp_path):
+    from mechaudit.workflow.simulator import load_simulation
+
+    path = tmp_path / "small.yaml"
+    path.write_text("design:\n  instances: all\n  depths: [0, 1]\n  runs_per_depth: 3\n")
+    bench, design, _ = load_simulation(design_file=str(path))  # an absolute path wins over params/
+    assert (design.depths, design.runs_per_depth) == ((0, 1), 3)
+    assert list(design.instances) == [i.id for i in bench.instances]
