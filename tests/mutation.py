@@ -136,6 +136,12 @@ MODULES: dict[str, Target] = {
                                                        "terminal"))),
                      _tests("facts", "glue", "tables", "outputs", "csv_outputs", "progress_terminal", "paper",
                             "boundaries_book")),
+    "core": Target(_src("errors.py", "engagement.py", "deprecation.py", "render.py"),
+                   _tests("errors", "engagement", "deprecation", "schema"),
+                   # the first runs the CLI in subprocesses, which import the package unmutated (no kill power
+                   # here); the second checks a once-per-process warning, already shown by mutmut's trace run
+                   deselect=("tests/test_errors.py::test_process_exit_codes_and_debug",
+                             "tests/test_errors.py::test_warning_style_prints_own_warnings_once_and_passes_others_on")),
     "workflow.robustness": Target(_src("workflow/robustness.py"), _tests("robustness", "boundaries_workflow")),
     # issue 34's modules checked in full (every mutant): one file each
     "workflow.intervals": Target(_src("workflow/intervals.py"), _tests("intervals", "boundaries_rules"), sample="all"),
