@@ -232,3 +232,27 @@ def test_the_comparison_names_still_import_from_paper_with_a_warning():
     assert len(caught) == 1 and "from mechaudit.report.comparison import compare" in str(caught[0].message)
     with pytest.raises(AttributeError):
         paper.no_such_name  # noqa: B018
+
+
+def test_backend_argument_turns_the_old_backend_into_a_caption_on_a_new_function():
+    """Decorating a fresh function (the shipped ones were decorated at import): ``backend=`` or a
+    string where the new signature has none becomes the caption; a string parameter keeps strings."""
+    from mechaudit.deprecation import backend_argument
+
+    @backend_argument(1, extra=True)
+    def draw(table, title: str = "", *, caption=None):
+        return table, title, caption
+
+    @backend_argument(1)
+    def plot(table, size=3, *, caption=None):
+        return table, size, caption
+
+    assert _future(draw, "t", "a title")[0] == ("t", "a title", None)  # a str parameter: not the old form
+    out, messages = _future(draw, "t", backend="replay", extra="note")
+    assert out == ("t", "", "Backend: replay. note")
+    assert messages == ["draw: the backend argument is deprecated and will be removed in the next release; call "
+                        "draw(table, ..., caption='Backend: replay. note')"]
+    out, messages = _future(plot, "t", "replay")
+    assert out == ("t", 3, "Backend: replay")
+    assert messages[0].endswith("call plot(table, ..., caption='Backend: replay')")
+    assert _future(plot, "t", 5) == (("t", 5, None), [])
