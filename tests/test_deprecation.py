@@ -234,10 +234,12 @@ def test_the_comparison_names_still_import_from_paper_with_a_warning():
         paper.no_such_name  # noqa: B018
 
 
-def test_backend_argument_turns_the_old_backend_into_a_caption_on_a_new_function():
+def test_backend_argument_turns_the_old_backend_into_a_caption_on_a_new_function(monkeypatch):
     """Decorating a fresh function (the shipped ones were decorated at import): ``backend=`` or a
     string where the new signature has none becomes the caption; a string parameter keeps strings."""
     from mechaudit.deprecation import backend_argument
+
+    monkeypatch.setattr(deprecation, "DEPRECATED", {})  # the book's list stays the shipped one
 
     @backend_argument(1, extra=True)
     def draw(table, title: str = "", *, caption=None):
@@ -256,3 +258,24 @@ def test_backend_argument_turns_the_old_backend_into_a_caption_on_a_new_function
     assert out == ("t", 3, "Backend: replay")
     assert messages[0].endswith("call plot(table, ..., caption='Backend: replay')")
     assert _future(plot, "t", 5) == (("t", 5, None), [])
+    listed = deprecation.DEPRECATED[f"{draw.__module__}.{draw.__qualname__}"]
+    assert listed == ("draw(table, backend, extra, ...)", "draw(table, ..., caption='Backend: <backend>. <extra>')")
+
+
+def test_keywords_were_positional_and_moved_names_list_the_old_and_the_new_call(monkeypatch):
+    from mechaudit.deprecation import keywords_were_positional, moved_names
+    from mechaudit.report.comparison import compare
+
+    monkeypatch.setattr(deprecation, "DEPRECATED", {})
+
+    @keywords_were_positional("order")
+    def count(a, b, *, order=None):
+        return a, b, order
+
+    assert deprecation.DEPRECATED[f"{count.__module__}.{count.__qualname__}"] == ("count(a, b, order)",
+                                                                                   "count(a, b, order=order)")
+    getattr_ = moved_names("mechaudit.nowhere", {"compare": "mechaudit.report.comparison"})
+    found, messages = _future(getattr_, "compare")
+    assert found is compare and "mechaudit.nowhere.compare" in deprecation.DEPRECATED
+    assert messages == ["compare: importing it from mechaudit.nowhere is deprecated and will be removed in the next "
+                        "release; call from mechaudit.report.comparison import compare"]
