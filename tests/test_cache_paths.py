@@ -5,7 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from mechaudit import paths
+from mechaudit.errors import MechauditError
 from mechaudit.llm import cache
 
 
@@ -52,3 +55,33 @@ def test_a_chapter_with_its_own_default_folder_reads_mechaudit_data(tmp_path):
     assert data_folder_or(None, default, environ={DATA_ENV: str(tmp_path / "mine")}) == tmp_path / "mine"
     assert data_folder_or(tmp_path / "given", default, environ={DATA_ENV: "x"}) == tmp_path / "given"
     assert data_folder_or(None, default, environ={DATA_ENV: ""}) == default  # an empty variable is unset
+
+
+def test_a_project_folder_has_the_default_parameters_and_the_chapters(tmp_path):
+    assert paths.is_project(paths.REPO_ROOT)
+    (tmp_path / "params").mkdir()
+    (tmp_path / "params" / "default.yaml").write_text("{}\n")
+    assert not paths.is_project(tmp_path)  # no notebooks/ yet
+    (tmp_path / "notebooks").mkdir()
+    assert paths.is_project(tmp_path)
+
+
+def test_an_explicit_root_is_used_when_it_is_a_project_and_refused_otherwise(tmp_path):
+    assert paths.find_root({paths.ROOT_ENV: str(paths.REPO_ROOT)}) == paths.REPO_ROOT.resolve()
+    with pytest.raises(paths.ProjectRootError, match=r"MECHAUDIT_ROOT=.* is not a mechaudit project folder"):
+        paths.find_root({paths.ROOT_ENV: str(tmp_path)})
+
+
+def test_the_price_table_is_the_shipped_one_unless_the_variable_names_another(tmp_path):
+    assert paths.prices_path({}) == paths.PARAMS_DIR / "prices.yaml"
+    assert paths.prices_path({paths.PRICES_ENV: str(tmp_path / "p.yaml")}) == tmp_path / "p.yaml"
+
+
+def test_a_missing_data_folder_is_named_with_what_is_wrong(tmp_path, monkeypatch):
+    monkeypatch.setenv(paths.DATA_ENV, str(tmp_path / "nowhere"))
+    monkeypatch.setattr(paths, "DATA_DIR", tmp_path / "nowhere")
+    with pytest.raises(MechauditError, match=r"^field 'MECHAUDIT_DATA': .*nowhere does not exist: point it at"):
+        paths.data_path("x")
+    (tmp_path / "nowhere").write_text("a file\n")
+    with pytest.raises(MechauditError, match=r"nowhere is not a folder: point it at"):
+        paths.data_path("x")

@@ -309,6 +309,7 @@ def test_scan_finds_a_planted_optimum(bench):
     assert chosen["target value"] == "61 / 27 / 9 / 3" and chosen.achieved == table.loc["reply_sound", "achieved"]
     assumed = table.loc[list(spec.fixed)]
     assert (assumed.calibrated == "(assumed)").all() and (assumed.achieved == "").all()
+    assert (assumed["target value"] == "").all()
     assert [t.removeprefix("assumption: ") for t in assumed.target] == list(spec.fixed.values())
 
 
@@ -368,6 +369,9 @@ def test_depth_table_ceiling_columns():
         np.fill_diagonal(D, 0)
         mats.append(InstanceMatrix(inst, D, depths))
     table = depth_table(mats, [(0, 1), (1, 5)]).set_index("comparison")
+    assert list(table.columns) == ["extra_pp", "ci_low_pp", "ci_high_pp", "p_value", "n_partitions", "n_instances",
+                                   "max_extra_pp", "normalised"]
+    assert ((table.ci_low_pp <= table.extra_pp) & (table.extra_pp <= table.ci_high_pp)).all()
     for a, b in [(0, 1), (1, 5)]:
         subs = [comparison_matrix(m.D, m.depths, a, b) for m in mats]
         ceiling = 100 * np.mean([_brute_ceiling(D, n_a) for D, n_a in subs])
@@ -379,3 +383,64 @@ def test_depth_table_ceiling_columns():
     ones = [InstanceMatrix("c", np.ones((12, 12)) - np.eye(12), depths)]
     row = depth_table(ones, [(0, 1)]).iloc[0]
     assert row.max_extra_pp == pytest.approx(0.0, abs=1e-12) and np.isnan(row.normalised)
+
+
+def test_an_untargeted_effect_is_constrained_only_when_its_span_is_below_z_sds():
+    """Spans of exactly, and just under, z = 1.96 sampling SDs over the consistent settings (an
+    inconsistent setting far off is ignored); targets without a p bound add nothing."""
+    from scipy.stats import norm
+
+    spec = load_calibration().model_copy(update={"targets": {}, "untargeted_sd": {
+        "critique_depth.extra_divergence_pp.k1_vs_k5": 1.0}})
+    z = float(norm.ppf(0.975))
+
+    def table(high):
+        return pd.DataFrame({"consistent": [True, True, False], "extra_1v5_pp": [0.0, high, 50.0]})
+
+    assert constrained_by_fit(table(z), spec) == {}
+    out = constrained_by_fit(table(np.nextafter(z, 0)), spec)
+    assert list(out) == ["critique_depth.extra_divergence_pp.k1_vs_k5"]
+    assert "ranges from 0.0 to 2.0 pp" in out["critique_depth.extra_divergence_pp.k1_vs_k5"]
+    assert constrained_by_fit(table(0.0).assign(consistent=False), spec) == {}
+
+
+def test_parameter_files_whose_section_is_not_a_mapping_say_what_it_should_be(tmp_path):
+    path = tmp_path / "p.yaml"
+    path.write_text("calibration: 3\nsimulator: 3\n")
+    with pytest.raises(ValueError, match=r"p\.yaml: field 'calibration': expected a mapping of scan settings$"):
+        load_calibration(path)
+    with pytest.raises(ValueError, match=r"p\.yaml: field 'simulator': expected a mapping of simulator parameters$"):
+        load_simulator_params(path)
+
+
+def test_calibration_setup_reads_the_benchmark_of_its_data_folder():
+    from mechaudit.paths import REPO_ROOT
+    from mechaudit.workflow.calibrate import calibration_setup
+
+    setup = calibration_setup(REPO_ROOT / "data" / "examples" / "urate_nitrate")
+    assert [i.id for i in setup.bench.instances] == list(setup.design.instances)
+    assert setup.bench.instances[0].id == "U"
+
+
+def test_pairs_per_run_pair_counts_an_opening_a_run_lacks_as_zero():
+    """Instance A: runs with openings {o1, o2} and {o1}: one matched pair (o1); instance B: two runs of
+    two o3 hypotheses each: four. The mean over instances is 2.5."""
+    from types import SimpleNamespace
+
+    from mechaudit.workflow.calibrate import pairs_per_run_pair
+
+    def run(instance, *openings):
+        return SimpleNamespace(instance=instance, keys=tuple((op, ("X",)) for op in openings))
+
+    outcomes = [run("A", "o1", "o2"), run("A", "o1"), run("B", "o3", "o3"), run("B", "o3", "o3")]
+    assert pairs_per_run_pair(outcomes) == 2.5
+
+
+def test_load_simulation_reads_the_design_file_it_is_given(tmp_path):
+    from mechaudit.workflow.simulator import load_simulation
+
+    path = tmp_path / "small.yaml"
+    path.write_text("design:\n  instances: all\n  depths: [0, 1]\n  runs_per_depth: 3\n")
+    bench, design, _ = load_simulation(design_file=str(path))  # an absolute path wins over params/
+    assert (design.depths, design.runs_per_depth) == ((0, 1), 3)
+    assert list(design.instances) == [i.id for i in bench.instances]

@@ -70,6 +70,9 @@ def test_suite_counts_and_paper_percent_different_in_the_old_order():
     pd.testing.assert_frame_equal(old, new)
     assert new.loc["wording_only"].tolist() == [2, 1, 1]
     assert messages and "call suite_counts(valid, kinds=kinds, order=order)" in messages[0]
+    order = ["wording_only", "no_such_kind"]
+    pd.testing.assert_frame_equal(_future(suite_counts, KINDS, valid, order)[0],
+                                  suite_counts(valid, kinds=KINDS, order=order))
     cols = {"TF-IDF": "tfidf"}
     old, messages = _future(paper_percent_different, cols, ["first_step_swapped"])
     pd.testing.assert_frame_equal(old, paper_percent_different(cols, kinds=["first_step_swapped"]))
@@ -229,3 +232,50 @@ def test_the_comparison_names_still_import_from_paper_with_a_warning():
     assert len(caught) == 1 and "from mechaudit.report.comparison import compare" in str(caught[0].message)
     with pytest.raises(AttributeError):
         paper.no_such_name  # noqa: B018
+
+
+def test_backend_argument_turns_the_old_backend_into_a_caption_on_a_new_function(monkeypatch):
+    """Decorating a fresh function (the shipped ones were decorated at import): ``backend=`` or a
+    string where the new signature has none becomes the caption; a string parameter keeps strings."""
+    from mechaudit.deprecation import backend_argument
+
+    monkeypatch.setattr(deprecation, "DEPRECATED", {})  # the book's list stays the shipped one
+
+    @backend_argument(1, extra=True)
+    def draw(table, title: str = "", *, caption=None):
+        return table, title, caption
+
+    @backend_argument(1)
+    def plot(table, size=3, *, caption=None):
+        return table, size, caption
+
+    assert _future(draw, "t", "a title")[0] == ("t", "a title", None)  # a str parameter: not the old form
+    out, messages = _future(draw, "t", backend="replay", extra="note")
+    assert out == ("t", "", "Backend: replay. note")
+    assert messages == ["draw: the backend argument is deprecated and will be removed in the next release; call "
+                        "draw(table, ..., caption='Backend: replay. note')"]
+    out, messages = _future(plot, "t", "replay")
+    assert out == ("t", 3, "Backend: replay")
+    assert messages[0].endswith("call plot(table, ..., caption='Backend: replay')")
+    assert _future(plot, "t", 5) == (("t", 5, None), [])
+    listed = deprecation.DEPRECATED[f"{draw.__module__}.{draw.__qualname__}"]
+    assert listed == ("draw(table, backend, extra, ...)", "draw(table, ..., caption='Backend: <backend>. <extra>')")
+
+
+def test_keywords_were_positional_and_moved_names_list_the_old_and_the_new_call(monkeypatch):
+    from mechaudit.deprecation import keywords_were_positional, moved_names
+    from mechaudit.report.comparison import compare
+
+    monkeypatch.setattr(deprecation, "DEPRECATED", {})
+
+    @keywords_were_positional("order")
+    def count(a, b, *, order=None):
+        return a, b, order
+
+    assert deprecation.DEPRECATED[f"{count.__module__}.{count.__qualname__}"] == ("count(a, b, order)",
+                                                                                   "count(a, b, order=order)")
+    getattr_ = moved_names("mechaudit.nowhere", {"compare": "mechaudit.report.comparison"})
+    found, messages = _future(getattr_, "compare")
+    assert found is compare and "mechaudit.nowhere.compare" in deprecation.DEPRECATED
+    assert messages == ["compare: importing it from mechaudit.nowhere is deprecated and will be removed in the next "
+                        "release; call from mechaudit.report.comparison import compare"]

@@ -90,6 +90,11 @@ def test_judge_request_and_schema(runs):
     assert req.system == JUDGE_SYSTEM and req.temperature == 0.0 and req.model == "claude-opus-4-6"
     for row in g.itertuples():
         assert f"{row.number}. {row.demand}" in text and f"{row.number}. {row.reply}" in text
+    rows = g.sort_values("number")
+    replies = "\n".join(f"{r.number}. {r.reply}" for r in rows.itertuples())
+    assert text.endswith(f"Generator's replies, by demand number:\n{replies}")  # one reply a line
+    assert req.metadata == {"task": "engagement", "run": g.run_id.iloc[0]}
+    assert labels_schema(1).__name__ == "EngagementLabels"
     schema = labels_schema(2)
     ok = schema.model_validate({"labels": [{"number": 1, "label": "answered"}, {"number": 2, "label": "dropped"}]})
     assert [x.label for x in ok.labels] == ["answered", "dropped"]

@@ -354,3 +354,35 @@ def test_warning_style_prints_own_warnings_once_and_passes_others_on(monkeypatch
         warnings.warn("some library's own", UserWarning, stacklevel=1)
     assert capsys.readouterr().err.count("mechaudit: warning: torn line in cache.jsonl\n") == 1
     assert seen == ["some library's own"]  # handed to the hook that was there before
+
+
+def test_describe_writes_each_kind_of_failure_on_one_line():
+    from mechaudit.errors import describe
+
+    assert describe(ValueError("a bad\n  value")) == "a bad value"
+    assert describe(ValueError("one line")) == "one line"
+    assert describe(ConnectionError("reset by peer")) == "ConnectionError: reset by peer"  # an OSError without file
+    assert describe(KeyError("k")) == "KeyError: 'k' (run with --debug for the traceback)"
+
+
+def test_the_warning_style_hands_other_warnings_on_and_shows_its_own_once(monkeypatch, capsys):
+    import warnings as w
+
+    from mechaudit import errors
+
+    seen = []
+    monkeypatch.setattr(w, "showwarning", lambda *args: seen.append(args))
+    monkeypatch.setattr(errors, "_SHOWN", set())
+    errors.use_warning_style()
+    styled = w.showwarning
+    errors.use_warning_style()  # a second call keeps the one style, not a second layer
+    assert w.showwarning is styled and styled.mechaudit_style
+    styled("other", UserWarning, "f.py", 3)
+    assert seen == [("other", UserWarning, "f.py", 3, None, None)]
+
+    class Own(Warning):
+        __module__ = "mechaudit.llm.cache"
+
+    styled("torn\n line", Own, "f.py", 3)
+    styled("torn line", Own, "f.py", 4)
+    assert capsys.readouterr().err == "mechaudit: warning: torn line\n" and errors._SHOWN == {"torn line"}

@@ -111,3 +111,14 @@ def test_chapter_09_swap_shares_per_suite_and_not_run_for_a_missing_suite(glued)
     glue_facts("ch09", swap_shares(pct, "template-built suite"))
     assert glued == {"ch09_rw_fss_tfidf": 12, "ch09_rw_fss_embedding": 38, "ch09_rw_fss_reference": 100,
                      "ch09_fss_tfidf": "not run", "ch09_fss_embedding": "not run", "ch09_fss_reference": "not run"}
+
+
+def test_a_fact_without_a_default_must_be_given():
+    @dataclass(frozen=True)
+    class Pair:
+        needed: float = fact(unit="pp")
+        optional: float | None = fact(unit="pp", default=None)
+
+    with pytest.raises(TypeError, match="needed"):
+        Pair()
+    assert Pair(needed=1.0).optional is None

@@ -241,3 +241,12 @@ def test_every_chapter_saves_its_figures_and_tables(source):
     for kind in ("fig, ", ""):
         names = [name for name, is_fig in calls if is_fig == kind]
         assert len(names) == len(set(names)), f"{source.stem}: a name is saved twice: {sorted(names)}"
+
+
+def test_save_errors_name_the_field_and_the_folder(tmp_path):
+    with pytest.raises(MechauditError, match=r"^field 'name': 'a b' is not a file stem"):
+        save("a b", pd.DataFrame({"x": [1]}), tmp_path)
+    blocker = tmp_path / "taken"
+    blocker.write_text("a file where the folder should go\n")
+    with pytest.raises(MechauditError, match=rf"^{re.escape(str(blocker / 'sub'))}: field 'out_dir': cannot create"):
+        save("t", pd.DataFrame({"x": [1]}), blocker / "sub")

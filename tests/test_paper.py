@@ -108,3 +108,36 @@ def test_unknown_key_names_close_keys():
 def test_bad_row_shape():
     with pytest.raises(ValueError, match="expected"):
         comparison.compare([("design.runs", 60, "a", "b")], llm=False)
+
+
+def test_agreement_with_the_paper_is_within_the_units_tolerance_and_decides_the_llm_verdict():
+    key = "critique_depth.extra_divergence_pp.k0_vs_k1"  # the paper: 34.5 pp
+    assert comparison.agrees(key, 34.5) is True and comparison.agrees(key, 20.0) is False
+    assert comparison.agrees(key, 39.0) is True  # 4.5 pp off: within a pp quantity's 5 pp (not 10 %, 3.45)
+    assert comparison.agrees(key, "not a number") is None and comparison.agrees("book.anything", 1.0) is None
+    verdicts = [comparison.compare([(key, ours)], llm=True)["verdict"].iloc[0] for ours in (34.5, 20.0)]
+    assert verdicts == ["reproduced", "qualified"]
+
+
+def test_a_comparison_reads_the_reported_numbers_from_the_file_it_is_given(tmp_path):
+    path = tmp_path / "reported.yaml"
+    path.write_text("source: test\nx:\n  y: {value: 2.5, label: 'A made-up number', section: 'S1', chapter: c}\n")
+    table = comparison.compare([("x.y", 2.5)], llm=False, path=path)
+    assert list(table.index) == ["A made-up number"] and table["paper"].tolist() == ["2.5"]
+
+
+def test_a_value_too_small_for_the_papers_decimals_keeps_two_digits():
+    assert comparison._fmt(0.004, 1.25) == "0.004" and comparison._fmt(1.004, 1.25) == "1"
+    with pytest.raises(MechauditError, match=r"^field 'p': a p-value is a number in \[0, 1\], not 1\.5$"):
+        comparison.format_p(1.5)
+
+
+def test_compare_paper_true_on_other_data_names_the_folder(tmp_path):
+    import re
+
+    with pytest.raises(MechauditError, match=r"^field 'compare_paper': compare_paper is true, but the data folder "
+                                             rf"{re.escape(str(tmp_path))} is not the shipped benchmark .*shipped "
+                                             "data only; leave"):
+        comparison.compare_paper_default(True, tmp_path)
+    assert comparison.compare_paper_default(None, None) is True
+    assert comparison.compare_paper_default(None, tmp_path) is False

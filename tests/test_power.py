@@ -216,6 +216,9 @@ def test_power_table_and_runs_needed(sim) -> None:
     assert (table.n_pools == 3).all() and (table.n_reps == 30).all()
     with pytest.raises(ValueError, match="n_pools"):
         power_table(bench, instances, [setting], designs=[(4, 5)], n_reps=3, n_pools=0)
+    one = power_table(bench, instances, [setting], designs=[(2, 2)], n_reps=2, ladder=[], pool_runs_per_depth=4,
+                      seed=0, n_pools=1)
+    assert one.n_pools.tolist() == [1] and one.n_reps.tolist() == [2]
     assert list(table.role).count("design") == 2
     ladder = table[table.role == "ladder"]
     assert ladder.runs_per_depth.is_monotonic_increasing
@@ -230,6 +233,7 @@ def test_power_table_and_runs_needed(sim) -> None:
                               "runs_per_depth": [5, 10, 20], "power": [0.4, 0.79, 0.7], "role": ["ladder"] * 3})
     out = runs_needed(synthetic).iloc[0]
     assert np.isnan(out.runs_needed) and out.largest_tried == 20 and out.power_at_largest == 0.7
+    assert (out.target_pp, out.truth_pp, out.n_instances) == (2.0, 2.1, 4)
 
 
 def test_power_counts_a_p_value_equal_to_alpha_as_a_rejection() -> None:

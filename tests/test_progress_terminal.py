@@ -84,3 +84,10 @@ def test_terminal_copy_writes_to_the_process_stderr(tmp_path, monkeypatch):
     with terminal.terminal_copy() as stream:
         assert stream.name == os.devnull
     assert terminal.in_kernel() is False
+
+
+def test_without_a_stderr_file_the_copy_is_a_utf8_null_stream(monkeypatch):
+    monkeypatch.setattr(sys, "stderr", io.StringIO())  # no fileno()
+    with terminal.terminal_copy() as stream:
+        assert stream.name == os.devnull and stream.encoding == "utf-8"
+        stream.write("α β\n")  # any text, whatever the locale

@@ -120,6 +120,25 @@ def test_rewrites_reject_unknown_kinds_fields_and_hypotheses(tmp_path, bench):
         reworded_suite(bench.hypotheses, rw, bench.vocabulary)
 
 
+@pytest.mark.parametrize("text, message", [
+    ("- A-01\n", r"rw\.yaml:1: field '<yaml>': expected a mapping of hypothesis ids$"),
+    ("A-01: 3\n", r"rw\.yaml: field 'A-01': expected a mapping of perturbation kinds$"),
+    ("A-01:\n  wording_only: 3\n", r"rw\.yaml:2: field 'A-01\.wording_only\.<record>': "),
+    ("A-01:\n  wording_only:\n    explanation: x\n    to: VACA\n",
+     r"rw\.yaml:3: field 'A-01\.wording_only\.to': not used by wording_only$"),
+    ("A-01:\n  first_step_swapped:\n    to: VACA\n    statement: s\n    explanation: x\n    position: 1\n",
+     r"rw\.yaml:3: field 'A-01\.first_step_swapped\.position': not used by first_step_swapped$"),
+])
+def test_rewrite_errors_name_file_line_and_field_of_each_shape(tmp_path, text, message):
+    with pytest.raises(DataError, match=message):
+        load_rewrites(write_rewrites(tmp_path, text))
+
+
+def test_a_first_step_swap_may_name_its_position_0(tmp_path):
+    text = "A-01:\n  first_step_swapped:\n    to: VACA\n    statement: s\n    explanation: x\n    position: 0\n"
+    assert load_rewrites(write_rewrites(tmp_path, text))["A-01"]["first_step_swapped"].position == 0
+
+
 def test_a_rewrite_that_breaks_the_rules_is_kept_as_invalid_with_its_reason(tmp_path, bench):
     text = ("A-01:\n  first_step_swapped:\n    to: VACA\n    statement: VacA from Helicobacter pylori causes"
             " peptic ulcer disease.\n    explanation: x\n  wording_only:\n    explanation: CagA alone.\n")

@@ -201,3 +201,66 @@ def test_max_change_and_rule_gap_on_hand_made_tables():
     assert rule_gap(bias, "0 v 1", "paper_rates", "tfidf") == (7.0, 8.0)
     assert rule_gap(bias, "1 v 5", "tfidf", "paper_rates") == (-9.0, -9.0)
 
+
+
+def test_vary_accepts_the_ends_of_conceded_and_fills_an_all_conceded_mixture_evenly(setup) -> None:
+    base = setup[2]
+    assert vary(base, conceded=0.0).reply_weak.conceded == 0.0
+    everything = base.model_copy(update={"reply_weak": type(base.reply_weak).model_validate(
+        {"conceded": 1.0, "answered": 0.0, "partial": 0.0, "dropped": 0.0})})
+    rw = vary(everything, conceded=0.4).reply_weak
+    assert (rw.answered, rw.partial, rw.dropped) == pytest.approx((0.2, 0.2, 0.2))
+
+
+def test_pick_takes_the_row_nearest_each_quantile() -> None:
+    table = pd.DataFrame({"truth_1v5_pp": [5.0, 1.0, 4.0, 2.0, 3.0]})
+    assert pick(table, [0.0, 0.5, 1.0]).truth_1v5_pp.tolist() == [1.0, 3.0, 5.0]
+    assert pick(table, [0.3]).truth_1v5_pp.tolist() == [2.0]  # round(0.3 * 4) = 1
+
+
+def test_pick_keeps_the_first_of_tied_rows() -> None:
+    """Forty rows of four tied values: the row taken at each quantile is the first of its ties in the
+    table's order (a stable sort), whatever the sorting algorithm does with ties."""
+    table = pd.DataFrame({"truth_1v5_pp": np.tile([3.0, 1.0, 2.0, 0.0], 10), "row": np.arange(40)})
+    picked = pick(table, [0.0, 0.3, 0.6, 1.0])
+    stable = table.iloc[np.argsort(table.truth_1v5_pp.to_numpy(), kind="stable")].reset_index(drop=True)
+    assert picked.row.tolist() == stable.row.iloc[[0, 12, 23, 39]].tolist()
+
+
+def test_consistent_refuses_a_level_of_one() -> None:
+    table = pd.DataFrame({"truth_0v1_pp": [10.0]})
+    with pytest.raises(ValueError, match="0 < level < 1"):
+        consistent(table, {"0 v 1": 10.0}, {"0 v 1": 1.0}, level=1.0)
+
+
+def test_normalised_margin_se_scales_the_first_effects_se_by_the_ratio() -> None:
+    """n_se = sqrt((se_g / max_g)^2 + (ratio * se_f / max_f)^2) = 0.25 * 2 / 10 = 0.05 here, so a
+    normalised margin of -0.05 is within z = 2 SEs: unclear (not "holds")."""
+    table = pd.DataFrame({"truth_0v1_pp": [4.0], "truth_1v5_pp": [0.5], "se_0v1_pp": [2.0], "se_1v5_pp": [0.0],
+                          "max_0v1_pp": [10.0], "max_1v5_pp": [10.0], "norm_0v1": [0.4], "norm_1v5": [0.05]})
+    out = diminishing_returns(table, ratio=0.25, z=2.0)
+    assert out.normalised_margin.iloc[0] == pytest.approx(-0.05) and out.normalised.iloc[0] == "unclear"
+    assert diminishing_returns(table, ratio=0.25, z=0.9).normalised.iloc[0] == "holds"
+
+
+def test_rule_bias_rows_name_their_point() -> None:
+    reps = pd.DataFrame({"point": [1, 1, 0, 0], "rule": "tfidf", "comparison": "0 v 1",
+                         "extra_pp": [2.0, 4.0, 1.0, 1.0]})
+    truth = pd.DataFrame({"truth_0v1_pp": [1.0, 2.0], "se_0v1_pp": [0.0, 0.0]})
+    out = rule_bias(reps, truth)
+    assert out.point.tolist() == [1, 0] and out.truth_pp.tolist() == [2.0, 1.0]
+    assert out.bias_pp.tolist() == [1.0, 0.0]
+    assert out.bias_se_pp.iloc[0] == pytest.approx(np.std([2, 4], ddof=1) / np.sqrt(2))  # the mean's SE
+
+
+def test_a_ceiling_below_one_pp_still_normalises(setup, monkeypatch) -> None:
+    """``norm_*`` is the truth over its ceiling whenever the ceiling is positive, also below 1 pp."""
+    import mechaudit.workflow.robustness as robustness
+
+    bench, design, base = setup
+    labels = [f"{a} v {b}" for a, b in design.comparisons()]
+    fake = pd.DataFrame({"panel": "extra", "label": labels, "truth_pp": 0.2, "truth_se_pp": 0.1,
+                         "max_extra_pp": 0.5})
+    monkeypatch.setattr(robustness, "population_truth", lambda *args, **kwargs: fake)
+    row = robustness._truth_row(bench, design, base, {"p_find": 0.9}, runs_per_depth=2, seed=0)
+    assert row["norm_0v1"] == pytest.approx(0.4) and row["max_0v1_pp"] == 0.5

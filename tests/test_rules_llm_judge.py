@@ -91,6 +91,8 @@ def test_a_judge_without_a_client_builds_requests_and_refuses_to_judge(pairs):
     reqs = judge.requests(pairs)
     assert [(r.model, r.metadata["order"]) for r in reqs[:2]] == [("claude-model-a", "ab"), ("claude-model-a", "ba")]
     assert len(reqs) == 6 and reqs[0].system == SYSTEM_PROMPTS["step"]
+    assert [r.metadata for r in reqs[2:4]] == [{"pair": 1, "order": "ab", "repeat": 0, "rubric": "step"},
+                                               {"pair": 1, "order": "ba", "repeat": 0, "rubric": "step"}]
     with pytest.raises(ValueError, match=r"^this LLMJudge has no client and only builds requests"):
         judge.judge(pairs)
 
@@ -200,6 +202,8 @@ def test_invalid_json_counted_and_excluded(tmp_path, scripted_api, pairs):
     bad = calls[calls["invalid"]]
     assert len(bad) == 1 and bad.iloc[0]["order"] == "ba" and bad.iloc[0]["same"] is None
     assert bad.iloc[0]["attempts"] == 2
+    assert bad.iloc[0]["error"].startswith("no JSON object found in the reply")
+    assert calls.loc[~calls["invalid"], "error"].isna().all()
     decision = judge.decide(pairs)
     assert decision.loc[0, "n_invalid"] == 1 and decision.loc[0, "n_valid"] == 2
     assert bool(decision.loc[0, "same"])  # two valid "same" votes; the invalid one is not a vote
@@ -271,7 +275,8 @@ def test_stability_and_requests(tmp_path, scripted_api, pairs):
     assert [r.version for r in reqs[:3]] == ["mechjudge-full-v1.r0", "mechjudge-full-v1.r1", "mechjudge-full-v1.r0"]
     # early stop leaves "ba" missing -> order change unknown, never guessed
     stop = make_judge(tmp_path / "stop", scripted_api(lambda first, k, user: verdict("same")), early_stop=True)
-    assert stability(stop.judge(pairs), 3)["order_changed"].isna().all()
+    unknown = stability(stop.judge(pairs), 3)["order_changed"]
+    assert unknown.isna().all() and unknown.dtype == "boolean"
 
 
 def test_a_judge_makes_no_client_of_its_own_and_the_old_shorthand_still_does(tmp_path, pairs):
@@ -300,3 +305,12 @@ def test_stability_summary_counts_repeat_and_reversal_changes():
     third = pd.concat([calls, calls[calls.pair == 1].assign(pair=2, verdict="different", same=False)])
     t = stability_summary(third, 3)
     assert (t.row["same %"], t.row["reversal changed %"]) == (33.3, 33.3)
+
+
+def test_majority_of_pairs_without_calls_counts_nothing():
+    from mechaudit.rules.llm_judge import majority
+
+    calls = pd.DataFrame({"pair": [0, 0, 2], "verdict": ["same", "same", "different"], "invalid": [False] * 3})
+    out = majority(calls, 4)
+    assert out["n_calls"].tolist() == [2, 0, 1, 0] and out["n_valid"].tolist() == [2, 0, 1, 0]
+    assert out["n_invalid"].tolist() == [0] * 4 and out["decided"].tolist() == [True, False, True, False]

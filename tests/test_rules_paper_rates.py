@@ -51,6 +51,7 @@ def test_custom_rates_and_bad_input():
         PaperRateJudge(middle_step=1.5).p_different([(a, b)])
     with pytest.raises(ValueError, match="initiating event and a terminal"):
         judge.position_rates(1)
+    assert judge.chain_probabilities([]).shape == (0, 0)
 
 
 def _runs():

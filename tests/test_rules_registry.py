@@ -39,8 +39,8 @@ def test_build_makes_each_registered_rule_with_its_config():
 
 
 def test_build_errors_name_the_valid_choices():
-    with pytest.raises(MechauditError, match="unknown rule 'tfdif'; choose one of mechanism_key, reference, tfidf, "
-                                             "embedding, llm"):
+    with pytest.raises(MechauditError, match="^field 'rule': unknown rule 'tfdif'; choose one of mechanism_key, "
+                                             "reference, tfidf, embedding, llm"):
         rules.build("tfdif")
     with pytest.raises(MechauditError, match="field 'thresold': rule 'tfidf' takes no parameter 'thresold'; "
                                              "its parameters: threshold, fit_on"):

@@ -364,3 +364,88 @@ def test_set_matrices_computes_a_similarity_rule_once(hyps, monkeypatch):
     np.testing.assert_array_equal(emb.same_from_similarity(emb.similarity(pairs)), emb.same(pairs))
     with pytest.raises(MechauditError, match="not fitted"):
         EmbeddingRule(threshold="match_rate").same_from_similarity(np.zeros(2))
+
+
+def test_empty_inputs_keep_their_documented_types():
+    assert EmbeddingRule().embed([]).dtype == np.float32  # no model is loaded for no texts
+    G = TfidfRule(fit_on=["alpha beta"]).same_graph([])
+    assert G.shape == (0, 0) and G.dtype == bool
+
+
+def test_tfidf_graph_blocks_follow_the_rows_not_the_vocabulary(capsys):
+    """Five texts over a two-word vocabulary in one-row blocks: every row gets its block (a block
+    range over the vocabulary would stop after two rows); the bar is labelled on the terminal."""
+    texts = [hyp(f"v{i}", CHAINS[0]) for i in range(5)]
+    G = TfidfRule(fit_on=["apoptosis kinase"], threshold=0.5).same_graph(texts, block_size=1, progress=True)
+    assert G.shape == (5, 5) and G.diagonal().all()
+    assert G.indices.dtype == G.indptr.dtype == np.int32 and G.dtype == bool  # about 5 bytes an entry
+    assert "tf-idf all pairs" in capsys.readouterr().err
+
+
+def test_errors_name_their_field(hyps):
+    from mechaudit.rules.base import check_pairs, check_threshold
+
+    with pytest.raises(ValueError, match=r"^pairs must be a list of \(Hypothesis, Hypothesis\); got str$"):
+        check_pairs("ab")
+    with pytest.raises(MechauditError, match=r"^field 'cut': cut must be a number; got None$"):
+        check_threshold(None, "cut")
+    with pytest.raises(MechauditError, match=r"^field 'fit_on': corpus is empty$"):
+        TfidfRule(fit_on=[])
+    with pytest.raises(MechauditError, match=r"^field 'batch_size': must be an integer in \[1, inf\], got 2\.5$"):
+        EmbeddingRule(batch_size=2.5)
+    with pytest.raises(ValueError, match=r"^matched_threshold: similarities contain NaN or inf$"):
+        matched_threshold(np.array([0.5, np.nan]), 0.5)
+
+
+def test_embedding_similarity_is_clipped_to_one(monkeypatch):
+    """A model whose vectors are not unit length (cosine above 1 by rounding): clipped to [-1, 1]."""
+    class LongVectors:
+        def encode(self, texts, **kwargs):
+            return np.full((len(texts), 2), 2.0, dtype=np.float32)
+
+    cache = ModelCache()
+    monkeypatch.setattr(cache, "load", lambda model=None, device="cpu": LongVectors())
+    a, b = hyp("a", CHAINS[0]), hyp("b", CHAINS[1])
+    assert EmbeddingRule(model="long", model_cache=cache).similarity([(a, b)]).tolist() == [1.0]
+
+
+def test_open_model_loads_local_files_only_and_silences_the_notebook_progress_notice(monkeypatch):
+    """``open_model`` against a stand-in sentence-transformers module whose import warns as it does in
+    a kernel without ipywidgets: the notice is filtered, and the model is opened from local files."""
+    import sys
+    import types
+    import warnings
+
+    from tqdm import TqdmWarning
+
+    from mechaudit.rules.embedding import open_model
+
+    opened = []
+    fake = types.ModuleType("sentence_transformers")
+
+    def attribute(name):
+        warnings.warn("IProgress not found. Please update jupyter and ipywidgets.", TqdmWarning, stacklevel=2)
+        return lambda *args, **kwargs: opened.append((args, kwargs)) or "model"
+
+    fake.__getattr__ = attribute
+    monkeypatch.setitem(sys.modules, "sentence_transformers", fake)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert open_model("some/model", "cpu") == "model"
+    assert opened == [(("some/model",), {"device": "cpu", "local_files_only": True})]
+
+
+def test_marginal_same_rate_is_the_mean_of_each_rules_same_rate(hyps):
+    from mechaudit.rules.embedding import marginal_same_rate
+
+    class Fixed:
+        def __init__(self, verdicts):
+            self.verdicts = np.array(verdicts)
+
+        def same(self, pairs):
+            return self.verdicts[: len(pairs)]
+
+    pairs = [(hyps[0], hyps[1]), (hyps[0], hyps[2]), (hyps[1], hyps[2]), (hyps[2], hyps[3])]
+    assert marginal_same_rate([Fixed([1, 0, 0, 0]), Fixed([1, 1, 1, 1])], pairs) == (0.25 + 1.0) / 2
+    with pytest.raises(ValueError, match="at least one rule and one pair"):
+        marginal_same_rate([], pairs)

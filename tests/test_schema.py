@@ -244,3 +244,12 @@ def test_a_jsonl_line_that_is_not_an_object_names_file_line_and_what_was_expecte
     path.write_text('{"a": 1}\n{"a": \n')
     with pytest.raises(DataError, match=r"h\.jsonl:2: field '<json>': malformed JSON: Expecting value \(column \d+\)"):
         list(read_jsonl(path))
+
+
+def test_templatize_marks_a_capitalised_mention_and_names_starting_with_a_digit():
+    from mechaudit import render as render_module
+
+    render_module._scanner.cache_clear()  # build the patterns here, not from an earlier call's cache
+    index = name_index([("IL6", ["interleukin 6"]), ("P53", ["5-hydroxy p53"])])
+    assert templatize("Interleukin 6 and interleukin 6 rise", index) == "{^IL6} and {IL6} rise"
+    assert find_mentions("a 5-hydroxy p53 step", index) == ["P53"]

@@ -162,3 +162,25 @@ def test_per_instance_effects_by_hand():
     assert rows == pytest.approx({("same-depth", "K=0"): 20.0, ("same-depth", "K=1"): 40.0,
                                   ("extra", "0 v 1"): 100 * (cross - within)})
     assert set(table["instance"]) == {"A"}
+
+
+def test_the_rendered_texts_name_the_steps_they_are_about(bench):
+    """Every statement names its route, sound demands on a later step name the link from the step
+    before, and every reply quotes the step it answers (a replacement only when there is one)."""
+    import re
+
+    design = Design(instances=("A", "B"), depths=(5,), runs_per_depth=2)
+    runs = simulate(bench, design, load_simulator_params(), seed=3)
+    demands = [d for r in runs for d in r.demands]
+    replies = [x for r in runs for x in r.replies]
+    assert any(d.text.startswith("Justify the link from '") for d in demands if not d.weak_link)
+    assert any(d.text.endswith("as the initiating event with the evidence.") for d in demands if not d.weak_link)
+    forms = {"conceded": r"Accepted: '(.+?)' is withdrawn from this link(; replaced by '.+')?\.",
+             "answered": r"The evidence pack supports '(.+?)' directly; the link stands\.",
+             "partial": r"Some support exists for '(.+?)'; the link is kept in part(; replaced by '.+')?\.",
+             "dropped": r"\(no response to this point\)()"}
+    for x in replies:
+        match = re.fullmatch(forms[x.label], x.text)
+        assert match and match.group(1) != "None", x.text
+    for h in (h for r in runs for h in r.delivered if len(h.chain) > 2):
+        assert "None" not in h.statement and h.chain[1].text in h.statement, h.statement

@@ -12,7 +12,7 @@ import pytest
 
 from mechaudit.report.comparison import compare
 from mechaudit.report.labels import LABELS, humanise, label, relabel_words
-from mechaudit.report.tables import DASH, BookTable, book_table, format_column, format_number
+from mechaudit.report.tables import DASH, BookTable, Column, book_table, format_column, format_number
 from mechaudit.sphinxext.table import build_table
 
 
@@ -227,3 +227,48 @@ def test_hyphenated_names_stay_whole_and_captions_move_above_the_scroll_containe
     moved = caption_outside(html)
     assert moved.startswith('<p class="table-caption"><span class="caption-number">Table 1.1 </span>A caption.</p>')
     assert "<caption>" not in moved and '<table class="t" id="tbl-x">' in moved
+
+
+def _depths_table() -> pd.DataFrame:
+    return pd.DataFrame({"extra_pp": [34.5, 1.25], "note": ["a<b", "x"]},
+                        index=pd.Index(["0 v 1", "1 v 5"], name="comparison"))
+
+
+def test_html_marks_row_labels_numbers_and_escapes_text():
+    html = BookTable(_depths_table(), caption="Extra divergence", name="tbl-x")._repr_html_()
+    assert html == ('<table class="book-table"><caption>Extra divergence</caption><thead><tr><th>Depths</th>'
+                    "<th>Extra divergence (pp)</th><th>Note</th></tr></thead><tbody>"
+                    "<tr><th>0 v 1</th><td class=num>34.5</td><td>a&lt;b</td></tr>"
+                    "<tr><th>1 v 5</th><td class=num>1.2</td><td>x</td></tr></tbody></table>")
+
+
+def test_text_form_right_aligns_numbers_and_left_aligns_labels_and_text():
+    assert repr(BookTable(_depths_table(), caption="Extra divergence", name="tbl-x")).splitlines() == [
+        "Extra divergence", "Depths  Extra divergence (pp)  Note", "0 v 1                    34.5  a<b",
+        "1 v 5                     1.2  x"]
+
+
+def test_an_unnamed_series_is_a_value_column_and_by_row_keeps_the_tables_unit():
+    assert BookTable(pd.Series([1.5, 2.25], index=["a", "b"])).header == ["", "Value"]
+    frame = pd.DataFrame({"x": [0.123, 12.5], "y": [3, 4]}, index=["r1", "r2"])
+    assert [[c.text for c in row] for row in BookTable(frame, by_row=True, unit="pp").rows] == [
+        ["R1", "0.1", "3.0"], ["R2", "12.5", "4.0"]]
+
+
+def test_float_column_names_keep_their_digits():
+    assert BookTable(pd.DataFrame({123456.7: [1], 0.125: [2]})).header == ["123,456.7", "0.125"]
+
+
+def test_the_provenance_legend_follows_a_captioned_table_only():
+    frame = pd.DataFrame({"value": [1.0], "provenance": ["measured"]})
+    captioned = BookTable(frame, caption="Cap", name="tbl-p")
+    assert captioned.legend and not BookTable(frame).legend
+    assert ":caption: Cap Provenance: how each number relates to the paper's" in captioned._repr_markdown_()
+    with pytest.raises(ValueError, match=r"^columns: no such column \['nope'\]$"):
+        BookTable(frame, columns={"nope": Column(unit="%")})
+
+
+def test_declared_counts_are_whole_and_a_p_of_one_is_a_p_value():
+    assert [c.text for c in format_column([1234.6, 10.2], column=Column(unit="count"))] == ["1,235", "10"]
+    assert [c.text for c in format_column([3.04, 1.5])] == ["3.04", "1.50"]  # three significant digits from 1 up
+    assert format_number(1.0, kind="p") == format_number(1, kind="p") == "1"

@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 
 import numpy as np
+import pandas.testing as pd_testing
 import pytest
 import yaml
 from fake_anthropic import FakeAnthropic, client_for
@@ -142,6 +143,20 @@ def test_key_matrix_equals_pairwise_rule(bench, params):
     for rs in by_instance(runs).values():
         slow = divergence_matrix([r.delivered for r in rs], MechanismKeyRule().same)
         np.testing.assert_allclose(key_matrix(rs), slow, atol=1e-12)
+    # the runs come back per instance by depth, then repetition, whatever order they are given in
+    shuffled = by_instance(runs[::-1])
+    assert {i: [(r.depth, r.repetition) for r in rs] for i, rs in shuffled.items()} == {
+        i: sorted((r.depth, r.repetition) for r in runs if r.instance == i) for i in shuffled}
+    from mechaudit.errors import MechauditError
+    from mechaudit.workflow.depth import rule_matrix
+
+    with pytest.raises(MechauditError, match=r"^field 'rules': a rule is None"):
+        rule_matrix([r.delivered for r in runs[:2]], None)
+    # a rule with its own matrix is asked for it: the paper-rate rule's expected divergences, not draws
+    from mechaudit.rules import PaperRateJudge
+
+    sets = [r.delivered for r in by_instance(runs)["A"]]
+    np.testing.assert_array_equal(rule_matrix(sets, PaperRateJudge()), PaperRateJudge().divergence_matrix(sets))
 
 
 def test_paper_design_counts(params):
@@ -316,6 +331,11 @@ def test_change_profile_counts_changed_steps(bench, params):
     still = change_profile(simulate(bench, design, nothing, seed=1, log=False), bench)
     assert (still["initiating event changed (%)"] == 0).all() and (still["middle steps changed (%)"] == 0).all()
     assert profile.loc[1, "initiating event changed (%)"] > 0
+    # a delivered chain of another length is left out, and the run's other hypotheses still count
+    first = runs[0]
+    short = first.delivered[0].model_copy(update={"chain": first.delivered[0].chain[:2]})
+    padded = [first.model_copy(update={"delivered": [short, *first.delivered]}), *runs[1:]]
+    pd_testing.assert_frame_equal(change_profile(padded, bench), profile)
 
 
 def test_judge_model_table_has_one_row_per_model_in_the_given_order(bench, params, monkeypatch):
