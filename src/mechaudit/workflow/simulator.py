@@ -152,7 +152,7 @@ def _alternative(model: InstanceModel, vocab: Vocabulary, current: str, exclude:
         acc += x
         if x > 0 and acc > target:
             return i
-    return next(i for i, x in zip(ids, w) if x > 0)
+    return next(i for i, x in zip(reversed(ids), reversed(w)) if x > 0)  # the top end of the CDF
 
 
 def _index(n: int, u: float) -> int:
