@@ -73,7 +73,7 @@ from pathlib import Path
 import pandas as pd
 
 import mechaudit as ma
-from mechaudit.paths import EXAMPLE_DIR, cache_path, data_folder_or
+from mechaudit.paths import EXAMPLE_DIR, data_folder_or, embedding_store
 from mechaudit.plots import cosine_strips
 from mechaudit.report.facts import glue_facts
 from mechaudit.report.glue import glue
@@ -81,7 +81,7 @@ from mechaudit.report.outputs import save
 from mechaudit.report.tables import book_table
 
 folder = data_folder_or(p.data_dir, EXAMPLE_DIR)  # data_dir, else MECHAUDIT_DATA, else the example set
-store = cache_path("embedding_cache") if p.embedding_cache else None  # data/embedding_cache in a clone
+store = embedding_store(p.embedding_cache)  # data/embedding_cache in a clone
 
 # %% [markdown]
 # `data_dir` is the folder to audit (`None`: the example set). Step 6 writes its files to `out_dir`,

@@ -85,3 +85,11 @@ def test_a_missing_data_folder_is_named_with_what_is_wrong(tmp_path, monkeypatch
     (tmp_path / "nowhere").write_text("a file\n")
     with pytest.raises(MechauditError, match=r"nowhere is not a folder: point it at"):
         paths.data_path("x")
+
+
+def test_the_embedding_store_is_the_embedding_cache_folder_unless_turned_off(monkeypatch, tmp_path):
+    from mechaudit.paths import cache_path, embedding_store
+
+    monkeypatch.setenv("MECHAUDIT_CACHE", str(tmp_path))
+    assert embedding_store() == embedding_store(True) == cache_path("embedding_cache") == tmp_path / "embedding_cache"
+    assert embedding_store(False) is None

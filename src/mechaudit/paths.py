@@ -124,6 +124,12 @@ def cache_path(name: str, environ: os._Environ | dict[str, str] | None = None, *
     return data_path(name)
 
 
+def embedding_store(enabled: bool = True) -> Path | None:
+    """The embedding store the chapters share (``cache_path("embedding_cache")``), or None when
+    ``enabled`` is false (a chapter's ``embedding_cache`` parameter)."""
+    return cache_path("embedding_cache") if enabled else None
+
+
 #: the files of a benchmark folder (``book/data.md``): the three sources, the template-built suite,
 #: the rewrites and the reworded suite built from them (``perturb.SUITE_FILES``)
 BENCHMARK_FILES = ("vocabulary.yaml", "instances.yaml", "hypotheses.jsonl", "perturbations.jsonl",

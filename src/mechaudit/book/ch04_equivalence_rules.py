@@ -14,7 +14,7 @@ import pandas as pd
 from mechaudit.book.chapter import headline_provenance, judge_models
 from mechaudit.book.settings import CritiqueDepthSettings, RulesSettings
 from mechaudit.llm.pricing import Planned
-from mechaudit.paths import cache_path
+from mechaudit.paths import embedding_store
 from mechaudit.report.facts import fact
 from mechaudit.schema import Benchmark, load_benchmark
 from mechaudit.workflow import WorkflowSetup, build_rules, delivered_diversity, null_params, rules_for, simulate
@@ -33,7 +33,7 @@ def chapter_rules(p: RulesSettings | CritiqueDepthSettings, client, bench: Bench
     return build_rules(rules_for(p.rules, client is not None), client, tfidf_threshold=p.tfidf_threshold,
                        embedding_threshold=p.embedding_threshold, embedding_model=p.embedding_model,
                        judge_model=p.judge_model, instances=bench.instances,
-                       embedding_cache_dir=cache_path("embedding_cache") if p.embedding_cache else None)
+                       embedding_cache_dir=embedding_store(p.embedding_cache))
 
 
 def openings_label(bench: Benchmark) -> int | str:

@@ -25,7 +25,7 @@ from mechaudit.book.selfserved import SelfServed
 from mechaudit.book.settings import PerturbationsSettings
 from mechaudit.llm.pricing import Planned
 from mechaudit.paper import reported, shown
-from mechaudit.paths import cache_path
+from mechaudit.paths import embedding_store
 from mechaudit.perturb import (
     KINDS,
     MEANING_PRESERVING,
@@ -103,7 +103,7 @@ def build_rules(bench: Benchmark, p: PerturbationsSettings) -> RuleSet:
     """TF-IDF, embeddings at ``p.embedding_threshold`` and at the threshold that reproduces, on the
     same-instance pairs of committed hypotheses, the mean "same" rate of TF-IDF and the reference judge,
     and the reference judge."""
-    store = cache_path("embedding_cache") if p.embedding_cache else None
+    store = embedding_store(p.embedding_cache)
     reference = ReferenceJudge(p.reference_rubric)
     matching = within_instance_pairs(bench.hypotheses)
     target = marginal_same_rate([TfidfRule(threshold=p.tfidf_threshold), reference], matching)

@@ -28,7 +28,7 @@ from mechaudit.book.chapter import REFERENCE_JUDGE, ChapterContext, axis_placeho
 from mechaudit.book.settings import SensitivitySettings
 from mechaudit.llm.pricing import Planned
 from mechaudit.paper import reported
-from mechaudit.paths import cache_path
+from mechaudit.paths import embedding_store
 from mechaudit.perturb import MEANING_PRESERVING, SUITE_LABELS, available_suites, load_pairs
 from mechaudit.report.facts import fact
 from mechaudit.report.tables import Column, with_columns
@@ -94,7 +94,7 @@ def setup(p: SensitivitySettings | None = None, *, suite: str = "template") -> S
     bench = load_benchmark(p.data_dir)
     pairs, kinds = load_pairs(p.data_dir, suite)
     embedding = EmbeddingRule(model=p.embedding_model, threshold=p.embedding_threshold,
-                              cache_dir=cache_path("embedding_cache") if p.embedding_cache else None)
+                              cache_dir=embedding_store(p.embedding_cache))
     return SensitivitySetup(bench, pairs, kinds,
                             within_instance_pairs(bench.hypotheses), TfidfRule(threshold=p.tfidf_threshold),
                             embedding, ReferenceJudge(p.reference_rubric),
