@@ -225,12 +225,12 @@ def execute_chapters(names: Iterable[str | Path] = (), params_file: Path | None 
     chapters = [resolve_chapter(n) for n in names] or toc_chapters()
     _check_out_dir(out_dir, chapters)
     plans = [(c, resolve_parameters(c, params_file, overrides)) for c in chapters]  # fail before running
-    run = _plan_run(plans, params_file, overrides, out_dir, max_usd=max_usd, batch=batch, prices=prices,
+    full = full_parameters(plans)
+    run = _plan_run(plans, full, params_file, overrides, out_dir, max_usd=max_usd, batch=batch, prices=prices,
                     base_url=settings["llm_base_url"])
     if params_file:  # the sections of the chapters not run, after the run's own inputs
         _check_whole_file(params_file, chapters, stream)
     # a chapter whose default data is its own folder (09's example set) reads MECHAUDIT_DATA like the others
-    full = full_parameters(plans)
     plans = [(c, {**params, **env_data_dir(c.stem, full[c.stem])}) for c, params in plans]
     if not _check_money(run, stream, confirm=confirm, dry_run=dry_run, allow_unpriced=allow_unpriced):
         return []
@@ -272,10 +272,10 @@ def _check_whole_file(params_file: Path, chapters: list[Chapter], stream) -> Non
              stream=stream)
 
 
-def _plan_run(plans, params_file, overrides, out_dir, **account):
+def _plan_run(plans, full, params_file, overrides, out_dir, **account):
     """The run's ``RunAccount`` after every check that needs no kernel (``mechaudit.book.preflight``),
-    the data and files first (before the LLM side is even imported)."""
-    preflight.check_plans(plans, full_parameters(plans))
+    the data and files first (before the LLM side is even imported); ``full``: ``full_parameters(plans)``."""
+    preflight.check_plans(plans, full)
     from mechaudit.book.account import RunAccount  # defers pandas: fast `mechaudit --help`
 
     run = RunAccount(plans, params_file, overrides, **account)
