@@ -14,7 +14,11 @@
 Answers already in the cache are not asked again, so a stopped run resumes where it ended.
 Deleting ``.local-judge/`` starts from a clean state (the compile takes 10+ minutes on 2 cores).
 ``LOCAL_JUDGE_THREADS=1`` gives the server one thread: on a machine busy with other jobs its two
-threads wait for each other and a reply takes many times longer.
+threads wait for each other and a reply takes many times longer. ``LOCAL_JUDGE_SERVERS=N`` starts N
+such servers on the ports after PORT and answers on PORT through a loopback front that hands each
+request to a free one (:func:`serve_balanced`): the chapters send 4 requests at a time, so N
+one-thread servers give N times the replies per second, and each reply is the one a single server
+with that thread count gives (it depends on the thread count only, RESULTS.md).
 
     .venv/bin/python benchmarks/local_judge.py [--chapters 05_perturbations ...] [--no-results]
 
@@ -31,15 +35,20 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import queue
 import re
 import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+import urllib.error
 import urllib.request
 import zipfile
+from contextlib import contextmanager
 from datetime import date
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import yaml
@@ -102,9 +111,9 @@ def install() -> dict[str, float]:
     return seconds
 
 
-def start_server(log: Path) -> subprocess.Popen:
-    """``llama-server`` on 127.0.0.1:PORT, ready (``/health`` answers 200) or a clear failure."""
-    cmd = [str(server_binary()), "-m", str(WORK / GGUF), "--host", "127.0.0.1", "--port", str(PORT),
+def start_server(log: Path, port: int = PORT) -> subprocess.Popen:
+    """``llama-server`` on 127.0.0.1:``port``, ready (``/health`` answers 200) or a clear failure."""
+    cmd = [str(server_binary()), "-m", str(WORK / GGUF), "--host", "127.0.0.1", "--port", str(port),
            "--alias", SERVED_NAME, "-t", os.environ.get("LOCAL_JUDGE_THREADS", str(os.cpu_count() or 2)),
            "-np", "1", "-c", "8192",
            "--no-cache-prompt", "--seed", "0", "--metrics"]
@@ -113,7 +122,7 @@ def start_server(log: Path) -> subprocess.Popen:
         if proc.poll() is not None:
             sys.exit(f"llama-server exited ({proc.returncode}); its log: {log}")
         try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{PORT}/health", timeout=2) as r:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2) as r:
                 if r.status == 200:
                     return proc
         except OSError:
@@ -123,11 +132,71 @@ def start_server(log: Path) -> subprocess.Popen:
     sys.exit(f"llama-server did not become ready in 120 s; its log: {log}")
 
 
-def metrics() -> dict[str, float]:
-    """The server's Prometheus counters (``llamacpp:...``) as numbers."""
-    with urllib.request.urlopen(f"http://127.0.0.1:{PORT}/metrics", timeout=10) as r:
-        text = r.read().decode()
-    return {m.group(1): float(m.group(2)) for m in re.finditer(r"^llamacpp:(\w+) ([\d.eE+-]+)$", text, re.M)}
+def serve_balanced(ports: list[int]) -> ThreadingHTTPServer:
+    """A loopback HTTP front on PORT (in a daemon thread) that forwards each request to one of
+    ``ports`` that is not answering another; the caller shuts it down."""
+    free: queue.Queue[int] = queue.Queue()
+    for port in ports:
+        free.put(port)
+
+    class Forward(BaseHTTPRequestHandler):
+        def forward(self) -> None:
+            body = self.rfile.read(int(self.headers.get("Content-Length") or 0)) or None
+            port = free.get()
+            try:
+                request = urllib.request.Request(f"http://127.0.0.1:{port}{self.path}", body,
+                                                 {"Content-Type": "application/json"}, method=self.command)
+                try:
+                    with urllib.request.urlopen(request, timeout=3600) as r:
+                        status, data, kind = r.status, r.read(), r.headers.get("Content-Type")
+                except urllib.error.HTTPError as e:
+                    status, data, kind = e.code, e.read(), e.headers.get("Content-Type")
+            finally:
+                free.put(port)
+            self.send_response(status)
+            self.send_header("Content-Type", kind or "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        do_GET = do_POST = forward
+
+        def log_message(self, *args) -> None:
+            pass
+
+    front = ThreadingHTTPServer(("127.0.0.1", PORT), Forward)
+    threading.Thread(target=front.serve_forever, daemon=True).start()
+    return front
+
+
+@contextmanager
+def judge_servers():
+    """The judge answering on PORT for the block: one ``llama-server``, or ``LOCAL_JUDGE_SERVERS``
+    of them behind :func:`serve_balanced`; yields their ports (for :func:`metrics`)."""
+    n = int(os.environ.get("LOCAL_JUDGE_SERVERS", "1"))
+    ports = [PORT] if n == 1 else [PORT + 1 + i for i in range(n)]
+    servers = [start_server(WORK / f"server{'' if n == 1 else i}.log", port) for i, port in enumerate(ports)]
+    front = serve_balanced(ports) if n > 1 else None
+    try:
+        yield ports
+    finally:
+        if front:
+            front.shutdown()
+            front.server_close()
+        for server in servers:
+            server.terminate()
+            server.wait(timeout=30)
+
+
+def metrics(ports: list[int]) -> dict[str, float]:
+    """The servers' Prometheus counters (``llamacpp:...``) as numbers, summed over ``ports``."""
+    total: dict[str, float] = {}
+    for port in ports:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as r:
+            text = r.read().decode()
+        for m in re.finditer(r"^llamacpp:(\w+) ([\d.eE+-]+)$", text, re.M):
+            total[m.group(1)] = total.get(m.group(1), 0.0) + float(m.group(2))
+    return total
 
 
 def log_records() -> list[dict]:
@@ -244,12 +313,8 @@ def main() -> None:
     WORK.mkdir(exist_ok=True)
     if args.recheck:
         install()
-        server = start_server(WORK / "server.log")
-        try:
+        with judge_servers():
             same, same_json, sent = recheck(args.recheck)
-        finally:
-            server.terminate()
-            server.wait(timeout=30)
         print(f"re-sent {sent} recorded requests: {same} replies identical to the recorded text, "
               f"{same_json} with the same JSON content")
         return
@@ -259,17 +324,13 @@ def main() -> None:
     prices = yaml.safe_load((REPO / "params" / "prices.yaml").read_text())
     prices["endpoints"] = {ENDPOINT: {"input": 0, "output": 0}}
     (WORK / "prices.yaml").write_text(yaml.safe_dump(prices))
-    server = start_server(WORK / "server.log")
-    try:
+    with judge_servers() as ports:
         t0 = time.perf_counter()
         subprocess.run([str(Path(sys.executable).parent / "mechaudit"), "execute", *args.chapters,
                         "--params", "local_judge", "--prices", str(WORK / "prices.yaml"),
                         "--out", str(REPO / "runs" / "local-judge"), "--jobs", "1"], check=True, cwd=REPO)
         seconds["chapters (recording)"] = time.perf_counter() - t0
-        counters = metrics()
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
+        counters = metrics(ports)
     sent = recorded()["requests"] - before
     seconds["make local-judge, total"] = time.perf_counter() - start
     print(f"recorded {sent} new answers; server counters: {counters}")
