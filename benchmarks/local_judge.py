@@ -13,12 +13,16 @@
 
 Answers already in the cache are not asked again, so a stopped run resumes where it ended.
 Deleting ``.local-judge/`` starts from a clean state (the compile takes 10+ minutes on 2 cores).
-``LOCAL_JUDGE_THREADS=1`` gives the server one thread: on a machine busy with other jobs its two
-threads wait for each other and a reply takes many times longer. ``LOCAL_JUDGE_SERVERS=N`` starts N
-such servers on the ports after PORT and answers on PORT through a loopback front that hands each
-request to a free one (:func:`serve_balanced`): the chapters send 4 requests at a time, so N
-one-thread servers give N times the replies per second, and each reply is the one a single server
-with that thread count gives (it depends on the thread count only, RESULTS.md).
+Each server runs with ``LOCAL_JUDGE_THREADS`` threads (default 1) and one slot; ``LOCAL_JUDGE_SERVERS``
+(default: one per core) of them start on the ports after PORT, and a loopback front on PORT hands
+each request to a free one (:func:`serve_balanced`). The chapters send 4 requests at a time, so N
+one-thread servers give N times the replies per second. On one machine a reply depends on the
+server's thread count and on nothing sent before it (RESULTS.md). The first 1,800 answers in the
+log came from one two-thread server, the later ones from one-thread servers; re-sent to a
+one-thread server, 9 of 10 early ones came back identical and 10 of 10 later ones. More threads
+per server change some replies; on a machine busy with other jobs two threads of one server also
+wait for each other. Another CPU (other vector instructions) may change some replies too; that was
+not measured.
 
     .venv/bin/python benchmarks/local_judge.py [--chapters 05_perturbations ...] [--no-results]
 
@@ -114,7 +118,7 @@ def install() -> dict[str, float]:
 def start_server(log: Path, port: int = PORT) -> subprocess.Popen:
     """``llama-server`` on 127.0.0.1:``port``, ready (``/health`` answers 200) or a clear failure."""
     cmd = [str(server_binary()), "-m", str(WORK / GGUF), "--host", "127.0.0.1", "--port", str(port),
-           "--alias", SERVED_NAME, "-t", os.environ.get("LOCAL_JUDGE_THREADS", str(os.cpu_count() or 2)),
+           "--alias", SERVED_NAME, "-t", os.environ.get("LOCAL_JUDGE_THREADS", "1"),
            "-np", "1", "-c", "8192",
            "--no-cache-prompt", "--seed", "0", "--metrics"]
     proc = subprocess.Popen(cmd, stdout=log.open("w"), stderr=subprocess.STDOUT)
@@ -132,9 +136,10 @@ def start_server(log: Path, port: int = PORT) -> subprocess.Popen:
     sys.exit(f"llama-server did not become ready in 120 s; its log: {log}")
 
 
-def serve_balanced(ports: list[int]) -> ThreadingHTTPServer:
-    """A loopback HTTP front on PORT (in a daemon thread) that forwards each request to one of
-    ``ports`` that is not answering another; the caller shuts it down."""
+def serve_balanced(ports: list[int], front_port: int = PORT) -> ThreadingHTTPServer:
+    """A loopback HTTP front on ``front_port`` (0: any free port; in a daemon thread) that forwards
+    each request to one of ``ports`` that is not answering another, status and body unchanged; the
+    caller shuts it down."""
     free: queue.Queue[int] = queue.Queue()
     for port in ports:
         free.put(port)
@@ -164,16 +169,17 @@ def serve_balanced(ports: list[int]) -> ThreadingHTTPServer:
         def log_message(self, *args) -> None:
             pass
 
-    front = ThreadingHTTPServer(("127.0.0.1", PORT), Forward)
+    front = ThreadingHTTPServer(("127.0.0.1", front_port), Forward)
     threading.Thread(target=front.serve_forever, daemon=True).start()
     return front
 
 
 @contextmanager
 def judge_servers():
-    """The judge answering on PORT for the block: one ``llama-server``, or ``LOCAL_JUDGE_SERVERS``
-    of them behind :func:`serve_balanced`; yields their ports (for :func:`metrics`)."""
-    n = int(os.environ.get("LOCAL_JUDGE_SERVERS", "1"))
+    """The judge answering on PORT for the block: ``LOCAL_JUDGE_SERVERS`` ``llama-server`` processes
+    (default one per core) behind :func:`serve_balanced`, or one on PORT itself; yields their ports
+    (for :func:`metrics`)."""
+    n = int(os.environ.get("LOCAL_JUDGE_SERVERS", str(os.cpu_count() or 1)))
     ports = [PORT] if n == 1 else [PORT + 1 + i for i in range(n)]
     servers = [start_server(WORK / f"server{'' if n == 1 else i}.log", port) for i, port in enumerate(ports)]
     front = serve_balanced(ports) if n > 1 else None

@@ -6,6 +6,12 @@ from __future__ import annotations
 
 import json
 import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -50,11 +56,76 @@ def test_only_an_offline_run_on_the_shipped_benchmark_replays_it(tmp_path):
     assert selfserved.recorded(False, tmp_path) is None  # other data: nothing was recorded for it
 
 
+def local_judge_script():
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+    import local_judge
+
+    return local_judge
+
+
+def one_slot_server(busy: list[int]) -> ThreadingHTTPServer:
+    """A fake one-slot judge server on a free loopback port: answers its port and the request body
+    after 0.05 s, records in ``busy`` how many requests it was answering at once, and answers 503
+    to the path /fail."""
+    lock, active = threading.Lock(), [0]
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self):
+            body = self.rfile.read(int(self.headers["Content-Length"]))
+            with lock:
+                active[0] += 1
+                busy.append(active[0])
+            time.sleep(0.05)
+            with lock:
+                active[0] -= 1
+            data = json.dumps({"port": self.server.server_address[1], "body": body.decode()}).encode()
+            self.send_response(503 if self.path == "/fail" else 200)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
+def test_the_front_hands_each_request_to_a_free_server_and_passes_replies_through():
+    """``LOCAL_JUDGE_SERVERS``: 8 requests 4 at a time through the front reach both one-slot servers,
+    never two at once on one server; each reply (and an error status) comes back unchanged."""
+    local_judge = local_judge_script()
+    busy: list[int] = []
+    backends = [one_slot_server(busy), one_slot_server(busy)]
+    ports = [b.server_address[1] for b in backends]
+    front = local_judge.serve_balanced(ports, front_port=0)
+    url = f"http://127.0.0.1:{front.server_address[1]}"
+
+    def post(i, path="/v1/chat/completions"):
+        request = urllib.request.Request(url + path, json.dumps({"i": i}).encode(), method="POST")
+        with urllib.request.urlopen(request, timeout=10) as r:
+            return json.load(r)
+
+    try:
+        with ThreadPoolExecutor(4) as pool:
+            replies = list(pool.map(post, range(8)))
+        assert [json.loads(r["body"])["i"] for r in replies] == list(range(8))
+        assert {r["port"] for r in replies} == set(ports) and max(busy) == 1 and len(busy) == 8
+        with pytest.raises(urllib.error.HTTPError) as failed:
+            post(9, "/fail")
+        assert failed.value.code == 503 and json.load(failed.value)["port"] in ports
+        assert post(10)["port"] in ports  # the failed request gave its server back
+    finally:
+        front.shutdown()
+        for server in [front, *backends]:
+            server.server_close()
+
+
 def test_recheck_sends_the_step_rubrics_schema_in_the_judges_own_order():
     """The cache log sorts keys, so a rebuilt step-rubric schema lists its properties alphabetically;
     llama.cpp's grammar follows that order, so ``--recheck`` must send the judge's own order."""
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
-    import local_judge
+    local_judge = local_judge_script()
 
     step = [(r, key) for r, key, _ in local_judge.recorded_requests()
             if (r.json_schema or {}).get("title") == "StepMechanismVerdict"]
