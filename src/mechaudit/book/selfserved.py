@@ -90,6 +90,11 @@ def coverage(recorded: Mapping[str, tuple[int, int]], part: str, replays: str) -
                                         f"number of the self-served {SHORT}.")
 
 
+def percent(value: float | None) -> str:
+    """A percentage of its decisions as the prose quotes it ("12.5 %"); None: every pair undecided."""
+    return "n/a (every pair undecided)" if value is None else f"{value:.1f} %"
+
+
 def own_label(quantity: str) -> str:
     """A comparison row's label as the self-served judge's ("LLM judge" becomes "self-served
     SmolLM2"; other labels gain it before their unit: "..., self-served SmolLM2 (%)")."""
@@ -113,9 +118,3 @@ def recorded(llm: bool, data_dir: Any = None) -> SelfServed | None:
     if llm or not is_shipped_benchmark(data_dir):
         return None
     return SelfServed(get_client("replay", openai_base_url=ENDPOINT))
-
-
-
-def percent(value: float | None) -> str:
-    """A percentage of its decisions as the prose quotes it ("12.5 %"); None: every pair undecided."""
-    return "n/a (every pair undecided)" if value is None else f"{value:.1f} %"
