@@ -71,6 +71,7 @@ from IPython.display import display
 
 from mechaudit.book import ch06_rubric_sensitivity as ch
 from mechaudit.book.chapter import ChapterContext
+from mechaudit.book.selfserved import recorded
 from mechaudit.perturb import KINDS
 from mechaudit.plots.rubric import rubric_bars
 from mechaudit.report.facts import glue_facts
@@ -78,6 +79,7 @@ from mechaudit.rules.audit import percent_different
 
 ctx = ChapterContext.open(globals(), "06_rubric_sensitivity")  # checked parameters, backend, LLM client
 p = ctx.settings
+selfserved = recorded(ctx.llm, p.data_dir)  # offline: the recorded answers of the self-served SmolLM2-135M
 
 # %% [markdown]
 # ## Reference judges: each rubric read literally
@@ -90,6 +92,14 @@ p = ctx.settings
 # judge without a rubric decides by overlap: the numbers of this judge describe the rule, not how a
 # judge without a rubric behaves. With an LLM {term}`backend <Backend>` the LLM judge runs under
 # every rubric too (its columns say "not run" offline).
+#
+# Offline on the shipped benchmark a real but small LLM takes the LLM judge's place: SmolLM2-135M,
+# served on this machine by llama.cpp's server. `make local-judge` asked it every pair under every
+# rubric in every order of `judge_orders`, with the same prompts as the LLM judge, and recorded its
+# answers in `data/llm_cache/`; this chapter replays them and sends nothing. A rubric gets its
+# column only when every pair's answers are recorded; otherwise the column says how many are. With
+# 135 million parameters it is far below the paper's judges: its columns show what a small real
+# model does with each rubric, not what the paper's judge does.
 
 # %%
 s = ch.setup(p.data_dir)
@@ -97,19 +107,24 @@ judges = ch.reference_judges(p.rubrics, p.jaccard_threshold)
 llm = ch.judge_rubrics_with_llm(s.pairs, p.rubrics, s.instances,
                                 client=ctx.client, model=p.judge_model,
                                 orders=p.judge_orders)
+own = ch.replay_selfserved(s, p.rubrics, selfserved, orders=p.judge_orders)
 decisions = pd.concat([ch.reference_decisions(s.pairs, judges),
-                       llm.decisions], axis=1)
+                       llm.decisions, own.columns if own else None], axis=1)
 pct = percent_different(decisions, kinds=s.kinds, order=KINDS)
 
 # %% tags=["hide-input"]
 print(f"{len(s.pairs)} valid perturbation pairs; rubrics: {', '.join(p.rubrics)}")
-ctx.table("percent_different", pct.astype(object).where(pct.notna(), "undecided" if ctx.llm else "not run"),
+if own is not None:  # replayed, or how much of each rubric is recorded
+    print(f"{ch.selfserved.SHORT} (self-served): " + "; ".join(
+        f"{r}: {'replayed' if r in own.done else own.coverage(r)}" for r in own.recorded))
+ctx.table("percent_different", ch.percent_table(pct, own, llm_run=ctx.llm),
           label="tbl-ch06-percent", unit="%",
           caption="Valid pairs judged \"different mechanism\" (%), per perturbation kind, judge and rubric.")
 
 # %% tags=["remove-cell"]
 caption = ctx.caption("reference judges read the structured chain"
-                      + ("" if ctx.llm else "; LLM judge not run (offline)"))
+                      + ("" if ctx.llm else "; LLM judge not run (offline)")
+                      + ("; self-served: SmolLM2-135M, replayed" if own and own.done else ""))
 fig = rubric_bars(pct, ch.paper_figure_values(p.rubrics) if ctx.show_paper else None, caption=caption)
 fig = ctx.figure("rubric_bars", fig, glue_as="ch06_fig_bars")
 
@@ -120,13 +135,15 @@ fig = ctx.figure("rubric_bars", fig, glue_as="ch06_fig_bars")
 #
 # Percent of valid perturbation pairs judged "different mechanism" per perturbation kind (rows) and
 # rubric (bar colour), with each value written at the end of its bar, so a 0 % bar reads "0". One
-# panel per judge that ran: offline only the reference judges (they read the structured chain; not an
-# LLM). No error bars: every valid pair is judged once by each deterministic judge. Diamonds: the
-# paper's LLM judge on first-step swaps, shown only on the shipped data.
+# panel per judge that ran: offline the reference judges (they read the structured chain; not an
+# LLM) and, on the shipped data, the self-served SmolLM2-135M for each rubric whose answers are all
+# recorded ("not run" for the others). No error bars: every valid pair is judged once by each
+# deterministic judge, and the recorded model answers at temperature 0. Diamonds: the paper's LLM
+# judge on first-step swaps, shown only on the shipped data, on the panel of an LLM.
 # ```
 #
 # {numref}`fig-ch06-bars` sets the rubrics side by side; {numref}`tbl-ch06-percent` gives the same
-# values.
+# values. {glue:text}`ch06_selfserved_coverage`
 # The step rubric's three component judgements show which component each kind of edit touches.
 # Numbers are % of pairs whose component the step reference judge calls *different*.
 
@@ -162,15 +179,23 @@ ch.reversal_check(s.pairs, judges)
 # With an LLM backend the judge sees each pair in the orders `judge_orders` (by default A-B twice
 # and B-A once). The table then counts, per prompt, the decisions changed by repeating the A-B call
 # and by reversing it; below it come the flipped pairs the prompts share and each prompt's raw
-# agreement with the reference judge of the same rubric. Offline one sentence says it was not run.
+# agreement with the reference judge of the same rubric. Offline one sentence says it was not run,
+# and on the shipped benchmark a table gives the same counts for the self-served SmolLM2-135M, one
+# row per rubric whose answers are all recorded, with its raw agreement with the reference judge.
 
 # %%
 effects = ch.order_effects(llm, decisions, p.rubrics, len(s.pairs))
+own_effects = ch.selfserved_effects(own, decisions)
 
 # %% tags=["hide-input"]
 for extra in (effects.shared, effects.vs_reference):
     if extra is not None:
         display(extra)
+if own_effects is not None:
+    display(ctx.table("selfserved_order_effects", ch.selfserved_order_table(own_effects),
+                      label="tbl-ch06-selfserved-order",
+                      caption="Self-served SmolLM2-135M per prompt: decisions changed by repeating "
+                              "and by reversing the order, and raw agreement with the reference judge."))
 ctx.save("order_reversal", effects.table)
 
 # %% [markdown]
@@ -201,16 +226,21 @@ ctx.save("judge_model_ranges", model_ranges)
 #
 # The paper's numbers are LLM results. Offline, "this run" says "not run", the provenance column says
 # "not run offline (LLM only)", and the note gives the reference judge's value for orientation only:
-# it is true by construction, not an LLM result.
+# it is true by construction, not an LLM result. The rows marked "self-served SmolLM2" are the
+# recorded small model's, for the rubrics whose answers are all recorded: measured by a real LLM,
+# an independent computation, but by a model far smaller than the paper's judge.
 
 # %% tags=["hide-input"]
-paper = ctx.paper_table(ch.paper_rows(pct, effects, p.rubrics, backend=ctx.backend, model=p.judge_model),
-                        caption="The paper's rubric effects and this run's.", label="tbl-ch06-paper")
+paper = ctx.paper_table(
+    ch.paper_table(pct, effects, p.rubrics, backend=ctx.backend,
+                   model=p.judge_model, own=own, own_effects=own_effects),
+    caption="The paper's rubric effects and this run's.", label="tbl-ch06-paper")
 if paper is not None:
     display(paper)
 
 # %% tags=["remove-cell"]
-glue_facts("ch06", ch.chapter_facts(ctx, p.judge_model, pct, components, s, p.jaccard_threshold))
+glue_facts("ch06", ch.chapter_facts(ctx, p.judge_model, pct, components, s, p.jaccard_threshold,
+                                    own, own_effects))
 
 # %% [markdown]
 # ## LLM usage
@@ -243,6 +273,8 @@ ctx.usage(pairs=len(s.pairs))
 # full-rubric judge ({glue:text}`ch06_paper_full_fss_pct` %) sits below the literal reading, so
 # setting an LLM's decisions beside the literal reference judges shows how closely it follows its
 # rubric.
+#
+# **A real but small LLM.** {glue:text}`ch06_selfserved_answer`
 #
 # ## Exercises
 #

@@ -3,12 +3,15 @@ effects, paper rows."""
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pandas as pd
 import pytest
 
 from mechaudit.backends import Backend
 from mechaudit.book import ch06_rubric_sensitivity as ch
+from mechaudit.book import selfserved
 from mechaudit.book.chapter import ChapterContext
 from mechaudit.book.settings import RunSettings
 from mechaudit.perturb import KINDS
@@ -123,3 +126,71 @@ def test_paper_figure_values_only_first_step_swaps():
     values = ch.paper_figure_values(["full"])
     assert values["llm full"].notna().tolist() == [False, False, True, False]
     assert not np.isnan(values.loc["first_step_swapped", "llm full"])
+
+
+# ----------------------------------------------------------------------------------------------
+# the recorded self-served judge
+
+
+def test_the_self_served_column_recounts_the_recorded_answers(shipped):
+    """Full rubric: each pair's majority over its three recorded replies (read from the cache
+    records themselves) gives the column's % per kind, the paper table's row and the answer's number."""
+    s, _, llm, decisions, _ = shipped
+    mine = selfserved.recorded(False)
+    own = ch.replay_selfserved(s, ["full"], mine)
+    assert own.recorded == {"full": 320} and own.done == ["full"]
+    calls = own.llm.calls["full"]
+    assert set(calls["order"]) == {"ab", "ba"} and len(calls) == 3 * len(s.pairs)  # every order asked
+    different = {}
+    for pair, keys in calls.groupby("pair")["key"]:
+        said = [json.loads(mine.client.cache.record(k)["response"]["text"])["verdict"] for k in keys]
+        assert len(said) == 3 and set(said) <= {"same", "different"}
+        different[pair] = said.count("different") >= 2
+    expected = {kind: round(100 * np.mean([different[i] for i, k in enumerate(s.kinds) if k == kind]), 1)
+                for kind in KINDS}
+    both = pd.concat([decisions, own.columns], axis=1)
+    pct = percent_different(both, kinds=s.kinds, order=KINDS)
+    table = ch.percent_table(pct, own, llm_run=False)
+    column = f"{selfserved.LABEL}, full rubric"
+    assert table[column].to_dict() == expected
+    assert not table.columns.str.startswith("LLM judge").any() and "llm full" not in table  # replaced offline
+    effects = ch.selfserved_effects(own, both)
+    assert effects.vs_reference["full"] == round(float(np.mean(
+        [not different[i] == both.loc[i, "reference full"] for i in range(len(s.pairs))])), 3)
+    paper = ch.paper_table(pct, ch.order_effects(llm, both, RUBRICS, len(s.pairs)), RUBRICS,
+                           backend=Backend.REFERENCE, model="m", own=own, own_effects=effects)
+    row = paper.loc["First step swapped, called different: full rubric, self-served SmolLM2 (%)"]
+    assert row["this run"] == f"{expected['first_step_swapped']:.1f}" and row["provenance"] == "independent computation"
+    assert paper.loc["First step swapped, called different: full rubric (%)", "this run"] == "not run"
+    _, answer, headline, source = ch.selfserved_sentences(own, pct, effects, True)
+    fss = f"{expected['first_step_swapped']:.1f} %"
+    assert headline == f"not run; {fss}; not run" and source == "independent computation"
+    assert f"calls {fss} of first-step swaps different under full rubric (the paper's LLM judge: 83 %)" in answer
+    assert "far below large LLM judges" in answer
+
+
+def test_a_rubric_not_all_recorded_shows_how_many_pairs_are(shipped):
+    s = shipped[0]
+    never = (s.pairs[0][0], s.pairs[0][0])  # a hypothesis against itself was never asked
+    part = ch.RubricSetup([*s.pairs[:2], never], s.kinds[:3], s.instances)
+    own = ch.replay_selfserved(part, ["full"], selfserved.recorded(False))
+    assert own.recorded == {"full": 2} and own.done == [] and own.columns.empty
+    assert ch.selfserved_effects(own, pd.DataFrame()) is None
+    pct = pd.DataFrame({"reference full": [0.0]}, index=["first_step_swapped"])
+    assert ch.percent_table(pct, own, llm_run=False)[f"{selfserved.LABEL}, full rubric"].tolist() == ["2 of 3 recorded"]
+    coverage, answer, headline, source = ch.selfserved_sentences(own, pct, None, True)
+    assert "2 of 3 pairs of the full-rubric prompt" in coverage and "(none yet)" in coverage
+    assert headline == "not run; 2 of 3 recorded; not run" and source == "not run offline (LLM only)"
+    assert answer.startswith("No prompt has all its pairs recorded") and "%" not in answer
+
+
+def test_nothing_of_the_self_served_judge_on_other_data(shipped, tmp_path):
+    s, _, llm, decisions, pct = shipped
+    own = ch.replay_selfserved(s, RUBRICS, selfserved.recorded(False, tmp_path))
+    assert own is None and ch.selfserved_effects(own, decisions) is None
+    table = ch.percent_table(pct, own, llm_run=False)
+    assert list(table.columns) == list(pct.columns) and table["llm full"].eq("not run").all()
+    effects = ch.order_effects(llm, decisions, RUBRICS, len(s.pairs))
+    paper = ch.paper_table(pct, effects, RUBRICS, backend=Backend.REFERENCE, model="m")
+    assert len(paper) == 6 and not paper.index.str.contains("SmolLM2").any()
+    assert ch.selfserved_sentences(own, pct, None, False) == selfserved.NOT_REPLAYED

@@ -138,3 +138,16 @@ def test_recheck_sends_the_step_rubrics_schema_in_the_judges_own_order():
     wrong = {**StepMechanismVerdict.model_json_schema(), "required": ["verdict"]}
     with pytest.raises(SystemExit, match="not the judge's own"):
         local_judge.as_sent(wrong)
+
+
+def test_its_comparison_rows_are_its_own_and_an_independent_computation():
+    assert (selfserved.own_label("First step swapped, called different: LLM judge (%)")
+            == "First step swapped, called different: self-served SmolLM2 (%)")
+    assert (selfserved.own_label("Decisions changed by reversing the order (% of pairs per prompt)")
+            == "Decisions changed by reversing the order, self-served SmolLM2 (% of pairs per prompt)")
+    assert (selfserved.own_label("Decisions changed by repeating the prompt")
+            == "Decisions changed by repeating the prompt, self-served SmolLM2")
+    table = selfserved.comparison([("rubric.first_step_swapped_pct_different.full", 50.0, "replayed")])
+    assert table.index.name == "quantity"  # the header every paper table has
+    row = table.loc["First step swapped, called different: full rubric, self-served SmolLM2 (%)"]
+    assert (row["this run"], row["provenance"]) == ("50.0", "independent computation")  # never "fitted"

@@ -1,8 +1,10 @@
 """Chapter 06, rubric sensitivity: the definition of "same mechanism" is a parameter of the judge.
 
 The reference judges read each rubric literally; the LLM steps (``judge_rubrics_with_llm``,
-``order_effects``, ``rubric_model_axis``) return "not run" placeholders offline. :func:`plan` is
-the chapter's cost plan (``mechaudit estimate``).
+``order_effects``, ``rubric_model_axis``) return "not run" placeholders offline, where on the
+shipped benchmark the recorded self-served judge (:func:`replay_selfserved`) answers in their
+place for every rubric whose answers are all recorded. :func:`plan` is the chapter's cost plan
+(``mechaudit estimate``).
 """
 
 from __future__ import annotations
@@ -17,10 +19,14 @@ import pandas as pd
 
 from mechaudit.agreement import estimate_range, raw_agreement
 from mechaudit.backends import Backend
+from mechaudit.book import selfserved
 from mechaudit.book.chapter import REFERENCE_JUDGE, ChapterContext, axis_placeholder, headline_provenance, judge_models
+from mechaudit.book.selfserved import SelfServed
 from mechaudit.llm.pricing import Planned
 from mechaudit.paper import reported, shown
 from mechaudit.perturb import KINDS, describe_change, load_pairs
+from mechaudit.report import provenance
+from mechaudit.report.comparison import compare
 from mechaudit.report.facts import fact
 from mechaudit.report.tables import with_caption
 from mechaudit.rules import LLMJudge, ReferenceJudge
@@ -179,6 +185,83 @@ def rubric_model_axis(pairs: Sequence[Pair], llm: RubricLLM, rubrics: Sequence[s
     return table, estimate_range(pd.DataFrame(estimates)).round(1)
 
 
+# ----------------------------------------------------------------------------------------------
+# the recorded self-served judge (offline, shipped benchmark)
+
+#: the reader's name of each rubric in a column header
+RUBRIC_WORDS = {"full": "full rubric", "step": "step rubric", "none": "no rubric"}
+
+
+@dataclass(frozen=True)
+class SelfServedRubrics:
+    """The recorded self-served judge under every rubric: ``llm`` as :func:`judge_rubrics_with_llm`
+    gives it (columns ``llm <rubric>``, calls per rubric) for the rubrics whose pairs all have their
+    answers recorded, and per rubric asked the pairs recorded out of ``n_pairs``."""
+
+    llm: RubricLLM
+    recorded: dict[str, int]
+    n_pairs: int
+
+    @property
+    def done(self) -> list[str]:
+        """The rubrics whose pairs all have their answers recorded, in the order asked."""
+        return [r for r, n in self.recorded.items() if n == self.n_pairs]
+
+    def coverage(self, rubric: str) -> str:
+        """"n of m recorded" for ``rubric``."""
+        return f"{self.recorded[rubric]} of {self.n_pairs} recorded"
+
+    @property
+    def columns(self) -> pd.DataFrame:
+        """Its decisions as columns ``selfserved <rubric>`` (complete rubrics only), one row per pair."""
+        return self.llm.decisions.rename(columns=lambda c: "selfserved " + c.removeprefix("llm "))
+
+
+def replay_selfserved(s: RubricSetup, rubrics: Sequence[str], own: SelfServed | None, *,
+                      orders: Sequence[str] = ("ab", "ab", "ba")) -> SelfServedRubrics | None:
+    """Every rubric's pairs of ``s`` through the recorded self-served judge ``own`` (every order
+    asked, as the chapter's LLM judge asks them); None without ``own`` (an LLM backend or other data)."""
+    if own is None:
+        return None
+    calls, columns, recorded = {}, {}, {}
+    for r in rubrics:
+        got, recorded[r] = own.replay_pairs(s.pairs, lambda client, pairs, r=r: judge_rubrics_with_llm(
+            pairs, [r], s.instances, client=client, model=own.model, orders=orders))
+        if got is not None:
+            calls[r], columns[f"llm {r}"] = got.calls[r], got.decisions[f"llm {r}"]
+    decisions = pd.DataFrame(columns, index=pd.RangeIndex(len(s.pairs)))
+    return SelfServedRubrics(RubricLLM(decisions, calls, own.client), recorded, len(s.pairs))
+
+
+def selfserved_effects(own: SelfServedRubrics | None, decisions: pd.DataFrame) -> OrderEffects | None:
+    """:func:`order_effects` of the self-served judge's complete rubrics, its agreement measured
+    against the reference judges' columns of ``decisions``; None when no rubric is complete."""
+    if own is None or not own.done:
+        return None
+    reference = decisions[[f"reference {r}" for r in own.done]]
+    return order_effects(own.llm, pd.concat([reference, own.llm.decisions], axis=1), own.done, own.n_pairs)
+
+
+def selfserved_order_table(effects: OrderEffects) -> pd.DataFrame:
+    """Per prompt the self-served judge's order and repetition effects (:func:`order_effects`' table)
+    and its raw agreement with the reference judge of the same rubric."""
+    return effects.table.join(effects.vs_reference.rename("agreement with reference"))
+
+
+def percent_table(pct: pd.DataFrame, own: SelfServedRubrics | None, *, llm_run: bool) -> pd.DataFrame:
+    """``pct`` (kinds x judges, %) for display: "undecided" (LLM run) or "not run" where a judge has no
+    value; with ``own`` (offline), its columns ``<selfserved.LABEL>, <rubric>`` in place of the LLM
+    judge's "not run" ones, reading "n of m recorded" for a rubric not all recorded."""
+    table = pct.astype(object).where(pct.notna(), "undecided" if llm_run else "not run")
+    if own is None:
+        return table
+    table = table.drop(columns=[c for c in table.columns if c.startswith(("llm ", "selfserved "))])
+    for r in own.recorded:
+        name = f"selfserved {r}"
+        table[f"{selfserved.LABEL}, {RUBRIC_WORDS[r]}"] = pct[name].round(1) if name in pct else own.coverage(r)
+    return table
+
+
 def _fss(pct: pd.DataFrame, column: str, kind: str = "first_step_swapped", digits: int | None = 1) -> float | None:
     """``pct.loc[kind, column]`` (first-step swaps by default) as a float rounded to ``digits`` (None:
     unrounded); None where ``pct`` has no such row, column or value."""
@@ -211,6 +294,19 @@ def paper_rows(pct: pd.DataFrame, effects: OrderEffects, rubrics: Sequence[str],
             rows.append(("rubric.order_reversal_shared_with_none",
                          len((flipped["full"] | flipped["step"]) & flipped["none"])))
     return rows + [("rubric.repetition_changed", int(t["repeat changed"].sum()), "all prompts")]
+
+
+def paper_table(pct: pd.DataFrame, effects: OrderEffects, rubrics: Sequence[str], *, backend: Backend, model: str,
+                own: SelfServedRubrics | None = None, own_effects: OrderEffects | None = None) -> pd.DataFrame:
+    """The paper-vs-run table of :func:`paper_rows`, then the self-served judge's rows for its complete
+    rubrics (``pct`` holds its columns ``selfserved <rubric>``; ``own_effects`` from
+    :func:`selfserved_effects`), measured by a real LLM: an independent computation."""
+    table = compare(paper_rows(pct, effects, rubrics, backend=backend, model=model), llm=backend.is_llm)
+    if own_effects is None:
+        return table
+    mine = pct[[f"selfserved {r}" for r in own.done]].rename(columns=lambda c: "llm " + c.removeprefix("selfserved "))
+    rows = paper_rows(mine, own_effects, own.done, backend=Backend.REPLAY, model=selfserved.SHORT)
+    return pd.concat([table, selfserved.comparison(rows)[table.columns]])
 
 
 #: the rubrics of the intro's row and the chapter's answer, in the paper's order (38 / 83 / 96 %)
@@ -246,6 +342,40 @@ def answer(pct: pd.DataFrame, llm_run: bool) -> str:
     return f"{_joined(fss_by_rubric(pct, 'llm'), ' / ')} %{beside}"
 
 
+def selfserved_sentences(own: SelfServedRubrics | None, pct: pd.DataFrame, effects: OrderEffects | None,
+                         show_paper: bool) -> tuple[str, str, str, str]:
+    """What the chapter says of the recorded self-served judge: how many pairs each rubric has
+    recorded, what it calls different under the complete ones (``pct`` with its ``selfserved
+    <rubric>`` columns; ``effects`` from :func:`selfserved_effects`), and the intro's cell (first-step
+    swaps under no rubric; full; step, "n of m recorded" for an incomplete rubric) and provenance."""
+    if own is None:
+        return selfserved.NOT_REPLAYED
+    done = own.done
+    coverage, pending = selfserved.coverage(
+        {_prompt(r): (own.recorded[r], own.n_pairs) for r in own.recorded}, "prompt", "its columns replay them")
+    cells = {r: "not run" if r not in own.recorded else own.coverage(r) if r not in done else
+             selfserved.percent(_fss(pct, f"selfserved {r}")) for r in HEADLINE_RUBRICS}
+    headline = "; ".join(cells.values())
+    if pending:
+        return coverage, pending, headline, provenance.NOT_RUN
+    shown_rubrics = [r for r in HEADLINE_RUBRICS if r in done]
+    paper = (" (the paper's LLM judge: " + " / ".join(
+        f"{reported(f'rubric.first_step_swapped_pct_different.{r}'):g} %" for r in shown_rubrics) + ")"
+             if show_paper else "")
+    reversal = float(effects.table["reversal changed %"].mean())
+    paper_reversal = f" (the paper's judge: {reported('rubric.order_reversal_changed_pct'):g} %)" if show_paper else ""
+    return coverage, (f"Replayed from its recorded answers, the self-served {selfserved.SHORT} calls "
+                      f"{' / '.join(cells[r] for r in shown_rubrics)} of first-step swaps different under "
+                      f"{' / '.join(RUBRIC_WORDS[r] for r in shown_rubrics)}{paper}; reversing which hypothesis "
+                      f"comes first changes {reversal:.1f} % of its decisions per prompt on average{paper_reversal}. "
+                      f"{selfserved.CAVEAT}"), headline, provenance.INDEPENDENT
+
+
+def _prompt(rubric: str) -> str:
+    """"the full-rubric prompt" for "full"."""
+    return f"the {RUBRIC_WORDS[rubric].replace(' ', '-')} prompt"
+
+
 def _pct(doc: str) -> Any:
     return fact(unit="%", digits=1, missing="not run", doc=doc)
 
@@ -272,14 +402,21 @@ class RubricFacts:
     headline: str = fact(doc="the intro's cell (:func:`headline`)")
     headline_provenance: str = fact(doc="the intro's provenance cell")
     headline_verdict: str = fact(doc="the intro's verdict")
+    selfserved_coverage: str = fact(doc="how many pairs of each rubric the self-served judge has recorded")
+    selfserved_answer: str = fact(doc="the self-served judge's sentence in the reading of the result")
+    selfserved_headline: str = fact(doc="the intro's cell: first-step swaps the self-served judge calls "
+                                        "different under no rubric; full; step")
+    selfserved_provenance: str = fact(doc="the intro's provenance cell of the self-served judge")
 
 
 def chapter_facts(ctx: ChapterContext, model: str, pct: pd.DataFrame, components: pd.DataFrame, s: RubricSetup,
-                  jaccard_threshold: float) -> RubricFacts:
+                  jaccard_threshold: float, own: SelfServedRubrics | None = None,
+                  own_effects: OrderEffects | None = None) -> RubricFacts:
     """:class:`RubricFacts` of a run: ``pct`` (kinds x judges, % different), the step judge's
-    ``components`` of the pairs of ``s``; ``model`` the main judge model."""
+    ``components`` of the pairs of ``s``; ``model`` the main judge model; ``own`` and ``own_effects``
+    the recorded self-served judge (:func:`replay_selfserved`, :func:`selfserved_effects`)."""
     swap = np.array([k.endswith("_swapped") for k in s.kinds])
-    provenance, verdict = headline_provenance("ch06", ctx.llm, fss_by_rubric(pct, "llm") if ctx.llm else None)
+    source, verdict = headline_provenance("ch06", ctx.llm, fss_by_rubric(pct, "llm") if ctx.llm else None)
     return RubricFacts(
         jaccard_threshold=jaccard_threshold,
         **{f"ref_{r}_{short}_pct": _fss(pct, f"reference {r}", kind, digits=None) for r in ("full", "step", "none")
@@ -291,7 +428,9 @@ def chapter_facts(ctx: ChapterContext, model: str, pct: pd.DataFrame, components
         headline_status=ctx.status(model, REFERENCE_JUDGE),
         **{f"paper_{r}_fss_pct": reported(f"rubric.first_step_swapped_pct_different.{r}") for r in HEADLINE_RUBRICS},
         answer=answer(pct, ctx.llm), headline=headline(pct, ctx.llm),
-        headline_provenance=provenance, headline_verdict=verdict)
+        headline_provenance=source, headline_verdict=verdict,
+        **dict(zip(("selfserved_coverage", "selfserved_answer", "selfserved_headline", "selfserved_provenance"),
+                   selfserved_sentences(own, pct, own_effects, ctx.show_paper))))
 
 
 # --------------------------------------------------------------------------- cost plan

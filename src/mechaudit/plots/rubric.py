@@ -16,7 +16,8 @@ from mechaudit.report.labels import label
 #: colour per rubric: the two that define "same mechanism" in blues, the one without a definition grey
 RUBRIC_COLOURS = {"full": "#0072B2", "step": "#56B4E9", "none": "#999999"}
 RUBRIC_NAMES = {"full": "Full rubric", "step": "Step-by-step rubric", "none": "No rubric"}
-JUDGE_NAMES = {"reference": "Reference judge (reads the causal chain)", "llm": "LLM judge"}
+JUDGE_NAMES = {"reference": "Reference judge (reads the causal chain)", "llm": "LLM judge",
+               "selfserved": "Self-served small LLM (recorded answers)"}
 
 
 def _split(column: str) -> tuple[str, str]:
@@ -40,8 +41,8 @@ def _check_columns(columns) -> None:
 def rubric_bars(pct: pd.DataFrame, paper: pd.DataFrame | None, *, caption: str = ""):
     """% of valid pairs judged different per perturbation kind (rows of ``pct``) and rubric (columns
     ``"<judge> <rubric>"``, NaN: not run; other columns are refused: ``perturbation_bars`` draws
-    rules). One panel per judge that ran, bars labelled with their values; ``paper`` (same columns)
-    as diamonds on the LLM panel (else the first).
+    rules). One panel per judge that ran, bars labelled with their values; ``paper`` (columns ``llm
+    <rubric>``) as diamonds on the LLM panel (else the self-served judge's, else the first).
     """
     _check_columns(pct.columns)
     judges = [j for j in dict.fromkeys(_split(c)[0] for c in pct.columns)
@@ -52,7 +53,7 @@ def rubric_bars(pct: pd.DataFrame, paper: pd.DataFrame | None, *, caption: str =
     fig, axes = new_figure(nrows=len(judges), width=6.0, height=1.0 + 2.3 * len(judges), sharex=True, squeeze=False)
     y = np.arange(len(kinds))[::-1]
     height = 0.8 / max(len(rubrics), 1)
-    paper_judge = "llm" if "llm" in judges else judges[0]
+    paper_judge = next((j for j in ("llm", "selfserved") if j in judges), judges[0])
     for ax, judge in zip(axes[:, 0], judges):
         for k, rubric in enumerate(rubrics):
             values = pct.get(f"{judge} {rubric}", pd.Series(np.nan, index=kinds)).to_numpy(dtype=float)
