@@ -19,6 +19,8 @@ import pytest
 from mechaudit.book import selfserved
 from mechaudit.book.ch05_perturbations import judge_with_llm, setup
 from mechaudit.llm.request import LLMRequest
+from mechaudit.report import provenance
+from mechaudit.report.comparison import compare
 from mechaudit.rules import LLMJudge
 from mechaudit.rules.llm_judge import StepMechanismVerdict, majority
 
@@ -151,3 +153,8 @@ def test_its_comparison_rows_are_its_own_and_an_independent_computation():
     assert table.index.name == "quantity"  # the header every paper table has
     row = table.loc["First step swapped, called different: full rubric, self-served SmolLM2 (%)"]
     assert (row["this run"], row["provenance"]) == ("50.0", "independent computation")  # never "fitted"
+    assert row["verdict"] == provenance.ANOTHER_MODEL
+    # a number that meets the paper's (83 % under the full rubric) is still not a reproduction
+    rows = [("rubric.first_step_swapped_pct_different.full", 83.0)]
+    assert compare(rows, llm=True)["verdict"].iloc[0] == provenance.REPRODUCED  # the paper's own judge
+    assert selfserved.comparison(rows)["verdict"].iloc[0] == provenance.ANOTHER_MODEL

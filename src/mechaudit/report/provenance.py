@@ -174,8 +174,11 @@ FITTED_NOT_A_TEST = "fitted, not a test"
 BUILT_IN_NOT_A_TEST = "built in, not a test"
 NOT_TESTABLE = "not testable offline"
 QUALIFIED = "qualified"
+#: a real LLM's number that is not the paper's model (the self-served judge): whatever it measures,
+#: it neither reproduces nor contradicts the paper's judge
+ANOTHER_MODEL = "another model, not a test"
 #: the verdicts of the intro's results table
-VERDICTS = (REPRODUCED, QUALIFIED, FITTED_NOT_A_TEST, BUILT_IN_NOT_A_TEST, NOT_TESTABLE)
+VERDICTS = (REPRODUCED, QUALIFIED, FITTED_NOT_A_TEST, BUILT_IN_NOT_A_TEST, NOT_TESTABLE, ANOTHER_MODEL)
 
 
 def verdict(values: Iterable[str], llm: bool, agrees: bool | None = None) -> str:
@@ -233,5 +236,5 @@ def unlabelled(fitted_params: Iterable[str], known_keys: Iterable[str],
 
 __all__ = ["FITTED", "CONSTRAINED", "BY_CONSTRUCTION", "INDEPENDENT", "NOT_RUN", "VOCABULARY", "BOOK_RESULTS",
            "LLM_ONLY", "CONSTRUCTIONS", "SUITE_CONSTRUCTIONS", "DEFAULT_SUITE", "REPRODUCED", "FITTED_NOT_A_TEST",
-           "BUILT_IN_NOT_A_TEST", "NOT_TESTABLE", "QUALIFIED", "VERDICTS", "verdict", "fitted_targets", "fitted_keys",
-           "constrained_keys", "of", "summary", "fitted_marks", "unlabelled"]
+           "BUILT_IN_NOT_A_TEST", "NOT_TESTABLE", "QUALIFIED", "ANOTHER_MODEL", "VERDICTS", "verdict",
+           "fitted_targets", "fitted_keys", "constrained_keys", "of", "summary", "fitted_marks", "unlabelled"]
