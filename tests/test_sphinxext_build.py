@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from html import escape as html_escape
@@ -45,7 +46,23 @@ Math: {{math}}`x^2`.
 ```{{eval-rst}}
 .. autofunction:: demo.shaped
 ```
+
+```{{glue-figure-from}} fig-key
+:doc: nb.ipynb
+:name: fig-demo
+:figwidth: 50%
+
+The *glued* caption.
+```
+
+```{{glue-figure-from}} fig-key
+:doc: nb.ipynb
+
+An unnumbered figure.
+```
 """
+SVG = '<svg xmlns="http://www.w3.org/2000/svg" width="10" height="10"><rect width="4" height="4"/></svg>'
+
 DEMO = """import collections, pathlib, typing
 
 
@@ -54,9 +71,12 @@ def shaped(x: typing.Annotated[int, "meta"], where: pathlib.Path = "a.b") -> col
 """
 CONF = """import sys
 sys.path.insert(0, {src!r})
-extensions = ['myst_parser', 'mechaudit.sphinxext.table', 'mechaudit.sphinxext.parameter_table',
-              'mechaudit.sphinxext.api', 'mechaudit.sphinxext.offline']
+extensions = ['myst_nb', 'mechaudit.sphinxext.table', 'mechaudit.sphinxext.parameter_table',
+              'mechaudit.sphinxext.api', 'mechaudit.sphinxext.offline', 'mechaudit.sphinxext.figure']
 numfig = True
+exclude_patterns = ['nb.ipynb', '_build']
+nb_execution_mode = 'off'
+
 html_js_files = ['keep.js', 'sphinx-thebe.js', ('x.js', {{'body': 'THEBE'}})]
 html_css_files = ['keep.css', 'sphinx-thebe.css']
 """
@@ -73,7 +93,10 @@ def page(tmp_path_factory) -> tuple[str, str, Path, dict]:
     (src / "index.md").write_text(PAGE, encoding="utf-8")
     (src / "nb.ipynb").write_text(json.dumps({"cells": [
         {"cell_type": "code", "outputs": [{"data": {"text/plain": "x"}}]},
-        {"cell_type": "code", "outputs": [{"data": {"text/markdown": NOTEBOOK_TABLE.splitlines(True)}}]}]}),
+        {"cell_type": "code", "outputs": [{"data": {"text/markdown": NOTEBOOK_TABLE.splitlines(True)}}]},
+        {"cell_type": "code", "outputs": [{"metadata": {"scrapbook": {"name": "fig-key"}},
+                                           "data": {"application/papermill.record/image/png": "AAAA",
+                                                    "application/papermill.record/image/svg+xml": SVG}}]}]}),
         encoding="utf-8")
     warnings = StringIO()
     app = Sphinx(str(src), str(src), str(src / "_build"), str(src / "_doctrees"), "html",
@@ -137,7 +160,8 @@ def test_an_unknown_chapter_and_a_missing_notebook_table_are_build_errors(tmp_pa
     from sphinx.application import Sphinx
 
     (tmp_path / "conf.py").write_text("extensions = ['mechaudit.sphinxext.table', "
-                                      "'mechaudit.sphinxext.parameter_table']\n", encoding="utf-8")
+                                      "'mechaudit.sphinxext.parameter_table']\nexclude_patterns = ['nb.ipynb']\n",
+                                      encoding="utf-8")
     (tmp_path / "nb.ipynb").write_text(json.dumps({"cells": []}), encoding="utf-8")
     (tmp_path / "index.rst").write_text("X\n=\n\n.. parameter-table:: 99_nothing\n\n.. book-table-from:: tbl-gone\n"
                                         "   :doc: nb.ipynb\n\n.. book-table::\n\n   not json\n", encoding="utf-8")
@@ -167,3 +191,18 @@ def test_the_offline_book_copies_mathjax_drops_thebe_and_defaults_to_light(page)
     assert '_static/keep.js' in html and '_static/keep.css' in html
     assert "thebe" not in html.lower() and "x.js" not in html
     assert context["default_mode"] == "light"
+
+
+def test_a_figure_glued_in_a_notebook_is_shown_with_this_pages_caption(page):
+    html, _, out, _ = page
+    figures = re.findall(r"<figure\b.*?</figure>", html, re.S)
+    assert len(figures) == 2
+    named, unnamed = figures
+    assert 'id="fig-demo"' in named and 'style="width: 50%"' in named
+    assert re.search(r'<span class="caption-number">Fig\. 1 </span><span class="caption-text">The <em>glued</em> '
+                     r"caption\.</span>", named)
+    assert "caption-number" not in unnamed and "An unnumbered figure." in unnamed
+    images = re.findall(r'<img alt="fig-key" src="([^"]+)" style="width: 100%;" />', html)
+    digest = hashlib.sha256(SVG.encode("utf-8")).hexdigest()
+    assert len(images) == 2 and all(src.endswith(f"{digest}.svg") for src in images)  # the SVG, not the PNG
+    assert (out / images[0]).read_text(encoding="utf-8") == SVG
