@@ -182,8 +182,8 @@ MODULES: dict[str, Target] = {
                               "ch06_rubric_sensitivity", "ch07_sensitivity", "ch08_tau_calibration",
                               "judge_model_axis", "committed_tables")),
     # the command line, in-process through main([...])
-    "cli": Target(_src("cli/*.py"), _tests("llm_cli", "tau_cli", "rules_cli", "committed", "inputs", "inputs_llm",
-                                           "run_safety", "errors"),
+    "cli": Target(_src("cli/*.py"), _tests("cli_help", "llm_cli", "tau_cli", "rules_cli", "committed", "inputs",
+                                           "inputs_llm", "run_safety", "errors"),
                   deselect=("tests/test_errors.py::test_process_exit_codes_and_debug", *_CLI_SLOW)),
     "plots": Target(_src("plots/*.py"), _tests("plots_caption", "plots_readable", "figure_bytes", "deprecation")),
     "sphinxext": Target(_src("sphinxext/*.py"), _tests("sphinxext_build", "book_api", "appendix_sources",
