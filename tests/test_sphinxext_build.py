@@ -293,7 +293,21 @@ def test_a_ragged_table_and_a_label_without_authors():
     from mechaudit.sphinxext.offline import author_year_label
     from mechaudit.sphinxext.table import build_table
 
-    with pytest.raises(MechauditError, match=r"^field 'rows': book-table: rows do not match the 2 header cells$") as err:
+    message = r"^field 'rows': book-table: rows do not match the 2 header cells$"
+    with pytest.raises(MechauditError, match=message) as err:
         build_table({"header": ["a", "b"], "rows": [["1"]], "numeric": [[0]]}, [])
     assert err.value.field == "rows"
     assert author_year_label([], "2020") == "Anonymous, 2020" and author_year_label([], "") == "Anonymous"
+
+
+def test_only_an_html_build_gets_the_mathjax_bundle(tmp_path):
+    from sphinx.application import Sphinx
+    from sphinx.util.docutils import docutils_namespace
+
+    (tmp_path / "conf.py").write_text("extensions = ['mechaudit.sphinxext.offline']\n", encoding="utf-8")
+    (tmp_path / "index.rst").write_text("X\n=\n\nText.\n", encoding="utf-8")
+    with docutils_namespace():
+        Sphinx(str(tmp_path), str(tmp_path), str(tmp_path / "_b"), str(tmp_path / "_d"), "text", status=None,
+               warning=StringIO(), freshenv=True).build()
+    assert (tmp_path / "_b" / "index.txt").read_text(encoding="utf-8").startswith("X\n*")
+    assert not (tmp_path / "_b" / "_static").exists()
