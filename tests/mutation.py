@@ -185,7 +185,10 @@ MODULES: dict[str, Target] = {
     "cli": Target(_src("cli/*.py"), _tests("cli_help", "llm_cli", "tau_cli", "rules_cli", "committed", "inputs",
                                            "inputs_llm", "run_safety", "errors"),
                   deselect=("tests/test_errors.py::test_process_exit_codes_and_debug", *_CLI_SLOW)),
-    "plots": Target(_src("plots/*.py"), _tests("plots_caption", "plots_readable", "figure_bytes", "deprecation")),
+    "plots": Target(_src("plots/*.py"), _tests("plots_style", "plots_caption", "plots_readable", "figure_bytes",
+                                               "deprecation"),
+                    # draws in a subprocess (6 s), which imports the package unmutated
+                    deselect=("tests/test_figure_bytes.py::test_the_same_figure_in_another_process_gives_the_same_bytes",)),
     "sphinxext": Target(_src("sphinxext/*.py"), _tests("sphinxext_build", "book_api", "appendix_sources",
                                                        "book_offline", "settings", "tables")),
     # issue 34's modules checked in full (every mutant): one file each
