@@ -20,12 +20,13 @@ package at this repository's data, parameters and chapters.
 whole target's wall time from mutmut's trace of its tests (:func:`estimate`), without the full run.
 
 A per-mutant wall-clock guard: this file is also a pytest plugin (``-p mutation``) in every test run
-of mutmut. The clean run writes its wall time to ``clean_seconds.txt``; each mutant's run arms
-``SIGALRM`` (default action, so the kernel ends the process even when it hangs in C code) at
-``GUARD_S + GUARD_FACTOR * clean seconds``, counted as a timeout. After mutmut's own in-process runs
-(clean, forced fail, stats) the plugin shuts joblib's loky pool down, so no idle loky worker is left
-for mutmut's ``os.wait()`` to reap (a worker exiting after its idle timeout was taken for a mutant's
-result and stopped the run) and no forked mutant inherits a pool whose threads did not survive the fork.
+of mutmut (which also runs a mutant's tests shortest first). The clean run writes its wall time to
+``clean_seconds.txt``; each mutant's run arms ``SIGALRM`` (default action, so the kernel ends the
+process even when it hangs in C code) at ``GUARD_S + GUARD_FACTOR * clean seconds``, counted as a
+timeout. After mutmut's own in-process runs (clean, forced fail, stats) the plugin shuts joblib's
+loky pool down, so no idle loky worker is left for mutmut's ``os.wait()`` to reap (a worker exiting
+after its idle timeout was taken for a mutant's result and stopped the run) and no forked mutant
+inherits a pool whose threads did not survive the fork.
 
 Surviving mutants listed in ``tests/mutation_equivalent.yaml`` (function, the mutated line, a
 reason) are equivalent: they cannot change any behaviour. The score of a module is
@@ -416,6 +417,17 @@ def pytest_configure(config) -> None:
 
         parallel_config(backend="sequential")  # this thread's default from here on (no context needed)
     _session_start[0] = time.monotonic()
+
+
+def pytest_collection_modifyitems(session, config, items) -> None:
+    """In a mutant's run, its tests shortest first (the durations of mutmut's trace): the run stops at
+    the first failure (``-x``), so a mutant a quick test kills costs that test, not the slow ones mutmut
+    happened to list before it."""
+    stats = Path("mutmut-stats.json")  # mutmut runs the tests from its ``mutants`` folder
+    if _run_kind() != "mutant" or not stats.exists():
+        return
+    duration = json.loads(stats.read_text())["duration_by_test"]
+    items.sort(key=lambda item: duration.get(item.nodeid, 0.0))
 
 
 def pytest_unconfigure(config) -> None:
