@@ -708,10 +708,13 @@ def write_report(summaries: list[dict], tested: list[dict[str, str]]) -> None:
         "## Estimated wall time of the whole map",
         "",
         f"`python tests/mutation.py --measure [targets]` runs {MEASURE_N} mutants spread over each target's sample",
-        "(`build/mutation-measure/`) and estimates the whole sample from mutmut's trace: each mutant costs the",
-        "traced durations of its function's tests plus a per-run cost (fork, pytest session, fixtures: the",
-        "median over the measured mutants of wall time less traced test time); the fixed part is mutant",
+        "(`build/mutation-measure/`) and estimates the whole sample from mutmut's trace: each mutant costs a",
+        "per-run part (fork, pytest session, fixtures: wall time less traced test time of the measured",
+        "survivors, which run every test) plus a share of its function's traced test time (a killed mutant",
+        "stops at its first failing test; the share is the measured one); the fixed part is mutant",
         "generation, the trace, the clean run of every test the sample needs and the forced-fail run.",
+        "A mutant's tests now run shortest first, which was measured for `cli` only: the other rows",
+        "were measured before, and a killed mutant now reaches its quickest failing test sooner.",
         "*no tests*: sampled mutants whose function no mapped test calls (they cost nothing and count",
         "as not killed). Measured with 2 workers on this 2-core machine while it also ran other work",
         "(an LLM server at one thread and other test runs): an idle machine is faster. Rows marked",
@@ -746,8 +749,9 @@ def write_report(summaries: list[dict], tested: list[dict[str, str]]) -> None:
         else:
             est_missing.append(n)
         lines.append(row)
-    lines += ["", f"Estimated total: {est_total:.0f} min on 2 cores for the measured targets"
-              + (f"; not measured: {', '.join(est_missing)}." if est_missing else "."), "",
+    lines += ["", f"Estimated total: {est_total:.0f} min on 2 cores for the whole map (measured rows and rows "
+              "scaled from the committed run)" + (f"; no estimate: {', '.join(est_missing)}." if est_missing else "."),
+              "",
               "## Scores", "",
               "| module | sample | mutants | killed | equivalent | not killed | score | floor | unchecked | seconds |",
               "|---|---|---:|---:|---:|---:|---:|---|---:|---:|"]
