@@ -99,3 +99,13 @@ def test_the_figure_modules_small_helpers():
     assert not any(g.get_visible() for g in axes[1].xaxis.get_gridlines())
     assert axes[1].get_ylabel() == "unnamed_factor" and axes[1].get_xlabel() == robustness.FACTOR_LABELS.get("a", "a")
     assert [t.get_text() for t in axes[1].get_yticklabels()] == ["0.1", "0.2", "0.3"]
+
+
+def test_the_caption_is_grey_text_under_the_figure_from_its_left_edge():
+    fig, _ = style.new_figure()
+    assert style.caption(fig, "Backend: reference", "Toy design") is fig
+    label = fig._supxlabel
+    assert label.get_text() == "Backend: reference. Toy design" and label.get_color() == style.PALETTE["muted"]
+    assert (label.get_position()[0], label.get_ha(), label.get_wrap()) == (0.01, "left", True)
+    fig2, _ = style.new_figure()
+    assert style.caption(fig2, "", "") is fig2 and fig2._supxlabel is None
