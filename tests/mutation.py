@@ -20,13 +20,13 @@ package at this repository's data, parameters and chapters.
 whole target's wall time from mutmut's trace of its tests (:func:`estimate`), without the full run.
 
 A per-mutant wall-clock guard: this file is also a pytest plugin (``-p mutation``) in every test run
-of mutmut (which also runs a mutant's tests shortest first). The clean run writes its wall time to
-``clean_seconds.txt``; each mutant's run arms ``SIGALRM`` (default action, so the kernel ends the
-process even when it hangs in C code) at ``GUARD_S + GUARD_FACTOR * clean seconds``, counted as a
-timeout. After mutmut's own in-process runs (clean, forced fail, stats) the plugin shuts joblib's
-loky pool down, so no idle loky worker is left for mutmut's ``os.wait()`` to reap (a worker exiting
-after its idle timeout was taken for a mutant's result and stopped the run) and no forked mutant
-inherits a pool whose threads did not survive the fork.
+of mutmut (which also orders a mutant's tests: the map's order of files, shortest first). The clean
+run writes its wall time to ``clean_seconds.txt``; each mutant's run arms ``SIGALRM`` (default
+action, so the kernel ends the process even when it hangs in C code) at ``GUARD_S + GUARD_FACTOR *
+clean seconds``, counted as a timeout. After mutmut's own in-process runs (clean, forced fail,
+stats) the plugin shuts joblib's loky pool down, so no idle loky worker is left for mutmut's
+``os.wait()`` to reap (a worker exiting after its idle timeout was taken for a mutant's result and
+stopped the run) and no forked mutant inherits a pool whose threads did not survive the fork.
 
 Surviving mutants listed in ``tests/mutation_equivalent.yaml`` (function, the mutated line, a
 reason) are equivalent: they cannot change any behaviour. The score of a module is
@@ -420,14 +420,18 @@ def pytest_configure(config) -> None:
 
 
 def pytest_collection_modifyitems(session, config, items) -> None:
-    """In a mutant's run, its tests shortest first (the durations of mutmut's trace): the run stops at
-    the first failure (``-x``), so a mutant a quick test kills costs that test, not the slow ones mutmut
-    happened to list before it."""
+    """In a mutant's run, its tests in the order of the target's test files in the map (the module's
+    own unit tests first), shortest first within a file (the durations of mutmut's trace): the run
+    stops at the first failure (``-x``), so a mutant a quick test kills costs that test, not the slow
+    ones mutmut happened to list before it."""
     stats = Path("mutmut-stats.json")  # mutmut runs the tests from its ``mutants`` folder
-    if _run_kind() != "mutant" or not stats.exists():
+    target = MODULES.get(Path(os.environ.get("MECHAUDIT_MUTATION_FOLDER", "")).name)
+    if _run_kind() != "mutant" or not stats.exists() or target is None:
         return
     duration = json.loads(stats.read_text())["duration_by_test"]
-    items.sort(key=lambda item: duration.get(item.nodeid, 0.0))
+    files = [t.split("::")[0] for t in target.tests]
+    rank = {f: files.index(f) for f in files}
+    items.sort(key=lambda item: (rank.get(item.nodeid.split("::")[0], len(files)), duration.get(item.nodeid, 0.0)))
 
 
 def pytest_unconfigure(config) -> None:
@@ -713,8 +717,9 @@ def write_report(summaries: list[dict], tested: list[dict[str, str]]) -> None:
         "survivors, which run every test) plus a share of its function's traced test time (a killed mutant",
         "stops at its first failing test; the share is the measured one); the fixed part is mutant",
         "generation, the trace, the clean run of every test the sample needs and the forced-fail run.",
-        "A mutant's tests now run shortest first, which was measured for `cli` only: the other rows",
-        "were measured before, and a killed mutant now reaches its quickest failing test sooner.",
+        "A mutant's tests now run in the map's order of test files (the module's own first), shortest",
+        "first within a file; only the `cli` row was measured so: the other rows were measured in",
+        "mutmut's order, and a killed mutant now reaches its quickest failing test sooner.",
         "*no tests*: sampled mutants whose function no mapped test calls (they cost nothing and count",
         "as not killed). Measured with 2 workers on this 2-core machine while it also ran other work",
         "(an LLM server at one thread and other test runs): an idle machine is faster. Rows marked",
