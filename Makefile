@@ -27,7 +27,7 @@ help:
 	@echo "make book   - install, execute every notebook, build the book into _build/html"
 	@echo "make test   - install, run the whole test suite"
 	@echo "make screenshots - the browser check over the built book, saving every page at 1280 and 390 px in _build/screenshots"
-	@echo "make mutation - mutation testing of the core modules, writes tests/MUTATION.md (not part of make test)"
+	@echo "make mutation - mutation testing of every module, writes tests/MUTATION.md (not part of make test)"
 	@echo "make reproduce - the real-LLM run of params/paper.yaml (needs ANTHROPIC_API_KEY; shows the cost first)"
 	@echo "make local-judge - a real LLM judge served on this machine (SmolLM2-135M, llama.cpp): records chapters 05-07's answers"
 
@@ -101,8 +101,9 @@ test: $(STAMP) chromium lint
 		--nbval-sanitize-with tests/nbval_sanitize.cfg -p no:cacheprovider \
 		-n $(TEST_WORKERS) --maxprocesses 4 --dist loadfile --durations 15 --start-steps --no-loadscope-reorder $(PYTEST_ARGS)
 
-# Mutation testing of the core (mutmut from the [mutation] extra): one module at a time with its own
-# test files, then tests/MUTATION.md. MUTATION_MODULES="divergence llm" runs only those modules.
+# Mutation testing of every module (mutmut from the [mutation] extra): one target (a group of modules)
+# at a time with its own test files, then tests/MUTATION.md. MUTATION_MODULES="divergence llm" runs only
+# those targets; `python tests/mutation.py --measure` estimates the whole run's time from a few mutants.
 MUTATION_MODULES ?=
 mutation: $(STAMP)
 	$(PIP) install --quiet -e '.[mutation]'

@@ -1,11 +1,13 @@
-"""``make mutation``: mutmut on the core modules, one module at a time, and the report ``tests/MUTATION.md``.
+"""``make mutation``: mutmut on every module of the package, one target (a group of modules) at a time,
+and the report ``tests/MUTATION.md``.
 
 Usage (from the repository root, with the project's ``.venv``)::
 
-    python tests/mutation.py                       # every module, fresh, then the report
-    python tests/mutation.py divergence agreement  # only these modules (others keep their last results)
+    python tests/mutation.py                       # every target, fresh, then the report
+    python tests/mutation.py divergence agreement  # only these targets (others keep their last results)
     python tests/mutation.py --keep divergence     # reuse earlier results (mutmut is incremental)
     python tests/mutation.py --report              # rewrite the report from the results on disk
+    python tests/mutation.py --measure cli plots   # a few mutants each: estimate the whole run's time
 
 Each module runs in its own folder ``build/mutation/<module>/``: a ``pyproject.toml`` (the project's,
 plus a ``[tool.mutmut]`` table naming the module's files and only the test files mapped to it), and
@@ -14,13 +16,17 @@ functions, records which mapped tests call each function, and runs only those te
 mutant (``--max-children``, default 2 = the machine's cores). ``MECHAUDIT_ROOT`` points the copied
 package at this repository's data, parameters and chapters.
 
+``--measure`` runs a few mutants of each target in ``build/mutation-measure/<target>/`` and estimates the
+whole target's wall time from mutmut's trace of its tests (:func:`estimate`), without the full run.
+
 A per-mutant wall-clock guard: this file is also a pytest plugin (``-p mutation``) in every test run
-of mutmut. The clean run writes its wall time to ``clean_seconds.txt``; each mutant's run arms
-``SIGALRM`` (default action, so the kernel ends the process even when it hangs in C code) at
-``GUARD_S + GUARD_FACTOR * clean seconds``, counted as a timeout. After mutmut's own in-process runs
-(clean, forced fail, stats) the plugin shuts joblib's loky pool down, so no idle loky worker is left
-for mutmut's ``os.wait()`` to reap (a worker exiting after its idle timeout was taken for a mutant's
-result and stopped the run) and no forked mutant inherits a pool whose threads did not survive the fork.
+of mutmut (which also orders a mutant's tests: the map's order of files, shortest first). The clean
+run writes its wall time to ``clean_seconds.txt``; each mutant's run arms ``SIGALRM`` (default
+action, so the kernel ends the process even when it hangs in C code) at ``GUARD_S + GUARD_FACTOR *
+clean seconds``, counted as a timeout. After mutmut's own in-process runs (clean, forced fail,
+stats) the plugin shuts joblib's loky pool down, so no idle loky worker is left for mutmut's
+``os.wait()`` to reap (a worker exiting after its idle timeout was taken for a mutant's result and
+stopped the run) and no forked mutant inherits a pool whose threads did not survive the fork.
 
 Surviving mutants listed in ``tests/mutation_equivalent.yaml`` (function, the mutated line, a
 reason) are equivalent: they cannot change any behaviour. The score of a module is
@@ -47,11 +53,13 @@ WORK = ROOT / "build" / "mutation"
 REPORT = ROOT / "tests" / "MUTATION.md"
 EQUIVALENT = ROOT / "tests" / "mutation_equivalent.yaml"
 FLOOR = 0.95
-#: The default sample: mutants whose number (within its function) ends like this glob (about 10 %).
-#: A module whose mapped tests are slow sets a smaller one (``Target.sample``) so that the whole run
-#: stays near half an hour on 2 cores; ``--sample`` overrides every module's.
-SAMPLE = "0"
-SMALL_SAMPLE = "[05]0"  # about 2 %
+#: The sample: mutants whose number within its function ends like this glob. mutmut numbers a
+#: function's n mutants 1..n, so "1" (1, 11, 21, ...) picks ceil(n / 10) of every function: at least a
+#: tenth of each function and so of each module, the same ones on every run while the function is
+#: unchanged. ``--sample`` overrides it ("all": every mutant).
+SAMPLE = "1"
+#: the modules issue 34 names, checked in full (every mutant)
+ALL = "all"
 KILLED = {"killed", "timeout", "segfault", "caught by type check"}
 #: the per-mutant wall-clock guard: seconds = GUARD_S + GUARD_FACTOR * the clean run's seconds
 GUARD_S, GUARD_FACTOR = 60.0, 3.0
@@ -65,13 +73,13 @@ SEQUENTIAL_JOBLIB = os.environ.get("MECHAUDIT_MUTATION_LOKY") != "1"
 
 @dataclass(frozen=True)
 class Target:
-    """One core module: the files mutmut mutates, the tests it runs, and optional mutant globs."""
+    """One target: the files mutmut mutates, the tests it runs, and optional mutant globs."""
 
     files: tuple[str, ...]
     tests: tuple[str, ...]
     mutants: tuple[str, ...] = ()  # mutant-name globs: only these functions (default: every function)
     deselect: tuple[str, ...] = ()  # slow tests left out (each is covered by faster ones)
-    sample: str = SAMPLE  # the module's fixed sample glob (see SAMPLE)
+    sample: str = SAMPLE  # the target's sample glob (see SAMPLE)
 
 
 def _src(*names: str) -> tuple[str, ...]:
@@ -82,7 +90,28 @@ def _tests(*names: str) -> tuple[str, ...]:
     return tuple(f"tests/test_{n}.py" for n in names)
 
 
-#: Module -> files and the fast test files that exercise them (no notebook runs, no book build).
+#: tests that start a notebook kernel, a subprocess or a server: slow per mutant, and a subprocess
+#: imports the package unmutated (no kill power); the steps they drive have in-process tests
+_KERNEL_TESTS = (
+    "tests/test_local_endpoint.py::test_a_chapter_judges_with_a_local_server_end_to_end",
+    # needs the four writer processes to interleave at least 10 times: on a loaded machine it saw 3 and
+    # failed mutmut's clean run (the cache log's locking has its own tests)
+    "tests/test_llm_cache_store.py::test_four_processes_writing_at_once_lose_and_duplicate_nothing",
+)
+
+#: tests that read the package's source files: under mutmut these hold every mutant's copy of each function
+_SOURCE_SCANS = ("tests/test_chapter_context.py::test_backend_parse_is_called_once_in_src",
+                 "tests/test_backend_compare.py::test_src_compares_no_value_with_a_backend_name")
+#: tests that run chapters in kernels or load the embedding model (seconds each): the in-process tests
+#: of the same commands and steps stay mapped
+_CLI_SLOW = ("tests/test_rules_cli.py::test_embedding_uses_the_disk_store",
+             "tests/test_run_safety.py::test_jobs_runs_chapters_at_once_in_order_and_stops_on_a_failure",
+             "tests/test_run_safety.py::test_a_good_run_is_quiet_and_an_unknown_folder_is_never_replaced",
+             "tests/test_run_safety.py::test_a_failed_chapter_leaves_nothing_that_looks_like_a_result",
+             "tests/test_run_safety.py::test_ctrl_c_exits_130_with_one_line_and_keeps_nothing")
+
+#: Target -> files and the fast test files that exercise them (no notebook runs, no book build). Every
+#: file of the package is in exactly one target (``tests/test_mutation_map.py``).
 MODULES: dict[str, Target] = {
     "divergence": Target(_src("divergence.py"), _tests("divergence") + tuple(
         f"tests/test_power.py::test_{t}" for t in ("monte_carlo_matches_exact_on_paper_design",
@@ -98,75 +127,90 @@ MODULES: dict[str, Target] = {
                                                "rules_paper_rates", "judge_models", "judge_model_axis",
                                                "components_streaming", "boundaries_rules")
                     + ("tests/test_deprecation.py::test_suite_counts_and_paper_percent_different_in_the_old_order",)),
-    "perturb": Target(_src("perturb.py"), _tests("perturb"), sample=SMALL_SAMPLE),
-    "tau": Target(_src("tau/inference.py", "tau/fitting.py", "tau/anchors.py", "tau/cards.py", "tau/judge.py"),
-                  _tests("tau_inference", "tau_fitting", "tau_anchors", "tau_judge", "tau_misspec",
-                         "tau_mutation_guards"), sample=SMALL_SAMPLE),
-    "llm": Target(_src("llm/cache.py", "llm/cachelog.py", "llm/cacheindex.py", "llm/batchstate.py",
-                       "llm/client.py", "llm/ledger.py", "llm/session.py", "book/account.py", "llm/jsonout.py",
-                       "llm/blind.py"),
+    "perturb": Target(_src("perturb.py"), _tests("perturb")),
+    "tau": Target(_src(*(f"tau/{n}.py" for n in ("__init__", "fitting", "cards", "critic", "realjudge", "rubric",
+                                                   "simulate", "studies", "summaries", "taufile"))),
+                  _tests("tau_fitting", "tau_judge", "tau_misspec", "tau_mutation_guards", "tau_realjudge",
+                         "boundaries", "ch08_tau_calibration")),
+    "llm": Target(_src(*(f"llm/{n}.py" for n in ("__init__", "cache", "cachelog", "cacheindex", "batchstate", "batch",
+                                                   "ledger", "jsonout", "blind", "errors", "http", "providers",
+                                                   "records", "request", "routing")), "book/account.py"),
                   _tests("llm", "llm_cache_store", "llm_budget_stress", "llm_recovery", "blind_prefilter",
-                         "llm_secrets", "cache_paths", "judge_models") + tuple(
+                         "llm_secrets", "cache_paths", "judge_models", "local_endpoint", "boundaries_llm") + tuple(
                       f"tests/test_llm_cost.py::test_{t}" for t in (
                           "budget_below_estimate_stops_before_the_first_request", "budget_hit_midway_then_continue",
                           "ledger_report_and_run_total_agree", "bad_budget_and_cli_estimate",
-                          "batch_mode_checks_the_budget_per_batch", "dry_run_and_run_budget_injection")) + tuple(
-                      f"tests/test_local_endpoint.py::test_{t}" for t in (
-                          "price_table_declares_a_price_per_endpoint",
-                          "an_endpoint_row_prices_cache_tokens_at_its_input_price",
-                          "cache_spend_prices_a_local_answer_at_its_endpoint")),
-                  # needs the four writer processes to interleave at least 10 times: on a loaded machine
-                  # it saw 3 and failed mutmut's clean run (the cache log's locking has its own tests)
-                  deselect=("tests/test_llm_cache_store.py::test_four_processes_writing_at_once_lose_and_duplicate_nothing",),
-                  sample=SMALL_SAMPLE),
-    "workflow": Target(_src("workflow/power.py", "workflow/calibrate.py", "workflow/depth.py",
-                            "workflow/simulator.py"),
-                       _tests("power", "calibrate", "workflow", "simulator_outcomes")),
-    "schema": Target(_src("schema.py", "model.py"), _tests("schema", "data"), sample=SMALL_SAMPLE),
-    "params": Target(_src("book/params.py"), _tests("execution_params"),
-                        mutants=tuple(f"mechaudit.book.params.x_{f}__mutmut_*" for f in (
-                            "_type_of", "error_clause", "check_value", "_hint", "check_param_file", "load_param_set",
-                            "parse_override", "absolutize_paths", "read_param_file", "_yaml_problem"))),
+                          "batch_mode_checks_the_budget_per_batch", "dry_run_and_run_budget_injection")),
+                  # the first runs the CLI in a subprocess too (4 s; the package there is not mutated)
+                  deselect=("tests/test_llm_secrets.py::test_cli_judge_with_fake_key_leaves_no_trace", *_KERNEL_TESTS)),
+    "workflow": Target(_src(*(f"workflow/{n}.py" for n in (
+        "__init__", "power", "calibrate", "depth", "simulator", "agents", "committed", "delivery", "design", "measured",
+        "parallel", "paramfile", "plan", "records", "rulesets", "toy", "validity"))),
+                       _tests("power", "calibrate", "workflow", "simulator_outcomes", "workflow_validity", "toy",
+                              "committed", "backend_compare"), deselect=_SOURCE_SCANS[1:]),
+    "schema": Target(_src("schema.py", "model.py"), _tests("schema", "data")),
+    "params": Target(_src("book/params.py"), _tests("execution_params")),
     "paper": Target(_src("paper.py", "paths.py"), _tests("paper", "cache_paths", "paper_gate", "boundaries_book"),
                     # both scan the shared run of every chapter (minutes): the switch itself is tested in-process
                     deselect=("tests/test_paper_gate.py::test_their_data_shows_nothing_of_the_papers",
                               "tests/test_paper_gate.py::test_their_data_gets_no_paper_numbers_through_any_route")),
     "reworded": Target(_src("reworded.py"), _tests("reworded", "boundaries_book")),
-    "report": Target(_src(*(f"report/{n}.py" for n in ("comparison", "facts", "glue", "labels", "outputs", "tables",
-                                                       "terminal"))),
+    "report": Target(_src(*(f"report/{n}.py" for n in ("__init__", "comparison", "facts", "glue", "labels", "outputs",
+                                                       "tables", "terminal"))),
                      _tests("facts", "glue", "tables", "outputs", "csv_outputs", "progress_terminal", "paper",
                             "boundaries_book")),
-    "core": Target(_src("errors.py", "engagement.py", "deprecation.py", "render.py"),
-                   _tests("errors", "engagement", "deprecation", "schema")
+    "core": Target(_src("__init__.py", "errors.py", "engagement.py", "deprecation.py", "render.py", "backends.py"),
+                   _tests("errors", "engagement", "deprecation", "schema", "backend_compare")
                    + ("tests/test_llm_recovery.py::test_an_invalid_engagement_label_reply_is_excluded_and_counted",),
                    # the first runs the CLI in subprocesses, which import the package unmutated (no kill power
                    # here); the second checks a once-per-process warning, already shown by mutmut's trace run
                    deselect=("tests/test_errors.py::test_process_exit_codes_and_debug",
-                             "tests/test_errors.py::test_warning_style_prints_own_warnings_once_and_passes_others_on")),
+                             "tests/test_errors.py::test_warning_style_prints_own_warnings_once_and_passes_others_on",
+                             *_SOURCE_SCANS[1:])),
     "workflow.robustness": Target(_src("workflow/robustness.py"), _tests("robustness", "boundaries_workflow")),
+    # the running of chapters: contexts, settings, parameters checked before a kernel, the estimate
+    "book": Target(_src(*(f"book/{n}.py" for n in ("__init__", "chapter", "estimate", "execute", "kernel", "preflight",
+                                                   "selfserved", "settings"))),
+                   _tests("chapter_context", "settings", "execution", "inputs", "inputs_llm", "parallel_params",
+                          "outputs", "kernel_count", "selfserved", "llm_cost"),
+                   # the last imports benchmarks/local_judge.py, which mutmut's copy of the tree leaves out
+                   deselect=(*_SOURCE_SCANS[:1],
+                             "tests/test_selfserved.py::test_recheck_sends_the_step_rubrics_schema_in_the_judges_own_order")),
+    # the chapter modules, through the in-process tests of their steps
+    "chapters": Target(_src("book/ch0*.py"),
+                       _tests("ch01_problem", "ch02_critique_depth", "ch02b_validity", "ch02c_robustness",
+                              "ch03_critique_engagement", "ch04_equivalence_rules", "ch05_perturbations",
+                              "ch06_rubric_sensitivity", "ch07_sensitivity", "ch08_tau_calibration",
+                              "judge_model_axis", "committed_tables")),
+    # the command line, in-process through main([...])
+    "cli": Target(_src("cli/*.py"), _tests("cli_help", "llm_cli", "tau_cli", "rules_cli", "committed", "inputs",
+                                           "inputs_llm", "run_safety", "errors"),
+                  deselect=("tests/test_errors.py::test_process_exit_codes_and_debug", *_CLI_SLOW)),
+    "plots": Target(_src("plots/*.py"), _tests("plots_style", "plots_caption", "plots_readable", "figure_bytes",
+                                               "deprecation"),
+                    # draws in a subprocess (6 s), which imports the package unmutated
+                    deselect=("tests/test_figure_bytes.py::test_the_same_figure_in_another_process_gives_the_same_bytes",)),
+    "sphinxext": Target(_src("sphinxext/*.py"), _tests("sphinxext_build", "book_api", "appendix_sources",
+                                                       "book_offline", "settings", "tables")),
     # issue 34's modules checked in full (every mutant): one file each
-    "workflow.intervals": Target(_src("workflow/intervals.py"), _tests("intervals", "boundaries_rules"), sample="all"),
+    "workflow.intervals": Target(_src("workflow/intervals.py"), _tests("intervals", "boundaries_rules"), sample=ALL),
     "llm.pricing": Target(_src("llm/pricing.py"), _tests("boundaries_llm", "local_endpoint", "llm_session") + tuple(
         f"tests/test_llm_cost.py::test_{t}" for t in ("estimate_equals_what_the_server_receives",
                                                       "early_stop_estimate_brackets_what_is_sent",
                                                       "typical_output_sizes_follow_the_planners_demands_per_critique")),
-                          deselect=("tests/test_local_endpoint.py::test_a_chapter_judges_with_a_local_server_end_to_end",),
-                          sample="all"),
+                          deselect=_KERNEL_TESTS[:1], sample=ALL),
     "report.provenance": Target(_src("report/provenance.py"), _tests("provenance", "paper", "boundaries_book"),
-                                sample="all"),
+                                sample=ALL),
     "tau.anchors": Target(_src("tau/anchors.py"), _tests("tau_anchors", "boundaries", "tau_mutation_guards"),
-                          sample="all"),
+                          sample=ALL),
     "tau.inference": Target(_src("tau/inference.py"), _tests("tau_inference", "tau_misspec", "boundaries",
-                                                              "tau_mutation_guards"), sample="all"),
-    "tau.judge": Target(_src("tau/judge.py"), _tests("tau_judge", "boundaries", "tau_mutation_guards"), sample="all"),
+                                                              "tau_mutation_guards"), sample=ALL),
+    "tau.judge": Target(_src("tau/judge.py"), _tests("tau_judge", "boundaries", "tau_mutation_guards"), sample=ALL),
     "llm.session": Target(_src("llm/session.py"), _tests("llm_session", "llm", "boundaries_llm", "llm_budget_stress"),
-                          sample="all"),
+                          sample=ALL),
     "llm.client": Target(_src("llm/client.py"), _tests("llm", "boundaries_llm", "llm_budget_stress", "llm_recovery",
                                                        "llm_cache_store", "llm_session", "local_endpoint"),
-                         deselect=("tests/test_local_endpoint.py::test_a_chapter_judges_with_a_local_server_end_to_end",
-                                   "tests/test_llm_cache_store.py::"
-                                   "test_four_processes_writing_at_once_lose_and_duplicate_nothing"),
-                         sample="all"),
+                         deselect=_KERNEL_TESTS, sample=ALL),
 }
 
 
@@ -191,9 +235,9 @@ def _config(target: Target) -> str:
     return (ROOT / "pyproject.toml").read_text(encoding="utf-8") + "\n".join(lines) + "\n"
 
 
-def prepare(name: str, fresh: bool) -> Path:
-    """The module's work folder with its config and links to ``src`` and ``tests``."""
-    folder = WORK / name
+def prepare(name: str, fresh: bool, base: Path = WORK) -> Path:
+    """The target's work folder (in ``base``) with its config and links to ``src`` and ``tests``."""
+    folder = base / name
     if fresh and folder.exists():
         shutil.rmtree(folder)
     folder.mkdir(parents=True, exist_ok=True)
@@ -206,22 +250,24 @@ def prepare(name: str, fresh: bool) -> Path:
 
 def selection(name: str, sample: str) -> tuple[str, ...]:
     """Mutant-name globs of one run: the module's functions (default all), and only the mutants whose
-    number ends like the glob ``sample`` ("0": about 10 %, "[02468]0": about 5 %, "all": every one)."""
+    number ends like the glob ``sample`` ("1": ceil(n / 10) of a function's n, "all": every one)."""
     globs = MODULES[name].mutants or ("mechaudit.*__mutmut_*",)
-    return globs if sample == "all" else tuple(f"{g}{sample}" for g in globs)
+    return globs if sample == ALL else tuple(f"{g}{sample}" for g in globs)
 
 
-def run_module(name: str, max_children: int, fresh: bool, sample: str, recheck: bool = False) -> float:
+def run_module(name: str, max_children: int, fresh: bool, sample: str, recheck: bool = False,
+               base: Path = WORK, only: tuple[str, ...] = ()) -> float:
     """Run mutmut for one module; returns the wall time in seconds. ``recheck``: run again only the
-    mutants the last run did not kill (after tests were added), keeping the other results."""
-    folder = prepare(name, fresh and not recheck)
+    mutants the last run did not kill (after tests were added), keeping the other results. ``only``:
+    these mutants (names) instead of the sample (``--measure``)."""
+    folder = prepare(name, fresh and not recheck, base)
     if recheck:
         names = tuple(m for m, state in results(name).items() if state not in KILLED | {"not checked"})
         if not names:
             return 0.0
     else:
-        names = selection(name, sample)
-        (folder / "selection.json").write_text(json.dumps(names))
+        names = only or selection(name, sample)
+        (folder / "selection.json").write_text(json.dumps(selection(name, sample)))
     (folder / "clean_seconds.txt").unlink(missing_ok=True)
     env = {**os.environ, "MECHAUDIT_ROOT": str(ROOT), "MECHAUDIT_MUTATION_FOLDER": str(folder),
            "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT / "tests"), os.environ.get("PYTHONPATH")])),
@@ -243,6 +289,100 @@ def run_module(name: str, max_children: int, fresh: bool, sample: str, recheck: 
         print(f"mutation: mutmut failed for {name} (exit {proc.returncode}); see {folder / 'mutmut.log'}",
               file=sys.stderr)
     return seconds
+
+
+# --------------------------------------------------------------------------- measuring (no full run)
+
+
+MEASURE = ROOT / "build" / "mutation-measure"
+MEASURE_N = 8  # mutants run per target by --measure, spread over its sample
+
+
+def planned(name: str, sample: str) -> list[str]:
+    """The names of the target's mutants in ``sample``, from mutmut's own mutation of its files
+    (nothing is run)."""
+    import glob
+
+    from mutmut.mutation.file_mutation import mutate_file_contents
+    from mutmut.utils.format_utils import get_mutant_name
+
+    names = []
+    for path in sorted({p for pattern in MODULES[name].files for p in glob.glob(str(ROOT / pattern))}):
+        mutated = mutate_file_contents(path, Path(path).read_text(encoding="utf-8"))
+        rel = Path(path).relative_to(ROOT / "src")
+        names += [get_mutant_name(rel, n) for n in mutated.mutant_names]
+    globs = selection(name, sample)
+    return [n for n in names if any(_fnmatch(n, g) for g in globs)]
+
+
+def measure(name: str, max_children: int) -> dict:
+    """Run ``MEASURE_N`` mutants of the target's sample (spread evenly over it) in ``MEASURE/<name>``
+    and estimate the wall time of the whole sample from mutmut's trace (:func:`estimate`)."""
+    names = planned(name, MODULES[name].sample)
+    step = max(1, len(names) // MEASURE_N)
+    seconds = run_module(name, max_children, fresh=True, sample=MODULES[name].sample, base=MEASURE,
+                         only=tuple(names[step // 2::step][:MEASURE_N]))
+    if not (MEASURE / name / "mutants" / "mutmut-stats.json").exists():
+        return {"target": name, "failed": f"see {MEASURE / name / 'mutmut.log'}"}
+    found = estimate(name, names, seconds, max_children)
+    (MEASURE / name / "estimate.json").write_text(json.dumps(found, indent=1) + "\n")
+    return found
+
+
+def estimate(name: str, names: list[str], seconds: float, workers: int) -> dict:
+    """Wall time of a run of ``names`` on ``workers`` cores, from a measuring run that took ``seconds``.
+
+    mutmut's trace (``mutmut-stats.json``) gives each function's tests and each test's duration. A
+    mutant costs a per-run part (fork, pytest session, fixtures: the median of wall time less traced
+    test time over the measured survivors, which run every test, else the shortest measured run) plus
+    a share of its function's traced test time: a killed mutant stops at its first failing test, so
+    the share is the measured mutants' wall time beyond the per-run part over their traced time. The
+    fixed part (mutant generation, trace, forced-fail run) is the measuring run's time less its mutant
+    runs, plus the clean run of every test the sample needs (the measuring run's clean run was smaller)."""
+    from mutmut.utils.format_utils import mangled_name_from_mutant_name
+
+    folder = MEASURE / name / "mutants"
+    stats = json.loads((folder / "mutmut-stats.json").read_text())
+    tests_of, duration = stats["tests_by_mangled_function_name"], stats["duration_by_test"]
+
+    def traced(mutant: str, now: bool = False) -> tuple[set[str], float]:
+        """The tests of the mutant's function (``now``: less those deselected since the measuring run)."""
+        tests = {t for t in tests_of.get(mangled_name_from_mutant_name(mutant), ())
+                 if not (now and t.startswith(MODULES[name].deselect))}
+        return tests, sum(duration.get(t, 0.0) for t in tests)
+
+    ran, survived = {}, set()
+    for meta in folder.rglob("*.py.meta"):
+        data = json.loads(meta.read_text())
+        ran.update(data.get("durations_by_key", {}))
+        survived |= {m for m, code in data["exit_code_by_key"].items() if code == 0}
+    ran = {m: d for m, d in ran.items() if traced(m)[0]}
+    full = sorted(d - traced(m)[1] for m, d in ran.items() if m in survived)
+    overhead = max(0.0, full[len(full) // 2]) if full else min(ran.values(), default=0.0)
+    share = (sum(max(0.0, d - overhead) for d in ran.values()) / total
+             if (total := sum(traced(m)[1] for m in ran)) > 0 else 1.0)
+    with_tests = [m for m in names if traced(m, now=True)[0]]
+    mutant_s = sum(overhead + share * traced(m, now=True)[1] for m in with_tests)
+
+    def clean(mutants: list[str], now: bool = False) -> float:
+        return sum(duration.get(t, 0.0) for t in set().union(*(traced(m, now)[0] for m in mutants)))
+
+    fixed = max(0.0, seconds - sum(ran.values()) / workers - clean(list(ran))) + clean(with_tests, now=True)
+    return {"target": name, "sample": MODULES[name].sample, "mutants": len(names),
+            "no_tests": len(names) - len(with_tests), "measured": len(ran),
+            "measured_s_per_mutant": round(sum(ran.values()) / len(ran), 2) if ran else None,
+            "per_run_s": round(overhead, 2), "test_share": round(share, 2),
+            "est_s_per_mutant": round(mutant_s / len(with_tests), 2) if with_tests else None,
+            "fixed_s": round(fixed), "est_wall_s": round(fixed + mutant_s / workers), "measure_run_s": round(seconds),
+            "workers": workers}
+
+
+def reestimate(name: str) -> dict:
+    """:func:`estimate` again from a measuring run on disk (after the map or the estimate changed)."""
+    old = json.loads((MEASURE / name / "estimate.json").read_text())
+    found = estimate(name, planned(name, MODULES[name].sample), old["measure_run_s"], old["workers"])
+    (MEASURE / name / "estimate.json").write_text(json.dumps(found, indent=1) + "\n")
+    return found
 
 
 # --------------------------------------------------------------------------- the guard (a pytest plugin)
@@ -277,6 +417,21 @@ def pytest_configure(config) -> None:
 
         parallel_config(backend="sequential")  # this thread's default from here on (no context needed)
     _session_start[0] = time.monotonic()
+
+
+def pytest_collection_modifyitems(session, config, items) -> None:
+    """In a mutant's run, its tests in the order of the target's test files in the map (the module's
+    own unit tests first), shortest first within a file (the durations of mutmut's trace): the run
+    stops at the first failure (``-x``), so a mutant a quick test kills costs that test, not the slow
+    ones mutmut happened to list before it."""
+    stats = Path("mutmut-stats.json")  # mutmut runs the tests from its ``mutants`` folder
+    target = MODULES.get(Path(os.environ.get("MECHAUDIT_MUTATION_FOLDER", "")).name)
+    if _run_kind() != "mutant" or not stats.exists() or target is None:
+        return
+    duration = json.loads(stats.read_text())["duration_by_test"]
+    files = [t.split("::")[0] for t in target.tests]
+    rank = {f: files.index(f) for f in files}
+    items.sort(key=lambda item: (rank.get(item.nodeid.split("::")[0], len(files)), duration.get(item.nodeid, 0.0)))
 
 
 def pytest_unconfigure(config) -> None:
@@ -448,21 +603,81 @@ def _score(s: dict) -> str:
     return f"{s['score']:.1%} | {'ok' if s['score'] >= FLOOR else 'BELOW'}"
 
 
+def decorated_functions(target: Target) -> int:
+    """Functions of the target's files that mutmut leaves alone: it mutates no function with a decorator
+    other than a lone ``staticmethod`` or ``classmethod`` (``property``, ``lru_cache``, ...)."""
+    import ast
+    import glob
+
+    count = 0
+    for path in {p for pattern in target.files for p in glob.glob(str(ROOT / pattern))}:
+        for node in ast.walk(ast.parse(Path(path).read_text(encoding="utf-8"))):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.decorator_list:
+                lone = node.decorator_list[0]
+                count += not (len(node.decorator_list) == 1 and isinstance(lone, ast.Name)
+                              and lone.id in ("staticmethod", "classmethod"))
+    return count
+
+
+ESTIMATE_HEADER = ("| target | sample | mutants | no tests | measured | measured s/mutant | est. s/mutant | fixed s "
+                   "| est. min | decorated, not mutated |")
+
+
+def _estimate_row(e: dict) -> str:
+    if "failed" in e:
+        return f"| {e['target']} | measuring run failed | | | | | | | | |"
+    sample = ALL if e["sample"] == ALL else f"`{e['sample']}`"
+    return (f"| {e['target']} | {sample} | {e['mutants']} | "
+            f"{e['no_tests']} | {e['measured']} | {e['measured_s_per_mutant']} | {e['est_s_per_mutant']} | "
+            f"{e['fixed_s']} | {e['est_wall_s'] / 60:.1f} | {decorated_functions(MODULES[e['target']])} |")
+
+
+def _scaled_row(name: str, scored: str | None, section: list[str]) -> str:
+    """The estimate of a target not measured by ``--measure`` from its committed run (same files): that
+    run's seconds, scaled by the ratio of sample sizes when it ran another sample (its fixed part too, so
+    the scaled estimate is high when the committed sample was small)."""
+    target = MODULES[name]
+    files = next((line for line in section if line.startswith("Files: ")), "")
+    listed = re.findall(r"`([^`]+)`", files.split(". Tests:")[0])
+    cells = [c.strip() for c in (scored or "").strip("|").split("|")]
+    same = sorted(listed) == sorted(f for f in target.files if not f.endswith("__init__.py"))  # no mutants there
+    if scored is None or not same or not cells[9].split(" ")[0].isdigit():
+        return f"| {name} | not measured yet | | | | | | | | |"
+    seconds, ran = int(cells[9].split(" ")[0]), int(cells[2])
+    workers = 1 if "1 worker" in cells[9] else 2
+    names = planned(name, target.sample)
+    wall = seconds * len(names) / ran * workers / 2
+    sample = ALL if target.sample == ALL else f"`{target.sample}`"
+    return (f"| {name} | {sample} | {len(names)} | | | {seconds * workers / ran:.2f} (committed run) | | "
+            f"| {wall / 60:.1f} | {decorated_functions(target)} |")
+
+
 def write_report(summaries: list[dict], tested: list[dict[str, str]]) -> None:
     total_s = sum(s["seconds"] or 0 for s in summaries)
     lines = [
-        "# Mutation testing of the core",
+        "# Mutation testing of the package",
         "",
         "Written by `make mutation` (`tests/mutation.py`); do not edit by hand. Equivalent mutants and the",
         "tests written for earlier survivors are listed in `tests/mutation_equivalent.yaml`.",
         "",
         "## How the numbers were obtained",
         "",
-        f"- Tool: mutmut {mutmut_version()} (PyPI). Each module runs on its own (`build/mutation/<module>/`),",
+        f"- Tool: mutmut {mutmut_version()} (PyPI). Each target runs on its own (`build/mutation/<target>/`),",
         "  with only its mapped test files; mutmut runs, for each mutant, the mapped tests that call the",
         "  mutated function (found by tracing one clean run), in forked workers (2 at a time).",
+        "- The map: every file of `src/mechaudit` is in exactly one target (`tests/test_mutation_map.py`).",
+        "  Chapter modules (`chapters`) run the in-process tests of their steps, `cli` the in-process",
+        "  `main([...])` tests, `plots` the tests reading figure contents, `sphinxext` its unit tests.",
+        "  Tests that start a kernel, a server or a subprocess are left out (`deselect`): slow per mutant,",
+        "  and a subprocess imports the package unmutated.",
         "- A mutant is *killed* when a test fails, errors or times out. *No tests*: no mapped test calls",
         "  the function; it counts as not killed.",
+        "- Two traps for a test meant to kill mutants: mutmut credits a function to the tests that called",
+        "  it in the trace, so a function called while a module- or session-scoped fixture is built is",
+        "  credited to the first test using it only (the checks of a shared build belong in that test, as",
+        "  in `tests/test_sphinxext_build.py`); and every mutant run is forked from a process that ran the",
+        "  clean tests, so process-wide state they set (Sphinx's docutils registries, matplotlib's",
+        "  rcParams) is there whatever the mutant does: tests reset it first.",
         f"- Wall-clock guard: a mutant's test run ends after {GUARD_S:.0f} s + {GUARD_FACTOR:.0f} x the module's clean",
         "  run (SIGALRM, default action), so a hung run cannot stop the module; it counts as a timeout,",
         "  and every timeout is listed under its module. mutmut runs with one OpenMP thread and joblib's",
@@ -472,31 +687,80 @@ def write_report(summaries: list[dict], tested: list[dict[str, str]]) -> None:
         "  carry their own seeds, so the results are the same).",
         "- Score = killed / (mutants - equivalent). The floor is "
         f"{FLOOR:.0%} in every module.",
-        "- mutmut mutates code inside functions and methods (not module-level constants or class bodies).",
+        "- mutmut mutates code inside functions and methods (not module-level constants or class bodies),",
+        "  and no function with a decorator other than a lone `staticmethod` or `classmethod`: the",
+        "  *decorated, not mutated* column of the estimate counts them (`property`, `lru_cache`, pydantic",
+        "  validators, the plots' `backend_argument`: every figure function of `plots/rules.py` and",
+        "  `plots/workflow.py`). No score covers them.",
         "- Sample: the *sample* column is the glob that a mutant's number (within its function) must end",
-        f"  with. `make mutation` uses each module's own: `{SAMPLE}` (a tenth of each function's mutants,",
-        "  rounded down, so 5-9 % of a module's: rules 163 of 2141, workflow 204 of 2397; the same ones on",
-        "  every run while the function is unchanged) where the mapped tests are fast enough,",
-        f"  `{SMALL_SAMPLE}` (about 2 %) where they are slow, and every mutant (`all`) in the one-file modules",
-        "  that issue 34 names (`tau.anchors`, `llm.pricing`, ...), which also appear, sampled, in `tau` and `llm`;",
-        "  `python tests/mutation.py --sample all` runs every mutant (about 13,600: hours on 2 cores).",
-        "  The *mutants* column counts the sampled mutants that were checked; *unchecked* counts sampled",
-        "  mutants a stopped run did not reach (left out of the score). mutmut forgets a module's earlier",
-        "  verdicts when its test map or sources change, so a `--recheck` after such a change leaves the",
-        "  other sampled mutants unchecked: run that module fresh.",
+        f"  with. mutmut numbers a function's n mutants 1..n, so `{SAMPLE}` (1, 11, 21, ...) takes ceil(n / 10)",
+        "  of every function: at least a tenth of each function and of each module, the same mutants on",
+        "  every run while the function is unchanged. The eight modules issue 34 names run every mutant",
+        "  (`all`). A row whose sample is another glob (`0`, `[05]0`) comes from an earlier map with a",
+        "  smaller sample (and, for `tau`, `llm`, `workflow` and `core`, fewer files: its section lists",
+        "  them): it holds until that target is run again. The *mutants* column counts the sampled",
+        "  mutants that were checked; *unchecked* counts sampled mutants a stopped run did not reach",
+        "  (left out of the score). mutmut forgets a module's earlier verdicts when its test map or",
+        "  sources change, so a `--recheck` after such a change leaves the other sampled mutants",
+        "  unchecked: run that module fresh.",
         "- Why mutmut and not cosmic-ray: mutmut 3 compiles every mutant into one copy of the package",
         "  (switched per run), forks each test run from a process that already imported numpy, pandas,",
         "  torch and the tests, and runs only the tests that call the mutated function; cosmic-ray",
         "  rewrites the file and starts a new test process per mutant, which here costs the imports",
         "  (several seconds) for every one of thousands of mutants.",
         "",
-        "## Scores",
+        "## Estimated wall time of the whole map",
         "",
-        "| module | sample | mutants | killed | equivalent | not killed | score | floor | unchecked | seconds |",
-        "|---|---|---:|---:|---:|---:|---:|---|---:|---:|",
+        f"`python tests/mutation.py --measure [targets]` runs {MEASURE_N} mutants spread over each target's sample",
+        "(`build/mutation-measure/`) and estimates the whole sample from mutmut's trace: each mutant costs a",
+        "per-run part (fork, pytest session, fixtures: wall time less traced test time of the measured",
+        "survivors, which run every test) plus a share of its function's traced test time (a killed mutant",
+        "stops at its first failing test; the share is the measured one); the fixed part is mutant",
+        "generation, the trace, the clean run of every test the sample needs and the forced-fail run.",
+        "A mutant's tests now run in the map's order of test files (the module's own first), shortest",
+        "first within a file; only the `cli` row was measured so: the other rows were measured in",
+        "mutmut's order, and a killed mutant now reaches its quickest failing test sooner.",
+        "*no tests*: sampled mutants whose function no mapped test calls (they cost nothing and count",
+        "as not killed). Measured with 2 workers on this 2-core machine while it also ran other work",
+        "(an LLM server at one thread and other test runs): an idle machine is faster. Rows marked",
+        "*committed run* were not measured: their time is that of the committed run in the Scores table,",
+        "scaled to the current sample.",
+        "",
+        "Where the time goes: a surviving mutant runs every test of its function, while a killed one stops",
+        "at its first failing test, so the functions many tests call (the argument parsers of `cli`, the",
+        "cache of `llm`) cost most while their mutants survive: a test that kills them also shortens the",
+        "run. Chapter notebooks are not in the map: nbval runs a notebook in a kernel, another process that",
+        "imports the installed package rather than mutmut's mutated copy, so it kills no mutant; `chapters`",
+        "runs the in-process tests of the chapters' steps, and its *no tests* column counts the sampled",
+        "mutants in functions only a notebook calls.",
+        "",
+        ESTIMATE_HEADER,
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
+    measured = {e["target"]: e for f in sorted(MEASURE.glob("*/estimate.json"))
+                if (e := json.loads(f.read_text()))["target"] in MODULES}
+    kept_rows, kept_sections, kept_estimates = _previous_report()
+    est_total, est_missing = 0.0, []
+    for n in MODULES:
+        if n in measured:
+            row = _estimate_row(measured[n])
+        elif n in kept_estimates:
+            row = kept_estimates[n]
+        else:
+            row = _scaled_row(n, kept_rows.get(n), kept_sections.get(n, []))
+        cells = [c.strip() for c in row.strip("|").split("|")]
+        if cells[8]:
+            est_total += float(cells[8])
+        else:
+            est_missing.append(n)
+        lines.append(row)
+    lines += ["", f"Estimated total: {est_total:.0f} min on 2 cores for the whole map (measured rows and rows "
+              "scaled from the committed run)" + (f"; no estimate: {', '.join(est_missing)}." if est_missing else "."),
+              "",
+              "## Scores", "",
+              "| module | sample | mutants | killed | equivalent | not killed | score | floor | unchecked | seconds |",
+              "|---|---|---:|---:|---:|---:|---:|---|---:|---:|"]
     fresh = {s["module"]: s for s in summaries}
-    kept_rows, kept_sections = _previous_report()
     kept = [n for n in MODULES if n not in fresh and n in kept_rows]
     total_s += sum(int(m.group(1)) for n in kept if (m := re.search(r"\| (\d+)[^|]*\|$", kept_rows[n])))
     for n in MODULES:
@@ -507,32 +771,35 @@ def write_report(summaries: list[dict], tested: list[dict[str, str]]) -> None:
             lines.append(f"| {n} | {s['sample']} | {s['mutants']} | {s['killed']} | {s['equivalent']} | "
                          f"{open_n} | {_score(s)} | "
                          f"{s['unchecked']} | {s['seconds'] or '-'}{workers if s['seconds'] else ''} |")
-        else:  # not run here: the row of the last report (or "not run")
-            lines.append(kept_rows.get(n, f"| {n} | not run | | | | | | | | |"))
-    lines += ["", f"Total run time: {total_s} s ({total_s / 60:.1f} min) on this machine's 2 cores.", "",
-              "## Survivors by module", ""]
+        else:  # not run here: the row of the last report (or "not run yet")
+            lines.append(kept_rows.get(n, f"| {n} | not run yet | | | | | | | | |"))
+    lines += ["", f"Total run time of the rows above: {total_s} s ({total_s / 60:.1f} min) on this machine's 2 cores.",
+              "", "## Survivors by module", ""]
     for n in MODULES:
         lines += _module_section(fresh[n], tested) if n in fresh else kept_sections.get(n, [])
     REPORT.write_text("\n".join(lines).rstrip() + "\n", encoding="utf-8")
 
 
-def _previous_report() -> tuple[dict[str, str], dict[str, list[str]]]:
-    """The score row and the section of each module in the report on disk, kept for the modules that
-    have no results in ``build/mutation`` (a run of some modules keeps the others' last results)."""
+def _previous_report() -> tuple[dict[str, str], dict[str, list[str]], dict[str, str]]:
+    """The score row, the section and the estimate row of each target in the report on disk, kept for
+    the targets that have no results in ``build/mutation`` (a run of some targets keeps the others')."""
     if not REPORT.exists():
-        return {}, {}
-    text = REPORT.read_text(encoding="utf-8").splitlines()
-    rows = {m.group(1): line for line in text
-            if (m := re.match(r"\| (\S+) \| (?!sample)", line)) and m.group(1) in MODULES}
+        return {}, {}, {}
+    rows: dict[str, dict[str, str]] = {"## Scores": {}, "## Estimated wall time of the whole map": {}}
     sections: dict[str, list[str]] = {}
-    current = None
-    for line in text:
+    part, current = None, None
+    for line in REPORT.read_text(encoding="utf-8").splitlines():
+        if line.startswith("## "):
+            part = line.strip()
+        if (m := re.match(r"\| (\S+) \| (?!sample)", line)) and m.group(1) in MODULES and part in rows:
+            rows[part][m.group(1)] = line
         if line.startswith("### "):
             current = line[4:].strip()
             sections[current] = []
         if current is not None:
             sections[current].append(line)
-    return rows, {n: lines for n, lines in sections.items() if n in MODULES}
+    return (rows["## Scores"], {n: lines for n, lines in sections.items() if n in MODULES},
+            rows["## Estimated wall time of the whole map"])
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -544,10 +811,18 @@ def main(argv: list[str] | None = None) -> int:
                         help="run again only the mutants the last run did not kill (after adding tests)")
     parser.add_argument("--max-children", type=int, default=2)
     parser.add_argument("--sample", default=None, help="glob for the end of the mutant numbers to run, for "
-                        f"every module (default: each module's own, {SAMPLE!r} about 10 %% or {SMALL_SAMPLE!r} "
-                        "about 2 %%); 'all' runs every mutant (hours on 2 cores)")
+                        f"every module (default: each module's own, {SAMPLE!r}: ceil(n / 10) of a function's n "
+                        f"mutants, or {ALL!r}: every mutant)")
+    parser.add_argument("--measure", action="store_true",
+                        help=f"run {MEASURE_N} mutants of each target's sample and estimate the whole run's wall time "
+                             "(build/mutation-measure/<target>/estimate.json; no report)")
     args = parser.parse_args(argv)
     names = args.modules or list(MODULES)
+    if args.measure:
+        for name in names:
+            found = measure(name, args.max_children)
+            print(f"mutation: {name}: {json.dumps(found)}", flush=True)
+        return 0
     if not args.report:
         for name in names:
             print(f"mutation: {name} ...", flush=True)

@@ -26,8 +26,10 @@ CALLER = "Backend: sentinel-backend"
 
 
 def _public_functions(module):
+    """The module's own public functions (under ``make mutation`` not mutmut's copies of each function,
+    named ``x_<name>__mutmut_<n>``)."""
     return {name: fn for name, fn in inspect.getmembers(module, inspect.isfunction)
-            if fn.__module__ == module.__name__ and not name.startswith("_")}
+            if fn.__module__ == module.__name__ and not name.startswith("_") and "__mutmut_" not in name}
 
 
 def _figure_functions():
