@@ -247,14 +247,11 @@ def audit_suite(s: PerturbationSetup, names: RuleSet, *, client, model: str, rub
     decisions[LLM_COLUMN] = llm.same
     own, n_recorded = None, None
     if selfserved is not None:
-        def replayed(pairs: Sequence[Pair]) -> LLMDecisions | None:
-            return selfserved.replay(lambda c: judge_with_llm(
-                pairs, s.bench.instances, client=c, model=selfserved.model, rubric=rubric, orders=orders,
-                early_stop=early_stop))
-        own = replayed(s.pairs)
+        own, n_recorded = selfserved.replay_pairs(s.pairs, lambda c, pairs: judge_with_llm(
+            pairs, s.bench.instances, client=c, model=selfserved.model, rubric=rubric, orders=orders,
+            early_stop=early_stop))
         if own is not None:
             decisions[selfserved.label] = own.same
-        n_recorded = len(s.pairs) if own is not None else sum(replayed([p]) is not None for p in s.pairs)
     sims = pd.DataFrame({"tfidf": names.rules[names.tfidf].similarity(s.pairs),
                          "embedding": names.rules[names.embedding].similarity(s.pairs)})
     return SuiteAudit(s, decisions, llm, sims, own, n_recorded)
@@ -342,8 +339,7 @@ def paper_table(audits: Mapping[str, SuiteAudit], names: RuleSet, *, backend: Ba
                                 suite=n) for n, a in audits.items()})
     done = {n: a for n, a in audits.items() if a.selfserved is not None}
     if done:
-        own = _by_suite({n: compare(selfserved_rows(a.pooled), llm=True, suite=n) for n, a in done.items()})
-        own.index = [label.replace("LLM judge", "self-served SmolLM2") for label in own.index]
+        own = _by_suite({n: selfserved.comparison(selfserved_rows(a.pooled), suite=n) for n, a in done.items()})
         for n in audits.keys() - done.keys():
             own[SUITE_LABELS[n]] = NOT_RECORDED
         out = pd.concat([out, own[out.columns]])
@@ -493,27 +489,15 @@ def selfserved_sentences(audits: Mapping[str, SuiteAudit], show_paper: bool) -> 
     headline and provenance cells (first-step swaps per complete suite)."""
     asked = {n: a for n, a in audits.items() if a.selfserved_pairs is not None}
     if not asked:
-        return (f"The self-served {selfserved.SHORT} is replayed only by an offline run on the shipped benchmark, "
-                "so this run does not show it.", f"This run shows no answer of the self-served {selfserved.SHORT}.",
-                "not shown by this run", provenance.NOT_RUN)
+        return selfserved.NOT_REPLAYED
     done = [n for n, a in asked.items() if a.selfserved is not None]
-    if len(done) == len(asked):
-        coverage = (f"The answers of the self-served {selfserved.SHORT} are recorded for every pair of "
-                    f"{' and '.join('the ' + SUITE_LABELS[n] for n in done)}, and its column replays them.")
-    else:
-        counts = " and ".join(f"{a.selfserved_pairs} of {len(a.setup.pairs)} pairs of the {SUITE_LABELS[n]}"
-                              for n, a in asked.items())
-        shown_for = " and ".join("the " + SUITE_LABELS[n] for n in done) or "none yet"
-        coverage = (f"The answers of the self-served {selfserved.SHORT} are recorded for {counts}; this chapter "
-                    f"shows its numbers only for a suite whose pairs are all recorded ({shown_for}), and "
-                    "make local-judge records the rest.")
-    if not done:
-        return coverage, (f"No suite has all its pairs recorded yet, so this chapter quotes no number of the "
-                          f"self-served {selfserved.SHORT}."), "recording not complete", provenance.NOT_RUN
+    coverage, pending = selfserved.coverage({f"the {SUITE_LABELS[n]}": (a.selfserved_pairs, len(a.setup.pairs))
+                                             for n, a in asked.items()}, "suite", "its column replays them")
+    if pending:
+        return coverage, pending, "recording not complete", provenance.NOT_RUN
 
     def pct(n: str, kind: str) -> str:
-        value = _share(audits[n].pooled, kind, selfserved.LABEL)
-        return "n/a (every pair undecided)" if value is None else f"{value:.1f} %"
+        return selfserved.percent(_share(audits[n].pooled, kind, selfserved.LABEL))
 
     parts = "; ".join(f"{pct(n, 'first_step_swapped')} of first-step swaps and {pct(n, 'meaning_preserving')} of "
                       f"meaning-preserving pairs of the {SUITE_LABELS[n]}" for n in done)
@@ -521,9 +505,7 @@ def selfserved_sentences(audits: Mapping[str, SuiteAudit], show_paper: bool) -> 
              "of first-step swaps" if show_paper else "")
     headline = "; ".join(f"{SUITE_LABELS[n]}: {pct(n, 'first_step_swapped')}" for n in done)
     return coverage, (f"Replayed from its recorded answers, the self-served {selfserved.SHORT} calls {parts} "
-                      f"different{paper}. A 135-million-parameter model is far below large LLM judges: these "
-                      "numbers show the judging path working with a real model on this machine, not what a "
-                      "large judge would answer."), headline, provenance.INDEPENDENT
+                      f"different{paper}. {selfserved.CAVEAT}"), headline, provenance.INDEPENDENT
 
 
 # --------------------------------------------------------------------------- cost plan
