@@ -25,7 +25,9 @@
 #
 # **How we know.** TF-IDF and all-MiniLM-L6-v2 embeddings are computed locally on the committed
 # hypotheses; status of the third method: {glue:text}`ch07_headline_status`. Offline it is the
-# {term}`reference judge <Reference judge>`, not an LLM, and the LLM stability check is not run.
+# {term}`reference judge <Reference judge>`, not an LLM, and the LLM stability check is not run; a
+# small real LLM served on this machine (SmolLM2-135M) joins from its recorded answers where they
+# are complete.
 # ````
 #
 # ```{admonition} Learning objectives
@@ -69,6 +71,7 @@ from IPython.display import display
 
 from mechaudit.book import ch07_sensitivity as ch
 from mechaudit.book.chapter import ChapterContext
+from mechaudit.book.selfserved import recorded
 from mechaudit.perturb import KINDS, SUITE_LABELS
 from mechaudit.plots.rules import agreement_vs_threshold, threshold_sweep_lines
 from mechaudit.report.facts import glue_facts
@@ -76,6 +79,7 @@ from mechaudit.report.facts import glue_facts
 ctx = ChapterContext.open(globals(), "07_sensitivity")  # checked parameters, backend, LLM client
 p = ctx.settings
 thresholds = {"tfidf": p.tfidf_threshold, "embedding": p.embedding_threshold}
+selfserved = recorded(ctx.llm, p.data_dir)  # offline: the recorded answers of the self-served SmolLM2-135M
 
 # %%
 s = ch.setup(p)
@@ -145,13 +149,21 @@ ctx.table("separating_thresholds", separating, label="tbl-ch07-separating",
 # tests) of each similarity rule, across its threshold range, with the other methods at their
 # fixed settings: the reference judge (`reference_rubric`) and the other similarity rule at the
 # paper's threshold. With an LLM backend the first of `judge_models` joins as a fourth method.
+# Offline on the shipped benchmark, the self-served SmolLM2-135M of chapter 05 (a real LLM on
+# llama.cpp's server on this machine, its answers recorded by `make local-judge` and replayed here,
+# sent nowhere) joins as a further method, with the same prompt, rubric and orders, once its answers
+# for every pair are recorded. {glue:text}`ch07_selfserved_coverage`
 
 # %%
 set_sim = ch.similarities(s, s.set_pairs)
 fixed = ch.fixed_decisions(s, set_sim, client=ctx.client,
                            model=p.judge_models[0], rubric=p.judge_rubric,
-                           orders=p.judge_orders)
+                           orders=p.judge_orders, selfserved=selfserved)
 agree = ch.agreement_sweep(set_sim, s.grids, fixed)
+
+# %% tags=["hide-input"]
+if selfserved is not None:  # replayed, or how much of it is recorded
+    print(f"{selfserved.label}: {fixed.selfserved_pairs} of {len(s.set_pairs)} pairs recorded")
 
 # %% tags=["remove-cell"]
 fig = agreement_vs_threshold(agree, thresholds, caption=ctx.caption("committed-set pairs"))
@@ -181,6 +193,8 @@ ctx.table("agreement_at_thresholds", at_thresholds, label="tbl-ch07-agreement",
                   + ("paper's" if ctx.show_paper else "default") + " thresholds, committed-set pairs.")
 
 # %% [markdown]
+# {glue:text}`ch07_selfserved_answer`
+#
 # The best each similarity rule can do on the grid, and whether any real threshold gives complete
 # agreement with each other method (exact, as above):
 
@@ -207,19 +221,26 @@ ctx.table("best_kappa", best, label="tbl-ch07-best",
 # The deterministic rules need no such check: TF-IDF, embeddings and the reference judges give the
 # same answer on every call and in both orders (tested in `tests/test_rules_reference.py`), so
 # offline this section shows only that, and one sentence says the judge models were not run.
+# Offline on the shipped benchmark the self-served SmolLM2-135M joins the table when its answers
+# for every drawn pair, in every order, are recorded.
 
 # %%
 sample = ch.stability_sample(s, p.stability_pairs, p.seed)
 check = ch.stability_check(s, sample, client=ctx.client,
                            models=p.judge_models, rubric=p.judge_rubric,
-                           orders=p.judge_orders)
+                           orders=p.judge_orders, selfserved=selfserved)
 
 # %% tags=["hide-input"]
 if check.agreement is not None:
     display(check.agreement)
 display(ctx.table("stability", check.table, label="tbl-ch07-stability",
                   caption="Stability of the judges: decisions changed by repeating and by reversing the order."))
+if selfserved is not None:  # replayed, or how much of it is recorded
+    print(f"{selfserved.label}: {check.selfserved_pairs} of {len(sample)} pairs recorded")
 ctx.save("judge_model_ranges", ch.model_ranges(check, p.judge_models))
+
+# %% [markdown]
+# {glue:text}`ch07_selfserved_stability`
 
 # %% [markdown]
 # ## Paper vs this run
@@ -228,18 +249,20 @@ ctx.save("judge_model_ranges", ch.model_ranges(check, p.judge_models))
 # backend the range below is over TF-IDF, all-MiniLM-L6-v2 embeddings ("MiniLM") and the first judge
 # model. Offline the third method is the reference judge, and the range is not an LLM result; the
 # stability check's pairs are drawn and judged by the offline rules, and the rows that count an LLM
-# judge's changed decisions say "not run".
+# judge's changed decisions say "not run". Rows marked "self-served SmolLM2" follow for each step
+# whose answers are all recorded: the range with it as the third method, and its stability, measured
+# by a real but small LLM.
 
 # %% tags=["hide-input"]
 three = ch.three_methods(fixed)
-paper = ctx.paper_table(ch.paper_rows(three, fixed, check, tfidf_threshold=p.tfidf_threshold,
-                                      embedding_threshold=p.embedding_threshold),
+paper = ctx.paper_table(ch.paper_table(three, fixed, check, llm=ctx.llm, tfidf_threshold=p.tfidf_threshold,
+                                       embedding_threshold=p.embedding_threshold),
                         caption="The paper's agreement and stability numbers and this run's.", label="tbl-ch07-paper")
 if paper is not None:
     display(paper)
 
 # %% tags=["remove-cell"]
-glue_facts("ch07", ch.chapter_facts(ctx, p.judge_models[0], s, fixed, three, at_thresholds, best, seps))
+glue_facts("ch07", ch.chapter_facts(ctx, p.judge_models[0], s, fixed, three, at_thresholds, best, seps, check))
 
 # %% [markdown]
 # ## LLM usage
@@ -356,4 +379,5 @@ ctx.usage(pairs=len(s.set_pairs))
 # 2. The rules agree on many pairs ({glue:text}`ch07_headline_agreement`), but Cohen's κ
 #    ({glue:text}`ch07_headline_kappa`) shows how much of that agreement chance alone would give.
 # 3. Offline the third method is the reference judge, not an LLM: the judge's own stability (repeats,
-#    order reversal, other models) needs an LLM backend.
+#    order reversal, other models) needs an LLM backend, or recorded answers such as those of the
+#    self-served SmolLM2-135M, a model far below the paper's judges.

@@ -3,17 +3,22 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
 import pytest
+from sklearn.metrics import cohen_kappa_score
 
 from mechaudit.book import ch07_sensitivity as ch
+from mechaudit.book import selfserved
 from mechaudit.book.chapter import ChapterContext
 from mechaudit.book.settings import RunSettings
+from mechaudit.perturb import load_pairs
+from mechaudit.report import provenance
 from mechaudit.report.comparison import compare
-from mechaudit.rules import TfidfRule
+from mechaudit.rules import LLMJudge, TfidfRule
 
 
 def fixed_methods(third: str = "reference (full)") -> ch.FixedMethods:
@@ -68,17 +73,17 @@ def test_three_methods_headline_and_offline_paper_rows():
     grids = {"tfidf": np.array([0.25, 0.5]), "embedding": np.array([0.5, 0.7])}
     best = ch.best_agreement(ch.agreement_sweep(sims, grids, fixed), sims, fixed)
     _, sep = ch.separation(sims, np.array([True] * 3 + [False] * 3), grids)
-    s = SimpleNamespace(reference=SimpleNamespace(rubric="full"))
+    s = SimpleNamespace(reference=SimpleNamespace(rubric="full"), set_pairs=[None] * 6)
+    offline = pd.DataFrame({"pairs": [180, 180], "repeat changed": [0, 0], "reversal changed": [0, 0]},
+                           index=pd.Index(["tfidf", "embedding"], name="rule"))
+    check = ch.StabilityCheck(offline, None, False)
     facts = ch.chapter_facts(ChapterContext(RunSettings()), "m", s, fixed, three, ch.agreement_at_thresholds(fixed),
-                             best, {"template": sep})
+                             best, {"template": sep}, check)
     assert facts.headline_agreement == f"{facts.agreement_pct_low:.1f} to {facts.agreement_pct_high:.1f} %"
     assert facts.agreement_pct_low == pytest.approx(50.0) and facts.agreement_pct_high == pytest.approx(100 * 5 / 6)
     assert facts.tfidf == ch.RuleShape(sep.tfidf.mean_sim_mp, sep.tfidf.mean_sim_swapped,
                                        sep.tfidf.rewording_more_similar_pct)  # the template suite: means only
     assert facts.rw == ch.NO_SUITE and facts.ref_tfidf_agreement == "83.3 %" and facts.tfidf_best_kappa_reference == 1.0
-    offline = pd.DataFrame({"pairs": [180, 180], "repeat changed": [0, 0], "reversal changed": [0, 0]},
-                           index=pd.Index(["tfidf", "embedding"], name="rule"))
-    check = ch.StabilityCheck(offline, None, False)
     rows = ch.paper_rows(three, fixed, check, tfidf_threshold=0.25, embedding_threshold=0.77)
     assert len(rows) == 14 and all(len(r[2]) <= 40 for r in rows if len(r) == 3)
     assert rows[6] == ("sensitivity.stability_pairs", 180, "judged by the offline rules")  # drawn and judged
@@ -127,3 +132,99 @@ def test_separating_sentence_reads_for_none_one_and_both():
 
     assert SEPARATING[0] == "no rule has a separating threshold"
     assert SEPARATING[1] == "one of the 2 rules has one" and SEPARATING[2] == "both rules have one"
+
+
+# --------------------------------------------------------------------------- the recorded self-served judge
+
+@pytest.fixture(scope="module")
+def recorded_slice():
+    """Chapter 07's setup on every 13th template-suite pair (25, of every kind) in place of the
+    committed-set pairs (chapter 06 recorded every self-served answer for them, in every order),
+    TF-IDF at 0.5 in place of the embedding model, and the recorded self-served judge."""
+    s = ch.setup()
+    pairs, _ = load_pairs(None, "template")
+    s = dataclasses.replace(s, embedding=TfidfRule(threshold=0.5), set_pairs=pairs[::13])
+    return s, selfserved.recorded(False)
+
+
+def recorded_verdicts(own: selfserved.SelfServed, s: ch.SensitivitySetup, pairs) -> np.ndarray:
+    """Each pair's majority verdict (True = same) read from the recorded replies themselves: two of
+    its three answers (ab, ab, ba; the early-stopped judge never needs the third to overturn two)."""
+    judge = LLMJudge(model=own.model, client=own.client, instances=s.bench.instances, early_stop=False)
+    calls = judge.judge(pairs)
+    said = [json.loads(own.client.cache.record(key)["response"]["text"])["verdict"] for key in calls["key"]]
+    votes = pd.Series(said, index=calls["pair"]).groupby(level=0).agg(list)
+    assert votes.map(len).eq(3).all()
+    return np.array([v.count("same") >= 2 for v in votes])
+
+
+def test_the_self_served_judge_joins_the_agreement_and_stability_with_sklearns_kappa(recorded_slice):
+    s, own = recorded_slice
+    fixed = ch.fixed_decisions(s, ch.similarities(s, s.set_pairs), selfserved=own)
+    assert fixed.selfserved_pairs == 25 and fixed.third == "reference (full)"  # the headline keeps the rules
+    same = recorded_verdicts(own, s, s.set_pairs)
+    assert list(fixed.decisions[selfserved.LABEL]) == list(same)
+    table = ch.selfserved_agreement(fixed).set_index("method_a")
+    at = ch.agreement_at_thresholds(fixed)
+    for rule in ("reference (full)", "tfidf 0.25", "embedding 0.5"):
+        rule_same = np.asarray(fixed.decisions[rule], dtype=bool)
+        assert table.loc[rule, "raw_agreement"] == pytest.approx(np.mean(rule_same == same))
+        assert table.loc[rule, "kappa"] == pytest.approx(cohen_kappa_score(rule_same, same))
+        assert at.loc[(rule, selfserved.LABEL), "raw agreement"] == round(table.loc[rule, "raw_agreement"], 3)
+    assert (table["kappa"] != 0).any() and table["raw_agreement"].nunique() > 1  # not a degenerate slice
+    check = ch.stability_check(s, s.set_pairs[:12], client=None, models=["m"], selfserved=own)
+    assert check.selfserved_pairs == 12 and check.table.index[-1] == selfserved.LABEL
+    assert check.table["pairs"].tolist() == [12] * 4 and check.table["pairs"].dtype.kind == "i"
+    coverage, answer, stable, headline, source = ch.selfserved_sentences(fixed, check, 25, True)
+    low, high = 100 * table["raw_agreement"].min(), 100 * table["raw_agreement"].max()
+    assert headline == f"{low:.1f} to {high:.1f} %; {table['kappa'].min():.2f} to {table['kappa'].max():.2f}"
+    assert source == provenance.INDEPENDENT and "every pair of the agreement step and the stability check" in coverage
+    assert f"calls {100 * same.mean():.1f} % of the committed-set pairs the same" in answer
+    assert selfserved.CAVEAT in answer and "between the paper's three methods" in answer
+    assert f"{int(check.selfserved['reversal changed'])} ({check.selfserved['reversal changed %']:.1f} %)" in stable
+    paper = ch.paper_table(ch.three_methods(fixed), fixed, check, llm=False, tfidf_threshold=0.25,
+                           embedding_threshold=0.77)
+    own_rows = paper[paper.index.str.contains("self-served SmolLM2")]
+    assert len(own_rows) == 8 and len(paper) == 22
+    assert own_rows.loc["Agreement between rules, lowest, self-served SmolLM2 (%)", "provenance"] == \
+        provenance.INDEPENDENT
+    three = ch.three_methods(fixed, selfserved.LABEL)
+    assert own_rows.loc["Agreement between rules, lowest, self-served SmolLM2 (%)", "this run"] == \
+        f"{100 * three['raw_agreement'].min():.1f}"
+
+
+def test_a_self_served_step_not_all_recorded_shows_how_many_and_no_number(recorded_slice):
+    s, own = recorded_slice
+    never = (s.set_pairs[0][0], s.set_pairs[0][0])  # a hypothesis beside itself: never asked
+    s = dataclasses.replace(s, set_pairs=[*s.set_pairs[:3], never])
+    fixed = ch.fixed_decisions(s, ch.similarities(s, s.set_pairs), selfserved=own)
+    assert fixed.selfserved_pairs == 3 and selfserved.LABEL not in fixed.decisions
+    assert ch.selfserved_agreement(fixed) is None
+    check = ch.stability_check(s, s.set_pairs, client=None, models=["m"], selfserved=own)
+    assert check.selfserved is None and check.selfserved_pairs == 3 and len(check.table) == 3
+    coverage, answer, stable, headline, source = ch.selfserved_sentences(fixed, check, 4, True)
+    assert "3 of 4 pairs of the agreement step and 3 of 4 pairs of the stability check" in coverage
+    assert "(none yet)" in coverage
+    assert answer.startswith("Its answers are recorded for 3 of the 4 committed-set pairs") and "%" not in answer
+    assert stable.startswith("Its answers are recorded for 3 of the 4 stability pairs") and "%" not in stable
+    assert (headline, source) == ("recording not complete", provenance.NOT_RUN)
+    assert not ch.selfserved_rows(fixed, check)
+    done = dataclasses.replace(check, selfserved=pd.Series({"pairs": 4, "repeat changed": 0, "reversal changed": 1,
+                                                            "reversal changed %": 25.0, "same %": 50.0}))
+    assert [r[0] for r in ch.selfserved_rows(fixed, done)][1:] == [
+        "sensitivity.repeat_changed", "sensitivity.reversal_changed", "sensitivity.reversal_changed_pct"]
+    assert "1 (25.0 %) when the order is reversed" in ch.selfserved_sentences(fixed, done, 4, False)[2]
+
+
+def test_no_self_served_judge_with_an_llm_backend_or_on_other_data(recorded_slice, tmp_path):
+    s, _ = recorded_slice
+    assert selfserved.recorded(True) is None and selfserved.recorded(False, tmp_path) is None
+    fixed = ch.fixed_decisions(s, ch.similarities(s, s.set_pairs), selfserved=None)
+    check = ch.stability_check(s, s.set_pairs[:4], client=None, models=["m"], selfserved=None)
+    assert fixed.selfserved_pairs is None and check.selfserved_pairs is None and len(check.table) == 3
+    assert selfserved.LABEL not in fixed.decisions and not ch.selfserved_rows(fixed, check)
+    coverage, answer, _, headline, source = ch.selfserved_sentences(fixed, check, 25, True)
+    assert (coverage, answer, headline, source) == selfserved.NOT_REPLAYED
+    paper = ch.paper_table(ch.three_methods(fixed), fixed, check, llm=False, tfidf_threshold=0.25,
+                           embedding_threshold=0.77)
+    assert len(paper) == 14 and not paper.index.str.contains("SmolLM2").any()

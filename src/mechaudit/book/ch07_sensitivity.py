@@ -3,7 +3,9 @@
 One call per step: :func:`setup`, the threshold sweeps and separations of every perturbation suite
 (``sweep_by_suite``, ``separation_by_suite``), the methods at their fixed thresholds
 (``fixed_decisions``) and their agreement, the judge's stability (``stability_check``; offline the
-deterministic rules') and :func:`chapter_facts`; :func:`plan` is the chapter's cost plan.
+deterministic rules') and :func:`chapter_facts`; :func:`plan` is the chapter's cost plan. Offline on
+the shipped benchmark the recorded self-served judge (:mod:`mechaudit.book.selfserved`) joins the
+agreement and stability steps where all its answers are recorded.
 """
 
 from __future__ import annotations
@@ -24,12 +26,16 @@ from mechaudit.agreement import (
     model_agreement,
     threshold_sweep,
 )
+from mechaudit.book import selfserved
 from mechaudit.book.chapter import REFERENCE_JUDGE, ChapterContext, axis_placeholder, headline_provenance, judge_models
+from mechaudit.book.selfserved import SelfServed
 from mechaudit.book.settings import SensitivitySettings
 from mechaudit.llm.pricing import Planned
 from mechaudit.paper import reported
 from mechaudit.paths import embedding_store
 from mechaudit.perturb import MEANING_PRESERVING, SUITE_LABELS, available_suites, load_pairs
+from mechaudit.report import provenance
+from mechaudit.report.comparison import compare
 from mechaudit.report.facts import fact
 from mechaudit.report.tables import Column, with_columns
 from mechaudit.rules import EmbeddingRule, LLMJudge, ReferenceJudge, TfidfRule
@@ -185,29 +191,41 @@ def separation_by_suite(sims: Mapping[str, Mapping[str, np.ndarray]], grids: Map
 @dataclass(frozen=True)
 class FixedMethods:
     """Decisions on the committed-set pairs of every method at its fixed setting, the similarity rules'
-    names, and the third method (the LLM judge if it ran, else the reference judge)."""
+    names, and the third method (the LLM judge if it ran, else the reference judge); the recorded
+    self-served judge is a further method (``selfserved.LABEL``) when all its answers are recorded."""
 
     decisions: dict[str, np.ndarray]
     tfidf: str
     embedding: str
     third: str
+    selfserved_pairs: int | None = None  # pairs whose self-served answers are all recorded (None: not asked)
 
 
 def fixed_decisions(s: SensitivitySetup, set_sim: Mapping[str, np.ndarray], *, client=None,
                     model: str = "claude-opus-4-6", rubric: str = "full", orders: Sequence[str] = ("ab", "ab", "ba"),
-                    ) -> FixedMethods:
+                    selfserved: SelfServed | None = None) -> FixedMethods:
     """The reference judge, TF-IDF and embeddings at their thresholds and, with an LLM ``client``, the
-    LLM judge ``model`` (undecided pairs NA) on the committed-set pairs."""
+    LLM judge ``model`` (undecided pairs NA) on the committed-set pairs; with ``selfserved`` also its
+    recorded answers (a further method when every pair's are recorded, else only how many are)."""
     reference = f"reference ({s.reference.rubric})"
     tfidf, embedding = f"tfidf {s.tfidf.threshold:g}", f"embedding {s.embedding.threshold:g}"
     decisions = {reference: s.reference.same(s.set_pairs), tfidf: set_sim["tfidf"] >= s.tfidf.threshold,
                  embedding: set_sim["embedding"] >= s.embedding.threshold}
+
+    def judged(pairs: Sequence[Pair], llm, name: str) -> np.ndarray:
+        judge = LLMJudge(rubric=rubric, model=name, client=llm, orders=orders, instances=s.bench.instances)
+        return judge.decide(pairs)["same"].to_numpy()
+
     third = reference
     if client is not None:
-        judge = LLMJudge(rubric=rubric, model=model, client=client, orders=orders, instances=s.bench.instances)
         third = f"llm {model}"
-        decisions[third] = judge.decide(s.set_pairs)["same"].to_numpy()
-    return FixedMethods(decisions, tfidf, embedding, third)
+        decisions[third] = judged(s.set_pairs, client, model)
+    n_recorded = None
+    if selfserved is not None:
+        own, n_recorded = selfserved.replay_pairs(s.set_pairs, lambda c, pairs: judged(pairs, c, selfserved.model))
+        if own is not None:
+            decisions[selfserved.label] = own
+    return FixedMethods(decisions, tfidf, embedding, third, n_recorded)
 
 
 def agreement_sweep(set_sim: Mapping[str, np.ndarray], grids: Mapping[str, np.ndarray], fixed: FixedMethods
@@ -260,28 +278,44 @@ def best_agreement(agree: pd.DataFrame, set_sim: Mapping[str, np.ndarray], fixed
 @dataclass(frozen=True)
 class StabilityCheck:
     """Repetition and order-reversal effects per judge (``table``), and with two or more LLM judge
-    models their agreement table (else None) and majority decisions."""
+    models their agreement table (else None) and majority decisions. Offline with the self-served
+    judge: its ``stability_summary`` row (also the table's last row) when all its answers for the
+    pairs are recorded, and how many pairs' are."""
 
     table: pd.DataFrame
     agreement: pd.DataFrame | None
     llm_run: bool
+    selfserved: pd.Series | None = None  # its row (None: not asked or not all recorded)
+    selfserved_pairs: int | None = None  # pairs whose self-served answers are all recorded (None: not asked)
 
 
 def stability_check(s: SensitivitySetup, pairs: Sequence[Pair], *, client, models: Sequence[str],
-                    rubric: str = "full", orders: Sequence[str] = ("ab", "ab", "ba")) -> StabilityCheck:
+                    rubric: str = "full", orders: Sequence[str] = ("ab", "ab", "ba"),
+                    selfserved: SelfServed | None = None) -> StabilityCheck:
     """With an LLM ``client`` every model judges ``pairs`` under every order and gets a
-    ``stability_summary`` row; offline the deterministic rules are judged twice and reversed (0 changes)."""
+    ``stability_summary`` row; offline the deterministic rules are judged twice and reversed (0 changes),
+    and with ``selfserved`` its recorded answers give it a row when all are recorded."""
+    def judged(pairs: Sequence[Pair], llm, names: Sequence[str]) -> tuple[pd.DataFrame, pd.DataFrame]:
+        verdicts, calls = model_verdicts(pairs, names, llm, rubric=rubric, orders=orders,
+                                         instances=s.bench.instances, early_stop=False)  # stability needs every call
+        return verdicts, pd.DataFrame.from_dict({m: stability_summary(c, len(pairs)).row for m, c in calls.items()},
+                                                orient="index").rename_axis("model")
+
     if client is None:
         rules = {"tfidf": s.tfidf, "embedding": s.embedding, f"reference ({s.reference.rubric})": s.reference}
         reversed_pairs = [(b, a) for a, b in pairs]
         rows = {name: {"pairs": len(pairs), "repeat changed": int(np.sum(rule.same(pairs) != rule.same(pairs))),
                        "reversal changed": int(np.sum(rule.same(pairs) != rule.same(reversed_pairs)))}
                 for name, rule in rules.items()}
-        return StabilityCheck(pd.DataFrame.from_dict(rows, orient="index").rename_axis("rule"), None, False)
-    verdicts, calls = model_verdicts(pairs, models, client, rubric=rubric, orders=orders,
-                                     instances=s.bench.instances, early_stop=False)  # stability needs every call
-    table = pd.DataFrame.from_dict({m: stability_summary(c, len(pairs)).row for m, c in calls.items()},
-                                   orient="index").rename_axis("model")
+        table = pd.DataFrame.from_dict(rows, orient="index").rename_axis("rule")
+        if selfserved is None:
+            return StabilityCheck(table, None, False)
+        own, n_recorded = selfserved.replay_pairs(pairs, lambda c, sub: judged(sub, c, [selfserved.model])[1])
+        row = None if own is None else own.iloc[0].rename(selfserved.label)
+        if row is not None:
+            table = pd.concat([table, row[table.columns].to_frame().T.astype(table.dtypes)]).rename_axis("rule")
+        return StabilityCheck(table, None, False, row, n_recorded)
+    verdicts, table = judged(pairs, client, models)
     agreement = model_agreement(verdicts).set_index(["model_a", "model_b"]).round(3) if len(verdicts) > 1 else None
     return StabilityCheck(table, agreement, True)
 
@@ -294,10 +328,19 @@ def model_ranges(check: StabilityCheck, models: Sequence[str]) -> pd.DataFrame:
     return estimate_range(check.table[["same %", "reversal changed %"]]).round(1)
 
 
-def three_methods(fixed: FixedMethods) -> pd.DataFrame:
-    """Agreement between TF-IDF, embeddings and the third method at the fixed thresholds (the
-    paper's three-method range)."""
-    return agreement_table({k: fixed.decisions[k] for k in (fixed.tfidf, fixed.embedding, fixed.third)})
+def three_methods(fixed: FixedMethods, third: str | None = None) -> pd.DataFrame:
+    """Agreement between TF-IDF, embeddings and the third method (default ``fixed.third``) at the
+    fixed thresholds (the paper's three-method range)."""
+    return agreement_table({k: fixed.decisions[k] for k in (fixed.tfidf, fixed.embedding, third or fixed.third)})
+
+
+def selfserved_agreement(fixed: FixedMethods) -> pd.DataFrame | None:
+    """Agreement of the self-served judge with every other fixed method (rows of ``agreement_table``:
+    method_a the other, method_b ``selfserved.LABEL``), or None when it did not join."""
+    if selfserved.LABEL not in fixed.decisions:
+        return None
+    table = agreement_table(fixed.decisions)
+    return table[table["method_b"] == selfserved.LABEL].reset_index(drop=True)
 
 
 def complete_agreement_sentence(n_possible: int, n_combinations: int) -> str:
@@ -342,23 +385,28 @@ class SensitivityFacts:
     paper_kappa_high: float = fact(unit="kappa", doc="paper")
     paper_tfidf_threshold: float = fact(unit="cosine", doc="paper")
     paper_embedding_threshold: float = fact(unit="cosine", doc="paper (Titan v2)")
+    selfserved_coverage: str = fact(doc="how many pairs of each step the self-served judge has recorded")
+    selfserved_answer: str = fact(doc="its agreement with the rules, as a sentence")
+    selfserved_stability: str = fact(doc="its repeat and order-reversal changes, as a sentence")
+    selfserved_headline: str = fact(doc="the intro's cell: its raw agreement and kappa with the rules")
+    selfserved_provenance: str = fact(doc="the intro's provenance cell of the self-served judge")
 
 
 def chapter_facts(ctx: ChapterContext, model: str, s: SensitivitySetup, fixed: FixedMethods, three: pd.DataFrame,
-                  at_thresholds: pd.DataFrame, best: pd.DataFrame, seps: Mapping[str, SuiteSeparation]
-                  ) -> SensitivityFacts:
+                  at_thresholds: pd.DataFrame, best: pd.DataFrame, seps: Mapping[str, SuiteSeparation],
+                  check: StabilityCheck) -> SensitivityFacts:
     """:class:`SensitivityFacts` of a run (``model``: the first judge model; a suite missing from
-    ``seps`` reads :data:`NO_SUITE`)."""
+    ``seps`` reads :data:`NO_SUITE`; ``check``: the stability check)."""
     low, high = 100 * float(three["raw_agreement"].min()), 100 * float(three["raw_agreement"].max())
     klow, khigh = float(three["kappa"].min()), float(three["kappa"].max())
-    provenance, verdict = headline_provenance("ch07", ctx.llm, {"agreement": low, "κ": klow})
+    source, verdict = headline_provenance("ch07", ctx.llm, {"agreement": low, "κ": klow})
     reference = f"reference ({s.reference.rubric})"
     ref_tfidf = at_thresholds.loc[(reference, fixed.tfidf)]
     template = seps.get("template", NO_SUITE)  # its prose quotes the means only, not the extremes
     shape = [RuleShape(*(getattr(getattr(template, r), f.name) for f in fields(RuleShape))) for r in RULES]
     return SensitivityFacts(
         low, high, klow, khigh, f"{low:.1f} to {high:.1f} %", f"{klow:.2f} to {khigh:.2f}",
-        ctx.status(model, REFERENCE_JUDGE), provenance, verdict, *shape, template.separating_sentence,
+        ctx.status(model, REFERENCE_JUDGE), source, verdict, *shape, template.separating_sentence,
         seps.get("reworded", NO_SUITE),
         ref_tfidf_agreement=f"{100 * ref_tfidf['raw agreement']:.1f} %", ref_tfidf_kappa=float(ref_tfidf["kappa"]),
         ref_same_pct=100 * float(ref_tfidf["same rate a"]), tfidf_same_pct=100 * float(ref_tfidf["same rate b"]),
@@ -366,27 +414,64 @@ def chapter_facts(ctx: ChapterContext, model: str, s: SensitivitySetup, fixed: F
         complete_sentence=complete_agreement_sentence(int(best["complete agreement possible"].sum()), len(best)),
         **{f"paper_{k}": reported(f"sensitivity.{k}") for k in ("raw_agreement_pct_low", "raw_agreement_pct_high",
                                                                "kappa_low", "kappa_high", "tfidf_threshold",
-                                                               "embedding_threshold")})
+                                                               "embedding_threshold")},
+        **dict(zip(("selfserved_coverage", "selfserved_answer", "selfserved_stability", "selfserved_headline",
+                    "selfserved_provenance"), selfserved_sentences(fixed, check, len(s.set_pairs), ctx.show_paper))))
+
+
+def selfserved_sentences(fixed: FixedMethods, check: StabilityCheck, n_set_pairs: int, show_paper: bool
+                         ) -> tuple[str, str, str, str, str]:
+    """What the chapter says of the recorded self-served judge: how many committed-set and stability
+    pairs have all their answers recorded, its agreement with the rules and its stability (each only
+    where all are recorded), and the intro's headline and provenance cells (its agreement)."""
+    short = f"the self-served {selfserved.SHORT}"
+    if fixed.selfserved_pairs is None:
+        coverage, answer, headline, source = selfserved.NOT_REPLAYED
+        return coverage, answer, f"This run does not replay {short}.", headline, source
+    n_stability = int(check.table["pairs"].iloc[0])
+    coverage, _ = selfserved.coverage({"the agreement step": (fixed.selfserved_pairs, n_set_pairs),
+                                       "the stability check": (check.selfserved_pairs, n_stability)},
+                                      "step", "it joins their tables as a further method")
+    if check.selfserved is None:
+        stable = (f"Its answers are recorded for {check.selfserved_pairs} of the {n_stability} stability pairs, so "
+                  f"this section shows no stability of {short} yet.")
+    else:
+        row = check.selfserved
+        paper = (f" (the paper's judge: {reported('sensitivity.repeat_changed'):g} when repeated, "
+                 f"{reported('sensitivity.reversal_changed'):g} or {reported('sensitivity.reversal_changed_pct'):g} "
+                 "% when reversed)" if show_paper else "")
+        stable = (f"Replayed from its recorded answers on the {int(row['pairs'])} stability pairs, {short} changes "
+                  f"{int(row['repeat changed'])} decisions when a request is repeated and "
+                  f"{int(row['reversal changed'])} ({row['reversal changed %']:.1f} %) when the order is "
+                  f"reversed{paper}.")
+    own = selfserved_agreement(fixed)
+    if own is None:
+        answer = (f"Its answers are recorded for {fixed.selfserved_pairs} of the {n_set_pairs} committed-set pairs, "
+                  f"so this chapter quotes no agreement of {short} with the rules yet.")
+        return coverage, answer, stable, "recording not complete", provenance.NOT_RUN
+    low, high = 100 * own["raw_agreement"].min(), 100 * own["raw_agreement"].max()
+    klow, khigh = own["kappa"].min(), own["kappa"].max()
+    same = 100 * float(pd.Series(fixed.decisions[selfserved.LABEL]).astype("Float64").mean())
+    paper = (f", against {reported('sensitivity.raw_agreement_pct_low'):g}-"
+             f"{reported('sensitivity.raw_agreement_pct_high'):g} % (κ {reported('sensitivity.kappa_low'):g}-"
+             f"{reported('sensitivity.kappa_high'):g}) between the paper's three methods" if show_paper else "")
+    answer = (f"Replayed from its recorded answers, {short} calls {same:.1f} % of the committed-set pairs the same "
+              f"and agrees with each of the {len(own)} rules on {low:.1f} to {high:.1f} % of them (Cohen's κ "
+              f"{klow:.2f} to {khigh:.2f}){paper}. {selfserved.CAVEAT}")
+    return coverage, answer, stable, f"{low:.1f} to {high:.1f} %; {klow:.2f} to {khigh:.2f}", provenance.INDEPENDENT
 
 
 def paper_rows(three: pd.DataFrame, fixed: FixedMethods, check: StabilityCheck, *, tfidf_threshold: float,
                embedding_threshold: float) -> list[tuple]:
     """Rows ``(key, ours, note)`` for ``mechaudit.report.comparison.compare`` (notes <= 40 characters)."""
-    methods = f"TF-IDF, MiniLM, {fixed.third}"[:40]
-    rows = [("sensitivity.raw_agreement_pct_low", round(100 * three["raw_agreement"].min(), 1), methods),
-            ("sensitivity.raw_agreement_pct_high", round(100 * three["raw_agreement"].max(), 1), methods),
-            ("sensitivity.kappa_low", round(three["kappa"].min(), 3), methods),
-            ("sensitivity.kappa_high", round(three["kappa"].max(), 3), methods),
+    rows = [*_range_rows(three, fixed.third),
             ("sensitivity.tfidf_threshold", tfidf_threshold),
             ("sensitivity.embedding_threshold", embedding_threshold, "all-MiniLM-L6-v2, not Titan v2")]
     first = check.table.iloc[0]
     # offline the pairs were drawn and the offline rules judged them; no LLM judge's changes to count
     model = str(check.table.index[0]) if check.llm_run else None
     rows.append(("sensitivity.stability_pairs", int(first["pairs"]), model or "judged by the offline rules"))
-    stability = ((int(first["repeat changed"]), int(first["reversal changed"]), float(first["reversal changed %"]))
-                 if model else (None,) * 3)
-    rows += [(f"sensitivity.{k}", v, model or "no LLM judge offline")
-             for k, v in zip(("repeat_changed", "reversal_changed", "reversal_changed_pct"), stability)]
+    rows += _stability_rows(first if model else None, model or "no LLM judge offline")
     span = agreement_range(check.agreement) if check.agreement is not None else {}
     note = ", ".join(check.table.index)[:40] if span else "needs an LLM and 2+ judge models"
     for stat, digits in (("raw_agreement_pct_low", 1), ("raw_agreement_pct_high", 1), ("kappa_low", 3),
@@ -394,6 +479,45 @@ def paper_rows(three: pd.DataFrame, fixed: FixedMethods, check: StabilityCheck, 
         value = round(span[stat], digits) if span else None
         rows.append((f"sensitivity.judge_models_{stat.removeprefix('raw_')}", value, note))
     return rows
+
+
+def _range_rows(three: pd.DataFrame, third: str) -> list[tuple]:
+    """The paper's agreement-range rows of ``three`` (:func:`three_methods` with ``third``)."""
+    methods = f"TF-IDF, MiniLM, {third}"[:40]
+    return [("sensitivity.raw_agreement_pct_low", round(100 * three["raw_agreement"].min(), 1), methods),
+            ("sensitivity.raw_agreement_pct_high", round(100 * three["raw_agreement"].max(), 1), methods),
+            ("sensitivity.kappa_low", round(three["kappa"].min(), 3), methods),
+            ("sensitivity.kappa_high", round(three["kappa"].max(), 3), methods)]
+
+
+def _stability_rows(row: pd.Series | None, note: str) -> list[tuple]:
+    """The paper's repeat and order-reversal rows of one judge's stability ``row`` (None: not run)."""
+    values = ((int(row["repeat changed"]), int(row["reversal changed"]), float(row["reversal changed %"]))
+              if row is not None else (None,) * 3)
+    return [(f"sensitivity.{k}", v, note)
+            for k, v in zip(("repeat_changed", "reversal_changed", "reversal_changed_pct"), values)]
+
+
+def selfserved_rows(fixed: FixedMethods, check: StabilityCheck) -> list[tuple]:
+    """Rows ``(key, ours, note)`` of the recorded self-served judge, for the steps whose answers are all
+    recorded: the three-method range with it as the third method, and its stability."""
+    rows = []
+    if selfserved.LABEL in fixed.decisions:
+        rows += _range_rows(three_methods(fixed, selfserved.LABEL), selfserved.LABEL)
+    if check.selfserved is not None:
+        rows.append(("sensitivity.stability_pairs", int(check.selfserved["pairs"]), "replayed answers"))
+        rows += _stability_rows(check.selfserved, "replayed answers")
+    return rows
+
+
+def paper_table(three: pd.DataFrame, fixed: FixedMethods, check: StabilityCheck, *, llm: bool,
+                tfidf_threshold: float, embedding_threshold: float) -> pd.DataFrame:
+    """The paper-vs-run table of :func:`paper_rows`, then the self-served judge's rows
+    (:func:`selfserved_rows`, an independent computation by a real LLM) when it has any."""
+    out = compare(paper_rows(three, fixed, check, tfidf_threshold=tfidf_threshold,
+                             embedding_threshold=embedding_threshold), llm=llm)
+    own = selfserved_rows(fixed, check)
+    return pd.concat([out, selfserved.comparison(own)[out.columns]]) if own else out
 
 
 def stability_sample(s: SensitivitySetup, n: int, seed: int) -> list[Pair]:
