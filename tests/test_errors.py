@@ -338,9 +338,12 @@ def test_divergence_matrix_takes_a_rule_object_or_its_same():
 def test_warning_style_prints_own_warnings_once_and_passes_others_on(monkeypatch, capsys):
     import warnings
 
+    from mechaudit import errors
     from mechaudit.errors import use_warning_style
     from mechaudit.llm.cache import CacheRecoveryWarning
 
+    # "once per process": a test that ran earlier in this process may have shown the same text
+    monkeypatch.setattr(errors, "_SHOWN", set())
     seen = []
     monkeypatch.setattr(warnings, "showwarning", lambda *args: seen.append(str(args[0])))
     use_warning_style()
