@@ -248,26 +248,31 @@ def prepare(name: str, fresh: bool, base: Path = WORK) -> Path:
     return folder
 
 
-def selection(name: str, sample: str) -> tuple[str, ...]:
+def selection(name: str, sample: str, only: tuple[str, ...] = ()) -> tuple[str, ...]:
     """Mutant-name globs of one run: the module's functions (default all), and only the mutants whose
-    number ends like the glob ``sample`` ("1": ceil(n / 10) of a function's n, "all": every one)."""
+    number ends like the glob ``sample`` ("1": ceil(n / 10) of a function's n, "all": every one).
+    ``only``: dotted-name prefixes (``mechaudit.book.ch02_critique_depth``) that narrow the run to the
+    target's functions under them (``--only``, for working on a part of a target)."""
     globs = MODULES[name].mutants or ("mechaudit.*__mutmut_*",)
+    if only:
+        globs = tuple(f"{prefix}*__mutmut_*" for prefix in only)
     return globs if sample == ALL else tuple(f"{g}{sample}" for g in globs)
 
 
 def run_module(name: str, max_children: int, fresh: bool, sample: str, recheck: bool = False,
-               base: Path = WORK, only: tuple[str, ...] = ()) -> float:
+               base: Path = WORK, only: tuple[str, ...] = (), prefixes: tuple[str, ...] = ()) -> float:
     """Run mutmut for one module; returns the wall time in seconds. ``recheck``: run again only the
     mutants the last run did not kill (after tests were added), keeping the other results. ``only``:
-    these mutants (names) instead of the sample (``--measure``)."""
+    these mutants (names) instead of the sample (``--measure``). ``prefixes``: only the sample's mutants
+    under these dotted names (``--only``)."""
     folder = prepare(name, fresh and not recheck, base)
     if recheck:
         names = tuple(m for m, state in results(name).items() if state not in KILLED | {"not checked"})
         if not names:
             return 0.0
     else:
-        names = only or selection(name, sample)
-        (folder / "selection.json").write_text(json.dumps(selection(name, sample)))
+        names = only or selection(name, sample, prefixes)
+        (folder / "selection.json").write_text(json.dumps(selection(name, sample, prefixes)))
     (folder / "clean_seconds.txt").unlink(missing_ok=True)
     env = {**os.environ, "MECHAUDIT_ROOT": str(ROOT), "MECHAUDIT_MUTATION_FOLDER": str(folder),
            "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT / "tests"), os.environ.get("PYTHONPATH")])),
@@ -816,8 +821,27 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--measure", action="store_true",
                         help=f"run {MEASURE_N} mutants of each target's sample and estimate the whole run's wall time "
                              "(build/mutation-measure/<target>/estimate.json; no report)")
+    parser.add_argument("--only", nargs="+", default=(), metavar="PREFIX",
+                        help="with one target: run only its sampled mutants under these dotted names "
+                             "(e.g. mechaudit.book.ch02_critique_depth) and list the open ones; no report")
     args = parser.parse_args(argv)
     names = args.modules or list(MODULES)
+    if args.only:
+        if len(names) != 1:
+            parser.error("--only needs exactly one target")
+        (name,) = names
+        if not args.recheck:
+            run_module(name, args.max_children, fresh=not args.keep, sample=args.sample or MODULES[name].sample,
+                       prefixes=tuple(args.only))
+        else:
+            run_module(name, args.max_children, fresh=False, sample="", recheck=True)
+        s = summarise(name, load_equivalent_file()["equivalent"])
+        print(f"mutation: {name} (only {' '.join(args.only)}): {_score(s).split(' |')[0]} of "
+              f"{s['mutants'] - s['equivalent']} non-equivalent mutants killed; not the module's score, no report")
+        for row in s["rows"]:
+            if row["equivalent"] is None:
+                print(f"  {row['mutant']} ({row['status']}): {_one_line(row['changed'])}")
+        return 0
     if args.measure:
         for name in names:
             found = measure(name, args.max_children)
