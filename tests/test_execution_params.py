@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from mechaudit.book.params import (
+    Chapter,
     ParameterError,
     absolutize_paths,
     check_param_file,
@@ -213,3 +214,122 @@ def test_error_clause_words_list_lengths_and_other_errors():
     assert clause("too_long", (1, 2, 3), max_length=2, field_type="Tuple") == (
         "must be a list of exactly 2 items, got [1, 2, 3]")
     assert clause("value_error", 5) == "value error, Bad x, got 5"
+
+
+# --------------------------------------------------------------------------- guards found by mutation testing
+
+
+def test_toc_files_walks_parts_chapters_and_sections_in_reading_order(tmp_path):
+    from mechaudit.book.params import toc_chapters, toc_files
+
+    toc = tmp_path / "_toc.yml"
+    toc.write_text("format: jb-book\nroot: book/intro\nparts:\n  - caption: One\n    chapters:\n"
+                   "      - file: notebooks/01_a\n        sections:\n          - file: notebooks/01b_x\n"
+                   "          - file: book/app\n      - file: notebooks/02_b\n")
+    assert toc_files(toc) == ["book/intro", "notebooks/01_a", "notebooks/01b_x", "book/app", "notebooks/02_b"]
+    (tmp_path / "notebooks").mkdir()
+    for stem in ("01_a", "02_b"):  # 01b_x has no source: not a chapter
+        (tmp_path / "notebooks" / f"{stem}.py").write_text("")
+    assert toc_chapters(toc) == [Chapter(tmp_path / "notebooks" / f"{stem}.py") for stem in ("01_a", "02_b")]
+    toc.write_text("format: jb-book\nchapters:\n  - file: notebooks/02_b\n")  # no root
+    assert toc_files(toc) == ["notebooks/02_b"]
+
+
+def test_resolve_chapter_by_path_stem_or_prefix_and_the_error_lists_the_chapters(tmp_path):
+    from mechaudit.book.params import resolve_chapter
+
+    a, b = Chapter(tmp_path / "01_problem.py"), Chapter(tmp_path / "02b_validity.py")
+    assert resolve_chapter("02b_validity", [a, b]) == b and resolve_chapter("01", [a, b]) == a
+    a.source.write_text("")
+    assert resolve_chapter(str(tmp_path / "01_problem.ipynb"), [b]).source == a.source.resolve()
+    with pytest.raises(ParameterError) as err:
+        resolve_chapter("02b_valdity", [a, b])
+    assert str(err.value) == "field 'notebooks': no chapter '02b_valdity'; did you mean '02b_validity'?"
+    with pytest.raises(ParameterError) as err:
+        resolve_chapter("zzz", [a, b])
+    assert str(err.value) == "field 'notebooks': no chapter 'zzz'; the chapters are 01_problem, 02b_validity"
+    assert err.value.field == "notebooks"
+
+
+def test_resolve_params_file_finds_files_and_shipped_sets_by_name(tmp_path, monkeypatch):
+    from mechaudit.book.params import resolve_params_file
+    from mechaudit.paths import PARAMS_DIR
+
+    assert resolve_params_file(None) is None
+    mine = tmp_path / "mine.yaml"
+    mine.write_text("common: {}\n")
+    assert resolve_params_file(mine) == mine
+    monkeypatch.chdir(tmp_path)
+    for name in ("paper", "paper.yaml", "params/paper", "params/paper.yaml"):
+        assert resolve_params_file(name) == PARAMS_DIR / "paper.yaml", name
+    shipped = sorted(p.stem for p in PARAMS_DIR.glob("*.yaml") if p.name != "prices.yaml")
+    assert "paper" in shipped and "prices" not in shipped
+    with pytest.raises(ParameterError) as err:
+        resolve_params_file("papr")
+    assert str(err.value) == (f"field '--params': papr does not exist: give a parameter-set file or the name of a "
+                              f"shipped set ({', '.join(shipped)}); did you mean 'paper'?")
+    with pytest.raises(ParameterError, match=r"^field '--params': other/paper does not exist"):
+        resolve_params_file("other/paper")  # a path elsewhere is not a shipped name
+    (tmp_path / "sets").mkdir()
+    with pytest.raises(ParameterError, match=r"^field '--params': sets is a folder: give a parameter-set file"):
+        resolve_params_file("sets")
+
+
+def test_resolve_parameters_injects_checked_values_that_differ_from_the_defaults(tmp_path):
+    from mechaudit.book.params import full_parameters, resolve_parameters
+    from mechaudit.paths import REPO_ROOT
+
+    chapter = Chapter(REPO_ROOT / "notebooks" / "01_problem.py")
+    f = tmp_path / "p.yaml"
+    f.write_text("common:\n  seed: 3\n01_problem:\n  data_dir: d\n  n_runs: 5\n")
+    got = resolve_parameters(chapter, f, {"n_openings": 4, "out_dir": "o", "backend": "reference"}, cwd=tmp_path / "c")
+    assert got == {"seed": 3, "data_dir": str((tmp_path / "d").resolve()), "n_openings": 4,
+                   "out_dir": str((tmp_path / "c" / "o").resolve())}  # n_runs 5 and backend are the defaults
+    assert resolve_parameters(chapter, None, {"seed": 2}) == {"seed": 2}
+    with pytest.raises(ParameterError) as err:
+        resolve_parameters(chapter, None, {"sed": 1, "zz": 2})
+    assert str(err.value).startswith("-p: field 'sed': unknown parameter: 01_problem does not define it; "
+                                     "did you mean 'seed'? (it defines: backend, seed, ")
+    with pytest.raises(ParameterError) as err:
+        resolve_parameters(chapter, None, {"n_runs": "x"})
+    assert str(err.value) == "-p: field 'n_runs': must be an integer like the default 5, got 'x'"
+    plans = [(chapter, {"seed": 9})]
+    assert full_parameters(plans) == {"01_problem": {**notebook_defaults("01_problem"), "seed": 9}}
+
+
+def notebook_defaults(stem: str) -> dict:
+    from mechaudit.book.settings import defaults
+
+    return defaults(stem)
+
+
+def test_a_choice_error_suggests_the_closest_choice():
+    with pytest.raises(ParameterError) as err:
+        check_value("backend", "anthropik", "reference")
+    assert str(err.value) == ("field 'backend': must be one of 'reference', 'anthropic', 'replay', got 'anthropik'; "
+                              "did you mean 'anthropic'?")
+
+
+def test_a_value_with_a_control_character_is_malformed_yaml_without_a_mark():
+    with pytest.raises(ParameterError) as err:
+        parse_override("a\x01b", name="label")
+    assert str(err.value).startswith("-p: field 'label': malformed value 'a\\x01b' (YAML syntax): "
+                                     "unacceptable character #x0001")
+    assert parse_override("  ") == "  " and parse_override("null") is None
+
+
+def test_a_param_file_is_parsed_by_libyaml_when_pyyaml_has_it(tmp_path, monkeypatch):
+    import yaml
+
+    used = []
+
+    class Spy(yaml.SafeLoader):
+        def __init__(self, stream):
+            used.append(stream)
+            super().__init__(stream)
+
+    monkeypatch.setattr(yaml, "CSafeLoader", Spy, raising=False)
+    f = tmp_path / "spy.yaml"
+    f.write_text("common:\n  seed: 4\n")
+    assert read_param_file(f) == ({"common": {"seed": 4}}, {"common": 1, ("common", "seed"): 2})
+    assert used == ["common:\n  seed: 4\n"]

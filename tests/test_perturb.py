@@ -392,3 +392,161 @@ def test_swap_without_a_position_names_the_hypothesis_and_kind(h, vocab):
     short = h.model_copy(update={"chain": h.chain[:2]})
     with pytest.raises(PerturbationError, match=r"^A-01: no same-type entity available for middle_step_swapped$"):
         perturb(short, "middle_step_swapped", np.random.default_rng(0), vocab)
+
+
+# --- a tiny vocabulary of its own: every function must use the one it is given --------------------
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    from tiny_data import VOCAB
+
+    from mechaudit.schema import load_vocabulary
+
+    path = tmp_path_factory.mktemp("tiny") / "vocabulary.yaml"
+    path.write_text(VOCAB)
+    return load_vocabulary(path)
+
+
+def tiny_hypothesis(hid: str = "h1", **over):
+    from mechaudit.schema import Hypothesis
+
+    rec = {"id": hid, "instance": "A", "statement": "kinase one acts.",
+           "explanation": "kinase one drives outcome one.",
+           "chain": [{"id": "K1", "text": "kinase one"}, {"id": "K2", "text": "kinase two rises"},
+                     {"id": "O1", "text": "outcome one"}]}
+    return Hypothesis(**{**rec, **over})
+
+
+def test_a_given_vocabulary_is_used_by_masking_templates_swaps_and_aliases(tiny):
+    from mechaudit.perturb import alias_chain, masked
+
+    h = tiny_hypothesis()
+    assert masked("Kinase one  and K-2 rise", tiny) == "{} and {} rise"
+    assert masked("Kinase one  and K-2 rise", tiny, keep_ids=True) == "{K1} and {K2} rise"
+    assert instance_entities([h, tiny_hypothesis("h2", instance="B")], tiny) == {"A": {"K1", "K2", "O1"},
+                                                                                "B": {"K1", "K2", "O1"}}
+    v = perturb(h, "first_step_swapped", np.random.default_rng(0), tiny)
+    assert [s.text for s in v.chain] == ["kinase three", "kinase two rises", "outcome one"]
+    assert v.statement == "kinase three acts." and check_reason(h, v, "first_step_swapped", tiny) is None
+    assert alias_chain(h, tiny, np.random.default_rng(0)) == [
+        Step(id="K1", text="K-1"), Step(id="K2", text="K-2 rises"), Step(id="O1", text="outcome one")]
+
+
+def test_make_suite_keeps_a_built_variant_that_fails_the_check_with_its_reason(tiny):
+    from mechaudit.schema import Template
+
+    same = Template(statement="{K1} acts.", explanations=["{K1} drives {O1}.", "{K1}  DRIVES {O1}."],
+                    chain=["{K1}", "{K2} rises", "{O1}"])
+    pairs = make_suite([tiny_hypothesis(template=same)], kinds=["wording_only"], vocabulary=tiny)
+    assert pairs[0]["variant"].explanation == "kinase one  DRIVES outcome one."
+    assert (pairs[0]["valid"], pairs[0]["reason"]) == (False, "explanation not rewritten")
+    with pytest.raises(ValueError, match=r"^field 'seed': must be an integer in \[0, inf\], got 1\.5$"):
+        make_suite([tiny_hypothesis()], seed=1.5, vocabulary=tiny)
+
+
+def test_make_suite_seeds_with_0_by_default(hyps, vocab):
+    kinds = ("middle_step_swapped",)
+    swaps = {seed: [p["swap"] for p in make_suite(hyps[:3], kinds=kinds, seed=seed, vocabulary=vocab)]
+             for seed in (0, 1)}
+    assert swaps[0] != swaps[1]
+    assert [p["swap"] for p in make_suite(hyps[:3], kinds=kinds, vocabulary=vocab)] == swaps[0]
+
+
+def test_describe_change_counts_several_chain_steps_and_is_110_characters_by_default(h):
+    import textwrap
+
+    chain = [Step(id=s.id, text=f"{s.text} via X") for s in h.chain]
+    a = with_chain(h, chain)
+    b = with_chain(h, [Step(id=s.id, text=s.text.replace(" via X", " via Y") if j in (0, 2) else s.text)
+                       for j, s in enumerate(chain)])
+    assert describe_change(a, b) == "X -> Y (chain steps 1, 3)"
+    long = h.model_copy(update={"explanation": "ab " + " ".join("a" * 200)})
+    full = describe_change(h, long, width=1000)
+    assert len(full) > 120 and textwrap.shorten(full, 110, placeholder=" ...") != \
+        textwrap.shorten(full, 111, placeholder=" ...")
+    assert describe_change(h, long) == textwrap.shorten(full, 110, placeholder=" ...")
+
+
+def test_text_changes_does_not_treat_frequent_words_as_junk(h):
+    """difflib's autojunk would drop a word making up over 1 % of a text of 200 words or more."""
+    a = h.model_copy(update={"statement": " ".join(["x"] * 210)})
+    b = a.model_copy(update={"statement": "w " + a.statement})
+    assert text_changes(a, b) == [("statement", "", "w")]
+
+
+def test_rerendered_fields_and_share_per_kind(tiny):
+    from mechaudit.perturb import rerender_share, rerendered_fields
+
+    h = tiny_hypothesis()
+    swapped = perturb(h, "first_step_swapped", np.random.default_rng(0), tiny)
+    reworded = h.model_copy(update={"explanation": "outcome one follows from kinase one."})
+    restated = h.model_copy(update={"statement": "kinase one is active."})
+    assert rerendered_fields(h, swapped, tiny) == ["statement", "explanation"]
+    assert rerendered_fields(h, reworded, tiny) == ["statement"]
+    assert rerendered_fields(h, restated, tiny) == ["explanation"]
+    pairs = [{"kind": "middle_step_swapped", "original": h, "variant": swapped},
+             {"kind": "wording_only", "original": h, "variant": reworded},
+             {"kind": "middle_step_swapped", "original": h, "variant": reworded},
+             {"kind": "first_step_swapped", "original": h, "variant": swapped},
+             {"kind": "wording_chain", "original": h, "variant": None}]
+    share = rerender_share(pairs, tiny)
+    assert share.name == "% re-rendered"
+    assert share.to_dict() == {"wording_only": 0.0, "first_step_swapped": 100.0, "middle_step_swapped": 50.0}
+    assert list(share.index) == ["wording_only", "first_step_swapped", "middle_step_swapped"]
+
+
+def test_write_suite_keeps_non_ascii_text_as_is(tmp_path, tiny):
+    h = tiny_hypothesis(explanation="kinase one drives outcome one via the β-cell.")
+    out = tmp_path / "s.jsonl"
+    write_suite(make_suite([h], kinds=["first_step_swapped"], vocabulary=tiny), out)
+    assert "via the β-cell." in out.read_text(encoding="utf-8") and "\\u03b2" not in out.read_text(encoding="utf-8")
+
+
+def test_suite_files_paths_and_rebuild_commands(tmp_path, tiny):
+    from mechaudit.perturb import available_suites, load_pairs, rebuild_command, suite_path
+
+    assert suite_path() == data_path("perturbations.jsonl")
+    assert suite_path(tmp_path) == tmp_path / "perturbations.jsonl"
+    assert suite_path(tmp_path, "reworded") == tmp_path / "perturbations_reworded.jsonl"
+    assert available_suites(tmp_path) == []
+    pairs = make_suite([tiny_hypothesis()], kinds=["first_step_swapped", "middle_step_swapped"], vocabulary=tiny)
+    write_suite(pairs[1:], tmp_path / "perturbations_reworded.jsonl")
+    assert available_suites(tmp_path) == ["reworded"]
+    assert available_suites() == ["template", "reworded"]
+    pairs[1] = {**pairs[1], "valid": False, "reason": "excluded by hand"}
+    write_suite(pairs, tmp_path / "perturbations.jsonl")
+    assert available_suites(tmp_path) == ["template", "reworded"]
+    kept, kinds = load_pairs(tmp_path)
+    assert kinds == ["first_step_swapped"] and kept == [(pairs[0]["original"], pairs[0]["variant"])]
+    kept, kinds = load_pairs(tmp_path, "reworded")
+    assert kinds == ["middle_step_swapped"] and kept[0][1].chain[1].id == "K3"
+    d = tmp_path
+    assert rebuild_command(d / "perturbations.jsonl") == (
+        f"mechaudit perturb --hypotheses {d}/hypotheses.jsonl --vocabulary {d}/vocabulary.yaml "
+        f"--out {d}/perturbations.jsonl")
+    assert rebuild_command(str(d / "perturbations_reworded.jsonl")) == (
+        f"mechaudit perturb --hypotheses {d}/hypotheses.jsonl --vocabulary {d}/vocabulary.yaml "
+        f"--reworded {d}/perturbations_reworded.yaml --out {d}/perturbations_reworded.jsonl")
+
+
+def test_a_stale_suite_names_the_reason_and_the_command_that_rebuilds_it(tmp_path, tiny):
+    from mechaudit.perturb import hypotheses_sha256, rebuild_command, stale_reason
+    from mechaudit.schema import dump_hypotheses
+
+    h = tiny_hypothesis()
+    pairs = make_suite([h], kinds=["first_step_swapped"], vocabulary=tiny)
+    assert stale_reason(pairs, [h]) is None
+    assert pairs[0]["hypotheses_sha256"] == hypotheses_sha256([h])
+    other = [{**pairs[0], "hypotheses_sha256": "0" * 64}]
+    assert stale_reason(other, [h]) == (0, "it was built from other hypotheses (hypotheses_sha256 differs: one was "
+                                           "added, dropped or re-templated)")
+    assert stale_reason([{**pairs[0], "hypotheses_sha256": None}], [h]) is None
+    path = tmp_path / "perturbations.jsonl"
+    write_suite(pairs, path)
+    dump_hypotheses([h.model_copy(update={"statement": "kinase one acts twice."})], tmp_path / "hypotheses.jsonl")
+    with pytest.raises(ValueError) as err:
+        load_suite(path)
+    assert str(err.value) == (f"{path}:1: field 'original': stale perturbation suite: hypothesis 'h1' was edited after "
+                              f"the suite was built ({tmp_path / 'hypotheses.jsonl'}); rebuild it with "
+                              f"`{rebuild_command(path)}`")

@@ -253,3 +253,141 @@ def test_templatize_marks_a_capitalised_mention_and_names_starting_with_a_digit(
     index = name_index([("IL6", ["interleukin 6"]), ("P53", ["5-hydroxy p53"])])
     assert templatize("Interleukin 6 and interleukin 6 rise", index) == "{^IL6} and {IL6} rise"
     assert find_mentions("a 5-hydroxy p53 step", index) == ["P53"]
+
+
+# --------------------------------------------------------------------------- guards found by mutation testing
+
+
+def test_template_errors_name_the_field_and_the_entity(files):
+    def tmpl(**over):
+        base = {"statement": "{K1} acts.", "explanations": ["{K1} acts.", "{K1} works."],
+                "chain": ["{K1}", "{K2}", "{O1}"]}
+        return {**base, **over}
+
+    good = dict(record(statement="kinase one acts.", explanation="kinase one acts."))
+    cases = [
+        (dict(good, template=tmpl(explanations=["{K1} acts.", "{ZZ} works."])), "template.explanations[1]",
+         "unknown vocabulary id 'ZZ' in template"),
+        (dict(good, chain=[{"id": "K1", "text": "kinase one"}, {"id": "K2", "text": "kinase one again"},
+                           {"id": "O1", "text": "outcome one"}], template=tmpl(chain=["{K1}", "{K1} again", "{O1}"])),
+         "template.chain[1]", "step template does not mark its own entity 'K2'"),
+        # a name written next to a placeholder is still a mention
+        (dict(good, statement="kinase one and kinase twooutcome one.",
+              template=tmpl(statement="{K1} and kinase two{O1}.")), "template.statement",
+         "unmarked mention of entity 'K2' (one of 'kinase two', 'K-2'): write it as {K2}"),
+    ]
+    for rec, field, message in cases:
+        with pytest.raises(DataError) as ei:
+            load(files, [json.dumps(record(id="h0")), json.dumps(rec)])
+        assert str(ei.value) == f"{files / 'h.jsonl'}:2: field '{field}': {message}"
+
+
+def test_a_step_text_without_its_entity_names_file_line_and_field(files):
+    rec = record(chain=[{"id": "K1", "text": "kinase one"}, {"id": "K2", "text": "a kinase"},
+                        {"id": "O1", "text": "outcome one"}])
+    with pytest.raises(DataError) as ei:
+        load(files, [json.dumps(record(id="h0")), json.dumps(rec)])
+    assert str(ei.value) == (f"{files / 'h.jsonl'}:2: field 'chain[1].text': does not name its entity 'K2' "
+                             "(one of 'kinase two', 'K-2')")
+
+
+def test_bytes_that_are_not_utf8_name_the_line_and_the_byte(tmp_path):
+    from mechaudit.schema import read_jsonl, read_yaml
+
+    path = tmp_path / "v.yaml"
+    path.write_bytes(b"\nkey: 1\nname: caf\xe9\n")
+    with pytest.raises(DataError) as ei:
+        read_yaml(path)
+    assert str(ei.value) == (f"{path}:3: field '<text>': not UTF-8 text (byte 10 of the line: "
+                             "invalid continuation byte)")
+    path.write_bytes("\ufeffkey: [1]\n".encode())  # a byte-order mark is dropped
+    assert read_yaml(path) == {"key": [1], "__line__": 1}
+    path = tmp_path / "h.jsonl"
+    path.write_bytes(b'{"a": 1}\n\n{"a": "caf\xe9"}\n')
+    with pytest.raises(DataError) as ei:
+        list(read_jsonl(path))
+    assert str(ei.value) == (f"{path}:3: field '<text>': not UTF-8 text (byte 11 of the line: "
+                             "invalid continuation byte)")
+
+
+def test_malformed_and_repeated_yaml_names_the_line(tmp_path):
+    from mechaudit.schema import read_yaml
+
+    path = tmp_path / "v.yaml"
+    path.write_text("a: 1\nb: [1\nc: 2\n")
+    with pytest.raises(DataError) as ei:
+        read_yaml(path)
+    assert (ei.value.line, ei.value.field) == (3, "<yaml>")
+    assert str(ei.value).startswith(f"{path}:3: field '<yaml>': malformed YAML: while parsing a flow sequence")
+    path.write_text("entities:\n  - id: K1\n    name: x\n    id: K2\n")
+    with pytest.raises(DataError) as ei:
+        read_yaml(path)
+    assert (ei.value.line, ei.value.field) == (4, "<yaml>")
+    assert str(ei.value).startswith(f"{path}:4: field '<yaml>': malformed YAML: duplicate key 'id' "
+                                    "(first on line 2)")
+
+
+def test_repeated_key_finds_a_repeat_in_a_nested_mapping():
+    import yaml
+
+    from mechaudit.schema import repeated_key
+
+    node = yaml.compose("a: 1\nb:\n  - x: 1\n  - y: 1\n    z: 2\n    y: 3\n")
+    key, first, again = repeated_key(node)
+    assert (key, first, again.start_mark.line + 1) == ("y", 4, 6)
+    assert repeated_key(yaml.compose("a: 1\nb: [{x: 1}, {x: 2}]\n")) is None
+
+
+def test_yaml_files_of_the_wrong_shape_name_file_line_and_field(tmp_path):
+    path = tmp_path / "d.yaml"
+    for text in ("- 1\n- 2\n", "instances: 3\n"):
+        path.write_text(text)
+        with pytest.raises(DataError) as ei:
+            load_instances(path)
+        assert str(ei.value) == f"{path}:1: field 'instances': expected a mapping with an 'instances' list"
+    for text in ("- 1\n", "entities: {a: 1}\n"):
+        path.write_text(text)
+        with pytest.raises(DataError) as ei:
+            load_vocabulary(path)
+        assert str(ei.value) == f"{path}:1: field 'entities': expected a mapping with an 'entities' list"
+    path.write_text("instances:\n  - 5\n  - {id: B}\n")
+    with pytest.raises(DataError) as ei:
+        load_instances(path)
+    assert str(ei.value).startswith(f"{path}: field 'instances[0].<record>': ")
+    path.write_text("instances:\n  - {id: B, title: t, finding: f, terminal_id: O1, evidence: [e], openings: [h]}\n"
+                    "  - {id: C}\n")
+    with pytest.raises(DataError) as ei:
+        load_instances(path)
+    assert str(ei.value) == f"{path}:3: field 'instances[1].title': missing required field"
+    path.write_text(INSTANCES + INSTANCES.split("\n", 1)[1])
+    with pytest.raises(DataError) as ei:
+        load_instances(path)
+    assert str(ei.value) == f"{path}:8: field 'instances[1].id': duplicate instance id 'A' (first on line 2)"
+
+
+def test_vocabulary_keeps_type_descriptions_and_names_entry_lines(tmp_path):
+    path = tmp_path / "v.yaml"
+    path.write_text(VOCAB)
+    assert load_vocabulary(path).types == {"kinase": "protein kinase", "outcome": "finding"}
+    path.write_text(VOCAB + "  - {id: E1, type: enzyme, name: enzyme one}\n")
+    with pytest.raises(DataError) as ei:
+        load_vocabulary(path)
+    assert str(ei.value) == f"{path}:10: field 'entities[5].type': undeclared type 'enzyme'"
+    path.write_text(VOCAB + "  - {id: K4, type: kinase, name: k4, aliases: [K-2]}\n")
+    with pytest.raises(DataError) as ei:
+        load_vocabulary(path)
+    assert str(ei.value) == f"{path}:10: field 'entities[5].aliases': name 'K-2' is also a name of 'K2'"
+
+
+def test_the_benchmark_loads_as_utf8_whatever_the_locale_encoding(files):
+    import locale
+
+    from mechaudit.schema import load_benchmark
+
+    write_jsonl(files / "hypotheses.jsonl", [json.dumps(record(explanation="e \u2014 caf\u00e9."), ensure_ascii=False)])
+    before = locale.setlocale(locale.LC_CTYPE)
+    try:
+        locale.setlocale(locale.LC_CTYPE, "C")  # open() without an encoding would read ASCII here
+        assert [h.explanation for h in load_benchmark(files).hypotheses] == ["e \u2014 caf\u00e9."]
+    finally:
+        locale.setlocale(locale.LC_CTYPE, before)
