@@ -312,3 +312,79 @@ def test_grid_loss_is_the_clipped_cross_entropy_and_each_tau_alone(pool):
     np.testing.assert_allclose(got, want, rtol=1e-12)
     assert np.array_equal(got[::7], pair_nll(grid[::7], delta, y, w))
     assert np.array_equal(got, np.einsum("ij,j->i", clipped_ce(y[None, :], expit(delta[None, :] / grid[:, None])), w))
+
+
+def test_consecutive_answer_sets_of_the_same_pairs_share_one_grid_of_logarithms(pool, monkeypatch):
+    from mechaudit.tau import fitting
+
+    pairs = sample_pairs(pool.table(), 40, seed=0)
+    answers = [simulate_pairs(pairs, tau, seed=k) for k, tau in enumerate((0.5, 0.8, 1.2))]
+    calls = []
+    real = fitting._logistic_logs
+    monkeypatch.setattr(fitting, "_logistic_logs", lambda delta, taus: calls.append(len(taus)) or real(delta, taus))
+    fits = fitting.fit_taus(answers, ("grid",))
+    assert calls == [291]  # one grid of logarithms for the three answer sets
+    assert [f["grid"].tau for f in fits] == [fit_tau_detailed(a).tau for a in answers]
+
+
+def test_a_clean_frame_is_converted_without_a_pass_over_its_rows(monkeypatch):
+    from mechaudit.tau.fitting import pair_arrays
+
+    frame = pd.DataFrame({"delta": [1.0, -2.0], "judgement": ["better", "tie"], "strength": ["strong", None],
+                          "weight": [2.0, np.nan]})
+
+    def no_rows(*args, **kwargs):
+        raise AssertionError("the row loop ran")
+
+    monkeypatch.setattr(pd.DataFrame, "to_dict", no_rows)
+    delta, y, w = pair_arrays(frame)
+    assert (list(delta), list(y), list(w)) == ([1.0, -2.0], [1.0, 0.5], [6.0, 1.0])
+
+
+def test_default_method_is_the_grid_and_a_fit_reads_as_a_dict(pairs):
+    answers = simulate_pairs(pairs.iloc[:200], 0.8, seed=1)
+    fit = fit_tau_detailed(answers)
+    assert fit.method == "grid" and fit_tau(answers) == fit.tau == fit_tau_detailed(answers, "grid").tau
+    assert fit.to_dict() == {"tau": fit.tau, "method": "grid", "loss": fit.loss, "n_pairs": 200, "se": fit.se,
+                             "se_robust": fit.se_robust, "at_bound": fit.at_bound} and np.isnan(fit.se)
+
+
+def test_standard_errors_at_the_upper_bound_use_the_full_second_derivative():
+    """Ties at large gaps push the mle to tau = 3, where the loss still falls: the gradient is not zero,
+    so the curvature's term in (p - y) counts. SE = 1 / sqrt(L''), sandwich = sqrt(sum g_i^2) / L''."""
+    from scipy.special import expit
+
+    from mechaudit.tau.fitting import pair_nll
+
+    rows = [{"delta": d, "y": 0.5} for d in (-2.0, -1.0, 1.0, 2.5)] + [{"delta": 0.5, "y": 1.0}]
+    fit = fit_tau_detailed(rows, "mle")
+    assert fit.at_bound and fit.tau == pytest.approx(3.0, abs=1e-4)
+    delta, y, w = np.array([r["delta"] for r in rows]), np.array([r["y"] for r in rows]), np.ones(len(rows))
+    t, e = fit.tau, 1e-4
+    curvature = float(pair_nll(t + e, delta, y, w) - 2 * pair_nll(t, delta, y, w) + pair_nll(t - e, delta, y, w)) / e**2
+    assert fit.se == pytest.approx(1 / np.sqrt(curvature), rel=1e-4)
+    g = (expit(delta / t) - y) * (-delta / t**2)
+    assert fit.se_robust == pytest.approx(np.sqrt(np.sum(g**2)) / curvature, rel=1e-4)
+
+
+def test_sampler_keeps_float_gaps_for_integer_scores_and_names_the_columns_of_no_pairs():
+    papers = pd.DataFrame({"paper_id": ["a", "b", "c", "d"], "pattern_id": ["p", "p", "q", "q"],
+                           "score10": [3, 4, 5, 7], "weight": [1, 1, 2, 2]})
+    got = sample_pairs(papers, 6, seed=0)
+    assert len(got) > 0 and got["delta"].dtype == float and got["weight"].dtype == float
+    assert set(got["delta"].abs()) <= {1.0, 2.0}  # gaps of 3 and more are outside the bins
+    empty = sample_pairs(papers.iloc[:1], 6, seed=0)
+    assert list(empty.columns) == ["a", "b", "delta", "bin", "same_pattern", "weight"] and empty.empty
+
+
+def test_a_nan_weight_of_any_type_counts_as_missing_in_the_row_loop_too():
+    """A list of dicts goes through the row loop, a numeric frame through the vectorised path: a NaN
+    weight of NumPy's float32 or written as text is a missing weight (1) in both, not a NaN loss."""
+    from mechaudit.tau.fitting import pair_arrays
+
+    rows = [{"delta": 1.0, "y": 1.0, "weight": np.float32("nan")}, {"delta": -1.0, "y": 0.0, "weight": "nan"},
+            {"delta": 0.5, "y": 0.0, "weight": None}, {"delta": 2.0, "y": 1.0, "weight": "2.5"}]
+    assert list(pair_arrays(rows)[2]) == [1.0, 1.0, 1.0, 2.5]
+    as_floats = pd.DataFrame(rows).assign(weight=[np.nan, np.nan, np.nan, 2.5])
+    assert repr(fit_tau_detailed(rows)) == repr(fit_tau_detailed(as_floats))
+    assert repr(fit_tau_detailed(pd.DataFrame(rows))) == repr(fit_tau_detailed(as_floats))  # a text column

@@ -72,8 +72,8 @@ def pair_arrays(pairs: pd.DataFrame | Iterable[Mapping[str, Any]]) -> tuple[np.n
             y[i] = label_of(row["judgement"])
         else:
             raise ValueError(f"pair {i}: needs field 'y' or 'judgement'")
-        weight = row.get("weight")
-        weight = 1.0 if weight is None or (isinstance(weight, float) and np.isnan(weight)) else float(weight)
+        weight = 1.0 if row.get("weight") is None else float(row["weight"])
+        weight = 1.0 if np.isnan(weight) else weight  # missing, whatever its type (NumPy's float32, text)
         if weight < 0:
             raise ValueError(f"pair {i}: field 'weight' must be >= 0, got {weight}")
         w[i] = weight * strength_weight(row.get("strength"))
