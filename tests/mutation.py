@@ -131,7 +131,7 @@ MODULES: dict[str, Target] = {
     "tau": Target(_src(*(f"tau/{n}.py" for n in ("__init__", "fitting", "cards", "critic", "realjudge", "rubric",
                                                    "simulate", "studies", "summaries", "taufile"))),
                   _tests("tau_fitting", "tau_judge", "tau_misspec", "tau_mutation_guards", "tau_realjudge",
-                         "boundaries", "ch08_tau_calibration")),
+                         "tau_simulate", "tau_studies", "tau_critic", "boundaries", "ch08_tau_calibration")),
     "llm": Target(_src(*(f"llm/{n}.py" for n in ("__init__", "cache", "cachelog", "cacheindex", "batchstate", "batch",
                                                    "ledger", "jsonout", "blind", "errors", "http", "providers",
                                                    "records", "request", "routing")), "book/account.py"),

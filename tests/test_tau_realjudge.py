@@ -121,3 +121,33 @@ def test_estimate_counts_exactly_the_requests_the_chapter_sends(tmp_path, monkey
     planned = plan({**params, "seed": 0, "review_noise": 0.8, "judge_model": "claude-opus-4-6"})
     assert sorted(p.request.key for p in planned) == sorted(ResponseCache(tmp_path).keys())
     assert totals(estimate_chapters(["08_tau_calibration"], overrides=params))["to_send"] == 0
+
+
+def test_two_hundred_pairs_by_default(monkeypatch):
+    from mechaudit.tau import realjudge
+
+    papers, pairs = realjudge.calibration_pairs(make_pool(n_patterns=3, papers_per_pattern=20, seed=3))
+    assert len(pairs) == 200 and len(papers) == 60
+    asked = []
+
+    def stop(pool, n_pairs, seed):
+        asked.append(n_pairs)
+        raise LookupError("stop here")
+
+    monkeypatch.setattr(realjudge, "calibration_pairs", stop)
+    for run in (lambda: realjudge.calibration_requests([]), lambda: llm_tau_calibration([], object())):
+        with pytest.raises(LookupError, match="stop here"):
+            run()
+    assert asked == [200, 200]
+
+
+def test_a_role_without_one_valid_reply_gets_no_fit(pool, tmp_path, api_key):
+    every_card = [build_paper_card(p).render() for p in pool.papers]
+    out = llm_tau_calibration(pool, judge_client(score_aware_fake(pool, broken=every_card), tmp_path), n_pairs=3,
+                              seed=1, roles=["Novelty"])
+    assert list(out.fits.columns) == ["role", "method", "tau", "se", "se_robust", "at_bound", "n_pairs", "n_excluded",
+                                      "tie_share", "sign_agreement"]
+    assert list(out.fits["method"]) == ["grid", "mle"] and out.judged.empty
+    assert out.fits[["tau", "se", "se_robust", "tie_share", "sign_agreement"]].isna().all().all()
+    assert not out.fits["at_bound"].any() and list(out.fits["n_pairs"]) == [0, 0]
+    assert list(out.fits["n_excluded"]) == [3, 3]
