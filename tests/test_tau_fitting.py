@@ -388,3 +388,12 @@ def test_a_nan_weight_of_any_type_counts_as_missing_in_the_row_loop_too():
     as_floats = pd.DataFrame(rows).assign(weight=[np.nan, np.nan, np.nan, 2.5])
     assert repr(fit_tau_detailed(rows)) == repr(fit_tau_detailed(as_floats))
     assert repr(fit_tau_detailed(pd.DataFrame(rows))) == repr(fit_tau_detailed(as_floats))  # a text column
+
+
+def test_a_text_weight_column_is_read_row_by_row_and_the_first_bad_weight_is_named():
+    from mechaudit.tau.fitting import pair_arrays
+
+    frame = pd.DataFrame({"delta": [1.0, -1.0], "y": [1.0, 0.0], "weight": ["-1", "heavy"]})
+    with pytest.raises(ValueError, match=r"^pair 0: field 'weight' must be >= 0, got -1.0$"):
+        pair_arrays(frame)
+    assert list(pair_arrays(frame.assign(weight=["0.5", "2"]))[2]) == [0.5, 2.0]
