@@ -370,10 +370,10 @@ def test_standard_errors_at_the_upper_bound_use_the_full_second_derivative():
 def test_sampler_keeps_float_gaps_for_integer_scores_and_names_the_columns_of_no_pairs():
     papers = pd.DataFrame({"paper_id": ["a", "b", "c", "d"], "pattern_id": ["p", "p", "q", "q"],
                            "score10": [3, 4, 5, 7], "weight": [1, 1, 2, 2]})
-    got = sample_pairs(papers, 6, seed=0)
+    got = sample_pairs(papers, 6, seed=0, max_rounds=3)
     assert len(got) > 0 and got["delta"].dtype == float and got["weight"].dtype == float
     assert set(got["delta"].abs()) <= {1.0, 2.0}  # gaps of 3 and more are outside the bins
-    empty = sample_pairs(papers.iloc[:1], 6, seed=0)
+    empty = sample_pairs(papers.iloc[:1], 6, seed=0, max_rounds=3)
     assert list(empty.columns) == ["a", "b", "delta", "bin", "same_pattern", "weight"] and empty.empty
 
 
