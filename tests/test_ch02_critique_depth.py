@@ -248,8 +248,8 @@ def test_small_steps_keep_their_defaults_keys_and_names():
     with pytest.raises(MechauditError) as err:
         ch.main_table(_table("tfidf"), "reference")
     assert err.value.field == "main_rule"
-    main = _table(extra=(30.04, 35.0, 1.5)).set_index("comparison")
-    assert ch.paper_rows(main, "reference", "simulator")[0][1] == 30.0
+    main = _table(extra=(30.36, 35.0, 1.5)).set_index("comparison")
+    assert ch.paper_rows(main, "reference", "simulator")[0][1] == 30.4
     assert ch.design_rows({"runs": 60, "run_pairs": 420, "matched_pairs": 4863}, "simulator") == [
         ("design.runs", 60), ("design.run_pairs", 420), ("design.matched_pairs", 4863, "simulator")]
     table = pd.concat([_table("mechanism_key"), _table("paper_rates")], ignore_index=True)
@@ -504,3 +504,12 @@ def test_simulator_truth_and_settings_table_use_seed_0_and_both_measures(bench):
     fast = population_truth(bench, design, params.model_copy(update={"p_find": 0.5}), runs_per_depth=3, seed=0,
                             measures=MEASURES)
     assert table.fast.tolist() == fast.truth_pp.tolist() != table.committed.tolist()
+
+
+def test_paper_judge_ranges_give_the_papers_lowest_and_highest_judge():
+    from mechaudit.paper import reported
+
+    key = ch.judge_range_key("0 v 1", "low")
+    assert key == "critique_depth.judge_range_pp.k0_vs_k1_low"
+    assert ch.paper_judge_ranges(["0 v 1", "2 v 3"]) == {
+        "0 v 1": (reported(key), reported("critique_depth.judge_range_pp.k0_vs_k1_high"))}

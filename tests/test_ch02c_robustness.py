@@ -162,7 +162,9 @@ def test_choose_settings_falls_back_to_the_nearest(capsys):
     assert capsys.readouterr().out == ""
     none = ch.choose_settings(truths.assign(consistent=False), [0.0, 1.0])
     assert sorted(none.distance.tolist()) == [0.5, 0.5]
-    assert "no grid setting is consistent" in capsys.readouterr().out
+    assert capsys.readouterr().out == (
+        "no grid setting is consistent with the observed effects; the settings nearest to them are studied instead "
+        "(their conclusions say little about the workflow that was observed)\n")
 
 
 def test_max_bias_text_in_standard_errors_or_says_there_are_none():
@@ -400,3 +402,40 @@ def test_chapter_studies_compute_with_the_chapters_settings(monkeypatch):
         "instances": s.instances, "settings": [{"target_pp": st.target_pp, "truth_pp": st.truth_pp,
                                                 "truth_se_pp": st.truth_se_pp, "params": st.params.model_dump()}
                                                for st in studies.settings], "designs": [(4, 5)], **study})
+
+
+def test_chapter_truths_compute_every_grid_with_the_chapters_sizes(monkeypatch):
+    from committed_spy import CommittedSpy
+
+    from mechaudit.book.settings import RobustnessSettings
+    from mechaudit.workflow import committed
+
+    s, _ = _robustness_setup()
+    p = RobustnessSettings(robust_axes={"p_find": [0.9, 1.0]}, alternatives_axes={"evidence_weight": [1.0, 8.0]},
+                           truth_runs_per_depth=3, truth_seeds=2, seed=4, n_jobs=1, parallel_backend="threading")
+    calls = []
+
+    def truth_grid(bench, design, base, points, **kw):
+        calls.append((bench, design, base, points, kw))
+        return points.assign(truth_0v1_pp=34.5, truth_0v5_pp=39.8, truth_1v5_pp=[1.0, 9.0][:len(points)],
+                             se_0v1_pp=0.1, se_0v5_pp=0.1, se_1v5_pp=0.1, norm_0v1=0.5, norm_1v5=0.05, max_0v1_pp=60.0,
+                             max_1v5_pp=20.0)
+
+    monkeypatch.setattr(ch, "truth_grid", truth_grid)
+    spy = CommittedSpy(compute=True)
+    monkeypatch.setattr(committed, "cached", spy)
+    truths = ch.chapter_truths(s, p, write=True)
+    assert list(spy.calls) == ["robustness_map", "robustness_alternatives", "robustness_picks_mechanism_key",
+                               "robustness_picks_paper_rates"] and spy.flags() == {(True, False)}
+    assert [c[3].columns.tolist() for c in calls] == [["p_find"], ["evidence_weight"], ["p_find"], ["p_find"]]
+    for (bench, design, base, _, kw), measure in zip(calls, ("paper_rates", "paper_rates", "mechanism_key",
+                                                             "paper_rates")):
+        assert (bench, design, base) == (s.bench, s.design, s.base)
+        assert kw == {"runs_per_depth": 3, "seed": 4, "n_jobs": 1, "parallel_backend": "threading",
+                      "measure": measure, "n_seeds": 2}
+    assert truths.map.consistent.all() and truths.map.raw.tolist() == ["holds", "fails"]  # 9 > 0.25 x 34.5
+    assert truths.picks.truth_1v5_pp.tolist() == [1.0, 9.0] and set(truths.pick_truths) == {"mechanism_key",
+                                                                                           "paper_rates"}
+    assert spy.calls["robustness_map"]["settings"] == committed.with_benchmark({
+        "design": s.design.model_dump(), "simulator": s.base.model_dump(), "points": [{"p_find": 0.9}, {"p_find": 1.0}],
+        "runs_per_depth": 3, "n_seeds": 2, "seed": 4, "measure": "paper_rates"})

@@ -213,12 +213,12 @@ def test_exercises_simulate_the_null_and_another_seed(bench):
 def test_plan_asks_one_label_request_per_critique(tmp_path):
     design = tmp_path / "design.yaml"
     design.write_text("design:\n  instances: [A]\n  depths: [0, 1]\n  runs_per_depth: 1\n", encoding="utf-8")
-    p = {"design_file": str(design), "generator_model": "claude-sonnet-4-6", "judge_model": "claude-opus-4-6",
+    p = {"design_file": str(design), "generator_model": "claude-sonnet-4-6", "judge_model": "claude-haiku-4-5",
          "cache_dir": str(tmp_path / "cache"), "data_dir": None}
     planned = ch.plan(p)
     labels = [x for x in planned if x.stage == "engagement labels"]
     critiques = [x for x in planned if x.stage == "workflow critique"]
     assert len(labels) == len(critiques) > 0 and planned[-len(labels):] == labels
-    assert {x.request.model for x in labels} == {"claude-opus-4-6"} and not any(x.exact for x in labels)
+    assert {x.request.model for x in labels} == {"claude-haiku-4-5"} and not any(x.exact for x in labels)
     assert labels[0].identity == str(("A-k1-r0", 1, "A-k1-r0-A-01-0"))
     assert len({x.identity for x in labels}) == len(labels)
