@@ -76,12 +76,16 @@ def test_openings_table_and_perturbation_example_on_the_shipped_data():
 
 def test_example_suite_is_made_for_a_data_folder_without_a_suite(tmp_path):
     from mechaudit.paths import data_path
+    from mechaudit.perturb import make_suite
 
     for name in ("vocabulary.yaml", "instances.yaml", "hypotheses.jsonl"):
         (tmp_path / name).write_text(data_path(name).read_text(encoding="utf-8"), encoding="utf-8")
     bench = load_benchmark(tmp_path)
-    suite = problem.example_suite(bench, bench.openings("B")[0], tmp_path)
-    assert suite and {p["original"].id for p in suite} == {bench.openings("B")[0].id}
+    opening = bench.openings("B")[0]
+    suite = problem.example_suite(bench, opening, tmp_path)
+    assert suite and {p["original"].id for p in suite} == {opening.id}
+    made = make_suite(bench.by_instance("B"), seed=0, vocabulary=bench.vocabulary)  # the default seed
+    assert [p["variant"] for p in suite] == [p["variant"] for p in made if p["original"].id == opening.id]
 
 
 def test_chapter_facts_count_the_toy_design_and_the_instance_shown():
@@ -113,25 +117,10 @@ def test_group_counts_index_the_rules_and_facts_count_runs_as_integers(bench):
     assert type(facts.n_runs) is int and facts.n_runs == 2  # noqa: E721 (2.0 would print "2.0")
 
 
-def _data_copy(folder):
+def test_example_suite_reads_the_folders_own_suite(bench, tmp_path):
     from mechaudit.paths import data_path
 
-    for name in ("vocabulary.yaml", "instances.yaml", "hypotheses.jsonl"):
-        (folder / name).write_text(data_path(name).read_text(encoding="utf-8"), encoding="utf-8")
-    return load_benchmark(folder)
-
-
-def test_example_suite_reads_the_folders_suite_and_makes_one_with_seed_0(tmp_path):
-    from mechaudit.paths import data_path
-    from mechaudit.perturb import make_suite
-
-    bench = _data_copy(tmp_path)
-    opening = bench.openings("B")[0]
-    made = problem.example_suite(bench, opening, tmp_path)  # no perturbations.jsonl: made now, seed 0
-    expected = make_suite(bench.by_instance("B"), seed=0, vocabulary=bench.vocabulary)
-    assert [p["variant"] for p in made] == [p["variant"] for p in expected if p["original"].id == opening.id]
     lines = data_path("perturbations.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)
     (tmp_path / "perturbations.jsonl").write_text("".join(line for line in lines if '"wording_only"' in line),
                                                   encoding="utf-8")
-    read = problem.example_suite(bench, bench.openings("A")[0], tmp_path)  # the folder's own suite
-    assert [p["kind"] for p in read] == ["wording_only"]
+    assert [p["kind"] for p in problem.example_suite(bench, bench.openings("A")[0], tmp_path)] == ["wording_only"]

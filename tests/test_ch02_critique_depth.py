@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import pandas as pd
 import pytest
 
@@ -332,15 +334,23 @@ def test_table1_facts_quote_the_text_rules_p_values_and_the_provenance():
     assert facts.inside == ch.inside_sentence(main, ch.paper_values(design.comparisons()), 0.9)
 
 
+@functools.cache
+def _cal_setup():
+    """``calibration_setup()`` at the shipped files (read only)."""
+    from mechaudit.workflow.calibrate import calibration_setup
+
+    return calibration_setup()
+
+
 def _calibration_run(source: str = "computed now", weak=(60.0, 10.0, 5.0, 1.0), n_sound: int = 24):
     """A hand-made calibration at the shipped spec: three scan points (the first best, two near every
     target), 100 demands of which ``n_sound`` on sound links, a reply_sound of 0.05 / 0.7 / 0.2 / 0.05."""
     import numpy as np
 
     from mechaudit.workflow import load_simulator_params
-    from mechaudit.workflow.calibrate import Calibration, Measured, calibration_setup, paper_targets
+    from mechaudit.workflow.calibrate import Calibration, Measured, paper_targets
 
-    s = calibration_setup()
+    s = _cal_setup()
     scan = pd.DataFrame({"p_weak_supported": [0.925, 0.9, 1.0], "p_find": [1.0, 0.975, 0.8],
                          "extra_0v1_pp": [34.6, 35.5, 20.0], "se_0v1_pp": [0.2, 0.21, 0.3],
                          "extra_0v5_pp": [39.2, 40.6, 30.0], "se_0v5_pp": [0.2, 0.22, 0.25],
@@ -425,14 +435,13 @@ def test_run_calibration_reads_the_committed_scan_at_the_shipped_settings(monkey
     from committed_spy import CommittedSpy
 
     from mechaudit.workflow import committed
-    from mechaudit.workflow.calibrate import calibration_setup
 
     spy = CommittedSpy()
     monkeypatch.setattr(committed, "cached", spy)
     seen = []
     monkeypatch.setattr(ch, "calibrate", lambda *a, **kw: seen.append((a, kw)) or "calibrated")
     run = ch.run_calibration()
-    s = calibration_setup()
+    s = _cal_setup()
     assert (run.bench, run.design, run.committed, run.spec, run.cal, run.source) == (
         s.bench, s.design, s.base, s.spec, "calibrated", "committed")
     assert spy.flags() == {(False, False)} and list(spy.calls) == ["calibration_scan"]

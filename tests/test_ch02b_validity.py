@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -136,6 +137,7 @@ def test_validity_facts_read_the_tfidf_rows():
     assert (facts.alpha, facts.n_boot, facts.truth_runs, facts.n_text_reps) == (0.1, 9, 3, 20)
 
 
+@functools.cache
 def _setup() -> validity.ValiditySetup:
     """The chapter's inputs at its default files, without the (slow) truth."""
     from mechaudit.paths import PARAMS_DIR

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from types import SimpleNamespace
 
 import pandas as pd
@@ -313,7 +314,9 @@ def test_exercise_facts_read_the_map_at_the_stricter_ratio():
     assert ch.exercise_facts(holds, FACTORS, AXES, 2.0).ex1_fails_0v1_max == 0.0
 
 
+@functools.cache
 def _robustness_setup():
+    """The chapter's inputs at its default settings (read only)."""
     from mechaudit.book.settings import RobustnessSettings
 
     p = RobustnessSettings()
