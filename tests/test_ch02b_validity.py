@@ -114,6 +114,7 @@ def test_size_verdict_counts_two_standard_errors_as_within_and_says_so_in_full()
 
 def test_validity_facts_read_the_tfidf_rows():
     from mechaudit.workflow import Design, validity_summary
+    from mechaudit.workflow.validity import max_bias_z, size_z
 
     rng = np.random.default_rng(1)
     reps = pd.concat([pd.DataFrame({"rep": range(30), "rule": rule, "comparison": comp,
@@ -130,8 +131,6 @@ def test_validity_facts_read_the_tfidf_rows():
     assert facts.tfidf_null_mean_0v1 == size[size.rule == "tfidf"].mean_pp.iloc[0]
     assert facts.coverage_verdict == validity.coverage_verdict(bias, ["mechanism_key", "paper_rates"])
     assert facts.coverage_verdict.endswith("for paper_rates 0 v 1")
-    from mechaudit.workflow.validity import max_bias_z, size_z
-
     assert facts.key_max_bias_z == max_bias_z(bias, ["mechanism_key", "paper_rates"])
     assert facts.size_verdict == validity.size_verdict(size_z(size, 0.1, ["mechanism_key", "paper_rates"]))
     assert (facts.alpha, facts.n_boot, facts.truth_runs, facts.n_text_reps) == (0.1, 9, 3, 20)

@@ -349,7 +349,10 @@ def test_write_maps_writes_every_table_only_when_stale(monkeypatch):
 
     spy = CommittedSpy()
     monkeypatch.setattr(committed, "cached", spy)
+    files = []
+    monkeypatch.setattr(ch, "calibration_setup", lambda *a: files.append(a) or _robustness_setup()[0])
     text = ch.write_maps()
+    assert files == [(None, "paper.yaml", "simulator.yaml", "calibration.yaml")]
     assert spy.flags() == {(True, False)} and len(spy.calls) == 6
     lines = text.splitlines()
     names = ("robustness_map", "robustness_alternatives", "robustness_picks_mechanism_key",
