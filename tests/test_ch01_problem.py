@@ -76,12 +76,16 @@ def test_openings_table_and_perturbation_example_on_the_shipped_data():
 
 def test_example_suite_is_made_for_a_data_folder_without_a_suite(tmp_path):
     from mechaudit.paths import data_path
+    from mechaudit.perturb import make_suite
 
     for name in ("vocabulary.yaml", "instances.yaml", "hypotheses.jsonl"):
         (tmp_path / name).write_text(data_path(name).read_text(encoding="utf-8"), encoding="utf-8")
     bench = load_benchmark(tmp_path)
-    suite = problem.example_suite(bench, bench.openings("B")[0], tmp_path)
-    assert suite and {p["original"].id for p in suite} == {bench.openings("B")[0].id}
+    opening = bench.openings("B")[0]
+    suite = problem.example_suite(bench, opening, tmp_path)
+    assert suite and {p["original"].id for p in suite} == {opening.id}
+    made = make_suite(bench.by_instance("B"), seed=0, vocabulary=bench.vocabulary)  # the default seed
+    assert [p["variant"] for p in suite] == [p["variant"] for p in made if p["original"].id == opening.id]
 
 
 def test_chapter_facts_count_the_toy_design_and_the_instance_shown():
@@ -101,3 +105,22 @@ def test_explanations_wrap_the_original_and_the_reworded_one_under_their_labels(
     lines = problem.explanations(problem.example_suite(bench, bench.openings("A")[0])).splitlines()
     assert lines[0].startswith("original:     ") and max(map(len, lines)) <= 76
     assert sum(line.startswith("wording only: ") for line in lines) == 1
+
+
+def test_group_counts_index_the_rules_and_facts_count_runs_as_integers(bench):
+    runs = toy.toy_design(2, 2, seed=0)
+    assert problem.group_counts(runs).index.name == "rule"
+    summary, n_splits = problem.extra_summary(problem.divergence_matrices(runs), n_runs=2)
+    facts = problem.chapter_facts(runs, problem.verdict_table(list(zip(runs[0], runs[2], strict=True))),
+                                  {"exact": 0.5, "initiator": 0.25}, summary, n_splits, problem.group_counts(runs),
+                                  bench, bench.instances[0])
+    assert type(facts.n_runs) is int and facts.n_runs == 2  # noqa: E721 (2.0 would print "2.0")
+
+
+def test_example_suite_reads_the_folders_own_suite(bench, tmp_path):
+    from mechaudit.paths import data_path
+
+    lines = data_path("perturbations.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)
+    (tmp_path / "perturbations.jsonl").write_text("".join(line for line in lines if '"wording_only"' in line),
+                                                  encoding="utf-8")
+    assert [p["kind"] for p in problem.example_suite(bench, bench.openings("A")[0], tmp_path)] == ["wording_only"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -100,3 +101,115 @@ def test_validity_facts_read_the_summaries_and_say_not_run_without_tfidf():
     assert facts.tfidf_bias_0v1_pp is None and facts.tfidf_null_n == 0
     assert validity.sampling_facts(pd.DataFrame({"recorded": [3.0], "measured": [2.694]}, index=["SD 0 v 1 (pp)"])
                                    ).tolerance_text == "SD 0 v 1 (pp): recorded 3, measured 2.69"
+
+
+def test_size_verdict_counts_two_standard_errors_as_within_and_says_so_in_full():
+    assert validity.size_verdict(pd.Series([2.0, -2.0])) == (
+        "every rate lies within two Monte Carlo standard errors of alpha, consistent with a test whose size is at "
+        "most alpha")
+    assert validity.size_verdict(pd.Series([0.0, -2.5])) == (
+        "no rate lies more than two Monte Carlo standard errors above alpha and some lie more than two below it: "
+        "the test holds its size and is conservative here")
+
+
+def test_validity_facts_read_the_tfidf_rows():
+    from mechaudit.workflow import Design, validity_summary
+    from mechaudit.workflow.validity import max_bias_z, size_z
+
+    rng = np.random.default_rng(1)
+    reps = pd.concat([pd.DataFrame({"rep": range(30), "rule": rule, "comparison": comp,
+                                    "extra_pp": rng.normal(0, 2, 30), "p_value": rng.uniform(0, 1, 30)})
+                      for rule in ("mechanism_key", "paper_rates", "tfidf") for comp in ("0 v 1", "1 v 5")])
+    zero = {"0 v 1": 0.0, "1 v 5": 0.0}
+    bias = validity_summary(reps, zero).assign(coverage=[0.95, 0.96, 0.5, 0.97, 0.9, 0.9])
+    size = validity_summary(reps, zero, alpha=0.1)
+    p = ValiditySettings(n_boot=9, n_replications=30, n_null_replications=30, truth_runs_per_depth=3, alpha=0.1)
+    facts = validity.validity_facts(Design(instances=["A"], depths=[0, 1, 5], runs_per_depth=2), bias, size, reps, p)
+    text_bias = bias[bias.rule == "tfidf"].iloc[0]
+    assert (facts.tfidf_bias_0v1_pp, facts.tfidf_bias_se_0v1_pp) == (text_bias.bias_pp, text_bias.bias_se_pp)
+    assert facts.tfidf_null_n == 30 and type(facts.tfidf_null_n) is int  # noqa: E721
+    assert facts.tfidf_null_mean_0v1 == size[size.rule == "tfidf"].mean_pp.iloc[0]
+    assert facts.coverage_verdict == validity.coverage_verdict(bias, ["mechanism_key", "paper_rates"])
+    assert facts.coverage_verdict.endswith("for paper_rates 0 v 1")
+    assert facts.key_max_bias_z == max_bias_z(bias, ["mechanism_key", "paper_rates"])
+    assert facts.size_verdict == validity.size_verdict(size_z(size, 0.1, ["mechanism_key", "paper_rates"]))
+    assert (facts.alpha, facts.n_boot, facts.truth_runs, facts.n_text_reps) == (0.1, 9, 3, 20)
+
+
+@functools.cache
+def _setup() -> validity.ValiditySetup:
+    """The chapter's inputs at its default files, without the (slow) truth."""
+    from mechaudit.paths import PARAMS_DIR
+    from mechaudit.workflow import load_simulator_params
+    from mechaudit.workflow.calibrate import load_calibration
+    from mechaudit.workflow.simulator import load_simulation
+
+    bench, design, default = load_simulation()
+    return validity.ValiditySetup(bench, design, default, load_simulator_params(PARAMS_DIR / "simulator_null.yaml"),
+                                  pd.DataFrame(), load_calibration())
+
+
+def test_write_replications_reads_both_committed_tables_at_the_defaults(monkeypatch):
+    from committed_spy import CommittedSpy
+
+    from mechaudit.workflow import committed
+
+    spy = CommittedSpy()
+    monkeypatch.setattr(committed, "cached", spy)
+    seen = []
+    monkeypatch.setattr(validity, "validity_setup", lambda p: seen.append(p) or _setup())
+    text = validity.write_replications()
+    assert seen == [ValiditySettings(n_jobs=-1)] and spy.flags() == {(True, False)}
+    n_default, n_null = (len(committed.load(n, spy.calls[n]["settings"]))
+                         for n in ("validity_default", "validity_null"))
+    assert text == (f"data/computed/validity_default.csv ({n_default} rows): current, kept\n"
+                    f"data/computed/validity_null.csv ({n_null} rows): current, kept")
+    validity.write_replications(n_jobs=1, force=True)
+    assert seen[-1].n_jobs == 1 and spy.flags() == {(True, True)}
+
+
+def test_replications_run_the_fast_rules_and_tfidf_with_the_chapters_settings(monkeypatch):
+    from committed_spy import CommittedSpy
+
+    from mechaudit.workflow import committed
+
+    s = _setup()
+    p = ValiditySettings(n_jobs=1, parallel_backend="threading", seed=3, n_replications=4, n_null_replications=5,
+                         n_text_replications=2, n_boot=7, tfidf_threshold=0.4)
+    calls = []
+
+    def replicate(bench, design, simulator, rules, **kw):
+        calls.append((bench, design, simulator, rules, kw))
+        return pd.DataFrame({"n": [len(calls)]})
+
+    monkeypatch.setattr(validity, "replicate", replicate)
+    spy = CommittedSpy(compute=True)
+    monkeypatch.setattr(committed, "cached", spy)
+    r = validity.replications(s, p, level=0.9, write=True)
+    assert r.default.n.tolist() == [1, 2] and r.null.n.tolist() == [3, 4]
+    assert r.sources == {"validity_default": "computed now", "validity_null": "computed now"}
+    assert spy.flags() == {(True, False)}
+    jobs = {"n_jobs": 1, "parallel_backend": "threading"}
+    for (bench, design, simulator, rules, kw), params, n_fast, seed, boot in zip(
+            calls, (s.default, s.default, s.null, s.null), (4, None, 5, None), (4, 4, 5, 5), (7, None, 0, None)):
+        assert (bench, design, simulator) == (s.bench, s.design, params)
+        if n_fast is None:
+            assert list(rules) == ["tfidf"] and rules["tfidf"].__self__.threshold == 0.4
+            assert kw == {"n_reps": 2, "seed": seed, **jobs}
+        else:
+            assert list(rules) == ["mechanism_key", "paper_rates"]
+            assert kw == {"n_reps": n_fast, "seed": seed, "n_boot": boot, "level": 0.9, **jobs}
+    assert spy.calls["validity_null"]["settings"] == committed.with_benchmark({
+        "design": s.design.model_dump(), "simulator": s.null.model_dump(),
+        "fast_rules": ["mechanism_key", "paper_rates"],
+        "tfidf_threshold": 0.4, "n_fast": 5, "n_text": 2, "seed": 5, "n_boot": 0, "level": 0.9})
+
+
+def test_validity_setup_estimates_the_truth_with_the_chapters_runs_and_seed():
+    from mechaudit.workflow import population_truth
+    from mechaudit.workflow.depth import MEASURES
+
+    p = ValiditySettings(truth_runs_per_depth=3, seed=2)
+    setup = validity.validity_setup(p)
+    expected = population_truth(setup.bench, setup.design, setup.default, runs_per_depth=3, seed=2, measures=MEASURES)
+    pd.testing.assert_frame_equal(setup.truth, expected)

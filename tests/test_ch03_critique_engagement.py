@@ -119,3 +119,106 @@ def test_exercises_simulate_nothing_with_llm_labels():
     ex = ch.exercises(None, 0, labelled, ch.shares_table(labelled, None), None, llm=True)
     assert (ex.ex1_n, ex.ex2_seed, ex.ex2_conceded) == (None, None, None)
     assert ex.binomial_se_pp == pytest.approx(100 * (0.5 * 0.5 / 10) ** 0.5)  # 5 of 10 demands conceded
+
+
+def test_tables_name_their_index_and_keep_integer_counts():
+    from mechaudit.workflow import Design
+
+    design = Design(instances=("A", "B"), depths=(0, 1), runs_per_depth=2)
+    assert ch.density_table(40, None, design, hypotheses_per_run=5.0).index.name == "quantity"
+    assert ch.round_shares(_labelled()).columns.name is None
+    counts = ch.target_table(_labelled().assign(weak_link=None))
+    assert (counts.dtypes == "int64").all()
+
+
+def test_judged_only_shows_the_unlabelled_challenges_and_keeps_the_labelled_demands(capsys):
+    from mechaudit.workflow.delivery import Delivery
+
+    labelled = _labelled().assign(hypothesis_id="h1", number=range(10), excluded=None)
+    labelled.loc[9, ["label", "excluded"]] = [None, "invalid JSON"]
+    kept = ch.judged_only(labelled, Delivery([], client=object(), source="llm"), json_retries=1)
+    assert len(kept) == 9 and kept["label"].notna().all()
+    out = capsys.readouterr().out
+    assert "Excluded: 0 hypotheses whose reply stayed invalid after 1 JSON repair request(s)." in out
+    assert "Excluded: 1 challenges (engagement judge) whose reply stayed invalid after 1 JSON" in out
+
+
+def test_paper_engagement_and_run_shares_read_the_paper_and_this_run():
+    from mechaudit.book.chapter import headline_provenance
+    from mechaudit.engagement import paper_shares
+    from mechaudit.paper import reported, show
+
+    paper = ch.paper_engagement()
+    assert (paper.demands, paper.conceded_pct, paper.dropped_pct) == (
+        reported("engagement.demands"), reported("engagement.conceded_pct"), reported("engagement.dropped_pct"))
+    labelled = _labelled()
+    shares = ch.shares_table(labelled, None)
+    facts = ch.run_shares(labelled, shares, llm=False)
+    provenance, verdict = headline_provenance("ch03", False, {"conceded": 50.0})
+    assert facts == ch.RunShares(
+        n_demands=10, headline_conceded=50.0, headline_provenance=provenance, headline_verdict=verdict,
+        max_gap_pp=ch.max_gap_pp(shares["this run (%)"], paper_shares()),
+        floor_sentence=ch.conceded_floor_sentence(labelled, reported("engagement.conceded_pct")),
+        conceded_pct=50.0, answered_pct=40.0, partial_pct=0.0, dropped_pct=10.0)
+    assert facts.floor_sentence.endswith("can close the gap")  # 40 % on weak links, below the paper's 61 %
+    show(False)
+    try:
+        own = ch.run_shares(labelled, shares, llm=True)
+    finally:
+        show(True)
+    assert own.max_gap_pp is None and own.floor_sentence == "no comparison with published numbers"
+    assert (own.headline_provenance, own.headline_verdict) == headline_provenance("ch03", True, {"conceded": 50.0})
+
+
+def test_misfit_reads_the_design_the_density_and_the_simulator():
+    from types import SimpleNamespace
+
+    from mechaudit.workflow import Design, load_simulator_params
+
+    design = Design(instances=("A", "B"), depths=(0, 1, 5), runs_per_depth=3)
+    sim = load_simulator_params()
+    density = ch.density_table(180, 332, design, hypotheses_per_run=6.0)
+    setup = SimpleNamespace(design=design, simulator=sim)
+    fit = ch.misfit(_labelled(), density, setup, Backend.REFERENCE)
+    assert (fit.critique_rounds, fit.n_runs, fit.critiqued_runs) == (36, 18, 12)
+    assert fit.demand_sentence == ch.demand_sentence(density) and fit.per_hyp_round == round(180 / 36 / 6.0, 2)
+    assert fit.weak_share_pct == "40 %" and fit.misfit_scope.startswith("This run's workflow is the simulator's")
+    assert (fit.p_weak_supported, fit.p_weak_unsupported, fit.p_find, fit.reply_sound_conceded) == (
+        sim.p_weak_supported, sim.p_weak_unsupported, sim.p_find, sim.reply_sound.conceded)
+    llm = ch.misfit(_labelled().assign(weak_link=None), density, setup, Backend.ANTHROPIC)
+    assert llm.misfit_scope == ("This run's workflow is an LLM's (backend anthropic): the table counts its demands, "
+                                "and the explanation below, which is about the simulator, does not describe them")
+    assert llm.weak_share_pct == "an unknown share"
+
+
+def test_exercises_simulate_the_null_and_another_seed(bench):
+    from types import SimpleNamespace
+
+    from mechaudit.workflow import Design, load_simulator_params, null_params
+
+    design = Design(instances=("A",), depths=(0, 1), runs_per_depth=2)
+    sim = load_simulator_params()
+    setup = SimpleNamespace(bench=bench, design=design, simulator=sim)
+    labelled = _labelled()
+    n_null, conceded_null, rounds_null = ch.simulated_shares(bench, design, null_params(sim), 4)
+    n_other, conceded_other, _ = ch.simulated_shares(bench, design, sim, 5)
+    assert (n_null, conceded_null) != (n_other, conceded_other)
+    ex = ch.exercises(setup, 4, labelled, ch.shares_table(labelled, None), rounds_null, llm=False)
+    se = 100 * (0.5 * 0.5 / 10) ** 0.5
+    assert ex == ch.Exercises(n_null, conceded_null, "the same", 5, n_other, conceded_other, pytest.approx(se))
+    other = ch.exercises(setup, 4, labelled, ch.shares_table(labelled, None), ch.round_shares(labelled), llm=False)
+    assert other.ex1_same_rounds == "different"
+
+
+def test_plan_asks_one_label_request_per_critique(tmp_path):
+    design = tmp_path / "design.yaml"
+    design.write_text("design:\n  instances: [A]\n  depths: [0, 1]\n  runs_per_depth: 1\n", encoding="utf-8")
+    p = {"design_file": str(design), "generator_model": "claude-sonnet-4-6", "judge_model": "claude-haiku-4-5",
+         "cache_dir": str(tmp_path / "cache"), "data_dir": None}
+    planned = ch.plan(p)
+    labels = [x for x in planned if x.stage == "engagement labels"]
+    critiques = [x for x in planned if x.stage == "workflow critique"]
+    assert len(labels) == len(critiques) > 0 and planned[-len(labels):] == labels
+    assert {x.request.model for x in labels} == {"claude-haiku-4-5"} and not any(x.exact for x in labels)
+    assert labels[0].identity == str(("A-k1-r0", 1, "A-k1-r0-A-01-0"))
+    assert len({x.identity for x in labels}) == len(labels)
