@@ -147,7 +147,7 @@ MODULES: dict[str, Target] = {
         "__init__", "power", "calibrate", "depth", "simulator", "agents", "committed", "delivery", "design", "measured",
         "parallel", "paramfile", "plan", "records", "rulesets", "toy", "validity"))),
                        _tests("power", "calibrate", "workflow", "simulator_outcomes", "workflow_validity", "toy",
-                              "committed", "backend_compare"), deselect=_SOURCE_SCANS[1:]),
+                              "committed", "backend_compare", "workflow_parts"), deselect=_SOURCE_SCANS[1:]),
     "schema": Target(_src("schema.py", "model.py"), _tests("schema", "data")),
     "params": Target(_src("book/params.py"), _tests("execution_params")),
     "paper": Target(_src("paper.py", "paths.py"), _tests("paper", "cache_paths", "paper_gate", "boundaries_book"),

@@ -444,3 +444,115 @@ def test_load_simulation_reads_the_design_file_it_is_given(tmp_path):
     bench, design, _ = load_simulation(design_file=str(path))  # an absolute path wins over params/
     assert (design.depths, design.runs_per_depth) == ((0, 1), 3)
     assert list(design.instances) == [i.id for i in bench.instances]
+
+
+# --------------------------------------------------------------------------- defaults and small parts
+
+
+def test_measure_defaults_to_seed_zero_and_the_given_instance_models(bench):
+    from mechaudit.workflow.simulator import instance_models
+
+    params = load_simulator_params()
+    design = Design(instances=(bench.instances[0].id,), depths=(0, 1), runs_per_depth=2)
+
+    def key(m):
+        return m.extras_pp, m.weak_labels.tolist(), m.n_sound, m.pairs_per_run_pair
+
+    default = measure(bench, design, params, 3)
+    assert key(default) == key(measure(bench, design, params, 3, seed=0))
+    assert key(default) != key(measure(bench, design, params, 3, seed=1))
+    assert default.weak_labels.dtype == float and default.runs_per_depth == 3
+    heavy = instance_models(bench, 50.0)  # other swap weights: other runs
+    assert key(measure(bench, design, params, 3, models=heavy)) != key(default)
+    assert key(measure(bench, design, params, 3, models=instance_models(bench, params.evidence_weight))) == key(default)
+
+
+def test_weak_share_is_the_weak_link_share_of_all_demands():
+    m = Measured({}, np.array([3.0, 2.0, 1.0, 0.0]), 4, 11.6, 10)
+    assert m.weak_share() == 0.6
+    assert Measured({}, np.zeros(4), 5, 1.0, 1).weak_share() == 0.0
+
+
+def test_p_extra_needs_an_opening_and_an_extra_hypothesis():
+    for openings, extra_max in ((0, 2), (5, 0), (0, 0)):
+        with pytest.raises(ValueError, match=rf"^need openings >= 1 and extra_max >= 1, got {openings}, {extra_max}$"):
+            p_extra_from_density(6.0, openings, extra_max)
+
+
+def test_solve_reply_sound_rounds_to_two_digits_by_default():
+    m = Measured({}, np.array([500.0, 40.0, 30.0, 20.0]), 400, 11.6, 10)
+    target = np.array([61.0, 27.0, 9.0, 3.0])
+    reply = solve_reply_sound(m, target)
+    np.testing.assert_array_equal(reply, round_shares(solve_reply_sound(m, target, digits=6), 2))
+    assert np.allclose(reply * 100, np.round(reply * 100)) and not np.allclose(reply * 10, np.round(reply * 10))
+
+
+def test_matches_tolerates_only_a_rounding_error_by_default():
+    params = load_simulator_params()
+    reply = params.reply_sound.model_dump()
+    assert matches(params, {"p_find": params.p_find + 5e-10, "reply_sound": reply}) == {"p_find": True,
+                                                                                         "reply_sound": True}
+    assert matches(params, {"p_find": params.p_find + 2e-9}) == {"p_find": False}
+    assert matches(params, {"p_find": params.p_find + 2e-9}, atol=1e-8) == {"p_find": True}
+    off = dict(reply, conceded=reply["conceded"] + 1e-6)
+    assert matches(params, {"reply_sound": off}) == {"reply_sound": False}
+
+
+def test_fmt_writes_reply_vectors_in_label_order():
+    from mechaudit.workflow.calibrate import _fmt
+
+    params = load_simulator_params()
+    r = params.reply_sound
+    assert _fmt(r) == " / ".join(f"{getattr(r, lab):g}" for lab in LABELS)
+    assert _fmt(r.model_dump()) == _fmt(r) and _fmt(0.25) == "0.25" and _fmt(3) == "3"
+
+
+class _Stop(Exception):
+    pass
+
+
+def test_calibrate_and_scan_pass_the_parallel_engine_on(bench, monkeypatch):
+    import mechaudit.workflow.calibrate as cal
+
+    spec = load_calibration()
+    design = Design(instances=(bench.instances[0].id,), depths=(0, 1), runs_per_depth=2)
+    base = load_simulator_params()
+    seen = []
+
+    def stop(*args, **kwargs):
+        seen.append((args[2:], kwargs))
+        raise _Stop
+
+    monkeypatch.setattr(cal, "parallel_map", stop)
+    for kwargs in ({}, {"n_jobs": 3, "parallel_backend": "threading"}):
+        with pytest.raises(_Stop):
+            cal.scan(bench, design, base, spec, **kwargs)
+    assert seen == [((1, None), {}), ((3, "threading"), {})]
+    monkeypatch.setattr(cal, "scan", stop)
+    seen.clear()
+    for kwargs in ({}, {"n_jobs": 3, "parallel_backend": "threading"}):
+        with pytest.raises(_Stop):
+            cal.calibrate(bench, design, base, spec, **kwargs)
+    assert [k for _, k in seen] == [{"n_jobs": 1, "parallel_backend": None},
+                                    {"n_jobs": 3, "parallel_backend": "threading"}]
+
+
+def test_a_p_bound_is_constrained_only_beyond_its_quantile_plus_two_sds():
+    """The 0 v 1 target with its paper p bound: constrained when every consistent point's effect is at
+    least the bound's two-sided normal quantile plus ``margin_sd`` (default 2) sampling SDs."""
+    from scipy.stats import norm
+
+    from mechaudit.paper import reported
+    from mechaudit.workflow.calibrate import P_BOUND_KEY
+
+    spec = load_calibration().model_copy(update={"targets": {EXTRA_KEY + "k0_vs_k1": 1.0}, "untargeted_sd": {}})
+    bound = P_BOUND_KEY + "k0_vs_k1"
+    q = float(norm.ppf(1 - reported(bound) / 2))
+
+    def table(low):
+        return pd.DataFrame({"consistent": [True, True, False], "extra_0v1_pp": [low, low + 5, 0.0]})
+
+    assert list(constrained_by_fit(table(q + 2.0), spec)) == [bound]
+    assert constrained_by_fit(table(q + 1.9), spec) == {}
+    assert list(constrained_by_fit(table(q + 1.0), spec, margin_sd=1.0)) == [bound]
+    assert constrained_by_fit(table(q - 1.0), spec) == {}

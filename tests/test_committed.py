@@ -53,3 +53,40 @@ def test_calibrate_refuses_other_data_and_keeps_current_tables(monkeypatch, caps
     assert "calibration_scan.csv (81 points): current, kept" in out
     assert "params/simulator.yaml holds every calibrated value" in out
     assert (committed.COMPUTED_DIR / "calibration_scan.csv").read_bytes() == before
+
+
+def test_cached_reads_a_current_table_and_writes_only_when_asked(tmp_path):
+    table = pd.DataFrame({"x": [1.5, 2.5]})
+    calls = []
+
+    def compute():
+        calls.append(1)
+        return table
+
+    got, source = committed.cached("t", {"a": 1}, compute, folder=tmp_path)
+    assert source == "computed now" and got is table and list(tmp_path.iterdir()) == []
+    got, source = committed.cached("t", {"a": 1}, compute, write=True, folder=tmp_path)
+    assert source == "computed now" and committed.recorded("t", tmp_path) == {"a": 1}
+    pd.testing.assert_frame_equal(pd.read_csv(tmp_path / "t.csv"), table)
+    got, source = committed.cached("t", {"a": 1}, compute, folder=tmp_path)
+    assert source == "committed" and len(calls) == 2
+    pd.testing.assert_frame_equal(got, table)
+    assert committed.cached("t", {"a": 1}, compute, force=True, folder=tmp_path)[1] == "computed now"
+    assert committed.cached("t", {"a": 2}, compute, folder=tmp_path)[1] == "computed now"
+
+
+def test_canonical_text_and_records_written_only_on_change(tmp_path):
+    assert committed.canonical({"b": (1,), "a": 1}) == '{\n "a": 1,\n "b": [\n  1\n ]\n}\n'
+    assert committed.write_record("r", {"a": 1}, tmp_path) is True
+    assert (tmp_path / "r.json").read_text(encoding="utf-8") == '{\n "a": 1\n}\n'
+    assert committed.write_record("r", {"a": 1}, tmp_path) is False
+    assert committed.write_record("r", {"a": 2}, tmp_path) is True
+    assert committed.recorded("r", tmp_path) == {"a": 2} and committed.recorded("none", tmp_path) is None
+
+
+def test_summary_says_what_was_written():
+    tables = {"scan": pd.DataFrame({"x": [1, 2, 3]}), "map": pd.DataFrame({"x": [1]})}
+    assert committed.summary(tables, {"scan": "computed now", "map": "committed"}) == (
+        "data/computed/scan.csv (3 rows): written\ndata/computed/map.csv (1 rows): current, kept")
+    assert committed.summary(tables, {"scan": "committed", "map": "computed now"}, unit="points") == (
+        "data/computed/scan.csv (3 points): current, kept\ndata/computed/map.csv (1 points): written")

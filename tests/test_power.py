@@ -244,3 +244,42 @@ def test_power_counts_a_p_value_equal_to_alpha_as_a_rejection() -> None:
     assert out["power"] == pytest.approx(3 / 8)  # 0.05, 0.05 and 0.01; ``<`` would give 1/8
     assert out["power_se"] == pytest.approx(np.sqrt(3 / 8 * 5 / 8 / 8))
     assert out["n_reps"] == 8 and out["mean_extra_pp"] == pytest.approx(2.0) and out["test"] == "exact"
+
+
+def test_power_defaults_seed_zero_and_alpha_five_percent(pools) -> None:
+    reps = power_replications(pools[:2], 3, 4)
+    pd.testing.assert_frame_equal(reps, power_replications(pools[:2], 3, 4, seed=0))
+    assert not reps.equals(power_replications(pools[:2], 3, 4, seed=1))
+    table = pd.DataFrame({"extra_pp": 1.0, "test": "exact", "p_value": [0.01, 0.05, 0.06, 0.5]})
+    assert power_summary(table)["power"] == 0.5
+
+
+def test_power_table_draws_its_pools_and_replications_as_documented(sim, monkeypatch) -> None:
+    """The pools and replications a setting asks for (stand-ins record the calls): pools of the most
+    instances any design needs, replications of each design's first ``k`` instances, seed + 1."""
+    import mechaudit.workflow.power as power
+
+    bench, instances, base = sim
+    calls = []
+    monkeypatch.setattr(power, "simulate_pool", lambda *a: calls.append(("pool", a[3:])) or ["D"] * a[3])
+    reps = pd.DataFrame({"rep": range(4), "extra_pp": 1.0, "p_value": [0.01, 0.05, 0.2, 0.9], "test": "exact"})
+    monkeypatch.setattr(power, "_pooled_replications", lambda *a: calls.append(("reps", a[1:])) or reps)
+    setting = EffectSetting(20.0, {}, base, 21.0, 0.5)
+    table = power_table(bench, instances[:2], [setting], [(3, 4)], n_reps=4, n_pools=2)
+    assert table.power.tolist() == [0.5] and table.role.tolist() == ["design"]
+    assert calls == [("pool", (3, (1, 5), 100, replication_seed(0, 0), "paper_rates")),
+                     ("pool", (3, (1, 5), 100, replication_seed(0, 1), "paper_rates")),
+                     ("reps", (3, 4, 4, 1, 199, 1, None))]
+
+
+def test_a_pool_has_a_hundred_runs_per_depth_scored_by_the_paper_rates(sim) -> None:
+    from mechaudit.workflow.depth import outcome_matrices
+    from mechaudit.workflow.simulator import simulate_outcomes
+
+    bench, instances, base = sim
+    assert simulate_pool(bench, instances[:1], base, 1)[0].shape == (200, 200)
+    (D,) = simulate_pool(bench, instances[:1], base, 1, runs_per_depth=10)
+    outcomes = simulate_outcomes(bench, Design(instances=tuple(instances[:1]), depths=(1, 5), runs_per_depth=10),
+                                 base, seed=replication_seed(0, 0))
+    np.testing.assert_array_equal(D, outcome_matrices(outcomes, "paper_rates")[0].D)
+    assert not np.array_equal(D, outcome_matrices(outcomes, "mechanism_key")[0].D)

@@ -50,3 +50,12 @@ def test_table_lists_every_run():
     table = toy.toy_table(toy.toy_design(n_runs=2, seed=0))
     assert list(table.index) == ["K0-r1", "K0-r2", "K1-r1", "K1-r2"]
     assert table.shape == (4, 5)
+
+
+def test_labels_name_the_opening_and_the_table_its_runs():
+    runs = toy.toy_design(n_openings=3, n_runs=1, rerun_noise=0.0, critique_change=0.0, seed=0)
+    assert [h.mechanism for h in runs[0]] == ["I1 -> R1", "I2 -> R2", "I3 -> R3"]
+    table = toy.toy_table(runs)
+    assert table.index.name == "run" and list(table.columns) == ["O1", "O2", "O3"]
+    with pytest.raises(ValueError, match=r"^initiator_change must be a probability in \[0, 1\], got -0.1$"):
+        toy.toy_design(initiator_change=-0.1)

@@ -354,3 +354,60 @@ def test_judge_model_table_has_one_row_per_model_in_the_given_order(bench, param
     assert table.index.name == "judge model" and list(table.index) == ["m2", "m1"]
     assert list(table.columns) == ["0 v 1", "1 v 5"] and table.columns.name is None
     assert (table.to_numpy() == 0).all()
+
+
+def test_change_profile_middle_steps_by_hand_and_no_runs(bench, params):
+    from mechaudit.workflow.depth import change_profile
+
+    runs = simulate(bench, Design(instances=("A", "B"), depths=(1,), runs_per_depth=3), params, seed=2, log=False)
+    opening = {(i.id, h.id): [s.id for s in h.chain] for i in bench.instances for h in bench.openings(i.id)}
+    middles = []
+    for r in runs:
+        for h in r.delivered:
+            ids, ref = [s.id for s in h.chain], opening[(r.instance, h.opening_id)]
+            if len(ids) == len(ref):
+                middles.append(np.mean([a != b for a, b in zip(ids[1:-1], ref[1:-1])]))
+    profile = change_profile(runs, bench)
+    assert profile.loc[1, "middle steps changed (%)"] == pytest.approx(100 * np.mean(middles))
+    assert 0 < np.mean(middles)
+    empty = change_profile([], bench)
+    assert empty.empty and list(empty.columns) == ["hypotheses", "initiating event changed (%)",
+                                                   "middle steps changed (%)"]
+
+
+def test_depth_tables_keep_their_columns_and_a_fresh_index(bench, params):
+    from mechaudit.workflow.depth import depth_table, instance_matrices, rule_tables
+    from mechaudit.workflow.intervals import bootstrap_interval
+
+    runs = simulate(bench, Design(instances=("A", "B"), depths=(0, 1), runs_per_depth=3), params, seed=1, log=False)
+    mats = instance_matrices(runs, MechanismKeyRule())
+    empty = depth_table(mats, [])
+    assert empty.empty and list(empty.columns) == ["comparison", "extra_pp", "ci_low_pp", "ci_high_pp", "p_value",
+                                                   "n_partitions", "n_instances", "max_extra_pp", "normalised"]
+    table = depth_table(mats, [(0, 1)], level=0.8, n_boot=50, seed=3)
+    from mechaudit.divergence import comparison_matrix
+
+    subs = [comparison_matrix(m.D, m.depths, 0, 1) for m in mats]
+    low, high = bootstrap_interval([D for D, _ in subs], 3, 0.8, 50, 3)
+    assert (table.ci_low_pp[0], table.ci_high_pp[0]) == pytest.approx((100 * low, 100 * high))
+    same = lambda pairs: np.ones(len(pairs), dtype=bool)  # noqa: E731
+    points, tables = rule_tables(runs, {"key": MechanismKeyRule(), "same": same}, [(0, 1)])
+    assert list(points.index) == list(range(len(points))) and list(tables.index) == [0, 1]
+    assert points.rule.tolist() == ["key"] * (len(points) // 2) + ["same"] * (len(points) // 2)
+
+
+def test_judge_model_table_asks_each_model_with_the_full_rubric(bench, params, monkeypatch):
+    import pandas as pd
+
+    import mechaudit.workflow.depth as depth
+
+    asked = []
+
+    def record(pairs, models, client, **kw):
+        asked.append((tuple(models), client, kw))
+        return pd.DataFrame([[False] * len(pairs)] * len(models), index=list(models), dtype="boolean"), None
+
+    monkeypatch.setattr(depth, "model_verdicts", record)
+    runs = simulate(bench, Design(instances=("A",), depths=(0, 1), runs_per_depth=2), params, seed=1, log=False)
+    depth.judge_model_table(runs, [(0, 1)], ["m1"], client="the client", instances=["inst"])
+    assert asked and all(a == (("m1",), "the client", {"rubric": "full", "instances": ["inst"]}) for a in asked)

@@ -191,3 +191,40 @@ def test_max_bias_z_is_nan_without_a_standard_error():
     single = _summary("mechanism_key", [0.9, 0.9]).assign(bias_se_pp=[0.5, np.nan])
     assert math.isnan(max_bias_z(single)) and math.isnan(max_bias_z(single, "absent"))
 
+
+
+def test_summary_keeps_first_seen_order_and_adds_the_truths_error():
+    """Rows in the order the rules and comparisons first appear; ``bias_se_pp`` adds the truth's SE in
+    quadrature; coverage needs finite interval ends on every replication."""
+    reps = pd.DataFrame({"rep": [0, 1, 0, 1], "rule": ["tfidf", "tfidf", "paper_rates", "paper_rates"],
+                         "comparison": ["1 v 5", "1 v 5", "0 v 1", "0 v 1"], "extra_pp": [30.0, 34.0, 20.0, 22.0],
+                         "ci_low_pp": [28.0, np.nan, 18.0, 21.0], "ci_high_pp": [33.0, 35.0, 23.0, 25.0],
+                         "p_value": [0.01, 0.2, 0.05, 0.5]})
+    truth = pd.DataFrame({"measure": ["mechanism_key", "paper_rates"], "panel": ["extra", "extra"],
+                          "label": ["1 v 5", "0 v 1"], "truth_pp": [31.0, 21.0], "truth_se_pp": [3.0, 0.5]})
+    out = validity_summary(reps, truth)
+    assert list(out.columns) == ["rule", "measure", "comparison", "n_reps", "truth_pp", "mean_pp", "bias_pp",
+                                 "bias_se_pp", "sd_pp", "rmse_pp", "coverage", "rejection_rate", "rejection_se"]
+    assert out.rule.tolist() == ["tfidf", "paper_rates"] and out.comparison.tolist() == ["1 v 5", "0 v 1"]
+    assert out.bias_se_pp.tolist() == pytest.approx([np.sqrt(8 / 2 + 9.0), np.sqrt(2 / 2 + 0.25)])
+    assert np.isnan(out.coverage[0]) and out.coverage[1] == 1.0
+    assert out.rejection_rate.tolist() == [0.5, 0.5]
+    assert out.rejection_se.tolist() == pytest.approx([0.5 / np.sqrt(2)] * 2)
+    bare = validity_summary(reps.drop(columns=["ci_low_pp", "ci_high_pp"]), {"1 v 5": 31.0, "0 v 1": 21.0})
+    assert bare.coverage.isna().all() and bare.bias_se_pp.tolist() == pytest.approx([2.0, 1.0])
+
+
+def test_validity_defaults(bench, params):
+    from mechaudit.workflow.validity import replication_seed, truth_seed
+
+    assert truth_seed(5) == replication_seed(5, 2**31 - 1) and truth_seed(5, 2) == replication_seed(5, 2**31 - 3)
+    design = Design(instances=(bench.instances[0].id,), depths=(0, 1), runs_per_depth=3)
+    default = population_truth(bench, design, params)
+    pd.testing.assert_frame_equal(default, population_truth(bench, design, params, runs_per_depth=40))
+    assert not default.equals(population_truth(bench, design, params, runs_per_depth=41))
+    rules = {"mechanism_key": MechanismKeyRule(), "same": lambda pairs: np.ones(len(pairs), dtype=bool)}
+    reps = replicate(bench, design, params, rules, n_reps=2)
+    pd.testing.assert_frame_equal(reps, replicate(bench, design, params, rules, n_reps=2, seed=0))
+    assert not reps.equals(replicate(bench, design, params, rules, n_reps=2, seed=1))
+    assert reps.rule.tolist() == ["mechanism_key", "same"] * 2 and reps.rep.tolist() == [0, 0, 1, 1]
+    assert (reps[reps.rule == "same"].extra_pp == 0).all()

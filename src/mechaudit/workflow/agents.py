@@ -294,7 +294,7 @@ def _run_of(cell: tuple[str, int, int], states: list[_State], developed: dict, l
 
 
 def _json_many(client, requests: Sequence[LLMRequest], schemas: Sequence[type[BaseModel]],
-               progress: bool, json_retries: int = 2) -> list:
+               progress: bool, json_retries: int) -> list:
     """``(request key, JSONResult)`` per request (input order), each validated by its own schema."""
     results = client.complete_many(list(requests), schema=list(schemas), progress=progress,
                                    json_retries=json_retries, strict=False)

@@ -93,7 +93,8 @@ def plan_workflow(p: Mapping[str, Any], bench: Benchmark) -> tuple[list[Planned]
 
 
 class _Recorder:
-    """A replay client wrapper that remembers every distinct request it answered, in order."""
+    """A replay client wrapper for ``run_workflow`` (which sends through ``complete_many`` only) that
+    remembers every distinct request it answered, in order."""
 
     def __init__(self, client) -> None:
         self._client, self.backend, self.requests, self._seen = client, client.backend, [], set()
@@ -107,15 +108,6 @@ class _Recorder:
     def complete_many(self, requests, *args, **kwargs):
         self._note(requests)
         return self._client.complete_many(requests, *args, **kwargs)
-
-    def complete_json(self, request, *args, **kwargs):
-        result = self._client.complete_json(request, *args, **kwargs)
-        self._note([request])
-        return result
-
-    def complete(self, request):
-        self._note([request])
-        return self._client.complete(request)
 
 
 class _PairRecorder:
