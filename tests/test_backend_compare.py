@@ -48,3 +48,25 @@ def test_the_check_finds_a_planted_comparison(tmp_path, line):
     planted.write_text(f"ok = backend is Backend.REPLAY\nname = 'replay'\n{line}\n", encoding="utf-8")
     found = backend_string_compares(planted)
     assert len(found) == 1 and found[0].startswith("planted.py:3: "), found
+
+
+def test_a_bad_backend_name_names_the_field_and_the_choices():
+    from mechaudit.backends import Backend, BackendError
+
+    with pytest.raises(BackendError) as info:
+        Backend.parse("antropic")
+    assert str(info.value) == "field 'backend': 'antropic' is not a backend; choose one of reference, anthropic, replay"
+    with pytest.raises(BackendError) as info:
+        Backend.llm("reference")
+    assert str(info.value) == ("field 'backend': 'reference' is not an LLM backend; choose one of anthropic, replay "
+                               "(the offline stand-ins are used with backend 'reference')")
+    with pytest.raises(BackendError, match=r"^field 'judge_backend': 'x' is not a backend"):
+        Backend.llm("x", "judge_backend")
+    assert Backend.llm("replay") is Backend.REPLAY and Backend.parse("reference") is Backend.REFERENCE
+
+
+def test_a_caption_names_the_backend_and_adds_the_extra_text_after_a_full_stop():
+    from mechaudit.backends import caption_text
+
+    assert caption_text("replay") == "Backend: replay"
+    assert caption_text("replay", "judge claude") == "Backend: replay. judge claude"

@@ -231,3 +231,9 @@ def test_a_missing_reworded_suite_is_not_filled_with_the_template_one(tmp_path):
     with pytest.raises(FileNotFoundError):
         ch05.setup(folder, suite="reworded")
     assert np.all([k in ch05.KINDS for k in ch05.setup(folder).kinds])
+
+
+def test_a_root_without_the_shipped_manifest_has_no_shipped_benchmark(tmp_path, monkeypatch):
+    data = _copy_benchmark(tmp_path / "data", crlf=False)
+    monkeypatch.setattr(paths, "REPO_ROOT", tmp_path / "bare")
+    assert paths.is_shipped_benchmark(data) is False

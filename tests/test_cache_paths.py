@@ -93,3 +93,18 @@ def test_the_embedding_store_is_the_embedding_cache_folder_unless_turned_off(mon
     monkeypatch.setenv("MECHAUDIT_CACHE", str(tmp_path))
     assert embedding_store() == embedding_store(True) == cache_path("embedding_cache") == tmp_path / "embedding_cache"
     assert embedding_store(False) is None
+
+
+def test_without_the_variable_a_missing_data_folder_is_only_a_path(tmp_path, monkeypatch):
+    monkeypatch.delenv(paths.DATA_ENV, raising=False)
+    monkeypatch.setattr(paths, "DATA_DIR", tmp_path / "nowhere")
+    assert paths.data_path("a", "b.yaml") == tmp_path / "nowhere" / "a" / "b.yaml"
+
+
+def test_require_root_returns_the_root_or_raises_the_error_found_at_import(monkeypatch):
+    assert paths.require_root() == paths.REPO_ROOT
+    error = paths.ProjectRootError("no mechaudit project folder found")
+    monkeypatch.setattr(paths, "ROOT_ERROR", error)
+    with pytest.raises(paths.ProjectRootError) as raised:
+        paths.require_root()
+    assert raised.value is error

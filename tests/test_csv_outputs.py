@@ -87,3 +87,12 @@ def test_an_undefined_kappa_gets_its_reason(tmp_path):
     assert kappa_undefined(0) == "undefined: no pair was decided by both"
     no_count = csv_table(pd.DataFrame({"kappa": [np.nan, 0.4]}))
     assert no_count["kappa status"].tolist() == [kappa_undefined(None), None]
+
+
+def test_whole_numbers_written_as_text_stay_integers_and_an_empty_cell_stays_empty():
+    this_run = pd.Series(["5,192", None], dtype=object)  # None itself, as a list of cells holds it
+    out = csv_table(pd.DataFrame({"paper": ["4,863", "83"], "this run": this_run, "p": ["1e-3", "0.5"]}))
+    assert out["paper"].dtype == np.int64 and out["paper"].tolist() == [4863, 83]
+    assert pd.api.types.is_float_dtype(out["this run"]) and out["this run"].iloc[0] == 5192.0
+    assert np.isnan(out["this run"].iloc[1]) and "this run status" not in out
+    assert out["p"].tolist() == [0.001, 0.5]

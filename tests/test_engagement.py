@@ -102,3 +102,69 @@ def test_judge_request_and_schema(runs):
         schema.model_validate({"labels": [{"number": 1, "label": "answered"}]})
     with pytest.raises(ValidationError):
         schema.model_validate({"labels": [{"number": 1, "label": "ignored"}, {"number": 2, "label": "dropped"}]})
+
+
+class _Judge:
+    """A stand-in LLM client: labels every demand "answered", except the challenges whose request
+    mentions ``broken`` (an invalid reply); records the keyword arguments of each call."""
+
+    backend = "replay"
+
+    def __init__(self, broken: str | None = None):
+        self.broken, self.calls = broken, []
+
+    def complete_many(self, requests, schema, **kwargs):
+        from types import SimpleNamespace
+
+        self.calls.append(kwargs)
+        out = []
+        for req, model in zip(requests, schema):
+            if self.broken and self.broken in req.messages[0].content:
+                out.append(SimpleNamespace(invalid=True, error="no JSON object found", value=None))
+                continue
+            n = req.messages[0].content.split("\n\n")[0].count("\n")  # one line per demand after the heading
+            labels = [{"number": i, "label": "answered"} for i in range(1, n + 1)]
+            out.append(SimpleNamespace(invalid=False, error=None, value=model.model_validate({"labels": labels})))
+        return out
+
+
+def test_the_judge_labels_each_challenge_in_the_runs_order_with_its_defaults(runs):
+    chosen = [r for r in runs if r.depth == 1][::-1]  # not in sorted order
+    judge = _Judge()
+    labelled = label_demands(chosen, judge)
+    frame = demands_frame(chosen)
+    assert labelled[["run_id", "round", "hypothesis_id", "number"]].equals(
+        frame[["run_id", "round", "hypothesis_id", "number"]])
+    assert (labelled.label == "answered").all() and labelled.excluded.isna().all()
+    assert (labelled.label_source == "LLM judge (claude-opus-4-6, replay)").all()
+    assert judge.calls == [{"progress": False, "json_retries": 2, "strict": False}]
+
+
+def test_a_challenge_with_an_invalid_reply_is_excluded_with_its_request_key(runs):
+    chosen = [r for r in runs if r.depth == 1][:1]
+    frame = demands_frame(chosen)
+    first = frame[frame.hypothesis_id == frame.hypothesis_id.iloc[0]]
+    labelled = label_demands(chosen, _Judge(broken=first.demand.iloc[0]))
+    key = judge_request(first).key
+    bad = labelled[labelled.hypothesis_id == first.hypothesis_id.iloc[0]]
+    assert bad.label.isna().all() and (bad.excluded == f"request {key[:16]}: no JSON object found").all()
+
+
+def test_offline_labels_name_at_most_three_llm_runs(runs):
+    llm = [r.model_copy(update={"backend": "anthropic"}) for r in runs[:4]]
+    with pytest.raises(ValueError) as info:
+        label_demands(llm, None)
+    assert str(info.value).endswith(f"LLM runs: {sorted(r.run_id for r in llm)[:3]}")
+
+
+def test_the_schema_error_names_the_demand_numbers_it_got():
+    with pytest.raises(ValidationError, match=r"give one label per demand 1\.\.2 in order, got \[1, 1\]"):
+        labels_schema(2).model_validate({"labels": [{"number": 1, "label": "answered"},
+                                                    {"number": 1, "label": "dropped"}]})
+
+
+def test_paper_rows_round_the_shares_to_one_decimal():
+    labelled = pd.DataFrame({"label": ["conceded", "answered", "answered"]})
+    assert paper_comparison(labelled) == [("engagement.demands", 3), ("engagement.conceded_pct", 33.3),
+                                          ("engagement.answered_pct", 66.7), ("engagement.partial_pct", 0.0),
+                                          ("engagement.dropped_pct", 0.0)]

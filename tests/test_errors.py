@@ -389,3 +389,33 @@ def test_the_warning_style_hands_other_warnings_on_and_shows_its_own_once(monkey
     styled("torn\n line", Own, "f.py", 3)
     styled("torn line", Own, "f.py", 4)
     assert capsys.readouterr().err == "mechaudit: warning: torn line\n" and errors._SHOWN == {"torn line"}
+
+
+def test_check_range_names_the_bounds_it_was_given_and_where_the_value_is(tmp_path):
+    from mechaudit.errors import check_range
+
+    with pytest.raises(MechauditError) as info:
+        check_range(5, "runs", high=3)
+    assert str(info.value) == "field 'runs': must be a number in [-inf, 3], got 5"
+    with pytest.raises(MechauditError) as info:
+        check_range(-1, "runs", low=0, integer=True)
+    assert str(info.value) == "field 'runs': must be an integer in [0, inf], got -1"
+    with pytest.raises(MechauditError) as info:
+        check_range("a", "runs", where=tmp_path / "p.yaml", line=7)
+    err = info.value
+    assert str(err) == f"{tmp_path / 'p.yaml'}:7: field 'runs': must be a number, got 'a'"
+    assert (err.file, err.line, err.field, err.message) == (str(tmp_path / "p.yaml"), 7, "runs",
+                                                            "must be a number, got 'a'")
+    check_range(3, "runs", low=0, high=3, integer=True)  # the bounds are inside
+
+
+def test_an_error_keeps_its_file_as_text_and_a_warning_names_file_line_and_field(tmp_path):
+    import io
+
+    from mechaudit.errors import warn
+
+    assert MechauditError("bad", file=tmp_path / "a.yaml").file == str(tmp_path / "a.yaml")
+    assert MechauditError("bad").file is None
+    stream = io.StringIO()
+    warn("unusual", file="a.yaml", line=4, field="seed", stream=stream)
+    assert stream.getvalue() == "mechaudit: warning: a.yaml:4: field 'seed': unusual\n"

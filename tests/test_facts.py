@@ -122,3 +122,9 @@ def test_a_fact_without_a_default_must_be_given():
     with pytest.raises(TypeError, match="needed"):
         Pair()
     assert Pair(needed=1.0).optional is None
+
+
+def test_a_fact_declares_no_unit_digits_doc_or_missing_text_unless_given():
+    field = fact(default=None)  # made here, not at import: the test sees the fact() it calls
+    assert field.default is None
+    assert field.metadata["mechaudit.fact"] == facts_module.FactSpec(unit="", digits=None, doc="", missing=None)

@@ -399,3 +399,33 @@ def test_glue_rounds_a_finite_number_before_storing_it():
     with mock.patch("myst_nb.glue") as stored:
         assert glue("ch00_x", 2.345, digits=1) == 2.3 and glue("ch00_y", 7.6, digits=0) == 8
     assert [c.args[:2] for c in stored.call_args_list] == [("ch00_x", 2.3), ("ch00_y", 8)]
+
+
+def test_glue_stores_without_displaying():
+    from mechaudit.report.glue import glue
+
+    with mock.patch("myst_nb.glue") as stored:
+        glue("ch00_x", "4,863")
+        glue("ch00_y", 3)
+    assert [(c.args, c.kwargs) for c in stored.call_args_list] == [(("ch00_x", "4,863"), {"display": False}),
+                                                                   (("ch00_y", 3), {"display": False})]
+
+
+def test_a_glued_figure_is_stored_as_its_svg_and_closed():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from mechaudit.report.glue import StoredFigure, glue_figure
+
+    fig, ax = plt.subplots(figsize=(1, 1))
+    ax.plot([0, 1], [0, 1])
+    with mock.patch("myst_nb.glue") as stored:
+        assert glue_figure("ch00_fig", fig) is fig
+    ((name, kept), kwargs), = [(c.args, c.kwargs) for c in stored.call_args_list]
+    assert name == "ch00_fig" and kwargs == {"display": False}
+    assert isinstance(kept, StoredFigure) and kept.figure is fig and repr(kept) == repr(fig)
+    assert not plt.fignum_exists(fig.number)
+    svg = kept._repr_svg_()
+    assert "<svg" in svg and "<dc:date>" not in svg and "Matplotlib" not in svg

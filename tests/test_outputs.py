@@ -250,3 +250,33 @@ def test_save_errors_name_the_field_and_the_folder(tmp_path):
     blocker.write_text("a file where the folder should go\n")
     with pytest.raises(MechauditError, match=rf"^{re.escape(str(blocker / 'sub'))}: field 'out_dir': cannot create"):
         save("t", pd.DataFrame({"x": [1]}), blocker / "sub")
+
+
+def _tiny_figure():
+    fig, ax = plt.subplots(figsize=(1, 1))
+    ax.plot([0, 1], [1, 0])
+    return fig
+
+
+def test_pending_figures_are_drawn_in_this_process_and_their_stored_files_removed(tmp_path, monkeypatch, capsys):
+    """``write_pending_figures`` and ``_serve`` (the loop of ``python -m mechaudit.report.outputs``), in-process:
+    a closed standard input ends the loop after the figures stored so far are drawn."""
+    import io
+
+    from mechaudit.report import outputs
+
+    (tmp_path / outputs.DEFER_MARK).touch()
+    for name in ("b", "a"):
+        save(name, _tiny_figure(), tmp_path)
+    assert outputs.write_pending_figures(tmp_path) == ["a", "b"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([outputs.DEFER_MARK, "a.png", "a.svg", "b.png",
+                                                                 "b.svg"])
+    assert (tmp_path / "a.png").read_bytes()[:8] == PNG_MAGIC
+    assert outputs.write_pending_figures(str(tmp_path)) == []  # a folder given as text; nothing left
+    save("c", _tiny_figure(), tmp_path)
+    monkeypatch.setattr("sys.stdin", io.StringIO(""))
+    assert outputs._serve(tmp_path) == 0 and (tmp_path / "c.svg").is_file() and not (tmp_path / ".c.figure").exists()
+    (tmp_path / ".broken.figure").write_bytes(b"not a pickle")
+    assert outputs._serve(tmp_path) == 1
+    assert capsys.readouterr().err.startswith("UnpicklingError: ")
+    plt.close("all")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -141,3 +143,47 @@ def test_compare_paper_true_on_other_data_names_the_folder(tmp_path):
         comparison.compare_paper_default(True, tmp_path)
     assert comparison.compare_paper_default(None, None) is True
     assert comparison.compare_paper_default(None, tmp_path) is False
+
+
+def test_an_unknown_key_lists_at_most_eight_keys_under_its_head_in_file_order(tmp_path):
+    path = tmp_path / "reported.yaml"
+    rows = "".join(f"  n{i}: {{value: {i}, label: 'Number {i}'}}\n" for i in range(10))
+    path.write_text(f"source: test\nx:\n{rows}y:\n  z: {{value: 1, label: 'Other'}}\n")
+    with pytest.raises(KeyError) as err:
+        paper.entry("x.missing", path)
+    near = [f"x.n{i}" for i in range(8)]
+    assert err.value.args[0] == f"'x.missing' is not in reported.yaml; keys under 'x': {near}"
+
+
+def test_a_true_or_text_value_is_shown_as_text_not_as_a_number():
+    assert comparison._fmt(True, 1.0) == "True" and comparison._fmt("12 of 60", 1.0) == "12 of 60"
+
+
+def test_a_value_exactly_at_the_tolerance_agrees():
+    key = "critique_depth.extra_divergence_pp.k0_vs_k1"  # the paper: 34.5 pp, a pp quantity's tolerance 5 pp
+    assert comparison.agrees(key, 39.5) is True and comparison.agrees(key, 29.5) is True
+    assert comparison.agrees(key, 39.6) is False
+
+
+def test_an_entry_without_a_section_has_an_empty_source(tmp_path):
+    path = tmp_path / "reported.yaml"
+    path.write_text("source: test\nx:\n  y: {value: 2.5, label: 'A made-up number', chapter: c}\n")
+    assert comparison.compare([("x.y", 2.5)], llm=False, path=path)["source"].tolist() == [""]
+
+
+def test_compare_paper_true_on_the_default_folder_names_that_folder(tmp_path, monkeypatch):
+    from mechaudit import paths
+
+    monkeypatch.setattr(paths, "DATA_DIR", tmp_path / "mine")
+    with pytest.raises(MechauditError, match=rf"the data folder {re.escape(str(tmp_path / 'mine'))} is not"):
+        comparison.compare_paper_default(True, None)
+
+
+def test_a_p_of_zero_is_zero_even_when_the_smallest_possible_is_zero():
+    assert comparison.format_p(0, smallest=0.0) == "0"
+    assert comparison.format_p(1 / 126**4, smallest=1 / 126**4) == "<\u00a010⁻⁸, the smallest possible"
+
+
+def test_a_paper_bound_is_a_power_of_ten_only_when_it_is_one():
+    assert comparison._power_of_ten(1e-4) == "10⁻⁴" and comparison._power_of_ten(0.003) == "0.003"
+    assert comparison._power_of_ten(0.0) == "0"

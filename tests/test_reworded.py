@@ -180,3 +180,22 @@ def test_a_swap_rewrite_naming_a_bad_position_or_entity_is_an_error(bench):
         variant_of(h, "middle_step_swapped", bad_position, bench.vocabulary)
     with pytest.raises(DataError, match="'NOT_AN_ID'"):
         variant_of(h, "first_step_swapped", Rewrite(statement="s", explanation="e", to="NOT_AN_ID"), bench.vocabulary)
+
+
+def test_a_hypothesis_without_a_rewrite_is_skipped_and_later_ones_still_count(tmp_path, bench):
+    first, second, third = (h.id for h in bench.hypotheses[:3])
+    text = (f"{second}:\n  wording_only:\n    explanation: x\n"
+            f"{third}:\n  wording_only:\n    explanation: y\n")
+    pairs = reworded_suite(bench.hypotheses, load_rewrites(write_rewrites(tmp_path, text)), bench.vocabulary)
+    assert [(p["original"].id, p["kind"]) for p in pairs] == [(second, "wording_only"), (third, "wording_only")]
+    assert first not in {p["original"].id for p in pairs}
+
+
+def test_a_variant_is_built_with_seed_0_by_default(bench):
+    from mechaudit.reworded import Rewrite, variant_of
+
+    rw = Rewrite(explanation="e")
+    chains = {seed: [variant_of(h, "wording_chain", rw, bench.vocabulary, seed).chain for h in bench.hypotheses]
+              for seed in (0, 1)}
+    assert chains[0] != chains[1]  # the seed picks the aliases
+    assert [variant_of(h, "wording_chain", rw, bench.vocabulary).chain for h in bench.hypotheses] == chains[0]

@@ -272,3 +272,78 @@ def test_declared_counts_are_whole_and_a_p_of_one_is_a_p_value():
     assert [c.text for c in format_column([1234.6, 10.2], column=Column(unit="count"))] == ["1,235", "10"]
     assert [c.text for c in format_column([3.04, 1.5])] == ["3.04", "1.50"]  # three significant digits from 1 up
     assert format_number(1.0, kind="p") == format_number(1, kind="p") == "1"
+
+
+def test_declared_digits_keep_a_tiny_value_at_them_and_undeclared_columns_give_it_two_digits():
+    assert texts(format_column([0.001, 0.0], column=Column(digits=2))) == ["0.00", "0.00"]
+    assert texts(format_column([1e-7, 3e-6], column=Column())) == ["1e-07", "3e-06"]
+    assert texts(format_column([2.5, 3.25], column=Column(unit="count"))) == ["2", "3"]  # whole, as the prose glues
+
+
+def test_text_in_a_scaled_or_declared_column_is_kept_as_written():
+    assert texts(format_column(["not run", 0.125], column=Column(unit="%", scale=100))) == ["not run", "12"]
+    assert texts(format_column(["n/a", 3.14159], column=Column(digits=2))) == ["n/a", "3.14"]
+
+
+def test_format_number_defaults_to_two_decimals_and_a_p_kind_only_for_probabilities():
+    assert format_number(3.14159) == "3.14" and format_number(-np.inf) == "-∞"
+    assert format_number(1.5, kind="p") == "1.50" and format_number(0.5, kind="p") == "0.5"
+
+
+def test_column_levels_are_joined_into_one_header_without_empty_parts():
+    df = pd.DataFrame([[0.7, 0.5]], columns=pd.MultiIndex.from_tuples([("tfidf", "mean"), ("tfidf", "")]))
+    assert BookTable(df).header == ["TF-IDF, Mean", "TF-IDF"]
+
+
+def test_a_sentence_of_nothing_joins_different_reasons_and_leaves_out_generic_row_labels():
+    from mechaudit.report.tables import nothing_sentence
+
+    axis = pd.DataFrame({"judge models": ["not run: offline backend", "no LLM calls (replay)",
+                                          "not run: offline backend"]})
+    assert nothing_sentence(axis) == "Judge models: not run (offline backend); no LLM calls (replay)."
+    assert nothing_sentence(pd.DataFrame({"x": ["not run"] * 2}, index=["value", "full"])) == "X (Full): not run."
+
+
+def test_markdown_of_a_table_without_classes_has_no_class_option():
+    assert BookTable(pd.DataFrame({"a": [1.5]}))._repr_markdown_() == (
+        '```{book-table}\n\n{"stub": 0, "header": ["A"], "rows": [["1.5"]], "numeric": [[1]]}\n```\n')
+
+
+def test_a_caption_without_a_name_or_a_name_without_a_caption_is_refused():
+    from mechaudit.report.tables import with_caption
+
+    for caption, name in (("A caption.", ""), ("", "tbl-x")):
+        with pytest.raises(ValueError, match="needs a caption and a name"):
+            with_caption(pd.DataFrame({"a": [1]}), caption, name)
+
+
+def test_a_table_rounded_by_row_declares_no_columns():
+    with pytest.raises(ValueError, match="^columns: a table rounded by row declares no columns$"):
+        BookTable(pd.DataFrame({"a": [1.0]}), by_row=True, columns={"a": Column()})
+
+
+def test_use_book_tables_shows_frames_and_series_as_book_tables(monkeypatch):
+    import IPython
+
+    from mechaudit.report.tables import use_book_tables
+
+    class Formatter:
+        def __init__(self):
+            self.shown = {}
+
+        def for_type(self, kind, fn):
+            self.shown[kind] = fn
+
+    class Shell:
+        class display_formatter:  # noqa: N801 - IPython's attribute name
+            formatters = {"text/markdown": Formatter(), "text/html": Formatter()}
+
+    monkeypatch.setattr(IPython, "get_ipython", lambda: None)
+    use_book_tables()  # outside IPython: nothing to do
+    monkeypatch.setattr(IPython, "get_ipython", lambda: Shell)
+    use_book_tables()
+    markdown, page = (Shell.display_formatter.formatters[k].shown for k in ("text/markdown", "text/html"))
+    assert set(markdown) == set(page) == {pd.DataFrame, pd.Series}
+    df = pd.DataFrame({"a": [1.5]})
+    assert markdown[pd.DataFrame](df) == BookTable(df)._repr_markdown_()
+    assert page[pd.Series](df["a"]) == BookTable(df["a"])._repr_html_()
