@@ -468,3 +468,8 @@ def test_paper_rows_round_every_share_to_one_decimal():
                           index=["first_step_swapped", "middle_step_swapped", "meaning_preserving", "swapped"])
     rows = ch.paper_rows(pooled, NAMES, backend=Backend.REFERENCE, model="m")
     assert rows[1][2] == "MiniLM; matched: 12.3" and rows[2][2] == "reference judge: 12.3"
+
+
+def test_setup_reads_the_suite_file_unless_asked_to_rebuild_it(small_data_dir):
+    assert len(ch.setup(small_data_dir).pairs) == len(load_suite(small_data_dir / "perturbations.jsonl",
+                                                                 valid_only=True)) == 5

@@ -339,6 +339,20 @@ def test_llm_steps_with_the_fake_api(shipped, tmp_path, api_key):
     assert ranges.loc["full: first_step_swapped", "spread"] == 100.0
 
 
+def test_the_model_axis_reuses_the_first_models_decisions(shipped, tmp_path, api_key):
+    from fake_anthropic import FakeAnthropic, client_for
+
+    s = small(shipped, per_kind=3)
+    fake = FakeAnthropic(lambda body: json.dumps({"verdict": "same", "reason": "r"}))  # model b: all the same
+    first = pd.array([False, True, True] * 4, dtype="boolean")  # model a: a third of every kind different
+    llm = ch.RubricLLM(pd.DataFrame({"llm full": first}), {}, client_for(fake, tmp_path))
+    table, ranges = ch.rubric_model_axis(s.pairs, llm, ["full"], ["a", "b"], kinds=s.kinds,
+                                         orders=["ab", "ab", "ba"], instances=s.instances)
+    assert {b["model"] for b in fake.message_bodies} == {"b"}  # a's decisions are not asked again
+    assert ranges.loc["full: first_step_swapped"].tolist()[:3] == [0.0, 33.3, 33.3]  # rounded to 1 decimal
+    assert table.loc[("full", "a", "b"), "raw_agreement"] == round(8 / 12, 3)
+
+
 def test_the_plan_asks_every_order_of_the_main_judge_and_early_stops_the_axis(small_data_dir):
     from collections import Counter
 

@@ -253,14 +253,16 @@ def test_agreement_at_thresholds_prints_as_the_prose_glues():
 def test_setup_reads_the_named_suite():
     s = ch.setup(suite="reworded")
     pairs, kinds = load_pairs(None, "reworded")
-    assert [(a.id, b.id) for a, b in s.suite_pairs] == [(a.id, b.id) for a, b in pairs] and s.kinds == kinds
-    assert s.suite_pairs[0][1].id.endswith("~wording_only")
+    assert [b.chain for _, b in s.suite_pairs] == [b.chain for _, b in pairs] and s.kinds == kinds
+    template = load_pairs(None, "template")[0]
+    assert [b.chain for _, b in s.suite_pairs] != [b.chain for _, b in template]  # the suites share ids only
 
 
-def test_suites_sweeps_and_separations_of_every_suite():
+def test_suites_sweeps_and_separations_of_every_suite(small_data_dir):
     suites = ch.suites_of()
     assert list(suites) == ["template", "reworded"] and len(suites["reworded"][0]) == 320
     assert suites["reworded"][1] == load_pairs(None, "reworded")[1]
+    assert {n: len(pairs) for n, (pairs, _) in ch.suites_of(small_data_dir).items()} == {"template": 5}
     kinds = {"template": ["wording_only", "first_step_swapped"], "reworded": ["wording_only", "first_step_swapped"]}
     sims = {"template": {"tfidf": np.array([0.9, 0.4]), "embedding": np.array([0.8, 0.85])},
             "reworded": {"tfidf": np.array([0.3, 0.6]), "embedding": np.array([0.9, 0.2])}}
@@ -350,7 +352,19 @@ def test_the_self_served_sentences_in_full(recorded_slice):
     rows = ch.selfserved_rows(fixed, check)
     assert rows[4] == ("sensitivity.stability_pairs", 4, "replayed answers")
     part = dataclasses.replace(check, selfserved=None, selfserved_pairs=3)
-    assert "3 of 4 pairs of the stability check" in ch.selfserved_sentences(fixed, part, 25, False)[0]
+    coverage = ch.selfserved_sentences(fixed, part, 25, False)[0]
+    assert "25 of 25 pairs of the agreement step and 3 of 4 pairs of the stability check" in coverage
+    assert "shows its numbers only for a step whose pairs are all recorded (the agreement step)" in coverage
+
+
+def test_the_self_served_share_called_the_same_leaves_undecided_pairs_out():
+    fixed = fixed_methods()
+    own = np.array([True, True, pd.NA, False, False, True], dtype=object)  # 3 of the 5 decided: same
+    fixed = dataclasses.replace(fixed, decisions={**fixed.decisions, selfserved.LABEL: own}, selfserved_pairs=6)
+    row = pd.Series({"pairs": 6, "repeat changed": 0, "reversal changed": 0, "reversal changed %": 0.0})
+    check = ch.StabilityCheck(pd.DataFrame({"pairs": [6]}), None, False, row, 6)
+    answer = ch.selfserved_sentences(fixed, check, 6, False)[1]
+    assert "calls 60.0 % of the committed-set pairs the same" in answer
 
 
 def test_the_plan_asks_the_first_model_on_the_set_pairs_and_every_model_on_the_stability_sample():
@@ -366,6 +380,7 @@ def test_the_plan_asks_the_first_model_on_the_set_pairs_and_every_model_on_the_s
         ("judge m (stability)", True): 15, ("judge n (stability)", True): 15})
     s = ch.setup()
     sample = ch.stability_sample(s, 5, 3)
+    assert {x.request.model for x in planned if "set pairs" in x.stage} == {"m"}
     asked = [x for x in planned if x.stage == "judge n (stability)"]
     assert asked[0].request.model == "n" and "one component at a time" in asked[0].request.system
     judge = LLMJudge(rubric="step", model="n", orders=["ab", "ba", "ba"], instances=s.bench.instances)
