@@ -474,3 +474,17 @@ def test_paper_rows_round_every_share_to_one_decimal():
 def test_setup_reads_the_suite_file_unless_asked_to_rebuild_it(small_data_dir):
     assert len(ch.setup(small_data_dir).pairs) == len(load_suite(small_data_dir / "perturbations.jsonl",
                                                                  valid_only=True)) == 5
+
+
+def test_build_rules_encode_with_the_settings_model(bench, tmp_path, monkeypatch):
+    from mechaudit.book.settings import PerturbationsSettings
+    from mechaudit.rules.embedding import store_path, text_key, write_store
+    from mechaudit.schema import hypothesis_text
+
+    name, rng = "tests-encoder", np.random.default_rng(0)
+    vectors = rng.normal(size=(len(bench.hypotheses), 8))
+    write_store(store_path(tmp_path, name), {text_key(name, hypothesis_text(h)): v / np.linalg.norm(v)
+                                             for h, v in zip(bench.hypotheses, vectors)})
+    monkeypatch.setattr(ch, "embedding_store", lambda on: tmp_path)  # this model's vectors, no encoder
+    names = ch.build_rules(bench, PerturbationsSettings(embedding_model=name))
+    assert names.rules[names.embedding].model == names.rules[names.matched].model == name

@@ -365,21 +365,25 @@ def test_the_self_served_share_called_the_same_leaves_undecided_pairs_out():
     assert "calls 60.0 % of the committed-set pairs the same" in answer
 
 
-def test_the_plan_asks_the_first_model_on_the_set_pairs_and_every_model_on_the_stability_sample():
+def test_the_plan_asks_the_first_model_on_the_set_pairs_and_every_model_on_the_stability_sample(openings_data_dir):
     from collections import Counter
 
-    p = {"data_dir": None, "judge_models": ["m", "n"], "judge_rubric": "step", "judge_orders": ["ab", "ba", "ba"],
-         "stability_pairs": 5, "seed": 3}
+    from mechaudit.rules.audit import within_instance_pairs
+    from mechaudit.schema import load_benchmark
+
+    p = {"data_dir": str(openings_data_dir), "judge_models": ["m", "n"], "judge_rubric": "step",
+         "judge_orders": ["ab", "ba", "ba"], "stability_pairs": 5, "seed": 3}
     planned = ch.plan(p)
-    # 760 same-instance pairs of committed hypotheses (early stop: two certain calls, one upper bound); the
+    bench = load_benchmark(openings_data_dir)
+    set_pairs = within_instance_pairs(bench.hypotheses)
+    # 40 same-instance pairs of the 20 openings (early stop: two certain calls, one upper bound); the
     # stability sample asks every order
-    assert Counter((x.stage, x.exact) for x in planned) == Counter({
-        ("judge m (set pairs)", True): 2 * 760, ("judge m (set pairs), early-stop extra (upper bound)", False): 760,
+    assert len(set_pairs) == 40 and Counter((x.stage, x.exact) for x in planned) == Counter({
+        ("judge m (set pairs)", True): 2 * 40, ("judge m (set pairs), early-stop extra (upper bound)", False): 40,
         ("judge m (stability)", True): 15, ("judge n (stability)", True): 15})
-    s = ch.setup()
-    sample = ch.stability_sample(s, 5, 3)
     assert {x.request.model for x in planned if "set pairs" in x.stage} == {"m"}
     asked = [x for x in planned if x.stage == "judge n (stability)"]
     assert asked[0].request.model == "n" and "one component at a time" in asked[0].request.system
-    judge = LLMJudge(rubric="step", model="n", orders=["ab", "ba", "ba"], instances=s.bench.instances)
+    judge = LLMJudge(rubric="step", model="n", orders=["ab", "ba", "ba"], instances=bench.instances)
+    sample = ch.stability_sample(SimpleNamespace(set_pairs=set_pairs), 5, 3)
     assert [x.request.key for x in asked] == [r.key for r in judge.requests(sample)]
