@@ -59,6 +59,40 @@ def _paper_switch_reset():
 
 
 @pytest.fixture
+def small_data_dir(tmp_path) -> Path:
+    """A data folder in ``tmp_path``: the shipped benchmark and the first five pairs of the template-built
+    perturbation suite (no reworded suite), for steps that read every pair of a suite."""
+    from mechaudit.paths import DATA_DIR
+
+    for name in ("vocabulary.yaml", "instances.yaml", "hypotheses.jsonl"):
+        shutil.copyfile(DATA_DIR / name, tmp_path / name)
+    lines = (DATA_DIR / "perturbations.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)
+    (tmp_path / "perturbations.jsonl").write_text("".join(lines[:5]), encoding="utf-8")
+    return tmp_path
+
+
+@pytest.fixture
+def openings_data_dir(tmp_path) -> Path:
+    """A data folder in ``tmp_path``: the shipped benchmark with only its opening hypotheses (5 per
+    instance: 40 same-instance pairs) and no perturbation suite, for steps that read every pair of the
+    benchmark's hypotheses."""
+    import json
+
+    import yaml
+
+    from mechaudit.paths import DATA_DIR
+
+    for name in ("vocabulary.yaml", "instances.yaml"):
+        shutil.copyfile(DATA_DIR / name, tmp_path / name)
+    instances = yaml.safe_load((DATA_DIR / "instances.yaml").read_text(encoding="utf-8"))["instances"]
+    openings = {o for i in instances for o in i["openings"]}
+    lines = (DATA_DIR / "hypotheses.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)
+    (tmp_path / "hypotheses.jsonl").write_text("".join(x for x in lines if json.loads(x)["id"] in openings),
+                                               encoding="utf-8")
+    return tmp_path
+
+
+@pytest.fixture
 def ascii_locale():
     """The C locale (ASCII) as the default text encoding for this test, as on a machine without a
     UTF-8 locale: a file opened without ``encoding="utf-8"`` then fails on non-ASCII text. (No

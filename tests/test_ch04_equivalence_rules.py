@@ -3,9 +3,24 @@
 from __future__ import annotations
 
 import pandas as pd
+import pytest
+import yaml
 
+from mechaudit.backends import Backend
 from mechaudit.book import ch04_equivalence_rules as ch
 from mechaudit.book.settings import RulesSettings
+from mechaudit.paths import PARAMS_DIR
+from mechaudit.rules import TfidfRule
+from mechaudit.workflow import (
+    Delivery,
+    Design,
+    WorkflowSetup,
+    build_rules,
+    delivered_diversity,
+    load_simulator_params,
+    null_params,
+    simulate,
+)
 
 
 def _div() -> pd.DataFrame:
@@ -86,3 +101,62 @@ def test_by_depth_text_reads_one_rule():
                         "complete": [5.0, 6.0, 8.0, 7.6, 4.0, 4.0]})
     assert ch.by_depth_text(div, "k") == "5.5, 8.0 and 7.6 at K = 0, 1 and 5"
     assert ch.by_depth_text(div, "t") == "4.0 and 4.0 at K = 0 and 1"
+
+
+def test_a_single_depth_reads_without_a_list():
+    div = pd.DataFrame({"rule": ["k"], "depth": [5], "complete": [7.25]})
+    assert ch.by_depth_text(div, "k") == "7.2 at K = 5"
+
+
+def test_the_encoder_sentence_beside_the_paper_in_full():
+    assert ch.encoder_sentence(["embedding"], "my-encoder", "Titan") == (
+        "The embedding rule used my-encoder; the paper used Titan, so the embedding numbers of the two are not "
+        "comparable one to one, even at the same threshold.")
+
+
+def test_group_facts_read_as_groups_per_run_and_not_run_when_missing():
+    from mechaudit.report.facts import FactSpec
+
+    assert ch._groups("d").metadata["mechaudit.fact"] == FactSpec("groups per run", 2, "d", "not run")
+    assert ch._per_depth("d").metadata["mechaudit.fact"] == FactSpec("groups per run", None, "d", "not run")
+
+
+@pytest.fixture(scope="module")
+def small_workflow(bench):
+    """The simulator's runs of instance A at depths 0 and 1, twice each."""
+    design = Design(instances=("A",), depths=(0, 1), runs_per_depth=2)
+    sim = load_simulator_params(PARAMS_DIR / "simulator.yaml")
+    return WorkflowSetup(bench, design, sim, Delivery(simulate(bench, design, sim, seed=0, log=False), None, "sim"))
+
+
+def test_exercises_count_strict_tfidf_and_the_null_runs(small_workflow):
+    s = small_workflow
+    rules = build_rules(["mechanism_key", "tfidf"])
+    div = delivered_diversity(s.delivery.runs, rules)
+    ex = ch.exercises(s, rules, div, seed=3)
+    strict = delivered_diversity(s.delivery.runs, {"tfidf": TfidfRule(threshold=0.5)})
+    assert (ex.ex1_complete, ex.ex1_components) == (strict.complete.mean(), strict.components.mean())
+    assert ex.ex1_by_depth == ch.by_depth_text(strict, "tfidf")
+    assert ex.ex1_key_by_depth == ch.by_depth_text(div, "mechanism_key")
+    null = delivered_diversity(simulate(s.bench, s.design, null_params(s.simulator), seed=3, log=False), rules)
+    assert ex.ex2_key_by_depth == ch.by_depth_text(null, "mechanism_key")
+    assert ex.ex2_tfidf_by_depth == ch.by_depth_text(null, "tfidf")
+    assert ch.exercises(s, {"mechanism_key": rules["mechanism_key"]}, div, seed=3) == ch.ExerciseFacts(
+        None, None, None, None, None, None)  # glued as "not run"
+
+
+def test_the_plan_counts_the_workflow_and_the_judge_on_delivered_pairs(tmp_path):
+    from collections import Counter
+
+    design = tmp_path / "design.yaml"
+    design.write_text(yaml.safe_dump({"design": {"instances": ["A"], "depths": [0, 1], "runs_per_depth": 1}}))
+    p = {"backend": Backend.ANTHROPIC, "data_dir": None, "design_file": str(design), "cache_dir": str(tmp_path),
+         "generator_model": "claude-sonnet-4-6", "judge_model": "judge-x", "rules": ["mechanism_key", "tfidf"]}
+    planned = ch.plan(p)
+    # 2 runs x 5 openings developed, 5 critiques and revisions at depth 1; the judge on the 10 pairs of each
+    # run's 5 delivered hypotheses: the two certain calls of early stop and one uncertain
+    judge = "judge judge-x (delivered pairs)"
+    assert Counter((x.stage, x.exact) for x in planned) == Counter({
+        ("workflow develop", True): 10, ("workflow critique", False): 5, ("workflow revise", False): 5,
+        (judge, False): 40, (f"{judge}, early-stop extra (upper bound)", False): 20})
+    assert {x.request.model for x in planned if x.stage.startswith("judge")} == {"judge-x"}

@@ -194,3 +194,176 @@ def test_nothing_of_the_self_served_judge_on_other_data(shipped, tmp_path):
     paper = ch.paper_table(pct, effects, RUBRICS, backend=Backend.REFERENCE, model="m")
     assert len(paper) == 6 and not paper.index.str.contains("SmolLM2").any()
     assert ch.selfserved_sentences(own, pct, None, False) == selfserved.NOT_REPLAYED
+
+
+# ----------------------------------------------------------------------------------------------
+# the steps a notebook calls, on small inputs
+
+
+def test_fss_rounds_only_when_asked():
+    pct = pd.DataFrame({"llm full": [37.25]}, index=["first_step_swapped"])
+    assert ch._fss(pct, "llm full", digits=None) == 37.25 and ch._fss(pct, "llm full") == 37.2
+    assert ch._fss(pct, "llm step") is None and ch._fss(pct, "llm full", kind="wording_only") is None
+
+
+def test_percent_facts_read_in_percent_and_not_run_when_missing():
+    from mechaudit.report.facts import FactSpec
+
+    assert ch._pct("d").metadata["mechaudit.fact"] == FactSpec("%", 1, "d", "not run")
+
+
+def test_setup_reads_the_instances_of_its_data_folder(shipped):
+    from mechaudit.paths import DATA_DIR
+
+    s = shipped[0]
+    assert [i.id for i in s.instances] == ["A", "B", "C", "D"]
+    assert [i.finding for i in ch.setup(DATA_DIR).instances] == [i.finding for i in s.instances]
+
+
+def test_component_percent_rounds_to_one_decimal():
+    components = pd.DataFrame({"initiating": [True, True, False], "route": [True] * 3, "terminal": [True] * 3})
+    table = ch.component_percent(components, kinds=["first_step_swapped"] * 3)
+    assert table.loc["first_step_swapped"].tolist() == [33.3, 0.0, 0.0]
+
+
+def test_examples_draw_with_seed_0_by_default_and_name_their_columns(shipped):
+    s, judges, *_ = shipped
+    components = judges["step"].components(s.pairs)
+    ex = ch.examples(s.pairs, components, kinds=s.kinds)
+    assert ex.index.name == "kind"
+    assert list(ex.columns) == ["what changed", "original chain", "variant chain", "step judge: different"]
+    assert ex.equals(ch.examples(s.pairs, components, kinds=s.kinds, seed=0))
+    assert not ex.equals(ch.examples(s.pairs, components, kinds=s.kinds, seed=1))
+    a, b = s.pairs[s.kinds.index("wording_only")]
+    assert ex.loc["wording_only", "variant chain"].count(" -> ") == len(b.chain) - 1
+
+
+def test_reversal_check_is_the_numbered_table():
+    from mechaudit.report.tables import CAPTION_ATTR
+
+    table = ch.reversal_check([], ch.reference_judges(["full"]))
+    assert table.attrs[CAPTION_ATTR][1] == "tbl-ch06-reversal" and table.index.name == "judge"
+
+
+def small(shipped, instances=None, per_kind: int = 2) -> ch.RubricSetup:
+    """The first ``per_kind`` pairs of every kind of the shipped template-built suite."""
+    s = shipped[0]
+    keep = [i for k in KINDS for i in [j for j, kind in enumerate(s.kinds) if kind == k][:per_kind]]
+    return ch.RubricSetup([s.pairs[i] for i in keep], [s.kinds[i] for i in keep],
+                          s.instances if instances is None else instances)
+
+
+def test_the_recorded_judge_is_asked_with_the_setups_findings(shipped):
+    other = {i.id: "another finding" for i in shipped[0].instances}
+    own = ch.replay_selfserved(small(shipped, other), ["full"], selfserved.recorded(False))
+    assert own.recorded == {"full": 0}  # never asked with these findings: nothing recorded
+
+
+def test_the_self_served_order_table_joins_the_agreement(shipped):
+    s = small(shipped)
+    own = ch.replay_selfserved(s, ["full"], selfserved.recorded(False))
+    reference = ch.reference_decisions(s.pairs, ch.reference_judges(["full"]))
+    effects = ch.selfserved_effects(own, reference)
+    table = ch.selfserved_order_table(effects)
+    assert list(table.columns) == [*effects.table.columns, "agreement with reference"]
+    assert table.loc["full", "agreement with reference"] == effects.vs_reference["full"]
+
+
+def llm_pct() -> pd.DataFrame:
+    """% different per kind with the paper's LLM values for first-step swaps and the reference judges'."""
+    from mechaudit.paper import reported
+
+    fss = {r: reported(f"rubric.first_step_swapped_pct_different.{r}") for r in ("none", "full", "step")}
+    return pd.DataFrame({**{f"llm {r}": [v] for r, v in fss.items()},
+                         **{f"reference {r}": [100.0] for r in fss}}, index=["first_step_swapped"])
+
+
+def test_chapter_facts_of_an_llm_run_judge_the_headline_against_the_paper(shipped):
+    from mechaudit.book.chapter import headline_provenance
+
+    s, judges, *_ = shipped
+    components = judges["step"].components(s.pairs)
+    pct = llm_pct()
+    facts = ch.chapter_facts(ChapterContext(RunSettings(backend="replay")), "m", pct, components, s, 0.5)
+    expected = headline_provenance("ch06", True, ch.fss_by_rubric(pct, "llm"))
+    assert (facts.headline_provenance, facts.headline_verdict) == expected
+    assert expected != headline_provenance("ch06", True)  # the values decide the verdict
+    assert facts.answer == ch.answer(pct, True) != ch.answer(pct, False)
+    assert facts.headline_status == "LLM (m, replay)"
+    never = (s.pairs[0][0], s.pairs[0][0])  # a hypothesis against itself was never asked
+    own = ch.replay_selfserved(ch.RubricSetup([*s.pairs[:2], never], s.kinds[:3], s.instances), ["full"],
+                               selfserved.recorded(False))
+    offline = ch.chapter_facts(ChapterContext(RunSettings()), "m", pct, components, s, 0.5, own=own)
+    assert offline.selfserved_coverage == ch.selfserved_sentences(own, pct, None, False)[0] != \
+        selfserved.NOT_REPLAYED[0]
+    rewordings = [i for i, k in enumerate(s.kinds) if not k.endswith("_swapped")][:4]
+    plain = ch.RubricSetup([s.pairs[i] for i in rewordings], [s.kinds[i] for i in rewordings], s.instances)
+    none = ch.chapter_facts(ChapterContext(RunSettings()), "m", pct, judges["step"].components(plain.pairs), plain, 0.5)
+    assert none.min_jaccard_swapped is None and none.min_chain_swapped is None  # no swapped pair
+
+
+def test_paper_rows_of_llm_calls_name_the_model_and_count_the_flips():
+    call = {"full": calls({0: ["same", "same", "different"], 1: ["same", "same", "same"]}),
+            "step": calls({0: ["same", "different", "different"], 1: ["different", "different", "same"]}),
+            "none": calls({0: ["same", "same", "same"], 1: ["different", "different", "same"]})}
+    llm = ch.RubricLLM(pd.DataFrame({f"llm {r}": pd.array([True, True], dtype="boolean") for r in call}), call, None)
+    decisions = pd.concat([llm.decisions, pd.DataFrame({f"reference {r}": [True, False] for r in call})], axis=1)
+    effects = ch.order_effects(llm, decisions, list(call), 2)
+    assert effects.shared.index.name == "prompt"
+    rows = ch.paper_rows(llm_pct(), effects, list(call), backend=Backend.REPLAY, model="m")
+    assert rows[0] == ("rubric.first_step_swapped_pct_different.step", 96, "m, replay")
+    values = {r[0]: r[1] for r in rows}
+    # reversal changed: full 1 pair, step 2, none 1 of 2 pairs each: 50, 100, 50 %
+    assert values["rubric.order_reversal_changed_pct"] == round((50 + 100 + 50) / 3, 1)
+    assert values["rubric.order_reversal_shared_with_none"] == 1  # pair 1: flipped by step and none
+
+
+def test_llm_steps_with_the_fake_api(shipped, tmp_path, api_key):
+    from fake_anthropic import FakeAnthropic, client_for, workflow_reply
+
+    def reply(body):  # model b calls every pair the same
+        return json.dumps({"verdict": "same", "reason": "r"}) if body["model"] == "b" else workflow_reply(body)
+
+    s = small(shipped, per_kind=1)
+    fake = FakeAnthropic(reply)
+    llm = ch.judge_rubrics_with_llm(s.pairs, ["full"], s.instances, client=client_for(fake, tmp_path), model="a")
+    assert len(fake.message_bodies) == len(llm.calls["full"]) == 3 * 4  # every order of every pair
+    first = [a.chain[0].text == b.chain[0].text for a, b in s.pairs]
+    assert llm.decisions["llm full"].tolist() == first
+    table, ranges = ch.rubric_model_axis(s.pairs, llm, ["full"], ["a", "b", "a"], kinds=s.kinds,
+                                         orders=["ab", "ab", "ba"], instances=s.instances)
+    assert sum(b["model"] == "b" for b in fake.message_bodies) == 2 * 4  # early stop: two agreeing calls per pair
+    assert table.index.names == ["rubric", "model_a", "model_b"]
+    assert table.loc[("full", "a", "b"), "raw_agreement"] == float(np.mean(first))
+    assert ranges.index.tolist() == ["full: first_step_swapped", "full: middle_step_swapped"]
+    assert ranges.loc["full: first_step_swapped", "spread"] == 100.0
+
+
+def test_the_model_axis_reuses_the_first_models_decisions(shipped, tmp_path, api_key):
+    from fake_anthropic import FakeAnthropic, client_for
+
+    s = small(shipped, per_kind=3)
+    fake = FakeAnthropic(lambda body: json.dumps({"verdict": "same", "reason": "r"}))  # model b: all the same
+    first = pd.array([False, True, True] * 4, dtype="boolean")  # model a: a third of every kind different
+    llm = ch.RubricLLM(pd.DataFrame({"llm full": first}), {}, client_for(fake, tmp_path))
+    table, ranges = ch.rubric_model_axis(s.pairs, llm, ["full"], ["a", "b"], kinds=s.kinds,
+                                         orders=["ab", "ab", "ba"], instances=s.instances)
+    assert {b["model"] for b in fake.message_bodies} == {"b"}  # a's decisions are not asked again
+    assert ranges.loc["full: first_step_swapped"].tolist()[:3] == [0.0, 33.3, 33.3]  # rounded to 1 decimal
+    assert table.loc[("full", "a", "b"), "raw_agreement"] == round(8 / 12, 3)
+
+
+def test_the_plan_asks_every_order_of_the_main_judge_and_early_stops_the_axis(small_data_dir):
+    from collections import Counter
+
+    from mechaudit.perturb import load_suite
+
+    p = {"data_dir": str(small_data_dir), "judge_model": "m", "judge_models": ["n"], "rubrics": ["step", "full"],
+         "judge_orders": ["ab", "ab", "ba"]}
+    planned = ch.plan(p)
+    n = len(load_suite(small_data_dir / "perturbations.jsonl", valid_only=True))
+    assert n == 5 and Counter((x.stage, x.exact) for x in planned) == Counter({
+        ("judge m (step)", True): 3 * n, ("judge m (full)", True): 3 * n, ("judge n (step)", True): 2 * n,
+        ("judge n (full)", True): 2 * n, ("judge n (step), early-stop extra (upper bound)", False): n,
+        ("judge n (full), early-stop extra (upper bound)", False): n})
+    assert "one component at a time" in planned[0].request.system and planned[0].request.model == "m"

@@ -228,3 +228,162 @@ def test_no_self_served_judge_with_an_llm_backend_or_on_other_data(recorded_slic
     paper = ch.paper_table(ch.three_methods(fixed), fixed, check, llm=False, tfidf_threshold=0.25,
                            embedding_threshold=0.77)
     assert len(paper) == 14 and not paper.index.str.contains("SmolLM2").any()
+
+
+# --------------------------------------------------------------------------- the steps a notebook calls
+
+
+def test_range_rows_give_the_three_methods_extremes():
+    three = pd.DataFrame({"raw_agreement": [0.8512, 0.9], "kappa": [0.61234, 0.7]})
+    assert ch._range_rows(three, "m") == [
+        ("sensitivity.raw_agreement_pct_low", 85.1, "TF-IDF, MiniLM, m"),
+        ("sensitivity.raw_agreement_pct_high", 90.0, "TF-IDF, MiniLM, m"),
+        ("sensitivity.kappa_low", 0.612, "TF-IDF, MiniLM, m"), ("sensitivity.kappa_high", 0.7, "TF-IDF, MiniLM, m")]
+
+
+def test_agreement_at_thresholds_prints_as_the_prose_glues():
+    from mechaudit.report.tables import COLUMNS_ATTR, Column
+
+    at = ch.agreement_at_thresholds(fixed_methods())
+    assert at.index.names == ["method a", "method b"]
+    assert at.attrs[COLUMNS_ATTR] == {"raw agreement": Column("%", 1, 100), "kappa": Column("", 2),
+                                      "same rate a": Column("%", 1, 100), "same rate b": Column("%", 1, 100)}
+
+
+def test_setup_reads_the_named_suite():
+    s = ch.setup(suite="reworded")
+    pairs, kinds = load_pairs(None, "reworded")
+    assert [b.chain for _, b in s.suite_pairs] == [b.chain for _, b in pairs] and s.kinds == kinds  # not only ids
+
+
+def test_suites_sweeps_and_separations_of_every_suite(small_data_dir):
+    suites = ch.suites_of()
+    assert list(suites) == ["template", "reworded"] and len(suites["reworded"][0]) == 320
+    assert suites["reworded"][1] == load_pairs(None, "reworded")[1]
+    assert {n: len(pairs) for n, (pairs, _) in ch.suites_of(small_data_dir).items()} == {"template": 5}
+    kinds = {"template": ["wording_only", "first_step_swapped"], "reworded": ["wording_only", "first_step_swapped"]}
+    sims = {"template": {"tfidf": np.array([0.9, 0.4]), "embedding": np.array([0.8, 0.85])},
+            "reworded": {"tfidf": np.array([0.3, 0.6]), "embedding": np.array([0.9, 0.2])}}
+    grids = {"tfidf": np.array([0.5]), "embedding": np.array([0.5, 0.95])}
+    sweep = ch.sweep_by_suite(sims, grids, kinds=kinds)
+    assert list(sweep.columns) == ["threshold", "kind", "pct_different", "rule", "suite"] and len(sweep) == 2 * 6
+    row = sweep[(sweep.suite == "reworded suite") & (sweep.rule == "tfidf") & (sweep.kind == "wording_only")]
+    assert row["pct_different"].tolist() == [100.0]  # 0.3 < 0.5
+    table, seps = ch.separation_by_suite(sims, grids, kinds=kinds)
+    assert table.loc[("template-built suite", "tfidf"), "separating thresholds"] == "(0.400, 0.900]"
+    assert table.loc[("reworded suite", "tfidf"), "separating thresholds"] == "none"
+    assert seps["template"].separating_sentence == "one of the 2 rules has one"
+    assert seps["reworded"].separating_sentence == "one of the 2 rules has one"  # embedding: (0.2, 0.9]
+    assert seps["reworded"].tfidf.mean_sim_mp == 0.3
+
+
+def test_chapter_facts_of_an_llm_run_judge_the_headline_against_the_paper():
+    from mechaudit.book.chapter import headline_provenance
+
+    fixed = fixed_methods()
+    sims = {"tfidf": np.array([0.9, 0.8, 0.3, 0.2, 0.1, 0.05]), "embedding": np.linspace(0.9, 0.4, 6)}
+    grids = {"tfidf": np.array([0.25, 0.5]), "embedding": np.array([0.5, 0.7])}
+    best = ch.best_agreement(ch.agreement_sweep(sims, grids, fixed), sims, fixed)
+    _, sep = ch.separation(sims, np.array([True] * 3 + [False] * 3), grids)
+    s = SimpleNamespace(reference=SimpleNamespace(rubric="full"), set_pairs=[None] * 6)
+    check = ch.StabilityCheck(pd.DataFrame({"pairs": [6]}), None, True)
+    three = pd.DataFrame({"raw_agreement": [0.85, 0.89], "kappa": [0.59, 0.74]})  # the paper's range
+    facts = ch.chapter_facts(ChapterContext(RunSettings(backend="replay")), "m", s, fixed, three,
+                             ch.agreement_at_thresholds(fixed), best, {"template": sep, "reworded": sep}, check)
+    expected = headline_provenance("ch07", True, {"agreement": 85.0, "κ": 0.59})
+    assert (facts.headline_provenance, facts.headline_verdict) == expected != headline_provenance("ch07", True)
+    assert facts.rw == sep and facts.headline_status == "LLM (m, replay)"
+
+
+def test_paper_rows_cut_the_judge_models_note_at_40_characters():
+    table = pd.DataFrame({"pairs": [8, 8], "repeat changed": [0, 1], "reversal changed": [2, 1],
+                          "reversal changed %": [25.0, 12.5], "same %": [50.0, 62.5]},
+                         index=pd.Index(["claude-model-number-one", "claude-model-number-two"], name="model"))
+    agreement = pd.DataFrame({"model_a": ["a"], "model_b": ["b"], "n": [8], "raw_agreement": [0.875], "kappa": [0.75]})
+    rows = ch.paper_rows(ch.three_methods(fixed_methods()), fixed_methods(), ch.StabilityCheck(table, agreement, True),
+                         tfidf_threshold=0.25, embedding_threshold=0.77)
+    assert rows[5] == ("sensitivity.embedding_threshold", 0.77, "all-MiniLM-L6-v2, not Titan v2")
+    assert rows[-1][2] == "claude-model-number-one, claude-model-nu"  # 40 characters
+
+
+def test_fixed_decisions_and_stability_with_the_fake_api(tmp_path, api_key):
+    from fake_anthropic import FakeAnthropic, client_for, workflow_reply
+
+    def reply(body):  # model b calls every pair the same
+        return json.dumps({"verdict": "same", "reason": "r"}) if body["model"] == "b" else workflow_reply(body)
+
+    s = ch.setup()
+    pairs = s.set_pairs[::190]  # 4 pairs
+    s = dataclasses.replace(s, embedding=TfidfRule(threshold=0.5), set_pairs=pairs)
+    fake = FakeAnthropic(reply)
+    client = client_for(fake, tmp_path)
+    sims = {"tfidf": np.array([0.25, 0.2, 0.3, 0.1]), "embedding": np.array([0.5, 0.49, 0.9, 0.1])}
+    fixed = ch.fixed_decisions(s, sims, client=client, rubric="step")
+    assert fixed.third == "llm claude-opus-4-6" and list(fixed.decisions)[-1] == fixed.third
+    assert fixed.decisions["tfidf 0.25"].tolist() == [True, False, True, False]  # same from the threshold on
+    assert fixed.decisions["embedding 0.5"].tolist() == [True, False, True, False]
+    assert {b["model"] for b in fake.message_bodies} == {"claude-opus-4-6"}
+    assert all("one component at a time" in b["system"][0]["text"] if isinstance(b["system"], list)
+               else "one component at a time" in b["system"] for b in fake.message_bodies)
+    first = [a.chain[0].text == b.chain[0].text for a, b in pairs]
+    assert list(fixed.decisions[fixed.third]) == first
+    check = ch.stability_check(s, pairs, client=client, models=["a", "b"])
+    assert check.llm_run is True and check.table.index.name == "model" and check.table.index.tolist() == ["a", "b"]
+    assert check.table["pairs"].tolist() == [4, 4]
+    assert check.agreement.index.tolist() == [("a", "b")]
+    assert check.agreement.loc[("a", "b"), "raw_agreement"] == float(np.mean(first))
+    assert ch.stability_check(s, pairs, client=client, models=["a"]).agreement is None
+
+
+def test_the_self_served_sentences_in_full(recorded_slice):
+    s, own = recorded_slice
+    fixed = ch.fixed_decisions(s, ch.similarities(s, s.set_pairs), selfserved=own)
+    check = ch.stability_check(s, s.set_pairs[:4], client=None, models=["m"], selfserved=own)
+    coverage, answer, stable, _, _ = ch.selfserved_sentences(fixed, check, 25, False)
+    assert coverage == (f"The answers of the self-served {selfserved.SHORT} are recorded for every pair of the "
+                        "agreement step and the stability check, and it joins their tables as a further method.")
+    assert stable.startswith(f"Replayed from its recorded answers on the 4 stability pairs, the self-served "
+                             f"{selfserved.SHORT} changes ") and stable.endswith("when the order is reversed.")
+    same = 100 * np.mean(np.asarray(fixed.decisions[selfserved.LABEL], dtype=bool))
+    assert answer.startswith(f"Replayed from its recorded answers, the self-served {selfserved.SHORT} calls "
+                             f"{same:.1f} % of the committed-set pairs the same and agrees with each of the 3 rules")
+    rows = ch.selfserved_rows(fixed, check)
+    assert rows[4] == ("sensitivity.stability_pairs", 4, "replayed answers")
+    part = dataclasses.replace(check, selfserved=None, selfserved_pairs=3)
+    coverage = ch.selfserved_sentences(fixed, part, 25, False)[0]
+    assert "25 of 25 pairs of the agreement step and 3 of 4 pairs of the stability check" in coverage
+    assert "shows its numbers only for a step whose pairs are all recorded (the agreement step)" in coverage
+
+
+def test_the_self_served_share_called_the_same_leaves_undecided_pairs_out():
+    fixed = fixed_methods()
+    own = np.array([True, True, pd.NA, False, False, True], dtype=object)  # 3 of the 5 decided: same
+    fixed = dataclasses.replace(fixed, decisions={**fixed.decisions, selfserved.LABEL: own}, selfserved_pairs=6)
+    row = pd.Series({"pairs": 6, "repeat changed": 0, "reversal changed": 0, "reversal changed %": 0.0})
+    check = ch.StabilityCheck(pd.DataFrame({"pairs": [6]}), None, False, row, 6)
+    answer = ch.selfserved_sentences(fixed, check, 6, False)[1]
+    assert "calls 60.0 % of the committed-set pairs the same" in answer
+
+
+def test_the_plan_asks_the_first_model_on_the_set_pairs_and_every_model_on_the_stability_sample(openings_data_dir):
+    from collections import Counter
+
+    from mechaudit.rules.audit import within_instance_pairs
+    from mechaudit.schema import load_benchmark
+
+    p = {"data_dir": str(openings_data_dir), "judge_models": ["m", "n"], "judge_rubric": "step",
+         "judge_orders": ["ab", "ba", "ba"], "stability_pairs": 5, "seed": 3}
+    planned = ch.plan(p)
+    bench = load_benchmark(openings_data_dir)
+    set_pairs = within_instance_pairs(bench.hypotheses)
+    # 40 same-instance pairs of the 20 openings (early stop: two certain calls, one upper bound); the
+    # stability sample asks every order
+    assert len(set_pairs) == 40 and Counter((x.stage, x.exact) for x in planned) == Counter({
+        ("judge m (set pairs)", True): 2 * 40, ("judge m (set pairs), early-stop extra (upper bound)", False): 40,
+        ("judge m (stability)", True): 15, ("judge n (stability)", True): 15})
+    assert {x.request.model for x in planned if "set pairs" in x.stage} == {"m"}
+    asked = [x for x in planned if x.stage == "judge n (stability)"]
+    assert asked[0].request.model == "n" and "one component at a time" in asked[0].request.system
+    judge = LLMJudge(rubric="step", model="n", orders=["ab", "ba", "ba"], instances=bench.instances)
+    sample = ch.stability_sample(SimpleNamespace(set_pairs=set_pairs), 5, 3)
+    assert [x.request.key for x in asked] == [r.key for r in judge.requests(sample)]

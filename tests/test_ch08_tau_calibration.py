@@ -263,3 +263,69 @@ def test_table_writes_the_raw_numbers_and_shows_the_reading_form(tmp_path):
     html = shown._repr_html_()
     assert "0.82" in html and "0.8166" not in html and "% ties" in html and "Ties." in html
     assert ch.headline(7).n_reps == 7 and ch.headline(7).headline_status == ch.STATUS
+
+
+# ---------------------------------------------------------------- the facts' declarations and the LLM step
+
+
+def test_fact_helpers_declare_unit_rounding_and_the_missing_text():
+    from mechaudit.report.facts import FactSpec
+
+    spec = "mechaudit.fact"
+    assert ch._pct("d").metadata[spec] == FactSpec("%", 1, "d", "not run")
+    assert ch._score("d").metadata[spec] == FactSpec("score points", 2, "d", "not run")
+    assert ch._tau("d").metadata[spec] == FactSpec("tau", 2, "d", None)
+
+
+def test_densify_facts_name_each_measure_of_each_run(densify_runs):
+    facts = ch.densify_facts(ch.densify_effect(densify_runs), densify_runs)
+    assert (facts.mae_first, facts.sat_pct_first, facts.top_sat_pct_first) == (1.5, 50.0, 100.0)
+    assert (facts.added_original, facts.top_added_original, facts.sat_pct_original) == (1.5, 2.0, 0.0)
+
+
+def test_misspec_display_names_its_index():
+    table = ch.misspec_display(studies.misspecification_table(_misspec_frame()))
+    assert table.index.names == ["judge sees", "perception noise"]
+
+
+def test_original_settings_quote_the_original_method():
+    recovery = pd.DataFrame({"rel_error": [0.01]})
+    rounds = [{"anchors": [{"anchor_id": "A1", "score10": 5.0, "weight": 1.0}],
+               "comparisons": [{"anchor_id": "A1", "judgement": "tie", "strength": "weak"}], "tau": 1.0}]
+    table = ch.original_settings(recovery, _misspec_frame(), rounds, n_pairs=500)
+    assert table.loc["pairs per role for τ"].tolist() == ["2000", "500", "stratified, 80 % in one pattern"]
+    assert table.loc["τ grid"].tolist() == ["0.10..3.00, step 0.01", "0.10..3.00, step 0.01", "plus bounded mle"]
+
+
+def test_calibrate_with_llm_fits_tau_per_role_from_the_fake_api(tmp_path, api_key, capsys):
+    from test_tau_realjudge import judge_client, score_aware_fake
+
+    from mechaudit.tau import llm_tau_calibration
+
+    pool = make_pool(n_patterns=2, papers_per_pattern=15, seed=3)
+    fake = score_aware_fake(pool)
+    table = ch.calibrate_with_llm(pool, judge_client(fake, tmp_path), model="claude-opus-4-6", n_pairs=6, seed=2)
+    assert capsys.readouterr().out == "18 requests sent, 0 answers from the cache\n"
+    assert table.index.names == ["role", "method"]
+    assert list(table.columns) == ["τ", "SE", "verdicts", "excluded", "sign agreement"]
+    assert table["verdicts"].dtype.kind == "i" and table["excluded"].dtype.kind == "i"
+    expected = llm_tau_calibration(pool, judge_client(fake, tmp_path), model="claude-opus-4-6", n_pairs=6, seed=2)
+    fits = expected.fits.set_index(["role", "method"])
+    assert table["τ"].tolist() == fits["tau"].round(3).tolist()
+    assert table["verdicts"].tolist() == fits["n_pairs"].tolist()
+    assert len(fake.message_bodies) == 18  # the same pairs again: all from the cache
+    ch.calibrate_with_llm(pool, judge_client(fake, tmp_path), model="claude-opus-4-6", n_pairs=6)
+    llm_tau_calibration(pool, judge_client(fake, tmp_path), model="claude-opus-4-6", n_pairs=6, seed=0)
+    assert len(fake.message_bodies) == 36  # the default seed is 0
+
+
+def test_the_plan_rebuilds_the_pool_and_asks_each_role_per_pair():
+    from mechaudit.tau.realjudge import ROLES, calibration_requests
+
+    p = {"n_patterns": 2, "papers_per_pattern": 10, "seed": 4, "review_noise": 0.3, "judge_model": "m",
+         "llm_pairs": 5}
+    planned = ch.plan(p)
+    pool = make_pool(n_patterns=2, papers_per_pattern=10, seed=4, review_noise=0.3)
+    assert [x.request.key for x in planned] == [r.key for r in calibration_requests(pool, "m", 5, ROLES, 4)]
+    assert len(planned) == 3 * 5 and {x.stage for x in planned} == {"blind judge m (tau pairs)"}
+    assert all(x.exact for x in planned)
