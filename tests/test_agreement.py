@@ -11,8 +11,10 @@ from mechaudit.agreement import (
     cohen_kappa,
     complete_agreement_interval,
     flip_rate,
+    kappa_undefined,
     raw_agreement,
     threshold_sweep,
+    verdict_matrix,
 )
 
 
@@ -99,3 +101,24 @@ def test_complete_agreement_when_the_reference_has_one_class_only():
     assert complete_agreement_interval(sim, [True, True, True]) == (-np.inf, 0.2)
     assert complete_agreement_interval(sim, [False, False, None]) == (0.9, np.inf)
     assert complete_agreement_interval(sim, [True, False, True]) is None  # 0.9 different > 0.2 same
+
+
+def test_a_reference_with_a_stray_label_is_named_and_not_read_as_text():
+    with pytest.raises(ValueError, match=r"^decisions b must be boolean or 0/1; found 'no'$"):
+        complete_agreement_interval([0.1, 0.2, 0.3], [True, False, "no"])
+
+
+def test_kappa_undefined_without_a_count_names_both_reasons():
+    assert kappa_undefined() == ("undefined: no pair decided by both, or both gave one and the same verdict for "
+                                 "every pair (chance agreement 1)")
+    assert kappa_undefined(0) == "undefined: no pair was decided by both"
+    assert kappa_undefined(5) == "undefined: both gave one and the same verdict for every pair (chance agreement 1)"
+
+
+def test_a_sweep_of_no_pairs_gives_nan_rates_and_no_judges_is_an_error():
+    table = threshold_sweep(np.array([]), [0.5], {"rule": []})
+    assert table.columns.tolist() == ["threshold", "other", "same_rate", "raw_agreement", "kappa"]
+    assert table[["threshold", "other"]].values.tolist() == [[0.5, "rule"]]
+    assert table[["same_rate", "raw_agreement", "kappa"]].isna().all(axis=None)
+    with pytest.raises(ValueError, match="^no judges given$"):
+        verdict_matrix({})

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 import threading
 from types import SimpleNamespace
 
@@ -359,3 +360,59 @@ def test_the_price_table_is_read_as_utf8_whatever_the_locale(tmp_path, ascii_loc
     table.write_text("# prix en dollars US \u2014 \u00e0 v\u00e9rifier\nmodels:\n  mod\u00e8le-1:\n"
                      "    input: 1.0\n    output: 2.0\n    min_cache_tokens: 2048\n", encoding="utf-8")
     assert load_min_cache_tokens(table) == {"mod\u00e8le-1": 2048}
+
+
+def test_the_run_question_and_total_line_say_what_was_priced_and_what_went_wrong():
+    run = _account(2.0)
+    assert run.prompt() == "Send about 0 requests for about 0.00 USD (plain prices, budget 2.00 USD)? [y/N] "
+    batch = RunAccount(plans=[], params_file=None, overrides={}, full={}, batch=True)
+    assert batch.prompt() == "Send about 0 requests for about 0.00 USD (batch prices, no budget limit)? [y/N] "
+    run.totals.update(calls=3, batch_calls=1, input_tokens=1200, output_tokens=30, cost_usd=0.5,
+                      unpriced={"m-b", "m-a"}, resent=2, unanswered=1)
+    run.chapters_run = 1
+    assert run.total_line() == (
+        "LLM run total: 3 requests sent (1 by batch) in 1 LLM chapter(s), 1,200 input + 30 output tokens, 0 "
+        "cache-read, 0.50 USD of max_usd 2.00 (no price for: m-a, m-b); 2 of them had been sent by an earlier run "
+        "that got no answer for them (stopped while they were in flight): those were likely paid twice; 1 "
+        "request(s) sent got no answer (an error, or in flight when the run stopped; they may have been paid for): "
+        "a re-run sends them again (prices from params/prices.yaml; answers are cached: a re-run sends nothing "
+        "again)")
+
+
+def test_the_run_question_prices_the_estimate_at_the_runs_mode():
+    table = pd.DataFrame({"requests": [4], "cached": [1], "to_send": [3], "input_tokens": [100], "output_tokens": [10],
+                          "usd_plain": [0.5], "usd_batch": [0.25], "usd_prompt_cached": [0.4]})
+    for batch, usd in ((True, "0.25"), (False, "0.50")):
+        run = RunAccount(plans=[], params_file=None, overrides={}, full={}, batch=batch)
+        run.estimate = table
+        assert run.prompt().startswith(f"Send about 3 requests for about {usd} USD")
+
+
+def _live_account(**kw) -> RunAccount:
+    """A run of one live chapter "ch" whose estimate sends 2 requests to Claude and 1 to an unpriced
+    OpenAI model."""
+    planned = [Planned("judge", req(0)), Planned("judge", req(1)), Planned("judge", req(2, "gpt-unpriced-x"))]
+    run = RunAccount(plans=[], params_file=None, overrides={}, full={"ch": {"backend": "anthropic"}}, **kw)
+    run.estimate = price_plan("ch", planned, load_prices(), cached=lambda key: False).assign(chapter="ch")
+    return run
+
+
+def test_a_run_needs_the_keys_of_the_servers_it_sends_to_and_prices_for_its_models(capsys):
+    from mechaudit.llm.errors import MissingAPIKeyError
+    from mechaudit.llm.session import UnpricedModelError
+
+    run = _live_account(base_url="http://example.org/v1")
+    assert run.to_send() == {MODEL: 2, "gpt-unpriced-x": 1}
+    with pytest.raises(MissingAPIKeyError, match=r"^ANTHROPIC_API_KEY is not set, and this run would send requests "
+                                                 rf"\(2 to {MODEL}\): run `export ANTHROPIC_API_KEY=\.\.\.`"):
+        run.check_keys({})
+    with pytest.raises(MissingAPIKeyError, match=r"^OPENAI_API_KEY is not set, .*\(1 to gpt-unpriced-x\)"):
+        run.check_keys({"ANTHROPIC_API_KEY": "k"})
+    _live_account(base_url="http://127.0.0.1:8080/v1").check_keys({"ANTHROPIC_API_KEY": "k"})  # a local server
+    with pytest.raises(UnpricedModelError, match=r"^no price for 'gpt-unpriced-x' \(1 requests to send\)"):
+        run.check_prices(allow_unpriced=False)
+    batch = _live_account(batch=True)
+    batch.print_estimate(sys.stdout)
+    assert capsys.readouterr().out == format_estimate(batch.estimate, batch=True) + "\n"
+    assert "(this run: batch)" in format_estimate(batch.estimate, batch=True)
+

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from math import comb
 
 import numpy as np
+import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -398,3 +399,79 @@ def test_exact_permutation_beyond_int64_matches_an_integer_convolution() -> None
     result = permutation_test(Ds, 5)
     assert result.n_partitions == 126 and result.extra == pytest.approx(observed / 900)
     assert result.p_value == pytest.approx(expected, rel=1e-12)
+
+
+def test_a_matrix_error_names_d_and_symmetry_is_checked_without_a_relative_tolerance() -> None:
+    with pytest.raises(ValueError, match=r"^D: expected a square matrix, got shape \(3, 4\)$"):
+        extra_divergence(np.zeros((3, 4)), 1)
+    D = np.zeros((4, 4))
+    D[0, 1], D[1, 0] = 0.5, 0.5 + 1e-9  # within a relative 1e-5 of each other, far beyond 1e-12
+    with pytest.raises(ValueError, match=r"^D: divergence matrix must be symmetric$"):
+        extra_divergence(D, 2)
+
+
+def test_too_many_partial_sums_stop_with_the_count(monkeypatch: pytest.MonkeyPatch) -> None:
+    import mechaudit.divergence as divergence
+
+    monkeypatch.setattr(divergence, "MAX_HALF_SIZE", 34)
+    D = random_matrix(np.random.default_rng(5), 8)  # 35 distinct split values
+    with pytest.raises(ValueError, match=r"^exact null distribution too large \(35 partial sums in one half\); "
+                                         r"use fewer instances per test$"):
+        permutation_test([D], 4)
+
+
+def test_split_counts_are_exact_integers_even_when_huge() -> None:
+    # C(60, 30) / 2 = 5.9e16 splits; to the 20th power as an int it is just too many, as a float it overflows
+    assert exact_test_feasible(60, 30, 40) is False
+    rng = np.random.default_rng(6)
+    assert type(monte_carlo_permutation_test([random_matrix(rng, 6)], 3, n_resamples=3).n_partitions) is int
+
+
+def test_divergence_matrix_shows_progress_only_when_asked(capsys: pytest.CaptureFixture) -> None:
+    runs = [[H("o1")], [H("o1")], [H("o1")]]
+    divergence_matrix(runs, lambda pairs: np.ones(len(pairs), bool))
+    assert capsys.readouterr().err == ""
+    divergence_matrix(runs, lambda pairs: np.ones(len(pairs), bool), progress=True)
+    assert capsys.readouterr().err.lstrip("\r").startswith("matching runs: ")
+
+
+def test_divergence_matrix_takes_a_rule_object_and_object_verdicts() -> None:
+    class Rule:
+        def same(self, pairs: list) -> np.ndarray:
+            return np.array([x.mechanism == y.mechanism for x, y in pairs])
+
+    runs = [[H("o1", "a"), H("o2", "b")], [H("o1", "a"), H("o2", "c")]]
+    assert divergence_matrix(runs, Rule()).tolist() == [[0.0, 0.5], [0.5, 0.0]]
+    # verdicts in an object column (as pandas keeps a column that once held None): read as 0/1, not as floats
+    verdicts = pd.Series([True, False], dtype=object).to_numpy()
+    assert verdicts.dtype == object
+    assert divergence_matrix(runs, lambda pairs: verdicts).tolist() == [[0.0, 0.5], [0.5, 0.0]]
+
+
+def test_exact_mirror_ties_count_on_both_sides_without_a_tolerance() -> None:
+    """4 runs, 2 + 2: the observed split has extra -0.375, split {0, 2} +0.375, split {0, 3} 0 (all
+    exact in binary). With rtol 0 both extremes count: p = 2 / 3."""
+    D = np.zeros((4, 4))
+    D[0, 1] = D[1, 0] = 1.0
+    D[0, 3] = D[3, 0] = 0.5
+    assert split_extras(D, 2).tolist() == [-0.375, 0.375, 0.0]
+    result = permutation_test([D], 2, rtol=0.0)
+    assert result.extra == -0.375 and result.p_value == pytest.approx(2 / 3)
+    assert brute_force_p([D], 2, ordered=False, tol=0.0) == (-0.375, pytest.approx(2 / 3))
+
+
+def test_a_null_observation_keeps_its_extra_and_a_depth_of_two_runs_counts() -> None:
+    flat = np.ones((6, 6)) - np.eye(6)  # every split has extra 0
+    assert permutation_test([flat], 3) == (0.0, 1.0, 10)
+    D = random_matrix(np.random.default_rng(7), 5)
+    assert same_depth_divergence(D, [0, 0, 1, 1, 1]) == {
+        0: pytest.approx(D[0, 1]), 1: pytest.approx((D[2, 3] + D[2, 4] + D[3, 4]) / 3)}
+    assert same_depth_divergence(D, [0, 1, 1, 2, 2]) == {1: pytest.approx(D[1, 2]), 2: pytest.approx(D[3, 4])}
+
+
+def test_monte_carlo_draws_999_resamples_by_default() -> None:
+    """Cross 1, within 0 in four instances of 5 + 5: no random split combination reaches the observed
+    sum, so p = 1 / (999 + 1)."""
+    D = np.zeros((10, 10))
+    D[:5, 5:] = D[5:, :5] = 1.0
+    assert monte_carlo_permutation_test([D] * 4, 5).p_value == 1 / 1000

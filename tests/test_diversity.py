@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mechaudit.diversity import (
+    components_from_blocks,
     group,
     n_groups,
     vendi_score,
@@ -199,3 +200,15 @@ def test_integer_0_1_verdicts_group_like_booleans():
     ints = np.array([[1, 1, 0], [1, 1, 0], [0, 0, 1]])
     np.testing.assert_array_equal(group(ints), group(ints.astype(bool)))
     assert n_groups(ints) == 2
+
+
+def test_empty_and_misshapen_inputs_give_int_labels_and_name_the_matrix():
+    assert group(np.zeros((0, 0), bool)).dtype == np.int64
+    empty = components_from_blocks([], 0)
+    assert empty.dtype == np.int64 and empty.shape == (0,)
+    with pytest.raises(ValueError, match=r"^n must be >= 0; got -1$"):
+        components_from_blocks([], -1)
+    with pytest.raises(ValueError, match=r"^same: expected a square n x n matrix, got shape \(2, 3\)$"):
+        group(np.zeros((2, 3), bool))
+    with pytest.raises(ValueError, match=r"^X: row 1 is all zeros \(no cosine\)$"):
+        vendi_score_from_features(np.array([[1.0, 0.0], [0.0, 0.0], [0.0, 0.0]]))

@@ -425,6 +425,7 @@ def test_batch_flow_submits_only_uncached_and_fills_cache(tmp_path, api_key):
     assert len(ResponseCache(tmp_path)) == 5
     records = {r["key"]: r for r in cache_lines(tmp_path) if r["kind"] == "response"}
     assert records[reqs[3].key]["source"] == "batch"
+    assert records[reqs[3].key]["request"]["model"] == "claude-opus-4-6"  # the request is kept with its answer
     ledger = client.ledger().set_index(["model", "mode"])
     assert ledger.loc[("claude-opus-4-6", "batch"), "calls"] == 4
     assert ledger.loc[("claude-opus-4-6", "batch"), "cost_usd"] == pytest.approx(
@@ -800,3 +801,105 @@ def test_a_bad_openai_base_url_is_one_error_naming_the_field(tmp_path):
     assert caught.value.field == "openai_base_url"
     assert str(caught.value) == ("field 'openai_base_url': 'ftp://x' is not an http(s) URL of an OpenAI-compatible "
                                  "server (e.g. http://localhost:8000/v1)")
+
+
+def test_a_blindness_error_says_where_the_term_was_found():
+    assert str(BlindnessError("run")) == "forbidden term 'run' found in text; the prompt was not sent"
+    with pytest.raises(BlindnessError, match=r"^forbidden term 'run' found in text; the prompt was not sent$"):
+        check_blind("Run 3 again", ["run"])
+    err = BlindnessError("#2", where="message 0 (user)")
+    assert (err.term, err.where) == ("#2", "message 0 (user)")
+
+
+def test_run_batches_polls_every_30_seconds_by_default(tmp_path, api_key, monkeypatch):
+    import mechaudit.llm.batch as batch
+
+    slept = []
+    monkeypatch.setattr(batch.time, "sleep", slept.append)
+    client = client_for(FakeAnthropic(polls_in_progress=1), tmp_path)
+    used = batch.run_batches([req("pair 0")], cache=client.cache, ledger=client._ledger, sdk=client.sdk,
+                             message_params=client.message_params, session=client.session)
+    assert used == ["msgbatch_0"] and slept == [30.0]
+
+
+def test_a_repair_asks_with_the_schema_in_sorted_keys_and_a_server_schema_is_named_reply():
+    from mechaudit.llm.jsonout import repair_request
+    from mechaudit.llm.providers import response_format
+
+    fixed = repair_request(req("pair 0"), "not json", "no JSON object", Verdict)
+    sorted_schema = json.dumps(Verdict.model_json_schema(), sort_keys=True)
+    assert sorted_schema != json.dumps(Verdict.model_json_schema())  # "reason" sorts before "same"
+    assert fixed.messages[-1].text().endswith(f"schema:\n{sorted_schema}")
+    schema = {"type": "object", "properties": {"same": {"type": "boolean"}}}
+    assert response_format(schema) == {"type": "json_schema",
+                                       "json_schema": {"name": "reply", "schema": schema, "strict": True}}
+
+
+def test_an_openai_reply_becomes_a_cache_record_and_a_bad_body_is_shown():
+    from types import SimpleNamespace
+
+    from mechaudit.llm.providers import openai_record
+
+    usage = SimpleNamespace(prompt_tokens=10, completion_tokens=0,
+                            prompt_tokens_details=SimpleNamespace(cached_tokens=4))
+    completion = SimpleNamespace(choices=[SimpleNamespace(message=SimpleNamespace(content=None), finish_reason="stop")],
+                                 model="local-m", id="c1", usage=usage)
+    assert openai_record(completion) == {
+        "text": "", "model": "local-m", "stop_reason": "stop", "id": "c1",
+        "usage": {"input_tokens": 6, "output_tokens": 0, "cache_read_input_tokens": 4,
+                  "cache_creation_input_tokens": 0}}
+    with pytest.raises(ValueError, match=r"^OpenAI reply has no choices \(body: '<html>busy</html>'\)$"):
+        openai_record("<html>busy</html>")
+
+
+def test_costs_are_at_full_price_unless_batch_and_an_openai_sdk_retries_four_times():
+    from mechaudit.llm.ledger import cost_usd
+    from mechaudit.llm.providers import openai_sdk
+
+    usage = {"input_tokens": 1_000_000}
+    assert cost_usd("claude-opus-4-6", usage, PRICES) == 5.0
+    assert cost_usd("claude-opus-4-6", usage, PRICES, batch=True) == 2.5
+    sdk = openai_sdk("sk-test")
+    assert (sdk.max_retries, sdk.timeout) == (4, 600.0)
+
+
+def test_cache_spend_names_an_answer_with_no_model_as_unpriced(tmp_path):
+    from mechaudit.llm.ledger import cache_spend
+
+    ResponseCache(tmp_path).put("k1", {"text": "x", "usage": {"input_tokens": 3}})
+    spent = cache_spend(tmp_path, 0, PRICES)
+    assert spent["unpriced"] == {""} and spent["input_tokens"] == 3 and math.isnan(spent["cost_usd"])
+
+
+def test_a_request_timeout_must_be_seconds_above_zero_and_names_its_source():
+    from mechaudit.errors import MechauditError
+    from mechaudit.llm.providers import TIMEOUT_ENV, request_timeout
+
+    with pytest.raises(MechauditError, match=r"^field 'timeout': must be a number of seconds > 0, got -1$"):
+        request_timeout(-1)
+    with pytest.raises(MechauditError, match=r"^field 'timeout': must be a number of seconds > 0, got True$"):
+        request_timeout(True)
+    with pytest.raises(MechauditError, match=rf"^field '{TIMEOUT_ENV}': .*got 'soon'$"):
+        request_timeout(environ={TIMEOUT_ENV: "soon"})
+    assert request_timeout(environ={TIMEOUT_ENV: " 30 "}) == 30.0
+
+
+def test_a_bad_price_table_names_the_table_the_row_and_the_prices_it_needs():
+    for bad in ({}, {"models": ["claude-opus-4-6"]}):
+        with pytest.raises(ValueError, match=r"^price table: field 'models' must be a mapping of model -> prices$"):
+            load_prices(bad)
+    with pytest.raises(ValueError, match=r"^price table: models.m needs numeric input, output, cache_read, "
+                                         r"cache_write \("):
+        load_prices({"models": {"m": {"input": 1.0}}})
+    with pytest.raises(ValueError, match=r"^price table: endpoints.http://127.0.0.1:8000/v1 needs numeric input, "
+                                         r"output \("):
+        load_prices({"models": {}, "endpoints": {"http://127.0.0.1:8000/v1": {"input": 1.0}}})
+
+
+def test_the_text_of_a_turn_of_blocks_joins_its_text_blocks():
+    from mechaudit.llm.request import Message
+
+    turn = Message(role="user", content=[{"type": "text", "text": "first"}, {"type": "image", "source": {}},
+                                         {"type": "text", "text": "second"}])
+    assert turn.text() == "first\nsecond"
+

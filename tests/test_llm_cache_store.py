@@ -373,6 +373,7 @@ def test_fast_key_scan_agrees_with_full_parse():
     for raw in [b'{"kind": "system", "sha256": "s", "text": "t"}',
                 b'{"key": "a", "kind": "response", "response": {"text": "x"',  # torn
                 b'{"key": "a\\"b", "kind": "response", "response": {}, "source": "m"}',
+                b'{"key": "a\\\\b", "kind": "response", "response": {}, "source": "m"}',  # an escaped backslash
                 b'{"key": "a", "kind": "response", "response": "not a dict", "source": "m"}']:
         assert cache._fast_entry(raw) is None
 
@@ -418,6 +419,7 @@ def test_every_cache_append_is_fsynced(tmp_path, monkeypatch):
         before = synced.count("responses.jsonl")
         assert cache.put(r.key, answer(f"a{i}"), r)
         assert synced.count("responses.jsonl") == before + 1, f"put {i} was not fsynced"
+    assert synced.count("a") == 1  # the folder once, when its log file was made
     before = len(synced)
     assert not cache.put(reqs[0].key, answer("again"), reqs[0])
     assert len(synced) == before  # nothing appended, nothing synced
@@ -474,3 +476,180 @@ def test_a_large_first_index_restores_the_page_cache_size(tmp_path, monkeypatch)
     assert len(fresh) == 3 and fresh.get(req(2).key)["text"] == "a2"
     assert sizes[0] == -store._BIG_CACHE_KIB  # larger while indexing
     assert fresh._handles["conn"].execute("PRAGMA cache_size").fetchone()[0] == normal  # and back after
+
+
+def test_a_torn_last_batch_event_is_skipped_and_a_bad_middle_one_names_its_line(tmp_path):
+    state = BatchState(tmp_path)
+    state.append({"event": "submitted", "batch_id": "b1", "keys": ["k1"]})
+    with open(state.path, "a", encoding="utf-8") as fh:
+        fh.write('{"event": "collected", "batch')  # died mid-write
+    assert [e["batch_id"] for e in state.events()] == ["b1"]
+    state.path.write_text('{"event": "submitted", "batch_id": "b1", "keys": []}\n{bad\n'
+                          '{"event": "collected", "batch_id": "b1"}\n', encoding="utf-8")
+    with pytest.raises(ValueError, match=r"batches.jsonl, line 2: invalid batch state record"):
+        state.events()
+
+
+def test_sent_requests_without_an_answer_are_found_from_a_mark(tmp_path):
+    from mechaudit.llm.ledger import cache_state, record_sent, sent_mark, unanswered
+
+    folder = tmp_path / "c"
+    assert (sent_mark(folder), cache_state(folder), unanswered(folder)) == (0, 0, set())
+    record_sent(folder, "k1")
+    mark = sent_mark(folder)
+    record_sent(folder, "k2")
+    assert mark == 3 and sent_mark(folder) == 6
+    ResponseCache(folder).put("k1", answer("a"))
+    assert unanswered(folder) == {"k2"} and unanswered(folder, since=mark) == {"k2"}
+    record_sent(folder, "k3")
+    assert unanswered(folder, since=sent_mark(folder)) == set()
+    assert cache_state(folder) == ResponseCache(folder).mark() > 0
+
+
+def test_an_index_for_a_read_only_folder_lives_in_the_temporary_folder(tmp_path, monkeypatch):
+    import hashlib
+    import tempfile
+
+    from mechaudit.llm.cacheindex import _fallback_path
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    tag = hashlib.sha256(str(tmp_path.resolve()).encode()).hexdigest()[:20]
+    expected = tmp_path / "tmp" / "mechaudit-cache-index" / f"{tag}-index.sqlite"
+    assert _fallback_path(tmp_path, "index.sqlite") == expected and expected.parent.is_dir()
+    assert _fallback_path(tmp_path, "index.sqlite") == expected  # the folder already there is fine
+
+
+def test_the_usage_summary_names_every_model_without_a_price():
+    from mechaudit.llm.ledger import UsageLedger, load_prices
+    from mechaudit.llm.request import Usage
+
+    ledger = UsageLedger(load_prices())
+    for model in ("zz-unpriced", "aa-unpriced"):
+        ledger.add(model, "api", Usage(input_tokens=5, output_tokens=1))
+    assert ledger.summary().splitlines()[-1] == "estimated total: unknown USD (no price for: aa-unpriced, zz-unpriced)"
+
+
+def test_an_index_built_in_several_inserts_holds_every_record(tmp_path, monkeypatch):
+    import mechaudit.llm.cachelog as cachelog
+
+    cache = ResponseCache(tmp_path)
+    for i in range(5):
+        cache.put(f"k{i}", answer(f"a{i}"))
+    cache.close()
+    for p in tmp_path.glob(INDEX_FILENAME + "*"):
+        p.unlink()
+    monkeypatch.setattr(cachelog, "_ROWS_PER_INSERT", 2)  # five lines: inserts of 2, 2 and 1
+    again = ResponseCache(tmp_path)
+    assert len(again) == 5 and [again.get(f"k{i}")["text"] for i in range(5)] == [f"a{i}" for i in range(5)]
+
+
+def test_a_new_log_file_is_readable_by_all_and_writable_by_its_owner(tmp_path):
+    old = os.umask(0o022)
+    try:
+        ResponseCache(tmp_path).put("k", answer("a"))
+    finally:
+        os.umask(old)
+    assert (tmp_path / "responses.jsonl").stat().st_mode & 0o777 == 0o644
+
+
+
+def test_importing_an_empty_file_into_a_new_folder_adds_nothing(tmp_path):
+    source = tmp_path / "empty.jsonl"
+    source.write_text("", encoding="utf-8")
+    assert ResponseCache(tmp_path / "new").import_jsonl(source) == {"systems": 0, "responses": 0, "skipped": 0}
+    assert len(ResponseCache(tmp_path / "new")) == 0
+
+
+def test_an_answer_put_without_a_source_is_a_messages_answer(tmp_path):
+    ResponseCache(tmp_path).put("k", answer("a"))
+    assert ResponseCache(tmp_path).record("k")["source"] == "messages"
+
+
+def test_reads_reuse_one_file_descriptor(tmp_path):
+    ResponseCache(tmp_path).put("k", answer("a"))
+    reader = ResponseCache(tmp_path)
+    assert reader.get("k")["text"] == "a"
+    before = len(os.listdir("/proc/self/fd"))
+    for _ in range(20):
+        assert reader.get("k")["text"] == "a"
+    assert len(os.listdir("/proc/self/fd")) == before
+
+
+def test_an_index_that_stays_locked_while_it_switches_to_wal_is_an_error(tmp_path, monkeypatch):
+    import sqlite3
+
+    import mechaudit.llm.cacheindex as cacheindex
+
+    path = tmp_path / "index.sqlite"
+    cacheindex.connect(path).close()
+    plain = sqlite3.connect(str(path), isolation_level=None)
+    plain.execute("PRAGMA journal_mode = DELETE")
+    plain.execute("BEGIN IMMEDIATE")  # another writer holds the file: no switch to WAL can happen
+    monkeypatch.setattr(cacheindex, "BUSY_TIMEOUT_S", 0.0)
+    tries = []
+    monkeypatch.setattr(cacheindex.time, "sleep", tries.append)
+    try:
+        with pytest.raises(sqlite3.OperationalError, match="locked"):
+            cacheindex.connect(path)
+    finally:
+        plain.execute("ROLLBACK")
+        plain.close()
+    assert len(tries) == 199  # 200 attempts, a pause between each two
+
+
+def test_a_put_indexes_only_its_own_line(tmp_path, monkeypatch):
+    cache = ResponseCache(tmp_path)
+    for i in range(5):
+        cache.put(f"k{i}", answer(f"a{i}"))
+    indexed = []
+    real = ResponseCache._index_items
+
+    def spy(self, conn, row, items):
+        indexed.append(len(items))
+        return real(self, conn, row, items)
+
+    monkeypatch.setattr(ResponseCache, "_index_items", spy)
+    cache.put("k5", answer("a5"))
+    assert indexed == [1] and len(ResponseCache(tmp_path)) == 6
+    reader = ResponseCache(tmp_path)
+    indexed.clear()
+    assert reader.get("k0")["text"] == "a0" and "k5" in reader and len(reader) == 6
+    assert reader.keys(since=reader.mark()) == [] and len(reader.keys()) == 6
+    assert indexed == []  # reads of an index that is up to date index nothing
+
+
+def test_an_index_beside_logs_it_cannot_write_goes_to_the_temporary_folder(tmp_path, monkeypatch):
+    import sqlite3
+    import tempfile
+
+    import mechaudit.llm.cacheindex as cacheindex
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    data = tmp_path / "data"
+    data.mkdir()
+    fallback = cacheindex._fallback_path(data, "index.sqlite")
+    with monkeypatch.context() as m:  # a folder this process may not write to
+        m.setattr(cacheindex.os, "access", lambda path, mode: False)
+        conn = cacheindex.open_index(data, data / "index.sqlite")
+    assert conn.execute("PRAGMA database_list").fetchone()[2] == str(fallback) and not (data / "index.sqlite").exists()
+    conn.close()
+    real = cacheindex.connect
+
+    def refused(path):  # writable by its mode, refused by sqlite (e.g. a read-only mount)
+        if path == data / "index.sqlite":
+            raise sqlite3.OperationalError("attempt to write a readonly database")
+        return real(path)
+
+    monkeypatch.setattr(cacheindex, "connect", refused)
+    conn = cacheindex.open_index(data, data / "index.sqlite")
+    assert conn.execute("PRAGMA database_list").fetchone()[2] == str(fallback)
+    conn.close()
+
+
+def test_close_releases_every_file_the_cache_opened(tmp_path):
+    ResponseCache(tmp_path).put("k", answer("a"))
+    before = len(os.listdir("/proc/self/fd"))
+    reader = ResponseCache(tmp_path)
+    assert reader.get("k")["text"] == "a" and len(os.listdir("/proc/self/fd")) > before
+    reader.close()
+    assert len(os.listdir("/proc/self/fd")) == before

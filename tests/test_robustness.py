@@ -264,3 +264,56 @@ def test_a_ceiling_below_one_pp_still_normalises(setup, monkeypatch) -> None:
     monkeypatch.setattr(robustness, "population_truth", lambda *args, **kwargs: fake)
     row = robustness._truth_row(bench, design, base, {"p_find": 0.9}, runs_per_depth=2, seed=0)
     assert row["norm_0v1"] == pytest.approx(0.4) and row["max_0v1_pp"] == 0.5
+
+
+def test_truths_default_to_20_runs_seed_0_and_the_paper_rates_measure(setup, monkeypatch) -> None:
+    """What the defaults of ``truth_grid`` and ``_truth_row`` hand to ``population_truth``."""
+    import mechaudit.workflow.robustness as robustness
+
+    bench, design, base = setup
+    calls = []
+    fake = pd.DataFrame({"panel": "extra", "label": [f"{a} v {b}" for a, b in design.comparisons()],
+                         "truth_pp": 1.0, "truth_se_pp": 0.1, "max_extra_pp": 2.0})
+
+    def record(*args, **kwargs):
+        calls.append(kwargs)
+        return fake
+
+    monkeypatch.setattr(robustness, "population_truth", record)
+    truth_grid(bench, design, base, grid({"p_find": [0.9]}))
+    robustness._truth_row(bench, design, base, {"p_find": 0.9}, runs_per_depth=3, seed=4)
+    assert calls == [{"runs_per_depth": 20, "seed": 0, "measures": ("paper_rates",), "n_seeds": 1},
+                     {"runs_per_depth": 3, "seed": 4, "measures": ("paper_rates",), "n_seeds": 1}]
+
+
+def test_rule_grid_seeds_from_0_by_default(setup, monkeypatch) -> None:
+    import mechaudit.workflow.robustness as robustness
+
+    bench, design, base = setup
+    monkeypatch.setattr(robustness, "_rule_rep", lambda *task: [{"rep": task[6], "seed": task[7]}])
+    reps = rule_grid(bench, design, base, grid({"p_find": [0.9]}), {}, n_reps=2)
+    assert reps.to_dict("records") == [{"rep": 0, "seed": 0}, {"rep": 1, "seed": 0}]
+
+
+def test_the_grids_pass_their_backend_on(setup) -> None:
+    from mechaudit.errors import MechauditError
+
+    bench, design, base = setup
+    no_points = grid({"p_find": [0.9]}).iloc[:0]
+    with pytest.raises(MechauditError, match="got 'nope'"):
+        truth_grid(bench, design, base, no_points, parallel_backend="nope")
+    with pytest.raises(MechauditError, match="got 'nope'"):
+        rule_grid(bench, design, base, no_points, {}, n_reps=1, parallel_backend="nope")
+
+
+def test_a_margin_on_the_boundary_is_unclear_and_bias_is_judged_at_two_ses(setup) -> None:
+    table = pd.DataFrame({"truth_0v1_pp": [4.0], "truth_1v5_pp": [1.0], "se_0v1_pp": [0.0], "se_1v5_pp": [0.0],
+                          "max_0v1_pp": [10.0], "max_1v5_pp": [10.0], "norm_0v1": [0.4], "norm_1v5": [0.1]})
+    out = diminishing_returns(table, ratio=0.25)  # margin 1 - 0.25 x 4 = 0 with no SE: neither below nor above
+    assert out.raw.iloc[0] == "unclear"
+    reps = pd.DataFrame({"point": 0, "rule": "tfidf", "comparison": "0 v 1", "extra_pp": [1.0, 1.0]})
+    truth = pd.DataFrame({"truth_0v1_pp": [0.0], "se_0v1_pp": [0.4]})  # bias 1 pp = 2.5 SEs
+    assert rule_bias(reps, truth).direction.tolist() == ["over"]
+    assert rule_bias(reps, truth, z=3.0).direction.tolist() == ["unbiased"]
+    everything = vary(setup[2], conceded=1.0).reply_weak
+    assert (everything.conceded, everything.answered, everything.partial, everything.dropped) == (1.0, 0.0, 0.0, 0.0)

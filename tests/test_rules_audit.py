@@ -106,3 +106,24 @@ def test_stack_suites_puts_the_suite_label_outermost():
     out = stack_suites({"template": a, "reworded": a * 10}, {"template": "T"})
     assert out.index.names == ["suite", "kind"]
     assert out.loc[("T", "k2"), "x"] == 2 and out.loc[("reworded", "k1"), "x"] == 10
+
+
+def test_a_judge_not_run_is_a_column_of_missing_decisions():
+    from mechaudit.rules.audit import not_run
+
+    column = not_run(3)
+    assert column.dtype == "boolean" and len(column) == 3 and column.isna().all()
+
+
+def test_a_sweep_without_kinds_is_a_type_error_not_an_old_call():
+    with pytest.raises(TypeError, match="kinds"):
+        sweep_percent_different(np.array([0.1, 0.5]), [0.2])
+
+
+def test_separation_table_reads_cosines_given_as_text():
+    from mechaudit.rules.audit import separation_table
+
+    preserving = [True, False, False]
+    text = separation_table({"r": ["0.9", "0.4", "0.5"]}, preserving)
+    pd.testing.assert_frame_equal(text, separation_table({"r": [0.9, 0.4, 0.5]}, preserving))
+    assert text.loc["r"].tolist() == ["(0.500, 0.900]", 0.9, 0.5, 100.0]

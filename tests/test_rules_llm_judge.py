@@ -269,6 +269,7 @@ def test_stability_and_requests(tmp_path, scripted_api, pairs):
     judge = make_judge(tmp_path, api)
     table = stability(judge.judge(pairs), 3)
     assert table["order_changed"].tolist() == [True, False, False]
+    assert table.columns.tolist() == ["pair", "ab", "ab_repeat", "ba", "repeat_changed", "order_changed"]
     assert table["repeat_changed"].tolist() == [False, True, False]
     reqs = judge.requests(pairs)
     assert len(reqs) == 9 and len({r.key for r in reqs}) == 9
@@ -305,6 +306,10 @@ def test_stability_summary_counts_repeat_and_reversal_changes():
     third = pd.concat([calls, calls[calls.pair == 1].assign(pair=2, verdict="different", same=False)])
     t = stability_summary(third, 3)
     assert (t.row["same %"], t.row["reversal changed %"]) == (33.3, 33.3)
+    # pair 1 without its "ba" call: its order change is unknown, so it is not among the flipped pairs
+    missing = calls[~((calls.pair == 1) & (calls.order == "ba"))]
+    m = stability_summary(missing, 2)
+    assert m.flipped == {0} and m.row["reversal changed"] == 1 and m.row["reversal changed %"] == 100.0
 
 
 def test_majority_of_pairs_without_calls_counts_nothing():
@@ -314,3 +319,38 @@ def test_majority_of_pairs_without_calls_counts_nothing():
     out = majority(calls, 4)
     assert out["n_calls"].tolist() == [2, 0, 1, 0] and out["n_valid"].tolist() == [2, 0, 1, 0]
     assert out["n_invalid"].tolist() == [0] * 4 and out["decided"].tolist() == [True, False, True, False]
+
+
+def test_judging_shows_a_bar_only_when_asked(tmp_path, scripted_api, pairs, capsys):
+    from mechaudit.rules.llm_judge import judge_each_model
+
+    api = scripted_api(lambda first, k, user: verdict("same"))
+    judge = make_judge(tmp_path, api)
+    assert judge.same(pairs).tolist() == [True] * 3
+    assert judge.same_or_undecided(pairs).tolist() == [True] * 3
+    judge_each_model(pairs, [judge.model], judge.client, instances=FINDINGS, early_stop=False)
+    judge.judge(pairs)
+    judge.decide(pairs)
+    assert "LLM calls" not in capsys.readouterr().err
+    judge.decide(pairs, progress=True)
+    assert "LLM calls" in capsys.readouterr().err
+
+
+def test_call_verdicts_read_the_first_repeat_by_default_and_plans_are_exact_by_default(pairs):
+    calls = pd.DataFrame({"pair": [0, 0, 1], "order": ["ab", "ab", "ab"], "repeat": [0, 1, 0],
+                          "invalid": [False, False, False], "same": [True, False, False]})
+    assert call_verdicts(calls, 3, "ab").tolist() == [True, False, None]
+    from mechaudit.rules.llm_judge import judge_planned
+
+    planned = judge_planned(planning_judge("full", "claude-model-a", ["ab"], FINDINGS), pairs[:1], "s", False)
+    assert [(p.stage, p.exact) for p in planned] == [("s", True)]
+
+
+def test_a_call_table_is_numbered_from_0_and_a_request_is_the_first_repeat_by_default(tmp_path, scripted_api, pairs):
+    judge = make_judge(tmp_path, scripted_api(lambda first, k, user: verdict("same")))
+    calls = judge.judge(pairs)
+    assert calls.index.tolist() == list(range(len(calls))) and calls["pair"].is_monotonic_increasing
+    request = judge.request(pairs[0], "ab")
+    assert request.version.endswith(".r0") and request.metadata["repeat"] == 0
+    assert request.json_schema == judge.schema.model_json_schema() and "verdict" in request.json_schema["properties"]
+

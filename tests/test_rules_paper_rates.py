@@ -103,3 +103,22 @@ def test_registry_fast_path_and_backends():
         measure_function("tfidf")
     assert rules_for(["paper_rates", "reference"], llm=False) == ["paper_rates", "reference"]
     assert rules_for(["paper_rates", "mechanism_key", "reference"], llm=True) == ["reference", "llm"]
+
+
+def test_one_matched_pair_per_run_pair_gives_its_probability():
+    """Each run delivers one hypothesis of one opening: every run pair has exactly one matched pair, and
+    its divergence is that pair's P(different) (0.83 for a changed first step)."""
+    a = hyp("a", BASE).model_copy(update={"opening_id": "o1"})
+    b = hyp("b", ["EGFR", *BASE[1:]]).model_copy(update={"opening_id": "o1"})
+    D = PaperRateJudge().divergence_matrix([[a], [b], [a]])
+    np.testing.assert_allclose(D, [[0.0, 0.83, 0.0], [0.83, 0.0, 0.83], [0.0, 0.83, 0.0]], atol=1e-12)
+
+
+def test_chain_probabilities_use_the_rates_given():
+    judge = PaperRateJudge()
+    P = judge.chain_probabilities([("a", "b", "c"), ("x", "b", "c"), ("a", "b", "y")], np.array([0.5, 0.2, 0.25]))
+    np.testing.assert_allclose(P, [[0.0, 0.5, 0.25], [0.5, 0.0, 1 - 0.5 * 0.75], [0.25, 1 - 0.5 * 0.75, 0.0]])
+
+
+def test_a_two_step_chain_has_a_first_and_a_terminal_rate():
+    assert PaperRateJudge().position_rates(2).tolist() == pytest.approx([0.83, 1.0])

@@ -79,3 +79,9 @@ def test_jaccard_threshold_and_bad_input():
         ReferenceJudge("none", jaccard_threshold=1.5)
     with pytest.raises(ValueError, match=r"pairs\[0\] side a"):
         ReferenceJudge().same([("x", b)])
+
+
+def test_no_pairs_give_an_empty_table_with_every_column():
+    comp = ReferenceJudge("step").components([])
+    assert list(comp.columns) == ["initiating", "route", "terminal", "chain_nested", "jaccard", "same"]
+    assert len(comp) == 0 and ReferenceJudge().same([]).dtype == bool

@@ -107,3 +107,22 @@ def test_one_rule_imports_alone():
             "print(sorted({'sklearn', 'torch', 'mechaudit.llm', 'mechaudit.rules.tfidf'} & set(sys.modules)))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_each_rule_shows_its_settings():
+    assert repr(rules.MechanismKeyRule()) == "MechanismKeyRule()"
+    assert repr(rules.ReferenceJudge("none")) == "ReferenceJudge(rubric='none', jaccard_threshold=0.5)"
+    assert repr(rules.ReferenceJudge("full")) == "ReferenceJudge(rubric='full')"
+    assert repr(rules.TfidfRule()) == "TfidfRule(threshold=0.25, fit_on='compared')"
+    assert repr(rules.TfidfRule(fit_on=["a b", "c d", "e"])) == "TfidfRule(threshold=0.25, fit_on=<corpus of 3>)"
+    assert repr(rules.EmbeddingRule()) == "EmbeddingRule(model='default all-MiniLM-L6-v2', threshold=0.77)"
+    assert repr(rules.EmbeddingRule(model="org/m", threshold=0.5)) == "EmbeddingRule(model='org/m', threshold=0.5)"
+
+
+def test_a_missing_embedding_package_is_named_with_the_extra_to_install():
+    from mechaudit.rules.embedding import _missing_extra
+
+    err = _missing_extra(ModuleNotFoundError("No module named 'torch'", name="torch"))
+    assert isinstance(err, MechauditError)
+    assert str(err) == ("field 'rule': the embedding rule needs the optional embedding packages (torch is missing): "
+                        "pip install 'mechaudit[embeddings]' (for a CPU-only torch see the README)")

