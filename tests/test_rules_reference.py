@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 
 import numpy as np
+import pandas as pd
 import pytest
 from rule_hypotheses import hyp
 
@@ -60,6 +61,23 @@ def test_order_invariance_on_all_pairs_of_cases():
     for rubric in ("full", "step", "none"):
         judge = ReferenceJudge(rubric)
         np.testing.assert_array_equal(judge.same(pairs), judge.same([(b, a) for a, b in pairs]))
+
+
+def test_components_are_symmetric_on_every_pair_of_short_chains():
+    """Brute force over every chain of 3-4 distinct ids from four: each component is the same for
+    (a, b) and (b, a), including equal-length chains where one terminal occurs inside the other chain
+    ((KRAS, MEK, PROLIF) against (KRAS, PROLIF, ERK): a truncation seen from either side)."""
+    ids = ["KRAS", "MEK", "ERK", "PROLIF"]
+    chains = [list(c) for k in (3, 4) for c in itertools.permutations(ids, k)]
+    hs = [hyp(f"h{i}", c) for i, c in enumerate(chains)]
+    pairs = list(itertools.product(hs, hs))
+    judge = ReferenceJudge("step")
+    forward, backward = judge.components(pairs), judge.components([(b, a) for a, b in pairs])
+    pd.testing.assert_frame_equal(forward, backward)
+    a, b = hyp("a", ["KRAS", "MEK", "PROLIF"]), hyp("b", ["KRAS", "PROLIF", "ERK"])
+    assert judge.components([(a, b)])["terminal"].item() and judge.components([(b, a)])["terminal"].item()
+    longer = hyp("c", ["KRAS", "ERK", "MYC", "MEK"])  # the longer chain's terminal in the shorter does not count
+    assert not judge.components([(a, longer)])["terminal"].item()
 
 
 def test_is_subsequence():

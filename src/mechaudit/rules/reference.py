@@ -5,7 +5,8 @@ never wording, and are symmetric in (A, B).
 
 Components of a pair (``chain = (initiating, *route, terminal)`` of step ids): ``initiating`` (equal
 ids), ``route`` (one route an ordered subsequence of the other: added detail is allowed, a replaced
-or reordered step is not), ``terminal`` (equal, or the shorter chain's terminal occurs in the longer).
+or reordered step is not), ``terminal`` (equal, or the shorter chain's terminal occurs in the longer; of two chains
+of equal length, either one's terminal in the other).
 
 Rubrics: ``"full"``: equal initiating events and the shorter chain an ordered subsequence of the
 longer; ``"step"``: all three components same; ``"none"`` (no mechanism definition): the Jaccard
@@ -48,12 +49,14 @@ def pair_components(a: Hypothesis, b: Hypothesis) -> dict[str, float | bool]:
     init_a, route_a, term_a = mechanism_key(a)
     init_b, route_b, term_b = mechanism_key(b)
     ids_a, ids_b = chain_ids(a), chain_ids(b)
-    short, long = (ids_a, ids_b) if len(ids_a) <= len(ids_b) else (ids_b, ids_a)
     union = set(ids_a) | set(ids_b)
+    # chains of equal length are each "the shorter": either terminal may occur in the other chain
+    truncated = ((len(ids_a) <= len(ids_b) and term_a in ids_b)
+                 or (len(ids_b) <= len(ids_a) and term_b in ids_a))
     return {
         "initiating": init_a == init_b,
         "route": nested(route_a, route_b),
-        "terminal": term_a == term_b or short[-1] in long,
+        "terminal": term_a == term_b or truncated,
         "chain_nested": nested(ids_a, ids_b),
         "jaccard": len(set(ids_a) & set(ids_b)) / len(union) if union else 1.0,
     }
