@@ -209,3 +209,102 @@ def test_chapter_09_broken_copy_fails_to_load_and_names_the_data():
     assert facts.data == "the example set" and facts.n_hypotheses == len(bench.hypotheses)
     assert your_data(bench, EXAMPLE_DIR, own=True).data == f"the folder {EXAMPLE_DIR.name}"
     assert facts.questions.startswith(f"{len(bench.instances)} question")
+
+
+def test_the_paper_columns_stay_when_the_paper_is_shown_and_series_pass_through(tmp_path):
+    import pandas as pd
+
+    from mechaudit.book.settings import RunSettings
+
+    frame = pd.DataFrame({"this run": [1.0], "paper": [2.0]})
+    shown = ChapterContext(RunSettings(out_dir=str(tmp_path)), show_paper=True).table("both", frame)
+    assert list(pd.read_csv(tmp_path / "both.csv").columns) == ["this run", "paper"]
+    assert "<th>Paper</th>" in shown._repr_html_()
+    hidden = ChapterContext(RunSettings(out_dir=str(tmp_path)))
+    hidden.table("mine", frame)
+    assert list(pd.read_csv(tmp_path / "mine.csv").columns) == ["this run"]
+    series = pd.Series([1.0, 2.0], name="paper")
+    assert hidden._without_paper(series) is series and hidden._without_paper(None) is None
+
+
+def test_save_writes_under_its_name_and_figure_glues_under_the_key(tmp_path, monkeypatch):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import pandas as pd
+
+    from mechaudit.book.settings import RunSettings
+
+    ctx = ChapterContext(RunSettings(out_dir=str(tmp_path)))
+    frame = pd.DataFrame({"x": [3]})
+    assert ctx.save("counts", frame) is frame
+    assert pd.read_csv(tmp_path / "counts.csv")["x"].tolist() == [3]
+    glued = []
+    monkeypatch.setattr("mechaudit.book.chapter.glue_figure", lambda *args: glued.append(args) or "stored")
+    fig, _ = plt.subplots()
+    assert ctx.figure("glued", fig, glue_as="fig_key") == "stored"
+    assert glued == [("fig_key", fig)] and (tmp_path / "glued.png").exists()
+    plt.close(fig)
+
+
+def test_axis_placeholder_says_why_the_axis_did_not_run():
+    from mechaudit.book.chapter import axis_placeholder
+
+    offline = axis_placeholder(False, ["m1"])
+    assert offline.to_dict() == {"status": {"judge models": "not run: offline backend"}}
+    assert offline.index.name == "axis"
+    assert axis_placeholder(True, ["m1", "m2"])["status"].tolist() == ["not run: one judge model (m1)"]
+
+
+def test_headline_provenance_of_a_row_offline_and_under_an_llm():
+    from mechaudit import paper
+    from mechaudit.book.chapter import headline_provenance
+
+    assert headline_provenance("ch02", False) == (
+        "fitted to the paper: 0 v 1; constrained by the fit: 1 v 5", "fitted, not a test")
+    # the offline-only part leaves the row under an LLM backend
+    assert headline_provenance("ch06", False) == (
+        "true by construction: reference judges; not run offline (LLM only): none, full, step",
+        "not testable offline")
+    assert headline_provenance("ch06", True) == ("independent computation", "qualified")
+    conceded = paper.reported("engagement.conceded_pct")
+    assert headline_provenance("ch03", True, {"conceded": conceded}) == ("independent computation", "reproduced")
+    assert headline_provenance("ch03", True, {"conceded": conceded + 30}) == ("independent computation", "qualified")
+    assert headline_provenance("ch03", True) == ("independent computation", "qualified")
+
+
+def test_simulation_only_note_is_printed_for_llm_backends_only(capsys):
+    from mechaudit.book.chapter import simulation_only_note
+
+    simulation_only_note(Backend.REFERENCE)
+    assert capsys.readouterr().out == ""
+    simulation_only_note(Backend.REPLAY)
+    assert capsys.readouterr().out == ("backend 'replay': this chapter is simulation-only (it needs the simulator's "
+                                       "ground truth), so it runs with the simulator and sends no LLM request.\n")
+
+
+def test_source_note_names_what_was_read_and_what_computed():
+    from mechaudit.book.chapter import source_note
+
+    assert source_note({"scan": "committed", "maps": "committed"}) == (
+        "Read from data/computed/ (written by `mechaudit calibrate` with these settings; the test suite re-checks "
+        "them).")
+    assert source_note({"scan": "committed", "maps": "computed", "reps": "computed"}) == (
+        "Computed in this run (their settings differ from the committed ones): maps, reps; read from "
+        "data/computed/: scan.")
+    assert source_note({"maps": "computed"}) == (
+        "Computed in this run (their settings differ from the committed ones): maps.")
+
+
+def test_swap_shares_of_a_suite_and_of_a_missing_one():
+    import pandas as pd
+
+    from mechaudit.book.chapter import SwapShares, swap_shares
+
+    index = pd.MultiIndex.from_tuples([("template", "first_step_swapped"), ("template", "wording_only")],
+                                      names=["suite", "kind"])
+    pct = pd.DataFrame({"TF-IDF": [40.0, 5.0], "embeddings": [30.0, 2.0], "reference judge": [100.0, 0.0]},
+                       index=index)
+    assert swap_shares(pct, "template") == SwapShares(40.0, 30.0, 100.0)
+    assert swap_shares(pct, "reworded") == SwapShares(None, None, None)

@@ -220,3 +220,116 @@ def test_relative_paths_resolve_against_the_caller_not_notebooks(tmp_path):
     params.parent.mkdir()
     params.write_text("common:\n  cache_dir: cache\n")
     assert resolve_parameters(chapter, params, cwd=REPO_ROOT)["cache_dir"] == str(params.parent / "cache")
+
+
+def test_stage_folder_is_new_and_empty_beside_the_final_folder(tmp_path):
+    from mechaudit.book.execute import _stage_folder
+
+    final = tmp_path / "a" / "b" / "05_perturbations"
+    stage = _stage_folder(final)
+    assert stage.parent == final.parent and stage.is_dir() and not any(stage.iterdir())
+    assert re.fullmatch(r"\.05_perturbations\.partial-[0-9a-f]{12}", stage.name)
+    assert _stage_folder(final) != stage
+
+
+def test_place_marks_the_folder_and_replaces_an_earlier_run_whole(tmp_path):
+    from mechaudit.book.execute import _place
+    from mechaudit.book.preflight import RUN_MARK
+
+    final = tmp_path / "ch"
+    for content, replaced in (("first", False), ("second", True)):
+        stage = tmp_path / f".ch.partial-{content}"
+        stage.mkdir()
+        (stage / f"{content}.csv").write_text(content)
+        assert _place(stage, final) is replaced
+        assert not stage.exists()
+        assert sorted(p.name for p in final.iterdir()) == sorted([f"{content}.csv", RUN_MARK])
+    assert (final / RUN_MARK).read_text() == "written by mechaudit execute; replaced whole by the next run\n"
+
+
+def test_the_drawing_process_and_how_its_failure_reads(tmp_path, monkeypatch):
+    from mechaudit.book import execute
+    from mechaudit.report.outputs import DEFER_MARK
+
+    started = []
+    monkeypatch.setattr(execute.subprocess, "Popen", lambda *a, **kw: started.append((a, kw)) or "drawer")
+    assert execute._start_drawing(tmp_path) == "drawer" and (tmp_path / DEFER_MARK).exists()
+    ((args, kw),) = started
+    assert args == ([sys.executable, "-m", "mechaudit.report.outputs", str(tmp_path)],)
+    assert kw["env"]["MPLBACKEND"] == "Agg" and kw["stdin"] == kw["stderr"] == subprocess.PIPE
+    assert kw["stdout"] == subprocess.DEVNULL and kw["text"] is True
+
+    class Drawer:
+        def __init__(self, code: int, err: str) -> None:
+            self.returncode, self.err = code, err
+
+        def communicate(self):
+            return None, self.err
+
+    chapter = Chapter(tmp_path / "07_x.py")
+    with pytest.raises(execute.NotebookExecutionError,
+                       match=r"^07_x\.py: a saved figure could not be drawn: ValueError: bad figure$"):
+        execute._finish_drawing(Drawer(1, "Traceback\nValueError: bad figure\n"), tmp_path, chapter)
+    with pytest.raises(execute.NotebookExecutionError, match=r"could not be drawn: status -9$"):
+        execute._finish_drawing(Drawer(-9, " \n"), tmp_path, chapter)
+    assert (tmp_path / DEFER_MARK).exists()
+    execute._finish_drawing(Drawer(0, ""), tmp_path, chapter)
+    assert not (tmp_path / DEFER_MARK).exists()
+
+
+def test_a_parameter_file_that_sets_nothing_warns_once(tmp_path):
+    import io
+
+    from mechaudit.book.execute import _check_whole_file
+
+    empty = tmp_path / "empty.yaml"
+    empty.write_text("# nothing\n")
+    stream = io.StringIO()
+    _check_whole_file(empty, [], stream)
+    assert stream.getvalue() == (f"mechaudit: warning: {empty}: the parameter file sets nothing: every chapter runs "
+                                 "with its own defaults\n")
+    stream = io.StringIO()
+    _check_whole_file(REPO_ROOT / "params" / "paper.yaml", [], stream)
+    assert stream.getvalue() == ""
+
+
+def test_finish_notebook_drops_papermills_records_and_renames_in_the_injected_cell():
+    from mechaudit.book.execute import _finish_notebook
+
+    nb = nbformat.v4.new_notebook(metadata={"papermill": {"duration": 1.0}, "language_info": {"name": "python"}})
+    injected = nbformat.v4.new_code_cell('out_dir = "/tmp/.x.partial-1"', metadata={
+        "tags": ["injected-parameters"], "papermill": {"duration": 0.1}, "execution": {"iopub": "t"}})
+    other = nbformat.v4.new_code_cell('print("/tmp/.x.partial-1")', metadata={"papermill": {}, "tags": []})
+    nb.cells = [injected, other]
+    _finish_notebook(nb, {"/tmp/.x.partial-1": "/tmp/x"})
+    assert nb.metadata == {"language_info": {"name": "python"}}
+    assert injected.metadata == {"tags": ["injected-parameters"]} and other.metadata == {"tags": []}
+    assert injected.source == 'out_dir = "/tmp/x"' and other.source == 'print("/tmp/.x.partial-1")'
+
+
+def test_execute_chapter_hands_papermill_the_kernel_and_writes_into_a_new_run_folder(tmp_path, monkeypatch):
+    """papermill replaced by a recorder that copies the notebook: the arguments and the target."""
+    import jupytext
+
+    from mechaudit.book import execute
+    from mechaudit.book.kernel import EnvKernelManager
+
+    calls = []
+
+    class FakePapermill:
+        PapermillExecutionError = RuntimeError
+
+        @staticmethod
+        def execute_notebook(src, out, **kw):
+            calls.append(kw)
+            Path(out).write_bytes(Path(src).read_bytes())
+
+    monkeypatch.setattr(execute, "book_tools", lambda: (jupytext, nbformat, FakePapermill))
+    ch = _write_notebook(tmp_path / "nb.py", '# %% tags=["parameters"]\nseed = 0\n')
+    target = execute.execute_chapter(ch, {"seed": 1}, tmp_path / "a" / "b", env={"X": "1"})
+    assert target == tmp_path / "a" / "b" / "nb.ipynb" and target.exists()
+    ((kw),) = calls
+    assert kw["kernel_name"] == "python3" and kw["parameters"] == {"seed": 1} and kw["cwd"] == str(tmp_path)
+    assert kw["kernel_manager_class"] is EnvKernelManager and kw["shutdown_kernel"] == "immediate"
+    assert kw["progress_bar"] is False and kw["log_output"] is False and kw["request_save_on_cell_execute"] is False
+    assert kw["config"]["KernelManager"]["extra_env"] == {**execute.KERNEL_ENV, "X": "1"}

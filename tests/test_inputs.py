@@ -392,3 +392,74 @@ def test_perturb_checks_hypotheses_against_their_folders_vocabulary(capsys, mine
               "unknown vocabulary id", "checked against the shipped vocabulary", "--vocabulary FILE")
     assert main(["perturb", "--hypotheses", str(mine / "hypotheses.jsonl"), "--vocabulary",
                  str(tmp_path / "elsewhere.yaml"), "--out", str(out)]) == 0
+
+
+def test_fix_for_names_the_command_for_a_suite_and_the_format_page_for_a_source(tmp_path):
+    from mechaudit.book.preflight import fix_for
+
+    assert fix_for(tmp_path, "perturbations.jsonl") == (
+        f"make it with `mechaudit perturb --hypotheses {tmp_path / 'hypotheses.jsonl'} --vocabulary "
+        f"{tmp_path / 'vocabulary.yaml'} --out {tmp_path / 'perturbations.jsonl'}`")
+    assert fix_for(tmp_path, "hypotheses.jsonl") == "write it as book/data.md describes"
+    assert fix_for(tmp_path, "vocabulary.yaml") == "write it as book/data.md describes"
+
+
+def test_a_design_is_checked_against_the_chapters_own_data_folder(capsys, kernels, tmp_path):
+    path = design(tmp_path, instances="[U, N]")  # the example set's instances, not the shipped data's
+    assert main(["execute", "03_critique_engagement", "-p", "data_dir", str(paths.EXAMPLE_DIR),
+                 "-p", "design_file", path]) == 0
+    assert [s for s, _ in kernels] == ["03_critique_engagement"]
+    capsys.readouterr()
+    one_error(capsys, ["execute", "03_critique_engagement", "-p", "design_file", path],
+              f"{path}:2: field 'design.instances': unknown instance 'U'")
+
+
+def test_one_depth_names_the_designs_line(capsys, kernels, tmp_path):
+    path = design(tmp_path, depths="[1]")
+    one_error(capsys, ["execute", "02b_validity", "-p", "design_file", path],
+              f"{path}:2: field 'design.depths': [1]: 02b_validity compares depths, which needs at least two")
+
+
+def test_an_output_folder_of_other_files_is_refused_naming_the_field(tmp_path):
+    from mechaudit.book.preflight import RUN_MARK, check_out_folder
+    from mechaudit.errors import MechauditError
+
+    (tmp_path / "mine.txt").write_text("keep me")
+    with pytest.raises(MechauditError) as err:
+        check_out_folder(tmp_path, "out_dir")
+    assert err.value.field == "out_dir" and str(err.value) == (
+        f"field 'out_dir': {tmp_path} exists and holds files mechaudit did not write: a chapter's output folder is "
+        "replaced whole after each run, so choose a new or empty folder")
+    (tmp_path / RUN_MARK).write_text("")
+    check_out_folder(tmp_path, "out_dir")  # a run folder: replaced
+    check_out_folder(tmp_path / "new", "out_dir")
+
+
+def test_needed_files_of_a_chapter_that_rebuilds_its_suite(tmp_path):
+    from mechaudit.book.preflight import SOURCE_FILES, needed_files
+
+    assert needed_files("05_perturbations", {"regenerate_suite": True}) == SOURCE_FILES
+    assert needed_files("05_perturbations", {"regenerate_suite": False}) == (*SOURCE_FILES, "perturbations.jsonl")
+    (tmp_path / "perturbations_reworded.jsonl").write_text("x")
+    assert needed_files("06_rubric_sensitivity", {}, tmp_path) == (
+        *SOURCE_FILES, "perturbations.jsonl", "perturbations_reworded.jsonl")
+    assert needed_files("01_problem", {}, tmp_path) == SOURCE_FILES
+
+
+def test_an_empty_or_all_excluded_suite_names_the_command_that_rebuilds_it(mine):
+    import json
+
+    from mechaudit.book.preflight import _check_file, fix_for
+    from mechaudit.errors import MechauditError
+
+    suite = mine / "perturbations.jsonl"
+    lines = [json.loads(line) for line in suite.read_text().splitlines() if line.strip()]
+    suite.write_text("".join(json.dumps({**line, "valid": False}) + "\n" for line in lines))
+    with pytest.raises(MechauditError) as err:
+        _check_file(mine, "perturbations.jsonl", "data_dir")
+    assert str(err.value) == (f"{suite}: field 'data_dir': no valid perturbation pair (every pair was excluded): "
+                              f"{fix_for(mine, 'perturbations.jsonl')}")
+    suite.write_text("\n")
+    with pytest.raises(MechauditError) as err:
+        _check_file(mine, "perturbations.jsonl", "data_dir")
+    assert str(err.value) == f"{suite}: field 'data_dir': empty: {fix_for(mine, 'perturbations.jsonl')}"

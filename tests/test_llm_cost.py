@@ -376,3 +376,25 @@ def test_chapter_05_plan_counts_every_suite_of_the_data_folder(small_data, tmp_p
     reworded = [p for p in two if "reworded suite" in p.stage]
     assert len(two) == len(one) + len(reworded) and len(reworded) == 3 * 3  # 3 pairs, 3 orders each
     assert {p.request.key for p in reworded}.isdisjoint({p.request.key for p in one})
+
+
+def test_judge_estimate_is_one_row_per_judge_with_every_valid_pair_once_per_order():
+    from mechaudit.book.estimate import judge_estimate
+
+    pairs = len(load_suite(data_path("perturbations.jsonl"), valid_only=True))
+    table = judge_estimate("06_rubric_sensitivity", {"rubrics": ["none", "step"], "judge_orders": ["ab", "ba"]})
+    assert list(table.columns) == ["stage", "model", "requests", "cached", "to_send", "usd_plain", "usd_batch"]
+    assert table.stage.tolist() == ["judge claude-opus-4-6 (none)", "judge claude-opus-4-6 (step)"]
+    assert table.requests.tolist() == [2 * pairs] * 2 and list(table.index) == [0, 1]
+    assert (table.to_send == table.requests - table.cached).all() and (table.usd_batch < table.usd_plain).all()
+
+
+def test_estimate_without_a_parameter_file_reads_the_default_set(tmp_path, monkeypatch):
+    from mechaudit.book import estimate
+
+    default = tmp_path / "default.yaml"
+    default.write_text('"06_rubric_sensitivity": {backend: anthropic, rubrics: [none], judge_orders: [ab]}\n')
+    monkeypatch.setattr(estimate, "DEFAULT_PARAMS", default)
+    table = estimate_chapters(["01_problem", "06_rubric_sensitivity"])  # 01 sends nothing: no row, and on
+    assert table.stage.tolist() == ["judge claude-opus-4-6 (none)"]
+    assert estimate_chapters(["06_rubric_sensitivity"], params_file=data_path("..") / "params" / "default.yaml").empty

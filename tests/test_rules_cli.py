@@ -64,3 +64,51 @@ def test_embedding_uses_the_disk_store(pairs_file, tmp_path, monkeypatch, capsys
     assert capsys.readouterr().out == first and loads == []  # every embedding came from the store
     assert main(args + ["--no-embedding-cache"]) != 0
     assert loads == [1]  # without the store the model is needed
+
+
+def _llm_judge(pairs_file, tmp_path, monkeypatch, reply):
+    """``mechaudit judge --rule llm`` argv over a fake Anthropic API answering ``reply(body)``; the fake."""
+    fake = FakeAnthropic(reply)
+    client = client_for(fake, tmp_path / "cache")
+    monkeypatch.setattr("mechaudit.llm.get_client", lambda *a, **k: client)
+    instances = tmp_path / "instances.yaml"
+    instances.write_text("instances:\n  - id: I1\n    title: t\n    finding: a finding\n    terminal_id: PROLIF\n"
+                         "    evidence: [e]\n    openings: [a]\n")
+    return fake, client, ["judge", "--pairs", str(pairs_file), "--rule", "llm", "--backend", "anthropic",
+                          "--instances", str(instances), "--quiet"]
+
+
+def test_llm_verdict_lines_carry_the_votes_with_sorted_keys(pairs_file, tmp_path, monkeypatch, capsys, api_key):
+    _, _, argv = _llm_judge(pairs_file, tmp_path, monkeypatch,
+                            lambda body: json.dumps({"verdict": "same", "reason": "one trigger"}))
+    assert main(argv) == 0
+    out, err = capsys.readouterr()
+    line = out.splitlines()[0]
+    verdict = json.loads(line)
+    assert list(verdict) == sorted(verdict)  # sort_keys
+    assert verdict["decided"] is True and verdict["same"] is True
+    assert {k: verdict[k] for k in ("n_valid", "n_invalid", "n_same", "n_different")} == {
+        "n_valid": 2, "n_invalid": 0, "n_same": 2, "n_different": 0}
+    assert err == ""
+
+
+def test_an_undecided_pair_is_null_and_counted_on_stderr(pairs_file, tmp_path, monkeypatch, capsys, api_key):
+    _, _, argv = _llm_judge(pairs_file, tmp_path, monkeypatch, lambda body: "no verdict here")
+    assert main(argv) == 0
+    out, err = capsys.readouterr()
+    verdict = json.loads(out)
+    assert verdict["same"] is None and verdict["decided"] is False and verdict["n_valid"] == 0
+    assert err.strip().splitlines()[-1] == ('mechaudit: warning: 1 pair(s) undecided (tie or no valid verdict): '
+                                            '"same": null')
+
+
+def test_batch_prefetches_the_rules_requests(pairs_file, tmp_path, monkeypatch, capsys, api_key):
+    _, client, argv = _llm_judge(pairs_file, tmp_path, monkeypatch,
+                                 lambda body: json.dumps({"verdict": "different", "reason": "other trigger"}))
+    calls = []
+    monkeypatch.setattr(client, "prefetch_batch", lambda requests, **kw: calls.append((list(requests), kw)))
+    assert main(argv + ["--batch", "--poll-interval", "0.5"]) == 0
+    ((requests, kw),) = calls
+    assert kw == {"poll_interval": 0.5, "progress": False}
+    assert len(requests) == 3 and {r.model for r in requests} == {"claude-opus-4-6"}  # orders ab, ab, ba of one pair
+    assert json.loads(capsys.readouterr().out)["same"] is False

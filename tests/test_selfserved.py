@@ -158,3 +158,41 @@ def test_its_comparison_rows_are_its_own_and_an_independent_computation():
     rows = [("rubric.first_step_swapped_pct_different.full", 83.0)]
     assert compare(rows, llm=True)["verdict"].iloc[0] == provenance.REPRODUCED  # the paper's own judge
     assert selfserved.comparison(rows)["verdict"].iloc[0] == provenance.ANOTHER_MODEL
+
+
+def test_coverage_sentences_for_complete_partial_and_no_parts():
+    complete = selfserved.coverage({"the reworded suite": (4, 4)}, "suite", "its column replays them")
+    assert complete == ("The answers of the self-served SmolLM2-135M are recorded for every pair of the reworded "
+                        "suite, and its column replays them.", None)
+    partial = selfserved.coverage({"the reworded suite": (4, 4), "the template suite": (1, 3)}, "suite", "x")
+    assert partial == ("The answers of the self-served SmolLM2-135M are recorded for 4 of 4 pairs of the reworded "
+                       "suite and 1 of 3 pairs of the template suite; this chapter shows its numbers only for a "
+                       "suite whose pairs are all recorded (the reworded suite), and make local-judge records the "
+                       "rest.", None)
+    none = selfserved.coverage({"the template suite": (0, 3)}, "suite", "x")
+    assert none[0].endswith("(none yet), and make local-judge records the rest.")
+    assert none[1] == ("No suite has all its pairs recorded yet, so this chapter quotes no number of the "
+                       "self-served SmolLM2-135M.")
+
+
+def test_percent_as_the_prose_quotes_it():
+    assert selfserved.percent(12.345) == "12.3 %" and selfserved.percent(0.0) == "0.0 %"
+    assert selfserved.percent(None) == "n/a (every pair undecided)"
+
+
+def test_replay_pairs_counts_the_pairs_whose_answers_are_all_recorded():
+    from mechaudit.llm.errors import ReplayMissError
+
+    own = selfserved.SelfServed(client="the client")
+    seen = []
+
+    def step(client, pairs):
+        seen.append((client, list(pairs)))
+        if "missing" in pairs:
+            raise ReplayMissError(LLMRequest(model="m", messages=[{"role": "user", "content": "x"}]), Path("c"))
+        return len(pairs)
+
+    assert own.replay_pairs(["a", "b"], step) == (2, 2)
+    assert seen == [("the client", ["a", "b"])]
+    assert own.replay_pairs(["a", "missing", "b"], step) == (None, 2)
+    assert own.replay_pairs(["missing"], step) == (None, 0)

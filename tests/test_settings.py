@@ -196,3 +196,32 @@ def test_the_rerun_page_has_a_parameter_table_for_every_chapter():
     page = (REPO_ROOT / "book" / "rerun.md").read_text(encoding="utf-8")
     assert [line.split()[-1] for line in page.splitlines() if line.startswith("```{parameter-table}")] == \
         list(settings.CHAPTERS)
+
+
+def test_allowed_words_for_choices_lists_and_mappings_without_item_schemas():
+    assert settings.allowed({"enum": ["ab", "ba"]}) == "one of 'ab', 'ba'"
+    assert settings.allowed({"type": "array"}) == "a list of (anything)"
+    assert settings.allowed({"type": "array", "items": {"type": "string"}, "minItems": 1}) == \
+        "a list of (a string, at least 1)"
+    assert settings.allowed({"type": "object"}) == "a mapping of names to anything"
+
+
+def test_schema_at_skips_the_null_branch_and_items_without_a_schema():
+    assert settings.schema_at({"anyOf": [{"type": "null"}, {"type": "integer"}]}, []) == {"type": "integer"}
+    assert settings.schema_at({"type": "array"}, [0]) == {}
+    assert settings.schema_at({"type": "object", "additionalProperties": {"type": "number"}}, ["x"]) == {
+        "type": "number"}
+
+
+def test_size_and_doc_declare_bounds_and_descriptions():
+    from pydantic import BaseModel, ValidationError
+
+    class Model(BaseModel):
+        n: settings.size(2, 5) = 2
+        x: settings.doc(int, "what x counts", ge=1) = 1
+
+    assert Model.model_fields["x"].description == "what x counts"
+    assert Model(n=5, x=1).n == 5
+    for bad in ({"n": 1}, {"n": 6}, {"x": 0}):
+        with pytest.raises(ValidationError):
+            Model(**bad)

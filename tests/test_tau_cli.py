@@ -49,3 +49,38 @@ def test_fit_tau_cli_names_bad_line(tmp_path, capsys):
     path.write_text('{"delta": 1.0, "y": 1}\n{"y": 0}\n')
     assert main(["fit-tau", "--pairs", str(path)]) == 1
     assert "pairs.jsonl:2: field 'delta'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("line", "expected"), [
+    ('{"delta": 1.0, "y": 1.5}', "field 'y': must be a number in [0, 1], got 1.5"),
+    ('{"delta": 1.0}', "field 'judgement': missing: a pair needs 'y' or 'judgement'"),
+    ('{"delta": 1.0, "y": 1, "weight": -1}', "field 'weight': must be a number >= 0, got -1"),
+    ('{"delta": 1.0, "y": 1, "weight": "2"}', "field 'weight': must be a number >= 0, got '2'"),
+    ('{"delta": 1.0, "y": 1, "strength": "huge"}', "field 'strength': must be weak, medium or strong, got 'huge'"),
+])
+def test_fit_tau_names_the_bad_field_of_a_pair(tmp_path, capsys, line, expected):
+    path = tmp_path / "pairs.jsonl"
+    path.write_text('{"delta": 0.5, "y": 0}\n' + line + "\n")
+    assert main(["fit-tau", "--pairs", str(path)]) == 1
+    assert capsys.readouterr().err.strip() == f"mechaudit: error: {path}:2: {expected}"
+
+
+def test_fit_tau_json_is_indented_and_sorted(tmp_path, capsys):
+    path = tmp_path / "pairs.jsonl"
+    path.write_text('{"delta": 1.0, "y": 1}\n{"delta": -1.0, "y": 0}\n{"delta": 0.5, "y": 0}\n')
+    assert main(["fit-tau", "--pairs", str(path)]) == 0
+    text = capsys.readouterr().out
+    fit = json.loads(text)
+    assert text == json.dumps(fit, indent=2, sort_keys=True) + "\n" and text.startswith('{\n  "')
+
+
+@pytest.mark.parametrize(("raw", "expected"), [
+    (b'{"anchors": [],\n "comparisons": [],\n "tau": "caf\xe9"}', ":3: field '<json>': not UTF-8 text"),
+    (b'[1, 2]', ": field '<record>': expected a JSON object"),
+    (b'{"anchors": [], "comparisons": [], "grid_step": 0}', ": field 'grid_step': must be a positive number, got 0"),
+])
+def test_infer_score_input_errors_name_line_and_field(tmp_path, capsys, raw, expected):
+    path = tmp_path / "in.json"
+    path.write_bytes(raw)
+    assert main(["infer-score", "--input", str(path)]) == 1
+    assert capsys.readouterr().err.strip() == f"mechaudit: error: {path}{expected}"
