@@ -333,3 +333,11 @@ def test_execute_chapter_hands_papermill_the_kernel_and_writes_into_a_new_run_fo
     assert kw["kernel_manager_class"] is EnvKernelManager and kw["shutdown_kernel"] == "immediate"
     assert kw["progress_bar"] is False and kw["log_output"] is False and kw["request_save_on_cell_execute"] is False
     assert kw["config"]["KernelManager"]["extra_env"] == {**execute.KERNEL_ENV, "X": "1"}
+
+
+def test_kernel_config_puts_the_ipc_sockets_in_the_given_folder(tmp_path):
+    from mechaudit.book.kernel import kernel_config
+
+    config = kernel_config(tmp_path, {"A": "1"})
+    assert config.KernelManager.extra_env == {"A": "1"}
+    assert config.KernelManager.transport == "ipc" and config.KernelManager.ip == str(tmp_path / "kernel")

@@ -463,3 +463,220 @@ def test_an_empty_or_all_excluded_suite_names_the_command_that_rebuilds_it(mine)
     with pytest.raises(MechauditError) as err:
         _check_file(mine, "perturbations.jsonl", "data_dir")
     assert str(err.value) == f"{suite}: field 'data_dir': empty: {fix_for(mine, 'perturbations.jsonl')}"
+
+
+def test_a_run_folder_is_drawn_into_while_the_chapter_runs_and_then_placed(kernels, tmp_path, monkeypatch, capsys):
+    from mechaudit.book.preflight import RUN_MARK
+    from mechaudit.report.outputs import DEFER_MARK
+
+    drawn = []
+
+    class Drawer:
+        returncode = 0
+
+        def communicate(self):
+            return None, ""
+
+    def start(stage):
+        drawn.append(stage)
+        (stage / DEFER_MARK).touch()
+        return Drawer()
+
+    monkeypatch.setattr(book_execute, "_start_drawing", start)
+    assert main(["execute", "01_problem", "--out", str(tmp_path / "run")]) == 0
+    ((stem, params),) = kernels
+    (stage,) = drawn
+    assert stem == "01_problem" and params["out_dir"] == str(stage)  # the kernel writes into the stage
+    assert stage.name.startswith(".01_problem.partial-") and not stage.exists()
+    assert sorted(p.name for p in (tmp_path / "run" / "01_problem").iterdir()) == [RUN_MARK]
+    capsys.readouterr()
+    assert main(["execute", "01_problem", "--out", str(tmp_path / "run")]) == 0
+    assert (f"[1/1] 01_problem: {tmp_path / 'run' / '01_problem'} held an earlier run: replaced whole\n"
+            in capsys.readouterr().err)
+
+
+def test_compare_paper_true_is_checked_against_the_chapters_data_folder(tmp_path):
+    from mechaudit.book.preflight import check_compare_paper
+    from mechaudit.errors import MechauditError
+
+    check_compare_paper({"compare_paper": True})  # the shipped data
+    check_compare_paper({"compare_paper": False, "data_dir": str(paths.EXAMPLE_DIR)})
+    with pytest.raises(MechauditError, match=r"^field 'compare_paper': compare_paper is true, but the data folder "):
+        check_compare_paper({"compare_paper": True, "data_dir": str(paths.EXAMPLE_DIR)})
+
+
+def test_a_dry_run_without_an_llm_says_nothing_would_be_sent(kernels):
+    import io
+
+    stream = io.StringIO()
+    assert book_execute.execute_chapters(["01_problem"], dry_run=True, stream=stream) == []
+    assert stream.getvalue() == "no chapter runs an LLM backend: nothing would be sent\n" and kernels == []
+
+
+def test_confirm_yes_runs_and_no_cancels_after_the_estimate(kernels):
+    import io
+
+    from mechaudit.book.account import RunCancelled
+
+    asked = []
+    overrides = {"backend": "replay", "rubrics": ["none"], "judge_orders": ["ab"]}
+    book_execute.execute_chapters(["06_rubric_sensitivity"], overrides=overrides, stream=io.StringIO(),
+                                  confirm=lambda text: asked.append(text) or True)
+    assert [s for s, _ in kernels] == ["06_rubric_sensitivity"] and len(asked) == 1
+    with pytest.raises(RunCancelled, match="^cancelled after the estimate: nothing was sent$"):
+        book_execute.execute_chapters(["06_rubric_sensitivity"], overrides=overrides, stream=io.StringIO(),
+                                      confirm=lambda text: False)
+    assert len(kernels) == 1
+
+
+def test_chapters_of_a_one_job_run_execute_in_this_thread_in_order(monkeypatch):
+    import threading
+
+    ran = []
+    monkeypatch.setattr(book_execute, "_execute_one", lambda i: ran.append((i, threading.current_thread())) or i)
+    assert book_execute._execute_all([(1,), (2,), (3,)], 1) == [1, 2, 3]
+    assert ran == [(i, threading.main_thread()) for i in (1, 2, 3)]
+    ran.clear()
+    assert book_execute._execute_all([(1,), (2,)], 2) == [1, 2]
+    assert sorted(i for i, _ in ran) == [1, 2]
+
+
+def test_a_failed_chapters_own_error_is_reported_even_when_its_stage_is_gone(monkeypatch, tmp_path):
+    import shutil
+
+    def fails(chapter, parameters=None, out_dir=None, **_):
+        shutil.rmtree(parameters["out_dir"])
+        raise ValueError("cell 3 raised")
+
+    monkeypatch.setattr(book_execute, "execute_chapter", fails)
+    monkeypatch.setattr(book_execute, "_start_drawing", lambda stage: None)
+    with pytest.raises(ValueError, match="^cell 3 raised$"):
+        book_execute.execute_chapters(["01_problem"], out_dir=tmp_path / "run")
+    assert not (tmp_path / "run" / "01_problem").exists()
+    assert [p.name for p in (tmp_path / "run").iterdir()] == []
+
+
+def test_display_path_is_relative_to_the_repository_when_inside_it(tmp_path):
+    assert book_execute._display_path(REPO_ROOT / "notebooks" / "01_problem.ipynb") == "notebooks/01_problem.ipynb"
+    assert book_execute._display_path(tmp_path / "x.ipynb") == str(tmp_path / "x.ipynb")
+
+
+# ---------------------------------------------------------------- execute_chapters: what it checks and hands on
+
+
+@pytest.fixture
+def handed_env(monkeypatch, tmp_path):
+    """``(stem, parameters, env)`` of each chapter ``execute_chapter`` would have run."""
+    started: list[tuple[str, dict, dict]] = []
+
+    def fake(chapter, parameters=None, out_dir=None, *, env=None, **_):
+        started.append((chapter.stem, dict(parameters or {}), dict(env or {})))
+        return tmp_path / f"{chapter.stem}.ipynb"
+
+    monkeypatch.setattr(book_execute, "execute_chapter", fake)
+    return started
+
+
+def test_the_servers_address_comes_from_the_files_common_section_or_the_override(handed_env, tmp_path):
+    params = write(tmp_path / "p.yaml", "common: {llm_base_url: 'http://127.0.0.1:9/v1'}\n")
+    book_execute.execute_chapters(["01_problem"], params_file=params)
+    book_execute.execute_chapters(["01_problem"], params_file=params,
+                                  overrides={"llm_base_url": "http://127.0.0.1:8/v1"})
+    prices = REPO_ROOT / "params" / "prices.yaml"
+    book_execute.execute_chapters(["01_problem"], prices=prices)
+    assert [env.get("OPENAI_BASE_URL") for _, _, env in handed_env] == [
+        "http://127.0.0.1:9/v1", "http://127.0.0.1:8/v1", None]
+    assert handed_env[2][2] == {"MECHAUDIT_PRICES": str(prices.resolve())}
+
+
+def test_a_budget_among_the_overrides_is_the_runs_budget(handed_env, capsys):
+    import io
+
+    stream = io.StringIO()
+    assert book_execute.execute_chapters(["01_problem"], overrides={"max_usd": 1.0}, dry_run=True,
+                                         stream=stream) == []
+    assert stream.getvalue() == "no chapter runs an LLM backend: nothing would be sent\n"
+
+
+def test_the_run_total_goes_to_the_progress_stream(handed_env, capsys):
+    import io
+
+    stream = io.StringIO()
+    book_execute.execute_chapters(["06_rubric_sensitivity"], stream=stream,
+                                  overrides={"backend": "replay", "rubrics": ["none"], "judge_orders": ["ab"]})
+    assert stream.getvalue().splitlines()[-1].startswith("LLM run total: 0 requests sent (0 by batch) in ")
+    assert capsys.readouterr().out == ""
+
+
+@pytest.mark.parametrize(("call", "field", "message"), [
+    (lambda: book_execute.check_budget_args(-1, False), "--max-usd", "must be a number in [0, inf], got -1"),
+    (lambda: book_execute.check_budget_args(1.0, True), "--allow-unpriced", "cannot be combined with --max-usd"),
+    (lambda: book_execute.execute_chapters(["01_problem"], jobs=0), "--jobs", "expected a whole number >= 1, got 0"),
+])
+def test_run_arguments_are_refused_naming_the_option(call, field, message):
+    from mechaudit.book.params import ParameterError
+
+    with pytest.raises(ParameterError) as err:
+        call()
+    assert err.value.field == field and message in err.value.message
+
+
+def test_budget_arguments_that_pass():
+    assert book_execute.check_budget_args(None, True) is None
+    assert book_execute.check_budget_args(2, False) == 2.0 and isinstance(book_execute.check_budget_args(2, False),
+                                                                          float)
+
+
+def test_out_folders_that_cannot_be_used_name_the_option(handed_env, tmp_path, monkeypatch):
+    from mechaudit.book.params import ParameterError
+    from mechaudit.errors import MechauditError
+
+    afile = write(tmp_path / "afile", "x")
+    for out, field, message in ((afile, "--out", f"{afile} exists and is not a folder"),
+                                (afile / "sub", "--out", f"cannot create the folder {afile / 'sub'}: ")):
+        with pytest.raises(ParameterError) as err:
+            book_execute.execute_chapters(["01_problem"], out_dir=out)
+        assert err.value.field == field and err.value.message.startswith(message)
+    with pytest.raises(ParameterError) as err:  # the same chapter twice: one folder
+        book_execute.execute_chapters(["01_problem", "01_problem"], out_dir=tmp_path / "run")
+    assert err.value.field == "--out" and "01_problem and 01_problem would write to the same folder" in str(err.value)
+    with pytest.raises(ParameterError) as err:
+        book_execute.execute_chapters(["01_problem", "03_critique_engagement"],
+                                      overrides={"out_dir": str(tmp_path / "same")})
+    assert err.value.field == "out_dir"
+    mine = tmp_path / "run2" / "01_problem"
+    mine.mkdir(parents=True)
+    write(mine / "notes.txt", "mine")
+    with pytest.raises(MechauditError) as err:
+        book_execute.execute_chapters(["01_problem"], out_dir=tmp_path / "run2")
+    assert err.value.field == "--out"
+    monkeypatch.setattr(paths, "PACKAGED", True)
+    with pytest.raises(ParameterError) as err:
+        book_execute.execute_chapters(["01_problem"])
+    assert str(err.value) == ("field '--out': the chapters come from the installed package: pass --out DIR for the "
+                              "executed notebooks")
+    assert handed_env == []
+
+
+def test_data_and_files_are_checked_once_per_run(monkeypatch):
+    from mechaudit.book import preflight
+
+    files, settings = [], []
+    monkeypatch.setattr(preflight, "_check_file", lambda folder, name, field: files.append(name) or True)
+    monkeypatch.setattr(preflight, "_check_param_file", lambda stem, name, path, values: settings.append(name) or True)
+    full = {s: {"data_dir": None, "design_file": "paper.yaml", "simulator_file": "simulator.yaml"}
+            for s in ("03_critique_engagement", "04_equivalence_rules")}
+    plans = [(book_execute.resolve_chapter(s), {}) for s in full]
+    preflight.check_plans(plans, full)
+    assert files == list(preflight.SOURCE_FILES) and settings == ["design_file", "simulator_file"]
+    preflight.check_data("01_problem", {"data_dir": None})  # no memo given: its own
+    assert files == list(preflight.SOURCE_FILES) * 2
+
+
+def test_a_settings_file_parameter_naming_a_folder(tmp_path):
+    from mechaudit.book.preflight import check_files
+    from mechaudit.errors import MechauditError
+
+    with pytest.raises(MechauditError) as err:
+        check_files("03_critique_engagement", {"design_file": str(tmp_path)})
+    assert err.value.field == "design_file" and err.value.message.startswith(f"{tmp_path} is a folder: name a file")

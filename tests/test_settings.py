@@ -225,3 +225,9 @@ def test_size_and_doc_declare_bounds_and_descriptions():
     for bad in ({"n": 1}, {"n": 6}, {"x": 0}):
         with pytest.raises(ValidationError):
             Model(**bad)
+
+
+def test_defaults_are_plain_data_with_lists_for_tuples():
+    found = settings.defaults("07_sensitivity")
+    assert found["tfidf_sweep"] == [0.05, 0.95, 19] and type(found["tfidf_sweep"]) is list
+    assert settings.defaults("02c_robustness")["power_designs"] == [[4, 5], [4, 10], [8, 5]]
