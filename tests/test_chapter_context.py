@@ -290,9 +290,9 @@ def test_source_note_names_what_was_read_and_what_computed():
     assert source_note({"scan": "committed", "maps": "committed"}) == (
         "Read from data/computed/ (written by `mechaudit calibrate` with these settings; the test suite re-checks "
         "them).")
-    assert source_note({"scan": "committed", "maps": "computed", "reps": "computed"}) == (
+    assert source_note({"scan": "committed", "maps": "computed", "fit": "committed", "reps": "computed"}) == (
         "Computed in this run (their settings differ from the committed ones): maps, reps; read from "
-        "data/computed/: scan.")
+        "data/computed/: scan, fit.")
     assert source_note({"maps": "computed"}) == (
         "Computed in this run (their settings differ from the committed ones): maps.")
 

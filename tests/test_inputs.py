@@ -680,3 +680,27 @@ def test_a_settings_file_parameter_naming_a_folder(tmp_path):
     with pytest.raises(MechauditError) as err:
         check_files("03_critique_engagement", {"design_file": str(tmp_path)})
     assert err.value.field == "design_file" and err.value.message.startswith(f"{tmp_path} is a folder: name a file")
+
+
+def test_the_parallel_engine_is_checked_when_either_setting_is_given():
+    from mechaudit.book.preflight import check_parallel
+    from mechaudit.errors import MechauditError
+
+    check_parallel({})  # a chapter without a parallel engine
+    check_parallel({"parallel_backend": "threading"})
+    with pytest.raises(MechauditError) as err:
+        check_parallel({"scheduler": "tcp://127.0.0.1:8786"})
+    assert str(err.value) == "field 'scheduler': a scheduler is only used with parallel_backend 'dask', not None"
+    with pytest.raises(MechauditError) as err:
+        check_parallel({"parallel_backend": "fast"})
+    assert err.value.field == "parallel_backend"
+
+
+def test_data_folder_names_the_field_that_chose_it(tmp_path, monkeypatch):
+    from mechaudit.book.preflight import data_folder
+
+    monkeypatch.delenv(paths.DATA_ENV, raising=False)
+    assert data_folder("01_problem", {"data_dir": str(tmp_path)}) == (tmp_path, "data_dir")
+    assert data_folder("01_problem", {"data_dir": None}) == (paths.DATA_DIR, "data_dir")
+    assert data_folder("09_your_data", {"data_dir": None}) == (paths.EXAMPLE_DIR, "data_dir")
+    assert data_folder("08_tau_calibration", {}) is None
