@@ -751,9 +751,15 @@ def write_report(summaries: list[dict], tested: list[dict[str, str]]) -> None:
     measured = {e["target"]: e for f in sorted(MEASURE.glob("*/estimate.json"))
                 if (e := json.loads(f.read_text()))["target"] in MODULES}
     kept_rows, kept_sections, kept_estimates = _previous_report()
+    ran = {s["module"]: s for s in summaries if s["seconds"] is not None and not s["unchecked"]}
     est_total, est_missing = 0.0, []
     for n in MODULES:
-        if n in measured:
+        if n in ran:  # a complete run of the sample on disk: its own time, not an estimate
+            r = ran[n]
+            per = r["seconds"] * r["workers"] / 2 / max(r["mutants"], 1)
+            row = (f"| {n} | {r['sample']} | {r['mutants']} | | | {per:.2f} (this run) | | | "
+                   f"{r['seconds'] * r['workers'] / 2 / 60:.1f} | {decorated_functions(MODULES[n])} |")
+        elif n in measured:
             row = _estimate_row(measured[n])
         elif n in kept_estimates:
             row = kept_estimates[n]
@@ -765,8 +771,9 @@ def write_report(summaries: list[dict], tested: list[dict[str, str]]) -> None:
         else:
             est_missing.append(n)
         lines.append(row)
-    lines += ["", f"Estimated total: {est_total:.0f} min on 2 cores for the whole map (measured rows and rows "
-              "scaled from the committed run)" + (f"; no estimate: {', '.join(est_missing)}." if est_missing else "."),
+    lines += ["", f"Estimated total: {est_total:.0f} min on 2 cores for the whole map (rows *this run*: the "
+              "time of the run in the Scores table, scaled to 2 workers; other rows measured or scaled "
+              "from an earlier run)" + (f"; no estimate: {', '.join(est_missing)}." if est_missing else "."),
               "",
               "## Scores", "",
               "| module | sample | mutants | killed | equivalent | not killed | score | floor | unchecked | seconds |",
