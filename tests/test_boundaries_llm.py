@@ -416,3 +416,32 @@ def test_a_run_needs_the_keys_of_the_servers_it_sends_to_and_prices_for_its_mode
     assert capsys.readouterr().out == format_estimate(batch.estimate, batch=True) + "\n"
     assert "(this run: batch)" in format_estimate(batch.estimate, batch=True)
 
+
+
+def test_prompt_cached_price_writes_each_system_prompt_once_then_reads_it():
+    """The first request with a (model, system prompt) pays the cache-write rate for its system tokens,
+    later ones with the same pair the cache-read rate; another system prompt is written anew. By hand:
+    15 system tokens (35 characters / 3.5 + 5) each, other input and output as ``input_tokens`` and
+    ``output_tokens`` give them."""
+    from mechaudit.llm.pricing import input_tokens, output_tokens
+
+    rate = {"input": 3.0, "output": 15.0, "cache_write": 3.75, "cache_read": 0.3}
+    prices = {"models": {"m": rate}, "batch_discount": 0.5}
+
+    def ask(system: str, i: int) -> LLMRequest:
+        return LLMRequest(model="m", system=system, messages=[{"role": "user", "content": f"q{i}"}], max_tokens=16)
+
+    a, b = "a" * 35, "b" * 35
+    planned = [Planned("judge", ask(a, 0)), Planned("judge", ask(a, 1)), Planned("judge", ask(b, 2))]
+    table = price_plan("ch", planned, prices, cached=lambda key: False, min_cache_tokens={"m": 1})
+    system_rates = [rate["cache_write"], rate["cache_read"], rate["cache_write"]]
+    want = 0.0
+    for item, system_rate in zip(planned, system_rates):
+        system, total = input_tokens(item.request)
+        assert system == 15
+        want += ((total - system) * rate["input"] + system * system_rate
+                 + output_tokens(item.request) * rate["output"]) / 1e6
+    assert table["usd_prompt_cached"].item() == pytest.approx(want, rel=1e-12)
+    # below the model's minimum cacheable length every request pays the plain price
+    plain = price_plan("ch", planned, prices, cached=lambda key: False, min_cache_tokens={"m": 16})
+    assert plain["usd_prompt_cached"].item() == pytest.approx(plain["usd_plain"].item(), rel=1e-12)
