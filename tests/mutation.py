@@ -756,7 +756,7 @@ def write_report(summaries: list[dict], tested: list[dict[str, str]]) -> None:
     for n in MODULES:
         if n in ran:  # a complete run of the sample on disk: its own time, not an estimate
             r = ran[n]
-            per = r["seconds"] * r["workers"] / 2 / max(r["mutants"], 1)
+            per = r["seconds"] * r["workers"] / max(r["mutants"], 1)  # worker-seconds, as in the measured rows
             row = (f"| {n} | {r['sample']} | {r['mutants']} | | | {per:.2f} (this run) | | | "
                    f"{r['seconds'] * r['workers'] / 2 / 60:.1f} | {decorated_functions(MODULES[n])} |")
         elif n in measured:
@@ -843,11 +843,8 @@ def main(argv: list[str] | None = None) -> int:
         if len(names) != 1:
             parser.error("--only needs exactly one target")
         (name,) = names
-        if not args.recheck:
-            run_module(name, args.max_children, fresh=not args.keep, sample=args.sample or MODULES[name].sample,
-                       prefixes=tuple(args.only))
-        else:
-            run_module(name, args.max_children, fresh=False, sample="", recheck=True)
+        run_module(name, args.max_children, fresh=not args.keep, sample=args.sample or MODULES[name].sample,
+                   recheck=args.recheck, prefixes=tuple(args.only))
         s = summarise(name, load_equivalent_file()["equivalent"])
         print(f"mutation: {name} (only {' '.join(args.only)}): {_score(s).split(' |')[0]} of "
               f"{s['mutants'] - s['equivalent']} non-equivalent mutants killed; not the module's score, no report")

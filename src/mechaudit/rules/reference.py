@@ -5,8 +5,8 @@ never wording, and are symmetric in (A, B).
 
 Components of a pair (``chain = (initiating, *route, terminal)`` of step ids): ``initiating`` (equal
 ids), ``route`` (one route an ordered subsequence of the other: added detail is allowed, a replaced
-or reordered step is not), ``terminal`` (equal, or the shorter chain's terminal occurs in the longer; of two chains
-of equal length, either one's terminal in the other).
+or reordered step is not), ``terminal`` (equal, or the shorter chain's terminal occurs in the longer;
+of two chains of equal length, either one's terminal in the other).
 
 Rubrics: ``"full"``: equal initiating events and the shorter chain an ordered subsequence of the
 longer; ``"step"``: all three components same; ``"none"`` (no mechanism definition): the Jaccard
